@@ -1,0 +1,68 @@
+// The model configuration: Flash-Next's values (model.md) and small configurations with
+// the same structure, so tests run on 2 CPU cores.
+export interface HcConfig {
+  /** number of residual streams n */
+  count: number;
+  /** low rank r of the mix GEMMs */
+  lowRank: number;
+}
+
+export interface AttentionConfig {
+  numHeads: number;
+  numKvHeads: number;
+  headDim: number;
+  /** dims that get RoPE (partial rotary), NeoX half-split */
+  ropeDims: number;
+  ropeTheta: number;
+}
+
+export interface LinearAttentionConfig {
+  numKeyHeads: number;
+  numValueHeads: number;
+  keyHeadDim: number;
+  valueHeadDim: number;
+  convKernel: number;
+}
+
+export interface MoeConfig {
+  numExperts: number;
+  topK: number;
+  intermediate: number;
+  sharedIntermediate: number;
+  normTopkProb: boolean;
+}
+
+export interface PleConfig {
+  /** 0-based decoder layer indices that carry a PLE */
+  layerIds: number[];
+  embedDim: number;
+  convKernel: number;
+  convDilation: number;
+  ngramSize: number;
+  headsPerNgram: number;
+  /** first per-head prime vocabulary size; later heads take the next primes above it */
+  ngramVocabSizeBase: number;
+}
+
+export interface ModelConfig {
+  name: string;
+  hiddenSize: number;
+  numLayers: number;
+  /** layer i is full attention iff (i + 1) % fullAttentionInterval === 0 */
+  fullAttentionInterval: number;
+  rmsNormEps: number;
+  vocabSize: number;
+  eosTokenId: number;
+  hc: HcConfig;
+  attention: AttentionConfig;
+  linearAttention: LinearAttentionConfig;
+  moe: MoeConfig;
+  ple: PleConfig;
+  mtp: boolean;
+}
+
+export type LayerKind = 'attention' | 'linear_attention';
+
+export function layerKind(config: ModelConfig, layer: number): LayerKind {
+  return (layer + 1) % config.fullAttentionInterval === 0 ? 'attention' : 'linear_attention';
+}

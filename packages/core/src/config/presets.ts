@@ -1,0 +1,93 @@
+import type { ModelConfig } from './modelConfig.ts';
+import { validateConfig } from './validate.ts';
+
+/** Qwen3.8-Flash-Next, values from model.md. */
+export const FLASH_NEXT: ModelConfig = {
+  name: 'flash-next',
+  hiddenSize: 2560,
+  numLayers: 48,
+  fullAttentionInterval: 4,
+  rmsNormEps: 1e-6,
+  vocabSize: 248320,
+  eosTokenId: 248044,
+  hc: { count: 4, lowRank: 320 },
+  attention: { numHeads: 24, numKvHeads: 2, headDim: 256, ropeDims: 64, ropeTheta: 1e7 },
+  linearAttention: { numKeyHeads: 16, numValueHeads: 48, keyHeadDim: 128, valueHeadDim: 128, convKernel: 4 },
+  moe: { numExperts: 512, topK: 10, intermediate: 640, sharedIntermediate: 640, normTopkProb: true },
+  ple: {
+    layerIds: [1],
+    embedDim: 2560,
+    convKernel: 4,
+    convDilation: 3,
+    ngramSize: 3,
+    headsPerNgram: 8,
+    ngramVocabSizeBase: 1_000_003,
+  },
+  mtp: true,
+};
+
+/**
+ * Same structure as Flash-Next at 1/20 the width: n = 4, r = H/8 (r + n is the first GEMM
+ * width), GQA, value heads = 3 x key heads, every 4th layer attention, PLE at index 1,
+ * RoPE on a quarter of the head dim. 8 layers, so a multi-layer stack runs in seconds.
+ */
+export const SMALL: ModelConfig = {
+  name: 'small',
+  hiddenSize: 128,
+  numLayers: 8,
+  fullAttentionInterval: 4,
+  rmsNormEps: 1e-6,
+  vocabSize: 4096,
+  eosTokenId: 4095,
+  hc: { count: 4, lowRank: 16 },
+  attention: { numHeads: 8, numKvHeads: 2, headDim: 32, ropeDims: 8, ropeTheta: 1e7 },
+  linearAttention: { numKeyHeads: 4, numValueHeads: 12, keyHeadDim: 16, valueHeadDim: 16, convKernel: 4 },
+  moe: { numExperts: 16, topK: 4, intermediate: 32, sharedIntermediate: 32, normTopkProb: true },
+  ple: {
+    layerIds: [1],
+    embedDim: 128,
+    convKernel: 4,
+    convDilation: 3,
+    ngramSize: 3,
+    headsPerNgram: 8,
+    ngramVocabSizeBase: 1009,
+  },
+  mtp: true,
+};
+
+/** The smallest configuration with every part present: unit tests. */
+export const TINY: ModelConfig = {
+  name: 'tiny',
+  hiddenSize: 32,
+  numLayers: 4,
+  fullAttentionInterval: 4,
+  rmsNormEps: 1e-6,
+  vocabSize: 512,
+  eosTokenId: 511,
+  hc: { count: 4, lowRank: 4 },
+  attention: { numHeads: 4, numKvHeads: 2, headDim: 16, ropeDims: 4, ropeTheta: 1e7 },
+  linearAttention: { numKeyHeads: 4, numValueHeads: 12, keyHeadDim: 8, valueHeadDim: 8, convKernel: 4 },
+  moe: { numExperts: 8, topK: 2, intermediate: 16, sharedIntermediate: 16, normTopkProb: true },
+  ple: {
+    layerIds: [1],
+    embedDim: 32,
+    convKernel: 4,
+    convDilation: 3,
+    ngramSize: 3,
+    headsPerNgram: 8,
+    ngramVocabSizeBase: 101,
+  },
+  mtp: true,
+};
+
+export const PRESETS: Readonly<Record<string, ModelConfig>> = {
+  'flash-next': FLASH_NEXT,
+  small: SMALL,
+  tiny: TINY,
+};
+
+export function getConfig(name: string): ModelConfig {
+  const c = PRESETS[name];
+  if (!c) throw new Error(`unknown config '${name}' (known: ${Object.keys(PRESETS).join(', ')})`);
+  return validateConfig(c);
+}

@@ -1,0 +1,85 @@
+import type { ModelConfig } from './modelConfig.ts';
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+function posInt(v: number, what: string): void {
+  if (!Number.isInteger(v) || v <= 0) throw new ConfigError(`${what} must be a positive integer, got ${v}`);
+}
+
+/** Checks a configuration's internal consistency; returns it unchanged. */
+export function validateConfig(c: ModelConfig): ModelConfig {
+  posInt(c.hiddenSize, 'hiddenSize');
+  posInt(c.numLayers, 'numLayers');
+  posInt(c.fullAttentionInterval, 'fullAttentionInterval');
+  posInt(c.vocabSize, 'vocabSize');
+  if (!Number.isInteger(c.hc.count) || c.hc.count <= 1) {
+    throw new ConfigError(`hc_count must be an integer > 1 (hyper-connections need several streams), got ${c.hc.count}`);
+  }
+  posInt(c.hc.lowRank, 'hc_lowrank');
+  if (!(c.rmsNormEps > 0)) throw new ConfigError(`rms_norm_eps must be > 0, got ${c.rmsNormEps}`);
+  if (c.eosTokenId < 0 || c.eosTokenId >= c.vocabSize) {
+    throw new ConfigError(`eos_token_id ${c.eosTokenId} is outside the vocabulary [0, ${c.vocabSize})`);
+  }
+  const a = c.attention;
+  posInt(a.numHeads, 'attention.numHeads');
+  posInt(a.numKvHeads, 'attention.numKvHeads');
+  posInt(a.headDim, 'attention.headDim');
+  if (a.numHeads % a.numKvHeads !== 0) {
+    throw new ConfigError(`attention heads ${a.numHeads} are not a multiple of KV heads ${a.numKvHeads}`);
+  }
+  if (a.ropeDims <= 0 || a.ropeDims > a.headDim || a.ropeDims % 2 !== 0) {
+    throw new ConfigError(`attention.ropeDims ${a.ropeDims} must be even and within (0, headDim ${a.headDim}]`);
+  }
+  const la = c.linearAttention;
+  posInt(la.numKeyHeads, 'linearAttention.numKeyHeads');
+  posInt(la.numValueHeads, 'linearAttention.numValueHeads');
+  posInt(la.keyHeadDim, 'linearAttention.keyHeadDim');
+  posInt(la.valueHeadDim, 'linearAttention.valueHeadDim');
+  posInt(la.convKernel, 'linearAttention.convKernel');
+  if (la.numValueHeads % la.numKeyHeads !== 0) {
+    throw new ConfigError(`linear-attention value heads ${la.numValueHeads} are not a multiple of key heads ${la.numKeyHeads}`);
+  }
+  const m = c.moe;
+  posInt(m.numExperts, 'moe.numExperts');
+  posInt(m.intermediate, 'moe.intermediate');
+  posInt(m.sharedIntermediate, 'moe.sharedIntermediate');
+  if (!Number.isInteger(m.topK) || m.topK <= 0 || m.topK > m.numExperts) {
+    throw new ConfigError(`moe.topK ${m.topK} must be in [1, numExperts ${m.numExperts}]`);
+  }
+  const p = c.ple;
+  for (const id of p.layerIds) {
+    if (!Number.isInteger(id) || id < 0 || id >= c.numLayers) {
+      throw new ConfigError(`PLE layer id ${id} is out of range [0, ${c.numLayers})`);
+    }
+  }
+  posInt(p.embedDim, 'ple.embedDim');
+  posInt(p.convKernel, 'ple.convKernel');
+  posInt(p.convDilation, 'ple.convDilation');
+  if (p.ngramSize < 2) throw new ConfigError(`ple.ngramSize must be >= 2, got ${p.ngramSize}`);
+  posInt(p.headsPerNgram, 'ple.headsPerNgram');
+  const heads = (p.ngramSize - 1) * p.headsPerNgram;
+  if (p.embedDim % heads !== 0) {
+    throw new ConfigError(`ple.embedDim ${p.embedDim} is not divisible by its ${heads} n-gram heads`);
+  }
+  return c;
+}
+
+/** Checks that tensor parallel size tp can shard this configuration's heads and experts. */
+export function validateTp(c: ModelConfig, tp: number): void {
+  if (!Number.isInteger(tp) || tp <= 0) throw new ConfigError(`tp must be a positive integer, got ${tp}`);
+  const checks: [number, string][] = [
+    [c.attention.numHeads, 'attention heads'],
+    [c.linearAttention.numKeyHeads, 'linear-attention key heads'],
+    [c.linearAttention.numValueHeads, 'linear-attention value heads'],
+    [c.moe.numExperts, 'MoE experts'],
+  ];
+  for (const [count, what] of checks) {
+    if (count % tp !== 0) throw new ConfigError(`tp ${tp} does not divide the ${count} ${what} of config '${c.name}'`);
+  }
+  const kv = c.attention.numKvHeads;
+  if (kv % tp !== 0 && tp % kv !== 0) {
+    throw new ConfigError(`tp ${tp} neither divides nor is a multiple of the ${kv} KV heads of config '${c.name}'`);
+  }
+}

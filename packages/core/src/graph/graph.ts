@@ -1,0 +1,55 @@
+import type { DType } from '../tensor/tensor.ts';
+
+// The op graph is plain data (JSON-serializable): the dev page draws it, the harness diffs
+// it, every backend executes it. Nodes belong to one rank, or (collectives) to all ranks.
+export type ValueId = string;
+
+/** Rows or columns [start, end) of a checkpoint tensor, several ranges concatenated. */
+export interface WeightSlice {
+  axis: number;
+  ranges: [number, number][];
+}
+
+export interface WeightRef {
+  /** checkpoint name, e.g. model.layers.3.self_attn.o_proj.weight */
+  name: string;
+  slice?: WeightSlice;
+}
+
+export interface ValueDecl {
+  id: ValueId;
+  shape: number[];
+  dtype: DType;
+  /** owning rank; null for host-side values shared by every rank (graph inputs, weights) */
+  rank: number | null;
+  kind: 'input' | 'weight' | 'intermediate';
+  weight?: WeightRef;
+}
+
+export interface GraphNode {
+  id: number;
+  op: string;
+  /** the rank that runs it; null for a collective (runs on all ranks in lockstep) */
+  rank: number | null;
+  /** value ids; null for an absent optional input. A collective lists one per rank. */
+  inputs: (ValueId | null)[];
+  /** value ids; null for an output the node does not produce. A collective: one per rank. */
+  outputs: (ValueId | null)[];
+  attrs: Record<string, unknown>;
+  /** where in the model it sits, e.g. "L3.attn_hc.mix" */
+  scope: string;
+  /** decoder layer index, or -1 outside the layers */
+  layer: number;
+}
+
+export interface Graph {
+  tp: number;
+  values: Record<ValueId, ValueDecl>;
+  nodes: GraphNode[];
+  /** values the caller must feed (token ids, test inputs) */
+  inputs: ValueId[];
+  /** values the caller gets back */
+  outputs: ValueId[];
+  /** free-form description of how the graph was built (config, plan) */
+  meta: Record<string, unknown>;
+}

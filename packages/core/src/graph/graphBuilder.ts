@@ -1,0 +1,95 @@
+import type { DType } from '../tensor/tensor.ts';
+import type { Graph, GraphNode, ValueDecl, ValueId, WeightRef } from './graph.ts';
+import { getOpDef } from './ops/registry.ts';
+
+/** Builds a Graph node by node, checking each node against its op declaration. */
+export class GraphBuilder {
+  private readonly values: Record<ValueId, ValueDecl> = {};
+  private readonly nodes: GraphNode[] = [];
+  private readonly inputs: ValueId[] = [];
+  private readonly outputs: ValueId[] = [];
+  private readonly weightIds = new Map<string, ValueId>();
+
+  constructor(readonly tp: number, readonly meta: Record<string, unknown> = {}) {}
+
+  input(id: ValueId, shape: number[], dtype: DType): ValueId {
+    this.declare({ id, shape, dtype, rank: null, kind: 'input' });
+    this.inputs.push(id);
+    return id;
+  }
+
+  /** A (possibly sliced) checkpoint tensor; the same reference is declared once. */
+  weight(ref: WeightRef, shape: number[], dtype: DType = 'bf16'): ValueId {
+    const key = JSON.stringify(ref);
+    const existing = this.weightIds.get(key);
+    if (existing) return existing;
+    const id = ref.slice ? `w:${ref.name}#${ref.slice.axis}:${ref.slice.ranges.map((r) => r.join('-')).join('+')}` : `w:${ref.name}`;
+    this.declare({ id, shape, dtype, rank: null, kind: 'weight', weight: ref });
+    this.weightIds.set(key, id);
+    return id;
+  }
+
+  value(id: ValueId, shape: number[], dtype: DType, rank: number | null): ValueId {
+    this.declare({ id, shape, dtype, rank, kind: 'intermediate' });
+    return id;
+  }
+
+  shapeOf(id: ValueId): number[] {
+    const v = this.values[id];
+    if (!v) throw new Error(`graph: unknown value '${id}'`);
+    return v.shape;
+  }
+
+  node(n: Omit<GraphNode, 'id'>): GraphNode {
+    const def = getOpDef(n.op);
+    const perRank = def.collective ? this.tp : 1;
+    if (def.collective !== (n.rank === null)) {
+      throw new Error(`graph: op ${n.op} ${def.collective ? 'is a collective (rank must be null)' : 'needs a rank'}`);
+    }
+    if (n.inputs.length !== def.inputs.length * perRank || n.outputs.length !== def.outputs.length * perRank) {
+      throw new Error(`graph: op ${n.op} at ${n.scope} has ${n.inputs.length} inputs / ${n.outputs.length} outputs, expected ${def.inputs.length * perRank} / ${def.outputs.length * perRank}`);
+    }
+    n.inputs.forEach((id, i) => {
+      const port = def.inputs[i % def.inputs.length];
+      if (id === null) {
+        if (!port.optional) throw new Error(`graph: op ${n.op} at ${n.scope}: input '${port.name}' is required`);
+        return;
+      }
+      const v = this.values[id];
+      if (!v) throw new Error(`graph: op ${n.op} at ${n.scope}: unknown input value '${id}'`);
+      if (!port.dtypes.includes(v.dtype)) {
+        throw new Error(`graph: op ${n.op} at ${n.scope}: input '${port.name}' is ${v.dtype}, expected ${port.dtypes.join('|')}`);
+      }
+    });
+    n.outputs.forEach((id, i) => {
+      if (id !== null && !this.values[id]) throw new Error(`graph: op ${n.op} at ${n.scope}: output '${id}' not declared`);
+      if (id === null && !def.outputs[i % def.outputs.length].optional) {
+        throw new Error(`graph: op ${n.op} at ${n.scope}: output '${def.outputs[i % def.outputs.length].name}' is required`);
+      }
+    });
+    const node: GraphNode = { id: this.nodes.length, ...n };
+    this.nodes.push(node);
+    return node;
+  }
+
+  markOutput(id: ValueId): void {
+    if (!this.values[id]) throw new Error(`graph: unknown output '${id}'`);
+    this.outputs.push(id);
+  }
+
+  build(): Graph {
+    return {
+      tp: this.tp,
+      values: this.values,
+      nodes: this.nodes,
+      inputs: this.inputs,
+      outputs: this.outputs,
+      meta: this.meta,
+    };
+  }
+
+  private declare(v: ValueDecl): void {
+    if (this.values[v.id]) throw new Error(`graph: value '${v.id}' declared twice`);
+    this.values[v.id] = v;
+  }
+}

@@ -1,0 +1,18 @@
+import type { OpDef } from './opDef.ts';
+import { BASIC_OPS } from './basicOps.ts';
+import { HC_OPS } from './hcOps.ts';
+import { SP_OPS } from './spOps.ts';
+
+const ALL: readonly OpDef[] = [...BASIC_OPS, ...HC_OPS, ...SP_OPS];
+
+const BY_NAME = new Map<string, OpDef>(ALL.map((d) => [d.name, d]));
+
+export function getOpDef(name: string): OpDef {
+  const def = BY_NAME.get(name);
+  if (!def) throw new Error(`unknown op '${name}'`);
+  return def;
+}
+
+export function allOpDefs(): readonly OpDef[] {
+  return ALL;
+}

@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['packages/*/src/**/*.test.ts', 'test/**/*.test.ts'],
+    // CPU-heavy numerics: one worker per core, long enough for the WebGPU soak on SwiftShader.
+    testTimeout: 600_000,
+    hookTimeout: 600_000,
+    pool: 'forks',
+    maxWorkers: 2,
+  },
+});
