@@ -11,8 +11,11 @@ export interface WeightSlice {
 }
 
 export interface WeightRef {
-  /** checkpoint name, e.g. model.layers.3.self_attn.o_proj.weight */
+  /** checkpoint name, e.g. model.layers.3.self_attn.o_proj.weight (a label when concat is set) */
   name: string;
+  /** checkpoint tensors concatenated along axis 0 (e.g. W_cat = [down; inject]) */
+  concat?: string[];
+  /** applied after concatenation */
   slice?: WeightSlice;
 }
 
@@ -31,7 +34,8 @@ export interface GraphNode {
   op: string;
   /** the rank that runs it; null for a collective (runs on all ranks in lockstep) */
   rank: number | null;
-  /** value ids; null for an absent optional input. A collective lists one per rank. */
+  /** value ids; null for an absent optional input. A collective lists each rank's ports in
+   *  turn: index rank * ports + port. Resolve weights with model/resolveWeight.ts. */
   inputs: (ValueId | null)[];
   /** value ids; null for an output the node does not produce. A collective: one per rank. */
   outputs: (ValueId | null)[];

@@ -43,7 +43,7 @@ export class GraphBuilder {
   node(n: Omit<GraphNode, 'id'>): GraphNode {
     const def = getOpDef(n.op);
     const perRank = def.collective ? this.tp : 1;
-    if (def.collective !== (n.rank === null)) {
+    if (Boolean(def.collective) !== (n.rank === null)) {
       throw new Error(`graph: op ${n.op} ${def.collective ? 'is a collective (rank must be null)' : 'needs a rank'}`);
     }
     if (n.inputs.length !== def.inputs.length * perRank || n.outputs.length !== def.outputs.length * perRank) {

@@ -2,8 +2,12 @@ import type { OpDef } from './opDef.ts';
 import { BASIC_OPS } from './basicOps.ts';
 import { HC_OPS } from './hcOps.ts';
 import { SP_OPS } from './spOps.ts';
+import { GDN_OPS } from './gdnOps.ts';
+import { ATTENTION_OPS } from './attentionOps.ts';
+import { MOE_OPS } from './moeOps.ts';
+import { QUANT_OPS } from './quantOps.ts';
 
-const ALL: readonly OpDef[] = [...BASIC_OPS, ...HC_OPS, ...SP_OPS];
+const ALL: readonly OpDef[] = [...BASIC_OPS, ...HC_OPS, ...SP_OPS, ...GDN_OPS, ...ATTENTION_OPS, ...MOE_OPS, ...QUANT_OPS];
 
 const BY_NAME = new Map<string, OpDef>(ALL.map((d) => [d.name, d]));
 

@@ -1,0 +1,26 @@
+import { resolveWeight, shapeStr, type Graph, type Tensor, type ValueId, type WeightSource } from '@hcsp/core';
+
+/**
+ * The host-side tensor of a graph input (from `feeds`) or weight (checkpoint tensor with its
+ * WeightRef slice applied on the host, so a rank's GPU buffer holds only its shard), checked
+ * against the graph's declaration.
+ */
+export function hostTensor(graph: Graph, feeds: Map<ValueId, Tensor>, weights: WeightSource, id: ValueId): Tensor {
+  const decl = graph.values[id];
+  if (!decl) throw new Error(`webgpu: unknown graph value '${id}'`);
+  let t: Tensor;
+  if (decl.kind === 'input') {
+    const fed = feeds.get(id);
+    if (!fed) throw new Error(`webgpu: graph input '${id}' was not fed`);
+    t = fed;
+  } else if (decl.kind === 'weight') {
+    if (!decl.weight) throw new Error(`webgpu: weight value '${id}' has no checkpoint reference`);
+    t = resolveWeight(weights, decl.weight);
+  } else {
+    throw new Error(`webgpu: value '${id}' is an intermediate, not a host input or weight`);
+  }
+  if (t.dtype !== decl.dtype || shapeStr(t.shape) !== shapeStr(decl.shape)) {
+    throw new Error(`webgpu: value '${id}' is declared ${decl.dtype}${shapeStr(decl.shape)} but the host tensor is ${t.dtype}${shapeStr(t.shape)}`);
+  }
+  return t;
+}

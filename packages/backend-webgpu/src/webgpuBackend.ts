@@ -1,0 +1,78 @@
+import type { Backend, BackendPrecision, Graph, RunOptions, RunResult, Tensor, ValueId, WeightSource } from '@hcsp/core';
+import { WGSL_KERNELS } from '@hcsp/kernels-wgsl';
+import { ChromiumHost, type ChromiumHostOptions } from './chromiumHost.ts';
+import { hostTensor } from './hostTensors.ts';
+import { requestNodeDevice } from './nodeDevice.ts';
+import { WebGpuExecutor } from './webgpuExecutor.ts';
+
+export type WebGpuHostChoice = 'auto' | 'dawn' | 'chromium';
+
+export interface WebGpuBackendOptions {
+  /** 'auto': dawn.node on a hardware adapter, else headless Chromium (default) */
+  prefer?: WebGpuHostChoice;
+  chromium?: ChromiumHostOptions;
+}
+
+export interface WebGpuBackend extends Backend {
+  readonly host: 'dawn.node' | 'chromium';
+  readonly adapter: string;
+  /** which host and adapter run the graphs, e.g. "webgpu on chromium (google swiftshader ...)" */
+  describe(): string;
+}
+
+export const WEBGPU_PRECISION: BackendPrecision = {
+  reorderedMaxUlp: 1,
+  note:
+    'WGSL kernels accumulate in fp32 in the order each kernel documents (kernels-wgsl), with plain a*b + c (no dot()/fma(), which SwiftShader lowers to FMAs); ' +
+    'where a kernel tiles or splits a sum differently from the CPU reference, the result may differ by one bf16 ulp per reordering. Collectives use the reference summation order.',
+};
+
+/**
+ * The WebGPU Backend. Never falls back to the CPU: when no host works the error names what
+ * was tried and why each failed.
+ */
+export async function createWebGpuBackend(options: WebGpuBackendOptions = {}): Promise<WebGpuBackend> {
+  const prefer = options.prefer ?? 'auto';
+  if (!['auto', 'dawn', 'chromium'].includes(prefer)) throw new Error(`webgpu backend: unknown host choice '${prefer}' (auto, dawn, chromium)`);
+  const tried: string[] = [];
+  if (prefer === 'auto' || prefer === 'dawn') {
+    try {
+      return dawnBackend(await requestNodeDevice());
+    } catch (e) {
+      tried.push(`dawn.node: ${(e as Error).message}`);
+      if (prefer === 'dawn') throw new Error(`webgpu backend: no device. Tried ${tried.join('; ')}`);
+    }
+  }
+  try {
+    return chromiumBackend(await ChromiumHost.launch(options.chromium));
+  } catch (e) {
+    tried.push(`headless Chromium: ${(e as Error).message}`);
+    throw new Error(`webgpu backend: no device. Tried ${tried.join('; ')}`);
+  }
+}
+
+function dawnBackend({ device, adapter }: { device: GPUDevice; adapter: string }): WebGpuBackend {
+  const executor = new WebGpuExecutor(device, WGSL_KERNELS, `dawn.node: ${adapter}`);
+  return {
+    name: 'webgpu',
+    precision: WEBGPU_PRECISION,
+    host: 'dawn.node',
+    adapter,
+    describe: () => `webgpu on dawn.node (${adapter})`,
+    run: (graph: Graph, feeds: Map<ValueId, Tensor>, weights: WeightSource, runOptions?: RunOptions): Promise<RunResult> =>
+      executor.run(graph, async (decl) => hostTensor(graph, feeds, weights, decl.id), runOptions),
+    dispose: async () => device.destroy(),
+  };
+}
+
+function chromiumBackend(host: ChromiumHost): WebGpuBackend {
+  return {
+    name: 'webgpu',
+    precision: WEBGPU_PRECISION,
+    host: 'chromium',
+    adapter: host.adapter,
+    describe: () => `webgpu on headless Chromium (${host.adapter})`,
+    run: (graph, feeds, weights, runOptions) => host.run(graph, feeds, weights, runOptions),
+    dispose: () => host.close(),
+  };
+}

@@ -1,0 +1,145 @@
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { parseIntStrict, parseLayerRange } from '../parseArgs.ts';
+import { planFromOptions } from './plan.ts';
+
+const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
+const ENV_VAR = 'ATOM_QWEN4_EXP_SP_MIN_TOKENS';
+
+interface Run {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `hcsp plan ...args` in a child process; `envVar` sets (string) or unsets (undefined) the SP variable. */
+function hcspPlan(args: string[], envVar?: string): Run {
+  const env = { ...process.env };
+  delete env[ENV_VAR];
+  if (envVar !== undefined) env[ENV_VAR] = envVar;
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'packages/cli/src/main.ts', 'plan', ...args], {
+    cwd: ROOT,
+    env,
+    encoding: 'utf8',
+  });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function planJson(args: string[], envVar?: string): Record<string, unknown> {
+  const r = hcspPlan([...args, '--json'], envVar);
+  expect(r.stderr).toBe('');
+  expect(r.status).toBe(0);
+  const lines = r.stdout.trimEnd().split('\n');
+  expect(lines).toHaveLength(1);
+  return JSON.parse(lines[0]);
+}
+
+/** A failure: non-zero exit, nothing on stdout, one `hcsp: ...` line on stderr containing every `needles`. */
+function expectFailure(r: Run, ...needles: string[]): void {
+  expect(r.status).not.toBe(0);
+  expect(r.status).not.toBeNull();
+  expect(r.stdout).toBe('');
+  expect(r.stderr).toMatch(/^hcsp: [^\n]+\n$/);
+  for (const n of needles) expect(r.stderr).toContain(n);
+}
+
+const opts = (over: Partial<Parameters<typeof planFromOptions>[0]>) => ({
+  tokens: '4096',
+  tp: '8',
+  capturing: false,
+  mtp: false,
+  json: true,
+  config: 'flash-next',
+  ...over,
+});
+
+// In-process: the many value cases, fast.
+describe('option parsing', () => {
+  it('parseIntStrict takes plain decimal digits within bounds only', () => {
+    expect(parseIntStrict('16381', '--tokens', { min: 1 })).toBe(16381);
+    expect(parseIntStrict('0', '--sp-min-tokens')).toBe(0);
+    expect(parseIntStrict('007', '--tp', { min: 1 })).toBe(7);
+    for (const bad of ['12abc', '1.5', '-3', '0', '', '+4', ' 4', '4 ', '1e3', '0x10', '9007199254740993']) {
+      expect(() => parseIntStrict(bad, '--tokens', { min: 1 })).toThrow(`--tokens must be an integer >= 1, got ${JSON.stringify(bad)}`);
+    }
+    expect(() => parseIntStrict('9', '--tp', { min: 1, max: 8 })).toThrow('--tp must be an integer in [1, 8], got "9"');
+  });
+
+  it('parseLayerRange takes A:B with A < B', () => {
+    expect(parseLayerRange('0:2', '--layers')).toEqual([0, 2]);
+    expect(parseLayerRange('10:48', '--layers')).toEqual([10, 48]);
+    for (const bad of ['3', '1:', ':4', '1:2:3', '-1:4', '1.0:4', ' 1:4', 'a:b']) {
+      expect(() => parseLayerRange(bad, '--layers')).toThrow(`--layers must be A:B (decoder layers [A, B)), got ${JSON.stringify(bad)}`);
+    }
+    expect(() => parseLayerRange('4:2', '--layers')).toThrow('--layers "4:2" is empty');
+    expect(() => parseLayerRange('2:2', '--layers')).toThrow('--layers "2:2" is empty');
+  });
+
+  it('the variable is read from the given environment unless --sp-min-tokens is set', () => {
+    expect(planFromOptions(opts({}), {}).sp).toBe(true);
+    expect(planFromOptions(opts({}), { [ENV_VAR]: '8192' }).reason).toBe(`T 4096 < ${ENV_VAR} 8192`);
+    expect(planFromOptions(opts({ spMinTokens: '2048' }), { [ENV_VAR]: '8192' }).sp).toBe(true);
+    expect(planFromOptions(opts({ spMinTokens: '0' }), {}).reason).toContain('is 0');
+    expect(() => planFromOptions(opts({}), { [ENV_VAR]: '1k' })).toThrow(`${ENV_VAR} must be a non-negative decimal integer (0 disables sharding), got "1k"`);
+    expect(() => planFromOptions(opts({ spMinTokens: '-1' }), {})).toThrow('--sp-min-tokens must be an integer >= 0, got "-1"');
+    expect(() => planFromOptions(opts({ tp: '2x' }), {})).toThrow('--tp must be an integer >= 1, got "2x"');
+    expect(() => planFromOptions(opts({ layers: '0:49' }), {})).toThrow('layers 0:49');
+    expect(() => planFromOptions(opts({ tp: '5' }), {})).toThrow('tp 5 does not divide');
+    expect(() => planFromOptions(opts({ config: 'huge' }), {})).toThrow("unknown config 'huge'");
+  });
+});
+
+// Each case spawns node + tsx (about 0.5 s), so the spawned cases are the few that need the
+// real process: output, exit codes, stderr format, the real environment.
+describe('hcsp plan (spawned)', () => {
+  it('T 16381 at tp 8: sharded from layer 2, C 2048, 3 padding rows on the last rank', () => {
+    const p = planJson(['--tokens', '16381', '--tp', '8', '--mtp']);
+    expect(p).toMatchObject({
+      sp: true,
+      reason: null,
+      tokens: 16381,
+      tp: 8,
+      chunk: 2048,
+      paddedTokens: 16384,
+      spStartLayer: 2,
+      quant: 'separate',
+      gather: 'hc_state',
+      layers: [0, 48],
+    });
+    expect((p.shards as unknown[])[7]).toEqual({ rank: 7, start: 14336, end: 16384, realRows: 2045, padRows: 3 });
+    expect(p.shards).toHaveLength(8);
+  });
+
+  it('reads the variable from the process environment; --sp-min-tokens overrides it; --layers 0:2 is unsharded', () => {
+    expect(planJson(['--tokens', '4096', '--tp', '4'], '8192')).toMatchObject({ sp: false, reason: `T 4096 < ${ENV_VAR} 8192` });
+    expect(planJson(['--tokens', '4096', '--tp', '4', '--sp-min-tokens', '2048'], '8192')).toMatchObject({ sp: true, chunk: 1024, gather: 'mixer' });
+    expect(planJson(['--tokens', '8192', '--tp', '8', '--layers', '0:2', '--config', 'flash-next'])).toMatchObject({ sp: false, spStartLayer: null, layers: [0, 2] });
+  });
+
+  it('prints a human-readable summary with a shard table without --json', () => {
+    const r = hcspPlan(['--tokens', '16381', '--tp', '8']);
+    expect(r.status).toBe(0);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toContain('sequence parallel: on');
+    expect(r.stdout).toMatch(/^\s*rank\s+start\s+end\s+real\s+pad$/m);
+    expect(r.stdout).toMatch(/^\s*7\s+14336\s+16384\s+2045\s+3$/m);
+  });
+
+  it('bad values: one stderr line naming the value, exit 1, empty stdout', () => {
+    for (const bad of ['12abc', '-3']) {
+      const r = hcspPlan(['--tokens', bad, '--tp', '8']);
+      expectFailure(r, '--tokens', JSON.stringify(bad));
+      expect(r.status).toBe(1);
+    }
+    expectFailure(hcspPlan(['--tokens', '4096', '--tp', '8'], ''), ENV_VAR, '""');
+  });
+
+  it('usage errors from commander: one line, exit 2', () => {
+    for (const args of [['--tp', '8'], ['--tokens', '10', '--tp', '8', '--bogus']]) {
+      const r = hcspPlan(args);
+      expectFailure(r, args.length === 2 ? '--tokens' : '--bogus');
+      expect(r.status).toBe(2);
+    }
+  });
+});

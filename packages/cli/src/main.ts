@@ -1,0 +1,41 @@
+// The `hcsp` command line. Every failure ends as one line `hcsp: <message>` on stderr with a
+// non-zero exit: 2 for usage errors commander finds (unknown option, missing value), 1 for
+// errors thrown by a command (bad values, bad configurations). Commands compute their whole
+// answer before printing it once.
+import { Command, CommanderError } from 'commander';
+import { registerPlan } from './commands/plan.ts';
+import { registerHc } from './commands/hc.ts';
+
+const USAGE_EXIT_CODE = 2;
+
+function buildProgram(): Command {
+  const program = new Command('hcsp')
+    .description('sequence-parallel hyper-connection residual streams of the Qwen3.8-Flash-Next decoder')
+    // Set before registering subcommands: they inherit both settings.
+    .exitOverride()
+    .configureOutput({ outputError: () => {} })
+    .showHelpAfterError(false);
+  registerPlan(program);
+  registerHc(program);
+  return program;
+}
+
+async function main(argv: string[]): Promise<number> {
+  try {
+    await buildProgram().parseAsync(argv);
+    return 0;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // --help and --version have already printed themselves and exit 0; a missing
+      // subcommand has printed the help to stderr.
+      if (err.exitCode === 0) return 0;
+      if (err.code === 'commander.help') return USAGE_EXIT_CODE;
+      process.stderr.write(`hcsp: ${err.message.replace(/^error: /, '')}\n`);
+      return USAGE_EXIT_CODE;
+    }
+    process.stderr.write(`hcsp: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
+}
+
+process.exitCode = await main(process.argv);

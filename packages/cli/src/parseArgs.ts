@@ -1,0 +1,30 @@
+// Strict parsing of command-line values: a value is either exactly what the option means or
+// an error naming the option and the value (never Number()'s or parseInt()'s partial reads).
+
+export interface IntBounds {
+  /** smallest accepted value (default 0) */
+  min?: number;
+  /** largest accepted value (default Number.MAX_SAFE_INTEGER) */
+  max?: number;
+}
+
+/** Parses a plain run of ASCII decimal digits ('12abc', '1.5', '-3', '+3', ' 3', '' are rejected) within bounds. */
+export function parseIntStrict(value: string, name: string, bounds: IntBounds = {}): number {
+  const { min = 0, max = Number.MAX_SAFE_INTEGER } = bounds;
+  const n = /^\d+$/.test(value) ? Number(value) : NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `in [${min}, ${max}]`;
+    throw new Error(`${name} must be an integer ${range}, got ${JSON.stringify(value)}`);
+  }
+  return n;
+}
+
+/** Parses 'A:B' (decoder layers [A, B)) into [A, B] with A < B; the config checks the upper bound. */
+export function parseLayerRange(value: string, name: string): [number, number] {
+  const m = /^(\d+):(\d+)$/.exec(value);
+  if (!m) throw new Error(`${name} must be A:B (decoder layers [A, B)), got ${JSON.stringify(value)}`);
+  const start = parseIntStrict(m[1], `${name} start`);
+  const end = parseIntStrict(m[2], `${name} end`);
+  if (start >= end) throw new Error(`${name} ${JSON.stringify(value)} is empty: start must be < end`);
+  return [start, end];
+}

@@ -1,0 +1,103 @@
+// Node-only file I/O for safetensors: positioned reads (a tensor's bytes on demand, never
+// the whole file) and an atomic writer (temp file in the same directory, renamed into
+// place, so a failure never leaves a half-written output).
+import { closeSync, fstatSync, fsyncSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import type { Tensor } from '../tensor/tensor.ts';
+import { layoutSafetensors, SafetensorsReader, type ByteSource } from './safetensors.ts';
+
+// readSync/writeSync take at most 2^31-1 bytes per call; smaller chunks also keep the
+// kernel's copies cache-friendly.
+const IO_CHUNK_BYTES = 64 * 1024 * 1024;
+
+/** A ByteSource over an open file descriptor; `size` is the file's size when opened. */
+export class FileByteSource implements ByteSource {
+  private fd: number | null;
+  readonly size: number;
+
+  constructor(readonly path: string) {
+    this.fd = openSync(path, 'r');
+    try {
+      this.size = fstatSync(this.fd).size;
+    } catch (e) {
+      closeSync(this.fd);
+      throw e;
+    }
+  }
+
+  readInto(offset: number, target: Uint8Array): void {
+    if (this.fd === null) throw new Error(`${this.path}: read after close`);
+    let done = 0;
+    while (done < target.length) {
+      const want = Math.min(IO_CHUNK_BYTES, target.length - done);
+      const got = readSync(this.fd, target, done, want, offset + done);
+      if (got === 0) {
+        throw new Error(`${this.path}: truncated file: needs ${offset + target.length} bytes, has ${offset + done}`);
+      }
+      done += got;
+    }
+  }
+
+  close(): void {
+    if (this.fd !== null) closeSync(this.fd);
+    this.fd = null;
+  }
+}
+
+/** A safetensors file opened for random access; call close() when done. */
+export class SafetensorsFile extends SafetensorsReader {
+  private readonly file: FileByteSource;
+
+  constructor(path: string, source: FileByteSource = new FileByteSource(path)) {
+    try {
+      super(source, path);
+    } catch (e) {
+      source.close();
+      throw e;
+    }
+    this.file = source;
+  }
+
+  close(): void {
+    this.file.close();
+  }
+}
+
+export function openSafetensorsFile(path: string): SafetensorsFile {
+  return new SafetensorsFile(path);
+}
+
+/**
+ * Write tensors to `path` atomically: the header, then each tensor's bytes in chunks, to a
+ * temporary file next to it, fsync'd and renamed over `path` only when all of it is written.
+ */
+export function writeSafetensorsFile(
+  path: string,
+  tensors: ReadonlyMap<string, Tensor> | Readonly<Record<string, Tensor>>,
+  metadata?: Readonly<Record<string, string>>,
+): void {
+  const map = tensors instanceof Map ? tensors : new Map(Object.entries(tensors));
+  const layout = layoutSafetensors(map, metadata);
+  const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`);
+  const fd = openSync(tmp, 'wx');
+  let closed = false;
+  try {
+    writeAll(fd, layout.header);
+    for (const { bytes } of layout.order) writeAll(fd, bytes);
+    fsyncSync(fd);
+    closeSync(fd);
+    closed = true;
+    renameSync(tmp, path);
+  } catch (e) {
+    if (!closed) closeSync(fd);
+    rmSync(tmp, { force: true });
+    throw e;
+  }
+}
+
+function writeAll(fd: number, bytes: Uint8Array): void {
+  let done = 0;
+  while (done < bytes.length) {
+    done += writeSync(fd, bytes, done, Math.min(IO_CHUNK_BYTES, bytes.length - done));
+  }
+}

@@ -1,0 +1,47 @@
+import type { ValueId } from '../../graph/graph.ts';
+import type { GraphBuilder } from '../../graph/graphBuilder.ts';
+import type { SubLayerContext } from '../subLayerContext.ts';
+import { moeRankPartition, moeRankWeights } from './moeWeights.ts';
+
+/**
+ * Appends rank ctx.rank's MoE nodes for x [T, H] (bf16, replicated) and returns the rank's
+ * PARTIAL [T, H] output: router (replicated) -> routed sum over the rank's experts, shared
+ * expert on the rank's intermediate slice, gated by the replicated shared-expert gate.
+ * The caller adds the collective.
+ */
+export function buildMoe(b: GraphBuilder, ctx: SubLayerContext, x: ValueId): ValueId {
+  const { config, layer, rank, tp, tokens: T } = ctx;
+  const H = config.hiddenSize;
+  const { numExperts: E, topK, intermediate: I, normTopkProb } = config.moe;
+  const { firstExpert, numLocal, sharedWidth } = moeRankPartition(config, rank, tp);
+  const w = moeRankWeights(config, layer, rank, tp);
+  const id = (name: string) => `r${rank}/${ctx.scope}/${name}`;
+  const node = (op: string, name: string, inputs: ValueId[], outputs: ValueId[], attrs: Record<string, unknown> = {}) =>
+    b.node({ op, rank, inputs, outputs, attrs, scope: `${ctx.scope}.${name}`, layer });
+  const linear = (name: string, input: ValueId, weight: ValueId, outF: number) => {
+    const y = b.value(id(name), [T, outF], 'bf16', rank);
+    node('linear', name, [input, weight], [y]);
+    return y;
+  };
+
+  const logits = linear('router', x, b.weight(w.router, [E, H]), E);
+  const ids = b.value(id('topk_ids'), [T, topK], 'i32', rank);
+  const weights = b.value(id('topk_weights'), [T, topK], 'bf16', rank);
+  node('moeRoute', 'route', [logits], [ids, weights], { topK, normTopkProb });
+  const routed = b.value(id('routed'), [T, H], 'f32', rank);
+  node(
+    'moeExperts',
+    'experts',
+    [x, ids, weights, b.weight(w.expertsGateUp, [numLocal * 2 * I, H]), b.weight(w.expertsDown, [numLocal * H, I])],
+    [routed],
+    { firstExpert, numLocal, intermediate: I },
+  );
+  const sharedGu = linear('shared_gate_up', x, b.weight(w.sharedGateUp, [2 * sharedWidth, H]), 2 * sharedWidth);
+  const sharedH = b.value(id('shared_h'), [T, sharedWidth], 'bf16', rank);
+  node('moeSwiGlu', 'shared_act', [sharedGu], [sharedH]);
+  const shared = linear('shared_down', sharedH, b.weight(w.sharedDown, [H, sharedWidth]), H);
+  const gateLogit = linear('shared_gate', x, b.weight(w.sharedGate, [1, H]), 1);
+  const y = b.value(id('out'), [T, H], 'bf16', rank);
+  node('moeCombine', 'combine', [routed, shared, gateLogit], [y]);
+  return y;
+}

@@ -1,0 +1,80 @@
+import type { ModelConfig } from '../config/modelConfig.ts';
+import { RING_DEFAULT_CHANNELS, RING_DEFAULT_CHUNK_ELEMS } from '../collectives/ringAllReduce.ts';
+import type { Graph, ValueId } from '../graph/graph.ts';
+import type { ReduceAlgorithm } from '../graph/ops/spOps.ts';
+import type { HcContract } from '../hc/hcContract.ts';
+import { Rng } from '../numerics/rng.ts';
+import { readSpMinTokens } from '../sp/gate.ts';
+import { planForward, type SpPlan } from '../sp/plan.ts';
+import type { Tensor } from '../tensor/tensor.ts';
+import { buildDecoderGraph, type DecoderOutputs, type RingParams } from './decoderGraph.ts';
+import { modelWeightSpecs } from './modelWeights.ts';
+import type { SubLayerBuilders } from './subLayerBuilders.ts';
+import { SyntheticWeightSource } from './syntheticWeights.ts';
+import type { WeightSource } from './weightSource.ts';
+
+export type SpMode = 'auto' | 'on' | 'off';
+
+export interface PrefillOptions {
+  config: ModelConfig;
+  tokens: number;
+  tp: number;
+  /** auto: the production gate; on: shard even below the thresholds (testing); off: never */
+  sp: SpMode;
+  reduce: ReduceAlgorithm;
+  ring?: RingParams;
+  seed: number;
+  subLayers: SubLayerBuilders;
+  contract?: HcContract;
+  mtp?: boolean;
+  /** a checkpoint; default: seeded synthetic weights */
+  weights?: WeightSource;
+  /** where ATOM_QWEN4_EXP_SP_MIN_TOKENS is read for sp 'auto' */
+  env?: Record<string, string | undefined>;
+}
+
+export interface PreparedPrefill {
+  plan: SpPlan;
+  graph: Graph;
+  outputs: DecoderOutputs;
+  feeds: Map<ValueId, Tensor>;
+  weights: WeightSource;
+  tokenIds: Int32Array;
+}
+
+/** Seeded token ids, uniform over the vocabulary (EOS included, as in real packed batches). */
+export function seededTokenIds(config: ModelConfig, tokens: number, seed: number): Int32Array {
+  const rng = new Rng(seed);
+  return Int32Array.from({ length: tokens }, () => rng.int(0, config.vocabSize));
+}
+
+/** Plans a prefill, builds its graph and gathers what any backend needs to run it. */
+export function preparePrefill(o: PrefillOptions): PreparedPrefill {
+  const mtp = o.mtp ?? o.config.mtp;
+  const plan = planForward({
+    config: o.config,
+    tokens: o.tokens,
+    tp: o.tp,
+    // 'off' is the variable's own "0 disables"; 'on' skips the token thresholds.
+    minTokens: o.sp === 'off' ? 0 : readSpMinTokens(o.sp === 'auto' ? (o.env ?? {}) : {}),
+    capturing: false,
+    mtp,
+    force: o.sp === 'on',
+  });
+  const { graph, outputs, extra } = buildDecoderGraph({
+    config: o.config,
+    tokens: o.tokens,
+    tp: o.tp,
+    layers: plan.layers,
+    sp: plan.sp ? { chunk: plan.chunk, startLayer: plan.spStartLayer! } : null,
+    mtp,
+    reduce: o.reduce,
+    ring: o.ring ?? { channels: RING_DEFAULT_CHANNELS, chunkElems: RING_DEFAULT_CHUNK_ELEMS },
+    contract: o.contract ?? 'atom',
+    subLayers: o.subLayers,
+  });
+  const weights = o.weights ?? new SyntheticWeightSource(modelWeightSpecs(o.config, o.subLayers), o.seed);
+  const tokenIds = seededTokenIds(o.config, o.tokens, o.seed);
+  const feeds = new Map<ValueId, Tensor>([['ids', { dtype: 'i32', shape: [o.tokens], data: tokenIds }], ...extra.feeds(tokenIds)]);
+  return { plan, graph, outputs, feeds, weights, tokenIds };
+}

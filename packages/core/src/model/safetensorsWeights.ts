@@ -1,0 +1,121 @@
+// Checkpoint weights from .safetensors files: one file, a list of shards, or Hugging
+// Face's model.safetensors.index.json. Only headers are read when opening; get() reads one
+// tensor's bytes on demand (no cache: callers that reuse a weight keep the Tensor).
+import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { coreDtypeOf, type SafetensorsEntry } from '../io/safetensors.ts';
+import { openSafetensorsFile, type SafetensorsFile } from '../io/safetensorsFile.ts';
+import { sameShape, shapeStr, type DType, type Tensor } from '../tensor/tensor.ts';
+import type { WeightSource } from './weightSource.ts';
+
+/** What a caller expects of one tensor (model/weightSpec.ts's WeightSpec fits). */
+export interface ExpectedTensor {
+  name: string;
+  shape: readonly number[];
+  dtype: DType;
+}
+
+export class SafetensorsWeightSource implements WeightSource {
+  private readonly fileOf = new Map<string, SafetensorsFile>();
+
+  private constructor(private readonly files: readonly SafetensorsFile[]) {
+    for (const f of files) {
+      for (const name of f.names()) {
+        const other = this.fileOf.get(name);
+        if (other) throw new Error(`tensor '${name}' is in two shards: ${other.label} and ${f.label}`);
+        this.fileOf.set(name, f);
+      }
+    }
+  }
+
+  /** `paths`: one .safetensors file, a list of shards, or a *.index.json naming the shards. */
+  static open(paths: string | readonly string[]): SafetensorsWeightSource {
+    if (typeof paths === 'string' && paths.endsWith('.index.json')) return SafetensorsWeightSource.openIndex(paths);
+    const list = typeof paths === 'string' ? [paths] : paths;
+    if (list.length === 0) throw new Error('SafetensorsWeightSource: no files given');
+    const files: SafetensorsFile[] = [];
+    try {
+      for (const p of list) files.push(openSafetensorsFile(p));
+      return new SafetensorsWeightSource(files);
+    } catch (e) {
+      for (const f of files) f.close();
+      throw e;
+    }
+  }
+
+  private static openIndex(indexPath: string): SafetensorsWeightSource {
+    let weightMap: unknown;
+    try {
+      weightMap = (JSON.parse(readFileSync(indexPath, 'utf8')) as { weight_map?: unknown }).weight_map;
+    } catch (e) {
+      throw new Error(`${indexPath}: malformed index: ${(e as Error).message}`);
+    }
+    if (typeof weightMap !== 'object' || weightMap === null || !Object.values(weightMap).every((v) => typeof v === 'string')) {
+      throw new Error(`${indexPath}: malformed index: weight_map must map tensor names to shard file names`);
+    }
+    const mapping = weightMap as Record<string, string>;
+    const shards = [...new Set(Object.values(mapping))].map((s) => resolve(dirname(indexPath), s));
+    const source = SafetensorsWeightSource.open(shards);
+    // The index is a claim about the shards: hold it to them.
+    for (const [name, shard] of Object.entries(mapping)) {
+      const actual = source.fileOf.get(name);
+      const expected = resolve(dirname(indexPath), shard);
+      if (actual?.label !== expected) {
+        source.close();
+        throw new Error(`${indexPath}: tensor '${name}' is indexed in ${expected} but ${actual ? `found in ${actual.label}` : 'is in no shard'}`);
+      }
+    }
+    return source;
+  }
+
+  names(): string[] {
+    return [...this.fileOf.keys()];
+  }
+
+  has(name: string): boolean {
+    return this.fileOf.has(name);
+  }
+
+  /** dtype, shape and offsets from the header, without reading data */
+  entry(name: string): SafetensorsEntry {
+    return this.fileFor(name).entry(name);
+  }
+
+  get(name: string): Tensor {
+    return this.fileFor(name).read(name);
+  }
+
+  /** Check every expected tensor's presence, shape and dtype; one error listing every problem. */
+  validateAgainst(specs: readonly ExpectedTensor[]): void {
+    const problems: string[] = [];
+    for (const spec of specs) {
+      const file = this.fileOf.get(spec.name);
+      if (!file) {
+        problems.push(`missing tensor '${spec.name}'`);
+        continue;
+      }
+      const e = file.entry(spec.name);
+      const dtype = coreDtypeOf(e.dtype);
+      if (dtype !== spec.dtype) {
+        problems.push(`tensor '${spec.name}': wrong dtype: expected ${spec.dtype}, got ${dtype ?? e.dtype}`);
+      }
+      if (!sameShape(e.shape, spec.shape)) {
+        problems.push(`tensor '${spec.name}': wrong shape: expected ${shapeStr(spec.shape)}, got ${shapeStr(e.shape)}`);
+      }
+    }
+    if (problems.length > 0) {
+      const where = this.files.map((f) => f.label).join(', ');
+      throw new Error(`${where}: ${problems.length} tensor problem${problems.length > 1 ? 's' : ''}: ${problems.join('; ')}`);
+    }
+  }
+
+  close(): void {
+    for (const f of this.files) f.close();
+  }
+
+  private fileFor(name: string): SafetensorsFile {
+    const f = this.fileOf.get(name);
+    if (!f) throw new Error(`${this.files.map((x) => x.label).join(', ')}: missing tensor '${name}'`);
+    return f;
+  }
+}

@@ -1,0 +1,26 @@
+import type { CpuCollectiveKernel, CpuKernel, CpuKernelTable } from '../cpuKernel.ts';
+import { basicKernels } from './basicKernels.ts';
+import { collectiveKernels } from './collectiveKernels.ts';
+import { hcKernels } from './hcKernels.ts';
+
+// Every CPU reference kernel, by op name. A missing op fails loudly at lookup.
+const TABLES: CpuKernelTable[] = [basicKernels, hcKernels, collectiveKernels];
+
+const perRank = new Map<string, CpuKernel>();
+const collective = new Map<string, CpuCollectiveKernel>();
+for (const t of TABLES) {
+  for (const [op, k] of Object.entries(t.perRank ?? {})) perRank.set(op, k);
+  for (const [op, k] of Object.entries(t.collective ?? {})) collective.set(op, k);
+}
+
+export function cpuKernel(op: string): CpuKernel {
+  const k = perRank.get(op);
+  if (!k) throw new Error(`cpu backend: no kernel for op '${op}'`);
+  return k;
+}
+
+export function cpuCollectiveKernel(op: string): CpuCollectiveKernel {
+  const k = collective.get(op);
+  if (!k) throw new Error(`cpu backend: no collective kernel for op '${op}'`);
+  return k;
+}

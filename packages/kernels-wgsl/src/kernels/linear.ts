@@ -1,0 +1,171 @@
+// linear: y[t,o] = bf(sum_k x[t,k] * w[o,k]), w [O,K]. Every output accumulates in fp32 in
+// k order 0..K-1 with one rounding at the end, exactly as the CPU reference; bf16 x bf16
+// products are exact in fp32, so fused or separate multiply-add give the same bits.
+// Tiled path (K % 8 == 0, O even): each invocation owns a TR x TO register tile and walks
+// k eight elements (one vec4<u32> of packed bf16 per row) at a time with no shared memory
+// and no barriers, which is what SwiftShader runs fastest (see harness/benchLinear.ts).
+// Other shapes take a one-word-per-invocation path.
+import type { KernelDispatch, KernelPlan, KernelPlanner, TensorInfo } from '../kernelProgram.ts';
+import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
+import {
+  flatInvocation,
+  gridFor,
+  numelOf,
+  readInput,
+  requireDtype,
+  requireTensor,
+  uniformWords,
+  writeOutput,
+} from './planParts.ts';
+
+export interface LinearTiling {
+  /** rows of x per invocation */
+  rows: number;
+  /** outputs per invocation (even: outputs are written as whole packed words) */
+  cols: number;
+  /** invocations per workgroup */
+  wgSize: number;
+  /** which tile index varies fastest across neighbouring invocations */
+  fast: 'cols' | 'rows';
+}
+
+export const DEFAULT_LINEAR_TILING: LinearTiling = { rows: 4, cols: 4, wgSize: 64, fast: 'cols' };
+
+function tiledWgsl(tl: LinearTiling): string {
+  const { rows: R, cols: C } = tl;
+  const inv = flatInvocation(tl.wgSize, 'u.groupsX');
+  const lines: string[] = [];
+  const decl: string[] = [];
+  for (let r = 0; r < R; r++) decl.push(`let xb${r} = min(t0 + ${r}u, u.T - 1u) * kv;`);
+  for (let c = 0; c < C; c++) decl.push(`let wb${c} = min(o0 + ${c}u, u.O - 1u) * kv;`);
+  for (let r = 0; r < R; r++) for (let c = 0; c < C; c++) decl.push(`var a${r}_${c}: f32 = 0.0;`);
+  for (let r = 0; r < R; r++) lines.push(`let xv${r} = x[xb${r} + j];`);
+  for (let c = 0; c < C; c++) lines.push(`let wv${c} = w[wb${c} + j];`);
+  // eight k steps per vec4, in order: component (x,y,z,w), low half then high half
+  for (const comp of ['x', 'y', 'z', 'w']) {
+    for (const half of ['lo', 'hi']) {
+      const unpack = (v: string) => (half === 'lo' ? `bitcast<f32>(${v}.${comp} << 16u)` : `bitcast<f32>(${v}.${comp} & 0xffff0000u)`);
+      for (let r = 0; r < R; r++) lines.push(`let xs${r}_${comp}${half} = ${unpack(`xv${r}`)};`);
+      for (let c = 0; c < C; c++) lines.push(`let ws${c}_${comp}${half} = ${unpack(`wv${c}`)};`);
+      for (let r = 0; r < R; r++)
+        for (let c = 0; c < C; c++) lines.push(`a${r}_${c} = a${r}_${c} + xs${r}_${comp}${half} * ws${c}_${comp}${half};`);
+    }
+  }
+  const store: string[] = [];
+  for (let r = 0; r < R; r++) {
+    store.push(`if (t0 + ${r}u < u.T) {`);
+    for (let c = 0; c < C; c += 2) {
+      store.push(`  if (o0 + ${c}u < u.O) { y[((t0 + ${r}u) * u.O + o0 + ${c}u) >> 1u] = pack_bf16(a${r}_${c}, a${r}_${c + 1}); }`);
+    }
+    store.push('}');
+  }
+  const tileOf =
+    tl.fast === 'cols'
+      ? 'let o0 = (inv % u.tilesO) * ' + C + 'u;\n  let t0 = (inv / u.tilesO) * ' + R + 'u;'
+      : 'let t0 = (inv % u.tilesT) * ' + R + 'u;\n  let o0 = (inv / u.tilesT) * ' + C + 'u;';
+  return `${BF16_WGSL}
+struct U { T: u32, K: u32, O: u32, tilesO: u32, tilesT: u32, groupsX: u32 }
+@group(0) @binding(0) var<storage, read> x: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> w: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read_write> y: array<u32>;
+@group(0) @binding(3) var<uniform> u: U;
+@compute @workgroup_size(${tl.wgSize})
+fn main(${inv.params}) {
+  ${inv.body}
+  if (inv >= u.tilesO * u.tilesT) { return; }
+  ${tileOf}
+  let kv = u.K >> 3u;
+  ${decl.join('\n  ')}
+  for (var j = 0u; j < kv; j = j + 1u) {
+    ${lines.join('\n    ')}
+  }
+  ${store.join('\n  ')}
+}`;
+}
+
+// Any shape: one invocation per output word (elements 2i and 2i+1), scalar k loop.
+const GENERIC_WGSL = `${BF16_WGSL}
+struct U { T: u32, K: u32, O: u32, words: u32, groupsX: u32 }
+@group(0) @binding(0) var<storage, read> x: array<u32>;
+@group(0) @binding(1) var<storage, read> w: array<u32>;
+@group(0) @binding(2) var<storage, read_write> y: array<u32>;
+@group(0) @binding(3) var<uniform> u: U;
+fn elem(i: u32, isW: bool) -> f32 {
+  var word: u32;
+  if (isW) { word = w[i >> 1u]; } else { word = x[i >> 1u]; }
+  if ((i & 1u) == 0u) { return bf16_lo(word); }
+  return bf16_hi(word);
+}
+fn dotRow(e: u32) -> f32 {
+  let t = e / u.O;
+  let o = e % u.O;
+  var acc: f32 = 0.0;
+  for (var k = 0u; k < u.K; k = k + 1u) { acc = acc + elem(t * u.K + k, false) * elem(o * u.K + k, true); }
+  return acc;
+}
+@compute @workgroup_size(64)
+fn main(${flatInvocation(64, 'u.groupsX').params}) {
+  ${flatInvocation(64, 'u.groupsX').body}
+  if (inv >= u.words) { return; }
+  let n = u.T * u.O;
+  let lo = dotRow(2u * inv);
+  var hi: f32 = 0.0;
+  if (2u * inv + 1u < n) { hi = dotRow(2u * inv + 1u); }
+  y[inv] = pack_bf16(lo, hi);
+}`;
+
+function checkShapes(inputs: (TensorInfo | null)[], outputs: (TensorInfo | null)[]): { T: number; K: number; O: number } {
+  const x = requireTensor(inputs[0], 'linear: input x');
+  const w = requireTensor(inputs[1], 'linear: input w');
+  const y = requireTensor(outputs[0], 'linear: output y');
+  requireDtype(x, ['bf16'], 'linear: x');
+  requireDtype(w, ['bf16'], 'linear: w');
+  requireDtype(y, ['bf16'], 'linear: y');
+  if (w.shape.length !== 2) throw new Error(`linear: w must be [out,in], got [${w.shape.join(',')}]`);
+  const [O, K] = w.shape;
+  if (x.shape.length < 1 || x.shape[x.shape.length - 1] !== K) {
+    throw new Error(`linear: x [${x.shape.join(',')}] does not end in K = ${K} of w [${w.shape.join(',')}]`);
+  }
+  const T = numelOf(x.shape.slice(0, -1));
+  const want = [...x.shape.slice(0, -1), O];
+  if (y.shape.length !== want.length || y.shape.some((d, i) => d !== want[i])) {
+    throw new Error(`linear: y [${y.shape.join(',')}] should be [${want.join(',')}]`);
+  }
+  return { T, K, O };
+}
+
+export function planLinear(
+  inputs: (TensorInfo | null)[],
+  outputs: (TensorInfo | null)[],
+  tiling: LinearTiling = DEFAULT_LINEAR_TILING,
+): KernelPlan {
+  const { T, K, O } = checkShapes(inputs, outputs);
+  const bindings = [readInput(0), readInput(1), writeOutput(0)];
+  if (T * O === 0) return { scratch: [], dispatches: [] };
+  let dispatch: KernelDispatch;
+  if (K % 8 === 0 && O % 2 === 0 && tiling.cols % 2 === 0 && K > 0) {
+    const tilesO = Math.ceil(O / tiling.cols);
+    const tilesT = Math.ceil(T / tiling.rows);
+    const grid = gridFor(tilesO * tilesT, tiling.wgSize);
+    dispatch = {
+      key: `linear-tiled-r${tiling.rows}c${tiling.cols}w${tiling.wgSize}${tiling.fast}`,
+      wgsl: tiledWgsl(tiling),
+      bindings,
+      uniforms: uniformWords([T, K, O, tilesO, tilesT, grid.groupsX]),
+      workgroups: grid.workgroups,
+    };
+  } else {
+    const words = Math.ceil((T * O) / 2);
+    const grid = gridFor(words, 64);
+    dispatch = {
+      key: 'linear-generic',
+      wgsl: GENERIC_WGSL,
+      bindings,
+      uniforms: uniformWords([T, K, O, words, grid.groupsX]),
+      workgroups: grid.workgroups,
+    };
+  }
+  return { scratch: [], dispatches: [dispatch] };
+}
+
+export const linearPlanner: KernelPlanner = (inputs, outputs) => planLinear(inputs, outputs);
