@@ -273,7 +273,13 @@ export class ChromiumHost {
   }
 }
 
-/** Playwright prefixes page errors with "page.evaluate: Error: ..."; keep the message. */
+/** Playwright wraps page errors as "page.evaluate: Error: <message>\n    at <page stack>"; keep the message. */
 function cleanEvaluateError(e: Error): Error {
-  return new Error(e.message.replace(/^page\.evaluate: (Error: )?/, ''));
+  const message = e.message
+    .replace(/^page\.evaluate: /, '')
+    .replace(/^Error: /, '')
+    .split('\n')
+    .filter((l) => !/^\s+at /.test(l))
+    .join('\n');
+  return new Error(message);
 }

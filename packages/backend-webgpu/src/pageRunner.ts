@@ -40,7 +40,8 @@ export function installPageRunner(kernels: Readonly<Record<string, KernelPlanner
       );
       const posted = [...result.values.keys()];
       for (const [id, t] of result.values) {
-        await fetchOk(jobPath(job, 'result', id), { method: 'POST', body: tensorWordBytes(t) });
+        // tensors never live in a SharedArrayBuffer, so the view is a valid fetch body
+        await fetchOk(jobPath(job, 'result', id), { method: 'POST', body: tensorWordBytes(t) as Uint8Array<ArrayBuffer> });
       }
       return { stats: result.stats, posted };
     },

@@ -5,6 +5,7 @@
 import { Command, CommanderError } from 'commander';
 import { registerPlan } from './commands/plan.ts';
 import { registerHc } from './commands/hc.ts';
+import { registerPrefill } from './commands/prefill.ts';
 
 const USAGE_EXIT_CODE = 2;
 
@@ -17,6 +18,7 @@ function buildProgram(): Command {
     .showHelpAfterError(false);
   registerPlan(program);
   registerHc(program);
+  registerPrefill(program);
   return program;
 }
 

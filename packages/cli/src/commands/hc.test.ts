@@ -1,12 +1,13 @@
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { f32ToBf16, openSafetensorsFile, runHcStep, writeSafetensorsFile } from '@hcsp/core';
+import { f32ToBf16, runHcStep } from '@hcsp/core';
 import type { HcStepOutputs, Tensor } from '@hcsp/core';
-import { HC_OUTPUT_NAMES } from './hc.ts';
+import { openSafetensorsFile, writeSafetensorsFile } from '@hcsp/core/node';
+import { HC_OUTPUT_NAMES, runHcCommand } from './hc.ts';
 
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'hcsp-hc-'));
@@ -50,9 +51,17 @@ interface Run {
   stderr: string;
 }
 
-function hcsp(args: string[]): Run {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', 'packages/cli/src/main.ts', 'hc', ...args], { cwd: ROOT, encoding: 'utf8' });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+// Asynchronous so that the cases (one CLI process each) run concurrently.
+function hcsp(args: string[]): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'packages/cli/src/main.ts', 'hc', ...args], { cwd: ROOT });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+    child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+    child.on('error', reject);
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
 }
 
 let caseId = 0;
@@ -77,9 +86,9 @@ function bits(t: Tensor): number[] {
 }
 
 /** Runs the CLI on `tensors` and checks its outputs against runHcStep called directly. */
-function runGood(tensors: Record<string, Tensor>, contract: 'atom' | 'hf'): Map<string, Tensor> {
+async function runGood(tensors: Record<string, Tensor>, contract: 'atom' | 'hf'): Promise<Map<string, Tensor>> {
   const { input, output } = writeInput(tensors);
-  const r = hcsp(['--in', input, '--out', output, '--contract', contract]);
+  const r = await hcsp(['--in', input, '--out', output, '--contract', contract]);
   expect(r.stderr).toBe('');
   expect(r.status).toBe(0);
   const { tensors: got, metadata } = readAll(output);
@@ -110,31 +119,31 @@ function runGood(tensors: Record<string, Tensor>, contract: 'atom' | 'hf'): Map<
   return got;
 }
 
-describe('hcsp hc: good inputs', () => {
-  it('without a pending combine: h_new is h bit for bit, outputs equal runHcStep', () => {
+describe.concurrent('hcsp hc: good inputs', () => {
+  it('without a pending combine: h_new is h bit for bit, outputs equal runHcStep', async () => {
     const w = weights();
-    const got = runGood(w, 'atom');
+    const got = await runGood(w, 'atom');
     expect(bits(got.get('h_new')!)).toEqual(bits(w.h));
     // the step really computed something: normed is not h
     expect(bits(got.get('normed')!)).not.toEqual(bits(w.h));
   });
 
-  it('with a zero block_out the combine leaves h unchanged', () => {
+  it('with a zero block_out the combine leaves h unchanged', async () => {
     const w = weights();
-    const got = runGood({ ...w, ...pending({ dtype: 'bf16', shape: [T, H], data: new Uint16Array(T * H) }) }, 'atom');
+    const got = await runGood({ ...w, ...pending({ dtype: 'bf16', shape: [T, H], data: new Uint16Array(T * H) }) }, 'atom');
     expect(bits(got.get('h_new')!)).toEqual(bits(w.h));
   });
 
-  it('with a pending combine and the hf contract: h_new moves, outputs equal runHcStep', () => {
+  it('with a pending combine and the hf contract: h_new moves, outputs equal runHcStep', async () => {
     const w = weights();
-    const got = runGood({ ...w, ...pending(randomBf16([T, H], 1, 9)) }, 'hf');
+    const got = await runGood({ ...w, ...pending(randomBf16([T, H], 1, 9)) }, 'hf');
     expect(bits(got.get('h_new')!)).not.toEqual(bits(w.h));
   });
 });
 
 /** Runs the CLI on a bad input: exit non-zero, one `hcsp:` line naming `mentions`, no output file. */
-function expectFailure(input: string, output: string, mentions: RegExp): void {
-  const r = hcsp(['--in', input, '--out', output]);
+async function expectFailure(input: string, output: string, mentions: RegExp): Promise<void> {
+  const r = await hcsp(['--in', input, '--out', output]);
   expect(r.status).not.toBe(0);
   expect(r.status).not.toBeNull();
   expect(r.stdout).toBe('');
@@ -146,47 +155,35 @@ function expectFailure(input: string, output: string, mentions: RegExp): void {
   expect(readdirSync(dir).filter((f) => f.includes(base))).toEqual([]);
 }
 
-describe('hcsp hc: bad inputs fail with the tensor named and no output left behind', () => {
-  it('missing tensor', () => {
+describe.concurrent('hcsp hc: bad inputs fail with the tensor named and no output left behind', () => {
+  it('missing tensor', async () => {
     const w = weights();
     delete w['input_mix_weight_up.weight'];
     const { input, output } = writeInput(w);
-    expectFailure(input, output, /missing tensor 'input_mix_weight_up\.weight'/);
+    await expectFailure(input, output, /missing tensor 'input_mix_weight_up\.weight'/);
   });
 
-  it('missing h', () => {
-    const w = weights();
-    delete w.h;
-    const { input, output } = writeInput(w);
-    expectFailure(input, output, /missing tensor 'h'/);
-  });
-
-  it('wrong shape', () => {
+  it('wrong shape', async () => {
     const { input, output } = writeInput({ ...weights(), 'block_inject_weight.weight': randomBf16([3, W], 0.1, 11) });
-    expectFailure(input, output, /tensor 'block_inject_weight\.weight': wrong shape: expected \[4,32\], got \[3,32\]/);
+    await expectFailure(input, output, /tensor 'block_inject_weight\.weight': wrong shape: expected \[4,32\], got \[3,32\]/);
   });
 
-  it('h whose width is not 4*H', () => {
-    const { input, output } = writeInput({ ...weights(), h: randomBf16([T, W + 2], 1, 12) });
-    expectFailure(input, output, /tensor 'h': wrong shape: expected \[T, 4\*H\].*got \[5,34\]/);
-  });
-
-  it('wrong dtype', () => {
+  it('wrong dtype', async () => {
     const f32Norm: Tensor = { dtype: 'f32', shape: [W], data: new Float32Array(W).fill(0.5) };
     const { input, output } = writeInput({ ...weights(), 'hc_norm.weight': f32Norm });
-    expectFailure(input, output, /tensor 'hc_norm\.weight': wrong dtype: expected bf16, got f32/);
+    await expectFailure(input, output, /tensor 'hc_norm\.weight': wrong dtype: expected bf16, got f32/);
   });
 
-  it('truncated file', () => {
+  it('truncated file', async () => {
     const { input, output } = writeInput(weights());
     const f = openSafetensorsFile(input);
     const last = f.names().at(-1)!;
     f.close();
     writeFileSync(input, readFileSync(input).subarray(0, -10));
-    expectFailure(input, output, new RegExp(`truncated file: tensor '${last.replace(/\./g, '\\.')}' needs \\d+ bytes, the file has \\d+`));
+    await expectFailure(input, output, new RegExp(`truncated file: tensor '${last.replace(/\./g, '\\.')}' needs \\d+ bytes, the file has \\d+`));
   });
 
-  it('malformed header: a tensor entry with an unknown dtype', () => {
+  it('malformed header: a tensor entry with an unknown dtype', async () => {
     const { input, output } = writeInput(weights());
     const bytes = readFileSync(input);
     const text = bytes.toString('latin1');
@@ -194,7 +191,33 @@ describe('hcsp hc: bad inputs fail with the tensor named and no output left behi
     expect(at).toBeGreaterThan(0);
     bytes.write('"h":{"dtype":"BX16"', at, 'latin1');
     writeFileSync(input, bytes);
-    expectFailure(input, output, /malformed header: tensor 'h' has unknown dtype "BX16"/);
+    await expectFailure(input, output, /malformed header: tensor 'h' has unknown dtype "BX16"/);
+  });
+
+  it('block_out without raw_prev', async () => {
+    const { input, output } = writeInput({ ...weights(), block_out: randomBf16([T, H], 1, 13) });
+    await expectFailure(input, output, /tensor 'block_out' is given without 'raw_prev'/);
+  });
+});
+
+/** The same checks without a process (the CLI's one-line format is covered above): message and no output. */
+function expectFailureInProcess(input: string, output: string, mentions: RegExp): void {
+  expect(() => runHcCommand({ in: input, out: output, contract: 'atom' })).toThrow(mentions);
+  const base = output.slice(dir.length + 1);
+  expect(readdirSync(dir).filter((f) => f.includes(base))).toEqual([]);
+}
+
+describe('hcsp hc: more bad inputs, checked in process', () => {
+  it('missing h', () => {
+    const w = weights();
+    delete w.h;
+    const { input, output } = writeInput(w);
+    expectFailureInProcess(input, output, /missing tensor 'h'/);
+  });
+
+  it('h whose width is not 4*H', () => {
+    const { input, output } = writeInput({ ...weights(), h: randomBf16([T, W + 2], 1, 12) });
+    expectFailureInProcess(input, output, /tensor 'h': wrong shape: expected \[T, 4\*H\].*got \[5,34\]/);
   });
 
   it('malformed header: JSON that does not parse', () => {
@@ -202,20 +225,15 @@ describe('hcsp hc: bad inputs fail with the tensor named and no output left behi
     const bytes = readFileSync(input);
     bytes[8] = 0x5b; // '[' where '{' was: the JSON no longer parses
     writeFileSync(input, bytes);
-    expectFailure(input, output, /malformed header: not valid JSON/);
-  });
-
-  it('block_out without raw_prev', () => {
-    const { input, output } = writeInput({ ...weights(), block_out: randomBf16([T, H], 1, 13) });
-    expectFailure(input, output, /tensor 'block_out' is given without 'raw_prev'/);
+    expectFailureInProcess(input, output, /malformed header: not valid JSON/);
   });
 
   it('raw_prev without block_out', () => {
     const { input, output } = writeInput({ ...weights(), raw_prev: randomBf16([T, 4], 1, 14) });
-    expectFailure(input, output, /tensor 'raw_prev' is given without 'block_out'/);
+    expectFailureInProcess(input, output, /tensor 'raw_prev' is given without 'block_out'/);
   });
 
   it('an input file that does not exist', () => {
-    expectFailure(join(dir, 'nope.safetensors'), join(dir, 'out-nope.safetensors'), /nope\.safetensors/);
+    expectFailureInProcess(join(dir, 'nope.safetensors'), join(dir, 'out-nope.safetensors'), /nope\.safetensors/);
   });
 });

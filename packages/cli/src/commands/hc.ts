@@ -2,8 +2,10 @@
 // CPU reference, over tensors dumped from a PyTorch engine under ATOM's names, written back
 // as .safetensors for a bit-level diff against the engine's own outputs.
 import { Option, type Command } from 'commander';
-import { parseHcContract, runHcStep, SafetensorsWeightSource, shapeStr, writeSafetensorsFile } from '@hcsp/core';
-import type { ExpectedTensor, HcContract, HcStepOutputs, Tensor } from '@hcsp/core';
+import { parseHcContract, runHcStep, shapeStr } from '@hcsp/core';
+import type { HcContract, HcStepOutputs, Tensor } from '@hcsp/core';
+import { SafetensorsWeightSource, writeSafetensorsFile } from '@hcsp/core/node';
+import type { ExpectedTensor } from '@hcsp/core/node';
 
 const STREAMS = 4;
 

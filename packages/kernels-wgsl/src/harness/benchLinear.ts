@@ -9,7 +9,7 @@ import { launchChromiumGpu } from './chromiumGpu.ts';
 function parseTiling(s: string): LinearTiling {
   const m = /^r(\d+)c(\d+)w(\d+)(cols|rows)$/.exec(s);
   if (!m) throw new Error(`benchLinear: tiling '${s}' is not like r4c4w64cols`);
-  return { rows: +m[1], cols: +m[2], wgSize: +m[3], fast: m[4] as 'cols' | 'rows' };
+  return { rows: +m[1], cols: +m[2], wgSize: +m[3], fast: m[4] as LinearTiling['fast'] };
 }
 
 function randomBf16Words(n: number, seed: number): Uint32Array {
@@ -58,7 +58,7 @@ try {
       }
       const best = Math.min(...run.seconds);
       const gflops = (2 * T * K * O) / best / 1e9;
-      console.log(`T=${T} K=${K} O=${O} ${plan.dispatches[0].key}: ${best.toFixed(3)} s  ${gflops.toFixed(2)} GFLOP/s  (reps ${run.seconds.map((v) => v.toFixed(3)).join(' ')})`);
+      console.log(`T=${T} K=${K} O=${O} ${plan.dispatches.at(-1)!.key}: ${best.toFixed(3)} s  ${gflops.toFixed(2)} GFLOP/s  (reps ${run.seconds.map((v) => v.toFixed(3)).join(' ')})`);
     }
   }
 } finally {

@@ -29,7 +29,7 @@ export interface LinearTiling {
   fast: 'cols' | 'rows';
 }
 
-export const DEFAULT_LINEAR_TILING: LinearTiling = { rows: 4, cols: 4, wgSize: 64, fast: 'cols' };
+export const DEFAULT_LINEAR_TILING: LinearTiling = { rows: 4, cols: 4, wgSize: 4, fast: 'cols' };
 
 function tiledWgsl(tl: LinearTiling): string {
   const { rows: R, cols: C } = tl;

@@ -5,9 +5,10 @@ import { SP_OPS } from './spOps.ts';
 import { GDN_OPS } from './gdnOps.ts';
 import { ATTENTION_OPS } from './attentionOps.ts';
 import { MOE_OPS } from './moeOps.ts';
+import { PLE_OPS } from './pleOps.ts';
 import { QUANT_OPS } from './quantOps.ts';
 
-const ALL: readonly OpDef[] = [...BASIC_OPS, ...HC_OPS, ...SP_OPS, ...GDN_OPS, ...ATTENTION_OPS, ...MOE_OPS, ...QUANT_OPS];
+const ALL: readonly OpDef[] = [...BASIC_OPS, ...HC_OPS, ...SP_OPS, ...GDN_OPS, ...ATTENTION_OPS, ...MOE_OPS, ...PLE_OPS, ...QUANT_OPS];
 
 const BY_NAME = new Map<string, OpDef>(ALL.map((d) => [d.name, d]));
 

@@ -1,10 +1,15 @@
 import type { CpuCollectiveKernel, CpuKernel, CpuKernelTable } from '../cpuKernel.ts';
 import { basicKernels } from './basicKernels.ts';
+import { attentionKernels } from './attentionKernels.ts';
 import { collectiveKernels } from './collectiveKernels.ts';
+import { gdnKernels } from './gdnKernels.ts';
 import { hcKernels } from './hcKernels.ts';
+import { moeKernels } from './moeKernels.ts';
+import { pleKernels } from './pleKernels.ts';
+import { quantKernels } from './quantKernels.ts';
 
 // Every CPU reference kernel, by op name. A missing op fails loudly at lookup.
-const TABLES: CpuKernelTable[] = [basicKernels, hcKernels, collectiveKernels];
+const TABLES: CpuKernelTable[] = [basicKernels, hcKernels, collectiveKernels, gdnKernels, attentionKernels, quantKernels, moeKernels, pleKernels];
 
 const perRank = new Map<string, CpuKernel>();
 const collective = new Map<string, CpuCollectiveKernel>();

@@ -1,0 +1,147 @@
+import { describe, expect, it } from 'vitest';
+import { getConfig } from '../../config/presets.ts';
+import type { Graph, ValueId } from '../../graph/graph.ts';
+import { GraphBuilder } from '../../graph/graphBuilder.ts';
+import { resolveWeight } from '../../model/resolveWeight.ts';
+import { SyntheticWeightSource } from '../../model/syntheticWeights.ts';
+import type { WeightSource } from '../../model/weightSource.ts';
+import { bf16ArrayToF32, bf16ToF32, f32ToBf16 } from '../../numerics/bf16.ts';
+import { Rng } from '../../numerics/rng.ts';
+import { compareBf16 } from '../../numerics/ulp.ts';
+import type { CpuKernel } from '../../reference/cpuKernel.ts';
+import { attentionKernels } from '../../reference/kernels/attentionKernels.ts';
+import { basicKernels } from '../../reference/kernels/basicKernels.ts';
+import type { Tensor } from '../../tensor/tensor.ts';
+import { buildAttention } from './attentionGraph.ts';
+import { attentionRankHeads, attentionRankWeights, attentionWeightSpecs } from './attentionWeights.ts';
+import { ropeTables } from './ropeTables.ts';
+
+// Runs the per-rank nodes of a graph with the CPU kernels of linear and the attention ops
+// (the shared CpuBackend's kernel index is the lead's to extend), resolving sliced weights.
+const KERNELS: Record<string, CpuKernel> = { ...basicKernels.perRank, ...attentionKernels.perRank };
+function interpret(graph: Graph, feeds: Map<ValueId, Tensor>, weights: WeightSource): Map<ValueId, Tensor> {
+  const env = new Map(feeds);
+  const read = (id: ValueId | null): Tensor | null => {
+    if (id === null) return null;
+    const decl = graph.values[id];
+    if (!env.has(id) && decl.kind === 'weight') env.set(id, resolveWeight(weights, decl.weight!));
+    const t = env.get(id);
+    if (!t) throw new Error(`value '${id}' read before written`);
+    expect(t.shape).toEqual(decl.shape);
+    return t;
+  };
+  for (const n of graph.nodes) {
+    const out = KERNELS[n.op](n.inputs.map(read), n.attrs);
+    n.outputs.forEach((id, p) => env.set(id!, out[p]!));
+  }
+  return env;
+}
+
+const config = getConfig('small');
+const LAYER = 3;
+const T = 20;
+const H = config.hiddenSize;
+const { numHeads: QH, headDim: HD } = config.attention;
+
+function runTp(tp: number, x: Uint16Array, weights: WeightSource) {
+  const b = new GraphBuilder(tp);
+  const xIn = b.input('x', [T, H], 'bf16');
+  const half = config.attention.ropeDims / 2;
+  const rope = { cos: b.input('rope_cos', [T, half], 'f32'), sin: b.input('rope_sin', [T, half], 'f32') };
+  const partials = Array.from({ length: tp }, (_, rank) => buildAttention(b, { config, layer: LAYER, rank, tp, tokens: T, scope: 'L3.attn' }, xIn, rope));
+  const tables = ropeTables(config, T);
+  const feeds = new Map<ValueId, Tensor>([
+    [xIn, { dtype: 'bf16', shape: [T, H], data: x }],
+    [rope.cos, tables.cos],
+    [rope.sin, tables.sin],
+  ]);
+  const env = interpret(b.build(), feeds, weights);
+  return {
+    partials: partials.map((id) => env.get(id)!.data as Uint16Array),
+    gated: Array.from({ length: tp }, (_, r) => env.get(`r${r}/L3.attn/gated`)!.data as Uint16Array),
+  };
+}
+
+function ulp(v: number): number {
+  if (v === 0) return 2 ** -133;
+  return 2 ** (Math.floor(Math.log2(Math.abs(v))) - 7);
+}
+
+describe('full-attention graph under tensor parallelism', () => {
+  const weights = new SyntheticWeightSource(attentionWeightSpecs(config, LAYER), 8);
+  const x = new Rng(4).fillBf16Normal(T * H, 1);
+  const ref = runTp(1, x, weights);
+  const out1 = ref.partials[0];
+
+  it('has an output RMS in the realistic range (synthetic inits)', () => {
+    const v = bf16ArrayToF32(out1);
+    const rms = Math.sqrt(v.reduce((s, a) => s + a * a, 0) / v.length);
+    expect(rms).toBeGreaterThan(0.1);
+    expect(rms).toBeLessThan(1);
+  });
+
+  // tp = 2 splits the 2 KV heads; tp = 4 replicates each KV head on 2 ranks.
+  for (const tp of [2, 4]) {
+    it(`tp=${tp}: per-head activations bit-exact; summed partials within the rounding bound`, () => {
+      const run = runTp(tp, x, weights);
+      const w = (QH / tp) * HD;
+      for (let t = 0; t < T; t++) {
+        for (let r = 0; r < tp; r++) {
+          expect(run.gated[r].subarray(t * w, (t + 1) * w)).toEqual(ref.gated[0].subarray(t * QH * HD + r * w, t * QH * HD + (r + 1) * w));
+        }
+      }
+      // One-shot sum (fp32 in rank order, one rounding) vs tp=1's single fp32 chain: each
+      // partial's half-ulp rounding, the final half ulps, and 2 K 2^-24 sum|y w| for the
+      // regrouped fp32 chains (K = QH*HD terms).
+      const wOut = bf16ArrayToF32(weights.get(`model.layers.${LAYER}.self_attn.o_proj.weight`).data as Uint16Array);
+      const y = bf16ArrayToF32(ref.gated[0]);
+      const K = QH * HD;
+      const summed = new Uint16Array(T * H);
+      let beyondBound = 0;
+      let maxInPartialUlps = 0;
+      for (let i = 0; i < T * H; i++) {
+        let acc = 0;
+        let roundingBudget = 0;
+        let maxPartial = 0;
+        for (let r = 0; r < tp; r++) {
+          const p = bf16ToF32(run.partials[r][i]);
+          acc = Math.fround(acc + p);
+          roundingBudget += ulp(p) / 2;
+          maxPartial = Math.max(maxPartial, Math.abs(p));
+        }
+        summed[i] = f32ToBf16(acc);
+        const t = Math.floor(i / H);
+        const o = i % H;
+        let absSum = 0;
+        for (let k = 0; k < K; k++) absSum += Math.abs(y[t * K + k] * wOut[o * K + k]);
+        const e = bf16ToF32(out1[i]);
+        const diff = Math.abs(bf16ToF32(summed[i]) - e);
+        if (diff > roundingBudget + ulp(e) / 2 + ulp(bf16ToF32(summed[i])) / 2 + 2 * K * 2 ** -24 * absSum) beyondBound++;
+        maxInPartialUlps = Math.max(maxInPartialUlps, diff / ulp(maxPartial));
+      }
+      const report = compareBf16(summed, out1);
+      console.log(`attention tp=${tp}: ${report.differing}/${report.count} differ from tp=1, max ${report.maxUlp} ulp, largest difference ${maxInPartialUlps} ulp of the largest partial`);
+      expect(beyondBound).toBe(0);
+      expect(report.differing).toBeGreaterThan(0);
+      expect(report.bitExactFraction).toBeGreaterThan(0.5);
+    });
+  }
+
+  it('maps query heads to KV heads: split when tp divides them, replicated otherwise', () => {
+    expect(attentionRankHeads(config, 1, 2)).toEqual({ h0: 4, h1: 8, kv0: 1, kv1: 2 });
+    expect(attentionRankHeads(config, 1, 4)).toEqual({ h0: 2, h1: 4, kv0: 0, kv1: 1 });
+    expect(attentionRankHeads(config, 2, 4)).toEqual({ h0: 4, h1: 6, kv0: 1, kv1: 2 });
+    const w = attentionRankWeights(config, LAYER, 3, 4);
+    expect(w.q.slice).toEqual({ axis: 0, ranges: [[6 * 2 * HD, 8 * 2 * HD]] });
+    expect(w.k.slice).toEqual({ axis: 0, ranges: [[HD, 2 * HD]] });
+    expect(w.o.slice).toEqual({ axis: 1, ranges: [[6 * HD, 8 * HD]] });
+  });
+
+  it('rejects a linear-attention layer and RoPE tables of the wrong shape', () => {
+    const b = new GraphBuilder(1);
+    const xIn = b.input('x', [T, H], 'bf16');
+    const rope = { cos: b.input('c', [T, 3], 'f32'), sin: b.input('s', [T, 3], 'f32') };
+    expect(() => buildAttention(b, { config, layer: LAYER, rank: 0, tp: 1, tokens: T, scope: 's' }, xIn, rope)).toThrow(/RoPE cos table 'c' is \[20,3\], expected \[20,4\]/);
+    expect(() => attentionWeightSpecs(config, 0)).toThrow(/layer 0 .* linear-attention/);
+  });
+});

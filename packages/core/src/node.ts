@@ -1,0 +1,4 @@
+// The Node-only part of @hcsp/core (file I/O): kept out of the main entry so the browser
+// bundle (the WebGPU page, the dev page) never pulls in node:fs.
+export * from './io/safetensorsFile.ts';
+export * from './model/safetensorsWeights.ts';

@@ -1,0 +1,64 @@
+import { describe, it, expect } from 'vitest';
+import { bf16ToF32, f32ToBf16 } from '../../numerics/bf16.ts';
+import { tensor, type Tensor } from '../../tensor/tensor.ts';
+import { SP_OPS } from '../../graph/ops/spOps.ts';
+import type { OpDef } from '../../graph/ops/opDef.ts';
+import { collectiveKernels } from './collectiveKernels.ts';
+
+const { allReduce, reduceScatter, allGather } = collectiveKernels.collective!;
+const { shard, pad, trim } = collectiveKernels.perRank!;
+
+function bf16(rows: number, cols: number, value: (i: number) => number): Tensor {
+  return tensor('bf16', [rows, cols], Uint16Array.from({ length: rows * cols }, (_, i) => f32ToBf16(value(i))));
+}
+const values = (t: Tensor | null) => Array.from(t!.data as Uint16Array, bf16ToF32);
+
+describe('collectiveKernels', () => {
+  it('covers every SP op, collectives in the collective table', () => {
+    for (const def of SP_OPS as readonly OpDef[]) {
+      const table = def.collective ? collectiveKernels.collective : collectiveKernels.perRank;
+      expect(table?.[def.name], def.name).toBeTypeOf('function');
+    }
+  });
+
+  it('rank-stamped integers through the kernels: inputs[rank][port] -> outputs[rank][port]', () => {
+    const tp = 4;
+    const inputs = Array.from({ length: tp }, (_, k) => [bf16(8, 3, (i) => (k + 1) * (i % 5) - k)]);
+    const want = Array.from({ length: 24 }, (_, i) => [0, 1, 2, 3].reduce((s, k) => s + (k + 1) * (i % 5) - k, 0));
+    for (const algorithm of ['ring', 'oneshot', 'ordered']) {
+      const ar = allReduce(inputs, { algorithm, channels: 2, chunkElems: 16 });
+      expect(ar.map((ports) => values(ports[0]))).toEqual(new Array(tp).fill(want));
+      const rs = reduceScatter(inputs, { algorithm });
+      expect(rs.map((ports) => values(ports[0]))).toEqual([0, 1, 2, 3].map((r) => want.slice(r * 6, r * 6 + 6)));
+      const ag = allGather(rs, {});
+      expect(ag.map((ports) => values(ports[0]))).toEqual(new Array(tp).fill(want));
+    }
+  });
+
+  it('allReduce defaults channels and chunkElems when absent', () => {
+    const inputs = [[bf16(2, 2, (i) => i)], [bf16(2, 2, (i) => 2 * i)]];
+    expect(values(allReduce(inputs, { algorithm: 'ring' })[1][0])).toEqual([0, 3, 6, 9]);
+  });
+
+  it('shard, pad and trim read their attrs', () => {
+    const x = bf16(5, 2, (i) => i + 1);
+    const s = shard([x], { rank: 2, tp: 3, chunk: 2 })[0]!;
+    expect(s.shape).toEqual([2, 2]);
+    expect(values(s)).toEqual([9, 10, 0, 0]);
+    const p = pad([x], { rows: 6 })[0]!;
+    expect(p.shape).toEqual([6, 2]);
+    expect(values(trim([p], { rows: 5 })[0])).toEqual(values(x));
+  });
+
+  it('bad input is named: unknown or missing algorithm, bad attrs, mismatched ranks, rows not divisible', () => {
+    const a = [bf16(6, 2, () => 1)];
+    expect(() => allReduce([a, a], { algorithm: 'tree' })).toThrow(/allReduce: unknown reduction algorithm "tree"/);
+    expect(() => reduceScatter([a, a], {})).toThrow(/reduceScatter: unknown reduction algorithm undefined/);
+    expect(() => allReduce([a, a], { algorithm: 'ring', channels: 'two' })).toThrow(/attr channels must be an integer, got "two"/);
+    expect(() => reduceScatter([a, a, a, a], { algorithm: 'ring' })).toThrow(/6 rows .* not divisible by tp 4/);
+    expect(() => allGather([a, [bf16(3, 2, () => 1)]], {})).toThrow(/rank 1 has shape \[3,2\], rank 0 has \[6,2\]/);
+    expect(() => allGather([a, []], {})).toThrow(/rank 1 has no input x/);
+    expect(() => shard(a, { rank: 0, tp: 2 })).toThrow(/shard: attr chunk must be an integer, got undefined/);
+    expect(() => pad([null], { rows: 3 })).toThrow(/pad: input x is missing/);
+  });
+});
