@@ -48,7 +48,8 @@ export class FileByteSource implements ByteSource {
 export class SafetensorsFile extends SafetensorsReader {
   private readonly file: FileByteSource;
 
-  constructor(path: string, source: FileByteSource = new FileByteSource(path)) {
+  constructor(path: string) {
+    const source = new FileByteSource(path);
     try {
       super(source, path);
     } catch (e) {

@@ -1,0 +1,125 @@
+// Elementwise bf16 ops (add and the HC pointwise ops): one invocation per output word,
+// each element computed in fp32 with the rounding points of the CPU reference
+// (core/hc/mix.ts, core/hc/combineNorm.ts), the transcendental functions from fp32Math.wgsl.
+import type { KernelDispatch, KernelPlanner, TensorInfo } from '../kernelProgram.ts';
+import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
+import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
+import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
+import {
+  flatInvocation,
+  gridFor,
+  numelOf,
+  readInput,
+  requireDtype,
+  requireIntAttr,
+  requireTensor,
+  uniformWords,
+  writeOutput,
+} from './planParts.ts';
+
+type Contract = 'atom' | 'hf';
+
+export function contractOf(attrs: Record<string, unknown>, op: string): Contract {
+  const c = attrs.contract;
+  if (c !== 'atom' && c !== 'hf') throw new Error(`${op}: contract must be 'atom' or 'hf', got '${String(c)}'`);
+  return c;
+}
+
+/**
+ * A dispatch computing `n` bf16 outputs: `body` is a WGSL function body of
+ * `fn value(i: u32) -> f32` over the named bf16 inputs (bound in port order) and the
+ * uniforms p0..p3 (u32).
+ */
+function elementwise(key: string, inputs: { name: string; port: number }[], n: number, params: number[], body: string): KernelDispatch {
+  const inv = flatInvocation(64, 'u.groupsX');
+  const words = Math.ceil(n / 2);
+  const grid = gridFor(words, 64);
+  const decls = inputs.map((b, i) => `@group(0) @binding(${i}) var<storage, read> ${b.name}: array<u32>;\n${bf16Element(b.name)}`);
+  const wgsl = `${BF16_WGSL}${FP32_MATH_WGSL}
+struct U { n: u32, words: u32, groupsX: u32, p0: u32, p1: u32, p2: u32, p3: u32 }
+${decls.join('\n')}
+@group(0) @binding(${inputs.length}) var<storage, read_write> y: array<u32>;
+@group(0) @binding(${inputs.length + 1}) var<uniform> u: U;
+fn rbf(v: f32) -> f32 { return bitcast<f32>(f32_to_bf16(v) << 16u); }
+fn value(i: u32) -> f32 {
+  ${body}
+}
+@compute @workgroup_size(64)
+fn main(${inv.params}) {
+  ${inv.body}
+  if (inv >= u.words) { return; }
+  var word = f32_to_bf16(value(2u * inv));
+  if (2u * inv + 1u < u.n) { word = word | (f32_to_bf16(value(2u * inv + 1u)) << 16u); }
+  y[inv] = word;
+}`;
+  const p = [...params, 0, 0, 0, 0].slice(0, 4);
+  return {
+    key,
+    wgsl,
+    bindings: [...inputs.map((b) => readInput(b.port)), writeOutput(0)],
+    uniforms: uniformWords([n, words, grid.groupsX, ...p]),
+    workgroups: grid.workgroups,
+  };
+}
+
+function shapeEq(a: TensorInfo, want: readonly number[], what: string): void {
+  if (a.shape.length !== want.length || a.shape.some((d, i) => d !== want[i])) {
+    throw new Error(`${what} is [${a.shape.join(',')}], expected [${want.join(',')}]`);
+  }
+}
+
+export const addPlanner: KernelPlanner = (inputs, outputs) => {
+  const a = requireTensor(inputs[0], 'add: input a');
+  const b = requireTensor(inputs[1], 'add: input b');
+  const y = requireTensor(outputs[0], 'add: output y');
+  for (const [t, w] of [[a, 'a'], [b, 'b'], [y, 'y']] as const) requireDtype(t, ['bf16'], `add: ${w}`);
+  shapeEq(b, a.shape, 'add: b');
+  shapeEq(y, a.shape, 'add: y');
+  const n = numelOf(a.shape);
+  if (n === 0) return { scratch: [], dispatches: [] };
+  return { scratch: [], dispatches: [elementwise('add', [{ name: 'a', port: 0 }, { name: 'b', port: 1 }], n, [], 'return a_f32(i) + b_f32(i);')] };
+};
+
+function streamsOf(x: TensorInfo, attrs: Record<string, unknown>, op: string): { rows: number; n: number; h: number } {
+  const n = requireIntAttr(attrs, 'streams', op, 1);
+  if (x.shape.length !== 2 || x.shape[1] % n !== 0) throw new Error(`${op}: x must be [rows, ${n}*H], got [${x.shape.join(',')}]`);
+  return { rows: x.shape[0], n, h: x.shape[1] / n };
+}
+
+/** WGSL: inj_s = 2 sigmoid(bf(raw_s / n)) ('hf': bf(2 bf(sigmoid))), nf = f32(n). */
+export function injectScaleWgsl(contract: Contract): string {
+  const sig = 'sigmoid_f32(rbf(rawv / nf))';
+  return contract === 'atom'
+    ? `fn inject_scale(rawv: f32, nf: f32) -> f32 { return 2.0 * ${sig}; }`
+    : `fn inject_scale(rawv: f32, nf: f32) -> f32 { return rbf(2.0 * rbf(${sig})); }`;
+}
+
+/** hcCombine: X_s = bf(X_s + y * inj_s) ('hf' rounds the product). p0 = n, p1 = h. */
+export const hcCombinePlanner: KernelPlanner = (inputs, outputs, attrs) => {
+  const x = requireTensor(inputs[0], 'hcCombine: input x');
+  const y = requireTensor(inputs[1], 'hcCombine: input blockOut');
+  const raw = requireTensor(inputs[2], 'hcCombine: input raw');
+  const out = requireTensor(outputs[0], 'hcCombine: output x');
+  const contract = contractOf(attrs, 'hcCombine');
+  const { rows, n, h } = streamsOf(x, attrs, 'hcCombine');
+  shapeEq(y, [rows, h], 'hcCombine: blockOut');
+  shapeEq(raw, [rows, n], 'hcCombine: raw');
+  shapeEq(out, x.shape, 'hcCombine: output x');
+  if (rows * n * h === 0) return { scratch: [], dispatches: [] };
+  const prod = contract === 'atom' ? 'yv * inj' : 'rbf(yv * inj)';
+  const body = `let w = u.p0 * u.p1;
+  let t = i / w;
+  let s = (i % w) / u.p1;
+  let inj = inject_scale(raw_f32(t * u.p0 + s), f32(u.p0));
+  let yv = y_f32(t * u.p1 + i % u.p1);
+  return x_f32(i) + ${prod};
+}
+${injectScaleWgsl(contract)}
+fn unused_${contract}() {`;
+  return {
+    scratch: [],
+    dispatches: [
+      elementwise(`hcCombine-${contract}`, [{ name: 'x', port: 0 }, { name: 'y', port: 1 }, { name: 'raw', port: 2 }], rows * n * h, [n, h], body),
+    ],
+  };
+};

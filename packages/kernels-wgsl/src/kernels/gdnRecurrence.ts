@@ -1,0 +1,152 @@
+// gdnRecurrence: the gated delta rule from a zero fp32 state (core gdnMath.gdnRecurrence),
+// in two dispatches:
+// 1. l2norm: q and k of every token and key head normalized once, parallel over (t, vector):
+//    qk[t, n, i] = fr(fr(x_i * rsqrt(sum_i x_i^2 + eps)) * scale) with scale 1 for k (n >= KH),
+//    into an f32 scratch [T, 2 * KH * DK]. (k's `* 1` is exact, as the CPU's fr(v * 1).)
+// 2. recurrence: sequential in t, parallel over (value head h, column pair j0 = 2p): the
+//    CPU's state column S[:, j] is only ever combined with itself, k, q, v_j and the head's
+//    gates, so each invocation keeps S[:, j0] and S[:, j0 + 1] in private arrays and writes
+//    o's word for (t, h, j0) whole. Per column and token, in the CPU's order:
+//      S_i = S_i * decay; u = u + S_i * k_i (i = 0..DK-1; the CPU decays all of S first,
+//      which gives the same values); delta = beta * (v_j - u);
+//      S_i = S_i + k_i * delta; o = o + S_i * q_i;  o_j = bf(o)
+//    Every product is its own fp32 rounding: plain WGSL `a + b * c` (never fma) stays
+//    unfused on SwiftShader (numerics.md).
+// DK is compiled in (the private array length); valueDim must be even so a column pair
+// never straddles a head (every Qwen3-Next head dim is).
+import type { KernelPlanner } from '../kernelProgram.ts';
+import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
+import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
+import { bf16ElementFn, f32Bits, requireFloatAttr, requirePort, requireRows } from './gdnAttentionShared.ts';
+import { flatInvocation, gridFor, readInput, readScratch, requireIntAttr, uniformWords, writeOutput, writeScratch } from './planParts.ts';
+
+const NORM_WG = 64;
+const normInv = flatInvocation(NORM_WG, 'u.groupsX');
+
+const L2NORM_WGSL = `${BF16_WGSL}
+${FP32_MATH_WGSL}
+struct U { C: u32, KH: u32, DK: u32, vectors: u32, eps: u32, scale: u32, groupsX: u32 }
+@group(0) @binding(0) var<storage, read> qkv: array<u32>;
+@group(0) @binding(1) var<storage, read_write> qk: array<f32>;
+@group(0) @binding(2) var<uniform> u: U;
+${bf16ElementFn('qkvAt', 'qkv')}
+@compute @workgroup_size(${NORM_WG})
+fn main(${normInv.params}) {
+  ${normInv.body}
+  if (inv >= u.vectors) { return; }
+  let perRow = 2u * u.KH;
+  let t = inv / perRow;
+  let nv = inv % perRow;
+  let src = t * u.C + nv * u.DK;
+  var ss: f32 = 0.0;
+  for (var i = 0u; i < u.DK; i = i + 1u) {
+    let xi = qkvAt(src + i);
+    ss = ss + xi * xi;
+  }
+  let r = rsqrt_f32(ss + bitcast<f32>(u.eps));
+  var scale: f32 = 1.0;
+  if (nv < u.KH) { scale = bitcast<f32>(u.scale); }
+  let dst = inv * u.DK;
+  for (var i = 0u; i < u.DK; i = i + 1u) { qk[dst + i] = (qkvAt(src + i) * r) * scale; }
+}`;
+
+const REC_WG = 32;
+const recInv = flatInvocation(REC_WG, 'u.groupsX');
+
+function recurrenceWgsl(dk: number): string {
+  return `${BF16_WGSL}
+${FP32_MATH_WGSL}
+const DK: u32 = ${dk}u;
+struct U { T: u32, C: u32, KH: u32, VH: u32, DV: u32, group: u32, pairs: u32, groupsX: u32 }
+@group(0) @binding(0) var<storage, read> qkv: array<u32>;
+@group(0) @binding(1) var<storage, read> g: array<f32>;
+@group(0) @binding(2) var<storage, read> beta: array<u32>;
+@group(0) @binding(3) var<storage, read> qk: array<f32>;
+@group(0) @binding(4) var<storage, read_write> o: array<u32>;
+@group(0) @binding(5) var<uniform> u: U;
+${bf16ElementFn('qkvAt', 'qkv')}
+${bf16ElementFn('betaAt', 'beta')}
+@compute @workgroup_size(${REC_WG})
+fn main(${recInv.params}) {
+  ${recInv.body}
+  if (inv >= u.VH * u.pairs) { return; }
+  let h = inv / u.pairs;
+  let j0 = 2u * (inv % u.pairs);
+  // state columns j0 and j0 + 1 of head h, from zero
+  var s0: array<f32, DK>;
+  var s1: array<f32, DK>;
+  let qkRow = 2u * u.KH * DK;
+  let qOff = (h / u.group) * DK;
+  let kOff = u.KH * DK + qOff;
+  let vCol = 2u * u.KH * DK + h * u.DV + j0;
+  for (var t = 0u; t < u.T; t = t + 1u) {
+    let decay = exp_f32(g[t * u.VH + h]);
+    let b = betaAt(t * u.VH + h);
+    let qb = t * qkRow + qOff;
+    let kb = t * qkRow + kOff;
+    var u0: f32 = 0.0;
+    var u1: f32 = 0.0;
+    for (var i = 0u; i < DK; i = i + 1u) {
+      let ki = qk[kb + i];
+      s0[i] = s0[i] * decay;
+      s1[i] = s1[i] * decay;
+      u0 = u0 + s0[i] * ki;
+      u1 = u1 + s1[i] * ki;
+    }
+    let d0 = b * (qkvAt(t * u.C + vCol) - u0);
+    let d1 = b * (qkvAt(t * u.C + vCol + 1u) - u1);
+    var o0: f32 = 0.0;
+    var o1: f32 = 0.0;
+    for (var i = 0u; i < DK; i = i + 1u) {
+      let ki = qk[kb + i];
+      let qi = qk[qb + i];
+      s0[i] = s0[i] + ki * d0;
+      s1[i] = s1[i] + ki * d1;
+      o0 = o0 + s0[i] * qi;
+      o1 = o1 + s1[i] * qi;
+    }
+    o[((t * u.VH + h) * u.DV + j0) >> 1u] = pack_bf16(o0, o1);
+  }
+}`;
+}
+
+export const gdnRecurrencePlanner: KernelPlanner = (inputs, outputs, attrs) => {
+  const op = 'gdnRecurrence';
+  const KH = requireIntAttr(attrs, 'keyHeads', op, 1);
+  const VH = requireIntAttr(attrs, 'valueHeads', op, 1);
+  const DK = requireIntAttr(attrs, 'keyDim', op, 1);
+  const DV = requireIntAttr(attrs, 'valueDim', op, 2);
+  const scale = requireFloatAttr(attrs, 'scale', op);
+  const eps = requireFloatAttr(attrs, 'l2Eps', op);
+  if (VH % KH !== 0) throw new Error(`${op}: valueHeads ${VH} is not a multiple of keyHeads ${KH}`);
+  if (DV % 2 !== 0) throw new Error(`${op}: valueDim ${DV} must be even (each invocation writes whole packed words)`);
+  const C = 2 * KH * DK + VH * DV;
+  const T = requireRows(inputs[0], `${op}: input qkv`, 'bf16', C);
+  requirePort(inputs[1], `${op}: input g`, 'f32', [T, VH]);
+  requirePort(inputs[2], `${op}: input beta`, 'bf16', [T, VH]);
+  requirePort(outputs[0], `${op}: output o`, 'bf16', [T, VH * DV]);
+  if (T === 0) return { scratch: [], dispatches: [] };
+  const vectors = T * 2 * KH;
+  const normGrid = gridFor(vectors, NORM_WG);
+  const pairs = DV / 2;
+  const recGrid = gridFor(VH * pairs, REC_WG);
+  return {
+    scratch: [{ name: 'qkNorm', words: vectors * DK }],
+    dispatches: [
+      {
+        key: 'gdn-l2norm',
+        wgsl: L2NORM_WGSL,
+        bindings: [readInput(0), writeScratch('qkNorm')],
+        uniforms: uniformWords([C, KH, DK, vectors, f32Bits(eps), f32Bits(scale), normGrid.groupsX]),
+        workgroups: normGrid.workgroups,
+      },
+      {
+        key: `gdn-recurrence-dk${DK}`,
+        wgsl: recurrenceWgsl(DK),
+        bindings: [readInput(0), readInput(1), readInput(2), readScratch('qkNorm'), writeOutput(0)],
+        uniforms: uniformWords([T, C, KH, VH, DV, VH / KH, pairs, recGrid.groupsX]),
+        workgroups: recGrid.workgroups,
+      },
+    ],
+  };
+};
