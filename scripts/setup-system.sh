@@ -35,7 +35,7 @@ if ! "${SUDO[@]}" apt-get update -q; then
   echo "setup-system: apt-get update failed; cannot install ${missing[*]}" >&2
   exit 1
 fi
-if ! "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"; then
+if ! "${SUDO[@]}" apt-get install -y -q "${missing[@]}"; then
   echo "setup-system: apt-get install ${missing[*]} failed" >&2
   exit 1
 fi

@@ -1,5 +1,4 @@
 import type { Backend, BackendPrecision, Graph, RunOptions, RunResult, Tensor, ValueId, WeightSource } from '@hcsp/core';
-import { WGSL_KERNELS } from '@hcsp/kernels-wgsl';
 import { ChromiumHost, type ChromiumHostOptions } from './chromiumHost.ts';
 import { hostTensor } from './hostTensors.ts';
 import { requestNodeDevice } from './nodeDevice.ts';
@@ -37,7 +36,7 @@ export async function createWebGpuBackend(options: WebGpuBackendOptions = {}): P
   const tried: string[] = [];
   if (prefer === 'auto' || prefer === 'dawn') {
     try {
-      return dawnBackend(await requestNodeDevice());
+      return await dawnBackend(await requestNodeDevice());
     } catch (e) {
       tried.push(`dawn.node: ${(e as Error).message}`);
       if (prefer === 'dawn') throw new Error(`webgpu backend: no device. Tried ${tried.join('; ')}`);
@@ -51,7 +50,9 @@ export async function createWebGpuBackend(options: WebGpuBackendOptions = {}): P
   }
 }
 
-function dawnBackend({ device, adapter }: { device: GPUDevice; adapter: string }): WebGpuBackend {
+async function dawnBackend({ device, adapter }: { device: GPUDevice; adapter: string }): Promise<WebGpuBackend> {
+  // loaded here, not at the top: on the Chromium host the kernels run in the page's bundle
+  const { WGSL_KERNELS } = await import('@hcsp/kernels-wgsl');
   const executor = new WebGpuExecutor(device, WGSL_KERNELS, `dawn.node: ${adapter}`);
   return {
     name: 'webgpu',

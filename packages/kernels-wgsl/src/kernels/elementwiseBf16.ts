@@ -16,6 +16,7 @@ import {
   uniformWords,
   writeOutput,
 } from './planParts.ts';
+import { copyDispatch } from './copyElements.ts';
 
 type Contract = 'atom' | 'hf';
 
@@ -30,7 +31,14 @@ export function contractOf(attrs: Record<string, unknown>, op: string): Contract
  * `fn value(i: u32) -> f32` over the named bf16 inputs (bound in port order) and the
  * uniforms p0..p3 (u32).
  */
-function elementwise(key: string, inputs: { name: string; port: number }[], n: number, params: number[], body: string): KernelDispatch {
+function elementwise(
+  key: string,
+  inputs: { name: string; port: number }[],
+  n: number,
+  params: number[],
+  body: string,
+  helpers = '',
+): KernelDispatch {
   const inv = flatInvocation(64, 'u.groupsX');
   const words = Math.ceil(n / 2);
   const grid = gridFor(words, 64);
@@ -41,6 +49,7 @@ ${decls.join('\n')}
 @group(0) @binding(${inputs.length}) var<storage, read_write> y: array<u32>;
 @group(0) @binding(${inputs.length + 1}) var<uniform> u: U;
 fn rbf(v: f32) -> f32 { return bitcast<f32>(f32_to_bf16(v) << 16u); }
+${helpers}
 fn value(i: u32) -> f32 {
   ${body}
 }
@@ -112,14 +121,63 @@ export const hcCombinePlanner: KernelPlanner = (inputs, outputs, attrs) => {
   let s = (i % w) / u.p1;
   let inj = inject_scale(raw_f32(t * u.p0 + s), f32(u.p0));
   let yv = y_f32(t * u.p1 + i % u.p1);
-  return x_f32(i) + ${prod};
-}
-${injectScaleWgsl(contract)}
-fn unused_${contract}() {`;
+  return x_f32(i) + ${prod};`;
   return {
     scratch: [],
     dispatches: [
-      elementwise(`hcCombine-${contract}`, [{ name: 'x', port: 0 }, { name: 'y', port: 1 }, { name: 'raw', port: 2 }], rows * n * h, [n, h], body),
+      elementwise(`hcCombine-${contract}`, [{ name: 'x', port: 0 }, { name: 'y', port: 1 }, { name: 'raw', port: 2 }], rows * n * h, [n, h], body, injectScaleWgsl(contract)),
     ],
+  };
+};
+
+/** hcScaledSilu: gate = bf(silu(bf(d[:, :r] / n))) and raw = d[:, r:r+n] (bits copied). */
+export const hcScaledSiluPlanner: KernelPlanner = (inputs, outputs, attrs) => {
+  const d = requireTensor(inputs[0], 'hcScaledSilu: input d');
+  const gate = requireTensor(outputs[0], 'hcScaledSilu: output gate');
+  const n = requireIntAttr(attrs, 'streams', 'hcScaledSilu', 1);
+  const r = requireIntAttr(attrs, 'lowRank', 'hcScaledSilu', 1);
+  if (d.shape.length !== 2 || (d.shape[1] !== r + n && d.shape[1] !== r)) {
+    throw new Error(`hcScaledSilu: d must be [rows, ${r + n}] or [rows, ${r}], got [${d.shape.join(',')}]`);
+  }
+  const [rows, width] = d.shape;
+  shapeEq(gate, [rows, r], 'hcScaledSilu: gate');
+  const raw = outputs[1] ?? null;
+  if (raw && width !== r + n) throw new Error(`hcScaledSilu: raw is requested but d has only the ${r} gate columns`);
+  if (rows === 0) return { scratch: [], dispatches: [] };
+  const body = `let t = i / u.p0;
+  return silu_f32(rbf(d_f32(t * u.p1 + i % u.p0) / f32(u.p2)));`;
+  const dispatches = [elementwise('hcScaledSilu', [{ name: 'd', port: 0 }], rows * r, [r, width, n], body)];
+  if (raw) {
+    shapeEq(raw, [rows, n], 'hcScaledSilu: raw');
+    dispatches.push(copyDispatch('bf16', rows * n, { width: n, srcStride: width, srcStart: r, colPeriod: n, srcLimit: rows * width }, 0, 1));
+  }
+  return { scratch: [], dispatches };
+};
+
+/** hcGatedMean: x = bf(sum_s sigmoid(up_s) * normed_s / n), s in order (contract rounding). */
+export const hcGatedMeanPlanner: KernelPlanner = (inputs, outputs, attrs) => {
+  const up = requireTensor(inputs[0], 'hcGatedMean: input up');
+  const normed = requireTensor(inputs[1], 'hcGatedMean: input normed');
+  const x = requireTensor(outputs[0], 'hcGatedMean: output x');
+  const contract = contractOf(attrs, 'hcGatedMean');
+  const { rows, n, h } = streamsOf(normed, attrs, 'hcGatedMean');
+  shapeEq(up, normed.shape, 'hcGatedMean: up');
+  shapeEq(x, [rows, h], 'hcGatedMean: x');
+  if (rows * h === 0) return { scratch: [], dispatches: [] };
+  const step =
+    contract === 'atom'
+      ? 'acc = acc + sigmoid_f32(up_f32(k)) * normed_f32(k);'
+      : 'acc = rbf(acc + rbf(rbf(sigmoid_f32(up_f32(k))) * normed_f32(k)));';
+  const body = `let t = i / u.p1;
+  let base = t * u.p0 * u.p1 + i % u.p1;
+  var acc: f32 = 0.0;
+  for (var s = 0u; s < u.p0; s = s + 1u) {
+    let k = base + s * u.p1;
+    ${step}
+  }
+  return acc / f32(u.p0);`;
+  return {
+    scratch: [],
+    dispatches: [elementwise(`hcGatedMean-${contract}`, [{ name: 'up', port: 0 }, { name: 'normed', port: 1 }], rows * h, [n, h], body)],
   };
 };
