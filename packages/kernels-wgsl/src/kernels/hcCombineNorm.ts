@@ -1,0 +1,106 @@
+// hcCombineNorm: the pending combine (when blockOut and raw are bound) fused with the
+// grouped RMS norm, one invocation per (row, stream) group of H elements, mirroring
+// core/hc/combineNorm.ts: X = bf(X + y * inj_s); sumsq over j in order (fp32);
+// rstd = 1/sqrt(fp32(sumsq / H) + eps); normed = bf((X * rstd) * (1 + w)).
+// H must be even so that every group starts on a word and groups never share a word.
+import type { KernelPlanner } from '../kernelProgram.ts';
+import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
+import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
+import { contractOf, injectScaleWgsl } from './elementwiseBf16.ts';
+import { flatInvocation, gridFor, readInput, requireTensor, requireIntAttr, uniformWords, writeOutput } from './planParts.ts';
+
+function combineNormWgsl(pending: boolean, contract: 'atom' | 'hf'): string {
+  const inv = flatInvocation(64, 'u.groupsX');
+  let b = 0;
+  const decl = [`@group(0) @binding(${b++}) var<storage, read> xin: array<u32>;`];
+  if (pending) {
+    decl.push(`@group(0) @binding(${b++}) var<storage, read> blk: array<u32>;`);
+    decl.push(`@group(0) @binding(${b++}) var<storage, read> raw: array<u32>;`);
+  }
+  decl.push(`@group(0) @binding(${b++}) var<storage, read> nw: array<u32>;`);
+  decl.push(`@group(0) @binding(${b++}) var<storage, read_write> xout: array<u32>;`);
+  decl.push(`@group(0) @binding(${b++}) var<storage, read_write> normed: array<u32>;`);
+  decl.push(`@group(0) @binding(${b++}) var<uniform> u: U;`);
+  const prod = (v: string) => (contract === 'atom' ? `${v} * inj` : `rbf(${v} * inj)`);
+  const combine = pending
+    ? `let rawBits = (raw[(t * u.n + s) >> 1u] >> (((t * u.n + s) & 1u) * 16u)) & 0xffffu;
+  let inj = inject_scale(bitcast<f32>(rawBits << 16u), f32(u.n));
+  let yb = t * u.h / 2u;
+  for (var q = 0u; q < hw; q = q + 1u) {
+    let xw = xin[base + q];
+    let yw = blk[yb + q];
+    xout[base + q] = pack_bf16(bf16_lo(xw) + ${prod('bf16_lo(yw)')}, bf16_hi(xw) + ${prod('bf16_hi(yw)')});
+  }`
+    : `for (var q = 0u; q < hw; q = q + 1u) { xout[base + q] = xin[base + q]; }`;
+  const scale = (v: string) => (contract === 'atom' ? `(1.0 + ${v})` : `rbf(1.0 + ${v})`);
+  const xr = (v: string) => (contract === 'atom' ? `(${v} * rstd)` : `rbf(${v} * rstd)`);
+  return `${BF16_WGSL}${FP32_MATH_WGSL}
+struct U { rows: u32, n: u32, h: u32, eps: f32, groupsX: u32 }
+${decl.join('\n')}
+fn rbf(v: f32) -> f32 { return bitcast<f32>(f32_to_bf16(v) << 16u); }
+${pending ? injectScaleWgsl(contract) : ''}
+@compute @workgroup_size(64)
+fn main(${inv.params}) {
+  ${inv.body}
+  if (inv >= u.rows * u.n) { return; }
+  let t = inv / u.n;
+  let s = inv % u.n;
+  let hw = u.h / 2u;
+  let base = (t * u.n + s) * hw;
+  ${combine}
+  var sumsq: f32 = 0.0;
+  for (var q = 0u; q < hw; q = q + 1u) {
+    let xw = xout[base + q];
+    let lo = bf16_lo(xw);
+    let hi = bf16_hi(xw);
+    sumsq = sumsq + lo * lo;
+    sumsq = sumsq + hi * hi;
+  }
+  let rstd = rsqrt_f32(sumsq / f32(u.h) + u.eps);
+  let wb = s * hw;
+  for (var q = 0u; q < hw; q = q + 1u) {
+    let xw = xout[base + q];
+    let ww = nw[wb + q];
+    normed[base + q] = pack_bf16(${xr('bf16_lo(xw)')} * ${scale('bf16_lo(ww)')}, ${xr('bf16_hi(xw)')} * ${scale('bf16_hi(ww)')});
+  }
+}`;
+}
+
+const f32Bits = (v: number) => new Uint32Array(Float32Array.of(v).buffer)[0];
+
+export const hcCombineNormPlanner: KernelPlanner = (inputs, outputs, attrs) => {
+  const x = requireTensor(inputs[0], 'hcCombineNorm: input x');
+  const blk = inputs[1] ?? null;
+  const raw = inputs[2] ?? null;
+  const w = requireTensor(inputs[3], 'hcCombineNorm: input normWeight');
+  requireTensor(outputs[0], 'hcCombineNorm: output x');
+  requireTensor(outputs[1], 'hcCombineNorm: output normed');
+  const contract = contractOf(attrs, 'hcCombineNorm');
+  const n = requireIntAttr(attrs, 'streams', 'hcCombineNorm', 1);
+  const eps = attrs.eps;
+  if (typeof eps !== 'number' || !(eps >= 0)) throw new Error(`hcCombineNorm: eps = ${String(eps)} is not a non-negative number`);
+  if ((blk === null) !== (raw === null)) throw new Error('hcCombineNorm: blockOut and raw come together (the pending combine) or not at all');
+  if (x.shape.length !== 2 || x.shape[1] % n !== 0) throw new Error(`hcCombineNorm: x must be [rows, ${n}*H], got [${x.shape.join(',')}]`);
+  const [rows, width] = x.shape;
+  const h = width / n;
+  if (h % 2 !== 0) throw new Error(`hcCombineNorm: H = ${h} is odd; the WGSL kernel needs whole bf16 words per stream`);
+  if (w.shape.length !== 1 || w.shape[0] !== width) throw new Error(`hcCombineNorm: normWeight is [${w.shape.join(',')}], expected [${width}]`);
+  if (blk && (blk.shape[0] !== rows || blk.shape[1] !== h)) throw new Error(`hcCombineNorm: blockOut is [${blk.shape.join(',')}], expected [${rows},${h}]`);
+  if (raw && (raw.shape[0] !== rows || raw.shape[1] !== n)) throw new Error(`hcCombineNorm: raw is [${raw.shape.join(',')}], expected [${rows},${n}]`);
+  if (rows === 0) return { scratch: [], dispatches: [] };
+  const pending = blk !== null;
+  const grid = gridFor(rows * n, 64);
+  const ins = pending ? [readInput(0), readInput(1), readInput(2), readInput(3)] : [readInput(0), readInput(3)];
+  return {
+    scratch: [],
+    dispatches: [
+      {
+        key: `hcCombineNorm-${pending ? 'pending' : 'plain'}-${contract}`,
+        wgsl: combineNormWgsl(pending, contract),
+        bindings: [...ins, writeOutput(0), writeOutput(1)],
+        uniforms: uniformWords([rows, n, h, f32Bits(eps), grid.groupsX]),
+        workgroups: grid.workgroups,
+      },
+    ],
+  };
+};
