@@ -60,6 +60,9 @@ export function globalRows(run: RunCapture, perRank: ValueId[]): GlobalRows {
   if (perRank.length !== tp) throw new Error(`stream diff: a step lists ${perRank.length} values for tp ${tp}`);
   const tensors = perRank.map((id) => valueOf(run, id));
   const [rows, cols] = tensors[0].shape;
+  tensors.forEach((t, r) => {
+    if (t.shape[0] !== rows || t.shape[1] !== cols) throw new Error(`stream diff: rank ${r}'s '${perRank[r]}' is [${t.shape}], rank 0's '${perRank[0]}' is [${rows},${cols}]`);
+  });
   const out = new Uint16Array(T * cols);
   let padNonZero = 0;
   let replicaMismatch = 0;

@@ -88,11 +88,12 @@ export class ChromiumHost {
   /** console errors and uncaught page exceptions since the last run began */
   private pageErrors: string[] = [];
   private closed = false;
+  // one run at a time: page errors and progress are attributed to the current run
+  private queue: Promise<unknown> = Promise.resolve();
 
   private constructor(
     private readonly server: Server,
     private browserServer: BrowserServer | null,
-    private browser: Browser | null,
     private page: Page | null,
     readonly adapter: string,
     private readonly runTimeoutMs: number,
@@ -134,7 +135,7 @@ export class ChromiumHost {
       } catch (e) {
         throw new ChromiumHostError('launch-failed', `chromium host: launching ${executablePath} failed: ${(e as Error).message}`);
       }
-      const page = await browser.newPage();
+      const page = await within(browser.newPage(), startMs, 'opening a page');
       const early: string[] = [];
       page.on('console', (m) => m.type() === 'error' && early.push(m.text()));
       page.on('pageerror', (e) => early.push(e.message));
@@ -147,7 +148,7 @@ export class ChromiumHost {
         const extra = early.length > 0 ? `; page errors: ${early.join('; ')}` : '';
         throw new ChromiumHostError('no-webgpu', `no WebGPU adapter in headless Chromium (flags ${CHROMIUM_WEBGPU_ARGS.join(' ')}): ${(e as Error).message}${extra}`);
       }
-      const self = new ChromiumHost(server, browserServer, browser, page, adapter, options.runTimeoutMs ?? 30 * 60_000);
+      const self = new ChromiumHost(server, browserServer, page, adapter, options.runTimeoutMs ?? 30 * 60_000);
       host.current = self;
       self.watch(page, browser);
       return self;
@@ -159,7 +160,13 @@ export class ChromiumHost {
   }
 
   /** Runs a graph in the page; results come back as raw bytes over HTTP. */
-  async run(graph: Graph, feeds: Map<ValueId, Tensor>, weights: WeightSource, options: ChromiumRunOptions = {}): Promise<RunResult> {
+  run(graph: Graph, feeds: Map<ValueId, Tensor>, weights: WeightSource, options: ChromiumRunOptions = {}): Promise<RunResult> {
+    const result = this.queue.then(() => this.runNow(graph, feeds, weights, options));
+    this.queue = result.catch(() => {});
+    return result;
+  }
+
+  private async runNow(graph: Graph, feeds: Map<ValueId, Tensor>, weights: WeightSource, options: ChromiumRunOptions): Promise<RunResult> {
     if (this.closed) throw new Error('chromium host: run() after close()');
     if (this.failure) throw this.failure;
     const page = this.page!;
@@ -206,7 +213,6 @@ export class ChromiumHost {
     this.fail(new Error('chromium host: closed'));
     const bs = this.browserServer;
     this.browserServer = null;
-    this.browser = null;
     this.page = null;
     // kill(), not close(): a hung GPU process must not keep close() waiting.
     if (bs) await within(bs.kill(), 10_000, 'killing Chromium').catch(() => {});

@@ -1,14 +1,11 @@
 /// <reference types="@webgpu/types" />
 import {
   bytesPerElement,
-  commBytesOf,
   numel,
+  RunStatsCounter,
   shapeStr,
-  type CollectiveOp,
-  type CommBytes,
   type Graph,
   type GraphNode,
-  type ReduceAlgorithm,
   type RunResult,
   type Tensor,
   type ValueDecl,
@@ -88,8 +85,8 @@ class GraphRun {
   private readonly uses = new Map<ValueId, number>();
   private readonly requested: Set<ValueId>;
   private readonly checks: PendingCheck[] = [];
-  private readonly hcRowsPerRank: number[];
-  private readonly commBytesPerRank: CommBytes[];
+  // the same counter as the CPU reference, so every backend reports the same figures
+  private readonly stats: RunStatsCounter;
 
   constructor(
     ctx: RunContext,
@@ -109,8 +106,7 @@ class GraphRun {
     const keep = options.keep === 'all' ? Object.keys(graph.values) : (options.keep ?? []);
     this.requested = new Set([...graph.outputs, ...keep]);
     for (const id of this.requested) if (!graph.values[id]) throw new Error(`webgpu: requested value '${id}' is not in the graph`);
-    this.hcRowsPerRank = new Array<number>(tp).fill(0);
-    this.commBytesPerRank = Array.from({ length: tp }, () => ({ allReduce: 0, allGather: 0, reduceScatter: 0 }));
+    this.stats = new RunStatsCounter(graph);
   }
 
   async execute(): Promise<RunResult> {
@@ -121,6 +117,7 @@ class GraphRun {
         const node = this.graph.nodes[i];
         if (node.rank === null) await this.runCollective(node);
         else await this.runPerRank(node);
+        this.stats.count(node);
         this.release(node);
         if ((i + 1) % CHECK_EVERY_NODES === 0) await this.awaitChecks();
         this.options.onNode?.(i + 1, total);
@@ -129,10 +126,7 @@ class GraphRun {
       const values = new Map<ValueId, Tensor>();
       for (const id of this.requested) values.set(id, await this.readBack(id));
       await this.guard.race(this.device.queue.onSubmittedWorkDone());
-      return {
-        values,
-        stats: { seconds: (performance.now() - t0) / 1000, hcRowsPerRank: this.hcRowsPerRank, commBytesPerRank: this.commBytesPerRank },
-      };
+      return { values, stats: this.stats.stats((performance.now() - t0) / 1000) };
     } finally {
       for (const b of this.buffers.values()) b.destroy();
       this.buffers.clear();
@@ -194,7 +188,6 @@ class GraphRun {
     const encoder = this.device.createCommandEncoder({ label: `${node.op} ${node.scope} rank ${node.rank}` });
     const temps = await this.encodePlan(encoder, node, plan, inputs, outputs);
     this.submit(encoder, temps, `${node.op} (node ${node.id} at ${node.scope}, rank ${node.rank})`);
-    if (node.op === 'hcCombineNorm' && node.rank !== null) this.hcRowsPerRank[node.rank] += this.decl(node.inputs[0]!).shape[0];
   }
 
   /**
@@ -254,11 +247,6 @@ class GraphRun {
     const outWords = wordBytesOf(outDecl.dtype, outDecl.shape);
     rankOuts.forEach((b, r) => encoder.copyBufferToBuffer(result, scatter ? r * outRankBytes : 0, b, 0, outWords));
     this.submit(encoder, [...temps, stacked, result], where);
-    // commBytesOf checks the op and algorithm names (all-gather takes none)
-    const op = node.op as CollectiveOp;
-    const algorithm = op === 'allGather' ? null : (node.attrs.algorithm as ReduceAlgorithm);
-    const sent = commBytesOf(op, algorithm, inRankBytes, outRankBytes, tp);
-    for (const c of this.commBytesPerRank) c[op] += sent;
   }
 
   /** Encodes a plan's dispatches; returns the scratch and uniform buffers to free after submit. */

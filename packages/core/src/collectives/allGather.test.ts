@@ -1,7 +1,7 @@
 import { describe, it, expect } from 'vitest';
 import { f32ToBf16 } from '../numerics/bf16.ts';
 import { tensor, type Tensor } from '../tensor/tensor.ts';
-import { allGather, padRows, shardRows, trimRows } from './allGather.ts';
+import { allGather, padRows, shardTensorRows, trimRows } from './allGather.ts';
 
 /** [rows, cols] f32 tensor whose element (r, c) is 1000*r + c + offset: every row is recognisable. */
 function stamped(rows: number, cols: number, offset = 0): Tensor {
@@ -40,7 +40,7 @@ describe('shard / pad / trim', () => {
     const tp = 4;
     const C = Math.ceil(T / tp); // 3: rank 3 owns rows 9..11, of which 10 and 11 are padding
     const x = stamped(T, 5, 1);
-    const shards = Array.from({ length: tp }, (_, r) => shardRows(x, r, tp, C));
+    const shards = Array.from({ length: tp }, (_, r) => shardTensorRows(x, r, tp, C));
     for (const [r, s] of shards.entries()) {
       expect(s.shape).toEqual([C, 5]);
       expect(s.data.length).toBe(C * 5);
@@ -59,7 +59,7 @@ describe('shard / pad / trim', () => {
   });
 
   it('a rank wholly past T gets an all-zero shard of C rows', () => {
-    const s = shardRows(stamped(2, 3), 3, 4, 1); // T = 2, tp 4, C 1: rank 3 owns row 3
+    const s = shardTensorRows(stamped(2, 3), 3, 4, 1); // T = 2, tp 4, C 1: rank 3 owns row 3
     expect(s.shape).toEqual([1, 3]);
     expect(Array.from(s.data)).toEqual([0, 0, 0]);
   });
@@ -78,10 +78,10 @@ describe('shard / pad / trim', () => {
 
   it('bad arguments are named', () => {
     const x = stamped(10, 2);
-    expect(() => shardRows(x, 4, 4, 3)).toThrow(/rank 4 is not in \[0, 4\)/);
-    expect(() => shardRows(x, 0, 4, 2)).toThrow(/chunk 2 \* tp 4 = 8 rows cannot hold the 10 rows/);
-    expect(() => shardRows(x, 0, 0, 3)).toThrow(/tp must be a positive integer, got 0/);
-    expect(() => shardRows(x, 0, 4, 0)).toThrow(/chunk must be a positive integer, got 0/);
+    expect(() => shardTensorRows(x, 4, 4, 3)).toThrow(/rank 4 is not in \[0, 4\)/);
+    expect(() => shardTensorRows(x, 0, 4, 2)).toThrow(/chunk 2 \* tp 4 = 8 rows cannot hold the 10 rows/);
+    expect(() => shardTensorRows(x, 0, 0, 3)).toThrow(/tp must be a positive integer, got 0/);
+    expect(() => shardTensorRows(x, 0, 4, 0)).toThrow(/chunk must be a positive integer, got 0/);
     expect(() => padRows(x, 9)).toThrow(/rows 9 is fewer than the 10 rows/);
     expect(() => trimRows(x, 11)).toThrow(/rows 11 is more than the 10 rows/);
     expect(() => trimRows(x, -1)).toThrow(/got -1/);

@@ -32,7 +32,7 @@ export function allGather(inputs: readonly Tensor[]): Tensor[] {
  * Rank `rank`'s rows [rank*chunk, (rank+1)*chunk) of a replicated [T, ...] tensor; rows at
  * or past T are zero padding. Allocates exactly chunk rows, never a padded copy of x.
  */
-export function shardRows(x: Tensor, rank: number, tp: number, chunk: number): Tensor {
+export function shardTensorRows(x: Tensor, rank: number, tp: number, chunk: number): Tensor {
   if (!Number.isInteger(tp) || tp < 1) throw new Error(`shard: tp must be a positive integer, got ${tp}`);
   if (!Number.isInteger(rank) || rank < 0 || rank >= tp) throw new Error(`shard: rank ${rank} is not in [0, ${tp})`);
   if (!Number.isInteger(chunk) || chunk < 1) throw new Error(`shard: chunk must be a positive integer, got ${chunk}`);

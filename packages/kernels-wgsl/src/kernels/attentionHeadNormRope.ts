@@ -32,16 +32,16 @@ fn normed(xb: u32, d: u32, r: f32) -> f32 {
   return round_bf16((xAt(xb + d) * r) * (1.0 + wAt(d)));
 }
 fn outAt(t: u32, xb: u32, d: u32, r: f32) -> f32 {
-  let half = u.ropeDims / 2u;
-  if (d < half) {
-    let c = cosT[t * half + d];
-    let s = sinT[t * half + d];
-    return normed(xb, d, r) * c - normed(xb, d + half, r) * s;
+  let hr = u.ropeDims / 2u; // half the rotated dims
+  if (d < hr) {
+    let c = cosT[t * hr + d];
+    let s = sinT[t * hr + d];
+    return normed(xb, d, r) * c - normed(xb, d + hr, r) * s;
   }
   if (d < u.ropeDims) {
-    let c = cosT[t * half + d - half];
-    let s = sinT[t * half + d - half];
-    return normed(xb, d, r) * c + normed(xb, d - half, r) * s;
+    let c = cosT[t * hr + d - hr];
+    let s = sinT[t * hr + d - hr];
+    return normed(xb, d, r) * c + normed(xb, d - hr, r) * s;
   }
   return normed(xb, d, r);
 }

@@ -2,7 +2,7 @@ import type { Tensor } from '../../tensor/tensor.ts';
 import type { CpuCollectiveKernel, CpuKernel, CpuKernelTable } from '../cpuKernel.ts';
 import { allReduce } from '../../collectives/allReduce.ts';
 import { reduceScatter } from '../../collectives/reduceScatter.ts';
-import { allGather, padRows, shardRows, trimRows } from '../../collectives/allGather.ts';
+import { allGather, padRows, shardTensorRows, trimRows } from '../../collectives/allGather.ts';
 import { checkReduceAlgorithm } from '../../collectives/reduceOrder.ts';
 import { RING_DEFAULT_CHANNELS, RING_DEFAULT_CHUNK_ELEMS } from '../../collectives/ringAllReduce.ts';
 
@@ -50,7 +50,7 @@ const reduceScatterKernel: CpuCollectiveKernel = (inputs, attrs) => {
 const allGatherKernel: CpuCollectiveKernel = (inputs) => allGather(portX(inputs, 'allGather')).map((y) => [y]);
 
 const shardKernel: CpuKernel = (inputs, attrs) => [
-  shardRows(
+  shardTensorRows(
     oneInput(inputs, 'shard'),
     intAttr(attrs, 'rank', 'shard'),
     intAttr(attrs, 'tp', 'shard'),

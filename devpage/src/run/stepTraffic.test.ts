@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { CpuBackend, preparePrefill, STAND_IN_SUB_LAYERS, TINY, type SpMode } from '@hcsp/core';
+import { EXIT_STEP, stepKeyOf } from './stepKey.ts';
+import { stepTraffic } from './stepTraffic.ts';
+
+const prepare = (sp: SpMode, tokens = 37, tp = 4) => preparePrefill({ config: TINY, tokens, tp, sp, reduce: 'ring', seed: 3, subLayers: STAND_IN_SUB_LAYERS });
+
+describe('stepKeyOf', () => {
+  it('puts a sub-layer\'s HC, gather, reduce and trim nodes in one step, the rest in exit', () => {
+    expect(['L3.attn_in.all_gather', 'L3.attn.reduce_scatter', 'L3.attn_hc.combine_norm', 'L3.attn.pad'].map(stepKeyOf)).toEqual(Array(4).fill('L3.attn'));
+    expect(stepKeyOf('L12.mlp_hc.down')).toBe('L12.mlp');
+    expect(['mixer.combine_norm', 'mtp_state.all_gather', 'embed'].map(stepKeyOf)).toEqual(Array(3).fill(EXIT_STEP));
+  });
+});
+
+describe('stepTraffic', () => {
+  it('lists all-reduce before SP starts, all-gather + reduce-scatter after, and the exit gather (tiny, T 37, tp 4)', () => {
+    const steps = stepTraffic(prepare('on').graph);
+    const byStep = new Map(steps.map((s) => [s.step, s]));
+    expect(steps.map((s) => s.step)).toEqual(['L0.attn', 'L0.mlp', 'L1.attn', 'L1.mlp', 'L2.attn', 'L2.mlp', 'L3.attn', 'L3.mlp', EXIT_STEP]);
+    const l0 = byStep.get('L0.attn')!;
+    expect(l0.collectives.map((c) => [c.kind, c.algorithm, c.inShape, c.outShape])).toEqual([['allReduce', 'ring', [37, 32], [37, 32]]]);
+    // ring all-reduce: 2 (tp-1)/tp of the buffer, i.e. 55.5 rows' worth per rank
+    expect(l0.collectives[0].rowsSentPerRank).toEqual(Array(4).fill(55.5));
+    expect(l0.hcRowsPerRank).toEqual(Array(4).fill(37));
+    const l2 = byStep.get('L2.attn')!;
+    expect(l2.collectives.map((c) => [c.kind, c.inShape, c.outShape])).toEqual([
+      ['allGather', [10, 32], [40, 32]],
+      ['reduceScatter', [40, 32], [10, 32]],
+    ]);
+    // each rank sends its 10 rows to 3 peers, and 3 peers' blocks of the padded partial
+    expect(l2.collectives.map((c) => c.rowsSentPerRank[0])).toEqual([30, 30]);
+    expect(l2.hcRowsPerRank).toEqual(Array(4).fill(10));
+    const exit = byStep.get(EXIT_STEP)!;
+    expect(exit.collectives.map((c) => [c.scope, c.inShape])).toEqual([['mtp_state.all_gather', [10, 128]]]);
+    expect(exit.hcRowsPerRank).toEqual(Array(4).fill(37)); // the mixer runs on the gathered T rows
+  });
+
+  it('adds up to the backend\'s run stats, SP on and off', () => {
+    for (const sp of ['on', 'off'] as const) {
+      const p = prepare(sp);
+      const { stats } = new CpuBackend().runSync(p.graph, p.feeds, p.weights);
+      const steps = stepTraffic(p.graph);
+      for (let r = 0; r < 4; r++) {
+        expect(steps.reduce((s, st) => s + st.hcRowsPerRank[r], 0)).toBe(stats.hcRowsPerRank[r]);
+        for (const kind of ['allReduce', 'allGather', 'reduceScatter'] as const) {
+          const sum = steps.flatMap((st) => st.collectives).filter((c) => c.kind === kind).reduce((s, c) => s + c.bytesPerRank[r], 0);
+          expect(sum).toBe(stats.commBytesPerRank[r][kind]);
+        }
+      }
+    }
+  });
+});

@@ -1,0 +1,36 @@
+// The WGSL kernels: one planner per op of core's vocabulary that this package implements.
+import type { KernelPlanner } from './kernelProgram.ts';
+import { addPlanner, hcCombinePlanner, hcGatedMeanPlanner, hcScaledSiluPlanner } from './kernels/elementwiseBf16.ts';
+import {
+  allGatherPlanner,
+  hcExpandPlanner,
+  padPlanner,
+  shardPlanner,
+  sliceColsPlanner,
+  trimPlanner,
+} from './kernels/copyElements.ts';
+import { embedPlanner } from './kernels/embed.ts';
+import { hcCombineNormPlanner } from './kernels/hcCombineNorm.ts';
+import { linearPlanner } from './kernels/linear.ts';
+import { allReducePlanner, reduceScatterPlanner } from './kernels/reduceCollectives.ts';
+
+export * from './kernelProgram.ts';
+export { planLinear, DEFAULT_LINEAR_TILING, type LinearTiling } from './kernels/linear.ts';
+
+export const WGSL_KERNELS: Record<string, KernelPlanner> = {
+  linear: linearPlanner,
+  add: addPlanner,
+  sliceCols: sliceColsPlanner,
+  embed: embedPlanner,
+  hcExpand: hcExpandPlanner,
+  hcCombineNorm: hcCombineNormPlanner,
+  hcScaledSilu: hcScaledSiluPlanner,
+  hcGatedMean: hcGatedMeanPlanner,
+  hcCombine: hcCombinePlanner,
+  shard: shardPlanner,
+  pad: padPlanner,
+  trim: trimPlanner,
+  allReduce: allReducePlanner,
+  reduceScatter: reduceScatterPlanner,
+  allGather: allGatherPlanner,
+};
