@@ -282,8 +282,7 @@ export class ChromiumHost {
 /** Playwright wraps page errors as "page.evaluate: Error: <message>\n    at <page stack>"; keep the message. */
 function cleanEvaluateError(e: Error): Error {
   const message = e.message
-    .replace(/^page\.evaluate: /, '')
-    .replace(/^Error: /, '')
+    .replace(/^(page\.evaluate: |Error: )+/, '')
     .split('\n')
     .filter((l) => !/^\s+at /.test(l))
     .join('\n');

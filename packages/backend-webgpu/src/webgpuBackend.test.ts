@@ -1,5 +1,52 @@
+import {
+  buildHcMix,
+  compareBf16,
+  CpuBackend,
+  f32ToBf16,
+  GraphBuilder,
+  hcWeightSpecs,
+  Rng,
+  SyntheticWeightSource,
+  TINY,
+  type Graph,
+  type Tensor,
+  type WeightSpec,
+} from '@hcsp/core';
 import { describe, expect, it } from 'vitest';
 import { createWebGpuBackend, type WebGpuHostChoice } from './webgpuBackend.ts';
+
+const PREFIX = 'model.layers.0.attn_hyper_connection';
+const T = 5;
+const TP = 2;
+const C = Math.ceil(T / TP);
+
+/** SP HC mix of layer 0 on tiny: shard streams -> combine-norm + mix per rank -> all-gather x -> trim. */
+function spMixGraph(): Graph {
+  const n = TINY.hc.count;
+  const width = n * TINY.hiddenSize;
+  const b = new GraphBuilder(TP, { test: 'webgpu e2e sp mix' });
+  const streams = b.input('streams', [T, width], 'bf16');
+  const xs: string[] = [];
+  const raws: string[] = [];
+  for (let rank = 0; rank < TP; rank++) {
+    const shard = b.value(`r${rank}/shard`, [C, width], 'bf16', rank);
+    b.node({ op: 'shard', rank, scope: 'L0.shard', layer: 0, inputs: [streams], outputs: [shard], attrs: { rank, tp: TP, chunk: C } });
+    const mix = buildHcMix(b, { config: TINY, rank, rows: C, prefix: PREFIX, scope: 'L0.attn_hc', layer: 0, contract: 'atom' }, shard, null, true);
+    xs.push(mix.x);
+    raws.push(mix.raw!);
+  }
+  const gathered = Array.from({ length: TP }, (_, r) => b.value(`r${r}/x_full`, [C * TP, TINY.hiddenSize], 'bf16', r));
+  b.node({ op: 'allGather', rank: null, scope: 'L0.gather_x', layer: 0, inputs: xs, outputs: gathered, attrs: {} });
+  const x = b.value('x', [T, TINY.hiddenSize], 'bf16', 0);
+  b.node({ op: 'trim', rank: 0, scope: 'L0.trim', layer: 0, inputs: [gathered[0]], outputs: [x], attrs: { rows: T } });
+  b.markOutput(x);
+  for (const r of raws) b.markOutput(r);
+  return b.build();
+}
+
+function hcSpecs(): WeightSpec[] {
+  return hcWeightSpecs(TINY, PREFIX, true);
+}
 
 describe('createWebGpuBackend', () => {
   it('rejects an unknown host choice, naming it', async () => {
@@ -21,4 +68,28 @@ describe('createWebGpuBackend', () => {
       await outcome.dispose();
     }
   });
+
+  it("'auto' runs an SP HC-mix graph (GraphBuilder, tp 2) like the CPU reference", async () => {
+    const graph = spMixGraph();
+    const weights = new SyntheticWeightSource(hcSpecs(), 11);
+    const rng = new Rng(3);
+    const width = TINY.hc.count * TINY.hiddenSize;
+    const streams: Tensor = { dtype: 'bf16', shape: [T, width], data: Uint16Array.from({ length: T * width }, () => f32ToBf16(rng.normal())) };
+    const feeds = new Map([['streams', streams]]);
+    const expected = await new CpuBackend().run(graph, feeds, weights);
+    const backend = await createWebGpuBackend({ prefer: 'auto' });
+    try {
+      console.log(`e2e on ${backend.describe()}`);
+      const got = await backend.run(graph, feeds, weights);
+      for (const id of graph.outputs) {
+        const report = compareBf16(got.values.get(id)!.data as Uint16Array, expected.values.get(id)!.data as Uint16Array);
+        console.log(`${id}: ${report.differing}/${report.count} differ, max ${report.maxUlp} ulp`);
+        expect(report.maxUlp, id).toBeLessThanOrEqual(backend.precision.reorderedMaxUlp);
+      }
+      expect(got.stats.hcRowsPerRank).toEqual([C, C]);
+      expect(got.stats.commBytesPerRank).toEqual(expected.stats.commBytesPerRank);
+    } finally {
+      await backend.dispose();
+    }
+  }, 120_000);
 });

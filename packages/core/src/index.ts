@@ -46,3 +46,4 @@ export * from './sp/gate.ts';
 export * from './sp/plan.ts';
 export * from './layers/modelSubLayers.ts';
 export * from './collectives/allGather.ts';
+export * from './model/hcWeights.ts';

@@ -53,7 +53,8 @@ fn main(${inv.params}) {
     qv[2u * i] = bf16_lo(qq);
     qv[2u * i + 1u] = bf16_hi(qq);
   }
-  var m = bitcast<f32>(0xff800000u); // -inf, made at run time
+  // -inf through a function call: a constant -inf is a shader-creation error in WGSL
+  var m = f32_from_bits(0xff800000u);
   for (var j = 0u; j <= t; j = j + 1u) {
     let s = score((j * u.kvHeads + kvh) * HW, scale);
     if (s > m) { m = s; }

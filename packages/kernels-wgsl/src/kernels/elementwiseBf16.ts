@@ -120,12 +120,12 @@ export const hcCombinePlanner: KernelPlanner = (inputs, outputs, attrs) => {
   let t = i / w;
   let s = (i % w) / u.p1;
   let inj = inject_scale(raw_f32(t * u.p0 + s), f32(u.p0));
-  let yv = y_f32(t * u.p1 + i % u.p1);
+  let yv = blk_f32(t * u.p1 + i % u.p1);
   return x_f32(i) + ${prod};`;
   return {
     scratch: [],
     dispatches: [
-      elementwise(`hcCombine-${contract}`, [{ name: 'x', port: 0 }, { name: 'y', port: 1 }, { name: 'raw', port: 2 }], rows * n * h, [n, h], body, injectScaleWgsl(contract)),
+      elementwise(`hcCombine-${contract}`, [{ name: 'x', port: 0 }, { name: 'blk', port: 1 }, { name: 'raw', port: 2 }], rows * n * h, [n, h], body, injectScaleWgsl(contract)),
     ],
   };
 };

@@ -1,41 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { getConfig } from '../../config/presets.ts';
-import type { Graph, ValueId } from '../../graph/graph.ts';
+import type { ValueId } from '../../graph/graph.ts';
 import { GraphBuilder } from '../../graph/graphBuilder.ts';
-import { resolveWeight } from '../../model/resolveWeight.ts';
 import { SyntheticWeightSource } from '../../model/syntheticWeights.ts';
 import type { WeightSource } from '../../model/weightSource.ts';
 import { bf16ArrayToF32, bf16ToF32, f32ToBf16 } from '../../numerics/bf16.ts';
 import { Rng } from '../../numerics/rng.ts';
 import { compareBf16 } from '../../numerics/ulp.ts';
-import type { CpuKernel } from '../../reference/cpuKernel.ts';
-import { attentionKernels } from '../../reference/kernels/attentionKernels.ts';
-import { basicKernels } from '../../reference/kernels/basicKernels.ts';
+import { CpuBackend } from '../../reference/cpuBackend.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
 import { buildAttention } from './attentionGraph.ts';
 import { attentionRankHeads, attentionRankWeights, attentionWeightSpecs } from './attentionWeights.ts';
 import { ropeTables } from './ropeTables.ts';
-
-// Runs the per-rank nodes of a graph with the CPU kernels of linear and the attention ops
-// (the shared CpuBackend's kernel index is the lead's to extend), resolving sliced weights.
-const KERNELS: Record<string, CpuKernel> = { ...basicKernels.perRank, ...attentionKernels.perRank };
-function interpret(graph: Graph, feeds: Map<ValueId, Tensor>, weights: WeightSource): Map<ValueId, Tensor> {
-  const env = new Map(feeds);
-  const read = (id: ValueId | null): Tensor | null => {
-    if (id === null) return null;
-    const decl = graph.values[id];
-    if (!env.has(id) && decl.kind === 'weight') env.set(id, resolveWeight(weights, decl.weight!));
-    const t = env.get(id);
-    if (!t) throw new Error(`value '${id}' read before written`);
-    expect(t.shape).toEqual(decl.shape);
-    return t;
-  };
-  for (const n of graph.nodes) {
-    const out = KERNELS[n.op](n.inputs.map(read), n.attrs);
-    n.outputs.forEach((id, p) => env.set(id!, out[p]!));
-  }
-  return env;
-}
 
 const config = getConfig('small');
 const LAYER = 3;
@@ -55,10 +31,13 @@ function runTp(tp: number, x: Uint16Array, weights: WeightSource) {
     [rope.cos, tables.cos],
     [rope.sin, tables.sin],
   ]);
-  const env = interpret(b.build(), feeds, weights);
+  const gated = Array.from({ length: tp }, (_, r): ValueId => `r${r}/L3.attn/gated`);
+  // CpuBackend checks every fed input, resolved weight and produced value against its
+  // declared dtype and shape, and throws on a mismatch.
+  const { values } = new CpuBackend().runSync(b.build(), feeds, weights, { keep: [...partials, ...gated] });
   return {
-    partials: partials.map((id) => env.get(id)!.data as Uint16Array),
-    gated: Array.from({ length: tp }, (_, r) => env.get(`r${r}/L3.attn/gated`)!.data as Uint16Array),
+    partials: partials.map((id) => values.get(id)!.data as Uint16Array),
+    gated: gated.map((id) => values.get(id)!.data as Uint16Array),
   };
 }
 

@@ -1,40 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { getConfig } from '../../config/presets.ts';
-import type { Graph, ValueId } from '../../graph/graph.ts';
+import type { ValueId } from '../../graph/graph.ts';
 import { GraphBuilder } from '../../graph/graphBuilder.ts';
-import { resolveWeight } from '../../model/resolveWeight.ts';
 import { SyntheticWeightSource } from '../../model/syntheticWeights.ts';
 import type { WeightSource } from '../../model/weightSource.ts';
 import { bf16ArrayToF32, bf16ToF32, f32ToBf16 } from '../../numerics/bf16.ts';
 import { Rng } from '../../numerics/rng.ts';
 import { compareBf16 } from '../../numerics/ulp.ts';
-import type { CpuKernel } from '../../reference/cpuKernel.ts';
-import { basicKernels } from '../../reference/kernels/basicKernels.ts';
-import { gdnKernels } from '../../reference/kernels/gdnKernels.ts';
+import { CpuBackend } from '../../reference/cpuBackend.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
 import { buildGdn } from './gdnGraph.ts';
 import { gdnRankWeights, gdnWeightSpecs } from './gdnWeights.ts';
-
-// Runs the per-rank nodes of a graph with the CPU kernels of linear and the GDN ops (the
-// shared CpuBackend's kernel index is the lead's to extend), resolving sliced weights.
-const KERNELS: Record<string, CpuKernel> = { ...basicKernels.perRank, ...gdnKernels.perRank };
-function interpret(graph: Graph, feeds: Map<ValueId, Tensor>, weights: WeightSource): Map<ValueId, Tensor> {
-  const env = new Map(feeds);
-  const read = (id: ValueId | null): Tensor | null => {
-    if (id === null) return null;
-    const decl = graph.values[id];
-    if (!env.has(id) && decl.kind === 'weight') env.set(id, resolveWeight(weights, decl.weight!));
-    const t = env.get(id);
-    if (!t) throw new Error(`value '${id}' read before written`);
-    expect(t.shape).toEqual(decl.shape);
-    return t;
-  };
-  for (const n of graph.nodes) {
-    const out = KERNELS[n.op](n.inputs.map(read), n.attrs);
-    n.outputs.forEach((id, p) => env.set(id!, out[p]!));
-  }
-  return env;
-}
 
 const config = getConfig('small');
 const LAYER = 0;
@@ -46,10 +22,14 @@ function runTp(tp: number, x: Uint16Array, weights: WeightSource) {
   const b = new GraphBuilder(tp);
   const xIn = b.input('x', [T, H], 'bf16');
   const partials = Array.from({ length: tp }, (_, rank) => buildGdn(b, { config, layer: LAYER, rank, tp, tokens: T, scope: 'L0.gdn' }, xIn));
-  const env = interpret(b.build(), new Map([[xIn, { dtype: 'bf16', shape: [T, H], data: x } as Tensor]]), weights);
+  const normed = Array.from({ length: tp }, (_, r): ValueId => `r${r}/L0.gdn/normed`);
+  const feeds = new Map<ValueId, Tensor>([[xIn, { dtype: 'bf16', shape: [T, H], data: x }]]);
+  // CpuBackend checks every fed input, resolved weight and produced value against its
+  // declared dtype and shape, and throws on a mismatch.
+  const { values } = new CpuBackend().runSync(b.build(), feeds, weights, { keep: [...partials, ...normed] });
   return {
-    partials: partials.map((id) => env.get(id)!.data as Uint16Array),
-    normed: Array.from({ length: tp }, (_, r) => env.get(`r${r}/L0.gdn/normed`)!.data as Uint16Array),
+    partials: partials.map((id) => values.get(id)!.data as Uint16Array),
+    normed: normed.map((id) => values.get(id)!.data as Uint16Array),
   };
 }
 

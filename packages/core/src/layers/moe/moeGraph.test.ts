@@ -1,43 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { getConfig } from '../../config/presets.ts';
-import type { Graph, ValueId } from '../../graph/graph.ts';
+import type { ValueId } from '../../graph/graph.ts';
 import { GraphBuilder } from '../../graph/graphBuilder.ts';
 import { resolveWeight } from '../../model/resolveWeight.ts';
 import { SyntheticWeightSource } from '../../model/syntheticWeights.ts';
 import type { WeightSource } from '../../model/weightSource.ts';
 import { Rng } from '../../numerics/rng.ts';
-import type { CpuKernel } from '../../reference/cpuKernel.ts';
-import { basicKernels } from '../../reference/kernels/basicKernels.ts';
-import { moeKernels } from '../../reference/kernels/moeKernels.ts';
+import { CpuBackend } from '../../reference/cpuBackend.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
 import { buildMoe } from './moeGraph.ts';
 import { moeForwardRank } from './moeMath.ts';
 import { moeRankPartition, moeRankWeights, moeWeightSpecs } from './moeWeights.ts';
-
-// Runs the per-rank nodes with the CPU kernels of linear and the MoE ops (the shared
-// CpuBackend's kernel index is the lead's to extend), resolving concatenated/sliced weights.
-const KERNELS: Record<string, CpuKernel> = { ...basicKernels.perRank, ...moeKernels.perRank };
-function interpret(graph: Graph, feeds: Map<ValueId, Tensor>, weights: WeightSource): Map<ValueId, Tensor> {
-  const env = new Map(feeds);
-  const read = (id: ValueId | null): Tensor | null => {
-    if (id === null) return null;
-    const decl = graph.values[id];
-    if (!env.has(id) && decl.kind === 'weight') env.set(id, resolveWeight(weights, decl.weight!));
-    const t = env.get(id);
-    if (!t) throw new Error(`value '${id}' read before written`);
-    expect(t.shape).toEqual(decl.shape);
-    return t;
-  };
-  for (const n of graph.nodes) {
-    const out = KERNELS[n.op](n.inputs.map(read), n.attrs);
-    n.outputs.forEach((id, p) => {
-      expect(out[p]!.dtype).toBe(graph.values[id!].dtype);
-      expect(out[p]!.shape).toEqual(graph.values[id!].shape);
-      env.set(id!, out[p]!);
-    });
-  }
-  return env;
-}
 
 const config = getConfig('small');
 const LAYER = 1;
@@ -55,7 +28,10 @@ describe('MoE graph', () => {
       const outs = Array.from({ length: tp }, (_, rank) => buildMoe(b, { config, layer: LAYER, rank, tp, tokens: T, scope: `L${LAYER}.moe` }, xIn));
       const graph = b.build();
       expect(graph.nodes.filter((n) => n.rank === 0).map((n) => n.op)).toEqual(['linear', 'moeRoute', 'moeExperts', 'linear', 'moeSwiGlu', 'linear', 'linear', 'moeCombine']);
-      const env = interpret(graph, new Map([[xIn, { dtype: 'bf16', shape: [T, H], data: x } as Tensor]]), weights);
+      // CpuBackend checks every fed input, resolved weight and produced value against its
+      // declared dtype and shape, and throws on a mismatch.
+      const feeds = new Map<ValueId, Tensor>([[xIn, { dtype: 'bf16', shape: [T, H], data: x }]]);
+      const { values } = new CpuBackend().runSync(graph, feeds, weights, { keep: outs });
       for (let rank = 0; rank < tp; rank++) {
         const refs = moeRankWeights(config, LAYER, rank, tp);
         const part = moeRankPartition(config, rank, tp);
@@ -70,7 +46,7 @@ describe('MoE graph', () => {
           sharedDown: get('sharedDown'),
           sharedGate: get('sharedGate'),
         });
-        expect(env.get(outs[rank])!.data).toEqual(want.out);
+        expect(values.get(outs[rank])!.data).toEqual(want.out);
       }
     });
   }

@@ -1,43 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { getConfig } from '../../config/presets.ts';
-import type { Graph, ValueId } from '../../graph/graph.ts';
+import type { ValueId } from '../../graph/graph.ts';
 import { GraphBuilder } from '../../graph/graphBuilder.ts';
 import { resolveWeight } from '../../model/resolveWeight.ts';
 import { SyntheticWeightSource } from '../../model/syntheticWeights.ts';
 import type { WeightSource } from '../../model/weightSource.ts';
 import { Rng } from '../../numerics/rng.ts';
-import type { CpuKernel } from '../../reference/cpuKernel.ts';
-import { basicKernels } from '../../reference/kernels/basicKernels.ts';
-import { pleKernels } from '../../reference/kernels/pleKernels.ts';
+import { CpuBackend } from '../../reference/cpuBackend.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
 import { buildPle } from './pleGraph.ts';
 import { pleForward, type PleWeightData } from './pleMath.ts';
 import { pleRankWeights, pleShape, pleWeightSpecs } from './pleWeights.ts';
-
-// Runs the per-rank nodes with the CPU kernels of linear and the PLE ops (the shared
-// CpuBackend's kernel index is the lead's to extend), resolving concatenated weights.
-const KERNELS: Record<string, CpuKernel> = { ...basicKernels.perRank, ...pleKernels.perRank };
-function interpret(graph: Graph, feeds: Map<ValueId, Tensor>, weights: WeightSource): Map<ValueId, Tensor> {
-  const env = new Map(feeds);
-  const read = (id: ValueId | null): Tensor | null => {
-    if (id === null) return null;
-    const decl = graph.values[id];
-    if (!env.has(id) && decl.kind === 'weight') env.set(id, resolveWeight(weights, decl.weight!));
-    const t = env.get(id);
-    if (!t) throw new Error(`value '${id}' read before written`);
-    expect(t.shape).toEqual(decl.shape);
-    return t;
-  };
-  for (const n of graph.nodes) {
-    const out = KERNELS[n.op](n.inputs.map(read), n.attrs);
-    n.outputs.forEach((id, p) => {
-      expect(out[p]!.dtype).toBe(graph.values[id!].dtype);
-      expect(out[p]!.shape).toEqual(graph.values[id!].shape);
-      env.set(id!, out[p]!);
-    });
-  }
-  return env;
-}
 
 const config = getConfig('small');
 const LAYER = config.ple.layerIds[0];
@@ -71,15 +44,18 @@ describe('PLE graph', () => {
     // replicated weights: both ranks read the same (unsliced) weight values
     const weightIds = new Set(graph.nodes.flatMap((n) => n.inputs).filter((id) => id !== null && graph.values[id].kind === 'weight'));
     expect(weightIds.size).toBe(7);
-    const env = interpret(
+    // CpuBackend checks every fed input, resolved weight and produced value against its
+    // declared dtype and shape, and throws on a mismatch.
+    const { values } = new CpuBackend().runSync(
       graph,
       new Map<ValueId, Tensor>([
         [xIn, { dtype: 'bf16', shape: [T, W], data: x }],
         [idsIn, { dtype: 'i32', shape: [T], data: tokens }],
       ]),
       source,
+      { keep: outs },
     );
-    for (const id of outs) expect(env.get(id)!.data).toEqual(full);
+    for (const id of outs) expect(values.get(id)!.data).toEqual(full);
   });
 
   it('sees across a row-shard boundary: PLE on a shard alone differs from PLE on all rows, sliced', () => {

@@ -1,0 +1,189 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { f32ToBf16 } from '../../core/src/numerics/bf16.ts';
+import { basicKernels } from '../../core/src/reference/kernels/basicKernels.ts';
+import { collectiveKernels } from '../../core/src/reference/kernels/collectiveKernels.ts';
+import { hcKernels } from '../../core/src/reference/kernels/hcKernels.ts';
+import type { DType, Tensor } from '../../core/src/tensor/tensor.ts';
+import { launchChromiumGpu, type ChromiumGpu } from './harness/chromiumGpu.ts';
+import { WGSL_KERNELS } from './index.ts';
+import { storageWords } from './kernelProgram.ts';
+
+// Every WGSL planner against core's CPU reference kernels, bit for bit, on random bf16
+// inputs, through Chromium's WebGPU (SwiftShader). Shapes are small but cover the edges:
+// odd element counts (half-filled last word), tiles cut by T and O, tp = 1.
+
+let seed = 12345;
+function rand(): number {
+  seed ^= seed << 13;
+  seed ^= seed >>> 17;
+  seed ^= seed << 5;
+  return (seed >>> 0) / 2 ** 32;
+}
+
+function bf16Rand(shape: number[], scale = 2): Tensor {
+  const n = shape.reduce((a, b) => a * b, 1);
+  const data = new Uint16Array(n);
+  for (let i = 0; i < n; i++) data[i] = f32ToBf16((rand() * 2 - 1) * scale);
+  return { dtype: 'bf16', shape, data };
+}
+
+function f32Rand(shape: number[]): Tensor {
+  const n = shape.reduce((a, b) => a * b, 1);
+  return { dtype: 'f32', shape, data: Float32Array.from({ length: n }, () => rand() * 2 - 1) };
+}
+
+function toWords(t: Tensor): Uint32Array {
+  const words = storageWords(t.dtype, t.data.length);
+  const out = new Uint32Array(words);
+  if (t.dtype === 'bf16') new Uint16Array(out.buffer).set(t.data as Uint16Array);
+  else out.set(new Uint32Array(t.data.buffer, t.data.byteOffset, t.data.length));
+  return out;
+}
+
+function fromWords(words: Uint32Array, dtype: DType, shape: readonly number[]): Uint16Array | Uint32Array {
+  const n = shape.reduce((a, b) => a * b, 1);
+  return dtype === 'bf16' ? new Uint16Array(words.buffer).slice(0, n) : words.slice(0, n);
+}
+
+function bitsOf(t: Tensor): Uint16Array | Uint32Array {
+  return t.dtype === 'bf16' ? (t.data as Uint16Array) : new Uint32Array(t.data.buffer, t.data.byteOffset, t.data.length);
+}
+
+let gpu: ChromiumGpu;
+beforeAll(async () => {
+  gpu = await launchChromiumGpu();
+});
+afterAll(async () => {
+  await gpu?.close();
+});
+
+/** Runs `op` on the GPU and compares every output's bits with `want`. */
+async function expectBitExact(op: string, inputs: (Tensor | null)[], want: (Tensor | null)[], attrs: Record<string, unknown>) {
+  const plan = WGSL_KERNELS[op](
+    inputs.map((t) => (t ? { shape: t.shape, dtype: t.dtype } : null)),
+    want.map((t) => (t ? { shape: t.shape, dtype: t.dtype } : null)),
+    attrs,
+  );
+  for (const d of plan.dispatches) expect(await gpu.compileErrors(d.wgsl), d.key).toBeNull();
+  const outWords = want.map((t) => (t ? storageWords(t.dtype, t.data.length) : 1));
+  const { outputs } = await gpu.runPlan(plan, inputs.map((t) => (t ? toWords(t) : null)), outWords);
+  want.forEach((t, i) => {
+    if (!t) return;
+    const got = fromWords(outputs[i], t.dtype, t.shape);
+    const exp = bitsOf(t);
+    let bad = 0;
+    let first = -1;
+    for (let k = 0; k < exp.length; k++) {
+      if (got[k] !== exp[k]) {
+        bad++;
+        if (first < 0) first = k;
+      }
+    }
+    expect(bad, `${op} output ${i}: ${bad} of ${exp.length} differ, first at ${first}: gpu ${got[first]} cpu ${exp[first]}`).toBe(0);
+  });
+}
+
+const perRank = (op: string) => {
+  const k = basicKernels.perRank?.[op] ?? hcKernels.perRank?.[op] ?? collectiveKernels.perRank?.[op];
+  if (!k) throw new Error(`no CPU kernel for ${op}`);
+  return k;
+};
+
+async function checkPerRank(op: string, inputs: (Tensor | null)[], attrs: Record<string, unknown> = {}) {
+  await expectBitExact(op, inputs, perRank(op)(inputs, attrs), attrs);
+}
+
+/** Collectives: the GPU sees the stacked [tp, ...] input and writes one rank's result. */
+async function checkCollective(op: string, ranks: Tensor[], attrs: Record<string, unknown>) {
+  const cpu = collectiveKernels.collective![op](ranks.map((t) => [t]), attrs).map((o) => o[0]);
+  const tp = ranks.length;
+  const per = ranks[0].data.length;
+  const data = new (ranks[0].data.constructor as Uint16ArrayConstructor)(tp * per);
+  ranks.forEach((t, r) => data.set(t.data as Uint16Array, r * per));
+  const stackedT: Tensor = { dtype: ranks[0].dtype, shape: [tp, ...ranks[0].shape], data };
+  let want: Tensor = cpu[0];
+  if (op === 'reduceScatter') {
+    // the GPU output is every rank's shard, in rank order
+    const rows = cpu.reduce((a, t) => a + t.shape[0], 0);
+    const all = new Uint16Array(cpu.reduce((a, t) => a + t.data.length, 0));
+    cpu.forEach((t, r) => all.set(t.data as Uint16Array, r * t.data.length));
+    want = { dtype: 'bf16', shape: [rows, ...cpu[0].shape.slice(1)], data: all };
+  }
+  await expectBitExact(op, [stackedT], [want], { ...attrs, tp });
+}
+
+describe('WGSL kernels are bit-exact with the CPU reference', () => {
+  it('linear (tiled path with edge tiles, and the generic path)', async () => {
+    for (const [T, K, O] of [
+      [5, 24, 6],
+      [9, 40, 10],
+      [4, 16, 4],
+      [3, 7, 5],
+      [2, 10, 3],
+    ]) {
+      await checkPerRank('linear', [bf16Rand([T, K]), bf16Rand([O, K])]);
+    }
+  });
+  it('add', async () => {
+    await checkPerRank('add', [bf16Rand([3, 7], 100), bf16Rand([3, 7], 100)]);
+  });
+  it('sliceCols (bf16 and f32)', async () => {
+    await checkPerRank('sliceCols', [bf16Rand([4, 9])], { start: 2, end: 7 });
+    await checkPerRank('sliceCols', [f32Rand([3, 5])], { start: 1, end: 4 });
+  });
+  it('embed', async () => {
+    const ids: Tensor = { dtype: 'i32', shape: [5], data: Int32Array.from([3, 0, 10, 3, 7]) };
+    await checkPerRank('embed', [ids, bf16Rand([11, 6])]);
+  });
+  it('hcExpand', async () => {
+    await checkPerRank('hcExpand', [bf16Rand([3, 5])], { streams: 4 });
+  });
+  for (const contract of ['atom', 'hf']) {
+    it(`hcCombineNorm ${contract}, with and without the pending combine`, async () => {
+      const attrs = { streams: 4, eps: 1e-6, contract };
+      const [rows, n, h] = [5, 4, 12];
+      const x = bf16Rand([rows, n * h], 3);
+      const w = bf16Rand([n * h], 0.5);
+      await checkPerRank('hcCombineNorm', [x, null, null, w], attrs);
+      await checkPerRank('hcCombineNorm', [x, bf16Rand([rows, h], 3), bf16Rand([rows, n], 8), w], attrs);
+      // a zero (padding) row stays zero
+      await checkPerRank('hcCombineNorm', [bf16Rand([1, n * h], 0), bf16Rand([1, h], 0), bf16Rand([1, n], 0), w], attrs);
+    });
+    it(`hcGatedMean ${contract}`, async () => {
+      await checkPerRank('hcGatedMean', [bf16Rand([3, 4 * 5], 6), bf16Rand([3, 4 * 5], 2)], { streams: 4, contract });
+    });
+    it(`hcCombine ${contract}`, async () => {
+      await checkPerRank('hcCombine', [bf16Rand([3, 4 * 6], 3), bf16Rand([3, 6], 3), bf16Rand([3, 4], 8)], { streams: 4, contract });
+    });
+  }
+  it('hcScaledSilu (mix with raw, mixer without)', async () => {
+    await checkPerRank('hcScaledSilu', [bf16Rand([3, 14], 8)], { streams: 4, lowRank: 10, contract: 'atom' });
+    await checkPerRank('hcScaledSilu', [bf16Rand([3, 10], 8)], { streams: 4, lowRank: 10, contract: 'atom' });
+  });
+  it('shard, pad, trim (bf16 and f32, odd row lengths)', async () => {
+    for (const x of [bf16Rand([7, 5]), f32Rand([7, 5])]) {
+      for (let rank = 0; rank < 3; rank++) await checkPerRank('shard', [x], { rank, tp: 3, chunk: 3 });
+      await checkPerRank('pad', [x], { rows: 9 });
+      await checkPerRank('trim', [x], { rows: 4 });
+    }
+  });
+  it('allReduce: ring (RCCL chunks), oneshot, ordered; tp 1, 3, 4', async () => {
+    for (const tp of [1, 3, 4]) {
+      const ranks = Array.from({ length: tp }, () => bf16Rand([5, 37], 4));
+      await checkCollective('allReduce', ranks, { algorithm: 'ring', channels: 2, chunkElems: 8 });
+      await checkCollective('allReduce', ranks, { algorithm: 'ring', channels: 1, chunkElems: 1_048_576 });
+      await checkCollective('allReduce', ranks, { algorithm: 'oneshot', channels: 2, chunkElems: 8 });
+      await checkCollective('allReduce', ranks, { algorithm: 'ordered', channels: 2, chunkElems: 8 });
+    }
+  });
+  it('reduceScatter: ring, oneshot, ordered; tp 2, 4', async () => {
+    for (const tp of [2, 4]) {
+      const ranks = Array.from({ length: tp }, () => bf16Rand([tp * 3, 7], 4));
+      for (const algorithm of ['ring', 'oneshot', 'ordered']) await checkCollective('reduceScatter', ranks, { algorithm });
+    }
+  });
+  it('allGather (bf16 with odd shards, f32)', async () => {
+    await checkCollective('allGather', [bf16Rand([1, 5]), bf16Rand([1, 5]), bf16Rand([1, 5])], {});
+    await checkCollective('allGather', [f32Rand([2, 3]), f32Rand([2, 3])], {});
+  });
+});

@@ -1,0 +1,106 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FLASH_NEXT, SMALL } from '../../../core/src/config/presets.ts';
+import type { ModelConfig } from '../../../core/src/config/modelConfig.ts';
+import { f32ArrayToBf16 } from '../../../core/src/numerics/bf16.ts';
+import { Rng } from '../../../core/src/numerics/rng.ts';
+import { attentionKernels } from '../../../core/src/reference/kernels/attentionKernels.ts';
+import { ropeTables } from '../../../core/src/layers/attention/ropeTables.ts';
+import { tensor, type Tensor } from '../../../core/src/tensor/tensor.ts';
+import { launchChromiumGpu, type ChromiumGpu } from '../harness/chromiumGpu.ts';
+import { bitDiff, runPlannerOnGpu, tensorBits } from './gdnAttentionGpuRun.ts';
+import { GDN_ATTENTION_WGSL_KERNELS } from './subLayerKernels.ts';
+
+// Each full-attention op's WGSL plan against its CPU reference kernel, bit for bit, on
+// Chromium's WebGPU (SwiftShader). Shapes: the 'small' config (T = 48 and an odd T = 37),
+// its TP2 rank, and a Flash-Next TP8 rank (3 query heads on 1 KV head, head dim 256, RoPE
+// on 64 dims). The ops are chained as the graph chains them (q_proj output -> norm+RoPE ->
+// causal attention -> output gate), so each op sees the model's value ranges.
+
+const cpu = attentionKernels.perRank!;
+const planners = GDN_ATTENTION_WGSL_KERNELS;
+
+let gpu: ChromiumGpu;
+beforeAll(async () => {
+  gpu = await launchChromiumGpu();
+});
+afterAll(async () => {
+  await gpu?.close();
+});
+
+/** Runs op on the CPU and on the GPU, expects identical bits; returns the CPU outputs. */
+async function expectSameBits(op: string, inputs: Tensor[], attrs: Record<string, unknown>): Promise<Tensor[]> {
+  const want = cpu[op](inputs, attrs) as Tensor[];
+  const got = await runPlannerOnGpu(gpu, planners[op], inputs, want, attrs);
+  want.forEach((w, i) => {
+    const d = bitDiff(got.outputs[i], tensorBits(w));
+    expect(d.differing, `${op} output ${i} [${w.shape.join(',')}]: ${d.differing} of ${w.data.length} differ, ${d.first}`).toBe(0);
+  });
+  return want;
+}
+
+function bf16(rng: Rng, shape: number[], std: number, mean = 0): Tensor {
+  const n = shape.reduce((a, b) => a * b, 1);
+  const data = mean === 0 ? rng.fillBf16Normal(n, std) : f32ArrayToBf16(Array.from({ length: n }, () => mean + std * rng.normal()));
+  return tensor('bf16', shape, data);
+}
+
+/** The attention ops chained on one rank's shapes (qh query heads, kvh KV heads). */
+async function checkChain(config: ModelConfig, qh: number, kvh: number, T: number, seed: number): Promise<void> {
+  const rng = new Rng(seed);
+  const { headDim: hd, ropeDims } = config.attention;
+  const { cos, sin } = ropeTables(config, T);
+  const norm = { headDim: hd, offset: 0, ropeDims, eps: config.rmsNormEps };
+  // Gemma-style norm weights are stored as w with the scale 1 + w
+  const qNormW = bf16(rng, [hd], 0.2);
+  const kNormW = bf16(rng, [hd], 0.2);
+  const qg = bf16(rng, [T, qh * 2 * hd], 1.5);
+  const [q] = await expectSameBits('attnHeadNormRope', [qg, qNormW, cos, sin], { ...norm, heads: qh, stride: 2 * hd });
+  const [k] = await expectSameBits('attnHeadNormRope', [bf16(rng, [T, kvh * hd], 1.5), kNormW, cos, sin], {
+    ...norm,
+    heads: kvh,
+    stride: hd,
+  });
+  const v = bf16(rng, [T, kvh * hd], 1);
+  const [o] = await expectSameBits('attnCausal', [q, k, v], { heads: qh, kvHeads: kvh, headDim: hd, scale: Math.fround(hd ** -0.5) });
+  await expectSameBits('attnOutputGate', [o, qg], { heads: qh, headDim: hd });
+}
+
+describe('attention WGSL kernels are bit-identical to the CPU reference', () => {
+  const { numHeads, numKvHeads } = SMALL.attention;
+  it("'small' shapes, T = 48", () => checkChain(SMALL, numHeads, numKvHeads, 48, 11));
+  it("'small' shapes, odd T = 37", () => checkChain(SMALL, numHeads, numKvHeads, 37, 12));
+  it("'small' TP2 rank, T = 64", () => checkChain(SMALL, numHeads / 2, numKvHeads / 2, 64, 13));
+  it('Flash-Next TP8 rank (head dim 256, RoPE 64), T = 24', () => checkChain(FLASH_NEXT, 3, 1, 24, 14));
+  it('attnHeadNormRope on the gate half (offset = headDim) and with no RoPE dims, odd T = 37', async () => {
+    const rng = new Rng(15);
+    const hd = SMALL.attention.headDim;
+    const T = 37;
+    const qg = bf16(rng, [T, 4 * 2 * hd], 1);
+    const w = bf16(rng, [hd], 0.2);
+    const { cos, sin } = ropeTables(SMALL, T);
+    const attrs = { heads: 4, headDim: hd, stride: 2 * hd, offset: hd, ropeDims: SMALL.attention.ropeDims, eps: 1e-6 };
+    await expectSameBits('attnHeadNormRope', [qg, w, cos, sin], attrs);
+    const empty = tensor('f32', [T, 0], new Float32Array(0));
+    await expectSameBits('attnHeadNormRope', [qg, w, empty, empty], { ...attrs, ropeDims: 0 });
+  });
+  it('attnOutputGate with an odd head dim (words straddle heads), odd T = 37', async () => {
+    const rng = new Rng(16);
+    await expectSameBits('attnOutputGate', [bf16(rng, [37, 3 * 7], 1), bf16(rng, [37, 3 * 14], 2)], { heads: 3, headDim: 7 });
+  });
+});
+
+describe('attention planners reject bad input with a message naming it', () => {
+  const info = (shape: number[], dtype = 'bf16') => ({ shape, dtype });
+  it('attnCausal: heads not a multiple of kvHeads, k of the wrong width', () => {
+    const io = () => [[info([5, 24]), info([5, 8]), info([5, 8])], [info([5, 24])]] as const;
+    expect(() => planners.attnCausal(...io(), { heads: 3, kvHeads: 2, headDim: 8, scale: 0.3 })).toThrow(/heads 3 .* kvHeads 2/);
+    expect(() => planners.attnCausal(...io(), { heads: 3, kvHeads: 3, headDim: 8, scale: 0.3 })).toThrow(/k is \[5,8\], expected \[5,24\]/);
+  });
+  it('attnHeadNormRope: odd ropeDims, head overrunning the stride, cos not f32', () => {
+    const io = (cosType = 'f32') => [[info([5, 16]), info([8]), info([5, 2], cosType), info([5, 2])], [info([5, 16])]] as const;
+    const attrs = { heads: 2, headDim: 8, stride: 8, offset: 0, ropeDims: 4, eps: 1e-6 };
+    expect(() => planners.attnHeadNormRope(...io(), { ...attrs, ropeDims: 3 })).toThrow(/ropeDims 3/);
+    expect(() => planners.attnHeadNormRope(...io(), { ...attrs, offset: 2 })).toThrow(/offset 2 .* stride 8/);
+    expect(() => planners.attnHeadNormRope(...io('bf16'), attrs)).toThrow(/cos has dtype 'bf16'/);
+  });
+});

@@ -1,0 +1,128 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SMALL } from '../../../core/src/config/presets.ts';
+import { f32ArrayToBf16 } from '../../../core/src/numerics/bf16.ts';
+import { Rng } from '../../../core/src/numerics/rng.ts';
+import { gdnKernels } from '../../../core/src/reference/kernels/gdnKernels.ts';
+import { GDN_L2NORM_EPS } from '../../../core/src/layers/gdn/gdnMath.ts';
+import { tensor, type Tensor } from '../../../core/src/tensor/tensor.ts';
+import { launchChromiumGpu, type ChromiumGpu } from '../harness/chromiumGpu.ts';
+import type { KernelPlanner } from '../kernelProgram.ts';
+import { bitDiff, runPlannerOnGpu, tensorBits } from './gdnAttentionGpuRun.ts';
+import { GDN_ATTENTION_WGSL_KERNELS } from './subLayerKernels.ts';
+
+// Each GDN op's WGSL plan against its CPU reference kernel, bit for bit, on Chromium's
+// WebGPU (SwiftShader). Shapes: the 'small' config (T = 48 and an odd T = 37), its TP4
+// rank (3 value heads: odd element counts), and a Flash-Next TP4 rank (key/value dim 128)
+// for the recurrence's compiled-in state length. Inputs of each op are the CPU outputs of
+// the op before it, so they have the model's value ranges.
+
+const cpu = gdnKernels.perRank!;
+const planners = GDN_ATTENTION_WGSL_KERNELS;
+
+interface Heads {
+  keyHeads: number;
+  valueHeads: number;
+  keyDim: number;
+  valueDim: number;
+}
+
+const SMALL_HEADS: Heads = {
+  keyHeads: SMALL.linearAttention.numKeyHeads,
+  valueHeads: SMALL.linearAttention.numValueHeads,
+  keyDim: SMALL.linearAttention.keyHeadDim,
+  valueDim: SMALL.linearAttention.valueHeadDim,
+};
+const SMALL_TP4: Heads = { ...SMALL_HEADS, keyHeads: SMALL_HEADS.keyHeads / 4, valueHeads: SMALL_HEADS.valueHeads / 4 };
+const FLASH_TP4: Heads = { keyHeads: 4, valueHeads: 12, keyDim: 128, valueDim: 128 };
+const K = SMALL.linearAttention.convKernel;
+
+let gpu: ChromiumGpu;
+beforeAll(async () => {
+  gpu = await launchChromiumGpu();
+});
+afterAll(async () => {
+  await gpu?.close();
+});
+
+/** Runs op on the CPU and on the GPU, expects identical bits in every output; returns the CPU outputs. */
+async function expectSameBits(op: string, inputs: Tensor[], attrs: Record<string, unknown>): Promise<Tensor[]> {
+  const want = cpu[op](inputs, attrs) as Tensor[];
+  const planner: KernelPlanner = planners[op];
+  const got = await runPlannerOnGpu(gpu, planner, inputs, want, attrs);
+  want.forEach((w, i) => {
+    const d = bitDiff(got.outputs[i], tensorBits(w));
+    expect(d.differing, `${op} output ${i} [${w.shape.join(',')}]: ${d.differing} of ${w.data.length} differ, ${d.first}`).toBe(0);
+  });
+  return want;
+}
+
+function bf16(rng: Rng, shape: number[], std: number, mean = 0): Tensor {
+  const n = shape.reduce((a, b) => a * b, 1);
+  const data = mean === 0 ? rng.fillBf16Normal(n, std) : f32ArrayToBf16(Array.from({ length: n }, () => mean + std * rng.normal()));
+  return tensor('bf16', shape, data);
+}
+
+/** The four GDN ops chained on one rank's shapes, each compared with the CPU. */
+async function checkChain(h: Heads, T: number, seed: number): Promise<void> {
+  const rng = new Rng(seed);
+  const C = 2 * h.keyHeads * h.keyDim + h.valueHeads * h.valueDim;
+  const vh = h.valueHeads;
+  const [conv] = await expectSameBits('gdnConvSilu', [bf16(rng, [T, C], 1), bf16(rng, [C, 1, K], 0.5)], { kernel: K });
+  // A_log as the checkpoint's log(A), A in [1, 16]
+  const aLog = tensor('bf16', [vh], f32ArrayToBf16(Array.from({ length: vh }, () => Math.log(1 + 15 * rng.nextFloat()))));
+  const [g, beta] = await expectSameBits('gdnGates', [bf16(rng, [T, vh], 1), bf16(rng, [T, vh], 1), aLog, bf16(rng, [vh], 0.5)], {});
+  const [o] = await expectSameBits('gdnRecurrence', [conv, g, beta], {
+    ...h,
+    scale: Math.fround(h.keyDim ** -0.5),
+    l2Eps: GDN_L2NORM_EPS,
+  });
+  await expectSameBits('gdnGatedNorm', [o, bf16(rng, [T, vh * h.valueDim], 1), bf16(rng, [h.valueDim], 0.1, 1)], {
+    heads: vh,
+    headDim: h.valueDim,
+    eps: SMALL.rmsNormEps,
+  });
+}
+
+describe('GDN WGSL kernels are bit-identical to the CPU reference', () => {
+  it("'small' shapes, T = 48", () => checkChain(SMALL_HEADS, 48, 1));
+  it("'small' shapes, odd T = 37", () => checkChain(SMALL_HEADS, 37, 2));
+  it("'small' TP4 rank (3 value heads), odd T = 41", () => checkChain(SMALL_TP4, 41, 3));
+  it('Flash-Next TP4 rank (key/value dim 128), T = 20', () => checkChain(FLASH_TP4, 20, 4));
+  it('gdnConvSilu with an odd channel count (words straddle rows), T = 37', async () => {
+    const rng = new Rng(5);
+    await expectSameBits('gdnConvSilu', [bf16(rng, [37, 33], 1), bf16(rng, [33, 1, K], 0.5)], { kernel: K });
+  });
+  it('gdnRecurrence continues across many tokens without drift (T = 64)', async () => {
+    const rng = new Rng(6);
+    const h = SMALL_HEADS;
+    const C = 2 * h.keyHeads * h.keyDim + h.valueHeads * h.valueDim;
+    const T = 64;
+    const [conv] = cpu.gdnConvSilu([bf16(rng, [T, C], 1), bf16(rng, [C, 1, K], 0.5)], { kernel: K }) as Tensor[];
+    // slow decay (g near 0) so the state keeps its history and grows large
+    const g = tensor('f32', [T, h.valueHeads], Float32Array.from({ length: T * h.valueHeads }, () => -0.01 * rng.nextFloat()));
+    const beta = bf16(rng, [T, h.valueHeads], 0.1, 0.9);
+    await expectSameBits('gdnRecurrence', [conv, g, beta], { ...h, scale: Math.fround(h.keyDim ** -0.5), l2Eps: GDN_L2NORM_EPS });
+  });
+});
+
+describe('GDN planners reject bad input with a message naming it', () => {
+  const info = (shape: number[], dtype = 'bf16') => ({ shape, dtype });
+  it('gdnRecurrence: odd valueDim, value heads not a multiple of key heads, wrong qkv width', () => {
+    const attrs = { keyHeads: 2, valueHeads: 6, keyDim: 4, valueDim: 3, scale: 0.5, l2Eps: 1e-6 };
+    const io = () => [[info([5, 34]), info([5, 6], 'f32'), info([5, 6])], [info([5, 18])]] as const;
+    expect(() => planners.gdnRecurrence(...io(), attrs)).toThrow(/valueDim 3/);
+    expect(() => planners.gdnRecurrence(...io(), { ...attrs, valueDim: 4, valueHeads: 5 })).toThrow(/valueHeads 5/);
+    expect(() => planners.gdnRecurrence(...io(), { ...attrs, valueDim: 4 })).toThrow(/qkv is \[5,34\], expected \[T,40\]/);
+  });
+  it('gdnConvSilu: weight not [C,1,K]; gdnGates: g not f32', () => {
+    expect(() => planners.gdnConvSilu([info([5, 8]), info([8, 4])], [info([5, 8])], { kernel: 4 })).toThrow(/w is \[8,4\]/);
+    expect(() => planners.gdnGates([info([5, 3]), info([5, 3]), info([3]), info([3])], [info([5, 3]), info([5, 3])], {})).toThrow(
+      /output g has dtype 'bf16'/,
+    );
+  });
+  it('gdnGatedNorm: missing eps', () => {
+    expect(() => planners.gdnGatedNorm([info([5, 8]), info([5, 8]), info([4])], [info([5, 8])], { heads: 2, headDim: 4 })).toThrow(
+      /eps = undefined/,
+    );
+  });
+});

@@ -1,0 +1,24 @@
+// The WGSL planners of the MoE and PLE ops (core graph/ops/moeOps.ts, pleOps.ts), by op name.
+// pleNgramIds is a host integer op (64-bit hashing, exact): it has no WGSL kernel.
+import type { KernelPlanner } from '../kernelProgram.ts';
+import { moeCombinePlanner } from './moeCombine.ts';
+import { moeExpertsPlanner } from './moeExperts.ts';
+import { moeRoutePlanner } from './moeRoute.ts';
+import { moeSwiGluPlanner } from './moeSwiGlu.ts';
+import { pleConvSiluPlanner } from './pleConvSilu.ts';
+import { pleGatePlanner } from './pleGate.ts';
+import { pleGatedValuePlanner } from './pleGatedValue.ts';
+import { pleNgramEmbedPlanner } from './pleNgramEmbed.ts';
+import { pleRmsNormPlanner } from './pleRmsNorm.ts';
+
+export const MOE_PLE_WGSL_KERNELS: Record<string, KernelPlanner> = {
+  moeRoute: moeRoutePlanner,
+  moeExperts: moeExpertsPlanner,
+  moeSwiGlu: moeSwiGluPlanner,
+  moeCombine: moeCombinePlanner,
+  pleNgramEmbed: pleNgramEmbedPlanner,
+  pleRmsNorm: pleRmsNormPlanner,
+  pleGate: pleGatePlanner,
+  pleGatedValue: pleGatedValuePlanner,
+  pleConvSilu: pleConvSiluPlanner,
+};

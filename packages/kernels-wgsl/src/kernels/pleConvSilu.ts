@@ -1,0 +1,42 @@
+// pleConvSilu: out = bf(G + bf(silu(bf(conv)))), conv the causal depthwise conv1d over time
+// of the normed values, as core's pleConvSilu (layers/ple/pleMath.ts): per channel c,
+// conv[t,c] = sum_{i=0..K-1} w[c,i] * Gn[t-(K-1-i)*dilation, c] accumulated in fp32 in i
+// order, taps before the start skipped (as the CPU does: adding +0 would change nothing).
+// bf16 x bf16 products are exact in fp32, so the plain multiply-add has one rounding.
+import type { KernelPlanner } from '../kernelProgram.ts';
+import { dims2, requireShape, wordKernel } from './moePleWordKernel.ts';
+import { readInput, requireDtype, requireIntAttr, requireTensor } from './planParts.ts';
+
+export const pleConvSiluPlanner: KernelPlanner = (inputs, outputs, attrs) => {
+  const gNormed = requireTensor(inputs[0], 'pleConvSilu: input gNormed');
+  const g = requireTensor(inputs[1], 'pleConvSilu: input g');
+  const weight = requireTensor(inputs[2], 'pleConvSilu: input weight');
+  const out = requireTensor(outputs[0], 'pleConvSilu: output out');
+  for (const [t, what] of [[gNormed, 'gNormed'], [g, 'g'], [weight, 'weight'], [out, 'out']] as const) {
+    requireDtype(t, ['bf16'], `pleConvSilu: ${what}`);
+  }
+  const dilation = requireIntAttr(attrs, 'dilation', 'pleConvSilu', 1);
+  const [T, C] = dims2(g, 'pleConvSilu: g');
+  requireShape(gNormed, [T, C], 'pleConvSilu: gNormed');
+  if (weight.shape.length !== 3 || weight.shape[0] !== C || weight.shape[1] !== 1 || weight.shape[2] < 1) {
+    throw new Error(`pleConvSilu: weight [${weight.shape.join(',')}] is not [${C}, 1, K]`);
+  }
+  const K = weight.shape[2];
+  requireShape(out, [T, C], 'pleConvSilu: out');
+  if (T * C === 0) return { scratch: [], dispatches: [] };
+  const body = `let t = i / u.p0;
+  let c = i % u.p0;
+  var acc: f32 = 0.0;
+  for (var k = 0u; k < u.p1; k = k + 1u) {
+    let lag = (u.p1 - 1u - k) * u.p2;
+    if (lag <= t) { acc = acc + w_f32(c * u.p1 + k) * gn_f32((t - lag) * u.p0 + c); }
+  }
+  let act = rbf(silu_f32(rbf(acc)));
+  return g_f32(i) + act;`;
+  const ins = [
+    { name: 'gn', from: readInput(0), dtype: 'bf16' as const },
+    { name: 'g', from: readInput(1), dtype: 'bf16' as const },
+    { name: 'w', from: readInput(2), dtype: 'bf16' as const },
+  ];
+  return { scratch: [], dispatches: [wordKernel('pleConvSilu', ins, T * C, [C, K, dilation], body)] };
+};

@@ -1,0 +1,80 @@
+// pleRmsNorm: grouped RMS norm with a plain weight, as core's pleRmsNorm
+// (layers/ple/pleMath.ts). Two dispatches: one invocation per (row, group) sums the squares
+// in fp32 over j in order (bf16 squares are exact) and stores rstd = 1/sqrt(fp32(sumsq / D)
+// + eps) (two correctly rounded steps, rsqrt_f32); then one invocation per output word
+// computes y = bf((x * rstd) * w). Splitting keeps every invocation's work small and lets
+// groups of odd width share words without two invocations writing one.
+import type { KernelPlanner } from '../kernelProgram.ts';
+import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
+import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
+import { dims2, f32Bits, requireShape, wordKernel } from './moePleWordKernel.ts';
+import {
+  flatInvocation,
+  gridFor,
+  readInput,
+  readScratch,
+  requireDtype,
+  requireIntAttr,
+  requireTensor,
+  uniformWords,
+  writeScratch,
+} from './planParts.ts';
+
+const RSTD = 'rstd';
+const WG = 64;
+
+const RSTD_WGSL = (() => {
+  const inv = flatInvocation(WG, 'u.groupsX');
+  return `${FP32_MATH_WGSL}
+struct U { rows: u32, groups: u32, gs: u32, width: u32, eps: f32, groupsX: u32 }
+@group(0) @binding(0) var<storage, read> x: array<u32>;
+${bf16Element('x')}
+@group(0) @binding(1) var<storage, read_write> rstd: array<u32>;
+@group(0) @binding(2) var<uniform> u: U;
+@compute @workgroup_size(${WG})
+fn main(${inv.params}) {
+  ${inv.body}
+  if (inv >= u.rows * u.groups) { return; }
+  let base = (inv / u.groups) * u.width + (inv % u.groups) * u.gs;
+  var sumsq: f32 = 0.0;
+  for (var j = 0u; j < u.gs; j = j + 1u) {
+    let v = x_f32(base + j);
+    sumsq = sumsq + v * v;
+  }
+  rstd[inv] = bitcast<u32>(rsqrt_f32(sumsq / f32(u.gs) + u.eps));
+}`;
+})();
+
+export const pleRmsNormPlanner: KernelPlanner = (inputs, outputs, attrs) => {
+  const x = requireTensor(inputs[0], 'pleRmsNorm: input x');
+  const weight = requireTensor(inputs[1], 'pleRmsNorm: input weight');
+  const y = requireTensor(outputs[0], 'pleRmsNorm: output y');
+  for (const [t, what] of [[x, 'x'], [weight, 'weight'], [y, 'y']] as const) requireDtype(t, ['bf16'], `pleRmsNorm: ${what}`);
+  const groups = requireIntAttr(attrs, 'groups', 'pleRmsNorm', 1);
+  const eps = attrs.eps;
+  if (typeof eps !== 'number' || !(eps >= 0)) throw new Error(`pleRmsNorm: attribute eps = ${String(eps)} is not a number >= 0`);
+  const [T, width] = dims2(x, 'pleRmsNorm: x');
+  if (width % groups !== 0) throw new Error(`pleRmsNorm: width ${width} is not divisible into ${groups} groups`);
+  const gs = width / groups;
+  requireShape(weight, [width], 'pleRmsNorm: weight');
+  requireShape(y, [T, width], 'pleRmsNorm: y');
+  if (T * width === 0) return { scratch: [], dispatches: [] };
+  const grid = gridFor(T * groups, WG);
+  const rstd = {
+    key: 'pleRmsNorm-rstd',
+    wgsl: RSTD_WGSL,
+    bindings: [readInput(0), writeScratch(RSTD)],
+    uniforms: uniformWords([T, groups, gs, width, f32Bits(eps), grid.groupsX]),
+    workgroups: grid.workgroups,
+  };
+  const body = `let c = i % u.p0;
+  let r = bitcast<f32>(rstd[(i / u.p0) * u.p2 + c / u.p1]);
+  return (x_f32(i) * r) * w_f32(c);`;
+  const ins = [
+    { name: 'x', from: readInput(0), dtype: 'bf16' as const },
+    { name: 'w', from: readInput(1), dtype: 'bf16' as const },
+    { name: 'rstd', from: readScratch(RSTD), dtype: 'f32' as const },
+  ];
+  const scale = wordKernel('pleRmsNorm-scale', ins, T * width, [width, gs, groups], body);
+  return { scratch: [{ name: RSTD, words: T * groups }], dispatches: [rstd, scale] };
+};
