@@ -23,7 +23,7 @@ describe('heatmapModel', () => {
   it('covers the padded rows of a sharded run, one cell per row when they fit', () => {
     // T 5, tp 2, C 3: row 5 is padding
     const m = heatmapModel([diff('L2.mlp', [0, 0.5, 0, 3, 0])], 5, 3, 2, true, 100);
-    expect([m.rows, m.binRows, m.rankStarts]).toEqual([6, 1, [0, 3]]);
+    expect([m.rows, m.binRows, m.rankStarts, m.lines[0].sharded]).toEqual([6, 1, [0, 3], true]);
     expect(m.lines[0].cells.map((c) => [c.start, c.end, c.ulp, c.differing])).toEqual([
       [0, 1, 0, 0],
       [1, 2, 0.5, 1],

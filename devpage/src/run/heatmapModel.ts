@@ -21,7 +21,8 @@ export interface HeatmapModel {
   binRows: number;
   /** row where each rank's block starts in the sharded run (empty when unsharded) */
   rankStarts: number[];
-  lines: { step: string; cells: HeatCell[] }[];
+  /** sharded: run a or run b held this step as per-rank shards (its padding rows exist) */
+  lines: { step: string; sharded: boolean; cells: HeatCell[] }[];
 }
 
 /** Bins the per-row differences of every step into at most `maxBins` columns. */
@@ -42,7 +43,7 @@ export function heatmapModel(diffs: StepDiff[], tokens: number, chunk: number, t
       }
       cells.push({ start, end, ulp, differing });
     }
-    return { step: d.step, cells };
+    return { step: d.step, sharded: d.shardedA || d.shardedB, cells };
   });
   return { rows, tokens, binRows, rankStarts: sharded ? Array.from({ length: tp }, (_, r) => r * chunk) : [], lines };
 }

@@ -36,7 +36,6 @@ export function renderBands(v: PlanView): HTMLElement {
   });
   const axisY = bands.length * (LANE + GAP) + 12;
   const ticks = plan.sp ? [...bands.map((b) => b.start), diagramRows] : [0, diagramRows];
-  // label at most ~10 ticks so they stay readable at tp 8
   for (const row of ticks) {
     svg.append(s('line', { x1: x(row), x2: x(row), y1: 0, y2: axisY - 8, class: 'tick' }));
     svg.append(s('text', { x: x(row), y: axisY + 8, class: 'tick-label', 'text-anchor': 'middle' }, String(row)));

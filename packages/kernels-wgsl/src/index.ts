@@ -13,6 +13,7 @@ import { embedPlanner } from './kernels/embed.ts';
 import { hcCombineNormPlanner } from './kernels/hcCombineNorm.ts';
 import { linearPlanner } from './kernels/linear.ts';
 import { allReducePlanner, reduceScatterPlanner } from './kernels/reduceCollectives.ts';
+import { GDN_ATTENTION_WGSL_KERNELS } from './kernels/subLayerKernels.ts';
 
 export * from './kernelProgram.ts';
 export { planLinear, DEFAULT_LINEAR_TILING, type LinearTiling } from './kernels/linear.ts';
@@ -33,4 +34,5 @@ export const WGSL_KERNELS: Record<string, KernelPlanner> = {
   allReduce: allReducePlanner,
   reduceScatter: reduceScatterPlanner,
   allGather: allGatherPlanner,
+  ...GDN_ATTENTION_WGSL_KERNELS,
 };

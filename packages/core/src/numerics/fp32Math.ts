@@ -2,9 +2,10 @@
 // each step rounded with Math.fround. Why: Math.exp is a double function and a GPU's exp is
 // an approximation of its own, so neither can be mirrored bit for bit on another backend;
 // these can. The WGSL kernels use the same constants and the same operation sequence
-// (kernels-wgsl/src/fp32Math.wgsl), which is what makes cpu and webgpu bit-identical.
-// Results that would be subnormal are flushed to zero, as GPUs do (and both sides do it
-// explicitly so FTZ hardware and IEEE hardware agree). Accuracy: within 2 fp32 ulps of the
+// (kernels-wgsl/src/wgsl/fp32Math.wgsl.ts), which is what makes cpu and webgpu bit-identical.
+// Subnormals are flushed to zero, inputs and results, as GPUs do (SwiftShader treats
+// subnormal inputs as zero and flushes subnormal results); both sides do it explicitly so
+// FTZ hardware and IEEE hardware agree. Accuracy: within 2 fp32 ulps of the
 // true value on normal results (checked in fp32Math.test.ts).
 const fr = Math.fround;
 
@@ -88,22 +89,27 @@ export function logF32(xIn: number): number {
   return fr(fr(e * LN2) + logm);
 }
 
+/** x with subnormal magnitudes replaced by a zero of the same sign (flush to zero). */
+export function ftz(x: number): number {
+  return Math.abs(x) < MIN_NORMAL ? (Object.is(x, -0) || x < 0 ? -0 : 0) : x;
+}
+
 export function sqrtF32(x: number): number {
-  return fr(Math.sqrt(fr(x)));
+  return fr(Math.sqrt(ftz(fr(x))));
 }
 
 /** 1 / sqrt(x), two correctly rounded steps (not a hardware rsqrt approximation). */
 export function rsqrtF32(x: number): number {
-  return fr(1 / fr(Math.sqrt(fr(x))));
+  return fr(1 / fr(Math.sqrt(ftz(fr(x)))));
 }
 
 export function sigmoidF32(x: number): number {
-  return fr(1 / fr(1 + expF32(-x)));
+  return ftz(fr(1 / fr(1 + expF32(-x))));
 }
 
 export function siluF32(x: number): number {
-  const xf = fr(x);
-  return fr(xf * sigmoidF32(xf));
+  const xf = ftz(fr(x));
+  return ftz(fr(xf * sigmoidF32(xf)));
 }
 
 /** softplus(x) = log(1 + exp(x)); above 20 it equals x in fp32 (as torch's threshold). */

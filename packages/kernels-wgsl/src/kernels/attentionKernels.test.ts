@@ -7,6 +7,7 @@ import { attentionKernels } from '../../../core/src/reference/kernels/attentionK
 import { ropeTables } from '../../../core/src/layers/attention/ropeTables.ts';
 import { tensor, type Tensor } from '../../../core/src/tensor/tensor.ts';
 import { launchChromiumGpu, type ChromiumGpu } from '../harness/chromiumGpu.ts';
+import type { TensorInfo } from '../kernelProgram.ts';
 import { bitDiff, runPlannerOnGpu, tensorBits } from './gdnAttentionGpuRun.ts';
 import { GDN_ATTENTION_WGSL_KERNELS } from './subLayerKernels.ts';
 
@@ -89,15 +90,61 @@ describe('attention WGSL kernels are bit-identical to the CPU reference', () => 
   });
 });
 
+// The outputs are bf16, so a 1-ulp fp32 difference inside a kernel (a / l computed as
+// a * (1 / l), a fused a * b + c) reaches an output bit only about once in 2^16 elements
+// and the chained checks above could miss it. This checks the fp32 primitives the kernels
+// are written with directly, on fp32 results: / correctly rounded, * and + each rounded.
+describe('WGSL fp32 primitives the kernels rely on (SwiftShader)', () => {
+  const N = 1 << 16;
+  const exprs: [string, (a: number, b: number, c: number, d: number) => number][] = [
+    ['a / b', (a, b) => Math.fround(a / b)],
+    ['a * b + c', (a, b, c) => Math.fround(Math.fround(a * b) + c)],
+    ['a * b - c * d', (a, b, c, d) => Math.fround(Math.fround(a * b) - Math.fround(c * d))],
+  ];
+  for (const [expr, ref] of exprs) {
+    it(`${expr} gives the separately rounded fp32 result on ${N} inputs`, async () => {
+      const rng = new Rng(17);
+      // magnitudes 2^-20..2^20 with random signs: no overflow, no subnormal results
+      const x = Float32Array.from({ length: 4 * N }, () => (rng.nextFloat() < 0.5 ? -1 : 1) * 2 ** (40 * rng.nextFloat() - 20));
+      const wgsl = `@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> y: array<f32>;
+@compute @workgroup_size(64) fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+  let v = x[g.x]; let a = v.x; let b = v.y; let c = v.z; let d = v.w;
+  y[g.x] = ${expr};
+}`;
+      const plan = {
+        scratch: [],
+        dispatches: [
+          {
+            key: `primitive ${expr}`,
+            wgsl,
+            bindings: [
+              { target: { kind: 'input' as const, port: 0 }, access: 'read' as const },
+              { target: { kind: 'output' as const, port: 0 }, access: 'read_write' as const },
+            ],
+            uniforms: new Uint32Array(0),
+            workgroups: [N / 64, 1, 1] as [number, number, number],
+          },
+        ],
+      };
+      const { outputs } = await gpu.runPlan(plan, [new Uint32Array(x.buffer)], [N]);
+      const got = new Float32Array(outputs[0].buffer);
+      let differing = 0;
+      for (let i = 0; i < N; i++) if (got[i] !== ref(x[4 * i], x[4 * i + 1], x[4 * i + 2], x[4 * i + 3])) differing++;
+      expect(differing).toBe(0);
+    });
+  }
+});
+
 describe('attention planners reject bad input with a message naming it', () => {
-  const info = (shape: number[], dtype = 'bf16') => ({ shape, dtype });
+  const info = (shape: number[], dtype = 'bf16'): TensorInfo => ({ shape, dtype });
   it('attnCausal: heads not a multiple of kvHeads, k of the wrong width', () => {
-    const io = () => [[info([5, 24]), info([5, 8]), info([5, 8])], [info([5, 24])]] as const;
+    const io = () => [[info([5, 24]), info([5, 8]), info([5, 8])], [info([5, 24])]] as [TensorInfo[], TensorInfo[]];
     expect(() => planners.attnCausal(...io(), { heads: 3, kvHeads: 2, headDim: 8, scale: 0.3 })).toThrow(/heads 3 .* kvHeads 2/);
     expect(() => planners.attnCausal(...io(), { heads: 3, kvHeads: 3, headDim: 8, scale: 0.3 })).toThrow(/k is \[5,8\], expected \[5,24\]/);
   });
   it('attnHeadNormRope: odd ropeDims, head overrunning the stride, cos not f32', () => {
-    const io = (cosType = 'f32') => [[info([5, 16]), info([8]), info([5, 2], cosType), info([5, 2])], [info([5, 16])]] as const;
+    const io = (cosType = 'f32') => [[info([5, 16]), info([8]), info([5, 2], cosType), info([5, 2])], [info([5, 16])]] as [TensorInfo[], TensorInfo[]];
     const attrs = { heads: 2, headDim: 8, stride: 8, offset: 0, ropeDims: 4, eps: 1e-6 };
     expect(() => planners.attnHeadNormRope(...io(), { ...attrs, ropeDims: 3 })).toThrow(/ropeDims 3/);
     expect(() => planners.attnHeadNormRope(...io(), { ...attrs, offset: 2 })).toThrow(/offset 2 .* stride 8/);

@@ -6,7 +6,7 @@ import { gdnKernels } from '../../../core/src/reference/kernels/gdnKernels.ts';
 import { GDN_L2NORM_EPS } from '../../../core/src/layers/gdn/gdnMath.ts';
 import { tensor, type Tensor } from '../../../core/src/tensor/tensor.ts';
 import { launchChromiumGpu, type ChromiumGpu } from '../harness/chromiumGpu.ts';
-import type { KernelPlanner } from '../kernelProgram.ts';
+import type { KernelPlanner, TensorInfo } from '../kernelProgram.ts';
 import { bitDiff, runPlannerOnGpu, tensorBits } from './gdnAttentionGpuRun.ts';
 import { GDN_ATTENTION_WGSL_KERNELS } from './subLayerKernels.ts';
 
@@ -106,10 +106,10 @@ describe('GDN WGSL kernels are bit-identical to the CPU reference', () => {
 });
 
 describe('GDN planners reject bad input with a message naming it', () => {
-  const info = (shape: number[], dtype = 'bf16') => ({ shape, dtype });
+  const info = (shape: number[], dtype = 'bf16'): TensorInfo => ({ shape, dtype });
   it('gdnRecurrence: odd valueDim, value heads not a multiple of key heads, wrong qkv width', () => {
     const attrs = { keyHeads: 2, valueHeads: 6, keyDim: 4, valueDim: 3, scale: 0.5, l2Eps: 1e-6 };
-    const io = () => [[info([5, 34]), info([5, 6], 'f32'), info([5, 6])], [info([5, 18])]] as const;
+    const io = () => [[info([5, 34]), info([5, 6], 'f32'), info([5, 6])], [info([5, 18])]] as [TensorInfo[], TensorInfo[]];
     expect(() => planners.gdnRecurrence(...io(), attrs)).toThrow(/valueDim 3/);
     expect(() => planners.gdnRecurrence(...io(), { ...attrs, valueDim: 4, valueHeads: 5 })).toThrow(/valueHeads 5/);
     expect(() => planners.gdnRecurrence(...io(), { ...attrs, valueDim: 4 })).toThrow(/qkv is \[5,34\], expected \[T,40\]/);

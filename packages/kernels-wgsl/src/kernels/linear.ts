@@ -27,28 +27,43 @@ export interface LinearTiling {
   wgSize: number;
   /** which tile index varies fastest across neighbouring invocations */
   fast: 'cols' | 'rows';
+  /** load unit: one u32 (2 bf16) or one vec4<u32> (8 bf16) per row */
+  load: 'u32' | 'vec4';
+  /** load units per row per loop iteration (the loop body is unrolled by hand) */
+  unroll: number;
 }
 
-export const DEFAULT_LINEAR_TILING: LinearTiling = { rows: 4, cols: 4, wgSize: 4, fast: 'cols' };
+export const DEFAULT_LINEAR_TILING: LinearTiling = { rows: 4, cols: 4, wgSize: 4, fast: 'cols', load: 'vec4', unroll: 1 };
+
+/** k elements one loop iteration of the tiled kernel consumes per row. */
+export function tilingKStep(tl: LinearTiling): number {
+  return 2 * tl.unroll * (tl.load === 'vec4' ? 4 : 1);
+}
 
 function tiledWgsl(tl: LinearTiling): string {
   const { rows: R, cols: C } = tl;
   const inv = flatInvocation(tl.wgSize, 'u.groupsX');
+  const unitWords = tl.load === 'vec4' ? 4 : 1;
+  const elemType = tl.load === 'vec4' ? 'vec4<u32>' : 'u32';
   const lines: string[] = [];
   const decl: string[] = [];
   for (let r = 0; r < R; r++) decl.push(`let xb${r} = min(t0 + ${r}u, u.T - 1u) * kv;`);
   for (let c = 0; c < C; c++) decl.push(`let wb${c} = min(o0 + ${c}u, u.O - 1u) * kv;`);
   for (let r = 0; r < R; r++) for (let c = 0; c < C; c++) decl.push(`var a${r}_${c}: f32 = 0.0;`);
-  for (let r = 0; r < R; r++) lines.push(`let xv${r} = x[xb${r} + j];`);
-  for (let c = 0; c < C; c++) lines.push(`let wv${c} = w[wb${c} + j];`);
-  // eight k steps per vec4, in order: component (x,y,z,w), low half then high half
-  for (const comp of ['x', 'y', 'z', 'w']) {
-    for (const half of ['lo', 'hi']) {
-      const unpack = (v: string) => (half === 'lo' ? `bitcast<f32>(${v}.${comp} << 16u)` : `bitcast<f32>(${v}.${comp} & 0xffff0000u)`);
-      for (let r = 0; r < R; r++) lines.push(`let xs${r}_${comp}${half} = ${unpack(`xv${r}`)};`);
-      for (let c = 0; c < C; c++) lines.push(`let ws${c}_${comp}${half} = ${unpack(`wv${c}`)};`);
-      for (let r = 0; r < R; r++)
-        for (let c = 0; c < C; c++) lines.push(`a${r}_${c} = a${r}_${c} + xs${r}_${comp}${half} * ws${c}_${comp}${half};`);
+  // k order within an iteration: unit 0..unroll-1, word component x,y,z,w, low half then high
+  const comps = tl.load === 'vec4' ? ['.x', '.y', '.z', '.w'] : [''];
+  for (let q = 0; q < tl.unroll; q++) {
+    for (let r = 0; r < R; r++) lines.push(`let xv${r}_${q} = x[xb${r} + j + ${q}u];`);
+    for (let c = 0; c < C; c++) lines.push(`let wv${c}_${q} = w[wb${c} + j + ${q}u];`);
+    for (const comp of comps) {
+      for (const half of ['lo', 'hi']) {
+        const unpack = (v: string) => (half === 'lo' ? `bitcast<f32>(${v}${comp} << 16u)` : `bitcast<f32>(${v}${comp} & 0xffff0000u)`);
+        const tag = `${q}${comp.slice(1)}${half}`;
+        for (let r = 0; r < R; r++) lines.push(`let xs${r}_${tag} = ${unpack(`xv${r}_${q}`)};`);
+        for (let c = 0; c < C; c++) lines.push(`let ws${c}_${tag} = ${unpack(`wv${c}_${q}`)};`);
+        for (let r = 0; r < R; r++)
+          for (let c = 0; c < C; c++) lines.push(`a${r}_${c} = a${r}_${c} + xs${r}_${tag} * ws${c}_${tag};`);
+      }
     }
   }
   const store: string[] = [];
@@ -65,8 +80,8 @@ function tiledWgsl(tl: LinearTiling): string {
       : 'let t0 = (inv % u.tilesT) * ' + R + 'u;\n  let o0 = (inv / u.tilesT) * ' + C + 'u;';
   return `${BF16_WGSL}
 struct U { T: u32, K: u32, O: u32, tilesO: u32, tilesT: u32, groupsX: u32 }
-@group(0) @binding(0) var<storage, read> x: array<vec4<u32>>;
-@group(0) @binding(1) var<storage, read> w: array<vec4<u32>>;
+@group(0) @binding(0) var<storage, read> x: array<${elemType}>;
+@group(0) @binding(1) var<storage, read> w: array<${elemType}>;
 @group(0) @binding(2) var<storage, read_write> y: array<u32>;
 @group(0) @binding(3) var<uniform> u: U;
 @compute @workgroup_size(${tl.wgSize})
@@ -74,9 +89,9 @@ fn main(${inv.params}) {
   ${inv.body}
   if (inv >= u.tilesO * u.tilesT) { return; }
   ${tileOf}
-  let kv = u.K >> 3u;
+  let kv = u.K / ${2 * unitWords}u;
   ${decl.join('\n  ')}
-  for (var j = 0u; j < kv; j = j + 1u) {
+  for (var j = 0u; j < kv; j = j + ${tl.unroll}u) {
     ${lines.join('\n    ')}
   }
   ${store.join('\n  ')}
@@ -134,6 +149,11 @@ function checkShapes(inputs: (TensorInfo | null)[], outputs: (TensorInfo | null)
   return { T, K, O };
 }
 
+/** A tiling's short name, e.g. r4c4w4cols-vec4u1 (the benchmark's variant syntax). */
+export function tilingName(tl: LinearTiling): string {
+  return `r${tl.rows}c${tl.cols}w${tl.wgSize}${tl.fast}-${tl.load}u${tl.unroll}`;
+}
+
 export function planLinear(
   inputs: (TensorInfo | null)[],
   outputs: (TensorInfo | null)[],
@@ -143,12 +163,12 @@ export function planLinear(
   const bindings = [readInput(0), readInput(1), writeOutput(0)];
   if (T * O === 0) return { scratch: [], dispatches: [] };
   let dispatch: KernelDispatch;
-  if (K % 8 === 0 && O % 2 === 0 && tiling.cols % 2 === 0 && K > 0) {
+  if (K % tilingKStep(tiling) === 0 && O % 2 === 0 && tiling.cols % 2 === 0 && K > 0) {
     const tilesO = Math.ceil(O / tiling.cols);
     const tilesT = Math.ceil(T / tiling.rows);
     const grid = gridFor(tilesO * tilesT, tiling.wgSize);
     dispatch = {
-      key: `linear-tiled-r${tiling.rows}c${tiling.cols}w${tiling.wgSize}${tiling.fast}`,
+      key: `linear-tiled-${tilingName(tiling)}`,
       wgsl: tiledWgsl(tiling),
       bindings,
       uniforms: uniformWords([T, K, O, tilesO, tilesT, grid.groupsX]),

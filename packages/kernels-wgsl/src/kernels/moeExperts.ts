@@ -29,63 +29,96 @@ import {
 
 const WG = 64;
 const H_SCRATCH = 'h';
+/** h outputs (i) per invocation of dispatch 1, and routed outputs (j) per invocation of dispatch 2 */
+const TILE = 4;
 
-const UNIFORMS = 'struct U { rows: u32, K: u32, H: u32, I: u32, hw: u32, first: u32, numLocal: u32, total: u32, groupsX: u32 }';
+const UNIFORMS = 'struct U { rows: u32, K: u32, H: u32, I: u32, hw: u32, first: u32, numLocal: u32, tiles: u32, total: u32, groupsX: u32 }';
 
-const H_WGSL = (() => {
+/**
+ * WGSL that walks a dot product's k in order for one row of `a` against TILE rows of `b`
+ * (element offsets aOff, bOff<c>), running `step(c, av, bv)` per k and c. With `vec`
+ * (length and offsets multiples of 8) it reads one vec4<u32> (8 bf16) per row per
+ * iteration, as linear.ts does; else one element at a time.
+ */
+function dotLoop(vec: boolean, a: string, bs: { buf: string; off: string }[], len: string, step: (c: number, av: string, bv: string) => string): string {
+  if (!vec) {
+    const body = [`let av = ${a}.f(${'aOff'} + k);`];
+    bs.forEach((b, c) => body.push(`let bv${c} = ${b.buf}_f32(${b.off} + k);`, step(c, 'av', `bv${c}`)));
+    return `for (var k = 0u; k < ${len}; k = k + 1u) {\n    ${body.join('\n    ')}\n  }`;
+  }
+  const body = [`let aw = ${a}.v[(aOff >> 3u) + kv];`];
+  bs.forEach((b, c) => body.push(`let bw${c} = ${b.buf}[((${b.off}) >> 3u) + kv];`));
+  for (const comp of ['x', 'y', 'z', 'w']) {
+    for (const half of ['lo', 'hi']) {
+      body.push(`let a_${comp}${half} = bf16_${half}(aw.${comp});`);
+      bs.forEach((_, c) => body.push(step(c, `a_${comp}${half}`, `bf16_${half}(bw${c}.${comp})`)));
+    }
+  }
+  return `for (var kv = 0u; kv < (${len} >> 3u); kv = kv + 1u) {\n    ${body.join('\n    ')}\n  }`;
+}
+
+function storageDecl(binding: number, name: string, vec: boolean): string {
+  return `@group(0) @binding(${binding}) var<storage, read> ${name}: array<${vec ? 'vec4<u32>' : 'u32'}>;${vec ? '' : `\n${bf16Element(name)}`}`;
+}
+
+function hWgsl(vec: boolean): string {
   const inv = flatInvocation(WG, 'u.groupsX');
+  const rows: { buf: string; off: string }[] = [];
+  for (let c = 0; c < TILE; c++) rows.push({ buf: 'gu', off: `go${c}` }, { buf: 'gu', off: `go${c} + u.I * u.H` });
+  const loop = dotLoop(vec, 'x', rows, 'u.H', (r, av, bv) => `${r % 2 ? 'up' : 'g'}${r >> 1} = ${r % 2 ? 'up' : 'g'}${r >> 1} + ${av} * ${bv};`)
+    .replace(/x\.f\(/g, 'x_f32(')
+    .replace(/x\.v\[/g, 'x[');
+  const decl: string[] = [];
+  for (let c = 0; c < TILE; c++) {
+    decl.push(`let go${c} = (local * 2u * u.I + min(i0 + ${c}u, u.I - 1u)) * u.H;`, `var g${c}: f32 = 0.0;`, `var up${c}: f32 = 0.0;`);
+  }
+  const hv = (c: number) => `rbf(silu_f32(rbf(g${c}))) * rbf(up${c})`;
   return `${BF16_WGSL}${FP32_MATH_WGSL}
 ${UNIFORMS}
-@group(0) @binding(0) var<storage, read> x: array<u32>;
-${bf16Element('x')}
+${storageDecl(0, 'x', vec)}
 @group(0) @binding(1) var<storage, read> ids: array<i32>;
-@group(0) @binding(2) var<storage, read> gu: array<u32>;
-${bf16Element('gu')}
+${storageDecl(2, 'gu', vec)}
 @group(0) @binding(3) var<storage, read_write> h: array<u32>;
 @group(0) @binding(4) var<uniform> u: U;
 fn rbf(v: f32) -> f32 { return bitcast<f32>(f32_to_bf16(v) << 16u); }
-fn swiglu(xo: u32, local: u32, i: u32) -> f32 {
-  let go = (local * 2u * u.I + i) * u.H;
-  let uo = go + u.I * u.H;
-  var g: f32 = 0.0;
-  var up: f32 = 0.0;
-  for (var k = 0u; k < u.H; k = k + 1u) {
-    let xv = x_f32(xo + k);
-    g = g + xv * gu_f32(go + k);
-    up = up + xv * gu_f32(uo + k);
-  }
-  return rbf(silu_f32(rbf(g))) * rbf(up);
-}
 @compute @workgroup_size(${WG})
 fn main(${inv.params}) {
   ${inv.body}
   if (inv >= u.total) { return; }
-  let pair = inv / u.hw;
-  let q = inv % u.hw;
-  let local = ids[pair] - i32(u.first);
-  if (local < 0 || local >= i32(u.numLocal)) {
-    h[inv] = 0u;
+  let pair = inv / u.tiles;
+  let i0 = (inv % u.tiles) * ${TILE}u;
+  let w0 = pair * u.hw + i0 / 2u;
+  let rel = ids[pair] - i32(u.first);
+  if (rel < 0 || rel >= i32(u.numLocal)) {
+    for (var q = 0u; q < ${TILE / 2}u && i0 + 2u * q < u.I; q = q + 1u) { h[w0 + q] = 0u; }
     return;
   }
-  let xo = (pair / u.K) * u.H;
-  let lo = swiglu(xo, u32(local), 2u * q);
-  var hi: f32 = 0.0;
-  if (2u * q + 1u < u.I) { hi = swiglu(xo, u32(local), 2u * q + 1u); }
-  h[inv] = pack_bf16(lo, hi);
+  let local = u32(rel);
+  let aOff = (pair / u.K) * u.H;
+  ${decl.join('\n  ')}
+  ${loop}
+  ${Array.from({ length: TILE / 2 }, (_, q) => `if (i0 + ${2 * q}u < u.I) { h[w0 + ${q}u] = pack_bf16(${hv(2 * q)}, select(0.0, ${hv(2 * q + 1)}, i0 + ${2 * q + 1}u < u.I)); }`).join('\n  ')}
 }`;
-})();
+}
 
-const ROUTED_WGSL = (() => {
+function routedWgsl(vec: boolean): string {
   const inv = flatInvocation(WG, 'u.groupsX');
+  const rows = Array.from({ length: TILE }, (_, c) => ({ buf: 'down', off: `wo${c}` }));
+  const loop = dotLoop(vec, 'h', rows, 'u.I', (c, av, bv) => `o${c} = o${c} + ${av} * ${bv};`)
+    .replace(/h\.f\(/g, 'h_f32(')
+    .replace(/h\.v\[/g, 'h[');
+  const acc = Array.from({ length: TILE }, (_, c) => `var acc${c}: f32 = 0.0;`);
+  const perStep: string[] = [];
+  for (let c = 0; c < TILE; c++) perStep.push(`let wo${c} = (local * u.H + min(j0 + ${c}u, u.H - 1u)) * u.I;`, `var o${c}: f32 = 0.0;`);
+  const add = Array.from({ length: TILE }, (_, c) => `acc${c} = acc${c} + rbf(rbf(o${c}) * wk);`);
+  const store = Array.from({ length: TILE }, (_, c) => `if (j0 + ${c}u < u.H) { routed[t * u.H + j0 + ${c}u] = bitcast<u32>(acc${c}); }`);
   return `${BF16_WGSL}
 ${UNIFORMS}
 @group(0) @binding(0) var<storage, read> ids: array<i32>;
 @group(0) @binding(1) var<storage, read> wts: array<u32>;
 ${bf16Element('wts')}
-@group(0) @binding(2) var<storage, read> down: array<u32>;
-${bf16Element('down')}
-@group(0) @binding(3) var<storage, read> h: array<u32>;
-${bf16Element('h')}
+${storageDecl(2, 'down', vec)}
+${storageDecl(3, 'h', vec)}
 @group(0) @binding(4) var<storage, read_write> routed: array<u32>;
 @group(0) @binding(5) var<uniform> u: U;
 fn rbf(v: f32) -> f32 { return bitcast<f32>(f32_to_bf16(v) << 16u); }
@@ -93,32 +126,33 @@ fn rbf(v: f32) -> f32 { return bitcast<f32>(f32_to_bf16(v) << 16u); }
 fn main(${inv.params}) {
   ${inv.body}
   if (inv >= u.total) { return; }
-  let t = inv / u.H;
-  let j = inv % u.H;
-  var acc: f32 = 0.0;
+  let t = inv / u.tiles;
+  let j0 = (inv % u.tiles) * ${TILE}u;
+  ${acc.join('\n  ')}
   // the token's local (expert, k) in ascending key local*K + k
   var last = -1;
   for (var step = 0u; step < u.K; step = step + 1u) {
     var next = -1;
     for (var k = 0u; k < u.K; k = k + 1u) {
-      let local = ids[t * u.K + k] - i32(u.first);
-      if (local >= 0 && local < i32(u.numLocal)) {
-        let key = local * i32(u.K) + i32(k);
+      let rel = ids[t * u.K + k] - i32(u.first);
+      if (rel >= 0 && rel < i32(u.numLocal)) {
+        let key = rel * i32(u.K) + i32(k);
         if (key > last && (next < 0 || key < next)) { next = key; }
       }
     }
     if (next < 0) { break; }
     last = next;
     let pair = t * u.K + u32(next) % u.K;
-    let ho = pair * 2u * u.hw;
-    let wo = ((u32(next) / u.K) * u.H + j) * u.I;
-    var o: f32 = 0.0;
-    for (var i = 0u; i < u.I; i = i + 1u) { o = o + h_f32(ho + i) * down_f32(wo + i); }
-    acc = acc + rbf(rbf(o) * wts_f32(pair));
+    let local = u32(next) / u.K;
+    let aOff = pair * 2u * u.hw;
+    let wk = wts_f32(pair);
+    ${perStep.join('\n    ')}
+    ${loop.replace(/\n/g, '\n  ')}
+    ${add.join('\n    ')}
   }
-  routed[inv] = bitcast<u32>(acc);
+  ${store.join('\n  ')}
 }`;
-})();
+}
 
 export const moeExpertsPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   const x = requireTensor(inputs[0], 'moeExperts: input x');
@@ -145,25 +179,29 @@ export const moeExpertsPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   if (T * H === 0) return { scratch: [], dispatches: [] };
   // h rows padded to a whole number of words, so pairs never share one
   const hw = Math.ceil(I / 2);
-  const hTotal = T * K * hw;
-  const hGrid = gridFor(hTotal, WG);
-  const rGrid = gridFor(T * H, WG);
+  const iTiles = Math.ceil(I / TILE);
+  const jTiles = Math.ceil(H / TILE);
+  const hGrid = gridFor(T * K * iTiles, WG);
+  const rGrid = gridFor(T * jTiles, WG);
   const common = [T, K, H, I, hw, first, numLocal];
+  // vec4 loads need every row start on a 16-byte boundary: H (x, gate_up) and I (h, down) multiples of 8
+  const hVec = H % 8 === 0;
+  const rVec = I % 8 === 0;
   return {
-    scratch: [{ name: H_SCRATCH, words: Math.max(1, hTotal) }],
+    scratch: [{ name: H_SCRATCH, words: Math.max(1, T * K * hw) }],
     dispatches: [
       {
-        key: 'moeExperts-h',
-        wgsl: H_WGSL,
+        key: `moeExperts-h${hVec ? '-vec4' : ''}`,
+        wgsl: hWgsl(hVec),
         bindings: [readInput(0), readInput(1), readInput(3), writeScratch(H_SCRATCH)],
-        uniforms: uniformWords([...common, hTotal, hGrid.groupsX]),
+        uniforms: uniformWords([...common, iTiles, T * K * iTiles, hGrid.groupsX]),
         workgroups: hGrid.workgroups,
       },
       {
-        key: 'moeExperts-routed',
-        wgsl: ROUTED_WGSL,
+        key: `moeExperts-routed${rVec ? '-vec4' : ''}`,
+        wgsl: routedWgsl(rVec),
         bindings: [readInput(1), readInput(2), readInput(4), readScratch(H_SCRATCH), writeOutput(0)],
-        uniforms: uniformWords([...common, T * H, rGrid.groupsX]),
+        uniforms: uniformWords([...common, jTiles, T * jTiles, rGrid.groupsX]),
         workgroups: rGrid.workgroups,
       },
     ],

@@ -9,20 +9,15 @@ import { FP32_MATH_WGSL } from './fp32Math.wgsl.ts';
 // Bit-equality of the WGSL fp32 library with core's, through Chromium's WebGPU (SwiftShader).
 const N = Number(process.env.HCSP_FP32MATH_N ?? 1 << 20);
 
-// SwiftShader flushes subnormal inputs and results (DAZ/FTZ). core's fp32Math flushes exp's
-// results but not sigmoid's quotient nor rsqrt's input; the GPU contract (numerics.md:
-// "results that would be subnormal are flushed") applies the flush there too. Once core
-// does it, these wrappers change nothing.
-const MIN_NORMAL = 1.1754943508222875e-38;
-const flush = (y: number) => (Math.abs(y) < MIN_NORMAL ? y * 0 : y);
-const sigmoidFtz = (x: number) => flush(sigmoidF32(x));
+// SwiftShader flushes subnormal inputs and results (DAZ/FTZ); core's fp32Math flushes them
+// explicitly, so the two must agree on every input, subnormals included.
 const FUNCS: [string, (x: number) => number][] = [
   ['exp_f32', expF32],
   ['log_f32', logF32],
-  ['sigmoid_f32', sigmoidFtz],
-  ['silu_f32', (x) => flush(Math.fround(Math.fround(x) * sigmoidFtz(x)))],
+  ['sigmoid_f32', sigmoidF32],
+  ['silu_f32', siluF32],
   ['softplus_f32', softplusF32],
-  ['rsqrt_f32', (x) => rsqrtF32(flush(Math.fround(x)))],
+  ['rsqrt_f32', rsqrtF32],
 ];
 
 function unaryPlan(fn: string, n: number): KernelPlan {

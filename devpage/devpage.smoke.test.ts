@@ -1,0 +1,64 @@
+// The page end to end: vite serves it, headless Chromium loads it, draws a plan, runs a
+// small case in the worker and draws the comparison. DEVPAGE_SCREENSHOT=<file.png> keeps
+// a full-page screenshot for a human to look at.
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser } from 'playwright-core';
+import { createServer, type ViteDevServer } from 'vite';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const CHROMIUM = '/usr/bin/chromium';
+const configFile = fileURLToPath(new URL('../vite.config.ts', import.meta.url));
+
+describe('dev page in Chromium', () => {
+  let server: ViteDevServer;
+  let browser: Browser;
+  let url: string;
+
+  beforeAll(async () => {
+    if (!existsSync(CHROMIUM)) throw new Error(`the dev page smoke test needs Chromium at ${CHROMIUM}`);
+    server = await createServer({ configFile, server: { port: 0, host: '127.0.0.1' }, logLevel: 'error' });
+    await server.listen();
+    url = server.resolvedUrls!.local[0];
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  it('draws the flash-next plan and a small SP on vs off run with its differences', async () => {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(url);
+
+    // plan view: flash-next, T = 16381, tp 8, auto: sharded, 3 padding rows on rank 7
+    await page.selectOption('select[name=config]', 'flash-next');
+    await page.fill('input[name=tokens]', '16381');
+    await page.selectOption('select[name=tp]', '8');
+    await expect.poll(() => page.locator('#plan .lane-note.pad').textContent()).toBe('2045 rows + 3 pad');
+    expect(await page.locator('#run').isDisabled()).toBe(true);
+    expect(await page.locator('#plan .facts').textContent()).toContain('layer 2 (after the last PLE layer)');
+
+    // a bad variable value is reported, naming it
+    await page.fill('input[name=minTokens]', '12abc');
+    await expect.poll(() => page.locator('#error').textContent()).toContain('ATOM_QWEN4_EXP_SP_MIN_TOKENS must be a non-negative decimal integer');
+    await page.fill('input[name=minTokens]', '');
+
+    // run view: small, T = 37, tp 4, ring: SP on differs from SP off somewhere, padding stays zero
+    await page.selectOption('select[name=config]', 'small');
+    await page.fill('input[name=tokens]', '37');
+    await page.selectOption('select[name=tp]', '4');
+    await page.click('#run');
+    await page.locator('#run-view .headline').waitFor({ timeout: 20_000 });
+    const headline = await page.locator('#run-view .headline').textContent();
+    expect(headline).toMatch(/Run a \(SP on, ring\) against run b \(SP off, ring\): \d+ of 18 compared points differ/);
+    expect(await page.locator('#run-view .heatmap .diff-cell').count()).toBeGreaterThan(0);
+    expect(await page.locator('#run-view td.bad').count()).toBe(0);
+    expect(await page.locator('#run-view table.steps tbody tr').count()).toBe(18);
+    if (process.env.DEVPAGE_SCREENSHOT) await page.screenshot({ path: process.env.DEVPAGE_SCREENSHOT, fullPage: true });
+    expect(errors).toEqual([]);
+  }, 60_000);
+});

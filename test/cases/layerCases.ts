@@ -1,0 +1,65 @@
+import {
+  buildAttention,
+  buildGdn,
+  buildMoe,
+  buildPle,
+  GraphBuilder,
+  MODEL_SUB_LAYERS,
+  modelWeightSpecs,
+  ropeTables,
+  Rng,
+  SyntheticWeightSource,
+  TINY,
+  type Graph,
+  type Tensor,
+} from '@hcsp/core';
+
+// One sub-layer per graph, every rank of tp 2, on the tiny config: the per-layer half of
+// the cross-backend suite (every intermediate of the sub-layer is compared, op by op).
+export interface LayerCase {
+  name: string;
+  graph: Graph;
+  feeds: Map<string, Tensor>;
+  weights: SyntheticWeightSource;
+}
+
+const TP = 2;
+const T = 19;
+
+export function layerCases(): LayerCase[] {
+  const config = TINY;
+  const weights = new SyntheticWeightSource(modelWeightSpecs(config, MODEL_SUB_LAYERS), 9);
+  const rng = new Rng(31);
+  const h = config.hiddenSize;
+  const width = config.hc.count * h;
+  const x: Tensor = { dtype: 'bf16', shape: [T, h], data: rng.fillBf16Normal(T * h, 1) };
+  const streams: Tensor = { dtype: 'bf16', shape: [T, width], data: rng.fillBf16Normal(T * width, 1) };
+  const ids: Tensor = { dtype: 'i32', shape: [T], data: Int32Array.from({ length: T }, (_, t) => (t === 9 ? config.eosTokenId : rng.int(0, config.vocabSize))) };
+  const rope = ropeTables(config, T);
+  const make = (name: string, layer: number, build: (b: GraphBuilder, rank: number, inputs: Record<string, string>) => string): LayerCase => {
+    const b = new GraphBuilder(TP, { case: name });
+    const inputs = {
+      x: b.input('x', [T, h], 'bf16'),
+      streams: b.input('streams', [T, width], 'bf16'),
+      ids: b.input('ids', [T], 'i32'),
+      cos: b.input('rope_cos', [...rope.cos.shape], 'f32'),
+      sin: b.input('rope_sin', [...rope.sin.shape], 'f32'),
+    };
+    for (let rank = 0; rank < TP; rank++) b.markOutput(build(b, rank, inputs));
+    const feeds = new Map<string, Tensor>([
+      [inputs.x, x],
+      [inputs.streams, streams],
+      [inputs.ids, ids],
+      [inputs.cos, rope.cos],
+      [inputs.sin, rope.sin],
+    ]);
+    return { name, graph: b.build(), feeds, weights };
+  };
+  const ctx = (layer: number, rank: number, scope: string) => ({ config, layer, rank, tp: TP, tokens: T, scope });
+  return [
+    make('GatedDeltaNet (layer 0)', 0, (b, rank, i) => buildGdn(b, ctx(0, rank, 'L0.attn'), i.x)),
+    make('attention (layer 3)', 3, (b, rank, i) => buildAttention(b, ctx(3, rank, 'L3.attn'), i.x, { cos: i.cos, sin: i.sin })),
+    make('MoE (layer 2)', 2, (b, rank, i) => buildMoe(b, ctx(2, rank, 'L2.mlp'), i.x)),
+    make('PLE (layer 1)', 1, (b, rank, i) => buildPle(b, ctx(1, rank, 'L1.ple'), i.streams, i.ids)),
+  ];
+}

@@ -1,0 +1,79 @@
+import { cpuCollectiveKernel, cpuKernel, getOpDef, GraphBuilder, Rng, type Graph, type Tensor } from '@hcsp/core';
+
+// Single-op graphs over seeded random inputs: the per-op half of the cross-backend suite.
+export interface OpCase {
+  name: string;
+  op: string;
+  /** simulated ranks; a collective takes one input list per rank */
+  tp: number;
+  /** per-rank op: its ports; collective: rank-major (rank 0's ports, then rank 1's, ...) */
+  inputs: (Tensor | null)[];
+  attrs: Record<string, unknown>;
+}
+
+/** The case as a graph with its feeds; output shapes come from running the reference kernel. */
+export function opCaseGraph(c: OpCase): { graph: Graph; feeds: Map<string, Tensor> } {
+  const def = getOpDef(c.op);
+  const b = new GraphBuilder(c.tp, { case: c.name });
+  const feeds = new Map<string, Tensor>();
+  const inputIds = c.inputs.map((t, i) => {
+    if (!t) return null;
+    const id = b.input(`in${i}`, [...t.shape], t.dtype);
+    feeds.set(id, t);
+    return id;
+  });
+  let outputs: (Tensor | null)[];
+  if (def.collective) {
+    const ports = def.inputs.length;
+    const perRank = Array.from({ length: c.tp }, (_, r) => c.inputs.slice(r * ports, (r + 1) * ports) as Tensor[]);
+    outputs = cpuCollectiveKernel(c.op)(perRank, { ...c.attrs, tp: c.tp }).flat();
+  } else {
+    outputs = cpuKernel(c.op)(c.inputs, c.attrs);
+  }
+  const outputIds = outputs.map((t, i) => {
+    if (!t) return null;
+    const rank = def.collective ? Math.floor(i / def.outputs.length) : 0;
+    return b.value(`out${i}`, [...t.shape], t.dtype, rank);
+  });
+  b.node({ op: c.op, rank: def.collective ? null : 0, layer: 0, scope: c.name, inputs: inputIds, outputs: outputIds, attrs: c.attrs });
+  for (const id of outputIds) if (id) b.markOutput(id);
+  return { graph: b.build(), feeds };
+}
+
+const rng = new Rng(2024);
+const bf = (shape: number[], std = 1): Tensor => ({ dtype: 'bf16', shape, data: rng.fillBf16Normal(shape.reduce((a, d) => a * d, 1), std) });
+
+const N = 4;
+const H = 24;
+const R = 6;
+const T = 7;
+
+function collective(op: string, tp: number, shape: number[], attrs: Record<string, unknown>, name: string): OpCase {
+  return { name, op, tp, inputs: Array.from({ length: tp }, () => bf(shape)), attrs };
+}
+
+export const OP_CASES: OpCase[] = [
+  { name: 'linear odd shapes', op: 'linear', tp: 1, inputs: [bf([T, 37]), bf([9, 37], 0.2)], attrs: {} },
+  { name: 'linear HC up shape', op: 'linear', tp: 1, inputs: [bf([T, R]), bf([N * H, R], 0.5)], attrs: {} },
+  { name: 'add', op: 'add', tp: 1, inputs: [bf([T, 33]), bf([T, 33])], attrs: {} },
+  { name: 'sliceCols', op: 'sliceCols', tp: 1, inputs: [bf([T, 40])], attrs: { start: 10, end: 30 } },
+  { name: 'embed', op: 'embed', tp: 1, inputs: [{ dtype: 'i32', shape: [T], data: Int32Array.from([3, 0, 63, 17, 17, 42, 5]) }, bf([64, H])], attrs: {} },
+  { name: 'hcExpand', op: 'hcExpand', tp: 1, inputs: [bf([T, H])], attrs: { streams: N } },
+  ...(['atom', 'hf'] as const).flatMap((contract) => [
+    { name: `hcCombineNorm pending ${contract}`, op: 'hcCombineNorm', tp: 1, inputs: [bf([T, N * H]), bf([T, H]), bf([T, N]), bf([N * H], 0.05)], attrs: { streams: N, eps: 1e-6, contract } },
+    { name: `hcCombineNorm no pending ${contract}`, op: 'hcCombineNorm', tp: 1, inputs: [bf([T, N * H]), null, null, bf([N * H], 0.05)], attrs: { streams: N, eps: 1e-6, contract } },
+    { name: `hcGatedMean ${contract}`, op: 'hcGatedMean', tp: 1, inputs: [bf([T, N * H], 1.5), bf([T, N * H])], attrs: { streams: N, contract } },
+    { name: `hcCombine ${contract}`, op: 'hcCombine', tp: 1, inputs: [bf([T, N * H]), bf([T, H]), bf([T, N])], attrs: { streams: N, contract } },
+  ]),
+  { name: 'hcScaledSilu mix', op: 'hcScaledSilu', tp: 1, inputs: [bf([T, R + N], 2)], attrs: { streams: N, lowRank: R, contract: 'atom' } },
+  { name: 'hcScaledSilu mixer', op: 'hcScaledSilu', tp: 1, inputs: [bf([T, R], 2)], attrs: { streams: N, lowRank: R, contract: 'atom' } },
+  { name: 'shard last rank with padding', op: 'shard', tp: 1, inputs: [bf([T, 8])], attrs: { rank: 3, tp: 4, chunk: 2 } },
+  { name: 'pad', op: 'pad', tp: 1, inputs: [bf([T, 8])], attrs: { rows: 12 } },
+  { name: 'trim', op: 'trim', tp: 1, inputs: [bf([12, 8])], attrs: { rows: T } },
+  ...(['ring', 'oneshot', 'ordered'] as const).flatMap((algorithm) => [
+    collective('allReduce', 4, [T, 40], { algorithm, channels: 2, chunkElems: 64 }, `allReduce ${algorithm} tp4`),
+    collective('reduceScatter', 4, [12, 40], { algorithm }, `reduceScatter ${algorithm} tp4`),
+  ]),
+  collective('allReduce', 3, [T, 40], { algorithm: 'ring', channels: 1, chunkElems: 1 << 20 }, 'allReduce ring tp3'),
+  collective('allGather', 4, [3, 40], {}, 'allGather tp4'),
+];
