@@ -22,3 +22,20 @@ describeWithBackends('ops match the CPU reference bit for bit', (backend) => {
     });
   }
 });
+
+describeWithBackends('bad input is refused before any device work', (backend) => {
+  it('a token id outside the vocabulary names the id and its position', async () => {
+    const c = OP_CASES.find((x) => x.op === 'embed')!;
+    const { graph, feeds } = opCaseGraph(c);
+    const ids = Int32Array.from(feeds.get('in0')!.data as Int32Array);
+    ids[4] = 64;
+    feeds.set('in0', { dtype: 'i32', shape: [ids.length], data: ids });
+    await expect(backend().run(graph, feeds, noWeights)).rejects.toThrow(/token id 64 at position 4 is outside the vocabulary \[0, 64\)/);
+  });
+
+  it('a feed of the wrong shape names the input', async () => {
+    const { graph, feeds } = opCaseGraph(OP_CASES[0]);
+    feeds.set('in0', { dtype: 'bf16', shape: [1, 37], data: new Uint16Array(37) });
+    await expect(backend().run(graph, feeds, noWeights)).rejects.toThrow(/input 'in0' is bf16\[1,37\]/);
+  });
+});

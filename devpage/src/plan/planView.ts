@@ -6,8 +6,7 @@ import {
   bytesPerElement,
   commBytesOf,
   HC_QUANT_ROWS_MAX,
-  planForward,
-  readSpMinTokens,
+  planForMode,
   type CollectiveOp,
   type ModelConfig,
   type ReduceAlgorithm,
@@ -76,15 +75,7 @@ export interface PlanControls {
  */
 export function planFromControls(c: PlanControls): SpPlan {
   const env = c.minTokensEnv === undefined ? {} : { ATOM_QWEN4_EXP_SP_MIN_TOKENS: c.minTokensEnv };
-  return planForward({
-    config: c.config,
-    tokens: c.tokens,
-    tp: c.tp,
-    minTokens: c.sp === 'off' ? 0 : readSpMinTokens(c.sp === 'auto' ? env : {}),
-    capturing: false,
-    mtp: c.config.mtp,
-    force: c.sp === 'on',
-  });
+  return planForMode(c.config, c.tokens, c.tp, c.sp, env, c.config.mtp);
 }
 
 /** Row bands of a plan: each rank's owned rows [start, end), split into real and padding rows. */

@@ -150,7 +150,7 @@ export class ChromiumHost {
       }
       const self = new ChromiumHost(server, browserServer, page, adapter, options.runTimeoutMs ?? 30 * 60_000);
       host.current = self;
-      self.watch(page, browser);
+      await self.watch(page, browser);
       return self;
     } catch (e) {
       await browserServer?.kill().catch(() => {});
@@ -220,14 +220,16 @@ export class ChromiumHost {
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
-  private watch(page: Page, browser: Browser): void {
+  private async watch(page: Page, browser: Browser): Promise<void> {
     page.on('console', (m) => {
       if (m.type() === 'error') this.pageErrors.push(`console: ${m.text()}`);
     });
     page.on('pageerror', (e) => this.pageErrors.push(`uncaught: ${e.message}`));
     page.on('crash', () => this.fail(new Error('chromium host: the page crashed (renderer or GPU process died)')));
     browser.on('disconnected', () => this.fail(new Error('chromium host: the browser disconnected')));
-    void page.exposeFunction('hcspProgress', (done: number, total: number) => {
+    // awaited here: a browser closed right after launch must reject launch(), not leave an
+    // unhandled rejection behind
+    await page.exposeFunction('hcspProgress', (done: number, total: number) => {
       for (const job of this.jobs.values()) job.onNode?.(done, total);
     });
   }

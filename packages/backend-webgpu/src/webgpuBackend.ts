@@ -1,4 +1,4 @@
-import type { Backend, BackendPrecision, Graph, RunOptions, RunResult, Tensor, ValueId, WeightSource } from '@hcsp/core';
+import { validateFeeds, type Backend, type BackendPrecision, type Graph, type RunOptions, type RunResult, type Tensor, type ValueId, type WeightSource } from '@hcsp/core';
 import { ChromiumHost, type ChromiumHostOptions } from './chromiumHost.ts';
 import { hostTensor } from './hostTensors.ts';
 import { requestNodeDevice } from './nodeDevice.ts';
@@ -60,8 +60,10 @@ async function dawnBackend({ device, adapter }: { device: GPUDevice; adapter: st
     host: 'dawn.node',
     adapter,
     describe: () => `webgpu on dawn.node (${adapter})`,
-    run: (graph: Graph, feeds: Map<ValueId, Tensor>, weights: WeightSource, runOptions?: RunOptions): Promise<RunResult> =>
-      executor.run(graph, async (decl) => hostTensor(graph, feeds, weights, decl.id), runOptions),
+    run: async (graph: Graph, feeds: Map<ValueId, Tensor>, weights: WeightSource, runOptions?: RunOptions): Promise<RunResult> => {
+      validateFeeds(graph, feeds);
+      return executor.run(graph, async (decl) => hostTensor(graph, feeds, weights, decl.id), runOptions);
+    },
     dispose: async () => device.destroy(),
   };
 }
@@ -73,7 +75,10 @@ function chromiumBackend(host: ChromiumHost): WebGpuBackend {
     host: 'chromium',
     adapter: host.adapter,
     describe: () => `webgpu on headless Chromium (${host.adapter})`,
-    run: (graph, feeds, weights, runOptions) => host.run(graph, feeds, weights, runOptions),
+    run: async (graph, feeds, weights, runOptions) => {
+      validateFeeds(graph, feeds);
+      return host.run(graph, feeds, weights, runOptions);
+    },
     dispose: () => host.close(),
   };
 }

@@ -1,5 +1,7 @@
 /// <reference types="@webgpu/types" />
 import {
+  cpuKernel,
+  getOpDef,
   bytesPerElement,
   numel,
   RunStatsCounter,
@@ -116,6 +118,7 @@ class GraphRun {
       for (let i = 0; i < total; i++) {
         const node = this.graph.nodes[i];
         if (node.rank === null) await this.runCollective(node);
+        else if (getOpDef(node.op).host) await this.runOnHost(node);
         else await this.runPerRank(node);
         this.stats.count(node);
         this.release(node);
@@ -178,6 +181,24 @@ class GraphRun {
     if (id === null) return null;
     const d = this.decl(id);
     return { shape: d.shape, dtype: d.dtype };
+  }
+
+  /** A host op (OpDef.host): core's CPU kernel on read-back inputs, outputs uploaded. */
+  private async runOnHost(node: GraphNode): Promise<void> {
+    const inputs = await Promise.all(
+      node.inputs.map((id) => (id === null ? null : this.decl(id).kind === 'intermediate' ? this.readBack(id) : this.load(this.decl(id)))),
+    );
+    const outputs = cpuKernel(node.op)(inputs, node.attrs);
+    for (const [i, id] of node.outputs.entries()) {
+      if (id === null) continue;
+      const t = outputs[i];
+      const d = this.decl(id);
+      if (!t || t.dtype !== d.dtype || shapeStr(t.shape) !== shapeStr(d.shape)) {
+        throw new Error(`webgpu: host op ${node.op} (node ${node.id} at ${node.scope}) produced ${t ? `${t.dtype}${shapeStr(t.shape)}` : 'nothing'} for '${id}', declared ${d.dtype}${shapeStr(d.shape)}`);
+      }
+      if (this.buffers.has(id)) throw new Error(`webgpu: value '${id}' is produced twice`);
+      this.buffers.set(id, await this.memory.upload(id, tensorWordBytes(t)));
+    }
   }
 
   private async runPerRank(node: GraphNode): Promise<void> {

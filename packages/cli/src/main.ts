@@ -6,6 +6,7 @@ import { Command, CommanderError } from 'commander';
 import { registerPlan } from './commands/plan.ts';
 import { registerHc } from './commands/hc.ts';
 import { registerPrefill } from './commands/prefill.ts';
+import { registerBench } from './commands/bench.ts';
 
 const USAGE_EXIT_CODE = 2;
 
@@ -19,6 +20,7 @@ function buildProgram(): Command {
   registerPlan(program);
   registerHc(program);
   registerPrefill(program);
+  registerBench(program);
   return program;
 }
 

@@ -58,3 +58,4 @@ export * from './layers/moe/moeWeights.ts';
 export * from './layers/ple/pleGraph.ts';
 export * from './layers/ple/pleWeights.ts';
 export * from './layers/ple/pleHash.ts';
+export * from './graph/validateFeeds.ts';

@@ -13,6 +13,7 @@ import { embedPlanner } from './kernels/embed.ts';
 import { hcCombineNormPlanner } from './kernels/hcCombineNorm.ts';
 import { linearPlanner } from './kernels/linear.ts';
 import { allReducePlanner, reduceScatterPlanner } from './kernels/reduceCollectives.ts';
+import { MOE_PLE_WGSL_KERNELS } from './kernels/moePleKernels.ts';
 import { GDN_ATTENTION_WGSL_KERNELS } from './kernels/subLayerKernels.ts';
 
 export * from './kernelProgram.ts';
@@ -35,4 +36,5 @@ export const WGSL_KERNELS: Record<string, KernelPlanner> = {
   reduceScatter: reduceScatterPlanner,
   allGather: allGatherPlanner,
   ...GDN_ATTENTION_WGSL_KERNELS,
+  ...MOE_PLE_WGSL_KERNELS,
 };

@@ -96,7 +96,8 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
       return t;
     });
   };
-  const reduceAttrs = o.reduce === 'ring' ? { algorithm: o.reduce, channels: o.ring.channels, chunkElems: o.ring.chunkElems } : { algorithm: o.reduce, channels: 1, chunkElems: 0 };
+  // the ring's chunking is recorded on every all-reduce; the other orders do not use it
+  const reduceAttrs = { algorithm: o.reduce, channels: o.ring.channels, chunkElems: o.ring.chunkElems };
 
   for (let layer = o.layers[0]; layer < o.layers[1]; layer++) {
     if (sp && layer === sp.startLayer) {

@@ -48,19 +48,27 @@ export function seededTokenIds(config: ModelConfig, tokens: number, seed: number
   return Int32Array.from({ length: tokens }, () => rng.int(0, config.vocabSize));
 }
 
+/**
+ * The SP plan under a mode: 'auto' is the production gate (reading
+ * ATOM_QWEN4_EXP_SP_MIN_TOKENS from env), 'off' is the variable's own "0 disables", 'on'
+ * skips the token thresholds (testing) but keeps tp > 1 and the layer condition.
+ */
+export function planForMode(config: ModelConfig, tokens: number, tp: number, sp: SpMode, env: Record<string, string | undefined>, mtp: boolean): SpPlan {
+  return planForward({
+    config,
+    tokens,
+    tp,
+    minTokens: sp === 'off' ? 0 : readSpMinTokens(sp === 'auto' ? env : {}),
+    capturing: false,
+    mtp,
+    force: sp === 'on',
+  });
+}
+
 /** Plans a prefill, builds its graph and gathers what any backend needs to run it. */
 export function preparePrefill(o: PrefillOptions): PreparedPrefill {
   const mtp = o.mtp ?? o.config.mtp;
-  const plan = planForward({
-    config: o.config,
-    tokens: o.tokens,
-    tp: o.tp,
-    // 'off' is the variable's own "0 disables"; 'on' skips the token thresholds.
-    minTokens: o.sp === 'off' ? 0 : readSpMinTokens(o.sp === 'auto' ? (o.env ?? {}) : {}),
-    capturing: false,
-    mtp,
-    force: o.sp === 'on',
-  });
+  const plan = planForMode(o.config, o.tokens, o.tp, o.sp, o.env ?? {}, mtp);
   const { graph, outputs, extra } = buildDecoderGraph({
     config: o.config,
     tokens: o.tokens,

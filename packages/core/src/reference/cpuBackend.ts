@@ -1,6 +1,7 @@
 import type { Backend, RunOptions, RunResult } from '../backend/backend.ts';
 import type { Graph, ValueId } from '../graph/graph.ts';
 import { RunStatsCounter } from '../graph/runStatsCounter.ts';
+import { validateFeeds } from '../graph/validateFeeds.ts';
 import { lastUses } from '../graph/valueLifetimes.ts';
 import { resolveWeight } from '../model/resolveWeight.ts';
 import type { WeightSource } from '../model/weightSource.ts';
@@ -25,16 +26,8 @@ export class CpuBackend implements Backend {
 
   runSync(graph: Graph, feeds: Map<ValueId, Tensor>, weights: WeightSource, options: RunOptions = {}): RunResult {
     const start = performance.now();
-    const env = new Map<ValueId, Tensor>();
-    for (const id of graph.inputs) {
-      const t = feeds.get(id);
-      const decl = graph.values[id];
-      if (!t) throw new Error(`cpu backend: graph input '${id}' was not fed`);
-      if (t.dtype !== decl.dtype || shapeStr(t.shape) !== shapeStr(decl.shape)) {
-        throw new Error(`cpu backend: input '${id}' is ${t.dtype}${shapeStr(t.shape)}, the graph expects ${decl.dtype}${shapeStr(decl.shape)}`);
-      }
-      env.set(id, t);
-    }
+    validateFeeds(graph, feeds);
+    const env = new Map<ValueId, Tensor>(graph.inputs.map((id) => [id, feeds.get(id)!]));
     const keepAll = options.keep === 'all';
     const keep = new Set<ValueId>([...graph.outputs, ...(Array.isArray(options.keep) ? options.keep : [])]);
     const last = lastUses(graph);

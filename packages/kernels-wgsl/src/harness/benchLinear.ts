@@ -13,9 +13,9 @@ import { DEFAULT_LINEAR_TILING, planLinear, tilingName, type LinearTiling } from
 import { launchChromiumGpu } from './chromiumGpu.ts';
 
 function parseTiling(s: string): LinearTiling {
-  const m = /^r(\d+)c(\d+)w(\d+)(cols|rows)-(u32|vec4)u(\d+)$/.exec(s);
+  const m = /^r(\d+)c(\d+)w(\d+)(cols|rows)-(u32|vec4)u(\d+)(ch)?$/.exec(s);
   if (!m) throw new Error(`benchLinear: tiling '${s}' is not like r4c4w4cols-vec4u1`);
-  return { rows: +m[1], cols: +m[2], wgSize: +m[3], fast: m[4] as LinearTiling['fast'], load: m[5] as LinearTiling['load'], unroll: +m[6] };
+  return { rows: +m[1], cols: +m[2], wgSize: +m[3], fast: m[4] as LinearTiling['fast'], load: m[5] as LinearTiling['load'], unroll: +m[6], chain: m[7] === 'ch' };
 }
 
 const median = (v: number[]) => {

@@ -31,9 +31,14 @@ export interface LinearTiling {
   load: 'u32' | 'vec4';
   /** load units per row per loop iteration (the loop body is unrolled by hand) */
   unroll: number;
+  /**
+   * accumulate in let-chains inside an iteration and store each accumulator var once per
+   * iteration (SwiftShader lowers every store to a function var as a masked blend)
+   */
+  chain: boolean;
 }
 
-export const DEFAULT_LINEAR_TILING: LinearTiling = { rows: 4, cols: 4, wgSize: 4, fast: 'cols', load: 'vec4', unroll: 1 };
+export const DEFAULT_LINEAR_TILING: LinearTiling = { rows: 4, cols: 4, wgSize: 4, fast: 'cols', load: 'vec4', unroll: 1, chain: false };
 
 /** k elements one loop iteration of the tiled kernel consumes per row. */
 export function tilingKStep(tl: LinearTiling): number {
@@ -51,6 +56,9 @@ function tiledWgsl(tl: LinearTiling): string {
   for (let c = 0; c < C; c++) decl.push(`let wb${c} = min(o0 + ${c}u, u.O - 1u) * kv;`);
   for (let r = 0; r < R; r++) for (let c = 0; c < C; c++) decl.push(`var a${r}_${c}: f32 = 0.0;`);
   // k order within an iteration: unit 0..unroll-1, word component x,y,z,w, low half then high
+  const cur: string[][] = [];
+  for (let r = 0; r < R; r++) cur.push(Array.from({ length: C }, (_, c) => `a${r}_${c}`));
+  let step = 0;
   const comps = tl.load === 'vec4' ? ['.x', '.y', '.z', '.w'] : [''];
   for (let q = 0; q < tl.unroll; q++) {
     for (let r = 0; r < R; r++) lines.push(`let xv${r}_${q} = x[xb${r} + j + ${q}u];`);
@@ -62,10 +70,20 @@ function tiledWgsl(tl: LinearTiling): string {
         for (let r = 0; r < R; r++) lines.push(`let xs${r}_${tag} = ${unpack(`xv${r}_${q}`)};`);
         for (let c = 0; c < C; c++) lines.push(`let ws${c}_${tag} = ${unpack(`wv${c}_${q}`)};`);
         for (let r = 0; r < R; r++)
-          for (let c = 0; c < C; c++) lines.push(`a${r}_${c} = a${r}_${c} + xs${r}_${tag} * ws${c}_${tag};`);
+          for (let c = 0; c < C; c++) {
+            if (tl.chain) {
+              const next = `s${r}_${c}_${step}`;
+              lines.push(`let ${next} = ${cur[r][c]} + xs${r}_${tag} * ws${c}_${tag};`);
+              cur[r][c] = next;
+            } else {
+              lines.push(`a${r}_${c} = a${r}_${c} + xs${r}_${tag} * ws${c}_${tag};`);
+            }
+          }
+        step++;
       }
     }
   }
+  if (tl.chain) for (let r = 0; r < R; r++) for (let c = 0; c < C; c++) lines.push(`a${r}_${c} = ${cur[r][c]};`);
   const store: string[] = [];
   for (let r = 0; r < R; r++) {
     store.push(`if (t0 + ${r}u < u.T) {`);
@@ -151,7 +169,7 @@ function checkShapes(inputs: (TensorInfo | null)[], outputs: (TensorInfo | null)
 
 /** A tiling's short name, e.g. r4c4w4cols-vec4u1 (the benchmark's variant syntax). */
 export function tilingName(tl: LinearTiling): string {
-  return `r${tl.rows}c${tl.cols}w${tl.wgSize}${tl.fast}-${tl.load}u${tl.unroll}`;
+  return `r${tl.rows}c${tl.cols}w${tl.wgSize}${tl.fast}-${tl.load}u${tl.unroll}${tl.chain ? 'ch' : ''}`;
 }
 
 export function planLinear(

@@ -2,13 +2,14 @@
 // core's moeRoutedSum (layers/moe/moeMath.ts). Only routed (token, expert) pairs are
 // computed, laid out by (t, k) rather than grouped by expert: the GEMMs are per row (fp32,
 // k in order, one rounding per output), so gathering or not changes no bit.
-// 1. h: one invocation per (t, k) pair and word of h: gate = bf(x_t . Wgu[i]),
+// 1. h: one invocation per (t, k) pair and TILE values of i: gate = bf(x_t . Wgu[i]),
 //    up = bf(x_t . Wgu[I+i]), h = bf(bf(silu(gate)) * up); pairs routed off this rank's
 //    experts write zeros that are never read. Scratch h [T*K, I rounded up to even] bf16.
-// 2. routed: one invocation per (t, j): o = bf(h_(t,k) . Wdown[j]) and acc += bf(o * w_k)
+// 2. routed: one invocation per t and TILE values of j: o = bf(h_(t,k) . Wdown[j]) and acc += bf(o * w_k)
 //    for the token's local experts in ascending expert index (ties of a repeated id in k
 //    order, as the CPU's per-expert lists), acc starting at 0, stored unrounded (f32).
 // bf16 x bf16 products are exact in fp32, so the plain multiply-adds round once, as the CPU.
+// Tiles (clamped at the edge, stores skipped) reuse each x / h load TILE times; no barriers.
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
@@ -36,17 +37,17 @@ const UNIFORMS = 'struct U { rows: u32, K: u32, H: u32, I: u32, hw: u32, first: 
 
 /**
  * WGSL that walks a dot product's k in order for one row of `a` against TILE rows of `b`
- * (element offsets aOff, bOff<c>), running `step(c, av, bv)` per k and c. With `vec`
+ * (element offsets aOff and bs[c].off; `a_f32` is its element accessor), running `step(c, av, bv)` per k and c. With `vec`
  * (length and offsets multiples of 8) it reads one vec4<u32> (8 bf16) per row per
  * iteration, as linear.ts does; else one element at a time.
  */
 function dotLoop(vec: boolean, a: string, bs: { buf: string; off: string }[], len: string, step: (c: number, av: string, bv: string) => string): string {
   if (!vec) {
-    const body = [`let av = ${a}.f(${'aOff'} + k);`];
+    const body = [`let av = ${a}_f32(aOff + k);`];
     bs.forEach((b, c) => body.push(`let bv${c} = ${b.buf}_f32(${b.off} + k);`, step(c, 'av', `bv${c}`)));
     return `for (var k = 0u; k < ${len}; k = k + 1u) {\n    ${body.join('\n    ')}\n  }`;
   }
-  const body = [`let aw = ${a}.v[(aOff >> 3u) + kv];`];
+  const body = [`let aw = ${a}[(aOff >> 3u) + kv];`];
   bs.forEach((b, c) => body.push(`let bw${c} = ${b.buf}[((${b.off}) >> 3u) + kv];`));
   for (const comp of ['x', 'y', 'z', 'w']) {
     for (const half of ['lo', 'hi']) {
@@ -65,9 +66,7 @@ function hWgsl(vec: boolean): string {
   const inv = flatInvocation(WG, 'u.groupsX');
   const rows: { buf: string; off: string }[] = [];
   for (let c = 0; c < TILE; c++) rows.push({ buf: 'gu', off: `go${c}` }, { buf: 'gu', off: `go${c} + u.I * u.H` });
-  const loop = dotLoop(vec, 'x', rows, 'u.H', (r, av, bv) => `${r % 2 ? 'up' : 'g'}${r >> 1} = ${r % 2 ? 'up' : 'g'}${r >> 1} + ${av} * ${bv};`)
-    .replace(/x\.f\(/g, 'x_f32(')
-    .replace(/x\.v\[/g, 'x[');
+  const loop = dotLoop(vec, 'x', rows, 'u.H', (r, av, bv) => `${r % 2 ? 'up' : 'g'}${r >> 1} = ${r % 2 ? 'up' : 'g'}${r >> 1} + ${av} * ${bv};`);
   const decl: string[] = [];
   for (let c = 0; c < TILE; c++) {
     decl.push(`let go${c} = (local * 2u * u.I + min(i0 + ${c}u, u.I - 1u)) * u.H;`, `var g${c}: f32 = 0.0;`, `var up${c}: f32 = 0.0;`);
@@ -104,9 +103,7 @@ fn main(${inv.params}) {
 function routedWgsl(vec: boolean): string {
   const inv = flatInvocation(WG, 'u.groupsX');
   const rows = Array.from({ length: TILE }, (_, c) => ({ buf: 'down', off: `wo${c}` }));
-  const loop = dotLoop(vec, 'h', rows, 'u.I', (c, av, bv) => `o${c} = o${c} + ${av} * ${bv};`)
-    .replace(/h\.f\(/g, 'h_f32(')
-    .replace(/h\.v\[/g, 'h[');
+  const loop = dotLoop(vec, 'h', rows, 'u.I', (c, av, bv) => `o${c} = o${c} + ${av} * ${bv};`);
   const acc = Array.from({ length: TILE }, (_, c) => `var acc${c}: f32 = 0.0;`);
   const perStep: string[] = [];
   for (let c = 0; c < TILE; c++) perStep.push(`let wo${c} = (local * u.H + min(j0 + ${c}u, u.H - 1u)) * u.I;`, `var o${c}: f32 = 0.0;`);

@@ -20,6 +20,12 @@ export interface OpDef {
   readonly attrs: Readonly<Record<string, AttrKind>>;
   /** a collective node spans every rank: it takes one input list per rank */
   readonly collective?: boolean;
+  /**
+   * computed on the host by every backend with core's CPU kernel (integer work no GPU API
+   * has natively, e.g. 64-bit hashing); device backends read its inputs back and upload
+   * its outputs
+   */
+  readonly host?: boolean;
 }
 
 export function defineOp<const D extends OpDef>(def: D): D {

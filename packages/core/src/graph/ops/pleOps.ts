@@ -8,6 +8,7 @@ export const pleNgramIds = defineOp({
   inputs: [{ name: 'tokens', dtypes: ['i32'] }],
   outputs: [{ name: 'ids', dtypes: ['i32'] }],
   attrs: { ngramSize: 'int', headsPerNgram: 'int', vocabSizes: 'int[]', vocabSize: 'int', eosTokenId: 'int' },
+  host: true,
 });
 
 export const pleNgramEmbed = defineOp({

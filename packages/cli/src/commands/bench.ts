@@ -1,0 +1,314 @@
+// `hcsp bench`: the full-dimension HC mix (combine-norm, W_cat GEMM, scaled silu, up GEMM,
+// gated mean) of one layer at tp 1, timed on the WebGPU backend and on the CPU reference,
+// checked bit for bit between the two, and set against the machine's fp32 GEMM ceiling
+// (numpy's a @ b, OpenBLAS here) at the same two GEMM shapes.
+import { execFileSync } from 'node:child_process';
+import { loadavg } from 'node:os';
+import type { Command } from 'commander';
+import {
+  buildHcMix,
+  CpuBackend,
+  FLASH_NEXT,
+  GraphBuilder,
+  hcPrefix,
+  hcWeightSpecs,
+  Rng,
+  SyntheticWeightSource,
+  type Graph,
+  type ModelConfig,
+  type RunResult,
+  type Tensor,
+  type ValueId,
+} from '@hcsp/core';
+import { parseIntStrict } from '../parseArgs.ts';
+import { nodeProgress } from '../progress.ts';
+
+const BF16_BYTES = 2;
+const PREFIX = hcPrefix(0, 'attn');
+
+export interface BenchOptions {
+  tokens: number[];
+  reps: number;
+  cpuReps: number;
+  seed: number;
+  json: boolean;
+}
+
+/** Parses '1024,4096' into distinct token counts, each >= 1, naming the option on error. */
+export function parseTokenList(value: string, name = '--tokens'): number[] {
+  const parts = value.split(',');
+  const out = parts.map((p) => parseIntStrict(p, `${name} entry`, { min: 1, max: 1 << 20 }));
+  if (new Set(out).size !== out.length) throw new Error(`${name} ${JSON.stringify(value)} lists a token count twice`);
+  return out;
+}
+
+export function parseBenchOptions(raw: { tokens: string; reps: string; cpuReps: string; seed: string; json?: boolean }): BenchOptions {
+  return {
+    tokens: parseTokenList(raw.tokens),
+    reps: parseIntStrict(raw.reps, '--reps', { min: 1, max: 1000 }),
+    cpuReps: parseIntStrict(raw.cpuReps, '--cpu-reps', { min: 1, max: 1000 }),
+    seed: parseIntStrict(raw.seed, '--seed'),
+    json: raw.json === true,
+  };
+}
+
+/** The two GEMMs of the mix as [K, O] (y = x[T,K] w[O,K]^T): W_cat (r + n outputs), then up. */
+export function hcMixGemms(config: ModelConfig): [number, number][] {
+  const width = config.hc.count * config.hiddenSize;
+  return [
+    [width, config.hc.lowRank + config.hc.count],
+    [config.hc.lowRank, width],
+  ];
+}
+
+/** Flops counted: 2*T*K*O per GEMM (one multiply and one add per term); the elementwise ops are not counted. */
+export function hcMixFlops(config: ModelConfig, tokens: number): number {
+  return hcMixGemms(config).reduce((sum, [K, O]) => sum + 2 * tokens * K * O, 0);
+}
+
+/**
+ * Bytes counted: every tensor each op reads or writes, once, at its bf16 storage size (the
+ * compulsory traffic; re-reads from cache by a tiled kernel are not counted).
+ *   combine-norm: reads streams [T,nH] + norm weight [nH], writes streams out and normed [T,nH]
+ *   W_cat GEMM:   reads normed [T,nH] + W_cat [r+n,nH], writes d [T,r+n]
+ *   scaled silu:  reads d [T,r+n], writes gate [T,r] and raw [T,n]
+ *   up GEMM:      reads gate [T,r] + W_up [nH,r], writes up [T,nH]
+ *   gated mean:   reads up and normed [T,nH], writes x [T,H]
+ */
+export function hcMixBytes(config: ModelConfig, tokens: number): number {
+  const n = config.hc.count;
+  const h = config.hiddenSize;
+  const r = config.hc.lowRank;
+  const nh = n * h;
+  const T = tokens;
+  const elements =
+    T * nh + nh + 2 * T * nh + // combine-norm
+    T * nh + (r + n) * nh + T * (r + n) + // W_cat GEMM
+    T * (r + n) + T * r + T * n + // scaled silu
+    T * r + nh * r + T * nh + // up GEMM
+    2 * T * nh + T * h; // gated mean
+  return elements * BF16_BYTES;
+}
+
+export function median(values: number[]): number {
+  if (values.length === 0) throw new Error('median of no values');
+  const s = [...values].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+/** tp-1 graph: streams [T, nH] -> combine-norm + mix of layer 0's attention HC (with inject). */
+export function hcMixBenchGraph(config: ModelConfig, tokens: number): Graph {
+  const width = config.hc.count * config.hiddenSize;
+  const b = new GraphBuilder(1, { bench: 'hc mix', config: config.name, tokens });
+  const streams = b.input('streams', [tokens, width], 'bf16');
+  const mix = buildHcMix(b, { config, rank: 0, rows: tokens, prefix: PREFIX, scope: 'L0.attn_hc', layer: 0, contract: 'atom' }, streams, null, true);
+  b.markOutput(mix.x);
+  b.markOutput(mix.streams);
+  b.markOutput(mix.raw!);
+  return b.build();
+}
+
+/** null when every graph output has the same bits, else where the first difference is. */
+function firstDifference(graph: Graph, got: RunResult, want: RunResult): string | null {
+  for (const id of graph.outputs) {
+    const a = got.values.get(id);
+    const b = want.values.get(id);
+    if (!a || !b) return `output '${id}' is missing from the ${a ? 'cpu reference' : 'webgpu'} result`;
+    const da = a.data as Uint16Array;
+    const db = b.data as Uint16Array;
+    if (da.length !== db.length) return `output '${id}' has ${da.length} elements on webgpu, ${db.length} on the cpu reference`;
+    let diff = 0;
+    let first = -1;
+    for (let i = 0; i < da.length; i++) {
+      if (da[i] !== db[i]) {
+        if (first < 0) first = i;
+        diff++;
+      }
+    }
+    if (diff > 0) return `output '${id}': ${diff} of ${da.length} elements differ, first at ${first} (webgpu 0x${da[first].toString(16)}, cpu 0x${db[first].toString(16)})`;
+  }
+  return null;
+}
+
+export interface GemmCeiling {
+  /** GFLOP/s of the two GEMMs together (total flops / summed median times), or null */
+  gflops: number | null;
+  /** what measured it, or why it could not be measured */
+  note: string;
+}
+
+// numpy float32 a @ b at the mix's two shapes; median of reps; prints JSON seconds per shape.
+const CEILING_PY = `
+import json, sys, time
+import numpy as np
+T = int(sys.argv[1]); reps = int(sys.argv[2]); shapes = json.loads(sys.argv[3])
+rng = np.random.default_rng(0)
+out = []
+for K, O in shapes:
+    a = rng.standard_normal((T, K), dtype=np.float32)
+    b = rng.standard_normal((K, O), dtype=np.float32)
+    a @ b
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter(); a @ b; ts.append(time.perf_counter() - t0)
+    ts.sort()
+    out.append(ts[len(ts) // 2])
+cfg = np.show_config(mode='dicts') if hasattr(np, 'show_config') else {}
+blas = cfg.get('Build Dependencies', {}).get('blas', {}) if isinstance(cfg, dict) else {}
+print(json.dumps({'seconds': out, 'numpy': np.__version__, 'blas': f"{blas.get('name', '?')} {blas.get('version', '')}".strip()}))
+`;
+
+export function measureGemmCeiling(config: ModelConfig, tokens: number, reps: number): GemmCeiling {
+  const shapes = hcMixGemms(config);
+  let stdout: string;
+  try {
+    stdout = execFileSync('python3', ['-c', CEILING_PY, String(tokens), String(reps), JSON.stringify(shapes)], { encoding: 'utf8', timeout: 600_000, stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException & { stderr?: string };
+    const why = err.code === 'ENOENT' ? 'python3 is not installed' : (err.stderr?.trim().split('\n').at(-1) ?? err.message);
+    return { gflops: null, note: `unavailable: python3/numpy failed (${why})` };
+  }
+  const r = JSON.parse(stdout) as { seconds: number[]; numpy: string; blas: string };
+  const seconds = r.seconds.reduce((a, b) => a + b, 0);
+  return { gflops: hcMixFlops(config, tokens) / seconds / 1e9, note: `numpy ${r.numpy} (${r.blas}) float32 a @ b, median of ${reps}` };
+}
+
+export interface BenchRow {
+  tokens: number;
+  gflop: number;
+  gbytes: number;
+  webgpu: { seconds: number; reps: number[]; gflops: number; gbps: number };
+  cpuReference: { seconds: number; reps: number[]; gflops: number; gbps: number };
+  ceiling: GemmCeiling;
+  /** GFLOP/s ratios (>1: webgpu is faster) */
+  webgpuOverCpuReference: number;
+  webgpuOverCeiling: number | null;
+  bitExact: boolean;
+  mismatch: string | null;
+  /** 1-minute load average at the end of this T (the benchmark assumes an idle machine) */
+  load: number;
+}
+
+export interface BenchReport {
+  config: string;
+  adapter: string;
+  counted: { flops: string; bytes: string; time: string };
+  rows: BenchRow[];
+}
+
+function randomStreams(config: ModelConfig, tokens: number, seed: number): Tensor {
+  const width = config.hc.count * config.hiddenSize;
+  return { dtype: 'bf16', shape: [tokens, width], data: new Rng(seed).fillBf16Normal(tokens * width, 1) };
+}
+
+function say(line: string): void {
+  process.stderr.write(`bench: ${line}\n`);
+}
+
+async function timedRuns(label: string, times: number, run: (onNode: (d: number, t: number) => void) => Promise<RunResult> | RunResult): Promise<{ seconds: number[]; last: RunResult }> {
+  const seconds: number[] = [];
+  let last: RunResult | null = null;
+  for (let i = 0; i < times; i++) {
+    const progress = nodeProgress(`${label} ${i + 1}/${times}`);
+    const t0 = performance.now();
+    try {
+      last = await run(progress.onNode);
+    } finally {
+      progress.stop();
+    }
+    seconds.push((performance.now() - t0) / 1000);
+    say(`${label} ${i + 1}/${times}: ${seconds.at(-1)!.toFixed(2)} s`);
+  }
+  return { seconds, last: last! };
+}
+
+export async function runBench(opts: BenchOptions): Promise<BenchReport> {
+  const config = FLASH_NEXT;
+  const weights = new SyntheticWeightSource(hcWeightSpecs(config, PREFIX, true), opts.seed);
+  const { createWebGpuBackend } = await import('@hcsp/backend-webgpu');
+  say('starting the WebGPU backend');
+  const gpu = await createWebGpuBackend();
+  const rows: BenchRow[] = [];
+  try {
+    for (const T of opts.tokens) {
+      const graph = hcMixBenchGraph(config, T);
+      const feeds = new Map<ValueId, Tensor>([['streams', randomStreams(config, T, opts.seed + T)]]);
+      say(`T=${T}: webgpu warm-up (pipeline compile, not timed)`);
+      await gpu.run(graph, feeds, weights);
+      const g = await timedRuns(`T=${T} webgpu`, opts.reps, (onNode) => gpu.run(graph, feeds, weights, { onNode }));
+      const cpu = new CpuBackend();
+      const c = await timedRuns(`T=${T} cpu-reference`, opts.cpuReps, (onNode) => cpu.runSync(graph, feeds, weights, { onNode }));
+      say(`T=${T}: fp32 GEMM ceiling (numpy)`);
+      const ceiling = measureGemmCeiling(config, T, Math.max(3, opts.reps));
+      const mismatch = firstDifference(graph, g.last, c.last);
+      const flops = hcMixFlops(config, T);
+      const bytes = hcMixBytes(config, T);
+      const rate = (reps: number[]) => {
+        const s = median(reps);
+        return { seconds: s, reps, gflops: flops / s / 1e9, gbps: bytes / s / 1e9 };
+      };
+      const webgpu = rate(g.seconds);
+      const cpuReference = rate(c.seconds);
+      rows.push({
+        tokens: T,
+        gflop: flops / 1e9,
+        gbytes: bytes / 1e9,
+        webgpu,
+        cpuReference,
+        ceiling,
+        webgpuOverCpuReference: webgpu.gflops / cpuReference.gflops,
+        webgpuOverCeiling: ceiling.gflops === null ? null : webgpu.gflops / ceiling.gflops,
+        bitExact: mismatch === null,
+        mismatch,
+        load: loadavg()[0],
+      });
+    }
+  } finally {
+    await gpu.dispose();
+  }
+  return {
+    config: config.name,
+    adapter: gpu.describe(),
+    counted: {
+      flops: '2*T*K*O for the two GEMMs only: 2*T*(10240*324 + 320*10240); elementwise ops not counted',
+      bytes: 'each tensor every op reads or writes, once, at bf16 storage size (GEMM operands and outputs plus the combine-norm, scaled-silu and gated-mean tensors); cache re-reads not counted',
+      time: `wall time of backend.run (upload of the input and weights, all dispatches, readback of x, streams and raw), median of reps; webgpu after one untimed warm-up run`,
+    },
+    rows,
+  };
+}
+
+export function formatBenchReport(r: BenchReport): string {
+  const f = (v: number, d = 2) => v.toFixed(d);
+  const lines = [`hc mix bench: ${r.config}, tp 1, ${r.adapter}`, `flops: ${r.counted.flops}`, `bytes: ${r.counted.bytes}`, `time: ${r.counted.time}`];
+  for (const row of r.rows) {
+    lines.push(
+      `T=${row.tokens} (${f(row.gflop)} GFLOP, ${f(row.gbytes, 3)} GB; load ${f(row.load)} on this machine)`,
+      `  webgpu        ${f(row.webgpu.seconds, 3)} s  ${f(row.webgpu.gflops)} GFLOP/s  ${f(row.webgpu.gbps, 3)} GB/s  (median of ${row.webgpu.reps.length}: ${row.webgpu.reps.map((s) => f(s, 3)).join(' ')})`,
+      `  cpu-reference ${f(row.cpuReference.seconds, 3)} s  ${f(row.cpuReference.gflops)} GFLOP/s  ${f(row.cpuReference.gbps, 3)} GB/s  (${row.cpuReference.reps.length === 1 ? 'one rep' : `median of ${row.cpuReference.reps.length}`})`,
+      `  fp32 ceiling  ${row.ceiling.gflops === null ? '-' : `${f(row.ceiling.gflops)} GFLOP/s`}  (${row.ceiling.note})`,
+      `  webgpu/cpu-reference ${f(row.webgpuOverCpuReference, 3)}x   webgpu/ceiling ${row.webgpuOverCeiling === null ? 'unavailable' : `${f(row.webgpuOverCeiling, 4)}x`}`,
+      `  webgpu output vs cpu reference: ${row.bitExact ? 'bit-exact' : `DIFFERS: ${row.mismatch}`}`,
+    );
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+export function registerBench(program: Command): void {
+  program
+    .command('bench')
+    .description('time the full-dimension HC mix (flash-next, tp 1) on WebGPU and the CPU reference against the fp32 GEMM ceiling')
+    .option('--tokens <list>', 'comma-separated token counts', '1024,4096')
+    .option('--reps <n>', 'timed WebGPU runs per token count (median reported)', '3')
+    .option('--cpu-reps <n>', 'timed CPU-reference runs per token count (median reported)', '1')
+    .option('--seed <n>', 'seed of the input streams and synthetic weights', '0')
+    .option('--json', 'print one JSON object')
+    .action(async (raw: { tokens: string; reps: string; cpuReps: string; seed: string; json?: boolean }) => {
+      const opts = parseBenchOptions(raw);
+      const report = await runBench(opts);
+      process.stdout.write(opts.json ? `${JSON.stringify(report)}\n` : formatBenchReport(report));
+      const bad = report.rows.find((row) => !row.bitExact);
+      if (bad) throw new Error(`T=${bad.tokens}: webgpu output differs from the cpu reference: ${bad.mismatch}`);
+    });
+}

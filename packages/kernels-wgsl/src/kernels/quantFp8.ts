@@ -1,0 +1,406 @@
+// Per-token fp8 quantization (core/numerics/quant.ts, reference/kernels/quantKernels.ts),
+// bit-exact with the CPU reference on every input, subnormals and non-finite values included.
+//   quantFp8PerToken:  [amax + scale per row] -> [q per fp8 word]
+//   hcGatedMeanQuant:  [v = gated mean per element] -> [amax over fp32 v per row] -> [x = bf(v) and q per fp8 word]
+// Why the row scaling: SwiftShader flushes subnormal operands and results (DAZ/FTZ), while
+// the CPU divides (or multiplies) without flushing. Each row works in a copy scaled by 2^k,
+// k = -floor(log2 amax): x' = x 2^k and s' = s 2^k are built exactly from the bits (never
+// subnormal where it matters), and x'/s' (x' * inv', inv' = 1/s' = inv 2^-k) is the same real
+// number as the CPU's x/s (x * inv), so the one correctly rounded fp32 operation gives the
+// CPU's bits whenever they are normal; when they would be subnormal the fp8 result is a
+// signed zero either way. A subnormal scale is rounded with integer division (max = odd *
+// 2^p), the scale output is written as bits, and 1/s overflowing to inf, s = 0, inf and NaN
+// amax follow the IEEE outcomes of the CPU code (see rowQuant below).
+// The gated mean of hcGatedMeanQuant is plain fp32 WGSL arithmetic in the CPU's order, like
+// hcGatedMean's kernel; it differs from the CPU only where a product sig*normed, a partial
+// sum or v is a nonzero value below 2^-126 (or normed is a bf16 subnormal), which SwiftShader
+// flushes to zero.
+import type { KernelBinding, KernelDispatch, KernelPlan, KernelPlanner, TensorInfo } from '../kernelProgram.ts';
+import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
+import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
+import { type Fp8WgslFormat, fp8EncodeWgsl, fp8WgslFormat } from '../wgsl/fp8.wgsl.ts';
+import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
+import {
+  flatInvocation,
+  gridFor,
+  readInput,
+  readScratch,
+  requireDtype,
+  requireIntAttr,
+  requireTensor,
+  uniformWords,
+  writeOutput,
+  writeScratch,
+} from './planParts.ts';
+
+export type QuantStyle = 'divide' | 'reciprocal';
+
+/** u32 words of per-row quantization state in the row-state scratch: kind, k, s', inv'. */
+const ROW_STATE_WORDS = 4;
+const WG = 64;
+
+function styleOf(attrs: Record<string, unknown>, op: string): QuantStyle {
+  const s = attrs.style;
+  if (s !== 'divide' && s !== 'reciprocal') throw new Error(`${op}: style must be 'divide' or 'reciprocal', got '${String(s)}'`);
+  return s;
+}
+
+function shapeEq(t: TensorInfo, want: readonly number[], what: string): void {
+  if (t.shape.length !== want.length || t.shape.some((d, i) => d !== want[i])) {
+    throw new Error(`${what} is [${t.shape.join(',')}], expected [${want.join(',')}]`);
+  }
+}
+
+/**
+ * WGSL: the row state from the row's amax (|x| as fp32 bits, NaN flagged) and the quantization
+ * of one bf16 element with it. Kinds: FINITE (quotient = x'/s' or x'*inv'), NAN (amax NaN:
+ * every q is NaN), INF_SCALE (amax inf, s = inf: finite x -> signed 0, inf x -> NaN: x/inf,
+ * x*(1/inf)), INF_QUOTIENT (s rounded to 0, or 1/s overflowed: x != 0 -> +-max, 0 -> NaN).
+ */
+export function rowQuantWgsl(f: Fp8WgslFormat, style: QuantStyle): string {
+  const reciprocal = style === 'reciprocal';
+  return /* wgsl */ `${fp8EncodeWgsl(f.format)}
+const KIND_FINITE: u32 = 0u;
+const KIND_NAN: u32 = 1u;
+const KIND_INF_SCALE: u32 = 2u;
+const KIND_INF_QUOTIENT: u32 = 3u;
+struct RowQuant { kind: u32, k: i32, sp: f32, invp: f32, scaleBits: u32 }
+// 2^e for e in [-126, 127], exact
+fn quant_pow2(e: i32) -> f32 { return bitcast<f32>(u32(e + 127) << 23u); }
+
+fn row_quant(amaxBits: u32, amaxNaN: bool) -> RowQuant {
+  if (amaxNaN) { return RowQuant(KIND_NAN, 0, 1.0, 1.0, 0x7fc00000u); }
+  if (amaxBits == 0x7f800000u) { return RowQuant(KIND_INF_SCALE, 0, 1.0, 1.0, 0x7f800000u); }
+  // zero row: scale 1 (every x is +-0, quantized through the finite path)
+  if (amaxBits == 0u) { return RowQuant(KIND_FINITE, 0, 1.0, 1.0, 0x3f800000u); }
+  // amax = 1.frac * 2^e; ap = amax * 2^k in [1, 2), k = -e, built from the bits
+  let ef = amaxBits >> 23u;
+  var e: i32;
+  var frac: u32;
+  if (ef != 0u) {
+    e = i32(ef) - 127;
+    frac = amaxBits & 0x7fffffu;
+  } else {
+    let p = firstLeadingBit(amaxBits);
+    e = i32(p) - 149;
+    frac = (amaxBits << (23u - p)) & 0x7fffffu;
+  }
+  let k = -e;
+  let ap = bitcast<f32>(0x3f800000u | frac);
+  var kind = KIND_FINITE;
+  var sp = ap / FP8_MAX;
+  var scaleBits: u32;
+  if (i32(bitcast<u32>(sp) >> 23u) - 127 - k >= -126) {
+    // s = sp * 2^-k is normal: the same rounding, the exponent moved by k
+    scaleBits = bitcast<u32>(bitcast<i32>(bitcast<u32>(sp)) - k * 8388608);
+  } else {
+    // s is subnormal: s = n 2^-149, n = RNE(amax / max / 2^-149) = RNE(m 2^sh / odd)
+    let m = 0x800000u | frac;
+    let sh = 126 - k - FP8_MAX_POW2;
+    var num = m;
+    var den = FP8_MAX_ODD;
+    var n = 0u;
+    if (sh >= 0) { num = m << u32(sh); } else if (sh > -26) { den = FP8_MAX_ODD << u32(-sh); } else { den = 0u; }
+    // den = 0: m 2^sh / odd < 2^-2, n = 0
+    if (den != 0u) {
+      n = num / den;
+      let r = num - n * den;
+      if (2u * r > den || (2u * r == den && (n & 1u) == 1u)) { n = n + 1u; }
+    }
+    scaleBits = n;
+    if (n == 0u) {
+      kind = KIND_INF_QUOTIENT;
+      sp = 1.0;
+    } else {
+      sp = f32(n) * quant_pow2(k - 149);
+    }
+  }
+  var invp: f32 = 1.0;
+  ${
+    reciprocal
+      ? `// inv = fround(1/s) = invp * 2^k; inf when that exponent passes 127 (1/s is never subnormal)
+  if (kind == KIND_FINITE) {
+    invp = 1.0 / sp;
+    if (i32(bitcast<u32>(invp) >> 23u) - 127 + k > 127) { kind = KIND_INF_QUOTIENT; }
+  }`
+      : ''
+  }
+  return RowQuant(kind, k, sp, invp, scaleBits);
+}
+
+// fp8 bits of bf16 element x (bits b) in a row with state rq
+fn quant_bf16(b: u32, rq: RowQuant) -> u32 {
+  let mag = b & 0x7fffu;
+  let sgn = (b & 0x8000u) << 16u;
+  if (rq.kind == KIND_NAN || mag > 0x7f80u) { return FP8_NAN; }
+  if (rq.kind == KIND_INF_SCALE) {
+    if (mag == 0x7f80u) { return FP8_NAN; }
+    return f32_bits_to_fp8(sgn);
+  }
+  if (rq.kind == KIND_INF_QUOTIENT) {
+    if (mag == 0u) { return FP8_NAN; }
+    return f32_bits_to_fp8(sgn | 0x7f800000u);
+  }
+  if (mag == 0x7f80u) { return f32_bits_to_fp8(sgn | 0x7f800000u); }
+  // |x'| = |x| 2^k = m 2^xe exactly; below 2^-126 the quotient is under 2^-100 and
+  // quantizes to zero, so it is left at zero (s' and 1/inv' are at least 2^-10)
+  let ef = mag >> 7u;
+  var m = mag & 0x7fu;
+  if (ef != 0u) { m = m | 0x80u; }
+  let xe = i32(max(ef, 1u)) - 134 + rq.k;
+  var xp: f32 = 0.0;
+  if (xe >= -126) { xp = f32(m) * quant_pow2(xe); }
+  let r = ${reciprocal ? 'xp * rq.invp' : 'xp / rq.sp'};
+  return f32_bits_to_fp8(sgn | bitcast<u32>(r));
+}
+`;
+}
+
+// The row state scratch: written by the row pass, read by the element pass.
+const STORE_ROW_QUANT_WGSL = `
+fn store_row_quant(t: u32, rq: RowQuant) {
+  let b = t * ${ROW_STATE_WORDS}u;
+  rowState[b] = rq.kind;
+  rowState[b + 1u] = bitcast<u32>(rq.k);
+  rowState[b + 2u] = bitcast<u32>(rq.sp);
+  rowState[b + 3u] = bitcast<u32>(rq.invp);
+}`;
+const LOAD_ROW_QUANT_WGSL = `
+fn load_row_quant(t: u32) -> RowQuant {
+  let b = t * ${ROW_STATE_WORDS}u;
+  return RowQuant(rowState[b], bitcast<i32>(rowState[b + 1u]), bitcast<f32>(rowState[b + 2u]), bitcast<f32>(rowState[b + 3u]), 0u);
+}`;
+
+/** The row pass of quantFp8PerToken: amax over a bf16 row, the row state and the scale bits. */
+function bf16RowsWgsl(f: Fp8WgslFormat, style: QuantStyle): string {
+  const inv = flatInvocation(WG, 'u.groupsX');
+  return `${rowQuantWgsl(f, style)}
+struct U { rows: u32, cols: u32, groupsX: u32 }
+@group(0) @binding(0) var<storage, read> x: array<u32>;
+@group(0) @binding(1) var<storage, read_write> scale: array<u32>;
+@group(0) @binding(2) var<storage, read_write> rowState: array<u32>;
+@group(0) @binding(3) var<uniform> u: U;
+${STORE_ROW_QUANT_WGSL}
+@compute @workgroup_size(${WG})
+fn main(${inv.params}) {
+  ${inv.body}
+  if (inv >= u.rows) { return; }
+  // amax on the bits: |x| bits order as the values; any NaN makes the row NaN (torch.amax)
+  var amax = 0u;
+  var anyNaN = false;
+  let start = inv * u.cols;
+  for (var j = 0u; j < u.cols; j = j + 1u) {
+    let i = start + j;
+    let a = (x[i >> 1u] >> ((i & 1u) * 16u)) & 0x7fffu;
+    amax = max(amax, a);
+    anyNaN = anyNaN || a > 0x7f80u;
+  }
+  let rq = row_quant(amax << 16u, anyNaN);
+  scale[inv] = rq.scaleBits;
+  store_row_quant(inv, rq);
+}`;
+}
+
+/** The row pass of hcGatedMeanQuant: amax over the fp32 gated mean v (scratch). */
+function f32RowsWgsl(f: Fp8WgslFormat, style: QuantStyle): string {
+  const inv = flatInvocation(WG, 'u.groupsX');
+  return `${rowQuantWgsl(f, style)}
+struct U { rows: u32, cols: u32, groupsX: u32 }
+@group(0) @binding(0) var<storage, read> v: array<u32>;
+@group(0) @binding(1) var<storage, read_write> scale: array<u32>;
+@group(0) @binding(2) var<storage, read_write> rowState: array<u32>;
+@group(0) @binding(3) var<uniform> u: U;
+${STORE_ROW_QUANT_WGSL}
+@compute @workgroup_size(${WG})
+fn main(${inv.params}) {
+  ${inv.body}
+  if (inv >= u.rows) { return; }
+  var amax = 0u;
+  var anyNaN = false;
+  let start = inv * u.cols;
+  for (var j = 0u; j < u.cols; j = j + 1u) {
+    let a = v[start + j] & 0x7fffffffu;
+    amax = max(amax, a);
+    anyNaN = anyNaN || a > 0x7f800000u;
+  }
+  let rq = row_quant(amax, anyNaN);
+  scale[inv] = rq.scaleBits;
+  store_row_quant(inv, rq);
+}`;
+}
+
+/**
+ * The element pass: one invocation per fp8 output word (elements 4w..4w+3, rows looked up
+ * per element since a word can straddle rows). The bf16 source is x (quantFp8PerToken) or
+ * bf(v) from the v scratch (hcGatedMeanQuant, which also writes those bf16 words of x).
+ */
+function elementsWgsl(f: Fp8WgslFormat, style: QuantStyle, source: 'bf16' | 'gatedMean'): string {
+  const inv = flatInvocation(WG, 'u.groupsX');
+  const fused = source === 'gatedMean';
+  const decl = fused
+    ? `@group(0) @binding(0) var<storage, read> v: array<u32>;
+@group(0) @binding(1) var<storage, read> rowState: array<u32>;
+@group(0) @binding(2) var<storage, read_write> xOut: array<u32>;
+@group(0) @binding(3) var<storage, read_write> q: array<u32>;
+@group(0) @binding(4) var<uniform> u: U;
+fn elem_bits(i: u32) -> u32 { return f32_to_bf16(bitcast<f32>(v[i])); }`
+    : `@group(0) @binding(0) var<storage, read> x: array<u32>;
+@group(0) @binding(1) var<storage, read> rowState: array<u32>;
+@group(0) @binding(2) var<storage, read_write> q: array<u32>;
+@group(0) @binding(3) var<uniform> u: U;
+fn elem_bits(i: u32) -> u32 { return (x[i >> 1u] >> ((i & 1u) * 16u)) & 0xffffu; }`;
+  const writeX = fused
+    ? `
+  // the x words 2w and 2w+1 hold exactly this word's four elements
+  for (var h = 0u; h < 2u; h = h + 1u) {
+    let wx = 2u * inv + h;
+    if (2u * wx < u.n) { xOut[wx] = bits[2u * h] | (bits[2u * h + 1u] << 16u); }
+  }`
+    : '';
+  return `${BF16_WGSL}${rowQuantWgsl(f, style)}
+struct U { n: u32, cols: u32, words: u32, groupsX: u32 }
+${decl}
+${LOAD_ROW_QUANT_WGSL}
+@compute @workgroup_size(${WG})
+fn main(${inv.params}) {
+  ${inv.body}
+  if (inv >= u.words) { return; }
+  var bits = array<u32, 4>(0u, 0u, 0u, 0u);
+  var word = 0u;
+  for (var c = 0u; c < 4u; c = c + 1u) {
+    let i = 4u * inv + c;
+    if (i < u.n) {
+      bits[c] = elem_bits(i);
+      word = word | (quant_bf16(bits[c], load_row_quant(i / u.cols)) << (8u * c));
+    }
+  }
+  q[inv] = word;${writeX}
+}`;
+}
+
+/** hcGatedMeanQuant's first pass: v[t, j] = fround(acc / n), acc over the n streams in order. */
+const GATED_MEAN_WGSL = `${FP32_MATH_WGSL}
+struct U { count: u32, h: u32, n: u32, groupsX: u32 }
+@group(0) @binding(0) var<storage, read> up: array<u32>;
+@group(0) @binding(1) var<storage, read> normed: array<u32>;
+@group(0) @binding(2) var<storage, read_write> v: array<u32>;
+@group(0) @binding(3) var<uniform> u: U;
+${bf16Element('up')}
+${bf16Element('normed')}
+@compute @workgroup_size(${WG})
+fn main(${flatInvocation(WG, 'u.groupsX').params}) {
+  ${flatInvocation(WG, 'u.groupsX').body}
+  if (inv >= u.count) { return; }
+  let t = inv / u.h;
+  let base = t * u.n * u.h + inv % u.h;
+  var acc: f32 = 0.0;
+  for (var s = 0u; s < u.n; s = s + 1u) {
+    let k = base + s * u.h;
+    // a plain product then sum: SwiftShader keeps them unfused, as the CPU rounds each
+    let p = sigmoid_f32(up_f32(k)) * normed_f32(k);
+    acc = acc + p;
+  }
+  v[inv] = bitcast<u32>(acc / f32(u.n));
+}`;
+
+function rowDispatch(key: string, wgsl: string, source: KernelBinding, scalePort: number, rows: number, cols: number): KernelDispatch {
+  const grid = gridFor(rows, WG);
+  return {
+    key,
+    wgsl,
+    bindings: [source, writeOutput(scalePort), writeScratch('rowState')],
+    uniforms: uniformWords([rows, cols, grid.groupsX]),
+    workgroups: grid.workgroups,
+  };
+}
+
+function elementDispatch(key: string, wgsl: string, bindings: KernelDispatch['bindings'], n: number, cols: number): KernelDispatch {
+  const words = Math.ceil(n / 4);
+  const grid = gridFor(words, WG);
+  return { key, wgsl, bindings, uniforms: uniformWords([n, cols, words, grid.groupsX]), workgroups: grid.workgroups };
+}
+
+export const quantFp8PerTokenPlanner: KernelPlanner = (inputs, outputs, attrs): KernelPlan => {
+  const op = 'quantFp8PerToken';
+  const f = fp8WgslFormat(attrs.format, op);
+  const style = styleOf(attrs, op);
+  const x = requireTensor(inputs[0], `${op}: input x`);
+  const q = requireTensor(outputs[0], `${op}: output q`);
+  const scale = requireTensor(outputs[1], `${op}: output scale`);
+  requireDtype(x, ['bf16'], `${op}: x`);
+  requireDtype(q, [f.dtype], `${op}: q (format '${f.format}')`);
+  requireDtype(scale, ['f32'], `${op}: scale`);
+  if (x.shape.length !== 2) throw new Error(`${op}: x must be [rows, cols], got [${x.shape.join(',')}]`);
+  const [rows, cols] = x.shape;
+  if (cols < 1) throw new Error(`${op}: x has ${cols} columns, expected at least 1`);
+  shapeEq(q, [rows, cols], `${op}: q`);
+  shapeEq(scale, [rows], `${op}: scale`);
+  if (rows === 0) return { scratch: [], dispatches: [] };
+  const tag = `${f.format}-${style}`;
+  return {
+    scratch: [{ name: 'rowState', words: rows * ROW_STATE_WORDS }],
+    dispatches: [
+      rowDispatch(`quantFp8PerToken-rows-${tag}`, bf16RowsWgsl(f, style), readInput(0), 1, rows, cols),
+      elementDispatch(
+        `quantFp8PerToken-elements-${tag}`,
+        elementsWgsl(f, style, 'bf16'),
+        [readInput(0), readScratch('rowState'), writeOutput(0)],
+        rows * cols,
+        cols,
+      ),
+    ],
+  };
+};
+
+export const hcGatedMeanQuantPlanner: KernelPlanner = (inputs, outputs, attrs): KernelPlan => {
+  const op = 'hcGatedMeanQuant';
+  const f = fp8WgslFormat(attrs.format, op);
+  const style = styleOf(attrs, op);
+  const n = requireIntAttr(attrs, 'streams', op, 1);
+  const up = requireTensor(inputs[0], `${op}: input up`);
+  const normed = requireTensor(inputs[1], `${op}: input normed`);
+  const x = requireTensor(outputs[0], `${op}: output x`);
+  const q = requireTensor(outputs[1], `${op}: output q`);
+  const scale = requireTensor(outputs[2], `${op}: output scale`);
+  requireDtype(up, ['bf16'], `${op}: up`);
+  requireDtype(normed, ['bf16'], `${op}: normed`);
+  requireDtype(x, ['bf16'], `${op}: x`);
+  requireDtype(q, [f.dtype], `${op}: q (format '${f.format}')`);
+  requireDtype(scale, ['f32'], `${op}: scale`);
+  if (normed.shape.length !== 2 || normed.shape[1] % n !== 0 || normed.shape[1] === 0) {
+    throw new Error(`${op}: normed must be [rows, ${n}*H] with H >= 1, got [${normed.shape.join(',')}]`);
+  }
+  shapeEq(up, normed.shape, `${op}: up`);
+  const [rows, width] = normed.shape;
+  const h = width / n;
+  shapeEq(x, [rows, h], `${op}: x`);
+  shapeEq(q, [rows, h], `${op}: q`);
+  shapeEq(scale, [rows], `${op}: scale`);
+  if (rows === 0) return { scratch: [], dispatches: [] };
+  const count = rows * h;
+  const gm = gridFor(count, WG);
+  const tag = `${f.format}-${style}`;
+  return {
+    scratch: [
+      { name: 'v', words: count },
+      { name: 'rowState', words: rows * ROW_STATE_WORDS },
+    ],
+    dispatches: [
+      {
+        key: 'hcGatedMeanQuant-mean',
+        wgsl: GATED_MEAN_WGSL,
+        bindings: [readInput(0), readInput(1), writeScratch('v')],
+        uniforms: uniformWords([count, h, n, gm.groupsX]),
+        workgroups: gm.workgroups,
+      },
+      rowDispatch(`hcGatedMeanQuant-rows-${tag}`, f32RowsWgsl(f, style), readScratch('v'), 2, rows, h),
+      elementDispatch(
+        `hcGatedMeanQuant-elements-${tag}`,
+        elementsWgsl(f, style, 'gatedMean'),
+        [readScratch('v'), readScratch('rowState'), writeOutput(0), writeOutput(1)],
+        count,
+        h,
+      ),
+    ],
+  };
+};

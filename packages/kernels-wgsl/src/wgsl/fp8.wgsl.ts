@@ -1,0 +1,82 @@
+// fp32 -> fp8 E4M3 (e4m3fn or e4m3fnuz) in WGSL, the saturating RNE conversion of
+// core/numerics/fp8.ts f32ToFp8 done entirely with integer operations on the fp32 bits, so
+// SwiftShader's subnormal flushing (DAZ) never touches it: NaN -> the format's NaN, |x|
+// (inf included) clamped to max, exponent raised to the smallest normal fp8 exponent so
+// subnormals share one grid of step 2^(e-3), q = RNE(a * 2^(3-e)), magnitude = (e-eMin)*8+q.
+// The format constants are mirrored from core's FP8_FORMATS (the test checks they agree).
+
+export type Fp8Format = 'e4m3fn' | 'e4m3fnuz';
+
+export interface Fp8WgslFormat {
+  readonly format: Fp8Format;
+  /** the tensor dtype that stores the format */
+  readonly dtype: 'fp8e4m3fn' | 'fp8e4m3fnuz';
+  readonly bias: number;
+  /** largest finite value, = maxOdd * 2^maxPow2 (the scale's subnormal path divides by maxOdd in integers) */
+  readonly max: number;
+  readonly maxOdd: number;
+  readonly maxPow2: number;
+  readonly nanBits: number;
+  readonly hasNegativeZero: boolean;
+}
+
+export const FP8_WGSL_FORMATS: Readonly<Record<Fp8Format, Fp8WgslFormat>> = {
+  e4m3fn: { format: 'e4m3fn', dtype: 'fp8e4m3fn', bias: 7, max: 448, maxOdd: 7, maxPow2: 6, nanBits: 0x7f, hasNegativeZero: true },
+  e4m3fnuz: { format: 'e4m3fnuz', dtype: 'fp8e4m3fnuz', bias: 8, max: 240, maxOdd: 15, maxPow2: 4, nanBits: 0x80, hasNegativeZero: false },
+};
+
+/** The format named by an op's `format` attribute; throws naming a bad value. */
+export function fp8WgslFormat(format: unknown, op: string): Fp8WgslFormat {
+  const info = typeof format === 'string' ? (FP8_WGSL_FORMATS as Record<string, Fp8WgslFormat | undefined>)[format] : undefined;
+  if (!info) throw new Error(`${op}: format must be 'e4m3fn' or 'e4m3fnuz', got '${String(format)}'`);
+  return info;
+}
+
+/** The fp32 bit pattern of a value that is exactly an fp32. */
+export function f32Bits(x: number): number {
+  const view = new DataView(new ArrayBuffer(4));
+  view.setFloat32(0, x);
+  return view.getUint32(0);
+}
+
+/**
+ * WGSL constants FP8_MAX (f32), FP8_MAX_BITS, FP8_MAX_ODD, FP8_MAX_POW2, FP8_NAN and
+ * `fn f32_bits_to_fp8(u: u32) -> u32` (fp8 bits in the low byte) for one format.
+ */
+export function fp8EncodeWgsl(format: Fp8Format): string {
+  const f = FP8_WGSL_FORMATS[format];
+  const maxBits = `0x${f32Bits(f.max).toString(16)}u`;
+  const negativeZero = f.hasNegativeZero ? '' : '\n  if (magnitude == 0u) { return 0u; }';
+  return /* wgsl */ `
+const FP8_MAX_BITS: u32 = ${maxBits};
+const FP8_MAX: f32 = bitcast<f32>(${maxBits});
+const FP8_MAX_ODD: u32 = ${f.maxOdd}u;
+const FP8_MAX_POW2: i32 = ${f.maxPow2};
+const FP8_NAN: u32 = 0x${f.nanBits.toString(16)}u;
+const FP8_EMIN: i32 = ${1 - f.bias};
+fn f32_bits_to_fp8(u: u32) -> u32 {
+  let absBits = u & 0x7fffffffu;
+  if (absBits > 0x7f800000u) { return FP8_NAN; }
+  // bit order is value order for non-negative floats: this is min(|x|, max), inf included
+  let a = min(absBits, FP8_MAX_BITS);
+  let ef = a >> 23u;
+  var m = a & 0x7fffffu;
+  if (ef != 0u) { m = m | 0x800000u; }
+  // a = m * 2^(max(ef,1) - 150); e = its exponent (fp32 subnormals read as -127), at least eMin
+  let e = max(i32(ef) - 127, FP8_EMIN);
+  // q = RNE(a * 2^(3-e)) = RNE(m / 2^sh), sh >= 20; sh > 24 leaves less than half
+  let sh = u32(147 + e - i32(max(ef, 1u)));
+  var q = 0u;
+  if (sh <= 24u) {
+    q = m >> sh;
+    let rem = m & ((1u << sh) - 1u);
+    let half = 1u << (sh - 1u);
+    if (rem > half || (rem == half && (q & 1u) == 1u)) { q = q + 1u; }
+  }
+  // q = 16 carries into the next exponent and this formula still holds
+  let magnitude = u32((e - FP8_EMIN) * 8) + q;
+  if ((u >> 31u) == 0u) { return magnitude; }${negativeZero}
+  return 0x80u | magnitude;
+}
+`;
+}
