@@ -14,6 +14,7 @@ import { hcCombineNormPlanner } from './kernels/hcCombineNorm.ts';
 import { linearPlanner } from './kernels/linear.ts';
 import { allReducePlanner, reduceScatterPlanner } from './kernels/reduceCollectives.ts';
 import { MOE_PLE_WGSL_KERNELS } from './kernels/moePleKernels.ts';
+import { QUANT_WGSL_KERNELS } from './kernels/quantKernels.ts';
 import { GDN_ATTENTION_WGSL_KERNELS } from './kernels/subLayerKernels.ts';
 
 export * from './kernelProgram.ts';
@@ -37,4 +38,5 @@ export const WGSL_KERNELS: Record<string, KernelPlanner> = {
   allGather: allGatherPlanner,
   ...GDN_ATTENTION_WGSL_KERNELS,
   ...MOE_PLE_WGSL_KERNELS,
+  ...QUANT_WGSL_KERNELS,
 };

@@ -2,11 +2,10 @@
 // ([T,10240] x [10240,324]^T and [T,320] x [320,10240]^T), checking sampled outputs
 // against a sequential-k fp32 sum. Usage:
 //   npx tsx packages/kernels-wgsl/src/harness/benchLinear.ts [T] [reps] [r4c4w4cols-vec4u1 ...]
-// Prints the median and the best rep of each variant, the 1-minute load average, and the CPU
-// seconds Chromium's GPU process (where SwiftShader runs) spent on the reps: on a shared,
-// overloaded machine wall time swings 2x, CPU time much less, so variants are compared by
-// GFLOP per CPU-second (x2 = what both cores would give if the kernel had them to itself).
-import { readdirSync, readFileSync } from 'node:fs';
+// Variants run interleaved, one rep each per round (A B C A B C ...), so that a change in
+// the machine's load hits all of them alike; it prints each variant's median time and its
+// median per-round speed relative to the first variant, with the 1-minute load average; on
+// a loaded machine the best rep is the closest to the uncontended speed.
 import { loadavg } from 'node:os';
 import { bf16ToF32, f32ToBf16 } from '../../../core/src/numerics/bf16.ts';
 import { DEFAULT_LINEAR_TILING, planLinear, tilingName, type LinearTiling } from '../kernels/linear.ts';
@@ -39,48 +38,19 @@ function randomBf16Words(n: number, seed: number): Uint32Array {
   return out;
 }
 
-const CLOCK_TICKS_PER_S = 100;
-
-function procStat(pid: string): { ppid: string; cpuTicks: number } | null {
-  try {
-    // fields after the ')' that ends the command name: state ppid ... utime(14) stime(15)
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return { ppid: f[1], cpuTicks: Number(f[11]) + Number(f[12]) };
-  } catch {
-    return null; // the process ended between readdir and read
-  }
-}
-
-/** CPU seconds so far of the GPU processes among this process's descendants. */
-function gpuProcessCpuSeconds(): number {
-  const parent = new Map<string, string>();
-  const ticks = new Map<string, number>();
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    const st = procStat(pid);
-    if (st) {
-      parent.set(pid, st.ppid);
-      ticks.set(pid, st.cpuTicks);
-    }
-  }
-  const mine = (pid: string): boolean => {
-    for (let p: string | undefined = pid; p && p !== '0'; p = parent.get(p)) if (p === String(process.pid)) return true;
-    return false;
-  };
-  let total = 0;
-  for (const [pid, t] of ticks) {
-    if (!mine(pid)) continue;
-    let cmd = '';
-    try {
-      cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    } catch {
-      continue;
-    }
-    if (cmd.includes('--type=gpu-process')) total += t;
-  }
-  return total / CLOCK_TICKS_PER_S;
-}
-
 const elem = (words: Uint32Array, i: number) => bf16ToF32((words[i >> 1] >>> ((i & 1) * 16)) & 0xffff);
+
+/** 64 sampled outputs against a sequential-k fp32 sum rounded to bf16. */
+function checkSamples(x: Uint32Array, w: Uint32Array, y: Uint32Array, T: number, K: number, O: number): void {
+  for (let s = 0; s < 64; s++) {
+    const t = (s * 7919) % T;
+    const o = (s * 104729) % O;
+    let acc = 0;
+    for (let k = 0; k < K; k++) acc = Math.fround(acc + elem(x, t * K + k) * elem(w, o * K + k));
+    const got = (y[(t * O + o) >> 1] >>> (((t * O + o) & 1) * 16)) & 0xffff;
+    if (got !== f32ToBf16(acc)) throw new Error(`benchLinear: y[${t},${o}] = ${got} differs from ${f32ToBf16(acc)}`);
+  }
+}
 
 const T = Number(process.argv[2] ?? 1024);
 const reps = Number(process.argv[3] ?? 2);
@@ -93,32 +63,27 @@ try {
   ]) {
     const x = randomBf16Words(T * K, 1 + K);
     const w = randomBf16Words(O * K, 2 + O);
-    for (const tl of tilings) {
-      const plan = planLinear(
-        [{ shape: [T, K], dtype: 'bf16' }, { shape: [O, K], dtype: 'bf16' }],
-        [{ shape: [T, O], dtype: 'bf16' }],
-        tl,
-      );
-      // CPU of the reps = CPU(warm-up + reps) - CPU(warm-up alone): uploads, compile and readback cancel
-      const c0 = gpuProcessCpuSeconds();
-      await gpu.runPlan(plan, [x, w], [(T * O) / 2], 1);
-      const c1 = gpuProcessCpuSeconds();
-      const run = await gpu.runPlan(plan, [x, w], [(T * O) / 2], reps + 1);
-      const cpuPerRep = (gpuProcessCpuSeconds() - c1 - (c1 - c0)) / reps;
-      run.seconds.shift();
-      for (let s = 0; s < 64; s++) {
-        const t = (s * 7919) % T;
-        const o = (s * 104729) % O;
-        let acc = 0;
-        for (let k = 0; k < K; k++) acc = Math.fround(acc + elem(x, t * K + k) * elem(w, o * K + k));
-        const got = (run.outputs[0][(t * O + o) >> 1] >>> (((t * O + o) & 1) * 16)) & 0xffff;
-        if (got !== f32ToBf16(acc)) throw new Error(`benchLinear: y[${t},${o}] = ${got} differs from ${f32ToBf16(acc)}`);
+    const plans = tilings.map((tl) =>
+      planLinear([{ shape: [T, K], dtype: 'bf16' }, { shape: [O, K], dtype: 'bf16' }], [{ shape: [T, O], dtype: 'bf16' }], tl),
+    );
+    const seconds: number[][] = plans.map(() => []);
+    for (let round = -1; round < reps; round++) {
+      for (let v = 0; v < plans.length; v++) {
+        const run = await gpu.runPlan(plans[v], [x, w], [(T * O) / 2], 1);
+        if (round < 0) {
+          checkSamples(x, w, run.outputs[0], T, K, O); // the warm-up round (pipeline compile) is not timed
+        } else {
+          seconds[v].push(run.seconds[0]);
+        }
       }
-      const med = median(run.seconds);
-      const gflops = (s: number) => ((2 * T * K * O) / s / 1e9).toFixed(2);
+    }
+    const load = loadavg()[0].toFixed(2);
+    for (let v = 0; v < plans.length; v++) {
+      const med = median(seconds[v]);
+      const vsFirst = median(seconds[v].map((s, i) => seconds[0][i] / s));
       console.log(
-        `T=${T} K=${K} O=${O} ${plan.dispatches.at(-1)!.key}: median ${med.toFixed(3)} s ${gflops(med)} GFLOP/s, ` +
-          `best ${gflops(Math.min(...run.seconds))}, per CPU-s x2 ${gflops(cpuPerRep / 2)}, load ${loadavg()[0].toFixed(2)} (reps ${run.seconds.map((v) => v.toFixed(3)).join(' ')})`,
+        `T=${T} K=${K} O=${O} ${plans[v].dispatches.at(-1)!.key}: median ${med.toFixed(3)} s ${((2 * T * K * O) / med / 1e9).toFixed(2)} GFLOP/s, best ${((2 * T * K * O) / Math.min(...seconds[v]) / 1e9).toFixed(2)}, ` +
+          `x${vsFirst.toFixed(2)} vs first, load ${load} (reps ${seconds[v].map((s) => s.toFixed(3)).join(' ')})`,
       );
     }
   }

@@ -18,7 +18,7 @@
 import type { KernelBinding, KernelDispatch, KernelPlan, KernelPlanner, TensorInfo } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
-import { type Fp8WgslFormat, fp8EncodeWgsl, fp8WgslFormat } from '../wgsl/fp8.wgsl.ts';
+import { type Fp8WgslFormat, f32Bits, fp8EncodeWgsl, fp8WgslFormat } from '../wgsl/fp8.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
 import {
   flatInvocation,
@@ -68,7 +68,9 @@ struct RowQuant { kind: u32, k: i32, sp: f32, invp: f32, scaleBits: u32 }
 // 2^e for e in [-126, 127], exact
 fn quant_pow2(e: i32) -> f32 { return bitcast<f32>(u32(e + 127) << 23u); }
 
-fn row_quant(amaxBits: u32, amaxNaN: bool) -> RowQuant {
+// fp8Max must be a run-time value (a uniform): SwiftShader turns a division by a constant
+// into a multiplication by its rounded reciprocal, which is off by an ulp (measured)
+fn row_quant(amaxBits: u32, amaxNaN: bool, fp8Max: f32) -> RowQuant {
   if (amaxNaN) { return RowQuant(KIND_NAN, 0, 1.0, 1.0, 0x7fc00000u); }
   if (amaxBits == 0x7f800000u) { return RowQuant(KIND_INF_SCALE, 0, 1.0, 1.0, 0x7f800000u); }
   // zero row: scale 1 (every x is +-0, quantized through the finite path)
@@ -88,7 +90,7 @@ fn row_quant(amaxBits: u32, amaxNaN: bool) -> RowQuant {
   let k = -e;
   let ap = bitcast<f32>(0x3f800000u | frac);
   var kind = KIND_FINITE;
-  var sp = ap / FP8_MAX;
+  var sp = ap / fp8Max;
   var scaleBits: u32;
   if (i32(bitcast<u32>(sp) >> 23u) - 127 - k >= -126) {
     // s = sp * 2^-k is normal: the same rounding, the exponent moved by k
@@ -175,7 +177,7 @@ fn load_row_quant(t: u32) -> RowQuant {
 function bf16RowsWgsl(f: Fp8WgslFormat, style: QuantStyle): string {
   const inv = flatInvocation(WG, 'u.groupsX');
   return `${rowQuantWgsl(f, style)}
-struct U { rows: u32, cols: u32, groupsX: u32 }
+struct U { rows: u32, cols: u32, groupsX: u32, fp8MaxBits: u32 }
 @group(0) @binding(0) var<storage, read> x: array<u32>;
 @group(0) @binding(1) var<storage, read_write> scale: array<u32>;
 @group(0) @binding(2) var<storage, read_write> rowState: array<u32>;
@@ -195,7 +197,7 @@ fn main(${inv.params}) {
     amax = max(amax, a);
     anyNaN = anyNaN || a > 0x7f80u;
   }
-  let rq = row_quant(amax << 16u, anyNaN);
+  let rq = row_quant(amax << 16u, anyNaN, bitcast<f32>(u.fp8MaxBits));
   scale[inv] = rq.scaleBits;
   store_row_quant(inv, rq);
 }`;
@@ -205,7 +207,7 @@ fn main(${inv.params}) {
 function f32RowsWgsl(f: Fp8WgslFormat, style: QuantStyle): string {
   const inv = flatInvocation(WG, 'u.groupsX');
   return `${rowQuantWgsl(f, style)}
-struct U { rows: u32, cols: u32, groupsX: u32 }
+struct U { rows: u32, cols: u32, groupsX: u32, fp8MaxBits: u32 }
 @group(0) @binding(0) var<storage, read> v: array<u32>;
 @group(0) @binding(1) var<storage, read_write> scale: array<u32>;
 @group(0) @binding(2) var<storage, read_write> rowState: array<u32>;
@@ -223,7 +225,7 @@ fn main(${inv.params}) {
     amax = max(amax, a);
     anyNaN = anyNaN || a > 0x7f800000u;
   }
-  let rq = row_quant(amax, anyNaN);
+  let rq = row_quant(amax, anyNaN, bitcast<f32>(u.fp8MaxBits));
   scale[inv] = rq.scaleBits;
   store_row_quant(inv, rq);
 }`;
@@ -303,13 +305,21 @@ fn main(${flatInvocation(WG, 'u.groupsX').params}) {
   v[inv] = bitcast<u32>(acc / f32(u.n));
 }`;
 
-function rowDispatch(key: string, wgsl: string, source: KernelBinding, scalePort: number, rows: number, cols: number): KernelDispatch {
+function rowDispatch(
+  key: string,
+  wgsl: string,
+  source: KernelBinding,
+  scalePort: number,
+  rows: number,
+  cols: number,
+  f: Fp8WgslFormat,
+): KernelDispatch {
   const grid = gridFor(rows, WG);
   return {
     key,
     wgsl,
     bindings: [source, writeOutput(scalePort), writeScratch('rowState')],
-    uniforms: uniformWords([rows, cols, grid.groupsX]),
+    uniforms: uniformWords([rows, cols, grid.groupsX, f32Bits(f.max)]),
     workgroups: grid.workgroups,
   };
 }
@@ -340,7 +350,7 @@ export const quantFp8PerTokenPlanner: KernelPlanner = (inputs, outputs, attrs): 
   return {
     scratch: [{ name: 'rowState', words: rows * ROW_STATE_WORDS }],
     dispatches: [
-      rowDispatch(`quantFp8PerToken-rows-${tag}`, bf16RowsWgsl(f, style), readInput(0), 1, rows, cols),
+      rowDispatch(`quantFp8PerToken-rows-${tag}`, bf16RowsWgsl(f, style), readInput(0), 1, rows, cols, f),
       elementDispatch(
         `quantFp8PerToken-elements-${tag}`,
         elementsWgsl(f, style, 'bf16'),
@@ -393,7 +403,7 @@ export const hcGatedMeanQuantPlanner: KernelPlanner = (inputs, outputs, attrs): 
         uniforms: uniformWords([count, h, n, gm.groupsX]),
         workgroups: gm.workgroups,
       },
-      rowDispatch(`hcGatedMeanQuant-rows-${tag}`, f32RowsWgsl(f, style), readScratch('v'), 2, rows, h),
+      rowDispatch(`hcGatedMeanQuant-rows-${tag}`, f32RowsWgsl(f, style), readScratch('v'), 2, rows, h, f),
       elementDispatch(
         `hcGatedMeanQuant-elements-${tag}`,
         elementsWgsl(f, style, 'gatedMean'),

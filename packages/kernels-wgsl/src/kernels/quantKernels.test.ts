@@ -7,7 +7,7 @@ import { quantKernels } from '../../../core/src/reference/kernels/quantKernels.t
 import type { Tensor } from '../../../core/src/tensor/tensor.ts';
 import { launchChromiumGpu, type ChromiumGpu } from '../harness/chromiumGpu.ts';
 import type { KernelPlan, TensorInfo } from '../kernelProgram.ts';
-import { FP8_WGSL_FORMATS, type Fp8Format, fp8EncodeWgsl } from '../wgsl/fp8.wgsl.ts';
+import { FP8_WGSL_FORMATS, type Fp8Format, f32Bits, fp8EncodeWgsl } from '../wgsl/fp8.wgsl.ts';
 import { type QuantStyle, rowQuantWgsl } from './quantFp8.ts';
 import { QUANT_WGSL_KERNELS } from './quantKernels.ts';
 
@@ -32,9 +32,11 @@ afterAll(async () => {
   await gpu?.close();
 });
 
-/** A one-dispatch plan: out[i] = expr over input words a[i], b[i] (one invocation per i). */
-function pairPlan(key: string, helpers: string, expr: string, n: number): KernelPlan {
+/** A one-dispatch plan: out[i] = expr over input words a[i], b[i] and uniform u.w0 (one invocation per i). */
+function pairPlan(key: string, helpers: string, expr: string, n: number, w0 = 0): KernelPlan {
   const wgsl = `${helpers}
+struct U { w0: u32 }
+@group(0) @binding(3) var<uniform> u: U;
 @group(0) @binding(0) var<storage, read> a: array<u32>;
 @group(0) @binding(1) var<storage, read> b: array<u32>;
 @group(0) @binding(2) var<storage, read_write> y: array<u32>;
@@ -54,7 +56,7 @@ function pairPlan(key: string, helpers: string, expr: string, n: number): Kernel
           { target: { kind: 'input', port: 1 }, access: 'read' },
           { target: { kind: 'output', port: 0 }, access: 'read_write' },
         ],
-        uniforms: new Uint32Array(0),
+        uniforms: new Uint32Array([w0, 0, 0, 0]),
         workgroups: [Math.min(groups, 16384), Math.ceil(groups / 16384), 1],
       },
     ],
@@ -108,7 +110,7 @@ describe('fp8.wgsl', () => {
           x[i] = (bitsOf(rng.int(0, 2) ? -v : v) + rng.int(-1, 2)) >>> 0;
         }
       }
-      const plan = pairPlan(`test-fp8-${format}`, fp8EncodeWgsl(format), 'y[i] = f32_bits_to_fp8(a[i]);', n);
+      const plan = pairPlan(`test-fp8-${format}`, fp8EncodeWgsl(format), 'y[i] = f32_bits_to_fp8(a[i]) | (b[i] & u.w0);', n);
       const { outputs } = await gpu.runPlan(plan, [x, x], [n]);
       const want = new Uint32Array(n);
       for (let i = 0; i < n; i++) want[i] = f32ToFp8(valueOf(x[i]), format);
@@ -129,7 +131,8 @@ function amaxPairs(n: number, seed: number): { amax: Uint32Array; x: Uint32Array
     if (r === 0) a = 0;
     else if (r === 1) a = 0x7f800000;
     else if (r === 2) a = 0x7fc00000 | (rng.nextU32() & 0x3fffff);
-    else if (r < 20) a = rng.nextU32() & 0x7fffff; // subnormal amax: subnormal or zero scale
+    else if (r < 8) a = rng.int(1, 512); // amax around 448 * 2^-150: scale rounds to 0 or the smallest subnormals
+    else if (r < 20) a = rng.nextU32() & 0x7fffff; // subnormal amax: subnormal scale
     else if (r < 50) a = ((rng.int(1, 12) << 23) | (rng.nextU32() & 0x7fffff)) >>> 0; // tiny normal: subnormal scale, 1/s may overflow
     else a = ((rng.int(1, 255) << 23) | (rng.nextU32() & 0x7fffff)) >>> 0;
     amax[i] = a;
@@ -146,16 +149,29 @@ function amaxPairs(n: number, seed: number): { amax: Uint32Array; x: Uint32Array
 }
 
 describe('row state and element quantization (WGSL rowQuantWgsl) vs core', () => {
+  it('the pairs reach every path: subnormal and zero scales, 1/s overflow, inf and NaN amax', () => {
+    const { amax } = amaxPairs(1 << 17, 21);
+    let subnormal = 0, zero = 0, invInf = 0, special = 0;
+    for (const a of amax) {
+      const s = perTokenScale(valueOf(a), 'e4m3fn');
+      if (s === 0) zero++;
+      else if (s < 2 ** -126) subnormal++;
+      if (s !== 0 && fr(1 / s) === Infinity) invInf++;
+      if (a >= 0x7f800000) special++;
+    }
+    expect(Math.min(subnormal, zero, invInf, special)).toBeGreaterThan(100);
+  });
   for (const { format, style } of CASES) {
     it(`${format} ${style}: q and scale bits equal on 2^17 (amax, x) pairs`, async () => {
       const n = 1 << 17;
       const { amax, x } = amaxPairs(n, format === 'e4m3fn' ? 21 : 22);
       const helpers = rowQuantWgsl(FP8_WGSL_FORMATS[format], style);
       const expr = `let aBits = a[i] & 0x7fffffffu;
-  let rq = row_quant(aBits, aBits > 0x7f800000u);
+  let rq = row_quant(aBits, aBits > 0x7f800000u, bitcast<f32>(u.w0));
   y[2u * i] = quant_bf16(b[i], rq);
   y[2u * i + 1u] = rq.scaleBits;`;
-      const { outputs } = await gpu.runPlan(pairPlan(`test-rowquant-${format}-${style}`, helpers, expr, n), [amax, x], [2 * n]);
+      const plan = pairPlan(`test-rowquant-${format}-${style}`, helpers, expr, n, f32Bits(FP8_WGSL_FORMATS[format].max));
+      const { outputs } = await gpu.runPlan(plan, [amax, x], [2 * n]);
       const gotQ = new Uint32Array(n);
       const gotS = new Uint32Array(n);
       const wantQ = new Uint32Array(n);

@@ -40,7 +40,7 @@ export function f32Bits(x: number): number {
 }
 
 /**
- * WGSL constants FP8_MAX (f32), FP8_MAX_BITS, FP8_MAX_ODD, FP8_MAX_POW2, FP8_NAN and
+ * WGSL constants FP8_MAX_BITS, FP8_MAX_ODD, FP8_MAX_POW2, FP8_NAN and
  * `fn f32_bits_to_fp8(u: u32) -> u32` (fp8 bits in the low byte) for one format.
  */
 export function fp8EncodeWgsl(format: Fp8Format): string {
@@ -49,7 +49,6 @@ export function fp8EncodeWgsl(format: Fp8Format): string {
   const negativeZero = f.hasNegativeZero ? '' : '\n  if (magnitude == 0u) { return 0u; }';
   return /* wgsl */ `
 const FP8_MAX_BITS: u32 = ${maxBits};
-const FP8_MAX: f32 = bitcast<f32>(${maxBits});
 const FP8_MAX_ODD: u32 = ${f.maxOdd}u;
 const FP8_MAX_POW2: i32 = ${f.maxPow2};
 const FP8_NAN: u32 = 0x${f.nanBits.toString(16)}u;
