@@ -75,5 +75,11 @@ export const OP_CASES: OpCase[] = [
     collective('reduceScatter', 4, [12, 40], { algorithm }, `reduceScatter ${algorithm} tp4`),
   ]),
   collective('allReduce', 3, [T, 40], { algorithm: 'ring', channels: 1, chunkElems: 1 << 20 }, 'allReduce ring tp3'),
+  ...(['e4m3fn', 'e4m3fnuz'] as const).flatMap((format) =>
+    (['divide', 'reciprocal'] as const).flatMap((style) => [
+      { name: `quantFp8PerToken ${format} ${style}`, op: 'quantFp8PerToken', tp: 1, inputs: [bf([T, 77], 3)], attrs: { format, style } },
+      { name: `hcGatedMeanQuant ${format} ${style}`, op: 'hcGatedMeanQuant', tp: 1, inputs: [bf([T, N * H], 1.5), bf([T, N * H])], attrs: { streams: N, format, style } },
+    ]),
+  ),
   collective('allGather', 4, [3, 40], {}, 'allGather tp4'),
 ];

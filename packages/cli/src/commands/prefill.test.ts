@@ -1,0 +1,66 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MODEL_SUB_LAYERS, modelWeightSpecs, SyntheticWeightSource, TINY } from '@hcsp/core';
+import { writeSafetensorsFile } from '@hcsp/core/node';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runPrefillCommand } from './prefill.ts';
+
+const base = { backend: 'cpu', config: 'tiny', tp: '2', tokens: '40', sp: 'on', reduce: 'ring', seed: '3', stack: 'model', json: true };
+const dir = mkdtempSync(join(tmpdir(), 'hcsp-prefill-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+async function json(opts: Partial<typeof base> & { weights?: string }) {
+  return JSON.parse(await runPrefillCommand({ ...base, ...opts }));
+}
+
+describe('hcsp prefill', () => {
+  it('reports the contract fields, and SP on and off agree at tp 2', async () => {
+    const on = await json({});
+    const off = await json({ sp: 'off' });
+    for (const k of ['backend', 'config', 'tp', 'tokens', 'sp', 'reduce', 'seconds', 'tokensPerSecond', 'outputSha256', 'hcRowsPerRank', 'commBytesPerRank']) expect(on).toHaveProperty(k);
+    expect(on.sp).toBe(true);
+    expect(off.sp).toBe(false);
+    expect(on.outputSha256).toMatch(/^[0-9a-f]{64}$/);
+    expect(on.outputSha256).toBe(off.outputSha256);
+    expect(on.commBytesPerRank[0].reduceScatter).toBeGreaterThan(0);
+    expect(off.commBytesPerRank[0].reduceScatter).toBe(0);
+  });
+
+  it('auto applies the gate: 40 tokens is below T > 1024, so no sharding', async () => {
+    const auto = await json({ sp: 'auto' });
+    expect(auto.sp).toBe(false);
+    expect(auto.reason).toMatch(/1024/);
+  });
+
+  it('loads a .safetensors checkpoint with the Hugging Face names and gets the same output', async () => {
+    const specs = modelWeightSpecs(TINY, MODEL_SUB_LAYERS);
+    const synthetic = new SyntheticWeightSource(specs, 3);
+    const file = join(dir, 'tiny.safetensors');
+    writeSafetensorsFile(file, new Map(specs.map((s) => [s.name, synthetic.get(s.name)])));
+    const fromFile = await json({ weights: file });
+    expect(fromFile.outputSha256).toBe((await json({})).outputSha256);
+    // a checkpoint for another configuration is refused, naming what is wrong
+    const small = join(dir, 'partial.safetensors');
+    writeSafetensorsFile(small, new Map(specs.slice(0, 3).map((s) => [s.name, synthetic.get(s.name)])));
+    await expect(json({ weights: small })).rejects.toThrow(/model\.layers\.0\./);
+  });
+
+  it('bad input exits non-zero with one line naming the bad value', () => {
+    const cases: [string[], RegExp][] = [
+      [['--config', 'huge'], /unknown config 'huge'/],
+      [['--backend', 'tpu'], /unknown backend 'tpu'/],
+      [['--tp', '3'], /tp 3 does not divide/],
+      [['--tokens', '0'], /--tokens/],
+      [['--sp', 'maybe'], /--sp must be one of auto\|on\|off, got 'maybe'/],
+    ];
+    for (const [args, message] of cases) {
+      const r = spawnSync(process.execPath, ['--import', 'tsx', 'packages/cli/src/main.ts', 'prefill', '--config', 'tiny', '--tokens', '8', ...args], { encoding: 'utf8' });
+      expect(r.status).not.toBe(0);
+      expect(r.stdout).toBe('');
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      expect(r.stderr).toMatch(message);
+    }
+  });
+});
