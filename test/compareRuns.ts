@@ -1,4 +1,4 @@
-import { compareBf16, type Graph, type RunResult, type Tensor } from '@hcsp/core';
+import { compareBf16, type Backend, type Graph, type RunResult, type Tensor } from '@hcsp/core';
 
 /** One value that differs between a backend and the reference, with its ulp distribution. */
 export interface ValueDifference {
@@ -48,4 +48,14 @@ export function describeDifferences(diffs: ValueDifference[]): string {
     .slice(0, 20)
     .map((d) => `${d.scope} (${d.op}) ${d.id}: ${d.differing}/${d.count} differ, max ${d.maxUlp} ulp, histogram ${JSON.stringify(d.histogram)}`)
     .join('\n');
+}
+
+/**
+ * The differences a backend's declared precision does not allow (tolerances come from the
+ * backend, not the test). Both backends declare 0: every kernel keeps the reference's order.
+ */
+export function beyondTolerance(diffs: ValueDifference[], backend: Backend): ValueDifference[] {
+  const tol = backend.precision.reorderedMaxUlp;
+  // at 0 every changed bit counts, -0 vs +0 included
+  return diffs.filter((d) => tol === 0 || !(d.maxUlp <= tol));
 }

@@ -1,5 +1,6 @@
 /// <reference types="@webgpu/types" />
 import { describeAdapter, isSoftwareAdapter, requestLargeDevice } from './adapterDevice.ts';
+import { probeDawnAdapter } from './dawnProbe.ts';
 
 /** Why dawn.node gave no usable device. */
 export type NodeDeviceFailure = 'module-load-failed' | 'no-adapter' | 'software-adapter' | 'device-request-failed';
@@ -29,6 +30,17 @@ const liveGpus: GPU[] = [];
  * so on a GPU-less machine the Chromium host is the device host.
  */
 export async function requestNodeDevice(): Promise<NodeDevice> {
+  const probe = await probeDawnAdapter();
+  if (probe.kind === 'failed') throw new NodeDeviceError('module-load-failed', probe.message);
+  if (probe.kind === 'no-adapter') {
+    throw new NodeDeviceError('no-adapter', 'dawn.node found no WebGPU adapter (no Vulkan driver Dawn accepts; Debian lavapipe is rejected)');
+  }
+  if (probe.software) {
+    throw new NodeDeviceError(
+      'software-adapter',
+      `dawn.node's only adapter is a software one (${probe.description}); refused because dawn.node crashes on SwiftShader with buffers of ~1 MiB and more`,
+    );
+  }
   let gpu: GPU;
   try {
     const { create } = await import('webgpu');

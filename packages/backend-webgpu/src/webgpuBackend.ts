@@ -20,10 +20,11 @@ export interface WebGpuBackend extends Backend {
 }
 
 export const WEBGPU_PRECISION: BackendPrecision = {
-  reorderedMaxUlp: 1,
+  reorderedMaxUlp: 0,
   note:
-    'WGSL kernels accumulate in fp32 in the order each kernel documents (kernels-wgsl), with plain a*b + c (no dot()/fma(), which SwiftShader lowers to FMAs); ' +
-    'where a kernel tiles or splits a sum differently from the CPU reference, the result may differ by one bf16 ulp per reordering. Collectives use the reference summation order.',
+    'every WGSL kernel accumulates in fp32 in the CPU reference\'s order, with plain a*b + c (no dot()/fma(), which SwiftShader can lower to FMAs) and the ' +
+    'shared fp32 math library; collectives use the reference summation orders. Bit-exact, checked op by op in test/. Known exception: subnormal fp32 ' +
+    'intermediates are flushed to zero by GPUs (SwiftShader included) and not by the CPU reference outside fp32Math.',
 };
 
 /**

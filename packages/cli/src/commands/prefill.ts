@@ -59,6 +59,7 @@ export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string
   }
   const prepared = preparePrefill({ config, tokens, tp, sp, reduce, seed, subLayers, weights, env: process.env });
   const backend = await createBackend(backendName);
+  const device = backend.describe();
   const progress = nodeProgress(`prefill ${config.name} tp${tp} T=${tokens}`);
   let result;
   try {
@@ -72,6 +73,7 @@ export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string
   const { seconds, hcRowsPerRank, commBytesPerRank } = result.stats;
   const summary = {
     backend: backend.name,
+    device,
     config: config.name,
     stack,
     tp,
@@ -92,7 +94,7 @@ export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string
   };
   if (opts.json) return `${JSON.stringify(summary)}\n`;
   const lines = [
-    `prefill ${config.name} (${stack}) on ${backend.name}: T=${tokens}, tp=${tp}, SP ${summary.sp ? `on (C=${summary.chunk} rows/rank from layer ${summary.spStartLayer})` : `off (${summary.reason})`}, reduce=${reduce}`,
+    `prefill ${config.name} (${stack}) on ${summary.device}: T=${tokens}, tp=${tp}, SP ${summary.sp ? `on (C=${summary.chunk} rows/rank from layer ${summary.spStartLayer})` : `off (${summary.reason})`}, reduce=${reduce}`,
     `  ${seconds.toFixed(3)} s, ${summary.tokensPerSecond.toFixed(1)} tokens/s`,
     `  output sha256 ${summary.outputSha256}`,
     `  HC rows per rank: ${hcRowsPerRank.join(', ')}`,

@@ -45,6 +45,8 @@ export interface BackendPrecision {
 export interface Backend {
   readonly name: string;
   readonly precision: BackendPrecision;
+  /** which device runs the graphs, for reports (e.g. "webgpu on headless Chromium (google swiftshader)") */
+  describe(): string;
   run(graph: Graph, feeds: Map<ValueId, Tensor>, weights: WeightSource, options?: RunOptions): Promise<RunResult>;
   dispose(): Promise<void>;
 }

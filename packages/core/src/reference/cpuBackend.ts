@@ -20,6 +20,10 @@ export class CpuBackend implements Backend {
     note: 'the reference: every accumulation in the order the op declaration states',
   };
 
+  describe(): string {
+    return 'cpu reference (this process, fp32 emulated with Math.fround)';
+  }
+
   async run(graph: Graph, feeds: Map<ValueId, Tensor>, weights: WeightSource, options: RunOptions = {}): Promise<RunResult> {
     return this.runSync(graph, feeds, weights, options);
   }
