@@ -1,7 +1,7 @@
 /// <reference types="@webgpu/types" />
 import {
   cpuKernel,
-  getOpDef,
+  findOpDef,
   bytesPerElement,
   numel,
   RunStatsCounter,
@@ -118,7 +118,7 @@ class GraphRun {
       for (let i = 0; i < total; i++) {
         const node = this.graph.nodes[i];
         if (node.rank === null) await this.runCollective(node);
-        else if (getOpDef(node.op).host) await this.runOnHost(node);
+        else if (findOpDef(node.op)?.host) await this.runOnHost(node);
         else await this.runPerRank(node);
         this.stats.count(node);
         this.release(node);

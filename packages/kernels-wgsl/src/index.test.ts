@@ -1,12 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { f32ToBf16 } from '../../core/src/numerics/bf16.ts';
 import { basicKernels } from '../../core/src/reference/kernels/basicKernels.ts';
 import { collectiveKernels } from '../../core/src/reference/kernels/collectiveKernels.ts';
 import { hcKernels } from '../../core/src/reference/kernels/hcKernels.ts';
-import type { DType, Tensor } from '../../core/src/tensor/tensor.ts';
-import { launchChromiumGpu, type ChromiumGpu } from './harness/chromiumGpu.ts';
+import type { Tensor } from '../../core/src/tensor/tensor.ts';
+import { expectBitsEqual, useChromiumGpu } from './harness/kernelTestSuite.ts';
+import { runPlanOnGpu, tensorInfo } from './harness/runPlanner.ts';
 import { WGSL_KERNELS } from './index.ts';
-import { storageWords } from './kernelProgram.ts';
 
 // Every WGSL planner against core's CPU reference kernels, bit for bit, on random bf16
 // inputs, through Chromium's WebGPU (SwiftShader). Shapes are small but cover the edges:
@@ -32,55 +32,15 @@ function f32Rand(shape: number[]): Tensor {
   return { dtype: 'f32', shape, data: Float32Array.from({ length: n }, () => rand() * 2 - 1) };
 }
 
-function toWords(t: Tensor): Uint32Array {
-  const words = storageWords(t.dtype, t.data.length);
-  const out = new Uint32Array(words);
-  if (t.dtype === 'bf16') new Uint16Array(out.buffer).set(t.data as Uint16Array);
-  else out.set(new Uint32Array(t.data.buffer, t.data.byteOffset, t.data.length));
-  return out;
-}
+const gpu = useChromiumGpu();
 
-function fromWords(words: Uint32Array, dtype: DType, shape: readonly number[]): Uint16Array | Uint32Array {
-  const n = shape.reduce((a, b) => a * b, 1);
-  return dtype === 'bf16' ? new Uint16Array(words.buffer).slice(0, n) : words.slice(0, n);
-}
-
-function bitsOf(t: Tensor): Uint16Array | Uint32Array {
-  return t.dtype === 'bf16' ? (t.data as Uint16Array) : new Uint32Array(t.data.buffer, t.data.byteOffset, t.data.length);
-}
-
-let gpu: ChromiumGpu;
-beforeAll(async () => {
-  gpu = await launchChromiumGpu();
-});
-afterAll(async () => {
-  await gpu?.close();
-});
-
-/** Runs `op` on the GPU and compares every output's bits with `want`. */
+/** Runs `op` on the GPU (its WGSL first checked to compile) and compares every output's bits with `want`. */
 async function expectBitExact(op: string, inputs: (Tensor | null)[], want: (Tensor | null)[], attrs: Record<string, unknown>) {
-  const plan = WGSL_KERNELS[op](
-    inputs.map((t) => (t ? { shape: t.shape, dtype: t.dtype } : null)),
-    want.map((t) => (t ? { shape: t.shape, dtype: t.dtype } : null)),
-    attrs,
-  );
-  for (const d of plan.dispatches) expect(await gpu.compileErrors(d.wgsl), d.key).toBeNull();
-  const outWords = want.map((t) => (t ? storageWords(t.dtype, t.data.length) : 1));
-  const { outputs } = await gpu.runPlan(plan, inputs.map((t) => (t ? toWords(t) : null)), outWords);
-  want.forEach((t, i) => {
-    if (!t) return;
-    const got = fromWords(outputs[i], t.dtype, t.shape);
-    const exp = bitsOf(t);
-    let bad = 0;
-    let first = -1;
-    for (let k = 0; k < exp.length; k++) {
-      if (got[k] !== exp[k]) {
-        bad++;
-        if (first < 0) first = k;
-      }
-    }
-    expect(bad, `${op} output ${i}: ${bad} of ${exp.length} differ, first at ${first}: gpu ${got[first]} cpu ${exp[first]}`).toBe(0);
-  });
+  const outputs = want.map((t) => (t ? tensorInfo(t) : null));
+  const plan = WGSL_KERNELS[op](inputs.map((t) => (t ? tensorInfo(t) : null)), outputs, attrs);
+  for (const d of plan.dispatches) expect(await gpu().compileErrors(d.wgsl), d.key).toBeNull();
+  const { bits } = await runPlanOnGpu(gpu(), plan, inputs, outputs);
+  expectBitsEqual(op, bits, want);
 }
 
 const perRank = (op: string) => {

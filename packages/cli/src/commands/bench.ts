@@ -273,7 +273,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     counted: {
       flops: '2*T*K*O for the two GEMMs only: 2*T*(10240*324 + 320*10240); elementwise ops not counted',
       bytes: 'each tensor every op reads or writes, once, at bf16 storage size (GEMM operands and outputs plus the combine-norm, scaled-silu and gated-mean tensors); cache re-reads not counted',
-      time: `wall time of backend.run (upload of the input and weights, all dispatches, readback of x, streams and raw), median of reps; webgpu after one untimed warm-up run`,
+      time: 'wall time of backend.run (upload of the input and weights, all dispatches, readback of x, streams and raw), median of reps; webgpu after one untimed warm-up run',
     },
     rows,
   };

@@ -1,14 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FLASH_NEXT, SMALL } from '../../../core/src/config/presets.ts';
 import type { ModelConfig } from '../../../core/src/config/modelConfig.ts';
-import { f32ArrayToBf16 } from '../../../core/src/numerics/bf16.ts';
 import { Rng } from '../../../core/src/numerics/rng.ts';
 import { attentionKernels } from '../../../core/src/reference/kernels/attentionKernels.ts';
 import { ropeTables } from '../../../core/src/layers/attention/ropeTables.ts';
 import { tensor, type Tensor } from '../../../core/src/tensor/tensor.ts';
-import { launchChromiumGpu, type ChromiumGpu } from '../harness/chromiumGpu.ts';
+import { bf16Normal, expectPlannerMatchesCpu, useChromiumGpu } from '../harness/kernelTestSuite.ts';
 import type { TensorInfo } from '../kernelProgram.ts';
-import { bitDiff, runPlannerOnGpu, tensorBits } from './gdnAttentionGpuRun.ts';
 import { GDN_ATTENTION_WGSL_KERNELS } from './subLayerKernels.ts';
 
 // Each full-attention op's WGSL plan against its CPU reference kernel, bit for bit, on
@@ -20,29 +18,11 @@ import { GDN_ATTENTION_WGSL_KERNELS } from './subLayerKernels.ts';
 const cpu = attentionKernels.perRank!;
 const planners = GDN_ATTENTION_WGSL_KERNELS;
 
-let gpu: ChromiumGpu;
-beforeAll(async () => {
-  gpu = await launchChromiumGpu();
-});
-afterAll(async () => {
-  await gpu?.close();
-});
+const gpu = useChromiumGpu();
 
-/** Runs op on the CPU and on the GPU, expects identical bits; returns the CPU outputs. */
-async function expectSameBits(op: string, inputs: Tensor[], attrs: Record<string, unknown>): Promise<Tensor[]> {
-  const want = cpu[op](inputs, attrs) as Tensor[];
-  const got = await runPlannerOnGpu(gpu, planners[op], inputs, want, attrs);
-  want.forEach((w, i) => {
-    const d = bitDiff(got.outputs[i], tensorBits(w));
-    expect(d.differing, `${op} output ${i} [${w.shape.join(',')}]: ${d.differing} of ${w.data.length} differ, ${d.first}`).toBe(0);
-  });
-  return want;
-}
-
-function bf16(rng: Rng, shape: number[], std: number, mean = 0): Tensor {
-  const n = shape.reduce((a, b) => a * b, 1);
-  const data = mean === 0 ? rng.fillBf16Normal(n, std) : f32ArrayToBf16(Array.from({ length: n }, () => mean + std * rng.normal()));
-  return tensor('bf16', shape, data);
+/** Runs op on the CPU and on the GPU, expects identical bits in every output; returns the CPU outputs. */
+function expectSameBits(op: string, inputs: Tensor[], attrs: Record<string, unknown>): Promise<Tensor[]> {
+  return expectPlannerMatchesCpu(gpu(), op, planners[op], cpu[op], inputs, attrs);
 }
 
 /** The attention ops chained on one rank's shapes (qh query heads, kvh KV heads). */
@@ -52,16 +32,16 @@ async function checkChain(config: ModelConfig, qh: number, kvh: number, T: numbe
   const { cos, sin } = ropeTables(config, T);
   const norm = { headDim: hd, offset: 0, ropeDims, eps: config.rmsNormEps };
   // Gemma-style norm weights are stored as w with the scale 1 + w
-  const qNormW = bf16(rng, [hd], 0.2);
-  const kNormW = bf16(rng, [hd], 0.2);
-  const qg = bf16(rng, [T, qh * 2 * hd], 1.5);
+  const qNormW = bf16Normal(rng, [hd], 0.2);
+  const kNormW = bf16Normal(rng, [hd], 0.2);
+  const qg = bf16Normal(rng, [T, qh * 2 * hd], 1.5);
   const [q] = await expectSameBits('attnHeadNormRope', [qg, qNormW, cos, sin], { ...norm, heads: qh, stride: 2 * hd });
-  const [k] = await expectSameBits('attnHeadNormRope', [bf16(rng, [T, kvh * hd], 1.5), kNormW, cos, sin], {
+  const [k] = await expectSameBits('attnHeadNormRope', [bf16Normal(rng, [T, kvh * hd], 1.5), kNormW, cos, sin], {
     ...norm,
     heads: kvh,
     stride: hd,
   });
-  const v = bf16(rng, [T, kvh * hd], 1);
+  const v = bf16Normal(rng, [T, kvh * hd], 1);
   const [o] = await expectSameBits('attnCausal', [q, k, v], { heads: qh, kvHeads: kvh, headDim: hd, scale: Math.fround(hd ** -0.5) });
   await expectSameBits('attnOutputGate', [o, qg], { heads: qh, headDim: hd });
 }
@@ -76,8 +56,8 @@ describe('attention WGSL kernels are bit-identical to the CPU reference', () => 
     const rng = new Rng(15);
     const hd = SMALL.attention.headDim;
     const T = 37;
-    const qg = bf16(rng, [T, 4 * 2 * hd], 1);
-    const w = bf16(rng, [hd], 0.2);
+    const qg = bf16Normal(rng, [T, 4 * 2 * hd], 1);
+    const w = bf16Normal(rng, [hd], 0.2);
     const { cos, sin } = ropeTables(SMALL, T);
     const attrs = { heads: 4, headDim: hd, stride: 2 * hd, offset: hd, ropeDims: SMALL.attention.ropeDims, eps: 1e-6 };
     await expectSameBits('attnHeadNormRope', [qg, w, cos, sin], attrs);
@@ -86,7 +66,7 @@ describe('attention WGSL kernels are bit-identical to the CPU reference', () => 
   });
   it('attnOutputGate with an odd head dim (words straddle heads), odd T = 37', async () => {
     const rng = new Rng(16);
-    await expectSameBits('attnOutputGate', [bf16(rng, [37, 3 * 7], 1), bf16(rng, [37, 3 * 14], 2)], { heads: 3, headDim: 7 });
+    await expectSameBits('attnOutputGate', [bf16Normal(rng, [37, 3 * 7], 1), bf16Normal(rng, [37, 3 * 14], 2)], { heads: 3, headDim: 7 });
   });
 });
 
@@ -127,7 +107,7 @@ describe('WGSL fp32 primitives the kernels rely on (SwiftShader)', () => {
           },
         ],
       };
-      const { outputs } = await gpu.runPlan(plan, [new Uint32Array(x.buffer)], [N]);
+      const { outputs } = await gpu().runPlan(plan, [new Uint32Array(x.buffer)], [N]);
       const got = new Float32Array(outputs[0].buffer);
       let differing = 0;
       for (let i = 0; i < N; i++) if (got[i] !== ref(x[4 * i], x[4 * i + 1], x[4 * i + 2], x[4 * i + 3])) differing++;

@@ -1,13 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SMALL } from '../../../core/src/config/presets.ts';
 import { f32ArrayToBf16 } from '../../../core/src/numerics/bf16.ts';
 import { Rng } from '../../../core/src/numerics/rng.ts';
 import { gdnKernels } from '../../../core/src/reference/kernels/gdnKernels.ts';
 import { GDN_L2NORM_EPS } from '../../../core/src/layers/gdn/gdnMath.ts';
 import { tensor, type Tensor } from '../../../core/src/tensor/tensor.ts';
-import { launchChromiumGpu, type ChromiumGpu } from '../harness/chromiumGpu.ts';
-import type { KernelPlanner, TensorInfo } from '../kernelProgram.ts';
-import { bitDiff, runPlannerOnGpu, tensorBits } from './gdnAttentionGpuRun.ts';
+import { bf16Normal, expectPlannerMatchesCpu, useChromiumGpu } from '../harness/kernelTestSuite.ts';
+import type { TensorInfo } from '../kernelProgram.ts';
 import { GDN_ATTENTION_WGSL_KERNELS } from './subLayerKernels.ts';
 
 // Each GDN op's WGSL plan against its CPU reference kernel, bit for bit, on Chromium's
@@ -36,30 +35,11 @@ const SMALL_TP4: Heads = { ...SMALL_HEADS, keyHeads: SMALL_HEADS.keyHeads / 4, v
 const FLASH_TP4: Heads = { keyHeads: 4, valueHeads: 12, keyDim: 128, valueDim: 128 };
 const K = SMALL.linearAttention.convKernel;
 
-let gpu: ChromiumGpu;
-beforeAll(async () => {
-  gpu = await launchChromiumGpu();
-});
-afterAll(async () => {
-  await gpu?.close();
-});
+const gpu = useChromiumGpu();
 
 /** Runs op on the CPU and on the GPU, expects identical bits in every output; returns the CPU outputs. */
-async function expectSameBits(op: string, inputs: Tensor[], attrs: Record<string, unknown>): Promise<Tensor[]> {
-  const want = cpu[op](inputs, attrs) as Tensor[];
-  const planner: KernelPlanner = planners[op];
-  const got = await runPlannerOnGpu(gpu, planner, inputs, want, attrs);
-  want.forEach((w, i) => {
-    const d = bitDiff(got.outputs[i], tensorBits(w));
-    expect(d.differing, `${op} output ${i} [${w.shape.join(',')}]: ${d.differing} of ${w.data.length} differ, ${d.first}`).toBe(0);
-  });
-  return want;
-}
-
-function bf16(rng: Rng, shape: number[], std: number, mean = 0): Tensor {
-  const n = shape.reduce((a, b) => a * b, 1);
-  const data = mean === 0 ? rng.fillBf16Normal(n, std) : f32ArrayToBf16(Array.from({ length: n }, () => mean + std * rng.normal()));
-  return tensor('bf16', shape, data);
+function expectSameBits(op: string, inputs: Tensor[], attrs: Record<string, unknown>): Promise<Tensor[]> {
+  return expectPlannerMatchesCpu(gpu(), op, planners[op], cpu[op], inputs, attrs);
 }
 
 /** The four GDN ops chained on one rank's shapes, each compared with the CPU. */
@@ -67,16 +47,16 @@ async function checkChain(h: Heads, T: number, seed: number): Promise<void> {
   const rng = new Rng(seed);
   const C = 2 * h.keyHeads * h.keyDim + h.valueHeads * h.valueDim;
   const vh = h.valueHeads;
-  const [conv] = await expectSameBits('gdnConvSilu', [bf16(rng, [T, C], 1), bf16(rng, [C, 1, K], 0.5)], { kernel: K });
+  const [conv] = await expectSameBits('gdnConvSilu', [bf16Normal(rng, [T, C], 1), bf16Normal(rng, [C, 1, K], 0.5)], { kernel: K });
   // A_log as the checkpoint's log(A), A in [1, 16]
   const aLog = tensor('bf16', [vh], f32ArrayToBf16(Array.from({ length: vh }, () => Math.log(1 + 15 * rng.nextFloat()))));
-  const [g, beta] = await expectSameBits('gdnGates', [bf16(rng, [T, vh], 1), bf16(rng, [T, vh], 1), aLog, bf16(rng, [vh], 0.5)], {});
+  const [g, beta] = await expectSameBits('gdnGates', [bf16Normal(rng, [T, vh], 1), bf16Normal(rng, [T, vh], 1), aLog, bf16Normal(rng, [vh], 0.5)], {});
   const [o] = await expectSameBits('gdnRecurrence', [conv, g, beta], {
     ...h,
     scale: Math.fround(h.keyDim ** -0.5),
     l2Eps: GDN_L2NORM_EPS,
   });
-  await expectSameBits('gdnGatedNorm', [o, bf16(rng, [T, vh * h.valueDim], 1), bf16(rng, [h.valueDim], 0.1, 1)], {
+  await expectSameBits('gdnGatedNorm', [o, bf16Normal(rng, [T, vh * h.valueDim], 1), bf16Normal(rng, [h.valueDim], 0.1, 1)], {
     heads: vh,
     headDim: h.valueDim,
     eps: SMALL.rmsNormEps,
@@ -90,17 +70,17 @@ describe('GDN WGSL kernels are bit-identical to the CPU reference', () => {
   it('Flash-Next TP4 rank (key/value dim 128), T = 20', () => checkChain(FLASH_TP4, 20, 4));
   it('gdnConvSilu with an odd channel count (words straddle rows), T = 37', async () => {
     const rng = new Rng(5);
-    await expectSameBits('gdnConvSilu', [bf16(rng, [37, 33], 1), bf16(rng, [33, 1, K], 0.5)], { kernel: K });
+    await expectSameBits('gdnConvSilu', [bf16Normal(rng, [37, 33], 1), bf16Normal(rng, [33, 1, K], 0.5)], { kernel: K });
   });
   it('gdnRecurrence continues across many tokens without drift (T = 64)', async () => {
     const rng = new Rng(6);
     const h = SMALL_HEADS;
     const C = 2 * h.keyHeads * h.keyDim + h.valueHeads * h.valueDim;
     const T = 64;
-    const [conv] = cpu.gdnConvSilu([bf16(rng, [T, C], 1), bf16(rng, [C, 1, K], 0.5)], { kernel: K }) as Tensor[];
+    const [conv] = cpu.gdnConvSilu([bf16Normal(rng, [T, C], 1), bf16Normal(rng, [C, 1, K], 0.5)], { kernel: K }) as Tensor[];
     // slow decay (g near 0) so the state keeps its history and grows large
     const g = tensor('f32', [T, h.valueHeads], Float32Array.from({ length: T * h.valueHeads }, () => -0.01 * rng.nextFloat()));
-    const beta = bf16(rng, [T, h.valueHeads], 0.1, 0.9);
+    const beta = bf16Normal(rng, [T, h.valueHeads], 0.1, 0.9);
     await expectSameBits('gdnRecurrence', [conv, g, beta], { ...h, scale: Math.fround(h.keyDim ** -0.5), l2Eps: GDN_L2NORM_EPS });
   });
 });

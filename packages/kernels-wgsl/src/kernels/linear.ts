@@ -1,10 +1,33 @@
 // linear: y[t,o] = bf(sum_k x[t,k] * w[o,k]), w [O,K]. Every output accumulates in fp32 in
 // k order 0..K-1 with one rounding at the end, exactly as the CPU reference; bf16 x bf16
 // products are exact in fp32, so fused or separate multiply-add give the same bits.
-// Tiled path (K % 8 == 0, O even): each invocation owns a TR x TO register tile and walks
-// k eight elements (one vec4<u32> of packed bf16 per row) at a time with no shared memory
-// and no barriers, which is what SwiftShader runs fastest (see harness/benchLinear.ts).
+// Tiled path (K a multiple of the k step, O even): each invocation owns a rows x cols
+// register tile and walks k a load unit at a time with no shared memory and no barriers.
 // Other shapes take a one-word-per-invocation path.
+//
+// Why this default (r8c8, u32 loads, let-chains, workgroup 8, cols fastest): SwiftShader runs
+// a workgroup's invocations as 4-wide SIMD lanes, and every storage load with a runtime
+// index is a masked per-lane gather, one per scalar component (a vec4 load is 4 gathers), so
+// the cost is gathers per FMA and registers: an RxC tile does R*C FMAs per R+C gathers.
+// vec4 loads with big tiles keep 4(R+C) words live and spill; u32 loads keep R+C. Stores to
+// a WGSL var become masked blends, so an iteration chains its FMAs through lets and stores
+// each accumulator once. Measured with harness/benchLinear.ts on headless Chromium
+// SwiftShader, 2 shared cores (other sessions running: load = 1-min load average), variants
+// interleaved per round; GFLOP/s of [T,10240]x[10240,324]^T / [T,320]x[320,10240]^T:
+//   T=1024, median of 3 (best), load 3.5-6:
+//     r4c4w4cols-vec4u1 (old default)  3.21 (3.45) / 2.11 (3.43)
+//     r8c8w4cols-u32u1ch               3.72 (4.27) / 3.20 (3.38)
+//     r8c12w4cols-u32u1ch              4.08 (4.41) / 2.89 (3.35)
+//     r8c8w8cols-u32u1ch (default)     4.63 (4.80) / 2.92 (4.88)
+//   T=128, best of 5, load 5-9 (median ratios to the old default in brackets):
+//     r4c4w4cols-vec4u1 3.81 / 3.38; r4c4 vec4 chained 1.11 [x0.67] / 1.28 [x1.16] at load 11;
+//     r8c8 u32u1ch 5.26 [x1.38] / 4.65 [x1.61]; r8c8 u32u2ch 3.34 [x0.88] / 2.94 [x1.27];
+//     r12c8 3.66 [x0.96] / 3.67 [x1.28]; r16c8 3.11 [x0.97] / 3.29 [x1.14]; r8c16 3.02 [x0.97] /
+//     3.31 [x1.20]; r8c8 w16 4.10 [x1.12] / 2.99 [x1.32]; r8c8 rows-fastest 4.38 [x1.09] / 4.04
+//     [x1.19]; r4c8 u32u2ch [x1.57] / [x1.13]; r2c8 [x0.99] / [x0.87]; r8c4 vec4 [x0.68] / [x1.22]
+//   T=256, load 8-11: r8c8 u32u1ch w4 / w8 / w32 / w64 within noise of each other (x0.95-1.2).
+// The machine was never idle, so single numbers swing up to 2x between rounds; the ranking
+// above held across rounds. The GEMMs stay ~40x under OpenBLAS on the same cores.
 import type { KernelDispatch, KernelPlan, KernelPlanner, TensorInfo } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import {
@@ -38,7 +61,17 @@ export interface LinearTiling {
   chain: boolean;
 }
 
-export const DEFAULT_LINEAR_TILING: LinearTiling = { rows: 4, cols: 4, wgSize: 4, fast: 'cols', load: 'vec4', unroll: 1, chain: false };
+export const DEFAULT_LINEAR_TILING: LinearTiling = { rows: 8, cols: 8, wgSize: 8, fast: 'cols', load: 'u32', unroll: 1, chain: true };
+
+function checkTiling(tl: LinearTiling): void {
+  const int = (v: number, min: number, max: number) => Number.isInteger(v) && v >= min && v <= max;
+  if (!int(tl.rows, 1, 32)) throw new Error(`linear tiling: rows = ${tl.rows} is not an integer in [1, 32]`);
+  if (!int(tl.cols, 2, 32) || tl.cols % 2 !== 0) throw new Error(`linear tiling: cols = ${tl.cols} is not an even integer in [2, 32]`);
+  if (!int(tl.wgSize, 1, 256)) throw new Error(`linear tiling: wgSize = ${tl.wgSize} is not an integer in [1, 256]`);
+  if (!int(tl.unroll, 1, 16)) throw new Error(`linear tiling: unroll = ${tl.unroll} is not an integer in [1, 16]`);
+  if (tl.load !== 'u32' && tl.load !== 'vec4') throw new Error(`linear tiling: load = '${String(tl.load)}' is not 'u32' or 'vec4'`);
+  if (tl.fast !== 'cols' && tl.fast !== 'rows') throw new Error(`linear tiling: fast = '${String(tl.fast)}' is not 'cols' or 'rows'`);
+}
 
 /** k elements one loop iteration of the tiled kernel consumes per row. */
 export function tilingKStep(tl: LinearTiling): number {
@@ -178,10 +211,11 @@ export function planLinear(
   tiling: LinearTiling = DEFAULT_LINEAR_TILING,
 ): KernelPlan {
   const { T, K, O } = checkShapes(inputs, outputs);
+  checkTiling(tiling);
   const bindings = [readInput(0), readInput(1), writeOutput(0)];
   if (T * O === 0) return { scratch: [], dispatches: [] };
   let dispatch: KernelDispatch;
-  if (K % tilingKStep(tiling) === 0 && O % 2 === 0 && tiling.cols % 2 === 0 && K > 0) {
+  if (K % tilingKStep(tiling) === 0 && O % 2 === 0 && K > 0) {
     const tilesO = Math.ceil(O / tiling.cols);
     const tilesT = Math.ceil(T / tiling.rows);
     const grid = gridFor(tilesO * tilesT, tiling.wgSize);

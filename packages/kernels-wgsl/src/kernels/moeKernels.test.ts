@@ -1,13 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SMALL } from '../../../core/src/config/presets.ts';
 import { f32ToBf16 } from '../../../core/src/numerics/bf16.ts';
 import { Rng } from '../../../core/src/numerics/rng.ts';
 import { moeKernels } from '../../../core/src/reference/kernels/moeKernels.ts';
 import type { Tensor } from '../../../core/src/tensor/tensor.ts';
-import { launchChromiumGpu, type ChromiumGpu } from '../harness/chromiumGpu.ts';
+import { bf16Normal, expectPlannerMatchesCpu, useChromiumGpu } from '../harness/kernelTestSuite.ts';
 import { moeCombinePlanner } from './moeCombine.ts';
 import { moeExpertsPlanner } from './moeExperts.ts';
-import { bitDiff, gpuOutputBits, tensorBits } from './moePleGpuRun.ts';
 import { moeRoutePlanner } from './moeRoute.ts';
 import { moeSwiGluPlanner } from './moeSwiGlu.ts';
 import type { KernelPlanner } from '../kernelProgram.ts';
@@ -19,39 +18,22 @@ const { numExperts: E, topK: K, intermediate: I } = SMALL.moe;
 
 const rng = new Rng(20240611);
 
-function bf16Normal(shape: number[], std: number): Tensor {
-  const n = shape.reduce((a, b) => a * b, 1);
-  return { dtype: 'bf16', shape, data: Uint16Array.from({ length: n }, () => f32ToBf16(rng.normal() * std)) };
-}
-
 function f32Normal(shape: number[], std: number): Tensor {
   const n = shape.reduce((a, b) => a * b, 1);
   return { dtype: 'f32', shape, data: Float32Array.from({ length: n }, () => rng.normal() * std) };
 }
 
-/** Runs op on the CPU reference and on the GPU; expects every output's bits equal. */
-async function expectBitExact(op: string, planner: KernelPlanner, inputs: Tensor[], attrs: Record<string, unknown>): Promise<Tensor[]> {
-  const want = moeKernels.perRank![op](inputs, attrs) as Tensor[];
-  const got = await gpuOutputBits(gpu, planner, inputs, want, attrs);
-  want.forEach((w, i) => {
-    const d = bitDiff(got[i], tensorBits(w));
-    expect(d.differing, `${op} output ${i}: ${d.differing} of ${w.data.length} differ, ${d.first}`).toBe(0);
-  });
-  return want;
-}
+const gpu = useChromiumGpu();
 
-let gpu: ChromiumGpu;
-beforeAll(async () => {
-  gpu = await launchChromiumGpu();
-});
-afterAll(async () => {
-  await gpu?.close();
-});
+/** Runs op on the CPU reference and on the GPU; expects every output's bits equal. */
+function expectBitExact(op: string, planner: KernelPlanner, inputs: Tensor[], attrs: Record<string, unknown>): Promise<Tensor[]> {
+  return expectPlannerMatchesCpu(gpu(), op, planner, moeKernels.perRank![op], inputs, attrs);
+}
 
 describe.each([48, 37])('MoE kernels, T = %i', (T) => {
   it('moeRoute: softmax, top-k and renormalized weights', async () => {
-    await expectBitExact('moeRoute', moeRoutePlanner, [bf16Normal([T, E], 2)], { topK: K, normTopkProb: true });
-    await expectBitExact('moeRoute', moeRoutePlanner, [bf16Normal([T, E], 2)], { topK: K, normTopkProb: false });
+    await expectBitExact('moeRoute', moeRoutePlanner, [bf16Normal(rng, [T, E], 2)], { topK: K, normTopkProb: true });
+    await expectBitExact('moeRoute', moeRoutePlanner, [bf16Normal(rng, [T, E], 2)], { topK: K, normTopkProb: false });
   });
 
   it('moeRoute: ties go to the lower expert, odd k packs across tokens', async () => {
@@ -59,18 +41,18 @@ describe.each([48, 37])('MoE kernels, T = %i', (T) => {
     const logits: Tensor = { dtype: 'bf16', shape: [T, E], data: Uint16Array.from({ length: T * E }, () => f32ToBf16(Math.floor(rng.nextFloat() * 3))) };
     await expectBitExact('moeRoute', moeRoutePlanner, [logits], { topK: K, normTopkProb: true });
     await expectBitExact('moeRoute', moeRoutePlanner, [logits], { topK: 3, normTopkProb: true });
-    await expectBitExact('moeRoute', moeRoutePlanner, [bf16Normal([T, E], 2)], { topK: 1, normTopkProb: false });
+    await expectBitExact('moeRoute', moeRoutePlanner, [bf16Normal(rng, [T, E], 2)], { topK: 1, normTopkProb: false });
   });
 
   it('moeSwiGlu', async () => {
-    await expectBitExact('moeSwiGlu', moeSwiGluPlanner, [bf16Normal([T, 2 * I], 3)], {});
+    await expectBitExact('moeSwiGlu', moeSwiGluPlanner, [bf16Normal(rng, [T, 2 * I], 3)], {});
   });
 
   it('moeExperts: routed sum over all experts and over a rank of them', async () => {
-    const x = bf16Normal([T, H], 1);
-    const [ids, weights] = moeKernels.perRank!.moeRoute([bf16Normal([T, E], 2)], { topK: K, normTopkProb: true }) as Tensor[];
-    const gateUp = bf16Normal([E * 2 * I, H], 1 / Math.sqrt(H));
-    const down = bf16Normal([E * H, I], 1 / Math.sqrt(I));
+    const x = bf16Normal(rng, [T, H], 1);
+    const [ids, weights] = moeKernels.perRank!.moeRoute([bf16Normal(rng, [T, E], 2)], { topK: K, normTopkProb: true }) as Tensor[];
+    const gateUp = bf16Normal(rng, [E * 2 * I, H], 1 / Math.sqrt(H));
+    const down = bf16Normal(rng, [E * H, I], 1 / Math.sqrt(I));
     await expectBitExact('moeExperts', moeExpertsPlanner, [x, ids, weights, gateUp, down], { firstExpert: 0, numLocal: E, intermediate: I });
     // rank 1 of 4 under EP: experts [4, 8), their slices of the stacked weights
     const first = 4;
@@ -92,17 +74,17 @@ describe.each([48, 37])('MoE kernels, T = %i', (T) => {
     [35, 7],
     [40, 12],
   ])('moeExperts: hidden %i, intermediate %i (scalar loads, cut tiles), a token choosing an expert twice', async (hid, inter) => {
-    const x = bf16Normal([T, hid], 1);
+    const x = bf16Normal(rng, [T, hid], 1);
     // ids in ascending-expert order only by chance, repeats allowed: the order of adding is the CPU's
     const ids: Tensor = { dtype: 'i32', shape: [T, K], data: Int32Array.from({ length: T * K }, () => Math.floor(rng.nextFloat() * E)) };
-    const weights = bf16Normal([T, K], 0.5);
-    const gateUp = bf16Normal([E * 2 * inter, hid], 0.1);
-    const down = bf16Normal([E * hid, inter], 0.4);
+    const weights = bf16Normal(rng, [T, K], 0.5);
+    const gateUp = bf16Normal(rng, [E * 2 * inter, hid], 0.1);
+    const down = bf16Normal(rng, [E * hid, inter], 0.4);
     await expectBitExact('moeExperts', moeExpertsPlanner, [x, ids, weights, gateUp, down], { firstExpert: 0, numLocal: E, intermediate: inter });
   });
 
   it('moeCombine', async () => {
-    await expectBitExact('moeCombine', moeCombinePlanner, [f32Normal([T, H], 2), bf16Normal([T, H], 1), bf16Normal([T, 1], 3)], {});
+    await expectBitExact('moeCombine', moeCombinePlanner, [f32Normal([T, H], 2), bf16Normal(rng, [T, H], 1), bf16Normal(rng, [T, 1], 3)], {});
   });
 });
 

@@ -1,11 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { f32ToBf16 } from '../../../core/src/numerics/bf16.ts';
 import { FP8_FORMATS, f32ToFp8 } from '../../../core/src/numerics/fp8.ts';
 import { perTokenScale } from '../../../core/src/numerics/quant.ts';
 import { Rng } from '../../../core/src/numerics/rng.ts';
 import { quantKernels } from '../../../core/src/reference/kernels/quantKernels.ts';
 import type { Tensor } from '../../../core/src/tensor/tensor.ts';
-import { launchChromiumGpu, type ChromiumGpu } from '../harness/chromiumGpu.ts';
+import { useChromiumGpu } from '../harness/kernelTestSuite.ts';
+import { runPlannerOnGpu, tensorInfo, tensorWords } from '../harness/runPlanner.ts';
 import type { KernelPlan, TensorInfo } from '../kernelProgram.ts';
 import { FP8_WGSL_FORMATS, type Fp8Format, f32Bits, fp8EncodeWgsl } from '../wgsl/fp8.wgsl.ts';
 import { type QuantStyle, rowQuantWgsl } from './quantFp8.ts';
@@ -24,13 +25,7 @@ const bitsOf = (x: number): number => ((f32[0] = x), u32[0]);
 const valueOf = (bits: number): number => ((u32[0] = bits), f32[0]);
 const bf16Value = (b: number): number => valueOf(b << 16);
 
-let gpu: ChromiumGpu;
-beforeAll(async () => {
-  gpu = await launchChromiumGpu();
-});
-afterAll(async () => {
-  await gpu?.close();
-});
+const gpu = useChromiumGpu();
 
 /** A one-dispatch plan: out[i] = expr over input words a[i], b[i] and uniform u.w0 (one invocation per i). */
 function pairPlan(key: string, helpers: string, expr: string, n: number, w0 = 0): KernelPlan {
@@ -111,7 +106,7 @@ describe('fp8.wgsl', () => {
         }
       }
       const plan = pairPlan(`test-fp8-${format}`, fp8EncodeWgsl(format), 'y[i] = f32_bits_to_fp8(a[i]) | (b[i] & u.w0);', n);
-      const { outputs } = await gpu.runPlan(plan, [x, x], [n]);
+      const { outputs } = await gpu().runPlan(plan, [x, x], [n]);
       const want = new Uint32Array(n);
       for (let i = 0; i < n; i++) want[i] = f32ToFp8(valueOf(x[i]), format);
       const d = diffWords(outputs[0], want, (i) => `x bits 0x${x[i].toString(16)}`);
@@ -171,7 +166,7 @@ describe('row state and element quantization (WGSL rowQuantWgsl) vs core', () =>
   y[2u * i] = quant_bf16(b[i], rq);
   y[2u * i + 1u] = rq.scaleBits;`;
       const plan = pairPlan(`test-rowquant-${format}-${style}`, helpers, expr, n, f32Bits(FP8_WGSL_FORMATS[format].max));
-      const { outputs } = await gpu.runPlan(plan, [amax, x], [2 * n]);
+      const { outputs } = await gpu().runPlan(plan, [amax, x], [2 * n]);
       const gotQ = new Uint32Array(n);
       const gotS = new Uint32Array(n);
       const wantQ = new Uint32Array(n);
@@ -230,25 +225,13 @@ function quantRows(rows: number, cols: number, format: Fp8Format, seed: number):
   return x;
 }
 
-function words(t: Tensor): Uint32Array {
-  const d = t.data as Uint8Array | Uint16Array | Float32Array;
-  const bytes = new Uint8Array(Math.ceil(d.byteLength / 4) * 4);
-  bytes.set(new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
-  return new Uint32Array(bytes.buffer);
-}
-
-const info = (t: Tensor): TensorInfo => ({ shape: t.shape, dtype: t.dtype });
-
-/** Runs an op's WGSL plan and returns its outputs' bits in the CPU tensors' element widths. */
+/** Runs an op's WGSL plan and returns its outputs' storage words. */
 async function runOp(op: string, inputs: Tensor[], cpuOut: Tensor[], attrs: Record<string, unknown>): Promise<Uint32Array[]> {
-  const plan = QUANT_WGSL_KERNELS[op](inputs.map(info), cpuOut.map(info), attrs);
-  const outWords = cpuOut.map((t) => words(t).length);
-  const { outputs } = await gpu.runPlan(plan, inputs.map(words), outWords);
-  return outputs;
+  return (await runPlannerOnGpu(gpu(), QUANT_WGSL_KERNELS[op], inputs, cpuOut.map(tensorInfo), attrs)).words;
 }
 
 function expectSameBits(op: string, what: string, got: Uint32Array, want: Tensor): void {
-  const wantWords = want.dtype === 'f32' ? scaleBits(want.data as Float32Array) : words(want);
+  const wantWords = want.dtype === 'f32' ? scaleBits(want.data as Float32Array) : tensorWords(want);
   const d = diffWords(got, wantWords, (i) => `${op} ${what} word ${i}`);
   expect(d.count, d.first).toBe(0);
 }

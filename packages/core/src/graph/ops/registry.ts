@@ -12,6 +12,11 @@ const ALL: readonly OpDef[] = [...BASIC_OPS, ...HC_OPS, ...SP_OPS, ...GDN_OPS, .
 
 const BY_NAME = new Map<string, OpDef>(ALL.map((d) => [d.name, d]));
 
+/** The declaration, or undefined for a name core does not declare (a backend's test op). */
+export function findOpDef(name: string): OpDef | undefined {
+  return BY_NAME.get(name);
+}
+
 export function getOpDef(name: string): OpDef {
   const def = BY_NAME.get(name);
   if (!def) throw new Error(`unknown op '${name}'`);

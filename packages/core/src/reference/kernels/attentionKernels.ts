@@ -1,27 +1,10 @@
 import type { CpuKernelTable } from '../cpuKernel.ts';
-import { tensor, type Tensor } from '../../tensor/tensor.ts';
+import { tensor } from '../../tensor/tensor.ts';
+import { attr, input, rows2d } from './kernelArgs.ts';
 import { attnCausal, attnHeadNormRope, attnOutputGate } from '../../layers/attention/attentionMath.ts';
 
 // CPU reference kernels of the full-attention ops (graph/ops/attentionOps.ts): shape checks
 // and tensor plumbing around layers/attention/attentionMath.ts.
-
-function attr(attrs: Record<string, unknown>, name: string, op: string): number {
-  const v = attrs[name];
-  if (typeof v !== 'number' || !Number.isFinite(v)) throw new Error(`${op}: attribute '${name}' must be a finite number, got ${String(v)}`);
-  return v;
-}
-
-function input(inputs: (Tensor | null)[], i: number, name: string, op: string, dtype: Tensor['dtype']): Tensor {
-  const t = inputs[i];
-  if (!t) throw new Error(`${op}: input '${name}' is missing`);
-  if (t.dtype !== dtype) throw new Error(`${op}: input '${name}' is ${t.dtype}, expected ${dtype}`);
-  return t;
-}
-
-function rows2d(t: Tensor, name: string, op: string, cols: number): number {
-  if (t.shape.length !== 2 || t.shape[1] !== cols) throw new Error(`${op}: input '${name}' is [${t.shape.join(',')}], expected [T,${cols}]`);
-  return t.shape[0];
-}
 
 export const attentionKernels: CpuKernelTable = {
   perRank: {

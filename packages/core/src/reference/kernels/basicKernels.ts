@@ -1,18 +1,14 @@
 import { bf16ArrayToF32, bf16ToF32, f32ToBf16 } from '../../numerics/bf16.ts';
 import { linearBf16 } from '../../layers/linearMath.ts';
-import { allocData, shapeStr, type Tensor } from '../../tensor/tensor.ts';
+import { allocData, shapeStr } from '../../tensor/tensor.ts';
 import type { CpuKernelTable } from '../cpuKernel.ts';
-
-function rows2d(t: Tensor, what: string): [number, number] {
-  if (t.shape.length !== 2) throw new Error(`${what}: expected a 2-D tensor, got ${shapeStr(t.shape)}`);
-  return [t.shape[0], t.shape[1]];
-}
+import { dims2 } from './kernelArgs.ts';
 
 export const basicKernels: CpuKernelTable = {
   perRank: {
     linear: ([x, w]) => {
-      const [rows, inF] = rows2d(x!, 'linear x');
-      const [outF, wIn] = rows2d(w!, 'linear w');
+      const [rows, inF] = dims2(x!, 'linear x');
+      const [outF, wIn] = dims2(w!, 'linear w');
       if (wIn !== inF) throw new Error(`linear: x is ${shapeStr(x!.shape)} but w is ${shapeStr(w!.shape)} (in features differ)`);
       const y = linearBf16(bf16ArrayToF32(x!.data as Uint16Array), bf16ArrayToF32(w!.data as Uint16Array), rows, inF, outF);
       return [{ dtype: 'bf16', shape: [rows, outF], data: y }];
@@ -26,7 +22,7 @@ export const basicKernels: CpuKernelTable = {
       return [{ dtype: 'bf16', shape: [...a!.shape], data: y }];
     },
     sliceCols: ([x], attrs) => {
-      const [rows, cols] = rows2d(x!, 'sliceCols x');
+      const [rows, cols] = dims2(x!, 'sliceCols x');
       const start = attrs.start as number;
       const end = attrs.end as number;
       if (!(start >= 0 && start < end && end <= cols)) throw new Error(`sliceCols: [${start}, ${end}) is outside [0, ${cols})`);
@@ -36,7 +32,7 @@ export const basicKernels: CpuKernelTable = {
       return [{ dtype: x!.dtype, shape: [rows, width], data: y }];
     },
     embed: ([ids, table]) => {
-      const [vocab, h] = rows2d(table!, 'embed table');
+      const [vocab, h] = dims2(table!, 'embed table');
       const idArr = ids!.data as Int32Array;
       const tab = table!.data as Uint16Array;
       const e = new Uint16Array(idArr.length * h);

@@ -1,12 +1,8 @@
 import { bf16ArrayToF32 } from '../../numerics/bf16.ts';
 import { moeCombine, moeRoute, moeRoutedSum, moeSwiGlu } from '../../layers/moe/moeMath.ts';
-import { shapeStr, type Tensor } from '../../tensor/tensor.ts';
+import { shapeStr } from '../../tensor/tensor.ts';
 import type { CpuKernelTable } from '../cpuKernel.ts';
-
-function dims2(t: Tensor, what: string): [number, number] {
-  if (t.shape.length !== 2) throw new Error(`${what}: expected a 2-D tensor, got ${shapeStr(t.shape)}`);
-  return [t.shape[0], t.shape[1]];
-}
+import { dims2 } from './kernelArgs.ts';
 
 export const moeKernels: CpuKernelTable = {
   perRank: {

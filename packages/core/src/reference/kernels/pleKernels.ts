@@ -1,12 +1,8 @@
 import { pleNgramIds } from '../../layers/ple/pleHash.ts';
 import { pleConvSilu, pleGate, pleGatedValue, pleNgramEmbed, pleRmsNorm } from '../../layers/ple/pleMath.ts';
-import { shapeStr, type Tensor } from '../../tensor/tensor.ts';
+import { shapeStr } from '../../tensor/tensor.ts';
 import type { CpuKernelTable } from '../cpuKernel.ts';
-
-function dims2(t: Tensor, what: string): [number, number] {
-  if (t.shape.length !== 2) throw new Error(`${what}: expected a 2-D tensor, got ${shapeStr(t.shape)}`);
-  return [t.shape[0], t.shape[1]];
-}
+import { dims2 } from './kernelArgs.ts';
 
 function divide(width: number, parts: number, what: string): number {
   if (!Number.isInteger(parts) || parts < 1 || width % parts !== 0) throw new Error(`${what}: width ${width} is not divisible into ${parts} groups`);
