@@ -1,5 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { bf16ToF32, f32ToBf16 } from '../numerics/bf16.ts';
+import { mulberry32 } from './mulberry32.ts';
 import { tensor, type Tensor } from '../tensor/tensor.ts';
 import { allReduce } from './allReduce.ts';
 import { reduceScatter } from './reduceScatter.ts';
@@ -7,20 +8,9 @@ import { allGather } from './allGather.ts';
 import { reduceInto } from './reduceOrder.ts';
 import { ringBlocks, RING_DEFAULT_CHUNK_ELEMS } from './ringAllReduce.ts';
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** tp random bf16 [rows, cols] partials, roughly unit-normal-ish values of mixed sign. */
 function randomPartials(tp: number, rows: number, cols: number, seed: number): Tensor[] {
-  const next = rng(seed);
+  const next = mulberry32(seed);
   return Array.from({ length: tp }, () =>
     tensor('bf16', [rows, cols], Uint16Array.from({ length: rows * cols }, () => f32ToBf16((next() - 0.5) * 4))),
   );

@@ -1,19 +1,8 @@
 import { describe, it, expect } from 'vitest';
 import { bf16ToF32, f32ToBf16 } from '../numerics/bf16.ts';
+import { mulberry32 } from './mulberry32.ts';
 import { REDUCE_ALGORITHMS } from '../graph/ops/spOps.ts';
 import { reduceElement, reduceInto } from './reduceOrder.ts';
-
-// Deterministic generator (mulberry32) so failures reproduce.
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A random finite bf16 pattern with exponent near 1, so sums round in interesting places. */
 function randomBf16(next: () => number): number {
@@ -30,7 +19,7 @@ describe('reduceOrder', () => {
   });
 
   it('tp = 2: every flavour and owner gives bf(a + b) (200k random pairs, 100k of them any bit pattern)', () => {
-    const next = rng(1);
+    const next = mulberry32(1);
     const n = 200_000;
     // First half near 1 (rounding ties are common), second half any pattern (inf, NaN, subnormals).
     const draw = (i: number): number => (i < n / 2 ? randomBf16(next) : Math.floor(next() * 0x10000));

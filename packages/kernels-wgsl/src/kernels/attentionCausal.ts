@@ -13,8 +13,7 @@
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
-import { f32Bits, requireFloatAttr, requirePort, requireRows } from './gdnAttentionShared.ts';
-import { flatInvocation, gridFor, readInput, requireIntAttr, uniformWords, writeOutput } from './planParts.ts';
+import { f32Bits, flatInvocation, gridFor, readInput, requireFloatAttr, requireIntAttr, requirePort, requireRows, uniformWords, writeOutput } from './planParts.ts';
 
 const WG = 32;
 const inv = flatInvocation(WG, 'u.groupsX');

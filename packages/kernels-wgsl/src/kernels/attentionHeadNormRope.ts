@@ -8,10 +8,10 @@
 // computes r once and writes the row's words whole, so headDim must be even (it is for
 // every Qwen3-Next head); n of the RoPE partner is recomputed, which is the same bits.
 import type { KernelPlanner } from '../kernelProgram.ts';
-import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
+import { BF16_WGSL, ROUND_BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
+import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
-import { bf16ElementFn, f32Bits, requireFloatAttr, requirePort, requireRows, ROUND_BF16_WGSL } from './gdnAttentionShared.ts';
-import { flatInvocation, gridFor, readInput, requireIntAttr, uniformWords, writeOutput } from './planParts.ts';
+import { f32Bits, flatInvocation, gridFor, readInput, requireFloatAttr, requireIntAttr, requirePort, requireRows, uniformWords, writeOutput } from './planParts.ts';
 
 const WG = 64;
 const inv = flatInvocation(WG, 'u.groupsX');
@@ -26,10 +26,10 @@ struct U { heads: u32, hd: u32, stride: u32, offset: u32, ropeDims: u32, rows: u
 @group(0) @binding(3) var<storage, read> sinT: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<u32>;
 @group(0) @binding(5) var<uniform> u: U;
-${bf16ElementFn('xAt', 'x')}
-${bf16ElementFn('wAt', 'w')}
+${bf16Element('x', 'xAt')}
+${bf16Element('w', 'wAt')}
 fn normed(xb: u32, d: u32, r: f32) -> f32 {
-  return round_bf16((xAt(xb + d) * r) * (1.0 + wAt(d)));
+  return rbf((xAt(xb + d) * r) * (1.0 + wAt(d)));
 }
 fn outAt(t: u32, xb: u32, d: u32, r: f32) -> f32 {
   let hr = u.ropeDims / 2u; // half the rotated dims

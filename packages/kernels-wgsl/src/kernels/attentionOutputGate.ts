@@ -2,10 +2,10 @@
 // head's [query | gate] block of qg [T, heads * 2hd] (core attentionMath.attnOutputGate;
 // o * gate is a product of two bf16 values, exact in fp32). One invocation per output word.
 import type { KernelPlanner } from '../kernelProgram.ts';
-import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
+import { BF16_WGSL, ROUND_BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
-import { bf16ElementFn, requirePort, requireRows, ROUND_BF16_WGSL } from './gdnAttentionShared.ts';
-import { flatInvocation, gridFor, readInput, requireIntAttr, uniformWords, writeOutput } from './planParts.ts';
+import { flatInvocation, gridFor, readInput, requireIntAttr, requirePort, requireRows, uniformWords, writeOutput } from './planParts.ts';
+import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
 
 const WG = 64;
 const inv = flatInvocation(WG, 'u.groupsX');
@@ -18,12 +18,12 @@ struct U { hd: u32, n: u32, words: u32, groupsX: u32 }
 @group(0) @binding(1) var<storage, read> qg: array<u32>;
 @group(0) @binding(2) var<storage, read_write> y: array<u32>;
 @group(0) @binding(3) var<uniform> u: U;
-${bf16ElementFn('oAt', 'o')}
-${bf16ElementFn('qgAt', 'qg')}
+${bf16Element('o', 'oAt')}
+${bf16Element('qg', 'qgAt')}
 fn gated(e: u32) -> f32 {
   let row = e / u.hd; // (token, head)
   let d = e % u.hd;
-  let gate = round_bf16(sigmoid_f32(qgAt(row * 2u * u.hd + u.hd + d)));
+  let gate = rbf(sigmoid_f32(qgAt(row * 2u * u.hd + u.hd + d)));
   return oAt(e) * gate;
 }
 @compute @workgroup_size(${WG})

@@ -2,20 +2,8 @@
 // each element computed in fp32 with the rounding points of the CPU reference
 // (core/hc/mix.ts, core/hc/combineNorm.ts), the transcendental functions from fp32Math.wgsl.
 import type { KernelDispatch, KernelPlanner, TensorInfo } from '../kernelProgram.ts';
-import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
-import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
-import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
-import {
-  flatInvocation,
-  gridFor,
-  numelOf,
-  readInput,
-  requireDtype,
-  requireIntAttr,
-  requireTensor,
-  uniformWords,
-  writeOutput,
-} from './planParts.ts';
+import { numelOf, readInput, requireDtype, requireIntAttr, requireShape, requireTensor } from './planParts.ts';
+import { wordKernel } from './wordKernel.ts';
 import { copyDispatch } from './copyElements.ts';
 
 type Contract = 'atom' | 'hf';
@@ -26,11 +14,7 @@ export function contractOf(attrs: Record<string, unknown>, op: string): Contract
   return c;
 }
 
-/**
- * A dispatch computing `n` bf16 outputs: `body` is a WGSL function body of
- * `fn value(i: u32) -> f32` over the named bf16 inputs (bound in port order) and the
- * uniforms p0..p3 (u32).
- */
+/** A wordKernel over bf16 input ports, each read as `<name>_f32(i)`. */
 function elementwise(
   key: string,
   inputs: { name: string; port: number }[],
@@ -39,42 +23,7 @@ function elementwise(
   body: string,
   helpers = '',
 ): KernelDispatch {
-  const inv = flatInvocation(64, 'u.groupsX');
-  const words = Math.ceil(n / 2);
-  const grid = gridFor(words, 64);
-  const decls = inputs.map((b, i) => `@group(0) @binding(${i}) var<storage, read> ${b.name}: array<u32>;\n${bf16Element(b.name)}`);
-  const wgsl = `${BF16_WGSL}${FP32_MATH_WGSL}
-struct U { n: u32, words: u32, groupsX: u32, p0: u32, p1: u32, p2: u32, p3: u32 }
-${decls.join('\n')}
-@group(0) @binding(${inputs.length}) var<storage, read_write> y: array<u32>;
-@group(0) @binding(${inputs.length + 1}) var<uniform> u: U;
-fn rbf(v: f32) -> f32 { return bitcast<f32>(f32_to_bf16(v) << 16u); }
-${helpers}
-fn value(i: u32) -> f32 {
-  ${body}
-}
-@compute @workgroup_size(64)
-fn main(${inv.params}) {
-  ${inv.body}
-  if (inv >= u.words) { return; }
-  var word = f32_to_bf16(value(2u * inv));
-  if (2u * inv + 1u < u.n) { word = word | (f32_to_bf16(value(2u * inv + 1u)) << 16u); }
-  y[inv] = word;
-}`;
-  const p = [...params, 0, 0, 0, 0].slice(0, 4);
-  return {
-    key,
-    wgsl,
-    bindings: [...inputs.map((b) => readInput(b.port)), writeOutput(0)],
-    uniforms: uniformWords([n, words, grid.groupsX, ...p]),
-    workgroups: grid.workgroups,
-  };
-}
-
-function shapeEq(a: TensorInfo, want: readonly number[], what: string): void {
-  if (a.shape.length !== want.length || a.shape.some((d, i) => d !== want[i])) {
-    throw new Error(`${what} is [${a.shape.join(',')}], expected [${want.join(',')}]`);
-  }
+  return wordKernel(key, inputs.map((b) => ({ name: b.name, from: readInput(b.port), dtype: 'bf16' as const })), n, params, body, helpers);
 }
 
 export const addPlanner: KernelPlanner = (inputs, outputs) => {
@@ -82,8 +31,8 @@ export const addPlanner: KernelPlanner = (inputs, outputs) => {
   const b = requireTensor(inputs[1], 'add: input b');
   const y = requireTensor(outputs[0], 'add: output y');
   for (const [t, w] of [[a, 'a'], [b, 'b'], [y, 'y']] as const) requireDtype(t, ['bf16'], `add: ${w}`);
-  shapeEq(b, a.shape, 'add: b');
-  shapeEq(y, a.shape, 'add: y');
+  requireShape(b, a.shape, 'add: b');
+  requireShape(y, a.shape, 'add: y');
   const n = numelOf(a.shape);
   if (n === 0) return { scratch: [], dispatches: [] };
   return { scratch: [], dispatches: [elementwise('add', [{ name: 'a', port: 0 }, { name: 'b', port: 1 }], n, [], 'return a_f32(i) + b_f32(i);')] };
@@ -111,9 +60,9 @@ export const hcCombinePlanner: KernelPlanner = (inputs, outputs, attrs) => {
   const out = requireTensor(outputs[0], 'hcCombine: output x');
   const contract = contractOf(attrs, 'hcCombine');
   const { rows, n, h } = streamsOf(x, attrs, 'hcCombine');
-  shapeEq(y, [rows, h], 'hcCombine: blockOut');
-  shapeEq(raw, [rows, n], 'hcCombine: raw');
-  shapeEq(out, x.shape, 'hcCombine: output x');
+  requireShape(y, [rows, h], 'hcCombine: blockOut');
+  requireShape(raw, [rows, n], 'hcCombine: raw');
+  requireShape(out, x.shape, 'hcCombine: output x');
   if (rows * n * h === 0) return { scratch: [], dispatches: [] };
   const prod = contract === 'atom' ? 'yv * inj' : 'rbf(yv * inj)';
   const body = `let w = u.p0 * u.p1;
@@ -140,7 +89,7 @@ export const hcScaledSiluPlanner: KernelPlanner = (inputs, outputs, attrs) => {
     throw new Error(`hcScaledSilu: d must be [rows, ${r + n}] or [rows, ${r}], got [${d.shape.join(',')}]`);
   }
   const [rows, width] = d.shape;
-  shapeEq(gate, [rows, r], 'hcScaledSilu: gate');
+  requireShape(gate, [rows, r], 'hcScaledSilu: gate');
   const raw = outputs[1] ?? null;
   if (raw && width !== r + n) throw new Error(`hcScaledSilu: raw is requested but d has only the ${r} gate columns`);
   if (rows === 0) return { scratch: [], dispatches: [] };
@@ -148,7 +97,7 @@ export const hcScaledSiluPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   return silu_f32(rbf(d_f32(t * u.p1 + i % u.p0) / f32(u.p2)));`;
   const dispatches = [elementwise('hcScaledSilu', [{ name: 'd', port: 0 }], rows * r, [r, width, n], body)];
   if (raw) {
-    shapeEq(raw, [rows, n], 'hcScaledSilu: raw');
+    requireShape(raw, [rows, n], 'hcScaledSilu: raw');
     dispatches.push(copyDispatch('bf16', rows * n, { width: n, srcStride: width, srcStart: r, colPeriod: n, srcLimit: rows * width }, 0, 1));
   }
   return { scratch: [], dispatches };
@@ -161,8 +110,8 @@ export const hcGatedMeanPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   const x = requireTensor(outputs[0], 'hcGatedMean: output x');
   const contract = contractOf(attrs, 'hcGatedMean');
   const { rows, n, h } = streamsOf(normed, attrs, 'hcGatedMean');
-  shapeEq(up, normed.shape, 'hcGatedMean: up');
-  shapeEq(x, [rows, h], 'hcGatedMean: x');
+  requireShape(up, normed.shape, 'hcGatedMean: up');
+  requireShape(x, [rows, h], 'hcGatedMean: x');
   if (rows * h === 0) return { scratch: [], dispatches: [] };
   const step =
     contract === 'atom'

@@ -6,8 +6,8 @@
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
-import { bf16ElementFn, requirePort, requireRows } from './gdnAttentionShared.ts';
-import { flatInvocation, gridFor, readInput, requireIntAttr, uniformWords, writeOutput } from './planParts.ts';
+import { flatInvocation, gridFor, readInput, requireIntAttr, requirePort, requireRows, uniformWords, writeOutput } from './planParts.ts';
+import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
 
 const WG = 64;
 const inv = flatInvocation(WG, 'u.groupsX');
@@ -19,8 +19,8 @@ struct U { C: u32, K: u32, n: u32, words: u32, groupsX: u32 }
 @group(0) @binding(1) var<storage, read> w: array<u32>;
 @group(0) @binding(2) var<storage, read_write> y: array<u32>;
 @group(0) @binding(3) var<uniform> u: U;
-${bf16ElementFn('xAt', 'x')}
-${bf16ElementFn('wAt', 'w')}
+${bf16Element('x', 'xAt')}
+${bf16Element('w', 'wAt')}
 fn convSilu(e: u32) -> f32 {
   let t = e / u.C;
   let c = e % u.C;

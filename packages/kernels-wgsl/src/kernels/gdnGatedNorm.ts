@@ -3,10 +3,10 @@
 // bf16 squares are exact in fp32). One invocation per (token, head) row computes r once
 // and writes the row's words whole, so headDim must be even (every Qwen3-Next head dim is).
 import type { KernelPlanner } from '../kernelProgram.ts';
-import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
+import { BF16_WGSL, ROUND_BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
+import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
-import { bf16ElementFn, f32Bits, requireFloatAttr, requirePort, requireRows, ROUND_BF16_WGSL } from './gdnAttentionShared.ts';
-import { flatInvocation, gridFor, readInput, requireIntAttr, uniformWords, writeOutput } from './planParts.ts';
+import { f32Bits, flatInvocation, gridFor, readInput, requireFloatAttr, requireIntAttr, requirePort, requireRows, uniformWords, writeOutput } from './planParts.ts';
 
 const WG = 64;
 const inv = flatInvocation(WG, 'u.groupsX');
@@ -20,12 +20,12 @@ struct U { hd: u32, rows: u32, eps: u32, groupsX: u32 }
 @group(0) @binding(2) var<storage, read> w: array<u32>;
 @group(0) @binding(3) var<storage, read_write> y: array<u32>;
 @group(0) @binding(4) var<uniform> u: U;
-${bf16ElementFn('oAt', 'o')}
-${bf16ElementFn('zAt', 'z')}
-${bf16ElementFn('wAt', 'w')}
+${bf16Element('o', 'oAt')}
+${bf16Element('z', 'zAt')}
+${bf16Element('w', 'wAt')}
 fn gated(e: u32, j: u32, r: f32) -> f32 {
-  let normed = round_bf16(oAt(e) * r);
-  let weighted = round_bf16(normed * wAt(j));
+  let normed = rbf(oAt(e) * r);
+  let weighted = rbf(normed * wAt(j));
   return weighted * sigmoid_f32(zAt(e));
 }
 @compute @workgroup_size(${WG})

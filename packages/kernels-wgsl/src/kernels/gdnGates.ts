@@ -4,8 +4,8 @@
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
-import { bf16ElementFn, requirePort, requireRows } from './gdnAttentionShared.ts';
-import { flatInvocation, gridFor, readInput, uniformWords, writeOutput } from './planParts.ts';
+import { flatInvocation, gridFor, readInput, requirePort, requireRows, uniformWords, writeOutput } from './planParts.ts';
+import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
 
 const WG = 64;
 const inv = flatInvocation(WG, 'u.groupsX');
@@ -20,10 +20,10 @@ struct U { heads: u32, n: u32, words: u32, groupsX: u32 }
 @group(0) @binding(4) var<storage, read_write> g: array<f32>;
 @group(0) @binding(5) var<storage, read_write> beta: array<u32>;
 @group(0) @binding(6) var<uniform> u: U;
-${bf16ElementFn('bAt', 'b')}
-${bf16ElementFn('aAt', 'a')}
-${bf16ElementFn('aLogAt', 'aLog')}
-${bf16ElementFn('dtBiasAt', 'dtBias')}
+${bf16Element('b', 'bAt')}
+${bf16Element('a', 'aAt')}
+${bf16Element('aLog', 'aLogAt')}
+${bf16Element('dtBias', 'dtBiasAt')}
 fn gate(e: u32) -> f32 {
   let h = e % u.heads;
   let negA = -exp_f32(aLogAt(h));

@@ -16,9 +16,22 @@
 // never straddles a head (every Qwen3-Next head dim is).
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
+import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
-import { bf16ElementFn, f32Bits, requireFloatAttr, requirePort, requireRows } from './gdnAttentionShared.ts';
-import { flatInvocation, gridFor, readInput, readScratch, requireIntAttr, uniformWords, writeOutput, writeScratch } from './planParts.ts';
+import {
+  f32Bits,
+  flatInvocation,
+  gridFor,
+  readInput,
+  readScratch,
+  requireFloatAttr,
+  requireIntAttr,
+  requirePort,
+  requireRows,
+  uniformWords,
+  writeOutput,
+  writeScratch,
+} from './planParts.ts';
 
 const NORM_WG = 64;
 const normInv = flatInvocation(NORM_WG, 'u.groupsX');
@@ -29,7 +42,7 @@ struct U { C: u32, KH: u32, DK: u32, vectors: u32, eps: u32, scale: u32, groupsX
 @group(0) @binding(0) var<storage, read> qkv: array<u32>;
 @group(0) @binding(1) var<storage, read_write> qk: array<f32>;
 @group(0) @binding(2) var<uniform> u: U;
-${bf16ElementFn('qkvAt', 'qkv')}
+${bf16Element('qkv', 'qkvAt')}
 @compute @workgroup_size(${NORM_WG})
 fn main(${normInv.params}) {
   ${normInv.body}
@@ -64,8 +77,8 @@ struct U { T: u32, C: u32, KH: u32, VH: u32, DV: u32, group: u32, pairs: u32, gr
 @group(0) @binding(3) var<storage, read> qk: array<f32>;
 @group(0) @binding(4) var<storage, read_write> o: array<u32>;
 @group(0) @binding(5) var<uniform> u: U;
-${bf16ElementFn('qkvAt', 'qkv')}
-${bf16ElementFn('betaAt', 'beta')}
+${bf16Element('qkv', 'qkvAt')}
+${bf16Element('beta', 'betaAt')}
 @compute @workgroup_size(${REC_WG})
 fn main(${recInv.params}) {
   ${recInv.body}

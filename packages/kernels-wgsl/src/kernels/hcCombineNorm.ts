@@ -4,10 +4,10 @@
 // rstd = 1/sqrt(fp32(sumsq / H) + eps); normed = bf((X * rstd) * (1 + w)).
 // H must be even so that every group starts on a word and groups never share a word.
 import type { KernelPlanner } from '../kernelProgram.ts';
-import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
+import { BF16_WGSL, ROUND_BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
 import { contractOf, injectScaleWgsl } from './elementwiseBf16.ts';
-import { flatInvocation, gridFor, readInput, requireTensor, requireIntAttr, uniformWords, writeOutput } from './planParts.ts';
+import { f32Bits, flatInvocation, gridFor, readInput, requireIntAttr, requireTensor, uniformWords, writeOutput } from './planParts.ts';
 
 function combineNormWgsl(pending: boolean, contract: 'atom' | 'hf'): string {
   const inv = flatInvocation(64, 'u.groupsX');
@@ -37,7 +37,7 @@ function combineNormWgsl(pending: boolean, contract: 'atom' | 'hf'): string {
   return `${BF16_WGSL}${FP32_MATH_WGSL}
 struct U { rows: u32, n: u32, h: u32, eps: f32, groupsX: u32 }
 ${decl.join('\n')}
-fn rbf(v: f32) -> f32 { return bitcast<f32>(f32_to_bf16(v) << 16u); }
+${ROUND_BF16_WGSL}
 ${pending ? injectScaleWgsl(contract) : ''}
 @compute @workgroup_size(64)
 fn main(${inv.params}) {
@@ -66,7 +66,6 @@ fn main(${inv.params}) {
 }`;
 }
 
-const f32Bits = (v: number) => new Uint32Array(Float32Array.of(v).buffer)[0];
 
 export const hcCombineNormPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   const x = requireTensor(inputs[0], 'hcCombineNorm: input x');

@@ -2,8 +2,8 @@
 // moeCombine (layers/moe/moeMath.ts): the fp32 routed sum rounded once, the shared expert
 // scaled by its bf16 sigmoid gate and rounded, the sum rounded.
 import type { KernelPlanner } from '../kernelProgram.ts';
-import { dims2, requireShape, wordKernel } from './moePleWordKernel.ts';
-import { readInput, requireDtype, requireTensor } from './planParts.ts';
+import { dims2, readInput, requireDtype, requireShape, requireTensor } from './planParts.ts';
+import { wordKernel } from './wordKernel.ts';
 
 export const moeCombinePlanner: KernelPlanner = (inputs, outputs) => {
   const routed = requireTensor(inputs[0], 'moeCombine: input routed');

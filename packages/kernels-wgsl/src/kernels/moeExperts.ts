@@ -11,17 +11,18 @@
 // bf16 x bf16 products are exact in fp32, so the plain multiply-adds round once, as the CPU.
 // Tiles (clamped at the edge, stores skipped) reuse each x / h load TILE times; no barriers.
 import type { KernelPlanner } from '../kernelProgram.ts';
-import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
+import { BF16_WGSL, ROUND_BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
-import { dims2, requireShape } from './moePleWordKernel.ts';
 import {
+  dims2,
   flatInvocation,
   gridFor,
   readInput,
   readScratch,
   requireDtype,
   requireIntAttr,
+  requireShape,
   requireTensor,
   uniformWords,
   writeOutput,
@@ -79,7 +80,7 @@ ${storageDecl(0, 'x', vec)}
 ${storageDecl(2, 'gu', vec)}
 @group(0) @binding(3) var<storage, read_write> h: array<u32>;
 @group(0) @binding(4) var<uniform> u: U;
-fn rbf(v: f32) -> f32 { return bitcast<f32>(f32_to_bf16(v) << 16u); }
+${ROUND_BF16_WGSL}
 @compute @workgroup_size(${WG})
 fn main(${inv.params}) {
   ${inv.body}
@@ -118,7 +119,7 @@ ${storageDecl(2, 'down', vec)}
 ${storageDecl(3, 'h', vec)}
 @group(0) @binding(4) var<storage, read_write> routed: array<u32>;
 @group(0) @binding(5) var<uniform> u: U;
-fn rbf(v: f32) -> f32 { return bitcast<f32>(f32_to_bf16(v) << 16u); }
+${ROUND_BF16_WGSL}
 @compute @workgroup_size(${WG})
 fn main(${inv.params}) {
   ${inv.body}

@@ -11,8 +11,7 @@ import type { KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
-import { dims2, requireShape } from './moePleWordKernel.ts';
-import { flatInvocation, gridFor, readInput, requireDtype, requireIntAttr, requireTensor, uniformWords, writeOutput } from './planParts.ts';
+import { dims2, flatInvocation, gridFor, readInput, requireDtype, requireIntAttr, requireShape, requireTensor, uniformWords, writeOutput } from './planParts.ts';
 
 const WG = 64;
 

@@ -1,8 +1,8 @@
 // moeSwiGlu: h = bf(bf(silu(gate)) * up) of rows [gate (I) | up (I)], as core's moeSwiGlu
 // (layers/moe/moeMath.ts): silu in fp32 (fp32Math), rounded to bf16, times up, rounded once.
 import type { KernelPlanner } from '../kernelProgram.ts';
-import { dims2, requireShape, wordKernel } from './moePleWordKernel.ts';
-import { readInput, requireDtype, requireTensor } from './planParts.ts';
+import { dims2, readInput, requireDtype, requireShape, requireTensor } from './planParts.ts';
+import { wordKernel } from './wordKernel.ts';
 
 export const moeSwiGluPlanner: KernelPlanner = (inputs, outputs) => {
   const gateUp = requireTensor(inputs[0], 'moeSwiGlu: input gateUp');

@@ -1,5 +1,6 @@
-// Small pieces every planner uses: port bindings, the uniform block, and a 2-D dispatch grid
-// for invocation counts past the 65535-workgroups-per-dimension limit.
+// Small pieces every planner uses: port bindings, the uniform block (f32 values as bits), a
+// 2-D dispatch grid for invocation counts past the 65535-workgroups-per-dimension limit, and
+// the port/attribute checks, each throwing an error that names the bad value.
 import type { KernelBinding, TensorInfo } from '../kernelProgram.ts';
 
 export const MAX_GROUPS_PER_DIM = 65535;
@@ -28,6 +29,14 @@ export function uniformWords(values: number[]): Uint32Array {
     out[i] = v;
   });
   return out;
+}
+
+const bitsView = new DataView(new ArrayBuffer(4));
+
+/** The bit pattern of fround(x), for f32 uniform words (read with bitcast<f32>) and WGSL literals. */
+export function f32Bits(x: number): number {
+  bitsView.setFloat32(0, x);
+  return bitsView.getUint32(0);
 }
 
 export interface Grid {
@@ -62,11 +71,47 @@ export function requireDtype(t: TensorInfo, dtypes: readonly string[], what: str
   if (!dtypes.includes(t.dtype)) throw new Error(`${what} has dtype '${t.dtype}', expected ${dtypes.join(' or ')}`);
 }
 
+/** Throws naming `what` unless `t` has exactly the shape `want`. */
+export function requireShape(t: TensorInfo, want: readonly number[], what: string): void {
+  if (t.shape.length !== want.length || t.shape.some((d, i) => d !== want[i])) {
+    throw new Error(`${what} is [${t.shape.join(',')}], expected [${want.join(',')}]`);
+  }
+}
+
+/** [rows, cols] of a 2-D tensor, or an error naming `what` and its shape. */
+export function dims2(t: TensorInfo, what: string): [number, number] {
+  if (t.shape.length !== 2) throw new Error(`${what} must be 2-D, got [${t.shape.join(',')}]`);
+  return [t.shape[0], t.shape[1]];
+}
+
+/** A port tensor of the given dtype and exact shape, or a clear error naming what differs. */
+export function requirePort(t: TensorInfo | null | undefined, what: string, dtype: string, shape: readonly number[]): TensorInfo {
+  const info = requireTensor(t, what);
+  requireDtype(info, [dtype], what);
+  requireShape(info, shape, what);
+  return info;
+}
+
+/** Rows T of a 2-D tensor [T, cols] of the given dtype, or a clear error. */
+export function requireRows(t: TensorInfo | null | undefined, what: string, dtype: string, cols: number): number {
+  const info = requireTensor(t, what);
+  requireDtype(info, [dtype], what);
+  if (info.shape.length !== 2 || info.shape[1] !== cols) throw new Error(`${what} is [${info.shape.join(',')}], expected [T,${cols}]`);
+  return info.shape[0];
+}
+
 export function requireIntAttr(attrs: Record<string, unknown>, name: string, op: string, min = 0): number {
   const v = attrs[name];
   if (typeof v !== 'number' || !Number.isInteger(v) || v < min) {
     throw new Error(`${op}: attribute ${name} = ${String(v)} is not an integer >= ${min}`);
   }
+  return v;
+}
+
+/** A finite numeric attribute, or a clear error naming it. */
+export function requireFloatAttr(attrs: Record<string, unknown>, name: string, op: string): number {
+  const v = attrs[name];
+  if (typeof v !== 'number' || !Number.isFinite(v)) throw new Error(`${op}: attribute ${name} = ${String(v)} is not a finite number`);
   return v;
 }
 

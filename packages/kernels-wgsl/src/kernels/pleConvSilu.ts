@@ -4,8 +4,8 @@
 // order, taps before the start skipped (as the CPU does: adding +0 would change nothing).
 // bf16 x bf16 products are exact in fp32, so the plain multiply-add has one rounding.
 import type { KernelPlanner } from '../kernelProgram.ts';
-import { dims2, requireShape, wordKernel } from './moePleWordKernel.ts';
-import { readInput, requireDtype, requireIntAttr, requireTensor } from './planParts.ts';
+import { dims2, readInput, requireDtype, requireIntAttr, requireShape, requireTensor } from './planParts.ts';
+import { wordKernel } from './wordKernel.ts';
 
 export const pleConvSiluPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   const gNormed = requireTensor(inputs[0], 'pleConvSilu: input gNormed');

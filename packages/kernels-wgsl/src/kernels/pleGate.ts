@@ -6,8 +6,7 @@
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
-import { dims2, f32Bits, requireShape } from './moePleWordKernel.ts';
-import { flatInvocation, gridFor, readInput, requireDtype, requireIntAttr, requireTensor, uniformWords, writeOutput } from './planParts.ts';
+import { dims2, f32Bits, flatInvocation, gridFor, readInput, requireDtype, requireIntAttr, requireShape, requireTensor, uniformWords, writeOutput } from './planParts.ts';
 
 const WG = 64;
 /** core's PLE_GATE_SQRT_FLOOR, fround(1e-6) */

@@ -1,8 +1,8 @@
 // pleGatedValue: G[t, s*H+j] = bf(gate[t,s] * value[t,j]), as core's pleGatedValue
 // (layers/ple/pleMath.ts): the fp32 gate times the bf16 value, rounded once.
 import type { KernelPlanner } from '../kernelProgram.ts';
-import { dims2, requireShape, wordKernel } from './moePleWordKernel.ts';
-import { readInput, requireDtype, requireIntAttr, requireTensor } from './planParts.ts';
+import { dims2, readInput, requireDtype, requireIntAttr, requireShape, requireTensor } from './planParts.ts';
+import { wordKernel } from './wordKernel.ts';
 
 export const pleGatedValuePlanner: KernelPlanner = (inputs, outputs, attrs) => {
   const gate = requireTensor(inputs[0], 'pleGatedValue: input gate');

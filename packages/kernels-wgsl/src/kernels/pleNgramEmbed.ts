@@ -5,8 +5,7 @@
 // which reduces every hash mod its head's size, and core's CPU kernel checks them (it throws
 // naming the id), as for `embed`.
 import type { KernelPlanner } from '../kernelProgram.ts';
-import { dims2, requireShape } from './moePleWordKernel.ts';
-import { flatInvocation, gridFor, readInput, requireDtype, requireTensor, uniformWords, writeOutput } from './planParts.ts';
+import { dims2, flatInvocation, gridFor, readInput, requireDtype, requireShape, requireTensor, uniformWords, writeOutput } from './planParts.ts';
 
 const WG = 64;
 

@@ -7,18 +7,21 @@
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
-import { dims2, f32Bits, requireShape, wordKernel } from './moePleWordKernel.ts';
 import {
+  dims2,
+  f32Bits,
   flatInvocation,
   gridFor,
   readInput,
   readScratch,
   requireDtype,
   requireIntAttr,
+  requireShape,
   requireTensor,
   uniformWords,
   writeScratch,
 } from './planParts.ts';
+import { wordKernel } from './wordKernel.ts';
 
 const RSTD = 'rstd';
 const WG = 64;

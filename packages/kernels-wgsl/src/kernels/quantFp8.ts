@@ -18,15 +18,17 @@
 import type { KernelBinding, KernelDispatch, KernelPlan, KernelPlanner, TensorInfo } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
-import { type Fp8WgslFormat, f32Bits, fp8EncodeWgsl, fp8WgslFormat } from '../wgsl/fp8.wgsl.ts';
+import { type Fp8WgslFormat, fp8EncodeWgsl, fp8WgslFormat } from '../wgsl/fp8.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
 import {
+  f32Bits,
   flatInvocation,
   gridFor,
   readInput,
   readScratch,
   requireDtype,
   requireIntAttr,
+  requireShape,
   requireTensor,
   uniformWords,
   writeOutput,
@@ -43,12 +45,6 @@ function styleOf(attrs: Record<string, unknown>, op: string): QuantStyle {
   const s = attrs.style;
   if (s !== 'divide' && s !== 'reciprocal') throw new Error(`${op}: style must be 'divide' or 'reciprocal', got '${String(s)}'`);
   return s;
-}
-
-function shapeEq(t: TensorInfo, want: readonly number[], what: string): void {
-  if (t.shape.length !== want.length || t.shape.some((d, i) => d !== want[i])) {
-    throw new Error(`${what} is [${t.shape.join(',')}], expected [${want.join(',')}]`);
-  }
 }
 
 /**
@@ -343,8 +339,8 @@ export const quantFp8PerTokenPlanner: KernelPlanner = (inputs, outputs, attrs): 
   if (x.shape.length !== 2) throw new Error(`${op}: x must be [rows, cols], got [${x.shape.join(',')}]`);
   const [rows, cols] = x.shape;
   if (cols < 1) throw new Error(`${op}: x has ${cols} columns, expected at least 1`);
-  shapeEq(q, [rows, cols], `${op}: q`);
-  shapeEq(scale, [rows], `${op}: scale`);
+  requireShape(q, [rows, cols], `${op}: q`);
+  requireShape(scale, [rows], `${op}: scale`);
   if (rows === 0) return { scratch: [], dispatches: [] };
   const tag = `${f.format}-${style}`;
   return {
@@ -380,12 +376,12 @@ export const hcGatedMeanQuantPlanner: KernelPlanner = (inputs, outputs, attrs): 
   if (normed.shape.length !== 2 || normed.shape[1] % n !== 0 || normed.shape[1] === 0) {
     throw new Error(`${op}: normed must be [rows, ${n}*H] with H >= 1, got [${normed.shape.join(',')}]`);
   }
-  shapeEq(up, normed.shape, `${op}: up`);
+  requireShape(up, normed.shape, `${op}: up`);
   const [rows, width] = normed.shape;
   const h = width / n;
-  shapeEq(x, [rows, h], `${op}: x`);
-  shapeEq(q, [rows, h], `${op}: q`);
-  shapeEq(scale, [rows], `${op}: scale`);
+  requireShape(x, [rows, h], `${op}: x`);
+  requireShape(q, [rows, h], `${op}: q`);
+  requireShape(scale, [rows], `${op}: scale`);
   if (rows === 0) return { scratch: [], dispatches: [] };
   const count = rows * h;
   const gm = gridFor(count, WG);

@@ -8,7 +8,8 @@ import type { Tensor } from '../../../core/src/tensor/tensor.ts';
 import { useChromiumGpu } from '../harness/kernelTestSuite.ts';
 import { runPlannerOnGpu, tensorInfo, tensorWords } from '../harness/runPlanner.ts';
 import type { KernelPlan, TensorInfo } from '../kernelProgram.ts';
-import { FP8_WGSL_FORMATS, type Fp8Format, f32Bits, fp8EncodeWgsl } from '../wgsl/fp8.wgsl.ts';
+import { FP8_WGSL_FORMATS, type Fp8Format, fp8EncodeWgsl } from '../wgsl/fp8.wgsl.ts';
+import { f32Bits } from './planParts.ts';
 import { type QuantStyle, rowQuantWgsl } from './quantFp8.ts';
 import { QUANT_WGSL_KERNELS } from './quantKernels.ts';
 

@@ -12,3 +12,6 @@ fn f32_to_bf16(x: f32) -> u32 {
 }
 fn pack_bf16(lo: f32, hi: f32) -> u32 { return f32_to_bf16(lo) | (f32_to_bf16(hi) << 16u); }
 `;
+
+/** WGSL `fn rbf(v: f32) -> f32`: bf(v) as a value, as core's roundBf16. Needs BF16_WGSL. */
+export const ROUND_BF16_WGSL = /* wgsl */ `fn rbf(v: f32) -> f32 { return bitcast<f32>(f32_to_bf16(v) << 16u); }`;

@@ -15,7 +15,7 @@ export function elementBits(buf: string, dtype: string): string {
     : `fn ${buf}_bits(i: u32) -> u32 { return ${buf}[i]; }`;
 }
 
-/** fn <buf>_f32(i: u32) -> f32: the exact fp32 value of bf16 element i. */
-export function bf16Element(buf: string): string {
-  return `fn ${buf}_f32(i: u32) -> f32 { return bitcast<f32>(((${buf}[i >> 1u] >> ((i & 1u) * 16u)) & 0xffffu) << 16u); }`;
+/** fn <buf>_f32(i: u32) -> f32 (or `fn <fnName>(i: u32) -> f32`): the exact fp32 value of bf16 element i. */
+export function bf16Element(buf: string, fnName = `${buf}_f32`): string {
+  return `fn ${fnName}(i: u32) -> f32 { return bitcast<f32>(((${buf}[i >> 1u] >> ((i & 1u) * 16u)) & 0xffffu) << 16u); }`;
 }

@@ -5,6 +5,8 @@
 // subnormals share one grid of step 2^(e-3), q = RNE(a * 2^(3-e)), magnitude = (e-eMin)*8+q.
 // The format constants are mirrored from core's FP8_FORMATS (the test checks they agree).
 
+import { f32Bits } from '../kernels/planParts.ts';
+
 export type Fp8Format = 'e4m3fn' | 'e4m3fnuz';
 
 export interface Fp8WgslFormat {
@@ -30,13 +32,6 @@ export function fp8WgslFormat(format: unknown, op: string): Fp8WgslFormat {
   const info = typeof format === 'string' ? (FP8_WGSL_FORMATS as Record<string, Fp8WgslFormat | undefined>)[format] : undefined;
   if (!info) throw new Error(`${op}: format must be 'e4m3fn' or 'e4m3fnuz', got '${String(format)}'`);
   return info;
-}
-
-/** The fp32 bit pattern of a value that is exactly an fp32. */
-export function f32Bits(x: number): number {
-  const view = new DataView(new ArrayBuffer(4));
-  view.setFloat32(0, x);
-  return view.getUint32(0);
 }
 
 /**

@@ -4,11 +4,12 @@ import type { ValueId } from '../../graph/graph.ts';
 import { GraphBuilder } from '../../graph/graphBuilder.ts';
 import { SyntheticWeightSource } from '../../model/syntheticWeights.ts';
 import type { WeightSource } from '../../model/weightSource.ts';
-import { bf16ArrayToF32, bf16ToF32, f32ToBf16 } from '../../numerics/bf16.ts';
+import { bf16ArrayToF32 } from '../../numerics/bf16.ts';
 import { Rng } from '../../numerics/rng.ts';
 import { compareBf16 } from '../../numerics/ulp.ts';
 import { CpuBackend } from '../../reference/cpuBackend.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
+import { rowParallelSum } from '../rowParallelSumCheck.ts';
 import { buildAttention } from './attentionGraph.ts';
 import { attentionRankHeads, attentionRankWeights, attentionWeightSpecs } from './attentionWeights.ts';
 import { ropeTables } from './ropeTables.ts';
@@ -41,11 +42,6 @@ function runTp(tp: number, x: Uint16Array, weights: WeightSource) {
   };
 }
 
-function ulp(v: number): number {
-  if (v === 0) return 2 ** -133;
-  return 2 ** (Math.floor(Math.log2(Math.abs(v))) - 7);
-}
-
 describe('full-attention graph under tensor parallelism', () => {
   const weights = new SyntheticWeightSource(attentionWeightSpecs(config, LAYER), 8);
   const x = new Rng(4).fillBf16Normal(T * H, 1);
@@ -75,29 +71,7 @@ describe('full-attention graph under tensor parallelism', () => {
       const wOut = bf16ArrayToF32(weights.get(`model.layers.${LAYER}.self_attn.o_proj.weight`).data as Uint16Array);
       const y = bf16ArrayToF32(ref.gated[0]);
       const K = QH * HD;
-      const summed = new Uint16Array(T * H);
-      let beyondBound = 0;
-      let maxInPartialUlps = 0;
-      for (let i = 0; i < T * H; i++) {
-        let acc = 0;
-        let roundingBudget = 0;
-        let maxPartial = 0;
-        for (let r = 0; r < tp; r++) {
-          const p = bf16ToF32(run.partials[r][i]);
-          acc = Math.fround(acc + p);
-          roundingBudget += ulp(p) / 2;
-          maxPartial = Math.max(maxPartial, Math.abs(p));
-        }
-        summed[i] = f32ToBf16(acc);
-        const t = Math.floor(i / H);
-        const o = i % H;
-        let absSum = 0;
-        for (let k = 0; k < K; k++) absSum += Math.abs(y[t * K + k] * wOut[o * K + k]);
-        const e = bf16ToF32(out1[i]);
-        const diff = Math.abs(bf16ToF32(summed[i]) - e);
-        if (diff > roundingBudget + ulp(e) / 2 + ulp(bf16ToF32(summed[i])) / 2 + 2 * K * 2 ** -24 * absSum) beyondBound++;
-        maxInPartialUlps = Math.max(maxInPartialUlps, diff / ulp(maxPartial));
-      }
+      const { summed, beyondBound, maxInPartialUlps } = rowParallelSum(run.partials, out1, y, wOut, H, K);
       const report = compareBf16(summed, out1);
       console.log(`attention tp=${tp}: ${report.differing}/${report.count} differ from tp=1, max ${report.maxUlp} ulp, largest difference ${maxInPartialUlps} ulp of the largest partial`);
       expect(beyondBound).toBe(0);

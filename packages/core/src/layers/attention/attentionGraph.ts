@@ -1,6 +1,7 @@
 import type { ValueId } from '../../graph/graph.ts';
 import type { GraphBuilder } from '../../graph/graphBuilder.ts';
 import type { SubLayerContext } from '../subLayerContext.ts';
+import { subLayerNodes } from '../subLayerNodes.ts';
 import { attentionRankHeads, attentionRankWeights } from './attentionWeights.ts';
 
 /** The RoPE tables as graph inputs: f32 [T, ropeDims/2] each, from ropeTables(config, T). */
@@ -30,16 +31,9 @@ export function buildAttention(b: GraphBuilder, ctx: SubLayerContext, x: ValueId
     }
   }
   const w = attentionRankWeights(config, layer, rank, tp);
-  const id = (name: string) => `r${rank}/${ctx.scope}/${name}`;
-  const node = (op: string, name: string, inputs: ValueId[], outputs: ValueId[], attrs: Record<string, unknown> = {}) =>
-    b.node({ op, rank, inputs, outputs, attrs, scope: `${ctx.scope}.${name}`, layer });
-  const linear = (name: string, input: ValueId, weight: ValueId, outF: number) => {
-    const y = b.value(id(name), [T, outF], 'bf16', rank);
-    node('linear', name, [input, weight], [y]);
-    return y;
-  };
+  const { value, node, linear } = subLayerNodes(b, ctx);
   const normRope = (name: string, input: ValueId, normWeight: ValueId, heads: number, stride: number) => {
-    const y = b.value(id(name), [T, heads * hd], 'bf16', rank);
+    const y = value(name, [T, heads * hd]);
     node('attnHeadNormRope', name, [input, normWeight, rope.cos, rope.sin], [y], {
       heads,
       headDim: hd,
@@ -56,10 +50,10 @@ export function buildAttention(b: GraphBuilder, ctx: SubLayerContext, x: ValueId
   const v = linear('v', x, b.weight(w.v, [kvh * hd, H]), kvh * hd);
   const q = normRope('qrope', qg, b.weight(w.qNorm, [hd]), qh, 2 * hd);
   const kr = normRope('krope', k, b.weight(w.kNorm, [hd]), kvh, hd);
-  const o = b.value(id('core'), [T, qh * hd], 'bf16', rank);
+  const o = value('core', [T, qh * hd]);
   // scale = headDim^-0.5 rounded to fp32 on the host (exactly 1/16 for head_dim 256)
   node('attnCausal', 'core', [q, kr, v], [o], { heads: qh, kvHeads: kvh, headDim: hd, scale: Math.fround(hd ** -0.5) });
-  const y = b.value(id('gated'), [T, qh * hd], 'bf16', rank);
+  const y = value('gated', [T, qh * hd]);
   node('attnOutputGate', 'gate', [o, qg], [y], { heads: qh, headDim: hd });
   return linear('out', y, b.weight(w.o, [H, qh * hd]), H);
 }

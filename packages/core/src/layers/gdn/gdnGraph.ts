@@ -1,6 +1,7 @@
 import type { ValueId } from '../../graph/graph.ts';
 import type { GraphBuilder } from '../../graph/graphBuilder.ts';
 import type { SubLayerContext } from '../subLayerContext.ts';
+import { subLayerNodes } from '../subLayerNodes.ts';
 import { GDN_L2NORM_EPS } from './gdnMath.ts';
 import { gdnRankHeads, gdnRankWeights } from './gdnWeights.ts';
 
@@ -18,25 +19,18 @@ export function buildGdn(b: GraphBuilder, ctx: SubLayerContext, x: ValueId): Val
   const vh = v1 - v0;
   const channels = 2 * kh * dk + vh * dv;
   const w = gdnRankWeights(config, layer, rank, tp);
-  const id = (name: string) => `r${rank}/${ctx.scope}/${name}`;
-  const node = (op: string, name: string, inputs: ValueId[], outputs: ValueId[], attrs: Record<string, unknown> = {}) =>
-    b.node({ op, rank, inputs, outputs, attrs, scope: `${ctx.scope}.${name}`, layer });
-  const linear = (name: string, input: ValueId, weight: ValueId, outF: number) => {
-    const y = b.value(id(name), [T, outF], 'bf16', rank);
-    node('linear', name, [input, weight], [y]);
-    return y;
-  };
+  const { value, node, linear } = subLayerNodes(b, ctx);
 
   const qkv = linear('qkv', x, b.weight(w.qkv, [channels, H]), channels);
-  const conv = b.value(id('conv'), [T, channels], 'bf16', rank);
+  const conv = value('conv', [T, channels]);
   node('gdnConvSilu', 'conv', [qkv, b.weight(w.conv, [channels, 1, convKernel])], [conv], { kernel: convKernel });
   const z = linear('z', x, b.weight(w.z, [vh * dv, H]), vh * dv);
   const bProj = linear('b', x, b.weight(w.b, [vh, H]), vh);
   const aProj = linear('a', x, b.weight(w.a, [vh, H]), vh);
-  const g = b.value(id('g'), [T, vh], 'f32', rank);
-  const beta = b.value(id('beta'), [T, vh], 'bf16', rank);
+  const g = value('g', [T, vh], 'f32');
+  const beta = value('beta', [T, vh]);
   node('gdnGates', 'gates', [bProj, aProj, b.weight(w.aLog, [vh]), b.weight(w.dtBias, [vh])], [g, beta]);
-  const o = b.value(id('core'), [T, vh * dv], 'bf16', rank);
+  const o = value('core', [T, vh * dv]);
   // scale = keyDim^-0.5 rounded to fp32 once on the host, as fla passes `scale` to its kernel
   node('gdnRecurrence', 'recurrence', [conv, g, beta], [o], {
     keyHeads: kh,
@@ -46,7 +40,7 @@ export function buildGdn(b: GraphBuilder, ctx: SubLayerContext, x: ValueId): Val
     scale: Math.fround(dk ** -0.5),
     l2Eps: GDN_L2NORM_EPS,
   });
-  const y = b.value(id('normed'), [T, vh * dv], 'bf16', rank);
+  const y = value('normed', [T, vh * dv]);
   node('gdnGatedNorm', 'norm', [o, z, b.weight(w.norm, [dv])], [y], { heads: vh, headDim: dv, eps: config.rmsNormEps });
   return linear('out', y, b.weight(w.out, [H, vh * dv]), H);
 }

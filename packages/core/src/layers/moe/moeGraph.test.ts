@@ -2,14 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { getConfig } from '../../config/presets.ts';
 import type { ValueId } from '../../graph/graph.ts';
 import { GraphBuilder } from '../../graph/graphBuilder.ts';
-import { resolveWeight } from '../../model/resolveWeight.ts';
 import { SyntheticWeightSource } from '../../model/syntheticWeights.ts';
-import type { WeightSource } from '../../model/weightSource.ts';
 import { Rng } from '../../numerics/rng.ts';
 import { CpuBackend } from '../../reference/cpuBackend.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
 import { buildMoe } from './moeGraph.ts';
-import { moeForwardRank } from './moeMath.ts';
+import { moeRankReference } from './moeRankReference.ts';
 import { moeRankPartition, moeRankWeights, moeWeightSpecs } from './moeWeights.ts';
 
 const config = getConfig('small');
@@ -33,19 +31,7 @@ describe('MoE graph', () => {
       const feeds = new Map<ValueId, Tensor>([[xIn, { dtype: 'bf16', shape: [T, H], data: x }]]);
       const { values } = new CpuBackend().runSync(graph, feeds, weights, { keep: outs });
       for (let rank = 0; rank < tp; rank++) {
-        const refs = moeRankWeights(config, LAYER, rank, tp);
-        const part = moeRankPartition(config, rank, tp);
-        const get = (k: keyof typeof refs) => resolveWeight(weights, refs[k]).data as Uint16Array;
-        const want = moeForwardRank(x, T, { hidden: H, ...config.moe, sharedIntermediate: part.sharedWidth }, {
-          router: get('router'),
-          firstExpert: part.firstExpert,
-          numLocal: part.numLocal,
-          expertsGateUp: get('expertsGateUp'),
-          expertsDown: get('expertsDown'),
-          sharedGateUp: get('sharedGateUp'),
-          sharedDown: get('sharedDown'),
-          sharedGate: get('sharedGate'),
-        });
+        const want = moeRankReference(config, LAYER, weights, x, T, rank, tp);
         expect(values.get(outs[rank])!.data).toEqual(want.out);
       }
     });

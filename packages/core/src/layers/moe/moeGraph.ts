@@ -1,6 +1,7 @@
 import type { ValueId } from '../../graph/graph.ts';
 import type { GraphBuilder } from '../../graph/graphBuilder.ts';
 import type { SubLayerContext } from '../subLayerContext.ts';
+import { subLayerNodes } from '../subLayerNodes.ts';
 import { moeRankPartition, moeRankWeights } from './moeWeights.ts';
 
 /**
@@ -15,20 +16,13 @@ export function buildMoe(b: GraphBuilder, ctx: SubLayerContext, x: ValueId): Val
   const { numExperts: E, topK, intermediate: I, normTopkProb } = config.moe;
   const { firstExpert, numLocal, sharedWidth } = moeRankPartition(config, rank, tp);
   const w = moeRankWeights(config, layer, rank, tp);
-  const id = (name: string) => `r${rank}/${ctx.scope}/${name}`;
-  const node = (op: string, name: string, inputs: ValueId[], outputs: ValueId[], attrs: Record<string, unknown> = {}) =>
-    b.node({ op, rank, inputs, outputs, attrs, scope: `${ctx.scope}.${name}`, layer });
-  const linear = (name: string, input: ValueId, weight: ValueId, outF: number) => {
-    const y = b.value(id(name), [T, outF], 'bf16', rank);
-    node('linear', name, [input, weight], [y]);
-    return y;
-  };
+  const { value, node, linear } = subLayerNodes(b, ctx);
 
   const logits = linear('router', x, b.weight(w.router, [E, H]), E);
-  const ids = b.value(id('topk_ids'), [T, topK], 'i32', rank);
-  const weights = b.value(id('topk_weights'), [T, topK], 'bf16', rank);
+  const ids = value('topk_ids', [T, topK], 'i32');
+  const weights = value('topk_weights', [T, topK]);
   node('moeRoute', 'route', [logits], [ids, weights], { topK, normTopkProb });
-  const routed = b.value(id('routed'), [T, H], 'f32', rank);
+  const routed = value('routed', [T, H], 'f32');
   node(
     'moeExperts',
     'experts',
@@ -37,11 +31,11 @@ export function buildMoe(b: GraphBuilder, ctx: SubLayerContext, x: ValueId): Val
     { firstExpert, numLocal, intermediate: I },
   );
   const sharedGu = linear('shared_gate_up', x, b.weight(w.sharedGateUp, [2 * sharedWidth, H]), 2 * sharedWidth);
-  const sharedH = b.value(id('shared_h'), [T, sharedWidth], 'bf16', rank);
+  const sharedH = value('shared_h', [T, sharedWidth]);
   node('moeSwiGlu', 'shared_act', [sharedGu], [sharedH]);
   const shared = linear('shared_down', sharedH, b.weight(w.sharedDown, [H, sharedWidth]), H);
   const gateLogit = linear('shared_gate', x, b.weight(w.sharedGate, [1, H]), 1);
-  const y = b.value(id('out'), [T, H], 'bf16', rank);
+  const y = value('out', [T, H]);
   node('moeCombine', 'combine', [routed, shared, gateLogit], [y]);
   return y;
 }

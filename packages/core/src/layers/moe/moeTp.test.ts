@@ -6,7 +6,8 @@ import { bf16ArrayToF32, bf16ToF32, f32ToBf16, roundBf16 } from '../../numerics/
 import { Rng } from '../../numerics/rng.ts';
 import { compareBf16 } from '../../numerics/ulp.ts';
 import { moeForwardRank, type MoeRankResult, type MoeShape } from './moeMath.ts';
-import { moeRankPartition, moeRankWeights, moeWeightSpecs } from './moeWeights.ts';
+import { moeRankReference } from './moeRankReference.ts';
+import { moeRankWeights, moeWeightSpecs } from './moeWeights.ts';
 
 const config = getConfig('small');
 const LAYER = 2;
@@ -15,20 +16,7 @@ const source = new SyntheticWeightSource(moeWeightSpecs(config, LAYER), 11);
 const x = new Rng(5).fillBf16Normal(T * config.hiddenSize, 1);
 
 function runRank(rank: number, tp: number): MoeRankResult {
-  const refs = moeRankWeights(config, LAYER, rank, tp);
-  const part = moeRankPartition(config, rank, tp);
-  const get = (k: keyof typeof refs) => resolveWeight(source, refs[k]).data as Uint16Array;
-  const shape: MoeShape = { hidden: config.hiddenSize, ...config.moe, sharedIntermediate: part.sharedWidth };
-  return moeForwardRank(x, T, shape, {
-    router: get('router'),
-    firstExpert: part.firstExpert,
-    numLocal: part.numLocal,
-    expertsGateUp: get('expertsGateUp'),
-    expertsDown: get('expertsDown'),
-    sharedGateUp: get('sharedGateUp'),
-    sharedDown: get('sharedDown'),
-    sharedGate: get('sharedGate'),
-  });
+  return moeRankReference(config, LAYER, source, x, T, rank, tp);
 }
 
 /** Half an ulp of a bf16 value v (the largest error of rounding something to v). */

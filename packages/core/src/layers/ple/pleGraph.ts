@@ -1,6 +1,7 @@
 import type { ValueId } from '../../graph/graph.ts';
 import type { GraphBuilder } from '../../graph/graphBuilder.ts';
 import type { SubLayerContext } from '../subLayerContext.ts';
+import { subLayerNodes } from '../subLayerNodes.ts';
 import { pleRankWeights, pleShape } from './pleWeights.ts';
 
 /**
@@ -18,10 +19,7 @@ export function buildPle(b: GraphBuilder, ctx: SubLayerContext, x: ValueId, toke
   const headDim = D / heads;
   const totalRows = s.vocabSizes.reduce((a, v) => a + v, 0);
   const w = pleRankWeights(config, layer, rank, tp);
-  const id = (name: string) => `r${rank}/${ctx.scope}/${name}`;
-  const node = (op: string, name: string, inputs: ValueId[], outputs: ValueId[], attrs: Record<string, unknown> = {}) =>
-    b.node({ op, rank, inputs, outputs, attrs, scope: `${ctx.scope}.${name}`, layer });
-  const value = (name: string, shape: number[], dtype: 'bf16' | 'f32' | 'i32' = 'bf16') => b.value(id(name), shape, dtype, rank);
+  const { value, node } = subLayerNodes(b, ctx);
 
   const ids = value('ngram_ids', [T, heads], 'i32');
   node('pleNgramIds', 'ngram_ids', [tokenIds], [ids], {

@@ -1,9 +1,9 @@
-// The common shape of the MoE/PLE pointwise kernels: one invocation per packed bf16 output
-// word (elements 2i and 2i+1), each element computed by a WGSL `fn value(i: u32) -> f32`
-// in fp32 and rounded once to bf16 by the store. Whole words are written, so no two
-// invocations share one.
-import type { KernelBinding, KernelDispatch, TensorInfo } from '../kernelProgram.ts';
-import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
+// The common shape of the pointwise bf16 kernels (add, the HC pointwise ops, the MoE/PLE
+// pointwise ops): one invocation per packed bf16 output word (elements 2i and 2i+1), each
+// element computed by a WGSL `fn value(i: u32) -> f32` in fp32 and rounded once to bf16 by
+// the store. Whole words are written, so no two invocations share one.
+import type { KernelBinding, KernelDispatch } from '../kernelProgram.ts';
+import { BF16_WGSL, ROUND_BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
 import { flatInvocation, gridFor, uniformWords, writeOutput } from './planParts.ts';
@@ -20,10 +20,11 @@ export interface WordKernelInput {
 
 /**
  * A dispatch writing `n` bf16 elements to output port 0. `body` is the body of
- * `fn value(i: u32) -> f32`; it may read the inputs, `rbf(v)` (round to bf16, as f32) and the
- * u32 uniforms `u.p0`..`u.p3`. f32 inputs are read as `bitcast<f32>(<name>[i])`.
+ * `fn value(i: u32) -> f32`; it may read the inputs, `rbf(v)` (round to bf16, as f32), the
+ * u32 uniforms `u.p0`..`u.p3` and WGSL functions in `helpers`. f32 inputs are read as
+ * `bitcast<f32>(<name>[i])`.
  */
-export function wordKernel(key: string, inputs: WordKernelInput[], n: number, params: number[], body: string): KernelDispatch {
+export function wordKernel(key: string, inputs: WordKernelInput[], n: number, params: number[], body: string, helpers = ''): KernelDispatch {
   if (params.length > 4) throw new Error(`wordKernel ${key}: ${params.length} parameters, at most 4`);
   const inv = flatInvocation(WG, 'u.groupsX');
   const words = Math.ceil(n / 2);
@@ -36,7 +37,8 @@ struct U { n: u32, words: u32, groupsX: u32, p0: u32, p1: u32, p2: u32, p3: u32 
 ${decls.join('\n')}
 @group(0) @binding(${inputs.length}) var<storage, read_write> y: array<u32>;
 @group(0) @binding(${inputs.length + 1}) var<uniform> u: U;
-fn rbf(v: f32) -> f32 { return bitcast<f32>(f32_to_bf16(v) << 16u); }
+${ROUND_BF16_WGSL}
+${helpers}
 fn value(i: u32) -> f32 {
   ${body}
 }
@@ -55,22 +57,4 @@ fn main(${inv.params}) {
     uniforms: uniformWords([n, words, grid.groupsX, ...[...params, 0, 0, 0, 0].slice(0, 4)]),
     workgroups: grid.workgroups,
   };
-}
-
-/** Throws naming `what` unless `t` has exactly the shape `want`. */
-export function requireShape(t: TensorInfo, want: readonly number[], what: string): void {
-  if (t.shape.length !== want.length || t.shape.some((d, i) => d !== want[i])) {
-    throw new Error(`${what} is [${t.shape.join(',')}], expected [${want.join(',')}]`);
-  }
-}
-
-/** [rows, cols] of a 2-D tensor, or an error naming `what` and its shape. */
-export function dims2(t: TensorInfo, what: string): [number, number] {
-  if (t.shape.length !== 2) throw new Error(`${what} must be 2-D, got [${t.shape.join(',')}]`);
-  return [t.shape[0], t.shape[1]];
-}
-
-/** The u32 bit pattern of fround(x), for f32 uniforms and WGSL literals. */
-export function f32Bits(x: number): number {
-  return new Uint32Array(Float32Array.of(x).buffer)[0];
 }
