@@ -36,7 +36,7 @@ export function layerCases(): LayerCase[] {
   const streams: Tensor = { dtype: 'bf16', shape: [T, width], data: rng.fillBf16Normal(T * width, 1) };
   const ids: Tensor = { dtype: 'i32', shape: [T], data: Int32Array.from({ length: T }, (_, t) => (t === 9 ? config.eosTokenId : rng.int(0, config.vocabSize))) };
   const rope = ropeTables(config, T);
-  const make = (name: string, layer: number, build: (b: GraphBuilder, rank: number, inputs: Record<string, string>) => string): LayerCase => {
+  const make = (name: string, build: (b: GraphBuilder, rank: number, inputs: Record<string, string>) => string): LayerCase => {
     const b = new GraphBuilder(TP, { case: name });
     const inputs = {
       x: b.input('x', [T, h], 'bf16'),
@@ -57,9 +57,9 @@ export function layerCases(): LayerCase[] {
   };
   const ctx = (layer: number, rank: number, scope: string) => ({ config, layer, rank, tp: TP, tokens: T, scope });
   return [
-    make('GatedDeltaNet (layer 0)', 0, (b, rank, i) => buildGdn(b, ctx(0, rank, 'L0.attn'), i.x)),
-    make('attention (layer 3)', 3, (b, rank, i) => buildAttention(b, ctx(3, rank, 'L3.attn'), i.x, { cos: i.cos, sin: i.sin })),
-    make('MoE (layer 2)', 2, (b, rank, i) => buildMoe(b, ctx(2, rank, 'L2.mlp'), i.x)),
-    make('PLE (layer 1)', 1, (b, rank, i) => buildPle(b, ctx(1, rank, 'L1.ple'), i.streams, i.ids)),
+    make('GatedDeltaNet (layer 0)', (b, rank, i) => buildGdn(b, ctx(0, rank, 'L0.attn'), i.x)),
+    make('attention (layer 3)', (b, rank, i) => buildAttention(b, ctx(3, rank, 'L3.attn'), i.x, { cos: i.cos, sin: i.sin })),
+    make('MoE (layer 2)', (b, rank, i) => buildMoe(b, ctx(2, rank, 'L2.mlp'), i.x)),
+    make('PLE (layer 1)', (b, rank, i) => buildPle(b, ctx(1, rank, 'L1.ple'), i.streams, i.ids)),
   ];
 }

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type BrowserServer, type Page } from 'playwright-core';
 import { hostTensor } from './hostTensors.ts';
 import { pageBundle, WGSL_KERNEL_MODULE, type KernelModule } from './pageBundle.ts';
-import { jobPath, type PageApi, type PageJob, type PageRunSummary } from './pageProtocol.ts';
+import { type PageApi, type PageJob, type PageRunSummary } from './pageProtocol.ts';
 import { tensorFromWordBytes, tensorWordBytes } from './tensorBytes.ts';
 
 export const CHROMIUM_EXECUTABLE = '/usr/bin/chromium';

@@ -15,7 +15,7 @@
 // hcGatedMean's kernel; it differs from the CPU only where a product sig*normed, a partial
 // sum or v is a nonzero value below 2^-126 (or normed is a bf16 subnormal), which SwiftShader
 // flushes to zero.
-import type { KernelBinding, KernelDispatch, KernelPlan, KernelPlanner, TensorInfo } from '../kernelProgram.ts';
+import type { KernelBinding, KernelDispatch, KernelPlan, KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
 import { type Fp8WgslFormat, fp8EncodeWgsl, fp8WgslFormat } from '../wgsl/fp8.wgsl.ts';

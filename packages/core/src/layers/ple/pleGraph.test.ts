@@ -4,7 +4,6 @@ import type { ValueId } from '../../graph/graph.ts';
 import { GraphBuilder } from '../../graph/graphBuilder.ts';
 import { resolveWeight } from '../../model/resolveWeight.ts';
 import { SyntheticWeightSource } from '../../model/syntheticWeights.ts';
-import type { WeightSource } from '../../model/weightSource.ts';
 import { Rng } from '../../numerics/rng.ts';
 import { CpuBackend } from '../../reference/cpuBackend.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
