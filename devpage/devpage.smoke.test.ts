@@ -61,4 +61,55 @@ describe('dev page in Chromium', () => {
     if (process.env.DEVPAGE_SCREENSHOT) await page.screenshot({ path: process.env.DEVPAGE_SCREENSHOT, fullPage: true });
     expect(errors).toEqual([]);
   }, 60_000);
+
+  it('runs the full model: PLE, attention, GDN and MoE steps, padding, ring differs at tp 4, one-shot and tp 2 do not', async () => {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    page.on('console', (m) => {
+      if (m.type() === 'error') errors.push(m.text());
+    });
+    await page.goto(url);
+    const run = async (config: string, tokens: number, tp: number, reduce: string): Promise<string> => {
+      await page.selectOption('select[name=config]', config);
+      await page.fill('input[name=tokens]', String(tokens));
+      await page.selectOption('select[name=tp]', String(tp));
+      await page.selectOption('select[name=reduce]', reduce);
+      await page.selectOption('select[name=subLayers]', 'model');
+      await page.click('#run');
+      await expect.poll(() => page.locator('#progress').textContent(), { timeout: 30_000, interval: 200 }).toMatch(/^(Done|Run failed)/);
+      return (await page.locator('#run-view .headline').textContent())!;
+    };
+
+    // small, T 203 at tp 4: C 51, rank 3 holds 1 padding row
+    const ring = await run('small', 203, 4, 'ring');
+    expect(ring).toMatch(/sub-layers: .*PLE.*Run a \(SP on, ring\) against run b \(SP off, ring\): \d+ of 19 compared points differ \(first at L\d\.\w+ \((GDN|attention|MoE)\)\)/);
+    const stepCells = await page.locator('#run-view table.steps td.step').allTextContents();
+    expect(stepCells.slice(0, 6)).toEqual(['L0.attn (GDN)', 'L0.mlp (MoE)', 'L1.ple (PLE)', 'L1.attn (GDN)', 'L1.mlp (MoE)', 'L2.attn (GDN)']);
+    expect(stepCells).toContain('L3.attn (attention)');
+    expect(stepCells.at(-1)).toBe('exit');
+    const lineLabels = await page.locator('#run-view .heatmap text.lane-label').allTextContents();
+    expect(lineLabels).toContain('L1.ple (PLE)');
+    expect(lineLabels).toContain('L7.attn (attention)');
+    // padding: the hatched column on the 12 sharded lines and the ownership strip; the table says it stayed zero
+    expect(await page.locator('#run-view .heatmap rect[fill="url(#padding-hatch)"]').count()).toBe(13);
+    expect(await page.locator('#run-view table.steps td.ok', { hasText: 'zero' }).count()).toBe(12);
+    expect(await page.locator('#run-view td.bad').count()).toBe(0);
+    expect(await page.locator('#run-view .heatmap .diff-cell').count()).toBeGreaterThan(0);
+    if (process.env.DEVPAGE_SCREENSHOT) await page.screenshot({ path: process.env.DEVPAGE_SCREENSHOT.replace(/\.png$/, '-model.png'), fullPage: true });
+
+    expect(await run('tiny', 203, 4, 'oneshot')).toContain('Run a (SP on, oneshot) against run b (SP off, oneshot): All 11 compared points are bit-identical.');
+    expect(await run('tiny', 203, 2, 'ring')).toContain('All 11 compared points are bit-identical.');
+    expect(await page.locator('#run-view .heatmap .diff-cell').count()).toBe(0);
+
+    // a long run can be cancelled, and the page runs again afterwards
+    await page.selectOption('select[name=config]', 'small');
+    await page.fill('input[name=tokens]', '2048');
+    await page.click('#run');
+    await page.locator('#cancel').click();
+    await expect.poll(() => page.locator('#progress').textContent()).toBe('Cancelled.');
+    expect(await page.locator('#run').isDisabled()).toBe(false);
+    expect(await run('tiny', 37, 4, 'ring')).toMatch(/of 11 compared points differ/);
+    expect(errors).toEqual([]);
+  }, 90_000);
 });

@@ -22,6 +22,7 @@ const planBox = byId<HTMLDivElement>('plan');
 const progressBox = byId<HTMLDivElement>('progress');
 const runBox = byId<HTMLDivElement>('run-view');
 const runButton = byId<HTMLButtonElement>('run');
+const cancelButton = byId<HTMLButtonElement>('cancel');
 const field = (name: keyof RawControls): HTMLInputElement | HTMLSelectElement => form.elements.namedItem(name) as HTMLInputElement | HTMLSelectElement;
 
 function fillOptions(): void {
@@ -60,12 +61,17 @@ function updatePlan(): void {
   }
 }
 
-const worker = new Worker(new URL('./run/runWorker.ts', import.meta.url), { type: 'module' });
 let nextId = 0;
 let running: number | null = null;
 const bar = h('progress', { max: 1, value: 0 });
 
-worker.onmessage = (e: MessageEvent<WorkerReply>) => {
+function finish(): void {
+  running = null;
+  cancelButton.hidden = true;
+  updatePlan();
+}
+
+function onReply(e: MessageEvent<WorkerReply>): void {
   const m = e.data;
   if (m.id !== running) return;
   if (m.type === 'progress') {
@@ -74,8 +80,7 @@ worker.onmessage = (e: MessageEvent<WorkerReply>) => {
     progressBox.replaceChildren(`run ${m.run}: node ${m.done} / ${m.total} `, bar);
     return;
   }
-  running = null;
-  updatePlan();
+  finish();
   if (m.type === 'error') {
     progressBox.textContent = 'Run failed.';
     showError(m.message);
@@ -83,12 +88,29 @@ worker.onmessage = (e: MessageEvent<WorkerReply>) => {
   }
   progressBox.textContent = `Done: run a ${m.report.a.stats.seconds.toFixed(2)} s, run b ${m.report.b.stats.seconds.toFixed(2)} s on the CPU reference.`;
   runBox.replaceChildren(renderRun(m.report));
-};
-worker.onerror = (e) => {
-  running = null;
-  updatePlan();
-  showError(`run worker failed: ${e.message}`);
-};
+}
+
+function startWorker(): Worker {
+  const w = new Worker(new URL('./run/runWorker.ts', import.meta.url), { type: 'module' });
+  w.onmessage = onReply;
+  w.onerror = (e) => {
+    finish();
+    showError(`run worker failed: ${e.message}`);
+  };
+  return w;
+}
+
+let worker = startWorker();
+
+// A full-model run at large T takes minutes and the worker computes synchronously, so the
+// only way to stop it is to end the worker and start a fresh one.
+cancelButton.addEventListener('click', () => {
+  if (running === null) return;
+  worker.terminate();
+  worker = startWorker();
+  finish();
+  progressBox.textContent = 'Cancelled.';
+});
 
 form.addEventListener('input', updatePlan);
 form.addEventListener('submit', (e) => {
@@ -97,6 +119,8 @@ form.addEventListener('submit', (e) => {
     const { run } = readControls(raw());
     running = nextId++;
     runButton.disabled = true;
+    cancelButton.hidden = false;
+    showError(null);
     progressBox.textContent = 'starting...';
     const msg: WorkerRequest = { id: running, request: run };
     worker.postMessage(msg);

@@ -56,7 +56,11 @@ describe('ulpColor', () => {
     expect(ulpColor(0)).toBe(ULP_CLASSES[0].color);
     expect(ulpColor(0.25)).toBe(ULP_CLASSES[1].color);
     expect(ulpColor(1)).toBe(ULP_CLASSES[2].color);
-    expect(ulpColor(Infinity)).toBe(ULP_CLASSES[5].color);
+    expect(ulpColor(4.5)).toBe(ULP_CLASSES[5].color);
+    expect(ulpColor(16)).toBe(ULP_CLASSES[6].color);
+    expect(ulpColor(16.5)).toBe(ULP_CLASSES[7].color);
+    expect(ulpColor(Infinity)).toBe(ULP_CLASSES[7].color);
+    expect(ULP_CLASSES).toHaveLength(8);
     expect(() => ulpColor(NaN)).toThrow('got NaN');
   });
 });

@@ -48,14 +48,20 @@ export function heatmapModel(diffs: StepDiff[], tokens: number, chunk: number, t
   return { rows, tokens, binRows, rankStarts: sharded ? Array.from({ length: tp }, (_, r) => r * chunk) : [], lines };
 }
 
-/** Colour classes of the legend: upper bounds in row-scale ulps. */
+/**
+ * Colour classes of the legend: upper bounds in row-scale ulps. The stand-in sub-layers
+ * stay within 4; the full model's nonlinear sub-layers (MoE routing, attention, GDN)
+ * carry a reduction-order difference further, past 16 by the exit at tp 4 with the ring.
+ */
 export const ULP_CLASSES: readonly { max: number; color: string; label: string }[] = [
   { max: 0, color: '#eef2f5', label: 'bit-identical' },
   { max: 0.5, color: '#fde68a', label: '<= 0.5' },
   { max: 1, color: '#fbbf24', label: '<= 1' },
   { max: 2, color: '#f97316', label: '<= 2' },
   { max: 4, color: '#dc2626', label: '<= 4' },
-  { max: Infinity, color: '#7f1d1d', label: '> 4' },
+  { max: 8, color: '#991b1b', label: '<= 8' },
+  { max: 16, color: '#581c87', label: '<= 16' },
+  { max: Infinity, color: '#111827', label: '> 16' },
 ];
 
 /** Fill of a cell with the given max row-scale ulp difference. */

@@ -3,6 +3,7 @@
 // no DOM: the page calls it inside a Web Worker, the tests call it directly.
 import * as core from '@hcsp/core';
 import { CpuBackend, getConfig, preparePrefill, REDUCE_ALGORITHMS, type ReduceAlgorithm, type RunStats, type SpPlan, type SubLayerBuilders } from '@hcsp/core';
+import { stepStreams } from './stepStreams.ts';
 import { streamDiff, type RunCapture, type StepDiff } from './streamDiff.ts';
 import { stepTraffic, type StepTraffic } from './stepTraffic.ts';
 
@@ -41,7 +42,7 @@ export interface RunReport {
 
 /** Configs the page may execute; flash-next is plan-only (one forward would take hours on a CPU). */
 export const RUNNABLE_CONFIGS = ['tiny', 'small'] as const;
-/** keep 'all' holds every value of both runs: bound T so a tab never runs out of memory. */
+/** A full-model run on small takes about 100 s at T 2048 (both runs, 2 cores): bound T there. */
 export const RUN_MAX_TOKENS = 2048;
 
 /**
@@ -89,7 +90,9 @@ export function runComparison(request: RunRequest, onProgress: ProgressFn = () =
   const backend = new CpuBackend();
   const runSide = (name: 'a' | 'b', side: RunSide): { capture: RunCapture; report: RunSideReport } => {
     const p = preparePrefill({ config, tokens: request.tokens, tp: request.tp, sp: side.sp, reduce: side.reduce, seed: request.seed, subLayers });
-    const result = backend.runSync(p.graph, p.feeds, p.weights, { keep: 'all', onNode: (done, total) => onProgress(name, done, total) });
+    // keep only the compared values: keeping all of them takes the tab past a GiB at T 2048
+    const keep = [...stepStreams(p.graph, p.outputs.streamsPerStep).flatMap((st) => st.perRank), p.outputs.h, ...(p.outputs.mtpState === null ? [] : [p.outputs.mtpState])];
+    const result = backend.runSync(p.graph, p.feeds, p.weights, { keep, onNode: (done, total) => onProgress(name, done, total) });
     const capture: RunCapture = { plan: p.plan, graph: p.graph, streamsPerStep: p.outputs.streamsPerStep, exits: { h: p.outputs.h, mtpState: p.outputs.mtpState }, values: result.values };
     return { capture, report: { side, plan: p.plan, stats: result.stats, traffic: stepTraffic(p.graph), nodes: p.graph.nodes.length } };
   };

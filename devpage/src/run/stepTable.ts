@@ -1,7 +1,8 @@
 // The run view's table: one row per sub-layer step with both runs' traffic and the stream
-// difference at that step; the exit row gathers the exit collectives and both exit diffs.
+// difference at that step, in forward order; the exit row gathers the exit collectives and
+// both exit diffs.
 import type { RunReport } from './runComparison.ts';
-import { EXIT_STEP } from './stepKey.ts';
+import { compareSteps, EXIT_STEP } from './stepKey.ts';
 import type { StepDiff } from './streamDiff.ts';
 import type { StepTraffic } from './stepTraffic.ts';
 
@@ -13,16 +14,10 @@ export interface StepRow {
 }
 
 export function stepTable(report: RunReport): StepRow[] {
-  const order: string[] = [];
-  const add = (key: string): void => {
-    if (!order.includes(key)) order.push(key);
-  };
   const isExit = (d: StepDiff): boolean => d.step.startsWith(`${EXIT_STEP}:`);
-  report.a.traffic.forEach((t) => add(t.step));
-  report.b.traffic.forEach((t) => add(t.step));
-  report.diffs.forEach((d) => add(isExit(d) ? EXIT_STEP : d.step));
-  // the exit row last, whatever order the steps were met in
-  const steps = [...order.filter((k) => k !== EXIT_STEP), ...order.filter((k) => k === EXIT_STEP)];
+  const keys = new Set<string>([...report.a.traffic.map((t) => t.step), ...report.b.traffic.map((t) => t.step), ...report.diffs.map((d) => (isExit(d) ? EXIT_STEP : d.step))]);
+  // forward order: a PLE step has no traffic, so it is met only among the diffs
+  const steps = [...keys].sort(compareSteps);
   return steps.map((step) => ({
     step,
     a: report.a.traffic.find((t) => t.step === step) ?? null,

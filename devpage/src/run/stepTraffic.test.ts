@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CpuBackend, preparePrefill, STAND_IN_SUB_LAYERS, TINY, type SpMode } from '@hcsp/core';
-import { EXIT_STEP, stepKeyOf } from './stepKey.ts';
+import { compareSteps, EXIT_STEP, stepKeyOf } from './stepKey.ts';
 import { stepTraffic } from './stepTraffic.ts';
 
 const prepare = (sp: SpMode, tokens = 37, tp = 4) => preparePrefill({ config: TINY, tokens, tp, sp, reduce: 'ring', seed: 3, subLayers: STAND_IN_SUB_LAYERS });
@@ -10,6 +10,15 @@ describe('stepKeyOf', () => {
     expect(['L3.attn_in.all_gather', 'L3.attn.reduce_scatter', 'L3.attn_hc.combine_norm', 'L3.attn.pad'].map(stepKeyOf)).toEqual(Array(4).fill('L3.attn'));
     expect(stepKeyOf('L12.mlp_hc.down')).toBe('L12.mlp');
     expect(['mixer.combine_norm', 'mtp_state.all_gather', 'embed'].map(stepKeyOf)).toEqual(Array(3).fill(EXIT_STEP));
+    expect(['L1.ple.add', 'L1.ple.query_norm'].map(stepKeyOf)).toEqual(['L1.ple', 'L1.ple']);
+  });
+});
+
+describe('compareSteps', () => {
+  it('orders steps as the forward runs them: by layer, PLE before attn before mlp, the exit last', () => {
+    const keys = [EXIT_STEP, 'L10.attn', 'L1.attn', 'L2.mlp', 'L1.ple', 'L1.mlp', 'L0.mlp', 'L2.attn', 'L0.attn'];
+    expect([...keys].sort(compareSteps)).toEqual(['L0.attn', 'L0.mlp', 'L1.ple', 'L1.attn', 'L1.mlp', 'L2.attn', 'L2.mlp', 'L10.attn', EXIT_STEP]);
+    expect(() => compareSteps('L2.sp', 'L1.attn')).toThrow('step key "L2.sp" is not L<layer>.<ple|attn|mlp> or exit');
   });
 });
 

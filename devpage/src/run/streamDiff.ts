@@ -4,9 +4,9 @@
 // are padding); an unsharded one holds the same [T, nH] on every rank. Both are mapped
 // back to the T global rows before comparing, so the same row is compared with itself.
 import { rowScaledError, type Graph, type SpPlan, type Tensor, type ValueId } from '@hcsp/core';
-import { stepKeyOf } from './stepKey.ts';
+import { stepStreams } from './stepStreams.ts';
 
-/** What one finished run leaves for the comparison (values: CpuBackend keep 'all'). */
+/** What one finished run leaves for the comparison (values: kept by the CpuBackend run). */
 export interface RunCapture {
   plan: SpPlan;
   graph: Graph;
@@ -49,7 +49,7 @@ export interface StepDiff {
 
 function valueOf(run: RunCapture, id: ValueId): Tensor {
   const t = run.values.get(id);
-  if (!t) throw new Error(`stream diff: value '${id}' was not kept by the run (run with keep: 'all')`);
+  if (!t) throw new Error(`stream diff: value '${id}' was not kept by the run (list it in the run's keep)`);
   if (t.dtype !== 'bf16' || t.shape.length !== 2) throw new Error(`stream diff: '${id}' is ${t.dtype}[${t.shape}], expected a bf16 [rows, cols] tensor`);
   return t;
 }
@@ -116,35 +116,29 @@ function diffRows(step: string, a: GlobalRows, b: GlobalRows, rows: number): Ste
   };
 }
 
-function stepLabel(run: RunCapture, id: ValueId): string {
-  const producer = run.graph.nodes.find((n) => n.outputs.includes(id));
-  if (!producer) throw new Error(`stream diff: no node produces '${id}'`);
-  return stepKeyOf(producer.scope);
-}
-
 function sameForward(a: RunCapture, b: RunCapture): void {
   const pa = a.plan;
   const pb = b.plan;
   if (pa.config !== pb.config || pa.tokens !== pb.tokens || pa.tp !== pb.tp || pa.layers.join() !== pb.layers.join()) {
     throw new Error(`stream diff: runs are not the same forward (a: ${pa.config} T ${pa.tokens} tp ${pa.tp} layers ${pa.layers}, b: ${pb.config} T ${pb.tokens} tp ${pb.tp} layers ${pb.layers})`);
   }
-  if (a.streamsPerStep.length !== b.streamsPerStep.length) {
-    throw new Error(`stream diff: run a has ${a.streamsPerStep.length} steps, run b ${b.streamsPerStep.length}`);
-  }
 }
 
 /**
  * Per step (the streams entering each sub-layer's HC step, after the previous pending
- * combine) and at the gathered exits: how run a differs from run b, row by row.
+ * combine, and the streams entering each PLE layer) and at the gathered exits: how run a
+ * differs from run b, row by row.
  */
 export function streamDiff(a: RunCapture, b: RunCapture): StepDiff[] {
   sameForward(a, b);
   const T = a.plan.tokens;
-  const diffs = a.streamsPerStep.map((idsA, i) => {
-    const step = stepLabel(a, idsA[0]);
-    const stepB = stepLabel(b, b.streamsPerStep[i][0]);
-    if (step !== stepB) throw new Error(`stream diff: step ${i} is ${step} in run a and ${stepB} in run b`);
-    return diffRows(step, globalRows(a, idsA), globalRows(b, b.streamsPerStep[i]), T);
+  const stepsA = stepStreams(a.graph, a.streamsPerStep);
+  const stepsB = stepStreams(b.graph, b.streamsPerStep);
+  if (stepsA.length !== stepsB.length) throw new Error(`stream diff: run a has ${stepsA.length} steps, run b ${stepsB.length}`);
+  const diffs = stepsA.map((sa, i) => {
+    const sb = stepsB[i];
+    if (sa.step !== sb.step) throw new Error(`stream diff: step ${i} is ${sa.step} in run a and ${sb.step} in run b`);
+    return diffRows(sa.step, globalRows(a, sa.perRank), globalRows(b, sb.perRank), T);
   });
   const exit = (name: string, idA: ValueId, idB: ValueId): StepDiff => {
     const whole = (run: RunCapture, id: ValueId): GlobalRows => {

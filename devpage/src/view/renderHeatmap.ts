@@ -15,7 +15,8 @@ const STRIP = 12;
 /** columns that fit at >= 2 px each */
 export const HEATMAP_MAX_BINS = Math.floor((WIDTH - LABEL - 10) / 2);
 
-export function renderHeatmap(m: HeatmapModel): HTMLElement {
+/** `title` labels a line's step (stepTitle.ts). */
+export function renderHeatmap(m: HeatmapModel, title: (step: string) => string): HTMLElement {
   const plotW = WIDTH - LABEL - 10;
   const x = (row: number): number => LABEL + (row / m.rows) * plotW;
   const top = STRIP + 6;
@@ -31,7 +32,7 @@ export function renderHeatmap(m: HeatmapModel): HTMLElement {
   if (m.rows > m.tokens) svg.append(s('rect', { x: x(m.tokens), y: 0, width: Math.max(2, x(m.rows) - x(m.tokens)), height: STRIP, fill: PADDING_FILL }));
   m.lines.forEach((line, i) => {
     const y = top + i * LINE;
-    svg.append(s('text', { x: 0, y: y + LINE - 3, class: 'lane-label' }, line.step));
+    svg.append(s('text', { x: 0, y: y + LINE - 3, class: 'lane-label' }, title(line.step)));
     svg.append(s('rect', { x: LABEL, y, width: x(m.tokens) - LABEL, height: LINE - 1, fill: ulpColor(0) }));
     if (m.rows > m.tokens) {
       const fill = line.sharded ? PADDING_FILL : '#ffffff';
@@ -41,7 +42,7 @@ export function renderHeatmap(m: HeatmapModel): HTMLElement {
       if (c.differing === 0) continue;
       const rowsText = c.end - c.start === 1 ? `row ${c.start}` : `rows [${c.start}, ${c.end})`;
       svg.append(
-        s('rect', { x: x(c.start), y, width: Math.max(1, x(c.end) - x(c.start)), height: LINE - 1, fill: ulpColor(c.ulp), class: 'diff-cell' }, s('title', {}, `${line.step} ${rowsText}: ${c.differing} elements differ, max ${c.ulp.toFixed(3)} row-scale ulp`)),
+        s('rect', { x: x(c.start), y, width: Math.max(1, x(c.end) - x(c.start)), height: LINE - 1, fill: ulpColor(c.ulp), class: 'diff-cell' }, s('title', {}, `${title(line.step)} ${rowsText}: ${c.differing} elements differ, max ${c.ulp.toFixed(3)} row-scale ulp`)),
       );
     }
   });
@@ -51,5 +52,5 @@ export function renderHeatmap(m: HeatmapModel): HTMLElement {
   svg.append(s('text', { x: x(m.tokens), y: bottom + 14, class: 'tick-label', 'text-anchor': 'end' }, `T = ${m.tokens}`));
   const legend = h('div', { class: 'legend' }, ...ULP_CLASSES.map((c) => h('span', {}, h('i', { style: `background:${c.color}` }), c.label)), h('span', {}, h('i', { class: 'hatch' }), 'padding'));
   const binNote = m.binRows > 1 ? ` Each column is ${m.binRows} rows (the worst row shown).` : '';
-  return h('figure', { class: 'heatmap-figure' }, legend, svg, h('figcaption', {}, `Max row-scale ulp difference of the streams per step (rows) and global row (columns); white lines: rank block boundaries.${binNote}`));
+  return h('figure', { class: 'heatmap-figure' }, legend, svg, h('figcaption', {}, `Max row-scale ulp difference of the streams entering each step (lines) per global row (columns); white lines: rank block boundaries; hatched: the sharded run's padding rows.${binNote}`));
 }

@@ -1,8 +1,10 @@
 // The run view: both runs' totals, the heatmap and the per-step table of collectives, HC
 // rows and stream differences.
+import { getConfig } from '@hcsp/core';
 import type { RunReport, RunSide, RunSideReport } from '../run/runComparison.ts';
 import { heatmapModel } from '../run/heatmapModel.ts';
 import { stepTable, type StepRow } from '../run/stepTable.ts';
+import { stepTitle } from '../run/stepTitle.ts';
 import type { StepCollective, StepTraffic } from '../run/stepTraffic.ts';
 import { h } from './dom.ts';
 import { formatBytes, perRank } from './format.ts';
@@ -44,14 +46,16 @@ function trafficCell(t: StepTraffic | null): HTMLElement {
   );
 }
 
-function rowOf(r: StepRow): HTMLElement[] {
+type Title = (step: string) => string;
+
+function rowOf(r: StepRow, title: Title): HTMLElement[] {
   const hc = (t: StepTraffic | null) => h('td', { class: 'num' }, t && t.hcRowsPerRank.some((v) => v > 0) ? perRank(t.hcRowsPerRank) : '-');
   const diffs = r.diffs.length ? r.diffs : [null];
   return diffs.map((d, i) => {
     const first = i === 0;
     const span = diffs.length;
     // the step's traffic cells span its diff lines (the exit has two: MTP state and h)
-    const cells: HTMLElement[] = first ? [h('td', {}, r.step), trafficCell(r.a), hc(r.a), trafficCell(r.b), hc(r.b)] : [];
+    const cells: HTMLElement[] = first ? [h('td', { class: 'step' }, title(r.step)), trafficCell(r.a), hc(r.a), trafficCell(r.b), hc(r.b)] : [];
     if (span > 1) cells.forEach((c) => c.setAttribute('rowspan', String(span)));
     if (!d) return h('tr', {}, ...cells, h('td', { colspan: 5, class: 'muted' }, 'no stream compared'));
     const pad = d.padNonZeroA + d.padNonZeroB;
@@ -69,19 +73,21 @@ function rowOf(r: StepRow): HTMLElement[] {
   });
 }
 
-function table(report: RunReport): HTMLElement {
+function table(report: RunReport, title: Title): HTMLElement {
   const a = sideLabel(report.a.side);
   const b = sideLabel(report.b.side);
   const head = h('tr', {}, ...['step', `collectives a (${a})`, 'HC rows a', `collectives b (${b})`, 'HC rows b', 'compared', 'differing', 'max row-ulp', 'padding rows', 'rank replicas'].map((t) => h('th', {}, t)));
-  return h('table', { class: 'grid steps' }, h('thead', {}, head), h('tbody', {}, ...stepTable(report).flatMap(rowOf)));
+  return h('table', { class: 'grid steps' }, h('thead', {}, head), h('tbody', {}, ...stepTable(report).flatMap((r) => rowOf(r, title))));
 }
 
 export function renderRun(report: RunReport): HTMLElement {
   const { a, b, diffs, request } = report;
+  const config = getConfig(request.config);
+  const title: Title = (step) => stepTitle(step, config, request.subLayers);
   const differing = diffs.filter((d) => d.differing > 0);
   const worst = Math.max(0, ...diffs.map((d) => d.maxRowUlp));
   const headline = differing.length
-    ? `${differing.length} of ${diffs.length} compared points differ (first at ${differing[0].step}); worst ${fmtUlp(worst)} row-scale ulp.`
+    ? `${differing.length} of ${diffs.length} compared points differ (first at ${title(differing[0].step)}); worst ${fmtUlp(worst)} row-scale ulp.`
     : `All ${diffs.length} compared points are bit-identical.`;
   // the heatmap's columns follow the sharded run's rows (run a is always sharded)
   const model = heatmapModel(diffs, a.plan.tokens, a.plan.chunk, a.plan.tp, a.plan.sp, HEATMAP_MAX_BINS);
@@ -90,7 +96,8 @@ export function renderRun(report: RunReport): HTMLElement {
     { class: 'run' },
     h('p', { class: 'headline' }, `${request.config}, T = ${request.tokens}, tp ${request.tp}, seed ${request.seed}, sub-layers: ${report.subLayersName}. Run a (${sideLabel(a.side)}) against run b (${sideLabel(b.side)}): ${headline}`),
     h('div', { class: 'totals' }, totals('a', a), totals('b', b)),
-    renderHeatmap(model),
-    table(report),
+    renderHeatmap(model, title),
+    h('p', { class: 'muted' }, 'Each step compares the streams entering it (after the previous sub-layer\'s combine; a PLE step: before the PLE adds to them); the exit compares the gathered MTP state and the mixer output h. A PLE layer issues no collective: every rank computes it on all T rows.'),
+    table(report, title),
   );
 }

@@ -189,7 +189,7 @@ export class ChromiumHost {
         summary = await within(Promise.race([evaluated, failed]), timeoutMs, `run of job ${id} (${graph.nodes.length} nodes)`);
       } catch (e) {
         if (/timed out/.test((e as Error).message)) await this.close(); // the page is in an unknown state
-        throw new Error(`${cleanEvaluateError(e as Error)}${this.pageErrorSuffix()}`);
+        throw new Error(`${cleanEvaluateError(e as Error).message}${this.pageErrorSuffix()}`);
       }
       if (this.pageErrors.length > 0) throw new Error(`chromium host: the page logged errors during the run${this.pageErrorSuffix()}`);
       const values = new Map<ValueId, Tensor>();
@@ -204,6 +204,15 @@ export class ChromiumHost {
       removeListener();
       this.jobs.delete(id);
     }
+  }
+
+  /**
+   * Test seam, for chromiumHostFailures.test.ts only: the page (to crash it, its device or
+   * the GPU process) and the browser's pid (to check it was killed). Null after close().
+   */
+  debugHandles(): { page: Page; browserPid: number | undefined } | null {
+    if (!this.page || !this.browserServer) return null;
+    return { page: this.page, browserPid: this.browserServer.process().pid };
   }
 
   /** Kills the browser and stops the server; safe to call more than once. */

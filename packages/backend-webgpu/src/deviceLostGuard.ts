@@ -1,5 +1,10 @@
 /// <reference types="@webgpu/types" />
 
+// Measured in headless Chromium (SwiftShader): device.lost resolves in the same task as the
+// rejections a GPU-process crash causes, so a few ms is ample; a real rejection is only
+// delayed by this much.
+const LOSS_GRACE_MS = 100;
+
 // A lost device never answers again: mapAsync, onSubmittedWorkDone and popErrorScope may
 // stay pending forever. Every await on the device goes through race(), so a loss turns
 // each pending and later call into an Error naming the reason instead of a hang.
@@ -31,7 +36,17 @@ export class DeviceLostGuard {
 
   async race<T>(p: Promise<T>): Promise<T> {
     this.check();
-    const value = await Promise.race([p, this.lost]);
+    let value: T;
+    try {
+      value = await Promise.race([p, this.lost]);
+    } catch (e) {
+      // When Chrome's GPU process dies, pending calls reject ("OperationError: Instance
+      // dropped in popErrorScope") in the same task as device.lost resolves, but ahead of
+      // `lost`'s handler: give the loss a moment so the error names it, not the symptom.
+      if (!this.lostError) await Promise.race([this.lost, new Promise((resolve) => setTimeout(resolve, LOSS_GRACE_MS))]).catch(() => {});
+      if (this.lostError) throw this.lostError;
+      throw e;
+    }
     this.check();
     return value;
   }

@@ -327,7 +327,11 @@ class GraphRun {
   private submit(encoder: GPUCommandEncoder, temps: GPUBuffer[], what: string): void {
     this.device.pushErrorScope('validation');
     this.device.queue.submit([encoder.finish()]);
-    this.checks.push({ what, error: this.device.popErrorScope() });
+    const error = this.device.popErrorScope();
+    // awaited in awaitChecks(), unless the run fails first: then its rejection (a lost
+    // device rejects every pending pop) must not surface as an uncaught page error
+    error.catch(() => {});
+    this.checks.push({ what, error });
     // destroy() after submit is safe: the buffers live until the submitted work is done
     for (const b of temps) b.destroy();
   }
