@@ -9,7 +9,7 @@ import { PADDING_FILL, rankColor } from './rankColors.ts';
 import { paddingPattern } from './svgDefs.ts';
 
 const WIDTH = 960;
-const LABEL = 130;
+const LABEL = 140;
 const LINE = 14;
 const STRIP = 12;
 /** columns that fit at >= 2 px each */
