@@ -13,10 +13,9 @@
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
-import { f32Bits, flatInvocation, gridFor, readInput, requireFloatAttr, requireIntAttr, requirePort, requireRows, uniformWords, writeOutput } from './planParts.ts';
+import { f32Bits, flatDispatch, flatMain, readInput, requireFloatAttr, requireIntAttr, requirePort, requireRows, writeOutput } from './planParts.ts';
 
 const WG = 32;
-const inv = flatInvocation(WG, 'u.groupsX');
 
 function causalWgsl(hd: number): string {
   return `${BF16_WGSL}
@@ -38,11 +37,10 @@ fn score(kw: u32, scale: f32) -> f32 {
   }
   return dot * scale;
 }
-@compute @workgroup_size(${WG})
-fn main(${inv.params}) {
-  ${inv.body}
-  if (inv >= u.rows) { return; }
-  let t = inv / u.heads;
+${flatMain(
+  WG,
+  'u.rows',
+  `let t = inv / u.heads;
   let h = inv % u.heads;
   let kvh = h / u.group;
   let scale = bitcast<f32>(u.scale);
@@ -70,8 +68,8 @@ fn main(${inv.params}) {
       acc[2u * i + 1u] = acc[2u * i + 1u] + p * bf16_hi(vv);
     }
   }
-  for (var i = 0u; i < HW; i = i + 1u) { o[qw + i] = pack_bf16(acc[2u * i] / l, acc[2u * i + 1u] / l); }
-}`;
+  for (var i = 0u; i < HW; i = i + 1u) { o[qw + i] = pack_bf16(acc[2u * i] / l, acc[2u * i + 1u] / l); }`,
+)}`;
 }
 
 export const attnCausalPlanner: KernelPlanner = (inputs, outputs, attrs) => {
@@ -88,17 +86,7 @@ export const attnCausalPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   requirePort(outputs[0], `${op}: output o`, 'bf16', [T, heads * hd]);
   const rows = T * heads;
   if (rows === 0) return { scratch: [], dispatches: [] };
-  const grid = gridFor(rows, WG);
-  return {
-    scratch: [],
-    dispatches: [
-      {
-        key: `attn-causal-hd${hd}`,
-        wgsl: causalWgsl(hd),
-        bindings: [readInput(0), readInput(1), readInput(2), writeOutput(0)],
-        uniforms: uniformWords([heads, kvHeads, heads / kvHeads, rows, f32Bits(scale), grid.groupsX]),
-        workgroups: grid.workgroups,
-      },
-    ],
-  };
+  const bindings = [readInput(0), readInput(1), readInput(2), writeOutput(0)];
+  const uniforms = [heads, kvHeads, heads / kvHeads, rows, f32Bits(scale)];
+  return { scratch: [], dispatches: [flatDispatch(`attn-causal-hd${hd}`, causalWgsl(hd), bindings, rows, WG, uniforms)] };
 };

@@ -11,10 +11,9 @@ import type { KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL, ROUND_BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
-import { f32Bits, flatInvocation, gridFor, readInput, requireFloatAttr, requireIntAttr, requirePort, requireRows, uniformWords, writeOutput } from './planParts.ts';
+import { f32Bits, flatDispatch, flatMain, readInput, requireFloatAttr, requireIntAttr, requirePort, requireRows, writeOutput } from './planParts.ts';
 
 const WG = 64;
-const inv = flatInvocation(WG, 'u.groupsX');
 
 const HEAD_NORM_ROPE_WGSL = `${BF16_WGSL}
 ${FP32_MATH_WGSL}
@@ -45,11 +44,10 @@ fn outAt(t: u32, xb: u32, d: u32, r: f32) -> f32 {
   }
   return normed(xb, d, r);
 }
-@compute @workgroup_size(${WG})
-fn main(${inv.params}) {
-  ${inv.body}
-  if (inv >= u.rows) { return; }
-  let t = inv / u.heads;
+${flatMain(
+  WG,
+  'u.rows',
+  `let t = inv / u.heads;
   let xb = inv * u.stride + u.offset;
   var ss: f32 = 0.0;
   for (var d = 0u; d < u.hd; d = d + 1u) {
@@ -60,8 +58,8 @@ fn main(${inv.params}) {
   let yb = inv * u.hd;
   for (var d = 0u; d < u.hd; d = d + 2u) {
     y[(yb + d) >> 1u] = pack_bf16(outAt(t, xb, d, r), outAt(t, xb, d + 1u, r));
-  }
-}`;
+  }`,
+)}`;
 
 export const attnHeadNormRopePlanner: KernelPlanner = (inputs, outputs, attrs) => {
   const op = 'attnHeadNormRope';
@@ -82,17 +80,7 @@ export const attnHeadNormRopePlanner: KernelPlanner = (inputs, outputs, attrs) =
   requirePort(outputs[0], `${op}: output y`, 'bf16', [T, heads * hd]);
   const rows = T * heads;
   if (rows === 0) return { scratch: [], dispatches: [] };
-  const grid = gridFor(rows, WG);
-  return {
-    scratch: [],
-    dispatches: [
-      {
-        key: 'attn-head-norm-rope',
-        wgsl: HEAD_NORM_ROPE_WGSL,
-        bindings: [readInput(0), readInput(1), readInput(2), readInput(3), writeOutput(0)],
-        uniforms: uniformWords([heads, hd, stride, offset, ropeDims, rows, f32Bits(eps), grid.groupsX]),
-        workgroups: grid.workgroups,
-      },
-    ],
-  };
+  const bindings = [readInput(0), readInput(1), readInput(2), readInput(3), writeOutput(0)];
+  const uniforms = [heads, hd, stride, offset, ropeDims, rows, f32Bits(eps)];
+  return { scratch: [], dispatches: [flatDispatch('attn-head-norm-rope', HEAD_NORM_ROPE_WGSL, bindings, rows, WG, uniforms)] };
 };

@@ -6,10 +6,9 @@ import type { KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL, ROUND_BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
-import { f32Bits, flatInvocation, gridFor, readInput, requireFloatAttr, requireIntAttr, requirePort, requireRows, uniformWords, writeOutput } from './planParts.ts';
+import { f32Bits, flatDispatch, flatMain, readInput, requireFloatAttr, requireIntAttr, requirePort, requireRows, writeOutput } from './planParts.ts';
 
 const WG = 64;
-const inv = flatInvocation(WG, 'u.groupsX');
 
 const GATED_NORM_WGSL = `${BF16_WGSL}
 ${FP32_MATH_WGSL}
@@ -28,11 +27,10 @@ fn gated(e: u32, j: u32, r: f32) -> f32 {
   let weighted = rbf(normed * wAt(j));
   return weighted * sigmoid_f32(zAt(e));
 }
-@compute @workgroup_size(${WG})
-fn main(${inv.params}) {
-  ${inv.body}
-  if (inv >= u.rows) { return; }
-  let base = inv * u.hd;
+${flatMain(
+  WG,
+  'u.rows',
+  `let base = inv * u.hd;
   var ss: f32 = 0.0;
   for (var j = 0u; j < u.hd; j = j + 1u) {
     let oj = oAt(base + j);
@@ -41,8 +39,8 @@ fn main(${inv.params}) {
   let r = rsqrt_f32(ss / f32(u.hd) + bitcast<f32>(u.eps));
   for (var j = 0u; j < u.hd; j = j + 2u) {
     y[(base + j) >> 1u] = pack_bf16(gated(base + j, j, r), gated(base + j + 1u, j + 1u, r));
-  }
-}`;
+  }`,
+)}`;
 
 export const gdnGatedNormPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   const op = 'gdnGatedNorm';
@@ -56,17 +54,6 @@ export const gdnGatedNormPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   requirePort(outputs[0], `${op}: output y`, 'bf16', [T, heads * hd]);
   const rows = T * heads;
   if (rows === 0) return { scratch: [], dispatches: [] };
-  const grid = gridFor(rows, WG);
-  return {
-    scratch: [],
-    dispatches: [
-      {
-        key: 'gdn-gated-norm',
-        wgsl: GATED_NORM_WGSL,
-        bindings: [readInput(0), readInput(1), readInput(2), writeOutput(0)],
-        uniforms: uniformWords([hd, rows, f32Bits(eps), grid.groupsX]),
-        workgroups: grid.workgroups,
-      },
-    ],
-  };
+  const bindings = [readInput(0), readInput(1), readInput(2), writeOutput(0)];
+  return { scratch: [], dispatches: [flatDispatch('gdn-gated-norm', GATED_NORM_WGSL, bindings, rows, WG, [hd, rows, f32Bits(eps)])] };
 };

@@ -4,11 +4,10 @@
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
-import { flatInvocation, gridFor, readInput, requirePort, requireRows, uniformWords, writeOutput } from './planParts.ts';
+import { flatDispatch, flatMain, readInput, requirePort, requireRows, writeOutput } from './planParts.ts';
 import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
 
 const WG = 64;
-const inv = flatInvocation(WG, 'u.groupsX');
 
 const GATES_WGSL = `${BF16_WGSL}
 ${FP32_MATH_WGSL}
@@ -29,19 +28,18 @@ fn gate(e: u32) -> f32 {
   let negA = -exp_f32(aLogAt(h));
   return negA * softplus_f32(aAt(e) + dtBiasAt(h));
 }
-@compute @workgroup_size(${WG})
-fn main(${inv.params}) {
-  ${inv.body}
-  if (inv >= u.words) { return; }
-  let e = 2u * inv;
+${flatMain(
+  WG,
+  'u.words',
+  `let e = 2u * inv;
   g[e] = gate(e);
   var hi: f32 = 0.0;
   if (e + 1u < u.n) {
     g[e + 1u] = gate(e + 1u);
     hi = sigmoid_f32(bAt(e + 1u));
   }
-  beta[inv] = pack_bf16(sigmoid_f32(bAt(e)), hi);
-}`;
+  beta[inv] = pack_bf16(sigmoid_f32(bAt(e)), hi);`,
+)}`;
 
 export const gdnGatesPlanner: KernelPlanner = (inputs, outputs) => {
   const op = 'gdnGates';
@@ -55,17 +53,6 @@ export const gdnGatesPlanner: KernelPlanner = (inputs, outputs) => {
   const n = T * heads;
   if (n === 0) return { scratch: [], dispatches: [] };
   const words = Math.ceil(n / 2);
-  const grid = gridFor(words, WG);
-  return {
-    scratch: [],
-    dispatches: [
-      {
-        key: 'gdn-gates',
-        wgsl: GATES_WGSL,
-        bindings: [readInput(0), readInput(1), readInput(2), readInput(3), writeOutput(0), writeOutput(1)],
-        uniforms: uniformWords([heads, n, words, grid.groupsX]),
-        workgroups: grid.workgroups,
-      },
-    ],
-  };
+  const bindings = [readInput(0), readInput(1), readInput(2), readInput(3), writeOutput(0), writeOutput(1)];
+  return { scratch: [], dispatches: [flatDispatch('gdn-gates', GATES_WGSL, bindings, words, WG, [heads, n, words])] };
 };

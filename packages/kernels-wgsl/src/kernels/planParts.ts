@@ -1,7 +1,7 @@
 // Small pieces every planner uses: port bindings, the uniform block (f32 values as bits), a
 // 2-D dispatch grid for invocation counts past the 65535-workgroups-per-dimension limit, and
 // the port/attribute checks, each throwing an error that names the bad value.
-import type { KernelBinding, TensorInfo } from '../kernelProgram.ts';
+import type { KernelBinding, KernelDispatch, TensorInfo } from '../kernelProgram.ts';
 
 export const MAX_GROUPS_PER_DIM = 65535;
 
@@ -60,6 +60,26 @@ export function flatInvocation(wgSize: number, groupsXExpr: string): { params: s
     params: '@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32',
     body: `let inv = (wid.x + wid.y * ${groupsXExpr}) * ${wgSize}u + lid;`,
   };
+}
+
+/**
+ * WGSL `main` of a gridFor() dispatch: `body` runs once per flat invocation `inv` below
+ * `limit` (a u32 expression). The uniform struct `u` must have the field groupsX.
+ */
+export function flatMain(wgSize: number, limit: string, body: string): string {
+  const inv = flatInvocation(wgSize, 'u.groupsX');
+  return `@compute @workgroup_size(${wgSize})
+fn main(${inv.params}) {
+  ${inv.body}
+  if (inv >= ${limit}) { return; }
+  ${body}
+}`;
+}
+
+/** A dispatch of `invocations` flat invocations (flatMain) whose uniform block is `uniforms` then groupsX. */
+export function flatDispatch(key: string, wgsl: string, bindings: KernelBinding[], invocations: number, wgSize: number, uniforms: number[]): KernelDispatch {
+  const grid = gridFor(invocations, wgSize);
+  return { key, wgsl, bindings, uniforms: uniformWords([...uniforms, grid.groupsX]), workgroups: grid.workgroups };
 }
 
 export function requireTensor(t: TensorInfo | null | undefined, what: string): TensorInfo {

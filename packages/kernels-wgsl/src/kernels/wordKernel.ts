@@ -6,7 +6,7 @@ import type { KernelBinding, KernelDispatch } from '../kernelProgram.ts';
 import { BF16_WGSL, ROUND_BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
-import { flatInvocation, gridFor, uniformWords, writeOutput } from './planParts.ts';
+import { flatDispatch, flatMain, writeOutput } from './planParts.ts';
 
 const WG = 64;
 
@@ -26,14 +26,12 @@ export interface WordKernelInput {
  */
 export function wordKernel(key: string, inputs: WordKernelInput[], n: number, params: number[], body: string, helpers = ''): KernelDispatch {
   if (params.length > 4) throw new Error(`wordKernel ${key}: ${params.length} parameters, at most 4`);
-  const inv = flatInvocation(WG, 'u.groupsX');
   const words = Math.ceil(n / 2);
-  const grid = gridFor(words, WG);
   const decls = inputs.map(
     (b, i) => `@group(0) @binding(${i}) var<storage, read> ${b.name}: array<u32>;${b.dtype === 'bf16' ? `\n${bf16Element(b.name)}` : ''}`,
   );
   const wgsl = `${BF16_WGSL}${FP32_MATH_WGSL}
-struct U { n: u32, words: u32, groupsX: u32, p0: u32, p1: u32, p2: u32, p3: u32 }
+struct U { n: u32, words: u32, p0: u32, p1: u32, p2: u32, p3: u32, groupsX: u32 }
 ${decls.join('\n')}
 @group(0) @binding(${inputs.length}) var<storage, read_write> y: array<u32>;
 @group(0) @binding(${inputs.length + 1}) var<uniform> u: U;
@@ -42,19 +40,13 @@ ${helpers}
 fn value(i: u32) -> f32 {
   ${body}
 }
-@compute @workgroup_size(${WG})
-fn main(${inv.params}) {
-  ${inv.body}
-  if (inv >= u.words) { return; }
-  var word = f32_to_bf16(value(2u * inv));
+${flatMain(
+    WG,
+    'u.words',
+    `var word = f32_to_bf16(value(2u * inv));
   if (2u * inv + 1u < u.n) { word = word | (f32_to_bf16(value(2u * inv + 1u)) << 16u); }
-  y[inv] = word;
-}`;
-  return {
-    key,
-    wgsl,
-    bindings: [...inputs.map((b) => b.from), writeOutput(0)],
-    uniforms: uniformWords([n, words, grid.groupsX, ...[...params, 0, 0, 0, 0].slice(0, 4)]),
-    workgroups: grid.workgroups,
-  };
+  y[inv] = word;`,
+  )}`;
+  const bindings = [...inputs.map((b) => b.from), writeOutput(0)];
+  return flatDispatch(key, wgsl, bindings, words, WG, [n, words, ...[...params, 0, 0, 0, 0].slice(0, 4)]);
 }
