@@ -2,23 +2,13 @@ import type { Graph, RunOptions, RunResult, Tensor, ValueId, WeightSource } from
 import { existsSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { CHROMIUM_EXECUTABLE, CHROMIUM_WEBGPU_ARGS } from '@hcsp/kernels-wgsl/chromium';
 import { chromium, type Browser, type BrowserServer, type Page } from 'playwright-core';
 import { hostTensor } from './hostTensors.ts';
 import { pageBundle, WGSL_KERNEL_MODULE, type KernelModule } from './pageBundle.ts';
 import { type PageApi, type PageJob, type PageRunSummary } from './pageProtocol.ts';
 import { tensorFromWordBytes, tensorWordBytes } from './tensorBytes.ts';
 
-export const CHROMIUM_EXECUTABLE = '/usr/bin/chromium';
-// Measured here (architecture.md): navigator.gpu needs --enable-unsafe-webgpu on Linux, and
-// an http://127.0.0.1 page (not about:blank); its adapter is SwiftShader.
-export const CHROMIUM_WEBGPU_ARGS = [
-  '--enable-unsafe-webgpu',
-  '--no-sandbox',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
 
 export type ChromiumHostFailure = 'no-chromium' | 'launch-failed' | 'no-webgpu';
 

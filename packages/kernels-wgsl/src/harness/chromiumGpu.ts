@@ -2,21 +2,12 @@
 // a GPU: headless Chromium (its WebGPU adapter is SwiftShader) on a page served from
 // 127.0.0.1, since navigator.gpu is not exposed on about:blank. It runs a KernelPlan on
 // given word buffers and returns the output words.
+import { CHROMIUM_EXECUTABLE, CHROMIUM_WEBGPU_ARGS } from './chromiumFlags.ts';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import type { KernelPlan } from '../kernelProgram.ts';
 import { PAGE_RUNNER_JS } from './pageRunner.ts';
-
-export const CHROMIUM_PATH = '/usr/bin/chromium';
-export const CHROMIUM_ARGS = [
-  '--enable-unsafe-webgpu',
-  '--no-sandbox',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
 
 export interface PlanRun {
   outputs: Uint32Array[];
@@ -72,13 +63,13 @@ export async function launchChromiumGpu(): Promise<ChromiumGpu> {
   let browser: Browser;
   let page: Page;
   try {
-    browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, headless: true });
+    browser = await chromium.launch({ executablePath: CHROMIUM_EXECUTABLE, args: CHROMIUM_WEBGPU_ARGS, headless: true });
     page = await browser.newPage();
     await page.goto(`http://127.0.0.1:${port}/`);
     await page.waitForFunction('typeof window.hcspRun === "function"');
   } catch (e) {
     server.close();
-    throw new Error(`launchChromiumGpu: could not start ${CHROMIUM_PATH} with WebGPU: ${(e as Error).message}`);
+    throw new Error(`launchChromiumGpu: could not start ${CHROMIUM_EXECUTABLE} with WebGPU: ${(e as Error).message}`);
   }
 
   const putBlob = (words: Uint32Array): string => {
