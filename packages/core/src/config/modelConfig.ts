@@ -7,6 +7,23 @@ export interface HcConfig {
   lowRank: number;
 }
 
+/**
+ * The QSA indexer of every full-attention layer (HF config indexer_*). Its heads rotate the
+ * same first ropeDims dims as the attention heads (HF passes them the same cos/sin).
+ */
+export interface QsaIndexerConfig {
+  /** indexer_n_heads: query heads */
+  nHeads: number;
+  /** indexer_kv_heads: key heads (1: the reference's kernels and HF's reshape need it) */
+  kvHeads: number;
+  /** indexer_head_dim */
+  headDim: number;
+  /** indexer_budget: tokens of the selected blocks; budget / compressRatio blocks are kept */
+  budget: number;
+  /** indexer_compress_ratio: tokens per block */
+  compressRatio: number;
+}
+
 export interface AttentionConfig {
   numHeads: number;
   numKvHeads: number;
@@ -14,6 +31,7 @@ export interface AttentionConfig {
   /** dims that get RoPE (partial rotary), NeoX half-split */
   ropeDims: number;
   ropeTheta: number;
+  indexer: QsaIndexerConfig;
 }
 
 export interface LinearAttentionConfig {

@@ -11,7 +11,14 @@ export const FLASH_NEXT: ModelConfig = {
   vocabSize: 248320,
   eosTokenId: 248044,
   hc: { count: 4, lowRank: 320 },
-  attention: { numHeads: 24, numKvHeads: 2, headDim: 256, ropeDims: 64, ropeTheta: 1e7 },
+  attention: {
+    numHeads: 24,
+    numKvHeads: 2,
+    headDim: 256,
+    ropeDims: 64,
+    ropeTheta: 1e7,
+    indexer: { nHeads: 4, kvHeads: 1, headDim: 128, budget: 2048, compressRatio: 4 },
+  },
   linearAttention: { numKeyHeads: 16, numValueHeads: 48, keyHeadDim: 128, valueHeadDim: 128, convKernel: 4 },
   moe: { numExperts: 512, topK: 10, intermediate: 640, sharedIntermediate: 640, normTopkProb: true },
   ple: {
@@ -40,7 +47,15 @@ export const SMALL: ModelConfig = {
   vocabSize: 4096,
   eosTokenId: 4095,
   hc: { count: 4, lowRank: 16 },
-  attention: { numHeads: 8, numKvHeads: 2, headDim: 32, ropeDims: 8, ropeTheta: 1e7 },
+  // indexer: 16 blocks of 4, so every row past 67 visible tokens drops some (T >= 68)
+  attention: {
+    numHeads: 8,
+    numKvHeads: 2,
+    headDim: 32,
+    ropeDims: 8,
+    ropeTheta: 1e7,
+    indexer: { nHeads: 4, kvHeads: 1, headDim: 16, budget: 64, compressRatio: 4 },
+  },
   linearAttention: { numKeyHeads: 4, numValueHeads: 12, keyHeadDim: 16, valueHeadDim: 16, convKernel: 4 },
   moe: { numExperts: 16, topK: 4, intermediate: 32, sharedIntermediate: 32, normTopkProb: true },
   ple: {
@@ -65,7 +80,15 @@ export const TINY: ModelConfig = {
   vocabSize: 512,
   eosTokenId: 511,
   hc: { count: 4, lowRank: 4 },
-  attention: { numHeads: 4, numKvHeads: 2, headDim: 16, ropeDims: 4, ropeTheta: 1e7 },
+  // indexer: 4 blocks of 4, dropping from 20 visible tokens on
+  attention: {
+    numHeads: 4,
+    numKvHeads: 2,
+    headDim: 16,
+    ropeDims: 4,
+    ropeTheta: 1e7,
+    indexer: { nHeads: 4, kvHeads: 1, headDim: 8, budget: 16, compressRatio: 4 },
+  },
   linearAttention: { numKeyHeads: 4, numValueHeads: 12, keyHeadDim: 8, valueHeadDim: 8, convKernel: 4 },
   moe: { numExperts: 8, topK: 2, intermediate: 16, sharedIntermediate: 16, normTopkProb: true },
   ple: {

@@ -32,6 +32,18 @@ export function validateConfig(c: ModelConfig): ModelConfig {
   if (a.ropeDims <= 0 || a.ropeDims > a.headDim || a.ropeDims % 2 !== 0) {
     throw new ConfigError(`attention.ropeDims ${a.ropeDims} must be even and within (0, headDim ${a.headDim}]`);
   }
+  const ix = a.indexer;
+  posInt(ix.nHeads, 'attention.indexer.nHeads');
+  posInt(ix.headDim, 'attention.indexer.headDim');
+  posInt(ix.budget, 'attention.indexer.budget');
+  posInt(ix.compressRatio, 'attention.indexer.compressRatio');
+  if (ix.kvHeads !== 1) throw new ConfigError(`attention.indexer.kvHeads must be 1 (ATOM's QSA operators and HF's indexer assume one key head), got ${ix.kvHeads}`);
+  if (ix.budget % ix.compressRatio !== 0) {
+    throw new ConfigError(`attention.indexer.budget ${ix.budget} is not a multiple of compressRatio ${ix.compressRatio}`);
+  }
+  if (a.ropeDims > ix.headDim) {
+    throw new ConfigError(`attention.ropeDims ${a.ropeDims} exceeds indexer headDim ${ix.headDim} (the indexer heads rotate the same dims)`);
+  }
   const la = c.linearAttention;
   posInt(la.numKeyHeads, 'linearAttention.numKeyHeads');
   posInt(la.numValueHeads, 'linearAttention.numValueHeads');

@@ -3,8 +3,10 @@ import { getConfig } from '../../config/presets.ts';
 import { bf16ArrayToF32, bf16ToF32, f32ArrayToBf16, roundBf16 } from '../../numerics/bf16.ts';
 import { Rng } from '../../numerics/rng.ts';
 import { compareBf16 } from '../../numerics/ulp.ts';
-import { attnCausal, attnHeadNormRope, attnOutputGate } from './attentionMath.ts';
-import { ropeTables } from './ropeTables.ts';
+import { attnCausal, attnCausalQsa, attnHeadNormRope, attnHeadNormRopeBf16, attnOutputGate } from './attentionMath.ts';
+import { qsaIndexerDims, qsaIndexerSelect } from './qsaIndexer.ts';
+import { qsaKeptCount, qsaKeptPositions, type QsaSelection } from './qsaSelection.ts';
+import { ropeTables, ropeTablesBf16 } from './ropeTables.ts';
 
 // Each op against a float64 re-implementation with the same bf16 rounding points. A bf16
 // result can differ from the float64 chain by 1 ulp per rounding point, where the fp32
@@ -21,31 +23,8 @@ const HEADS = 4;
 const KV = 2;
 const HD = 16;
 const ROPE = 8;
-const config = { ...getConfig('tiny'), attention: { numHeads: HEADS, numKvHeads: KV, headDim: HD, ropeDims: ROPE, ropeTheta: 1e4 } };
-
-describe('ropeTables', () => {
-  it('matches float64 cos/sin of fp32 angles, position 0 is the identity', () => {
-    const { cos, sin } = ropeTables(config, T);
-    const half = ROPE / 2;
-    expect(cos.shape).toEqual([T, half]);
-    const c = cos.data as Float32Array;
-    const s = sin.data as Float32Array;
-    for (let i = 0; i < half; i++) {
-      expect(c[i]).toBe(1);
-      expect(s[i]).toBe(0);
-    }
-    for (let pos = 0; pos < T; pos++) {
-      for (let i = 0; i < half; i++) {
-        const angle = pos * 1e4 ** (-(2 * i) / ROPE);
-        // fp32 inv_freq and angle: relative error <= 2 * 2^-24 of the angle
-        const tol = 2 * 2 ** -24 * angle + 2 ** -24;
-        expect(Math.abs(c[pos * half + i] - Math.cos(angle))).toBeLessThanOrEqual(tol);
-        expect(Math.abs(s[pos * half + i] - Math.sin(angle))).toBeLessThanOrEqual(tol);
-      }
-    }
-    expect(() => ropeTables(config, 0)).toThrow(/tokens must be a positive integer, got 0/);
-  });
-});
+const tiny = getConfig('tiny');
+const config = { ...tiny, attention: { ...tiny.attention, numHeads: HEADS, numKvHeads: KV, headDim: HD, ropeDims: ROPE, ropeTheta: 1e4 } };
 
 describe('attentionMath against float64', () => {
   const rng = new Rng(17);
@@ -133,6 +112,155 @@ describe('attentionMath against float64', () => {
     const report = compareBf16(y, f32ArrayToBf16(ref));
     expect(report.maxUlp).toBeLessThanOrEqual(2);
     expect(report.bitExactFraction).toBeGreaterThan(0.99);
+  });
+});
+
+// attentionExpectations.py, "RoPE case": one 128-dim head (the indexer's), x[d] =
+// ((29 d + 11) mod 31 - 15) / 8, w[d] = ((5 d) mod 7 - 3) / 16, eps 1e-6, Flash-Next's RoPE
+// (64 dims, theta 1e7) at position 3000, every product and sum rounded to bf16.
+const ROPE_3000 = [
+  0x3f08, 0x3f10, 0x3fb1, 0x3fbc, 0xbf4d, 0x3fb3, 0xbfa5, 0x3f2a, 0xbfba, 0x3e10, 0x3e92, 0x3f3d, 0x3e22, 0xbe08, 0x3e92, 0x3f19,
+  0x3e8c, 0xbe08, 0xbf29, 0xbf7a, 0xbf96, 0xbfc0, 0x3fdb, 0x3fa9, 0x3f79, 0x3f88, 0x3f36, 0x3ed8, 0x3e3b, 0x39aa, 0xbe66, 0xbec9,
+  0x3f34, 0x3f8a, 0xbd20, 0xbcc0, 0x4010, 0xbff5, 0x3fc9, 0x3fe2, 0xbf7f, 0x3f9e, 0x3f46, 0xbe58, 0x3eae, 0xbd68, 0x3e97, 0xbec2,
+  0xbf63, 0xbf88, 0xbfdc, 0xbfda, 0xbfd2, 0x3fe1, 0x3fc2, 0x3f8c, 0x3f3f, 0x3f45, 0x3ee8, 0x3e4b, 0x39d7, 0xbe75, 0xbed8, 0xbf0c,
+  0xbf81, 0xbf90, 0xbf97, 0xbfef, 0x3fe5, 0x3faf, 0x3f81, 0x3f92, 0x3f49, 0x3efc, 0x3ecd, 0x3df5, 0xbdd8, 0xbe8c, 0xbf22, 0xbf49,
+  0xbf63, 0xbfbc, 0xbfc7, 0xbfca, 0x3fa4, 0x3fc2, 0x3f90, 0x3f49, 0x3f4d, 0x3ef5, 0x3e58, 0x0000, 0xbe81, 0xbee6, 0xbf17, 0xbf89,
+  0xbf99, 0xbfa2, 0xbfa4, 0x3ff3, 0x3fbb, 0x3f8a, 0x3f9a, 0x3f56, 0x3f07, 0x3e8c, 0x3e01, 0xbde6, 0xbe97, 0xbf2b, 0xbf56, 0xbf73,
+  0xbf81, 0xbfd2, 0xbfd8, 0x3fb0, 0x3fcd, 0x3f99, 0x3f58, 0x3f0c, 0x3f01, 0x3e66, 0x0000, 0xbe89, 0xbef5, 0xbf22, 0xbf3b, 0xbfa2,
+];
+// dims where bf(fr(n c) -/+ fr(n' s)) (products not rounded) gives another bf16
+const ROPE_3000_UNROUNDED_DIFFERS = [4, 7, 9, 10, 13, 17, 21, 34, 35, 41, 43, 45, 54];
+
+describe('attnHeadNormRopeBf16 (HF / ATOM rounding)', () => {
+  const flashNext = getConfig('flash-next');
+  const HD128 = 128;
+  const x = f32ArrayToBf16(Float32Array.from({ length: HD128 }, (_, d) => (((d * 29 + 11) % 31) - 15) / 8));
+  const w = f32ArrayToBf16(Float32Array.from({ length: HD128 }, (_, d) => (((d * 5) % 7) - 3) / 16));
+  const tables = ropeTablesBf16(flashNext, 3001);
+  const cos = tables.cos.data as Uint16Array;
+  const sin = tables.sin.data as Uint16Array;
+  const head = { heads: 1, headDim: HD128, stride: HD128, offset: 0 };
+
+  it('equals the independently computed head at position 3000, where the bf16 products matter', () => {
+    const y = attnHeadNormRopeBf16(x, w, cos, sin, 1, head, 64, 1e-6, { start: 3000, step: 1 });
+    expect(Array.from(y)).toEqual(ROPE_3000);
+    // the same normed values and bf16 cos/sin through the unrounded products
+    const row = (t: Uint16Array) => bf16ArrayToF32(t.subarray(3000 * 32, 3001 * 32));
+    const unrounded = attnHeadNormRope(x, w, row(cos), row(sin), 1, head, 64, 1e-6);
+    const differs = Array.from(y.keys()).filter((d) => y[d] !== unrounded[d]);
+    expect(differs).toEqual(ROPE_3000_UNROUNDED_DIFFERS);
+  });
+
+  it('reads row r at position start + r * step', () => {
+    const rows = 3;
+    const xs = new Rng(31).fillBf16Normal(rows * HD128, 1);
+    const y = attnHeadNormRopeBf16(xs, w, cos, sin, rows, head, 64, 1e-6, { start: 2992, step: 4 });
+    for (let r = 0; r < rows; r++) {
+      const one = attnHeadNormRopeBf16(xs.subarray(r * HD128, (r + 1) * HD128), w, cos, sin, 1, head, 64, 1e-6, { start: 2992 + 4 * r, step: 0 });
+      expect(y.subarray(r * HD128, (r + 1) * HD128)).toEqual(one);
+    }
+    expect(() => attnHeadNormRopeBf16(xs, w, cos, sin, rows, head, 64, 1e-6, { start: 2993, step: 4 })).toThrow(/position 3001 is past the 3001-position RoPE table/);
+  });
+
+  it('q layout with interleaved gate, random heads: within 2 ulps of a float64 chain with the same bf16 rounding points', () => {
+    const rng = new Rng(23);
+    const stride = 2 * HD;
+    const xr = rng.fillBf16Normal(T * HEADS * stride, 1);
+    const wr = rng.fillBf16Normal(HD, 0.1);
+    const t16 = ropeTablesBf16(config, T);
+    const [c16, s16] = [t16.cos.data as Uint16Array, t16.sin.data as Uint16Array];
+    const y = attnHeadNormRopeBf16(xr, wr, c16, s16, T, { heads: HEADS, headDim: HD, stride, offset: 0 }, ROPE, 1e-6, { start: 0, step: 1 });
+    const [xf, wf, cf, sf] = [xr, wr, c16, s16].map(bf16ArrayToF32);
+    const half = ROPE / 2;
+    const ref = new Float64Array(T * HEADS * HD);
+    for (let t = 0; t < T; t++) {
+      for (let h = 0; h < HEADS; h++) {
+        const xb = (t * HEADS + h) * stride;
+        let ss = 0;
+        for (let d = 0; d < HD; d++) ss += xf[xb + d] ** 2;
+        const r = 1 / Math.sqrt(ss / HD + 1e-6);
+        const n = Array.from({ length: HD }, (_, d) => roundBf16(xf[xb + d] * r * (1 + wf[d])));
+        const yb = (t * HEADS + h) * HD;
+        for (let d = 0; d < HD; d++) ref[yb + d] = n[d];
+        for (let i = 0; i < half; i++) {
+          const [c, s] = [cf[t * half + i], sf[t * half + i]];
+          ref[yb + i] = roundBf16(roundBf16(n[i] * c) - roundBf16(n[i + half] * s));
+          ref[yb + i + half] = roundBf16(roundBf16(n[i + half] * c) + roundBf16(n[i] * s));
+        }
+      }
+    }
+    // only the fp32 norm differs from the float64 one; a flipped normed value can move the
+    // rotated one by an ulp
+    const report = compareBf16(y, f32ArrayToBf16(ref));
+    expect(report.maxUlp).toBeLessThanOrEqual(2);
+    expect(report.bitExactFraction).toBeGreaterThan(0.98);
+  });
+});
+
+describe('attnCausalQsa', () => {
+  const small = getConfig('small');
+  const d = qsaIndexerDims(small);
+  const { numHeads: qh, numKvHeads: kvh, headDim: hd } = small.attention;
+  const scale = Math.fround(hd ** -0.5);
+  const run = (tokens: number, seed: number) => {
+    const rng = new Rng(seed);
+    const q = rng.fillBf16Normal(tokens * qh * hd, 1);
+    const k = rng.fillBf16Normal(tokens * kvh * hd, 1);
+    const v = rng.fillBf16Normal(tokens * kvh * hd, 1);
+    const qk = rng.fillBf16Normal(tokens * (d.nHeads + 1) * d.headDim, 1);
+    const norms = [rng.fillBf16Normal(d.headDim, 0.1), rng.fillBf16Normal(d.headDim, 0.1)];
+    const t16 = ropeTablesBf16(small, tokens);
+    const sel = qsaIndexerSelect(qk, norms[0], norms[1], t16.cos.data as Uint16Array, t16.sin.data as Uint16Array, tokens, 0, tokens, d);
+    return { q, k, v, sel, dense: attnCausal(q, k, v, tokens, qh, kvh, hd, scale), qsa: attnCausalQsa(q, k, v, tokens, qh, kvh, hd, scale, sel) };
+  };
+
+  it("equals dense attention bit for bit up to budget + ratio - 1 = 67 tokens ('small')", () => {
+    const r = run(67, 5);
+    expect(qsaKeptCount(r.sel, 66)).toBe(67);
+    expect(r.qsa).toEqual(r.dense);
+  });
+
+  it('differs from dense attention once blocks are dropped, and equals attention over the kept keys', () => {
+    const tokens = 90;
+    const r = run(tokens, 6);
+    const w = qh * hd;
+    for (let t = 0; t < tokens; t++) {
+      const same = r.qsa.subarray(t * w, (t + 1) * w).every((b, i) => b === r.dense[t * w + i]);
+      // rows up to 66 keep every token; from 67 on (68 visible) some are dropped
+      if (t < 67) expect(same, `row ${t}`).toBe(true);
+      else expect(same, `row ${t}`).toBe(false);
+    }
+    // row 89: 16 blocks of the 22 complete ones, plus the 2-token tail
+    const kept = new Int32Array(tokens);
+    const n = qsaKeptPositions(r.sel, 89, kept);
+    expect(n).toBe(16 * 4 + 2);
+    // gather the kept keys; the last query of a dense pass over them is row 89's QSA output
+    const gather = (src: Uint16Array, width: number, rows: ArrayLike<number>) => {
+      const out = new Uint16Array(rows.length * width);
+      for (let i = 0; i < rows.length; i++) out.set(src.subarray(rows[i] * width, (rows[i] + 1) * width), i * width);
+      return out;
+    };
+    const keys = kept.subarray(0, n);
+    const qRows = Array.from({ length: n }, () => 89);
+    const compact = attnCausal(gather(r.q, w, qRows), gather(r.k, kvh * hd, keys), gather(r.v, kvh * hd, keys), n, qh, kvh, hd, scale);
+    expect(r.qsa.subarray(89 * w, 90 * w)).toEqual(compact.subarray((n - 1) * w, n * w));
+  });
+
+  it('Flash-Next keeps every token up to 2051 visible and 2048 + tail beyond', () => {
+    const width = 2048 / 4;
+    const all = Int32Array.from({ length: 2 * width }, (_, i) => i % width);
+    const sel: QsaSelection = { r0: 2050, rows: 2, width, compressRatio: 4, blocks: all };
+    expect(qsaKeptCount(sel, 0)).toBe(2051);
+    expect(qsaKeptCount(sel, 1)).toBe(2048);
+    expect(qsaIndexerDims(getConfig('flash-next')).width).toBe(512);
+  });
+
+  it('rejects a selection that does not cover the rows', () => {
+    const r = run(20, 7);
+    const { q, k, v } = r;
+    expect(() => attnCausalQsa(q.subarray(0, 19 * qh * hd), k.subarray(0, 19 * kvh * hd), v.subarray(0, 19 * kvh * hd), 19, qh, kvh, hd, scale, r.sel)).toThrow(/covers rows \[0, 20\), expected \[0, 19\)/);
+    const bad = { ...r.sel, blocks: r.sel.blocks.map((b, i) => (i === 4 * r.sel.width ? 1 : b)) };
+    expect(() => attnCausalQsa(q, k, v, 20, qh, kvh, hd, scale, bad)).toThrow(/row 4 entry 0 is block 1, expected ascending blocks in \[0, 1\)/);
   });
 });
 

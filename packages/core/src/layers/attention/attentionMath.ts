@@ -1,5 +1,6 @@
 import { bf16ArrayToF32, f32ToBf16, roundBf16 } from '../../numerics/bf16.ts';
 import { expF32, rsqrtF32, sigmoidF32 } from '../../numerics/fp32Math.ts';
+import { checkQsaSelection, qsaKeptPositions, type QsaSelection } from './qsaSelection.ts';
 
 // Gated full attention (model.md "Full attention"), CPU reference on typed arrays. bf16
 // values travel as Uint16Array bit patterns; fp32 is emulated with Math.fround after every
@@ -21,14 +22,31 @@ export interface HeadLayout {
   offset: number;
 }
 
+function checkHeadLayout(layout: HeadLayout, ropeDims: number): void {
+  const { headDim: hd, stride, offset } = layout;
+  if (offset + hd > stride) throw new Error(`attention: head at offset ${offset} with dim ${hd} overruns stride ${stride}`);
+  if (ropeDims % 2 !== 0 || ropeDims > hd) throw new Error(`attention: ropeDims ${ropeDims} must be even and at most headDim ${hd}`);
+}
+
 /**
- * Per-head Gemma-style RMS norm then NeoX RoPE on the first ropeDims dims.
- * Norm (HF Qwen3NextRMSNorm): n = bf( fr(x * rsqrt(mean(x^2) + eps)) * fr(1 + w) ), the
- * sum of squares in d order. Between the norm and RoPE the reference stores a bf16 tensor
- * (model.md is silent; HF and vLLM both round there). RoPE, half = ropeDims / 2, i < half:
+ * One head of HF Qwen4ExpTextRMSNorm (RMS1p) into n: fp32 x^2 summed in d order, then
+ * n[d] = bf( fr(x * rsqrt(fr(ss / hd) + eps)) * fr(1 + w) ). The reference returns bf16
+ * (`type_as(x)`), which is what RoPE then reads.
+ */
+function rmsNorm1pHead(xf: Float32Array, base: number, hd: number, onePlusW: Float32Array, epsF: number, n: Float32Array): void {
+  let ss = 0;
+  for (let d = 0; d < hd; d++) ss = fr(ss + xf[base + d] * xf[base + d]);
+  const r = rsqrtF32(fr(fr(ss / hd) + epsF));
+  for (let d = 0; d < hd; d++) n[d] = roundBf16(fr(xf[base + d] * r) * onePlusW[d]);
+}
+
+/**
+ * Per-head Gemma-style RMS norm then NeoX RoPE on the first ropeDims dims, the current
+ * graph op's contract (fp32 tables from ropeTables, products not rounded). RoPE,
+ * half = ropeDims / 2, i < half:
  *   out[i]        = bf( fr(n[i] * cos) - fr(n[i+half] * sin) )
  *   out[i + half] = bf( fr(n[i+half] * cos) + fr(n[i] * sin) )
- * with fp32 cos/sin[t, i] given as inputs (ropeTables.ts), so no backend evaluates cos/sin.
+ * HF and ATOM round more (attnHeadNormRopeBf16); this one goes when the graph moves to it.
  * Dims from ropeDims on pass the normed value through. Output [T, heads * headDim].
  */
 export function attnHeadNormRope(
@@ -42,8 +60,7 @@ export function attnHeadNormRope(
   eps: number,
 ): Uint16Array {
   const { heads, headDim: hd, stride, offset } = layout;
-  if (offset + hd > stride) throw new Error(`attention: head at offset ${offset} with dim ${hd} overruns stride ${stride}`);
-  if (ropeDims % 2 !== 0 || ropeDims > hd) throw new Error(`attention: ropeDims ${ropeDims} must be even and at most headDim ${hd}`);
+  checkHeadLayout(layout, ropeDims);
   const half = ropeDims / 2;
   checkLength('x', x, tokens * heads * stride);
   checkLength('norm weight', w, hd);
@@ -56,11 +73,7 @@ export function attnHeadNormRope(
   const y = new Uint16Array(tokens * heads * hd);
   for (let t = 0; t < tokens; t++) {
     for (let h = 0; h < heads; h++) {
-      const xb = (t * heads + h) * stride + offset;
-      let ss = 0;
-      for (let d = 0; d < hd; d++) ss = fr(ss + xf[xb + d] * xf[xb + d]);
-      const r = rsqrtF32(fr(fr(ss / hd) + epsF));
-      for (let d = 0; d < hd; d++) n[d] = roundBf16(fr(xf[xb + d] * r) * onePlusW[d]);
+      rmsNorm1pHead(xf, (t * heads + h) * stride + offset, hd, onePlusW, epsF, n);
       const yb = (t * heads + h) * hd;
       for (let i = 0; i < half; i++) {
         const c = cos[t * half + i];
@@ -76,15 +89,93 @@ export function attnHeadNormRope(
   return y;
 }
 
+/** Row r of a RoPE input sits at position start + r * step (step = compress ratio for QSA block keys). */
+export interface RopePositions {
+  start: number;
+  step: number;
+}
+
 /**
- * Causal softmax(q k^T * scale) v per query head, fp32, two-pass (not online) softmax.
- * Query head h reads KV head floor(h / (heads / kvHeads)) (GQA; per rank). For query t:
- *   s_j = fr(dot_d(q_t, k_j) * scale) for j = 0..t (dot in d order; bf16 products exact)
- *   m = max_j s_j;  p_j = exp(fr(s_j - m));  l = sum_j p_j (j order)
- *   o[d] = bf( fr( (sum_j fr(p_j * v_j[d]), j order) / l ) )
- * q [T, heads*hd], k and v [T, kvHeads*hd] -> o [T, heads*hd].
+ * Per-head RMS1p norm, then NeoX RoPE on the first ropeDims dims rounded as HF's
+ * apply_rotary_pos_emb in bf16 and ATOM's _qsa_mrope_kernel do it: with c, s the bf16
+ * table entries of the row's position (ropeTablesBf16) and half = ropeDims / 2, i < half,
+ *   out[i]        = bf( bf(n[i] * c) + bf(-n[i+half] * s) )
+ *   out[i + half] = bf( bf(n[i+half] * c) + bf(n[i] * s) )
+ * (rotate_half is cat(-x2, x1); the table's two halves are equal). Dims from ropeDims on
+ * pass the normed value through. x [rows, heads * stride]; cos, sin bf16 [P, half] with
+ * every row's position below P. Output [rows, heads * headDim].
  */
-export function attnCausal(q: Uint16Array, k: Uint16Array, v: Uint16Array, tokens: number, heads: number, kvHeads: number, headDim: number, scale: number): Uint16Array {
+export function attnHeadNormRopeBf16(
+  x: Uint16Array,
+  w: Uint16Array,
+  cos: Uint16Array,
+  sin: Uint16Array,
+  rows: number,
+  layout: HeadLayout,
+  ropeDims: number,
+  eps: number,
+  positions: RopePositions,
+): Uint16Array {
+  const { heads, headDim: hd, stride, offset } = layout;
+  checkHeadLayout(layout, ropeDims);
+  const half = ropeDims / 2;
+  checkLength('x', x, rows * heads * stride);
+  checkLength('norm weight', w, hd);
+  const { start, step } = positions;
+  if (!Number.isInteger(start) || !Number.isInteger(step) || start < 0 || step < 0) {
+    throw new Error(`attention: RoPE positions start ${start}, step ${step} must be non-negative integers`);
+  }
+  if (half > 0) {
+    if (cos.length !== sin.length || cos.length % half !== 0) throw new Error(`attention: cos/sin tables of ${cos.length}/${sin.length} values are not [P, ${half}]`);
+    const last = start + (rows - 1) * step;
+    if (rows > 0 && last >= cos.length / half) throw new Error(`attention: position ${last} is past the ${cos.length / half}-position RoPE table`);
+  }
+  const xf = bf16ArrayToF32(x);
+  const cf = bf16ArrayToF32(cos);
+  const sf = bf16ArrayToF32(sin);
+  const onePlusW = bf16ArrayToF32(w).map((v) => fr(1 + v));
+  const epsF = fr(eps);
+  const n = new Float32Array(hd);
+  const y = new Uint16Array(rows * heads * hd);
+  for (let r = 0; r < rows; r++) {
+    const tb = (start + r * step) * half;
+    for (let h = 0; h < heads; h++) {
+      rmsNorm1pHead(xf, (r * heads + h) * stride + offset, hd, onePlusW, epsF, n);
+      const yb = (r * heads + h) * hd;
+      for (let i = 0; i < half; i++) {
+        const c = cf[tb + i];
+        const s = sf[tb + i];
+        const x1 = n[i];
+        const x2 = n[i + half];
+        // bf16 x bf16 is exact in float64; roundBf16 rounds to fp32, then to bf16
+        y[yb + i] = f32ToBf16(roundBf16(x1 * c) + roundBf16(-x2 * s));
+        y[yb + i + half] = f32ToBf16(roundBf16(x2 * c) + roundBf16(x1 * s));
+      }
+      for (let d = ropeDims; d < hd; d++) y[yb + d] = f32ToBf16(n[d]);
+    }
+  }
+  return y;
+}
+
+/**
+ * softmax(q k^T * scale) v per query head over the keys keysOf(t) lists for query row t
+ * (ascending positions), fp32, two-pass (not online) softmax. Query head h reads KV head
+ * floor(h / (heads / kvHeads)) (GQA; per rank). For query t with keys j in list order:
+ *   s_j = fr(dot_d(q_t, k_j) * scale) (dot in d order; bf16 products exact)
+ *   m = max_j s_j;  p_j = exp(fr(s_j - m));  l = sum_j p_j (list order)
+ *   o[d] = bf( fr( (sum_j fr(p_j * v_j[d]), list order) / l ) )
+ */
+function attnOverKeys(
+  q: Uint16Array,
+  k: Uint16Array,
+  v: Uint16Array,
+  tokens: number,
+  heads: number,
+  kvHeads: number,
+  headDim: number,
+  scale: number,
+  keysOf: (t: number, out: Int32Array) => number,
+): Uint16Array {
   if (heads % kvHeads !== 0) throw new Error(`attention: heads ${heads} are not a multiple of KV heads ${kvHeads}`);
   const hd = headDim;
   checkLength('q', q, tokens * heads * hd);
@@ -95,35 +186,72 @@ export function attnCausal(q: Uint16Array, k: Uint16Array, v: Uint16Array, token
   const qf = bf16ArrayToF32(q);
   const kf = bf16ArrayToF32(k);
   const vf = bf16ArrayToF32(v);
+  const keys = new Int32Array(tokens);
   const p = new Float32Array(tokens);
   const acc = new Float32Array(hd);
   const o = new Uint16Array(tokens * heads * hd);
-  for (let h = 0; h < heads; h++) {
-    const kvh = Math.floor(h / group);
-    for (let t = 0; t < tokens; t++) {
+  for (let t = 0; t < tokens; t++) {
+    const n = keysOf(t, keys);
+    for (let h = 0; h < heads; h++) {
+      const kvh = Math.floor(h / group);
       const qb = (t * heads + h) * hd;
       let m = -Infinity;
-      for (let j = 0; j <= t; j++) {
-        const kb = (j * kvHeads + kvh) * hd;
+      for (let i = 0; i < n; i++) {
+        const kb = (keys[i] * kvHeads + kvh) * hd;
         let dot = 0;
         for (let d = 0; d < hd; d++) dot = fr(dot + qf[qb + d] * kf[kb + d]);
-        p[j] = fr(dot * scaleF);
-        if (p[j] > m) m = p[j];
+        p[i] = fr(dot * scaleF);
+        if (p[i] > m) m = p[i];
       }
       let l = 0;
-      for (let j = 0; j <= t; j++) {
-        p[j] = expF32(fr(p[j] - m));
-        l = fr(l + p[j]);
+      for (let i = 0; i < n; i++) {
+        p[i] = expF32(fr(p[i] - m));
+        l = fr(l + p[i]);
       }
       acc.fill(0);
-      for (let j = 0; j <= t; j++) {
-        const vb = (j * kvHeads + kvh) * hd;
-        for (let d = 0; d < hd; d++) acc[d] = fr(acc[d] + fr(p[j] * vf[vb + d]));
+      for (let i = 0; i < n; i++) {
+        const vb = (keys[i] * kvHeads + kvh) * hd;
+        for (let d = 0; d < hd; d++) acc[d] = fr(acc[d] + fr(p[i] * vf[vb + d]));
       }
       for (let d = 0; d < hd; d++) o[qb + d] = f32ToBf16(fr(acc[d] / l));
     }
   }
   return o;
+}
+
+/**
+ * Dense causal attention: query t attends to keys 0..t (attnOverKeys' recipe).
+ * q [T, heads*hd], k and v [T, kvHeads*hd] -> o [T, heads*hd].
+ */
+export function attnCausal(q: Uint16Array, k: Uint16Array, v: Uint16Array, tokens: number, heads: number, kvHeads: number, headDim: number, scale: number): Uint16Array {
+  return attnOverKeys(q, k, v, tokens, heads, kvHeads, headDim, scale, (t, out) => {
+    for (let j = 0; j <= t; j++) out[j] = j;
+    return t + 1;
+  });
+}
+
+/**
+ * QSA attention: query t attends to the keys the indexer kept for it (qsaSelection.ts),
+ * in ascending position order, with attnCausal's recipe; so when nothing is dropped
+ * (every row has at most topBlocks complete blocks) it equals attnCausal bit for bit.
+ * The selection covers rows 0..T-1 (positions = rows: a prefill from an empty cache).
+ */
+export function attnCausalQsa(
+  q: Uint16Array,
+  k: Uint16Array,
+  v: Uint16Array,
+  tokens: number,
+  heads: number,
+  kvHeads: number,
+  headDim: number,
+  scale: number,
+  selection: QsaSelection,
+): Uint16Array {
+  checkQsaSelection(selection);
+  if (selection.r0 !== 0 || selection.rows !== tokens) {
+    throw new Error(`attention: the QSA selection covers rows [${selection.r0}, ${selection.r0 + selection.rows}), expected [0, ${tokens})`);
+  }
+  return attnOverKeys(q, k, v, tokens, heads, kvHeads, headDim, scale, (t, out) => qsaKeptPositions(selection, t, out));
 }
 
 /**

@@ -3,8 +3,9 @@ import { validateTp } from '../../config/validate.ts';
 import type { WeightRef } from '../../graph/graph.ts';
 import type { WeightSpec } from '../../model/weightSpec.ts';
 
-// Checkpoint tensors of a gated full-attention layer (Qwen3-Next names) and each TP rank's
-// slices of them.
+// Checkpoint tensors of a gated full-attention layer with its QSA indexer (the names of HF
+// modeling_qwen4_exp.py's Qwen4ExpTextAttention / Qwen4ExpTextQSAIndexer state dict; the
+// shipped checkpoint prefixes them with `model.language_model.`) and each TP rank's slices.
 
 export function attentionPrefix(layer: number): string {
   return `model.layers.${layer}.self_attn.`;
@@ -21,13 +22,15 @@ function checkLayer(config: ModelConfig, layer: number): void {
 
 /**
  * Full shapes and synthetic inits: projections 1/sqrt(fan_in) (unit-RMS in, unit-RMS out),
- * q_norm/k_norm stored as offsets from 1 (Gemma-style 1 + w) ~ N(0, 0.1), o_proj
- * 1/sqrt(fan_in) so the output RMS is that of the gated head outputs, ~0.1-0.5.
+ * q_norm/k_norm and the indexer's q_layernorm/k_layernorm stored as offsets from 1
+ * (Gemma-style 1 + w) ~ N(0, 0.1), o_proj 1/sqrt(fan_in) so the output RMS is that of the
+ * gated head outputs, ~0.1-0.5. indexer.index_qk_proj is [(nHeads + kvHeads) * headDim, H]
+ * with rows [q: nHeads x headDim | k_raw: headDim].
  */
 export function attentionWeightSpecs(config: ModelConfig, layer: number): WeightSpec[] {
   checkLayer(config, layer);
   const H = config.hiddenSize;
-  const { numHeads: qh, numKvHeads: kvh, headDim: hd } = config.attention;
+  const { numHeads: qh, numKvHeads: kvh, headDim: hd, indexer: ix } = config.attention;
   const p = attentionPrefix(layer);
   const fanIn = (n: number) => ({ kind: 'normal' as const, std: 1 / Math.sqrt(n) });
   return [
@@ -37,6 +40,9 @@ export function attentionWeightSpecs(config: ModelConfig, layer: number): Weight
     { name: `${p}q_norm.weight`, shape: [hd], dtype: 'bf16', init: { kind: 'normal', mean: 0, std: 0.1 } },
     { name: `${p}k_norm.weight`, shape: [hd], dtype: 'bf16', init: { kind: 'normal', mean: 0, std: 0.1 } },
     { name: `${p}o_proj.weight`, shape: [H, qh * hd], dtype: 'bf16', init: fanIn(qh * hd) },
+    { name: `${p}indexer.index_qk_proj.weight`, shape: [(ix.nHeads + ix.kvHeads) * ix.headDim, H], dtype: 'bf16', init: fanIn(H) },
+    { name: `${p}indexer.q_layernorm.weight`, shape: [ix.headDim], dtype: 'bf16', init: { kind: 'normal', mean: 0, std: 0.1 } },
+    { name: `${p}indexer.k_layernorm.weight`, shape: [ix.headDim], dtype: 'bf16', init: { kind: 'normal', mean: 0, std: 0.1 } },
   ];
 }
 
@@ -58,14 +64,19 @@ export function attentionRankHeads(config: ModelConfig, rank: number, tp: number
 /**
  * Rank `rank`'s slices, keyed by role: q_proj rows of its heads (each head's [query | gate]
  * block is contiguous, so one range), k/v rows of its KV heads, q_norm/k_norm whole,
- * o_proj columns of its heads (row-parallel: the rank's output is a partial sum).
+ * o_proj columns of its heads (row-parallel: the rank's output is a partial sum). The
+ * indexer is replicated (ATOM: ReplicatedLinear): every rank gets index_qk_proj's query
+ * rows (indexQ) and k_raw rows (indexK) whole, as two row ranges so that a row-sharded
+ * indexer can project its own rows' queries and all rows' keys; each output element is
+ * the same dot product as in the one [T, (nHeads + 1) * headDim] GEMM.
  */
 export function attentionRankWeights(config: ModelConfig, layer: number, rank: number, tp: number): Record<string, WeightRef> {
   checkLayer(config, layer);
   const { h0, h1, kv0, kv1 } = attentionRankHeads(config, rank, tp);
-  const hd = config.attention.headDim;
+  const { headDim: hd, indexer: ix } = config.attention;
   const p = attentionPrefix(layer);
   const rows = (start: number, end: number) => ({ axis: 0, ranges: [[start, end]] as [number, number][] });
+  const indexQRows = ix.nHeads * ix.headDim;
   return {
     q: { name: `${p}q_proj.weight`, slice: rows(h0 * 2 * hd, h1 * 2 * hd) },
     k: { name: `${p}k_proj.weight`, slice: rows(kv0 * hd, kv1 * hd) },
@@ -73,5 +84,9 @@ export function attentionRankWeights(config: ModelConfig, layer: number, rank: n
     qNorm: { name: `${p}q_norm.weight` },
     kNorm: { name: `${p}k_norm.weight` },
     o: { name: `${p}o_proj.weight`, slice: { axis: 1, ranges: [[h0 * hd, h1 * hd]] } },
+    indexQ: { name: `${p}indexer.index_qk_proj.weight`, slice: rows(0, indexQRows) },
+    indexK: { name: `${p}indexer.index_qk_proj.weight`, slice: rows(indexQRows, indexQRows + ix.kvHeads * ix.headDim) },
+    indexQNorm: { name: `${p}indexer.q_layernorm.weight` },
+    indexKNorm: { name: `${p}indexer.k_layernorm.weight` },
   };
 }
