@@ -1,19 +1,10 @@
-import { CpuBackend, type Backend } from '@hcsp/core';
-import { createWebGpuBackend } from '@hcsp/backend-webgpu';
+import type { Backend } from '@hcsp/core';
+import { BACKENDS } from '@hcsp/backends';
 import { afterAll, beforeAll, describe } from 'vitest';
 
 // Every backend the cross-backend suites run against (TensorFlow.js's describeWithFlags,
-// without its global registry): a suite is written once and runs per backend. A backend
-// that cannot start fails its suite loudly; none is skipped.
-export interface BackendUnderTest {
-  name: string;
-  create(): Promise<Backend>;
-}
-
-export const BACKENDS: BackendUnderTest[] = [
-  { name: 'cpu', create: async () => new CpuBackend() },
-  { name: 'webgpu', create: () => createWebGpuBackend() },
-];
+// without its global registry): the registry's list, so a new backend joins every suite. A
+// backend that cannot start fails its suite loudly; none is skipped.
 
 /** describe() once per backend; `get()` returns the started backend inside the tests. */
 export function describeWithBackends(title: string, body: (get: () => Backend, name: string) => void): void {

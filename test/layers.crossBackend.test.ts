@@ -1,4 +1,4 @@
-import { CpuBackend } from '@hcsp/core';
+import { CpuBackend, runOnce } from '@hcsp/core';
 import { expect, it } from 'vitest';
 import { describeWithBackends } from './backends.ts';
 import { layerCases } from './cases/layerCases.ts';
@@ -11,8 +11,8 @@ const reference = new CpuBackend();
 describeWithBackends('sub-layers match the CPU reference op by op', (backend) => {
   for (const c of layerCases()) {
     it(c.name, async () => {
-      const expected = reference.runSync(c.graph, c.feeds, c.weights, { keep: 'all' });
-      const actual = await backend().run(c.graph, c.feeds, c.weights, { keep: 'all' });
+      const expected = await runOnce(reference, c.graph, c.feeds, c.weights, { keep: 'all' });
+      const actual = await runOnce(backend(), c.graph, c.feeds, c.weights, { keep: 'all' });
       const { compared, differences } = diffRuns(c.graph, expected, actual);
       expect(compared).toBeGreaterThan(c.graph.outputs.length);
       expect(beyondTolerance(differences, backend()), describeDifferences(differences)).toEqual([]);

@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { SyntheticWeightSource } from '@hcsp/core';
+import { SyntheticWeightSource, runOnce } from '@hcsp/core';
 import { describeWithBackends } from './backends.ts';
 import { OP_CASES, opCaseGraph } from './cases/opCases.ts';
 import { beyondTolerance, describeDifferences, diffRuns } from './compareRuns.ts';
@@ -14,8 +14,8 @@ describeWithBackends('ops match the CPU reference bit for bit', (backend) => {
   for (const c of OP_CASES) {
     it(c.name, async () => {
       const { graph, feeds } = opCaseGraph(c);
-      const expected = reference.runSync(graph, feeds, noWeights);
-      const actual = await backend().run(graph, feeds, noWeights);
+      const expected = await runOnce(reference, graph, feeds, noWeights);
+      const actual = await runOnce(backend(), graph, feeds, noWeights);
       const { compared, differences } = diffRuns(graph, expected, actual);
       expect(compared).toBe(graph.outputs.length);
       expect(beyondTolerance(differences, backend()), describeDifferences(differences)).toEqual([]);
@@ -30,12 +30,12 @@ describeWithBackends('bad input is refused before any device work', (backend) =>
     const ids = Int32Array.from(feeds.get('in0')!.data as Int32Array);
     ids[4] = 64;
     feeds.set('in0', { dtype: 'i32', shape: [ids.length], data: ids });
-    await expect(backend().run(graph, feeds, noWeights)).rejects.toThrow(/token id 64 at position 4 is outside the vocabulary \[0, 64\)/);
+    await expect(runOnce(backend(), graph, feeds, noWeights)).rejects.toThrow(/token id 64 at position 4 is outside the vocabulary \[0, 64\)/);
   });
 
   it('a feed of the wrong shape names the input', async () => {
     const { graph, feeds } = opCaseGraph(OP_CASES[0]);
     feeds.set('in0', { dtype: 'bf16', shape: [1, 37], data: new Uint16Array(37) });
-    await expect(backend().run(graph, feeds, noWeights)).rejects.toThrow(/input 'in0' is bf16\[1,37\]/);
+    await expect(runOnce(backend(), graph, feeds, noWeights)).rejects.toThrow(/input 'in0' is bf16\[1,37\]/);
   });
 });

@@ -1,4 +1,4 @@
-import { CpuBackend, MODEL_SUB_LAYERS, preparePrefill, TINY, type ReduceAlgorithm, type SpMode } from '@hcsp/core';
+import { CpuBackend, MODEL_SUB_LAYERS, preparePrefill, TINY, type ReduceAlgorithm, type SpMode, runOnce } from '@hcsp/core';
 import { expect, it } from 'vitest';
 import { describeWithBackends } from './backends.ts';
 import { beyondTolerance, describeDifferences, diffRuns } from './compareRuns.ts';
@@ -23,8 +23,8 @@ describeWithBackends('decoder stack matches the CPU reference layer by layer', (
   ] as const) {
     it(`tp ${tp}, SP ${sp}, ${reduce}: every value bit-exact`, async () => {
       const p = prepare(tp, sp, reduce);
-      const expected = reference.runSync(p.graph, p.feeds, p.weights, { keep: 'all' });
-      const actual = await backend().run(p.graph, p.feeds, p.weights, { keep: 'all' });
+      const expected = await runOnce(reference, p.graph, p.feeds, p.weights, { keep: 'all' });
+      const actual = await runOnce(backend(), p.graph, p.feeds, p.weights, { keep: 'all' });
       const { compared, differences } = diffRuns(p.graph, expected, actual);
       expect(compared).toBeGreaterThan(p.graph.nodes.length);
       expect(beyondTolerance(differences, backend()), describeDifferences(differences)).toEqual([]);
@@ -36,7 +36,7 @@ describeWithBackends('decoder stack matches the CPU reference layer by layer', (
   it('SP on and off give bit-identical outputs at tp 2 (and differ at tp 4 with the ring order)', async () => {
     const out = async (tp: number, sp: SpMode) => {
       const p = prepare(tp, sp, 'ring');
-      const r = await backend().run(p.graph, p.feeds, p.weights);
+      const r = await runOnce(backend(), p.graph, p.feeds, p.weights);
       return { h: bytes(r.values.get(p.outputs.h)!), mtp: bytes(r.values.get(p.outputs.mtpState!)!) };
     };
     const [on2, off2] = [await out(2, 'on'), await out(2, 'off')];

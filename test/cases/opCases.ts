@@ -1,9 +1,9 @@
-import { cpuCollectiveKernel, cpuKernel, getOpDef, GraphBuilder, Rng, type Graph, type Tensor } from '@hcsp/core';
+import { getOpDef, GraphBuilder, Rng, type Graph, type OpName, type Tensor } from '@hcsp/core';
 
 // Single-op graphs over seeded random inputs: the per-op half of the cross-backend suite.
 export interface OpCase {
   name: string;
-  op: string;
+  op: OpName;
   /** simulated ranks; a collective takes one input list per rank */
   tp: number;
   /** per-rank op: its ports; collective: rank-major (rank 0's ports, then rank 1's, ...) */
@@ -11,7 +11,7 @@ export interface OpCase {
   attrs: Record<string, unknown>;
 }
 
-/** The case as a graph with its feeds; output shapes come from running the reference kernel. */
+/** The case as a graph with its feeds; output shapes come from the op's own rule. */
 export function opCaseGraph(c: OpCase): { graph: Graph; feeds: Map<string, Tensor> } {
   const def = getOpDef(c.op);
   const b = new GraphBuilder(c.tp, { case: c.name });
@@ -22,14 +22,10 @@ export function opCaseGraph(c: OpCase): { graph: Graph; feeds: Map<string, Tenso
     feeds.set(id, t);
     return id;
   });
-  let outputs: (Tensor | null)[];
-  if (def.collective) {
-    const ports = def.inputs.length;
-    const perRank = Array.from({ length: c.tp }, (_, r) => c.inputs.slice(r * ports, (r + 1) * ports) as Tensor[]);
-    outputs = cpuCollectiveKernel(c.op)(perRank, { ...c.attrs, tp: c.tp }).flat();
-  } else {
-    outputs = cpuKernel(c.op)(c.inputs, c.attrs);
-  }
+  const ports = def.inputs.length;
+  const perRank = def.collective ? Array.from({ length: c.tp }, (_, r) => c.inputs.slice(r * ports, (r + 1) * ports)) : [c.inputs];
+  const info = (t: Tensor | null) => (t ? { shape: t.shape, dtype: t.dtype } : null);
+  const outputs = perRank.flatMap((ins) => def.shape(ins.map(info), def.collective ? { ...c.attrs, tp: c.tp } : c.attrs));
   const outputIds = outputs.map((t, i) => {
     if (!t) return null;
     const rank = def.collective ? Math.floor(i / def.outputs.length) : 0;
@@ -48,7 +44,7 @@ const H = 24;
 const R = 6;
 const T = 7;
 
-function collective(op: string, tp: number, shape: number[], attrs: Record<string, unknown>, name: string): OpCase {
+function collective(op: OpName, tp: number, shape: number[], attrs: Record<string, unknown>, name: string): OpCase {
   return { name, op, tp, inputs: Array.from({ length: tp }, () => bf(shape)), attrs };
 }
 
@@ -59,7 +55,7 @@ export const OP_CASES: OpCase[] = [
   { name: 'sliceCols', op: 'sliceCols', tp: 1, inputs: [bf([T, 40])], attrs: { start: 10, end: 30 } },
   { name: 'embed', op: 'embed', tp: 1, inputs: [{ dtype: 'i32', shape: [T], data: Int32Array.from([3, 0, 63, 17, 17, 42, 5]) }, bf([64, H])], attrs: {} },
   { name: 'hcExpand', op: 'hcExpand', tp: 1, inputs: [bf([T, H])], attrs: { streams: N } },
-  ...(['atom', 'hf'] as const).flatMap((contract) => [
+  ...(['atom', 'hf'] as const).flatMap((contract): OpCase[] => [
     { name: `hcCombineNorm pending ${contract}`, op: 'hcCombineNorm', tp: 1, inputs: [bf([T, N * H]), bf([T, H]), bf([T, N]), bf([N * H], 0.05)], attrs: { streams: N, eps: 1e-6, contract } },
     { name: `hcCombineNorm no pending ${contract}`, op: 'hcCombineNorm', tp: 1, inputs: [bf([T, N * H]), null, null, bf([N * H], 0.05)], attrs: { streams: N, eps: 1e-6, contract } },
     { name: `hcGatedMean ${contract}`, op: 'hcGatedMean', tp: 1, inputs: [bf([T, N * H], 1.5), bf([T, N * H])], attrs: { streams: N, contract } },
@@ -70,13 +66,13 @@ export const OP_CASES: OpCase[] = [
   { name: 'shard last rank with padding', op: 'shard', tp: 1, inputs: [bf([T, 8])], attrs: { rank: 3, tp: 4, chunk: 2 } },
   { name: 'pad', op: 'pad', tp: 1, inputs: [bf([T, 8])], attrs: { rows: 12 } },
   { name: 'trim', op: 'trim', tp: 1, inputs: [bf([12, 8])], attrs: { rows: T } },
-  ...(['ring', 'oneshot', 'ordered'] as const).flatMap((algorithm) => [
+  ...(['ring', 'oneshot', 'ordered'] as const).flatMap((algorithm): OpCase[] => [
     collective('allReduce', 4, [T, 40], { algorithm, channels: 2, chunkElems: 64 }, `allReduce ${algorithm} tp4`),
     collective('reduceScatter', 4, [12, 40], { algorithm }, `reduceScatter ${algorithm} tp4`),
   ]),
   collective('allReduce', 3, [T, 40], { algorithm: 'ring', channels: 1, chunkElems: 1 << 20 }, 'allReduce ring tp3'),
   ...(['e4m3fn', 'e4m3fnuz'] as const).flatMap((format) =>
-    (['divide', 'reciprocal'] as const).flatMap((style) => [
+    (['divide', 'reciprocal'] as const).flatMap((style): OpCase[] => [
       { name: `quantFp8PerToken ${format} ${style}`, op: 'quantFp8PerToken', tp: 1, inputs: [bf([T, 77], 3)], attrs: { format, style } },
       { name: `hcGatedMeanQuant ${format} ${style}`, op: 'hcGatedMeanQuant', tp: 1, inputs: [bf([T, N * H], 1.5), bf([T, N * H])], attrs: { streams: N, format, style } },
     ]),

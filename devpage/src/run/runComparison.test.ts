@@ -8,8 +8,8 @@ import { stepTable } from './stepTable.ts';
 const req = (tp: number, reduce: 'ring' | 'oneshot') => ({ config: 'tiny', tokens: 37, tp, seed: 7, subLayers: 'model' as const, a: { sp: 'on' as const, reduce }, b: { sp: 'off' as const, reduce } });
 
 describe('runComparison (tiny, full model)', () => {
-  it('compares every step, the PLE layer included, with padding zero and replicas agreeing', () => {
-    const r = runComparison(req(4, 'ring'));
+  it('compares every step, the PLE layer included, with padding zero and replicas agreeing', async () => {
+    const r = await runComparison(req(4, 'ring'));
     expect(r.subLayersName).toContain('PLE');
     const steps = r.diffs.map((d) => d.step);
     expect(steps).toEqual(['L0.attn', 'L0.mlp', 'L1.ple', 'L1.attn', 'L1.mlp', 'L2.attn', 'L2.mlp', 'L3.attn', 'L3.mlp', 'exit: MTP state', 'exit: mixer output h']);
@@ -27,9 +27,9 @@ describe('runComparison (tiny, full model)', () => {
     expect(rows).toHaveLength(TINY.numLayers * 2 + 2);
   });
 
-  it('is bit-identical at tp 2 (ring) and with the one-shot sum at tp 4', () => {
+  it('is bit-identical at tp 2 (ring) and with the one-shot sum at tp 4', async () => {
     for (const [tp, reduce] of [[2, 'ring'], [4, 'oneshot']] as const) {
-      const r = runComparison(req(tp, reduce));
+      const r = await runComparison(req(tp, reduce));
       expect(r.diffs).toHaveLength(11);
       for (const d of r.diffs) expect([`tp ${tp} ${reduce}`, d.step, d.differing]).toEqual([`tp ${tp} ${reduce}`, d.step, 0]);
     }

@@ -2,7 +2,7 @@
 // reduction algorithms) and reduces the two runs to what the run view shows. Pure compute,
 // no DOM: the page calls it inside a Web Worker, the tests call it directly.
 import * as core from '@hcsp/core';
-import { CpuBackend, getConfig, preparePrefill, REDUCE_ALGORITHMS, type ReduceAlgorithm, type RunStats, type SpPlan, type SubLayerBuilders } from '@hcsp/core';
+import { CpuBackend, getConfig, preparePrefill, REDUCE_ALGORITHMS, type ReduceAlgorithm, type RunStats, type SpPlan, type SubLayerBuilders, runOnce } from '@hcsp/core';
 import { stepStreams } from './stepStreams.ts';
 import { streamDiff, type RunCapture, type StepDiff } from './streamDiff.ts';
 import { stepTraffic, type StepTraffic } from './stepTraffic.ts';
@@ -83,20 +83,20 @@ function checkRequest(r: RunRequest): void {
 export type ProgressFn = (run: 'a' | 'b', done: number, total: number) => void;
 
 /** Runs both sides and compares their streams; `onProgress` is called per graph node. */
-export function runComparison(request: RunRequest, onProgress: ProgressFn = () => {}): RunReport {
+export async function runComparison(request: RunRequest, onProgress: ProgressFn = () => {}): Promise<RunReport> {
   checkRequest(request);
   const config = getConfig(request.config);
   const subLayers = subLayersOf(request.subLayers);
   const backend = new CpuBackend();
-  const runSide = (name: 'a' | 'b', side: RunSide): { capture: RunCapture; report: RunSideReport } => {
+  const runSide = async (name: 'a' | 'b', side: RunSide): Promise<{ capture: RunCapture; report: RunSideReport }> => {
     const p = preparePrefill({ config, tokens: request.tokens, tp: request.tp, sp: side.sp, reduce: side.reduce, seed: request.seed, subLayers });
     // keep only the compared values: keeping all of them takes the tab past a GiB at T 2048
     const keep = [...stepStreams(p.graph, p.outputs.streamsPerStep).flatMap((st) => st.perRank), p.outputs.h, ...(p.outputs.mtpState === null ? [] : [p.outputs.mtpState])];
-    const result = backend.runSync(p.graph, p.feeds, p.weights, { keep, onNode: (done, total) => onProgress(name, done, total) });
+    const result = await runOnce(backend, p.graph, p.feeds, p.weights, { keep, onNode: (done, total) => onProgress(name, done, total) });
     const capture: RunCapture = { plan: p.plan, graph: p.graph, streamsPerStep: p.outputs.streamsPerStep, exits: { h: p.outputs.h, mtpState: p.outputs.mtpState }, values: result.values };
     return { capture, report: { side, plan: p.plan, stats: result.stats, traffic: stepTraffic(p.graph), nodes: p.graph.nodes.length } };
   };
-  const a = runSide('a', request.a);
-  const b = runSide('b', request.b);
+  const a = await runSide('a', request.a);
+  const b = await runSide('b', request.b);
   return { request, subLayersName: subLayers.name, a: a.report, b: b.report, diffs: streamDiff(a.capture, b.capture) };
 }

@@ -12,11 +12,11 @@ const post = (m: WorkerReply): void => scope.postMessage(m);
 /** a progress message at most this often: one per node would flood the page */
 const PROGRESS_INTERVAL_MS = 100;
 
-scope.onmessage = (e: MessageEvent<WorkerRequest>) => {
+scope.onmessage = async (e: MessageEvent<WorkerRequest>) => {
   const { id, request } = e.data;
   let last = 0;
   try {
-    const report = runComparison(request, (run, done, total) => {
+    const report = await runComparison(request, (run, done, total) => {
       const now = performance.now();
       if (done === total || now - last >= PROGRESS_INTERVAL_MS) {
         last = now;

@@ -4,8 +4,8 @@ import { runComparison } from './runComparison.ts';
 import { stepTable } from './stepTable.ts';
 
 describe('stepTable', () => {
-  it('joins both runs\' traffic and the diff per step, with the exit row last holding both exit diffs', () => {
-    const report = runComparison({ config: 'tiny', tokens: 20, tp: 2, seed: 1, subLayers: 'stand-in', a: { sp: 'on', reduce: 'ring' }, b: { sp: 'off', reduce: 'ring' } });
+  it('joins both runs\' traffic and the diff per step, with the exit row last holding both exit diffs', async () => {
+    const report = await runComparison({ config: 'tiny', tokens: 20, tp: 2, seed: 1, subLayers: 'stand-in', a: { sp: 'on', reduce: 'ring' }, b: { sp: 'off', reduce: 'ring' } });
     const rows = stepTable(report);
     expect(rows).toHaveLength(TINY.numLayers * 2 + 1);
     expect(rows.slice(0, 3).map((r) => r.step)).toEqual(['L0.attn', 'L0.mlp', 'L1.attn']);

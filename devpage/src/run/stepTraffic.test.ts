@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CpuBackend, preparePrefill, STAND_IN_SUB_LAYERS, TINY, type SpMode } from '@hcsp/core';
+import { CpuBackend, preparePrefill, STAND_IN_SUB_LAYERS, TINY, type SpMode, runOnce } from '@hcsp/core';
 import { compareSteps, EXIT_STEP, stepKeyOf } from './stepKey.ts';
 import { stepTraffic } from './stepTraffic.ts';
 
@@ -15,7 +15,7 @@ describe('stepKeyOf', () => {
 });
 
 describe('compareSteps', () => {
-  it('orders steps as the forward runs them: by layer, PLE before attn before mlp, the exit last', () => {
+  it('orders steps as the forward runs them: by layer, PLE before attn before mlp, the exit last', async () => {
     const keys = [EXIT_STEP, 'L10.attn', 'L1.attn', 'L2.mlp', 'L1.ple', 'L1.mlp', 'L0.mlp', 'L2.attn', 'L0.attn'];
     expect([...keys].sort(compareSteps)).toEqual(['L0.attn', 'L0.mlp', 'L1.ple', 'L1.attn', 'L1.mlp', 'L2.attn', 'L2.mlp', 'L10.attn', EXIT_STEP]);
     expect(() => compareSteps('L2.sp', 'L1.attn')).toThrow('step key "L2.sp" is not L<layer>.<ple|attn|mlp> or exit');
@@ -23,7 +23,7 @@ describe('compareSteps', () => {
 });
 
 describe('stepTraffic', () => {
-  it('lists all-reduce before SP starts, all-gather + reduce-scatter after, and the exit gather (tiny, T 37, tp 4)', () => {
+  it('lists all-reduce before SP starts, all-gather + reduce-scatter after, and the exit gather (tiny, T 37, tp 4)', async () => {
     const steps = stepTraffic(prepare('on').graph);
     const byStep = new Map(steps.map((s) => [s.step, s]));
     expect(steps.map((s) => s.step)).toEqual(['L0.attn', 'L0.mlp', 'L1.attn', 'L1.mlp', 'L2.attn', 'L2.mlp', 'L3.attn', 'L3.mlp', EXIT_STEP]);
@@ -45,10 +45,10 @@ describe('stepTraffic', () => {
     expect(exit.hcRowsPerRank).toEqual(Array(4).fill(37)); // the mixer runs on the gathered T rows
   });
 
-  it('adds up to the backend\'s run stats, SP on and off', () => {
+  it('adds up to the backend\'s run stats, SP on and off', async () => {
     for (const sp of ['on', 'off'] as const) {
       const p = prepare(sp);
-      const { stats } = new CpuBackend().runSync(p.graph, p.feeds, p.weights);
+      const { stats } = await runOnce(new CpuBackend(), p.graph, p.feeds, p.weights);
       const steps = stepTraffic(p.graph);
       for (let r = 0; r < 4; r++) {
         expect(steps.reduce((s, st) => s + st.hcRowsPerRank[r], 0)).toBe(stats.hcRowsPerRank[r]);

@@ -40,7 +40,7 @@ describe('globalRows', () => {
     expect(u.sharded).toBe(false);
   });
 
-  it('counts nonzero padding and replicas that disagree', () => {
+  it('counts nonzero padding and replicas that disagree', async () => {
     const badPad = rows([3, 4, 5]);
     badPad[5] = f32ToBf16(1);
     expect(globalRows(capture([rows([0, 1, 2]), badPad], full), ['s0', 's1']).padNonZero).toBe(1);
@@ -49,7 +49,7 @@ describe('globalRows', () => {
     expect(globalRows(run, ['f0', 'f1']).replicaMismatch).toBe(2);
   });
 
-  it('rejects a value with neither T nor C rows, naming it', () => {
+  it('rejects a value with neither T nor C rows, naming it', async () => {
     const run = capture([rows([0, 1, 2]), rows([3, 4, 5])], full);
     run.values.set('s1', { dtype: 'bf16', shape: [2, 2], data: rows([3, 4]) });
     expect(() => globalRows(run, ['s0', 's1'])).toThrow("stream diff: rank 1's 's1' is [2,2], rank 0's 's0' is [3,2]");
@@ -78,9 +78,9 @@ describe('streamDiff', () => {
 describe('runComparison (tiny, stand-in sub-layers)', () => {
   const req = (tp: number, reduce: 'ring' | 'oneshot' | 'ordered') => ({ config: 'tiny', tokens: 37, tp, seed: 7, subLayers: 'stand-in' as const, a: { sp: 'on' as const, reduce }, b: { sp: 'off' as const, reduce } });
 
-  it('at tp 2 the diff table is all zeros: every algorithm rounds a + b once', () => {
+  it('at tp 2 the diff table is all zeros: every algorithm rounds a + b once', async () => {
     for (const reduce of ['ring', 'oneshot', 'ordered'] as const) {
-      const r = runComparison(req(2, reduce));
+      const r = await runComparison(req(2, reduce));
       expect(r.a.plan.sp).toBe(true);
       expect(r.b.plan.sp).toBe(false);
       expect(r.diffs).toHaveLength(TINY.numLayers * 2 + 2);
@@ -91,8 +91,8 @@ describe('runComparison (tiny, stand-in sub-layers)', () => {
     }
   });
 
-  it('at tp 4 the ring differs only after the first reduce-scatter, within 4 row-scale ulps; padding stays zero', () => {
-    const r = runComparison(req(4, 'ring'));
+  it('at tp 4 the ring differs only after the first reduce-scatter, within 4 row-scale ulps; padding stays zero', async () => {
+    const r = await runComparison(req(4, 'ring'));
     const byStep = new Map(r.diffs.map((d) => [d.step, d]));
     // L2 is the first sharded layer: its attn streams are combined from L1's all-reduce in both runs
     for (const step of ['L0.attn', 'L0.mlp', 'L1.attn', 'L1.mlp', 'L2.attn']) expect(byStep.get(step)!.differing).toBe(0);
@@ -106,12 +106,12 @@ describe('runComparison (tiny, stand-in sub-layers)', () => {
     }
     expect(r.a.traffic.find((t) => t.step === 'L2.attn')!.hcRowsPerRank).toEqual([10, 10, 10, 10]);
     // a fixed rank-order sum adds in the same order sharded or not
-    expect(runComparison(req(4, 'ordered')).diffs.every((d) => d.differing === 0)).toBe(true);
+    expect((await runComparison(req(4, 'ordered'))).diffs.every((d) => d.differing === 0)).toBe(true);
   });
 
-  it('rejects flash-next, a T past the bound and an unknown algorithm, naming the value', () => {
-    expect(() => runComparison({ ...req(2, 'ring'), config: 'flash-next' })).toThrow("config 'flash-next' cannot be run in the page");
-    expect(() => runComparison({ ...req(2, 'ring'), tokens: 5000 })).toThrow('got 5000');
-    expect(() => runComparison({ ...req(2, 'ring'), b: { sp: 'off', reduce: 'tree' as 'ring' } })).toThrow('run b: reduce must be one of ring, oneshot, ordered, got "tree"');
+  it('rejects flash-next, a T past the bound and an unknown algorithm, naming the value', async () => {
+    await expect(runComparison({ ...req(2, 'ring'), config: 'flash-next' })).rejects.toThrow("config 'flash-next' cannot be run in the page");
+    await expect(runComparison({ ...req(2, 'ring'), tokens: 5000 })).rejects.toThrow('got 5000');
+    await expect(runComparison({ ...req(2, 'ring'), b: { sp: 'off', reduce: 'tree' as 'ring' } })).rejects.toThrow('run b: reduce must be one of ring, oneshot, ordered, got "tree"');
   });
 });

@@ -1,19 +1,32 @@
-import type { Graph, GraphNode, Tensor, ValueDecl, ValueId, WeightSource } from '@hcsp/core';
+import type { Graph, GraphNode, RunResult, Tensor, ValueDecl, ValueId, WeightSource } from '@hcsp/core';
 import { f32ToBf16 } from '@hcsp/core';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ChromiumHost } from './chromiumHost.ts';
+import { ChromiumHost, type ChromiumRunOptions } from './chromiumHost.ts';
 
 // The Chromium host with the executor's own test kernels (testKernels.ts): real headless
 // Chromium, real SwiftShader WebGPU. Kernel numerics are tested in kernels-wgsl and test/.
-const TEST_KERNELS = { path: fileURLToPath(new URL('./testKernels.ts', import.meta.url)), exportName: 'TEST_KERNELS' };
+const TEST_KERNELS = { path: fileURLToPath(new URL('../../../test/support/webgpuTestKernels.ts', import.meta.url)), exportName: 'TEST_KERNELS' };
 
 const NO_WEIGHTS: WeightSource = {
-  get: (name) => {
+  has: () => false,
+  info: (name) => {
     throw new Error(`test: no weight '${name}'`);
   },
-  has: () => false,
+  read: async (name) => {
+    throw new Error(`test: no weight '${name}'`);
+  },
 };
+
+/** Prepares the graph on the host, runs it once, disposes it. */
+async function runOn(host: ChromiumHost, graph: Graph, feeds: Map<ValueId, Tensor>, options?: ChromiumRunOptions): Promise<RunResult> {
+  const prepared = await host.prepare(graph, NO_WEIGHTS);
+  try {
+    return await prepared.run(feeds, options);
+  } finally {
+    await prepared.dispose();
+  }
+}
 
 function graphOf(tp: number, values: ValueDecl[], nodes: Omit<GraphNode, 'id' | 'scope' | 'layer' | 'attrs'>[], outputs: ValueId[]): Graph {
   return {
@@ -47,9 +60,9 @@ describe('ChromiumHost (headless Chromium WebGPU)', () => {
     const n = 4 << 20;
     const x = new Float32Array(n);
     for (let i = 0; i < n; i++) x[i] = Math.fround(Math.sin(i) * 1e3);
-    const graph = graphOf(1, [input('x', [n]), inter('y', [n], 0)], [{ op: 'test.copyWords', rank: 0, inputs: ['x'], outputs: ['y'] }], ['y']);
+    const graph = graphOf(1, [input('x', [n]), inter('y', [n], 0)], [{ op: 'pad', rank: 0, inputs: ['x'], outputs: ['y'] }], ['y']);
     const t0 = performance.now();
-    const { values, stats } = await host.run(graph, new Map([['x', { dtype: 'f32', shape: [n], data: x }]]), NO_WEIGHTS);
+    const { values, stats } = await runOn(host, graph, new Map([['x', { dtype: 'f32', shape: [n], data: x }]]));
     console.log(`4M-element copy round trip: ${((performance.now() - t0) / 1000).toFixed(2)} s (executor ${stats.seconds.toFixed(2)} s)`);
     const y = values.get('y')!;
     expect(y.shape).toEqual([n]);
@@ -74,15 +87,15 @@ describe('ChromiumHost (headless Chromium WebGPU)', () => {
         inter('s1', [4, 6], 1, 'bf16'),
       ],
       [
-        { op: 'test.copyWords', rank: 0, inputs: ['x0'], outputs: ['a0'] },
-        { op: 'test.copyWords', rank: 1, inputs: ['x1'], outputs: ['a1'] },
+        { op: 'pad', rank: 0, inputs: ['x0'], outputs: ['a0'] },
+        { op: 'pad', rank: 1, inputs: ['x1'], outputs: ['a1'] },
         { op: 'allGather', rank: null, inputs: ['a0', 'a1'], outputs: ['g0', 'g1'] },
         { op: 'reduceScatter', rank: null, inputs: ['g0', 'g1'], outputs: ['s0', 's1'] },
       ],
       ['g1', 's0', 's1'],
     );
     graph.nodes[3].attrs = { algorithm: 'ordered' };
-    const { values, stats } = await host.run(graph, new Map([['x0', bf(x0)], ['x1', bf(x1)]]), NO_WEIGHTS, { keep: ['a1'] });
+    const { values, stats } = await runOn(host, graph, new Map([['x0', bf(x0)], ['x1', bf(x1)]]), { keep: ['a1'] });
     const bits = (id: string) => [...(values.get(id)!.data as Uint16Array)];
     expect(bits('a1')).toEqual(bf(x1).data ? [...(bf(x1).data as Uint16Array)] : []);
     expect(bits('g1')).toEqual([...x0, ...x1].map((v) => f32ToBf16(v)));
@@ -97,29 +110,29 @@ describe('ChromiumHost (headless Chromium WebGPU)', () => {
   });
 
   it('a WGSL syntax error rejects with the kernel key and the compiler message', async () => {
-    const graph = graphOf(1, [input('x', [4]), inter('y', [4], 0)], [{ op: 'test.brokenWgsl', rank: 0, inputs: ['x'], outputs: ['y'] }], ['y']);
-    const run = host.run(graph, new Map([['x', { dtype: 'f32', shape: [4], data: new Float32Array(4) }]]), NO_WEIGHTS);
+    const graph = graphOf(1, [input('x', [4]), inter('y', [4], 0)], [{ op: 'add', rank: 0, inputs: ['x'], outputs: ['y'] }], ['y']);
+    const run = runOn(host, graph, new Map([['x', { dtype: 'f32', shape: [4], data: new Float32Array(4) }]]));
     await expect(run).rejects.toThrow(/kernel 'test\.brokenWgsl' failed to compile:\n1:\d+: missing initializer/);
   });
 
   it('an op without a kernel rejects naming the op and the backend', async () => {
-    const graph = graphOf(1, [input('x', [4]), inter('y', [4], 0)], [{ op: 'noSuchOp', rank: 0, inputs: ['x'], outputs: ['y'] }], ['y']);
-    const run = host.run(graph, new Map([['x', { dtype: 'f32', shape: [4], data: new Float32Array(4) }]]), NO_WEIGHTS);
-    await expect(run).rejects.toThrow(/no kernel registered for op 'noSuchOp' on backend 'webgpu'/);
+    const graph = graphOf(1, [input('x', [4]), inter('y', [4], 0)], [{ op: 'trim', rank: 0, inputs: ['x'], outputs: ['y'] }], ['y']);
+    const run = runOn(host, graph, new Map([['x', { dtype: 'f32', shape: [4], data: new Float32Array(4) }]]));
+    await expect(run).rejects.toThrow(/webgpu \(test kernels\): no kernel for op 'trim'/);
   });
 
   it('an absurd allocation rejects naming the buffer and its size, without hanging', async () => {
     const huge = [1 << 20, 1 << 20]; // 4 TiB of f32
-    const graph = graphOf(1, [input('x', [4]), inter('huge', huge, 0)], [{ op: 'test.copyWords', rank: 0, inputs: ['x'], outputs: ['huge'] }], ['huge']);
-    const run = host.run(graph, new Map([['x', { dtype: 'f32', shape: [4], data: new Float32Array(4) }]]), NO_WEIGHTS);
+    const graph = graphOf(1, [input('x', [4]), inter('huge', huge, 0)], [{ op: 'pad', rank: 0, inputs: ['x'], outputs: ['huge'] }], ['huge']);
+    const run = runOn(host, graph, new Map([['x', { dtype: 'f32', shape: [4], data: new Float32Array(4) }]]));
     await expect(run).rejects.toThrow(/buffer 'huge' of 4398046511104 bytes (exceeds|.*out of memory)/);
   });
 
   it('a missing feed rejects naming the input, and the host still runs afterwards', async () => {
-    const graph = graphOf(1, [input('x', [4]), inter('y', [4], 0)], [{ op: 'test.copyWords', rank: 0, inputs: ['x'], outputs: ['y'] }], ['y']);
-    await expect(host.run(graph, new Map(), NO_WEIGHTS)).rejects.toThrow(/graph input 'x' was not fed/);
+    const graph = graphOf(1, [input('x', [4]), inter('y', [4], 0)], [{ op: 'pad', rank: 0, inputs: ['x'], outputs: ['y'] }], ['y']);
+    await expect(runOn(host, graph, new Map())).rejects.toThrow(/graph input 'x' was not fed/);
     const x = Float32Array.from([1, -2, 3.5, Number.NaN]);
-    const { values } = await host.run(graph, new Map([['x', { dtype: 'f32', shape: [4], data: x }]]), NO_WEIGHTS);
+    const { values } = await runOn(host, graph, new Map([['x', { dtype: 'f32', shape: [4], data: x }]]));
     expect(Buffer.from((values.get('y')!.data as Float32Array).buffer).equals(Buffer.from(x.buffer))).toBe(true);
   });
 });

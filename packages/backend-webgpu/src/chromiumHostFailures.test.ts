@@ -1,22 +1,35 @@
-import type { Graph, GraphNode, Tensor, ValueDecl, ValueId, WeightSource } from '@hcsp/core';
+import type { Graph, GraphNode, RunResult, Tensor, ValueDecl, ValueId, WeightSource } from '@hcsp/core';
 import type { Page } from 'playwright-core';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { ChromiumHost } from './chromiumHost.ts';
+import { ChromiumHost, type ChromiumRunOptions } from './chromiumHost.ts';
 
 // The Chromium host's failure paths, each triggered for real in headless Chromium
 // (SwiftShader): the device destroyed mid-run, the GPU process crashed mid-run (CDP
 // Browser.crashGpuProcess), the renderer crashed mid-run (CDP Page.crash), and a run past
 // its timeout. Each must reject with an error naming the cause, later runs must reject too,
 // and nothing may hang: every wait here is bounded far below vitest's timeout.
-const TEST_KERNELS = { path: fileURLToPath(new URL('./testKernels.ts', import.meta.url)), exportName: 'TEST_KERNELS' };
+const TEST_KERNELS = { path: fileURLToPath(new URL('../../../test/support/webgpuTestKernels.ts', import.meta.url)), exportName: 'TEST_KERNELS' };
 
 const NO_WEIGHTS: WeightSource = {
-  get: (name) => {
+  has: () => false,
+  info: (name) => {
     throw new Error(`test: no weight '${name}'`);
   },
-  has: () => false,
+  read: async (name) => {
+    throw new Error(`test: no weight '${name}'`);
+  },
 };
+
+/** Prepares the graph on the host, runs it once, disposes it. */
+async function runOn(host: ChromiumHost, graph: Graph, feeds: Map<ValueId, Tensor>, options?: ChromiumRunOptions): Promise<RunResult> {
+  const prepared = await host.prepare(graph, NO_WEIGHTS);
+  try {
+    return await prepared.run(feeds, options);
+  } finally {
+    await prepared.dispose();
+  }
+}
 
 /** Bounds a wait: a hang fails the test after `ms` instead of stalling the suite. */
 function bounded<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
@@ -34,7 +47,7 @@ function copyChain(nodes: number, n = 1 << 20): { graph: Graph; feeds: Map<Value
   const graphNodes: GraphNode[] = [];
   for (let i = 0; i < nodes; i++) {
     values.push(decl(`y${i}`, 'intermediate'));
-    graphNodes.push({ id: i, op: 'test.copyWords', rank: 0, inputs: [i === 0 ? 'x' : `y${i - 1}`], outputs: [`y${i}`], scope: `test.n${i}`, layer: -1, attrs: {} });
+    graphNodes.push({ id: i, op: 'pad', rank: 0, inputs: [i === 0 ? 'x' : `y${i - 1}`], outputs: [`y${i}`], scope: `test.n${i}`, layer: -1, attrs: {} });
   }
   const graph: Graph = { tp: 1, values: Object.fromEntries(values.map((v) => [v.id, v])), nodes: graphNodes, inputs: ['x'], outputs: [`y${nodes - 1}`], meta: {} };
   return { graph, feeds: new Map([['x', { dtype: 'f32', shape: [n], data: new Float32Array(n) }]]) };
@@ -52,7 +65,7 @@ async function failMidRun(host: ChromiumHost, trigger: (page: Page) => Promise<v
   const { graph, feeds } = copyChain(CHAIN_NODES);
   let nodesDone = 0;
   let triggered: Promise<void> | null = null;
-  const run = host.run(graph, feeds, NO_WEIGHTS, {
+  const run = runOn(host, graph, feeds, {
     onNode: (done) => {
       nodesDone = done;
       if (done >= 3 && !triggered) triggered = trigger(handles.page);
@@ -75,7 +88,7 @@ async function failMidRun(host: ChromiumHost, trigger: (page: Page) => Promise<v
 async function laterRun(host: ChromiumHost): Promise<Error> {
   const { graph, feeds } = copyChain(2, 16);
   const outcome = await bounded(
-    host.run(graph, feeds, NO_WEIGHTS, { timeoutMs: 20_000 }).then(
+    runOn(host, graph, feeds, { timeoutMs: 20_000 }).then(
       () => null,
       (e: Error) => e,
     ),
@@ -183,7 +196,7 @@ describe('ChromiumHost failure paths (headless Chromium WebGPU)', () => {
     const { graph, feeds } = copyChain(CHAIN_NODES);
     const t0 = performance.now();
     let nodesDone = 0;
-    const run = host.run(graph, feeds, NO_WEIGHTS, { onNode: (done) => (nodesDone = done) });
+    const run = runOn(host, graph, feeds, { onNode: (done) => (nodesDone = done) });
     await expect(bounded(run, 20_000, 'the timed-out run')).rejects.toThrow(
       new RegExp(`^chromium host: run of job \\d+ \\(${CHAIN_NODES} nodes\\) timed out after ${timeoutMs} ms$`),
     );
@@ -193,7 +206,7 @@ describe('ChromiumHost failure paths (headless Chromium WebGPU)', () => {
     // the host closed itself: the browser is already gone when the run rejects
     expect(processAlive(pid), `browser pid ${pid} still alive after the timeout`).toBe(false);
     expect(host.debugHandles()).toBeNull();
-    await expect(bounded(host.run(graph, feeds, NO_WEIGHTS), 5_000, 'a run after the timeout')).rejects.toThrow(/^chromium host: run\(\) after close\(\)$/);
+    await expect(bounded(runOn(host, graph, feeds), 5_000, 'a run after the timeout')).rejects.toThrow(/^chromium host: used after close\(\)$/);
     await bounded(host.close(), 5_000, 'a second close()');
   }, 60_000);
 });

@@ -1,13 +1,20 @@
 import type { Graph, RunStats, ValueId } from '@hcsp/core';
+import type { KernelDispatch, KernelPlan } from '@hcsp/kernels-wgsl';
 
 // What the Node-side Chromium host and the page say to each other. Bulk data never goes
-// through page.evaluate (it would be JSON/base64 over CDP): tensors are GET
-// /job/<job>/tensor/<value id> and results are POSTed to /job/<job>/result/<value id>,
-// raw word-layout bytes both ways (results can be tens of MB).
+// through page.evaluate (it would be JSON/base64 over CDP): the graph is GET
+// /job/<job>/graph, inputs and weights are GET /job/<job>/tensor/<value id> and results are
+// POSTed to /job/<job>/result/<value id>, raw word-layout bytes both ways (results can be
+// tens of MB). A job is one prepared graph; it runs many times.
 
 export interface PageJob {
   graph: Graph;
+}
+
+export interface PageRunOptions {
   keep?: ValueId[] | 'all';
+  keepOnDevice?: ValueId[];
+  reportProgress: boolean;
 }
 
 export interface PageRunSummary {
@@ -20,9 +27,24 @@ export interface PageRunSummary {
 export interface PageApi {
   /** requests the adapter and device; returns the adapter's description */
   hcspInit(): Promise<string>;
-  hcspRun(job: string, reportProgress: boolean): Promise<PageRunSummary>;
+  /** fetches the job's graph and uploads its weights (a GraphSession in the page) */
+  hcspPrepare(job: string): Promise<void>;
+  /** runs the prepared job on the inputs the host serves now */
+  hcspRun(job: string, options: PageRunOptions): Promise<PageRunSummary>;
+  /** POSTs a value the last run kept on the device */
+  hcspRead(job: string, id: ValueId): Promise<void>;
+  hcspDispose(job: string): Promise<void>;
+  /** one raw plan: inputs GET /job/<job>/tensor/<port>, outputs POSTed to /job/<job>/result/<port>; seconds per rep */
+  hcspRunPlan(job: string, plan: WirePlan, present: readonly boolean[], outputWords: readonly number[], reps: number): Promise<number[]>;
+  hcspCompileErrors(wgsl: string): Promise<string | null>;
 }
 
 export function jobPath(job: string, kind: 'graph' | 'tensor' | 'result', id?: ValueId): string {
   return `/job/${encodeURIComponent(job)}/${kind}${id === undefined ? '' : `/${encodeURIComponent(id)}`}`;
+}
+
+/** A KernelPlan as JSON (uniform words as a plain array). */
+export interface WirePlan {
+  scratch: KernelPlan['scratch'];
+  dispatches: (Omit<KernelDispatch, 'uniforms'> & { uniforms: number[] })[];
 }

@@ -1,9 +1,10 @@
 /// <reference types="@webgpu/types" />
+import { GraphSession, type KernelTable, type Tensor, type ValueDecl, type ValueId } from '@hcsp/core';
 import type { KernelPlanner } from '@hcsp/kernels-wgsl';
 import { describeAdapter, requestLargeDevice } from './adapterDevice.ts';
 import { jobPath, type PageApi, type PageJob } from './pageProtocol.ts';
 import { tensorFromWordBytes, tensorWordBytes } from './tensorBytes.ts';
-import { WebGpuExecutor } from './webgpuExecutor.ts';
+import { WebGpuDevice } from './webgpuDevice.ts';
 
 declare global {
   interface Window {
@@ -18,32 +19,71 @@ async function fetchOk(url: string, init?: RequestInit): Promise<Response> {
   return res;
 }
 
-/** Installs window.hcspInit / window.hcspRun: the browser end of chromiumHost.ts. */
-export function installPageRunner(kernels: Readonly<Record<string, KernelPlanner>>): void {
-  let executor: WebGpuExecutor | null = null;
+async function fetchTensor(job: string, decl: ValueDecl): Promise<Tensor> {
+  return tensorFromWordBytes(decl.dtype, decl.shape, new Uint8Array(await (await fetchOk(jobPath(job, 'tensor', decl.id))).arrayBuffer()));
+}
+
+async function postTensor(job: string, id: ValueId, t: Tensor): Promise<void> {
+  // tensors never live in a SharedArrayBuffer, so the view is a valid fetch body
+  await fetchOk(jobPath(job, 'result', id), { method: 'POST', body: tensorWordBytes(t) as Uint8Array<ArrayBuffer> });
+}
+
+/** Installs the PageApi on window: the browser end of chromiumHost.ts. */
+export function installPageRunner(kernels: KernelTable<KernelPlanner>): void {
+  let device: WebGpuDevice | null = null;
+  const sessions = new Map<string, GraphSession<GPUBuffer>>();
+  const session = (job: string): GraphSession<GPUBuffer> => {
+    const s = sessions.get(job);
+    if (!s) throw new Error(`page: job ${job} is not prepared`);
+    return s;
+  };
   const api: PageApi = {
     async hcspInit() {
       if (!navigator.gpu) throw new Error('navigator.gpu is undefined on this page');
       const adapter = await navigator.gpu.requestAdapter();
       if (!adapter) throw new Error('navigator.gpu.requestAdapter() returned null');
       const name = describeAdapter(adapter);
-      executor = new WebGpuExecutor(await requestLargeDevice(adapter, 'hcsp chromium'), kernels, `chromium: ${name}`);
+      device = new WebGpuDevice(await requestLargeDevice(adapter, 'hcsp chromium'), kernels, `chromium: ${name}`);
       return name;
     },
-    async hcspRun(job, reportProgress) {
-      if (!executor) throw new Error('hcspRun before hcspInit');
-      const { graph, keep } = (await (await fetchOk(jobPath(job, 'graph'))).json()) as PageJob;
-      const result = await executor.run(
-        graph,
-        async (decl) => tensorFromWordBytes(decl.dtype, decl.shape, new Uint8Array(await (await fetchOk(jobPath(job, 'tensor', decl.id))).arrayBuffer())),
-        { keep, onNode: reportProgress ? (done, total) => void window.hcspProgress?.(done, total) : undefined },
-      );
-      const posted = [...result.values.keys()];
-      for (const [id, t] of result.values) {
-        // tensors never live in a SharedArrayBuffer, so the view is a valid fetch body
-        await fetchOk(jobPath(job, 'result', id), { method: 'POST', body: tensorWordBytes(t) as Uint8Array<ArrayBuffer> });
+    async hcspPrepare(job) {
+      if (!device) throw new Error('hcspPrepare before hcspInit');
+      const { graph } = (await (await fetchOk(jobPath(job, 'graph'))).json()) as PageJob;
+      sessions.set(job, await GraphSession.open(graph, device, (decl) => fetchTensor(job, decl), { backend: 'webgpu' }));
+    },
+    async hcspRun(job, options) {
+      const s = session(job);
+      const feeds = new Map<ValueId, Tensor>();
+      for (const id of s.graph.inputs) feeds.set(id, await fetchTensor(job, s.graph.values[id]));
+      const result = await s.run(feeds, {
+        keep: options.keep,
+        keepOnDevice: options.keepOnDevice,
+        onNode: options.reportProgress ? (done, total) => void window.hcspProgress?.(done, total) : undefined,
+      });
+      for (const [id, t] of result.values) await postTensor(job, id, t);
+      return { stats: result.stats, posted: [...result.values.keys()] };
+    },
+    async hcspRead(job, id) {
+      await postTensor(job, id, await session(job).read(id));
+    },
+    async hcspRunPlan(job, wire, present, outputWords, reps) {
+      if (!device) throw new Error('hcspRunPlan before hcspInit');
+      const inputs: (Uint32Array | null)[] = [];
+      for (const [i, p] of present.entries()) {
+        inputs.push(p ? new Uint32Array(await (await fetchOk(jobPath(job, 'tensor', String(i)))).arrayBuffer()) : null);
       }
-      return { stats: result.stats, posted };
+      const plan = { scratch: wire.scratch, dispatches: wire.dispatches.map((d) => ({ ...d, uniforms: Uint32Array.from(d.uniforms) })) };
+      const { outputs, seconds } = await device.runPlan(plan, inputs, [...outputWords], reps);
+      for (const [i, w] of outputs.entries()) await fetchOk(jobPath(job, 'result', String(i)), { method: 'POST', body: w as Uint32Array<ArrayBuffer> });
+      return seconds;
+    },
+    async hcspCompileErrors(wgsl) {
+      if (!device) throw new Error('hcspCompileErrors before hcspInit');
+      return device.compileErrors(wgsl);
+    },
+    async hcspDispose(job) {
+      await sessions.get(job)?.dispose();
+      sessions.delete(job);
     },
   };
   Object.assign(window, api);

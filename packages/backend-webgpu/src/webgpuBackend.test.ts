@@ -6,6 +6,7 @@ import {
   GraphBuilder,
   hcWeightSpecs,
   Rng,
+  runOnce,
   SyntheticWeightSource,
   TINY,
   type Graph,
@@ -76,15 +77,16 @@ describe('createWebGpuBackend', () => {
     const width = TINY.hc.count * TINY.hiddenSize;
     const streams: Tensor = { dtype: 'bf16', shape: [T, width], data: Uint16Array.from({ length: T * width }, () => f32ToBf16(rng.normal())) };
     const feeds = new Map([['streams', streams]]);
-    const expected = await new CpuBackend().run(graph, feeds, weights);
+    const expected = await runOnce(new CpuBackend(), graph, feeds, weights);
     const backend = await createWebGpuBackend({ prefer: 'auto' });
     try {
       console.log(`e2e on ${backend.describe()}`);
-      const got = await backend.run(graph, feeds, weights);
+      const got = await runOnce(backend, graph, feeds, weights);
       for (const id of graph.outputs) {
         const report = compareBf16(got.values.get(id)!.data as Uint16Array, expected.values.get(id)!.data as Uint16Array);
         console.log(`${id}: ${report.differing}/${report.count} differ, max ${report.maxUlp} ulp`);
-        expect(report.maxUlp, id).toBeLessThanOrEqual(backend.precision.reorderedMaxUlp);
+        // the mix's last op is the gated mean, a reduction over the streams
+        expect(report.maxUlp, id).toBeLessThanOrEqual(backend.precision.reduction.maxUlp);
       }
       expect(got.stats.hcRowsPerRank).toEqual([C, C]);
       expect(got.stats.commBytesPerRank).toEqual(expected.stats.commBytesPerRank);

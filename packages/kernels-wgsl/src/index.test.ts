@@ -1,11 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { f32ToBf16 } from '../../core/src/numerics/bf16.ts';
-import { basicKernels } from '../../core/src/reference/kernels/basicKernels.ts';
-import { collectiveKernels } from '../../core/src/reference/kernels/collectiveKernels.ts';
-import { hcKernels } from '../../core/src/reference/kernels/hcKernels.ts';
-import type { Tensor } from '../../core/src/tensor/tensor.ts';
-import { expectBitsEqual, useChromiumGpu } from './harness/kernelTestSuite.ts';
-import { runPlanOnGpu, tensorInfo } from './harness/runPlanner.ts';
+import { f32ToBf16, type Tensor, type OpName } from '@hcsp/core';
+import { expectOpMatchesCpu, useChromiumGpu } from '../../../test/support/wgslKernelSuite.ts';
 import { WGSL_KERNELS } from './index.ts';
 
 // Every WGSL planner against core's CPU reference kernels, bit for bit, on random bf16
@@ -34,43 +29,27 @@ function f32Rand(shape: number[]): Tensor {
 
 const gpu = useChromiumGpu();
 
-/** Runs `op` on the GPU (its WGSL first checked to compile) and compares every output's bits with `want`. */
-async function expectBitExact(op: string, inputs: (Tensor | null)[], want: (Tensor | null)[], attrs: Record<string, unknown>) {
-  const outputs = want.map((t) => (t ? tensorInfo(t) : null));
-  const plan = WGSL_KERNELS[op](inputs.map((t) => (t ? tensorInfo(t) : null)), outputs, attrs);
-  for (const d of plan.dispatches) expect(await gpu().compileErrors(d.wgsl), d.key).toBeNull();
-  const { bits } = await runPlanOnGpu(gpu(), plan, inputs, outputs);
-  expectBitsEqual(op, bits, want);
+/** Runs a per-rank op as a one-node graph through the WebGPU backend and the CPU reference; expects the same bits. */
+async function checkPerRank(op: OpName, inputs: (Tensor | null)[], attrs: Record<string, unknown> = {}) {
+  await expectOpMatchesCpu(gpu(), op, inputs, attrs);
 }
 
-const perRank = (op: string) => {
-  const k = basicKernels.perRank?.[op] ?? hcKernels.perRank?.[op] ?? collectiveKernels.perRank?.[op];
-  if (!k) throw new Error(`no CPU kernel for ${op}`);
-  return k;
-};
-
-async function checkPerRank(op: string, inputs: (Tensor | null)[], attrs: Record<string, unknown> = {}) {
-  await expectBitExact(op, inputs, perRank(op)(inputs, attrs), attrs);
+/** Collectives: tp ranks' inputs, through the backend's stacking and scattering. */
+async function checkCollective(op: OpName, ranks: Tensor[], attrs: Record<string, unknown>) {
+  await expectOpMatchesCpu(gpu(), op, ranks.map((t) => [t]), attrs);
 }
 
-/** Collectives: the GPU sees the stacked [tp, ...] input and writes one rank's result. */
-async function checkCollective(op: string, ranks: Tensor[], attrs: Record<string, unknown>) {
-  const cpu = collectiveKernels.collective![op](ranks.map((t) => [t]), attrs).map((o) => o[0]);
-  const tp = ranks.length;
-  const per = ranks[0].data.length;
-  const data = new (ranks[0].data.constructor as Uint16ArrayConstructor)(tp * per);
-  ranks.forEach((t, r) => data.set(t.data as Uint16Array, r * per));
-  const stackedT: Tensor = { dtype: ranks[0].dtype, shape: [tp, ...ranks[0].shape], data };
-  let want: Tensor = cpu[0];
-  if (op === 'reduceScatter') {
-    // the GPU output is every rank's shard, in rank order
-    const rows = cpu.reduce((a, t) => a + t.shape[0], 0);
-    const all = new Uint16Array(cpu.reduce((a, t) => a + t.data.length, 0));
-    cpu.forEach((t, r) => all.set(t.data as Uint16Array, r * t.data.length));
-    want = { dtype: 'bf16', shape: [rows, ...cpu[0].shape.slice(1)], data: all };
-  }
-  await expectBitExact(op, [stackedT], [want], { ...attrs, tp });
-}
+describe('WGSL kernel table', () => {
+  it('has a planner for every declared op that runs on the device (host ops run on the CPU kernel)', () => {
+    expect(WGSL_KERNELS.missing((d) => !d.host)).toEqual([]);
+  });
+
+  it("every planner's WGSL compiles (one representative shape per op)", async () => {
+    const plan = WGSL_KERNELS.get('linear')([{ shape: [5, 24], dtype: 'bf16' }, { shape: [6, 24], dtype: 'bf16' }], [{ shape: [5, 6], dtype: 'bf16' }], {});
+    for (const d of plan.dispatches) expect(await gpu().compileErrors(d.wgsl), d.key).toBeNull();
+    expect(await gpu().compileErrors('@compute @workgroup_size(1) fn main() { let x: u32 = ; }')).toMatch(/failed to compile/);
+  });
+});
 
 describe('WGSL kernels are bit-exact with the CPU reference', () => {
   it('linear (tiled path with edge tiles, and the generic path)', async () => {

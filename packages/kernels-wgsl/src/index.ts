@@ -1,4 +1,5 @@
 // The WGSL kernels: one planner per op of core's vocabulary that this package implements.
+import { KernelTable } from '@hcsp/core';
 import type { KernelPlanner } from './kernelProgram.ts';
 import { addPlanner, hcCombinePlanner, hcGatedMeanPlanner, hcScaledSiluPlanner } from './kernels/elementwiseBf16.ts';
 import {
@@ -18,9 +19,10 @@ import { QUANT_WGSL_KERNELS } from './kernels/quantKernels.ts';
 import { GDN_ATTENTION_WGSL_KERNELS } from './kernels/subLayerKernels.ts';
 
 export * from './kernelProgram.ts';
-export { planLinear, DEFAULT_LINEAR_TILING, type LinearTiling } from './kernels/linear.ts';
+export { planLinear, tilingName, DEFAULT_LINEAR_TILING, type LinearTiling } from './kernels/linear.ts';
 
-export const WGSL_KERNELS: Record<string, KernelPlanner> = {
+/** Every WGSL planner, keyed by core's declared ops (duplicates and undeclared names are refused). */
+export const WGSL_KERNELS = new KernelTable<KernelPlanner>('webgpu', [{
   linear: linearPlanner,
   add: addPlanner,
   sliceCols: sliceColsPlanner,
@@ -36,7 +38,4 @@ export const WGSL_KERNELS: Record<string, KernelPlanner> = {
   allReduce: allReducePlanner,
   reduceScatter: reduceScatterPlanner,
   allGather: allGatherPlanner,
-  ...GDN_ATTENTION_WGSL_KERNELS,
-  ...MOE_PLE_WGSL_KERNELS,
-  ...QUANT_WGSL_KERNELS,
-};
+}, GDN_ATTENTION_WGSL_KERNELS, MOE_PLE_WGSL_KERNELS, QUANT_WGSL_KERNELS]);

@@ -1,4 +1,5 @@
 import type { Graph, ValueId } from '../graph/graph.ts';
+import type { ToleranceClass } from '../graph/ops/opDef.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import type { WeightSource } from '../model/weightSource.ts';
 
@@ -17,8 +18,13 @@ export interface RunStats {
 }
 
 export interface RunOptions {
-  /** also return these intermediate values ('all' keeps every value: small graphs only) */
+  /** also read back these intermediate values ('all' keeps every value: small graphs only) */
   keep?: ValueId[] | 'all';
+  /**
+   * leave these values on the device after the run (PreparedGraph.read reads one back);
+   * they stay until the next run or dispose
+   */
+  keepOnDevice?: ValueId[];
   /** called after each node, for progress bars */
   onNode?: (done: number, total: number) => void;
 }
@@ -29,16 +35,34 @@ export interface RunResult {
   stats: RunStats;
 }
 
-/**
- * How close this backend's results are to the CPU reference where the accumulation order
- * differs (the test suite takes tolerances from here, as TensorFlow.js does). Where the
- * order is the same every backend must be bit-exact.
- */
-export interface BackendPrecision {
-  /** max bf16 ulps for an op whose accumulation order differs from the reference */
-  reorderedMaxUlp: number;
-  /** why: the order this backend uses and where it departs from the reference */
+/** A graph made ready on a backend: its weights and buffers stay resident across runs. */
+export interface PreparedGraph {
+  readonly graph: Graph;
+  run(feeds: Map<ValueId, Tensor>, options?: RunOptions): Promise<RunResult>;
+  /** a value the last run left on the device (RunOptions.keepOnDevice) */
+  read(id: ValueId): Promise<Tensor>;
+  dispose(): Promise<void>;
+}
+
+/** A tolerance of one op class, and why this backend needs it. */
+export interface ClassPrecision {
+  /** max bf16 ulps (of the row's largest value) for an op of this class whose order differs from the reference */
+  maxUlp: number;
   note: string;
+}
+
+/**
+ * How close this backend's results are to the CPU reference, per op class (OpDef.opClass),
+ * where its accumulation order differs (the test suites take tolerances from here, as
+ * TensorFlow.js does). 'data' ops (copies, gathers, shards) are bit-exact on every backend.
+ * Where the order is the same every backend must be bit-exact: maxUlp 0.
+ */
+export type BackendPrecision = Readonly<Record<ToleranceClass, ClassPrecision>>;
+
+/** Every class bit-exact, for a backend that keeps the reference's order everywhere. */
+export function exactPrecision(note: string): BackendPrecision {
+  const c = { maxUlp: 0, note };
+  return { gemm: c, reduction: c, elementwise: c, quant: c };
 }
 
 /** What every executor (cpu reference, webgpu, native) provides. */
@@ -47,6 +71,17 @@ export interface Backend {
   readonly precision: BackendPrecision;
   /** which device runs the graphs, for reports (e.g. "webgpu on headless Chromium (google swiftshader)") */
   describe(): string;
-  run(graph: Graph, feeds: Map<ValueId, Tensor>, weights: WeightSource, options?: RunOptions): Promise<RunResult>;
+  /** uploads the weights the graph reads (each rank only its slices) and makes it ready to run */
+  prepare(graph: Graph, weights: WeightSource): Promise<PreparedGraph>;
   dispose(): Promise<void>;
+}
+
+/** Prepare, run once, dispose: for one-shot callers (tests, the CLI). */
+export async function runOnce(backend: Backend, graph: Graph, feeds: Map<ValueId, Tensor>, weights: WeightSource, options?: RunOptions): Promise<RunResult> {
+  const prepared = await backend.prepare(graph, weights);
+  try {
+    return await prepared.run(feeds, options);
+  } finally {
+    await prepared.dispose();
+  }
 }

@@ -1,3 +1,4 @@
+import type { AxisSlice } from '../tensor/axisSlice.ts';
 import type { DType } from '../tensor/tensor.ts';
 
 // The op graph is plain data (JSON-serializable): the dev page draws it, the harness diffs
@@ -5,10 +6,7 @@ import type { DType } from '../tensor/tensor.ts';
 export type ValueId = string;
 
 /** Rows or columns [start, end) of a checkpoint tensor, several ranges concatenated. */
-export interface WeightSlice {
-  axis: number;
-  ranges: [number, number][];
-}
+export type WeightSlice = AxisSlice;
 
 export interface WeightRef {
   /** checkpoint name, e.g. model.layers.3.self_attn.o_proj.weight (a label when concat is set) */
@@ -48,6 +46,11 @@ export interface GraphNode {
 
 export interface Graph {
   tp: number;
+  /**
+   * set on one rank's part of a graph (graph/rankGraph.ts): its nodes are that rank's, and
+   * each collective node lists only this rank's ports (where the ranks meet)
+   */
+  rank?: number;
   values: Record<ValueId, ValueDecl>;
   nodes: GraphNode[];
   /** values the caller must feed (token ids, test inputs) */

@@ -1,8 +1,15 @@
 import type { DType } from '../tensor/tensor.ts';
 import type { Graph, GraphNode, ValueDecl, ValueId, WeightRef } from './graph.ts';
-import { getOpDef } from './ops/registry.ts';
+import { validateAttrs, type ValueInfo } from './ops/opDef.ts';
+import { getOpDef, type OpName } from './ops/registry.ts';
 
-/** Builds a Graph node by node, checking each node against its op declaration. */
+/** A node as a builder adds it: the op is one core declares. */
+export type NodeSpec = Omit<GraphNode, 'id' | 'op'> & { op: OpName };
+
+/**
+ * Builds a Graph node by node, checking each node against its op declaration: ports and
+ * dtypes, attributes, and the declared outputs against the op's output rule.
+ */
 export class GraphBuilder {
   private readonly values: Record<ValueId, ValueDecl> = {};
   private readonly nodes: GraphNode[] = [];
@@ -40,7 +47,7 @@ export class GraphBuilder {
     return v.shape;
   }
 
-  node(n: Omit<GraphNode, 'id'>): GraphNode {
+  node(n: NodeSpec): GraphNode {
     const def = getOpDef(n.op);
     const perRank = def.collective ? this.tp : 1;
     if (Boolean(def.collective) !== (n.rank === null)) {
@@ -67,6 +74,13 @@ export class GraphBuilder {
         throw new Error(`graph: op ${n.op} at ${n.scope}: output '${def.outputs[i % def.outputs.length].name}' is required`);
       }
     });
+    const where = `graph: ${n.scope}`;
+    try {
+      validateAttrs(def, n.attrs);
+      this.checkOutputRule(n, perRank);
+    } catch (e) {
+      throw new Error(`${where}: ${(e as Error).message}`);
+    }
     const node: GraphNode = { id: this.nodes.length, ...n };
     this.nodes.push(node);
     return node;
@@ -86,6 +100,27 @@ export class GraphBuilder {
       outputs: this.outputs,
       meta: this.meta,
     };
+  }
+
+  /** Each rank's declared outputs must be what the op's rule gives for its inputs. */
+  private checkOutputRule(n: NodeSpec, perRank: number): void {
+    const def = getOpDef(n.op);
+    const attrs = def.collective ? { ...n.attrs, tp: this.tp } : n.attrs;
+    const infoOf = (id: ValueId | null): ValueInfo | null => (id === null ? null : this.values[id]);
+    for (let r = 0; r < perRank; r++) {
+      const ins = n.inputs.slice(r * def.inputs.length, (r + 1) * def.inputs.length).map(infoOf);
+      const outs = n.outputs.slice(r * def.outputs.length, (r + 1) * def.outputs.length);
+      const rule = def.shape(ins, attrs);
+      outs.forEach((id, p) => {
+        const want = rule[p] ?? null;
+        if (id === null) return;
+        const got = this.values[id];
+        if (!want) throw new Error(`op ${n.op}: output '${def.outputs[p].name}' is not produced for these inputs, but '${id}' is declared`);
+        if (got.dtype !== want.dtype || got.shape.join(',') !== want.shape.join(',')) {
+          throw new Error(`op ${n.op}: output '${def.outputs[p].name}' ('${id}') is declared ${got.dtype}[${got.shape.join(',')}], the op gives ${want.dtype}[${want.shape.join(',')}]`);
+        }
+      });
+    }
   }
 
   private declare(v: ValueDecl): void {

@@ -23,14 +23,16 @@ export class RunStatsCounter {
     if (node.op === 'hcCombineNorm' && node.rank !== null) {
       this.hcRowsPerRank[node.rank] += values[node.inputs[0]!].shape[0];
     }
-    if (node.op === 'allReduce' || node.op === 'allGather' || node.op === 'reduceScatter') {
+    const op = node.op;
+    if (op === 'allReduce' || op === 'allGather' || op === 'reduceScatter') {
       const bytes = (id: string | null): number => (id === null ? 0 : numel(values[id].shape) * bytesPerElement(values[id].dtype));
-      const perPort = node.inputs.length / tp;
-      for (let r = 0; r < tp; r++) {
-        const algorithm = node.op === 'allGather' ? null : (node.attrs.algorithm as ReduceAlgorithm);
-        const sent = commBytesOf(node.op, algorithm, bytes(node.inputs[r * perPort]), bytes(node.outputs[r * perPort]), tp);
-        this.commBytesPerRank[r][node.op] += sent;
-      }
+      // a rank's part of a graph lists only its own ports
+      const ranks = this.graph.rank === undefined ? [...Array(tp).keys()] : [this.graph.rank];
+      const perPort = node.inputs.length / ranks.length;
+      ranks.forEach((r, i) => {
+        const algorithm = op === 'allGather' ? null : (node.attrs.algorithm as ReduceAlgorithm);
+        this.commBytesPerRank[r][op] += commBytesOf(op, algorithm, bytes(node.inputs[i * perPort]), bytes(node.outputs[i * perPort]), tp);
+      });
     }
   }
 

@@ -9,6 +9,7 @@
 // numel * itemsize, and __metadata__ is a string -> string map. The writer reproduces its
 // byte layout: tensors sorted by descending dtype (its enum is in increasing alignment
 // order) then by name, compact JSON with __metadata__ first, padded with spaces to 8 bytes.
+import { checkAxisSlice, type AxisSlice } from '../tensor/axisSlice.ts';
 import { allocData, numel, shapeStr, type DType, type Tensor, type TensorData } from '../tensor/tensor.ts';
 
 /** Largest header the reference implementation accepts (its MAX_HEADER_SIZE). */
@@ -235,6 +236,8 @@ export function readSafetensorsHeader(source: ByteSource, label: string): Safete
 /** Random access to the tensors of one safetensors source; each read touches only that tensor's bytes. */
 export class SafetensorsReader {
   readonly header: SafetensorsHeader;
+  /** tensor bytes read so far (slice reads count only their runs) */
+  bytesRead = 0;
   private readonly byName: Map<string, SafetensorsEntry>;
 
   constructor(
@@ -265,15 +268,51 @@ export class SafetensorsReader {
   }
 
   read(name: string): Tensor {
+    const { e, dtype } = this.loadable(name);
+    const data = allocData(dtype, numel(e.shape));
+    this.readBytes(this.header.dataStart + e.begin, bytesOf(data));
+    return { dtype, shape: [...e.shape], data };
+  }
+
+  /**
+   * Only `slice` of a tensor: one positioned read per contiguous run (a row slice is one
+   * run; a column slice one run per row), so a rank reads only its own bytes.
+   */
+  readSlice(name: string, slice: AxisSlice): Tensor {
+    const { e, dtype } = this.loadable(name);
+    checkAxisSlice(e.shape, slice, `${this.label}: tensor '${name}'`);
+    const item = safetensorsItemBytes(e.dtype);
+    const dim = e.shape[slice.axis];
+    const outer = numel(e.shape.slice(0, slice.axis));
+    const inner = numel(e.shape.slice(slice.axis + 1));
+    const shape = [...e.shape];
+    shape[slice.axis] = slice.ranges.reduce((acc, [a, b]) => acc + b - a, 0);
+    const data = allocData(dtype, numel(shape));
+    const out = bytesOf(data);
+    let o = 0;
+    for (let i = 0; i < outer; i++) {
+      for (const [a, b] of slice.ranges) {
+        const len = (b - a) * inner * item;
+        this.readBytes(this.header.dataStart + e.begin + (i * dim + a) * inner * item, out.subarray(o, o + len));
+        o += len;
+      }
+    }
+    return { dtype, shape, data };
+  }
+
+  private loadable(name: string): { e: SafetensorsEntry; dtype: DType } {
     requireLittleEndianHost();
     const e = this.entry(name);
     const dtype = coreDtypeOf(e.dtype);
     if (dtype === null) {
       throw new Error(`${this.label}: tensor '${name}' has dtype ${e.dtype}, which hcsp cannot load (supported: ${Object.keys(TO_CORE_DTYPE).join(', ')})`);
     }
-    const data = allocData(dtype, numel(e.shape));
-    this.source.readInto(this.header.dataStart + e.begin, bytesOf(data));
-    return { dtype, shape: [...e.shape], data };
+    return { e, dtype };
+  }
+
+  private readBytes(offset: number, target: Uint8Array): void {
+    this.source.readInto(offset, target);
+    this.bytesRead += target.length;
   }
 }
 

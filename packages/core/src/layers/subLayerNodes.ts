@@ -2,6 +2,7 @@
 // `r<rank>/<scope>/<name>`, node scopes `<scope>.<name>`, and the common bf16 linear.
 import type { ValueId } from '../graph/graph.ts';
 import type { GraphBuilder } from '../graph/graphBuilder.ts';
+import type { OpName } from '../graph/ops/registry.ts';
 import type { DType } from '../tensor/tensor.ts';
 import type { SubLayerContext } from './subLayerContext.ts';
 
@@ -9,7 +10,7 @@ export interface SubLayerNodes {
   /** A value of rank ctx.rank named `name` within the sub-layer's scope. */
   value(name: string, shape: number[], dtype?: DType): ValueId;
   /** A node of rank ctx.rank and layer ctx.layer, scoped `<scope>.<name>`. */
-  node(op: string, name: string, inputs: ValueId[], outputs: ValueId[], attrs?: Record<string, unknown>): void;
+  node(op: OpName, name: string, inputs: ValueId[], outputs: ValueId[], attrs?: Record<string, unknown>): void;
   /** y = linear(input, weight): a bf16 [T, outF] value and its node, both called `name`. */
   linear(name: string, input: ValueId, weight: ValueId, outF: number): ValueId;
 }
@@ -17,7 +18,7 @@ export interface SubLayerNodes {
 export function subLayerNodes(b: GraphBuilder, ctx: SubLayerContext): SubLayerNodes {
   const { layer, rank, tokens: T, scope } = ctx;
   const value = (name: string, shape: number[], dtype: DType = 'bf16') => b.value(`r${rank}/${scope}/${name}`, shape, dtype, rank);
-  const node = (op: string, name: string, inputs: ValueId[], outputs: ValueId[], attrs: Record<string, unknown> = {}) => {
+  const node = (op: OpName, name: string, inputs: ValueId[], outputs: ValueId[], attrs: Record<string, unknown> = {}) => {
     b.node({ op, rank, inputs, outputs, attrs, scope: `${scope}.${name}`, layer });
   };
   const linear = (name: string, input: ValueId, weight: ValueId, outF: number) => {

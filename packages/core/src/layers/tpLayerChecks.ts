@@ -3,10 +3,11 @@
 // must pass against tp=1: a realistic output RMS, the per-head activations before the
 // projection bit-exact (every head is computed in the same order as at tp=1), and the summed
 // partials within the rowParallelSum rounding bound.
-import { expect, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
 import type { ValueId } from '../graph/graph.ts';
 import { GraphBuilder } from '../graph/graphBuilder.ts';
-import type { WeightSource } from '../model/weightSource.ts';
+import type { SyntheticWeightSource } from '../model/syntheticWeights.ts';
+import { runOnce } from '../backend/backend.ts';
 import { bf16ArrayToF32 } from '../numerics/bf16.ts';
 import { compareBf16 } from '../numerics/ulp.ts';
 import { CpuBackend } from '../reference/cpuBackend.ts';
@@ -25,7 +26,7 @@ export interface TpLayerUnderTest {
   headDim: number;
   /** weight name of the row-parallel projection [hidden, heads * headDim] */
   projectionWeight: string;
-  weights: WeightSource;
+  weights: SyntheticWeightSource;
   /** Adds the layer's inputs beyond x to `b`; returns their feeds and the builder of one rank's partial output. */
   build(b: GraphBuilder, x: ValueId): { feeds: [ValueId, Tensor][]; partial(rank: number, tp: number): ValueId };
 }
@@ -37,7 +38,7 @@ export interface TpLayerRun {
   heads: Uint16Array[];
 }
 
-export function runLayerTp(layer: TpLayerUnderTest, tp: number, x: Uint16Array): TpLayerRun {
+export async function runLayerTp(layer: TpLayerUnderTest, tp: number, x: Uint16Array): Promise<TpLayerRun> {
   const b = new GraphBuilder(tp);
   const xIn = b.input('x', [layer.tokens, layer.hidden], 'bf16');
   const { feeds, partial } = layer.build(b, xIn);
@@ -46,7 +47,7 @@ export function runLayerTp(layer: TpLayerUnderTest, tp: number, x: Uint16Array):
   const allFeeds = new Map<ValueId, Tensor>([[xIn, { dtype: 'bf16', shape: [layer.tokens, layer.hidden], data: x }], ...feeds]);
   // CpuBackend checks every fed input, resolved weight and produced value against its
   // declared dtype and shape, and throws on a mismatch.
-  const { values } = new CpuBackend().runSync(b.build(), allFeeds, layer.weights, { keep: [...partials, ...heads] });
+  const { values } = await runOnce(new CpuBackend(), b.build(), allFeeds, layer.weights, { keep: [...partials, ...heads] });
   return {
     partials: partials.map((id) => values.get(id)!.data as Uint16Array),
     heads: heads.map((id) => values.get(id)!.data as Uint16Array),
@@ -56,8 +57,12 @@ export function runLayerTp(layer: TpLayerUnderTest, tp: number, x: Uint16Array):
 /** Registers the RMS test and one tp-versus-tp=1 test per entry of `tps`, for input x. */
 export function tpLayerChecks(layer: TpLayerUnderTest, x: Uint16Array, tps: number[]): void {
   const { tokens: T, heads: NH, headDim: HD } = layer;
-  const ref = runLayerTp(layer, 1, x);
-  const out1 = ref.partials[0];
+  let ref: TpLayerRun;
+  let out1: Uint16Array;
+  beforeAll(async () => {
+    ref = await runLayerTp(layer, 1, x);
+    out1 = ref.partials[0];
+  });
 
   it('has an output RMS in the realistic range (synthetic inits)', () => {
     const v = bf16ArrayToF32(out1);
@@ -67,15 +72,15 @@ export function tpLayerChecks(layer: TpLayerUnderTest, x: Uint16Array, tps: numb
   });
 
   for (const tp of tps) {
-    it(`tp=${tp}: per-head activations bit-exact; summed partials within the rounding bound`, () => {
-      const run = runLayerTp(layer, tp, x);
+    it(`tp=${tp}: per-head activations bit-exact; summed partials within the rounding bound`, async () => {
+      const run = await runLayerTp(layer, tp, x);
       const w = (NH / tp) * HD;
       for (let t = 0; t < T; t++) {
         for (let r = 0; r < tp; r++) {
           expect(run.heads[r].subarray(t * w, (t + 1) * w)).toEqual(ref.heads[0].subarray(t * NH * HD + r * w, t * NH * HD + (r + 1) * w));
         }
       }
-      const wOut = bf16ArrayToF32(layer.weights.get(layer.projectionWeight).data as Uint16Array);
+      const wOut = bf16ArrayToF32(layer.weights.tensor(layer.projectionWeight).data as Uint16Array);
       const y = bf16ArrayToF32(ref.heads[0]);
       const { summed, beyondBound, maxInPartialUlps } = rowParallelSum(run.partials, out1, y, wOut, layer.hidden, NH * HD);
       const report = compareBf16(summed, out1);

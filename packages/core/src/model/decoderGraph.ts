@@ -1,5 +1,6 @@
 import type { ModelConfig } from '../config/modelConfig.ts';
 import type { Graph, ValueId } from '../graph/graph.ts';
+import type { SpPlan } from '../sp/plan.ts';
 import { GraphBuilder } from '../graph/graphBuilder.ts';
 import type { ReduceAlgorithm } from '../graph/ops/spOps.ts';
 import { buildHcCombine, buildHcMix, type HcStepContext, type PendingCombine } from '../hc/hcGraph.ts';
@@ -14,13 +15,12 @@ export interface RingParams {
 
 export interface DecoderGraphOptions {
   config: ModelConfig;
-  tokens: number;
-  tp: number;
-  /** decoder layers [start, end) of this pipeline stage */
-  layers: [number, number];
-  /** null: SP off (all-reduce after each sub-layer); else rows per rank and the first sharded layer */
-  sp: { chunk: number; startLayer: number } | null;
-  mtp: boolean;
+  /**
+   * every decision about this forward, made once by the planner (sp/plan.ts): T, tp (validated
+   * there), the stage's layers, whether and from which layer the streams are sharded, the
+   * rows per rank, the exit gather, the MTP head and the FP8 quant path
+   */
+  plan: SpPlan;
   reduce: ReduceAlgorithm;
   ring: RingParams;
   contract: HcContract;
@@ -47,7 +47,11 @@ export interface DecoderOutputs {
  * streams are sharded (sequence-parallel.md "Where it starts and ends").
  */
 export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outputs: DecoderOutputs; extra: ExtraInputs } {
-  const { config, tokens: T, tp, sp } = o;
+  const { config, plan } = o;
+  if (plan.config !== config.name) throw new Error(`decoder graph: the plan is for config '${plan.config}', not '${config.name}'`);
+  const { tokens: T, tp } = plan;
+  const sp = plan.sp ? { chunk: plan.chunk, startLayer: plan.spStartLayer! } : null;
+  const layers = plan.layers;
   const n = config.hc.count;
   const h = config.hiddenSize;
   const width = n * h;
@@ -56,9 +60,11 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
     config: config.name,
     tokens: T,
     tp,
-    layers: o.layers,
+    layers,
     sp,
-    mtp: o.mtp,
+    mtp: plan.mtp,
+    gather: plan.gather,
+    quant: plan.quant,
     reduce: o.reduce,
     ring: o.ring,
     contract: o.contract,
@@ -99,7 +105,7 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
   // the ring's chunking is recorded on every all-reduce; the other orders do not use it
   const reduceAttrs = { algorithm: o.reduce, channels: o.ring.channels, chunkElems: o.ring.chunkElems };
 
-  for (let layer = o.layers[0]; layer < o.layers[1]; layer++) {
+  for (let layer = layers[0]; layer < layers[1]; layer++) {
     if (sp && layer === sp.startLayer) {
       applyPending(layer, `L${layer}.sp_start`);
       streams = ranks.map((r) => {
@@ -146,19 +152,19 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
     }
   }
 
-  const exitLayer = o.layers[1];
+  const exitLayer = layers[1];
   let mtpState: ValueId | null = null;
-  if (o.mtp) {
-    // The MTP head needs every row of the pre-mixer state: combine, then gather it instead
-    // of the mixer output; the mixer then runs on all T rows.
+  if (plan.mtp) {
+    // The MTP head needs every row of the pre-mixer state: combine, gather it when sharded
+    // (plan.gather 'hc_state') instead of the mixer output; the mixer then runs on all T rows.
     applyPending(exitLayer, 'mtp');
-    if (rows !== T) streams = gather(streams, width, exitLayer, 'mtp_state');
+    if (plan.gather === 'hc_state') streams = gather(streams, width, exitLayer, 'mtp_state');
     rows = T;
     mtpState = streams[0];
     b.markOutput(mtpState);
   }
   const mixed = ranks.map((r) => buildHcMix(b, hcCtx(r, exitLayer, hcPrefix('mixer'), 'mixer'), streams[r], pending[r], false).x);
-  const final = rows === T ? mixed : gather(mixed, h, exitLayer, 'mixer_out');
+  const final = plan.gather === 'mixer' ? gather(mixed, h, exitLayer, 'mixer_out') : mixed;
   b.markOutput(final[0]);
   return { graph: b.build(), outputs: { h: final[0], mtpState, streamsPerStep }, extra };
 }

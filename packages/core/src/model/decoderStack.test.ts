@@ -4,6 +4,7 @@ import type { ReduceAlgorithm } from '../graph/ops/spOps.ts';
 import { MODEL_SUB_LAYERS } from '../layers/modelSubLayers.ts';
 import { bf16ArrayToF32 } from '../numerics/bf16.ts';
 import { rowScaledError } from '../numerics/rowScaledError.ts';
+import { runOnce } from '../backend/backend.ts';
 import { CpuBackend } from '../reference/cpuBackend.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import { preparePrefill, type SpMode } from './prefill.ts';
@@ -15,19 +16,20 @@ const T = 41; // C = 21 at tp 2 (1 padding row), 11 at tp 4 (3 padding rows)
 const H = SMALL.hiddenSize;
 const WIDTH = SMALL.hc.count * H;
 
-function run(tp: number, sp: SpMode, reduce: ReduceAlgorithm, opts: { keepAll?: boolean; ids?: Int32Array } = {}) {
+async function run(tp: number, sp: SpMode, reduce: ReduceAlgorithm, opts: { keepAll?: boolean; ids?: Int32Array } = {}) {
   const p = preparePrefill({ config: SMALL, tokens: T, tp, sp, reduce, seed: 3, subLayers: MODEL_SUB_LAYERS });
   if (opts.ids) p.feeds.set('ids', { dtype: 'i32', shape: [T], data: opts.ids });
-  const result = backend.runSync(p.graph, p.feeds, p.weights, opts.keepAll ? { keep: 'all' } : {});
+  const result = await runOnce(backend, p.graph, p.feeds, p.weights, opts.keepAll ? { keep: 'all' } : {});
   const get = (id: string): Tensor => result.values.get(id)!;
   return { p, result, get, h: get(p.outputs.h).data as Uint16Array, mtp: get(p.outputs.mtpState!).data as Uint16Array };
 }
 
-describe('decoder stack (PLE, GatedDeltaNet, attention, MoE) on the CPU reference', () => {
-  const offTp2 = run(2, 'off', 'ring');
+const offTp2 = await run(2, 'off', 'ring');
 
-  it('keeps activations in a realistic range through every layer (no overflow, no collapse)', () => {
-    const { p, get } = run(1, 'off', 'ring', { keepAll: true });
+describe('decoder stack (PLE, GatedDeltaNet, attention, MoE) on the CPU reference', () => {
+
+  it('keeps activations in a realistic range through every layer (no overflow, no collapse)', async () => {
+    const { p, get } = await run(1, 'off', 'ring', { keepAll: true });
     for (const [r0] of p.outputs.streamsPerStep) {
       const v = bf16ArrayToF32(get(r0).data as Uint16Array);
       let sumsq = 0;
@@ -45,17 +47,17 @@ describe('decoder stack (PLE, GatedDeltaNet, attention, MoE) on the CPU referenc
     expect(rms).toBeLessThan(10);
   });
 
-  it('SP on and off are bit-identical at tp 2, for the mixer output and the MTP state', () => {
-    const on = run(2, 'on', 'ring');
+  it('SP on and off are bit-identical at tp 2, for the mixer output and the MTP state', async () => {
+    const on = await run(2, 'on', 'ring');
     expect(on.p.plan.sp).toBe(true);
     expect(on.p.plan.spStartLayer).toBe(2);
     expect(Buffer.from(on.h.buffer).equals(Buffer.from(offTp2.h.buffer))).toBe(true);
     expect(Buffer.from(on.mtp.buffer).equals(Buffer.from(offTp2.mtp.buffer))).toBe(true);
   });
 
-  it('at tp 4 with the ring order, SP on vs off differs within a bounded row-scale error', () => {
-    const on = run(4, 'on', 'ring');
-    const off = run(4, 'off', 'ring');
+  it('at tp 4 with the ring order, SP on vs off differs within a bounded row-scale error', async () => {
+    const on = await run(4, 'on', 'ring');
+    const off = await run(4, 'off', 'ring');
     const e = rowScaledError(on.h, off.h, T, H);
     console.log(`tp 4 ring SP on vs off, small model stack T=${T}: ${e.differing}/${e.count} differ, max ${e.maxRowUlp.toFixed(3)} row-scale ulps`);
     expect(e.differing).toBeGreaterThan(0);
@@ -65,13 +67,13 @@ describe('decoder stack (PLE, GatedDeltaNet, attention, MoE) on the CPU referenc
     // sub-layers; a wrong order or a lost row would be thousands.
     expect(e.maxRowUlp).toBeLessThanOrEqual(8);
     // one-shot (fp32, rank order) adds the same way in all-reduce and reduce-scatter
-    const a = run(4, 'on', 'oneshot');
-    const b = run(4, 'off', 'oneshot');
+    const a = await run(4, 'on', 'oneshot');
+    const b = await run(4, 'off', 'oneshot');
     expect(Buffer.from(a.h.buffer).equals(Buffer.from(b.h.buffer))).toBe(true);
   });
 
-  it('keeps padding rows zero at every sharded step and gathers the MTP state to all T rows', () => {
-    const { p, get } = run(4, 'on', 'ring', { keepAll: true });
+  it('keeps padding rows zero at every sharded step and gathers the MTP state to all T rows', async () => {
+    const { p, get } = await run(4, 'on', 'ring', { keepAll: true });
     const C = p.plan.chunk;
     const lastReal = p.plan.shards[3].realRows;
     expect(lastReal).toBe(T - 3 * C);
@@ -86,11 +88,11 @@ describe('decoder stack (PLE, GatedDeltaNet, attention, MoE) on the CPU referenc
     expect(get(p.outputs.mtpState!).shape).toEqual([T, WIDTH]);
   });
 
-  it('is causal: outputs before t do not change when tokens from t on change', () => {
+  it('is causal: outputs before t do not change when tokens from t on change', async () => {
     const t0 = 25;
     const ids = Int32Array.from(offTp2.p.tokenIds);
     for (let t = t0; t < T; t++) ids[t] = (ids[t] + 17) % SMALL.vocabSize;
-    const changed = run(2, 'on', 'ring', { ids });
+    const changed = await run(2, 'on', 'ring', { ids });
     expect(Buffer.from(changed.h.buffer, 0, t0 * H * 2).equals(Buffer.from(offTp2.h.buffer, 0, t0 * H * 2))).toBe(true);
     expect(Buffer.from(changed.h.buffer, t0 * H * 2).equals(Buffer.from(offTp2.h.buffer, t0 * H * 2))).toBe(false);
   });

@@ -4,6 +4,7 @@ import type { ReduceAlgorithm } from '../graph/ops/spOps.ts';
 import { STAND_IN_SUB_LAYERS } from '../layers/standIn/standInSubLayers.ts';
 import { rowScaledError } from '../numerics/rowScaledError.ts';
 import { compareBf16 } from '../numerics/ulp.ts';
+import { runOnce } from '../backend/backend.ts';
 import { CpuBackend } from '../reference/cpuBackend.ts';
 import { preparePrefill, type SpMode } from './prefill.ts';
 
@@ -11,18 +12,18 @@ import { preparePrefill, type SpMode } from './prefill.ts';
 // on the small config's 8 layers (SP starts at layer 2, after the PLE layer index 1).
 const backend = new CpuBackend();
 
-function run(tp: number, tokens: number, sp: SpMode, reduce: ReduceAlgorithm, keepAll = false) {
+async function run(tp: number, tokens: number, sp: SpMode, reduce: ReduceAlgorithm, keepAll = false) {
   const p = preparePrefill({ config: SMALL, tokens, tp, sp, reduce, seed: 5, subLayers: STAND_IN_SUB_LAYERS });
-  const result = backend.runSync(p.graph, p.feeds, p.weights, keepAll ? { keep: 'all' } : {});
+  const result = await runOnce(backend, p.graph, p.feeds, p.weights, keepAll ? { keep: 'all' } : {});
   return { p, result, h: result.values.get(p.outputs.h)!.data as Uint16Array, mtp: result.values.get(p.outputs.mtpState!)!.data as Uint16Array };
 }
 
 describe('HC-only stack on the CPU reference, SP on vs off', () => {
-  it('is bit-identical at tp 2 (every algorithm rounds a + b once)', () => {
+  it('is bit-identical at tp 2 (every algorithm rounds a + b once)', async () => {
     for (const tokens of [37, 64]) {
       for (const reduce of ['ring', 'oneshot', 'ordered'] as const) {
-        const on = run(2, tokens, 'on', reduce);
-        const off = run(2, tokens, 'off', reduce);
+        const on = await run(2, tokens, 'on', reduce);
+        const off = await run(2, tokens, 'off', reduce);
         expect(on.p.plan.sp).toBe(true);
         expect(off.p.plan.sp).toBe(false);
         expect(compareBf16(on.h, off.h).differing).toBe(0);
@@ -31,9 +32,9 @@ describe('HC-only stack on the CPU reference, SP on vs off', () => {
     }
   });
 
-  it('at tp 4 with the ring order differs only where all-reduce and reduce-scatter add in another order, within a bound', () => {
-    const on = run(4, 37, 'on', 'ring');
-    const off = run(4, 37, 'off', 'ring');
+  it('at tp 4 with the ring order differs only where all-reduce and reduce-scatter add in another order, within a bound', async () => {
+    const on = await run(4, 37, 'on', 'ring');
+    const off = await run(4, 37, 'off', 'ring');
     const report = rowScaledError(on.h, off.h, 37, SMALL.hiddenSize);
     console.log(`tp 4 ring SP on vs off, HC-only small stack T=37: ${report.differing}/${report.count} differ, max ${report.maxRowUlp.toFixed(3)} row-scale ulps`);
     // Each reordered 4-way bf16 sum is ~1 ulp apart per sub-layer; the streams carry those
@@ -42,14 +43,14 @@ describe('HC-only stack on the CPU reference, SP on vs off', () => {
     expect(report.maxRowUlp).toBeLessThanOrEqual(4);
     // with a fixed rank-order sum (or fp32 one-shot) both paths add in the same order: identical
     for (const reduce of ['ordered', 'oneshot'] as const) {
-      expect(compareBf16(run(4, 37, 'on', reduce).h, run(4, 37, 'off', reduce).h).differing).toBe(0);
+      expect(compareBf16((await run(4, 37, 'on', reduce)).h, (await run(4, 37, 'off', reduce)).h).differing).toBe(0);
     }
   });
 
-  it('runs C rows per rank through the HC ops when sharded and T when not', () => {
+  it('runs C rows per rank through the HC ops when sharded and T when not', async () => {
     const tokens = 37;
-    const on = run(4, tokens, 'on', 'ring');
-    const off = run(4, tokens, 'off', 'ring');
+    const on = await run(4, tokens, 'on', 'ring');
+    const off = await run(4, tokens, 'off', 'ring');
     const C = Math.ceil(tokens / 4);
     const mixes = SMALL.numLayers * 2;
     const sharded = (SMALL.numLayers - on.p.plan.spStartLayer!) * 2;
@@ -63,9 +64,9 @@ describe('HC-only stack on the CPU reference, SP on vs off', () => {
     expect(onBytes.reduceScatter).toBeGreaterThan(0);
   });
 
-  it('keeps padding rows exactly zero after every HC step, and a shard holds only C rows', () => {
+  it('keeps padding rows exactly zero after every HC step, and a shard holds only C rows', async () => {
     const tokens = 37; // C = 10 at tp 4: the last rank owns 7 real rows and 3 padding rows
-    const { p, result } = run(4, tokens, 'on', 'ring', true);
+    const { p, result } = await run(4, tokens, 'on', 'ring', true);
     const C = p.plan.chunk;
     const width = SMALL.hc.count * SMALL.hiddenSize;
     let checked = 0;

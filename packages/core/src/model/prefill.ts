@@ -71,11 +71,7 @@ export function preparePrefill(o: PrefillOptions): PreparedPrefill {
   const plan = planForMode(o.config, o.tokens, o.tp, o.sp, o.env ?? {}, mtp);
   const { graph, outputs, extra } = buildDecoderGraph({
     config: o.config,
-    tokens: o.tokens,
-    tp: o.tp,
-    layers: plan.layers,
-    sp: plan.sp ? { chunk: plan.chunk, startLayer: plan.spStartLayer! } : null,
-    mtp,
+    plan,
     reduce: o.reduce,
     ring: o.ring ?? { channels: RING_DEFAULT_CHANNELS, chunkElems: RING_DEFAULT_CHUNK_ELEMS },
     contract: o.contract ?? 'atom',

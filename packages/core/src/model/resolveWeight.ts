@@ -1,34 +1,7 @@
-import type { WeightRef, WeightSlice } from '../graph/graph.ts';
+import type { WeightRef } from '../graph/graph.ts';
+import { checkAxisSlice, sliceTensor } from '../tensor/axisSlice.ts';
 import { allocData, numel, shapeStr, type Tensor } from '../tensor/tensor.ts';
 import type { WeightSource } from './weightSource.ts';
-
-/** Ranges of a row-major tensor along `axis`, concatenated in order (a rank's TP slice). */
-export function sliceWeight(t: Tensor, slice: WeightSlice): Tensor {
-  const { axis, ranges } = slice;
-  if (!(axis >= 0 && axis < t.shape.length)) throw new Error(`weight slice: axis ${axis} is outside a ${t.shape.length}-D tensor`);
-  const dim = t.shape[axis];
-  for (const [a, b] of ranges) {
-    if (!(Number.isInteger(a) && Number.isInteger(b) && a >= 0 && a < b && b <= dim)) {
-      throw new Error(`weight slice: range [${a}, ${b}) is outside axis ${axis} of ${shapeStr(t.shape)}`);
-    }
-  }
-  const outer = numel(t.shape.slice(0, axis));
-  const inner = numel(t.shape.slice(axis + 1));
-  const kept = ranges.reduce((acc, [a, b]) => acc + b - a, 0);
-  const shape = [...t.shape];
-  shape[axis] = kept;
-  const out = allocData(t.dtype, outer * kept * inner);
-  let o = 0;
-  for (let i = 0; i < outer; i++) {
-    for (const [a, b] of ranges) {
-      const src = (i * dim + a) * inner;
-      const len = (b - a) * inner;
-      out.set(t.data.subarray(src, src + len) as never, o);
-      o += len;
-    }
-  }
-  return { dtype: t.dtype, shape, data: out };
-}
 
 function concatRows(parts: Tensor[], label: string): Tensor {
   const first = parts[0];
@@ -48,8 +21,38 @@ function concatRows(parts: Tensor[], label: string): Tensor {
   return { dtype: first.dtype, shape: [rows, ...inner], data: out };
 }
 
-/** The tensor a graph weight value stands for: checkpoint tensor(s), concatenated, sliced. */
-export function resolveWeight(source: WeightSource, ref: WeightRef): Tensor {
-  const full = ref.concat ? concatRows(ref.concat.map((n) => source.get(n)), ref.name) : source.get(ref.name);
-  return ref.slice ? sliceWeight(full, ref.slice) : full;
+/** The tensor a weight ref stands for, from whole tensors in memory: concatenated, then sliced. */
+export function resolveWeightInMemory(get: (name: string) => Tensor, ref: WeightRef): Tensor {
+  const full = ref.concat ? concatRows(ref.concat.map(get), ref.name) : get(ref.name);
+  return ref.slice ? sliceTensor(full, ref.slice) : full;
+}
+
+/** Rows [a, b) of the concatenation of parts with these row counts, as (part, local range) pieces. */
+function rowPieces(partRows: readonly number[], a: number, b: number): { part: number; range: [number, number] }[] {
+  const pieces: { part: number; range: [number, number] }[] = [];
+  let start = 0;
+  partRows.forEach((rows, part) => {
+    const lo = Math.max(a, start);
+    const hi = Math.min(b, start + rows);
+    if (lo < hi) pieces.push({ part, range: [lo - start, hi - start] });
+    start += rows;
+  });
+  return pieces;
+}
+
+/**
+ * The tensor a graph weight value stands for: checkpoint tensor(s), concatenated along
+ * rows, sliced. Only the slice is read from the source: row slices of a concatenation are
+ * mapped onto the parts they fall in.
+ */
+export async function resolveWeight(source: WeightSource, ref: WeightRef): Promise<Tensor> {
+  if (!ref.concat) return source.read(ref.name, ref.slice);
+  const parts = ref.concat;
+  if (!ref.slice) return concatRows(await Promise.all(parts.map((n) => source.read(n))), ref.name);
+  const infos = parts.map((n) => source.info(n));
+  const rows = infos.reduce((acc, i) => acc + i.shape[0], 0);
+  checkAxisSlice([rows, ...infos[0].shape.slice(1)], ref.slice, ref.name);
+  if (ref.slice.axis > 0) return concatRows(await Promise.all(parts.map((n) => source.read(n, ref.slice))), ref.name);
+  const pieces = ref.slice.ranges.flatMap(([a, b]) => rowPieces(infos.map((i) => i.shape[0]), a, b));
+  return concatRows(await Promise.all(pieces.map((p) => source.read(parts[p.part], { axis: 0, ranges: [p.range] }))), ref.name);
 }

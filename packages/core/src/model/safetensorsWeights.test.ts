@@ -17,21 +17,41 @@ writeSafetensorsFile(shardA, { 'model.embed_tokens.weight': bf16([4, 2], 0x3f80)
 writeSafetensorsFile(shardB, { 'lm_head.weight': bf16([4, 2], 0x4040), 'model.scale': { dtype: 'f32', shape: [1], data: new Float32Array([0.5]) } });
 
 describe('SafetensorsWeightSource', () => {
-  it('serves tensors from several shards, reading each on demand', () => {
-    const w = SafetensorsWeightSource.open([shardA, shardB]);
+  it('reads only a slice\'s bytes: a row range is one run, a column range one run per row', async () => {
+    // a [6, 5] bf16 tensor whose element i holds bits i, so every slice is checkable by hand
+    const path = join(dir, 'slices.safetensors');
+    writeSafetensorsFile(path, { w: { dtype: 'bf16', shape: [6, 5], data: Uint16Array.from({ length: 30 }, (_, i) => i) } });
+    const w = SafetensorsWeightSource.open(path);
     try {
-      expect(w.names().sort()).toEqual(['lm_head.weight', 'model.embed_tokens.weight', 'model.norm.weight', 'model.scale']);
-      expect(w.has('lm_head.weight')).toBe(true);
-      expect(w.has('nope')).toBe(false);
-      expect([...(w.get('lm_head.weight').data as Uint16Array)]).toEqual(new Array(8).fill(0x4040));
-      expect(w.get('model.scale')).toEqual({ dtype: 'f32', shape: [1], data: new Float32Array([0.5]) });
-      expect(() => w.get('nope')).toThrow(/missing tensor 'nope'/);
+      const rows = await w.read('w', { axis: 0, ranges: [[1, 3], [5, 6]] });
+      expect(rows.shape).toEqual([3, 5]);
+      expect([...(rows.data as Uint16Array)]).toEqual([5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 25, 26, 27, 28, 29]);
+      expect(w.bytesRead()).toBe(3 * 5 * 2);
+      const cols = await w.read('w', { axis: 1, ranges: [[3, 5]] });
+      expect(cols.shape).toEqual([6, 2]);
+      expect([...(cols.data as Uint16Array)]).toEqual([3, 4, 8, 9, 13, 14, 18, 19, 23, 24, 28, 29]);
+      expect(w.bytesRead()).toBe(3 * 5 * 2 + 6 * 2 * 2);
+      await expect(w.read('w', { axis: 1, ranges: [[4, 6]] })).rejects.toThrow(/slice range \[4, 6\) is outside axis 1 of \[6,5\]/);
     } finally {
       w.close();
     }
   });
 
-  it('opens a Hugging Face index and holds it to the shards', () => {
+  it('serves tensors from several shards, reading each on demand', async () => {
+    const w = SafetensorsWeightSource.open([shardA, shardB]);
+    try {
+      expect(w.names().sort()).toEqual(['lm_head.weight', 'model.embed_tokens.weight', 'model.norm.weight', 'model.scale']);
+      expect(w.has('lm_head.weight')).toBe(true);
+      expect(w.has('nope')).toBe(false);
+      expect([...((await w.read('lm_head.weight')).data as Uint16Array)]).toEqual(new Array(8).fill(0x4040));
+      expect(await w.read('model.scale')).toEqual({ dtype: 'f32', shape: [1], data: new Float32Array([0.5]) });
+      await expect(w.read('nope')).rejects.toThrow(/missing tensor 'nope'/);
+    } finally {
+      w.close();
+    }
+  });
+
+  it('opens a Hugging Face index and holds it to the shards', async () => {
     const index = join(dir, 'model.safetensors.index.json');
     const weightMap = {
       'model.embed_tokens.weight': 'model-00001-of-00002.safetensors',
@@ -41,7 +61,7 @@ describe('SafetensorsWeightSource', () => {
     };
     writeFileSync(index, JSON.stringify({ metadata: { total_size: 44 }, weight_map: weightMap }));
     const w = SafetensorsWeightSource.open(index);
-    expect(w.get('model.norm.weight').shape).toEqual([2]);
+    expect((await w.read('model.norm.weight')).shape).toEqual([2]);
     w.close();
 
     const wrong = join(dir, 'wrong.safetensors.index.json');

@@ -1,12 +1,13 @@
 // Checkpoint weights from .safetensors files: one file, a list of shards, or Hugging
-// Face's model.safetensors.index.json. Only headers are read when opening; get() reads one
-// tensor's bytes on demand (no cache: callers that reuse a weight keep the Tensor).
+// Face's model.safetensors.index.json. Only headers are read when opening; read() reads one
+// tensor's bytes, or only a slice's, on demand (no cache: callers that reuse a weight keep it).
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { coreDtypeOf, type SafetensorsEntry } from '../io/safetensors.ts';
 import { openSafetensorsFile, type SafetensorsFile } from '../io/safetensorsFile.ts';
 import { sameShape, shapeStr, type DType, type Tensor } from '../tensor/tensor.ts';
-import type { WeightSource } from './weightSource.ts';
+import type { WeightSlice } from '../graph/graph.ts';
+import type { WeightInfo, WeightSource } from './weightSource.ts';
 
 /** What a caller expects of one tensor (model/weightSpec.ts's WeightSpec fits). */
 export interface ExpectedTensor {
@@ -81,8 +82,21 @@ export class SafetensorsWeightSource implements WeightSource {
     return this.fileFor(name).entry(name);
   }
 
-  get(name: string): Tensor {
-    return this.fileFor(name).read(name);
+  info(name: string): WeightInfo {
+    const e = this.fileFor(name).entry(name);
+    const dtype = coreDtypeOf(e.dtype);
+    if (dtype === null) throw new Error(`${this.fileFor(name).label}: tensor '${name}' has dtype ${e.dtype}, which hcsp cannot load`);
+    return { shape: e.shape, dtype };
+  }
+
+  async read(name: string, slice?: WeightSlice): Promise<Tensor> {
+    const f = this.fileFor(name);
+    return slice ? f.readSlice(name, slice) : f.read(name);
+  }
+
+  /** tensor bytes read from every shard so far */
+  bytesRead(): number {
+    return this.files.reduce((acc, f) => acc + f.bytesRead, 0);
   }
 
   /** Check every expected tensor's presence, shape and dtype; one error listing every problem. */

@@ -1,7 +1,10 @@
 import { f32ToBf16 } from '../numerics/bf16.ts';
 import { Rng } from '../numerics/rng.ts';
 import { numel, type Tensor } from '../tensor/tensor.ts';
-import type { WeightSource } from './weightSource.ts';
+import type { WeightRef, WeightSlice } from '../graph/graph.ts';
+import { resolveWeightInMemory } from './resolveWeight.ts';
+import { sliceTensor } from '../tensor/axisSlice.ts';
+import type { WeightInfo, WeightSource } from './weightSource.ts';
 import type { WeightSpec } from './weightSpec.ts';
 
 /** FNV-1a over the UTF-16 code units: a stable 32-bit hash of a tensor name. */
@@ -36,7 +39,25 @@ export class SyntheticWeightSource implements WeightSource {
     return [...this.specs.keys()];
   }
 
-  get(name: string): Tensor {
+  info(name: string): WeightInfo {
+    const spec = this.specs.get(name);
+    if (!spec) throw new Error(`synthetic weights: no tensor named '${name}'`);
+    return { shape: spec.shape, dtype: spec.dtype };
+  }
+
+  /** Generated whole (the stream is per tensor), then sliced. */
+  async read(name: string, slice?: WeightSlice): Promise<Tensor> {
+    const t = this.tensor(name);
+    return slice ? sliceTensor(t, slice) : t;
+  }
+
+  /** A weight ref's tensor, synchronously (for math references in tests). */
+  resolve(ref: WeightRef): Tensor {
+    return resolveWeightInMemory((n) => this.tensor(n), ref);
+  }
+
+  /** The whole tensor, synchronously (generation needs no I/O). */
+  tensor(name: string): Tensor {
     const hit = this.cache.get(name);
     if (hit) return hit;
     const spec = this.specs.get(name);

@@ -1,3 +1,4 @@
+import type { KernelsFor } from '../graph/kernelTable.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 
 /** A CPU reference kernel for a per-rank op: inputs in the op's port order (null = absent). */
@@ -6,7 +7,8 @@ export type CpuKernel = (inputs: (Tensor | null)[], attrs: Record<string, unknow
 /** A CPU reference kernel for a collective: inputs[rank][port] -> outputs[rank][port], in lockstep. */
 export type CpuCollectiveKernel = (inputs: Tensor[][], attrs: Record<string, unknown>) => Tensor[][];
 
+/** One family file's CPU kernels, keyed by the declared ops. */
 export interface CpuKernelTable {
-  perRank?: Record<string, CpuKernel>;
-  collective?: Record<string, CpuCollectiveKernel>;
+  perRank?: KernelsFor<CpuKernel>;
+  collective?: KernelsFor<CpuCollectiveKernel>;
 }

@@ -1,11 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { FLASH_NEXT, SMALL } from '../../../core/src/config/presets.ts';
-import type { ModelConfig } from '../../../core/src/config/modelConfig.ts';
-import { Rng } from '../../../core/src/numerics/rng.ts';
-import { attentionKernels } from '../../../core/src/reference/kernels/attentionKernels.ts';
-import { ropeTables } from '../../../core/src/layers/attention/ropeTables.ts';
-import { tensor, type Tensor } from '../../../core/src/tensor/tensor.ts';
-import { bf16Normal, expectPlannerMatchesCpu, useChromiumGpu } from '../harness/kernelTestSuite.ts';
+import { FLASH_NEXT, SMALL, type ModelConfig, Rng, ropeTables, tensor, type Tensor, type OpName } from '@hcsp/core';
+import { bf16Normal, expectOpMatchesCpu, useChromiumGpu } from '../../../../test/support/wgslKernelSuite.ts';
 import type { TensorInfo } from '../kernelProgram.ts';
 import { GDN_ATTENTION_WGSL_KERNELS } from './subLayerKernels.ts';
 
@@ -15,14 +10,13 @@ import { GDN_ATTENTION_WGSL_KERNELS } from './subLayerKernels.ts';
 // on 64 dims). The ops are chained as the graph chains them (q_proj output -> norm+RoPE ->
 // causal attention -> output gate), so each op sees the model's value ranges.
 
-const cpu = attentionKernels.perRank!;
 const planners = GDN_ATTENTION_WGSL_KERNELS;
 
 const gpu = useChromiumGpu();
 
 /** Runs op on the CPU and on the GPU, expects identical bits in every output; returns the CPU outputs. */
-function expectSameBits(op: string, inputs: Tensor[], attrs: Record<string, unknown>): Promise<Tensor[]> {
-  return expectPlannerMatchesCpu(gpu(), op, planners[op], cpu[op], inputs, attrs);
+function expectSameBits(op: OpName, inputs: Tensor[], attrs: Record<string, unknown>): Promise<Tensor[]> {
+  return expectOpMatchesCpu(gpu(), op, inputs, attrs);
 }
 
 /** The attention ops chained on one rank's shapes (qh query heads, kvh KV heads). */
@@ -120,14 +114,14 @@ describe('attention planners reject bad input with a message naming it', () => {
   const info = (shape: number[], dtype = 'bf16'): TensorInfo => ({ shape, dtype });
   it('attnCausal: heads not a multiple of kvHeads, k of the wrong width', () => {
     const io = () => [[info([5, 24]), info([5, 8]), info([5, 8])], [info([5, 24])]] as [TensorInfo[], TensorInfo[]];
-    expect(() => planners.attnCausal(...io(), { heads: 3, kvHeads: 2, headDim: 8, scale: 0.3 })).toThrow(/heads 3 .* kvHeads 2/);
-    expect(() => planners.attnCausal(...io(), { heads: 3, kvHeads: 3, headDim: 8, scale: 0.3 })).toThrow(/k is \[5,8\], expected \[5,24\]/);
+    expect(() => planners.attnCausal!(...io(), { heads: 3, kvHeads: 2, headDim: 8, scale: 0.3 })).toThrow(/heads 3 .* kvHeads 2/);
+    expect(() => planners.attnCausal!(...io(), { heads: 3, kvHeads: 3, headDim: 8, scale: 0.3 })).toThrow(/k is \[5,8\], expected \[5,24\]/);
   });
   it('attnHeadNormRope: odd ropeDims, head overrunning the stride, cos not f32', () => {
     const io = (cosType = 'f32') => [[info([5, 16]), info([8]), info([5, 2], cosType), info([5, 2])], [info([5, 16])]] as [TensorInfo[], TensorInfo[]];
     const attrs = { heads: 2, headDim: 8, stride: 8, offset: 0, ropeDims: 4, eps: 1e-6 };
-    expect(() => planners.attnHeadNormRope(...io(), { ...attrs, ropeDims: 3 })).toThrow(/ropeDims 3/);
-    expect(() => planners.attnHeadNormRope(...io(), { ...attrs, offset: 2 })).toThrow(/offset 2 .* stride 8/);
-    expect(() => planners.attnHeadNormRope(...io('bf16'), attrs)).toThrow(/cos has dtype 'bf16'/);
+    expect(() => planners.attnHeadNormRope!(...io(), { ...attrs, ropeDims: 3 })).toThrow(/ropeDims 3/);
+    expect(() => planners.attnHeadNormRope!(...io(), { ...attrs, offset: 2 })).toThrow(/offset 2 .* stride 8/);
+    expect(() => planners.attnHeadNormRope!(...io('bf16'), attrs)).toThrow(/cos has dtype 'bf16'/);
   });
 });

@@ -1,11 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { SMALL } from '../../../core/src/config/presets.ts';
-import { f32ArrayToBf16 } from '../../../core/src/numerics/bf16.ts';
-import { Rng } from '../../../core/src/numerics/rng.ts';
-import { gdnKernels } from '../../../core/src/reference/kernels/gdnKernels.ts';
-import { GDN_L2NORM_EPS } from '../../../core/src/layers/gdn/gdnMath.ts';
-import { tensor, type Tensor } from '../../../core/src/tensor/tensor.ts';
-import { bf16Normal, expectPlannerMatchesCpu, useChromiumGpu } from '../harness/kernelTestSuite.ts';
+import { SMALL, f32ArrayToBf16, Rng, GDN_L2NORM_EPS, tensor, type Tensor, cpuKernel, type OpName } from '@hcsp/core';
+import { bf16Normal, expectOpMatchesCpu, useChromiumGpu } from '../../../../test/support/wgslKernelSuite.ts';
 import type { TensorInfo } from '../kernelProgram.ts';
 import { GDN_ATTENTION_WGSL_KERNELS } from './subLayerKernels.ts';
 
@@ -15,7 +10,6 @@ import { GDN_ATTENTION_WGSL_KERNELS } from './subLayerKernels.ts';
 // for the recurrence's compiled-in state length. Inputs of each op are the CPU outputs of
 // the op before it, so they have the model's value ranges.
 
-const cpu = gdnKernels.perRank!;
 const planners = GDN_ATTENTION_WGSL_KERNELS;
 
 interface Heads {
@@ -38,8 +32,8 @@ const K = SMALL.linearAttention.convKernel;
 const gpu = useChromiumGpu();
 
 /** Runs op on the CPU and on the GPU, expects identical bits in every output; returns the CPU outputs. */
-function expectSameBits(op: string, inputs: Tensor[], attrs: Record<string, unknown>): Promise<Tensor[]> {
-  return expectPlannerMatchesCpu(gpu(), op, planners[op], cpu[op], inputs, attrs);
+function expectSameBits(op: OpName, inputs: Tensor[], attrs: Record<string, unknown>): Promise<Tensor[]> {
+  return expectOpMatchesCpu(gpu(), op, inputs, attrs);
 }
 
 /** The four GDN ops chained on one rank's shapes, each compared with the CPU. */
@@ -77,7 +71,7 @@ describe('GDN WGSL kernels are bit-identical to the CPU reference', () => {
     const h = SMALL_HEADS;
     const C = 2 * h.keyHeads * h.keyDim + h.valueHeads * h.valueDim;
     const T = 64;
-    const [conv] = cpu.gdnConvSilu([bf16Normal(rng, [T, C], 1), bf16Normal(rng, [C, 1, K], 0.5)], { kernel: K }) as Tensor[];
+    const [conv] = cpuKernel('gdnConvSilu')([bf16Normal(rng, [T, C], 1), bf16Normal(rng, [C, 1, K], 0.5)], { kernel: K }) as Tensor[];
     // slow decay (g near 0) so the state keeps its history and grows large
     const g = tensor('f32', [T, h.valueHeads], Float32Array.from({ length: T * h.valueHeads }, () => -0.01 * rng.nextFloat()));
     const beta = bf16Normal(rng, [T, h.valueHeads], 0.1, 0.9);
@@ -90,18 +84,18 @@ describe('GDN planners reject bad input with a message naming it', () => {
   it('gdnRecurrence: odd valueDim, value heads not a multiple of key heads, wrong qkv width', () => {
     const attrs = { keyHeads: 2, valueHeads: 6, keyDim: 4, valueDim: 3, scale: 0.5, l2Eps: 1e-6 };
     const io = () => [[info([5, 34]), info([5, 6], 'f32'), info([5, 6])], [info([5, 18])]] as [TensorInfo[], TensorInfo[]];
-    expect(() => planners.gdnRecurrence(...io(), attrs)).toThrow(/valueDim 3/);
-    expect(() => planners.gdnRecurrence(...io(), { ...attrs, valueDim: 4, valueHeads: 5 })).toThrow(/valueHeads 5/);
-    expect(() => planners.gdnRecurrence(...io(), { ...attrs, valueDim: 4 })).toThrow(/qkv is \[5,34\], expected \[T,40\]/);
+    expect(() => planners.gdnRecurrence!(...io(), attrs)).toThrow(/valueDim 3/);
+    expect(() => planners.gdnRecurrence!(...io(), { ...attrs, valueDim: 4, valueHeads: 5 })).toThrow(/valueHeads 5/);
+    expect(() => planners.gdnRecurrence!(...io(), { ...attrs, valueDim: 4 })).toThrow(/qkv is \[5,34\], expected \[T,40\]/);
   });
   it('gdnConvSilu: weight not [C,1,K]; gdnGates: g not f32', () => {
-    expect(() => planners.gdnConvSilu([info([5, 8]), info([8, 4])], [info([5, 8])], { kernel: 4 })).toThrow(/w is \[8,4\]/);
-    expect(() => planners.gdnGates([info([5, 3]), info([5, 3]), info([3]), info([3])], [info([5, 3]), info([5, 3])], {})).toThrow(
+    expect(() => planners.gdnConvSilu!([info([5, 8]), info([8, 4])], [info([5, 8])], { kernel: 4 })).toThrow(/w is \[8,4\]/);
+    expect(() => planners.gdnGates!([info([5, 3]), info([5, 3]), info([3]), info([3])], [info([5, 3]), info([5, 3])], {})).toThrow(
       /output g has dtype 'bf16'/,
     );
   });
   it('gdnGatedNorm: missing eps', () => {
-    expect(() => planners.gdnGatedNorm([info([5, 8]), info([5, 8]), info([4])], [info([5, 8])], { heads: 2, headDim: 4 })).toThrow(
+    expect(() => planners.gdnGatedNorm!([info([5, 8]), info([5, 8]), info([4])], [info([5, 8])], { heads: 2, headDim: 4 })).toThrow(
       /eps = undefined/,
     );
   });

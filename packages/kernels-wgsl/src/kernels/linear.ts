@@ -11,7 +11,7 @@
 // the cost is gathers per FMA and registers: an RxC tile does R*C FMAs per R+C gathers.
 // vec4 loads with big tiles keep 4(R+C) words live and spill; u32 loads keep R+C. Stores to
 // a WGSL var become masked blends, so an iteration chains its FMAs through lets and stores
-// each accumulator once. Measured with harness/benchLinear.ts on headless Chromium
+// each accumulator once. Measured with scripts/benchLinearVariants.ts on headless Chromium
 // SwiftShader, 2 shared cores (other sessions running: load = 1-min load average), variants
 // interleaved per round; GFLOP/s of [T,10240]x[10240,324]^T / [T,320]x[320,10240]^T:
 //   T=1024, median of 3 (best), load 3.5-6:

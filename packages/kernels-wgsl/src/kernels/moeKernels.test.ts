@@ -1,15 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { SMALL } from '../../../core/src/config/presets.ts';
-import { f32ToBf16 } from '../../../core/src/numerics/bf16.ts';
-import { Rng } from '../../../core/src/numerics/rng.ts';
-import { moeKernels } from '../../../core/src/reference/kernels/moeKernels.ts';
-import type { Tensor } from '../../../core/src/tensor/tensor.ts';
-import { bf16Normal, expectPlannerMatchesCpu, useChromiumGpu } from '../harness/kernelTestSuite.ts';
-import { moeCombinePlanner } from './moeCombine.ts';
+import { SMALL, f32ToBf16, Rng, type Tensor, cpuKernel, type OpName } from '@hcsp/core';
+import { bf16Normal, expectOpMatchesCpu, useChromiumGpu } from '../../../../test/support/wgslKernelSuite.ts';
 import { moeExpertsPlanner } from './moeExperts.ts';
 import { moeRoutePlanner } from './moeRoute.ts';
 import { moeSwiGluPlanner } from './moeSwiGlu.ts';
-import type { KernelPlanner } from '../kernelProgram.ts';
 
 // The MoE WGSL kernels against core's CPU reference kernels, bit for bit, on random inputs
 // of the 'small' config's shapes, through Chromium's WebGPU (SwiftShader).
@@ -26,34 +20,34 @@ function f32Normal(shape: number[], std: number): Tensor {
 const gpu = useChromiumGpu();
 
 /** Runs op on the CPU reference and on the GPU; expects every output's bits equal. */
-function expectBitExact(op: string, planner: KernelPlanner, inputs: Tensor[], attrs: Record<string, unknown>): Promise<Tensor[]> {
-  return expectPlannerMatchesCpu(gpu(), op, planner, moeKernels.perRank![op], inputs, attrs);
+function expectBitExact(op: OpName, inputs: Tensor[], attrs: Record<string, unknown>): Promise<Tensor[]> {
+  return expectOpMatchesCpu(gpu(), op, inputs, attrs);
 }
 
 describe.each([48, 37])('MoE kernels, T = %i', (T) => {
   it('moeRoute: softmax, top-k and renormalized weights', async () => {
-    await expectBitExact('moeRoute', moeRoutePlanner, [bf16Normal(rng, [T, E], 2)], { topK: K, normTopkProb: true });
-    await expectBitExact('moeRoute', moeRoutePlanner, [bf16Normal(rng, [T, E], 2)], { topK: K, normTopkProb: false });
+    await expectBitExact('moeRoute', [bf16Normal(rng, [T, E], 2)], { topK: K, normTopkProb: true });
+    await expectBitExact('moeRoute', [bf16Normal(rng, [T, E], 2)], { topK: K, normTopkProb: false });
   });
 
   it('moeRoute: ties go to the lower expert, odd k packs across tokens', async () => {
     // logits on a coarse grid: many equal probabilities per row
     const logits: Tensor = { dtype: 'bf16', shape: [T, E], data: Uint16Array.from({ length: T * E }, () => f32ToBf16(Math.floor(rng.nextFloat() * 3))) };
-    await expectBitExact('moeRoute', moeRoutePlanner, [logits], { topK: K, normTopkProb: true });
-    await expectBitExact('moeRoute', moeRoutePlanner, [logits], { topK: 3, normTopkProb: true });
-    await expectBitExact('moeRoute', moeRoutePlanner, [bf16Normal(rng, [T, E], 2)], { topK: 1, normTopkProb: false });
+    await expectBitExact('moeRoute', [logits], { topK: K, normTopkProb: true });
+    await expectBitExact('moeRoute', [logits], { topK: 3, normTopkProb: true });
+    await expectBitExact('moeRoute', [bf16Normal(rng, [T, E], 2)], { topK: 1, normTopkProb: false });
   });
 
   it('moeSwiGlu', async () => {
-    await expectBitExact('moeSwiGlu', moeSwiGluPlanner, [bf16Normal(rng, [T, 2 * I], 3)], {});
+    await expectBitExact('moeSwiGlu', [bf16Normal(rng, [T, 2 * I], 3)], {});
   });
 
   it('moeExperts: routed sum over all experts and over a rank of them', async () => {
     const x = bf16Normal(rng, [T, H], 1);
-    const [ids, weights] = moeKernels.perRank!.moeRoute([bf16Normal(rng, [T, E], 2)], { topK: K, normTopkProb: true }) as Tensor[];
+    const [ids, weights] = cpuKernel('moeRoute')([bf16Normal(rng, [T, E], 2)], { topK: K, normTopkProb: true }) as Tensor[];
     const gateUp = bf16Normal(rng, [E * 2 * I, H], 1 / Math.sqrt(H));
     const down = bf16Normal(rng, [E * H, I], 1 / Math.sqrt(I));
-    await expectBitExact('moeExperts', moeExpertsPlanner, [x, ids, weights, gateUp, down], { firstExpert: 0, numLocal: E, intermediate: I });
+    await expectBitExact('moeExperts', [x, ids, weights, gateUp, down], { firstExpert: 0, numLocal: E, intermediate: I });
     // rank 1 of 4 under EP: experts [4, 8), their slices of the stacked weights
     const first = 4;
     const local = 4;
@@ -62,7 +56,7 @@ describe.each([48, 37])('MoE kernels, T = %i', (T) => {
       shape: [local * rowsPerExpert, t.shape[1]],
       data: (t.data as Uint16Array).slice(first * rowsPerExpert * t.shape[1], (first + local) * rowsPerExpert * t.shape[1]),
     });
-    await expectBitExact('moeExperts', moeExpertsPlanner, [x, ids, weights, slice(gateUp, 2 * I), slice(down, H)], {
+    await expectBitExact('moeExperts', [x, ids, weights, slice(gateUp, 2 * I), slice(down, H)], {
       firstExpert: first,
       numLocal: local,
       intermediate: I,
@@ -80,11 +74,11 @@ describe.each([48, 37])('MoE kernels, T = %i', (T) => {
     const weights = bf16Normal(rng, [T, K], 0.5);
     const gateUp = bf16Normal(rng, [E * 2 * inter, hid], 0.1);
     const down = bf16Normal(rng, [E * hid, inter], 0.4);
-    await expectBitExact('moeExperts', moeExpertsPlanner, [x, ids, weights, gateUp, down], { firstExpert: 0, numLocal: E, intermediate: inter });
+    await expectBitExact('moeExperts', [x, ids, weights, gateUp, down], { firstExpert: 0, numLocal: E, intermediate: inter });
   });
 
   it('moeCombine', async () => {
-    await expectBitExact('moeCombine', moeCombinePlanner, [f32Normal([T, H], 2), bf16Normal(rng, [T, H], 1), bf16Normal(rng, [T, 1], 3)], {});
+    await expectBitExact('moeCombine', [f32Normal([T, H], 2), bf16Normal(rng, [T, H], 1), bf16Normal(rng, [T, 1], 3)], {});
   });
 });
 

@@ -1,5 +1,6 @@
 // The WGSL planners of the MoE and PLE ops (core graph/ops/moeOps.ts, pleOps.ts), by op name.
 // pleNgramIds is a host integer op (64-bit hashing, exact): it has no WGSL kernel.
+import type { KernelsFor } from '@hcsp/core';
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { moeCombinePlanner } from './moeCombine.ts';
 import { moeExpertsPlanner } from './moeExperts.ts';
@@ -11,7 +12,7 @@ import { pleGatedValuePlanner } from './pleGatedValue.ts';
 import { pleNgramEmbedPlanner } from './pleNgramEmbed.ts';
 import { pleRmsNormPlanner } from './pleRmsNorm.ts';
 
-export const MOE_PLE_WGSL_KERNELS: Record<string, KernelPlanner> = {
+export const MOE_PLE_WGSL_KERNELS: KernelsFor<KernelPlanner> = {
   moeRoute: moeRoutePlanner,
   moeExperts: moeExpertsPlanner,
   moeSwiGlu: moeSwiGluPlanner,

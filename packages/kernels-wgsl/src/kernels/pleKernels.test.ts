@@ -1,17 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { SMALL } from '../../../core/src/config/presets.ts';
-import { f32ToBf16 } from '../../../core/src/numerics/bf16.ts';
-import { sigmoidF32, sqrtF32 } from '../../../core/src/numerics/fp32Math.ts';
-import { Rng } from '../../../core/src/numerics/rng.ts';
-import { PLE_GATE_SQRT_FLOOR } from '../../../core/src/layers/ple/pleMath.ts';
-import { pleHeadCount, pleHeadVocabSizes } from '../../../core/src/layers/ple/pleHash.ts';
-import { pleKernels } from '../../../core/src/reference/kernels/pleKernels.ts';
-import type { Tensor } from '../../../core/src/tensor/tensor.ts';
-import { bf16Normal, expectPlannerMatchesCpu, useChromiumGpu } from '../harness/kernelTestSuite.ts';
+import { SMALL, f32ToBf16, sigmoidF32, sqrtF32, Rng, PLE_GATE_SQRT_FLOOR, pleHeadCount, pleHeadVocabSizes, type Tensor, cpuKernel, type OpName } from '@hcsp/core';
+import { bf16Normal, expectOpMatchesCpu, useChromiumGpu } from '../../../../test/support/wgslKernelSuite.ts';
 import type { KernelPlan, KernelPlanner } from '../kernelProgram.ts';
 import { pleConvSiluPlanner } from './pleConvSilu.ts';
 import { pleGatePlanner } from './pleGate.ts';
-import { pleGatedValuePlanner } from './pleGatedValue.ts';
 import { pleNgramEmbedPlanner } from './pleNgramEmbed.ts';
 import { pleRmsNormPlanner } from './pleRmsNorm.ts';
 
@@ -28,23 +20,23 @@ const rng = new Rng(777);
 const gpu = useChromiumGpu();
 
 /** Runs op on the CPU reference and on the GPU; expects every output's bits equal. */
-function expectBitExact(op: string, planner: KernelPlanner, inputs: Tensor[], attrs: Record<string, unknown>): Promise<Tensor[]> {
-  return expectPlannerMatchesCpu(gpu(), op, planner, pleKernels.perRank![op], inputs, attrs);
+function expectBitExact(op: OpName, inputs: Tensor[], attrs: Record<string, unknown>): Promise<Tensor[]> {
+  return expectOpMatchesCpu(gpu(), op, inputs, attrs);
 }
 
 describe.each([56, 41])('PLE kernels, T = %i', (T) => {
   it('pleNgramEmbed on the hashed ids of tokens with an EOS', async () => {
     const tokens: Tensor = { dtype: 'i32', shape: [T], data: Int32Array.from({ length: T }, () => Math.floor(rng.nextFloat() * vocabSize)) };
     (tokens.data as Int32Array)[5] = eosTokenId;
-    const [ids] = pleKernels.perRank!.pleNgramIds([tokens], { ngramSize, headsPerNgram, vocabSizes, vocabSize, eosTokenId }) as Tensor[];
+    const [ids] = cpuKernel('pleNgramIds')([tokens], { ngramSize, headsPerNgram, vocabSizes, vocabSize, eosTokenId }) as Tensor[];
     const tables = bf16Normal(rng, [vocabSizes.reduce((a, v) => a + v, 0), D / heads], 1);
-    await expectBitExact('pleNgramEmbed', pleNgramEmbedPlanner, [ids, tables], { vocabSizes });
+    await expectBitExact('pleNgramEmbed', [ids, tables], { vocabSizes });
   });
 
   it('pleRmsNorm: one group (key), n groups (query/out), and groups of odd width', async () => {
-    await expectBitExact('pleRmsNorm', pleRmsNormPlanner, [bf16Normal(rng, [T, H], 0.3), bf16Normal(rng, [H], 1)], { groups: 1, eps });
-    await expectBitExact('pleRmsNorm', pleRmsNormPlanner, [bf16Normal(rng, [T, n * H], 2), bf16Normal(rng, [n * H], 1)], { groups: n, eps });
-    await expectBitExact('pleRmsNorm', pleRmsNormPlanner, [bf16Normal(rng, [T, 3 * 5], 1), bf16Normal(rng, [3 * 5], 1)], { groups: 3, eps });
+    await expectBitExact('pleRmsNorm', [bf16Normal(rng, [T, H], 0.3), bf16Normal(rng, [H], 1)], { groups: 1, eps });
+    await expectBitExact('pleRmsNorm', [bf16Normal(rng, [T, n * H], 2), bf16Normal(rng, [n * H], 1)], { groups: n, eps });
+    await expectBitExact('pleRmsNorm', [bf16Normal(rng, [T, 3 * 5], 1), bf16Normal(rng, [3 * 5], 1)], { groups: 3, eps });
   });
 
   it('pleGate, scores of both signs, zero and below the sqrt floor', async () => {
@@ -53,7 +45,7 @@ describe.each([56, 41])('PLE kernels, T = %i', (T) => {
     // row 1: all zero (score 0, gate 0.5); row 2: tiny values (|score| < 1e-6, clamped)
     qd.fill(0, n * H, 2 * n * H);
     for (let i = 2 * n * H; i < 3 * n * H; i++) qd[i] = f32ToBf16(rng.normal() * 1e-8);
-    const [gate] = await expectBitExact('pleGate', pleGatePlanner, [q, bf16Normal(rng, [T, H], 1)], { streams: n });
+    const [gate] = await expectBitExact('pleGate', [q, bf16Normal(rng, [T, H], 1)], { streams: n });
     // the rows meant to hit the zero and the clamp do
     const g = gate.data as Float32Array;
     const clamped = sqrtF32(PLE_GATE_SQRT_FLOOR);
@@ -63,16 +55,16 @@ describe.each([56, 41])('PLE kernels, T = %i', (T) => {
 
   it('pleGatedValue', async () => {
     const gate: Tensor = { dtype: 'f32', shape: [T, n], data: Float32Array.from({ length: T * n }, () => rng.nextFloat()) };
-    await expectBitExact('pleGatedValue', pleGatedValuePlanner, [gate, bf16Normal(rng, [T, H], 1)], { streams: n });
+    await expectBitExact('pleGatedValue', [gate, bf16Normal(rng, [T, H], 1)], { streams: n });
   });
 
   it('pleConvSilu: causal dilated conv, silu, residual', async () => {
     const C = n * H;
-    await expectBitExact('pleConvSilu', pleConvSiluPlanner, [bf16Normal(rng, [T, C], 1), bf16Normal(rng, [T, C], 1), bf16Normal(rng, [C, 1, convKernel], 0.5)], {
+    await expectBitExact('pleConvSilu', [bf16Normal(rng, [T, C], 1), bf16Normal(rng, [T, C], 1), bf16Normal(rng, [C, 1, convKernel], 0.5)], {
       dilation: convDilation,
     });
     // an odd channel count: words hold elements of two rows
-    await expectBitExact('pleConvSilu', pleConvSiluPlanner, [bf16Normal(rng, [T, 7], 1), bf16Normal(rng, [T, 7], 1), bf16Normal(rng, [7, 1, 3], 0.5)], { dilation: 2 });
+    await expectBitExact('pleConvSilu', [bf16Normal(rng, [T, 7], 1), bf16Normal(rng, [T, 7], 1), bf16Normal(rng, [7, 1, 3], 0.5)], { dilation: 2 });
   });
 });
 

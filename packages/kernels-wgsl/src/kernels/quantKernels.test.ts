@@ -1,12 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { f32ToBf16 } from '../../../core/src/numerics/bf16.ts';
-import { FP8_FORMATS, f32ToFp8 } from '../../../core/src/numerics/fp8.ts';
-import { perTokenScale } from '../../../core/src/numerics/quant.ts';
-import { Rng } from '../../../core/src/numerics/rng.ts';
-import { quantKernels } from '../../../core/src/reference/kernels/quantKernels.ts';
-import type { Tensor } from '../../../core/src/tensor/tensor.ts';
-import { useChromiumGpu } from '../harness/kernelTestSuite.ts';
-import { runPlannerOnGpu, tensorInfo, tensorWords } from '../harness/runPlanner.ts';
+import { f32ToBf16, FP8_FORMATS, f32ToFp8, perTokenScale, Rng, type Tensor, cpuKernel, type OpName } from '@hcsp/core';
+import { runPlannerOnGpu, tensorInfo, tensorWords, useChromiumGpu } from '../../../../test/support/wgslKernelSuite.ts';
 import type { KernelPlan, TensorInfo } from '../kernelProgram.ts';
 import { FP8_WGSL_FORMATS, type Fp8Format, fp8EncodeWgsl } from '../wgsl/fp8.wgsl.ts';
 import { f32Bits } from './planParts.ts';
@@ -227,8 +221,8 @@ function quantRows(rows: number, cols: number, format: Fp8Format, seed: number):
 }
 
 /** Runs an op's WGSL plan and returns its outputs' storage words. */
-async function runOp(op: string, inputs: Tensor[], cpuOut: Tensor[], attrs: Record<string, unknown>): Promise<Uint32Array[]> {
-  return (await runPlannerOnGpu(gpu(), QUANT_WGSL_KERNELS[op], inputs, cpuOut.map(tensorInfo), attrs)).words;
+async function runOp(op: OpName, inputs: Tensor[], cpuOut: Tensor[], attrs: Record<string, unknown>): Promise<Uint32Array[]> {
+  return (await runPlannerOnGpu(gpu(), QUANT_WGSL_KERNELS[op]!, inputs, cpuOut.map(tensorInfo), attrs)).words;
 }
 
 function expectSameBits(op: string, what: string, got: Uint32Array, want: Tensor): void {
@@ -243,7 +237,7 @@ describe('quantFp8PerToken plan vs CPU kernel', () => {
       const attrs = { format, style };
       for (const [rows, cols, seed] of [[70, 128, 1], [23, 77, 2], [1, 77, 3], [5, 1, 4]]) {
         const x: Tensor = { dtype: 'bf16', shape: [rows, cols], data: quantRows(rows, cols, format, seed) };
-        const cpu = quantKernels.perRank!.quantFp8PerToken([x], attrs) as Tensor[];
+        const cpu = cpuKernel('quantFp8PerToken')([x], attrs) as Tensor[];
         const [q, scale] = await runOp('quantFp8PerToken', [x], cpu, attrs);
         expectSameBits(`[${rows},${cols}]`, 'q', q, cpu[0]);
         expectSameBits(`[${rows},${cols}]`, 'scale', scale, cpu[1]);
@@ -254,8 +248,8 @@ describe('quantFp8PerToken plan vs CPU kernel', () => {
   it('the test rows exercise the styles: divide and reciprocal disagree on them', () => {
     for (const format of FORMATS) {
       const x: Tensor = { dtype: 'bf16', shape: [70, 128], data: quantRows(70, 128, format, 1) };
-      const div = quantKernels.perRank!.quantFp8PerToken([x], { format, style: 'divide' })[0]!.data as Uint8Array;
-      const rec = quantKernels.perRank!.quantFp8PerToken([x], { format, style: 'reciprocal' })[0]!.data as Uint8Array;
+      const div = cpuKernel('quantFp8PerToken')([x], { format, style: 'divide' })[0]!.data as Uint8Array;
+      const rec = cpuKernel('quantFp8PerToken')([x], { format, style: 'reciprocal' })[0]!.data as Uint8Array;
       expect(div.some((v, i) => v !== rec[i])).toBe(true);
     }
   });
@@ -293,7 +287,7 @@ describe('hcGatedMeanQuant plan vs CPU kernel', () => {
           { dtype: 'bf16', shape: [rows, n * h], data: up },
           { dtype: 'bf16', shape: [rows, n * h], data: normed },
         ];
-        const cpu = quantKernels.perRank!.hcGatedMeanQuant(inputs, attrs) as Tensor[];
+        const cpu = cpuKernel('hcGatedMeanQuant')(inputs, attrs) as Tensor[];
         const [x, q, scale] = await runOp('hcGatedMeanQuant', inputs, cpu, attrs);
         const tag = `[${rows},${n}x${h}]`;
         expectSameBits(tag, 'x', x, cpu[0]);
@@ -308,14 +302,14 @@ describe('planner errors name the bad value', () => {
   const x: TensorInfo = { shape: [2, 8], dtype: 'bf16' };
   const q: TensorInfo = { shape: [2, 8], dtype: 'fp8e4m3fn' };
   const s: TensorInfo = { shape: [2], dtype: 'f32' };
-  const plan = QUANT_WGSL_KERNELS.quantFp8PerToken;
+  const plan = QUANT_WGSL_KERNELS.quantFp8PerToken!;
   it('rejects a bad format, style, q dtype and shapes', () => {
     expect(() => plan([x], [q, s], { format: 'e5m2', style: 'divide' })).toThrow(/e5m2/);
     expect(() => plan([x], [q, s], { format: 'e4m3fn', style: 'multiply' })).toThrow(/multiply/);
     expect(() => plan([x], [q, s], { format: 'e4m3fnuz', style: 'divide' })).toThrow(/fp8e4m3fn/);
     expect(() => plan([x], [q, { shape: [3], dtype: 'f32' }], { format: 'e4m3fn', style: 'divide' })).toThrow(/\[3\]/);
     expect(() =>
-      QUANT_WGSL_KERNELS.hcGatedMeanQuant([x, x], [{ shape: [2, 8], dtype: 'bf16' }, q, s], { format: 'e4m3fn', style: 'divide', streams: 3 }),
+      QUANT_WGSL_KERNELS.hcGatedMeanQuant!([x, x], [{ shape: [2, 8], dtype: 'bf16' }, q, s], { format: 'e4m3fn', style: 'divide', streams: 3 }),
     ).toThrow(/\[2,8\]/);
   });
 });

@@ -1,5 +1,6 @@
 // The WGSL planners of the GatedDeltaNet and full-attention sub-layer ops, by op name
 // (graph/ops/gdnOps.ts and attentionOps.ts), for merging into WGSL_KERNELS.
+import type { KernelsFor } from '@hcsp/core';
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { attnCausalPlanner } from './attentionCausal.ts';
 import { attnHeadNormRopePlanner } from './attentionHeadNormRope.ts';
@@ -9,7 +10,7 @@ import { gdnGatedNormPlanner } from './gdnGatedNorm.ts';
 import { gdnGatesPlanner } from './gdnGates.ts';
 import { gdnRecurrencePlanner } from './gdnRecurrence.ts';
 
-export const GDN_ATTENTION_WGSL_KERNELS: Record<string, KernelPlanner> = {
+export const GDN_ATTENTION_WGSL_KERNELS: KernelsFor<KernelPlanner> = {
   gdnConvSilu: gdnConvSiluPlanner,
   gdnGates: gdnGatesPlanner,
   gdnRecurrence: gdnRecurrencePlanner,

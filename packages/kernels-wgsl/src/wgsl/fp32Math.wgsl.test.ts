@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expF32, logF32, rsqrtF32, sigmoidF32, siluF32, softplusF32 } from '../../../core/src/numerics/fp32Math.ts';
-import { f32ToBf16 } from '../../../core/src/numerics/bf16.ts';
-import { launchChromiumGpu, type ChromiumGpu } from '../harness/chromiumGpu.ts';
+import { describe, expect, it } from 'vitest';
+import { expF32, logF32, rsqrtF32, sigmoidF32, siluF32, softplusF32, f32ToBf16 } from '@hcsp/core';
+import { useChromiumGpu } from '../../../../test/support/wgslKernelSuite.ts';
 import type { KernelPlan } from '../kernelProgram.ts';
 import { BF16_WGSL } from './bf16.wgsl.ts';
 import { FP32_MATH_WGSL } from './fp32Math.wgsl.ts';
@@ -66,20 +65,14 @@ function inputs(n: number): Uint32Array {
   return u;
 }
 
-let gpu: ChromiumGpu;
-beforeAll(async () => {
-  gpu = await launchChromiumGpu();
-});
-afterAll(async () => {
-  await gpu?.close();
-});
+const host = useChromiumGpu();
 
 describe('fp32Math.wgsl on Chromium WebGPU', () => {
   const x = inputs(N);
   const xf = new Float32Array(x.buffer);
   for (const [name, ref] of FUNCS) {
     it(`${name} is bit-identical to core on ${N} inputs`, async () => {
-      const { outputs } = await gpu.runPlan(unaryPlan(name, N), [x], [N]);
+      const { outputs } = await host().runPlan(unaryPlan(name, N), [x], [N]);
       const got = new Float32Array(outputs[0].buffer);
       const want = new Float32Array(N);
       for (let i = 0; i < N; i++) want[i] = ref(xf[i]);
@@ -103,7 +96,7 @@ describe('fp32Math.wgsl on Chromium WebGPU', () => {
       'bitcast<u32>(f32_to_bf16(bitcast<f32>(x[i])))',
       'f32_to_bf16(bitcast<f32>(x[i]))',
     );
-    const { outputs } = await gpu.runPlan(plan, [x], [N]);
+    const { outputs } = await host().runPlan(plan, [x], [N]);
     let mismatches = 0;
     for (let i = 0; i < N; i++) if (outputs[0][i] !== f32ToBf16(xf[i])) mismatches++;
     expect(mismatches).toBe(0);

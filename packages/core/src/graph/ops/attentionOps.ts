@@ -1,4 +1,5 @@
 import { defineOp } from './opDef.ts';
+import { info, num, ShapeRule } from './shapeRules.ts';
 
 // Gated full-attention ops (model.md "Full attention"); the math and the exact operation
 // order are in layers/attention/attentionMath.ts. The projections (q_proj, k_proj, v_proj,
@@ -14,6 +15,17 @@ export const attnHeadNormRope = defineOp({
   ],
   outputs: [{ name: 'y', dtypes: ['bf16'] }],
   attrs: { heads: 'int', headDim: 'int', stride: 'int', offset: 'int', ropeDims: 'int', eps: 'float' },
+  opClass: 'reduction',
+  shape: (ins, a) => {
+    const r = new ShapeRule('attnHeadNormRope');
+    const [rows] = r.matrix(r.port(ins, 0, 'x'), 'x', num(a, 'heads') * num(a, 'stride'));
+    if (num(a, 'offset') + num(a, 'headDim') > num(a, 'stride')) r.fail('offset + headDim exceeds the head stride');
+    for (const [i, name] of [[2, 'cos'], [3, 'sin']] as const) {
+      r.matrix(r.port(ins, i, name), name, num(a, 'ropeDims') / 2);
+      r.rows(ins[i]!, name, rows);
+    }
+    return [info([rows, num(a, 'heads') * num(a, 'headDim')], 'bf16')];
+  },
 });
 
 export const attnCausal = defineOp({
@@ -26,6 +38,18 @@ export const attnCausal = defineOp({
   ],
   outputs: [{ name: 'o', dtypes: ['bf16'] }],
   attrs: { heads: 'int', kvHeads: 'int', headDim: 'int', scale: 'float' },
+  opClass: 'reduction',
+  shape: (ins, a) => {
+    const r = new ShapeRule('attnCausal');
+    const kv = num(a, 'kvHeads') * num(a, 'headDim');
+    const [rows] = r.matrix(r.port(ins, 0, 'q'), 'q', num(a, 'heads') * num(a, 'headDim'));
+    r.split(num(a, 'heads'), num(a, 'kvHeads'), 'GQA heads');
+    for (const [i, name] of [[1, 'k'], [2, 'v']] as const) {
+      r.matrix(r.port(ins, i, name), name, kv);
+      r.rows(ins[i]!, name, rows);
+    }
+    return [info([rows, num(a, 'heads') * num(a, 'headDim')], 'bf16')];
+  },
 });
 
 export const attnOutputGate = defineOp({
@@ -37,6 +61,12 @@ export const attnOutputGate = defineOp({
   ],
   outputs: [{ name: 'y', dtypes: ['bf16'] }],
   attrs: { heads: 'int', headDim: 'int' },
+  opClass: 'elementwise',
+  shape: (ins, a) => {
+    const r = new ShapeRule('attnOutputGate');
+    const [rows] = r.matrix(r.port(ins, 0, 'o'), 'o', num(a, 'heads') * num(a, 'headDim'));
+    r.matrix(r.port(ins, 1, 'qg'), 'qg', num(a, 'heads') * 2 * num(a, 'headDim'));
+    r.rows(ins[1]!, 'qg', rows);
+    return [info([rows, num(a, 'heads') * num(a, 'headDim')], 'bf16')];
+  },
 });
-
-export const ATTENTION_OPS = [attnHeadNormRope, attnCausal, attnOutputGate] as const;

@@ -1,4 +1,5 @@
 import { defineOp } from './opDef.ts';
+import { info, num, ShapeRule } from './shapeRules.ts';
 
 export const linear = defineOp({
   name: 'linear',
@@ -9,6 +10,13 @@ export const linear = defineOp({
   ],
   outputs: [{ name: 'y', dtypes: ['bf16'] }],
   attrs: {},
+  opClass: 'gemm',
+  shape: (ins) => {
+    const r = new ShapeRule('linear');
+    const [rows, k] = r.matrix(r.port(ins, 0, 'x'), 'x');
+    const [out] = r.matrix(r.port(ins, 1, 'w'), 'w', k);
+    return [info([rows, out], 'bf16')];
+  },
 });
 
 export const add = defineOp({
@@ -20,6 +28,13 @@ export const add = defineOp({
   ],
   outputs: [{ name: 'y', dtypes: ['bf16'] }],
   attrs: {},
+  opClass: 'elementwise',
+  shape: (ins) => {
+    const r = new ShapeRule('add');
+    const a = r.port(ins, 0, 'a');
+    r.same(r.port(ins, 1, 'b'), a, 'b');
+    return [info(a.shape, 'bf16')];
+  },
 });
 
 export const sliceCols = defineOp({
@@ -27,7 +42,17 @@ export const sliceCols = defineOp({
   doc: 'y = x[:, start:end]. Exact.',
   inputs: [{ name: 'x', dtypes: ['bf16', 'f32'] }],
   outputs: [{ name: 'y', dtypes: ['bf16', 'f32'] }],
-  attrs: { start: 'int', end: 'int' },
+  attrs: { start: { kind: 'int', min: 0 }, end: { kind: 'int', min: 1 } },
+  opClass: 'data',
+  shape: (ins, a) => {
+    const r = new ShapeRule('sliceCols');
+    const x = r.port(ins, 0, 'x');
+    const [rows, cols] = r.matrix(x, 'x');
+    const start = num(a, 'start');
+    const end = num(a, 'end');
+    if (!(start >= 0 && start < end && end <= cols)) r.fail(`columns [${start}, ${end}) are outside [0, ${cols})`);
+    return [info([rows, end - start], x.dtype)];
+  },
 });
 
 export const embed = defineOp({
@@ -39,6 +64,12 @@ export const embed = defineOp({
   ],
   outputs: [{ name: 'e', dtypes: ['bf16'] }],
   attrs: {},
+  opClass: 'data',
+  shape: (ins) => {
+    const r = new ShapeRule('embed');
+    const ids = r.port(ins, 0, 'ids');
+    if (ids.shape.length !== 1) r.fail(`input 'ids' must be 1-D, got [${ids.shape.join(',')}]`);
+    const [, h] = r.matrix(r.port(ins, 1, 'table'), 'table');
+    return [info([ids.shape[0], h], 'bf16')];
+  },
 });
-
-export const BASIC_OPS = [linear, add, sliceCols, embed] as const;

@@ -1,4 +1,5 @@
 import { defineOp } from './opDef.ts';
+import { info, num, ShapeRule } from './shapeRules.ts';
 
 // GatedDeltaNet ops (model.md "Linear attention (GatedDeltaNet)"); the math and the exact
 // operation order are in layers/gdn/gdnMath.ts. The projections (qkv, z, b, a, out_proj)
@@ -12,6 +13,15 @@ export const gdnConvSilu = defineOp({
   ],
   outputs: [{ name: 'y', dtypes: ['bf16'] }],
   attrs: { kernel: 'int' },
+  opClass: 'reduction',
+  shape: (ins, a) => {
+    const r = new ShapeRule('gdnConvSilu');
+    const x = r.port(ins, 0, 'x');
+    const [, c] = r.matrix(x, 'x');
+    const w = r.port(ins, 1, 'w');
+    if (w.shape.join(',') !== `${c},1,${num(a, 'kernel')}`) r.fail(`input 'w' is [${w.shape.join(',')}], expected [${c},1,${num(a, 'kernel')}]`);
+    return [info(x.shape, 'bf16')];
+  },
 });
 
 export const gdnGates = defineOp({
@@ -28,6 +38,18 @@ export const gdnGates = defineOp({
     { name: 'beta', dtypes: ['bf16'] },
   ],
   attrs: {},
+  opClass: 'elementwise',
+  shape: (ins) => {
+    const r = new ShapeRule('gdnGates');
+    const b = r.port(ins, 0, 'b');
+    const [, heads] = r.matrix(b, 'b');
+    r.same(r.port(ins, 1, 'a'), b, 'a');
+    for (const [i, name] of [[2, 'aLog'], [3, 'dtBias']] as const) {
+      const v = r.port(ins, i, name);
+      if (v.shape.join(',') !== `${heads}`) r.fail(`input '${name}' is [${v.shape.join(',')}], expected [${heads}]`);
+    }
+    return [info(b.shape, 'f32'), info(b.shape, 'bf16')];
+  },
 });
 
 export const gdnRecurrence = defineOp({
@@ -40,6 +62,19 @@ export const gdnRecurrence = defineOp({
   ],
   outputs: [{ name: 'o', dtypes: ['bf16'] }],
   attrs: { keyHeads: 'int', valueHeads: 'int', keyDim: 'int', valueDim: 'int', scale: 'float', l2Eps: 'float' },
+  opClass: 'reduction',
+  shape: (ins, a) => {
+    const r = new ShapeRule('gdnRecurrence');
+    const kd = num(a, 'keyHeads') * num(a, 'keyDim');
+    const vd = num(a, 'valueHeads') * num(a, 'valueDim');
+    const [rows] = r.matrix(r.port(ins, 0, 'qkv'), 'qkv', 2 * kd + vd);
+    r.split(num(a, 'valueHeads'), num(a, 'keyHeads'), 'value heads per key head');
+    for (const [i, name] of [[1, 'g'], [2, 'beta']] as const) {
+      r.matrix(r.port(ins, i, name), name, num(a, 'valueHeads'));
+      r.rows(ins[i]!, name, rows);
+    }
+    return [info([rows, vd], 'bf16')];
+  },
 });
 
 export const gdnGatedNorm = defineOp({
@@ -52,6 +87,14 @@ export const gdnGatedNorm = defineOp({
   ],
   outputs: [{ name: 'y', dtypes: ['bf16'] }],
   attrs: { heads: 'int', headDim: 'int', eps: 'float' },
+  opClass: 'reduction',
+  shape: (ins, a) => {
+    const r = new ShapeRule('gdnGatedNorm');
+    const o = r.port(ins, 0, 'o');
+    r.matrix(o, 'o', num(a, 'heads') * num(a, 'headDim'));
+    r.same(r.port(ins, 1, 'z'), o, 'z');
+    const w = r.port(ins, 2, 'w');
+    if (w.shape.join(',') !== `${num(a, 'headDim')}`) r.fail(`input 'w' is [${w.shape.join(',')}], expected [${num(a, 'headDim')}]`);
+    return [info(o.shape, 'bf16')];
+  },
 });
-
-export const GDN_OPS = [gdnConvSilu, gdnGates, gdnRecurrence, gdnGatedNorm] as const;

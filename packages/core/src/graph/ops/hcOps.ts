@@ -1,4 +1,5 @@
 import { defineOp } from './opDef.ts';
+import { info, num, ShapeRule } from './shapeRules.ts';
 
 // Hyper-connection ops (model.md, "Hyper-connection (HC) module"). `contract` is 'atom'
 // (fp32 inside, one bf16 rounding per stored value) or 'hf' (the HF reference's extra
@@ -8,7 +9,13 @@ export const hcExpand = defineOp({
   doc: 'X = [e, e, ..., e]: the embedding copied into each of n streams, stream-major. Exact.',
   inputs: [{ name: 'e', dtypes: ['bf16'] }],
   outputs: [{ name: 'x', dtypes: ['bf16'] }],
-  attrs: { streams: 'int' },
+  attrs: { streams: { kind: 'int', min: 1 } },
+  opClass: 'data',
+  shape: (ins, a) => {
+    const r = new ShapeRule('hcExpand');
+    const [rows, h] = r.matrix(r.port(ins, 0, 'e'), 'e');
+    return [info([rows, num(a, 'streams') * h], 'bf16')];
+  },
 });
 
 export const hcCombineNorm = defineOp({
@@ -24,7 +31,22 @@ export const hcCombineNorm = defineOp({
     { name: 'x', dtypes: ['bf16'] },
     { name: 'normed', dtypes: ['bf16'] },
   ],
-  attrs: { streams: 'int', eps: 'float', contract: 'string' },
+  attrs: { streams: { kind: 'int', min: 1 }, eps: 'float', contract: { kind: 'string', oneOf: ['atom', 'hf'] } },
+  opClass: 'reduction',
+  shape: (ins, a) => {
+    const r = new ShapeRule('hcCombineNorm');
+    const x = r.port(ins, 0, 'x');
+    const [rows, width] = r.matrix(x, 'x');
+    const h = r.split(width, num(a, 'streams'), "input 'x'");
+    if ((ins[1] === null) !== (ins[2] === null)) r.fail("inputs 'blockOut' and 'raw' come together (the pending combine) or not at all");
+    if (ins[1]) r.matrix(ins[1], 'blockOut', h);
+    if (ins[1]) r.rows(ins[1], 'blockOut', rows);
+    if (ins[2]) r.matrix(ins[2], 'raw', num(a, 'streams'));
+    if (ins[2]) r.rows(ins[2], 'raw', rows);
+    const w = r.port(ins, 3, 'normWeight');
+    if (w.shape.length !== 1 || w.shape[0] !== width) r.fail(`input 'normWeight' is [${w.shape.join(',')}], expected [${width}]`);
+    return [info(x.shape, 'bf16'), info(x.shape, 'bf16')];
+  },
 });
 
 export const hcScaledSilu = defineOp({
@@ -35,7 +57,16 @@ export const hcScaledSilu = defineOp({
     { name: 'gate', dtypes: ['bf16'] },
     { name: 'raw', dtypes: ['bf16'], optional: true },
   ],
-  attrs: { streams: 'int', lowRank: 'int', contract: 'string' },
+  attrs: { streams: { kind: 'int', min: 1 }, lowRank: { kind: 'int', min: 1 }, contract: { kind: 'string', oneOf: ['atom', 'hf'] } },
+  opClass: 'elementwise',
+  shape: (ins, a) => {
+    const r = new ShapeRule('hcScaledSilu');
+    const [rows, cols] = r.matrix(r.port(ins, 0, 'd'), 'd');
+    const lowRank = num(a, 'lowRank');
+    const n = num(a, 'streams');
+    if (cols !== lowRank && cols !== lowRank + n) r.fail(`input 'd' has ${cols} columns, expected ${lowRank} or ${lowRank + n}`);
+    return [info([rows, lowRank], 'bf16'), cols === lowRank ? null : info([rows, n], 'bf16')];
+  },
 });
 
 export const hcGatedMean = defineOp({
@@ -46,7 +77,15 @@ export const hcGatedMean = defineOp({
     { name: 'normed', dtypes: ['bf16'] },
   ],
   outputs: [{ name: 'x', dtypes: ['bf16'] }],
-  attrs: { streams: 'int', contract: 'string' },
+  attrs: { streams: { kind: 'int', min: 1 }, contract: { kind: 'string', oneOf: ['atom', 'hf'] } },
+  opClass: 'reduction',
+  shape: (ins, a) => {
+    const r = new ShapeRule('hcGatedMean');
+    const normed = r.port(ins, 1, 'normed');
+    const [rows, width] = r.matrix(normed, 'normed');
+    r.same(r.port(ins, 0, 'up'), normed, 'up');
+    return [info([rows, r.split(width, num(a, 'streams'), "input 'normed'")], 'bf16')];
+  },
 });
 
 export const hcCombine = defineOp({
@@ -58,7 +97,17 @@ export const hcCombine = defineOp({
     { name: 'raw', dtypes: ['bf16'] },
   ],
   outputs: [{ name: 'x', dtypes: ['bf16'] }],
-  attrs: { streams: 'int', contract: 'string' },
+  attrs: { streams: { kind: 'int', min: 1 }, contract: { kind: 'string', oneOf: ['atom', 'hf'] } },
+  opClass: 'elementwise',
+  shape: (ins, a) => {
+    const r = new ShapeRule('hcCombine');
+    const x = r.port(ins, 0, 'x');
+    const [rows, width] = r.matrix(x, 'x');
+    const n = num(a, 'streams');
+    r.matrix(r.port(ins, 1, 'blockOut'), 'blockOut', r.split(width, n, "input 'x'"));
+    r.rows(ins[1]!, 'blockOut', rows);
+    r.matrix(r.port(ins, 2, 'raw'), 'raw', n);
+    r.rows(ins[2]!, 'raw', rows);
+    return [info(x.shape, 'bf16')];
+  },
 });
-
-export const HC_OPS = [hcExpand, hcCombineNorm, hcScaledSilu, hcGatedMean, hcCombine] as const;

@@ -1,4 +1,5 @@
 import { defineOp } from './opDef.ts';
+import { info, num, ShapeRule } from './shapeRules.ts';
 
 // MoE ops (model.md "MoE"). The router logits, the shared expert's projections and its
 // gate logit use the `linear` op; these are the rest. Under TP/EP every rank runs them on
@@ -12,6 +13,13 @@ export const moeRoute = defineOp({
     { name: 'weights', dtypes: ['bf16'] },
   ],
   attrs: { topK: 'int', normTopkProb: 'bool' },
+  opClass: 'reduction',
+  shape: (ins, a) => {
+    const r = new ShapeRule('moeRoute');
+    const [rows, experts] = r.matrix(r.port(ins, 0, 'logits'), 'logits');
+    if (num(a, 'topK') > experts) r.fail(`topK ${num(a, 'topK')} exceeds the ${experts} experts`);
+    return [info([rows, num(a, 'topK')], 'i32'), info([rows, num(a, 'topK')], 'bf16')];
+  },
 });
 
 export const moeExperts = defineOp({
@@ -26,6 +34,22 @@ export const moeExperts = defineOp({
   ],
   outputs: [{ name: 'routed', dtypes: ['f32'] }],
   attrs: { firstExpert: 'int', numLocal: 'int', intermediate: 'int' },
+  opClass: 'gemm',
+  shape: (ins, a) => {
+    const r = new ShapeRule('moeExperts');
+    const [rows, h] = r.matrix(r.port(ins, 0, 'x'), 'x');
+    const ids = r.port(ins, 1, 'ids');
+    r.matrix(ids, 'ids');
+    r.rows(ids, 'ids', rows);
+    r.same(r.port(ins, 2, 'weights'), ids, 'weights');
+    const local = num(a, 'numLocal');
+    const i = num(a, 'intermediate');
+    r.matrix(r.port(ins, 3, 'gateUp'), 'gateUp', h);
+    r.rows(ins[3]!, 'gateUp', local * 2 * i);
+    r.matrix(r.port(ins, 4, 'down'), 'down', i);
+    r.rows(ins[4]!, 'down', local * h);
+    return [info([rows, h], 'f32')];
+  },
 });
 
 export const moeSwiGlu = defineOp({
@@ -34,6 +58,12 @@ export const moeSwiGlu = defineOp({
   inputs: [{ name: 'gateUp', dtypes: ['bf16'] }],
   outputs: [{ name: 'h', dtypes: ['bf16'] }],
   attrs: {},
+  opClass: 'elementwise',
+  shape: (ins) => {
+    const r = new ShapeRule('moeSwiGlu');
+    const [rows, cols] = r.matrix(r.port(ins, 0, 'gateUp'), 'gateUp');
+    return [info([rows, r.split(cols, 2, "input 'gateUp'")], 'bf16')];
+  },
 });
 
 export const moeCombine = defineOp({
@@ -46,6 +76,14 @@ export const moeCombine = defineOp({
   ],
   outputs: [{ name: 'y', dtypes: ['bf16'] }],
   attrs: {},
+  opClass: 'elementwise',
+  shape: (ins) => {
+    const r = new ShapeRule('moeCombine');
+    const shared = r.port(ins, 1, 'shared');
+    const [rows] = r.matrix(shared, 'shared');
+    r.same(r.port(ins, 0, 'routed'), shared, 'routed');
+    r.matrix(r.port(ins, 2, 'gateLogit'), 'gateLogit', 1);
+    r.rows(ins[2]!, 'gateLogit', rows);
+    return [info(shared.shape, 'bf16')];
+  },
 });
-
-export const MOE_OPS = [moeRoute, moeExperts, moeSwiGlu, moeCombine] as const;

@@ -1,9 +1,18 @@
 import type { DType } from '../../tensor/tensor.ts';
 
 // An op is declared once here, in core, with its typed inputs, outputs and attributes
-// (as TensorFlow.js declares kernel names in core). Backends implement ops; they never
-// invent them.
+// (as TensorFlow.js declares kernel names in core), its output rule and its precision
+// class. Backends implement ops; they never invent them, and never re-derive shapes.
 export type AttrKind = 'int' | 'float' | 'bool' | 'string' | 'int[]' | 'json';
+
+/** One attribute: its kind, whether it may be absent, and for strings the values allowed. */
+export interface AttrSpec {
+  kind: AttrKind;
+  optional?: boolean;
+  oneOf?: readonly string[];
+  /** smallest value an int attribute may take (default: no bound) */
+  min?: number;
+}
 
 export interface PortDef {
   name: string;
@@ -11,15 +20,45 @@ export interface PortDef {
   optional?: boolean;
 }
 
+/** Shape and dtype of a value, as declarations and shape rules see it. */
+export interface ValueInfo {
+  shape: readonly number[];
+  dtype: DType;
+}
+
+/**
+ * Which tolerance applies where a backend's accumulation order departs from the
+ * reference (Backend.precision): 'data' ops move bits (gathers, shards, copies, gathers
+ * of rows) and are bit-exact on every backend, always.
+ */
+export type OpClass = 'gemm' | 'reduction' | 'elementwise' | 'quant' | 'data';
+export const TOLERANCE_CLASSES = ['gemm', 'reduction', 'elementwise', 'quant'] as const;
+export type ToleranceClass = (typeof TOLERANCE_CLASSES)[number];
+
+/**
+ * How a collective's per-rank output relates to its per-rank input: 'replicate' (same
+ * shape: all-reduce), 'scatterRows' (rows / tp: reduce-scatter), 'gatherRows' (rows * tp:
+ * all-gather). A backend's communicator maps these onto its engine's calls.
+ */
+export type CollectiveLayout = 'replicate' | 'scatterRows' | 'gatherRows';
+
 export interface OpDef {
   readonly name: string;
   /** what the op computes and how it rounds, in one or two sentences */
   readonly doc: string;
   readonly inputs: readonly PortDef[];
   readonly outputs: readonly PortDef[];
-  readonly attrs: Readonly<Record<string, AttrKind>>;
+  readonly attrs: Readonly<Record<string, AttrSpec | AttrKind>>;
+  readonly opClass: OpClass;
+  /**
+   * The output rule: each output's shape and dtype (null for an output the op does not
+   * produce with these inputs) from the inputs' (null = absent optional port) and the
+   * validated attributes; throws naming the mismatch when the inputs do not fit. A
+   * collective sees one rank's ports and gets `tp` in attrs.
+   */
+  readonly shape: (inputs: readonly (ValueInfo | null)[], attrs: Readonly<Record<string, unknown>>) => (ValueInfo | null)[];
   /** a collective node spans every rank: it takes one input list per rank */
-  readonly collective?: boolean;
+  readonly collective?: CollectiveLayout;
   /**
    * computed on the host by every backend with core's CPU kernel (integer work no GPU API
    * has natively, e.g. 64-bit hashing); device backends read its inputs back and upload
@@ -30,4 +69,49 @@ export interface OpDef {
 
 export function defineOp<const D extends OpDef>(def: D): D {
   return def;
+}
+
+function specOf(s: AttrSpec | AttrKind): AttrSpec {
+  return typeof s === 'string' ? { kind: s } : s;
+}
+
+function checkAttr(op: string, name: string, spec: AttrSpec, v: unknown): void {
+  const bad = (want: string): Error => new Error(`op ${op}: attribute '${name}' must be ${want}, got ${JSON.stringify(v)}`);
+  switch (spec.kind) {
+    case 'int':
+      if (!Number.isSafeInteger(v)) throw bad('an integer');
+      if (spec.min !== undefined && (v as number) < spec.min) throw bad(`an integer >= ${spec.min}`);
+      return;
+    case 'float':
+      if (typeof v !== 'number' || !Number.isFinite(v)) throw bad('a finite number');
+      return;
+    case 'bool':
+      if (typeof v !== 'boolean') throw bad('true or false');
+      return;
+    case 'string':
+      if (typeof v !== 'string') throw bad('a string');
+      if (spec.oneOf && !spec.oneOf.includes(v)) throw bad(`one of ${spec.oneOf.join(', ')}`);
+      return;
+    case 'int[]':
+      if (!Array.isArray(v) || !v.every((x) => Number.isSafeInteger(x))) throw bad('an array of integers');
+      return;
+    case 'json':
+      return;
+  }
+}
+
+/** Checks a node's attributes against the declaration: every required one present and well-typed, none unknown. */
+export function validateAttrs(def: OpDef, attrs: Readonly<Record<string, unknown>>): void {
+  for (const [name, s] of Object.entries(def.attrs)) {
+    const spec = specOf(s);
+    const v = attrs[name];
+    if (v === undefined) {
+      if (!spec.optional) throw new Error(`op ${def.name}: attribute '${name}' is required`);
+      continue;
+    }
+    checkAttr(def.name, name, spec, v);
+  }
+  for (const name of Object.keys(attrs)) {
+    if (!Object.hasOwn(def.attrs, name)) throw new Error(`op ${def.name}: unknown attribute '${name}' (declared: ${Object.keys(def.attrs).join(', ') || 'none'})`);
+  }
 }

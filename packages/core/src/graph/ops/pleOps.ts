@@ -1,4 +1,5 @@
 import { defineOp } from './opDef.ts';
+import { info, num, ShapeRule } from './shapeRules.ts';
 
 // PLE ops (model.md "PLE"; layers/ple). key_proj and value_proj use the `linear` op. The
 // PLE is replicated: every rank runs these on all T rows (sharding starts after it).
@@ -8,6 +9,13 @@ export const pleNgramIds = defineOp({
   inputs: [{ name: 'tokens', dtypes: ['i32'] }],
   outputs: [{ name: 'ids', dtypes: ['i32'] }],
   attrs: { ngramSize: 'int', headsPerNgram: 'int', vocabSizes: 'int[]', vocabSize: 'int', eosTokenId: 'int' },
+  opClass: 'data',
+  shape: (ins, a) => {
+    const r = new ShapeRule('pleNgramIds');
+    const t = r.port(ins, 0, 'tokens');
+    if (t.shape.length !== 1) r.fail(`input 'tokens' must be 1-D, got [${t.shape.join(',')}]`);
+    return [info([t.shape[0], (num(a, 'ngramSize') - 1) * num(a, 'headsPerNgram')], 'i32')];
+  },
   host: true,
 });
 
@@ -20,6 +28,13 @@ export const pleNgramEmbed = defineOp({
   ],
   outputs: [{ name: 'e', dtypes: ['bf16'] }],
   attrs: { vocabSizes: 'int[]' },
+  opClass: 'data',
+  shape: (ins, a) => {
+    const r = new ShapeRule('pleNgramEmbed');
+    const [rows, heads] = r.matrix(r.port(ins, 0, 'ids'), 'ids', (a.vocabSizes as number[]).length);
+    const [, d] = r.matrix(r.port(ins, 1, 'tables'), 'tables');
+    return [info([rows, heads * d], 'bf16')];
+  },
 });
 
 export const pleRmsNorm = defineOp({
@@ -31,6 +46,16 @@ export const pleRmsNorm = defineOp({
   ],
   outputs: [{ name: 'y', dtypes: ['bf16'] }],
   attrs: { groups: 'int', eps: 'float' },
+  opClass: 'reduction',
+  shape: (ins, a) => {
+    const r = new ShapeRule('pleRmsNorm');
+    const x = r.port(ins, 0, 'x');
+    const [, width] = r.matrix(x, 'x');
+    r.split(width, num(a, 'groups'), "input 'x'");
+    const w = r.port(ins, 1, 'weight');
+    if (w.shape.join(',') !== `${width}`) r.fail(`input 'weight' is [${w.shape.join(',')}], expected [${width}]`);
+    return [info(x.shape, 'bf16')];
+  },
 });
 
 export const pleGate = defineOp({
@@ -42,6 +67,14 @@ export const pleGate = defineOp({
   ],
   outputs: [{ name: 'gate', dtypes: ['f32'] }],
   attrs: { streams: 'int' },
+  opClass: 'reduction',
+  shape: (ins, a) => {
+    const r = new ShapeRule('pleGate');
+    const [rows, width] = r.matrix(r.port(ins, 0, 'q'), 'q');
+    r.matrix(r.port(ins, 1, 'k'), 'k', r.split(width, num(a, 'streams'), "input 'q'"));
+    r.rows(ins[1]!, 'k', rows);
+    return [info([rows, num(a, 'streams')], 'f32')];
+  },
 });
 
 export const pleGatedValue = defineOp({
@@ -53,6 +86,14 @@ export const pleGatedValue = defineOp({
   ],
   outputs: [{ name: 'g', dtypes: ['bf16'] }],
   attrs: { streams: 'int' },
+  opClass: 'elementwise',
+  shape: (ins, a) => {
+    const r = new ShapeRule('pleGatedValue');
+    const [rows, h] = r.matrix(r.port(ins, 1, 'value'), 'value');
+    r.matrix(r.port(ins, 0, 'gate'), 'gate', num(a, 'streams'));
+    r.rows(ins[0]!, 'gate', rows);
+    return [info([rows, num(a, 'streams') * h], 'bf16')];
+  },
 });
 
 export const pleConvSilu = defineOp({
@@ -65,6 +106,14 @@ export const pleConvSilu = defineOp({
   ],
   outputs: [{ name: 'out', dtypes: ['bf16'] }],
   attrs: { dilation: 'int' },
+  opClass: 'reduction',
+  shape: (ins) => {
+    const r = new ShapeRule('pleConvSilu');
+    const g = r.port(ins, 1, 'g');
+    const [, c] = r.matrix(g, 'g');
+    r.same(r.port(ins, 0, 'gNormed'), g, 'gNormed');
+    const w = r.port(ins, 2, 'weight');
+    if (w.shape.length !== 3 || w.shape[0] !== c || w.shape[1] !== 1) r.fail(`input 'weight' is [${w.shape.join(',')}], expected [${c},1,K]`);
+    return [info(g.shape, 'bf16')];
+  },
 });
-
-export const PLE_OPS = [pleNgramIds, pleNgramEmbed, pleRmsNorm, pleGate, pleGatedValue, pleConvSilu] as const;

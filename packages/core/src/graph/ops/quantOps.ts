@@ -1,4 +1,7 @@
 import { defineOp } from './opDef.ts';
+import { info, num, ShapeRule } from './shapeRules.ts';
+import { fp8Info, type Fp8Format } from '../../numerics/fp8.ts';
+import { QUANT_STYLES } from '../../numerics/quant.ts';
 
 // Per-token fp8 quantization of the sub-layers' inputs (numerics.md "Per-token (row)
 // quantization", sequence-parallel.md "FP8 input quantization path"). `format` is
@@ -12,7 +15,13 @@ export const quantFp8PerToken = defineOp({
     { name: 'q', dtypes: ['fp8e4m3fn', 'fp8e4m3fnuz'] },
     { name: 'scale', dtypes: ['f32'] },
   ],
-  attrs: { format: 'string', style: 'string' },
+  attrs: { format: { kind: 'string', oneOf: ['e4m3fn', 'e4m3fnuz'] }, style: { kind: 'string', oneOf: QUANT_STYLES } },
+  opClass: 'quant',
+  shape: (ins, a) => {
+    const r = new ShapeRule('quantFp8PerToken');
+    const [rows, cols] = r.matrix(r.port(ins, 0, 'x'), 'x');
+    return [info([rows, cols], fp8Info(a.format as Fp8Format).dtype), info([rows], 'f32')];
+  },
 });
 
 export const hcGatedMeanQuant = defineOp({
@@ -27,7 +36,14 @@ export const hcGatedMeanQuant = defineOp({
     { name: 'q', dtypes: ['fp8e4m3fn', 'fp8e4m3fnuz'] },
     { name: 'scale', dtypes: ['f32'] },
   ],
-  attrs: { streams: 'int', format: 'string', style: 'string' },
+  attrs: { streams: { kind: 'int', min: 1 }, format: { kind: 'string', oneOf: ['e4m3fn', 'e4m3fnuz'] }, style: { kind: 'string', oneOf: QUANT_STYLES } },
+  opClass: 'quant',
+  shape: (ins, a) => {
+    const r = new ShapeRule('hcGatedMeanQuant');
+    const normed = r.port(ins, 1, 'normed');
+    const [rows, width] = r.matrix(normed, 'normed');
+    r.same(r.port(ins, 0, 'up'), normed, 'up');
+    const h = r.split(width, num(a, 'streams'), "input 'normed'");
+    return [info([rows, h], 'bf16'), info([rows, h], fp8Info(a.format as Fp8Format).dtype), info([rows], 'f32')];
+  },
 });
-
-export const QUANT_OPS = [quantFp8PerToken, hcGatedMeanQuant] as const;

@@ -1,18 +1,39 @@
 import type { OpDef } from './opDef.ts';
-import { BASIC_OPS } from './basicOps.ts';
-import { HC_OPS } from './hcOps.ts';
-import { SP_OPS } from './spOps.ts';
-import { GDN_OPS } from './gdnOps.ts';
-import { ATTENTION_OPS } from './attentionOps.ts';
-import { MOE_OPS } from './moeOps.ts';
-import { PLE_OPS } from './pleOps.ts';
-import { QUANT_OPS } from './quantOps.ts';
+import * as attentionOps from './attentionOps.ts';
+import * as basicOps from './basicOps.ts';
+import * as gdnOps from './gdnOps.ts';
+import * as hcOps from './hcOps.ts';
+import * as moeOps from './moeOps.ts';
+import * as pleOps from './pleOps.ts';
+import * as quantOps from './quantOps.ts';
+import * as spOps from './spOps.ts';
 
-const ALL: readonly OpDef[] = [...BASIC_OPS, ...HC_OPS, ...SP_OPS, ...GDN_OPS, ...ATTENTION_OPS, ...MOE_OPS, ...PLE_OPS, ...QUANT_OPS];
+// The op vocabulary: every op declared in the family files above. Declaring a new op in
+// one of them is enough to register it (and every backend's coverage test then asks for
+// its kernel); a new family file is added here once.
+const FAMILIES = { attentionOps, basicOps, gdnOps, hcOps, moeOps, pleOps, quantOps, spOps };
 
-const BY_NAME = new Map<string, OpDef>(ALL.map((d) => [d.name, d]));
+type Family = (typeof FAMILIES)[keyof typeof FAMILIES];
+type DeclsOf<M> = { [K in keyof M]: M[K] extends OpDef ? M[K] : never }[keyof M];
 
-/** The declaration, or undefined for a name core does not declare (a backend's test op). */
+/** Every declared op, with its literal name and attribute types. */
+export type DeclaredOp = Family extends infer M ? (M extends unknown ? DeclsOf<M> : never) : never;
+/** The name of a declared op: graph builders and kernel tables are typed by it. */
+export type OpName = DeclaredOp['name'];
+
+function isOpDef(v: unknown): v is OpDef {
+  return typeof v === 'object' && v !== null && typeof (v as OpDef).name === 'string' && typeof (v as OpDef).shape === 'function';
+}
+
+const ALL: readonly OpDef[] = Object.values(FAMILIES).flatMap((m) => Object.values(m).filter(isOpDef));
+
+const BY_NAME = new Map<string, OpDef>();
+for (const d of ALL) {
+  if (BY_NAME.has(d.name)) throw new Error(`op '${d.name}' is declared twice`);
+  BY_NAME.set(d.name, d);
+}
+
+/** The declaration, or undefined for a name core does not declare. */
 export function findOpDef(name: string): OpDef | undefined {
   return BY_NAME.get(name);
 }

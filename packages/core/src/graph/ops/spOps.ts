@@ -1,4 +1,5 @@
 import { defineOp } from './opDef.ts';
+import { info, num, ShapeRule } from './shapeRules.ts';
 
 // Sequence-parallel data movement (sequence-parallel.md) and the collectives
 // (numerics.md). Collectives take one input per rank and give one output per rank.
@@ -7,7 +8,14 @@ export const shard = defineOp({
   doc: "Rank's C rows [rank*C, (rank+1)*C) of a replicated [T, ...] tensor; rows at or past T are zero padding. Only the slice is allocated. Exact.",
   inputs: [{ name: 'x', dtypes: ['bf16', 'f32'] }],
   outputs: [{ name: 'y', dtypes: ['bf16', 'f32'] }],
-  attrs: { rank: 'int', tp: 'int', chunk: 'int' },
+  attrs: { rank: { kind: 'int', min: 0 }, tp: { kind: 'int', min: 1 }, chunk: { kind: 'int', min: 1 } },
+  opClass: 'data',
+  shape: (ins, a) => {
+    const r = new ShapeRule('shard');
+    const x = r.port(ins, 0, 'x');
+    if (num(a, 'rank') >= num(a, 'tp')) r.fail(`rank ${num(a, 'rank')} is not below tp ${num(a, 'tp')}`);
+    return [info([num(a, 'chunk'), ...x.shape.slice(1)], x.dtype)];
+  },
 });
 
 export const pad = defineOp({
@@ -15,7 +23,14 @@ export const pad = defineOp({
   doc: 'Append zero rows to reach `rows` rows. Exact.',
   inputs: [{ name: 'x', dtypes: ['bf16', 'f32'] }],
   outputs: [{ name: 'y', dtypes: ['bf16', 'f32'] }],
-  attrs: { rows: 'int' },
+  attrs: { rows: { kind: 'int', min: 0 } },
+  opClass: 'data',
+  shape: (ins, a) => {
+    const r = new ShapeRule('pad');
+    const x = r.port(ins, 0, 'x');
+    if (num(a, 'rows') < x.shape[0]) r.fail(`cannot pad ${x.shape[0]} rows to ${num(a, 'rows')}`);
+    return [info([num(a, 'rows'), ...x.shape.slice(1)], x.dtype)];
+  },
 });
 
 export const trim = defineOp({
@@ -23,7 +38,14 @@ export const trim = defineOp({
   doc: 'Keep the first `rows` rows (drop padding). Exact.',
   inputs: [{ name: 'x', dtypes: ['bf16', 'f32'] }],
   outputs: [{ name: 'y', dtypes: ['bf16', 'f32'] }],
-  attrs: { rows: 'int' },
+  attrs: { rows: { kind: 'int', min: 0 } },
+  opClass: 'data',
+  shape: (ins, a) => {
+    const r = new ShapeRule('trim');
+    const x = r.port(ins, 0, 'x');
+    if (num(a, 'rows') > x.shape[0]) r.fail(`cannot trim ${x.shape[0]} rows to ${num(a, 'rows')}`);
+    return [info([num(a, 'rows'), ...x.shape.slice(1)], x.dtype)];
+  },
 });
 
 /** Reduction algorithm of a summing collective (numerics.md "How collectives add"). */
@@ -35,8 +57,10 @@ export const allReduce = defineOp({
   doc: 'Every rank gets the bf16 sum of all ranks\' tensors, added in the order of `algorithm` (ring: RCCL chunk ownership with `channels` and `chunkElems`; oneshot: fp32 in rank order, one rounding; ordered: bf16 in rank order).',
   inputs: [{ name: 'x', dtypes: ['bf16'] }],
   outputs: [{ name: 'y', dtypes: ['bf16'] }],
-  attrs: { algorithm: 'string', channels: 'int', chunkElems: 'int' },
-  collective: true,
+  attrs: { algorithm: { kind: 'string', oneOf: REDUCE_ALGORITHMS }, channels: { kind: 'int', min: 1 }, chunkElems: { kind: 'int', min: 1 } },
+  opClass: 'reduction',
+  collective: 'replicate',
+  shape: (ins) => [info(new ShapeRule('allReduce').port(ins, 0, 'x').shape, 'bf16')],
 });
 
 export const reduceScatter = defineOp({
@@ -44,8 +68,16 @@ export const reduceScatter = defineOp({
   doc: 'Rank r gets rows [r*C, (r+1)*C) of the sum over ranks of [C*tp, ...] tensors, added in the order of `algorithm`.',
   inputs: [{ name: 'x', dtypes: ['bf16'] }],
   outputs: [{ name: 'y', dtypes: ['bf16'] }],
-  attrs: { algorithm: 'string' },
-  collective: true,
+  attrs: { algorithm: { kind: 'string', oneOf: REDUCE_ALGORITHMS } },
+  opClass: 'reduction',
+  collective: 'scatterRows',
+  shape: (ins, a) => {
+    const r = new ShapeRule('reduceScatter');
+    const x = r.port(ins, 0, 'x');
+    const tp = num(a, 'tp');
+    if (x.shape[0] % tp !== 0) r.fail(`${x.shape[0]} rows do not split into tp ${tp} equal blocks (pad first)`);
+    return [info([x.shape[0] / tp, ...x.shape.slice(1)], 'bf16')];
+  },
 });
 
 export const allGather = defineOp({
@@ -54,7 +86,10 @@ export const allGather = defineOp({
   inputs: [{ name: 'x', dtypes: ['bf16', 'f32'] }],
   outputs: [{ name: 'y', dtypes: ['bf16', 'f32'] }],
   attrs: {},
-  collective: true,
+  opClass: 'data',
+  collective: 'gatherRows',
+  shape: (ins, a) => {
+    const x = new ShapeRule('allGather').port(ins, 0, 'x');
+    return [info([x.shape[0] * num(a, 'tp'), ...x.shape.slice(1)], x.dtype)];
+  },
 });
-
-export const SP_OPS = [shard, pad, trim, allReduce, reduceScatter, allGather] as const;

@@ -1,5 +1,4 @@
 import { layerKind, type ModelConfig } from '../../config/modelConfig.ts';
-import { validateTp } from '../../config/validate.ts';
 import type { WeightRef } from '../../graph/graph.ts';
 import type { WeightSpec } from '../../model/weightSpec.ts';
 
@@ -48,7 +47,6 @@ export function gdnWeightSpecs(config: ModelConfig, layer: number): WeightSpec[]
 
 /** The key heads [k0, k1) and value heads [v0, v1) rank `rank` of `tp` owns (contiguous). */
 export function gdnRankHeads(config: ModelConfig, rank: number, tp: number): { k0: number; k1: number; v0: number; v1: number } {
-  validateTp(config, tp);
   if (!Number.isInteger(rank) || rank < 0 || rank >= tp) throw new Error(`gdn: rank ${rank} is outside [0, ${tp})`);
   const { numKeyHeads: kh, numValueHeads: vh } = config.linearAttention;
   return { k0: (rank * kh) / tp, k1: ((rank + 1) * kh) / tp, v0: (rank * vh) / tp, v1: ((rank + 1) * vh) / tp };

@@ -4,6 +4,7 @@ import type { ValueId } from '../../graph/graph.ts';
 import { GraphBuilder } from '../../graph/graphBuilder.ts';
 import { SyntheticWeightSource } from '../../model/syntheticWeights.ts';
 import { Rng } from '../../numerics/rng.ts';
+import { runOnce } from '../../backend/backend.ts';
 import { CpuBackend } from '../../reference/cpuBackend.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
 import { buildMoe } from './moeGraph.ts';
@@ -20,7 +21,7 @@ describe('MoE graph', () => {
   const x = new Rng(4).fillBf16Normal(T * H, 1);
 
   for (const tp of [1, 2, 4]) {
-    it(`tp=${tp}: builds, and each rank's nodes give exactly the math's partial`, () => {
+    it(`tp=${tp}: builds, and each rank's nodes give exactly the math's partial`, async () => {
       const b = new GraphBuilder(tp);
       const xIn = b.input('x', [T, H], 'bf16');
       const outs = Array.from({ length: tp }, (_, rank) => buildMoe(b, { config, layer: LAYER, rank, tp, tokens: T, scope: `L${LAYER}.moe` }, xIn));
@@ -29,7 +30,7 @@ describe('MoE graph', () => {
       // CpuBackend checks every fed input, resolved weight and produced value against its
       // declared dtype and shape, and throws on a mismatch.
       const feeds = new Map<ValueId, Tensor>([[xIn, { dtype: 'bf16', shape: [T, H], data: x }]]);
-      const { values } = new CpuBackend().runSync(graph, feeds, weights, { keep: outs });
+      const { values } = await runOnce(new CpuBackend(), graph, feeds, weights, { keep: outs });
       for (let rank = 0; rank < tp; rank++) {
         const want = moeRankReference(config, LAYER, weights, x, T, rank, tp);
         expect(values.get(outs[rank])!.data).toEqual(want.out);

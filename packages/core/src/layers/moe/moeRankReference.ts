@@ -2,16 +2,15 @@
 // rank's weights as resolved from a weight source, the reference the MoE graph and TP tests
 // compare against.
 import type { ModelConfig } from '../../config/modelConfig.ts';
-import { resolveWeight } from '../../model/resolveWeight.ts';
-import type { WeightSource } from '../../model/weightSource.ts';
+import type { SyntheticWeightSource } from '../../model/syntheticWeights.ts';
 import { moeForwardRank, type MoeRankResult, type MoeShape } from './moeMath.ts';
 import { moeRankPartition, moeRankWeights } from './moeWeights.ts';
 
 /** The rank's MoE result for x [T, hidden] (bf16 bits) at layer `layer`. */
-export function moeRankReference(config: ModelConfig, layer: number, source: WeightSource, x: Uint16Array, T: number, rank: number, tp: number): MoeRankResult {
+export function moeRankReference(config: ModelConfig, layer: number, source: SyntheticWeightSource, x: Uint16Array, T: number, rank: number, tp: number): MoeRankResult {
   const refs = moeRankWeights(config, layer, rank, tp);
   const part = moeRankPartition(config, rank, tp);
-  const get = (k: keyof typeof refs) => resolveWeight(source, refs[k]).data as Uint16Array;
+  const get = (k: keyof typeof refs) => source.resolve(refs[k]).data as Uint16Array;
   const shape: MoeShape = { hidden: config.hiddenSize, ...config.moe, sharedIntermediate: part.sharedWidth };
   return moeForwardRank(x, T, shape, {
     router: get('router'),

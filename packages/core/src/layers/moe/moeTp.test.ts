@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { getConfig } from '../../config/presets.ts';
-import { resolveWeight } from '../../model/resolveWeight.ts';
 import { SyntheticWeightSource } from '../../model/syntheticWeights.ts';
 import { bf16ArrayToF32, bf16ToF32, f32ToBf16, roundBf16 } from '../../numerics/bf16.ts';
 import { Rng } from '../../numerics/rng.ts';
@@ -98,7 +97,7 @@ describe('MoE under TP/EP', () => {
     const small = 64;
     const shape: MoeShape = { hidden: H, ...config.moe, sharedIntermediate: config.moe.sharedIntermediate };
     const refs = moeRankWeights(config, LAYER, 0, 1);
-    const get = (k: keyof typeof refs) => resolveWeight(source, refs[k]).data as Uint16Array;
+    const get = (k: keyof typeof refs) => source.resolve(refs[k]).data as Uint16Array;
     const w = {
       router: get('router'),
       firstExpert: 0,

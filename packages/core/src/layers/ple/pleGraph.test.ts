@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { getConfig } from '../../config/presets.ts';
 import type { ValueId } from '../../graph/graph.ts';
 import { GraphBuilder } from '../../graph/graphBuilder.ts';
-import { resolveWeight } from '../../model/resolveWeight.ts';
 import { SyntheticWeightSource } from '../../model/syntheticWeights.ts';
 import { Rng } from '../../numerics/rng.ts';
+import { runOnce } from '../../backend/backend.ts';
 import { CpuBackend } from '../../reference/cpuBackend.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
 import { buildPle } from './pleGraph.ts';
@@ -18,7 +18,7 @@ const W = config.hc.count * H;
 const shape = pleShape(config);
 const source = new SyntheticWeightSource(pleWeightSpecs(config, LAYER), 5);
 const weights = Object.fromEntries(
-  Object.entries(pleRankWeights(config, LAYER, 0, 1)).map(([k, ref]) => [k, resolveWeight(source, ref).data]),
+  Object.entries(pleRankWeights(config, LAYER, 0, 1)).map(([k, ref]) => [k, source.resolve(ref).data]),
 ) as unknown as PleWeightData;
 
 const T = 64;
@@ -30,7 +30,7 @@ const full = pleForward(x, tokens, shape, weights).out;
 const row = (a: Uint16Array, t: number) => a.subarray(t * W, (t + 1) * W);
 
 describe('PLE graph', () => {
-  it('is replicated: at tp=2 every rank builds the same nodes and gets exactly the math output', () => {
+  it('is replicated: at tp=2 every rank builds the same nodes and gets exactly the math output', async () => {
     const tp = 2;
     const b = new GraphBuilder(tp);
     const xIn = b.input('x', [T, W], 'bf16');
@@ -45,7 +45,8 @@ describe('PLE graph', () => {
     expect(weightIds.size).toBe(7);
     // CpuBackend checks every fed input, resolved weight and produced value against its
     // declared dtype and shape, and throws on a mismatch.
-    const { values } = new CpuBackend().runSync(
+    const { values } = await runOnce(
+      new CpuBackend(),
       graph,
       new Map<ValueId, Tensor>([
         [xIn, { dtype: 'bf16', shape: [T, W], data: x }],

@@ -1,6 +1,7 @@
+import { KernelTable } from '../../graph/kernelTable.ts';
 import type { CpuCollectiveKernel, CpuKernel, CpuKernelTable } from '../cpuKernel.ts';
-import { basicKernels } from './basicKernels.ts';
 import { attentionKernels } from './attentionKernels.ts';
+import { basicKernels } from './basicKernels.ts';
 import { collectiveKernels } from './collectiveKernels.ts';
 import { gdnKernels } from './gdnKernels.ts';
 import { hcKernels } from './hcKernels.ts';
@@ -8,24 +9,17 @@ import { moeKernels } from './moeKernels.ts';
 import { pleKernels } from './pleKernels.ts';
 import { quantKernels } from './quantKernels.ts';
 
-// Every CPU reference kernel, by op name. A missing op fails loudly at lookup.
-const TABLES: CpuKernelTable[] = [basicKernels, hcKernels, collectiveKernels, gdnKernels, attentionKernels, quantKernels, moeKernels, pleKernels];
+// Every CPU reference kernel, one family file each (a new op's kernel goes into its
+// family's file; a new family is added here once).
+const FAMILIES: CpuKernelTable[] = [basicKernels, hcKernels, collectiveKernels, gdnKernels, attentionKernels, quantKernels, moeKernels, pleKernels];
 
-const perRank = new Map<string, CpuKernel>();
-const collective = new Map<string, CpuCollectiveKernel>();
-for (const t of TABLES) {
-  for (const [op, k] of Object.entries(t.perRank ?? {})) perRank.set(op, k);
-  for (const [op, k] of Object.entries(t.collective ?? {})) collective.set(op, k);
-}
+export const CPU_KERNELS = new KernelTable<CpuKernel>('cpu', FAMILIES.map((f) => f.perRank ?? {}));
+export const CPU_COLLECTIVE_KERNELS = new KernelTable<CpuCollectiveKernel>('cpu', FAMILIES.map((f) => f.collective ?? {}));
 
 export function cpuKernel(op: string): CpuKernel {
-  const k = perRank.get(op);
-  if (!k) throw new Error(`cpu backend: no kernel for op '${op}'`);
-  return k;
+  return CPU_KERNELS.get(op);
 }
 
 export function cpuCollectiveKernel(op: string): CpuCollectiveKernel {
-  const k = collective.get(op);
-  if (!k) throw new Error(`cpu backend: no collective kernel for op '${op}'`);
-  return k;
+  return CPU_COLLECTIVE_KERNELS.get(op);
 }

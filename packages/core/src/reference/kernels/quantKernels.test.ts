@@ -5,10 +5,10 @@ import { fp8Info } from '../../numerics/fp8.ts';
 import { quantizeBf16RowsFp8 } from '../../numerics/quant.ts';
 import { Rng } from '../../numerics/rng.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
-import { quantKernels } from './quantKernels.ts';
+import { cpuKernel } from './index.ts';
 
-const quant = quantKernels.perRank!.quantFp8PerToken;
-const fused = quantKernels.perRank!.hcGatedMeanQuant;
+const quant = cpuKernel('quantFp8PerToken');
+const fused = cpuKernel('hcGatedMeanQuant');
 
 function bf16(shape: number[], data: Uint16Array): Tensor {
   return { dtype: 'bf16', shape, data };

@@ -1,9 +1,11 @@
+import { KernelTable } from '@hcsp/core';
 import type { KernelPlan, KernelPlanner } from '@hcsp/kernels-wgsl';
 
-// Kernels for the executor's own tests only (the real ones are in @hcsp/kernels-wgsl): a
-// word copy, a shader with a syntax error, and the two collectives done the simplest exact
-// way, so the tests check the executor's plumbing (binding, uniforms, stacking, scattering),
-// not kernel numerics. Bundled into the test page by ChromiumHost({ kernels }).
+// Kernels for the WebGPU device host's own tests only (the real ones are in
+// @hcsp/kernels-wgsl), under declared op names: `pad` as a plain word copy (the tests pad to
+// the same rows), `add` as a shader with a syntax error, and the two collectives done the
+// simplest exact way, so the tests check the plumbing (binding, uniforms, stacking,
+// scattering), not kernel numerics. Bundled into the test page by ChromiumHost({ kernels }).
 
 const COPY_WORDS_WGSL = /* wgsl */ `
 @group(0) @binding(0) var<storage, read> src: array<u32>;
@@ -110,9 +112,4 @@ fn main(@builtin(global_invocation_id) g: vec3u) {
   };
 };
 
-export const TEST_KERNELS: Record<string, KernelPlanner> = {
-  'test.copyWords': copyWords,
-  'test.brokenWgsl': brokenWgsl,
-  allGather,
-  reduceScatter,
-};
+export const TEST_KERNELS = new KernelTable<KernelPlanner>('webgpu (test kernels)', [{ pad: copyWords, add: brokenWgsl, allGather, reduceScatter }]);

@@ -1,9 +1,8 @@
-// Runs a KernelPlan on the Chromium harness with core Tensors as its ports: tensors packed
-// into the storage words of kernelProgram.ts, outputs unpacked to their element bits, and
-// the count of elements whose bits differ from a reference.
-import type { Tensor } from '../../../core/src/tensor/tensor.ts';
-import type { ChromiumGpu } from './chromiumGpu.ts';
-import { storageWords, type KernelPlan, type KernelPlanner, type TensorInfo } from '../kernelProgram.ts';
+// Element bits of tensors and of the kernels' storage words (kernels-wgsl/kernelProgram.ts:
+// the element bytes in order, the last word zero-padded), and the count of elements whose
+// bits differ: the kernel tests compare GPU and CPU results bit for bit with these.
+import type { Tensor } from '@hcsp/core';
+import { storageWords, type TensorInfo } from '@hcsp/kernels-wgsl';
 
 /** Raw element bits: 8-bit for fp8, 16-bit for bf16, 32-bit for f32 and i32. */
 export type ElementBits = Uint8Array | Uint16Array | Uint32Array;
@@ -12,7 +11,7 @@ export function tensorInfo(t: Tensor): TensorInfo {
   return { shape: t.shape, dtype: t.dtype };
 }
 
-/** A tensor's elements as storage words (kernelProgram.ts: the element bytes in order, the last word zero-padded). */
+/** A tensor's elements as storage words. */
 export function tensorWords(t: Tensor): Uint32Array {
   const words = new Uint32Array(storageWords(t.dtype, t.data.length));
   new Uint8Array(words.buffer).set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength));
@@ -40,43 +39,6 @@ export function elementBits(words: Uint32Array, info: TensorInfo): ElementBits {
 export function tensorBits(t: Tensor): ElementBits {
   if (t.dtype === 'f32' || t.dtype === 'i32') return new Uint32Array(t.data.buffer, t.data.byteOffset, t.data.length);
   return t.data as Uint16Array | Uint8Array;
-}
-
-export interface GpuPlanRun {
-  /** the output ports' storage words, as the GPU wrote them (one word for an absent port) */
-  words: Uint32Array[];
-  /** the output ports' element bits (null for an absent port) */
-  bits: (ElementBits | null)[];
-  /** wall seconds of the run */
-  seconds: number;
-}
-
-/** Runs `plan` once with these port tensors (null = absent port); `outputs` gives each output's shape and dtype. */
-export async function runPlanOnGpu(
-  gpu: ChromiumGpu,
-  plan: KernelPlan,
-  inputs: (Tensor | null)[],
-  outputs: (TensorInfo | null)[],
-): Promise<GpuPlanRun> {
-  const outWords = outputs.map((o) => (o ? storageWords(o.dtype, o.shape.reduce((a, b) => a * b, 1)) : 1));
-  const run = await gpu.runPlan(plan, inputs.map((t) => (t ? tensorWords(t) : null)), outWords);
-  return {
-    words: run.outputs,
-    bits: run.outputs.map((w, i) => (outputs[i] ? elementBits(w, outputs[i]!) : null)),
-    seconds: run.seconds[0],
-  };
-}
-
-/** Plans an op with `planner` for these tensors and runs the plan once. */
-export function runPlannerOnGpu(
-  gpu: ChromiumGpu,
-  planner: KernelPlanner,
-  inputs: (Tensor | null)[],
-  outputs: (TensorInfo | null)[],
-  attrs: Record<string, unknown>,
-): Promise<GpuPlanRun> {
-  const plan = planner(inputs.map((t) => (t ? tensorInfo(t) : null)), outputs, attrs);
-  return runPlanOnGpu(gpu, plan, inputs, outputs);
 }
 
 export interface BitDiff {

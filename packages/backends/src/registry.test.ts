@@ -1,0 +1,37 @@
+import { BackendUnavailableError } from '@hcsp/core';
+import { describe, expect, it } from 'vitest';
+import { backendNames, createBackend, findBackend } from './registry.ts';
+
+describe('backend registry', () => {
+  it('lists every backend once', () => {
+    expect(backendNames()).toEqual(['cpu', 'webgpu']);
+  });
+
+  it('names the known backends for an unknown one', () => {
+    expect(() => findBackend('tpu')).toThrow("unknown backend 'tpu' (known: cpu, webgpu)");
+  });
+
+  it('starts the cpu reference', async () => {
+    const b = await createBackend('cpu');
+    expect(b.name).toBe('cpu');
+    await b.dispose();
+  });
+
+  it('keeps the typed "no device" error of a backend that cannot start', async () => {
+    const saved = process.env.HCSP_CHROMIUM;
+    // an executable path that does not exist: the WebGPU backend finds no device host
+    process.env.HCSP_CHROMIUM = '/nonexistent/chromium';
+    try {
+      const err = await createBackend('webgpu').then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(BackendUnavailableError);
+      expect((err as BackendUnavailableError).backend).toBe('webgpu');
+      expect((err as Error).message).toMatch(/no Chromium at \/nonexistent\/chromium/);
+    } finally {
+      if (saved === undefined) delete process.env.HCSP_CHROMIUM;
+      else process.env.HCSP_CHROMIUM = saved;
+    }
+  });
+});

@@ -1,0 +1,21 @@
+import type { Tensor } from '../tensor/tensor.ts';
+import type { GraphNode, ValueDecl } from './graph.ts';
+
+/**
+ * What a backend supplies to core's one graph-execution loop (graphSession.ts): device
+ * operations on its own handles H (a host Tensor, a GPUBuffer, a native pointer). The loop
+ * owns everything else: feed validation, value lifetimes, kept values, host ops, stats and
+ * error context.
+ */
+export interface DeviceOps<H> {
+  /** a host tensor (graph input, weight slice, host-op output) onto the device */
+  upload(decl: ValueDecl, t: Tensor): Promise<H>;
+  /** one rank's node: its input handles and declarations, and its outputs' declarations (null = absent port) */
+  runNode(node: GraphNode, inputs: (H | null)[], inputDecls: (ValueDecl | null)[], outputs: (ValueDecl | null)[]): Promise<(H | null)[]>;
+  /** a collective over every rank at once, in lockstep: inputs[rank][port] -> outputs[rank][port] */
+  runCollective(node: GraphNode, inputs: H[][], inputDecls: ValueDecl[][], outputs: ValueDecl[][]): Promise<H[][]>;
+  download(decl: ValueDecl, h: H): Promise<Tensor>;
+  free(h: H): void;
+  /** waits for queued device work and raises its errors (the loop calls it every few nodes and at the end) */
+  sync?(): Promise<void>;
+}

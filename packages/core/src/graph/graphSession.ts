@@ -1,0 +1,210 @@
+import type { PreparedGraph, RunOptions, RunResult } from '../backend/backend.ts';
+import type { Communicator } from '../collectives/communicator.ts';
+import { cpuKernel } from '../reference/kernels/index.ts';
+import { shapeStr, type Tensor } from '../tensor/tensor.ts';
+import type { DeviceOps } from './deviceOps.ts';
+import type { Graph, GraphNode, ValueDecl, ValueId } from './graph.ts';
+import { getOpDef } from './ops/registry.ts';
+import { RunStatsCounter } from './runStatsCounter.ts';
+import { validateFeeds } from './validateFeeds.ts';
+import { lastUses } from './valueLifetimes.ts';
+
+/** The host tensor of a weight value (its rank's slice), read once when the session opens. */
+export type WeightLoader = (decl: ValueDecl) => Promise<Tensor>;
+
+export interface SessionOptions {
+  /** for errors and reports, e.g. 'cpu', 'webgpu' */
+  backend: string;
+  /** the rank's communicator, required for a rank's part of a graph (graph.rank set) */
+  communicator?: Communicator;
+}
+
+// Device errors surface at sync points; syncing after every node would cost a device
+// round trip per node.
+const SYNC_EVERY_NODES = 16;
+
+function checkDecl(what: string, t: Tensor, d: ValueDecl): void {
+  if (t.dtype !== d.dtype || shapeStr(t.shape) !== shapeStr(d.shape)) {
+    throw new Error(`${what} is ${t.dtype}${shapeStr(t.shape)}, the graph declares ${d.dtype}${shapeStr(d.shape)} for '${d.id}'`);
+  }
+}
+
+/**
+ * Core's one graph-execution loop. A session holds a graph's weights resident on the device
+ * (uploaded once, when it opens) and runs it many times; each run validates the feeds, runs
+ * the nodes in order, frees each value after its last use, runs host ops with core's CPU
+ * kernels, counts the stats and names the node in any error. A whole graph runs its
+ * collectives in lockstep on the device; a rank's part (graph.rank set) meets its peers
+ * through the communicator.
+ */
+export class GraphSession<H> implements PreparedGraph {
+  private readonly weights = new Map<ValueId, H>();
+  private resident = new Map<ValueId, H>();
+  private readonly last: Map<ValueId, number>;
+  private queue: Promise<unknown> = Promise.resolve();
+  private disposed = false;
+
+  private constructor(
+    readonly graph: Graph,
+    private readonly device: DeviceOps<H>,
+    private readonly options: SessionOptions,
+  ) {
+    this.last = lastUses(graph);
+  }
+
+  /** Checks the graph, uploads every weight its nodes read, and returns the ready session. */
+  static async open<H>(graph: Graph, device: DeviceOps<H>, loadWeight: WeightLoader, options: SessionOptions): Promise<GraphSession<H>> {
+    const s = new GraphSession(graph, device, options);
+    s.checkGraph();
+    try {
+      for (const id of s.weightIds()) {
+        const decl = graph.values[id];
+        const t = await loadWeight(decl);
+        checkDecl(`${options.backend}: weight '${decl.weight?.name ?? id}'`, t, decl);
+        s.weights.set(id, await device.upload(decl, t));
+      }
+    } catch (e) {
+      await s.dispose();
+      throw e;
+    }
+    return s;
+  }
+
+  run(feeds: Map<ValueId, Tensor>, options: RunOptions = {}): Promise<RunResult> {
+    const result = this.queue.then(() => this.runNow(feeds, options));
+    this.queue = result.catch(() => {});
+    return result;
+  }
+
+  async read(id: ValueId): Promise<Tensor> {
+    const h = this.resident.get(id);
+    if (h === undefined) throw new Error(`${this.options.backend}: value '${id}' was not kept on the device by the last run (RunOptions.keepOnDevice)`);
+    return this.device.download(this.graph.values[id], h);
+  }
+
+  async dispose(): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
+    await this.queue;
+    for (const h of [...this.weights.values(), ...this.resident.values()]) this.device.free(h);
+    this.weights.clear();
+    this.resident.clear();
+  }
+
+  private checkGraph(): void {
+    const { graph } = this;
+    if (!(Number.isInteger(graph.tp) && graph.tp >= 1)) throw new Error(`${this.options.backend}: graph tp ${graph.tp} is not a positive integer`);
+    if (graph.rank !== undefined && !this.options.communicator) {
+      throw new Error(`${this.options.backend}: the graph is rank ${graph.rank}'s part; running it needs that rank's communicator`);
+    }
+    for (const node of graph.nodes) {
+      for (const id of [...node.inputs, ...node.outputs]) {
+        if (id !== null && !graph.values[id]) throw new Error(`${this.options.backend}: node ${node.id} (${node.op} at ${node.scope}) uses undeclared value '${id}'`);
+      }
+    }
+  }
+
+  private weightIds(): ValueId[] {
+    const ids = new Set<ValueId>();
+    for (const node of this.graph.nodes) for (const id of node.inputs) if (id !== null && this.graph.values[id].kind === 'weight') ids.add(id);
+    return [...ids];
+  }
+
+  private async runNow(feeds: Map<ValueId, Tensor>, options: RunOptions): Promise<RunResult> {
+    if (this.disposed) throw new Error(`${this.options.backend}: run() after dispose()`);
+    const start = performance.now();
+    const { graph, device } = this;
+    validateFeeds(graph, feeds);
+    for (const h of this.resident.values()) device.free(h);
+    this.resident = new Map();
+    const keepAll = options.keep === 'all';
+    const keep = new Set<ValueId>([...graph.outputs, ...(Array.isArray(options.keep) ? options.keep : []), ...(options.keepOnDevice ?? [])]);
+    for (const id of keep) if (!graph.values[id]) throw new Error(`${this.options.backend}: requested value '${id}' is not in the graph`);
+    const env = new Map<ValueId, H>();
+    const counter = new RunStatsCounter(graph);
+    try {
+      for (const id of graph.inputs) env.set(id, await device.upload(graph.values[id], feeds.get(id)!));
+      const handle = (id: ValueId): H => {
+        const h = env.get(id) ?? this.weights.get(id);
+        if (h === undefined) throw new Error(`value '${id}' is read before any node produced it`);
+        return h;
+      };
+      for (const [i, node] of graph.nodes.entries()) {
+        try {
+          await this.runNode(node, env, handle);
+        } catch (e) {
+          throw new Error(`${node.scope} (${node.op}${node.rank === null ? '' : `, rank ${node.rank}`}): ${(e as Error).message}`);
+        }
+        counter.count(node);
+        if (!keepAll) this.release(node, i, env, keep);
+        if ((i + 1) % SYNC_EVERY_NODES === 0) await device.sync?.();
+        options.onNode?.(i + 1, graph.nodes.length);
+      }
+      await device.sync?.();
+      const values = new Map<ValueId, Tensor>();
+      const readBack = keepAll ? [...env.keys()] : [...graph.outputs, ...(Array.isArray(options.keep) ? options.keep : [])];
+      for (const id of readBack) {
+        const h = env.get(id);
+        if (h === undefined) throw new Error(`${this.options.backend}: requested value '${id}' was never computed`);
+        values.set(id, await device.download(graph.values[id], h));
+      }
+      for (const id of options.keepOnDevice ?? []) {
+        const h = env.get(id);
+        if (h === undefined) throw new Error(`${this.options.backend}: value '${id}' to keep on the device was never computed`);
+        this.resident.set(id, h);
+        env.delete(id);
+      }
+      return { values, stats: counter.stats((performance.now() - start) / 1000) };
+    } finally {
+      for (const h of env.values()) device.free(h);
+    }
+  }
+
+  private async runNode(node: GraphNode, env: Map<ValueId, H>, handle: (id: ValueId) => H): Promise<void> {
+    const { graph, device } = this;
+    const decl = (id: ValueId | null): ValueDecl | null => (id === null ? null : graph.values[id]);
+    const set = (id: ValueId | null, h: H | null): void => {
+      if (id === null) return;
+      if (h === null) throw new Error(`did not produce '${id}'`);
+      if (env.has(id)) throw new Error(`value '${id}' is produced twice`);
+      env.set(id, h);
+    };
+    const def = getOpDef(node.op);
+    if (node.rank === null && graph.rank === undefined) {
+      const tp = graph.tp;
+      const ports = node.inputs.length / tp;
+      const outPorts = node.outputs.length / tp;
+      const ins = Array.from({ length: tp }, (_, r) => node.inputs.slice(r * ports, (r + 1) * ports).map((id) => handle(id!)));
+      const inDecls = Array.from({ length: tp }, (_, r) => node.inputs.slice(r * ports, (r + 1) * ports).map((id) => decl(id)!));
+      const outDecls = Array.from({ length: tp }, (_, r) => node.outputs.slice(r * outPorts, (r + 1) * outPorts).map((id) => decl(id)!));
+      const outs = await device.runCollective(node, ins, inDecls, outDecls);
+      for (let r = 0; r < tp; r++) for (let p = 0; p < outPorts; p++) set(node.outputs[r * outPorts + p], outs[r][p]);
+    } else if (node.rank === null || def.host) {
+      // a rank's side of a collective (through its communicator), or a host op: on host tensors
+      const ins = await Promise.all(node.inputs.map((id) => (id === null ? null : device.download(graph.values[id], handle(id)))));
+      const outs = node.rank === null ? await this.options.communicator!.collective(node, ins as Tensor[]) : cpuKernel(node.op)(ins, node.attrs);
+      for (const [p, id] of node.outputs.entries()) {
+        if (id === null) continue;
+        const t = outs[p];
+        if (!t) throw new Error(`did not produce '${id}'`);
+        checkDecl(`output '${id}'`, t, graph.values[id]);
+        set(id, await device.upload(graph.values[id], t));
+      }
+    } else {
+      const outs = await device.runNode(node, node.inputs.map((id) => (id === null ? null : handle(id))), node.inputs.map(decl), node.outputs.map(decl));
+      node.outputs.forEach((id, p) => set(id, outs[p] ?? null));
+    }
+  }
+
+  /** Frees each input after its last use and each output nothing reads, unless kept. */
+  private release(node: GraphNode, i: number, env: Map<ValueId, H>, keep: Set<ValueId>): void {
+    const drop = (id: ValueId): void => {
+      const h = env.get(id);
+      if (h === undefined || keep.has(id)) return;
+      this.device.free(h);
+      env.delete(id);
+    };
+    for (const id of node.inputs) if (id !== null && this.last.get(id) === i) drop(id);
+    for (const id of node.outputs) if (id !== null && !this.last.has(id)) drop(id);
+  }
+}

@@ -1,0 +1,49 @@
+import type { DType } from '../../tensor/tensor.ts';
+import type { ValueInfo } from './opDef.ts';
+
+// Building blocks of the ops' output rules (OpDef.shape). Each failure names the op, the
+// port and what was expected, so a bad graph is refused where it is built.
+export class ShapeRule {
+  constructor(readonly op: string) {}
+
+  fail(msg: string): never {
+    throw new Error(`op ${this.op}: ${msg}`);
+  }
+
+  /** A present input port. */
+  port(inputs: readonly (ValueInfo | null)[], i: number, name: string): ValueInfo {
+    const v = inputs[i];
+    if (!v) this.fail(`input '${name}' is missing`);
+    return v;
+  }
+
+  /** [rows, cols] of a 2-D input, with its columns checked when `cols` is given. */
+  matrix(v: ValueInfo, name: string, cols?: number): [number, number] {
+    if (v.shape.length !== 2) this.fail(`input '${name}' must be 2-D, got [${v.shape.join(',')}]`);
+    if (cols !== undefined && v.shape[1] !== cols) this.fail(`input '${name}' is [${v.shape.join(',')}], expected [rows,${cols}]`);
+    return [v.shape[0], v.shape[1]];
+  }
+
+  /** Rows of a 2-D input that must have `rows` rows. */
+  rows(v: ValueInfo, name: string, rows: number): void {
+    if (v.shape[0] !== rows) this.fail(`input '${name}' has ${v.shape[0]} rows, expected ${rows}`);
+  }
+
+  same(v: ValueInfo, like: ValueInfo, name: string): void {
+    if (v.shape.join(',') !== like.shape.join(',')) this.fail(`input '${name}' is [${v.shape.join(',')}], expected [${like.shape.join(',')}]`);
+  }
+
+  /** cols / parts, which must divide. */
+  split(cols: number, parts: number, what: string): number {
+    if (!(parts >= 1) || cols % parts !== 0) this.fail(`${what}: ${cols} columns do not split into ${parts} equal parts`);
+    return cols / parts;
+  }
+}
+
+export function info(shape: readonly number[], dtype: DType): ValueInfo {
+  return { shape, dtype };
+}
+
+export function num(attrs: Readonly<Record<string, unknown>>, name: string): number {
+  return attrs[name] as number;
+}
