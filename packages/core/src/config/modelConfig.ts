@@ -50,16 +50,29 @@ export interface MoeConfig {
   normTopkProb: boolean;
 }
 
+/**
+ * The PLE fields of HF's Qwen4ExpTextConfig (configuration_qwen4_exp.py). The conv's
+ * dilation is not a field: the reference uses ngram_size.
+ */
 export interface PleConfig {
-  /** 0-based decoder layer indices that carry a PLE */
+  /** 0-based decoder layer indices that carry a PLE, increasing: HF's 1-based ple_layer_ids minus 1 */
   layerIds: number[];
+  /** ple_embed_dim: width of the concatenated n-gram rows (HF default: hidden_size) */
   embedDim: number;
+  /** ple_conv_kernel_size */
   convKernel: number;
-  convDilation: number;
+  /** ngram_size: largest n-gram; also the conv's dilation */
   ngramSize: number;
+  /** heads_per_ngram */
   headsPerNgram: number;
-  /** first per-head prime vocabulary size; later heads take the next primes above it */
+  /** ngram_vocab_size_base: head sizes are the successive primes >= it */
   ngramVocabSizeBase: number;
+  /** make_ngram_vocab_size_divisible_by: the table's rows are padded to a multiple of it */
+  makeNgramVocabSizeDivisibleBy: number;
+  /** seed of the hash multipliers (HF default 1234; absent from the published config.json) */
+  seed: number;
+  /** split_ngram_parts: the checkpoint stores the padded table as this many row shards */
+  splitNgramParts: number;
 }
 
 export interface ModelConfig {

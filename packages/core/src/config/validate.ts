@@ -61,20 +61,25 @@ export function validateConfig(c: ModelConfig): ModelConfig {
     throw new ConfigError(`moe.topK ${m.topK} must be in [1, numExperts ${m.numExperts}]`);
   }
   const p = c.ple;
-  for (const id of p.layerIds) {
+  p.layerIds.forEach((id, j) => {
     if (!Number.isInteger(id) || id < 0 || id >= c.numLayers) {
       throw new ConfigError(`PLE layer id ${id} is out of range [0, ${c.numLayers})`);
     }
-  }
+    // a layer's position in the list seeds its hash (HF sorts and dedups ple_layer_ids)
+    if (j > 0 && id <= p.layerIds[j - 1]) throw new ConfigError(`PLE layer ids must be increasing, got [${p.layerIds.join(', ')}]`);
+  });
   posInt(p.embedDim, 'ple.embedDim');
   posInt(p.convKernel, 'ple.convKernel');
-  posInt(p.convDilation, 'ple.convDilation');
-  if (p.ngramSize < 2) throw new ConfigError(`ple.ngramSize must be >= 2, got ${p.ngramSize}`);
+  if (!Number.isInteger(p.ngramSize) || p.ngramSize < 2) throw new ConfigError(`ple.ngramSize must be an integer >= 2, got ${p.ngramSize}`);
   posInt(p.headsPerNgram, 'ple.headsPerNgram');
   const heads = (p.ngramSize - 1) * p.headsPerNgram;
   if (p.embedDim % heads !== 0) {
     throw new ConfigError(`ple.embedDim ${p.embedDim} is not divisible by its ${heads} n-gram heads`);
   }
+  posInt(p.ngramVocabSizeBase, 'ple.ngramVocabSizeBase');
+  posInt(p.makeNgramVocabSizeDivisibleBy, 'ple.makeNgramVocabSizeDivisibleBy');
+  posInt(p.splitNgramParts, 'ple.splitNgramParts');
+  if (!Number.isSafeInteger(p.seed)) throw new ConfigError(`ple.seed must be a safe integer, got ${p.seed}`);
   return c;
 }
 

@@ -1,44 +1,40 @@
-import type { PleConfig } from '../../config/modelConfig.ts';
+import type { ModelConfig, PleConfig } from '../../config/modelConfig.ts';
 
-// The PLE n-gram ids (model.md "PLE"): pure integer code, computed on the host, shared by
-// every backend. Follows DeepSeek's Engram hashing (the design PLE comes from: per-head
-// prime table sizes, odd multipliers, XOR of id * multiplier, mod the head's prime), with
-// the multipliers derived by splitmix64 as model.md states. Defined precisely so that a
-// real table could be loaded:
-//
-// - Heads j = 0 .. (ngramSize-1)*headsPerNgram - 1: j = (order-2)*headsPerNgram + h for
-//   n-gram order 2..ngramSize (bigram heads first) and h = 0..headsPerNgram-1.
-// - Head j's table has V_j rows, V_j = the j-th prime >= ngramVocabSizeBase, increasing
-//   (V_0 = the smallest prime >= base). Engram searches its primes the same way (next
-//   unused prime above the per-order base; the orders share the base here).
-// - The n-gram of head j at token t is the ids at lags p = 0..order-1 (p = 0 is token t,
-//   p = 1 is t-1, ...). The id at lag p is the token id, or NO_TOKEN = vocabSize (an id no
-//   real token has) when t-p < 0 (before the start) or when an EOS token sits at a position
-//   in [t-p, t-1] (the history resets at EOS: the EOS token belongs to the document it
-//   ends and still sees that document; the token after it starts fresh).
-// - multiplier(j, p) = splitmix64(PLE_HASH_SEED + j*ngramSize + p) | 1, a 64-bit odd integer.
-// - hash = XOR over p of (id_p * multiplier(j, p) mod 2^64), as an unsigned 64-bit integer;
-//   row id_j = hash mod V_j.
-
-export const PLE_HASH_SEED = 0n;
+// PLE n-gram hashing as the reference computes it (HF modeling_qwen4_exp.py
+// `_build_layer_multipliers`, `_find_nth_prime_after`, `Qwen4ExpTextNGramEmbedding`; ATOM
+// atom/model_ops/qwen4_exp/ple.py `Qwen4ExpNGramEmbedding`, `_ngram_ids_kernel`). Pure
+// integer code on the host, shared by every backend. BigInt where the reference uses 64-bit
+// integers: its multipliers exceed 2^53, so a JS number would lose them.
 
 const MASK64 = (1n << 64n) - 1n;
+const TWO63 = 1n << 63n;
+const SPLITMIX_GAMMA = 0x9e3779b97f4a7c15n;
+/** The seeds of successive PLE layers are this prime apart (HF `_PRIME_1`, ATOM `_PLE_LAYER_PRIME`). */
+export const PLE_LAYER_SEED_STRIDE = 10007;
+/** Ids travel as i32 (WGSL has no 64-bit integers): the padded table must stay below 2^31 rows. */
+const MAX_TABLE_ROWS = 2 ** 31;
 
-/** splitmix64 (Steele, Lea, Flood): the finalizer of state x + golden gamma, all mod 2^64. */
-export function splitmix64(x: bigint): bigint {
-  let z = (x + 0x9e3779b97f4a7c15n) & MASK64;
+/** splitmix64's output function of state v + gamma, all mod 2^64. */
+export function splitmix64(v: bigint): bigint {
+  let z = (v + SPLITMIX_GAMMA) & MASK64;
   z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & MASK64;
   z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & MASK64;
   return z ^ (z >> 31n);
 }
 
-export function pleHeadCount(ple: PleConfig): number {
-  return (ple.ngramSize - 1) * ple.headsPerNgram;
-}
-
-/** The odd multiplier of head j at lag p. */
-export function pleHashMultiplier(head: number, lag: number, ngramSize: number): bigint {
-  return splitmix64(PLE_HASH_SEED + BigInt(head * ngramSize + lag)) | 1n;
+/**
+ * The ngramSize odd multipliers of PLE layer pleIndex (its position in ple_layer_ids),
+ * shared by all heads: m[i] = 2 * (splitmix64(seed + 10007*pleIndex + gamma*(i+1) mod 2^64)
+ * mod half) + 1, half = max(1, ((2^63 - 1) // vocabSize) // 2). So m[i] < (2^63-1)/vocabSize:
+ * a token id times a multiplier stays below 2^63, the reference's int64 never wraps.
+ */
+export function pleLayerMultipliers(seed: number, vocabSize: number, ngramSize: number, pleIndex: number): bigint[] {
+  if (!Number.isSafeInteger(seed)) throw new Error(`ple: seed ${seed} must be a safe integer`);
+  if (!Number.isSafeInteger(vocabSize) || vocabSize < 1) throw new Error(`ple: vocabSize ${vocabSize} must be a positive integer`);
+  const half = (TWO63 - 1n) / BigInt(vocabSize) / 2n;
+  const bound = half > 1n ? half : 1n;
+  const base = BigInt(seed) + BigInt(PLE_LAYER_SEED_STRIDE) * BigInt(pleIndex);
+  return Array.from({ length: ngramSize }, (_, i) => 2n * (splitmix64((base + SPLITMIX_GAMMA * BigInt(i + 1)) & MASK64) % bound) + 1n);
 }
 
 function isPrime(n: number): boolean {
@@ -48,46 +44,141 @@ function isPrime(n: number): boolean {
   return true;
 }
 
-/** V_j for every head: the first `heads` primes >= ngramVocabSizeBase, increasing. */
-export function pleHeadVocabSizes(ple: PleConfig): number[] {
-  if (!Number.isSafeInteger(ple.ngramVocabSizeBase) || ple.ngramVocabSizeBase < 2) {
-    throw new Error(`ple: ngramVocabSizeBase ${ple.ngramVocabSizeBase} must be an integer >= 2`);
+/** The count-th prime above start (HF `_find_nth_prime_after`). */
+function nthPrimeAfter(start: number, count: number): number {
+  let p = start;
+  for (let i = 0; i < count; i++) {
+    p++;
+    while (!isPrime(p)) p++;
   }
-  const sizes: number[] = [];
-  for (let n = ple.ngramVocabSizeBase; sizes.length < pleHeadCount(ple); n++) if (isPrime(n)) sizes.push(n);
-  return sizes;
+  return p;
 }
 
+export function pleHeadCount(ple: PleConfig): number {
+  return (ple.ngramSize - 1) * ple.headsPerNgram;
+}
+
+/** j: the position of decoder layer `layer` among the PLE layers (0 for Flash-Next's layer 1). */
+export function pleIndexOf(config: ModelConfig, layer: number): number {
+  const j = config.ple.layerIds.indexOf(layer);
+  if (j < 0) throw new Error(`ple: layer ${layer} carries no PLE (PLE layers: ${config.ple.layerIds.join(', ')})`);
+  return j;
+}
+
+/** The derived constants of one PLE layer: what the checkpoint's buffers must equal. */
+export interface PleTables {
+  /** [ngramSize] `layer_multipliers` */
+  multipliers: bigint[];
+  /** [heads] `ngram_heads_vocab_sizes`: head h's size is the (g+1)-th prime >= base, g = j*heads + h */
+  vocabSizes: number[];
+  /** [heads] `ngram_heads_offsets`: first row of head h in the table (sum of the sizes before it) */
+  offsets: number[];
+  /** sum of the sizes */
+  totalRows: number;
+  /** rows of `ngram_embedding.weight`: totalRows rounded up to a multiple of makeNgramVocabSizeDivisibleBy */
+  paddedRows: number;
+  /** columns of the table: embedDim / heads */
+  headDim: number;
+}
+
+export function pleTables(config: ModelConfig, layer: number): PleTables {
+  const ple = config.ple;
+  const j = pleIndexOf(config, layer);
+  const heads = pleHeadCount(ple);
+  const vocabSizes: number[] = [];
+  const offsets: number[] = [];
+  let total = 0;
+  // the (g+1)-th prime >= base for g = j*heads + h: first skip the earlier PLE layers' primes
+  let prime = nthPrimeAfter(ple.ngramVocabSizeBase - 1, j * heads);
+  for (let h = 0; h < heads; h++) {
+    prime = nthPrimeAfter(prime, 1);
+    vocabSizes.push(prime);
+    offsets.push(total);
+    total += prime;
+  }
+  const div = ple.makeNgramVocabSizeDivisibleBy;
+  const paddedRows = Math.ceil(total / div) * div;
+  if (paddedRows >= MAX_TABLE_ROWS) throw new Error(`ple: the n-gram table has ${paddedRows} rows; ids must fit in i32`);
+  return {
+    multipliers: pleLayerMultipliers(ple.seed, config.vocabSize, ple.ngramSize, j),
+    vocabSizes,
+    offsets,
+    totalRows: total,
+    paddedRows,
+    headDim: ple.embedDim / heads,
+  };
+}
+
+/** What the id computation needs (pleTables of the layer, and the config's vocabulary). */
 export interface PleHashParams {
   ngramSize: number;
   headsPerNgram: number;
-  /** V_j per head (pleHeadVocabSizes) */
+  /** [ngramSize]: m[0] for the current token, m[s] for the token s steps back */
+  multipliers: readonly bigint[];
+  /** [heads], bigram heads first */
   vocabSizes: readonly number[];
+  /** [heads] */
+  offsets: readonly number[];
   vocabSize: number;
   eosTokenId: number;
 }
 
-/** Row ids [T, heads] (row-major) of every head's table for the token ids [T] of one sequence. */
-export function pleNgramIds(tokens: Int32Array, p: PleHashParams): Int32Array {
-  const heads = (p.ngramSize - 1) * p.headsPerNgram;
-  if (p.vocabSizes.length !== heads) throw new Error(`ple: ${p.vocabSizes.length} head vocabulary sizes given, the config has ${heads} heads`);
-  const noToken = BigInt(p.vocabSize);
-  const mult: bigint[][] = Array.from({ length: heads }, (_, j) => Array.from({ length: p.ngramSize }, (_, lag) => pleHashMultiplier(j, lag, p.ngramSize)));
-  const mods = p.vocabSizes.map((v) => BigInt(v));
+function checkToken(id: number, vocabSize: number, where: string): void {
+  if (!Number.isInteger(id) || id < 0 || id >= vocabSize) throw new Error(`ple: token id ${id} ${where} is outside the vocabulary [0, ${vocabSize})`);
+}
+
+/**
+ * Table rows [T, heads] (row-major, offsets included) for the token ids [T] of one sequence.
+ * `context`: the ngramSize-1 tokens before tokens[0], oldest first (a chunk continuing a
+ * sequence); a fresh sequence has EOS there (the default), as HF's `previous_context`.
+ *
+ * Per token t, with prev_s the token s steps back (s = 1..ngramSize-1): prev_s is replaced
+ * by EOS when any token at t-s .. t-1 is EOS (history resets at EOS; the current token is
+ * never replaced, so an EOS token still sees what it ends). Then, in plain 64-bit integers
+ * (each product < 2^63, checked; XOR of such values stays below 2^63, so nothing is negative):
+ *   key_1 = t*m[0] XOR prev_1*m[1],  key_s = key_{s-1} XOR prev_s*m[s]
+ *   id[(s-1)*headsPerNgram + h] = key_s mod size + offset   (of that head)
+ * so heads 0..headsPerNgram-1 hash the bigram, the next ones the trigram, and so on.
+ */
+export function pleNgramIds(tokens: Int32Array, p: PleHashParams, context?: Int32Array): Int32Array {
+  const n = p.ngramSize;
+  const hpn = p.headsPerNgram;
+  const heads = (n - 1) * hpn;
+  if (p.multipliers.length !== n) throw new Error(`ple: ${p.multipliers.length} multipliers given, ngramSize is ${n}`);
+  if (p.vocabSizes.length !== heads || p.offsets.length !== heads) {
+    throw new Error(`ple: ${p.vocabSizes.length} head sizes and ${p.offsets.length} offsets given, the config has ${heads} heads`);
+  }
+  for (let h = 0; h < heads; h++) {
+    if (p.offsets[h] + p.vocabSizes[h] > MAX_TABLE_ROWS) throw new Error(`ple: head ${h} ends past row 2^31; ids must fit in i32`);
+  }
+  checkToken(p.eosTokenId, p.vocabSize, '(EOS)');
+  const c = n - 1;
+  const ctx = context ?? new Int32Array(c).fill(p.eosTokenId);
+  if (ctx.length !== c) throw new Error(`ple: context has ${ctx.length} tokens, expected ngramSize - 1 = ${c}`);
+  const hist = new Int32Array(c + tokens.length);
+  hist.set(ctx);
+  hist.set(tokens, c);
+  hist.forEach((id, i) => checkToken(id, p.vocabSize, i < c ? `at context position ${i}` : `at position ${i - c}`));
+  const sizes = p.vocabSizes.map((v) => BigInt(v));
+  const product = (id: number, s: number): bigint => {
+    const v = BigInt(id) * p.multipliers[s];
+    if (v < 0n || v >= TWO63) throw new Error(`ple: ${id} * multiplier ${s} = ${v} leaves [0, 2^63) (the reference's int64 would wrap)`);
+    return v;
+  };
   const out = new Int32Array(tokens.length * heads);
-  const lagIds: bigint[] = new Array(p.ngramSize);
-  let lastEos = -1; // the last EOS position before t
-  for (let t = 0; t < tokens.length; t++) {
-    const id = tokens[t];
-    if (!Number.isInteger(id) || id < 0 || id >= p.vocabSize) throw new Error(`ple: token id ${id} at position ${t} is outside the vocabulary [0, ${p.vocabSize})`);
-    for (let lag = 0; lag < p.ngramSize; lag++) lagIds[lag] = t - lag > lastEos ? BigInt(tokens[t - lag]) : noToken;
-    for (let j = 0; j < heads; j++) {
-      const order = 2 + Math.floor(j / p.headsPerNgram);
-      let hash = 0n;
-      for (let lag = 0; lag < order; lag++) hash ^= (lagIds[lag] * mult[j][lag]) & MASK64;
-      out[t * heads + j] = Number(hash % mods[j]);
+  let lastEos = -1; // the last EOS position strictly before i
+  for (let i = 0; i < c; i++) if (hist[i] === p.eosTokenId) lastEos = i;
+  for (let i = c; i < hist.length; i++) {
+    const row = (i - c) * heads;
+    let key = product(hist[i], 0);
+    for (let s = 1; s < n; s++) {
+      key ^= product(i - s > lastEos ? hist[i - s] : p.eosTokenId, s);
+      for (let h = 0; h < hpn; h++) {
+        const head = (s - 1) * hpn + h;
+        out[row + head] = Number(key % sizes[head]) + p.offsets[head];
+      }
     }
-    if (id === p.eosTokenId) lastEos = t;
+    if (hist[i] === p.eosTokenId) lastEos = i;
   }
   return out;
 }

@@ -3,12 +3,12 @@ import { rsqrtF32, sigmoidF32, siluF32, sqrtF32 } from '../../numerics/fp32Math.
 import { linearBf16 } from '../linearMath.ts';
 import { pleNgramIds, type PleHashParams } from './pleHash.ts';
 
-// PLE (model.md "PLE"), CPU reference on typed arrays, following DeepSeek's Engram module
-// (the reference design: gate = sigmoid(signed_sqrt(<RMS(key), RMS(query)> / sqrt(H))),
-// value = gate * value_proj(E), out = value + silu(conv(RMS(value)))). bf16 values travel
-// as Uint16Array patterns; fp32 is emulated with Math.fround after every operation. Every
-// activation between ops is stored in bf16 (as the HF modules store them: the norms' outputs,
-// the gated value, the conv output, the silu); inside an op all is fp32.
+// PLE (model.md "PLE"), one function per graph-op-sized step, as the reference computes it:
+// HF modeling_qwen4_exp.py `Qwen4ExpTextPLELayer.forward` (eager bf16 torch ops) and ATOM
+// atom/model_ops/qwen4_exp/ple.py (`Qwen4ExpPLELayer.gated_memory`, `ple_gate`,
+// `dilated_causal_conv1d`). bf16 values travel as Uint16Array bit patterns; fp32 is
+// emulated with Math.fround after every operation; sums run in index order. Every value the
+// reference stores in bf16 is rounded here at the same point.
 const fr = Math.fround;
 
 function checkLength(what: string, arr: ArrayLike<number>, expected: number): void {
@@ -16,44 +16,33 @@ function checkLength(what: string, arr: ArrayLike<number>, expected: number): vo
 }
 
 /**
- * E[t] = concat over heads j of table_j[ids[t, j]]: the tables are stacked along rows
- * ([sum_j V_j, headDim], head 0 first), so head j's row r is stacked row offset_j + r.
- * Exact; an id outside its head's table is an error.
+ * E[t] = concat over heads h of table[ids[t, h]]: ids [T, heads] already carry the head
+ * offsets (pleNgramIds), table is the padded `ngram_embedding.weight` [rows, headDim].
+ * Exact (a gather); an id outside the table is an error.
  */
-export function pleNgramEmbed(ids: Int32Array, tables: Uint16Array, vocabSizes: readonly number[], headDim: number): Uint16Array {
-  const heads = vocabSizes.length;
-  if (ids.length % heads !== 0) throw new Error(`ple: ${ids.length} n-gram ids do not fill rows of ${heads} heads`);
-  const offsets: number[] = [];
-  let rows = 0;
-  for (const v of vocabSizes) {
-    offsets.push(rows);
-    rows += v;
-  }
-  checkLength('stacked n-gram tables', tables, rows * headDim);
-  const tokens = ids.length / heads;
-  const e = new Uint16Array(tokens * heads * headDim);
-  for (let t = 0; t < tokens; t++) {
-    for (let j = 0; j < heads; j++) {
-      const id = ids[t * heads + j];
-      if (!(id >= 0 && id < vocabSizes[j])) throw new Error(`ple: n-gram id ${id} of head ${j} at position ${t} is outside its table [0, ${vocabSizes[j]})`);
-      const src = (offsets[j] + id) * headDim;
-      e.set(tables.subarray(src, src + headDim), (t * heads + j) * headDim);
-    }
-  }
+export function pleNgramEmbed(ids: Int32Array, heads: number, table: Uint16Array, headDim: number): Uint16Array {
+  if (!Number.isInteger(heads) || heads < 1 || ids.length % heads !== 0) throw new Error(`ple: ${ids.length} n-gram ids do not fill rows of ${heads} heads`);
+  if (!Number.isInteger(headDim) || headDim < 1 || table.length % headDim !== 0) throw new Error(`ple: table of ${table.length} values is not [rows, ${headDim}]`);
+  const rows = table.length / headDim;
+  const e = new Uint16Array(ids.length * headDim);
+  ids.forEach((id, i) => {
+    if (!(id >= 0 && id < rows)) throw new Error(`ple: n-gram id ${id} (position ${Math.floor(i / heads)}, head ${i % heads}) is outside the table [0, ${rows})`);
+    e.set(table.subarray(id * headDim, (id + 1) * headDim), i * headDim);
+  });
   return e;
 }
 
 /**
- * Grouped RMS norm with a plain weight (torch nn.RMSNorm, as Engram's norms), per row and
- * group of `groupSize` columns: sumsq in fp32 over j in order (bf16 squares are exact),
- * rstd = 1/sqrt(sumsq/D + eps), y = bf(x * rstd * w), the two products rounded to fp32 in
- * that order. One rounding, as the HC's grouped norm.
+ * RMS1p, grouped (HF `Qwen4ExpTextRMSNorm(group_size=H)`, ATOM `Qwen4ExpGroupedRMSNorm`),
+ * per row and group of groupSize columns: sumsq = sum x^2 (fp32, in order; bf16 squares are
+ * exact), rstd = 1/sqrt(sumsq/groupSize + eps), y = bf(x * rstd * (1 + w)): fp32 products in
+ * that order, one rounding. w is stored as an offset from 0 (checkpoint zeros = identity).
  */
-export function pleRmsNorm(x: Uint16Array, rows: number, groups: number, groupSize: number, weight: Uint16Array, eps: number): Uint16Array {
+export function pleRms1pNorm(x: Uint16Array, rows: number, groups: number, groupSize: number, weight: Uint16Array, eps: number): Uint16Array {
   const width = groups * groupSize;
   checkLength('norm input', x, rows * width);
   checkLength('norm weight', weight, width);
-  const w = bf16ArrayToF32(weight);
+  const scale = Float32Array.from(weight, (w) => fr(1 + bf16ToF32(w)));
   const epsF = fr(eps);
   const y = new Uint16Array(x.length);
   for (let t = 0; t < rows; t++) {
@@ -65,49 +54,51 @@ export function pleRmsNorm(x: Uint16Array, rows: number, groups: number, groupSi
         sumsq = fr(sumsq + v * v);
       }
       const rstd = rsqrtF32(fr(fr(sumsq / groupSize) + epsF));
-      for (let j = 0; j < groupSize; j++) y[base + j] = f32ToBf16(fr(fr(bf16ToF32(x[base + j]) * rstd) * w[g * groupSize + j]));
+      for (let j = 0; j < groupSize; j++) y[base + j] = f32ToBf16(fr(fr(bf16ToF32(x[base + j]) * rstd) * scale[g * groupSize + j]));
     }
   }
   return y;
 }
 
-/** Engram's clamp in signed_sqrt: |score| below it is raised to it (sqrt stays away from 0's infinite slope). */
+/** clamp_min of the signed square root (HF `gate.abs().clamp_min(1e-6)`), an fp32 constant. */
 export const PLE_GATE_SQRT_FLOOR = fr(1e-6);
 
 /**
- * Per row t and stream s: score = sum_j q[t,s,j] * k[t,j] (fp32, j in order; bf16 products
- * are exact), score = score / sqrt(H) (sqrt(H) rounded to fp32 once), gate = sigmoid(sign(score)
- * * sqrt(max(|score|, 1e-6))) (Engram: gate.abs().clamp_min(1e-6).sqrt() * gate.sign(),
- * so a zero score gives sigmoid(0) = 0.5). Output gate [T, n] in fp32, unrounded: it is
- * consumed inside the gated-value op, which rounds once.
+ * The gate per row t and stream s, from the normed key and query of that stream (both
+ * [T, n*H], stream-major). Each line is one eager bf16 op of HF (ATOM's `_ple_gate_kernel`
+ * keeps every rounding):
+ *   p_j = bf(k_j * q_j)                   products rounded before the sum
+ *   s   = bf(sum_j p_j)                   fp32 accumulation, j in order, one rounding
+ *   s   = bf(s / sqrt(H))                 sqrt(H) rounded to fp32 once
+ *   a   = bf(max(|s|, 1e-6))              (redundant after the line above unless |s| < 1e-6)
+ *   g   = sign(s) * bf(sqrt(a))           sign(0) = 0, so a zero score gives gate 0.5
+ *   out = bf(sigmoid(g))                  [T, n] bf16
  */
-export function pleGate(qNormed: Uint16Array, kNormed: Uint16Array, rows: number, streams: number, hidden: number): Float32Array {
+export function pleGate(kNormed: Uint16Array, qNormed: Uint16Array, rows: number, streams: number, hidden: number): Uint16Array {
+  checkLength('normed keys', kNormed, rows * streams * hidden);
   checkLength('normed queries', qNormed, rows * streams * hidden);
-  checkLength('normed keys', kNormed, rows * hidden);
   const sqrtH = sqrtF32(hidden);
-  const gate = new Float32Array(rows * streams);
-  for (let t = 0; t < rows; t++) {
-    for (let s = 0; s < streams; s++) {
-      const qo = (t * streams + s) * hidden;
-      let acc = 0;
-      for (let j = 0; j < hidden; j++) acc = fr(acc + bf16ToF32(qNormed[qo + j]) * bf16ToF32(kNormed[t * hidden + j]));
-      const score = fr(acc / sqrtH);
-      const mag = sqrtF32(Math.max(Math.abs(score), PLE_GATE_SQRT_FLOOR));
-      const signed = score > 0 ? mag : score < 0 ? -mag : 0;
-      gate[t * streams + s] = sigmoidF32(signed);
-    }
+  const gate = new Uint16Array(rows * streams);
+  for (let r = 0; r < rows * streams; r++) {
+    const o = r * hidden;
+    let acc = 0;
+    for (let j = 0; j < hidden; j++) acc = fr(acc + roundBf16(fr(bf16ToF32(kNormed[o + j]) * bf16ToF32(qNormed[o + j]))));
+    const score = roundBf16(fr(roundBf16(acc) / sqrtH));
+    const root = roundBf16(sqrtF32(roundBf16(Math.max(Math.abs(score), PLE_GATE_SQRT_FLOOR))));
+    const g = score > 0 ? root : score < 0 ? -root : 0;
+    gate[r] = f32ToBf16(sigmoidF32(g));
   }
   return gate;
 }
 
-/** G[t, s*H + j] = bf(gate[t,s] * value[t,j]): the value broadcast over the n streams. */
-export function pleGatedValue(gate: Float32Array, value: Uint16Array, rows: number, streams: number, hidden: number): Uint16Array {
+/** G[t, s*H + j] = bf(gate[t,s] * value[t,j]): the one value row, scaled per stream. gate [T, n] bf16. */
+export function pleGatedValue(gate: Uint16Array, value: Uint16Array, rows: number, streams: number, hidden: number): Uint16Array {
   checkLength('gate', gate, rows * streams);
   checkLength('value', value, rows * hidden);
   const g = new Uint16Array(rows * streams * hidden);
   for (let t = 0; t < rows; t++) {
     for (let s = 0; s < streams; s++) {
-      const gs = gate[t * streams + s];
+      const gs = bf16ToF32(gate[t * streams + s]);
       const o = (t * streams + s) * hidden;
       for (let j = 0; j < hidden; j++) g[o + j] = f32ToBf16(fr(gs * bf16ToF32(value[t * hidden + j])));
     }
@@ -116,11 +107,14 @@ export function pleGatedValue(gate: Float32Array, value: Uint16Array, rows: numb
 }
 
 /**
- * out = bf(G + bf(silu(bf(conv)))), conv the causal depthwise conv1d over time of the
- * normed values, per channel c (weight [C, 1, K] as [C, K]): conv[t,c] = sum_{i=0..K-1}
- * w[c,i] * Gn[t - (K-1-i)*dilation, c] (PyTorch Conv1d with left padding (K-1)*dilation
- * trimmed to T: tap i = K-1 is the current token), accumulated in fp32 in i order, taps
- * before the start are zeros (skipped: adding +0 to the accumulator changes nothing).
+ * out = bf(G + bf(silu(bf(conv)))), conv the dilated causal depthwise conv1d of the normed
+ * values, per channel c (weight `conv1d.weight` [C, 1, K] read as [C, K]):
+ *   conv[t,c] = sum_{i=0..K-1} w[c,i] * Gn[t - (K-1-i)*dilation, c]
+ * so for K = 4, dilation 3 the taps are t-9, t-6, t-3, t (PyTorch Conv1d, left padding
+ * (K-1)*dilation; ATOM `_conv`). Accumulated in fp32 from tap 0, one tap at a time (bf16
+ * products are exact, so FMA or not gives the same bits); taps before the start are zeros
+ * (skipped: adding a zero product changes no bit of the sum). silu(x) = x * sigmoid(x) in
+ * fp32 (ATOM's form).
  */
 export function pleConvSilu(gNormed: Uint16Array, g: Uint16Array, convWeight: Uint16Array, rows: number, channels: number, kernel: number, dilation: number): Uint16Array {
   checkLength('normed values', gNormed, rows * channels);
@@ -143,21 +137,21 @@ export function pleConvSilu(gNormed: Uint16Array, g: Uint16Array, convWeight: Ui
   return out;
 }
 
-/** The PLE's weights as bf16 patterns (see pleWeights.ts for names and shapes). */
+/** The PLE's weights as bf16 patterns (pleWeights.ts names them). */
 export interface PleWeightData {
-  /** ngram_embeddings.{j}.weight [V_j, headDim] stacked along rows, head 0 first */
-  tables: Uint16Array;
-  /** key_proj.weight [H, embedDim] */
+  /** ple_embedding.ngram_embedding.weight [paddedRows, headDim] (the shards concatenated) */
+  table: Uint16Array;
+  /** key_proj.weight [n*H, embedDim]: one key per stream */
   keyProj: Uint16Array;
   /** value_proj.weight [H, embedDim] */
   valueProj: Uint16Array;
-  /** key_norm.weight [H] */
-  keyNorm: Uint16Array;
-  /** query_norm.weight [n*H], one group per stream */
-  queryNorm: Uint16Array;
-  /** out_norm.weight [n*H], one group per stream */
-  outNorm: Uint16Array;
-  /** conv.weight [n*H, 1, K] */
+  /** norm_key.weight [n*H] (RMS1p offsets, one group per stream) */
+  normKey: Uint16Array;
+  /** norm_query.weight [n*H] */
+  normQuery: Uint16Array;
+  /** norm_conv.weight [n*H] */
+  normConv: Uint16Array;
+  /** conv1d.weight [n*H, 1, K] */
   conv: Uint16Array;
 }
 
@@ -165,38 +159,59 @@ export interface PleShape extends PleHashParams {
   hidden: number;
   streams: number;
   embedDim: number;
+  /** rows of the padded table */
+  tableRows: number;
   convKernel: number;
+  /** = ngramSize (the reference's dilation) */
   convDilation: number;
   eps: number;
 }
 
-/** Every stored value of the PLE, in the order the graph computes them. */
+/** Every stored value of the PLE, in the order the reference computes them. */
 export interface PleResult {
+  /** [T, heads] i32, offsets included */
   ids: Int32Array;
+  /** [T, embedDim] */
   embedding: Uint16Array;
+  /** [T, n*H] */
   key: Uint16Array;
+  /** [T, H] */
   value: Uint16Array;
-  gate: Float32Array;
+  keyNormed: Uint16Array;
+  queryNormed: Uint16Array;
+  /** [T, n] bf16 */
+  gate: Uint16Array;
+  /** [T, n*H] */
   gated: Uint16Array;
-  /** [T, n*H]: the stack then does X = bf(X + out) */
+  gatedNormed: Uint16Array;
+  /** [T, n*H]: the PLE's output (HF `Qwen4ExpTextPLELayer` returns this) */
   out: Uint16Array;
+  /** [T, n*H]: the streams after the add, bf(X + out) (HF's decoder layer) */
+  x: Uint16Array;
 }
 
-/** The PLE on streams X [T, n*H] (bf16) and token ids [T], op by op as pleGraph.ts wires it. */
-export function pleForward(x: Uint16Array, tokens: Int32Array, shape: PleShape, w: PleWeightData): PleResult {
+/**
+ * The whole PLE layer on the streams X [T, n*H] (after the pending combine) and the token
+ * ids [T]; `context` as in pleNgramIds (default: a fresh sequence). The oracle for the
+ * graph's ops.
+ */
+export function pleForward(x: Uint16Array, tokens: Int32Array, shape: PleShape, w: PleWeightData, context?: Int32Array): PleResult {
   const T = tokens.length;
   const { hidden: H, streams: n, embedDim: D, eps } = shape;
+  const heads = shape.vocabSizes.length;
   checkLength('streams', x, T * n * H);
-  const ids = pleNgramIds(tokens, shape);
-  const embedding = pleNgramEmbed(ids, w.tables, shape.vocabSizes, D / shape.vocabSizes.length);
+  checkLength('n-gram table', w.table, shape.tableRows * (D / heads));
+  const ids = pleNgramIds(tokens, shape, context);
+  const embedding = pleNgramEmbed(ids, heads, w.table, D / heads);
   const e = bf16ArrayToF32(embedding);
-  const key = linearBf16(e, bf16ArrayToF32(w.keyProj), T, D, H);
+  const key = linearBf16(e, bf16ArrayToF32(w.keyProj), T, D, n * H);
   const value = linearBf16(e, bf16ArrayToF32(w.valueProj), T, D, H);
-  const kNormed = pleRmsNorm(key, T, 1, H, w.keyNorm, eps);
-  const qNormed = pleRmsNorm(x, T, n, H, w.queryNorm, eps);
-  const gate = pleGate(qNormed, kNormed, T, n, H);
+  const keyNormed = pleRms1pNorm(key, T, n, H, w.normKey, eps);
+  const queryNormed = pleRms1pNorm(x, T, n, H, w.normQuery, eps);
+  const gate = pleGate(keyNormed, queryNormed, T, n, H);
   const gated = pleGatedValue(gate, value, T, n, H);
-  const gNormed = pleRmsNorm(gated, T, n, H, w.outNorm, eps);
-  const out = pleConvSilu(gNormed, gated, w.conv, T, n * H, shape.convKernel, shape.convDilation);
-  return { ids, embedding, key, value, gate, gated, out };
+  const gatedNormed = pleRms1pNorm(gated, T, n, H, w.normConv, eps);
+  const out = pleConvSilu(gatedNormed, gated, w.conv, T, n * H, shape.convKernel, shape.convDilation);
+  const xOut = Uint16Array.from(x, (v, i) => f32ToBf16(fr(bf16ToF32(v) + bf16ToF32(out[i]))));
+  return { ids, embedding, key, value, keyNormed, queryNormed, gate, gated, gatedNormed, out, x: xOut };
 }
