@@ -13,17 +13,30 @@ function randomBf16(rng: Rng, count: number, std: number): Uint16Array {
   return rng.fillBf16Normal(count, std);
 }
 
-/** combine-norm in float64 with the same bf16 storage points: the "true" value per element. */
-function combineNormF64(x: Uint16Array, y: Uint16Array | null, raw: Uint16Array | null, w: Uint16Array, rows: number): Float64Array {
+/** bf(v) of a float64 value (rounding to fp32 first: a double rounding, rare and one-sided). */
+function bf(v: number): number {
+  return bf16ToF32(f32ArrayToBf16([v])[0]);
+}
+
+/**
+ * Combine-norm in float64 with a contract's bf16 storage points: the "true" value per
+ * element. 'atom' stores only X; 'hf' also stores bf(sigmoid) of the inject logit and the
+ * product bf(y * inj) (torch bf16 ops), and neither stores anything inside the norm.
+ */
+function combineNormF64(x: Uint16Array, y: Uint16Array | null, raw: Uint16Array | null, w: Uint16Array, rows: number, hf = false): Float64Array {
   const out = new Float64Array(x.length);
   for (let t = 0; t < rows; t++) {
     for (let s = 0; s < N; s++) {
       const base = t * N * H + s * H;
-      const inj = raw ? 2 / (1 + Math.exp(-bf16ToF32(f32ArrayToBf16([bf16ToF32(raw[t * N + s]) / N])[0]))) : 0;
+      let inj = 0;
+      if (raw) {
+        const sig = 1 / (1 + Math.exp(-bf(bf16ToF32(raw[t * N + s]) / N)));
+        inj = 2 * (hf ? bf(sig) : sig);
+      }
       const xs: number[] = [];
       for (let j = 0; j < H; j++) {
-        const v = bf16ToF32(x[base + j]) + (y ? bf16ToF32(y[t * H + j]) * inj : 0);
-        xs.push(bf16ToF32(f32ArrayToBf16([v])[0]));
+        const p = y ? bf16ToF32(y[t * H + j]) * inj : 0;
+        xs.push(bf(bf16ToF32(x[base + j]) + (hf ? bf(p) : p)));
       }
       const rstd = 1 / Math.sqrt(xs.reduce((a, v) => a + v * v, 0) / H + EPS);
       for (let j = 0; j < H; j++) out[base + j] = xs[j] * rstd * (1 + bf16ToF32(w[s * H + j]));
@@ -70,7 +83,33 @@ describe('HC combine-norm (ATOM contract)', () => {
     expect(got.normed.every((v) => v === 0 || v === 0x8000)).toBe(true);
   });
 
-  it('HF rounding differs from ATOM by about one ulp of the row scale, on a measurable fraction', () => {
+  it('HF contract: within 1 bf16 ulp of float64 with HF storage points', () => {
+    const got = combineNorm(x, y, raw, w, rows, H, N, EPS, 'hf');
+    const ref = f32ArrayToBf16(combineNormF64(x, y, raw, w, rows, true));
+    const report = compareBf16(got.normed, ref);
+    expect(report.maxUlp).toBeLessThanOrEqual(1);
+    expect(report.bitExactFraction).toBeGreaterThan(0.99);
+  });
+
+  it('HF contract rounds the grouped norm once: without a pending combine it equals ATOM bit for bit', () => {
+    const atom = combineNorm(x, null, null, w, rows, H, N, EPS, 'atom');
+    const hf = combineNorm(x, null, null, w, rows, H, N, EPS, 'hf');
+    expect(hf.normed).toEqual(atom.normed);
+  });
+
+  it('HF contract, hand-computed combine: bf(sigmoid) and bf(y * inj) are stored, ATOM keeps fp32', () => {
+    // raw = 4: logit bf(4/4) = 1, sigmoid(1) = 0.7310586; y = 1 + 2^-7, X = 0
+    // HF:   inj = 2 * bf(0.7310586) = 2 * 0.73046875 = 1.4609375 (187.15 steps of 2^-8 -> 187)
+    //       bf(y * inj) = bf(1.4723511) = 1.46875 (188.46 steps of 2^-7 -> 188)
+    // ATOM: y * 2 * 0.7310586 = 1.4735405 -> 1.4765625 (188.61 steps -> 189)
+    const x0 = f32ArrayToBf16(new Array(N).fill(0));
+    const y0 = f32ArrayToBf16([1 + 2 ** -7]);
+    const raw0 = f32ArrayToBf16(new Array(N).fill(4));
+    expect(Array.from(combine(x0, y0, raw0, 1, 1, N, 'hf'), bf16ToF32)).toEqual(new Array(N).fill(1.46875));
+    expect(Array.from(combine(x0, y0, raw0, 1, 1, N, 'atom'), bf16ToF32)).toEqual(new Array(N).fill(1.4765625));
+  });
+
+  it('HF differs from ATOM only through the combine, by about one ulp of the row scale', () => {
     const atom = combineNorm(x, y, raw, w, rows, H, N, EPS, 'atom');
     const hf = combineNorm(x, y, raw, w, rows, H, N, EPS, 'hf');
     // X + y*inj can cancel, so a product rounded first (HF) moves the sum by up to half an
@@ -78,10 +117,11 @@ describe('HC combine-norm (ATOM contract)', () => {
     const sx = rowScaledError(hf.x, atom.x, rows, N * H);
     const sn = rowScaledError(hf.normed, atom.normed, rows, N * H);
     expect(sx.maxRowUlp).toBeLessThanOrEqual(1);
-    // normed re-rounds (HF: X*rstd, then the product with bf(1 + w)) a value already 1 apart
     expect(sn.maxRowUlp).toBeLessThanOrEqual(2);
     expect(sx.differing).toBeGreaterThan(0);
     expect(sn.differing).toBeGreaterThan(0);
+    // the norm of equal streams is equal: renormalizing HF's X with the ATOM contract gives HF's normed
+    expect(combineNorm(hf.x, null, null, w, rows, H, N, EPS, 'atom').normed).toEqual(hf.normed);
   });
 
   it('rejects a pending combine with only one half', () => {

@@ -4,14 +4,17 @@ import type { HcContract } from './hcContract.ts';
 
 const fr = Math.fround;
 
-/** inj_s = 2 sigmoid(bf(raw_s / n)); 'hf' also rounds the sigmoid and the doubling. */
+/**
+ * inj_s = 2 sigmoid(bf(raw_s / n)); 'hf' stores the sigmoid as bf16 (torch.sigmoid of a
+ * bf16 tensor) before the doubling, which is exact.
+ */
 export function injectScale(rawBits: number, n: number, contract: HcContract): number {
   const logit = roundBf16(fr(bf16ToF32(rawBits) / n));
   const sig = sigmoidF32(logit);
-  return contract === 'atom' ? fr(2 * sig) : roundBf16(fr(2 * roundBf16(sig)));
+  return fr(2 * (contract === 'atom' ? sig : roundBf16(sig)));
 }
 
-/** X_s = bf(X_s + y * inj_s) for one row in place ('hf' rounds the product first). */
+/** X_s = bf(X_s + y * inj_s) for one row in place ('hf' stores the product y * inj as bf16 first). */
 export function combineRow(
   x: Uint16Array,
   xOff: number,
@@ -41,9 +44,10 @@ export interface CombineNormResult {
 
 /**
  * Combine-norm of model.md, per row and stream: the pending combine (when blockOut and raw
- * are given), then the grouped RMS norm with weight (1 + w):
+ * are given), then the grouped RMS norm with weight (1 + w), the same under both contracts
+ * (HF's Qwen4ExpTextRMSNorm also computes in fp32 and rounds once):
  *   sumsq = sum_j X[j]^2 (fp32, j in order; bf16 squares are exact), rstd = 1/sqrt(sumsq/H + eps)
- *   normed = bf(X * rstd * (1 + w))   ('hf': bf(bf(X * rstd) * bf(1 + w)))
+ *   normed = bf(fl(fl(X * rstd) * fl(1 + w)))
  * Zero rows stay zero: the eps keeps rstd finite and 0 * rstd = 0.
  */
 export function combineNorm(
@@ -67,10 +71,7 @@ export function combineNorm(
   const normed = new Uint16Array(x.length);
   const epsF = fr(eps);
   const scale = new Float32Array(width);
-  for (let i = 0; i < width; i++) {
-    const onePlusW = fr(1 + bf16ToF32(normWeight[i]));
-    scale[i] = contract === 'atom' ? onePlusW : roundBf16(onePlusW);
-  }
+  for (let i = 0; i < width; i++) scale[i] = fr(1 + bf16ToF32(normWeight[i]));
   for (let t = 0; t < rows; t++) {
     if (blockOut && raw) combineRow(x, t * width, blockOut, t * h, raw, t * n, n, h, contract);
     for (let s = 0; s < n; s++) {
@@ -81,11 +82,7 @@ export function combineNorm(
         sumsq = fr(sumsq + v * v);
       }
       const rstd = rsqrtF32(fr(fr(sumsq / h) + epsF));
-      for (let j = 0; j < h; j++) {
-        const xr = fr(bf16ToF32(x[base + j]) * rstd);
-        const w = scale[s * h + j];
-        normed[base + j] = f32ToBf16(contract === 'atom' ? fr(xr * w) : fr(roundBf16(xr) * w));
-      }
+      for (let j = 0; j < h; j++) normed[base + j] = f32ToBf16(fr(fr(bf16ToF32(x[base + j]) * rstd) * scale[s * h + j]));
     }
   }
   return { x, normed };

@@ -1,7 +1,9 @@
 /**
  * Which rounding contract an HC op follows (model.md): 'atom' keeps every intermediate in
  * fp32 and rounds once per stored value (production); 'hf' rounds where the Hugging Face
- * reference stores a bf16 tensor (each sigmoid, product and sum), up to ~1 ulp apart.
+ * reference (Qwen4ExpTextGatedResidual and the decoder layer's combine, run as bf16 torch
+ * ops) stores a bf16 tensor: each sigmoid, each product, the inject scale and the product
+ * y * inj. Its grouped norm and its stream mean round once, as 'atom' does.
  */
 export type HcContract = 'atom' | 'hf';
 

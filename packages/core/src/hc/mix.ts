@@ -32,9 +32,11 @@ export function scaledSilu(d: Uint16Array, rows: number, lowRank: number, n: num
 }
 
 /**
- * Gated mean x = bf(sum_s sigmoid(up_s) * normed_s / n).
- * 'atom': acc = fround(acc + fround(sig * normed)) for s = 0..n-1, x = bf(acc / n).
- * 'hf':   sig, product and running sum each rounded to bf16, then bf(acc / n).
+ * Gated mean x = bf(sum_s sigmoid(up_s) * normed_s / n), s = 0..n-1 in order:
+ * 'atom': acc = fl(acc + fl(sig * normed)) with the sigmoid in fp32, x = bf(fl(acc / n)).
+ * 'hf':   torch.sigmoid and the product are bf16 tensors, p_s = bf(bf(sig) * normed); the
+ *         .mean over streams accumulates them in fp32 and rounds once: x = bf(fl(acc / n))
+ *         with acc = fl(acc + p_s). (CUDA's mean multiplies by fl(1/n): the same for n = 4.)
  */
 export function gatedMean(up: Uint16Array, normed: Uint16Array, rows: number, h: number, n: number, contract: HcContract): Uint16Array {
   const width = n * h;
@@ -47,11 +49,8 @@ export function gatedMean(up: Uint16Array, normed: Uint16Array, rows: number, h:
       for (let s = 0; s < n; s++) {
         const i = t * width + s * h + j;
         const sig = sigmoidF32(bf16ToF32(up[i]));
-        if (contract === 'atom') {
-          acc = fr(acc + fr(sig * bf16ToF32(normed[i])));
-        } else {
-          acc = roundBf16(fr(acc + roundBf16(fr(roundBf16(sig) * bf16ToF32(normed[i])))));
-        }
+        const v = bf16ToF32(normed[i]);
+        acc = fr(acc + (contract === 'atom' ? fr(sig * v) : roundBf16(fr(roundBf16(sig) * v))));
       }
       x[t * h + j] = f32ToBf16(fr(acc / n));
     }

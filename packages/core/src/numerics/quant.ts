@@ -1,12 +1,17 @@
-// Per-token (row) fp8 quantization (numerics.md "Per-token (row) quantization"):
-//   scale = fround(amax(|x_row|) / fp8_max), a zero row gets scale 1;
-//   q     = cvt(x / scale), RNE and saturating (fp8.ts).
-// Two production styles: 'divide' computes fround(x / scale); 'reciprocal' computes
-// fround(x * fround(1 / scale)). Both are one correctly rounded fp32 operation per step
-// (a double division or product of fp32 values, rounded once to fp32, is the fp32 result).
-// Two amax sources: the separate kernel reads the bf16 rows (quantizeRowsFp8 on decoded
-// bf16 values, or quantizeBf16RowsFp8); the fused gated-mean+quant kernel takes amax over
-// the fp32 values before their bf16 rounding (quantizeFusedRowsFp8).
+// Per-token (row) fp8 quantization (numerics.md "Per-token (row) quantization").
+// Both production kernels take amax over the same bf16 values (the fused kernel first rounds
+// its gated mean to bf16, as it must for its bf16 output); they differ only in arithmetic:
+//   'reciprocal' (the separate kernel, aiter dynamic_per_token_scaled_quant behind
+//     per_token_quant_hip; also ATOM's online per-channel weight quantization):
+//     scale = fl(amax * fl(1 / fp8_max)), q = cvt(fl(x * rcp(scale)));
+//   'divide' (the fused hc_gated_mean_quant kernel):
+//     scale = fl(amax / fp8_max),         q = cvt(fl(x / scale)).
+// rcp is the GPU's v_rcp_f32 (__builtin_amdgcn_rcpf); it is modelled as the correctly
+// rounded fl(1 / scale), which the hardware result need not equal (it is documented to
+// about 1 ulp). fl(1 / fp8_max) is aiter's `1. / max` in double, then converted to fp32:
+// the same as Math.fround(1 / max). A zero row gets scale 1 and q = 0 (aiter's kernel
+// would compute scale 0 and rcp(0) = inf; the spec's scale 1 is kept, see fp8-heads.md).
+// cvt (fp8.ts) rounds to nearest even and saturates, as v_med3_f32 + v_cvt_pk_fp8_f32 do.
 // Non-finite inputs follow IEEE: a NaN in a row makes its amax and scale NaN and every
 // element of the row the fp8 NaN; an infinity makes the scale inf (finite elements -> 0).
 import { bf16ArrayToF32, f32ToBf16 } from './bf16.ts';
@@ -14,6 +19,9 @@ import { type Fp8Format, f32ToFp8, fp8Info, fp8ToF32 } from './fp8.ts';
 
 export type QuantStyle = 'divide' | 'reciprocal';
 export const QUANT_STYLES: readonly QuantStyle[] = ['divide', 'reciprocal'];
+
+/** The arithmetic each production kernel uses. */
+export const PRODUCTION_QUANT_STYLE = { separate: 'reciprocal', fused: 'divide' } as const satisfies Record<string, QuantStyle>;
 
 export interface RowQuant {
   /** fp8 bits, [rows, cols] */
@@ -47,57 +55,43 @@ function rowAmax(v: Float32Array, start: number, cols: number): number {
   return amax;
 }
 
-/** The per-token scale for a row with absolute maximum `amax`: fround(amax / max), 1 for a zero row. */
-export function perTokenScale(amax: number, format: Fp8Format): number {
-  return amax === 0 ? 1 : fr(amax / fp8Info(format).max);
+/**
+ * The per-token scale of a row with absolute maximum `amax` (1 for a zero row):
+ * 'divide' fl(amax / max), 'reciprocal' fl(amax * fl(1 / max)); without a style, the fused
+ * kernel's 'divide'.
+ */
+export function perTokenScale(amax: number, format: Fp8Format, style: QuantStyle = 'divide'): number {
+  checkStyle(style);
+  const max = fp8Info(format).max;
+  if (amax === 0) return 1;
+  return style === 'divide' ? fr(amax / max) : fr(amax * fr(1 / max));
 }
 
-/** Quantize the values of `x` with scales from the amax of `amaxSource` (same shape). */
-function quantizeWithAmaxOf(
-  x: Float32Array,
-  amaxSource: Float32Array,
-  rows: number,
-  cols: number,
-  format: Fp8Format,
-  style: QuantStyle,
-): RowQuant {
+/** Per-token quantization of bf16 rows (bit patterns), amax over the same values. */
+export function quantizeBf16RowsFp8(x: Uint16Array, rows: number, cols: number, format: Fp8Format, style: QuantStyle): RowQuant {
+  checkShape('quantizeBf16RowsFp8', x.length, rows, cols);
   fp8Info(format);
   checkStyle(style);
+  const v = bf16ArrayToF32(x);
   const q = new Uint8Array(rows * cols);
   const scale = new Float32Array(rows);
   for (let t = 0; t < rows; t++) {
     const base = t * cols;
-    const s = perTokenScale(rowAmax(amaxSource, base, cols), format);
+    const s = perTokenScale(rowAmax(v, base, cols), format, style);
     scale[t] = s;
     if (style === 'divide') {
-      for (let j = 0; j < cols; j++) q[base + j] = f32ToFp8(fr(x[base + j] / s), format);
+      for (let j = 0; j < cols; j++) q[base + j] = f32ToFp8(fr(v[base + j] / s), format);
     } else {
       const inv = fr(1 / s);
-      for (let j = 0; j < cols; j++) q[base + j] = f32ToFp8(fr(x[base + j] * inv), format);
+      for (let j = 0; j < cols; j++) q[base + j] = f32ToFp8(fr(v[base + j] * inv), format);
     }
   }
   return { q, scale };
 }
 
-/** Per-token quantization of fp32 rows, amax over the same values (x must hold fp32 values). */
-export function quantizeRowsFp8(x: Float32Array, rows: number, cols: number, format: Fp8Format, style: QuantStyle): RowQuant {
-  checkShape('quantizeRowsFp8', x.length, rows, cols);
-  return quantizeWithAmaxOf(x, x, rows, cols, format, style);
-}
-
-/** The separate per-token kernel: reads bf16 rows (bit patterns). */
-export function quantizeBf16RowsFp8(x: Uint16Array, rows: number, cols: number, format: Fp8Format, style: QuantStyle): RowQuant {
-  checkShape('quantizeBf16RowsFp8', x.length, rows, cols);
-  const v = bf16ArrayToF32(x);
-  return quantizeWithAmaxOf(v, v, rows, cols, format, style);
-}
-
 /**
- * The fused kernel's quantization of fp32 rows `v` (the gated mean before rounding): it
- * writes x = bf(v), takes amax over |v| (fp32, before the rounding) and quantizes the bf16
- * values x it wrote. Decision: numerics.md names only the amax source as the difference
- * from the separate kernel, so the quantized values are the same bf16 rows; bf(v) can
- * exceed amax by half a bf16 ulp, and the saturating conversion absorbs that.
+ * The fused kernel's output stage: `v` holds its fp32 gated means (before rounding); it
+ * writes x = bf(v) and quantizes those bf16 values, amax over them (not over v).
  */
 export function quantizeFusedRowsFp8(
   v: Float32Array,
@@ -109,7 +103,7 @@ export function quantizeFusedRowsFp8(
   checkShape('quantizeFusedRowsFp8', v.length, rows, cols);
   const x = new Uint16Array(v.length);
   for (let i = 0; i < v.length; i++) x[i] = f32ToBf16(v[i]);
-  return { x, ...quantizeWithAmaxOf(bf16ArrayToF32(x), v, rows, cols, format, style) };
+  return { x, ...quantizeBf16RowsFp8(x, rows, cols, format, style) };
 }
 
 /** decode(q) * scale per row, in fp32 (one rounding: the fp8 value times the scale). */
