@@ -35,6 +35,9 @@ export class DeviceLostGuard {
   }
 
   async race<T>(p: Promise<T>): Promise<T> {
+    // observed here even when check() throws first: a lost device rejects p too, and an
+    // unobserved rejection would surface as an uncaught page error
+    p.catch(() => {});
     this.check();
     let value: T;
     try {

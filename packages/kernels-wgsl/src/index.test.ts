@@ -108,7 +108,8 @@ describe('WGSL kernels are bit-exact with the CPU reference', () => {
   });
   it('allReduce: ring (RCCL chunks), oneshot, ordered; tp 1, 3, 4', async () => {
     for (const tp of [1, 3, 4]) {
-      const ranks = Array.from({ length: tp }, () => bf16Rand([5, 37], 4));
+      // per-rank element counts are even: the backend stacks ranks with word copies
+      const ranks = Array.from({ length: tp }, () => bf16Rand([5, 38], 4));
       await checkCollective('allReduce', ranks, { algorithm: 'ring', channels: 2, chunkElems: 8 });
       await checkCollective('allReduce', ranks, { algorithm: 'ring', channels: 1, chunkElems: 1_048_576 });
       await checkCollective('allReduce', ranks, { algorithm: 'oneshot', channels: 2, chunkElems: 8 });
@@ -117,12 +118,15 @@ describe('WGSL kernels are bit-exact with the CPU reference', () => {
   });
   it('reduceScatter: ring, oneshot, ordered; tp 2, 4', async () => {
     for (const tp of [2, 4]) {
-      const ranks = Array.from({ length: tp }, () => bf16Rand([tp * 3, 7], 4));
+      const ranks = Array.from({ length: tp }, () => bf16Rand([tp * 3, 10], 4));
       for (const algorithm of ['ring', 'oneshot', 'ordered']) await checkCollective('reduceScatter', ranks, { algorithm });
     }
   });
-  it('allGather (bf16 with odd shards, f32)', async () => {
-    await checkCollective('allGather', [bf16Rand([1, 5]), bf16Rand([1, 5]), bf16Rand([1, 5])], {});
+  it('allGather (bf16, f32 with odd shards)', async () => {
+    await checkCollective('allGather', [bf16Rand([1, 6]), bf16Rand([1, 6]), bf16Rand([1, 6])], {});
     await checkCollective('allGather', [f32Rand([2, 3]), f32Rand([2, 3])], {});
+  });
+  it('a bf16 collective whose per-rank share is not whole u32 words is refused, naming the shapes', async () => {
+    await expect(checkCollective('allGather', [bf16Rand([1, 5]), bf16Rand([1, 5])], {})).rejects.toThrow(/per-rank tensors bf16\[1,5\] -> bf16\[2,5\] are not whole u32 words/);
   });
 });

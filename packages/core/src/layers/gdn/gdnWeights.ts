@@ -49,6 +49,8 @@ export function gdnWeightSpecs(config: ModelConfig, layer: number): WeightSpec[]
 export function gdnRankHeads(config: ModelConfig, rank: number, tp: number): { k0: number; k1: number; v0: number; v1: number } {
   if (!Number.isInteger(rank) || rank < 0 || rank >= tp) throw new Error(`gdn: rank ${rank} is outside [0, ${tp})`);
   const { numKeyHeads: kh, numValueHeads: vh } = config.linearAttention;
+  // the user's tp is validated once, by the planner; this guards direct use of the split
+  if (kh % tp !== 0 || vh % tp !== 0) throw new Error(`gdn: tp ${tp} does not divide the ${kh} key and ${vh} value heads`);
   return { k0: (rank * kh) / tp, k1: ((rank + 1) * kh) / tp, v0: (rank * vh) / tp, v1: ((rank + 1) * vh) / tp };
 }
 
