@@ -1,15 +1,17 @@
 // Measures the tiled linear kernel on Chromium's SwiftShader for the two HC GEMM shapes
 // ([T,10240] x [10240,324]^T and [T,320] x [320,10240]^T), checking sampled outputs
 // against a sequential-k fp32 sum. Usage:
-//   npx tsx packages/kernels-wgsl/src/harness/benchLinear.ts [T] [reps] [r4c4w4cols-vec4u1 ...]
+//   npx tsx scripts/benchLinearVariants.ts [T] [reps] [r4c4w4cols-vec4u1 ...]
+// It runs the plans on the WebGPU backend's own device host (headless Chromium), so the
+// figures are those of the executor the backend uses.
 // Variants run interleaved, one rep each per round (A B C A B C ...), so that a change in
 // the machine's load hits all of them alike; it prints each variant's median time and its
 // median per-round speed relative to the first variant, with the 1-minute load average; on
 // a loaded machine the best rep is the closest to the uncontended speed.
 import { loadavg } from 'node:os';
-import { bf16ToF32, f32ToBf16 } from '../../../core/src/numerics/bf16.ts';
-import { DEFAULT_LINEAR_TILING, planLinear, tilingName, type LinearTiling } from '../kernels/linear.ts';
-import { launchChromiumGpu } from './chromiumGpu.ts';
+import { ChromiumHost } from '@hcsp/backend-webgpu';
+import { bf16ToF32, f32ToBf16 } from '@hcsp/core';
+import { DEFAULT_LINEAR_TILING, planLinear, tilingName, type LinearTiling } from '@hcsp/kernels-wgsl';
 
 function parseTiling(s: string): LinearTiling {
   const m = /^r(\d+)c(\d+)w(\d+)(cols|rows)-(u32|vec4)u(\d+)(ch)?$/.exec(s);
@@ -55,7 +57,7 @@ function checkSamples(x: Uint32Array, w: Uint32Array, y: Uint32Array, T: number,
 const T = Number(process.argv[2] ?? 1024);
 const reps = Number(process.argv[3] ?? 2);
 const tilings = (process.argv.length > 4 ? process.argv.slice(4) : [tilingName(DEFAULT_LINEAR_TILING)]).map(parseTiling);
-const gpu = await launchChromiumGpu();
+const gpu = await ChromiumHost.launch();
 try {
   for (const [K, O] of [
     [10240, 324],
