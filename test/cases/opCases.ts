@@ -1,4 +1,4 @@
-import { getOpDef, GraphBuilder, Rng, type Graph, type OpName, type Tensor } from '@hcsp/core';
+import { f32ToBf16, getOpDef, GraphBuilder, pleNgramIdsAttrs, pleShape, Rng, TINY, type Graph, type OpName, type Tensor } from '@hcsp/core';
 
 // Single-op graphs over seeded random inputs: the per-op half of the cross-backend suite.
 export interface OpCase {
@@ -78,4 +78,23 @@ export const OP_CASES: OpCase[] = [
     ]),
   ),
   collective('allGather', 4, [3, 40], {}, 'allGather tp4'),
+  ...pleOpCases(),
 ];
+
+/** The PLE ops on the tiny config's layer-1 constants (ids through the host op, with an EOS). */
+function pleOpCases(): OpCase[] {
+  const ple = pleShape(TINY, 1);
+  const heads = ple.vocabSizes.length;
+  const tokens = Int32Array.from({ length: T }, (_, t) => (t === 3 ? TINY.eosTokenId : rng.int(0, TINY.vocabSize)));
+  const ids = Int32Array.from({ length: T * heads }, () => rng.int(0, ple.tableRows));
+  const gate: Tensor = { dtype: 'bf16', shape: [T, N], data: Uint16Array.from({ length: T * N }, () => f32ToBf16(rng.nextFloat())) };
+  return [
+    { name: 'pleNgramIds', op: 'pleNgramIds', tp: 1, inputs: [{ dtype: 'i32', shape: [T], data: tokens }], attrs: pleNgramIdsAttrs(ple) },
+    { name: 'pleNgramEmbed', op: 'pleNgramEmbed', tp: 1, inputs: [{ dtype: 'i32', shape: [T, heads], data: ids }, bf([ple.tableRows, ple.embedDim / heads])], attrs: {} },
+    { name: 'pleRms1pNorm', op: 'pleRms1pNorm', tp: 1, inputs: [bf([T, N * H], 2), bf([N * H], 0.1)], attrs: { groups: N, eps: 1e-6 } },
+    { name: 'pleGate', op: 'pleGate', tp: 1, inputs: [bf([T, N * H]), bf([T, N * H])], attrs: { streams: N } },
+    { name: 'pleGatedValue', op: 'pleGatedValue', tp: 1, inputs: [gate, bf([T, H])], attrs: { streams: N } },
+    // dilation 2 so that every tap of kernel 4 (t-6 .. t) falls inside T = 7 rows
+    { name: 'pleConvSilu', op: 'pleConvSilu', tp: 1, inputs: [bf([T, N * H]), bf([T, N * H]), bf([N * H, 1, 4], 0.5)], attrs: { dilation: 2 } },
+  ];
+}

@@ -67,5 +67,6 @@ export * from './layers/moe/moeWeights.ts';
 export * from './layers/ple/pleGraph.ts';
 export * from './layers/ple/pleWeights.ts';
 export * from './layers/ple/pleHash.ts';
+export { PLE_GATE_SQRT_FLOOR } from './layers/ple/pleMath.ts';
 export * from './graph/validateFeeds.ts';
 export { GDN_L2NORM_EPS } from './layers/gdn/gdnMath.ts';

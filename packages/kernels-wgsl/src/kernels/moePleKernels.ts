@@ -10,7 +10,7 @@ import { pleConvSiluPlanner } from './pleConvSilu.ts';
 import { pleGatePlanner } from './pleGate.ts';
 import { pleGatedValuePlanner } from './pleGatedValue.ts';
 import { pleNgramEmbedPlanner } from './pleNgramEmbed.ts';
-import { pleRmsNormPlanner } from './pleRmsNorm.ts';
+import { pleRms1pNormPlanner } from './pleRms1pNorm.ts';
 
 export const MOE_PLE_WGSL_KERNELS: KernelsFor<KernelPlanner> = {
   moeRoute: moeRoutePlanner,
@@ -18,7 +18,7 @@ export const MOE_PLE_WGSL_KERNELS: KernelsFor<KernelPlanner> = {
   moeSwiGlu: moeSwiGluPlanner,
   moeCombine: moeCombinePlanner,
   pleNgramEmbed: pleNgramEmbedPlanner,
-  pleRmsNorm: pleRmsNormPlanner,
+  pleRms1pNorm: pleRms1pNormPlanner,
   pleGate: pleGatePlanner,
   pleGatedValue: pleGatedValuePlanner,
   pleConvSilu: pleConvSiluPlanner,

@@ -1,69 +1,43 @@
-// pleGate: gate[t,s] = sigmoid(signed_sqrt(sum_j q[t,s,j] k[t,j] / sqrt(H))), as core's
-// pleGate (layers/ple/pleMath.ts): one invocation per (t, s); the dot in fp32 in j order
-// (bf16 products are exact, so the plain multiply-add rounds once, as the CPU), sqrt(H)
-// rounded to fp32 once on the host (the CPU's sqrtF32(H)), the clamp at 1e-6 and the sign
-// as Engram's signed_sqrt. Output f32, unrounded.
+// pleGate: the PLE gate per row t and stream s, as core's pleGate (layers/ple/pleMath.ts),
+// with every bf16 rounding point of the reference's eager ops (ATOM's _ple_gate_kernel):
+// p_j = bf(k_j q_j) on stream s's key and query (bf16 products are exact in fp32, so the
+// rounding is the only step), the fp32 sum in j order rounded, divided by sqrt(H) (rounded
+// to fp32 once on the host, as the CPU's sqrtF32(H)) and rounded, the clamp at fround(1e-6)
+// rounded, the square root rounded, the sign (0 for 0), sigmoid_f32, stored bf16. One word
+// kernel over the T*n gates; WGSL division and sqrt are correctly rounded on the devices the
+// kernel tests measure (pleKernels.test.ts).
+import { PLE_GATE_SQRT_FLOOR, sqrtF32 } from '@hcsp/core';
 import type { KernelPlanner } from '../kernelProgram.ts';
-import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
-import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
-import { dims2, f32Bits, flatInvocation, gridFor, readInput, requireDtype, requireIntAttr, requireShape, requireTensor, uniformWords, writeOutput } from './planParts.ts';
+import { dims2, f32Bits, readInput, requireDtype, requireIntAttr, requireShape, requireTensor } from './planParts.ts';
+import { wordKernel } from './wordKernel.ts';
 
-const WG = 64;
-/** core's PLE_GATE_SQRT_FLOOR, fround(1e-6) */
-const SQRT_FLOOR = 1e-6;
-
-const GATE_WGSL = (() => {
-  const inv = flatInvocation(WG, 'u.groupsX');
-  return `${FP32_MATH_WGSL}
-struct U { rows: u32, n: u32, h: u32, sqrtH: f32, floor: f32, groupsX: u32 }
-@group(0) @binding(0) var<storage, read> q: array<u32>;
-${bf16Element('q')}
-@group(0) @binding(1) var<storage, read> k: array<u32>;
-${bf16Element('k')}
-@group(0) @binding(2) var<storage, read_write> gate: array<u32>;
-@group(0) @binding(3) var<uniform> u: U;
-@compute @workgroup_size(${WG})
-fn main(${inv.params}) {
-  ${inv.body}
-  if (inv >= u.rows * u.n) { return; }
-  let qo = inv * u.h;
-  let ko = (inv / u.n) * u.h;
+// i = t*n + s: stream s of row t is columns s*H.. of row t, i.e. elements i*H.. of k and q
+const GATE_BODY = `let o = i * u.p0;
   var acc: f32 = 0.0;
-  for (var j = 0u; j < u.h; j = j + 1u) { acc = acc + q_f32(qo + j) * k_f32(ko + j); }
-  let score = acc / u.sqrtH;
+  for (var j = 0u; j < u.p0; j = j + 1u) { acc = acc + rbf(k_f32(o + j) * q_f32(o + j)); }
+  let score = rbf(rbf(acc) / bitcast<f32>(u.p1));
   let a = abs(score);
+  let floor = bitcast<f32>(u.p2);
   // select(a, floor, a < floor) keeps a NaN as the CPU's Math.max does
-  let mag = sqrt(select(a, u.floor, a < u.floor));
-  let signed = select(select(0.0, -mag, score < 0.0), mag, score > 0.0);
-  gate[inv] = bitcast<u32>(sigmoid_f32(signed));
-}`;
-})();
+  let root = rbf(sqrt(rbf(select(a, floor, a < floor))));
+  let signed = select(select(0.0, -root, score < 0.0), root, score > 0.0);
+  return sigmoid_f32(signed);`;
 
 export const pleGatePlanner: KernelPlanner = (inputs, outputs, attrs) => {
-  const q = requireTensor(inputs[0], 'pleGate: input q');
-  const k = requireTensor(inputs[1], 'pleGate: input k');
+  const k = requireTensor(inputs[0], 'pleGate: input k');
+  const q = requireTensor(inputs[1], 'pleGate: input q');
   const gate = requireTensor(outputs[0], 'pleGate: output gate');
-  requireDtype(q, ['bf16'], 'pleGate: q');
-  requireDtype(k, ['bf16'], 'pleGate: k');
-  requireDtype(gate, ['f32'], 'pleGate: gate');
+  for (const [t, what] of [[k, 'k'], [q, 'q'], [gate, 'gate']] as const) requireDtype(t, ['bf16'], `pleGate: ${what}`);
   const n = requireIntAttr(attrs, 'streams', 'pleGate', 1);
-  const [T, width] = dims2(q, 'pleGate: q');
-  if (width % n !== 0) throw new Error(`pleGate: q width ${width} is not divisible into ${n} streams`);
+  const [T, width] = dims2(k, 'pleGate: k');
+  if (width % n !== 0) throw new Error(`pleGate: k width ${width} is not divisible into ${n} streams`);
   const H = width / n;
-  requireShape(k, [T, H], 'pleGate: k');
+  requireShape(q, [T, width], 'pleGate: q');
   requireShape(gate, [T, n], 'pleGate: gate');
   if (T === 0) return { scratch: [], dispatches: [] };
-  const grid = gridFor(T * n, WG);
-  return {
-    scratch: [],
-    dispatches: [
-      {
-        key: 'pleGate',
-        wgsl: GATE_WGSL,
-        bindings: [readInput(0), readInput(1), writeOutput(0)],
-        uniforms: uniformWords([T, n, H, f32Bits(Math.sqrt(H)), f32Bits(SQRT_FLOOR), grid.groupsX]),
-        workgroups: grid.workgroups,
-      },
-    ],
-  };
+  const ins = [
+    { name: 'k', from: readInput(0), dtype: 'bf16' as const },
+    { name: 'q', from: readInput(1), dtype: 'bf16' as const },
+  ];
+  return { scratch: [], dispatches: [wordKernel('pleGate', ins, T * n, [H, f32Bits(sqrtF32(H)), f32Bits(PLE_GATE_SQRT_FLOOR)], GATE_BODY)] };
 };

@@ -1,5 +1,5 @@
 // pleGatedValue: G[t, s*H+j] = bf(gate[t,s] * value[t,j]), as core's pleGatedValue
-// (layers/ple/pleMath.ts): the fp32 gate times the bf16 value, rounded once.
+// (layers/ple/pleMath.ts): the bf16 gate times the bf16 value (exact in fp32), rounded once.
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { dims2, readInput, requireDtype, requireIntAttr, requireShape, requireTensor } from './planParts.ts';
 import { wordKernel } from './wordKernel.ts';
@@ -8,9 +8,7 @@ export const pleGatedValuePlanner: KernelPlanner = (inputs, outputs, attrs) => {
   const gate = requireTensor(inputs[0], 'pleGatedValue: input gate');
   const value = requireTensor(inputs[1], 'pleGatedValue: input value');
   const g = requireTensor(outputs[0], 'pleGatedValue: output g');
-  requireDtype(gate, ['f32'], 'pleGatedValue: gate');
-  requireDtype(value, ['bf16'], 'pleGatedValue: value');
-  requireDtype(g, ['bf16'], 'pleGatedValue: g');
+  for (const [t, what] of [[gate, 'gate'], [value, 'value'], [g, 'g']] as const) requireDtype(t, ['bf16'], `pleGatedValue: ${what}`);
   const n = requireIntAttr(attrs, 'streams', 'pleGatedValue', 1);
   const [T, H] = dims2(value, 'pleGatedValue: value');
   requireShape(gate, [T, n], 'pleGatedValue: gate');
@@ -18,9 +16,9 @@ export const pleGatedValuePlanner: KernelPlanner = (inputs, outputs, attrs) => {
   if (T * H === 0) return { scratch: [], dispatches: [] };
   // i = (t*n + s)*H + j: the gate index is i / H, the value index t*H + j
   const body = `let ts = i / u.p0;
-  return bitcast<f32>(gate[ts]) * v_f32((ts / u.p1) * u.p0 + i % u.p0);`;
+  return gate_f32(ts) * v_f32((ts / u.p1) * u.p0 + i % u.p0);`;
   const ins = [
-    { name: 'gate', from: readInput(0), dtype: 'f32' as const },
+    { name: 'gate', from: readInput(0), dtype: 'bf16' as const },
     { name: 'v', from: readInput(1), dtype: 'bf16' as const },
   ];
   return { scratch: [], dispatches: [wordKernel('pleGatedValue', ins, T * n * H, [H, n], body)] };

@@ -1,19 +1,20 @@
 import { describe, expect, it } from 'vitest';
-import { SMALL, f32ToBf16, sigmoidF32, sqrtF32, Rng, PLE_GATE_SQRT_FLOOR, pleHeadCount, pleHeadVocabSizes, type Tensor, cpuKernel, type OpName } from '@hcsp/core';
+import { SMALL, f32ArrayToBf16, f32ToBf16, Rng, pleNgramIdsAttrs, pleShape, type Tensor, cpuKernel, type OpName } from '@hcsp/core';
 import { bf16Normal, expectOpMatchesCpu, useChromiumGpu } from '../../../../test/support/wgslKernelSuite.ts';
-import type { KernelPlan, KernelPlanner } from '../kernelProgram.ts';
+import type { KernelPlan } from '../kernelProgram.ts';
 import { pleConvSiluPlanner } from './pleConvSilu.ts';
 import { pleGatePlanner } from './pleGate.ts';
+import { pleGatedValuePlanner } from './pleGatedValue.ts';
 import { pleNgramEmbedPlanner } from './pleNgramEmbed.ts';
-import { pleRmsNormPlanner } from './pleRmsNorm.ts';
+import { pleRms1pNormPlanner } from './pleRms1pNorm.ts';
 
 // The PLE WGSL kernels against core's CPU reference kernels, bit for bit, on random inputs
-// of the 'small' config's shapes, through Chromium's WebGPU (SwiftShader).
+// of the 'small' config's shapes (its PLE layer 1), through Chromium's WebGPU (SwiftShader).
 const { hiddenSize: H, rmsNormEps: eps, vocabSize, eosTokenId } = SMALL;
 const n = SMALL.hc.count;
-const { embedDim: D, convKernel, convDilation, ngramSize, headsPerNgram } = SMALL.ple;
-const vocabSizes = pleHeadVocabSizes(SMALL.ple);
-const heads = pleHeadCount(SMALL.ple);
+const shape = pleShape(SMALL, SMALL.ple.layerIds[0]);
+const { embedDim: D, convKernel, convDilation, tableRows } = shape;
+const heads = shape.vocabSizes.length;
 
 const rng = new Rng(777);
 
@@ -24,47 +25,68 @@ function expectBitExact(op: OpName, inputs: Tensor[], attrs: Record<string, unkn
   return expectOpMatchesCpu(gpu(), op, inputs, attrs);
 }
 
+const bf = (shape: number[], values: number[]): Tensor => ({ dtype: 'bf16', shape, data: f32ArrayToBf16(values) });
+
 describe.each([56, 41])('PLE kernels, T = %i', (T) => {
-  it('pleNgramEmbed on the hashed ids of tokens with an EOS', async () => {
-    const tokens: Tensor = { dtype: 'i32', shape: [T], data: Int32Array.from({ length: T }, () => Math.floor(rng.nextFloat() * vocabSize)) };
+  it('pleNgramEmbed on the hashed ids (offsets included) of tokens with an EOS, and the first and last table rows', async () => {
+    const tokens: Tensor = { dtype: 'i32', shape: [T], data: Int32Array.from({ length: T }, () => rng.int(0, vocabSize)) };
     (tokens.data as Int32Array)[5] = eosTokenId;
-    const [ids] = cpuKernel('pleNgramIds')([tokens], { ngramSize, headsPerNgram, vocabSizes, vocabSize, eosTokenId }) as Tensor[];
-    const tables = bf16Normal(rng, [vocabSizes.reduce((a, v) => a + v, 0), D / heads], 1);
-    await expectBitExact('pleNgramEmbed', [ids, tables], { vocabSizes });
+    const [ids] = cpuKernel('pleNgramIds')([tokens], pleNgramIdsAttrs(shape)) as Tensor[];
+    const idData = ids.data as Int32Array;
+    // row 0 and the last padded row (past the heads' ranges): the bound is the table, not a head
+    idData[3] = 0;
+    idData[heads * 2 + 7] = tableRows - 1;
+    const table = bf16Normal(rng, [tableRows, D / heads], 1);
+    const [e] = await expectBitExact('pleNgramEmbed', [ids, table], {});
+    // the gather itself, checked on its own: row 0 of the table at element 3 of the output
+    const hd = D / heads;
+    expect(Array.from((e.data as Uint16Array).subarray(3 * hd, 4 * hd))).toEqual(Array.from((table.data as Uint16Array).subarray(0, hd)));
   });
 
-  it('pleRmsNorm: one group (key), n groups (query/out), and groups of odd width', async () => {
-    await expectBitExact('pleRmsNorm', [bf16Normal(rng, [T, H], 0.3), bf16Normal(rng, [H], 1)], { groups: 1, eps });
-    await expectBitExact('pleRmsNorm', [bf16Normal(rng, [T, n * H], 2), bf16Normal(rng, [n * H], 1)], { groups: n, eps });
-    await expectBitExact('pleRmsNorm', [bf16Normal(rng, [T, 3 * 5], 1), bf16Normal(rng, [3 * 5], 1)], { groups: 3, eps });
+  it('pleRms1pNorm: n groups (norm_key/query/conv), a weight of -1 (scale 0), groups of odd width', async () => {
+    const w = bf16Normal(rng, [n * H], 0.1);
+    (w.data as Uint16Array)[3] = f32ToBf16(-1);
+    await expectBitExact('pleRms1pNorm', [bf16Normal(rng, [T, n * H], 2), w], { groups: n, eps });
+    await expectBitExact('pleRms1pNorm', [bf16Normal(rng, [T, 3 * 5], 1), bf16Normal(rng, [3 * 5], 1)], { groups: 3, eps });
   });
 
-  it('pleGate, scores of both signs, zero and below the sqrt floor', async () => {
+  it('pleGate: per-stream keys, scores of both signs, zero and below the sqrt floor', async () => {
     const q = bf16Normal(rng, [T, n * H], 1);
     const qd = q.data as Uint16Array;
-    // row 1: all zero (score 0, gate 0.5); row 2: tiny values (|score| < 1e-6, clamped)
+    // row 1: all zero (score 0, gate sigmoid(0) = 0.5); row 2: tiny values (|score| < 1e-6,
+    // clamped; sigmoid(+-0.001) rounds to 0.5 in bf16)
     qd.fill(0, n * H, 2 * n * H);
     for (let i = 2 * n * H; i < 3 * n * H; i++) qd[i] = f32ToBf16(rng.normal() * 1e-8);
-    const [gate] = await expectBitExact('pleGate', [q, bf16Normal(rng, [T, H], 1)], { streams: n });
-    // the rows meant to hit the zero and the clamp do
-    const g = gate.data as Float32Array;
-    const clamped = sqrtF32(PLE_GATE_SQRT_FLOOR);
-    expect(Array.from(g.subarray(n, 2 * n))).toEqual(new Array(n).fill(0.5));
-    for (const v of g.subarray(2 * n, 3 * n)) expect([sigmoidF32(clamped), sigmoidF32(-clamped)]).toContain(v);
+    const [gate] = await expectBitExact('pleGate', [bf16Normal(rng, [T, n * H], 1), q], { streams: n });
+    const g = gate.data as Uint16Array;
+    expect(Array.from(g.subarray(n, 3 * n))).toEqual(new Array(2 * n).fill(0x3f00));
+    expect(new Set(g).size).toBeGreaterThan(16);
   });
 
-  it('pleGatedValue', async () => {
-    const gate: Tensor = { dtype: 'f32', shape: [T, n], data: Float32Array.from({ length: T * n }, () => rng.nextFloat()) };
+  it('pleGatedValue: bf16 gates', async () => {
+    const gate: Tensor = { dtype: 'bf16', shape: [T, n], data: Uint16Array.from({ length: T * n }, () => f32ToBf16(rng.nextFloat())) };
     await expectBitExact('pleGatedValue', [gate, bf16Normal(rng, [T, H], 1)], { streams: n });
   });
 
-  it('pleConvSilu: causal dilated conv, silu, residual', async () => {
+  it('pleConvSilu: causal conv with dilation ngramSize, silu, residual', async () => {
     const C = n * H;
     await expectBitExact('pleConvSilu', [bf16Normal(rng, [T, C], 1), bf16Normal(rng, [T, C], 1), bf16Normal(rng, [C, 1, convKernel], 0.5)], {
       dilation: convDilation,
     });
     // an odd channel count: words hold elements of two rows
     await expectBitExact('pleConvSilu', [bf16Normal(rng, [T, 7], 1), bf16Normal(rng, [T, 7], 1), bf16Normal(rng, [7, 1, 3], 0.5)], { dilation: 2 });
+  });
+});
+
+describe('pleGate on the GPU', () => {
+  it('keeps each rounding point: the gates of rows constructed so that dropping one changes them', async () => {
+    // the rows of core's pleMath test (H = 3, Python fp32/bf16 emulation, run once): stream 0
+    // needs the product rounding, 1 the sum's, 2 the scaled score's, 3 the root's; row 1 has
+    // a zero key (gate 0.5)
+    const k = [-1.4140625, 0.73046875, 5.90625, -2.03125, 1.046875, 1.828125, -0.45703125, -1.25, 0.578125, 0.55078125, -4.75, 3.375];
+    const q = [-1.453125, 0.1572265625, -1.484375, -0.40625, -1.96875, 0.109375, 1.25, -0.4921875, 0.72265625, 1.1953125, -1.1796875, 1.203125];
+    const [gate] = await expectBitExact('pleGate', [bf([2, 12], [...k, ...new Array(12).fill(0)]), bf([2, 12], [...q, ...q])], { streams: 4 });
+    expect(Array.from(gate.data as Uint16Array)).toEqual([0x3e00, 0x3ea1, 0x3f20, 0x3f6b, 0x3f00, 0x3f00, 0x3f00, 0x3f00]);
   });
 });
 
@@ -122,11 +144,12 @@ describe('WGSL division and sqrt on this device', () => {
 describe('PLE planners reject bad input', () => {
   it('names the bad value', () => {
     const info = (shape: number[], dtype: string) => ({ shape, dtype });
-    expect(() => pleRmsNormPlanner([info([4, 10], 'bf16'), info([10], 'bf16')], [info([4, 10], 'bf16')], { groups: 3, eps })).toThrow('width 10');
-    expect(() => pleGatePlanner([info([4, n * H], 'bf16'), info([4, H + 2], 'bf16')], [info([4, n], 'f32')], { streams: n })).toThrow(`k is [4,${H + 2}]`);
-    expect(() => pleNgramEmbedPlanner([info([4, 2], 'i32'), info([10, 8], 'bf16')], [info([4, 16], 'bf16')], { vocabSizes: [3, 4] })).toThrow(
-      'tables have 10 rows',
-    );
+    expect(() => pleRms1pNormPlanner([info([4, 10], 'bf16'), info([10], 'bf16')], [info([4, 10], 'bf16')], { groups: 3, eps })).toThrow('width 10');
+    expect(() => pleGatePlanner([info([4, n * H], 'bf16'), info([4, H], 'bf16')], [info([4, n], 'bf16')], { streams: n })).toThrow(`q is [4,${H}]`);
+    expect(() => pleGatePlanner([info([4, n * H], 'bf16'), info([4, n * H], 'bf16')], [info([4, n], 'f32')], { streams: n })).toThrow('gate');
+    expect(() => pleGatedValuePlanner([info([4, n], 'f32'), info([4, H], 'bf16')], [info([4, n * H], 'bf16')], { streams: n })).toThrow('gate');
+    expect(() => pleNgramEmbedPlanner([info([4, 2], 'i32'), info([10, 8], 'bf16')], [info([4, 8], 'bf16')], {})).toThrow('e is [4,8]');
+    expect(() => pleNgramEmbedPlanner([info([4, 2], 'i32'), info([2 ** 30, 8], 'bf16')], [info([4, 16], 'bf16')], {})).toThrow('2^32');
     expect(() => pleConvSiluPlanner([info([4, 6], 'bf16'), info([4, 6], 'bf16'), info([6, 1, 4], 'bf16')], [info([4, 6], 'bf16')], { dilation: 0 })).toThrow(
       'dilation = 0',
     );

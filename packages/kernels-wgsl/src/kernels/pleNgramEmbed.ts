@@ -1,41 +1,29 @@
-// pleNgramEmbed: E[t] = concat_j table_j[ids[t,j]], tables stacked along rows (head 0
-// first), bits copied: one invocation per output word. The per-head row offsets and table
-// sizes are model constants, baked into the WGSL (and the cache key). A GPU kernel cannot
-// throw, so an id outside its head's table writes zeros; the ids come from pleNgramIds,
-// which reduces every hash mod its head's size, and core's CPU kernel checks them (it throws
+// pleNgramEmbed: E[t] = concat over heads h of table[ids[t,h]], as core's pleNgramEmbed
+// (layers/ple/pleMath.ts): the ids already carry the head offsets into the padded table,
+// so this is a plain row gather, bits copied, one invocation per output word. A GPU kernel
+// cannot throw, so an id outside the table writes zeros; the ids come from pleNgramIds,
+// whose every id lies inside its head's range, and core's CPU kernel checks them (it throws
 // naming the id), as for `embed`.
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { dims2, flatInvocation, gridFor, readInput, requireDtype, requireShape, requireTensor, uniformWords, writeOutput } from './planParts.ts';
 
 const WG = 64;
 
-function embedWgsl(vocabSizes: readonly number[]): string {
-  const heads = vocabSizes.length;
-  const offsets: number[] = [];
-  let rows = 0;
-  for (const v of vocabSizes) {
-    offsets.push(rows);
-    rows += v;
-  }
+const EMBED_WGSL = (() => {
   const inv = flatInvocation(WG, 'u.groupsX');
-  const list = (xs: number[]) => xs.map((x) => `${x}u`).join(', ');
   return `
-const HEADS: u32 = ${heads}u;
-var<private> OFFSETS: array<u32, ${heads}> = array<u32, ${heads}>(${list(offsets)});
-var<private> SIZES: array<u32, ${heads}> = array<u32, ${heads}>(${list([...vocabSizes])});
-struct U { n: u32, words: u32, hd: u32, groupsX: u32 }
+struct U { n: u32, words: u32, hd: u32, heads: u32, rows: u32, groupsX: u32 }
 @group(0) @binding(0) var<storage, read> ids: array<i32>;
-@group(0) @binding(1) var<storage, read> tables: array<u32>;
+@group(0) @binding(1) var<storage, read> table: array<u32>;
 @group(0) @binding(2) var<storage, read_write> e: array<u32>;
 @group(0) @binding(3) var<uniform> u: U;
 fn elem(i: u32) -> u32 {
-  let rowWidth = HEADS * u.hd;
+  let rowWidth = u.heads * u.hd;
   let c = i % rowWidth;
-  let j = c / u.hd;
-  let id = ids[(i / rowWidth) * HEADS + j];
-  if (id < 0 || u32(id) >= SIZES[j]) { return 0u; }
-  let src = (OFFSETS[j] + u32(id)) * u.hd + c % u.hd;
-  return (tables[src >> 1u] >> ((src & 1u) * 16u)) & 0xffffu;
+  let id = ids[(i / rowWidth) * u.heads + c / u.hd];
+  if (id < 0 || u32(id) >= u.rows) { return 0u; }
+  let src = u32(id) * u.hd + c % u.hd;
+  return (table[src >> 1u] >> ((src & 1u) * 16u)) & 0xffffu;
 }
 @compute @workgroup_size(${WG})
 fn main(${inv.params}) {
@@ -45,24 +33,19 @@ fn main(${inv.params}) {
   if (2u * inv + 1u < u.n) { word = word | (elem(2u * inv + 1u) << 16u); }
   e[inv] = word;
 }`;
-}
+})();
 
-export const pleNgramEmbedPlanner: KernelPlanner = (inputs, outputs, attrs) => {
+export const pleNgramEmbedPlanner: KernelPlanner = (inputs, outputs) => {
   const ids = requireTensor(inputs[0], 'pleNgramEmbed: input ids');
-  const tables = requireTensor(inputs[1], 'pleNgramEmbed: input tables');
+  const table = requireTensor(inputs[1], 'pleNgramEmbed: input table');
   const e = requireTensor(outputs[0], 'pleNgramEmbed: output e');
   requireDtype(ids, ['i32'], 'pleNgramEmbed: ids');
-  requireDtype(tables, ['bf16'], 'pleNgramEmbed: tables');
+  requireDtype(table, ['bf16'], 'pleNgramEmbed: table');
   requireDtype(e, ['bf16'], 'pleNgramEmbed: e');
-  const vocabSizes = attrs.vocabSizes;
-  if (!Array.isArray(vocabSizes) || vocabSizes.length === 0 || vocabSizes.some((v) => !Number.isInteger(v) || v < 1)) {
-    throw new Error(`pleNgramEmbed: attribute vocabSizes = ${JSON.stringify(vocabSizes)} is not a list of positive integers`);
-  }
   const [T, heads] = dims2(ids, 'pleNgramEmbed: ids');
-  if (heads !== vocabSizes.length) throw new Error(`pleNgramEmbed: ids have ${heads} heads, vocabSizes lists ${vocabSizes.length}`);
-  const [rows, hd] = dims2(tables, 'pleNgramEmbed: tables');
-  const totalRows = (vocabSizes as number[]).reduce((a, v) => a + v, 0);
-  if (rows !== totalRows) throw new Error(`pleNgramEmbed: tables have ${rows} rows, the heads' sizes sum to ${totalRows}`);
+  const [rows, hd] = dims2(table, 'pleNgramEmbed: table');
+  // element indices into the table are u32
+  if (rows * hd > 2 ** 32) throw new Error(`pleNgramEmbed: table [${rows},${hd}] has more than 2^32 elements`);
   requireShape(e, [T, heads * hd], 'pleNgramEmbed: e');
   const n = T * heads * hd;
   if (n === 0) return { scratch: [], dispatches: [] };
@@ -72,10 +55,10 @@ export const pleNgramEmbedPlanner: KernelPlanner = (inputs, outputs, attrs) => {
     scratch: [],
     dispatches: [
       {
-        key: `pleNgramEmbed-${vocabSizes.join(',')}`,
-        wgsl: embedWgsl(vocabSizes as number[]),
+        key: 'pleNgramEmbed',
+        wgsl: EMBED_WGSL,
         bindings: [readInput(0), readInput(1), writeOutput(0)],
-        uniforms: uniformWords([n, words, hd, grid.groupsX]),
+        uniforms: uniformWords([n, words, hd, heads, rows, grid.groupsX]),
         workgroups: grid.workgroups,
       },
     ],

@@ -1,54 +1,75 @@
 import { defineOp } from './opDef.ts';
 import { info, num, ShapeRule } from './shapeRules.ts';
 
-// PLE ops (model.md "PLE"; layers/ple). key_proj and value_proj use the `linear` op. The
-// PLE is replicated: every rank runs these on all T rows (sharding starts after it).
+// PLE ops (model.md "PLE"; layers/ple, as HF `Qwen4ExpTextPLELayer` and ATOM ple.py compute
+// it). key_proj and value_proj use the `linear` op. The PLE is replicated: every rank runs
+// these on all T rows (sharding starts after it).
+
+const DECIMAL = /^(0|[1-9][0-9]*)$/;
+
 export const pleNgramIds = defineOp({
   name: 'pleNgramIds',
-  doc: 'Host integer op: token ids [T] -> row ids [T, heads] of the hashed bigram/trigram tables (layers/ple/pleHash.ts: splitmix64 odd multipliers, XOR of id*mult mod 2^64, mod the head prime; history resets after EOS). Exact.',
+  doc: "Host integer op: token ids [T] -> rows [T, heads] of the padded n-gram table, offsets included (layers/ple/pleHash.ts pleNgramIds): history EOS before the start and before every EOS, key_s = key_{s-1} XOR prev_s*m[s] in plain int64 (no wrap), id = key mod size + offset per head. `multipliers` are decimal strings (they exceed 2^53; a graph's attrs stay plain JSON). Exact.",
   inputs: [{ name: 'tokens', dtypes: ['i32'] }],
   outputs: [{ name: 'ids', dtypes: ['i32'] }],
-  attrs: { ngramSize: 'int', headsPerNgram: 'int', vocabSizes: 'int[]', vocabSize: 'int', eosTokenId: 'int' },
+  attrs: {
+    ngramSize: { kind: 'int', min: 2 },
+    headsPerNgram: { kind: 'int', min: 1 },
+    multipliers: 'json',
+    vocabSizes: 'int[]',
+    offsets: 'int[]',
+    vocabSize: { kind: 'int', min: 1 },
+    eosTokenId: { kind: 'int', min: 0 },
+  },
   opClass: 'data',
   shape: (ins, a) => {
     const r = new ShapeRule('pleNgramIds');
     const t = r.port(ins, 0, 'tokens');
     if (t.shape.length !== 1) r.fail(`input 'tokens' must be 1-D, got [${t.shape.join(',')}]`);
-    return [info([t.shape[0], (num(a, 'ngramSize') - 1) * num(a, 'headsPerNgram')], 'i32')];
+    const heads = (num(a, 'ngramSize') - 1) * num(a, 'headsPerNgram');
+    const m = a.multipliers;
+    if (!Array.isArray(m) || m.length !== num(a, 'ngramSize') || !m.every((v) => typeof v === 'string' && DECIMAL.test(v))) {
+      r.fail(`attribute 'multipliers' must be ngramSize = ${num(a, 'ngramSize')} decimal strings, got ${JSON.stringify(m)}`);
+    }
+    for (const name of ['vocabSizes', 'offsets']) {
+      const v = a[name] as number[];
+      if (v.length !== heads) r.fail(`attribute '${name}' lists ${v.length} heads, expected (ngramSize-1)*headsPerNgram = ${heads}`);
+    }
+    return [info([t.shape[0], heads], 'i32')];
   },
   host: true,
 });
 
 export const pleNgramEmbed = defineOp({
   name: 'pleNgramEmbed',
-  doc: 'E[t] = concat_j table_j[ids[t,j]], tables stacked along rows [sum V_j, headDim] (head 0 first) -> [T, heads*headDim]. Exact; an id outside its head table is an error.',
+  doc: 'E[t] = concat over heads h of table[ids[t,h]]: ids [T,heads] i32 (offsets included), table the padded `ngram_embedding.weight` [rows, headDim] -> [T, heads*headDim]. Exact (a gather); an id outside the table is an error (the CPU kernel throws; a device writes zeros).',
   inputs: [
     { name: 'ids', dtypes: ['i32'] },
-    { name: 'tables', dtypes: ['bf16'] },
+    { name: 'table', dtypes: ['bf16'] },
   ],
   outputs: [{ name: 'e', dtypes: ['bf16'] }],
-  attrs: { vocabSizes: 'int[]' },
+  attrs: {},
   opClass: 'data',
-  shape: (ins, a) => {
+  shape: (ins) => {
     const r = new ShapeRule('pleNgramEmbed');
-    const [rows, heads] = r.matrix(r.port(ins, 0, 'ids'), 'ids', (a.vocabSizes as number[]).length);
-    const [, d] = r.matrix(r.port(ins, 1, 'tables'), 'tables');
+    const [rows, heads] = r.matrix(r.port(ins, 0, 'ids'), 'ids');
+    const [, d] = r.matrix(r.port(ins, 1, 'table'), 'table');
     return [info([rows, heads * d], 'bf16')];
   },
 });
 
-export const pleRmsNorm = defineOp({
-  name: 'pleRmsNorm',
-  doc: 'Grouped RMS norm, plain weight: per row and group of width/groups columns, rstd = 1/sqrt(sum x^2 (fp32, in order) / D + eps), y = bf(x * rstd * w).',
+export const pleRms1pNorm = defineOp({
+  name: 'pleRms1pNorm',
+  doc: 'Grouped RMS1p norm (norm_key, norm_query, norm_conv): per row and group of width/groups columns, rstd = 1/sqrt(fp32(sum x^2 in order / groupSize) + eps) (two correctly rounded steps), y = bf((x * rstd) * fp32(1 + w)), one rounding; w [width] stored as an offset from 0.',
   inputs: [
     { name: 'x', dtypes: ['bf16'] },
     { name: 'weight', dtypes: ['bf16'] },
   ],
   outputs: [{ name: 'y', dtypes: ['bf16'] }],
-  attrs: { groups: 'int', eps: 'float' },
+  attrs: { groups: { kind: 'int', min: 1 }, eps: 'float' },
   opClass: 'reduction',
   shape: (ins, a) => {
-    const r = new ShapeRule('pleRmsNorm');
+    const r = new ShapeRule('pleRms1pNorm');
     const x = r.port(ins, 0, 'x');
     const [, width] = r.matrix(x, 'x');
     r.split(width, num(a, 'groups'), "input 'x'");
@@ -60,32 +81,33 @@ export const pleRmsNorm = defineOp({
 
 export const pleGate = defineOp({
   name: 'pleGate',
-  doc: 'gate[t,s] = sigmoid(signed_sqrt(sum_j q[t,s,j] k[t,j] / sqrt(H))), fp32 dot in j order, signed_sqrt(v) = sign(v) sqrt(max(|v|, 1e-6)); q [T,n*H], k [T,H] bf16 -> gate [T,n] f32, unrounded.',
+  doc: 'Per row t and stream s, from the normed key k and query q [T, n*H] (stream s = columns s*H..): p_j = bf(k_j q_j), sc = bf(bf(fp32 sum of p_j in j order) / fp32(sqrt(H))), root = bf(sqrt(bf(max(|sc|, fp32(1e-6))))), gate = bf(sigmoid(sign(sc) * root)) with sign(0) = 0 -> gate [T, n] bf16.',
   inputs: [
-    { name: 'q', dtypes: ['bf16'] },
     { name: 'k', dtypes: ['bf16'] },
+    { name: 'q', dtypes: ['bf16'] },
   ],
-  outputs: [{ name: 'gate', dtypes: ['f32'] }],
-  attrs: { streams: 'int' },
+  outputs: [{ name: 'gate', dtypes: ['bf16'] }],
+  attrs: { streams: { kind: 'int', min: 1 } },
   opClass: 'reduction',
   shape: (ins, a) => {
     const r = new ShapeRule('pleGate');
-    const [rows, width] = r.matrix(r.port(ins, 0, 'q'), 'q');
-    r.matrix(r.port(ins, 1, 'k'), 'k', r.split(width, num(a, 'streams'), "input 'q'"));
-    r.rows(ins[1]!, 'k', rows);
-    return [info([rows, num(a, 'streams')], 'f32')];
+    const k = r.port(ins, 0, 'k');
+    const [rows, width] = r.matrix(k, 'k');
+    r.split(width, num(a, 'streams'), "input 'k'");
+    r.same(r.port(ins, 1, 'q'), k, 'q');
+    return [info([rows, num(a, 'streams')], 'bf16')];
   },
 });
 
 export const pleGatedValue = defineOp({
   name: 'pleGatedValue',
-  doc: 'G[t, s*H+j] = bf(gate[t,s] * value[t,j]): gate [T,n] f32, value [T,H] bf16 -> [T,n*H].',
+  doc: 'G[t, s*H+j] = bf(gate[t,s] * value[t,j]): gate [T,n] bf16, value [T,H] bf16 -> [T,n*H].',
   inputs: [
-    { name: 'gate', dtypes: ['f32'] },
+    { name: 'gate', dtypes: ['bf16'] },
     { name: 'value', dtypes: ['bf16'] },
   ],
   outputs: [{ name: 'g', dtypes: ['bf16'] }],
-  attrs: { streams: 'int' },
+  attrs: { streams: { kind: 'int', min: 1 } },
   opClass: 'elementwise',
   shape: (ins, a) => {
     const r = new ShapeRule('pleGatedValue');
@@ -98,14 +120,14 @@ export const pleGatedValue = defineOp({
 
 export const pleConvSilu = defineOp({
   name: 'pleConvSilu',
-  doc: 'out = bf(G + bf(silu(bf(conv)))), conv[t,c] = sum_{i=0..K-1} w[c,0,i] * Gn[t-(K-1-i)*dilation, c], fp32 in i order, zeros before the start (causal depthwise conv1d); Gn the normed G, w [C,1,K].',
+  doc: 'out = bf(G + bf(silu(bf(conv)))), conv[t,c] = sum_{i=0..K-1} w[c,0,i] * Gn[t-(K-1-i)*dilation, c], fp32 from tap 0 (oldest), zeros before the start (causal depthwise conv1d, `conv1d.weight` [C,1,K]); silu(x) = x * sigmoid(x) in fp32; Gn the normed G.',
   inputs: [
     { name: 'gNormed', dtypes: ['bf16'] },
     { name: 'g', dtypes: ['bf16'] },
     { name: 'weight', dtypes: ['bf16'] },
   ],
   outputs: [{ name: 'out', dtypes: ['bf16'] }],
-  attrs: { dilation: 'int' },
+  attrs: { dilation: { kind: 'int', min: 1 } },
   opClass: 'reduction',
   shape: (ins) => {
     const r = new ShapeRule('pleConvSilu');
@@ -113,7 +135,7 @@ export const pleConvSilu = defineOp({
     const [, c] = r.matrix(g, 'g');
     r.same(r.port(ins, 0, 'gNormed'), g, 'gNormed');
     const w = r.port(ins, 2, 'weight');
-    if (w.shape.length !== 3 || w.shape[0] !== c || w.shape[1] !== 1) r.fail(`input 'weight' is [${w.shape.join(',')}], expected [${c},1,K]`);
+    if (w.shape.length !== 3 || w.shape[0] !== c || w.shape[1] !== 1 || !(w.shape[2] >= 1)) r.fail(`input 'weight' is [${w.shape.join(',')}], expected [${c},1,K]`);
     return [info(g.shape, 'bf16')];
   },
 });

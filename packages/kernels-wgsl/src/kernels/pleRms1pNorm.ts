@@ -1,9 +1,10 @@
-// pleRmsNorm: grouped RMS norm with a plain weight, as core's pleRmsNorm
-// (layers/ple/pleMath.ts). Two dispatches: one invocation per (row, group) sums the squares
-// in fp32 over j in order (bf16 squares are exact) and stores rstd = 1/sqrt(fp32(sumsq / D)
-// + eps) (two correctly rounded steps, rsqrt_f32); then one invocation per output word
-// computes y = bf((x * rstd) * w). Splitting keeps every invocation's work small and lets
-// groups of odd width share words without two invocations writing one.
+// pleRms1pNorm: grouped RMS1p norm, as core's pleRms1pNorm (layers/ple/pleMath.ts). Two
+// dispatches: one invocation per (row, group) sums the squares in fp32 over j in order
+// (bf16 squares are exact) and stores rstd = 1/sqrt(fp32(sumsq / groupSize) + eps) (two
+// correctly rounded steps, rsqrt_f32); then one invocation per output word computes
+// y = bf((x * rstd) * (1 + w)), 1 + w rounded to fp32 as the CPU's scale. Splitting keeps
+// every invocation's work small and lets groups of odd width share words without two
+// invocations writing one.
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
@@ -48,23 +49,23 @@ fn main(${inv.params}) {
 }`;
 })();
 
-export const pleRmsNormPlanner: KernelPlanner = (inputs, outputs, attrs) => {
-  const x = requireTensor(inputs[0], 'pleRmsNorm: input x');
-  const weight = requireTensor(inputs[1], 'pleRmsNorm: input weight');
-  const y = requireTensor(outputs[0], 'pleRmsNorm: output y');
-  for (const [t, what] of [[x, 'x'], [weight, 'weight'], [y, 'y']] as const) requireDtype(t, ['bf16'], `pleRmsNorm: ${what}`);
-  const groups = requireIntAttr(attrs, 'groups', 'pleRmsNorm', 1);
+export const pleRms1pNormPlanner: KernelPlanner = (inputs, outputs, attrs) => {
+  const x = requireTensor(inputs[0], 'pleRms1pNorm: input x');
+  const weight = requireTensor(inputs[1], 'pleRms1pNorm: input weight');
+  const y = requireTensor(outputs[0], 'pleRms1pNorm: output y');
+  for (const [t, what] of [[x, 'x'], [weight, 'weight'], [y, 'y']] as const) requireDtype(t, ['bf16'], `pleRms1pNorm: ${what}`);
+  const groups = requireIntAttr(attrs, 'groups', 'pleRms1pNorm', 1);
   const eps = attrs.eps;
-  if (typeof eps !== 'number' || !(eps >= 0)) throw new Error(`pleRmsNorm: attribute eps = ${String(eps)} is not a number >= 0`);
-  const [T, width] = dims2(x, 'pleRmsNorm: x');
-  if (width % groups !== 0) throw new Error(`pleRmsNorm: width ${width} is not divisible into ${groups} groups`);
+  if (typeof eps !== 'number' || !(eps >= 0)) throw new Error(`pleRms1pNorm: attribute eps = ${String(eps)} is not a number >= 0`);
+  const [T, width] = dims2(x, 'pleRms1pNorm: x');
+  if (width % groups !== 0) throw new Error(`pleRms1pNorm: width ${width} is not divisible into ${groups} groups`);
   const gs = width / groups;
-  requireShape(weight, [width], 'pleRmsNorm: weight');
-  requireShape(y, [T, width], 'pleRmsNorm: y');
+  requireShape(weight, [width], 'pleRms1pNorm: weight');
+  requireShape(y, [T, width], 'pleRms1pNorm: y');
   if (T * width === 0) return { scratch: [], dispatches: [] };
   const grid = gridFor(T * groups, WG);
   const rstd = {
-    key: 'pleRmsNorm-rstd',
+    key: 'pleRms1pNorm-rstd',
     wgsl: RSTD_WGSL,
     bindings: [readInput(0), writeScratch(RSTD)],
     uniforms: uniformWords([T, groups, gs, width, f32Bits(eps), grid.groupsX]),
@@ -72,12 +73,12 @@ export const pleRmsNormPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   };
   const body = `let c = i % u.p0;
   let r = bitcast<f32>(rstd[(i / u.p0) * u.p2 + c / u.p1]);
-  return (x_f32(i) * r) * w_f32(c);`;
+  return (x_f32(i) * r) * (1.0 + w_f32(c));`;
   const ins = [
     { name: 'x', from: readInput(0), dtype: 'bf16' as const },
     { name: 'w', from: readInput(1), dtype: 'bf16' as const },
     { name: 'rstd', from: readScratch(RSTD), dtype: 'f32' as const },
   ];
-  const scale = wordKernel('pleRmsNorm-scale', ins, T * width, [width, gs, groups], body);
+  const scale = wordKernel('pleRms1pNorm-scale', ins, T * width, [width, gs, groups], body);
   return { scratch: [{ name: RSTD, words: T * groups }], dispatches: [rstd, scale] };
 };
