@@ -1,8 +1,9 @@
 // The `hcsp` command line. Every failure ends as one line `hcsp: <message>` on stderr with a
 // non-zero exit: 2 for usage errors commander finds (unknown option, missing value), 1 for
-// errors thrown by a command (bad values, bad configurations). Commands compute their whole
-// answer before printing it once.
+// errors thrown by a command (bad values, bad configurations), 128 + n when signal n
+// interrupted it (signals.ts). Commands compute their whole answer before printing it once.
 import { Command, CommanderError } from 'commander';
+import packageJson from '../package.json' with { type: 'json' };
 import { registerPlan } from './commands/plan.ts';
 import { registerHc } from './commands/hc.ts';
 import { registerPrefill } from './commands/prefill.ts';
@@ -13,6 +14,7 @@ const USAGE_EXIT_CODE = 2;
 function buildProgram(): Command {
   const program = new Command('hcsp')
     .description('sequence-parallel hyper-connection residual streams of the Qwen3.8-Flash-Next decoder')
+    .version(packageJson.version, '-V, --version', 'print the version of hcsp')
     // Set before registering subcommands: they inherit both settings.
     .exitOverride()
     .configureOutput({ outputError: () => {} })

@@ -8,15 +8,20 @@ export interface IntBounds {
   max?: number;
 }
 
-/** Parses a plain run of ASCII decimal digits ('12abc', '1.5', '-3', '+3', ' 3', '' are rejected) within bounds. */
+/**
+ * Parses a plain run of ASCII decimal digits ('12abc', '1.5', '-3', '+3', ' 3', '' are
+ * rejected) within bounds. A value that is an integer but out of bounds is told so: too
+ * large or too small, not "must be an integer".
+ */
 export function parseIntStrict(value: string, name: string, bounds: IntBounds = {}): number {
   const { min = 0, max = Number.MAX_SAFE_INTEGER } = bounds;
-  const n = /^\d+$/.test(value) ? Number(value) : NaN;
-  if (!Number.isSafeInteger(n) || n < min || n > max) {
-    const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `in [${min}, ${max}]`;
-    throw new Error(`${name} must be an integer ${range}, got ${JSON.stringify(value)}`);
-  }
-  return n;
+  const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `in [${min}, ${max}]`;
+  if (!/^\d+$/.test(value)) throw new Error(`${name} must be an integer ${range}, got ${JSON.stringify(value)}`);
+  // Compared as BigInt: Number() of a long digit string rounds, and may round into range.
+  const big = BigInt(value);
+  if (big > BigInt(max)) throw new Error(`${name} is too large: at most ${max}, got ${JSON.stringify(value)}`);
+  if (big < BigInt(min)) throw new Error(`${name} is too small: at least ${min}, got ${JSON.stringify(value)}`);
+  return Number(big);
 }
 
 /** Parses 'A:B' (decoder layers [A, B)) into [A, B] with A < B; the config checks the upper bound. */

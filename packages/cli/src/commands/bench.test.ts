@@ -8,8 +8,9 @@ describe('bench option parsing', () => {
   it('reads the token list and counts', () => {
     expect(parseTokenList('1024,4096')).toEqual([1024, 4096]);
     expect(parseTokenList('7')).toEqual([7]);
-    expect(parseBenchOptions({ ...RAW, json: true })).toEqual({ tokens: [1024, 4096], reps: 3, cpuReps: 1, seed: 0, json: true });
+    expect(parseBenchOptions({ ...RAW, json: true })).toEqual({ tokens: [1024, 4096], reps: 3, cpuReps: 1, seed: 0, json: true, quiet: false, maxMemory: undefined });
     expect(parseBenchOptions(RAW).json).toBe(false);
+    expect(parseBenchOptions({ ...RAW, quiet: true, maxMemory: '8G' })).toMatchObject({ quiet: true, maxMemory: '8G' });
   });
 
   it('rejects bad values, naming them', () => {
@@ -20,6 +21,7 @@ describe('bench option parsing', () => {
     expect(() => parseBenchOptions({ ...RAW, reps: '0' })).toThrow(/--reps .*got "0"/);
     expect(() => parseBenchOptions({ ...RAW, cpuReps: 'x' })).toThrow(/--cpu-reps .*got "x"/);
     expect(() => parseBenchOptions({ ...RAW, seed: '-1' })).toThrow(/--seed .*got "-1"/);
+    expect(() => parseBenchOptions({ ...RAW, maxMemory: 'lots' })).toThrow(/--max-memory must be a positive size .*got "lots"/);
   });
 });
 

@@ -7,12 +7,15 @@ import { loadavg } from 'node:os';
 import type { Command } from 'commander';
 import {
   buildHcMix,
+  bytesPerElement,
   CpuBackend,
   FLASH_NEXT,
   GraphBuilder,
   hcPrefix,
   hcWeightSpecs,
+  numel,
   Rng,
+  runOnce,
   SyntheticWeightSource,
   type Graph,
   type ModelConfig,
@@ -20,8 +23,11 @@ import {
   type Tensor,
   type ValueId,
 } from '@hcsp/core';
+import { estimateGraphMemory } from '../guards/memoryEstimate.ts';
+import { checkMemory, MAX_MEMORY_HELP, memoryLimit } from '../guards/memoryGuard.ts';
 import { parseIntStrict } from '../parseArgs.ts';
 import { nodeProgress } from '../progress.ts';
+import { interruptible } from '../signals.ts';
 
 const BF16_BYTES = 2;
 const PREFIX = hcPrefix(0, 'attn');
@@ -32,6 +38,10 @@ export interface BenchOptions {
   cpuReps: number;
   seed: number;
   json: boolean;
+  /** no progress lines on stderr */
+  quiet: boolean;
+  /** --max-memory as given */
+  maxMemory?: string;
 }
 
 /** Parses '1024,4096' into distinct token counts, each >= 1, naming the option on error. */
@@ -42,13 +52,26 @@ export function parseTokenList(value: string, name = '--tokens'): number[] {
   return out;
 }
 
-export function parseBenchOptions(raw: { tokens: string; reps: string; cpuReps: string; seed: string; json?: boolean }): BenchOptions {
+export interface BenchCliOptions {
+  tokens: string;
+  reps: string;
+  cpuReps: string;
+  seed: string;
+  json?: boolean;
+  quiet?: boolean;
+  maxMemory?: string;
+}
+
+export function parseBenchOptions(raw: BenchCliOptions): BenchOptions {
+  memoryLimit(raw.maxMemory); // a bad --max-memory fails before the browser starts
   return {
     tokens: parseTokenList(raw.tokens),
     reps: parseIntStrict(raw.reps, '--reps', { min: 1, max: 1000 }),
     cpuReps: parseIntStrict(raw.cpuReps, '--cpu-reps', { min: 1, max: 1000 }),
     seed: parseIntStrict(raw.seed, '--seed'),
     json: raw.json === true,
+    quiet: raw.quiet === true,
+    maxMemory: raw.maxMemory,
   };
 }
 
@@ -202,15 +225,17 @@ function randomStreams(config: ModelConfig, tokens: number, seed: number): Tenso
   return { dtype: 'bf16', shape: [tokens, width], data: new Rng(seed).fillBf16Normal(tokens * width, 1) };
 }
 
-function say(line: string): void {
-  process.stderr.write(`bench: ${line}\n`);
-}
-
-async function timedRuns(label: string, times: number, run: (onNode: (d: number, t: number) => void) => Promise<RunResult> | RunResult): Promise<{ seconds: number[]; last: RunResult }> {
+async function timedRuns(
+  label: string,
+  times: number,
+  quiet: boolean,
+  say: (line: string) => void,
+  run: (onNode: (d: number, t: number) => void) => Promise<RunResult>,
+): Promise<{ seconds: number[]; last: RunResult }> {
   const seconds: number[] = [];
   let last: RunResult | null = null;
   for (let i = 0; i < times; i++) {
-    const progress = nodeProgress(`${label} ${i + 1}/${times}`);
+    const progress = nodeProgress(`${label} ${i + 1}/${times}`, { quiet });
     const t0 = performance.now();
     try {
       last = await run(progress.onNode);
@@ -225,20 +250,30 @@ async function timedRuns(label: string, times: number, run: (onNode: (d: number,
 
 export async function runBench(opts: BenchOptions): Promise<BenchReport> {
   const config = FLASH_NEXT;
-  const weights = new SyntheticWeightSource(hcWeightSpecs(config, PREFIX, true), opts.seed);
+  const specs = hcWeightSpecs(config, PREFIX, true);
+  const say = (line: string): void => {
+    if (!opts.quiet) process.stderr.write(`bench: ${line}\n`);
+  };
+  // The largest T decides; its webgpu outputs are still held while the cpu reference runs.
+  const largest = hcMixBenchGraph(config, Math.max(...opts.tokens));
+  const estimate = estimateGraphMemory(largest, { kind: 'synthetic', specs });
+  const heldOutputs = largest.outputs.reduce((sum, id) => sum + numel(largest.values[id].shape) * bytesPerElement(largest.values[id].dtype), 0);
+  checkMemory(`bench at T ${Math.max(...opts.tokens)}`, { ...estimate, bytes: estimate.bytes + heldOutputs }, memoryLimit(opts.maxMemory));
+  const weights = new SyntheticWeightSource(specs, opts.seed);
   const { createWebGpuBackend } = await import('@hcsp/backend-webgpu');
   say('starting the WebGPU backend');
-  const gpu = await createWebGpuBackend();
+  // Only the device's phases are interruptible (signals.ts): the cpu reference runs on this thread.
+  const gpu = await interruptible(() => createWebGpuBackend());
   const rows: BenchRow[] = [];
   try {
     for (const T of opts.tokens) {
       const graph = hcMixBenchGraph(config, T);
       const feeds = new Map<ValueId, Tensor>([['streams', randomStreams(config, T, opts.seed + T)]]);
       say(`T=${T}: webgpu warm-up (pipeline compile, not timed)`);
-      await gpu.run(graph, feeds, weights);
-      const g = await timedRuns(`T=${T} webgpu`, opts.reps, (onNode) => gpu.run(graph, feeds, weights, { onNode }));
+      await interruptible(() => runOnce(gpu, graph, feeds, weights));
+      const g = await timedRuns(`T=${T} webgpu`, opts.reps, opts.quiet, say, (onNode) => interruptible(() => runOnce(gpu, graph, feeds, weights, { onNode })));
       const cpu = new CpuBackend();
-      const c = await timedRuns(`T=${T} cpu-reference`, opts.cpuReps, (onNode) => cpu.runSync(graph, feeds, weights, { onNode }));
+      const c = await timedRuns(`T=${T} cpu-reference`, opts.cpuReps, opts.quiet, say, (onNode) => runOnce(cpu, graph, feeds, weights, { onNode }));
       say(`T=${T}: fp32 GEMM ceiling (numpy)`);
       const ceiling = measureGemmCeiling(config, T, Math.max(3, opts.reps));
       const mismatch = firstDifference(graph, g.last, c.last);
@@ -273,7 +308,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchReport> {
     counted: {
       flops: '2*T*K*O for the two GEMMs only: 2*T*(10240*324 + 320*10240); elementwise ops not counted',
       bytes: 'each tensor every op reads or writes, once, at bf16 storage size (GEMM operands and outputs plus the combine-norm, scaled-silu and gated-mean tensors); cache re-reads not counted',
-      time: 'wall time of backend.run (upload of the input and weights, all dispatches, readback of x, streams and raw), median of reps; webgpu after one untimed warm-up run',
+      time: 'wall time of one runOnce (prepare: upload of the weights; run: upload of the input, all dispatches, readback of x, streams and raw), median of reps; webgpu after one untimed warm-up run',
     },
     rows,
   };
@@ -303,8 +338,10 @@ export function registerBench(program: Command): void {
     .option('--reps <n>', 'timed WebGPU runs per token count (median reported)', '3')
     .option('--cpu-reps <n>', 'timed CPU-reference runs per token count (median reported)', '1')
     .option('--seed <n>', 'seed of the input streams and synthetic weights', '0')
+    .option('--max-memory <size>', MAX_MEMORY_HELP)
+    .option('--quiet', 'no progress on stderr')
     .option('--json', 'print one JSON object')
-    .action(async (raw: { tokens: string; reps: string; cpuReps: string; seed: string; json?: boolean }) => {
+    .action(async (raw: BenchCliOptions) => {
       const opts = parseBenchOptions(raw);
       const report = await runBench(opts);
       process.stdout.write(opts.json ? `${JSON.stringify(report)}\n` : formatBenchReport(report));

@@ -201,39 +201,39 @@ describe.concurrent('hcsp hc: bad inputs fail with the tensor named and no outpu
 });
 
 /** The same checks without a process (the CLI's one-line format is covered above): message and no output. */
-function expectFailureInProcess(input: string, output: string, mentions: RegExp): void {
-  expect(() => runHcCommand({ in: input, out: output, contract: 'atom' })).toThrow(mentions);
+async function expectFailureInProcess(input: string, output: string, mentions: RegExp): Promise<void> {
+  await expect(runHcCommand({ in: input, out: output, contract: 'atom' })).rejects.toThrow(mentions);
   const base = output.slice(dir.length + 1);
   expect(readdirSync(dir).filter((f) => f.includes(base))).toEqual([]);
 }
 
 describe('hcsp hc: more bad inputs, checked in process', () => {
-  it('missing h', () => {
+  it('missing h', async () => {
     const w = weights();
     delete w.h;
     const { input, output } = writeInput(w);
-    expectFailureInProcess(input, output, /missing tensor 'h'/);
+    await expectFailureInProcess(input, output, /missing tensor 'h'/);
   });
 
-  it('h whose width is not 4*H', () => {
+  it('h whose width is not 4*H', async () => {
     const { input, output } = writeInput({ ...weights(), h: randomBf16([T, W + 2], 1, 12) });
-    expectFailureInProcess(input, output, /tensor 'h': wrong shape: expected \[T, 4\*H\].*got \[5,34\]/);
+    await expectFailureInProcess(input, output, /tensor 'h': wrong shape: expected \[T, 4\*H\].*got \[5,34\]/);
   });
 
-  it('malformed header: JSON that does not parse', () => {
+  it('malformed header: JSON that does not parse', async () => {
     const { input, output } = writeInput(weights());
     const bytes = readFileSync(input);
     bytes[8] = 0x5b; // '[' where '{' was: the JSON no longer parses
     writeFileSync(input, bytes);
-    expectFailureInProcess(input, output, /malformed header: not valid JSON/);
+    await expectFailureInProcess(input, output, /malformed header: not valid JSON/);
   });
 
-  it('raw_prev without block_out', () => {
+  it('raw_prev without block_out', async () => {
     const { input, output } = writeInput({ ...weights(), raw_prev: randomBf16([T, 4], 1, 14) });
-    expectFailureInProcess(input, output, /tensor 'raw_prev' is given without 'block_out'/);
+    await expectFailureInProcess(input, output, /tensor 'raw_prev' is given without 'block_out'/);
   });
 
-  it('an input file that does not exist', () => {
-    expectFailureInProcess(join(dir, 'nope.safetensors'), join(dir, 'out-nope.safetensors'), /nope\.safetensors/);
+  it('an input file that does not exist', async () => {
+    await expectFailureInProcess(join(dir, 'nope.safetensors'), join(dir, 'out-nope.safetensors'), /nope\.safetensors/);
   });
 });

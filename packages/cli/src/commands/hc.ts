@@ -2,10 +2,13 @@
 // CPU reference, over tensors dumped from a PyTorch engine under ATOM's names, written back
 // as .safetensors for a bit-level diff against the engine's own outputs.
 import { Option, type Command } from 'commander';
-import { parseHcContract, runHcStep, shapeStr } from '@hcsp/core';
+import { layoutSafetensors, parseHcContract, runHcStep, shapeStr } from '@hcsp/core';
 import type { HcContract, HcStepOutputs, Tensor } from '@hcsp/core';
-import { SafetensorsWeightSource, writeSafetensorsFile } from '@hcsp/core/node';
+import { SafetensorsWeightSource } from '@hcsp/core/node';
 import type { ExpectedTensor } from '@hcsp/core/node';
+import { countNonFinite, describeNonFinite } from '../checkpoint/nonFinite.ts';
+import { resolveOutputTarget } from '../output/outputTarget.ts';
+import { writeOutput } from '../output/safeOutputFile.ts';
 
 const STREAMS = 4;
 
@@ -34,6 +37,7 @@ interface HcOptions {
   in: string;
   out: string;
   contract: string;
+  rejectNonfinite?: boolean;
 }
 
 /** T, H and r from the two tensors that define them, each checked with its own name. */
@@ -75,15 +79,38 @@ function expectedInputs(source: SafetensorsWeightSource, inPath: string): { spec
   return { specs, pending: hasBlockOut };
 }
 
-/** Reads and checks IN, runs the step, writes OUT (atomically, only after the step succeeded). */
-export function runHcCommand(opts: HcOptions): { outputs: HcStepOutputs; contract: HcContract } {
+export interface HcRun {
+  outputs: HcStepOutputs;
+  contract: HcContract;
+  /** inputs holding NaN/Inf (warned about unless --reject-nonfinite refused them) */
+  warnings: string[];
+}
+
+/**
+ * Checks OUT (before reading anything), reads and checks IN, runs the step, writes OUT
+ * (atomically, only after the step succeeded).
+ */
+export async function runHcCommand(opts: HcOptions): Promise<HcRun> {
   const contract = parseHcContract(opts.contract);
+  const target = resolveOutputTarget(opts.out, '--out', [opts.in]);
   const source = SafetensorsWeightSource.open(opts.in);
+  const warnings: string[] = [];
   let outputs: HcStepOutputs;
   try {
     const { specs, pending } = expectedInputs(source, opts.in);
     source.validateAgainst(specs);
-    const get = (name: string): Tensor => source.get(name);
+    const inputs = new Map<string, Tensor>();
+    for (const { name } of specs) {
+      const t = await source.read(name);
+      const bad = countNonFinite(t);
+      if (bad.nan + bad.inf > 0) {
+        const what = `${opts.in}: ${describeNonFinite(name, bad)}`;
+        if (opts.rejectNonfinite) throw new Error(`${what}; refused by --reject-nonfinite`);
+        warnings.push(what);
+      }
+      inputs.set(name, t);
+    }
+    const get = (name: string): Tensor => inputs.get(name)!;
     outputs = runHcStep(
       {
         h: get(HC_INPUT_NAMES.h),
@@ -101,8 +128,9 @@ export function runHcCommand(opts: HcOptions): { outputs: HcStepOutputs; contrac
   }
   const named = new Map<string, Tensor>();
   for (const key of Object.keys(HC_OUTPUT_NAMES) as (keyof HcStepOutputs)[]) named.set(HC_OUTPUT_NAMES[key], outputs[key]);
-  writeSafetensorsFile(opts.out, named, { format: 'pt', producer: 'hcsp hc', contract });
-  return { outputs, contract };
+  const layout = layoutSafetensors(named, { format: 'pt', producer: 'hcsp hc', contract, input: opts.in });
+  await writeOutput(target, [layout.header, ...layout.order.map((o) => o.bytes)], '--out', opts.out);
+  return { outputs, contract, warnings };
 }
 
 export function registerHc(program: Command): void {
@@ -110,11 +138,18 @@ export function registerHc(program: Command): void {
     .command('hc')
     .description('one HC combine-norm + mix on the CPU reference, reading and writing ATOM-named tensors in .safetensors')
     .requiredOption('--in <file>', "input: h [T,4H], hc_norm.weight, input_mix_weight_down/up.weight, block_inject_weight.weight; optional block_out + raw_prev (the pending combine)")
-    .requiredOption('--out <file>', 'output: h_new, normed, d, gate, up, mixed, raw (bf16); written only when the step succeeds')
+    .requiredOption(
+      '--out <file>',
+      'output: h_new, normed, d, gate, up, mixed, raw (bf16), written atomically only when the step succeeds; a new or existing regular file (never a device, fifo, socket, directory or the input), or - for standard output',
+    )
     .addOption(new Option('--contract <contract>', 'rounding contract: atom (production) or hf (Hugging Face reference)').choices(['atom', 'hf']).default('atom'))
-    .action((opts: HcOptions) => {
-      const { outputs, contract } = runHcCommand(opts);
+    .option('--reject-nonfinite', 'refuse inputs holding NaN or Inf (default: warn on stderr)')
+    .action(async (opts: HcOptions) => {
+      const { outputs, contract, warnings } = await runHcCommand(opts);
+      for (const w of warnings) process.stderr.write(`hcsp: warning: ${w}\n`);
       const [rows, width] = outputs.hNew.shape;
-      process.stdout.write(`wrote ${opts.out}: T ${rows}, H ${width / STREAMS}, r ${outputs.gate.shape[1]}, contract ${contract}\n`);
+      const summary = `wrote ${opts.out === '-' ? 'standard output' : opts.out}: T ${rows}, H ${width / STREAMS}, r ${outputs.gate.shape[1]}, contract ${contract}\n`;
+      // With --out - the tensors own stdout.
+      (opts.out === '-' ? process.stderr : process.stdout).write(summary);
     });
 }

@@ -60,10 +60,19 @@ describe('option parsing', () => {
     expect(parseIntStrict('16381', '--tokens', { min: 1 })).toBe(16381);
     expect(parseIntStrict('0', '--sp-min-tokens')).toBe(0);
     expect(parseIntStrict('007', '--tp', { min: 1 })).toBe(7);
-    for (const bad of ['12abc', '1.5', '-3', '0', '', '+4', ' 4', '4 ', '1e3', '0x10', '9007199254740993']) {
+    for (const bad of ['12abc', '1.5', '-3', '', '+4', ' 4', '4 ', '1e3', '0x10']) {
       expect(() => parseIntStrict(bad, '--tokens', { min: 1 })).toThrow(`--tokens must be an integer >= 1, got ${JSON.stringify(bad)}`);
     }
-    expect(() => parseIntStrict('9', '--tp', { min: 1, max: 8 })).toThrow('--tp must be an integer in [1, 8], got "9"');
+    expect(() => parseIntStrict('x', '--tp', { min: 1, max: 8 })).toThrow('--tp must be an integer in [1, 8], got "x"');
+  });
+
+  it('an integer out of range is too large or too small, not "must be an integer"', () => {
+    expect(() => parseIntStrict('0', '--tokens', { min: 1 })).toThrow('--tokens is too small: at least 1, got "0"');
+    expect(() => parseIntStrict('9', '--tp', { min: 1, max: 8 })).toThrow('--tp is too large: at most 8, got "9"');
+    // past 2^53 - 1 Number() rounds (9007199254740993 -> ...992): compared exactly
+    expect(() => parseIntStrict('9007199254740992', '--tokens', { min: 1 })).toThrow('--tokens is too large: at most 9007199254740991, got "9007199254740992"');
+    expect(() => parseIntStrict('99999999999999999999', '--tokens', { min: 1 })).toThrow('--tokens is too large: at most 9007199254740991');
+    expect(parseIntStrict('9007199254740991', '--tokens', { min: 1 })).toBe(Number.MAX_SAFE_INTEGER);
   });
 
   it('parseLayerRange takes A:B with A < B', () => {
@@ -80,7 +89,6 @@ describe('option parsing', () => {
     expect(planFromOptions(opts({}), {}).sp).toBe(true);
     expect(planFromOptions(opts({}), { [ENV_VAR]: '8192' }).reason).toBe(`T 4096 < ${ENV_VAR} 8192`);
     expect(planFromOptions(opts({ spMinTokens: '2048' }), { [ENV_VAR]: '8192' }).sp).toBe(true);
-    expect(planFromOptions(opts({ spMinTokens: '0' }), {}).reason).toContain('is 0');
     expect(() => planFromOptions(opts({}), { [ENV_VAR]: '1k' })).toThrow(`${ENV_VAR} must be a non-negative decimal integer (0 disables sharding), got "1k"`);
     expect(() => planFromOptions(opts({ spMinTokens: '-1' }), {})).toThrow('--sp-min-tokens must be an integer >= 0, got "-1"');
     expect(() => planFromOptions(opts({ tp: '2x' }), {})).toThrow('--tp must be an integer >= 1, got "2x"');
@@ -90,11 +98,27 @@ describe('option parsing', () => {
   });
 });
 
+describe('the reason names what set the token floor (issue: it always blamed the variable)', () => {
+  it('--sp-min-tokens, not the variable, when the option set it', () => {
+    expect(planFromOptions(opts({ spMinTokens: '0' }), {}).reason).toBe('--sp-min-tokens is 0: sharding disabled');
+    expect(planFromOptions(opts({ spMinTokens: '8192' }), { [ENV_VAR]: '16' }).reason).toBe('T 4096 < --sp-min-tokens 8192');
+  });
+
+  it('the variable when it is set, the default when it is unset', () => {
+    expect(planFromOptions(opts({}), { [ENV_VAR]: '0' }).reason).toBe(`${ENV_VAR} is 0: sharding disabled`);
+    expect(planFromOptions(opts({ tokens: '1000' }), {}).reason).toBe(`T 1000 < 1024, the default token floor (${ENV_VAR} is unset)`);
+  });
+
+  it('a malformed variable is an error even when --sp-min-tokens overrides it', () => {
+    expect(() => planFromOptions(opts({ spMinTokens: '2048' }), { [ENV_VAR]: 'abc' })).toThrow(`${ENV_VAR} must be a non-negative decimal integer (0 disables sharding), got "abc"`);
+  });
+});
+
 // Each case spawns node + tsx (about 0.5 s), so the spawned cases are the few that need the
 // real process: output, exit codes, stderr format, the real environment.
 describe('hcsp plan (spawned)', () => {
   it('T 16381 at tp 8: sharded from layer 2, C 2048, 3 padding rows on the last rank', () => {
-    const p = planJson(['--tokens', '16381', '--tp', '8', '--mtp']);
+    const p = planJson(['--tokens', '16381', '--tp', '8', '--mtp', '--config', 'flash-next']);
     expect(p).toMatchObject({
       sp: true,
       reason: null,
@@ -118,7 +142,7 @@ describe('hcsp plan (spawned)', () => {
   });
 
   it('prints a human-readable summary with a shard table without --json', () => {
-    const r = hcspPlan(['--tokens', '16381', '--tp', '8']);
+    const r = hcspPlan(['--tokens', '16381', '--tp', '8', '--config', 'flash-next']);
     expect(r.status).toBe(0);
     expect(r.stderr).toBe('');
     expect(r.stdout).toContain('sequence parallel: on');

@@ -1,9 +1,11 @@
 // `hcsp plan`: the sequence-parallel plan of one forward (gate decision, shards, padding,
 // quantization path, exit gather), as JSON or a short summary.
 import type { Command } from 'commander';
-import { SP_MIN_TOKENS_ENV, getConfig, planForward, readSpMinTokens } from '@hcsp/core';
-import type { SpPlan } from '@hcsp/core';
+import { getConfig, readSpFloor } from '@hcsp/core';
+import type { SpFloor, SpPlan } from '@hcsp/core';
+import { CONFIG_HELP, DEFAULT_CONFIG, DEFAULT_TP, SP_ENV_HELP, TP_HELP } from '../defaults.ts';
 import { parseIntStrict, parseLayerRange } from '../parseArgs.ts';
+import { planWithFloor } from '../sp/planWithFloor.ts';
 
 interface PlanOptions {
   tokens: string;
@@ -16,14 +18,19 @@ interface PlanOptions {
   config: string;
 }
 
-/** Builds the plan from the command's options; the variable is read from `env` unless --sp-min-tokens is given. */
+/**
+ * Builds the plan from the command's options. The variable is read from `env` (and must be
+ * well-formed) even when --sp-min-tokens overrides it; the reason names whichever set the floor.
+ */
 export function planFromOptions(opts: PlanOptions, env: Record<string, string | undefined>): SpPlan {
   const config = getConfig(opts.config);
   const tokens = parseIntStrict(opts.tokens, '--tokens', { min: 1 });
   const tp = parseIntStrict(opts.tp, '--tp', { min: 1 });
-  const minTokens = opts.spMinTokens === undefined ? readSpMinTokens(env) : parseIntStrict(opts.spMinTokens, '--sp-min-tokens', { min: 0 });
+  const fromEnv = readSpFloor(env);
+  const floor: SpFloor =
+    opts.spMinTokens === undefined ? fromEnv : { minTokens: parseIntStrict(opts.spMinTokens, '--sp-min-tokens', { min: 0 }), source: { kind: 'option', name: '--sp-min-tokens' } };
   const layers = opts.layers === undefined ? undefined : parseLayerRange(opts.layers, '--layers');
-  return planForward({ config, tokens, tp, minTokens, capturing: opts.capturing, layers, mtp: opts.mtp });
+  return planWithFloor({ config, tokens, tp, minTokens: floor.minTokens, capturing: opts.capturing, layers, mtp: opts.mtp }, floor.source);
 }
 
 function table(rows: (string | number)[][]): string {
@@ -54,13 +61,14 @@ export function registerPlan(program: Command): void {
     .command('plan')
     .description('show the sequence-parallel plan of one forward: gate decision, shards, padding, quant path')
     .requiredOption('--tokens <T>', 'tokens in the forward (positive integer)')
-    .requiredOption('--tp <N>', 'tensor parallel size (positive integer dividing the head counts)')
-    .option('--sp-min-tokens <M>', `token floor for sharding, 0 disables (default: $${SP_MIN_TOKENS_ENV}, else 1024)`)
+    .option('--tp <N>', TP_HELP, DEFAULT_TP)
+    .option('--sp-min-tokens <M>', 'token floor for sharding, 0 disables (default: the variable, see Environment)')
     .option('--capturing', 'the forward is being captured as a graph', false)
     .option('--layers <A:B>', 'decoder layers [A, B) of this pipeline stage (default: all)')
     .option('--mtp', 'the MTP head runs after the forward', false)
     .option('--json', 'print one JSON object', false)
-    .option('--config <name>', 'model configuration', 'flash-next')
+    .option('--config <name>', CONFIG_HELP, DEFAULT_CONFIG)
+    .addHelpText('after', SP_ENV_HELP)
     .action((opts: PlanOptions) => {
       const p = planFromOptions(opts, process.env);
       process.stdout.write(opts.json ? JSON.stringify(p) + '\n' : formatPlan(p));

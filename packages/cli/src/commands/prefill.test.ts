@@ -4,10 +4,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MODEL_SUB_LAYERS, modelWeightSpecs, SyntheticWeightSource, TINY } from '@hcsp/core';
 import { writeSafetensorsFile } from '@hcsp/core/node';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { runPrefillCommand } from './prefill.ts';
 
-const base = { backend: 'cpu', config: 'tiny', tp: '2', tokens: '40', sp: 'on', reduce: 'ring', seed: '3', stack: 'model', json: true };
+const base = { backend: 'cpu', config: 'tiny', tp: '2', tokens: '40', sp: 'on', reduce: 'ring', seed: '3', stack: 'model', json: true, quiet: true };
+const ENV_VAR = 'ATOM_QWEN4_EXP_SP_MIN_TOKENS';
+const savedEnv = process.env[ENV_VAR];
+afterEach(() => {
+  if (savedEnv === undefined) delete process.env[ENV_VAR];
+  else process.env[ENV_VAR] = savedEnv;
+});
 const dir = mkdtempSync(join(tmpdir(), 'hcsp-prefill-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -38,12 +44,12 @@ describe('hcsp prefill', () => {
     const specs = modelWeightSpecs(TINY, MODEL_SUB_LAYERS);
     const synthetic = new SyntheticWeightSource(specs, 3);
     const file = join(dir, 'tiny.safetensors');
-    writeSafetensorsFile(file, new Map(specs.map((s) => [s.name, synthetic.get(s.name)])));
+    writeSafetensorsFile(file, new Map(specs.map((s) => [s.name, synthetic.tensor(s.name)])));
     const fromFile = await json({ weights: file });
     expect(fromFile.outputSha256).toBe((await json({})).outputSha256);
     // a checkpoint for another configuration is refused, naming what is wrong
     const small = join(dir, 'partial.safetensors');
-    writeSafetensorsFile(small, new Map(specs.slice(0, 3).map((s) => [s.name, synthetic.get(s.name)])));
+    writeSafetensorsFile(small, new Map(specs.slice(0, 3).map((s) => [s.name, synthetic.tensor(s.name)])));
     await expect(json({ weights: small })).rejects.toThrow(/model\.layers\.0\./);
   });
 
@@ -61,6 +67,28 @@ describe('hcsp prefill', () => {
       expect(r.stdout).toBe('');
       expect(r.stderr.trim().split('\n')).toHaveLength(1);
       expect(r.stderr).toMatch(message);
+    }
+  });
+});
+
+describe('prefill: the SP reason names the real cause (the variable is read from process.env)', () => {
+  it('--sp off says --sp off, not that the (unset) variable is 0', async () => {
+    delete process.env[ENV_VAR];
+    const off = await json({ sp: 'off' });
+    expect(off.reason).toBe('--sp off: sharding turned off on the command line');
+  });
+
+  it('auto with the variable unset names the default floor; set, names the variable', async () => {
+    delete process.env[ENV_VAR];
+    expect((await json({ sp: 'auto' })).reason).toBe(`T 40 < 1024, the default token floor (${ENV_VAR} is unset)`);
+    process.env[ENV_VAR] = '0';
+    expect((await json({ sp: 'auto' })).reason).toBe(`${ENV_VAR} is 0: sharding disabled`);
+  });
+
+  it('a malformed variable is an error under --sp on and off too, not silently ignored', async () => {
+    process.env[ENV_VAR] = '12abc';
+    for (const sp of ['on', 'off', 'auto']) {
+      await expect(json({ sp }), sp).rejects.toThrow(`${ENV_VAR} must be a non-negative decimal integer (0 disables sharding), got "12abc"`);
     }
   });
 });

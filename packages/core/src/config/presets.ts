@@ -118,7 +118,8 @@ export const PRESETS: Readonly<Record<string, ModelConfig>> = {
 };
 
 export function getConfig(name: string): ModelConfig {
-  const c = PRESETS[name];
+  // Own keys only: '__proto__' or 'toString' must be "unknown config", not Object.prototype's.
+  const c = Object.hasOwn(PRESETS, name) ? PRESETS[name] : undefined;
   if (!c) throw new Error(`unknown config '${name}' (known: ${Object.keys(PRESETS).join(', ')})`);
   return validateConfig(c);
 }

@@ -1,7 +1,7 @@
 // Node-only file I/O for safetensors: positioned reads (a tensor's bytes on demand, never
 // the whole file) and an atomic writer (temp file in the same directory, renamed into
 // place, so a failure never leaves a half-written output).
-import { closeSync, fstatSync, fsyncSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, fsyncSync, openSync, readSync, renameSync, rmSync, statSync, writeSync, type Stats } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { Tensor } from '../tensor/tensor.ts';
 import { layoutSafetensors, SafetensorsReader, type ByteSource } from './safetensors.ts';
@@ -10,13 +10,46 @@ import { layoutSafetensors, SafetensorsReader, type ByteSource } from './safeten
 // kernel's copies cache-friendly.
 const IO_CHUNK_BYTES = 64 * 1024 * 1024;
 
+/** What a non-regular file is, for messages. */
+function fileKind(st: Stats): string {
+  if (st.isDirectory()) return 'a directory';
+  if (st.isFIFO()) return 'a fifo';
+  if (st.isSocket()) return 'a socket';
+  if (st.isCharacterDevice()) return 'a character device';
+  if (st.isBlockDevice()) return 'a block device';
+  return 'not a regular file';
+}
+
+/**
+ * `path: <what failed>`: Node's errors from read/write/fsync (EISDIR, EFBIG, EIO, ENOSPC)
+ * name no file, and those from open name the temporary file; the caller's path is the one
+ * the user knows.
+ */
+function naming(path: string, what: string, e: unknown): Error {
+  const err = e as NodeJS.ErrnoException;
+  const text = err.code ? err.message.replace(/, \w+(?: '[^']*'(?: -> '[^']*')?)?$/, '') : String(err.message ?? e);
+  return new Error(`${path}: ${what}: ${text}`);
+}
+
 /** A ByteSource over an open file descriptor; `size` is the file's size when opened. */
 export class FileByteSource implements ByteSource {
   private fd: number | null;
   readonly size: number;
 
   constructor(readonly path: string) {
-    this.fd = openSync(path, 'r');
+    // Checked before open: opening a fifo for reading would block until a writer appears.
+    let st: Stats;
+    try {
+      st = statSync(path);
+    } catch (e) {
+      throw naming(path, 'cannot open', e);
+    }
+    if (!st.isFile()) throw new Error(`${path}: is ${fileKind(st)}, not a .safetensors file`);
+    try {
+      this.fd = openSync(path, 'r');
+    } catch (e) {
+      throw naming(path, 'cannot open', e);
+    }
     try {
       this.size = fstatSync(this.fd).size;
     } catch (e) {
@@ -30,7 +63,12 @@ export class FileByteSource implements ByteSource {
     let done = 0;
     while (done < target.length) {
       const want = Math.min(IO_CHUNK_BYTES, target.length - done);
-      const got = readSync(this.fd, target, done, want, offset + done);
+      let got: number;
+      try {
+        got = readSync(this.fd, target, done, want, offset + done);
+      } catch (e) {
+        throw naming(this.path, 'read failed', e);
+      }
       if (got === 0) {
         throw new Error(`${this.path}: truncated file: needs ${offset + target.length} bytes, has ${offset + done}`);
       }
@@ -80,7 +118,12 @@ export function writeSafetensorsFile(
   const map = tensors instanceof Map ? tensors : new Map(Object.entries(tensors));
   const layout = layoutSafetensors(map, metadata);
   const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`);
-  const fd = openSync(tmp, 'wx');
+  let fd: number;
+  try {
+    fd = openSync(tmp, 'wx');
+  } catch (e) {
+    throw naming(path, `cannot create a file in ${dirname(path)}`, e);
+  }
   let closed = false;
   try {
     writeAll(fd, layout.header);
@@ -92,7 +135,7 @@ export function writeSafetensorsFile(
   } catch (e) {
     if (!closed) closeSync(fd);
     rmSync(tmp, { force: true });
-    throw e;
+    throw naming(path, 'write failed', e);
   }
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { HC_QUANT_ROWS_MAX, SP_MIN_TOKENS_ENV, readSpMinTokens, spGate } from './gate.ts';
+import { HC_QUANT_ROWS_MAX, SP_MIN_TOKENS_ENV, readSpFloor, readSpMinTokens, spGate } from './gate.ts';
 import type { SpGateInput } from './gate.ts';
 
 const env = (v: string | undefined) => ({ [SP_MIN_TOKENS_ENV]: v });
@@ -29,6 +29,15 @@ describe('readSpMinTokens', () => {
   }
 });
 
+describe('readSpFloor', () => {
+  it('says whether the floor is the default (variable unset) or the variable', () => {
+    expect(readSpFloor({})).toEqual({ minTokens: 1024, source: { kind: 'default' } });
+    expect(readSpFloor(env('0'))).toEqual({ minTokens: 0, source: { kind: 'env' } });
+    expect(readSpFloor(env('4096'))).toEqual({ minTokens: 4096, source: { kind: 'env' } });
+    expect(() => readSpFloor(env('12abc'))).toThrow(`${SP_MIN_TOKENS_ENV} must be a non-negative decimal integer (0 disables sharding), got "12abc"`);
+  });
+});
+
 describe('spGate', () => {
   const base: SpGateInput = { tp: 8, tokens: 4096, minTokens: 1024, capturing: false, spStartLayer: 2, endLayer: 48 };
   const gate = (over: Partial<SpGateInput>) => spGate({ ...base, ...over });
@@ -53,6 +62,18 @@ describe('spGate', () => {
     expect(gate({ minTokens: 2000, tokens: 1999 })).toEqual({ sp: false, reason: `T 1999 < ${SP_MIN_TOKENS_ENV} 2000` });
     expect(gate({ minTokens: 2000, tokens: 2000 })).toEqual({ sp: true, reason: null });
     expect(gate({ minTokens: 2000, tokens: 2001 })).toEqual({ sp: true, reason: null });
+  });
+
+  it('the reason names what set the floor: the variable, an option, or the default', () => {
+    expect(gate({ minTokens: 0 }).reason).toBe(`${SP_MIN_TOKENS_ENV} is 0: sharding disabled`);
+    expect(gate({ minTokens: 0, floorSource: { kind: 'env' } }).reason).toBe(`${SP_MIN_TOKENS_ENV} is 0: sharding disabled`);
+    expect(gate({ minTokens: 0, floorSource: { kind: 'option', name: '--sp-min-tokens' } }).reason).toBe('--sp-min-tokens is 0: sharding disabled');
+    expect(gate({ minTokens: 8192, floorSource: { kind: 'option', name: '--sp-min-tokens' } }).reason).toBe('T 4096 < --sp-min-tokens 8192');
+    const unset = gate({ tokens: 1000, minTokens: 1024, floorSource: { kind: 'default' } }).reason!;
+    expect(unset).toBe(`T 1000 < 1024, the default token floor (${SP_MIN_TOKENS_ENV} is unset)`);
+    // the source changes only the words: the decision and the order of the conditions stay
+    expect(gate({ tp: 1, minTokens: 0, floorSource: { kind: 'option', name: '--x' } }).reason).toMatch(/^tp 1/);
+    expect(gate({ minTokens: 2000, floorSource: { kind: 'default' } })).toEqual({ sp: true, reason: null });
   });
 
   it('T = 1024 vs 1025 at the default floor', () => {

@@ -9,23 +9,42 @@ export const SP_MIN_TOKENS_DEFAULT = 1024;
 /** Most rows the fused gated-mean + FP8 quantization kernel takes (numerics of the quant path switch). */
 export const HC_QUANT_ROWS_MAX = 1024;
 
+/** What set the token floor, so that the gate's reason names the real cause. */
+export type SpFloorSource =
+  /** the variable, set */
+  | { kind: 'env' }
+  /** the variable unset: SP_MIN_TOKENS_DEFAULT */
+  | { kind: 'default' }
+  /** a caller's override of the variable, e.g. the command-line option '--sp-min-tokens' */
+  | { kind: 'option'; name: string };
+
+export interface SpFloor {
+  minTokens: number;
+  source: SpFloorSource;
+}
+
 /**
- * Reads the token floor from `env`. Unset: 1024; '0' disables sharding.
+ * Reads the token floor from `env`, with where it came from. Unset: 1024; '0' disables sharding.
  * Decision: the production reference parses the value with Python's `int()`, so surrounding
  * whitespace and one leading '+' are accepted like there; everything else that is not a
  * run of ASCII decimal digits (empty string, signs '-', fractions, exponents, hex, '_'
  * separators, values past 2^53 - 1) is an error naming the variable and the value: a bad
  * setting is never silently ignored.
  */
-export function readSpMinTokens(env: Record<string, string | undefined>): number {
+export function readSpFloor(env: Record<string, string | undefined>): SpFloor {
   const raw = env[SP_MIN_TOKENS_ENV];
-  if (raw === undefined) return SP_MIN_TOKENS_DEFAULT;
+  if (raw === undefined) return { minTokens: SP_MIN_TOKENS_DEFAULT, source: { kind: 'default' } };
   const m = /^\s*\+?(\d+)\s*$/.exec(raw);
   const value = m ? Number(m[1]) : NaN;
   if (!Number.isSafeInteger(value)) {
     throw new Error(`${SP_MIN_TOKENS_ENV} must be a non-negative decimal integer (0 disables sharding), got ${JSON.stringify(raw)}`);
   }
-  return value;
+  return { minTokens: value, source: { kind: 'env' } };
+}
+
+/** The token floor from `env` (see readSpFloor). */
+export function readSpMinTokens(env: Record<string, string | undefined>): number {
+  return readSpFloor(env).minTokens;
 }
 
 export interface SpGateInput {
@@ -34,6 +53,8 @@ export interface SpGateInput {
   tokens: number;
   /** the token floor (readSpMinTokens); 0 disables sharding */
   minTokens: number;
+  /** what set minTokens, named by the reason (default: the variable, set) */
+  floorSource?: SpFloorSource;
   /** the stream is capturing a graph (decode/verify graphs never shard) */
   capturing: boolean;
   /** first layer whose streams would be sharded: last PLE layer of the stage + 1 */
@@ -58,9 +79,21 @@ function checkInt(v: number, name: string, min: number): void {
   if (!Number.isSafeInteger(v) || v < min) throw new Error(`spGate: ${name} must be an integer >= ${min}, got ${v}`);
 }
 
+/** The reason's words for the floor's two failures: zero, and T below it. */
+function floorReasons(source: SpFloorSource, tokens: number, minTokens: number): { zero: string; below: string } {
+  switch (source.kind) {
+    case 'env':
+      return { zero: `${SP_MIN_TOKENS_ENV} is 0: sharding disabled`, below: `T ${tokens} < ${SP_MIN_TOKENS_ENV} ${minTokens}` };
+    case 'option':
+      return { zero: `${source.name} is 0: sharding disabled`, below: `T ${tokens} < ${source.name} ${minTokens}` };
+    case 'default':
+      return { zero: 'the token floor is 0: sharding disabled', below: `T ${tokens} < ${minTokens}, the default token floor (${SP_MIN_TOKENS_ENV} is unset)` };
+  }
+}
+
 /** The gate: every condition of the spec, in the spec's order; the reason names the first that fails. */
 export function spGate(input: SpGateInput): SpGateResult {
-  const { tp, tokens, minTokens, capturing, spStartLayer, endLayer, force = false } = input;
+  const { tp, tokens, minTokens, capturing, spStartLayer, endLayer, force = false, floorSource = { kind: 'env' } } = input;
   checkInt(tp, 'tp', 1);
   checkInt(tokens, 'tokens', 1);
   checkInt(minTokens, 'minTokens', 0);
@@ -69,8 +102,9 @@ export function spGate(input: SpGateInput): SpGateResult {
   const off = (reason: string): SpGateResult => ({ sp: false, reason });
   if (tp <= 1) return off(`tp ${tp}: sharding needs tp > 1`);
   if (!force) {
-    if (minTokens === 0) return off(`${SP_MIN_TOKENS_ENV} is 0: sharding disabled`);
-    if (tokens < minTokens) return off(`T ${tokens} < ${SP_MIN_TOKENS_ENV} ${minTokens}`);
+    const floor = floorReasons(floorSource, tokens, minTokens);
+    if (minTokens === 0) return off(floor.zero);
+    if (tokens < minTokens) return off(floor.below);
     if (tokens <= HC_QUANT_ROWS_MAX) {
       return off(`T ${tokens} <= HC_QUANT_ROWS_MAX ${HC_QUANT_ROWS_MAX}: sharding only above it keeps one quantization path`);
     }

@@ -1,0 +1,15 @@
+// Defaults shared by the commands (plan and prefill used to differ), named in --help.
+import { SP_MIN_TOKENS_DEFAULT, SP_MIN_TOKENS_ENV } from '@hcsp/core';
+
+export const DEFAULT_CONFIG = 'small';
+export const DEFAULT_TP = '4';
+
+export const CONFIG_HELP = `model configuration: flash-next (the production model), small, tiny (default: ${DEFAULT_CONFIG})`;
+export const TP_HELP = `tensor-parallel size, a positive integer dividing the head counts (default: ${DEFAULT_TP})`;
+
+/** The environment section of --help for commands that apply the SP gate. */
+export const SP_ENV_HELP = `
+Environment:
+  ${SP_MIN_TOKENS_ENV}  token floor of the sequence-parallel gate: shard only when T >= it
+    (and T > 1024); 0 disables sharding; unset: ${SP_MIN_TOKENS_DEFAULT}. A malformed value is an
+    error, whatever --sp or --sp-min-tokens say.`;
