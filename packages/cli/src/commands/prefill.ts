@@ -20,7 +20,7 @@ import {
   type Tensor,
 } from '@hcsp/core';
 import { SafetensorsWeightSource } from '@hcsp/core/node';
-import { BACKEND_NAMES, createBackend, parseBackendName } from '../backends/createBackend.ts';
+import { backendNames, createBackend, findBackend } from '@hcsp/backends';
 import { checkCheckpoint } from '../checkpoint/weightProblems.ts';
 import { describeNonFinite, NonFiniteWatch } from '../checkpoint/nonFinite.ts';
 import { CONFIG_HELP, DEFAULT_CONFIG, DEFAULT_TP, SP_ENV_HELP, TP_HELP } from '../defaults.ts';
@@ -57,7 +57,7 @@ function oneOf<T extends string>(v: string, allowed: readonly T[], name: string)
 }
 
 export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string> {
-  const backendName = parseBackendName(opts.backend);
+  const backendName = findBackend(opts.backend).name;
   const config = getConfig(opts.config);
   const tp = parseIntStrict(opts.tp, '--tp', { min: 1 });
   const tokens = parseIntStrict(opts.tokens, '--tokens', { min: 1 });
@@ -149,7 +149,7 @@ export function registerPrefill(program: Command): void {
   program
     .command('prefill')
     .description('prefill T seeded tokens through the decoder stack on tp simulated ranks')
-    .addOption(new Option('--backend <name>', `executor: ${BACKEND_NAMES.join('|')}`).default('cpu'))
+    .addOption(new Option('--backend <name>', `executor: ${backendNames().join('|')}`).default('cpu'))
     .option('--config <name>', CONFIG_HELP, DEFAULT_CONFIG)
     .option('--tp <n>', TP_HELP, DEFAULT_TP)
     .option('--tokens <n>', 'tokens in the prefill', '1100')

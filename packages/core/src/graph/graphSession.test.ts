@@ -23,7 +23,7 @@ function countingDevice(): { device: DeviceOps<Tensor>; counts: { upload: number
     return ts;
   };
   const device: DeviceOps<Tensor> = {
-    upload: async (d, t) => {
+    upload: async (_decl, t) => {
       counts.upload++;
       // a copy, so each upload is a distinct handle (as on a GPU)
       const copy = { ...t, data: t.data.slice() } as Tensor;
