@@ -1,4 +1,4 @@
-import { f32ToBf16, getOpDef, GraphBuilder, pleNgramIdsAttrs, pleShape, Rng, TINY, type Graph, type OpName, type Tensor } from '@hcsp/core';
+import { f32ToBf16, getOpDef, GraphBuilder, pleNgramIdsAttrs, pleShape, Rng, ropeTablesBf16, TINY, type Graph, type OpName, type Tensor } from '@hcsp/core';
 
 // Single-op graphs over seeded random inputs: the per-op half of the cross-backend suite.
 export interface OpCase {
@@ -79,6 +79,7 @@ export const OP_CASES: OpCase[] = [
   ),
   collective('allGather', 4, [3, 40], {}, 'allGather tp4'),
   ...pleOpCases(),
+  ...attentionOpCases(),
 ];
 
 /** The PLE ops on the tiny config's layer-1 constants (ids through the host op, with an EOS). */
@@ -96,5 +97,40 @@ function pleOpCases(): OpCase[] {
     { name: 'pleGatedValue', op: 'pleGatedValue', tp: 1, inputs: [gate, bf([T, H])], attrs: { streams: N } },
     // dilation 2 so that every tap of kernel 4 (t-6 .. t) falls inside T = 7 rows
     { name: 'pleConvSilu', op: 'pleConvSilu', tp: 1, inputs: [bf([T, N * H]), bf([T, N * H]), bf([N * H, 1, 4], 0.5)], attrs: { dilation: 2 } },
+  ];
+}
+
+/**
+ * The attention and QSA ops on the tiny config's shapes (indexer: 4 heads of 8, blocks of
+ * 4, 4 kept; rows from 19 on drop blocks), and the i32 row movement of the row-sharded
+ * selection (all-gather, trim).
+ */
+function attentionOpCases(): OpCase[] {
+  const TT = 30;
+  const { headDim: hd, ropeDims, numHeads: qh, numKvHeads: kvh, indexer: ix } = TINY.attention;
+  const width = ix.budget / ix.compressRatio;
+  const { cos, sin } = ropeTablesBf16(TINY, TT);
+  const eps = TINY.rmsNormEps;
+  const ints = (shape: number[], f: (i: number) => number): Tensor => ({ dtype: 'i32', shape, data: Int32Array.from({ length: shape[0] * shape[1] }, (_, i) => f(i)) });
+  // a valid selection: each row keeps its latest min(width, nb) blocks, ascending, then -1
+  const blocks = ints([TT, width], (i) => {
+    const nb = Math.floor((Math.floor(i / width) + 1) / ix.compressRatio);
+    const n = Math.min(width, nb);
+    return i % width < n ? nb - n + (i % width) : -1;
+  });
+  const sel = { nHeads: ix.nHeads, headDim: ix.headDim, compressRatio: ix.compressRatio, width };
+  return [
+    { name: 'attnHeadNormRopeBf16 q with gate', op: 'attnHeadNormRopeBf16', tp: 1, inputs: [bf([TT, qh * 2 * hd], 1.5), bf([hd], 0.2), cos, sin], attrs: { heads: qh, headDim: hd, stride: 2 * hd, offset: 0, ropeDims, eps } },
+    { name: 'qsaBlockKeys', op: 'qsaBlockKeys', tp: 1, inputs: [bf([TT, ix.headDim]), bf([ix.headDim], 0.1), cos, sin], attrs: { headDim: ix.headDim, compressRatio: ix.compressRatio, ropeDims, eps } },
+    { name: 'qsaSelect row shard with padding rows', op: 'qsaSelect', tp: 1, inputs: [bf([16, ix.nHeads * ix.headDim]), bf([Math.floor(TT / ix.compressRatio), ix.headDim])], attrs: { ...sel, r0: 16, tokens: TT } },
+    {
+      name: 'attnCausalQsa',
+      op: 'attnCausalQsa',
+      tp: 1,
+      inputs: [bf([TT, qh * hd]), bf([TT, kvh * hd]), bf([TT, kvh * hd]), blocks],
+      attrs: { heads: qh, kvHeads: kvh, headDim: hd, scale: Math.fround(hd ** -0.5), compressRatio: ix.compressRatio, width },
+    },
+    { name: 'allGather i32 tp2', op: 'allGather', tp: 2, inputs: [ints([3, width], (i) => i - 5), ints([3, width], (i) => 100 + i)], attrs: {} },
+    { name: 'trim i32', op: 'trim', tp: 1, inputs: [ints([12, width], (i) => i - 9)], attrs: { rows: 7 } },
   ];
 }

@@ -15,7 +15,7 @@ function checkRowCount(value: number, name: string, op: string): void {
 
 /** Every rank gets the concatenation, in rank order, of all ranks' [C, ...] shards: [C*tp, ...]. */
 export function allGather(inputs: readonly Tensor[]): Tensor[] {
-  checkRankInputs(inputs, 'allGather', ['bf16', 'f32']);
+  checkRankInputs(inputs, 'allGather', ['bf16', 'f32', 'i32']);
   const { dtype, shape } = inputs[0];
   const shardElems = numel(shape);
   const outShape = [shape[0] * inputs.length, ...shape.slice(1)];

@@ -20,6 +20,12 @@ export interface SubLayerBuilders {
   readonly name: string;
   declareInputs(b: GraphBuilder, config: ModelConfig, tokens: number): ExtraInputs;
   attn(b: GraphBuilder, ctx: SubLayerContext, x: ValueId, extra: ExtraInputs): ValueId;
+  /**
+   * Every rank's attention-position sub-layer at once (ctxs[r], xs[r] of rank r), for
+   * sub-layers with a collective inside (the row-sharded QSA selection, ctx.qsaRowChunk);
+   * when present the decoder calls it instead of attn.
+   */
+  attnRanks?(b: GraphBuilder, ctxs: readonly SubLayerContext[], xs: readonly ValueId[], extra: ExtraInputs): ValueId[];
   mlp(b: GraphBuilder, ctx: SubLayerContext, x: ValueId, extra: ExtraInputs): ValueId;
   /** the PLE output [T, nH] of a PLE layer (replicated, all T rows); absent in HC-only stacks */
   ple?(b: GraphBuilder, ctx: SubLayerContext, streams: ValueId, tokenIds: ValueId, extra: ExtraInputs): ValueId;

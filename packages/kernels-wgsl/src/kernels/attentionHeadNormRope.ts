@@ -1,12 +1,14 @@
-// attnHeadNormRope: per (token, head), Gemma-style RMS norm then NeoX RoPE on the first
-// ropeDims dims (core attentionMath.attnHeadNormRope):
+// attnHeadNormRopeBf16: per (row, head), RMS1p norm then NeoX RoPE on the first ropeDims
+// dims with bf16 cos/sin tables, rounded as HF and ATOM round (core
+// attentionMath.attnHeadNormRopeBf16):
 //   r = rsqrt(fr(ss / headDim) + eps), ss = sum_d x_d^2 in d order (exact bf16 squares)
 //   n_d = bf(fr(x_d * r) * fr(1 + w_d))
-//   i < half:  out_i = bf(fr(n_i c) - fr(n_{i+half} s)),  out_{i+half} = bf(fr(n_{i+half} c) + fr(n_i s))
+//   i < half:  out_i = bf(bf(n_i c) + bf(-n_{i+half} s)),  out_{i+half} = bf(bf(n_{i+half} c) + bf(n_i s))
 //   d >= ropeDims: out_d = n_d
-// with the f32 cos/sin tables [T, half] as inputs. One invocation per (token, head) row
-// computes r once and writes the row's words whole, so headDim must be even (it is for
-// every Qwen3-Next head); n of the RoPE partner is recomputed, which is the same bits.
+// c, s the table entries of the row (bf16 products are exact in fp32, so each bf() is the
+// one rounding of torch's bf16 multiply and add). One invocation per (row, head) loads the
+// head into a private array of headDim (compiled in; even, so the row's words are whole),
+// norms it once and writes its words. NORM_ROPE_WGSL is shared with qsaBlockKeys.
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL, ROUND_BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
@@ -15,72 +17,86 @@ import { f32Bits, flatDispatch, flatMain, readInput, requireFloatAttr, requireIn
 
 const WG = 64;
 
-const HEAD_NORM_ROPE_WGSL = `${BF16_WGSL}
+/**
+ * WGSL `fn normRope(yb, tb)`: norms the private head hv[0..HD) (fp32 of bf16 values) with
+ * the weights w, ropes it with the table entries cos/sin[tb ..] and writes it as bf16 words
+ * into y from element yb (even). Needs BF16_WGSL, ROUND_BF16_WGSL, FP32_MATH_WGSL, buffers
+ * w, cosT, sinT (bf16 words) and y, and the uniform fields u.ropeDims and u.eps.
+ */
+export function normRopeWgsl(hd: number): string {
+  return `const HD: u32 = ${hd}u;
+var<private> hv: array<f32, ${hd}>;
+var<private> nv: array<f32, ${hd}>;
+${bf16Element('w', 'wAt')}
+${bf16Element('cosT', 'cosAt')}
+${bf16Element('sinT', 'sinAt')}
+fn ropedAt(d: u32, tb: u32) -> f32 {
+  let hr = u.ropeDims / 2u; // half the rotated dims
+  if (d < hr) {
+    return rbf(nv[d] * cosAt(tb + d)) + rbf((-nv[d + hr]) * sinAt(tb + d));
+  }
+  if (d < u.ropeDims) {
+    return rbf(nv[d] * cosAt(tb + d - hr)) + rbf(nv[d - hr] * sinAt(tb + d - hr));
+  }
+  return nv[d];
+}
+fn normRope(yb: u32, tb: u32) {
+  var ss: f32 = 0.0;
+  for (var d = 0u; d < HD; d = d + 1u) { ss = ss + hv[d] * hv[d]; }
+  let r = rsqrt_f32(ss / f32(HD) + bitcast<f32>(u.eps));
+  for (var d = 0u; d < HD; d = d + 1u) { nv[d] = rbf((hv[d] * r) * (1.0 + wAt(d))); }
+  for (var d = 0u; d < HD; d = d + 2u) { y[(yb + d) >> 1u] = pack_bf16(ropedAt(d, tb), ropedAt(d + 1u, tb)); }
+}`;
+}
+
+function headNormRopeWgsl(hd: number): string {
+  return `${BF16_WGSL}
 ${FP32_MATH_WGSL}
 ${ROUND_BF16_WGSL}
-struct U { heads: u32, hd: u32, stride: u32, offset: u32, ropeDims: u32, rows: u32, eps: u32, groupsX: u32 }
+struct U { heads: u32, stride: u32, offset: u32, ropeDims: u32, rows: u32, eps: u32, groupsX: u32 }
 @group(0) @binding(0) var<storage, read> x: array<u32>;
 @group(0) @binding(1) var<storage, read> w: array<u32>;
-@group(0) @binding(2) var<storage, read> cosT: array<f32>;
-@group(0) @binding(3) var<storage, read> sinT: array<f32>;
+@group(0) @binding(2) var<storage, read> cosT: array<u32>;
+@group(0) @binding(3) var<storage, read> sinT: array<u32>;
 @group(0) @binding(4) var<storage, read_write> y: array<u32>;
 @group(0) @binding(5) var<uniform> u: U;
 ${bf16Element('x', 'xAt')}
-${bf16Element('w', 'wAt')}
-fn normed(xb: u32, d: u32, r: f32) -> f32 {
-  return rbf((xAt(xb + d) * r) * (1.0 + wAt(d)));
-}
-fn outAt(t: u32, xb: u32, d: u32, r: f32) -> f32 {
-  let hr = u.ropeDims / 2u; // half the rotated dims
-  if (d < hr) {
-    let c = cosT[t * hr + d];
-    let s = sinT[t * hr + d];
-    return normed(xb, d, r) * c - normed(xb, d + hr, r) * s;
-  }
-  if (d < u.ropeDims) {
-    let c = cosT[t * hr + d - hr];
-    let s = sinT[t * hr + d - hr];
-    return normed(xb, d, r) * c + normed(xb, d - hr, r) * s;
-  }
-  return normed(xb, d, r);
-}
+${normRopeWgsl(hd)}
 ${flatMain(
   WG,
   'u.rows',
   `let t = inv / u.heads;
   let xb = inv * u.stride + u.offset;
-  var ss: f32 = 0.0;
-  for (var d = 0u; d < u.hd; d = d + 1u) {
-    let xd = xAt(xb + d);
-    ss = ss + xd * xd;
-  }
-  let r = rsqrt_f32(ss / f32(u.hd) + bitcast<f32>(u.eps));
-  let yb = inv * u.hd;
-  for (var d = 0u; d < u.hd; d = d + 2u) {
-    y[(yb + d) >> 1u] = pack_bf16(outAt(t, xb, d, r), outAt(t, xb, d + 1u, r));
-  }`,
+  for (var d = 0u; d < HD; d = d + 1u) { hv[d] = xAt(xb + d); }
+  normRope(inv * HD, t * (u.ropeDims / 2u));`,
 )}`;
+}
 
-export const attnHeadNormRopePlanner: KernelPlanner = (inputs, outputs, attrs) => {
-  const op = 'attnHeadNormRope';
+/** Shared checks of the norm+RoPE ops: headDim even, ropeDims even and at most headDim. */
+export function checkNormRopeDims(op: string, hd: number, ropeDims: number): void {
+  if (hd % 2 !== 0) throw new Error(`${op}: headDim ${hd} must be even (each row is written as whole packed words)`);
+  if (ropeDims % 2 !== 0 || ropeDims > hd) throw new Error(`${op}: ropeDims ${ropeDims} must be even and at most headDim ${hd}`);
+}
+
+export const attnHeadNormRopeBf16Planner: KernelPlanner = (inputs, outputs, attrs) => {
+  const op = 'attnHeadNormRopeBf16';
   const heads = requireIntAttr(attrs, 'heads', op, 1);
   const hd = requireIntAttr(attrs, 'headDim', op, 2);
   const stride = requireIntAttr(attrs, 'stride', op, 1);
   const offset = requireIntAttr(attrs, 'offset', op, 0);
   const ropeDims = requireIntAttr(attrs, 'ropeDims', op, 0);
   const eps = requireFloatAttr(attrs, 'eps', op);
-  if (hd % 2 !== 0) throw new Error(`${op}: headDim ${hd} must be even (each row is written as whole packed words)`);
+  checkNormRopeDims(op, hd, ropeDims);
   if (offset + hd > stride) throw new Error(`${op}: head at offset ${offset} with headDim ${hd} overruns stride ${stride}`);
-  if (ropeDims % 2 !== 0 || ropeDims > hd) throw new Error(`${op}: ropeDims ${ropeDims} must be even and at most headDim ${hd}`);
   const half = ropeDims / 2;
   const T = requireRows(inputs[0], `${op}: input x`, 'bf16', heads * stride);
   requirePort(inputs[1], `${op}: input w`, 'bf16', [hd]);
-  requirePort(inputs[2], `${op}: input cos`, 'f32', [T, half]);
-  requirePort(inputs[3], `${op}: input sin`, 'f32', [T, half]);
+  requirePort(inputs[2], `${op}: input cos`, 'bf16', [T, half]);
+  requirePort(inputs[3], `${op}: input sin`, 'bf16', [T, half]);
   requirePort(outputs[0], `${op}: output y`, 'bf16', [T, heads * hd]);
   const rows = T * heads;
   if (rows === 0) return { scratch: [], dispatches: [] };
   const bindings = [readInput(0), readInput(1), readInput(2), readInput(3), writeOutput(0)];
-  const uniforms = [heads, hd, stride, offset, ropeDims, rows, f32Bits(eps)];
-  return { scratch: [], dispatches: [flatDispatch('attn-head-norm-rope', HEAD_NORM_ROPE_WGSL, bindings, rows, WG, uniforms)] };
+  const uniforms = [heads, stride, offset, ropeDims, rows, f32Bits(eps)];
+  return { scratch: [], dispatches: [flatDispatch(`attn-head-norm-rope-bf16-hd${hd}`, headNormRopeWgsl(hd), bindings, rows, WG, uniforms)] };
 };

@@ -2,9 +2,11 @@
 // (graph/ops/gdnOps.ts and attentionOps.ts), for merging into WGSL_KERNELS.
 import type { KernelsFor } from '@hcsp/core';
 import type { KernelPlanner } from '../kernelProgram.ts';
-import { attnCausalPlanner } from './attentionCausal.ts';
-import { attnHeadNormRopePlanner } from './attentionHeadNormRope.ts';
+import { attnCausalQsaPlanner } from './attentionCausalQsa.ts';
+import { attnHeadNormRopeBf16Planner } from './attentionHeadNormRope.ts';
 import { attnOutputGatePlanner } from './attentionOutputGate.ts';
+import { qsaBlockKeysPlanner } from './attentionQsaBlockKeys.ts';
+import { qsaSelectPlanner } from './attentionQsaSelect.ts';
 import { gdnConvSiluPlanner } from './gdnConvSilu.ts';
 import { gdnGatedNormPlanner } from './gdnGatedNorm.ts';
 import { gdnGatesPlanner } from './gdnGates.ts';
@@ -15,7 +17,9 @@ export const GDN_ATTENTION_WGSL_KERNELS: KernelsFor<KernelPlanner> = {
   gdnGates: gdnGatesPlanner,
   gdnRecurrence: gdnRecurrencePlanner,
   gdnGatedNorm: gdnGatedNormPlanner,
-  attnHeadNormRope: attnHeadNormRopePlanner,
-  attnCausal: attnCausalPlanner,
+  attnHeadNormRopeBf16: attnHeadNormRopeBf16Planner,
+  qsaBlockKeys: qsaBlockKeysPlanner,
+  qsaSelect: qsaSelectPlanner,
+  attnCausalQsa: attnCausalQsaPlanner,
   attnOutputGate: attnOutputGatePlanner,
 };

@@ -1,46 +1,108 @@
-import { defineOp } from './opDef.ts';
+import { defineOp, type ValueInfo } from './opDef.ts';
 import { info, num, ShapeRule } from './shapeRules.ts';
 
-// Gated full-attention ops (model.md "Full attention"); the math and the exact operation
-// order are in layers/attention/attentionMath.ts. The projections (q_proj, k_proj, v_proj,
-// o_proj) are `linear` nodes. Head counts in attrs are the rank's own (TP-local).
-export const attnHeadNormRope = defineOp({
-  name: 'attnHeadNormRope',
-  doc: 'Per head (columns offset..offset+headDim of each stride-wide block of x): n = bf(x * rsqrt(mean(x^2) + eps) * (1 + w)), then NeoX RoPE on the first ropeDims dims with the f32 cos/sin [T, ropeDims/2] tables: bf(n1 cos - n2 sin), bf(n2 cos + n1 sin). Out [T, heads*headDim].',
+// Gated full-attention ops with the QSA indexer (model.md "Full attention"); the math and
+// the exact operation order are in layers/attention/{attentionMath,qsaIndexer}.ts. The
+// projections (q_proj, k_proj, v_proj, o_proj, index_qk_proj) are `linear` nodes. Head
+// counts in attrs are the rank's own (TP-local). Positions: a prefill from an empty cache.
+
+/** Inputs i and i + 1: the bf16 RoPE tables cos, sin [rows, ropeDims/2]. */
+function ropeTablePorts(r: ShapeRule, ins: readonly (ValueInfo | null)[], i: number, ropeDims: number, rows: number): void {
+  for (const [at, name] of [[i, 'cos'], [i + 1, 'sin']] as const) {
+    r.matrix(r.port(ins, at, name), name, ropeDims / 2);
+    r.rows(ins[at]!, name, rows);
+  }
+}
+
+function checkRopeDims(r: ShapeRule, ropeDims: number, headDim: number): void {
+  if (ropeDims % 2 !== 0 || ropeDims > headDim) r.fail(`ropeDims ${ropeDims} must be even and at most headDim ${headDim}`);
+}
+
+export const attnHeadNormRopeBf16 = defineOp({
+  name: 'attnHeadNormRopeBf16',
+  doc: "Per head (columns offset..offset+headDim of each stride-wide block of x): n = bf(fr(x * rsqrt(mean(x^2) + eps)) * fr(1 + w)), then NeoX RoPE on the first ropeDims dims with row r's bf16 cos/sin (tables [rows, ropeDims/2]), each product and the sum rounded to bf16 as HF and ATOM do: bf(bf(n1 c) + bf(-n2 s)), bf(bf(n2 c) + bf(n1 s)). Out [rows, heads*headDim].",
   inputs: [
     { name: 'x', dtypes: ['bf16'] },
     { name: 'w', dtypes: ['bf16'] },
-    { name: 'cos', dtypes: ['f32'] },
-    { name: 'sin', dtypes: ['f32'] },
+    { name: 'cos', dtypes: ['bf16'] },
+    { name: 'sin', dtypes: ['bf16'] },
   ],
   outputs: [{ name: 'y', dtypes: ['bf16'] }],
-  attrs: { heads: 'int', headDim: 'int', stride: 'int', offset: 'int', ropeDims: 'int', eps: 'float' },
+  attrs: { heads: { kind: 'int', min: 1 }, headDim: { kind: 'int', min: 1 }, stride: { kind: 'int', min: 1 }, offset: { kind: 'int', min: 0 }, ropeDims: { kind: 'int', min: 0 }, eps: 'float' },
   opClass: 'reduction',
   shape: (ins, a) => {
-    const r = new ShapeRule('attnHeadNormRope');
+    const r = new ShapeRule('attnHeadNormRopeBf16');
     const [rows] = r.matrix(r.port(ins, 0, 'x'), 'x', num(a, 'heads') * num(a, 'stride'));
     if (num(a, 'offset') + num(a, 'headDim') > num(a, 'stride')) r.fail('offset + headDim exceeds the head stride');
-    for (const [i, name] of [[2, 'cos'], [3, 'sin']] as const) {
-      r.matrix(r.port(ins, i, name), name, num(a, 'ropeDims') / 2);
-      r.rows(ins[i]!, name, rows);
-    }
+    checkRopeDims(r, num(a, 'ropeDims'), num(a, 'headDim'));
+    r.same(r.port(ins, 1, 'w'), info([num(a, 'headDim')], 'bf16'), 'w');
+    ropeTablePorts(r, ins, 2, num(a, 'ropeDims'), rows);
     return [info([rows, num(a, 'heads') * num(a, 'headDim')], 'bf16')];
   },
 });
 
-export const attnCausal = defineOp({
-  name: 'attnCausal',
-  doc: 'o = bf(softmax_causal(q k^T * scale) v) per query head with the GQA map h -> h / (heads/kvHeads); fp32 two-pass softmax (max, exp, sum in key order), o = fr(sum_j p_j v_j) / l.',
+export const qsaBlockKeys = defineOp({
+  name: 'qsaBlockKeys',
+  doc: 'QSA block keys of the raw indexer keys kRaw [T, headDim]: for b < nb = floor(T / compressRatio), pooled = bf(fr(sum of rows b*ratio.. in row order) / ratio), then RMS1p with w and RoPE at position ratio*b as attnHeadNormRopeBf16 (tables [T, ropeDims/2]). Out [nb, headDim].',
+  inputs: [
+    { name: 'kRaw', dtypes: ['bf16'] },
+    { name: 'w', dtypes: ['bf16'] },
+    { name: 'cos', dtypes: ['bf16'] },
+    { name: 'sin', dtypes: ['bf16'] },
+  ],
+  outputs: [{ name: 'kb', dtypes: ['bf16'] }],
+  attrs: { headDim: { kind: 'int', min: 1 }, compressRatio: { kind: 'int', min: 1 }, ropeDims: { kind: 'int', min: 0 }, eps: 'float' },
+  opClass: 'reduction',
+  shape: (ins, a) => {
+    const r = new ShapeRule('qsaBlockKeys');
+    const [T] = r.matrix(r.port(ins, 0, 'kRaw'), 'kRaw', num(a, 'headDim'));
+    checkRopeDims(r, num(a, 'ropeDims'), num(a, 'headDim'));
+    r.same(r.port(ins, 1, 'w'), info([num(a, 'headDim')], 'bf16'), 'w');
+    ropeTablePorts(r, ins, 2, num(a, 'ropeDims'), T);
+    return [info([Math.floor(T / num(a, 'compressRatio')), num(a, 'headDim')], 'bf16')];
+  },
+});
+
+export const qsaSelect = defineOp({
+  name: 'qsaSelect',
+  doc: 'QSA selection of query rows r0..r0+R-1 (row r at position p = r0 + r) of a T-token sequence: fp32 score_b = fr(sum_h relu(dot(q_h, kb_b)) / fr(sqrt(headDim))) over the row\'s nb_p = floor((p+1)/ratio) visible blocks (dot in d order, heads in order); blocks[r] = the top min(width, nb_p) blocks, ties to the lower index, ascending, then -1; rows with p >= tokens all -1. q [R, nHeads*headDim] (normed, roped), kb [floor(tokens/ratio), headDim]. Out i32 [R, width].',
+  inputs: [
+    { name: 'q', dtypes: ['bf16'] },
+    { name: 'kb', dtypes: ['bf16'] },
+  ],
+  outputs: [{ name: 'blocks', dtypes: ['i32'] }],
+  attrs: {
+    r0: { kind: 'int', min: 0 },
+    tokens: { kind: 'int', min: 1 },
+    nHeads: { kind: 'int', min: 1 },
+    headDim: { kind: 'int', min: 1 },
+    compressRatio: { kind: 'int', min: 1 },
+    width: { kind: 'int', min: 1 },
+  },
+  opClass: 'reduction',
+  shape: (ins, a) => {
+    const r = new ShapeRule('qsaSelect');
+    const [rows] = r.matrix(r.port(ins, 0, 'q'), 'q', num(a, 'nHeads') * num(a, 'headDim'));
+    r.matrix(r.port(ins, 1, 'kb'), 'kb', num(a, 'headDim'));
+    r.rows(ins[1]!, 'kb', Math.floor(num(a, 'tokens') / num(a, 'compressRatio')));
+    return [info([rows, num(a, 'width')], 'i32')];
+  },
+});
+
+export const attnCausalQsa = defineOp({
+  name: 'attnCausalQsa',
+  doc: "o = bf(softmax(q k^T * scale) v) per query head over row t's kept keys (the tokens of its listed blocks, then the tail floor((t+1)/ratio)*ratio..t, ascending; blocks i32 [T, width] as qsaSelect writes them), GQA map h -> h / (heads/kvHeads); fp32 two-pass softmax (max, exp, sum in key order), o = fr(sum_j p_j v_j) / l. Equal to dense causal attention when no row drops a block.",
   inputs: [
     { name: 'q', dtypes: ['bf16'] },
     { name: 'k', dtypes: ['bf16'] },
     { name: 'v', dtypes: ['bf16'] },
+    { name: 'blocks', dtypes: ['i32'] },
   ],
   outputs: [{ name: 'o', dtypes: ['bf16'] }],
-  attrs: { heads: 'int', kvHeads: 'int', headDim: 'int', scale: 'float' },
+  attrs: { heads: { kind: 'int', min: 1 }, kvHeads: { kind: 'int', min: 1 }, headDim: { kind: 'int', min: 1 }, scale: 'float', compressRatio: { kind: 'int', min: 1 }, width: { kind: 'int', min: 1 } },
   opClass: 'reduction',
   shape: (ins, a) => {
-    const r = new ShapeRule('attnCausal');
+    const r = new ShapeRule('attnCausalQsa');
     const kv = num(a, 'kvHeads') * num(a, 'headDim');
     const [rows] = r.matrix(r.port(ins, 0, 'q'), 'q', num(a, 'heads') * num(a, 'headDim'));
     r.split(num(a, 'heads'), num(a, 'kvHeads'), 'GQA heads');
@@ -48,6 +110,8 @@ export const attnCausal = defineOp({
       r.matrix(r.port(ins, i, name), name, kv);
       r.rows(ins[i]!, name, rows);
     }
+    r.matrix(r.port(ins, 3, 'blocks'), 'blocks', num(a, 'width'));
+    r.rows(ins[3]!, 'blocks', rows);
     return [info([rows, num(a, 'heads') * num(a, 'headDim')], 'bf16')];
   },
 });

@@ -36,8 +36,8 @@ export const pad = defineOp({
 export const trim = defineOp({
   name: 'trim',
   doc: 'Keep the first `rows` rows (drop padding). Exact.',
-  inputs: [{ name: 'x', dtypes: ['bf16', 'f32'] }],
-  outputs: [{ name: 'y', dtypes: ['bf16', 'f32'] }],
+  inputs: [{ name: 'x', dtypes: ['bf16', 'f32', 'i32'] }],
+  outputs: [{ name: 'y', dtypes: ['bf16', 'f32', 'i32'] }],
   attrs: { rows: { kind: 'int', min: 0 } },
   opClass: 'data',
   shape: (ins, a) => {
@@ -83,8 +83,8 @@ export const reduceScatter = defineOp({
 export const allGather = defineOp({
   name: 'allGather',
   doc: 'Every rank gets the concatenation, in rank order, of all ranks\' [C, ...] shards. Exact.',
-  inputs: [{ name: 'x', dtypes: ['bf16', 'f32'] }],
-  outputs: [{ name: 'y', dtypes: ['bf16', 'f32'] }],
+  inputs: [{ name: 'x', dtypes: ['bf16', 'f32', 'i32'] }],
+  outputs: [{ name: 'y', dtypes: ['bf16', 'f32', 'i32'] }],
   attrs: {},
   opClass: 'data',
   collective: 'gatherRows',

@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { getConfig } from '../../config/presets.ts';
-import { bf16ArrayToF32, bf16ToF32, f32ArrayToBf16, roundBf16 } from '../../numerics/bf16.ts';
+import { bf16ArrayToF32, bf16ToF32, f32ArrayToBf16, f32ToBf16, roundBf16 } from '../../numerics/bf16.ts';
+import { rsqrtF32 } from '../../numerics/fp32Math.ts';
 import { Rng } from '../../numerics/rng.ts';
 import { compareBf16 } from '../../numerics/ulp.ts';
-import { attnCausal, attnCausalQsa, attnHeadNormRope, attnHeadNormRopeBf16, attnOutputGate } from './attentionMath.ts';
+import { attnCausal, attnCausalQsa, attnHeadNormRopeBf16, attnOutputGate } from './attentionMath.ts';
 import { qsaIndexerDims, qsaIndexerSelect } from './qsaIndexer.ts';
 import { qsaKeptCount, qsaKeptPositions, type QsaSelection } from './qsaSelection.ts';
-import { ropeTables, ropeTablesBf16 } from './ropeTables.ts';
+import { ropeTablesBf16 } from './ropeTables.ts';
 
 // Each op against a float64 re-implementation with the same bf16 rounding points. A bf16
 // result can differ from the float64 chain by 1 ulp per rounding point, where the fp32
@@ -28,40 +29,6 @@ const config = { ...tiny, attention: { ...tiny.attention, numHeads: HEADS, numKv
 
 describe('attentionMath against float64', () => {
   const rng = new Rng(17);
-  const { cos, sin } = ropeTables(config, T);
-  const cf = cos.data as Float32Array;
-  const sf = sin.data as Float32Array;
-
-  it('head norm + RoPE (q layout with interleaved gate): two rounding points, within 2 ulps', () => {
-    const stride = 2 * HD;
-    const x = rng.fillBf16Normal(T * HEADS * stride, 1);
-    const w = rng.fillBf16Normal(HD, 0.1);
-    const y = attnHeadNormRope(x, w, cf, sf, T, { heads: HEADS, headDim: HD, stride, offset: 0 }, ROPE, 1e-6);
-    const xf = bf16ArrayToF32(x);
-    const wf = bf16ArrayToF32(w);
-    const half = ROPE / 2;
-    const ref = new Float64Array(T * HEADS * HD);
-    for (let t = 0; t < T; t++) {
-      for (let h = 0; h < HEADS; h++) {
-        const xb = (t * HEADS + h) * stride;
-        let ss = 0;
-        for (let d = 0; d < HD; d++) ss += xf[xb + d] ** 2;
-        const r = 1 / Math.sqrt(ss / HD + 1e-6);
-        const n = Array.from({ length: HD }, (_, d) => roundBf16(xf[xb + d] * r * (1 + wf[d])));
-        const yb = (t * HEADS + h) * HD;
-        for (let d = 0; d < HD; d++) ref[yb + d] = n[d];
-        for (let i = 0; i < half; i++) {
-          const c = cf[t * half + i];
-          const s = sf[t * half + i];
-          ref[yb + i] = roundBf16(n[i] * c - n[i + half] * s);
-          ref[yb + i + half] = roundBf16(n[i + half] * c + n[i] * s);
-        }
-      }
-    }
-    const report = compareBf16(y, f32ArrayToBf16(ref));
-    expect(report.maxUlp).toBeLessThanOrEqual(2);
-    expect(report.bitExactFraction).toBeGreaterThan(0.98);
-  });
 
   it('causal softmax attention with GQA: within 1 ulp plus the fp32 accumulation bound', () => {
     const q = rng.fillBf16Normal(T * HEADS * HD, 1);
@@ -144,10 +111,19 @@ describe('attnHeadNormRopeBf16 (HF / ATOM rounding)', () => {
   it('equals the independently computed head at position 3000, where the bf16 products matter', () => {
     const y = attnHeadNormRopeBf16(x, w, cos, sin, 1, head, 64, 1e-6, { start: 3000, step: 1 });
     expect(Array.from(y)).toEqual(ROPE_3000);
-    // the same normed values and bf16 cos/sin through the unrounded products
-    const row = (t: Uint16Array) => bf16ArrayToF32(t.subarray(3000 * 32, 3001 * 32));
-    const unrounded = attnHeadNormRope(x, w, row(cos), row(sin), 1, head, 64, 1e-6);
-    const differs = Array.from(y.keys()).filter((d) => y[d] !== unrounded[d]);
+    // the same normed values (y's dims past 64 are them, unrotated; the rotated ones come
+    // from an fp32 RMS1p here) and bf16 cos/sin through fp32 products that are not rounded
+    const [c, s] = [cos, sin].map((t) => bf16ArrayToF32(t.subarray(3000 * 32, 3001 * 32)));
+    const xf = bf16ArrayToF32(x);
+    const wf = bf16ArrayToF32(w);
+    const fr = Math.fround;
+    let ss = 0;
+    for (let d = 0; d < HD128; d++) ss = fr(ss + xf[d] * xf[d]);
+    const r = rsqrtF32(fr(fr(ss / HD128) + fr(1e-6)));
+    const n = Array.from({ length: HD128 }, (_, d) => roundBf16(fr(xf[d] * r) * fr(1 + wf[d])));
+    expect(Array.from(y.subarray(64))).toEqual(n.slice(64).map(f32ToBf16));
+    const unrounded = n.map((v, d) => (d >= 64 ? v : d < 32 ? fr(fr(v * c[d]) - fr(n[d + 32] * s[d])) : fr(fr(v * c[d - 32]) + fr(n[d - 32] * s[d - 32]))));
+    const differs = Array.from(y.keys()).filter((d) => y[d] !== f32ToBf16(unrounded[d]));
     expect(differs).toEqual(ROPE_3000_UNROUNDED_DIFFERS);
   });
 
@@ -267,15 +243,17 @@ describe('attnCausalQsa', () => {
 describe('attention causality', () => {
   it('rows before t0 are unchanged when q, k, v rows from t0 on change', () => {
     const rng = new Rng(29);
-    const { cos, sin } = ropeTables(config, T);
+    const t16 = ropeTablesBf16(config, T);
+    const [cos, sin] = [t16.cos.data as Uint16Array, t16.sin.data as Uint16Array];
     const qRaw = rng.fillBf16Normal(T * HEADS * 2 * HD, 1);
     const kRaw = rng.fillBf16Normal(T * KV * HD, 1);
     const v = rng.fillBf16Normal(T * KV * HD, 1);
     const wq = rng.fillBf16Normal(HD, 0.1);
     const wk = rng.fillBf16Normal(HD, 0.1);
     const run = (qr: Uint16Array, kr: Uint16Array, vv: Uint16Array) => {
-      const q = attnHeadNormRope(qr, wq, cos.data as Float32Array, sin.data as Float32Array, T, { heads: HEADS, headDim: HD, stride: 2 * HD, offset: 0 }, ROPE, 1e-6);
-      const k = attnHeadNormRope(kr, wk, cos.data as Float32Array, sin.data as Float32Array, T, { heads: KV, headDim: HD, stride: HD, offset: 0 }, ROPE, 1e-6);
+      const at0 = { start: 0, step: 1 };
+      const q = attnHeadNormRopeBf16(qr, wq, cos, sin, T, { heads: HEADS, headDim: HD, stride: 2 * HD, offset: 0 }, ROPE, 1e-6, at0);
+      const k = attnHeadNormRopeBf16(kr, wk, cos, sin, T, { heads: KV, headDim: HD, stride: HD, offset: 0 }, ROPE, 1e-6, at0);
       return attnOutputGate(attnCausal(q, k, vv, T, HEADS, KV, HD, Math.fround(HD ** -0.5)), qr, T, HEADS, HD);
     };
     const t0 = 9;
@@ -295,6 +273,6 @@ describe('attention causality', () => {
     const z = new Uint16Array(0);
     expect(() => attnCausal(z, z, z, 1, 3, 2, HD, 0.25)).toThrow(/heads 3 are not a multiple of KV heads 2/);
     expect(() => attnCausal(new Uint16Array(7), z, z, 1, HEADS, KV, HD, 0.25)).toThrow(/q has 7 values/);
-    expect(() => attnHeadNormRope(z, z, new Float32Array(0), new Float32Array(0), 1, { heads: 1, headDim: HD, stride: HD, offset: 1 }, ROPE, 1e-6)).toThrow(/offset 1 .* overruns stride/);
+    expect(() => attnHeadNormRopeBf16(z, z, z, z, 1, { heads: 1, headDim: HD, stride: HD, offset: 1 }, ROPE, 1e-6, { start: 0, step: 1 })).toThrow(/offset 1 .* overruns stride/);
   });
 });

@@ -40,55 +40,6 @@ function rmsNorm1pHead(xf: Float32Array, base: number, hd: number, onePlusW: Flo
   for (let d = 0; d < hd; d++) n[d] = roundBf16(fr(xf[base + d] * r) * onePlusW[d]);
 }
 
-/**
- * Per-head Gemma-style RMS norm then NeoX RoPE on the first ropeDims dims, the current
- * graph op's contract (fp32 tables from ropeTables, products not rounded). RoPE,
- * half = ropeDims / 2, i < half:
- *   out[i]        = bf( fr(n[i] * cos) - fr(n[i+half] * sin) )
- *   out[i + half] = bf( fr(n[i+half] * cos) + fr(n[i] * sin) )
- * HF and ATOM round more (attnHeadNormRopeBf16); this one goes when the graph moves to it.
- * Dims from ropeDims on pass the normed value through. Output [T, heads * headDim].
- */
-export function attnHeadNormRope(
-  x: Uint16Array,
-  w: Uint16Array,
-  cos: Float32Array,
-  sin: Float32Array,
-  tokens: number,
-  layout: HeadLayout,
-  ropeDims: number,
-  eps: number,
-): Uint16Array {
-  const { heads, headDim: hd, stride, offset } = layout;
-  checkHeadLayout(layout, ropeDims);
-  const half = ropeDims / 2;
-  checkLength('x', x, tokens * heads * stride);
-  checkLength('norm weight', w, hd);
-  checkLength('cos', cos, tokens * half);
-  checkLength('sin', sin, tokens * half);
-  const xf = bf16ArrayToF32(x);
-  const onePlusW = bf16ArrayToF32(w).map((v) => fr(1 + v));
-  const epsF = fr(eps);
-  const n = new Float32Array(hd);
-  const y = new Uint16Array(tokens * heads * hd);
-  for (let t = 0; t < tokens; t++) {
-    for (let h = 0; h < heads; h++) {
-      rmsNorm1pHead(xf, (t * heads + h) * stride + offset, hd, onePlusW, epsF, n);
-      const yb = (t * heads + h) * hd;
-      for (let i = 0; i < half; i++) {
-        const c = cos[t * half + i];
-        const s = sin[t * half + i];
-        const x1 = n[i];
-        const x2 = n[i + half];
-        y[yb + i] = f32ToBf16(fr(x1 * c) - fr(x2 * s));
-        y[yb + i + half] = f32ToBf16(fr(x2 * c) + fr(x1 * s));
-      }
-      for (let d = ropeDims; d < hd; d++) y[yb + d] = f32ToBf16(n[d]);
-    }
-  }
-  return y;
-}
-
 /** Row r of a RoPE input sits at position start + r * step (step = compress ratio for QSA block keys). */
 export interface RopePositions {
   start: number;
@@ -233,7 +184,7 @@ export function attnCausal(q: Uint16Array, k: Uint16Array, v: Uint16Array, token
 /**
  * QSA attention: query t attends to the keys the indexer kept for it (qsaSelection.ts),
  * in ascending position order, with attnCausal's recipe; so when nothing is dropped
- * (every row has at most topBlocks complete blocks) it equals attnCausal bit for bit.
+ * (every row has at most `width` complete blocks) it equals attnCausal bit for bit.
  * The selection covers rows 0..T-1 (positions = rows: a prefill from an empty cache).
  */
 export function attnCausalQsa(

@@ -31,28 +31,6 @@ function checkTokens(what: string, tokens: number): void {
 }
 
 /**
- * fp32 tables [tokens, ropeDims/2] for positions 0..tokens-1: cos = fr(Math.cos(angle)),
- * sin = fr(Math.sin(angle)). Inputs of the current attnHeadNormRope op, which multiplies by
- * them without rounding the products to bf16 (model.md's contract is ropeTablesBf16).
- */
-export function ropeTables(config: ModelConfig, tokens: number): { cos: Tensor; sin: Tensor } {
-  checkTokens('ropeTables', tokens);
-  const { ropeDims, ropeTheta } = config.attention;
-  const invFreq = ropeInvFreq(ropeDims, ropeTheta);
-  const half = invFreq.length;
-  const cos = new Float32Array(tokens * half);
-  const sin = new Float32Array(tokens * half);
-  for (let pos = 0; pos < tokens; pos++) {
-    for (let i = 0; i < half; i++) {
-      const angle = Math.fround(pos * invFreq[i]);
-      cos[pos * half + i] = Math.cos(angle);
-      sin[pos * half + i] = Math.sin(angle);
-    }
-  }
-  return { cos: tensor('f32', [tokens, half], cos), sin: tensor('f32', [tokens, half], sin) };
-}
-
-/**
  * bf16 tables [tokens, ropeDims/2] for positions 0..tokens-1, as HF's rotary embedding
  * returns them (`cos.to(x.dtype)`) and as ATOM stores its cos/sin cache:
  * c = bf(fr(cos(angle))), s = bf(fr(sin(angle))).

@@ -1,0 +1,111 @@
+// attnCausalQsa: GQA softmax(q k^T * scale) v over each query row's QSA-kept keys, fp32,
+// two-pass softmax, exactly in the order of core attentionMath.attnCausalQsa. Row t (its
+// position) with nb = floor((t+1) / ratio) complete blocks keeps, in this order (ascending
+// positions), the tokens of the n = min(width, nb) blocks listed in blocks[t] and then the
+// tail nb*ratio .. t; kept key i is therefore
+//   i < n*ratio: blocks[t][i / ratio] * ratio + i % ratio,   else nb*ratio + (i - n*ratio)
+// One invocation per (query row t, head h), no barriers; per invocation:
+//   pass 1: s_i = fr(dot_d(q_t, k_i) * scale) over the kept keys (d in order, exact bf16
+//           products), m = running max from -inf with the CPU's `s_i > m` test
+//   pass 2: s_i recomputed (same operations, same bits), p_i = exp(fr(s_i - m)),
+//           l = l + p_i and acc_d = acc_d + fr(p_i * v_id), both in key order
+//   o_d = bf(fr(acc_d / l))
+// When a row keeps every token (0..t) this is dense causal attention, bit for bit.
+// Recomputing the scores instead of storing p keeps memory O(1) per row for any T. The q
+// row and acc live in private arrays of HD (compiled in); headDim must be even so the row's
+// k/v/o words are whole. `p * v + acc` is written as separate WGSL * and + (never fma),
+// which SwiftShader keeps unfused (numerics.md). A malformed block list (the CPU reference
+// throws on one) is read as it is, clamped to the buffers by WebGPU's robust access.
+import type { KernelPlanner } from '../kernelProgram.ts';
+import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
+import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
+import { f32Bits, flatDispatch, flatMain, readInput, requireFloatAttr, requireIntAttr, requirePort, requireRows, writeOutput } from './planParts.ts';
+
+const WG = 32;
+
+function causalQsaWgsl(hd: number): string {
+  return `${BF16_WGSL}
+${FP32_MATH_WGSL}
+const HW: u32 = ${hd / 2}u; // words per head row
+struct U { heads: u32, kvHeads: u32, group: u32, rows: u32, scale: u32, ratio: u32, width: u32, groupsX: u32 }
+@group(0) @binding(0) var<storage, read> q: array<u32>;
+@group(0) @binding(1) var<storage, read> k: array<u32>;
+@group(0) @binding(2) var<storage, read> v: array<u32>;
+@group(0) @binding(3) var<storage, read> blocks: array<i32>;
+@group(0) @binding(4) var<storage, read_write> o: array<u32>;
+@group(0) @binding(5) var<uniform> u: U;
+var<private> qv: array<f32, ${hd}>;
+fn score(kw: u32, scale: f32) -> f32 {
+  var dot: f32 = 0.0;
+  for (var i = 0u; i < HW; i = i + 1u) {
+    let kk = k[kw + i];
+    dot = dot + qv[2u * i] * bf16_lo(kk);
+    dot = dot + qv[2u * i + 1u] * bf16_hi(kk);
+  }
+  return dot * scale;
+}
+// the position of row t's kept key i (header); sel = n * ratio, tail0 = nb * ratio
+fn keyAt(t: u32, i: u32, sel: u32, tail0: u32) -> u32 {
+  if (i < sel) { return u32(blocks[t * u.width + i / u.ratio]) * u.ratio + i % u.ratio; }
+  return tail0 + (i - sel);
+}
+${flatMain(
+  WG,
+  'u.rows',
+  `let t = inv / u.heads;
+  let h = inv % u.heads;
+  let kvh = h / u.group;
+  let scale = bitcast<f32>(u.scale);
+  let nb = (t + 1u) / u.ratio;
+  let sel = min(u.width, nb) * u.ratio;
+  let tail0 = nb * u.ratio;
+  let kept = sel + (t + 1u - tail0);
+  let qw = inv * HW;
+  for (var i = 0u; i < HW; i = i + 1u) {
+    let qq = q[qw + i];
+    qv[2u * i] = bf16_lo(qq);
+    qv[2u * i + 1u] = bf16_hi(qq);
+  }
+  // -inf through a function call: a constant -inf is a shader-creation error in WGSL
+  var m = f32_from_bits(0xff800000u);
+  for (var i = 0u; i < kept; i = i + 1u) {
+    let s = score((keyAt(t, i, sel, tail0) * u.kvHeads + kvh) * HW, scale);
+    if (s > m) { m = s; }
+  }
+  var acc: array<f32, ${hd}>;
+  var l: f32 = 0.0;
+  for (var i = 0u; i < kept; i = i + 1u) {
+    let kvw = (keyAt(t, i, sel, tail0) * u.kvHeads + kvh) * HW;
+    let p = exp_f32(score(kvw, scale) - m);
+    l = l + p;
+    for (var j = 0u; j < HW; j = j + 1u) {
+      let vv = v[kvw + j];
+      acc[2u * j] = acc[2u * j] + p * bf16_lo(vv);
+      acc[2u * j + 1u] = acc[2u * j + 1u] + p * bf16_hi(vv);
+    }
+  }
+  for (var i = 0u; i < HW; i = i + 1u) { o[qw + i] = pack_bf16(acc[2u * i] / l, acc[2u * i + 1u] / l); }`,
+)}`;
+}
+
+export const attnCausalQsaPlanner: KernelPlanner = (inputs, outputs, attrs) => {
+  const op = 'attnCausalQsa';
+  const heads = requireIntAttr(attrs, 'heads', op, 1);
+  const kvHeads = requireIntAttr(attrs, 'kvHeads', op, 1);
+  const hd = requireIntAttr(attrs, 'headDim', op, 2);
+  const scale = requireFloatAttr(attrs, 'scale', op);
+  const ratio = requireIntAttr(attrs, 'compressRatio', op, 1);
+  const width = requireIntAttr(attrs, 'width', op, 1);
+  if (heads % kvHeads !== 0) throw new Error(`${op}: heads ${heads} is not a multiple of kvHeads ${kvHeads}`);
+  if (hd % 2 !== 0) throw new Error(`${op}: headDim ${hd} must be even (rows are read and written as whole packed words)`);
+  const T = requireRows(inputs[0], `${op}: input q`, 'bf16', heads * hd);
+  requirePort(inputs[1], `${op}: input k`, 'bf16', [T, kvHeads * hd]);
+  requirePort(inputs[2], `${op}: input v`, 'bf16', [T, kvHeads * hd]);
+  requirePort(inputs[3], `${op}: input blocks`, 'i32', [T, width]);
+  requirePort(outputs[0], `${op}: output o`, 'bf16', [T, heads * hd]);
+  const rows = T * heads;
+  if (rows === 0) return { scratch: [], dispatches: [] };
+  const bindings = [readInput(0), readInput(1), readInput(2), readInput(3), writeOutput(0)];
+  const uniforms = [heads, kvHeads, heads / kvHeads, rows, f32Bits(scale), ratio, width];
+  return { scratch: [], dispatches: [flatDispatch(`attn-causal-qsa-hd${hd}`, causalQsaWgsl(hd), bindings, rows, WG, uniforms)] };
+};
