@@ -80,6 +80,7 @@ export const OP_CASES: OpCase[] = [
   collective('allGather', 4, [3, 40], {}, 'allGather tp4'),
   ...pleOpCases(),
   ...attentionOpCases(),
+  ...headOpCases(),
 ];
 
 /** The PLE ops on the tiny config's layer-1 constants (ids through the host op, with an EOS). */
@@ -132,5 +133,20 @@ function attentionOpCases(): OpCase[] {
     },
     { name: 'allGather i32 tp2', op: 'allGather', tp: 2, inputs: [ints([3, width], (i) => i - 5), ints([3, width], (i) => 100 + i)], attrs: {} },
     { name: 'trim i32', op: 'trim', tp: 1, inputs: [ints([12, width], (i) => i - 9)], attrs: { rows: 7 } },
+  ];
+}
+
+/** The LM/MTP head ops (graph/ops/headOps.ts): row slices, views, the vocab gather layout, argmax, draft ids. */
+function headOpCases(): OpCase[] {
+  const ids = (v: number[]): Tensor => ({ dtype: 'i32', shape: [v.length], data: Int32Array.from(v) });
+  // coarse logits: equal maxima in most rows
+  const coarse: Tensor = { dtype: 'bf16', shape: [T, 67], data: Uint16Array.from({ length: T * 67 }, () => rng.fillBf16Normal(1, 1)[0] & 0xc000) };
+  return [
+    { name: 'sliceRows last row', op: 'sliceRows', tp: 1, inputs: [bf([T, 33])], attrs: { start: T - 1, end: T } },
+    { name: 'reshape streams as rows', op: 'reshape', tp: 1, inputs: [bf([T, N * H])], attrs: { shape: [T * N, H] } },
+    { name: 'rowBlocksToCols', op: 'rowBlocksToCols', tp: 1, inputs: [bf([4 * 3, 9])], attrs: { parts: 4 } },
+    { name: 'argmax', op: 'argmax', tp: 1, inputs: [bf([T, 301])], attrs: {} },
+    { name: 'argmax ties', op: 'argmax', tp: 1, inputs: [coarse], attrs: {} },
+    { name: 'mtpDraftIds', op: 'mtpDraftIds', tp: 1, inputs: [ids([3, 0, 63, 17, 17, 42, 5]), ids([9])], attrs: {} },
   ];
 }

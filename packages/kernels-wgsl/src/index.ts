@@ -12,6 +12,7 @@ import {
 } from './kernels/copyElements.ts';
 import { embedPlanner } from './kernels/embed.ts';
 import { hcCombineNormPlanner } from './kernels/hcCombineNorm.ts';
+import { HEAD_WGSL_KERNELS } from './kernels/headKernels.ts';
 import { linearPlanner } from './kernels/linear.ts';
 import { allReducePlanner, reduceScatterPlanner } from './kernels/reduceCollectives.ts';
 import { MOE_PLE_WGSL_KERNELS } from './kernels/moePleKernels.ts';
@@ -38,4 +39,4 @@ export const WGSL_KERNELS = new KernelTable<KernelPlanner>('webgpu', [{
   allReduce: allReducePlanner,
   reduceScatter: reduceScatterPlanner,
   allGather: allGatherPlanner,
-}, GDN_ATTENTION_WGSL_KERNELS, MOE_PLE_WGSL_KERNELS, QUANT_WGSL_KERNELS]);
+}, GDN_ATTENTION_WGSL_KERNELS, MOE_PLE_WGSL_KERNELS, QUANT_WGSL_KERNELS, HEAD_WGSL_KERNELS]);

@@ -7,6 +7,13 @@ import { buildHcCombine, buildHcMix, type HcStepContext, type PendingCombine } f
 import type { HcContract } from '../hc/hcContract.ts';
 import { hcPrefix } from './hcWeights.ts';
 import type { ExtraInputs, SubLayerBuilders } from './subLayerBuilders.ts';
+import { getOpDef } from '../graph/ops/registry.ts';
+import { buildLmHead, type LogitsRows } from '../layers/mtp/lmHeadGraph.ts';
+import { mtpDraftExtraInputs, mtpDraftLayerBuilder, mtpHostLayer } from '../layers/mtp/mtpDraftLayer.ts';
+import { buildMtpInput } from '../layers/mtp/mtpGraph.ts';
+import { mtpHcPrefix } from '../layers/mtp/mtpWeights.ts';
+import type { SubLayerContext } from '../layers/subLayerContext.ts';
+import type { DType } from '../tensor/tensor.ts';
 
 export interface RingParams {
   channels: number;
@@ -25,16 +32,35 @@ export interface DecoderGraphOptions {
   ring: RingParams;
   contract: HcContract;
   subLayers: SubLayerBuilders;
+  /** rows of the LM and MTP logits: the last position (default, as generation) or all T */
+  logits?: LogitsRows;
+  /**
+   * where the MTP drafter's HC work runs when the streams are sharded: 'gathered' (default:
+   * the pre-mixer state gathered, plan.gather 'hc_state', every row on every rank) or
+   * 'sharded' (each rank's row shard, as the main stack under SP; the exit gathers the
+   * mixer output instead). Bit-identical to each other at tp 2.
+   */
+  mtpDrafter?: 'gathered' | 'sharded';
+  /** expose the golden-dump values (DecoderOutputs.dumpValues), gathering sharded ones */
+  dump?: boolean;
 }
 
 /** Names of the values a caller reads from the decoder graph. */
 export interface DecoderOutputs {
   /** final mixer output [T, H] (rank 0's copy; every rank holds the same) */
   h: ValueId;
-  /** the pre-mixer HC state [T, nH] gathered for the MTP head, when MTP is on */
+  /** the pre-mixer HC state [T, nH] on all rows (the gathered MTP input), when MTP is on with the gathered drafter */
   mtpState: ValueId | null;
-  /** each rank's streams value at the end of every sub-layer step, for padding checks */
+  /** each rank's streams value at the end of every sub-layer step of the main stack, for padding checks */
   streamsPerStep: ValueId[][];
+  /** bf16 [1 or T, vocab]: lm_head logits of the last position (or all, DecoderGraphOptions.logits) */
+  logits: ValueId;
+  /** i32 [1 or T]: the greedy next tokens, argmax of `logits` */
+  nextTokens: ValueId;
+  /** the MTP head: draft logits [1 or T, vocab], their argmax (the draft tokens), the draft ids [T] it read */
+  mtp: { logits: ValueId; draftTokens: ValueId; draftIds: ValueId } | null;
+  /** the golden-dump values by issue 8's names (embed, layers.{i}.in, ..., logits, mtp.logits); empty unless dump */
+  dumpValues: Record<string, ValueId>;
 }
 
 /**
@@ -44,7 +70,10 @@ export interface DecoderOutputs {
  * streams; the sub-layer input is all-gathered (and trimmed to T), the partial sum padded to
  * C*tp rows and reduce-scattered, and travels with `raw` of the same rows as the pending
  * combine. At the boundary the pending combine is applied to all T rows and then the
- * streams are sharded (sequence-parallel.md "Where it starts and ends").
+ * streams are sharded (sequence-parallel.md "Where it starts and ends"). After the final
+ * mixer: the vocab-parallel LM head (layers/mtp/lmHeadGraph.ts) and, with MTP, the MTP head
+ * on the pre-mixer state: input stage, the draft layer (the same HC steps and sub-layer
+ * builders, layers/mtp/mtpDraftLayer.ts), its mixer and the shared LM head.
  */
 export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outputs: DecoderOutputs; extra: ExtraInputs } {
   const { config, plan } = o;
@@ -56,6 +85,10 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
   const h = config.hiddenSize;
   const width = n * h;
   const ranks = [...Array(tp).keys()];
+  const logitsRows = o.logits ?? 'last';
+  // the sharded drafter keeps the pre-mixer state on the ranks' rows: the exit gathers the mixer output
+  const shardedDrafter = plan.mtp && sp !== null && o.mtpDrafter === 'sharded';
+  const exitGather = shardedDrafter ? 'mixer' : plan.gather;
   const b = new GraphBuilder(tp, {
     config: config.name,
     tokens: T,
@@ -63,28 +96,40 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
     layers,
     sp,
     mtp: plan.mtp,
-    gather: plan.gather,
+    gather: exitGather,
     quant: plan.quant,
     reduce: o.reduce,
     ring: o.ring,
     contract: o.contract,
     subLayers: o.subLayers.name,
+    logits: logitsRows,
+    mtpDrafter: plan.mtp ? (o.mtpDrafter ?? 'gathered') : null,
   });
+  const marked = new Set<ValueId>();
+  const output = (id: ValueId): void => {
+    if (!marked.has(id)) b.markOutput(id);
+    marked.add(id);
+  };
   const ids = b.input('ids', [T], 'i32');
   const extra = o.subLayers.declareInputs(b, config, T);
   const table = b.weight({ name: 'model.embed_tokens.weight' }, [config.vocabSize, h]);
 
-  let streams: ValueId[] = ranks.map((r) => {
-    const e = b.value(`r${r}/embed/e`, [T, h], 'bf16', r);
-    b.node({ op: 'embed', rank: r, layer: -1, scope: 'embed', inputs: [ids, table], outputs: [e], attrs: {} });
-    const x = b.value(`r${r}/embed/streams`, [T, width], 'bf16', r);
-    b.node({ op: 'hcExpand', rank: r, layer: -1, scope: 'embed.expand', inputs: [e], outputs: [x], attrs: { streams: n } });
-    return x;
-  });
   let pending: (PendingCombine | null)[] = ranks.map(() => null);
   let rows = T;
   const streamsPerStep: ValueId[][] = [];
+  const dumpValues: Record<string, ValueId> = {};
   const hcCtx = (r: number, layer: number, prefix: string, scope: string): HcStepContext => ({ config, rank: r, rows, prefix, scope, layer, contract: o.contract });
+  const subCtx = (layer: number, r: number, scope: string): SubLayerContext => ({ config, layer, rank: r, tp, tokens: T, scope });
+  const embedded = ranks.map((r) => {
+    const e = b.value(`r${r}/embed/e`, [T, h], 'bf16', r);
+    b.node({ op: 'embed', rank: r, layer: -1, scope: 'embed', inputs: [ids, table], outputs: [e], attrs: {} });
+    return e;
+  });
+  let streams: ValueId[] = ranks.map((r) => {
+    const x = b.value(`r${r}/embed/streams`, [T, width], 'bf16', r);
+    b.node({ op: 'hcExpand', rank: r, layer: -1, scope: 'embed.expand', inputs: [embedded[r]], outputs: [x], attrs: { streams: n } });
+    return x;
+  });
   const applyPending = (layer: number, scope: string): void => {
     streams = ranks.map((r) => {
       const p = pending[r];
@@ -93,21 +138,73 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
     pending = ranks.map(() => null);
   };
   /** all-gather each rank's [C, w] shard and trim to the T real rows */
-  const gather = (vals: ValueId[], w: number, layer: number, scope: string): ValueId[] => {
-    const full = ranks.map((r) => b.value(`r${r}/${scope}/gathered`, [rows * tp, w], 'bf16', r));
+  const gather = (vals: ValueId[], w: number, layer: number, scope: string, dtype: DType = 'bf16'): ValueId[] => {
+    const full = ranks.map((r) => b.value(`r${r}/${scope}/gathered`, [rows * tp, w], dtype, r));
     b.node({ op: 'allGather', rank: null, layer, scope: `${scope}.all_gather`, inputs: vals, outputs: full, attrs: {} });
     return ranks.map((r) => {
-      const t = b.value(`r${r}/${scope}/trimmed`, [T, w], 'bf16', r);
+      const t = b.value(`r${r}/${scope}/trimmed`, [T, w], dtype, r);
       b.node({ op: 'trim', rank: r, layer, scope: `${scope}.trim`, inputs: [full[r]], outputs: [t], attrs: { rows: T } });
       return t;
     });
   };
+  /** a golden-dump value (rank 0's copy of a replicated value) */
+  const dump = (name: string, id: ValueId): void => {
+    if (!o.dump) return;
+    dumpValues[name] = id;
+    output(id);
+  };
+  /** a golden-dump value of T rows, gathered when the ranks hold row shards of it */
+  const dumpAs = (name: string, vals: ValueId[], layer: number): void => {
+    if (!o.dump) return;
+    const { shape, dtype } = b.build().values[vals[0]];
+    dump(name, shape[0] === T ? vals[0] : gather(vals, shape[1], layer, `dump.${name}`, dtype)[0]);
+  };
   // the ring's chunking is recorded on every all-reduce; the other orders do not use it
   const reduceAttrs = { algorithm: o.reduce, channels: o.ring.channels, chunkElems: o.ring.chunkElems };
 
+  /**
+   * One HC step on every rank: the mix (with the pending combine), the sub-layer on all T
+   * rows (its input all-gathered when the streams are sharded), its partial sums all-reduced
+   * (or reduce-scattered to the rank's rows), left as the next pending combine.
+   */
+  const hcStep = (layer: number, prefix: string, scope: string, sub: (xs: ValueId[]) => ValueId[]) => {
+    const mixes = ranks.map((r) => buildHcMix(b, hcCtx(r, layer, prefix, `${scope}_hc`), streams[r], pending[r], true));
+    streams = mixes.map((m) => m.streams);
+    const xs = rows === T ? mixes.map((m) => m.x) : gather(mixes.map((m) => m.x), h, layer, `${scope}_in`);
+    const partials = sub(xs);
+    let ys: ValueId[];
+    if (tp === 1) {
+      ys = partials;
+    } else if (rows === T) {
+      ys = ranks.map((r) => b.value(`r${r}/${scope}/reduced`, [T, h], 'bf16', r));
+      b.node({ op: 'allReduce', rank: null, layer, scope: `${scope}.all_reduce`, inputs: partials, outputs: ys, attrs: reduceAttrs });
+    } else {
+      const padded = ranks.map((r) => {
+        const p = b.value(`r${r}/${scope}/padded`, [rows * tp, h], 'bf16', r);
+        b.node({ op: 'pad', rank: r, layer, scope: `${scope}.pad`, inputs: [partials[r]], outputs: [p], attrs: { rows: rows * tp } });
+        return p;
+      });
+      ys = ranks.map((r) => b.value(`r${r}/${scope}/reduced`, [rows, h], 'bf16', r));
+      b.node({ op: 'reduceScatter', rank: null, layer, scope: `${scope}.reduce_scatter`, inputs: padded, outputs: ys, attrs: { algorithm: o.reduce } });
+    }
+    pending = ranks.map((r) => ({ y: ys[r], raw: mixes[r].raw! }));
+    return { streams, mixed: xs, out: ys };
+  };
+  /** every rank's sub-layer `sub` at `layer` (attnRanks, when the builders have it, builds all ranks at once) */
+  const subLayer = (bb: GraphBuilder, sub: 'attn' | 'mlp', layer: number, scope: string, ex: ExtraInputs) => (xs: ValueId[]): ValueId[] => {
+    const ctxs = ranks.map((r) => subCtx(layer, r, scope));
+    if (sub === 'attn' && o.subLayers.attnRanks) return o.subLayers.attnRanks(bb, ctxs, xs, ex);
+    return ranks.map((r) => o.subLayers[sub](bb, ctxs[r], xs[r], ex));
+  };
+
+  dumpAs('embed', embedded, -1);
   for (let layer = layers[0]; layer < layers[1]; layer++) {
+    const name = `layers.${layer}`;
+    let layerIn = false;
     if (sp && layer === sp.startLayer) {
       applyPending(layer, `L${layer}.sp_start`);
+      dumpAs(`${name}.in`, streams, layer);
+      layerIn = true;
       streams = ranks.map((r) => {
         const s = b.value(`r${r}/L${layer}.sp_start/shard`, [sp.chunk, width], 'bf16', r);
         b.node({ op: 'shard', rank: r, layer, scope: `L${layer}.sp_start.shard`, inputs: [streams[r]], outputs: [s], attrs: { rank: r, tp, chunk: sp.chunk } });
@@ -118,6 +215,8 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
     if (config.ple.layerIds.includes(layer) && o.subLayers.ple) {
       if (rows !== T) throw new Error(`decoder graph: PLE layer ${layer} would run on sharded streams (SP starts at ${sp?.startLayer})`);
       applyPending(layer, `L${layer}.ple`);
+      dumpAs(`${name}.in`, streams, layer);
+      layerIn = true;
       streams = ranks.map((r) => {
         const ctx = { config, layer, rank: r, tp, tokens: T, scope: `L${layer}.ple` };
         const out = o.subLayers.ple!(b, ctx, streams[r], ids, extra);
@@ -125,46 +224,103 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
         b.node({ op: 'add', rank: r, layer, scope: `L${layer}.ple.add`, inputs: [streams[r], out], outputs: [x], attrs: {} });
         return x;
       });
+      if (o.dump) dump(`${name}.ple.ngram_ids`, pleNgramIdsOf(b, layer));
+      dumpAs(`${name}.ple.out`, streams, layer);
     }
     for (const sub of ['attn', 'mlp'] as const) {
       const scope = `L${layer}.${sub}`;
-      const mixes = ranks.map((r) => buildHcMix(b, hcCtx(r, layer, hcPrefix(layer, sub), `${scope}_hc`), streams[r], pending[r], true));
-      streams = mixes.map((m) => m.streams);
-      streamsPerStep.push(streams);
-      const xs = rows === T ? mixes.map((m) => m.x) : gather(mixes.map((m) => m.x), h, layer, `${scope}_in`);
-      const partials = ranks.map((r) => o.subLayers[sub](b, { config, layer, rank: r, tp, tokens: T, scope }, xs[r], extra));
-      let ys: ValueId[];
-      if (tp === 1) {
-        ys = partials;
-      } else if (rows === T) {
-        ys = ranks.map((r) => b.value(`r${r}/${scope}/reduced`, [T, h], 'bf16', r));
-        b.node({ op: 'allReduce', rank: null, layer, scope: `${scope}.all_reduce`, inputs: partials, outputs: ys, attrs: reduceAttrs });
-      } else {
-        const padded = ranks.map((r) => {
-          const p = b.value(`r${r}/${scope}/padded`, [rows * tp, h], 'bf16', r);
-          b.node({ op: 'pad', rank: r, layer, scope: `${scope}.pad`, inputs: [partials[r]], outputs: [p], attrs: { rows: rows * tp } });
-          return p;
-        });
-        ys = ranks.map((r) => b.value(`r${r}/${scope}/reduced`, [rows, h], 'bf16', r));
-        b.node({ op: 'reduceScatter', rank: null, layer, scope: `${scope}.reduce_scatter`, inputs: padded, outputs: ys, attrs: { algorithm: o.reduce } });
+      const step = hcStep(layer, hcPrefix(layer, sub), scope, subLayer(b, sub, layer, scope, extra));
+      streamsPerStep.push(step.streams);
+      if (sub === 'attn' && !layerIn) dumpAs(`${name}.in`, step.streams, layer);
+      dumpAs(`${name}.${sub}_hc.mixed`, step.mixed, layer);
+      dumpAs(`${name}.${sub}.out`, step.out, layer);
+      if (sub === 'attn' && o.dump) {
+        const kept = keptCountsOf(b, layer, T);
+        if (kept) dump(`${name}.attn.kept`, kept);
       }
-      pending = ranks.map((r) => ({ y: ys[r], raw: mixes[r].raw! }));
     }
   }
 
   const exitLayer = layers[1];
   let mtpState: ValueId | null = null;
+  let draftState: ValueId[] = [];
   if (plan.mtp) {
-    // The MTP head needs every row of the pre-mixer state: combine, gather it when sharded
-    // (plan.gather 'hc_state') instead of the mixer output; the mixer then runs on all T rows.
+    // The MTP head reads every row of the pre-mixer state: combine; the gathered drafter
+    // gathers it when sharded (plan.gather 'hc_state') and the mixer then runs on all T rows.
     applyPending(exitLayer, 'mtp');
-    if (plan.gather === 'hc_state') streams = gather(streams, width, exitLayer, 'mtp_state');
-    rows = T;
-    mtpState = streams[0];
-    b.markOutput(mtpState);
+    if (exitGather === 'hc_state') {
+      streams = gather(streams, width, exitLayer, 'mtp_state');
+      rows = T;
+    }
+    if (rows === T) {
+      mtpState = streams[0];
+      output(mtpState);
+    }
+    draftState = streams;
   }
-  const mixed = ranks.map((r) => buildHcMix(b, hcCtx(r, exitLayer, hcPrefix('mixer'), 'mixer'), streams[r], pending[r], false).x);
-  const final = plan.gather === 'mixer' ? gather(mixed, h, exitLayer, 'mixer_out') : mixed;
-  b.markOutput(final[0]);
-  return { graph: b.build(), outputs: { h: final[0], mtpState, streamsPerStep }, extra };
+  const mixer = ranks.map((r) => buildHcMix(b, hcCtx(r, exitLayer, hcPrefix('mixer'), 'mixer'), streams[r], pending[r], false));
+  dumpAs('final.in', mixer.map((m) => m.streams), exitLayer);
+  const mixed = mixer.map((m) => m.x);
+  const final = exitGather === 'mixer' ? gather(mixed, h, exitLayer, 'mixer_out') : mixed;
+  output(final[0]);
+  dumpAs('final.mixed', final, exitLayer);
+  const head = buildLmHead(b, { config, tp, tokens: T, rows: logitsRows, scope: 'lm_head', layer: exitLayer }, final);
+  output(head.logits[0]);
+  output(head.ids[0]);
+  dump('logits', head.logits[0]);
+
+  let mtp: DecoderOutputs['mtp'] = null;
+  // the draft layer's RoPE tables join the stack's extra inputs
+  let inputs = extra;
+  if (plan.mtp) {
+    rows = b.shapeOf(draftState[0])[0];
+    const input = ranks.map((r) => {
+      let next = head.ids[r];
+      if (logitsRows === 'all') {
+        next = b.value(`r${r}/mtp/next_token`, [1], 'i32', r);
+        b.node({ op: 'sliceRows', rank: r, layer: exitLayer, scope: 'mtp.next_token', inputs: [head.ids[r]], outputs: [next], attrs: { start: T - 1, end: T } });
+      }
+      return buildMtpInput(b, { config, rank: r, tp, tokens: T, rows, layer: exitLayer, scope: 'mtp' }, ids, next, table, draftState[r]);
+    });
+    streams = input.map((v) => v.x0);
+    pending = ranks.map(() => null);
+    const draftB = mtpDraftLayerBuilder(b, config);
+    const draftExtra = mtpDraftExtraInputs(b, config, o.subLayers, T);
+    const host = mtpHostLayer(config);
+    for (const sub of ['attn', 'mlp'] as const) hcStep(exitLayer, mtpHcPrefix(sub), `mtp.${sub}`, subLayer(draftB, sub, host, `mtp.${sub}`, draftExtra));
+    const xm = ranks.map((r) => buildHcMix(b, hcCtx(r, exitLayer, mtpHcPrefix('mixer'), 'mtp.mixer'), streams[r], pending[r], false).x);
+    const hm = rows === T ? xm : gather(xm, h, exitLayer, 'mtp.mixer_out');
+    const draft = buildLmHead(b, { config, tp, tokens: T, rows: logitsRows, scope: 'mtp.lm_head', layer: exitLayer }, hm);
+    mtp = { logits: draft.logits[0], draftTokens: draft.ids[0], draftIds: input[0].draftIds };
+    for (const id of [mtp.logits, mtp.draftTokens, mtp.draftIds]) output(id);
+    dump('mtp.logits', draft.logits[0]);
+    inputs = { ids: extra.ids, feeds: (tokenIds) => new Map([...extra.feeds(tokenIds), ...draftExtra.feeds(tokenIds)]) };
+  }
+  return {
+    graph: b.build(),
+    outputs: { h: final[0], mtpState, streamsPerStep, logits: head.logits[0], nextTokens: head.ids[0], mtp, dumpValues },
+    extra: inputs,
+  };
+}
+
+/** The PLE's n-gram ids [T, heads] of `layer` (rank 0): the output of its pleNgramIds node. */
+function pleNgramIdsOf(b: GraphBuilder, layer: number): ValueId {
+  const node = b.build().nodes.find((nd) => nd.op === 'pleNgramIds' && nd.layer === layer && nd.rank === 0);
+  if (!node?.outputs[0]) throw new Error(`decoder graph: PLE layer ${layer} has no pleNgramIds node to dump`);
+  return node.outputs[0];
+}
+
+/**
+ * The per-row kept-token counts [T] of `layer`'s QSA selection (rank 0), if its attention
+ * emits them: the output port named 'kept' of one of the layer's nodes.
+ */
+function keptCountsOf(b: GraphBuilder, layer: number, tokens: number): ValueId | null {
+  const g = b.build();
+  for (const nd of g.nodes) {
+    if (nd.layer !== layer || nd.rank !== 0) continue;
+    const port = getOpDef(nd.op).outputs.findIndex((p) => p.name === 'kept');
+    const id = port < 0 ? null : nd.outputs[port];
+    if (id && g.values[id].shape[0] === tokens) return id;
+  }
+  return null;
 }

@@ -16,12 +16,19 @@ const T = 41; // C = 21 at tp 2 (1 padding row), 11 at tp 4 (3 padding rows)
 const H = SMALL.hiddenSize;
 const WIDTH = SMALL.hc.count * H;
 
-async function run(tp: number, sp: SpMode, reduce: ReduceAlgorithm, opts: { keepAll?: boolean; ids?: Int32Array } = {}) {
-  const p = preparePrefill({ config: SMALL, tokens: T, tp, sp, reduce, seed: 3, subLayers: MODEL_SUB_LAYERS });
-  if (opts.ids) p.feeds.set('ids', { dtype: 'i32', shape: [T], data: opts.ids });
+async function run(tp: number, sp: SpMode, reduce: ReduceAlgorithm, opts: { keepAll?: boolean; ids?: Int32Array; mtpDrafter?: 'gathered' | 'sharded'; tokens?: number } = {}) {
+  const tokens = opts.tokens ?? T;
+  const p = preparePrefill({ config: SMALL, tokens, tp, sp, reduce, seed: 3, subLayers: MODEL_SUB_LAYERS, logits: 'all', mtpDrafter: opts.mtpDrafter });
+  if (opts.ids) p.feeds.set('ids', { dtype: 'i32', shape: [tokens], data: opts.ids });
   const result = await runOnce(backend, p.graph, p.feeds, p.weights, opts.keepAll ? { keep: 'all' } : {});
   const get = (id: string): Tensor => result.values.get(id)!;
-  return { p, result, get, h: get(p.outputs.h).data as Uint16Array, mtp: get(p.outputs.mtpState!).data as Uint16Array };
+  const bytes = (id: string) => Buffer.from(get(id).data.buffer);
+  const heads = { logits: bytes(p.outputs.logits), next: bytes(p.outputs.nextTokens), mtpLogits: bytes(p.outputs.mtp!.logits), draft: bytes(p.outputs.mtp!.draftTokens) };
+  return { p, result, get, h: get(p.outputs.h).data as Uint16Array, mtp: p.outputs.mtpState ? (get(p.outputs.mtpState).data as Uint16Array) : null, heads };
+}
+
+function expectSameHeads(a: Awaited<ReturnType<typeof run>>['heads'], b: Awaited<ReturnType<typeof run>>['heads']): void {
+  for (const k of ['logits', 'next', 'mtpLogits', 'draft'] as const) expect(a[k].equals(b[k]), k).toBe(true);
 }
 
 const offTp2 = await run(2, 'off', 'ring');
@@ -47,12 +54,36 @@ describe('decoder stack (PLE, GatedDeltaNet, attention, MoE) on the CPU referenc
     expect(rms).toBeLessThan(10);
   });
 
-  it('SP on and off are bit-identical at tp 2, for the mixer output and the MTP state', async () => {
+  it('SP on and off are bit-identical at tp 2, for the mixer output, the MTP state, the logits and the MTP head', async () => {
     const on = await run(2, 'on', 'ring');
     expect(on.p.plan.sp).toBe(true);
     expect(on.p.plan.spStartLayer).toBe(2);
     expect(Buffer.from(on.h.buffer).equals(Buffer.from(offTp2.h.buffer))).toBe(true);
-    expect(Buffer.from(on.mtp.buffer).equals(Buffer.from(offTp2.mtp.buffer))).toBe(true);
+    expect(Buffer.from(on.mtp!.buffer).equals(Buffer.from(offTp2.mtp!.buffer))).toBe(true);
+    expectSameHeads(on.heads, offTp2.heads);
+  });
+
+  it('the sharded MTP drafter (HC work on row shards) equals the gathered one bit for bit at tp 2', async () => {
+    const sharded = await run(2, 'on', 'ring', { mtpDrafter: 'sharded' });
+    const scopes = sharded.p.graph.nodes.map((nd) => nd.scope);
+    // no gathered pre-mixer state: the mixer output is gathered, the draft layer reduce-scatters
+    expect(sharded.p.graph.meta.gather).toBe('mixer');
+    expect(sharded.p.outputs.mtpState).toBeNull();
+    expect(scopes).toContain('mtp.attn.reduce_scatter');
+    expect(scopes).toContain('mtp.mlp.reduce_scatter');
+    expect(scopes.some((sc) => sc.startsWith('mtp_state'))).toBe(false);
+    expect(Buffer.from(sharded.h.buffer).equals(Buffer.from(offTp2.h.buffer))).toBe(true);
+    expectSameHeads(sharded.heads, offTp2.heads);
+  });
+
+  it('with the QSA indexer dropping tokens (T = 75 > 67 visible): SP on, off and the sharded drafter agree bit for bit at tp 2', async () => {
+    const tokens = 75;
+    const off = await run(2, 'off', 'ring', { tokens });
+    for (const o of [{}, { mtpDrafter: 'sharded' as const }]) {
+      const on = await run(2, 'on', 'ring', { tokens, ...o });
+      expect(Buffer.from(on.h.buffer).equals(Buffer.from(off.h.buffer))).toBe(true);
+      expectSameHeads(on.heads, off.heads);
+    }
   });
 
   it('at tp 4 with the ring order, SP on vs off differs within a bounded row-scale error', async () => {
@@ -70,6 +101,7 @@ describe('decoder stack (PLE, GatedDeltaNet, attention, MoE) on the CPU referenc
     const a = await run(4, 'on', 'oneshot');
     const b = await run(4, 'off', 'oneshot');
     expect(Buffer.from(a.h.buffer).equals(Buffer.from(b.h.buffer))).toBe(true);
+    expectSameHeads(a.heads, b.heads);
   });
 
   it('keeps padding rows zero at every sharded step and gathers the MTP state to all T rows', async () => {

@@ -54,13 +54,19 @@ describe('HC-only stack on the CPU reference, SP on vs off', () => {
     const C = Math.ceil(tokens / 4);
     const mixes = SMALL.numLayers * 2;
     const sharded = (SMALL.numLayers - on.p.plan.spStartLayer!) * 2;
+    // the MTP head on all T rows (the gathered drafter): its two RMS1p norms (combine-norms
+    // of one group), its draft layer's two HC mixes and its mixer
+    const mtpHead = 5 * tokens;
     // unsharded mixes + sharded mixes + the mixer (on all T rows: MTP gathers the state first)
-    expect(on.result.stats.hcRowsPerRank).toEqual(Array(4).fill((mixes - sharded) * tokens + sharded * C + tokens));
-    expect(off.result.stats.hcRowsPerRank).toEqual(Array(4).fill((mixes + 1) * tokens));
+    expect(on.result.stats.hcRowsPerRank).toEqual(Array(4).fill((mixes - sharded) * tokens + sharded * C + tokens + mtpHead));
+    expect(off.result.stats.hcRowsPerRank).toEqual(Array(4).fill((mixes + 1) * tokens + mtpHead));
     // all-reduce = reduce-scatter + all-gather: the same bytes per sub-layer
     const offBytes = off.result.stats.commBytesPerRank[0];
     const onBytes = on.result.stats.commBytesPerRank[0];
-    expect(offBytes.allGather + offBytes.reduceScatter).toBe(0);
+    // unsharded, the only all-gathers are the LM and MTP heads' vocab shards of the last row's
+    // logits: each rank sends its [1, V/4] bf16 to the 3 others
+    expect(offBytes.reduceScatter).toBe(0);
+    expect(offBytes.allGather).toBe(2 * 3 * (SMALL.vocabSize / 4) * 2);
     expect(onBytes.reduceScatter).toBeGreaterThan(0);
   });
 

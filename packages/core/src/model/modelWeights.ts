@@ -1,4 +1,6 @@
 import type { ModelConfig } from '../config/modelConfig.ts';
+import { mtpDraftLayerWeightSpecs } from '../layers/mtp/mtpDraftLayer.ts';
+import { lmHeadWeightSpec, mtpHeadWeightSpecs } from '../layers/mtp/mtpWeights.ts';
 import { hcPrefix, hcWeightSpecs } from './hcWeights.ts';
 import type { SubLayerBuilders } from './subLayerBuilders.ts';
 import type { WeightSpec } from './weightSpec.ts';
@@ -15,5 +17,8 @@ export function modelWeightSpecs(config: ModelConfig, subLayers: SubLayerBuilder
     specs.push(...subLayers.weightSpecs(config, layer));
   }
   specs.push(...hcWeightSpecs(config, hcPrefix('mixer'), false));
+  specs.push(lmHeadWeightSpec(config));
+  // the MTP head's own tensors and its draft layer's sub-layers (embed_tokens and lm_head are shared)
+  if (config.mtp) specs.push(...mtpHeadWeightSpecs(config), ...mtpDraftLayerWeightSpecs(config, subLayers));
   return specs;
 }

@@ -3,6 +3,7 @@ import { RING_DEFAULT_CHANNELS, RING_DEFAULT_CHUNK_ELEMS } from '../collectives/
 import type { Graph, ValueId } from '../graph/graph.ts';
 import type { ReduceAlgorithm } from '../graph/ops/spOps.ts';
 import type { HcContract } from '../hc/hcContract.ts';
+import type { LogitsRows } from '../layers/mtp/lmHeadGraph.ts';
 import { Rng } from '../numerics/rng.ts';
 import { readSpMinTokens } from '../sp/gate.ts';
 import { planForward, type SpPlan } from '../sp/plan.ts';
@@ -27,6 +28,12 @@ export interface PrefillOptions {
   subLayers: SubLayerBuilders;
   contract?: HcContract;
   mtp?: boolean;
+  /** rows of the LM and MTP logits: the last position (default) or all */
+  logits?: LogitsRows;
+  /** the MTP drafter's HC work under SP: on the gathered state (default) or on row shards */
+  mtpDrafter?: 'gathered' | 'sharded';
+  /** expose the golden-dump values (DecoderOutputs.dumpValues) */
+  dump?: boolean;
   /** a checkpoint; default: seeded synthetic weights */
   weights?: WeightSource;
   /** where ATOM_QWEN4_EXP_SP_MIN_TOKENS is read for sp 'auto' */
@@ -76,6 +83,9 @@ export function preparePrefill(o: PrefillOptions): PreparedPrefill {
     ring: o.ring ?? { channels: RING_DEFAULT_CHANNELS, chunkElems: RING_DEFAULT_CHUNK_ELEMS },
     contract: o.contract ?? 'atom',
     subLayers: o.subLayers,
+    logits: o.logits,
+    mtpDrafter: o.mtpDrafter,
+    dump: o.dump,
   });
   const weights = o.weights ?? new SyntheticWeightSource(modelWeightSpecs(o.config, o.subLayers), o.seed);
   const tokenIds = seededTokenIds(o.config, o.tokens, o.seed);

@@ -3,6 +3,7 @@ import * as attentionOps from './attentionOps.ts';
 import * as basicOps from './basicOps.ts';
 import * as gdnOps from './gdnOps.ts';
 import * as hcOps from './hcOps.ts';
+import * as headOps from './headOps.ts';
 import * as moeOps from './moeOps.ts';
 import * as pleOps from './pleOps.ts';
 import * as quantOps from './quantOps.ts';
@@ -11,7 +12,7 @@ import * as spOps from './spOps.ts';
 // The op vocabulary: every op declared in the family files above. Declaring a new op in
 // one of them is enough to register it (and every backend's coverage test then asks for
 // its kernel); a new family file is added here once.
-const FAMILIES = { attentionOps, basicOps, gdnOps, hcOps, moeOps, pleOps, quantOps, spOps };
+const FAMILIES = { attentionOps, basicOps, gdnOps, hcOps, headOps, moeOps, pleOps, quantOps, spOps };
 
 type Family = (typeof FAMILIES)[keyof typeof FAMILIES];
 type DeclsOf<M> = { [K in keyof M]: M[K] extends OpDef ? M[K] : never }[keyof M];

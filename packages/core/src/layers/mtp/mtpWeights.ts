@@ -1,4 +1,5 @@
 import type { ModelConfig } from '../../config/modelConfig.ts';
+import type { WeightRef } from '../../graph/graph.ts';
 import { hcWeightSpecs } from '../../model/hcWeights.ts';
 import type { WeightSpec } from '../../model/weightSpec.ts';
 
@@ -42,4 +43,16 @@ export function mtpHeadWeightSpecs(config: ModelConfig): WeightSpec[] {
 /** The untied LM head [vocab, H] (HF Qwen4ExpForCausalLM.lm_head; tie_word_embeddings false). */
 export function lmHeadWeightSpec(config: ModelConfig): WeightSpec {
   return { name: 'lm_head.weight', shape: [config.vocabSize, config.hiddenSize], dtype: 'bf16', init: { kind: 'normal', std: 1 / Math.sqrt(config.hiddenSize) } };
+}
+
+/**
+ * Rank `rank`'s vocab rows of lm_head.weight (ATOM ParallelLMHead: vocab-parallel, rows
+ * [r*V/tp, (r+1)*V/tp)); the whole tensor at tp 1.
+ */
+export function lmHeadRankWeight(config: ModelConfig, rank: number, tp: number): WeightRef {
+  const V = config.vocabSize;
+  if (!Number.isInteger(tp) || tp < 1 || V % tp !== 0) throw new Error(`lm_head: tp ${tp} does not divide the vocabulary ${V} of config '${config.name}'`);
+  if (!Number.isInteger(rank) || rank < 0 || rank >= tp) throw new Error(`lm_head: rank ${rank} is outside [0, ${tp})`);
+  const name = lmHeadWeightSpec(config).name;
+  return tp === 1 ? { name } : { name, slice: { axis: 0, ranges: [[(rank * V) / tp, ((rank + 1) * V) / tp]] } };
 }

@@ -1,0 +1,168 @@
+// The WGSL planners of the LM/MTP head ops (core graph/ops/headOps.ts). sliceRows and reshape
+// are the shared copy kernel; rowBlocksToCols and mtpDraftIds map each output element to
+// one input element; argmax compares order-preserving integer keys of the bf16 bits, so
+// NaN and the signed zeros follow torch.argmax exactly whatever the device's float rules
+// (WGSL lets implementations assume there are no NaNs).
+import type { KernelsFor } from '@hcsp/core';
+import type { KernelPlanner, TensorInfo } from '../kernelProgram.ts';
+import { elementBits } from '../wgsl/elementAccess.wgsl.ts';
+import { copyDispatch } from './copyElements.ts';
+import { dims2, flatDispatch, flatMain, gridFor, readInput, requireDtype, requireIntAttr, requireTensor, uniformWords, writeOutput } from './planParts.ts';
+
+const WG = 64;
+const NONE = { scratch: [], dispatches: [] };
+
+function numel(shape: readonly number[]): number {
+  return shape.reduce((a, d) => a * d, 1);
+}
+
+function sameDtype(x: TensorInfo, y: TensorInfo, op: string): void {
+  if (x.dtype !== y.dtype) throw new Error(`${op}: output dtype '${y.dtype}' differs from input dtype '${x.dtype}'`);
+}
+
+/** sliceRows: a contiguous run of whole rows. */
+export const sliceRowsPlanner: KernelPlanner = (inputs, outputs, attrs) => {
+  const x = requireTensor(inputs[0], 'sliceRows: input x');
+  const y = requireTensor(outputs[0], 'sliceRows: output y');
+  sameDtype(x, y, 'sliceRows');
+  const start = requireIntAttr(attrs, 'start', 'sliceRows');
+  const end = requireIntAttr(attrs, 'end', 'sliceRows', 1);
+  const row = numel(x.shape.slice(1));
+  if (!(start < end && end <= x.shape[0]) || numel(y.shape) !== (end - start) * row) {
+    throw new Error(`sliceRows: rows [${start}, ${end}) of [${x.shape.join(',')}] do not give [${y.shape.join(',')}]`);
+  }
+  const n = numel(y.shape);
+  if (n === 0) return NONE;
+  return { scratch: [], dispatches: [copyDispatch(x.dtype, n, { width: n, srcStride: 0, srcStart: start * row, colPeriod: n, srcLimit: numel(x.shape) })] };
+};
+
+/** reshape: the same elements in the same order. */
+export const reshapePlanner: KernelPlanner = (inputs, outputs) => {
+  const x = requireTensor(inputs[0], 'reshape: input x');
+  const y = requireTensor(outputs[0], 'reshape: output y');
+  sameDtype(x, y, 'reshape');
+  const n = numel(y.shape);
+  if (numel(x.shape) !== n) throw new Error(`reshape: [${x.shape.join(',')}] cannot be viewed as [${y.shape.join(',')}]`);
+  if (n === 0) return NONE;
+  return { scratch: [], dispatches: [copyDispatch(x.dtype, n, { width: n, srcStride: 0, srcStart: 0, colPeriod: n, srcLimit: n })] };
+};
+
+/** rowBlocksToCols: output element (t, p*C + j) reads input element ((p*R + t), j); per output word. */
+export const rowBlocksToColsPlanner: KernelPlanner = (inputs, outputs, attrs) => {
+  const x = requireTensor(inputs[0], 'rowBlocksToCols: input x');
+  const y = requireTensor(outputs[0], 'rowBlocksToCols: output y');
+  requireDtype(x, ['bf16'], 'rowBlocksToCols: x');
+  sameDtype(x, y, 'rowBlocksToCols');
+  const parts = requireIntAttr(attrs, 'parts', 'rowBlocksToCols', 1);
+  const [rows, cols] = dims2(x, 'rowBlocksToCols: x');
+  if (rows % parts !== 0 || y.shape[0] !== rows / parts || y.shape[1] !== parts * cols) {
+    throw new Error(`rowBlocksToCols: [${x.shape.join(',')}] in ${parts} blocks does not give [${y.shape.join(',')}]`);
+  }
+  const n = rows * cols;
+  if (n === 0) return NONE;
+  const words = Math.ceil(n / 2);
+  const wgsl = `
+struct U { n: u32, r: u32, c: u32, parts: u32, words: u32, groupsX: u32 }
+@group(0) @binding(0) var<storage, read> x: array<u32>;
+@group(0) @binding(1) var<storage, read_write> y: array<u32>;
+@group(0) @binding(2) var<uniform> u: U;
+${elementBits('x', 'bf16')}
+fn elem(e: u32) -> u32 {
+  let wide = u.parts * u.c;
+  let t = e / wide;
+  let p = (e % wide) / u.c;
+  return x_bits((p * u.r + t) * u.c + e % u.c);
+}
+${flatMain(WG, 'u.words', `let e = 2u * inv;
+  var word = elem(e);
+  if (e + 1u < u.n) { word = word | (elem(e + 1u) << 16u); }
+  y[inv] = word;`)}`;
+  return { scratch: [], dispatches: [flatDispatch('row-blocks-to-cols', wgsl, [readInput(0), writeOutput(0)], words, WG, [n, rows / parts, cols, parts, words])] };
+};
+
+/** mtpDraftIds: y[i] = ids[i + 1], the last element next[0]; one invocation per id. */
+export const mtpDraftIdsPlanner: KernelPlanner = (inputs, outputs) => {
+  const ids = requireTensor(inputs[0], 'mtpDraftIds: input ids');
+  const next = requireTensor(inputs[1], 'mtpDraftIds: input next');
+  const y = requireTensor(outputs[0], 'mtpDraftIds: output y');
+  for (const [t, what] of [[ids, 'ids'], [next, 'next'], [y, 'y']] as const) requireDtype(t, ['i32'], `mtpDraftIds: ${what}`);
+  const T = numel(ids.shape);
+  if (T < 1 || numel(next.shape) !== 1 || numel(y.shape) !== T) throw new Error(`mtpDraftIds: ids [${ids.shape.join(',')}], next [${next.shape.join(',')}] and y [${y.shape.join(',')}] do not fit`);
+  const wgsl = `
+struct U { t: u32, groupsX: u32 }
+@group(0) @binding(0) var<storage, read> ids: array<u32>;
+@group(0) @binding(1) var<storage, read> next: array<u32>;
+@group(0) @binding(2) var<storage, read_write> y: array<u32>;
+@group(0) @binding(3) var<uniform> u: U;
+${flatMain(WG, 'u.t', 'if (inv + 1u < u.t) { y[inv] = ids[inv + 1u]; } else { y[inv] = next[0]; }')}`;
+  return { scratch: [], dispatches: [flatDispatch('mtp-draft-ids', wgsl, [readInput(0), readInput(1), writeOutput(0)], T, WG, [T])] };
+};
+
+// argmax: one workgroup per row. Key of bf16 bits b: NaN -> 0x10000 (above every number),
+// else -|v| -> 0x8000 - mag, +|v| and both zeros -> 0x8000 + mag: ordered like the values,
+// with -0 = +0. Each invocation keeps the first index of its largest key over a strided
+// scan, then a tree over (key, index) keeps the larger key and, on equal keys, the lower
+// index: the first maximum, the first NaN.
+const ARGMAX_WGSL = `
+struct U { rows: u32, vocab: u32, groupsX: u32 }
+@group(0) @binding(0) var<storage, read> logits: array<u32>;
+@group(0) @binding(1) var<storage, read_write> ids: array<u32>;
+@group(0) @binding(2) var<uniform> u: U;
+${elementBits('logits', 'bf16')}
+var<workgroup> keys: array<u32, ${WG}>;
+var<workgroup> idxs: array<u32, ${WG}>;
+fn order_key(b: u32) -> u32 {
+  let mag = b & 0x7fffu;
+  if (mag > 0x7f80u) { return 0x10000u; }
+  if ((b & 0x8000u) != 0u && mag != 0u) { return 0x8000u - mag; }
+  return 0x8000u + mag;
+}
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let row = wid.x + wid.y * u.groupsX;
+  if (row >= u.rows) { return; }
+  var bestKey = 0u;
+  var bestIdx = 0xffffffffu;
+  for (var v = lid; v < u.vocab; v = v + ${WG}u) {
+    let k = order_key(logits_bits(row * u.vocab + v));
+    if (bestIdx == 0xffffffffu || k > bestKey) { bestKey = k; bestIdx = v; }
+  }
+  keys[lid] = bestKey;
+  idxs[lid] = bestIdx;
+  workgroupBarrier();
+  for (var s = ${WG / 2}u; s > 0u; s = s >> 1u) {
+    if (lid < s) {
+      let k = keys[lid + s];
+      let i = idxs[lid + s];
+      if (i != 0xffffffffu && (idxs[lid] == 0xffffffffu || k > keys[lid] || (k == keys[lid] && i < idxs[lid]))) {
+        keys[lid] = k;
+        idxs[lid] = i;
+      }
+    }
+    workgroupBarrier();
+  }
+  if (lid == 0u) { ids[row] = idxs[0]; }
+}`;
+
+export const argmaxPlanner: KernelPlanner = (inputs, outputs) => {
+  const logits = requireTensor(inputs[0], 'argmax: input logits');
+  const ids = requireTensor(outputs[0], 'argmax: output ids');
+  requireDtype(logits, ['bf16'], 'argmax: logits');
+  requireDtype(ids, ['i32'], 'argmax: ids');
+  const [rows, vocab] = dims2(logits, 'argmax: logits');
+  if (vocab < 1 || numel(ids.shape) !== rows) throw new Error(`argmax: logits [${logits.shape.join(',')}] do not give ids [${ids.shape.join(',')}]`);
+  if (rows === 0) return NONE;
+  const grid = gridFor(rows * WG, WG);
+  return {
+    scratch: [],
+    dispatches: [{ key: 'argmax-bf16', wgsl: ARGMAX_WGSL, bindings: [readInput(0), writeOutput(0)], uniforms: uniformWords([rows, vocab, grid.groupsX]), workgroups: grid.workgroups }],
+  };
+};
+
+export const HEAD_WGSL_KERNELS: KernelsFor<KernelPlanner> = {
+  sliceRows: sliceRowsPlanner,
+  reshape: reshapePlanner,
+  rowBlocksToCols: rowBlocksToColsPlanner,
+  argmax: argmaxPlanner,
+  mtpDraftIds: mtpDraftIdsPlanner,
+};
