@@ -8,6 +8,7 @@ import { registerPlan } from './commands/plan.ts';
 import { registerHc } from './commands/hc.ts';
 import { registerPrefill } from './commands/prefill.ts';
 import { registerBench } from './commands/bench.ts';
+import { registerWeights } from './commands/weights.ts';
 
 const USAGE_EXIT_CODE = 2;
 
@@ -23,6 +24,7 @@ function buildProgram(): Command {
   registerHc(program);
   registerPrefill(program);
   registerBench(program);
+  registerWeights(program);
   return program;
 }
 

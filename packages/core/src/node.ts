@@ -2,3 +2,5 @@
 // bundle (the WebGPU page, the dev page) never pulls in node:fs.
 export * from './io/safetensorsFile.ts';
 export * from './model/safetensorsWeights.ts';
+export * from './config/hfConfig.ts';
+export * from './model/hfCheckpoint.ts';

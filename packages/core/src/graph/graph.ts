@@ -15,6 +15,8 @@ export interface WeightRef {
   concat?: string[];
   /** applied after concatenation */
   slice?: WeightSlice;
+  /** applied last: the same row-major elements seen with this shape (a [n, 2I, H] expert slice as [n*2I, H]) */
+  reshape?: number[];
 }
 
 export interface ValueDecl {

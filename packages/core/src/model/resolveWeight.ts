@@ -21,10 +21,19 @@ function concatRows(parts: Tensor[], label: string): Tensor {
   return { dtype: first.dtype, shape: [rows, ...inner], data: out };
 }
 
-/** The tensor a weight ref stands for, from whole tensors in memory: concatenated, then sliced. */
+/** The ref's reshape, if any: a view with the new shape over the same elements (no copy). */
+function reshaped(t: Tensor, ref: WeightRef): Tensor {
+  if (!ref.reshape) return t;
+  if (numel(ref.reshape) !== t.data.length) {
+    throw new Error(`${ref.name}: cannot view ${t.dtype}${shapeStr(t.shape)} as ${shapeStr(ref.reshape)}: element counts differ`);
+  }
+  return { dtype: t.dtype, shape: [...ref.reshape], data: t.data };
+}
+
+/** The tensor a weight ref stands for, from whole tensors in memory: concatenated, then sliced, then reshaped. */
 export function resolveWeightInMemory(get: (name: string) => Tensor, ref: WeightRef): Tensor {
   const full = ref.concat ? concatRows(ref.concat.map(get), ref.name) : get(ref.name);
-  return ref.slice ? sliceTensor(full, ref.slice) : full;
+  return reshaped(ref.slice ? sliceTensor(full, ref.slice) : full, ref);
 }
 
 /** Rows [a, b) of the concatenation of parts with these row counts, as (part, local range) pieces. */
@@ -42,10 +51,14 @@ function rowPieces(partRows: readonly number[], a: number, b: number): { part: n
 
 /**
  * The tensor a graph weight value stands for: checkpoint tensor(s), concatenated along
- * rows, sliced. Only the slice is read from the source: row slices of a concatenation are
- * mapped onto the parts they fall in.
+ * rows, sliced, reshaped. Only the slice is read from the source: row slices of a
+ * concatenation are mapped onto the parts they fall in.
  */
 export async function resolveWeight(source: WeightSource, ref: WeightRef): Promise<Tensor> {
+  return reshaped(await resolveSliced(source, ref), ref);
+}
+
+async function resolveSliced(source: WeightSource, ref: WeightRef): Promise<Tensor> {
   if (!ref.concat) return source.read(ref.name, ref.slice);
   const parts = ref.concat;
   if (!ref.slice) return concatRows(await Promise.all(parts.map((n) => source.read(n))), ref.name);

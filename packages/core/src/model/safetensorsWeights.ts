@@ -1,10 +1,10 @@
 // Checkpoint weights from .safetensors files: one file, a list of shards, or Hugging
 // Face's model.safetensors.index.json. Only headers are read when opening; read() reads one
 // tensor's bytes, or only a slice's, on demand (no cache: callers that reuse a weight keep it).
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { coreDtypeOf, type SafetensorsEntry } from '../io/safetensors.ts';
-import { openSafetensorsFile, type SafetensorsFile } from '../io/safetensorsFile.ts';
+import { FileByteSource, openSafetensorsFile, type SafetensorsFile } from '../io/safetensorsFile.ts';
 import { sameShape, shapeStr, type DType, type Tensor } from '../tensor/tensor.ts';
 import type { WeightSlice } from '../graph/graph.ts';
 import type { WeightInfo, WeightSource } from './weightSource.ts';
@@ -18,6 +18,7 @@ export interface ExpectedTensor {
 
 export class SafetensorsWeightSource implements WeightSource {
   private readonly fileOf = new Map<string, SafetensorsFile>();
+  private rawBytes = 0;
 
   private constructor(private readonly files: readonly SafetensorsFile[]) {
     for (const f of files) {
@@ -56,6 +57,13 @@ export class SafetensorsWeightSource implements WeightSource {
     }
     const mapping = weightMap as Record<string, string>;
     const shards = [...new Set(Object.values(mapping))].map((s) => resolve(dirname(indexPath), s));
+    for (const shard of shards) {
+      if (!existsSync(shard)) {
+        const names = Object.keys(mapping).filter((n) => resolve(dirname(indexPath), mapping[n]) === shard);
+        const more = names.length > 1 ? ` and ${names.length - 1} more` : '';
+        throw new Error(`${indexPath}: names shard ${shard} (for tensor '${names[0]}'${more}), which does not exist`);
+      }
+    }
     const source = SafetensorsWeightSource.open(shards);
     // The index is a claim about the shards: hold it to them.
     for (const [name, shard] of Object.entries(mapping)) {
@@ -82,6 +90,31 @@ export class SafetensorsWeightSource implements WeightSource {
     return this.fileFor(name).entry(name);
   }
 
+  /** the files opened, in order */
+  fileNames(): string[] {
+    return this.files.map((f) => f.label);
+  }
+
+  /** the file holding a tensor */
+  fileOfTensor(name: string): string {
+    return this.fileFor(name).label;
+  }
+
+  /** A tensor's raw little-endian bytes, whatever its dtype (int64 buffers have no core dtype). */
+  readRawBytes(name: string): Uint8Array {
+    const f = this.fileFor(name);
+    const e = f.entry(name);
+    const out = new Uint8Array(e.end - e.begin);
+    const file = new FileByteSource(f.label);
+    try {
+      file.readInto(f.header.dataStart + e.begin, out);
+    } finally {
+      file.close();
+    }
+    this.rawBytes += out.length;
+    return out;
+  }
+
   info(name: string): WeightInfo {
     const e = this.fileFor(name).entry(name);
     const dtype = coreDtypeOf(e.dtype);
@@ -96,7 +129,7 @@ export class SafetensorsWeightSource implements WeightSource {
 
   /** tensor bytes read from every shard so far */
   bytesRead(): number {
-    return this.files.reduce((acc, f) => acc + f.bytesRead, 0);
+    return this.files.reduce((acc, f) => acc + f.bytesRead, this.rawBytes);
   }
 
   /** Check every expected tensor's presence, shape and dtype; one error listing every problem. */

@@ -41,10 +41,25 @@ describe('MoE graph', () => {
   it('gives each rank only its experts and its shared-expert slice', () => {
     const refs = moeRankWeights(config, LAYER, 1, 4);
     const I = config.moe.sharedIntermediate;
-    expect(refs.expertsGateUp.concat).toEqual([4, 5, 6, 7].map((e) => `model.layers.${LAYER}.mlp.experts.${e}.gate_up_proj.weight`));
+    const p = `model.layers.${LAYER}.mlp`;
+    // experts 4..7 of 16: rows 4..7 of the stacked HF tensors, seen as 2-D stacks
+    expect(refs.expertsGateUp).toEqual({ name: `${p}.experts.gate_up_proj`, slice: { axis: 0, ranges: [[4, 8]] }, reshape: [4 * 2 * config.moe.intermediate, H] });
+    expect(refs.expertsDown).toEqual({ name: `${p}.experts.down_proj`, slice: { axis: 0, ranges: [[4, 8]] }, reshape: [4 * H, config.moe.intermediate] });
+    expect(refs.sharedGateUp.concat).toEqual([`${p}.shared_expert.gate_proj.weight`, `${p}.shared_expert.up_proj.weight`]);
     expect(refs.sharedGateUp.slice).toEqual({ axis: 0, ranges: [[I / 4, I / 2], [I + I / 4, I + I / 2]] });
     expect(refs.sharedDown.slice).toEqual({ axis: 1, ranges: [[I / 4, I / 2]] });
     expect(refs.router.slice).toBeUndefined();
+    // the resolved tensors are those rows of the HF tensors: experts 4..7 whole, and the
+    // shared expert's gate rows [I/4, I/2) then its up rows [I/4, I/2)
+    const gu = weights.tensor(`${p}.experts.gate_up_proj`).data;
+    const per = 2 * config.moe.intermediate * H;
+    expect(weights.resolve(refs.expertsGateUp).data).toEqual(gu.subarray(4 * per, 8 * per));
+    const gate = weights.tensor(`${p}.shared_expert.gate_proj.weight`).data;
+    const up = weights.tensor(`${p}.shared_expert.up_proj.weight`).data;
+    const shared = weights.resolve(refs.sharedGateUp);
+    expect(shared.shape).toEqual([I / 2, H]);
+    expect(shared.data.subarray(0, (I / 4) * H)).toEqual(gate.subarray((I / 4) * H, (I / 2) * H));
+    expect(shared.data.subarray((I / 4) * H)).toEqual(up.subarray((I / 4) * H, (I / 2) * H));
     expect(() => moeRankPartition(config, 0, 3)).toThrow(/tp 3 does not divide the 16 experts/);
     expect(() => moeRankPartition(config, 4, 4)).toThrow(/rank 4 is outside \[0, 4\)/);
   });

@@ -1,0 +1,267 @@
+// `hcsp weights`: the seeded synthetic weights (the ones `prefill` uses without --weights)
+// written as a Hugging Face model folder: config.json, model-0000k-of-0000n.safetensors and
+// model.safetensors.index.json, so tests, benchmarks and outside tools read real files.
+//
+// --layout hf: the HF state dict as modeling_qwen4_exp.py names it (stacked experts), bf16,
+// text config at the top level. Loading it gives the synthetic tensors bit for bit.
+// --layout fp8-release: the layout of the released FP8 checkpoint as ATOM's loader reads it:
+// the multimodal form (text config under text_config, tensors under model.language_model.),
+// every routed expert as its own gate_proj / up_proj / down_proj, FP8 e4m3fn with 128 x 128
+// block scales `weight_scale_inv`, and the PLE table shards FP8 with one global
+// `weight_scale`; everything else bf16. The quantization is deterministic:
+//   block:  s = fl(amax / 448) (1 for an all-zero block), q = cvt(fl(w / s))
+//   table:  s = fl(amax / 448) over the whole table, q = cvt(fl(w / bf(s)))
+// (cvt: round to nearest even, saturating at +-448). hfCheckpoint.ts dequantizes on read,
+// w' = bf(fl(q * s)) and bf(q * bf(s)), so a prefill on this folder is exactly a prefill on
+// the synthetic weights with those tensors replaced by w'.
+//
+// The folder is written to a temporary sibling and renamed into place: an error leaves
+// nothing behind, and an existing non-empty folder is replaced only with --force.
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import type { Command } from 'commander';
+import { bf16ToF32, f32ToFp8, MODEL_SUB_LAYERS, modelWeightSpecs, numel, roundBf16, SyntheticWeightSource, type ModelConfig, type Tensor, type WeightSpec } from '@hcsp/core';
+import { hfTextConfigJson, resolveModelConfig, writeSafetensorsFile } from '@hcsp/core/node';
+import { parseIntStrict } from '../parseArgs.ts';
+
+export const WEIGHTS_LAYOUTS = ['hf', 'fp8-release'] as const;
+export type WeightsLayout = (typeof WEIGHTS_LAYOUTS)[number];
+
+const BLOCK = 128;
+const E4M3FN_MAX = 448;
+// the synthetic generator holds a tensor whole, in float64 while drawing it
+const MAX_TENSOR_ELEMENTS = 2 ** 27;
+
+export interface ModelFolderOptions {
+  config: ModelConfig;
+  seed: number;
+  out: string;
+  layout: WeightsLayout;
+  shards: number;
+  force: boolean;
+}
+
+export interface ModelFolderSummary {
+  out: string;
+  files: string[];
+  tensors: number;
+  bytes: number;
+}
+
+/** Tensors written together (one checkpoint spec's), made only when their shard is written. */
+interface Group {
+  bytes: number;
+  make(): [string, Tensor][];
+}
+
+/** Per 128 x 128 block of a [N, K] bf16 matrix: s = fl(amax / 448), q = cvt(fl(w / s)). */
+function quantizeBlocks(w: Uint16Array, N: number, K: number): { q: Tensor; s: Tensor } {
+  const sr = Math.ceil(N / BLOCK);
+  const sc = Math.ceil(K / BLOCK);
+  const s = new Float32Array(sr * sc);
+  const q = new Uint8Array(N * K);
+  for (let br = 0; br < sr; br++) {
+    for (let bc = 0; bc < sc; bc++) {
+      const [r0, r1, c0, c1] = [br * BLOCK, Math.min(N, (br + 1) * BLOCK), bc * BLOCK, Math.min(K, (bc + 1) * BLOCK)];
+      let amax = 0;
+      for (let r = r0; r < r1; r++) for (let c = c0; c < c1; c++) amax = Math.max(amax, Math.abs(bf16ToF32(w[r * K + c])));
+      const scale = amax === 0 ? 1 : Math.fround(amax / E4M3FN_MAX);
+      s[br * sc + bc] = scale;
+      for (let r = r0; r < r1; r++) for (let c = c0; c < c1; c++) q[r * K + c] = f32ToFp8(Math.fround(bf16ToF32(w[r * K + c]) / scale), 'e4m3fn');
+    }
+  }
+  return { q: { dtype: 'fp8e4m3fn', shape: [N, K], data: q }, s: { dtype: 'f32', shape: [sr, sc], data: s } };
+}
+
+function multimodalName(name: string): string {
+  return name.startsWith('model.') ? `model.language_model.${name.slice('model.'.length)}` : name;
+}
+
+function hfGroups(specs: readonly WeightSpec[], w: SyntheticWeightSource): Group[] {
+  return specs.map((s) => ({ bytes: numel(s.shape) * (s.dtype === 'f32' ? 4 : 2), make: () => [[s.name, w.tensor(s.name)]] }));
+}
+
+function fp8ReleaseGroups(specs: readonly WeightSpec[], w: SyntheticWeightSource): Group[] {
+  const groups: Group[] = [];
+  // the PLE table's one scale, over all its shards
+  const tableScales = new Map<string, number>();
+  const tableScale = (table: string): number => {
+    let s = tableScales.get(table);
+    if (s === undefined) {
+      let amax = 0;
+      for (const spec of specs) {
+        if (!spec.name.startsWith(`${table}.shard_`)) continue;
+        for (const v of w.tensor(spec.name).data as Uint16Array) amax = Math.max(amax, Math.abs(bf16ToF32(v)));
+      }
+      s = amax === 0 ? 1 : Math.fround(amax / E4M3FN_MAX);
+      tableScales.set(table, s);
+    }
+    return s;
+  };
+  for (const spec of specs) {
+    const experts = /^(.+\.mlp\.experts)\.(gate_up_proj|down_proj)$/.exec(spec.name);
+    const shard = /^(.+\.ngram_embedding)\.shard_\d+\.weight$/.exec(spec.name);
+    if (experts) {
+      const [E, rows, cols] = spec.shape;
+      const parts = experts[2] === 'gate_up_proj' ? ['gate_proj', 'up_proj'] : ['down_proj'];
+      const partRows = rows / parts.length;
+      groups.push({
+        bytes: E * rows * cols + E * parts.length * Math.ceil(partRows / BLOCK) * Math.ceil(cols / BLOCK) * 4,
+        make: () => {
+          const data = w.tensor(spec.name).data as Uint16Array;
+          const out: [string, Tensor][] = [];
+          for (let e = 0; e < E; e++) {
+            parts.forEach((part, k) => {
+              const start = (e * rows + k * partRows) * cols;
+              const { q, s } = quantizeBlocks(data.subarray(start, start + partRows * cols), partRows, cols);
+              const name = multimodalName(`${experts[1]}.${e}.${part}`);
+              out.push([`${name}.weight`, q], [`${name}.weight_scale_inv`, s]);
+            });
+          }
+          return out;
+        },
+      });
+    } else if (shard) {
+      const table = shard[1];
+      groups.push({
+        bytes: numel(spec.shape),
+        make: () => {
+          const s = roundBf16(tableScale(table));
+          const data = Uint8Array.from(w.tensor(spec.name).data as Uint16Array, (v) => f32ToFp8(Math.fround(bf16ToF32(v) / s), 'e4m3fn'));
+          const out: [string, Tensor][] = [[multimodalName(spec.name), { dtype: 'fp8e4m3fn', shape: spec.shape, data }]];
+          if (spec.name === `${table}.shard_0.weight`) out.push([multimodalName(`${table}.weight_scale`), { dtype: 'f32', shape: [1], data: Float32Array.of(tableScale(table)) }]);
+          return out;
+        },
+      });
+    } else {
+      groups.push({ bytes: numel(spec.shape) * (spec.dtype === 'f32' ? 4 : 2), make: () => [[multimodalName(spec.name), w.tensor(spec.name)]] });
+    }
+  }
+  return groups;
+}
+
+/** Consecutive groups per shard, by bytes, none empty. */
+function assignShards(groups: readonly Group[], shards: number): number[] {
+  if (shards > groups.length) throw new Error(`--shards ${shards} exceeds the ${groups.length} tensor groups to write`);
+  const total = groups.reduce((a, g) => a + g.bytes, 0);
+  const out: number[] = [];
+  let shard = 0;
+  let inShard = 0;
+  let before = 0;
+  groups.forEach((g, i) => {
+    const mustMove = groups.length - i === shards - shard - 1;
+    if (inShard > 0 && shard < shards - 1 && (before >= (total * (shard + 1)) / shards || mustMove)) {
+      shard++;
+      inShard = 0;
+    }
+    out.push(shard);
+    inShard++;
+    before += g.bytes;
+  });
+  return out;
+}
+
+function configJson(config: ModelConfig, layout: WeightsLayout): unknown {
+  const text = hfTextConfigJson(config);
+  if (layout === 'hf') return text;
+  const { architectures: _, ...inner } = text;
+  return {
+    architectures: ['Qwen4ExpForConditionalGeneration'],
+    model_type: 'qwen4_exp',
+    tie_word_embeddings: false,
+    quantization_config: { quant_method: 'fp8', fmt: 'e4m3', activation_scheme: 'dynamic', weight_block_size: [BLOCK, BLOCK] },
+    text_config: inner,
+  };
+}
+
+/** Checks the target before any work: absent, an empty folder, or (with force) a folder to replace. */
+function checkOut(out: string, force: boolean): void {
+  if (!existsSync(out)) return;
+  if (!statSync(out).isDirectory()) throw new Error(`--out ${out} exists and is not a folder`);
+  if (readdirSync(out).length > 0 && !force) throw new Error(`--out ${out} is not empty (--force replaces it)`);
+}
+
+/** Writes the model folder; see the file comment for the layouts. */
+export function writeModelFolder(o: ModelFolderOptions): ModelFolderSummary {
+  const out = resolve(o.out);
+  checkOut(out, o.force);
+  const specs = modelWeightSpecs(o.config, MODEL_SUB_LAYERS);
+  const largest = specs.reduce((a, s) => (numel(s.shape) > numel(a.shape) ? s : a));
+  if (numel(largest.shape) > MAX_TENSOR_ELEMENTS) {
+    throw new Error(`config '${o.config.name}': tensor '${largest.name}' has ${numel(largest.shape)} elements; the synthetic generator holds a tensor whole, at most ${MAX_TENSOR_ELEMENTS}`);
+  }
+  const synthetic = new SyntheticWeightSource(specs, o.seed);
+  const groups = o.layout === 'hf' ? hfGroups(specs, synthetic) : fp8ReleaseGroups(specs, synthetic);
+  const shardOf = assignShards(groups, o.shards);
+  const files = Array.from({ length: o.shards }, (_, k) => `model-${String(k + 1).padStart(5, '0')}-of-${String(o.shards).padStart(5, '0')}.safetensors`);
+
+  mkdirSync(dirname(out), { recursive: true });
+  const tmp = join(dirname(out), `.${basename(out)}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`);
+  mkdirSync(tmp);
+  let tensors = 0;
+  let bytes = 0;
+  try {
+    const weightMap: Record<string, string> = {};
+    for (let k = 0; k < o.shards; k++) {
+      const shard = new Map<string, Tensor>();
+      groups.forEach((g, i) => {
+        if (shardOf[i] === k) for (const [name, t] of g.make()) shard.set(name, t);
+      });
+      writeSafetensorsFile(join(tmp, files[k]), shard, { format: 'pt' });
+      for (const [name, t] of shard) {
+        weightMap[name] = files[k];
+        bytes += t.data.byteLength;
+      }
+      tensors += shard.size;
+    }
+    const sorted = Object.fromEntries(Object.entries(weightMap).sort(([a], [b]) => (a < b ? -1 : 1)));
+    writeFileSync(join(tmp, 'model.safetensors.index.json'), JSON.stringify({ metadata: { total_size: bytes }, weight_map: sorted }, null, 2) + '\n');
+    writeFileSync(join(tmp, 'config.json'), JSON.stringify(configJson(o.config, o.layout), null, 2) + '\n');
+    if (existsSync(out)) {
+      const old = join(dirname(out), `.${basename(out)}.old-${process.pid}-${Math.random().toString(36).slice(2)}`);
+      renameSync(out, old);
+      renameSync(tmp, out);
+      rmSync(old, { recursive: true, force: true });
+    } else {
+      renameSync(tmp, out);
+    }
+  } catch (e) {
+    rmSync(tmp, { recursive: true, force: true });
+    throw e;
+  }
+  return { out, files: files.map((f) => join(out, f)), tensors, bytes };
+}
+
+interface WeightsOptions {
+  config: string;
+  seed: string;
+  out: string;
+  layout: string;
+  shards: string;
+  force?: boolean;
+}
+
+/** The command's work; returns the line it prints. */
+export function runWeightsCommand(opts: WeightsOptions): string {
+  const config = resolveModelConfig(opts.config);
+  const seed = parseIntStrict(opts.seed, '--seed', { min: 0 });
+  const shards = parseIntStrict(opts.shards, '--shards', { min: 1, max: 99999 });
+  if (!(WEIGHTS_LAYOUTS as readonly string[]).includes(opts.layout)) throw new Error(`--layout must be ${WEIGHTS_LAYOUTS.join(' or ')}, got ${JSON.stringify(opts.layout)}`);
+  const s = writeModelFolder({ config, seed, out: opts.out, layout: opts.layout as WeightsLayout, shards, force: opts.force ?? false });
+  return `wrote ${s.out}: ${s.tensors} tensors, ${s.bytes} bytes in ${s.files.length} shard${s.files.length > 1 ? 's' : ''} (layout ${opts.layout}, config ${config.name}, seed ${seed})\n`;
+}
+
+export function registerWeights(program: Command): void {
+  program
+    .command('weights')
+    .description('write the seeded synthetic weights as a Hugging Face model folder (config.json, sharded safetensors, index)')
+    .requiredOption('--config <name|path>', 'a preset (flash-next, small, tiny), a config.json or a model folder')
+    .requiredOption('--out <dir>', 'the model folder to write (must not exist or be empty, unless --force)')
+    .option('--seed <n>', 'seed of the synthetic weights (prefill --seed uses the same)', '0')
+    .option('--layout <layout>', 'hf (stacked experts, bf16) | fp8-release (per-expert FP8 with block scales, FP8 PLE table)', 'hf')
+    .option('--shards <n>', 'number of .safetensors shards', '1')
+    .option('--force', 'replace a non-empty --out folder')
+    .action((opts: WeightsOptions) => {
+      process.stdout.write(runWeightsCommand(opts));
+    });
+}

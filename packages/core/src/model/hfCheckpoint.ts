@@ -1,0 +1,494 @@
+// A Hugging Face checkpoint (model folder, index, one file or a folder of shards) served
+// under the names the model reads (HF modeling_qwen4_exp.py's state dict):
+// - `model.language_model.X` (the multimodal checkpoint) is read as `model.X`, as ATOM's
+//   weights_mapping does; `model.visual.*` and anything else the model does not read is
+//   reported once as unused.
+// - the FP8 release's per-expert tensors `mlp.experts.{e}.{gate,up,down}_proj.weight` are
+//   served as the stacked `mlp.experts.gate_up_proj` [E, 2I, H] (gate rows, then up rows:
+//   HF chunks dim 1 in two) and `mlp.experts.down_proj` [E, H, I]; a slice of the stack
+//   reads only the experts (and rows/columns) it covers.
+// - FP8 tensors are dequantized to bf16 on read, per their scale tensor:
+//   `weight_scale_inv` [ceil(N/bn), ceil(K/bk)] fp32 block scales (config.json's
+//   quantization_config.weight_block_size, default 128 x 128):  w = bf(fl(q * s[block]))
+//   (the dequantization of DeepSeek-style block FP8: an fp32 product, then the model's
+//   bf16); one global `weight_scale` [1] (the PLE table, ATOM _fp8_embedding_kernel):
+//   w = bf(q * bf(s)), the product of two bf16 values exact in fp32. e4m3fn and e4m3fnuz
+//   decode exactly (numerics/fp8.ts).
+// - fp32 tensors the model reads as bf16 (A_log, norm weights may be stored in fp32) are
+//   rounded to bf16 to nearest even, as HF's and ATOM's loaders do when they copy them into
+//   bf16 parameters; bf16 tensors read as fp32 widen exactly.
+// - the PLE's int64 buffers, when present, must equal their derivation (ATOM _verify_derived).
+// Opening reads headers only (and those few int64 values); every read is a positioned
+// read of the bytes it needs.
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { parseHfConfig, readJsonFile } from '../config/hfConfig.ts';
+import type { ModelConfig } from '../config/modelConfig.ts';
+import type { WeightSlice } from '../graph/graph.ts';
+import { coreDtypeOf, type SafetensorsDtype } from '../io/safetensors.ts';
+import { MODEL_SUB_LAYERS } from '../layers/modelSubLayers.ts';
+import { pleBuffers } from '../layers/ple/pleWeights.ts';
+import { bf16ToF32, f32ToBf16, roundBf16 } from '../numerics/bf16.ts';
+import { fp8ArrayToF32, type Fp8Format } from '../numerics/fp8.ts';
+import { checkAxisSlice } from '../tensor/axisSlice.ts';
+import { numel, sameShape, shapeStr, type DType, type Tensor } from '../tensor/tensor.ts';
+import { modelWeightSpecs } from './modelWeights.ts';
+import { SafetensorsWeightSource } from './safetensorsWeights.ts';
+import type { WeightInfo, WeightSource } from './weightSource.ts';
+import type { WeightSpec } from './weightSpec.ts';
+
+const MULTIMODAL_PREFIX = 'model.language_model.';
+const PER_EXPERT = /^(.+\.mlp\.experts)\.(\d+)\.(gate_proj|up_proj|down_proj)\.weight$/;
+const SCALE_SUFFIXES = ['.weight_scale_inv', '.weight_scale', '.input_scale'];
+const FP8_FORMAT: Partial<Record<SafetensorsDtype, Fp8Format>> = { F8_E4M3: 'e4m3fn', F8_E4M3FNUZ: 'e4m3fnuz' };
+const DEFAULT_BLOCK: [number, number] = [128, 128];
+const MAX_PROBLEMS_SHOWN = 8;
+
+/** One tensor the model can read: what it is, which checkpoint tensors it comes from, how to read a slice. */
+interface Provider {
+  readonly info: WeightInfo;
+  /** checkpoint tensor names (as stored) it reads */
+  readonly stored: readonly string[];
+  read(slice?: WeightSlice): Promise<Tensor>;
+}
+
+/** The model's view of a checkpoint; close() when done. */
+export class CheckpointWeightSource implements WeightSource {
+  constructor(
+    private readonly raw: SafetensorsWeightSource,
+    private readonly providers: ReadonlyMap<string, Provider>,
+  ) {}
+
+  has(name: string): boolean {
+    return this.providers.has(name);
+  }
+
+  names(): string[] {
+    return [...this.providers.keys()];
+  }
+
+  info(name: string): WeightInfo {
+    return this.provider(name).info;
+  }
+
+  read(name: string, slice?: WeightSlice): Promise<Tensor> {
+    const p = this.provider(name);
+    if (slice) checkAxisSlice(p.info.shape, slice, `checkpoint tensor '${name}'`);
+    return p.read(slice);
+  }
+
+  /** checkpoint bytes read so far, every file together */
+  bytesRead(): number {
+    return this.raw.bytesRead();
+  }
+
+  close(): void {
+    this.raw.close();
+  }
+
+  private provider(name: string): Provider {
+    const p = this.providers.get(name);
+    if (!p) throw new Error(`checkpoint: no tensor '${name}' (files: ${this.raw.fileNames().join(', ')})`);
+    return p;
+  }
+}
+
+export interface CheckpointOptions {
+  /** the tensors the model reads, validated at open (default: the decoder's, modelWeightSpecs) */
+  specs?: readonly WeightSpec[];
+}
+
+export interface OpenedCheckpoint {
+  source: CheckpointWeightSource;
+  /** checkpoint tensors the model does not read, as stored, sorted: print once as a warning */
+  unused: string[];
+  /** the conversions applied on read, one line each (fp8 dequantization, fp32 -> bf16) */
+  conversions: string[];
+  /** the .safetensors files opened */
+  files: string[];
+}
+
+/** The .safetensors file(s) or index a path names: a file, an index, or a model folder. */
+export function locateCheckpoint(path: string): string | string[] {
+  let st;
+  try {
+    st = statSync(path);
+  } catch {
+    throw new Error(`${path}: no such checkpoint file or model folder`);
+  }
+  if (!st.isDirectory()) {
+    if (path.endsWith('.safetensors') || path.endsWith('.index.json')) return path;
+    throw new Error(`${path}: not a .safetensors file, a *.index.json or a model folder`);
+  }
+  const index = join(path, 'model.safetensors.index.json');
+  if (existsSync(index)) return index;
+  const single = join(path, 'model.safetensors');
+  if (existsSync(single)) return single;
+  // hidden files are other writers' temporaries
+  const shards = readdirSync(path)
+    .filter((f) => f.endsWith('.safetensors') && !f.startsWith('.'))
+    .sort();
+  if (shards.length === 0) throw new Error(`${path}: the model folder has no .safetensors files and no model.safetensors.index.json`);
+  return shards.map((f) => join(path, f));
+}
+
+/** The checkpoint's own config.json, if the path sits in (or is) a model folder. */
+function folderConfigPath(path: string): string | null {
+  const candidate = statSync(path).isDirectory() ? join(path, 'config.json') : join(dirname(path), 'config.json');
+  return existsSync(candidate) ? candidate : null;
+}
+
+/** Leaf fields where two configs differ, as "path: a vs b" (names ignored). */
+function configDifferences(a: unknown, b: unknown, path = ''): string[] {
+  if (typeof a === 'object' && a !== null && typeof b === 'object' && b !== null) {
+    return Object.keys(a).flatMap((k) => (path === '' && k === 'name' ? [] : configDifferences((a as never)[k], (b as never)[k], path ? `${path}.${k}` : k)));
+  }
+  return JSON.stringify(a) === JSON.stringify(b) ? [] : [`${path} ${JSON.stringify(a)} vs ${JSON.stringify(b)}`];
+}
+
+/** The FP8 block shape from quantization_config (quant_method fp8), or the default. */
+function blockShape(json: unknown, file: string): [number, number] {
+  const top = json as Record<string, unknown>;
+  const text = (top.text_config ?? {}) as Record<string, unknown>;
+  const q = (top.quantization_config ?? text.quantization_config) as Record<string, unknown> | undefined;
+  if (q === undefined || q === null) return DEFAULT_BLOCK;
+  if (q.quant_method !== 'fp8') throw new Error(`${file}: quantization_config.quant_method ${JSON.stringify(q.quant_method)} is not supported (fp8 only)`);
+  const b = q.weight_block_size;
+  if (b === undefined || b === null) return DEFAULT_BLOCK;
+  if (!Array.isArray(b) || b.length !== 2 || !b.every((v) => Number.isSafeInteger(v) && v > 0)) {
+    throw new Error(`${file}: quantization_config.weight_block_size must be two positive integers, got ${JSON.stringify(b)}`);
+  }
+  return [b[0], b[1]];
+}
+
+function expand(ranges: readonly [number, number][]): number[] {
+  return ranges.flatMap(([a, b]) => Array.from({ length: b - a }, (_, i) => a + i));
+}
+
+function plain(raw: SafetensorsWeightSource, stored: string): Provider {
+  return { info: raw.info(stored), stored: [stored], read: (slice) => raw.read(stored, slice) };
+}
+
+/** A provider read as another dtype: fp32 -> bf16 by RNE, bf16 -> fp32 exactly. */
+function converted(p: Provider, to: DType): Provider {
+  const from = p.info.dtype;
+  if (from === to) return p;
+  const convert = (t: Tensor): Tensor => {
+    if (from === 'f32' && to === 'bf16') return { dtype: 'bf16', shape: t.shape, data: Uint16Array.from(t.data as Float32Array, f32ToBf16) };
+    return { dtype: 'f32', shape: t.shape, data: Float32Array.from(t.data as Uint16Array, bf16ToF32) };
+  };
+  return { info: { shape: p.info.shape, dtype: to }, stored: p.stored, read: async (slice) => convert(await p.read(slice)) };
+}
+
+/** The bf16 result of each of the 256 fp8 bit patterns times one scale: bf(fl(q * s)). */
+function scaledTable(format: Fp8Format, scale: number): Uint16Array {
+  const values = fp8ArrayToF32(Uint8Array.from({ length: 256 }, (_, b) => b), format);
+  return Uint16Array.from(values, (v) => f32ToBf16(Math.fround(v * scale)));
+}
+
+/**
+ * FP8 with 2-D block scales: w[r, c] = bf(fl(q[r, c] * s[r / bn, c / bk])), through one
+ * 256-entry table per block (the same arithmetic, done once per bit pattern).
+ */
+function fp8Blocks(raw: SafetensorsWeightSource, stored: string, scaleName: string, format: Fp8Format, block: [number, number]): Provider {
+  const [N, K] = raw.entry(stored).shape;
+  const [bn, bk] = block;
+  const sc = Math.ceil(K / bk);
+  return {
+    info: { shape: [N, K], dtype: 'bf16' },
+    stored: [stored, scaleName],
+    async read(slice) {
+      const q = (await raw.read(stored, slice)).data as Uint8Array;
+      const s = (await raw.read(scaleName)).data as Float32Array;
+      const bad = s.findIndex((v) => !(v >= 0 && v < Infinity));
+      if (bad >= 0) throw new Error(`${raw.fileOfTensor(scaleName)}: tensor '${scaleName}' holds ${s[bad]} at ${bad}: block scales must be finite and >= 0`);
+      const rows = slice?.axis === 0 ? expand(slice.ranges) : expand([[0, N]]);
+      const cols = slice?.axis === 1 ? expand(slice.ranges) : expand([[0, K]]);
+      const colBlock = cols.map((c) => Math.floor(c / bk) * 256);
+      // tables of the row blocks met so far: sc tables of 256 entries each
+      const tables = new Map<number, Uint16Array>();
+      const out = new Uint16Array(rows.length * cols.length);
+      rows.forEach((r, i) => {
+        const rb = Math.floor(r / bn);
+        let t = tables.get(rb);
+        if (!t) {
+          t = new Uint16Array(sc * 256);
+          for (let b = 0; b < sc; b++) t.set(scaledTable(format, s[rb * sc + b]), b * 256);
+          tables.set(rb, t);
+        }
+        const o = i * cols.length;
+        for (let j = 0; j < cols.length; j++) out[o + j] = t[colBlock[j] + q[o + j]];
+      });
+      return { dtype: 'bf16', shape: [rows.length, cols.length], data: out };
+    },
+  };
+}
+
+/** FP8 with one global scale: w = bf(q * bf(s)) (the product of two bf16 values is exact in fp32). */
+function fp8Global(raw: SafetensorsWeightSource, stored: string, scaleName: string, format: Fp8Format, scale: number): Provider {
+  const table = scaledTable(format, roundBf16(scale));
+  return {
+    info: { shape: raw.entry(stored).shape, dtype: 'bf16' },
+    stored: [stored, scaleName],
+    async read(slice) {
+      const t = await raw.read(stored, slice);
+      return { dtype: 'bf16', shape: t.shape, data: Uint16Array.from(t.data as Uint8Array, (b) => table[b]) };
+    },
+  };
+}
+
+/**
+ * Per-expert parts stacked as [E, rows, cols]: parts[e] are expert e's tensors along the
+ * rows (gate, up for gate_up_proj; down for down_proj). A slice reads only what it covers.
+ */
+function stacked(parts: readonly Provider[][]): Provider {
+  const first = parts[0];
+  const partRows = first.map((p) => p.info.shape[0]);
+  const rows = partRows.reduce((a, b) => a + b, 0);
+  const cols = first[0].info.shape[1];
+  const dtype = first[0].info.dtype;
+  return {
+    info: { shape: [parts.length, rows, cols], dtype },
+    stored: parts.flatMap((e) => e.flatMap((p) => p.stored)),
+    async read(slice) {
+      const experts = slice?.axis === 0 ? expand(slice.ranges) : expand([[0, parts.length]]);
+      const rowRanges = slice?.axis === 1 ? slice.ranges : [[0, rows] as [number, number]];
+      const colSlice = slice?.axis === 2 ? { axis: 1, ranges: slice.ranges } : undefined;
+      const keptRows = rowRanges.reduce((acc, [a, b]) => acc + b - a, 0);
+      const keptCols = colSlice ? colSlice.ranges.reduce((acc, [a, b]) => acc + b - a, 0) : cols;
+      // one piece at a time, straight into the result: at most one part is held besides it
+      const out = new Uint16Array(experts.length * keptRows * keptCols);
+      let o = 0;
+      for (const e of experts) {
+        for (const [a, b] of rowRanges) {
+          let offset = 0;
+          for (let i = 0; i < parts[e].length; i++) {
+            const lo = Math.max(a, offset);
+            const hi = Math.min(b, offset + partRows[i]);
+            const whole = lo === offset && hi === offset + partRows[i];
+            if (lo < hi) {
+              const t = await parts[e][i].read(colSlice ?? (whole ? undefined : { axis: 0, ranges: [[lo - offset, hi - offset]] }));
+              out.set(t.data as Uint16Array, o);
+              o += t.data.length;
+            }
+            offset += partRows[i];
+          }
+        }
+      }
+      return { dtype, shape: [experts.length, keptRows, keptCols], data: out };
+    },
+  };
+}
+
+function bigints(bytes: Uint8Array): bigint[] {
+  return [...new BigInt64Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 8)];
+}
+
+/**
+ * Opens a checkpoint for `config`: `path` is a model folder (model.safetensors.index.json,
+ * model.safetensors, or every *.safetensors in it), an index, or one .safetensors file.
+ * Checks every tensor the model reads (present, shape, dtype) and, when the folder has a
+ * config.json, that it describes the same model; one error lists every problem, naming
+ * tensor and file. Nothing but headers is read until a tensor is asked for.
+ */
+export function openCheckpoint(path: string, config: ModelConfig, options: CheckpointOptions = {}): OpenedCheckpoint {
+  const located = locateCheckpoint(path);
+  const configFile = folderConfigPath(path);
+  let block = DEFAULT_BLOCK;
+  if (configFile) {
+    const json = readJsonFile(configFile);
+    const own = parseHfConfig(json, configFile);
+    const diffs = configDifferences(config, own);
+    if (diffs.length > 0) {
+      throw new Error(`config/checkpoint mismatch: ${configFile} describes another model than config '${config.name}' (${config.name} vs checkpoint): ${diffs.join(', ')}`);
+    }
+    block = blockShape(json, configFile);
+  }
+  const raw = SafetensorsWeightSource.open(located);
+  try {
+    return build(raw, path, config, options.specs ?? modelWeightSpecs(config, MODEL_SUB_LAYERS), block);
+  } catch (e) {
+    raw.close();
+    throw e;
+  }
+}
+
+function build(raw: SafetensorsWeightSource, path: string, config: ModelConfig, specs: readonly WeightSpec[], block: [number, number]): OpenedCheckpoint {
+  const problems: string[] = [];
+  const where = (stored: string) => `${raw.fileOfTensor(stored)}: tensor '${stored}'`;
+
+  // model name -> stored name
+  const byModel = new Map<string, string>();
+  for (const stored of raw.names()) {
+    const name = stored.startsWith(MULTIMODAL_PREFIX) ? `model.${stored.slice(MULTIMODAL_PREFIX.length)}` : stored;
+    const other = byModel.get(name);
+    if (other !== undefined) problems.push(`${where(stored)} and ${where(other)} are both '${name}'`);
+    byModel.set(name, stored);
+  }
+  const storedOf = (name: string) => byModel.get(name);
+
+  const fail = (message: string): null => {
+    problems.push(message);
+    return null;
+  };
+  const globalScales = new Map<string, number>();
+  // tensors hcsp has no dtype for (the PLE's int64 buffers, F16, ...): only checked or unused
+  const unloadable = new Map<string, string>();
+  const baseProvider = (name: string, stored: string): Provider | null => {
+    const e = raw.entry(stored);
+    const format = FP8_FORMAT[e.dtype];
+    if (!format) {
+      if (coreDtypeOf(e.dtype) !== null) return plain(raw, stored);
+      unloadable.set(name, stored);
+      return null;
+    }
+    const base = name.replace(/\.weight$/, '');
+    const inv = storedOf(`${base}.weight_scale_inv`);
+    // the PLE table's shards share the table's one scale
+    const global = storedOf(`${base}.weight_scale`) ?? storedOf(`${name.replace(/\.shard_\d+\.weight$/, '')}.weight_scale`);
+    if (inv !== undefined) {
+      const s = raw.entry(inv);
+      const want = e.shape.length === 2 ? [Math.ceil(e.shape[0] / block[0]), Math.ceil(e.shape[1] / block[1])] : null;
+      if (!want) return fail(`${where(stored)}: ${e.dtype} ${shapeStr(e.shape)} has block scales, which need a 2-D tensor`);
+      if (s.dtype !== 'F32' || !sameShape(s.shape, want)) {
+        return fail(`${where(inv)}: block scales of ${e.dtype}${shapeStr(e.shape)} in ${block[0]}x${block[1]} blocks must be F32${shapeStr(want)}, got ${s.dtype}${shapeStr(s.shape)}`);
+      }
+      return fp8Blocks(raw, stored, inv, format, block);
+    }
+    if (global !== undefined) {
+      const s = raw.entry(global);
+      if (s.dtype !== 'F32' || numel(s.shape) !== 1) return fail(`${where(global)}: a global FP8 scale must be one F32 value, got ${s.dtype}${shapeStr(s.shape)}`);
+      const value = globalScales.get(global) ?? new Float32Array(raw.readRawBytes(global).buffer)[0];
+      globalScales.set(global, value);
+      if (!(value > 0 && value < Infinity)) return fail(`${where(global)}: the FP8 scale ${value} is not finite and positive`);
+      return fp8Global(raw, stored, global, format, value);
+    }
+    return fail(`${where(stored)}: ${e.dtype} has no scale tensor ('${base}.weight_scale_inv' or '.weight_scale')`);
+  };
+
+  const providers = new Map<string, Provider>();
+  const groups = new Map<string, Map<number, Partial<Record<'gate_proj' | 'up_proj' | 'down_proj', Provider>>>>();
+  for (const [name, stored] of byModel) {
+    if (SCALE_SUFFIXES.some((s) => name.endsWith(s))) continue;
+    const m = PER_EXPERT.exec(name);
+    const p = baseProvider(name, stored);
+    if (!p) continue;
+    if (!m) {
+      providers.set(name, p);
+      continue;
+    }
+    const experts = groups.get(m[1]) ?? new Map();
+    groups.set(m[1], experts);
+    const parts = experts.get(Number(m[2])) ?? {};
+    experts.set(Number(m[2]), parts);
+    parts[m[3] as 'gate_proj'] = p;
+  }
+
+  const groupProblem = new Set<string>();
+  const E = config.moe.numExperts;
+  for (const [g, experts] of groups) {
+    const before = problems.length;
+    for (const stackName of [`${g}.gate_up_proj`, `${g}.down_proj`]) {
+      if (byModel.has(stackName)) problems.push(`${where(byModel.get(stackName)!)} is stacked while ${g}.{e}.* are per-expert: a checkpoint holds one layout`);
+    }
+    for (const e of experts.keys()) if (e >= E) problems.push(`config/checkpoint mismatch: ${g}.${e}.* is beyond the ${E} experts of config '${config.name}'`);
+    const rows: Provider[][] = [];
+    const down: Provider[][] = [];
+    for (let e = 0; e < E; e++) {
+      const parts = experts.get(e) ?? {};
+      const missing = (['gate_proj', 'up_proj', 'down_proj'] as const).filter((k) => !parts[k]);
+      if (missing.length > 0) {
+        problems.push(`missing tensor '${g}.${e}.${missing[0]}.weight' (the per-expert layout of ${g} in ${path})`);
+        break;
+      }
+      const [gate, up, dn] = [parts.gate_proj!, parts.up_proj!, parts.down_proj!];
+      const odd = [gate, up, dn].find((q) => q.info.dtype !== 'bf16' && q.info.dtype !== 'f32');
+      if (odd) {
+        problems.push(`${where(odd.stored[0])}: wrong dtype ${raw.entry(odd.stored[0]).dtype} for an expert weight`);
+        break;
+      }
+      if (!sameShape(gate.info.shape, up.info.shape) || gate.info.shape.length !== 2 || !sameShape(dn.info.shape, [gate.info.shape[1], gate.info.shape[0]])) {
+        problems.push(`${where(up.stored[0])}: expert ${e}'s gate_proj ${shapeStr(gate.info.shape)}, up_proj ${shapeStr(up.info.shape)} and down_proj ${shapeStr(dn.info.shape)} are not [I,H], [I,H], [H,I]`);
+        break;
+      }
+      rows.push([converted(gate, 'bf16'), converted(up, 'bf16')]);
+      down.push([converted(dn, 'bf16')]);
+    }
+    if (problems.length > before) {
+      groupProblem.add(`${g}.gate_up_proj`).add(`${g}.down_proj`);
+      continue;
+    }
+    providers.set(`${g}.gate_up_proj`, stacked(rows));
+    providers.set(`${g}.down_proj`, stacked(down));
+  }
+
+  // the tensors the model reads: present, right shape, a dtype it can be read as
+  let roundedF32 = 0;
+  const used = new Set<string>();
+  for (const spec of specs) {
+    const p = providers.get(spec.name);
+    const odd = unloadable.get(spec.name);
+    if (odd !== undefined) problems.push(`${where(odd)}: wrong dtype ${raw.entry(odd).dtype}, the model reads it as ${spec.dtype}`);
+    else if (!p && !groupProblem.has(spec.name)) problems.push(`missing tensor '${spec.name}' (in ${path})`);
+    if (!p) continue;
+    const label = p.stored.length === 1 ? where(p.stored[0]) : `tensor '${spec.name}' (from ${p.stored.length} checkpoint tensors)`;
+    if (!sameShape(p.info.shape, spec.shape)) {
+      problems.push(`config/checkpoint mismatch: ${label} is ${shapeStr(p.info.shape)}, config '${config.name}' needs ${shapeStr(spec.shape)}`);
+      continue;
+    }
+    if (!['bf16', 'f32'].includes(p.info.dtype)) {
+      problems.push(`${label}: wrong dtype ${raw.entry(p.stored[0]).dtype}, the model reads it as ${spec.dtype}`);
+      continue;
+    }
+    if (p.info.dtype === 'f32' && spec.dtype === 'bf16') roundedF32++;
+    providers.set(spec.name, converted(p, spec.dtype));
+    for (const s of p.stored) used.add(s);
+  }
+
+  // the PLE's derived buffers, if stored, must be what the config derives
+  for (const layer of config.ple.layerIds) {
+    for (const buf of pleBuffers(config, layer)) {
+      const stored = storedOf(buf.name);
+      if (stored === undefined) continue;
+      const e = raw.entry(stored);
+      if (e.dtype !== 'I64' || !sameShape(e.shape, buf.shape)) {
+        problems.push(`${where(stored)}: expected I64${shapeStr(buf.shape)}, got ${e.dtype}${shapeStr(e.shape)}`);
+        continue;
+      }
+      const got = bigints(raw.readRawBytes(stored));
+      const want = [...buf.values];
+      if (got.some((v, i) => v !== want[i])) {
+        problems.push(`config/checkpoint mismatch: ${where(stored)} is [${got.join(', ')}], config '${config.name}' derives [${want.join(', ')}] (every n-gram lookup would read the wrong row)`);
+        continue;
+      }
+      used.add(stored);
+    }
+  }
+
+  if (problems.length > 0) {
+    const shown = problems.slice(0, MAX_PROBLEMS_SHOWN).join('; ');
+    const more = problems.length > MAX_PROBLEMS_SHOWN ? `; and ${problems.length - MAX_PROBLEMS_SHOWN} more` : '';
+    throw new Error(`checkpoint: ${problems.length} problem${problems.length > 1 ? 's' : ''}: ${shown}${more}`);
+  }
+  const fp8Used = [...used].filter((st) => FP8_FORMAT[raw.entry(st).dtype] !== undefined).length;
+  const blockScaled = [...used].filter((st) => st.endsWith('.weight_scale_inv')).length;
+  const fp8Count = { blocks: blockScaled, global: fp8Used - blockScaled };
+  const conversions: string[] = [];
+  if (fp8Count.blocks > 0) conversions.push(`${fp8Count.blocks} FP8 tensors with ${block[0]}x${block[1]} block scales dequantized to bf16 as bf(fl(q * s))`);
+  if (fp8Count.global > 0) conversions.push(`${fp8Count.global} FP8 tensors with a global scale dequantized to bf16 as bf(q * bf(s))`);
+  if (roundedF32 > 0) conversions.push(`${roundedF32} fp32 tensors read as bf16 (round to nearest even)`);
+  return {
+    source: new CheckpointWeightSource(raw, providers),
+    unused: raw.names().filter((s) => !used.has(s)).sort(),
+    conversions,
+    files: raw.fileNames(),
+  };
+}
+
+/** The one warning line for tensors the model does not read, or null when there are none. */
+export function unusedTensorsWarning(unused: readonly string[]): string | null {
+  if (unused.length === 0) return null;
+  const shown = unused.slice(0, MAX_PROBLEMS_SHOWN).join(', ');
+  const more = unused.length > MAX_PROBLEMS_SHOWN ? `, and ${unused.length - MAX_PROBLEMS_SHOWN} more` : '';
+  return `warning: ${unused.length} checkpoint tensor${unused.length > 1 ? 's are' : ' is'} not used by the model: ${shown}${more}`;
+}
