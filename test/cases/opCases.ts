@@ -1,4 +1,4 @@
-import { f32ToBf16, getOpDef, GraphBuilder, pleNgramIdsAttrs, pleShape, Rng, ropeTablesBf16, TINY, type Graph, type OpName, type Tensor } from '@hcsp/core';
+import { f32ToBf16, fp8Info, getOpDef, GraphBuilder, pleNgramIdsAttrs, pleShape, quantizeBf16RowsFp8, Rng, ropeTablesBf16, TINY, type Graph, type OpName, type Tensor } from '@hcsp/core';
 
 // Single-op graphs over seeded random inputs: the per-op half of the cross-backend suite.
 export interface OpCase {
@@ -81,6 +81,7 @@ export const OP_CASES: OpCase[] = [
   ...pleOpCases(),
   ...attentionOpCases(),
   ...headOpCases(),
+  ...fp8OpCases(),
 ];
 
 /** The PLE ops on the tiny config's layer-1 constants (ids through the host op, with an EOS). */
@@ -99,6 +100,33 @@ function pleOpCases(): OpCase[] {
     // dilation 2 so that every tap of kernel 4 (t-6 .. t) falls inside T = 7 rows
     { name: 'pleConvSilu', op: 'pleConvSilu', tp: 1, inputs: [bf([T, N * H]), bf([T, N * H]), bf([N * H, 1, 4], 0.5)], attrs: { dilation: 2 } },
   ];
+}
+
+/** The FP8 PTPC weight quantization and GEMM, on operands quantized as the GDN projection does. */
+function fp8OpCases(): OpCase[] {
+  const K = 40;
+  const O = 9;
+  return (['e4m3fn', 'e4m3fnuz'] as const).flatMap((format): OpCase[] => {
+    const dtype = fp8Info(format).dtype;
+    const x = quantizeBf16RowsFp8(bf([T, K], 2).data as Uint16Array, T, K, format, 'reciprocal');
+    const w = quantizeBf16RowsFp8(bf([O, K], 0.2).data as Uint16Array, O, K, format, 'reciprocal');
+    const operands: Tensor[] = [
+      { dtype, shape: [T, K], data: x.q },
+      { dtype: 'f32', shape: [T], data: x.scale },
+      { dtype, shape: [O, K], data: w.q },
+      { dtype: 'f32', shape: [O], data: w.scale },
+    ];
+    return [
+      { name: `fp8QuantWeightPerChannel ${format}`, op: 'fp8QuantWeightPerChannel', tp: 1, inputs: [bf([O, 77], 0.1)], attrs: { format } },
+      ...(['weightFirst', 'tokenFirst'] as const).map((scaleOrder): OpCase => ({
+        name: `fp8LinearPtpc ${format} ${scaleOrder}`,
+        op: 'fp8LinearPtpc',
+        tp: 1,
+        inputs: operands,
+        attrs: { format, scaleOrder },
+      })),
+    ];
+  });
 }
 
 /**

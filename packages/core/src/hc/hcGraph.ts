@@ -1,6 +1,10 @@
 import type { ModelConfig } from '../config/modelConfig.ts';
 import type { ValueId } from '../graph/graph.ts';
 import type { GraphBuilder } from '../graph/graphBuilder.ts';
+import type { Fp8Rows } from '../layers/subLayerContext.ts';
+import { type Fp8Format, fp8Info } from '../numerics/fp8.ts';
+import { PRODUCTION_QUANT_STYLE } from '../numerics/quant.ts';
+import { HC_QUANT_ROWS_MAX } from '../sp/gate.ts';
 import type { HcContract } from './hcContract.ts';
 
 /** The deferred combine a sub-layer leaves for the next HC step: its output and raw logits. */
@@ -19,6 +23,12 @@ export interface HcStepContext {
   scope: string;
   layer: number;
   contract: HcContract;
+  /**
+   * The FP8 PTPC path with plan.quant 'fused' for the sub-layer this mix feeds: the gated
+   * mean is the fused hc_gated_mean_quant (hcGatedMeanQuant, unsharded, rows <= 1024), which
+   * also emits x's per-token quantization in this format. Absent: the bf16 hcGatedMean.
+   */
+  fp8Fused?: Fp8Format;
 }
 
 export interface HcMixValues {
@@ -28,6 +38,8 @@ export interface HcMixValues {
   streams: ValueId;
   /** inject logits [rows, n]; null on the mixer */
   raw: ValueId | null;
+  /** x's per-token fp8 quantization when the mix fused it (ctx.fp8Fused); null otherwise */
+  xQuant: Fp8Rows | null;
 }
 
 /**
@@ -60,8 +72,24 @@ export function buildHcMix(b: GraphBuilder, ctx: HcStepContext, streams: ValueId
   const up = b.value(id('up'), [rows, width], 'bf16', rank);
   b.node({ op: 'linear', ...common, scope: `${scope}.up`, inputs: [gate, wUp], outputs: [up], attrs: {} });
   const x = b.value(id('x'), [rows, h], 'bf16', rank);
-  b.node({ op: 'hcGatedMean', ...common, scope: `${scope}.gated_mean`, inputs: [up, normed], outputs: [x], attrs: { streams: n, contract } });
-  return { x, streams: xOut, raw };
+  if (!ctx.fp8Fused) {
+    b.node({ op: 'hcGatedMean', ...common, scope: `${scope}.gated_mean`, inputs: [up, normed], outputs: [x], attrs: { streams: n, contract } });
+    return { x, streams: xOut, raw, xQuant: null };
+  }
+  // the fused kernel computes the 'atom' gated mean only, and takes at most 1024 rows
+  if (contract !== 'atom') throw new Error(`HC mix ${scope}: the fused gated mean + quant follows the 'atom' contract, not '${contract}'`);
+  if (rows > HC_QUANT_ROWS_MAX) throw new Error(`HC mix ${scope}: the fused gated mean + quant takes at most ${HC_QUANT_ROWS_MAX} rows, got ${rows}`);
+  const q = b.value(id('x_q'), [rows, h], fp8Info(ctx.fp8Fused).dtype, rank);
+  const scale = b.value(id('x_scale'), [rows], 'f32', rank);
+  b.node({
+    op: 'hcGatedMeanQuant',
+    ...common,
+    scope: `${scope}.gated_mean_quant`,
+    inputs: [up, normed],
+    outputs: [x, q, scale],
+    attrs: { streams: n, format: ctx.fp8Fused, style: PRODUCTION_QUANT_STYLE.fused },
+  });
+  return { x, streams: xOut, raw, xQuant: { q, scale } };
 }
 
 /** The unfused combine, for where the pending combine cannot wait for the next mix. */

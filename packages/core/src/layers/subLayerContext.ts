@@ -1,4 +1,12 @@
 import type { ModelConfig } from '../config/modelConfig.ts';
+import type { ValueId } from '../graph/graph.ts';
+import type { Fp8Format } from '../numerics/fp8.ts';
+
+/** A per-token fp8 quantization of a sub-layer input [T, H]: q (fp8) and its f32 scales [T]. */
+export interface Fp8Rows {
+  q: ValueId;
+  scale: ValueId;
+}
 
 /** Where a sub-layer's nodes go: which layer, which rank of how many, how many tokens. */
 export interface SubLayerContext {
@@ -9,6 +17,12 @@ export interface SubLayerContext {
   tokens: number;
   /** prefix of the value ids and node scopes, e.g. "L3.attn" */
   scope: string;
+  /**
+   * The FP8 PTPC path (model.md "FP8"): the sub-layer's FP8 GEMMs run in `format`; `x` is the
+   * input's quantization fused into the HC mix (plan.quant 'fused'); without it the layer
+   * quantizes its bf16 input rows itself (plan.quant 'separate'). Absent: bf16 GEMMs only.
+   */
+  fp8?: { format: Fp8Format; x?: Fp8Rows };
   /**
    * Row-sharded QSA selection (sequence parallelism): rank r selects for its query rows
    * [r * qsaRowChunk, (r + 1) * qsaRowChunk) only and the selections are all-gathered

@@ -12,7 +12,9 @@ import { buildLmHead, type LogitsRows } from '../layers/mtp/lmHeadGraph.ts';
 import { mtpDraftExtraInputs, mtpDraftLayerBuilder, mtpHostLayer } from '../layers/mtp/mtpDraftLayer.ts';
 import { buildMtpInput } from '../layers/mtp/mtpGraph.ts';
 import { mtpHcPrefix } from '../layers/mtp/mtpWeights.ts';
-import type { SubLayerContext } from '../layers/subLayerContext.ts';
+import type { Fp8Rows, SubLayerContext } from '../layers/subLayerContext.ts';
+import { fp8QuantizesInput } from '../layers/gdn/gdnGraph.ts';
+import type { Fp8Format } from '../numerics/fp8.ts';
 import type { DType } from '../tensor/tensor.ts';
 
 export interface RingParams {
@@ -43,6 +45,12 @@ export interface DecoderGraphOptions {
   mtpDrafter?: 'gathered' | 'sharded';
   /** expose the golden-dump values (DecoderOutputs.dumpValues), gathering sharded ones */
   dump?: boolean;
+  /**
+   * the FP8 PTPC path (model.md "FP8"): the GDN input projection as FP8 GEMMs in this format,
+   * its activation rows quantized as plan.quant says (fused into the mix, or separately on
+   * the gathered rows); null or absent: bf16 GEMMs
+   */
+  fp8?: Fp8Format | null;
 }
 
 /** Names of the values a caller reads from the decoder graph. */
@@ -98,6 +106,7 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
     mtp: plan.mtp,
     gather: exitGather,
     quant: plan.quant,
+    fp8: o.fp8 ?? null,
     reduce: o.reduce,
     ring: o.ring,
     contract: o.contract,
@@ -119,7 +128,7 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
   const streamsPerStep: ValueId[][] = [];
   const dumpValues: Record<string, ValueId> = {};
   const hcCtx = (r: number, layer: number, prefix: string, scope: string): HcStepContext => ({ config, rank: r, rows, prefix, scope, layer, contract: o.contract });
-  const subCtx = (layer: number, r: number, scope: string): SubLayerContext => ({ config, layer, rank: r, tp, tokens: T, scope });
+  const subCtx = (layer: number, r: number, scope: string, fp8?: SubLayerContext['fp8']): SubLayerContext => ({ config, layer, rank: r, tp, tokens: T, scope, ...(fp8 ? { fp8 } : {}) });
   const embedded = ranks.map((r) => {
     const e = b.value(`r${r}/embed/e`, [T, h], 'bf16', r);
     b.node({ op: 'embed', rank: r, layer: -1, scope: 'embed', inputs: [ids, table], outputs: [e], attrs: {} });
@@ -167,11 +176,11 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
    * rows (its input all-gathered when the streams are sharded), its partial sums all-reduced
    * (or reduce-scattered to the rank's rows), left as the next pending combine.
    */
-  const hcStep = (layer: number, prefix: string, scope: string, sub: (xs: ValueId[]) => ValueId[]) => {
-    const mixes = ranks.map((r) => buildHcMix(b, hcCtx(r, layer, prefix, `${scope}_hc`), streams[r], pending[r], true));
+  const hcStep = (layer: number, prefix: string, scope: string, sub: (xs: ValueId[], xq: (Fp8Rows | null)[]) => ValueId[], fp8Fused: Fp8Format | null = null) => {
+    const mixes = ranks.map((r) => buildHcMix(b, { ...hcCtx(r, layer, prefix, `${scope}_hc`), ...(fp8Fused ? { fp8Fused } : {}) }, streams[r], pending[r], true));
     streams = mixes.map((m) => m.streams);
     const xs = rows === T ? mixes.map((m) => m.x) : gather(mixes.map((m) => m.x), h, layer, `${scope}_in`);
-    const partials = sub(xs);
+    const partials = sub(xs, mixes.map((m) => m.xQuant));
     let ys: ValueId[];
     if (tp === 1) {
       ys = partials;
@@ -191,8 +200,8 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
     return { streams, mixed: xs, out: ys };
   };
   /** every rank's sub-layer `sub` at `layer` (attnRanks, when the builders have it, builds all ranks at once) */
-  const subLayer = (bb: GraphBuilder, sub: 'attn' | 'mlp', layer: number, scope: string, ex: ExtraInputs) => (xs: ValueId[]): ValueId[] => {
-    const ctxs = ranks.map((r) => subCtx(layer, r, scope));
+  const subLayer = (bb: GraphBuilder, sub: 'attn' | 'mlp', layer: number, scope: string, ex: ExtraInputs, fp8: Fp8Format | null = null) => (xs: ValueId[], xq: (Fp8Rows | null)[]): ValueId[] => {
+    const ctxs = ranks.map((r) => subCtx(layer, r, scope, fp8 ? { format: fp8, ...(xq[r] ? { x: xq[r]! } : {}) } : undefined));
     if (sub === 'attn' && o.subLayers.attnRanks) return o.subLayers.attnRanks(bb, ctxs, xs, ex);
     return ranks.map((r) => o.subLayers[sub](bb, ctxs[r], xs[r], ex));
   };
@@ -229,7 +238,9 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
     }
     for (const sub of ['attn', 'mlp'] as const) {
       const scope = `L${layer}.${sub}`;
-      const step = hcStep(layer, hcPrefix(layer, sub), scope, subLayer(b, sub, layer, scope, extra));
+      // the FP8 path quantizes the GDN input: in the mix when plan.quant is 'fused', else in the layer
+      const fp8 = o.fp8 && fp8QuantizesInput(config, layer, sub) ? o.fp8 : null;
+      const step = hcStep(layer, hcPrefix(layer, sub), scope, subLayer(b, sub, layer, scope, extra, fp8), plan.quant === 'fused' ? fp8 : null);
       streamsPerStep.push(step.streams);
       if (sub === 'attn' && !layerIn) dumpAs(`${name}.in`, step.streams, layer);
       dumpAs(`${name}.${sub}_hc.mixed`, step.mixed, layer);

@@ -4,6 +4,7 @@ import type { Graph, ValueId } from '../graph/graph.ts';
 import type { ReduceAlgorithm } from '../graph/ops/spOps.ts';
 import type { HcContract } from '../hc/hcContract.ts';
 import type { LogitsRows } from '../layers/mtp/lmHeadGraph.ts';
+import type { Fp8Format } from '../numerics/fp8.ts';
 import { Rng } from '../numerics/rng.ts';
 import { readSpMinTokens } from '../sp/gate.ts';
 import { planForward, type SpPlan } from '../sp/plan.ts';
@@ -34,6 +35,8 @@ export interface PrefillOptions {
   mtpDrafter?: 'gathered' | 'sharded';
   /** expose the golden-dump values (DecoderOutputs.dumpValues) */
   dump?: boolean;
+  /** the FP8 PTPC path's format (DecoderGraphOptions.fp8); null or absent: bf16 */
+  fp8?: Fp8Format | null;
   /** a checkpoint; default: seeded synthetic weights */
   weights?: WeightSource;
   /** where ATOM_QWEN4_EXP_SP_MIN_TOKENS is read for sp 'auto' */
@@ -86,6 +89,7 @@ export function preparePrefill(o: PrefillOptions): PreparedPrefill {
     logits: o.logits,
     mtpDrafter: o.mtpDrafter,
     dump: o.dump,
+    fp8: o.fp8 ?? null,
   });
   const weights = o.weights ?? new SyntheticWeightSource(modelWeightSpecs(o.config, o.subLayers), o.seed);
   const tokenIds = seededTokenIds(o.config, o.tokens, o.seed);

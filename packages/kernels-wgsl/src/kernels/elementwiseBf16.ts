@@ -44,12 +44,10 @@ function streamsOf(x: TensorInfo, attrs: Record<string, unknown>, op: string): {
   return { rows: x.shape[0], n, h: x.shape[1] / n };
 }
 
-/** WGSL: inj_s = 2 sigmoid(bf(raw_s / n)) ('hf': bf(2 bf(sigmoid))), nf = f32(n). */
+/** WGSL: inj_s = 2 sigmoid(bf(raw_s / n)) ('hf': 2 bf(sigmoid), the doubling exact), nf = f32(n). */
 export function injectScaleWgsl(contract: Contract): string {
   const sig = 'sigmoid_f32(rbf(rawv / nf))';
-  return contract === 'atom'
-    ? `fn inject_scale(rawv: f32, nf: f32) -> f32 { return 2.0 * ${sig}; }`
-    : `fn inject_scale(rawv: f32, nf: f32) -> f32 { return rbf(2.0 * rbf(${sig})); }`;
+  return `fn inject_scale(rawv: f32, nf: f32) -> f32 { return 2.0 * ${contract === 'atom' ? sig : `rbf(${sig})`}; }`;
 }
 
 /** hcCombine: X_s = bf(X_s + y * inj_s) ('hf' rounds the product). p0 = n, p1 = h. */
@@ -103,7 +101,7 @@ export const hcScaledSiluPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   return { scratch: [], dispatches };
 };
 
-/** hcGatedMean: x = bf(sum_s sigmoid(up_s) * normed_s / n), s in order (contract rounding). */
+/** hcGatedMean: x = bf(acc / n), acc in fp32 over s in order ('hf': each term bf(bf(sigmoid) * normed)). */
 export const hcGatedMeanPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   const up = requireTensor(inputs[0], 'hcGatedMean: input up');
   const normed = requireTensor(inputs[1], 'hcGatedMean: input normed');
@@ -116,7 +114,7 @@ export const hcGatedMeanPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   const step =
     contract === 'atom'
       ? 'acc = acc + sigmoid_f32(up_f32(k)) * normed_f32(k);'
-      : 'acc = rbf(acc + rbf(rbf(sigmoid_f32(up_f32(k))) * normed_f32(k)));';
+      : 'acc = acc + rbf(rbf(sigmoid_f32(up_f32(k))) * normed_f32(k));';
   const body = `let t = i / u.p1;
   let base = t * u.p0 * u.p1 + i % u.p1;
   var acc: f32 = 0.0;

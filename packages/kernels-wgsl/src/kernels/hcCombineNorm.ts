@@ -1,7 +1,8 @@
 // hcCombineNorm: the pending combine (when blockOut and raw are bound) fused with the
 // grouped RMS norm, one invocation per (row, stream) group of H elements, mirroring
-// core/hc/combineNorm.ts: X = bf(X + y * inj_s); sumsq over j in order (fp32);
-// rstd = 1/sqrt(fp32(sumsq / H) + eps); normed = bf((X * rstd) * (1 + w)).
+// core/hc/combineNorm.ts: X = bf(X + y * inj_s) ('hf': bf(X + bf(y * inj_s))); sumsq over j
+// in order (fp32); rstd = 1/sqrt(fp32(sumsq / H) + eps); normed = bf((X * rstd) * (1 + w)),
+// the norm the same under both contracts (HF's RMSNorm computes in fp32 and rounds once).
 // H must be even so that every group starts on a word and groups never share a word.
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL, ROUND_BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
@@ -32,8 +33,6 @@ function combineNormWgsl(pending: boolean, contract: 'atom' | 'hf'): string {
     xout[base + q] = pack_bf16(bf16_lo(xw) + ${prod('bf16_lo(yw)')}, bf16_hi(xw) + ${prod('bf16_hi(yw)')});
   }`
     : `for (var q = 0u; q < hw; q = q + 1u) { xout[base + q] = xin[base + q]; }`;
-  const scale = (v: string) => (contract === 'atom' ? `(1.0 + ${v})` : `rbf(1.0 + ${v})`);
-  const xr = (v: string) => (contract === 'atom' ? `(${v} * rstd)` : `rbf(${v} * rstd)`);
   return `${BF16_WGSL}${FP32_MATH_WGSL}
 struct U { rows: u32, n: u32, h: u32, eps: f32, groupsX: u32 }
 ${decl.join('\n')}
@@ -61,7 +60,7 @@ fn main(${inv.params}) {
   for (var q = 0u; q < hw; q = q + 1u) {
     let xw = xout[base + q];
     let ww = nw[wb + q];
-    normed[base + q] = pack_bf16(${xr('bf16_lo(xw)')} * ${scale('bf16_lo(ww)')}, ${xr('bf16_hi(xw)')} * ${scale('bf16_hi(ww)')});
+    normed[base + q] = pack_bf16((bf16_lo(xw) * rstd) * (1.0 + bf16_lo(ww)), (bf16_hi(xw) * rstd) * (1.0 + bf16_hi(ww)));
   }
 }`;
 }

@@ -1,21 +1,25 @@
 // Per-token fp8 quantization (core/numerics/quant.ts, reference/kernels/quantKernels.ts),
 // bit-exact with the CPU reference on every input, subnormals and non-finite values included.
 //   quantFp8PerToken:  [amax + scale per row] -> [q per fp8 word]
-//   hcGatedMeanQuant:  [v = gated mean per element] -> [amax over fp32 v per row] -> [x = bf(v) and q per fp8 word]
+//   hcGatedMeanQuant:  [v = gated mean per element] -> [amax over x = bf(v) per row] -> [x and q per fp8 word]
+//   fp8QuantWeightPerChannel: quantFp8PerToken 'reciprocal' over the weight's rows
+// Both styles take amax over the same bf16 values; 'divide' scales by fl(amax / max) and
+// quantizes x / s, 'reciprocal' scales by fl(amax * fl(1/max)) and quantizes x * fl(1/s).
 // Why the row scaling: SwiftShader flushes subnormal operands and results (DAZ/FTZ), while
 // the CPU divides (or multiplies) without flushing. Each row works in a copy scaled by 2^k,
 // k = -floor(log2 amax): x' = x 2^k and s' = s 2^k are built exactly from the bits (never
 // subnormal where it matters), and x'/s' (x' * inv', inv' = 1/s' = inv 2^-k) is the same real
 // number as the CPU's x/s (x * inv), so the one correctly rounded fp32 operation gives the
 // CPU's bits whenever they are normal; when they would be subnormal the fp8 result is a
-// signed zero either way. A subnormal scale is rounded with integer division (max = odd *
-// 2^p), the scale output is written as bits, and 1/s overflowing to inf, s = 0, inf and NaN
-// amax follow the IEEE outcomes of the CPU code (see rowQuant below).
+// signed zero either way. A subnormal scale is rounded in integers ('divide': a division by
+// max = odd * 2^p; 'reciprocal': the exact 48-bit product of the two 24-bit significands),
+// the scale output is written as bits, and 1/s overflowing to inf, s = 0, inf and NaN amax
+// follow the IEEE outcomes of the CPU code (see rowQuant below).
 // The gated mean of hcGatedMeanQuant is plain fp32 WGSL arithmetic in the CPU's order, like
 // hcGatedMean's kernel; it differs from the CPU only where a product sig*normed, a partial
 // sum or v is a nonzero value below 2^-126 (or normed is a bf16 subnormal), which SwiftShader
 // flushes to zero.
-import type { KernelBinding, KernelDispatch, KernelPlan, KernelPlanner } from '../kernelProgram.ts';
+import type { KernelBinding, KernelDispatch, KernelPlan, KernelPlanner, TensorInfo } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
 import { type Fp8WgslFormat, fp8EncodeWgsl, fp8WgslFormat } from '../wgsl/fp8.wgsl.ts';
@@ -47,15 +51,84 @@ function styleOf(attrs: Record<string, unknown>, op: string): QuantStyle {
   return s;
 }
 
+/** The run-time factor of the scale: fp8_max ('divide': amax / max) or fl(1 / fp8_max) ('reciprocal': amax * it). */
+export function quantScaleFactor(f: Fp8WgslFormat, style: QuantStyle): number {
+  return style === 'divide' ? f.max : Math.fround(1 / f.max);
+}
+
+/**
+ * WGSL: the subnormal scale n 2^-149 of 'reciprocal', n = RNE(amax * factor / 2^-149), from
+ * the significands m (amax) and mi (factor), 24 bits each, whose exact product P is 48 bits
+ * (hi:lo), and r = the right shift that takes P to units of 2^-149 (r >= 24 here).
+ */
+const SUBNORMAL_PRODUCT_WGSL = /* wgsl */ `
+fn subnormal_product_scale(m: u32, mi: u32, r: i32) -> u32 {
+  if (r >= 49) { return 0u; } // P < 2^48: below half the smallest subnormal
+  let a1 = m >> 16u;
+  let a0 = m & 0xffffu;
+  let b1 = mi >> 16u;
+  let b0 = mi & 0xffffu;
+  let p0 = a0 * b0;
+  let mid = a1 * b0 + a0 * b1;
+  let lo = p0 + ((mid & 0xffffu) << 16u);
+  var hi = a1 * b1 + (mid >> 16u);
+  if (lo < p0) { hi = hi + 1u; }
+  var n: u32;
+  var above: bool;
+  var tie: bool;
+  if (r < 32) {
+    let ru = u32(r);
+    n = (hi << (32u - ru)) | (lo >> ru);
+    let rem = lo & ((1u << ru) - 1u);
+    let half = 1u << (ru - 1u);
+    above = rem > half;
+    tie = rem == half;
+  } else if (r == 32) {
+    n = hi;
+    above = lo > 0x80000000u;
+    tie = lo == 0x80000000u;
+  } else {
+    let rh = u32(r - 32);
+    n = hi >> rh;
+    let remHi = hi & ((1u << rh) - 1u);
+    let halfHi = 1u << (rh - 1u);
+    above = remHi > halfHi || (remHi == halfHi && lo != 0u);
+    tie = remHi == halfHi && lo == 0u;
+  }
+  if (above || (tie && (n & 1u) == 1u)) { n = n + 1u; }
+  return n;
+}
+`;
+
 /**
  * WGSL: the row state from the row's amax (|x| as fp32 bits, NaN flagged) and the quantization
  * of one bf16 element with it. Kinds: FINITE (quotient = x'/s' or x'*inv'), NAN (amax NaN:
  * every q is NaN), INF_SCALE (amax inf, s = inf: finite x -> signed 0, inf x -> NaN: x/inf,
  * x*(1/inf)), INF_QUOTIENT (s rounded to 0, or 1/s overflowed: x != 0 -> +-max, 0 -> NaN).
+ * `factor` (row_quant's last argument) is quantScaleFactor(f, style).
  */
 export function rowQuantWgsl(f: Fp8WgslFormat, style: QuantStyle): string {
   const reciprocal = style === 'reciprocal';
-  return /* wgsl */ `${fp8EncodeWgsl(f.format)}
+  const subnormalScale = reciprocal
+    ? `// s is subnormal: n = RNE(amax * factor / 2^-149) from the exact significand product,
+    // amax = m 2^(-k-23), factor = mi 2^(fe-23): P = m mi 2^(fe-k-46), r = k - fe - 103
+    let fb = bitcast<u32>(factor);
+    let fe = i32(fb >> 23u) - 127;
+    let n = subnormal_product_scale(0x800000u | frac, 0x800000u | (fb & 0x7fffffu), k - fe - 103);`
+    : `// s is subnormal: s = n 2^-149, n = RNE(amax / max / 2^-149) = RNE(m 2^sh / odd)
+    let m = 0x800000u | frac;
+    let sh = 126 - k - FP8_MAX_POW2;
+    var num = m;
+    var den = FP8_MAX_ODD;
+    var n = 0u;
+    if (sh >= 0) { num = m << u32(sh); } else if (sh > -26) { den = FP8_MAX_ODD << u32(-sh); } else { den = 0u; }
+    // den = 0: m 2^sh / odd < 2^-2, n = 0
+    if (den != 0u) {
+      n = num / den;
+      let r = num - n * den;
+      if (2u * r > den || (2u * r == den && (n & 1u) == 1u)) { n = n + 1u; }
+    }`;
+  return /* wgsl */ `${fp8EncodeWgsl(f.format)}${reciprocal ? SUBNORMAL_PRODUCT_WGSL : ''}
 const KIND_FINITE: u32 = 0u;
 const KIND_NAN: u32 = 1u;
 const KIND_INF_SCALE: u32 = 2u;
@@ -64,9 +137,9 @@ struct RowQuant { kind: u32, k: i32, sp: f32, invp: f32, scaleBits: u32 }
 // 2^e for e in [-126, 127], exact
 fn quant_pow2(e: i32) -> f32 { return bitcast<f32>(u32(e + 127) << 23u); }
 
-// fp8Max must be a run-time value (a uniform): SwiftShader turns a division by a constant
+// factor must be a run-time value (a uniform): SwiftShader turns a division by a constant
 // into a multiplication by its rounded reciprocal, which is off by an ulp (measured)
-fn row_quant(amaxBits: u32, amaxNaN: bool, fp8Max: f32) -> RowQuant {
+fn row_quant(amaxBits: u32, amaxNaN: bool, factor: f32) -> RowQuant {
   if (amaxNaN) { return RowQuant(KIND_NAN, 0, 1.0, 1.0, 0x7fc00000u); }
   if (amaxBits == 0x7f800000u) { return RowQuant(KIND_INF_SCALE, 0, 1.0, 1.0, 0x7f800000u); }
   // zero row: scale 1 (every x is +-0, quantized through the finite path)
@@ -86,25 +159,13 @@ fn row_quant(amaxBits: u32, amaxNaN: bool, fp8Max: f32) -> RowQuant {
   let k = -e;
   let ap = bitcast<f32>(0x3f800000u | frac);
   var kind = KIND_FINITE;
-  var sp = ap / fp8Max;
+  var sp = ${reciprocal ? 'ap * factor' : 'ap / factor'};
   var scaleBits: u32;
   if (i32(bitcast<u32>(sp) >> 23u) - 127 - k >= -126) {
     // s = sp * 2^-k is normal: the same rounding, the exponent moved by k
     scaleBits = bitcast<u32>(bitcast<i32>(bitcast<u32>(sp)) - k * 8388608);
   } else {
-    // s is subnormal: s = n 2^-149, n = RNE(amax / max / 2^-149) = RNE(m 2^sh / odd)
-    let m = 0x800000u | frac;
-    let sh = 126 - k - FP8_MAX_POW2;
-    var num = m;
-    var den = FP8_MAX_ODD;
-    var n = 0u;
-    if (sh >= 0) { num = m << u32(sh); } else if (sh > -26) { den = FP8_MAX_ODD << u32(-sh); } else { den = 0u; }
-    // den = 0: m 2^sh / odd < 2^-2, n = 0
-    if (den != 0u) {
-      n = num / den;
-      let r = num - n * den;
-      if (2u * r > den || (2u * r == den && (n & 1u) == 1u)) { n = n + 1u; }
-    }
+    ${subnormalScale}
     scaleBits = n;
     if (n == 0u) {
       kind = KIND_INF_QUOTIENT;
@@ -169,12 +230,21 @@ fn load_row_quant(t: u32) -> RowQuant {
   return RowQuant(rowState[b], bitcast<i32>(rowState[b + 1u]), bitcast<f32>(rowState[b + 2u]), bitcast<f32>(rowState[b + 3u]), 0u);
 }`;
 
-/** The row pass of quantFp8PerToken: amax over a bf16 row, the row state and the scale bits. */
-function bf16RowsWgsl(f: Fp8WgslFormat, style: QuantStyle): string {
+/**
+ * The row pass: amax over the row's bf16 elements (quantFp8PerToken's x, or bf(v) from the
+ * v scratch for hcGatedMeanQuant), the row state and the scale bits.
+ */
+function rowsWgsl(f: Fp8WgslFormat, style: QuantStyle, source: 'bf16' | 'gatedMean'): string {
   const inv = flatInvocation(WG, 'u.groupsX');
-  return `${rowQuantWgsl(f, style)}
-struct U { rows: u32, cols: u32, groupsX: u32, fp8MaxBits: u32 }
-@group(0) @binding(0) var<storage, read> x: array<u32>;
+  const elem =
+    source === 'bf16'
+      ? `@group(0) @binding(0) var<storage, read> x: array<u32>;
+fn elem_bits(i: u32) -> u32 { return (x[i >> 1u] >> ((i & 1u) * 16u)) & 0xffffu; }`
+      : `@group(0) @binding(0) var<storage, read> v: array<u32>;
+fn elem_bits(i: u32) -> u32 { return f32_to_bf16(bitcast<f32>(v[i])); }`;
+  return `${BF16_WGSL}${rowQuantWgsl(f, style)}
+struct U { rows: u32, cols: u32, groupsX: u32, factorBits: u32 }
+${elem}
 @group(0) @binding(1) var<storage, read_write> scale: array<u32>;
 @group(0) @binding(2) var<storage, read_write> rowState: array<u32>;
 @group(0) @binding(3) var<uniform> u: U;
@@ -188,40 +258,11 @@ fn main(${inv.params}) {
   var anyNaN = false;
   let start = inv * u.cols;
   for (var j = 0u; j < u.cols; j = j + 1u) {
-    let i = start + j;
-    let a = (x[i >> 1u] >> ((i & 1u) * 16u)) & 0x7fffu;
+    let a = elem_bits(start + j) & 0x7fffu;
     amax = max(amax, a);
     anyNaN = anyNaN || a > 0x7f80u;
   }
-  let rq = row_quant(amax << 16u, anyNaN, bitcast<f32>(u.fp8MaxBits));
-  scale[inv] = rq.scaleBits;
-  store_row_quant(inv, rq);
-}`;
-}
-
-/** The row pass of hcGatedMeanQuant: amax over the fp32 gated mean v (scratch). */
-function f32RowsWgsl(f: Fp8WgslFormat, style: QuantStyle): string {
-  const inv = flatInvocation(WG, 'u.groupsX');
-  return `${rowQuantWgsl(f, style)}
-struct U { rows: u32, cols: u32, groupsX: u32, fp8MaxBits: u32 }
-@group(0) @binding(0) var<storage, read> v: array<u32>;
-@group(0) @binding(1) var<storage, read_write> scale: array<u32>;
-@group(0) @binding(2) var<storage, read_write> rowState: array<u32>;
-@group(0) @binding(3) var<uniform> u: U;
-${STORE_ROW_QUANT_WGSL}
-@compute @workgroup_size(${WG})
-fn main(${inv.params}) {
-  ${inv.body}
-  if (inv >= u.rows) { return; }
-  var amax = 0u;
-  var anyNaN = false;
-  let start = inv * u.cols;
-  for (var j = 0u; j < u.cols; j = j + 1u) {
-    let a = v[start + j] & 0x7fffffffu;
-    amax = max(amax, a);
-    anyNaN = anyNaN || a > 0x7f800000u;
-  }
-  let rq = row_quant(amax, anyNaN, bitcast<f32>(u.fp8MaxBits));
+  let rq = row_quant(amax << 16u, anyNaN, bitcast<f32>(u.factorBits));
   scale[inv] = rq.scaleBits;
   store_row_quant(inv, rq);
 }`;
@@ -308,14 +349,14 @@ function rowDispatch(
   scalePort: number,
   rows: number,
   cols: number,
-  f: Fp8WgslFormat,
+  factor: number,
 ): KernelDispatch {
   const grid = gridFor(rows, WG);
   return {
     key,
     wgsl,
     bindings: [source, writeOutput(scalePort), writeScratch('rowState')],
-    uniforms: uniformWords([rows, cols, grid.groupsX, f32Bits(f.max)]),
+    uniforms: uniformWords([rows, cols, grid.groupsX, f32Bits(factor)]),
     workgroups: grid.workgroups,
   };
 }
@@ -326,19 +367,18 @@ function elementDispatch(key: string, wgsl: string, bindings: KernelDispatch['bi
   return { key, wgsl, bindings, uniforms: uniformWords([n, cols, words, grid.groupsX]), workgroups: grid.workgroups };
 }
 
-export const quantFp8PerTokenPlanner: KernelPlanner = (inputs, outputs, attrs): KernelPlan => {
-  const op = 'quantFp8PerToken';
-  const f = fp8WgslFormat(attrs.format, op);
-  const style = styleOf(attrs, op);
-  const x = requireTensor(inputs[0], `${op}: input x`);
+/** Per-row quantization of a bf16 [rows, cols] input (port 0) into q (port 0) and scale (port 1). */
+function bf16RowsPlan(op: string, inputs: (TensorInfo | null)[], outputs: (TensorInfo | null)[], f: Fp8WgslFormat, style: QuantStyle): KernelPlan {
+  const name = op === 'quantFp8PerToken' ? 'x' : 'w';
+  const x = requireTensor(inputs[0], `${op}: input ${name}`);
   const q = requireTensor(outputs[0], `${op}: output q`);
   const scale = requireTensor(outputs[1], `${op}: output scale`);
-  requireDtype(x, ['bf16'], `${op}: x`);
+  requireDtype(x, ['bf16'], `${op}: ${name}`);
   requireDtype(q, [f.dtype], `${op}: q (format '${f.format}')`);
   requireDtype(scale, ['f32'], `${op}: scale`);
-  if (x.shape.length !== 2) throw new Error(`${op}: x must be [rows, cols], got [${x.shape.join(',')}]`);
+  if (x.shape.length !== 2) throw new Error(`${op}: ${name} must be [rows, cols], got [${x.shape.join(',')}]`);
   const [rows, cols] = x.shape;
-  if (cols < 1) throw new Error(`${op}: x has ${cols} columns, expected at least 1`);
+  if (cols < 1) throw new Error(`${op}: ${name} has ${cols} columns, expected at least 1`);
   requireShape(q, [rows, cols], `${op}: q`);
   requireShape(scale, [rows], `${op}: scale`);
   if (rows === 0) return { scratch: [], dispatches: [] };
@@ -346,7 +386,7 @@ export const quantFp8PerTokenPlanner: KernelPlanner = (inputs, outputs, attrs): 
   return {
     scratch: [{ name: 'rowState', words: rows * ROW_STATE_WORDS }],
     dispatches: [
-      rowDispatch(`quantFp8PerToken-rows-${tag}`, bf16RowsWgsl(f, style), readInput(0), 1, rows, cols, f),
+      rowDispatch(`quantFp8PerToken-rows-${tag}`, rowsWgsl(f, style, 'bf16'), readInput(0), 1, rows, cols, quantScaleFactor(f, style)),
       elementDispatch(
         `quantFp8PerToken-elements-${tag}`,
         elementsWgsl(f, style, 'bf16'),
@@ -356,6 +396,17 @@ export const quantFp8PerTokenPlanner: KernelPlanner = (inputs, outputs, attrs): 
       ),
     ],
   };
+}
+
+export const quantFp8PerTokenPlanner: KernelPlanner = (inputs, outputs, attrs): KernelPlan => {
+  const op = 'quantFp8PerToken';
+  return bf16RowsPlan(op, inputs, outputs, fp8WgslFormat(attrs.format, op), styleOf(attrs, op));
+};
+
+/** ATOM's online weight quantization is the separate kernel over the weight's rows. */
+export const fp8QuantWeightPerChannelPlanner: KernelPlanner = (inputs, outputs, attrs): KernelPlan => {
+  const op = 'fp8QuantWeightPerChannel';
+  return bf16RowsPlan(op, inputs, outputs, fp8WgslFormat(attrs.format, op), 'reciprocal');
 };
 
 export const hcGatedMeanQuantPlanner: KernelPlanner = (inputs, outputs, attrs): KernelPlan => {
@@ -399,7 +450,7 @@ export const hcGatedMeanQuantPlanner: KernelPlanner = (inputs, outputs, attrs): 
         uniforms: uniformWords([count, h, n, gm.groupsX]),
         workgroups: gm.workgroups,
       },
-      rowDispatch(`hcGatedMeanQuant-rows-${tag}`, f32RowsWgsl(f, style), readScratch('v'), 2, rows, h, f),
+      rowDispatch(`hcGatedMeanQuant-rows-${tag}`, rowsWgsl(f, style, 'gatedMean'), readScratch('v'), 2, rows, h, quantScaleFactor(f, style)),
       elementDispatch(
         `hcGatedMeanQuant-elements-${tag}`,
         elementsWgsl(f, style, 'gatedMean'),

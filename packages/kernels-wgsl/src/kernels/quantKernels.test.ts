@@ -4,7 +4,7 @@ import { runPlannerOnGpu, tensorInfo, tensorWords, useChromiumGpu } from '../../
 import type { KernelPlan, TensorInfo } from '../kernelProgram.ts';
 import { FP8_WGSL_FORMATS, type Fp8Format, fp8EncodeWgsl } from '../wgsl/fp8.wgsl.ts';
 import { f32Bits } from './planParts.ts';
-import { type QuantStyle, rowQuantWgsl } from './quantFp8.ts';
+import { type QuantStyle, quantScaleFactor, rowQuantWgsl } from './quantFp8.ts';
 import { QUANT_WGSL_KERNELS } from './quantKernels.ts';
 
 // Bit-equality of the WGSL fp8 quantization with core's CPU reference, on Chromium's WebGPU
@@ -110,7 +110,12 @@ describe('fp8.wgsl', () => {
   }
 });
 
-/** Random (amax, x) pairs: amax fp32 bits over all exponents (subnormal, 0, inf, NaN too), |x| up to amax (1 + 2^-8). */
+/**
+ * Random (amax, x) pairs: amax fp32 bits over all exponents (subnormal, 0, inf, NaN too), |x|
+ * up to amax (1 + 2^-8). Powers of two around 2^-118 make the 'reciprocal' subnormal scale an
+ * exact tie (m = 2^23 times an odd significand of fl(1/max); the tie's lower neighbour is even
+ * for both formats, so these are the only ties the product path can meet).
+ */
 function amaxPairs(n: number, seed: number): { amax: Uint32Array; x: Uint32Array } {
   const rng = new Rng(seed);
   const amax = new Uint32Array(n);
@@ -122,6 +127,10 @@ function amaxPairs(n: number, seed: number): { amax: Uint32Array; x: Uint32Array
     else if (r === 1) a = 0x7f800000;
     else if (r === 2) a = 0x7fc00000 | (rng.nextU32() & 0x3fffff);
     else if (r < 8) a = rng.int(1, 512); // amax around 448 * 2^-150: scale rounds to 0 or the smallest subnormals
+    else if (r < 11) {
+      const e = rng.int(-149, -99);
+      a = e >= -126 ? (e + 127) << 23 : 1 << (e + 149);
+    }
     else if (r < 20) a = rng.nextU32() & 0x7fffff; // subnormal amax: subnormal scale
     else if (r < 50) a = ((rng.int(1, 12) << 23) | (rng.nextU32() & 0x7fffff)) >>> 0; // tiny normal: subnormal scale, 1/s may overflow
     else a = ((rng.int(1, 255) << 23) | (rng.nextU32() & 0x7fffff)) >>> 0;
@@ -139,17 +148,23 @@ function amaxPairs(n: number, seed: number): { amax: Uint32Array; x: Uint32Array
 }
 
 describe('row state and element quantization (WGSL rowQuantWgsl) vs core', () => {
-  it('the pairs reach every path: subnormal and zero scales, 1/s overflow, inf and NaN amax', () => {
+  it('the pairs reach every path: subnormal and zero scales, 1/s overflow, inf and NaN amax, subnormal ties', () => {
     const { amax } = amaxPairs(1 << 17, 21);
-    let subnormal = 0, zero = 0, invInf = 0, special = 0;
-    for (const a of amax) {
-      const s = perTokenScale(valueOf(a), 'e4m3fn');
-      if (s === 0) zero++;
-      else if (s < 2 ** -126) subnormal++;
-      if (s !== 0 && fr(1 / s) === Infinity) invInf++;
-      if (a >= 0x7f800000) special++;
+    for (const style of STYLES) {
+      let subnormal = 0, zero = 0, invInf = 0, special = 0, ties = 0;
+      for (const a of amax) {
+        const s = perTokenScale(valueOf(a), 'e4m3fn', style);
+        if (s === 0) zero++;
+        else if (s < 2 ** -126) subnormal++;
+        if (s !== 0 && fr(1 / s) === Infinity) invInf++;
+        if (a >= 0x7f800000) special++;
+        // exact scale in units of 2^-149 (doubles hold the 48-bit product): a half-way case
+        const units = (style === 'divide' ? valueOf(a) / 448 : valueOf(a) * fr(1 / 448)) * 2 ** 149;
+        if (s < 2 ** -126 && units - Math.floor(units) === 0.5) ties++;
+      }
+      expect(Math.min(subnormal, zero, invInf, special), style).toBeGreaterThan(100);
+      if (style === 'reciprocal') expect(ties).toBeGreaterThan(10);
     }
-    expect(Math.min(subnormal, zero, invInf, special)).toBeGreaterThan(100);
   });
   for (const { format, style } of CASES) {
     it(`${format} ${style}: q and scale bits equal on 2^17 (amax, x) pairs`, async () => {
@@ -160,7 +175,7 @@ describe('row state and element quantization (WGSL rowQuantWgsl) vs core', () =>
   let rq = row_quant(aBits, aBits > 0x7f800000u, bitcast<f32>(u.w0));
   y[2u * i] = quant_bf16(b[i], rq);
   y[2u * i + 1u] = rq.scaleBits;`;
-      const plan = pairPlan(`test-rowquant-${format}-${style}`, helpers, expr, n, f32Bits(FP8_WGSL_FORMATS[format].max));
+      const plan = pairPlan(`test-rowquant-${format}-${style}`, helpers, expr, n, f32Bits(quantScaleFactor(FP8_WGSL_FORMATS[format], style)));
       const { outputs } = await gpu().runPlan(plan, [amax, x], [2 * n]);
       const gotQ = new Uint32Array(n);
       const gotS = new Uint32Array(n);
@@ -169,7 +184,7 @@ describe('row state and element quantization (WGSL rowQuantWgsl) vs core', () =>
       for (let i = 0; i < n; i++) {
         gotQ[i] = outputs[0][2 * i];
         gotS[i] = outputs[0][2 * i + 1];
-        const s = perTokenScale(valueOf(amax[i]), format);
+        const s = perTokenScale(valueOf(amax[i]), format, style);
         wantS[i] = s;
         const xv = bf16Value(x[i]);
         wantQ[i] = f32ToFp8(style === 'divide' ? fr(xv / s) : fr(xv * fr(1 / s)), format);
@@ -296,6 +311,102 @@ describe('hcGatedMeanQuant plan vs CPU kernel', () => {
       }
     });
   }
+});
+
+describe("the two kernels' scales differ by exactly one fp32 ulp on a constructed row (GPU)", () => {
+  // x = normed / 2 (n = 1, sigmoid(0) = 1/2): amax 77/64 (e4m3fn) resp. 165/128 (e4m3fnuz);
+  // fused 'divide' scale exactly 11/4096 resp. 11/2048, separate 'reciprocal' one ulp above
+  // (fl(1/448) = (1/448)(1 + 192 2^-32), fl(1/240) = (1/240)(1 + 112 2^-31)); the element
+  // 4.75 * fused scale is an fp8 tie -> 5 fused, just below it -> 4.5 separate
+  const ROWS = [
+    { format: 'e4m3fn', amax: 77 / 64, scale: 11 / 4096, tieX: 209 / 16384, five: 0x4a, fourHalf: 0x49 },
+    { format: 'e4m3fnuz', amax: 165 / 128, scale: 11 / 2048, tieX: 209 / 8192, five: 0x52, fourHalf: 0x51 },
+  ] as const;
+  for (const c of ROWS) {
+    it(c.format, async () => {
+      const row = [c.amax, c.tieX, -0.5 * c.amax, 0];
+      const up: Tensor = { dtype: 'bf16', shape: [1, 4], data: new Uint16Array(4) };
+      const normed: Tensor = { dtype: 'bf16', shape: [1, 4], data: Uint16Array.from(row, (v) => f32ToBf16(2 * v)) };
+      const fusedAttrs = { format: c.format, style: 'divide', streams: 1 };
+      const cpuFused = cpuKernel('hcGatedMeanQuant')([up, normed], fusedAttrs) as Tensor[];
+      const [x, fq, fscale] = await runOp('hcGatedMeanQuant', [up, normed], cpuFused, fusedAttrs);
+      const xT: Tensor = { dtype: 'bf16', shape: [1, 4], data: Uint16Array.from(row, (v) => f32ToBf16(v)) };
+      expect(Array.from(x)).toEqual(Array.from(tensorWords(xT)));
+      const sepAttrs = { format: c.format, style: 'reciprocal' };
+      const cpuSep = cpuKernel('quantFp8PerToken')([xT], sepAttrs) as Tensor[];
+      const [sq, sscale] = await runOp('quantFp8PerToken', [xT], cpuSep, sepAttrs);
+      expect(fscale[0]).toBe(f32Bits(c.scale));
+      expect(sscale[0]).toBe(f32Bits(c.scale) + 1);
+      expect((fq[0] >>> 8) & 0xff).toBe(c.five);
+      expect((sq[0] >>> 8) & 0xff).toBe(c.fourHalf);
+    });
+  }
+});
+
+describe('fp8QuantWeightPerChannel plan vs CPU kernel', () => {
+  for (const format of FORMATS) {
+    it(`${format}: q and scale bit-identical (the separate kernel over the weight's rows)`, async () => {
+      for (const [rows, cols, seed] of [[40, 128, 8], [9, 77, 9]]) {
+        const w: Tensor = { dtype: 'bf16', shape: [rows, cols], data: quantRows(rows, cols, format, seed) };
+        const cpu = cpuKernel('fp8QuantWeightPerChannel')([w], { format }) as Tensor[];
+        const [q, scale] = await runOp('fp8QuantWeightPerChannel', [w], cpu, { format });
+        expectSameBits(`[${rows},${cols}]`, 'q', q, cpu[0]);
+        expectSameBits(`[${rows},${cols}]`, 'scale', scale, cpu[1]);
+      }
+    });
+  }
+});
+
+/** fp8 bytes of every kind (NaN excluded unless asked), scales of a realistic range. */
+function ptpcInputs(rows: number, k: number, outF: number, format: Fp8Format, seed: number, withNaN: boolean): Tensor[] {
+  const rng = new Rng(seed);
+  const nan = FP8_FORMATS[format].nanBits;
+  const bytes = (n: number) =>
+    Uint8Array.from({ length: n }, () => {
+      let b = rng.int(0, 256);
+      while (!withNaN && (format === 'e4m3fnuz' ? b === 0x80 : (b & 0x7f) === 0x7f)) b = rng.int(0, 256);
+      return withNaN && rng.int(0, 500) === 0 ? nan : b;
+    });
+  const scales = (n: number) => Float32Array.from({ length: n }, () => fr(2 ** rng.int(-12, -2) * (1 + rng.nextFloat())));
+  const dtype = FP8_FORMATS[format].dtype;
+  return [
+    { dtype, shape: [rows, k], data: bytes(rows * k) },
+    { dtype: 'f32', shape: [rows], data: scales(rows) },
+    { dtype, shape: [outF, k], data: bytes(outF * k) },
+    { dtype: 'f32', shape: [outF], data: scales(outF) },
+  ];
+}
+
+describe('fp8LinearPtpc plan vs CPU kernel', () => {
+  for (const format of FORMATS) {
+    for (const scaleOrder of ['weightFirst', 'tokenFirst'] as const) {
+      it(`${format} ${scaleOrder}: y bit-identical (odd K and N, a NaN operand)`, async () => {
+        const attrs = { format, scaleOrder };
+        for (const [rows, k, outF, seed, withNaN] of [[7, 77, 9, 10, false], [16, 128, 40, 11, false], [3, 33, 5, 12, true]] as const) {
+          const inputs = ptpcInputs(rows, k, outF, format, seed, withNaN);
+          const cpu = cpuKernel('fp8LinearPtpc')(inputs, attrs) as Tensor[];
+          const [y] = await runOp('fp8LinearPtpc', inputs, cpu, attrs);
+          expectSameBits(`[${rows},${k}]x[${outF},${k}]`, 'y', y, cpu[0]);
+        }
+      });
+    }
+  }
+  it('the scale order decides a bf16 tie (hand-computed, K = 1, as in core layers/fp8Linear.test.ts)', async () => {
+    // q = 448 both sides (acc = 200704), sx = fl(1.03125 fl(1/448)), sw = fl(1.625 fl(1/448)):
+    // weight first lands on the tie 1.67578125 (-> even, 0x3FD6), token first one ulp above (0x3FD7)
+    const q: Tensor = { dtype: 'fp8e4m3fn', shape: [1, 1], data: Uint8Array.from([f32ToFp8(448, 'e4m3fn')]) };
+    const inputs: Tensor[] = [
+      q,
+      { dtype: 'f32', shape: [1], data: Float32Array.from([fr(1.03125 * fr(1 / 448))]) },
+      q,
+      { dtype: 'f32', shape: [1], data: Float32Array.from([fr(1.625 * fr(1 / 448))]) },
+    ];
+    for (const [scaleOrder, bits] of [['weightFirst', 0x3fd6], ['tokenFirst', 0x3fd7]] as const) {
+      const attrs = { format: 'e4m3fn', scaleOrder };
+      const [y] = await runOp('fp8LinearPtpc', inputs, cpuKernel('fp8LinearPtpc')(inputs, attrs) as Tensor[], attrs);
+      expect(y[0] & 0xffff).toBe(bits);
+    }
+  });
 });
 
 describe('planner errors name the bad value', () => {

@@ -74,3 +74,27 @@ fn f32_bits_to_fp8(u: u32) -> u32 {
 }
 `;
 }
+
+/**
+ * WGSL `fn fp8_is_nan(b: u32) -> bool` and `fn fp8_to_f32(b: u32) -> f32` for one format:
+ * the exact value of non-NaN fp8 bits b (low byte), as core's fp8ToF32. Built from the bits:
+ * a subnormal fp8 is m 2^(-2-bias), a normal fp32 (no GPU flushing touches it).
+ */
+export function fp8DecodeWgsl(format: Fp8Format): string {
+  const f = FP8_WGSL_FORMATS[format];
+  const isNaN = f.format === 'e4m3fnuz' ? 'b == 0x80u' : '(b & 0x7fu) == 0x7fu';
+  return /* wgsl */ `
+fn fp8_is_nan(b: u32) -> bool { return ${isNaN}; }
+fn fp8_to_f32(b: u32) -> f32 {
+  let e = (b >> 3u) & 0xfu;
+  let m = b & 7u;
+  var mag: u32;
+  if (e == 0u) {
+    mag = bitcast<u32>(f32(m) * bitcast<f32>(${(127 - 2 - f.bias) << 23}u));
+  } else {
+    mag = ((e + ${127 - f.bias}u) << 23u) | (m << 20u);
+  }
+  return bitcast<f32>(((b & 0x80u) << 24u) | mag);
+}
+`;
+}

@@ -2,8 +2,10 @@ import { defineOp } from './opDef.ts';
 import { info, num, ShapeRule } from './shapeRules.ts';
 
 // Hyper-connection ops (model.md, "Hyper-connection (HC) module"). `contract` is 'atom'
-// (fp32 inside, one bf16 rounding per stored value) or 'hf' (the HF reference's extra
-// roundings), so the two contracts can be compared on the same graph.
+// (fp32 inside, one bf16 rounding per stored value) or 'hf' (HF's Qwen4ExpTextGatedResidual
+// as bf16 torch ops: it rounds each sigmoid, each product, the inject scale and y * inj; its
+// grouped norm and its stream mean round once, as 'atom' does), so the two contracts can be
+// compared on the same graph.
 export const hcExpand = defineOp({
   name: 'hcExpand',
   doc: 'X = [e, e, ..., e]: the embedding copied into each of n streams, stream-major. Exact.',
@@ -20,7 +22,7 @@ export const hcExpand = defineOp({
 
 export const hcCombineNorm = defineOp({
   name: 'hcCombineNorm',
-  doc: 'Pending combine X_s = bf(X_s + blockOut * 2 sigmoid(bf(raw_s/n))) (when given), then grouped RMS norm per stream with weight (1 + w).',
+  doc: "Pending combine (when given) as hcCombine, then the grouped RMS norm per stream, the same under both contracts: rstd = rsqrt(fl(sumsq / H) + eps) with sumsq in fp32 over j in order, normed = bf(fl(fl(X * rstd) * fl(1 + w))), one rounding.",
   inputs: [
     { name: 'x', dtypes: ['bf16'] },
     { name: 'blockOut', dtypes: ['bf16'], optional: true },
@@ -71,7 +73,7 @@ export const hcScaledSilu = defineOp({
 
 export const hcGatedMean = defineOp({
   name: 'hcGatedMean',
-  doc: 'x = bf(sum_s sigmoid(up_s) * normed_s / n), fp32 accumulation over s = 0..n-1 in order.',
+  doc: "x = bf(fl(acc / n)), acc = fl(acc + p_s) in fp32 over s = 0..n-1 in order; 'atom': p_s = fl(sigmoid(up_s) * normed_s); 'hf': p_s = bf(bf(sigmoid(up_s)) * normed_s) (torch's bf16 sigmoid and product; its .mean accumulates in fp32 and rounds once).",
   inputs: [
     { name: 'up', dtypes: ['bf16'] },
     { name: 'normed', dtypes: ['bf16'] },
@@ -90,7 +92,7 @@ export const hcGatedMean = defineOp({
 
 export const hcCombine = defineOp({
   name: 'hcCombine',
-  doc: 'Unfused combine X_s = bf(X_s + y * 2 sigmoid(bf(raw_s / n))).',
+  doc: "Unfused combine X_s = bf(X_s + p), inj_s = 2 sig_s with sig_s = sigmoid(bf(raw_s / n)); 'atom': p = fl(y * fl(2 sig_s)); 'hf': p = bf(y * 2 bf(sig_s)) (the doubling of a bf16 is exact).",
   inputs: [
     { name: 'x', dtypes: ['bf16'] },
     { name: 'blockOut', dtypes: ['bf16'] },

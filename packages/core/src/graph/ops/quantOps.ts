@@ -3,19 +3,27 @@ import { info, num, ShapeRule } from './shapeRules.ts';
 import { fp8Info, type Fp8Format } from '../../numerics/fp8.ts';
 import { QUANT_STYLES } from '../../numerics/quant.ts';
 
-// Per-token fp8 quantization of the sub-layers' inputs (numerics.md "Per-token (row)
-// quantization", sequence-parallel.md "FP8 input quantization path"). `format` is
-// 'e4m3fn' or 'e4m3fnuz' (it follows the target GPU and decides q's dtype); `style` is
-// 'divide' (x / scale) or 'reciprocal' (x * (1/scale)), the two production kernel styles.
+// FP8 PTPC (model.md "FP8", numerics.md "Per-token (row) quantization", sequence-parallel.md
+// "FP8 input quantization path"). `format` is 'e4m3fn' or 'e4m3fnuz' (it follows the target
+// GPU and decides the fp8 dtype). `style` picks the arithmetic of a per-token quantization:
+// 'reciprocal' scale = fl(amax * fl(1/fp8_max)), q = cvt(fl(x * fl(1/scale))) (the separate
+// aiter kernel; its v_rcp_f32 is modelled as the correctly rounded fl(1/scale));
+// 'divide' scale = fl(amax / fp8_max), q = cvt(fl(x / scale)) (the fused
+// hc_gated_mean_quant). Production pairs quantFp8PerToken with 'reciprocal' and
+// hcGatedMeanQuant with 'divide' (PRODUCTION_QUANT_STYLE). Both take amax over the bf16
+// values they quantize; a zero row gets scale 1; cvt rounds to nearest even and saturates.
+const FORMAT = { kind: 'string', oneOf: ['e4m3fn', 'e4m3fnuz'] } as const;
+const STYLE = { kind: 'string', oneOf: QUANT_STYLES } as const;
+
 export const quantFp8PerToken = defineOp({
   name: 'quantFp8PerToken',
-  doc: 'The separate per-token kernel: scale = fround(amax(|x_row|) / fp8_max) over the bf16 row (1 for a zero row), q = cvt(x / scale) RNE and saturating.',
+  doc: "The separate per-token kernel over bf16 rows: amax = max |x| of the row; 'reciprocal': scale = fl(amax * fl(1/fp8_max)), q = cvt(fl(x * fl(1/scale))); 'divide': scale = fl(amax / fp8_max), q = cvt(fl(x / scale)); a zero row gets scale 1 and q = 0; cvt RNE, saturating.",
   inputs: [{ name: 'x', dtypes: ['bf16'] }],
   outputs: [
     { name: 'q', dtypes: ['fp8e4m3fn', 'fp8e4m3fnuz'] },
     { name: 'scale', dtypes: ['f32'] },
   ],
-  attrs: { format: { kind: 'string', oneOf: ['e4m3fn', 'e4m3fnuz'] }, style: { kind: 'string', oneOf: QUANT_STYLES } },
+  attrs: { format: FORMAT, style: STYLE },
   opClass: 'quant',
   shape: (ins, a) => {
     const r = new ShapeRule('quantFp8PerToken');
@@ -26,7 +34,7 @@ export const quantFp8PerToken = defineOp({
 
 export const hcGatedMeanQuant = defineOp({
   name: 'hcGatedMeanQuant',
-  doc: "Fused gated mean + quant (ATOM hc_gated_mean_quant): v = fround(acc / n), acc = fround(acc + fround(sigmoid(up_s) * normed_s)) over s = 0..n-1; x = bf(v) (hcGatedMean's 'atom' bits); scale from amax over the fp32 v before rounding; q = cvt(x / scale) saturating.",
+  doc: "Fused gated mean + per-token quant (hc_gated_mean_quant): x = hcGatedMean's 'atom' bits, bf(fl(acc / n)) with acc = fl(acc + fl(sigmoid(up_s) * normed_s)) over s = 0..n-1; then x's bf16 rows are quantized exactly as quantFp8PerToken with the same style does (amax over the bf16 x, not over the fp32 mean).",
   inputs: [
     { name: 'up', dtypes: ['bf16'] },
     { name: 'normed', dtypes: ['bf16'] },
@@ -36,7 +44,7 @@ export const hcGatedMeanQuant = defineOp({
     { name: 'q', dtypes: ['fp8e4m3fn', 'fp8e4m3fnuz'] },
     { name: 'scale', dtypes: ['f32'] },
   ],
-  attrs: { streams: { kind: 'int', min: 1 }, format: { kind: 'string', oneOf: ['e4m3fn', 'e4m3fnuz'] }, style: { kind: 'string', oneOf: QUANT_STYLES } },
+  attrs: { streams: { kind: 'int', min: 1 }, format: FORMAT, style: STYLE },
   opClass: 'quant',
   shape: (ins, a) => {
     const r = new ShapeRule('hcGatedMeanQuant');
@@ -45,5 +53,50 @@ export const hcGatedMeanQuant = defineOp({
     r.same(r.port(ins, 0, 'up'), normed, 'up');
     const h = r.split(width, num(a, 'streams'), "input 'normed'");
     return [info([rows, h], 'bf16'), info([rows, h], fp8Info(a.format as Fp8Format).dtype), info([rows], 'f32')];
+  },
+});
+
+export const fp8QuantWeightPerChannel = defineOp({
+  name: 'fp8QuantWeightPerChannel',
+  doc: "ATOM's online per-output-channel weight quantization (quant_weight_online -> aiter per_token_quant_hip over W's rows [out, in]): sw[o] = fl(amax(|W[o,:]|) * fl(1/fp8_max)) (1 for a zero row), qW = cvt(fl(W * fl(1/sw[o]))), i.e. quantFp8PerToken 'reciprocal' on the rows of W.",
+  inputs: [{ name: 'w', dtypes: ['bf16'] }],
+  outputs: [
+    { name: 'q', dtypes: ['fp8e4m3fn', 'fp8e4m3fnuz'] },
+    { name: 'scale', dtypes: ['f32'] },
+  ],
+  attrs: { format: FORMAT },
+  opClass: 'quant',
+  shape: (ins, a) => {
+    const r = new ShapeRule('fp8QuantWeightPerChannel');
+    const [out, inF] = r.matrix(r.port(ins, 0, 'w'), 'w');
+    return [info([out, inF], fp8Info(a.format as Fp8Format).dtype), info([out], 'f32')];
+  },
+});
+
+export const fp8LinearPtpc = defineOp({
+  name: 'fp8LinearPtpc',
+  doc: "FP8 PTPC GEMM (aiter gemm_a8w8_bpreshuffle): acc = sum_k dec(q[t,k]) * dec(qW[o,k]) in fp32, k = 0..K-1 in order (each fp8 product is exact); scaleOrder 'weightFirst' (CK MultiplyMultiply): y = bf(fl(fl(acc * sw[o]) * sx[t])), 'tokenFirst' (CK-tile MultiDMultiply): y = bf(fl(fl(acc * sx[t]) * sw[o])); one RNE rounding to bf16.",
+  inputs: [
+    { name: 'q', dtypes: ['fp8e4m3fn', 'fp8e4m3fnuz'] },
+    { name: 'sx', dtypes: ['f32'] },
+    { name: 'qW', dtypes: ['fp8e4m3fn', 'fp8e4m3fnuz'] },
+    { name: 'sw', dtypes: ['f32'] },
+  ],
+  outputs: [{ name: 'y', dtypes: ['bf16'] }],
+  attrs: { format: FORMAT, scaleOrder: { kind: 'string', oneOf: ['weightFirst', 'tokenFirst'] } },
+  opClass: 'gemm',
+  shape: (ins, a) => {
+    const r = new ShapeRule('fp8LinearPtpc');
+    const dtype = fp8Info(a.format as Fp8Format).dtype;
+    const q = r.port(ins, 0, 'q');
+    const qW = r.port(ins, 2, 'qW');
+    const [rows, k] = r.matrix(q, 'q');
+    const [out] = r.matrix(qW, 'qW', k);
+    for (const [v, name] of [[q, 'q'], [qW, 'qW']] as const) if (v.dtype !== dtype) r.fail(`input '${name}' is ${v.dtype}, expected ${dtype} (format '${String(a.format)}')`);
+    const sx = r.port(ins, 1, 'sx');
+    const sw = r.port(ins, 3, 'sw');
+    if (sx.shape.length !== 1 || sx.shape[0] !== rows) r.fail(`input 'sx' is [${sx.shape.join(',')}], expected [${rows}]`);
+    if (sw.shape.length !== 1 || sw.shape[0] !== out) r.fail(`input 'sw' is [${sw.shape.join(',')}], expected [${out}]`);
+    return [info([rows, out], 'bf16')];
   },
 });

@@ -1,7 +1,8 @@
 import { bf16ToF32 } from '../../numerics/bf16.ts';
 import { sigmoidF32 } from '../../numerics/fp32Math.ts';
-import { type Fp8Format, fp8Info } from '../../numerics/fp8.ts';
+import { type Fp8Format, fp8FormatOfDtype, fp8Info } from '../../numerics/fp8.ts';
 import { type QuantStyle, quantizeBf16RowsFp8, quantizeFusedRowsFp8 } from '../../numerics/quant.ts';
+import { fp8LinearPtpc, type PtpcScaleOrder, quantizeWeightPerChannel } from '../../layers/fp8Linear.ts';
 import { shapeStr, type Tensor } from '../../tensor/tensor.ts';
 import type { CpuKernelTable } from '../cpuKernel.ts';
 
@@ -20,6 +21,17 @@ function quantAttrs(op: string, attrs: Record<string, unknown>): { format: Fp8Fo
   const style = attrs.style;
   if (style !== 'divide' && style !== 'reciprocal') throw new Error(`${op}: style must be 'divide' or 'reciprocal', got '${String(style)}'`);
   return { format, style };
+}
+
+/** An fp8 matrix in `format` and its f32 scale per row. */
+function fp8Rows(qT: Tensor | null, sT: Tensor | null, what: string, format: Fp8Format): { q: Uint8Array; scale: Float32Array; rows: number; cols: number } {
+  if (!qT || !sT) throw new Error(`${what} and its scales are required`);
+  if (qT.shape.length !== 2 || fp8FormatOfDtype(qT.dtype) !== format) {
+    throw new Error(`${what} must be a 2-D ${fp8Info(format).dtype} tensor, got ${qT.dtype} ${shapeStr(qT.shape)}`);
+  }
+  const [rows, cols] = qT.shape;
+  if (sT.dtype !== 'f32' || sT.shape.length !== 1 || sT.shape[0] !== rows) throw new Error(`${what} scales must be f32 [${rows}], got ${sT.dtype} ${shapeStr(sT.shape)}`);
+  return { q: qT.data as Uint8Array, scale: sT.data as Float32Array, rows, cols };
 }
 
 /**
@@ -74,6 +86,25 @@ export const quantKernels: CpuKernelTable = {
         { dtype: fp8Info(format).dtype, shape: [normed.rows, h], data: q },
         { dtype: 'f32', shape: [normed.rows], data: scale },
       ];
+    },
+    fp8QuantWeightPerChannel: ([wT], attrs) => {
+      const format = attrs.format as Fp8Format;
+      fp8Info(format);
+      const w = bf16Matrix(wT, 'fp8QuantWeightPerChannel w');
+      const { q, scale } = quantizeWeightPerChannel(w.data, w.rows, w.cols, format);
+      return [
+        { dtype: fp8Info(format).dtype, shape: [w.rows, w.cols], data: q },
+        { dtype: 'f32', shape: [w.rows], data: scale },
+      ];
+    },
+    fp8LinearPtpc: ([qT, sxT, qwT, swT], attrs) => {
+      const format = attrs.format as Fp8Format;
+      fp8Info(format);
+      const x = fp8Rows(qT, sxT, 'fp8LinearPtpc q', format);
+      const w = fp8Rows(qwT, swT, 'fp8LinearPtpc qW', format);
+      if (w.cols !== x.cols) throw new Error(`fp8LinearPtpc: q has ${x.cols} columns, qW ${w.cols}`);
+      const y = fp8LinearPtpc(x, w, x.rows, x.cols, w.rows, format, attrs.scaleOrder as PtpcScaleOrder);
+      return [{ dtype: 'bf16', shape: [x.rows, w.rows], data: y }];
     },
   },
 };

@@ -1,0 +1,86 @@
+// fp8LinearPtpc (core graph/ops/quantOps.ts, layers/fp8Linear.ts): y[t,o] =
+// bf(scaled(sum_k dec(q[t,k]) * dec(qW[o,k]))), one invocation per packed bf16 output word,
+// each element's sum in fp32 in k order 0..K-1 as the CPU reference. Every fp8 x fp8 product
+// is exact in fp32 (at most 8 significant bits, never below 2^-20), so a fused or separate
+// multiply-add gives the same bits and no GPU flushing touches the sum. The epilogue applies
+// the scales in `scaleOrder`; it differs from the CPU only where acc * (first scale) or the
+// result is a nonzero fp32 below 2^-126, which SwiftShader flushes to zero.
+import type { KernelPlan, KernelPlanner } from '../kernelProgram.ts';
+import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
+import { fp8DecodeWgsl, fp8WgslFormat } from '../wgsl/fp8.wgsl.ts';
+import { flatDispatch, flatMain, readInput, requirePort, requireTensor, writeOutput } from './planParts.ts';
+
+const WG = 64;
+
+function ptpcWgsl(format: 'e4m3fn' | 'e4m3fnuz', weightFirst: boolean): string {
+  const epilogue = weightFirst ? '(acc * bitcast<f32>(sw[o])) * bitcast<f32>(sx[t])' : '(acc * bitcast<f32>(sx[t])) * bitcast<f32>(sw[o])';
+  return `${BF16_WGSL}${fp8DecodeWgsl(format)}
+struct U { n: u32, words: u32, k: u32, outF: u32, groupsX: u32 }
+@group(0) @binding(0) var<storage, read> q: array<u32>;
+@group(0) @binding(1) var<storage, read> sx: array<u32>;
+@group(0) @binding(2) var<storage, read> qw: array<u32>;
+@group(0) @binding(3) var<storage, read> sw: array<u32>;
+@group(0) @binding(4) var<storage, read_write> y: array<u32>;
+@group(0) @binding(5) var<uniform> u: U;
+fn byte_at(i: u32, w: u32) -> u32 { return (w >> ((i & 3u) * 8u)) & 0xffu; }
+// bf16 bits of output element i; a NaN operand makes the sum NaN, as on the CPU
+fn value_bits(i: u32) -> u32 {
+  let t = i / u.outF;
+  let o = i % u.outF;
+  let xb = t * u.k;
+  let wb = o * u.k;
+  var acc: f32 = 0.0;
+  var nan = false;
+  for (var j = 0u; j < u.k; j = j + 1u) {
+    let xi = xb + j;
+    let wi = wb + j;
+    let a = byte_at(xi, q[xi >> 2u]);
+    let b = byte_at(wi, qw[wi >> 2u]);
+    nan = nan || fp8_is_nan(a) || fp8_is_nan(b);
+    acc = acc + fp8_to_f32(a) * fp8_to_f32(b);
+  }
+  if (nan) { return 0x7fc0u; }
+  return f32_to_bf16(${epilogue});
+}
+${flatMain(
+  WG,
+  'u.words',
+  `var word = value_bits(2u * inv);
+  if (2u * inv + 1u < u.n) { word = word | (value_bits(2u * inv + 1u) << 16u); }
+  y[inv] = word;`,
+)}`;
+}
+
+export const fp8LinearPtpcPlanner: KernelPlanner = (inputs, outputs, attrs): KernelPlan => {
+  const op = 'fp8LinearPtpc';
+  const f = fp8WgslFormat(attrs.format, op);
+  const order = attrs.scaleOrder;
+  if (order !== 'weightFirst' && order !== 'tokenFirst') throw new Error(`${op}: scaleOrder must be 'weightFirst' or 'tokenFirst', got '${String(order)}'`);
+  const q = requireTensor(inputs[0], `${op}: input q`);
+  if (q.shape.length !== 2) throw new Error(`${op}: q must be [T, K], got [${q.shape.join(',')}]`);
+  const [rows, k] = q.shape;
+  requirePort(q, `${op}: q`, f.dtype, [rows, k]);
+  const qw = requireTensor(inputs[2], `${op}: input qW`);
+  if (qw.shape.length !== 2) throw new Error(`${op}: qW must be [N, ${k}], got [${qw.shape.join(',')}]`);
+  const outF = qw.shape[0];
+  requirePort(qw, `${op}: qW`, f.dtype, [outF, k]);
+  requirePort(inputs[1], `${op}: sx`, 'f32', [rows]);
+  requirePort(inputs[3], `${op}: sw`, 'f32', [outF]);
+  requirePort(outputs[0], `${op}: y`, 'bf16', [rows, outF]);
+  const n = rows * outF;
+  if (n === 0) return { scratch: [], dispatches: [] };
+  const words = Math.ceil(n / 2);
+  return {
+    scratch: [],
+    dispatches: [
+      flatDispatch(
+        `fp8LinearPtpc-${f.format}-${order}`,
+        ptpcWgsl(f.format, order === 'weightFirst'),
+        [readInput(0), readInput(1), readInput(2), readInput(3), writeOutput(0)],
+        words,
+        WG,
+        [n, words, k, outF],
+      ),
+    ],
+  };
+};
