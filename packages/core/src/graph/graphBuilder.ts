@@ -41,6 +41,10 @@ export class GraphBuilder {
     return id;
   }
 
+  has(id: ValueId): boolean {
+    return Object.hasOwn(this.values, id);
+  }
+
   shapeOf(id: ValueId): number[] {
     const v = this.values[id];
     if (!v) throw new Error(`graph: unknown value '${id}'`);

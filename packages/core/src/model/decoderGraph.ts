@@ -7,7 +7,7 @@ import { buildHcCombine, buildHcMix, type HcStepContext, type PendingCombine } f
 import type { HcContract } from '../hc/hcContract.ts';
 import { hcPrefix } from './hcWeights.ts';
 import type { ExtraInputs, SubLayerBuilders } from './subLayerBuilders.ts';
-import { getOpDef } from '../graph/ops/registry.ts';
+import { QSA_BLOCKS } from '../layers/attention/qsaGraph.ts';
 import { buildLmHead, type LogitsRows } from '../layers/mtp/lmHeadGraph.ts';
 import { mtpDraftExtraInputs, mtpDraftLayerBuilder, mtpHostLayer } from '../layers/mtp/mtpDraftLayer.ts';
 import { buildMtpInput } from '../layers/mtp/mtpGraph.ts';
@@ -45,6 +45,12 @@ export interface DecoderGraphOptions {
   mtpDrafter?: 'gathered' | 'sharded';
   /** expose the golden-dump values (DecoderOutputs.dumpValues), gathering sharded ones */
   dump?: boolean;
+  /**
+   * where the QSA indexer selects on sharded layers: 'replicated' (default, as ATOM: every
+   * rank selects for all T rows) or 'rowSharded' (each rank for its own C rows, selections
+   * all-gathered: the production follow-up; the kept sets are identical)
+   */
+  qsaSelection?: 'replicated' | 'rowSharded';
   /**
    * the FP8 PTPC path (model.md "FP8"): the GDN input projection as FP8 GEMMs in this format,
    * its activation rows quantized as plan.quant says (fused into the mix, or separately on
@@ -107,6 +113,7 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
     gather: exitGather,
     quant: plan.quant,
     fp8: o.fp8 ?? null,
+    qsaSelection: o.qsaSelection ?? 'replicated',
     reduce: o.reduce,
     ring: o.ring,
     contract: o.contract,
@@ -128,7 +135,16 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
   const streamsPerStep: ValueId[][] = [];
   const dumpValues: Record<string, ValueId> = {};
   const hcCtx = (r: number, layer: number, prefix: string, scope: string): HcStepContext => ({ config, rank: r, rows, prefix, scope, layer, contract: o.contract });
-  const subCtx = (layer: number, r: number, scope: string, fp8?: SubLayerContext['fp8']): SubLayerContext => ({ config, layer, rank: r, tp, tokens: T, scope, ...(fp8 ? { fp8 } : {}) });
+  const subCtx = (layer: number, r: number, scope: string, fp8?: SubLayerContext['fp8']): SubLayerContext => ({
+    config,
+    layer,
+    rank: r,
+    tp,
+    tokens: T,
+    scope,
+    ...(fp8 ? { fp8 } : {}),
+    ...(o.qsaSelection === 'rowSharded' && rows !== T ? { qsaRowChunk: rows } : {}),
+  });
   const embedded = ranks.map((r) => {
     const e = b.value(`r${r}/embed/e`, [T, h], 'bf16', r);
     b.node({ op: 'embed', rank: r, layer: -1, scope: 'embed', inputs: [ids, table], outputs: [e], attrs: {} });
@@ -246,7 +262,7 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
       dumpAs(`${name}.${sub}_hc.mixed`, step.mixed, layer);
       dumpAs(`${name}.${sub}.out`, step.out, layer);
       if (sub === 'attn' && o.dump) {
-        const kept = keptCountsOf(b, layer, T);
+        const kept = keptCountsOf(b, config, layer, T);
         if (kept) dump(`${name}.attn.kept`, kept);
       }
     }
@@ -322,16 +338,14 @@ function pleNgramIdsOf(b: GraphBuilder, layer: number): ValueId {
 }
 
 /**
- * The per-row kept-token counts [T] of `layer`'s QSA selection (rank 0), if its attention
- * emits them: the output port named 'kept' of one of the layer's nodes.
+ * The per-row kept-token counts [T] of `layer`'s QSA selection on rank 0 (every rank holds
+ * the same selection), added for the dump only; null on a layer without a QSA selection.
  */
-function keptCountsOf(b: GraphBuilder, layer: number, tokens: number): ValueId | null {
-  const g = b.build();
-  for (const nd of g.nodes) {
-    if (nd.layer !== layer || nd.rank !== 0) continue;
-    const port = getOpDef(nd.op).outputs.findIndex((p) => p.name === 'kept');
-    const id = port < 0 ? null : nd.outputs[port];
-    if (id && g.values[id].shape[0] === tokens) return id;
-  }
-  return null;
+function keptCountsOf(b: GraphBuilder, config: ModelConfig, layer: number, tokens: number): ValueId | null {
+  const scope = `L${layer}.attn`;
+  const blocks = `r0/${scope}/${QSA_BLOCKS}`;
+  if (!b.has(blocks)) return null;
+  const kept = b.value(`r0/${scope}/kept`, [tokens], 'i32', 0);
+  b.node({ op: 'qsaKeptCount', rank: 0, layer, scope: `${scope}.kept`, inputs: [blocks], outputs: [kept], attrs: { compressRatio: config.attention.indexer.compressRatio } });
+  return kept;
 }

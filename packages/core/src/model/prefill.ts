@@ -37,6 +37,10 @@ export interface PrefillOptions {
   dump?: boolean;
   /** the FP8 PTPC path's format (DecoderGraphOptions.fp8); null or absent: bf16 */
   fp8?: Fp8Format | null;
+  /** DecoderGraphOptions.qsaSelection */
+  qsaSelection?: 'replicated' | 'rowSharded';
+  /** the prompt's token ids (validated against the vocabulary); default: seeded ids */
+  ids?: Int32Array;
   /** a checkpoint; default: seeded synthetic weights */
   weights?: WeightSource;
   /** where ATOM_QWEN4_EXP_SP_MIN_TOKENS is read for sp 'auto' */
@@ -90,9 +94,13 @@ export function preparePrefill(o: PrefillOptions): PreparedPrefill {
     mtpDrafter: o.mtpDrafter,
     dump: o.dump,
     fp8: o.fp8 ?? null,
+    qsaSelection: o.qsaSelection,
   });
   const weights = o.weights ?? new SyntheticWeightSource(modelWeightSpecs(o.config, o.subLayers), o.seed);
-  const tokenIds = seededTokenIds(o.config, o.tokens, o.seed);
+  const tokenIds = o.ids ?? seededTokenIds(o.config, o.tokens, o.seed);
+  if (tokenIds.length !== o.tokens) throw new Error(`prefill: ${tokenIds.length} token ids given for ${o.tokens} tokens`);
+  const bad = tokenIds.findIndex((v) => !(v >= 0 && v < o.config.vocabSize));
+  if (bad >= 0) throw new Error(`prefill: token id ${tokenIds[bad]} at position ${bad} is outside the vocabulary [0, ${o.config.vocabSize}) of config '${o.config.name}'`);
   const feeds = new Map<ValueId, Tensor>([['ids', { dtype: 'i32', shape: [o.tokens], data: tokenIds }], ...extra.feeds(tokenIds)]);
   return { plan, graph, outputs, feeds, weights, tokenIds };
 }

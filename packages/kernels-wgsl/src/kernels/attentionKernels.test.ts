@@ -108,6 +108,12 @@ describe('qsaSelect on the GPU: exact ties, row shards, padding rows', () => {
     }
     // row 99: all 9 blocks scoring 8, then 7 of the 8 scoring 4 (block 22 is left out)
     expect(Array.from(got.subarray(99 * 16, 100 * 16))).toEqual([0, 1, 3, 4, 6, 7, 9, 10, 12, 13, 15, 16, 18, 19, 21, 24]);
+    // the dump's kept counts: 4 per listed block plus the tail; counted by hand here, since
+    // a row keeps min(16, visible) blocks: row 3 sees 1 block (4 keys), row 66 sees 16 (64 +
+    // 3 tail), row 99 keeps 16 of 25 blocks (64) plus its empty tail
+    const [kept] = await expectSameBits('qsaKeptCount', [blocks], { compressRatio: ix.compressRatio });
+    const k = kept.data as Int32Array;
+    expect([k[0], k[2], k[3], k[66], k[67], k[99]]).toEqual([1, 3, 4, 67, 64, 64]);
   });
 
   it("a rank's row shard (r0 = 76, 38 rows, 14 of them past T) is the replicated selection's rows, then -1", async () => {

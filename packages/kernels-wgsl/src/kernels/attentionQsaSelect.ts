@@ -166,3 +166,28 @@ export const qsaSelectPlanner: KernelPlanner = (inputs, outputs, attrs) => {
     dispatches: [flatDispatch(`qsa-scores-h${nh}d${dh}`, scoresWgsl(nh, dh), [readInput(0), readInput(1), writeScratch(SCORES)], rows * nb, SCORE_WG, scoreUniforms), selectDispatch],
   };
 };
+
+/** qsaKeptCount: one invocation per row t: ratio * (listed blocks) + the tail t + 1 - floor((t+1)/ratio)*ratio. */
+const KEPT_WGSL = `struct U { rows: u32, width: u32, ratio: u32, groupsX: u32 }
+@group(0) @binding(0) var<storage, read> blocks: array<i32>;
+@group(0) @binding(1) var<storage, read_write> kept: array<i32>;
+@group(0) @binding(2) var<uniform> u: U;
+${flatMain(
+  WG,
+  'u.rows',
+  `var listed = 0u;
+  for (var i = 0u; i < u.width; i++) { if (blocks[inv * u.width + i] >= 0) { listed++; } }
+  let p = inv + 1u;
+  kept[inv] = i32(listed * u.ratio + p - (p / u.ratio) * u.ratio);`,
+)}`;
+
+export const qsaKeptCountPlanner: KernelPlanner = (inputs, outputs, attrs) => {
+  const op = 'qsaKeptCount';
+  const ratio = requireIntAttr(attrs, 'compressRatio', op, 1);
+  const blocks = inputs[0];
+  if (!blocks || blocks.dtype !== 'i32' || blocks.shape.length !== 2) throw new Error(`${op}: input blocks must be i32 [T, width]`);
+  const [rows, width] = blocks.shape;
+  requirePort(outputs[0], `${op}: output kept`, 'i32', [rows]);
+  if (rows === 0) return { scratch: [], dispatches: [] };
+  return { scratch: [], dispatches: [flatDispatch('qsa-kept-count', KEPT_WGSL, [readInput(0), writeOutput(0)], rows, WG, [rows, width, ratio])] };
+};

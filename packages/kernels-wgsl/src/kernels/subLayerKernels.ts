@@ -6,7 +6,7 @@ import { attnCausalQsaPlanner } from './attentionCausalQsa.ts';
 import { attnHeadNormRopeBf16Planner } from './attentionHeadNormRope.ts';
 import { attnOutputGatePlanner } from './attentionOutputGate.ts';
 import { qsaBlockKeysPlanner } from './attentionQsaBlockKeys.ts';
-import { qsaSelectPlanner } from './attentionQsaSelect.ts';
+import { qsaKeptCountPlanner, qsaSelectPlanner } from './attentionQsaSelect.ts';
 import { gdnConvSiluPlanner } from './gdnConvSilu.ts';
 import { gdnGatedNormPlanner } from './gdnGatedNorm.ts';
 import { gdnGatesPlanner } from './gdnGates.ts';
@@ -20,6 +20,7 @@ export const GDN_ATTENTION_WGSL_KERNELS: KernelsFor<KernelPlanner> = {
   attnHeadNormRopeBf16: attnHeadNormRopeBf16Planner,
   qsaBlockKeys: qsaBlockKeysPlanner,
   qsaSelect: qsaSelectPlanner,
+  qsaKeptCount: qsaKeptCountPlanner,
   attnCausalQsa: attnCausalQsaPlanner,
   attnOutputGate: attnOutputGatePlanner,
 };

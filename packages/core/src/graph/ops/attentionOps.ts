@@ -89,6 +89,20 @@ export const qsaSelect = defineOp({
   },
 });
 
+export const qsaKeptCount = defineOp({
+  name: 'qsaKeptCount',
+  doc: 'Keys each query row t (position t) attends to: ratio * (blocks listed in row t, entries >= 0) + the tail (t + 1 - floor((t+1)/ratio)*ratio). blocks i32 [T, width] as qsaSelect writes them; out i32 [T]. Exact; the dump\'s attn.kept.',
+  inputs: [{ name: 'blocks', dtypes: ['i32'] }],
+  outputs: [{ name: 'kept', dtypes: ['i32'] }],
+  attrs: { compressRatio: { kind: 'int', min: 1 } },
+  opClass: 'data',
+  shape: (ins) => {
+    const r = new ShapeRule('qsaKeptCount');
+    const [rows] = r.matrix(r.port(ins, 0, 'blocks'), 'blocks');
+    return [info([rows], 'i32')];
+  },
+});
+
 export const attnCausalQsa = defineOp({
   name: 'attnCausalQsa',
   doc: "o = bf(softmax(q k^T * scale) v) per query head over row t's kept keys (the tokens of its listed blocks, then the tail floor((t+1)/ratio)*ratio..t, ascending; blocks i32 [T, width] as qsaSelect writes them), GQA map h -> h / (heads/kvHeads); fp32 two-pass softmax (max, exp, sum in key order), o = fr(sum_j p_j v_j) / l. Equal to dense causal attention when no row drops a block.",

@@ -48,6 +48,20 @@ export const attentionKernels: CpuKernelTable = {
       const kb = qsaBlockKeys(kRaw.data as Uint16Array, w.data as Uint16Array, cos.data as Uint16Array, sin.data as Uint16Array, T, { stride: headDim, offset: 0 }, d);
       return [tensor('bf16', [Math.floor(T / compressRatio), headDim], kb)];
     },
+    qsaKeptCount: (inputs, attrs) => {
+      const op = 'qsaKeptCount';
+      const ratio = attr(attrs, 'compressRatio', op);
+      const blocks = input(inputs, 0, 'blocks', op, 'i32');
+      const [rows, width] = blocks.shape;
+      const b = blocks.data as Int32Array;
+      const kept = new Int32Array(rows);
+      for (let t = 0; t < rows; t++) {
+        let listed = 0;
+        for (let i = 0; i < width; i++) if (b[t * width + i] >= 0) listed++;
+        kept[t] = listed * ratio + (t + 1 - Math.floor((t + 1) / ratio) * ratio);
+      }
+      return [tensor('i32', [rows], kept)];
+    },
     qsaSelect: (inputs, attrs) => {
       const op = 'qsaSelect';
       const [r0, tokens, nHeads, headDim, compressRatio, width] = ['r0', 'tokens', 'nHeads', 'headDim', 'compressRatio', 'width'].map((n) => attr(attrs, n, op));
