@@ -4,7 +4,7 @@ import { SP_MIN_TOKENS_DEFAULT, SP_MIN_TOKENS_ENV } from '@hcsp/core';
 export const DEFAULT_CONFIG = 'small';
 export const DEFAULT_TP = '4';
 
-export const CONFIG_HELP = `model configuration: flash-next (the production model), small, tiny (default: ${DEFAULT_CONFIG})`;
+export const CONFIG_HELP = `model configuration: a preset (flash-next, the production model; small; tiny) or a Hugging Face config.json or model folder (default: ${DEFAULT_CONFIG})`;
 export const TP_HELP = `tensor-parallel size, a positive integer dividing the head counts (default: ${DEFAULT_TP})`;
 
 /** The environment section of --help for commands that apply the SP gate. */

@@ -55,10 +55,11 @@ describe('a checkpoint for another config', () => {
 });
 
 describe('file errors name the path', () => {
-  it('a directory given as a checkpoint or an hc input (EISDIR)', async () => {
+  it('a directory given as an hc input (EISDIR), or as a checkpoint folder without shards', async () => {
     const d = join(dir, 'a-directory');
     mkdirSync(d);
-    await expect(runPrefillCommand({ ...prefill, weights: d })).rejects.toThrow(`${d}: is a directory, not a .safetensors file`);
+    // a folder is a model folder for --weights (issue 10); an empty one names what is missing
+    await expect(runPrefillCommand({ ...prefill, weights: d })).rejects.toThrow(`${d}: the model folder has no .safetensors files and no model.safetensors.index.json`);
     await expect(runHcCommand({ in: d, out: join(dir, 'o.safetensors'), contract: 'atom' })).rejects.toThrow(`${d}: is a directory, not a .safetensors file`);
   });
 });
@@ -66,7 +67,7 @@ describe('file errors name the path', () => {
 describe('configs and integers', () => {
   it("Object.prototype's names are unknown configs like any other", async () => {
     for (const name of ['__proto__', 'constructor', 'toString', 'hasOwnProperty']) {
-      const known = `unknown config '${name}' (known: flash-next, small, tiny)`;
+      const known = `unknown config '${name}': not a preset (flash-next, small, tiny), a config.json file or a model folder`;
       expect(() => planFromOptions({ tokens: '8', tp: '1', capturing: false, mtp: false, json: true, config: name }, {})).toThrow(known);
       await expect(runPrefillCommand({ ...prefill, config: name })).rejects.toThrow(known);
     }
@@ -143,7 +144,7 @@ describe('plan and prefill defaults', () => {
   it('are the same config and tp, stated in --help, which also names the variable', () => {
     for (const name of ['plan', 'prefill'] as const) {
       const text = help(name).replace(/\s+/g, ' ');
-      expect(text, name).toMatch(/--config <name> model configuration: flash-next \(the production model\), small, tiny \(default: small\)/);
+      expect(text, name).toMatch(/--config <name> model configuration: a preset \(flash-next, the production model; small; tiny\) or a Hugging Face config\.json or model folder \(default: small\)/);
       expect(text, name).toMatch(/--tp <\w+> tensor-parallel size, a positive integer dividing the head counts \(default: 4\)/);
       expect(text, name).toContain(`Environment: ${SP_MIN_TOKENS_ENV} token floor of the sequence-parallel gate`);
     }

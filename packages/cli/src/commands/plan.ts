@@ -1,7 +1,8 @@
 // `hcsp plan`: the sequence-parallel plan of one forward (gate decision, shards, padding,
 // quantization path, exit gather), as JSON or a short summary.
 import type { Command } from 'commander';
-import { getConfig, readSpFloor } from '@hcsp/core';
+import { readSpFloor } from '@hcsp/core';
+import { resolveModelConfig } from '@hcsp/core/node';
 import type { SpFloor, SpPlan } from '@hcsp/core';
 import { CONFIG_HELP, DEFAULT_CONFIG, DEFAULT_TP, SP_ENV_HELP, TP_HELP } from '../defaults.ts';
 import { parseIntStrict, parseLayerRange } from '../parseArgs.ts';
@@ -23,7 +24,7 @@ interface PlanOptions {
  * well-formed) even when --sp-min-tokens overrides it; the reason names whichever set the floor.
  */
 export function planFromOptions(opts: PlanOptions, env: Record<string, string | undefined>): SpPlan {
-  const config = getConfig(opts.config);
+  const config = resolveModelConfig(opts.config);
   const tokens = parseIntStrict(opts.tokens, '--tokens', { min: 1 });
   const tp = parseIntStrict(opts.tp, '--tp', { min: 1 });
   const fromEnv = readSpFloor(env);

@@ -1,11 +1,13 @@
-// `hcsp prefill`: a prefill of T seeded tokens through the decoder stack on tp simulated
-// ranks, on the chosen backend, with the SP plan applied (or forced on/off for testing).
+// `hcsp prefill`: a prefill of T tokens (seeded, or a prompt's ids) through the decoder stack
+// on tp simulated ranks, on the chosen backend, with the SP plan applied (or forced on/off
+// for testing); optionally a golden dump of the named intermediate values.
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import {
   CpuBackend,
-  getConfig,
+  FP8_FORMATS,
   MODEL_SUB_LAYERS,
   modelWeightSpecs,
   preparePrefill,
@@ -13,15 +15,19 @@ import {
   REDUCE_ALGORITHMS,
   runOnce,
   STAND_IN_SUB_LAYERS,
-  validateTp,
+  type Fp8Format,
   type ReduceAlgorithm,
   type RunResult,
   type SpMode,
   type Tensor,
 } from '@hcsp/core';
-import { SafetensorsWeightSource } from '@hcsp/core/node';
+import { CheckpointProblemsError, openCheckpoint, resolveModelConfig, unusedTensorsWarning, type CheckpointWeightSource } from '@hcsp/core/node';
 import { backendNames, createBackend, findBackend } from '@hcsp/backends';
-import { checkCheckpoint } from '../checkpoint/weightProblems.ts';
+import { checkpointProblemsError } from '../checkpoint/weightProblems.ts';
+import { dumpTensors, qsaDropStats } from './prefillDump.ts';
+import { resolveOutputTarget } from '../output/outputTarget.ts';
+import { writeOutput } from '../output/safeOutputFile.ts';
+import { layoutSafetensors } from '@hcsp/core';
 import { describeNonFinite, NonFiniteWatch } from '../checkpoint/nonFinite.ts';
 import { CONFIG_HELP, DEFAULT_CONFIG, DEFAULT_TP, SP_ENV_HELP, TP_HELP } from '../defaults.ts';
 import { checkMemory, MAX_MEMORY_HELP, memoryLimit } from '../guards/memoryGuard.ts';
@@ -35,7 +41,7 @@ interface PrefillCliOptions {
   backend: string;
   config: string;
   tp: string;
-  tokens: string;
+  tokens?: string;
   sp: string;
   reduce: string;
   seed: string;
@@ -45,6 +51,26 @@ interface PrefillCliOptions {
   maxMemory?: string;
   quiet?: boolean;
   rejectNonfinite?: boolean;
+  ids?: string;
+  dump?: string;
+  fp8?: string;
+  qsaSelection?: string;
+  logits?: string;
+  mtpDrafter?: string;
+}
+
+/** A prompt's token ids: a JSON array of integers, each inside the vocabulary. */
+function readTokenIds(path: string, vocabSize: number): Int32Array {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (e) {
+    throw new Error(`--ids ${path}: ${(e as NodeJS.ErrnoException).code === 'EISDIR' ? 'is a directory' : (e as Error).message}`);
+  }
+  if (!Array.isArray(parsed) || parsed.length === 0) throw new Error(`--ids ${path}: expected a non-empty JSON array of token ids`);
+  const bad = parsed.findIndex((v) => !(Number.isSafeInteger(v) && v >= 0 && v < vocabSize));
+  if (bad >= 0) throw new Error(`--ids ${path}: token ${bad} is ${JSON.stringify(parsed[bad])}, not an integer in [0, ${vocabSize})`);
+  return Int32Array.from(parsed as number[]);
 }
 
 function sha256(t: Tensor): string {
@@ -58,29 +84,62 @@ function oneOf<T extends string>(v: string, allowed: readonly T[], name: string)
 
 export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string> {
   const backendName = findBackend(opts.backend).name;
-  const config = getConfig(opts.config);
+  const config = resolveModelConfig(opts.config);
   const tp = parseIntStrict(opts.tp, '--tp', { min: 1 });
-  const tokens = parseIntStrict(opts.tokens, '--tokens', { min: 1 });
+  const ids = opts.ids ? readTokenIds(opts.ids, config.vocabSize) : undefined;
+  const tokens = ids ? ids.length : parseIntStrict(opts.tokens ?? '1100', '--tokens', { min: 1 });
+  if (ids && opts.tokens !== undefined && parseIntStrict(opts.tokens, '--tokens', { min: 1 }) !== ids.length) {
+    throw new Error(`--tokens ${opts.tokens} disagrees with the ${ids.length} ids in --ids ${opts.ids}`);
+  }
+  const fp8 = opts.fp8 === undefined ? null : oneOf<Fp8Format>(opts.fp8, Object.keys(FP8_FORMATS) as Fp8Format[], '--fp8');
+  const qsaSelection = oneOf(opts.qsaSelection ?? 'replicated', ['replicated', 'row-sharded'] as const, '--qsa-selection') === 'row-sharded' ? 'rowSharded' : 'replicated';
+  const logits = oneOf(opts.logits ?? 'last', ['last', 'all'] as const, '--logits');
+  const mtpDrafter = oneOf(opts.mtpDrafter ?? 'gathered', ['gathered', 'sharded'] as const, '--mtp-drafter');
+  const dumpTarget = opts.dump ? resolveOutputTarget(opts.dump, '--dump', [opts.weights, opts.ids].filter((p): p is string => p !== undefined)) : null;
   const seed = parseIntStrict(opts.seed, '--seed', { min: 0 });
   const sp = oneOf<SpMode>(opts.sp, ['auto', 'on', 'off'], '--sp');
   const reduce = oneOf<ReduceAlgorithm>(opts.reduce, REDUCE_ALGORITHMS, '--reduce');
   const stack = oneOf(opts.stack, ['model', 'hc-only'] as const, '--stack');
-  validateTp(config, tp);
   // Read in every --sp mode: a malformed variable is an error even where it has no effect.
   const floor = readSpFloor(process.env);
   const limit = memoryLimit(opts.maxMemory);
   const subLayers = stack === 'model' ? MODEL_SUB_LAYERS : STAND_IN_SUB_LAYERS;
-  let checkpoint: SafetensorsWeightSource | undefined;
+  let checkpoint: CheckpointWeightSource | undefined;
   let watch: NonFiniteWatch | undefined;
   try {
     if (opts.weights) {
-      checkpoint = SafetensorsWeightSource.open(opts.weights);
-      checkCheckpoint(checkpoint, modelWeightSpecs(config, subLayers), opts.weights, `config '${config.name}' (${stack} stack)`);
+      try {
+        const opened = openCheckpoint(opts.weights, config, { specs: modelWeightSpecs(config, subLayers) });
+        checkpoint = opened.source;
+        const unused = unusedTensorsWarning(opened.unused);
+        if (unused) process.stderr.write(`hcsp: warning: ${opts.weights}: ${unused}\n`);
+      } catch (e) {
+        if (e instanceof CheckpointProblemsError) throw checkpointProblemsError(e.problems, opts.weights, `config '${config.name}' (${stack} stack)`);
+        throw e;
+      }
       watch = new NonFiniteWatch(checkpoint, opts.weights, opts.rejectNonfinite === true);
     }
     const estimate = estimatePrefillMemory({ config, tokens, tp, sp, reduce, subLayers, env: process.env, checkpoint: watch !== undefined });
     checkMemory(`prefill of ${config.name} at tp ${tp} with T ${tokens}`, estimate, limit);
-    const prepared = preparePrefill({ config, tokens, tp, sp, reduce, seed, subLayers, weights: watch, env: process.env });
+    const prepared = preparePrefill({
+      config,
+      tokens,
+      tp,
+      sp,
+      reduce,
+      seed,
+      subLayers,
+      weights: watch,
+      env: process.env,
+      ids,
+      fp8,
+      qsaSelection,
+      logits,
+      mtpDrafter,
+      dump: dumpTarget !== null,
+    });
+    // rank 0's selection of every QSA layer, to count what the indexer dropped
+    const selections = prepared.graph.nodes.filter((n) => n.op === 'attnCausalQsa' && n.rank === 0).map((n) => ({ layer: n.layer, id: n.inputs[3]! }));
     const reason =
       sp === 'off'
         ? SP_OFF_REASON
@@ -92,7 +151,8 @@ export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string
     const progress = nodeProgress(`prefill ${config.name} tp${tp} T=${tokens}`, { quiet: opts.quiet });
     const run = async (): Promise<RunResult> => {
       try {
-        return await runOnce(backend, prepared.graph, prepared.feeds, prepared.weights, { onNode: progress.onNode });
+        const keep = [...selections.map((s) => s.id), ...Object.values(prepared.outputs.dumpValues), ...(prepared.outputs.mtp ? [prepared.outputs.mtp.logits, prepared.outputs.mtp.draftTokens] : []), prepared.outputs.logits, prepared.outputs.nextTokens];
+        return await runOnce(backend, prepared.graph, prepared.feeds, prepared.weights, { onNode: progress.onNode, keep });
       } finally {
         progress.stop();
         await backend.dispose();
@@ -104,6 +164,13 @@ export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string
     const nonFinite = watch?.found() ?? new Map();
     for (const [name, count] of nonFinite) process.stderr.write(`hcsp: warning: ${opts.weights}: ${describeNonFinite(name, count)}\n`);
     const h = result.values.get(prepared.outputs.h)!;
+    const qsa = qsaDropStats(config, selections.map((s) => ({ layer: s.layer, blocks: result.values.get(s.id)! })));
+    const nextTokens = Array.from(result.values.get(prepared.outputs.nextTokens)!.data as Int32Array);
+    const mtpOut = prepared.outputs.mtp;
+    if (dumpTarget) {
+      const layout = layoutSafetensors(dumpTensors(prepared, result.values), { producer: 'hcsp prefill', config: config.name, tp: String(tp), sp: String(prepared.plan.sp) });
+      await writeOutput(dumpTarget, [layout.header, ...layout.order.map((o) => o.bytes)], '--dump', opts.dump!);
+    }
     const mtp = prepared.outputs.mtpState ? result.values.get(prepared.outputs.mtpState)! : null;
     const { seconds, hcRowsPerRank, commBytesPerRank } = result.stats;
     const summary = {
@@ -125,6 +192,17 @@ export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string
       memoryEstimateBytes: estimate.bytes,
       seconds,
       tokensPerSecond: tokens / seconds,
+      ids: opts.ids ? resolve(opts.ids) : `seeded (seed ${seed})`,
+      fp8,
+      quant: fp8 ? prepared.plan.quant : null,
+      qsaSelection,
+      qsa,
+      logits,
+      logitsSha256: sha256(result.values.get(prepared.outputs.logits)!),
+      nextTokens,
+      mtpLogitsSha256: mtpOut ? sha256(result.values.get(mtpOut.logits)!) : null,
+      mtpDraftTokens: mtpOut ? Array.from(result.values.get(mtpOut.draftTokens)!.data as Int32Array) : null,
+      dump: opts.dump ? (dumpTarget?.kind === 'stdout' ? '-' : resolve(opts.dump)) : null,
       outputSha256: sha256(h),
       mtpStateSha256: mtp ? sha256(mtp) : null,
       hcRowsPerRank,
@@ -135,7 +213,8 @@ export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string
       `prefill ${config.name} (${stack}) on ${summary.device}: T=${tokens}, tp=${tp}, SP ${summary.sp ? `on (C=${summary.chunk} rows/rank from layer ${summary.spStartLayer})` : `off (${summary.reason})`}, reduce=${reduce}`,
       `  weights: ${summary.weights}${nonFinite.size > 0 ? ` (${nonFinite.size} tensors hold NaN/Inf)` : ''}`,
       `  ${seconds.toFixed(3)} s, ${summary.tokensPerSecond.toFixed(1)} tokens/s`,
-      `  output sha256 ${summary.outputSha256}`,
+      `  output sha256 ${summary.outputSha256}; next token ${nextTokens.at(-1)}`,
+      `  QSA: ${qsa.layers} layers, ${qsa.rowsDropping} of ${tokens} rows drop tokens, ${qsa.droppedPairs} (query, key) pairs dropped per layer`,
       `  HC rows per rank: ${hcRowsPerRank.join(', ')}`,
       `  bytes sent per rank: all-reduce ${commBytesPerRank[0].allReduce}, all-gather ${commBytesPerRank[0].allGather}, reduce-scatter ${commBytesPerRank[0].reduceScatter}`,
     ];
@@ -152,11 +231,17 @@ export function registerPrefill(program: Command): void {
     .addOption(new Option('--backend <name>', `executor: ${backendNames().join('|')}`).default('cpu'))
     .option('--config <name>', CONFIG_HELP, DEFAULT_CONFIG)
     .option('--tp <n>', TP_HELP, DEFAULT_TP)
-    .option('--tokens <n>', 'tokens in the prefill', '1100')
+    .option('--tokens <n>', 'tokens in the prefill (default 1100, or the length of --ids)')
+    .option('--ids <file.json>', "a prompt's token ids: a JSON array of integers (default: seeded ids)")
+    .option('--dump <file.safetensors>', 'write the golden dump (README: "Golden dumps"), gathered to all T rows; - for stdout')
+    .option('--fp8 <format>', 'the FP8 PTPC path on the GDN input projection: e4m3fnuz (MI300/MI308X) | e4m3fn')
+    .option('--qsa-selection <mode>', 'replicated (every rank selects for all rows, as ATOM) | row-sharded (each rank its SP rows, all-gathered)', 'replicated')
+    .option('--logits <rows>', 'last (the last position) | all', 'last')
+    .option('--mtp-drafter <mode>', "where the MTP head's HC work runs under SP: gathered | sharded", 'gathered')
     .option('--sp <mode>', 'auto (the production gate, see Environment) | on (force sharding) | off', 'auto')
     .option('--reduce <alg>', `reduction order of the collectives: ${REDUCE_ALGORITHMS.join('|')}`, 'ring')
     .option('--seed <n>', 'seed of the token ids and synthetic weights', '0')
-    .option('--weights <file>', 'a .safetensors checkpoint (or *.index.json) with Hugging Face names (default: synthetic weights)')
+    .option('--weights <path>', 'a Hugging Face model folder, its model.safetensors.index.json, or one .safetensors file (default: synthetic weights)')
     .option('--stack <kind>', 'model (the real sub-layers) | hc-only (HC steps around a stand-in row-parallel linear)', 'model')
     .option('--max-memory <size>', MAX_MEMORY_HELP)
     .option('--reject-nonfinite', 'refuse checkpoint weights holding NaN or Inf (default: warn on stderr)')

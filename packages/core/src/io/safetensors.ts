@@ -350,13 +350,39 @@ export interface SafetensorsLayout {
 }
 
 /** Header and data order for a set of tensors, laid out as the reference serializer does. */
-export function layoutSafetensors(tensors: ReadonlyMap<string, Tensor>, metadata: Readonly<Record<string, string>> = {}): SafetensorsLayout {
+/**
+ * A tensor of a file dtype hcsp computes with no tensor type for (int64 ids in a dump, the
+ * PLE's int64 buffers): its little-endian bytes as they go into the file.
+ */
+export interface RawFileTensor {
+  fileDtype: SafetensorsDtype;
+  shape: readonly number[];
+  bytes: Uint8Array;
+}
+
+/** int64 values as a RawFileTensor. */
+export function int64FileTensor(shape: readonly number[], values: ArrayLike<number>): RawFileTensor {
+  requireLittleEndianHost();
+  const data = BigInt64Array.from(Array.from(values, (v) => BigInt(v)));
+  if (data.length !== numel(shape)) throw new Error(`int64 tensor: ${data.length} values for shape ${shapeStr(shape)}`);
+  return { fileDtype: 'I64', shape, bytes: new Uint8Array(data.buffer) };
+}
+
+function fileBytesOf(name: string, t: Tensor | RawFileTensor): { st: SafetensorsDtype; bytes: Uint8Array } {
+  if ('fileDtype' in t) {
+    if (t.bytes.length !== numel(t.shape) * safetensorsItemBytes(t.fileDtype)) throw new Error(`tensor '${name}': ${t.bytes.length} bytes for ${t.fileDtype}${shapeStr(t.shape)}`);
+    return { st: t.fileDtype, bytes: t.bytes };
+  }
+  return { st: FROM_CORE_DTYPE[t.dtype], bytes: tensorBytes(name, t) };
+}
+
+export function layoutSafetensors(tensors: ReadonlyMap<string, Tensor | RawFileTensor>, metadata: Readonly<Record<string, string>> = {}): SafetensorsLayout {
   for (const [k, v] of Object.entries(metadata)) {
     if (typeof v !== 'string') throw new Error(`safetensors metadata '${k}': value must be a string, got ${JSON.stringify(v)}`);
   }
   const items = [...tensors].map(([name, t]) => {
     if (name === '' || name === '__metadata__') throw new Error(`tensor name ${JSON.stringify(name)} is not allowed`);
-    return { name, t, st: FROM_CORE_DTYPE[t.dtype], bytes: tensorBytes(name, t) };
+    return { name, t, ...fileBytesOf(name, t) };
   });
   const rank = (d: SafetensorsDtype): number => DTYPE_ORDER.indexOf(d);
   items.sort((a, b) => rank(b.st) - rank(a.st) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -377,7 +403,7 @@ export function layoutSafetensors(tensors: ReadonlyMap<string, Tensor>, metadata
 }
 
 /** The whole file in memory (small files, browsers); large files go through safetensorsFile.ts. */
-export function serializeSafetensors(tensors: ReadonlyMap<string, Tensor>, metadata?: Readonly<Record<string, string>>): Uint8Array {
+export function serializeSafetensors(tensors: ReadonlyMap<string, Tensor | RawFileTensor>, metadata?: Readonly<Record<string, string>>): Uint8Array {
   const layout = layoutSafetensors(tensors, metadata);
   const out = new Uint8Array(layout.fileBytes);
   out.set(layout.header, 0);

@@ -4,7 +4,7 @@
 import { closeSync, fstatSync, fsyncSync, openSync, readSync, renameSync, rmSync, statSync, writeSync, type Stats } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { Tensor } from '../tensor/tensor.ts';
-import { layoutSafetensors, SafetensorsReader, type ByteSource } from './safetensors.ts';
+import { layoutSafetensors, SafetensorsReader, type ByteSource, type RawFileTensor } from './safetensors.ts';
 
 // readSync/writeSync take at most 2^31-1 bytes per call; smaller chunks also keep the
 // kernel's copies cache-friendly.
@@ -112,7 +112,7 @@ export function openSafetensorsFile(path: string): SafetensorsFile {
  */
 export function writeSafetensorsFile(
   path: string,
-  tensors: ReadonlyMap<string, Tensor> | Readonly<Record<string, Tensor>>,
+  tensors: ReadonlyMap<string, Tensor | RawFileTensor> | Readonly<Record<string, Tensor | RawFileTensor>>,
   metadata?: Readonly<Record<string, string>>,
 ): void {
   const map = tensors instanceof Map ? tensors : new Map(Object.entries(tensors));

@@ -284,6 +284,16 @@ function bigints(bytes: Uint8Array): bigint[] {
   return [...new BigInt64Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 8)];
 }
 
+/** A checkpoint that does not fit the config: every problem found, so a caller can list them all. */
+export class CheckpointProblemsError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    const shown = problems.slice(0, MAX_PROBLEMS_SHOWN).join('; ');
+    const more = problems.length > MAX_PROBLEMS_SHOWN ? `; and ${problems.length - MAX_PROBLEMS_SHOWN} more` : '';
+    super(`checkpoint: ${problems.length} problem${problems.length > 1 ? 's' : ''}: ${shown}${more}`);
+    this.name = 'CheckpointProblemsError';
+  }
+}
+
 /**
  * Opens a checkpoint for `config`: `path` is a model folder (model.safetensors.index.json,
  * model.safetensors, or every *.safetensors in it), an index, or one .safetensors file.
@@ -465,11 +475,7 @@ function build(raw: SafetensorsWeightSource, path: string, config: ModelConfig, 
     }
   }
 
-  if (problems.length > 0) {
-    const shown = problems.slice(0, MAX_PROBLEMS_SHOWN).join('; ');
-    const more = problems.length > MAX_PROBLEMS_SHOWN ? `; and ${problems.length - MAX_PROBLEMS_SHOWN} more` : '';
-    throw new Error(`checkpoint: ${problems.length} problem${problems.length > 1 ? 's' : ''}: ${shown}${more}`);
-  }
+  if (problems.length > 0) throw new CheckpointProblemsError(problems);
   const fp8Used = [...used].filter((st) => FP8_FORMAT[raw.entry(st).dtype] !== undefined).length;
   const blockScaled = [...used].filter((st) => st.endsWith('.weight_scale_inv')).length;
   const fp8Count = { blocks: blockScaled, global: fp8Used - blockScaled };
