@@ -57,7 +57,8 @@ describe('dev page in Chromium', () => {
     expect(headline).toMatch(/Run a \(SP on, ring\) against run b \(SP off, ring\): \d+ of 18 compared points differ/);
     expect(await page.locator('#run-view .heatmap .diff-cell').count()).toBeGreaterThan(0);
     expect(await page.locator('#run-view td.bad').count()).toBe(0);
-    expect(await page.locator('#run-view table.steps tbody tr').count()).toBe(18);
+    // 18 compared steps, and the MTP head's row (traffic only)
+    expect(await page.locator('#run-view table.steps tbody tr').count()).toBe(19);
     if (process.env.DEVPAGE_SCREENSHOT) await page.screenshot({ path: process.env.DEVPAGE_SCREENSHOT, fullPage: true });
     expect(errors).toEqual([]);
   }, 60_000);
@@ -87,7 +88,7 @@ describe('dev page in Chromium', () => {
     const stepCells = await page.locator('#run-view table.steps td.step').allTextContents();
     expect(stepCells.slice(0, 6)).toEqual(['L0.attn (GDN)', 'L0.mlp (MoE)', 'L1.ple (PLE)', 'L1.attn (GDN)', 'L1.mlp (MoE)', 'L2.attn (GDN)']);
     expect(stepCells).toContain('L3.attn (attention)');
-    expect(stepCells.at(-1)).toBe('exit');
+    expect(stepCells.slice(-2)).toEqual(['exit', 'mtp']);
     const lineLabels = await page.locator('#run-view .heatmap text.lane-label').allTextContents();
     expect(lineLabels).toContain('L1.ple (PLE)');
     expect(lineLabels).toContain('L7.attn (attention)');

@@ -24,7 +24,8 @@ describe('runComparison (tiny, full model)', () => {
     const rows = stepTable(r);
     expect(rows.map((x) => x.step).slice(0, 4)).toEqual(['L0.attn', 'L0.mlp', 'L1.ple', 'L1.attn']);
     expect([rows[2].a, rows[2].b, rows[2].diffs.length]).toEqual([null, null, 1]);
-    expect(rows).toHaveLength(TINY.numLayers * 2 + 2);
+    // two steps per layer, the PLE step, the exit and the MTP head
+    expect(rows).toHaveLength(TINY.numLayers * 2 + 3);
   });
 
   it('is bit-identical at tp 2 (ring) and with the one-shot sum at tp 4', async () => {

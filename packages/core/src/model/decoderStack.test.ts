@@ -93,10 +93,13 @@ describe('decoder stack (PLE, GatedDeltaNet, attention, MoE) on the CPU referenc
     console.log(`tp 4 ring SP on vs off, small model stack T=${T}: ${e.differing}/${e.count} differ, max ${e.maxRowUlp.toFixed(3)} row-scale ulps`);
     expect(e.differing).toBeGreaterThan(0);
     // Reordered bf16 sums move each sub-layer output by ~1 ulp; the streams carry those
-    // through 12 sharded sub-layers (and GDN/attention mix them across rows). Measured with
-    // this seed: 5 row-scale ulps. Allowance: 8, i.e. less than one ulp per 1.5 sharded
-    // sub-layers; a wrong order or a lost row would be thousands.
-    expect(e.maxRowUlp).toBeLessThanOrEqual(8);
+    // through 12 sharded sub-layers (and GDN/attention mix them across rows). Measured on
+    // the model as the reference rounds it (bf16 RoPE products, the PLE gate's rounding
+    // points, QSA): seeds 1-8 give 5.0, 6.75, 9.5, 5.25, 4.63, 4.5, 7.39, 5.5 row-scale
+    // ulps (this test's seed 3 is the largest; it was 5 before those rounding points).
+    // Allowance: 12, one ulp per sharded sub-layer; a wrong order or a lost row would be
+    // thousands.
+    expect(e.maxRowUlp).toBeLessThanOrEqual(12);
     // one-shot (fp32, rank order) adds the same way in all-reduce and reduce-scatter
     const a = await run(4, 'on', 'oneshot');
     const b = await run(4, 'off', 'oneshot');
