@@ -2,23 +2,15 @@
 // test file, the backend's own (so kernels are tested with the buffers, padding and device
 // limits the backend uses), ops run as one-node graphs through the backend and compared bit
 // for bit with the CPU reference, and raw plans run on the backend's device.
-import { CpuBackend, f32ArrayToBf16, getOpDef, GraphBuilder, runOnce, type Graph, type OpName, type Rng, type Tensor, type ValueId, type WeightSource } from '@hcsp/core';
+import { CpuBackend, f32ArrayToBf16, getOpDef, GraphBuilder, runOnce, type Graph, type OpName, type Rng, type Tensor, type ValueId } from '@hcsp/core';
 import { ChromiumHost } from '@hcsp/backend-webgpu';
 import { storageWords, type KernelPlan, type KernelPlanner, type TensorInfo } from '@hcsp/kernels-wgsl';
 import { afterAll, beforeAll, expect } from 'vitest';
+import { NO_WEIGHTS } from './noWeights.ts';
 import { bitDiff, elementBits, tensorBits, tensorInfo, tensorWords, type ElementBits } from './elementBits.ts';
 
 export { bitDiff, elementBits, tensorBits, tensorInfo, tensorWords, type ElementBits };
 
-const NO_WEIGHTS: WeightSource = {
-  has: () => false,
-  info: (name) => {
-    throw new Error(`kernel test: no weight '${name}'`);
-  },
-  read: async (name) => {
-    throw new Error(`kernel test: no weight '${name}'`);
-  },
-};
 
 /** Launches the host before the file's tests and closes it after; call at the top level of a test file. */
 export function useChromiumGpu(): () => ChromiumHost {

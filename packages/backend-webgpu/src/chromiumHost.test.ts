@@ -1,32 +1,14 @@
-import type { Graph, GraphNode, RunResult, Tensor, ValueDecl, ValueId, WeightSource } from '@hcsp/core';
+import type { Graph, GraphNode, Tensor, ValueDecl, ValueId } from '@hcsp/core';
 import { f32ToBf16 } from '@hcsp/core';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ChromiumHost, type ChromiumRunOptions } from './chromiumHost.ts';
+import { ChromiumHost } from './chromiumHost.ts';
+import { runOn } from '../../../test/support/chromiumHostRun.ts';
 
 // The Chromium host with the executor's own test kernels (testKernels.ts): real headless
 // Chromium, real SwiftShader WebGPU. Kernel numerics are tested in kernels-wgsl and test/.
 const TEST_KERNELS = { path: fileURLToPath(new URL('../../../test/support/webgpuTestKernels.ts', import.meta.url)), exportName: 'TEST_KERNELS' };
 
-const NO_WEIGHTS: WeightSource = {
-  has: () => false,
-  info: (name) => {
-    throw new Error(`test: no weight '${name}'`);
-  },
-  read: async (name) => {
-    throw new Error(`test: no weight '${name}'`);
-  },
-};
-
-/** Prepares the graph on the host, runs it once, disposes it. */
-async function runOn(host: ChromiumHost, graph: Graph, feeds: Map<ValueId, Tensor>, options?: ChromiumRunOptions): Promise<RunResult> {
-  const prepared = await host.prepare(graph, NO_WEIGHTS);
-  try {
-    return await prepared.run(feeds, options);
-  } finally {
-    await prepared.dispose();
-  }
-}
 
 function graphOf(tp: number, values: ValueDecl[], nodes: Omit<GraphNode, 'id' | 'scope' | 'layer' | 'attrs'>[], outputs: ValueId[]): Graph {
   return {

@@ -1,8 +1,9 @@
-import type { Graph, GraphNode, RunResult, Tensor, ValueDecl, ValueId, WeightSource } from '@hcsp/core';
+import type { Graph, GraphNode, Tensor, ValueDecl, ValueId } from '@hcsp/core';
 import type { Page } from 'playwright-core';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { ChromiumHost, type ChromiumRunOptions } from './chromiumHost.ts';
+import { ChromiumHost } from './chromiumHost.ts';
+import { runOn } from '../../../test/support/chromiumHostRun.ts';
 
 // The Chromium host's failure paths, each triggered for real in headless Chromium
 // (SwiftShader): the device destroyed mid-run, the GPU process crashed mid-run (CDP
@@ -11,25 +12,6 @@ import { ChromiumHost, type ChromiumRunOptions } from './chromiumHost.ts';
 // and nothing may hang: every wait here is bounded far below vitest's timeout.
 const TEST_KERNELS = { path: fileURLToPath(new URL('../../../test/support/webgpuTestKernels.ts', import.meta.url)), exportName: 'TEST_KERNELS' };
 
-const NO_WEIGHTS: WeightSource = {
-  has: () => false,
-  info: (name) => {
-    throw new Error(`test: no weight '${name}'`);
-  },
-  read: async (name) => {
-    throw new Error(`test: no weight '${name}'`);
-  },
-};
-
-/** Prepares the graph on the host, runs it once, disposes it. */
-async function runOn(host: ChromiumHost, graph: Graph, feeds: Map<ValueId, Tensor>, options?: ChromiumRunOptions): Promise<RunResult> {
-  const prepared = await host.prepare(graph, NO_WEIGHTS);
-  try {
-    return await prepared.run(feeds, options);
-  } finally {
-    await prepared.dispose();
-  }
-}
 
 /** Bounds a wait: a hang fails the test after `ms` instead of stalling the suite. */
 function bounded<T>(p: Promise<T>, ms: number, what: string): Promise<T> {

@@ -9,8 +9,7 @@ import { info, num, ShapeRule } from './shapeRules.ts';
 /** Inputs i and i + 1: the bf16 RoPE tables cos, sin [rows, ropeDims/2]. */
 function ropeTablePorts(r: ShapeRule, ins: readonly (ValueInfo | null)[], i: number, ropeDims: number, rows: number): void {
   for (const [at, name] of [[i, 'cos'], [i + 1, 'sin']] as const) {
-    r.matrix(r.port(ins, at, name), name, ropeDims / 2);
-    r.rows(ins[at]!, name, rows);
+    r.mat(ins, at, name, ropeDims / 2, rows);
   }
 }
 
@@ -32,7 +31,7 @@ export const attnHeadNormRopeBf16 = defineOp({
   opClass: 'reduction',
   shape: (ins, a) => {
     const r = new ShapeRule('attnHeadNormRopeBf16');
-    const [rows] = r.matrix(r.port(ins, 0, 'x'), 'x', num(a, 'heads') * num(a, 'stride'));
+    const [rows] = r.mat(ins, 0, 'x', num(a, 'heads') * num(a, 'stride'));
     if (num(a, 'offset') + num(a, 'headDim') > num(a, 'stride')) r.fail('offset + headDim exceeds the head stride');
     checkRopeDims(r, num(a, 'ropeDims'), num(a, 'headDim'));
     r.same(r.port(ins, 1, 'w'), info([num(a, 'headDim')], 'bf16'), 'w');
@@ -55,7 +54,7 @@ export const qsaBlockKeys = defineOp({
   opClass: 'reduction',
   shape: (ins, a) => {
     const r = new ShapeRule('qsaBlockKeys');
-    const [T] = r.matrix(r.port(ins, 0, 'kRaw'), 'kRaw', num(a, 'headDim'));
+    const [T] = r.mat(ins, 0, 'kRaw', num(a, 'headDim'));
     checkRopeDims(r, num(a, 'ropeDims'), num(a, 'headDim'));
     r.same(r.port(ins, 1, 'w'), info([num(a, 'headDim')], 'bf16'), 'w');
     ropeTablePorts(r, ins, 2, num(a, 'ropeDims'), T);
@@ -82,9 +81,8 @@ export const qsaSelect = defineOp({
   opClass: 'reduction',
   shape: (ins, a) => {
     const r = new ShapeRule('qsaSelect');
-    const [rows] = r.matrix(r.port(ins, 0, 'q'), 'q', num(a, 'nHeads') * num(a, 'headDim'));
-    r.matrix(r.port(ins, 1, 'kb'), 'kb', num(a, 'headDim'));
-    r.rows(ins[1]!, 'kb', Math.floor(num(a, 'tokens') / num(a, 'compressRatio')));
+    const [rows] = r.mat(ins, 0, 'q', num(a, 'nHeads') * num(a, 'headDim'));
+    r.mat(ins, 1, 'kb', num(a, 'headDim'), Math.floor(num(a, 'tokens') / num(a, 'compressRatio')));
     return [info([rows, num(a, 'width')], 'i32')];
   },
 });
@@ -98,7 +96,7 @@ export const qsaKeptCount = defineOp({
   opClass: 'data',
   shape: (ins) => {
     const r = new ShapeRule('qsaKeptCount');
-    const [rows] = r.matrix(r.port(ins, 0, 'blocks'), 'blocks');
+    const [rows] = r.mat(ins, 0, 'blocks');
     return [info([rows], 'i32')];
   },
 });
@@ -118,14 +116,12 @@ export const attnCausalQsa = defineOp({
   shape: (ins, a) => {
     const r = new ShapeRule('attnCausalQsa');
     const kv = num(a, 'kvHeads') * num(a, 'headDim');
-    const [rows] = r.matrix(r.port(ins, 0, 'q'), 'q', num(a, 'heads') * num(a, 'headDim'));
+    const [rows] = r.mat(ins, 0, 'q', num(a, 'heads') * num(a, 'headDim'));
     r.split(num(a, 'heads'), num(a, 'kvHeads'), 'GQA heads');
     for (const [i, name] of [[1, 'k'], [2, 'v']] as const) {
-      r.matrix(r.port(ins, i, name), name, kv);
-      r.rows(ins[i]!, name, rows);
+      r.mat(ins, i, name, kv, rows);
     }
-    r.matrix(r.port(ins, 3, 'blocks'), 'blocks', num(a, 'width'));
-    r.rows(ins[3]!, 'blocks', rows);
+    r.mat(ins, 3, 'blocks', num(a, 'width'), rows);
     return [info([rows, num(a, 'heads') * num(a, 'headDim')], 'bf16')];
   },
 });
@@ -142,9 +138,8 @@ export const attnOutputGate = defineOp({
   opClass: 'elementwise',
   shape: (ins, a) => {
     const r = new ShapeRule('attnOutputGate');
-    const [rows] = r.matrix(r.port(ins, 0, 'o'), 'o', num(a, 'heads') * num(a, 'headDim'));
-    r.matrix(r.port(ins, 1, 'qg'), 'qg', num(a, 'heads') * 2 * num(a, 'headDim'));
-    r.rows(ins[1]!, 'qg', rows);
+    const [rows] = r.mat(ins, 0, 'o', num(a, 'heads') * num(a, 'headDim'));
+    r.mat(ins, 1, 'qg', num(a, 'heads') * 2 * num(a, 'headDim'), rows);
     return [info([rows, num(a, 'heads') * num(a, 'headDim')], 'bf16')];
   },
 });

@@ -13,8 +13,8 @@ export const linear = defineOp({
   opClass: 'gemm',
   shape: (ins) => {
     const r = new ShapeRule('linear');
-    const [rows, k] = r.matrix(r.port(ins, 0, 'x'), 'x');
-    const [out] = r.matrix(r.port(ins, 1, 'w'), 'w', k);
+    const [rows, k] = r.mat(ins, 0, 'x');
+    const [out] = r.mat(ins, 1, 'w', k);
     return [info([rows, out], 'bf16')];
   },
 });
@@ -69,7 +69,7 @@ export const embed = defineOp({
     const r = new ShapeRule('embed');
     const ids = r.port(ins, 0, 'ids');
     if (ids.shape.length !== 1) r.fail(`input 'ids' must be 1-D, got [${ids.shape.join(',')}]`);
-    const [, h] = r.matrix(r.port(ins, 1, 'table'), 'table');
+    const [, h] = r.mat(ins, 1, 'table');
     return [info([ids.shape[0], h], 'bf16')];
   },
 });

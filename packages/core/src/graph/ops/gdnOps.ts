@@ -67,11 +67,10 @@ export const gdnRecurrence = defineOp({
     const r = new ShapeRule('gdnRecurrence');
     const kd = num(a, 'keyHeads') * num(a, 'keyDim');
     const vd = num(a, 'valueHeads') * num(a, 'valueDim');
-    const [rows] = r.matrix(r.port(ins, 0, 'qkv'), 'qkv', 2 * kd + vd);
+    const [rows] = r.mat(ins, 0, 'qkv', 2 * kd + vd);
     r.split(num(a, 'valueHeads'), num(a, 'keyHeads'), 'value heads per key head');
     for (const [i, name] of [[1, 'g'], [2, 'beta']] as const) {
-      r.matrix(r.port(ins, i, name), name, num(a, 'valueHeads'));
-      r.rows(ins[i]!, name, rows);
+      r.mat(ins, i, name, num(a, 'valueHeads'), rows);
     }
     return [info([rows, vd], 'bf16')];
   },
@@ -93,8 +92,7 @@ export const gdnGatedNorm = defineOp({
     const o = r.port(ins, 0, 'o');
     r.matrix(o, 'o', num(a, 'heads') * num(a, 'headDim'));
     r.same(r.port(ins, 1, 'z'), o, 'z');
-    const w = r.port(ins, 2, 'w');
-    if (w.shape.join(',') !== `${num(a, 'headDim')}`) r.fail(`input 'w' is [${w.shape.join(',')}], expected [${num(a, 'headDim')}]`);
+    r.vec(ins, 2, 'w', num(a, 'headDim'));
     return [info(o.shape, 'bf16')];
   },
 });

@@ -15,7 +15,7 @@ export const hcExpand = defineOp({
   opClass: 'data',
   shape: (ins, a) => {
     const r = new ShapeRule('hcExpand');
-    const [rows, h] = r.matrix(r.port(ins, 0, 'e'), 'e');
+    const [rows, h] = r.mat(ins, 0, 'e');
     return [info([rows, num(a, 'streams') * h], 'bf16')];
   },
 });
@@ -45,8 +45,7 @@ export const hcCombineNorm = defineOp({
     if (ins[1]) r.rows(ins[1], 'blockOut', rows);
     if (ins[2]) r.matrix(ins[2], 'raw', num(a, 'streams'));
     if (ins[2]) r.rows(ins[2], 'raw', rows);
-    const w = r.port(ins, 3, 'normWeight');
-    if (w.shape.length !== 1 || w.shape[0] !== width) r.fail(`input 'normWeight' is [${w.shape.join(',')}], expected [${width}]`);
+    r.vec(ins, 3, 'normWeight', width);
     return [info(x.shape, 'bf16'), info(x.shape, 'bf16')];
   },
 });
@@ -63,7 +62,7 @@ export const hcScaledSilu = defineOp({
   opClass: 'elementwise',
   shape: (ins, a) => {
     const r = new ShapeRule('hcScaledSilu');
-    const [rows, cols] = r.matrix(r.port(ins, 0, 'd'), 'd');
+    const [rows, cols] = r.mat(ins, 0, 'd');
     const lowRank = num(a, 'lowRank');
     const n = num(a, 'streams');
     if (cols !== lowRank && cols !== lowRank + n) r.fail(`input 'd' has ${cols} columns, expected ${lowRank} or ${lowRank + n}`);
@@ -106,10 +105,8 @@ export const hcCombine = defineOp({
     const x = r.port(ins, 0, 'x');
     const [rows, width] = r.matrix(x, 'x');
     const n = num(a, 'streams');
-    r.matrix(r.port(ins, 1, 'blockOut'), 'blockOut', r.split(width, n, "input 'x'"));
-    r.rows(ins[1]!, 'blockOut', rows);
-    r.matrix(r.port(ins, 2, 'raw'), 'raw', n);
-    r.rows(ins[2]!, 'raw', rows);
+    r.mat(ins, 1, 'blockOut', r.split(width, n, "input 'x'"), rows);
+    r.mat(ins, 2, 'raw', n, rows);
     return [info(x.shape, 'bf16')];
   },
 });

@@ -49,7 +49,7 @@ export const rowBlocksToCols = defineOp({
   opClass: 'data',
   shape: (ins, a) => {
     const r = new ShapeRule('rowBlocksToCols');
-    const [rows, cols] = r.matrix(r.port(ins, 0, 'x'), 'x');
+    const [rows, cols] = r.mat(ins, 0, 'x');
     const parts = num(a, 'parts');
     if (rows % parts !== 0) r.fail(`${rows} rows do not split into ${parts} equal blocks`);
     return [info([rows / parts, parts * cols], 'bf16')];
@@ -65,7 +65,7 @@ export const argmax = defineOp({
   opClass: 'data',
   shape: (ins) => {
     const r = new ShapeRule('argmax');
-    const [rows, vocab] = r.matrix(r.port(ins, 0, 'logits'), 'logits');
+    const [rows, vocab] = r.mat(ins, 0, 'logits');
     if (vocab < 1) r.fail("input 'logits' has no columns");
     return [info([rows], 'i32')];
   },

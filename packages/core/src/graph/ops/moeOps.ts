@@ -16,7 +16,7 @@ export const moeRoute = defineOp({
   opClass: 'reduction',
   shape: (ins, a) => {
     const r = new ShapeRule('moeRoute');
-    const [rows, experts] = r.matrix(r.port(ins, 0, 'logits'), 'logits');
+    const [rows, experts] = r.mat(ins, 0, 'logits');
     if (num(a, 'topK') > experts) r.fail(`topK ${num(a, 'topK')} exceeds the ${experts} experts`);
     return [info([rows, num(a, 'topK')], 'i32'), info([rows, num(a, 'topK')], 'bf16')];
   },
@@ -37,17 +37,15 @@ export const moeExperts = defineOp({
   opClass: 'gemm',
   shape: (ins, a) => {
     const r = new ShapeRule('moeExperts');
-    const [rows, h] = r.matrix(r.port(ins, 0, 'x'), 'x');
+    const [rows, h] = r.mat(ins, 0, 'x');
     const ids = r.port(ins, 1, 'ids');
     r.matrix(ids, 'ids');
     r.rows(ids, 'ids', rows);
     r.same(r.port(ins, 2, 'weights'), ids, 'weights');
     const local = num(a, 'numLocal');
     const i = num(a, 'intermediate');
-    r.matrix(r.port(ins, 3, 'gateUp'), 'gateUp', h);
-    r.rows(ins[3]!, 'gateUp', local * 2 * i);
-    r.matrix(r.port(ins, 4, 'down'), 'down', i);
-    r.rows(ins[4]!, 'down', local * h);
+    r.mat(ins, 3, 'gateUp', h, local * 2 * i);
+    r.mat(ins, 4, 'down', i, local * h);
     return [info([rows, h], 'f32')];
   },
 });
@@ -61,7 +59,7 @@ export const moeSwiGlu = defineOp({
   opClass: 'elementwise',
   shape: (ins) => {
     const r = new ShapeRule('moeSwiGlu');
-    const [rows, cols] = r.matrix(r.port(ins, 0, 'gateUp'), 'gateUp');
+    const [rows, cols] = r.mat(ins, 0, 'gateUp');
     return [info([rows, r.split(cols, 2, "input 'gateUp'")], 'bf16')];
   },
 });
@@ -82,8 +80,7 @@ export const moeCombine = defineOp({
     const shared = r.port(ins, 1, 'shared');
     const [rows] = r.matrix(shared, 'shared');
     r.same(r.port(ins, 0, 'routed'), shared, 'routed');
-    r.matrix(r.port(ins, 2, 'gateLogit'), 'gateLogit', 1);
-    r.rows(ins[2]!, 'gateLogit', rows);
+    r.mat(ins, 2, 'gateLogit', 1, rows);
     return [info(shared.shape, 'bf16')];
   },
 });

@@ -52,8 +52,8 @@ export const pleNgramEmbed = defineOp({
   opClass: 'data',
   shape: (ins) => {
     const r = new ShapeRule('pleNgramEmbed');
-    const [rows, heads] = r.matrix(r.port(ins, 0, 'ids'), 'ids');
-    const [, d] = r.matrix(r.port(ins, 1, 'table'), 'table');
+    const [rows, heads] = r.mat(ins, 0, 'ids');
+    const [, d] = r.mat(ins, 1, 'table');
     return [info([rows, heads * d], 'bf16')];
   },
 });
@@ -73,8 +73,7 @@ export const pleRms1pNorm = defineOp({
     const x = r.port(ins, 0, 'x');
     const [, width] = r.matrix(x, 'x');
     r.split(width, num(a, 'groups'), "input 'x'");
-    const w = r.port(ins, 1, 'weight');
-    if (w.shape.join(',') !== `${width}`) r.fail(`input 'weight' is [${w.shape.join(',')}], expected [${width}]`);
+    r.vec(ins, 1, 'weight', width);
     return [info(x.shape, 'bf16')];
   },
 });
@@ -111,9 +110,8 @@ export const pleGatedValue = defineOp({
   opClass: 'elementwise',
   shape: (ins, a) => {
     const r = new ShapeRule('pleGatedValue');
-    const [rows, h] = r.matrix(r.port(ins, 1, 'value'), 'value');
-    r.matrix(r.port(ins, 0, 'gate'), 'gate', num(a, 'streams'));
-    r.rows(ins[0]!, 'gate', rows);
+    const [rows, h] = r.mat(ins, 1, 'value');
+    r.mat(ins, 0, 'gate', num(a, 'streams'), rows);
     return [info([rows, num(a, 'streams') * h], 'bf16')];
   },
 });

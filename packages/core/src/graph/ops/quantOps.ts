@@ -27,7 +27,7 @@ export const quantFp8PerToken = defineOp({
   opClass: 'quant',
   shape: (ins, a) => {
     const r = new ShapeRule('quantFp8PerToken');
-    const [rows, cols] = r.matrix(r.port(ins, 0, 'x'), 'x');
+    const [rows, cols] = r.mat(ins, 0, 'x');
     return [info([rows, cols], fp8Info(a.format as Fp8Format).dtype), info([rows], 'f32')];
   },
 });
@@ -68,7 +68,7 @@ export const fp8QuantWeightPerChannel = defineOp({
   opClass: 'quant',
   shape: (ins, a) => {
     const r = new ShapeRule('fp8QuantWeightPerChannel');
-    const [out, inF] = r.matrix(r.port(ins, 0, 'w'), 'w');
+    const [out, inF] = r.mat(ins, 0, 'w');
     return [info([out, inF], fp8Info(a.format as Fp8Format).dtype), info([out], 'f32')];
   },
 });

@@ -24,6 +24,20 @@ export class ShapeRule {
     return [v.shape[0], v.shape[1]];
   }
 
+  /** [rows, cols] of the present 2-D input port i, its columns and rows checked when given. */
+  mat(inputs: readonly (ValueInfo | null)[], i: number, name: string, cols?: number, rows?: number): [number, number] {
+    const v = this.port(inputs, i, name);
+    const dims = this.matrix(v, name, cols);
+    if (rows !== undefined) this.rows(v, name, rows);
+    return dims;
+  }
+
+  /** The present input port i must be a vector of `length` elements. */
+  vec(inputs: readonly (ValueInfo | null)[], i: number, name: string, length: number): void {
+    const v = this.port(inputs, i, name);
+    if (v.shape.length !== 1 || v.shape[0] !== length) this.fail(`input '${name}' is [${v.shape.join(',')}], expected [${length}]`);
+  }
+
   /** Rows of a 2-D input that must have `rows` rows. */
   rows(v: ValueInfo, name: string, rows: number): void {
     if (v.shape[0] !== rows) this.fail(`input '${name}' has ${v.shape[0]} rows, expected ${rows}`);
