@@ -1,10 +1,7 @@
 // Test support: rank `rank` of `tp`'s MoE output computed by the math (moeForwardRank) on the
 // rank's weights as resolved from a weight source, the reference the MoE graph and TP tests
 // compare against.
-import type { ModelConfig } from '../../config/modelConfig.ts';
-import type { SyntheticWeightSource } from '../../model/syntheticWeights.ts';
-import { moeForwardRank, type MoeRankResult, type MoeShape } from './moeMath.ts';
-import { moeRankPartition, moeRankWeights } from './moeWeights.ts';
+import { moeForwardRank, moeRankPartition, moeRankWeights, type ModelConfig, type SyntheticWeightSource, type MoeRankResult, type MoeShape } from '@hcsp/core';
 
 /** The rank's MoE result for x [T, hidden] (bf16 bits) at layer `layer`. */
 export function moeRankReference(config: ModelConfig, layer: number, source: SyntheticWeightSource, x: Uint16Array, T: number, rank: number, tp: number): MoeRankResult {

@@ -3,7 +3,7 @@
 // tp=1 output (one fp32 chain, one rounding). Each partial adds its own half-ulp rounding,
 // the final roundings add half an ulp of each result, and the regrouped fp32 chains differ by
 // at most 2 K 2^-24 sum_k |y_k w_k| (K input features).
-import { bf16ToF32, f32ToBf16 } from '../numerics/bf16.ts';
+import { bf16ToF32, f32ToBf16 } from '@hcsp/core';
 
 export interface RowParallelSum {
   /** the one-shot sum of the partials, bf16 [rows, outF] */

@@ -3,16 +3,9 @@
 // must pass against tp=1: a realistic output RMS, the per-head activations before the
 // projection bit-exact (every head is computed in the same order as at tp=1), and the summed
 // partials within the rowParallelSum rounding bound.
+import { GraphBuilder, runOnce, bf16ArrayToF32, compareBf16, CpuBackend, type ValueId, type SyntheticWeightSource, type Tensor } from '@hcsp/core';
 import { beforeAll, expect, it } from 'vitest';
-import type { ValueId } from '../graph/graph.ts';
-import { GraphBuilder } from '../graph/graphBuilder.ts';
-import type { SyntheticWeightSource } from '../model/syntheticWeights.ts';
-import { runOnce } from '../backend/backend.ts';
-import { bf16ArrayToF32 } from '../numerics/bf16.ts';
-import { compareBf16 } from '../numerics/ulp.ts';
-import { CpuBackend } from '../reference/cpuBackend.ts';
-import type { Tensor } from '../tensor/tensor.ts';
-import { rowParallelSum } from './rowParallelSumCheck.ts';
+import { rowParallelSum } from './rowParallelSum.ts';
 
 export interface TpLayerUnderTest {
   /** the label of the logged comparison */

@@ -13,7 +13,7 @@ import { describe, expect, it } from 'vitest';
 // a pthread mutex assertion). If the log says "completed", nodeDevice.ts's refusal of
 // software adapters can be revisited.
 const SWIFTSHADER_ICD = '/usr/lib/chromium/vk_swiftshader_icd.json';
-const CHILD = fileURLToPath(new URL('./dawnCrashChild.ts', import.meta.url));
+const CHILD = fileURLToPath(new URL('../../../test/support/dawnCrashChild.ts', import.meta.url));
 const UPLOAD_BYTES = 4 << 20;
 const BUSY_MS = 100;
 

@@ -80,3 +80,4 @@ export * from './layers/ple/pleHash.ts';
 export { PLE_GATE_SQRT_FLOOR } from './layers/ple/pleMath.ts';
 export * from './graph/validateFeeds.ts';
 export { GDN_L2NORM_EPS } from './layers/gdn/gdnMath.ts';
+export * from './layers/moe/moeMath.ts';

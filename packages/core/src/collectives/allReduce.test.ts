@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { bf16ToF32, f32ToBf16 } from '../numerics/bf16.ts';
-import { mulberry32 } from './mulberry32.ts';
+import { mulberry32 } from '../../../../test/support/mulberry32.ts';
 import { tensor, type Tensor } from '../tensor/tensor.ts';
 import { allReduce } from './allReduce.ts';
 import { reduceScatter } from './reduceScatter.ts';

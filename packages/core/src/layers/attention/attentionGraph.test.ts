@@ -10,7 +10,7 @@ import { CpuBackend } from '../../reference/cpuBackend.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
 import { linearBf16 } from '../linearMath.ts';
 import type { SubLayerContext } from '../subLayerContext.ts';
-import { tpLayerChecks } from '../tpLayerChecks.ts';
+import { tpLayerChecks } from '../../../../../test/support/tpLayerChecks.ts';
 import { attnCausalQsa, attnHeadNormRopeBf16, attnOutputGate } from './attentionMath.ts';
 import { buildAttention, buildAttentionRanks } from './attentionGraph.ts';
 import { attentionRankHeads, attentionRankWeights, attentionWeightSpecs } from './attentionWeights.ts';

@@ -1,5 +1,4 @@
 import { layerKind, type ModelConfig } from '../../config/modelConfig.ts';
-import { validateTp } from '../../config/validate.ts';
 import type { WeightRef } from '../../graph/graph.ts';
 import type { WeightSpec } from '../../model/weightSpec.ts';
 
@@ -53,9 +52,10 @@ export function attentionWeightSpecs(config: ModelConfig, layer: number): Weight
  * kv0 = floor(h0 * kvHeads / heads), kv1 = ceil(h1 * kvHeads / heads).
  */
 export function attentionRankHeads(config: ModelConfig, rank: number, tp: number): { h0: number; h1: number; kv0: number; kv1: number } {
-  validateTp(config, tp);
   if (!Number.isInteger(rank) || rank < 0 || rank >= tp) throw new Error(`attention: rank ${rank} is outside [0, ${tp})`);
   const { numHeads: qh, numKvHeads: kvh } = config.attention;
+  // the user's tp is validated once, by the planner; this guards direct use of the split
+  if (qh % tp !== 0 || (kvh % tp !== 0 && tp % kvh !== 0)) throw new Error(`attention: tp ${tp} does not divide the ${qh} query heads, or neither divides nor is a multiple of the ${kvh} KV heads`);
   const h0 = (rank * qh) / tp;
   const h1 = ((rank + 1) * qh) / tp;
   return { h0, h1, kv0: Math.floor((h0 * kvh) / qh), kv1: Math.ceil((h1 * kvh) / qh) };

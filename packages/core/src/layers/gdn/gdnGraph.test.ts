@@ -12,7 +12,7 @@ import { CpuBackend } from '../../reference/cpuBackend.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
 import { fp8LinearPtpc, quantizeWeightPerChannel } from '../fp8Linear.ts';
 import type { SubLayerContext } from '../subLayerContext.ts';
-import { tpLayerChecks } from '../tpLayerChecks.ts';
+import { tpLayerChecks } from '../../../../../test/support/tpLayerChecks.ts';
 import { buildGdn, fp8QuantizesInput, GDN_FP8_SCALE_ORDER } from './gdnGraph.ts';
 import { gdnRankWeights, gdnWeightSpecs } from './gdnWeights.ts';
 

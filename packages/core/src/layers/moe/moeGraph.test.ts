@@ -8,7 +8,7 @@ import { runOnce } from '../../backend/backend.ts';
 import { CpuBackend } from '../../reference/cpuBackend.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
 import { buildMoe } from './moeGraph.ts';
-import { moeRankReference } from './moeRankReference.ts';
+import { moeRankReference } from '../../../../../test/support/moeRankReference.ts';
 import { moeRankPartition, moeRankWeights, moeWeightSpecs } from './moeWeights.ts';
 
 const config = getConfig('small');

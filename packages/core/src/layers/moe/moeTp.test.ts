@@ -5,7 +5,7 @@ import { bf16ArrayToF32, bf16ToF32, f32ToBf16, roundBf16 } from '../../numerics/
 import { Rng } from '../../numerics/rng.ts';
 import { compareBf16 } from '../../numerics/ulp.ts';
 import { moeForwardRank, type MoeRankResult, type MoeShape } from './moeMath.ts';
-import { moeRankReference } from './moeRankReference.ts';
+import { moeRankReference } from '../../../../../test/support/moeRankReference.ts';
 import { moeRankWeights, moeWeightSpecs } from './moeWeights.ts';
 
 const config = getConfig('small');
