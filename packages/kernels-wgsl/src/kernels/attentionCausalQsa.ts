@@ -18,22 +18,22 @@
 // throws on one) is read as it is, clamped to the buffers by WebGPU's robust access.
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
+import { buf, preamble } from '../wgsl/bindings.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
 import { f32Bits, flatDispatch, flatMain, readInput, requireFloatAttr, requireIntAttr, requirePort, requireRows, writeOutput } from './planParts.ts';
 
 const WG = 32;
 
+const CAUSAL_QSA = preamble(
+  ['heads', 'kvHeads', 'group', 'rows', 'scale', 'ratio', 'width', 'groupsX'],
+  [buf('q', readInput(0)), buf('k', readInput(1)), buf('v', readInput(2)), buf('blocks', readInput(3), 'i32'), buf('o', writeOutput(0))],
+);
+
 function causalQsaWgsl(hd: number): string {
   return `${BF16_WGSL}
 ${FP32_MATH_WGSL}
 const HW: u32 = ${hd / 2}u; // words per head row
-struct U { heads: u32, kvHeads: u32, group: u32, rows: u32, scale: u32, ratio: u32, width: u32, groupsX: u32 }
-@group(0) @binding(0) var<storage, read> q: array<u32>;
-@group(0) @binding(1) var<storage, read> k: array<u32>;
-@group(0) @binding(2) var<storage, read> v: array<u32>;
-@group(0) @binding(3) var<storage, read> blocks: array<i32>;
-@group(0) @binding(4) var<storage, read_write> o: array<u32>;
-@group(0) @binding(5) var<uniform> u: U;
+${CAUSAL_QSA.wgsl}
 var<private> qv: array<f32, ${hd}>;
 fn score(kw: u32, scale: f32) -> f32 {
   var dot: f32 = 0.0;
@@ -105,7 +105,6 @@ export const attnCausalQsaPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   requirePort(outputs[0], `${op}: output o`, 'bf16', [T, heads * hd]);
   const rows = T * heads;
   if (rows === 0) return { scratch: [], dispatches: [] };
-  const bindings = [readInput(0), readInput(1), readInput(2), readInput(3), writeOutput(0)];
   const uniforms = [heads, kvHeads, heads / kvHeads, rows, f32Bits(scale), ratio, width];
-  return { scratch: [], dispatches: [flatDispatch(`attn-causal-qsa-hd${hd}`, causalQsaWgsl(hd), bindings, rows, WG, uniforms)] };
+  return { scratch: [], dispatches: [flatDispatch(`attn-causal-qsa-hd${hd}`, causalQsaWgsl(hd), CAUSAL_QSA.bindings, rows, WG, uniforms)] };
 };

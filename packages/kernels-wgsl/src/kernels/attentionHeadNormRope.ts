@@ -8,28 +8,33 @@
 // c, s the table entries of the row (bf16 products are exact in fp32, so each bf() is the
 // one rounding of torch's bf16 multiply and add). One invocation per (row, head) loads the
 // head into a private array of headDim (compiled in; even, so the row's words are whole),
-// norms it once and writes its words. NORM_ROPE_WGSL is shared with qsaBlockKeys.
+// norms it once and writes its words. normRopeWgsl and normRopeBuffers are shared with qsaBlockKeys.
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL, ROUND_BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
-import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
+import { bf16Buf, buf, type BufferDecl, preamble } from '../wgsl/bindings.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
 import { f32Bits, flatDispatch, flatMain, readInput, requireFloatAttr, requireIntAttr, requirePort, requireRows, writeOutput } from './planParts.ts';
 
 const WG = 64;
 
 /**
+ * The buffers of the norm+RoPE ops: `first` (the source, input port 0), then inputs w, cos
+ * and sin (bf16, read with wAt, cosAt, sinAt) and output y.
+ */
+export function normRopeBuffers(first: BufferDecl): BufferDecl[] {
+  return [first, bf16Buf('w', readInput(1), 'wAt'), bf16Buf('cosT', readInput(2), 'cosAt'), bf16Buf('sinT', readInput(3), 'sinAt'), buf('y', writeOutput(0))];
+}
+
+/**
  * WGSL `fn normRope(yb, tb)`: norms the private head hv[0..HD) (fp32 of bf16 values) with
  * the weights w, ropes it with the table entries cos/sin[tb ..] and writes it as bf16 words
- * into y from element yb (even). Needs BF16_WGSL, ROUND_BF16_WGSL, FP32_MATH_WGSL, buffers
- * w, cosT, sinT (bf16 words) and y, and the uniform fields u.ropeDims and u.eps.
+ * into y from element yb (even). Needs BF16_WGSL, ROUND_BF16_WGSL, FP32_MATH_WGSL, the
+ * buffers of normRopeBuffers and the uniform fields u.ropeDims and u.eps.
  */
 export function normRopeWgsl(hd: number): string {
   return `const HD: u32 = ${hd}u;
 var<private> hv: array<f32, ${hd}>;
 var<private> nv: array<f32, ${hd}>;
-${bf16Element('w', 'wAt')}
-${bf16Element('cosT', 'cosAt')}
-${bf16Element('sinT', 'sinAt')}
 fn ropedAt(d: u32, tb: u32) -> f32 {
   let hr = u.ropeDims / 2u; // half the rotated dims
   if (d < hr) {
@@ -49,18 +54,13 @@ fn normRope(yb: u32, tb: u32) {
 }`;
 }
 
+const HEAD_NORM_ROPE = preamble(['heads', 'stride', 'offset', 'ropeDims', 'rows', 'eps', 'groupsX'], normRopeBuffers(bf16Buf('x', readInput(0), 'xAt')));
+
 function headNormRopeWgsl(hd: number): string {
   return `${BF16_WGSL}
 ${FP32_MATH_WGSL}
 ${ROUND_BF16_WGSL}
-struct U { heads: u32, stride: u32, offset: u32, ropeDims: u32, rows: u32, eps: u32, groupsX: u32 }
-@group(0) @binding(0) var<storage, read> x: array<u32>;
-@group(0) @binding(1) var<storage, read> w: array<u32>;
-@group(0) @binding(2) var<storage, read> cosT: array<u32>;
-@group(0) @binding(3) var<storage, read> sinT: array<u32>;
-@group(0) @binding(4) var<storage, read_write> y: array<u32>;
-@group(0) @binding(5) var<uniform> u: U;
-${bf16Element('x', 'xAt')}
+${HEAD_NORM_ROPE.wgsl}
 ${normRopeWgsl(hd)}
 ${flatMain(
   WG,
@@ -96,7 +96,6 @@ export const attnHeadNormRopeBf16Planner: KernelPlanner = (inputs, outputs, attr
   requirePort(outputs[0], `${op}: output y`, 'bf16', [T, heads * hd]);
   const rows = T * heads;
   if (rows === 0) return { scratch: [], dispatches: [] };
-  const bindings = [readInput(0), readInput(1), readInput(2), readInput(3), writeOutput(0)];
   const uniforms = [heads, stride, offset, ropeDims, rows, f32Bits(eps)];
-  return { scratch: [], dispatches: [flatDispatch(`attn-head-norm-rope-bf16-hd${hd}`, headNormRopeWgsl(hd), bindings, rows, WG, uniforms)] };
+  return { scratch: [], dispatches: [flatDispatch(`attn-head-norm-rope-bf16-hd${hd}`, headNormRopeWgsl(hd), HEAD_NORM_ROPE.bindings, rows, WG, uniforms)] };
 };

@@ -4,25 +4,20 @@
 // RoPE of attnHeadNormRopeBf16 (normRopeWgsl) at position ratio * b.
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL, ROUND_BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
-import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
+import { bf16Buf, preamble } from '../wgsl/bindings.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
-import { checkNormRopeDims, normRopeWgsl } from './attentionHeadNormRope.ts';
-import { f32Bits, flatDispatch, flatMain, readInput, requireFloatAttr, requireIntAttr, requirePort, requireRows, writeOutput } from './planParts.ts';
+import { checkNormRopeDims, normRopeBuffers, normRopeWgsl } from './attentionHeadNormRope.ts';
+import { f32Bits, flatDispatch, flatMain, readInput, requireFloatAttr, requireIntAttr, requirePort, requireRows } from './planParts.ts';
 
 const WG = 64;
+
+const BLOCK_KEYS = preamble(['ratio', 'ropeDims', 'blocks', 'eps', 'groupsX'], normRopeBuffers(bf16Buf('k', readInput(0), 'kAt')));
 
 function blockKeysWgsl(hd: number): string {
   return `${BF16_WGSL}
 ${FP32_MATH_WGSL}
 ${ROUND_BF16_WGSL}
-struct U { ratio: u32, ropeDims: u32, blocks: u32, eps: u32, groupsX: u32 }
-@group(0) @binding(0) var<storage, read> k: array<u32>;
-@group(0) @binding(1) var<storage, read> w: array<u32>;
-@group(0) @binding(2) var<storage, read> cosT: array<u32>;
-@group(0) @binding(3) var<storage, read> sinT: array<u32>;
-@group(0) @binding(4) var<storage, read_write> y: array<u32>;
-@group(0) @binding(5) var<uniform> u: U;
-${bf16Element('k', 'kAt')}
+${BLOCK_KEYS.wgsl}
 ${normRopeWgsl(hd)}
 ${flatMain(
   WG,
@@ -51,6 +46,5 @@ export const qsaBlockKeysPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   const nb = Math.floor(T / ratio);
   requirePort(outputs[0], `${op}: output kb`, 'bf16', [nb, hd]);
   if (nb === 0) return { scratch: [], dispatches: [] };
-  const bindings = [readInput(0), readInput(1), readInput(2), readInput(3), writeOutput(0)];
-  return { scratch: [], dispatches: [flatDispatch(`qsa-block-keys-hd${hd}`, blockKeysWgsl(hd), bindings, nb, WG, [ratio, ropeDims, nb, f32Bits(eps)])] };
+  return { scratch: [], dispatches: [flatDispatch(`qsa-block-keys-hd${hd}`, blockKeysWgsl(hd), BLOCK_KEYS.bindings, nb, WG, [ratio, ropeDims, nb, f32Bits(eps)])] };
 };

@@ -22,21 +22,23 @@
 // not detected here.
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
-import { f32Bits, flatDispatch, flatMain, gridFor, readInput, readScratch, requireIntAttr, requirePort, requireRows, uniformWords, writeOutput, writeScratch } from './planParts.ts';
+import { buf, preamble } from '../wgsl/bindings.wgsl.ts';
+import { f32Bits, flatDispatch, flatMain, readInput, readScratch, requireIntAttr, requirePort, requireRows, writeOutput, writeScratch } from './planParts.ts';
 
 const SCORE_WG = 64;
 const WG = 64;
 const SCORES = 'scores';
 
+const SCORES_PRE = preamble(
+  ['rows', 'nb', 'r0', 'tokens', 'ratio', 'divisor', 'groupsX'],
+  [buf('q', readInput(0)), buf('kb', readInput(1)), buf('scores', writeScratch(SCORES))],
+);
+
 function scoresWgsl(nh: number, dh: number): string {
   return `${BF16_WGSL}
 const NH: u32 = ${nh}u;
 const HW: u32 = ${dh / 2}u; // words per head row
-struct U { rows: u32, nb: u32, r0: u32, tokens: u32, ratio: u32, divisor: u32, groupsX: u32 }
-@group(0) @binding(0) var<storage, read> q: array<u32>;
-@group(0) @binding(1) var<storage, read> kb: array<u32>;
-@group(0) @binding(2) var<storage, read_write> scores: array<u32>;
-@group(0) @binding(3) var<uniform> u: U;
+${SCORES_PRE.wgsl}
 ${flatMain(
   SCORE_WG,
   'u.rows * u.nb',
@@ -60,12 +62,10 @@ ${flatMain(
 )}`;
 }
 
+const SELECT = preamble(['rows', 'nb', 'r0', 'tokens', 'ratio', 'width', 'groupsX'], [buf('scores', readScratch(SCORES)), buf('blocks', writeOutput(0), 'i32')]);
 const SELECT_WGSL = `
 const WG: u32 = ${WG}u;
-struct U { rows: u32, nb: u32, r0: u32, tokens: u32, ratio: u32, width: u32, groupsX: u32 }
-@group(0) @binding(0) var<storage, read> scores: array<u32>;
-@group(0) @binding(1) var<storage, read_write> blocks: array<i32>;
-@group(0) @binding(2) var<uniform> u: U;
+${SELECT.wgsl}
 var<workgroup> hist: array<atomic<u32>, 256>;
 // the digits chosen so far, their mask, and the rank still sought among the matching scores
 var<workgroup> pick: vec3<u32>;
@@ -151,27 +151,19 @@ export const qsaSelectPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   requirePort(inputs[1], `${op}: input kb`, 'bf16', [nb, dh]);
   requirePort(outputs[0], `${op}: output blocks`, 'i32', [rows, width]);
   if (rows === 0) return { scratch: [], dispatches: [] };
-  const select = gridFor(rows * WG, WG);
-  const selectDispatch = {
-    key: 'qsa-select',
-    wgsl: SELECT_WGSL,
-    bindings: [readScratch(SCORES), writeOutput(0)],
-    uniforms: uniformWords([rows, nb, r0, tokens, ratio, width, select.groupsX]),
-    workgroups: select.workgroups,
-  };
+  // one workgroup per row
+  const selectDispatch = flatDispatch('qsa-select', SELECT_WGSL, SELECT.bindings, rows * WG, WG, [rows, nb, r0, tokens, ratio, width]);
   if (nb === 0) return { scratch: [{ name: SCORES, words: 1 }], dispatches: [selectDispatch] };
   const scoreUniforms = [rows, nb, r0, tokens, ratio, f32Bits(Math.sqrt(dh))];
   return {
     scratch: [{ name: SCORES, words: rows * nb }],
-    dispatches: [flatDispatch(`qsa-scores-h${nh}d${dh}`, scoresWgsl(nh, dh), [readInput(0), readInput(1), writeScratch(SCORES)], rows * nb, SCORE_WG, scoreUniforms), selectDispatch],
+    dispatches: [flatDispatch(`qsa-scores-h${nh}d${dh}`, scoresWgsl(nh, dh), SCORES_PRE.bindings, rows * nb, SCORE_WG, scoreUniforms), selectDispatch],
   };
 };
 
 /** qsaKeptCount: one invocation per row t: ratio * (listed blocks) + the tail t + 1 - floor((t+1)/ratio)*ratio. */
-const KEPT_WGSL = `struct U { rows: u32, width: u32, ratio: u32, groupsX: u32 }
-@group(0) @binding(0) var<storage, read> blocks: array<i32>;
-@group(0) @binding(1) var<storage, read_write> kept: array<i32>;
-@group(0) @binding(2) var<uniform> u: U;
+const KEPT = preamble(['rows', 'width', 'ratio', 'groupsX'], [buf('blocks', readInput(0), 'i32'), buf('kept', writeOutput(0), 'i32')]);
+const KEPT_WGSL = `${KEPT.wgsl}
 ${flatMain(
   WG,
   'u.rows',
@@ -189,5 +181,5 @@ export const qsaKeptCountPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   const [rows, width] = blocks.shape;
   requirePort(outputs[0], `${op}: output kept`, 'i32', [rows]);
   if (rows === 0) return { scratch: [], dispatches: [] };
-  return { scratch: [], dispatches: [flatDispatch('qsa-kept-count', KEPT_WGSL, [readInput(0), writeOutput(0)], rows, WG, [rows, width, ratio])] };
+  return { scratch: [], dispatches: [flatDispatch('qsa-kept-count', KEPT_WGSL, KEPT.bindings, rows, WG, [rows, width, ratio])] };
 };

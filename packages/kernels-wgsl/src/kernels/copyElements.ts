@@ -3,17 +3,9 @@
 // or writes zero when src(e) >= srcLimit (padding rows). Bits are copied, never converted,
 // so NaN payloads and subnormals pass through. Per output word (bf16: two elements).
 import type { KernelDispatch, KernelPlanner, TensorInfo } from '../kernelProgram.ts';
+import { buf, preamble } from '../wgsl/bindings.wgsl.ts';
 import { elementBits, isPacked16 } from '../wgsl/elementAccess.wgsl.ts';
-import {
-  flatInvocation,
-  gridFor,
-  numelOf,
-  readInput,
-  requireIntAttr,
-  requireTensor,
-  uniformWords,
-  writeOutput,
-} from './planParts.ts';
+import { flatDispatch, flatMain, numelOf, packedWordsMain, readInput, requireIntAttr, requireTensor, writeOutput } from './planParts.ts';
 
 export interface CopyMap {
   width: number;
@@ -23,46 +15,29 @@ export interface CopyMap {
   srcLimit: number;
 }
 
-function copyWgsl(packed: boolean): string {
-  const inv = flatInvocation(64, 'u.groupsX');
-  const body = packed
-    ? `let e = 2u * inv;
-  var word = elem(e);
-  if (e + 1u < u.n) { word = word | (elem(e + 1u) << 16u); }
-  y[inv] = word;`
-    : 'y[inv] = elem(inv);';
+const COPY_FIELDS = ['n', 'width', 'srcStride', 'srcStart', 'colPeriod', 'srcLimit', 'words', 'groupsX'];
+
+/** `wgslPreamble`: the dispatch's preamble; its text is the same for any ports, so the key holds. */
+function copyWgsl(packed: boolean, wgslPreamble: string): string {
   return `
-struct U { n: u32, width: u32, srcStride: u32, srcStart: u32, colPeriod: u32, srcLimit: u32, words: u32, groupsX: u32 }
-@group(0) @binding(0) var<storage, read> x: array<u32>;
-@group(0) @binding(1) var<storage, read_write> y: array<u32>;
-@group(0) @binding(2) var<uniform> u: U;
+${wgslPreamble}
 ${elementBits('x', packed ? 'bf16' : 'f32')}
 fn elem(e: u32) -> u32 {
   let src = (e / u.width) * u.srcStride + u.srcStart + (e % u.width) % u.colPeriod;
   if (src >= u.srcLimit) { return 0u; }
   return x_bits(src);
 }
-@compute @workgroup_size(64)
-fn main(${inv.params}) {
-  ${inv.body}
-  if (inv >= u.words) { return; }
-  ${body}
-}`;
+${packed ? packedWordsMain(64, 'elem', 'u.n', 'y') : flatMain(64, 'u.words', 'y[inv] = elem(inv);')}`;
 }
 
 /** One dispatch copying input `inPort` into output `outPort` (n elements of dtype) by `map`. */
 export function copyDispatch(dtype: string, n: number, map: CopyMap, inPort = 0, outPort = 0): KernelDispatch {
   const packed = isPacked16(dtype);
   const words = packed ? Math.ceil(n / 2) : n;
-  const grid = gridFor(words, 64);
   if (map.width < 1 || map.colPeriod < 1) throw new Error(`copyDispatch: width ${map.width} / colPeriod ${map.colPeriod} must be >= 1`);
-  return {
-    key: `copy-${packed ? 'b16' : 'b32'}`,
-    wgsl: copyWgsl(packed),
-    bindings: [readInput(inPort), writeOutput(outPort)],
-    uniforms: uniformWords([n, map.width, map.srcStride, map.srcStart, map.colPeriod, map.srcLimit, words, grid.groupsX]),
-    workgroups: grid.workgroups,
-  };
+  const pre = preamble(COPY_FIELDS, [buf('x', readInput(inPort)), buf('y', writeOutput(outPort))]);
+  const uniforms = [n, map.width, map.srcStride, map.srcStart, map.colPeriod, map.srcLimit, words];
+  return flatDispatch(`copy-${packed ? 'b16' : 'b32'}`, copyWgsl(packed, pre.wgsl), pre.bindings, words, 64, uniforms);
 }
 
 function sameDtype(x: TensorInfo, y: TensorInfo, op: string): void {

@@ -2,7 +2,7 @@
 // each element computed in fp32 with the rounding points of the CPU reference
 // (core/hc/mix.ts, core/hc/combineNorm.ts), the transcendental functions from fp32Math.wgsl.
 import type { KernelDispatch, KernelPlanner, TensorInfo } from '../kernelProgram.ts';
-import { numelOf, readInput, requireDtype, requireIntAttr, requireShape, requireTensor } from './planParts.ts';
+import { numelOf, readInput, requireIntAttr, requireShape, requireTensor, requireTyped } from './planParts.ts';
 import { wordKernel } from './wordKernel.ts';
 import { copyDispatch } from './copyElements.ts';
 
@@ -27,10 +27,9 @@ function elementwise(
 }
 
 export const addPlanner: KernelPlanner = (inputs, outputs) => {
-  const a = requireTensor(inputs[0], 'add: input a');
-  const b = requireTensor(inputs[1], 'add: input b');
-  const y = requireTensor(outputs[0], 'add: output y');
-  for (const [t, w] of [[a, 'a'], [b, 'b'], [y, 'y']] as const) requireDtype(t, ['bf16'], `add: ${w}`);
+  const a = requireTyped(inputs[0], 'add: input a', 'bf16');
+  const b = requireTyped(inputs[1], 'add: input b', 'bf16');
+  const y = requireTyped(outputs[0], 'add: output y', 'bf16');
   requireShape(b, a.shape, 'add: b');
   requireShape(y, a.shape, 'add: y');
   const n = numelOf(a.shape);

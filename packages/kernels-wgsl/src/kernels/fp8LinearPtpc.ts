@@ -7,21 +7,21 @@
 // result is a nonzero fp32 below 2^-126, which SwiftShader flushes to zero.
 import type { KernelPlan, KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
+import { buf, preamble } from '../wgsl/bindings.wgsl.ts';
 import { fp8DecodeWgsl, fp8WgslFormat } from '../wgsl/fp8.wgsl.ts';
-import { flatDispatch, flatMain, readInput, requirePort, requireTensor, writeOutput } from './planParts.ts';
+import { flatDispatch, packedWordsMain, readInput, requirePort, requireTensor, writeOutput } from './planParts.ts';
 
 const WG = 64;
+
+const PTPC = preamble(
+  ['n', 'words', 'k', 'outF', 'groupsX'],
+  [buf('q', readInput(0)), buf('sx', readInput(1)), buf('qw', readInput(2)), buf('sw', readInput(3)), buf('y', writeOutput(0))],
+);
 
 function ptpcWgsl(format: 'e4m3fn' | 'e4m3fnuz', weightFirst: boolean): string {
   const epilogue = weightFirst ? '(acc * bitcast<f32>(sw[o])) * bitcast<f32>(sx[t])' : '(acc * bitcast<f32>(sx[t])) * bitcast<f32>(sw[o])';
   return `${BF16_WGSL}${fp8DecodeWgsl(format)}
-struct U { n: u32, words: u32, k: u32, outF: u32, groupsX: u32 }
-@group(0) @binding(0) var<storage, read> q: array<u32>;
-@group(0) @binding(1) var<storage, read> sx: array<u32>;
-@group(0) @binding(2) var<storage, read> qw: array<u32>;
-@group(0) @binding(3) var<storage, read> sw: array<u32>;
-@group(0) @binding(4) var<storage, read_write> y: array<u32>;
-@group(0) @binding(5) var<uniform> u: U;
+${PTPC.wgsl}
 fn byte_at(i: u32, w: u32) -> u32 { return (w >> ((i & 3u) * 8u)) & 0xffu; }
 // bf16 bits of output element i; a NaN operand makes the sum NaN, as on the CPU
 fn value_bits(i: u32) -> u32 {
@@ -42,13 +42,7 @@ fn value_bits(i: u32) -> u32 {
   if (nan) { return 0x7fc0u; }
   return f32_to_bf16(${epilogue});
 }
-${flatMain(
-  WG,
-  'u.words',
-  `var word = value_bits(2u * inv);
-  if (2u * inv + 1u < u.n) { word = word | (value_bits(2u * inv + 1u) << 16u); }
-  y[inv] = word;`,
-)}`;
+${packedWordsMain(WG, 'value_bits', 'u.n', 'y')}`;
 }
 
 export const fp8LinearPtpcPlanner: KernelPlanner = (inputs, outputs, attrs): KernelPlan => {
@@ -76,7 +70,7 @@ export const fp8LinearPtpcPlanner: KernelPlanner = (inputs, outputs, attrs): Ker
       flatDispatch(
         `fp8LinearPtpc-${f.format}-${order}`,
         ptpcWgsl(f.format, order === 'weightFirst'),
-        [readInput(0), readInput(1), readInput(2), readInput(3), writeOutput(0)],
+        PTPC.bindings,
         words,
         WG,
         [n, words, k, outF],

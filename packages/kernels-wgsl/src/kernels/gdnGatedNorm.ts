@@ -4,24 +4,21 @@
 // and writes the row's words whole, so headDim must be even (every Qwen3-Next head dim is).
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL, ROUND_BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
-import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
+import { bf16Buf, buf, preamble } from '../wgsl/bindings.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
 import { f32Bits, flatDispatch, flatMain, readInput, requireFloatAttr, requireIntAttr, requirePort, requireRows, writeOutput } from './planParts.ts';
 
 const WG = 64;
 
+const GATED_NORM = preamble(
+  ['hd', 'rows', 'eps', 'groupsX'],
+  [bf16Buf('o', readInput(0), 'oAt'), bf16Buf('z', readInput(1), 'zAt'), bf16Buf('w', readInput(2), 'wAt'), buf('y', writeOutput(0))],
+);
+
 const GATED_NORM_WGSL = `${BF16_WGSL}
 ${FP32_MATH_WGSL}
 ${ROUND_BF16_WGSL}
-struct U { hd: u32, rows: u32, eps: u32, groupsX: u32 }
-@group(0) @binding(0) var<storage, read> o: array<u32>;
-@group(0) @binding(1) var<storage, read> z: array<u32>;
-@group(0) @binding(2) var<storage, read> w: array<u32>;
-@group(0) @binding(3) var<storage, read_write> y: array<u32>;
-@group(0) @binding(4) var<uniform> u: U;
-${bf16Element('o', 'oAt')}
-${bf16Element('z', 'zAt')}
-${bf16Element('w', 'wAt')}
+${GATED_NORM.wgsl}
 fn gated(e: u32, j: u32, r: f32) -> f32 {
   let normed = rbf(oAt(e) * r);
   let weighted = rbf(normed * wAt(j));
@@ -54,6 +51,5 @@ export const gdnGatedNormPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   requirePort(outputs[0], `${op}: output y`, 'bf16', [T, heads * hd]);
   const rows = T * heads;
   if (rows === 0) return { scratch: [], dispatches: [] };
-  const bindings = [readInput(0), readInput(1), readInput(2), writeOutput(0)];
-  return { scratch: [], dispatches: [flatDispatch('gdn-gated-norm', GATED_NORM_WGSL, bindings, rows, WG, [hd, rows, f32Bits(eps)])] };
+  return { scratch: [], dispatches: [flatDispatch('gdn-gated-norm', GATED_NORM_WGSL, GATED_NORM.bindings, rows, WG, [hd, rows, f32Bits(eps)])] };
 };

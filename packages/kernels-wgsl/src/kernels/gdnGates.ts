@@ -4,25 +4,26 @@
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
+import { bf16Buf, buf, preamble } from '../wgsl/bindings.wgsl.ts';
 import { flatDispatch, flatMain, readInput, requirePort, requireRows, writeOutput } from './planParts.ts';
-import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
 
 const WG = 64;
 
+const GATES = preamble(
+  ['heads', 'n', 'words', 'groupsX'],
+  [
+    bf16Buf('b', readInput(0), 'bAt'),
+    bf16Buf('a', readInput(1), 'aAt'),
+    bf16Buf('aLog', readInput(2), 'aLogAt'),
+    bf16Buf('dtBias', readInput(3), 'dtBiasAt'),
+    buf('g', writeOutput(0), 'f32'),
+    buf('beta', writeOutput(1)),
+  ],
+);
+
 const GATES_WGSL = `${BF16_WGSL}
 ${FP32_MATH_WGSL}
-struct U { heads: u32, n: u32, words: u32, groupsX: u32 }
-@group(0) @binding(0) var<storage, read> b: array<u32>;
-@group(0) @binding(1) var<storage, read> a: array<u32>;
-@group(0) @binding(2) var<storage, read> aLog: array<u32>;
-@group(0) @binding(3) var<storage, read> dtBias: array<u32>;
-@group(0) @binding(4) var<storage, read_write> g: array<f32>;
-@group(0) @binding(5) var<storage, read_write> beta: array<u32>;
-@group(0) @binding(6) var<uniform> u: U;
-${bf16Element('b', 'bAt')}
-${bf16Element('a', 'aAt')}
-${bf16Element('aLog', 'aLogAt')}
-${bf16Element('dtBias', 'dtBiasAt')}
+${GATES.wgsl}
 fn gate(e: u32) -> f32 {
   let h = e % u.heads;
   let negA = -exp_f32(aLogAt(h));
@@ -53,6 +54,5 @@ export const gdnGatesPlanner: KernelPlanner = (inputs, outputs) => {
   const n = T * heads;
   if (n === 0) return { scratch: [], dispatches: [] };
   const words = Math.ceil(n / 2);
-  const bindings = [readInput(0), readInput(1), readInput(2), readInput(3), writeOutput(0), writeOutput(1)];
-  return { scratch: [], dispatches: [flatDispatch('gdn-gates', GATES_WGSL, bindings, words, WG, [heads, n, words])] };
+  return { scratch: [], dispatches: [flatDispatch('gdn-gates', GATES_WGSL, GATES.bindings, words, WG, [heads, n, words])] };
 };

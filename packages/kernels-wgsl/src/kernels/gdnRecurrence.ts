@@ -16,38 +16,33 @@
 // never straddles a head (every Qwen3-Next head dim is).
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
-import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
+import { bf16Buf, buf, preamble } from '../wgsl/bindings.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
 import {
   f32Bits,
-  flatInvocation,
-  gridFor,
+  flatDispatch,
+  flatMain,
   readInput,
   readScratch,
   requireFloatAttr,
   requireIntAttr,
   requirePort,
   requireRows,
-  uniformWords,
   writeOutput,
   writeScratch,
 } from './planParts.ts';
 
 const NORM_WG = 64;
-const normInv = flatInvocation(NORM_WG, 'u.groupsX');
+const QK = 'qkNorm';
+const L2NORM = preamble(['C', 'KH', 'DK', 'vectors', 'eps', 'scale', 'groupsX'], [bf16Buf('qkv', readInput(0), 'qkvAt'), buf('qk', writeScratch(QK), 'f32')]);
 
 const L2NORM_WGSL = `${BF16_WGSL}
 ${FP32_MATH_WGSL}
-struct U { C: u32, KH: u32, DK: u32, vectors: u32, eps: u32, scale: u32, groupsX: u32 }
-@group(0) @binding(0) var<storage, read> qkv: array<u32>;
-@group(0) @binding(1) var<storage, read_write> qk: array<f32>;
-@group(0) @binding(2) var<uniform> u: U;
-${bf16Element('qkv', 'qkvAt')}
-@compute @workgroup_size(${NORM_WG})
-fn main(${normInv.params}) {
-  ${normInv.body}
-  if (inv >= u.vectors) { return; }
-  let perRow = 2u * u.KH;
+${L2NORM.wgsl}
+${flatMain(
+  NORM_WG,
+  'u.vectors',
+  `let perRow = 2u * u.KH;
   let t = inv / perRow;
   let nv = inv % perRow;
   let src = t * u.C + nv * u.DK;
@@ -60,30 +55,30 @@ fn main(${normInv.params}) {
   var scale: f32 = 1.0;
   if (nv < u.KH) { scale = bitcast<f32>(u.scale); }
   let dst = inv * u.DK;
-  for (var i = 0u; i < u.DK; i = i + 1u) { qk[dst + i] = (qkvAt(src + i) * r) * scale; }
-}`;
+  for (var i = 0u; i < u.DK; i = i + 1u) { qk[dst + i] = (qkvAt(src + i) * r) * scale; }`,
+)}`;
 
 const REC_WG = 32;
-const recInv = flatInvocation(REC_WG, 'u.groupsX');
+const RECURRENCE = preamble(
+  ['T', 'C', 'KH', 'VH', 'DV', 'group', 'pairs', 'groupsX'],
+  [
+    bf16Buf('qkv', readInput(0), 'qkvAt'),
+    buf('g', readInput(1), 'f32'),
+    bf16Buf('beta', readInput(2), 'betaAt'),
+    buf('qk', readScratch(QK), 'f32'),
+    buf('o', writeOutput(0)),
+  ],
+);
 
 function recurrenceWgsl(dk: number): string {
   return `${BF16_WGSL}
 ${FP32_MATH_WGSL}
 const DK: u32 = ${dk}u;
-struct U { T: u32, C: u32, KH: u32, VH: u32, DV: u32, group: u32, pairs: u32, groupsX: u32 }
-@group(0) @binding(0) var<storage, read> qkv: array<u32>;
-@group(0) @binding(1) var<storage, read> g: array<f32>;
-@group(0) @binding(2) var<storage, read> beta: array<u32>;
-@group(0) @binding(3) var<storage, read> qk: array<f32>;
-@group(0) @binding(4) var<storage, read_write> o: array<u32>;
-@group(0) @binding(5) var<uniform> u: U;
-${bf16Element('qkv', 'qkvAt')}
-${bf16Element('beta', 'betaAt')}
-@compute @workgroup_size(${REC_WG})
-fn main(${recInv.params}) {
-  ${recInv.body}
-  if (inv >= u.VH * u.pairs) { return; }
-  let h = inv / u.pairs;
+${RECURRENCE.wgsl}
+${flatMain(
+  REC_WG,
+  'u.VH * u.pairs',
+  `let h = inv / u.pairs;
   let j0 = 2u * (inv % u.pairs);
   // state columns j0 and j0 + 1 of head h, from zero
   var s0: array<f32, DK>;
@@ -119,8 +114,8 @@ fn main(${recInv.params}) {
       o1 = o1 + s1[i] * qi;
     }
     o[((t * u.VH + h) * u.DV + j0) >> 1u] = pack_bf16(o0, o1);
-  }
-}`;
+  }`,
+)}`;
 }
 
 export const gdnRecurrencePlanner: KernelPlanner = (inputs, outputs, attrs) => {
@@ -140,26 +135,12 @@ export const gdnRecurrencePlanner: KernelPlanner = (inputs, outputs, attrs) => {
   requirePort(outputs[0], `${op}: output o`, 'bf16', [T, VH * DV]);
   if (T === 0) return { scratch: [], dispatches: [] };
   const vectors = T * 2 * KH;
-  const normGrid = gridFor(vectors, NORM_WG);
   const pairs = DV / 2;
-  const recGrid = gridFor(VH * pairs, REC_WG);
   return {
-    scratch: [{ name: 'qkNorm', words: vectors * DK }],
+    scratch: [{ name: QK, words: vectors * DK }],
     dispatches: [
-      {
-        key: 'gdn-l2norm',
-        wgsl: L2NORM_WGSL,
-        bindings: [readInput(0), writeScratch('qkNorm')],
-        uniforms: uniformWords([C, KH, DK, vectors, f32Bits(eps), f32Bits(scale), normGrid.groupsX]),
-        workgroups: normGrid.workgroups,
-      },
-      {
-        key: `gdn-recurrence-dk${DK}`,
-        wgsl: recurrenceWgsl(DK),
-        bindings: [readInput(0), readInput(1), readInput(2), readScratch('qkNorm'), writeOutput(0)],
-        uniforms: uniformWords([T, C, KH, VH, DV, VH / KH, pairs, recGrid.groupsX]),
-        workgroups: recGrid.workgroups,
-      },
+      flatDispatch('gdn-l2norm', L2NORM_WGSL, L2NORM.bindings, vectors, NORM_WG, [C, KH, DK, vectors, f32Bits(eps), f32Bits(scale)]),
+      flatDispatch(`gdn-recurrence-dk${DK}`, recurrenceWgsl(DK), RECURRENCE.bindings, VH * pairs, REC_WG, [T, C, KH, VH, DV, VH / KH, pairs]),
     ],
   };
 };

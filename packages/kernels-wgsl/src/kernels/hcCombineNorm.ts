@@ -4,24 +4,19 @@
 // in order (fp32); rstd = 1/sqrt(fp32(sumsq / H) + eps); normed = bf((X * rstd) * (1 + w)),
 // the norm the same under both contracts (HF's RMSNorm computes in fp32 and rounds once).
 // H must be even so that every group starts on a word and groups never share a word.
-import type { KernelPlanner } from '../kernelProgram.ts';
+import type { KernelBinding, KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL, ROUND_BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
+import { buf, preamble } from '../wgsl/bindings.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
 import { contractOf, injectScaleWgsl } from './elementwiseBf16.ts';
-import { f32Bits, flatInvocation, gridFor, readInput, requireIntAttr, requireTensor, uniformWords, writeOutput } from './planParts.ts';
+import { f32Bits, flatDispatch, flatMain, readInput, requireIntAttr, requireTensor, writeOutput } from './planParts.ts';
 
-function combineNormWgsl(pending: boolean, contract: 'atom' | 'hf'): string {
-  const inv = flatInvocation(64, 'u.groupsX');
-  let b = 0;
-  const decl = [`@group(0) @binding(${b++}) var<storage, read> xin: array<u32>;`];
-  if (pending) {
-    decl.push(`@group(0) @binding(${b++}) var<storage, read> blk: array<u32>;`);
-    decl.push(`@group(0) @binding(${b++}) var<storage, read> raw: array<u32>;`);
-  }
-  decl.push(`@group(0) @binding(${b++}) var<storage, read> nw: array<u32>;`);
-  decl.push(`@group(0) @binding(${b++}) var<storage, read_write> xout: array<u32>;`);
-  decl.push(`@group(0) @binding(${b++}) var<storage, read_write> normed: array<u32>;`);
-  decl.push(`@group(0) @binding(${b++}) var<uniform> u: U;`);
+function combineNormKernel(pending: boolean, contract: 'atom' | 'hf'): { wgsl: string; bindings: KernelBinding[] } {
+  const combineInputs = pending ? [buf('blk', readInput(1)), buf('raw', readInput(2))] : [];
+  const pre = preamble(
+    ['rows', 'n', 'h', 'eps: f32', 'groupsX'],
+    [buf('xin', readInput(0)), ...combineInputs, buf('nw', readInput(3)), buf('xout', writeOutput(0)), buf('normed', writeOutput(1))],
+  );
   const prod = (v: string) => (contract === 'atom' ? `${v} * inj` : `rbf(${v} * inj)`);
   const combine = pending
     ? `let rawBits = (raw[(t * u.n + s) >> 1u] >> (((t * u.n + s) & 1u) * 16u)) & 0xffffu;
@@ -33,16 +28,14 @@ function combineNormWgsl(pending: boolean, contract: 'atom' | 'hf'): string {
     xout[base + q] = pack_bf16(bf16_lo(xw) + ${prod('bf16_lo(yw)')}, bf16_hi(xw) + ${prod('bf16_hi(yw)')});
   }`
     : `for (var q = 0u; q < hw; q = q + 1u) { xout[base + q] = xin[base + q]; }`;
-  return `${BF16_WGSL}${FP32_MATH_WGSL}
-struct U { rows: u32, n: u32, h: u32, eps: f32, groupsX: u32 }
-${decl.join('\n')}
+  const wgsl = `${BF16_WGSL}${FP32_MATH_WGSL}
+${pre.wgsl}
 ${ROUND_BF16_WGSL}
 ${pending ? injectScaleWgsl(contract) : ''}
-@compute @workgroup_size(64)
-fn main(${inv.params}) {
-  ${inv.body}
-  if (inv >= u.rows * u.n) { return; }
-  let t = inv / u.n;
+${flatMain(
+  64,
+  'u.rows * u.n',
+  `let t = inv / u.n;
   let s = inv % u.n;
   let hw = u.h / 2u;
   let base = (t * u.n + s) * hw;
@@ -61,10 +54,10 @@ fn main(${inv.params}) {
     let xw = xout[base + q];
     let ww = nw[wb + q];
     normed[base + q] = pack_bf16((bf16_lo(xw) * rstd) * (1.0 + bf16_lo(ww)), (bf16_hi(xw) * rstd) * (1.0 + bf16_hi(ww)));
-  }
-}`;
+  }`,
+)}`;
+  return { wgsl, bindings: pre.bindings };
 }
-
 
 export const hcCombineNormPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   const x = requireTensor(inputs[0], 'hcCombineNorm: input x');
@@ -87,18 +80,7 @@ export const hcCombineNormPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   if (raw && (raw.shape[0] !== rows || raw.shape[1] !== n)) throw new Error(`hcCombineNorm: raw is [${raw.shape.join(',')}], expected [${rows},${n}]`);
   if (rows === 0) return { scratch: [], dispatches: [] };
   const pending = blk !== null;
-  const grid = gridFor(rows * n, 64);
-  const ins = pending ? [readInput(0), readInput(1), readInput(2), readInput(3)] : [readInput(0), readInput(3)];
-  return {
-    scratch: [],
-    dispatches: [
-      {
-        key: `hcCombineNorm-${pending ? 'pending' : 'plain'}-${contract}`,
-        wgsl: combineNormWgsl(pending, contract),
-        bindings: [...ins, writeOutput(0), writeOutput(1)],
-        uniforms: uniformWords([rows, n, h, f32Bits(eps), grid.groupsX]),
-        workgroups: grid.workgroups,
-      },
-    ],
-  };
+  const kernel = combineNormKernel(pending, contract);
+  const key = `hcCombineNorm-${pending ? 'pending' : 'plain'}-${contract}`;
+  return { scratch: [], dispatches: [flatDispatch(key, kernel.wgsl, kernel.bindings, rows * n, 64, [rows, n, h, f32Bits(eps)])] };
 };

@@ -5,9 +5,10 @@
 // (WGSL lets implementations assume there are no NaNs).
 import type { KernelsFor } from '@hcsp/core';
 import type { KernelPlanner, TensorInfo } from '../kernelProgram.ts';
+import { buf, preamble } from '../wgsl/bindings.wgsl.ts';
 import { elementBits } from '../wgsl/elementAccess.wgsl.ts';
 import { copyDispatch } from './copyElements.ts';
-import { dims2, flatDispatch, flatMain, gridFor, readInput, requireDtype, requireIntAttr, requireTensor, uniformWords, writeOutput } from './planParts.ts';
+import { dims2, flatDispatch, flatMain, packedWordsMain, readInput, requireIntAttr, requireTensor, requireTyped, writeOutput } from './planParts.ts';
 
 const WG = 64;
 const NONE = { scratch: [], dispatches: [] };
@@ -49,9 +50,8 @@ export const reshapePlanner: KernelPlanner = (inputs, outputs) => {
 
 /** rowBlocksToCols: output element (t, p*C + j) reads input element ((p*R + t), j); per output word. */
 export const rowBlocksToColsPlanner: KernelPlanner = (inputs, outputs, attrs) => {
-  const x = requireTensor(inputs[0], 'rowBlocksToCols: input x');
+  const x = requireTyped(inputs[0], 'rowBlocksToCols: input x', 'bf16');
   const y = requireTensor(outputs[0], 'rowBlocksToCols: output y');
-  requireDtype(x, ['bf16'], 'rowBlocksToCols: x');
   sameDtype(x, y, 'rowBlocksToCols');
   const parts = requireIntAttr(attrs, 'parts', 'rowBlocksToCols', 1);
   const [rows, cols] = dims2(x, 'rowBlocksToCols: x');
@@ -61,11 +61,9 @@ export const rowBlocksToColsPlanner: KernelPlanner = (inputs, outputs, attrs) =>
   const n = rows * cols;
   if (n === 0) return NONE;
   const words = Math.ceil(n / 2);
+  const pre = preamble(['n', 'r', 'c', 'parts', 'words', 'groupsX'], [buf('x', readInput(0)), buf('y', writeOutput(0))]);
   const wgsl = `
-struct U { n: u32, r: u32, c: u32, parts: u32, words: u32, groupsX: u32 }
-@group(0) @binding(0) var<storage, read> x: array<u32>;
-@group(0) @binding(1) var<storage, read_write> y: array<u32>;
-@group(0) @binding(2) var<uniform> u: U;
+${pre.wgsl}
 ${elementBits('x', 'bf16')}
 fn elem(e: u32) -> u32 {
   let wide = u.parts * u.c;
@@ -73,29 +71,22 @@ fn elem(e: u32) -> u32 {
   let p = (e % wide) / u.c;
   return x_bits((p * u.r + t) * u.c + e % u.c);
 }
-${flatMain(WG, 'u.words', `let e = 2u * inv;
-  var word = elem(e);
-  if (e + 1u < u.n) { word = word | (elem(e + 1u) << 16u); }
-  y[inv] = word;`)}`;
-  return { scratch: [], dispatches: [flatDispatch('row-blocks-to-cols', wgsl, [readInput(0), writeOutput(0)], words, WG, [n, rows / parts, cols, parts, words])] };
+${packedWordsMain(WG, 'elem', 'u.n', 'y')}`;
+  return { scratch: [], dispatches: [flatDispatch('row-blocks-to-cols', wgsl, pre.bindings, words, WG, [n, rows / parts, cols, parts, words])] };
 };
 
 /** mtpDraftIds: y[i] = ids[i + 1], the last element next[0]; one invocation per id. */
 export const mtpDraftIdsPlanner: KernelPlanner = (inputs, outputs) => {
-  const ids = requireTensor(inputs[0], 'mtpDraftIds: input ids');
-  const next = requireTensor(inputs[1], 'mtpDraftIds: input next');
-  const y = requireTensor(outputs[0], 'mtpDraftIds: output y');
-  for (const [t, what] of [[ids, 'ids'], [next, 'next'], [y, 'y']] as const) requireDtype(t, ['i32'], `mtpDraftIds: ${what}`);
+  const ids = requireTyped(inputs[0], 'mtpDraftIds: input ids', 'i32');
+  const next = requireTyped(inputs[1], 'mtpDraftIds: input next', 'i32');
+  const y = requireTyped(outputs[0], 'mtpDraftIds: output y', 'i32');
   const T = numel(ids.shape);
   if (T < 1 || numel(next.shape) !== 1 || numel(y.shape) !== T) throw new Error(`mtpDraftIds: ids [${ids.shape.join(',')}], next [${next.shape.join(',')}] and y [${y.shape.join(',')}] do not fit`);
+  const pre = preamble(['t', 'groupsX'], [buf('ids', readInput(0)), buf('next', readInput(1)), buf('y', writeOutput(0))]);
   const wgsl = `
-struct U { t: u32, groupsX: u32 }
-@group(0) @binding(0) var<storage, read> ids: array<u32>;
-@group(0) @binding(1) var<storage, read> next: array<u32>;
-@group(0) @binding(2) var<storage, read_write> y: array<u32>;
-@group(0) @binding(3) var<uniform> u: U;
+${pre.wgsl}
 ${flatMain(WG, 'u.t', 'if (inv + 1u < u.t) { y[inv] = ids[inv + 1u]; } else { y[inv] = next[0]; }')}`;
-  return { scratch: [], dispatches: [flatDispatch('mtp-draft-ids', wgsl, [readInput(0), readInput(1), writeOutput(0)], T, WG, [T])] };
+  return { scratch: [], dispatches: [flatDispatch('mtp-draft-ids', wgsl, pre.bindings, T, WG, [T])] };
 };
 
 // argmax: one workgroup per row. Key of bf16 bits b: NaN -> 0x10000 (above every number),
@@ -103,11 +94,9 @@ ${flatMain(WG, 'u.t', 'if (inv + 1u < u.t) { y[inv] = ids[inv + 1u]; } else { y[
 // with -0 = +0. Each invocation keeps the first index of its largest key over a strided
 // scan, then a tree over (key, index) keeps the larger key and, on equal keys, the lower
 // index: the first maximum, the first NaN.
+const ARGMAX = preamble(['rows', 'vocab', 'groupsX'], [buf('logits', readInput(0)), buf('ids', writeOutput(0))]);
 const ARGMAX_WGSL = `
-struct U { rows: u32, vocab: u32, groupsX: u32 }
-@group(0) @binding(0) var<storage, read> logits: array<u32>;
-@group(0) @binding(1) var<storage, read_write> ids: array<u32>;
-@group(0) @binding(2) var<uniform> u: U;
+${ARGMAX.wgsl}
 ${elementBits('logits', 'bf16')}
 var<workgroup> keys: array<u32, ${WG}>;
 var<workgroup> idxs: array<u32, ${WG}>;
@@ -145,18 +134,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 }`;
 
 export const argmaxPlanner: KernelPlanner = (inputs, outputs) => {
-  const logits = requireTensor(inputs[0], 'argmax: input logits');
-  const ids = requireTensor(outputs[0], 'argmax: output ids');
-  requireDtype(logits, ['bf16'], 'argmax: logits');
-  requireDtype(ids, ['i32'], 'argmax: ids');
+  const logits = requireTyped(inputs[0], 'argmax: input logits', 'bf16');
+  const ids = requireTyped(outputs[0], 'argmax: output ids', 'i32');
   const [rows, vocab] = dims2(logits, 'argmax: logits');
   if (vocab < 1 || numel(ids.shape) !== rows) throw new Error(`argmax: logits [${logits.shape.join(',')}] do not give ids [${ids.shape.join(',')}]`);
   if (rows === 0) return NONE;
-  const grid = gridFor(rows * WG, WG);
-  return {
-    scratch: [],
-    dispatches: [{ key: 'argmax-bf16', wgsl: ARGMAX_WGSL, bindings: [readInput(0), writeOutput(0)], uniforms: uniformWords([rows, vocab, grid.groupsX]), workgroups: grid.workgroups }],
-  };
+  // one workgroup per row
+  return { scratch: [], dispatches: [flatDispatch('argmax-bf16', ARGMAX_WGSL, ARGMAX.bindings, rows * WG, WG, [rows, vocab])] };
 };
 
 export const HEAD_WGSL_KERNELS: KernelsFor<KernelPlanner> = {

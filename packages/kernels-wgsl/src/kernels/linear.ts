@@ -28,18 +28,10 @@
 //   T=256, load 8-11: r8c8 u32u1ch w4 / w8 / w32 / w64 within noise of each other (x0.95-1.2).
 // The machine was never idle, so single numbers swing up to 2x between rounds; the ranking
 // above held across rounds. The GEMMs stay ~40x under OpenBLAS on the same cores.
-import type { KernelDispatch, KernelPlan, KernelPlanner, TensorInfo } from '../kernelProgram.ts';
+import type { KernelBinding, KernelDispatch, KernelPlan, KernelPlanner, TensorInfo } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
-import {
-  flatInvocation,
-  gridFor,
-  numelOf,
-  readInput,
-  requireDtype,
-  requireTensor,
-  uniformWords,
-  writeOutput,
-} from './planParts.ts';
+import { buf, type BufferDecl, preamble } from '../wgsl/bindings.wgsl.ts';
+import { flatDispatch, flatMain, numelOf, readInput, requireTyped, writeOutput } from './planParts.ts';
 
 export interface LinearTiling {
   /** rows of x per invocation */
@@ -78,11 +70,15 @@ export function tilingKStep(tl: LinearTiling): number {
   return 2 * tl.unroll * (tl.load === 'vec4' ? 4 : 1);
 }
 
-function tiledWgsl(tl: LinearTiling): string {
+/** x and w read in load units of `unit`, y written as packed bf16 words. */
+function linearBuffers(unit: BufferDecl['type']): BufferDecl[] {
+  return [buf('x', readInput(0), unit), buf('w', readInput(1), unit), buf('y', writeOutput(0))];
+}
+
+function tiledKernel(tl: LinearTiling): { wgsl: string; bindings: KernelBinding[] } {
   const { rows: R, cols: C } = tl;
-  const inv = flatInvocation(tl.wgSize, 'u.groupsX');
   const unitWords = tl.load === 'vec4' ? 4 : 1;
-  const elemType = tl.load === 'vec4' ? 'vec4<u32>' : 'u32';
+  const pre = preamble(['T', 'K', 'O', 'tilesO', 'tilesT', 'groupsX'], linearBuffers(tl.load === 'vec4' ? 'vec4<u32>' : 'u32'));
   const lines: string[] = [];
   const decl: string[] = [];
   for (let r = 0; r < R; r++) decl.push(`let xb${r} = min(t0 + ${r}u, u.T - 1u) * kv;`);
@@ -129,33 +125,26 @@ function tiledWgsl(tl: LinearTiling): string {
     tl.fast === 'cols'
       ? 'let o0 = (inv % u.tilesO) * ' + C + 'u;\n  let t0 = (inv / u.tilesO) * ' + R + 'u;'
       : 'let t0 = (inv % u.tilesT) * ' + R + 'u;\n  let o0 = (inv / u.tilesT) * ' + C + 'u;';
-  return `${BF16_WGSL}
-struct U { T: u32, K: u32, O: u32, tilesO: u32, tilesT: u32, groupsX: u32 }
-@group(0) @binding(0) var<storage, read> x: array<${elemType}>;
-@group(0) @binding(1) var<storage, read> w: array<${elemType}>;
-@group(0) @binding(2) var<storage, read_write> y: array<u32>;
-@group(0) @binding(3) var<uniform> u: U;
-@compute @workgroup_size(${tl.wgSize})
-fn main(${inv.params}) {
-  ${inv.body}
-  if (inv >= u.tilesO * u.tilesT) { return; }
-  ${tileOf}
+  const wgsl = `${BF16_WGSL}
+${pre.wgsl}
+${flatMain(
+  tl.wgSize,
+  'u.tilesO * u.tilesT',
+  `${tileOf}
   let kv = u.K / ${2 * unitWords}u;
   ${decl.join('\n  ')}
   for (var j = 0u; j < kv; j = j + ${tl.unroll}u) {
     ${lines.join('\n    ')}
   }
-  ${store.join('\n  ')}
-}`;
+  ${store.join('\n  ')}`,
+)}`;
+  return { wgsl, bindings: pre.bindings };
 }
 
 // Any shape: one invocation per output word (elements 2i and 2i+1), scalar k loop.
+const GENERIC = preamble(['T', 'K', 'O', 'words', 'groupsX'], linearBuffers('u32'));
 const GENERIC_WGSL = `${BF16_WGSL}
-struct U { T: u32, K: u32, O: u32, words: u32, groupsX: u32 }
-@group(0) @binding(0) var<storage, read> x: array<u32>;
-@group(0) @binding(1) var<storage, read> w: array<u32>;
-@group(0) @binding(2) var<storage, read_write> y: array<u32>;
-@group(0) @binding(3) var<uniform> u: U;
+${GENERIC.wgsl}
 fn elem(i: u32, isW: bool) -> f32 {
   var word: u32;
   if (isW) { word = w[i >> 1u]; } else { word = x[i >> 1u]; }
@@ -169,24 +158,20 @@ fn dotRow(e: u32) -> f32 {
   for (var k = 0u; k < u.K; k = k + 1u) { acc = acc + elem(t * u.K + k, false) * elem(o * u.K + k, true); }
   return acc;
 }
-@compute @workgroup_size(64)
-fn main(${flatInvocation(64, 'u.groupsX').params}) {
-  ${flatInvocation(64, 'u.groupsX').body}
-  if (inv >= u.words) { return; }
-  let n = u.T * u.O;
+${flatMain(
+  64,
+  'u.words',
+  `let n = u.T * u.O;
   let lo = dotRow(2u * inv);
   var hi: f32 = 0.0;
   if (2u * inv + 1u < n) { hi = dotRow(2u * inv + 1u); }
-  y[inv] = pack_bf16(lo, hi);
-}`;
+  y[inv] = pack_bf16(lo, hi);`,
+)}`;
 
 function checkShapes(inputs: (TensorInfo | null)[], outputs: (TensorInfo | null)[]): { T: number; K: number; O: number } {
-  const x = requireTensor(inputs[0], 'linear: input x');
-  const w = requireTensor(inputs[1], 'linear: input w');
-  const y = requireTensor(outputs[0], 'linear: output y');
-  requireDtype(x, ['bf16'], 'linear: x');
-  requireDtype(w, ['bf16'], 'linear: w');
-  requireDtype(y, ['bf16'], 'linear: y');
+  const x = requireTyped(inputs[0], 'linear: input x', 'bf16');
+  const w = requireTyped(inputs[1], 'linear: input w', 'bf16');
+  const y = requireTyped(outputs[0], 'linear: output y', 'bf16');
   if (w.shape.length !== 2) throw new Error(`linear: w must be [out,in], got [${w.shape.join(',')}]`);
   const [O, K] = w.shape;
   if (x.shape.length < 1 || x.shape[x.shape.length - 1] !== K) {
@@ -212,30 +197,16 @@ export function planLinear(
 ): KernelPlan {
   const { T, K, O } = checkShapes(inputs, outputs);
   checkTiling(tiling);
-  const bindings = [readInput(0), readInput(1), writeOutput(0)];
   if (T * O === 0) return { scratch: [], dispatches: [] };
   let dispatch: KernelDispatch;
   if (K % tilingKStep(tiling) === 0 && O % 2 === 0 && K > 0) {
     const tilesO = Math.ceil(O / tiling.cols);
     const tilesT = Math.ceil(T / tiling.rows);
-    const grid = gridFor(tilesO * tilesT, tiling.wgSize);
-    dispatch = {
-      key: `linear-tiled-${tilingName(tiling)}`,
-      wgsl: tiledWgsl(tiling),
-      bindings,
-      uniforms: uniformWords([T, K, O, tilesO, tilesT, grid.groupsX]),
-      workgroups: grid.workgroups,
-    };
+    const tiled = tiledKernel(tiling);
+    dispatch = flatDispatch(`linear-tiled-${tilingName(tiling)}`, tiled.wgsl, tiled.bindings, tilesO * tilesT, tiling.wgSize, [T, K, O, tilesO, tilesT]);
   } else {
     const words = Math.ceil((T * O) / 2);
-    const grid = gridFor(words, 64);
-    dispatch = {
-      key: 'linear-generic',
-      wgsl: GENERIC_WGSL,
-      bindings,
-      uniforms: uniformWords([T, K, O, words, grid.groupsX]),
-      workgroups: grid.workgroups,
-    };
+    dispatch = flatDispatch('linear-generic', GENERIC_WGSL, GENERIC.bindings, words, 64, [T, K, O, words]);
   }
   return { scratch: [], dispatches: [dispatch] };
 }

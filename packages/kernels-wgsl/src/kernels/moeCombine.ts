@@ -2,18 +2,14 @@
 // moeCombine (layers/moe/moeMath.ts): the fp32 routed sum rounded once, the shared expert
 // scaled by its bf16 sigmoid gate and rounded, the sum rounded.
 import type { KernelPlanner } from '../kernelProgram.ts';
-import { dims2, readInput, requireDtype, requireShape, requireTensor } from './planParts.ts';
+import { dims2, readInput, requireShape, requireTyped } from './planParts.ts';
 import { wordKernel } from './wordKernel.ts';
 
 export const moeCombinePlanner: KernelPlanner = (inputs, outputs) => {
-  const routed = requireTensor(inputs[0], 'moeCombine: input routed');
-  const shared = requireTensor(inputs[1], 'moeCombine: input shared');
-  const gateLogit = requireTensor(inputs[2], 'moeCombine: input gateLogit');
-  const y = requireTensor(outputs[0], 'moeCombine: output y');
-  requireDtype(routed, ['f32'], 'moeCombine: routed');
-  requireDtype(shared, ['bf16'], 'moeCombine: shared');
-  requireDtype(gateLogit, ['bf16'], 'moeCombine: gateLogit');
-  requireDtype(y, ['bf16'], 'moeCombine: y');
+  const routed = requireTyped(inputs[0], 'moeCombine: input routed', 'f32');
+  const shared = requireTyped(inputs[1], 'moeCombine: input shared', 'bf16');
+  const gateLogit = requireTyped(inputs[2], 'moeCombine: input gateLogit', 'bf16');
+  const y = requireTyped(outputs[0], 'moeCombine: output y', 'bf16');
   const [T, H] = dims2(routed, 'moeCombine: routed');
   requireShape(shared, [T, H], 'moeCombine: shared');
   requireShape(gateLogit, [T, 1], 'moeCombine: gateLogit');

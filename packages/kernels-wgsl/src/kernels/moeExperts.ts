@@ -10,21 +10,19 @@
 //    order, as the CPU's per-expert lists), acc starting at 0, stored unrounded (f32).
 // bf16 x bf16 products are exact in fp32, so the plain multiply-adds round once, as the CPU.
 // Tiles (clamped at the edge, stores skipped) reuse each x / h load TILE times; no barriers.
-import type { KernelPlanner } from '../kernelProgram.ts';
+import type { KernelBinding, KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL, ROUND_BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
-import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
+import { bf16Buf, buf, type BufferDecl, preamble } from '../wgsl/bindings.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
 import {
   dims2,
-  flatInvocation,
-  gridFor,
+  flatDispatch,
+  flatMain,
   readInput,
   readScratch,
-  requireDtype,
   requireIntAttr,
   requireShape,
-  requireTensor,
-  uniformWords,
+  requireTyped,
   writeOutput,
   writeScratch,
 } from './planParts.ts';
@@ -34,7 +32,7 @@ const H_SCRATCH = 'h';
 /** h outputs (i) per invocation of dispatch 1, and routed outputs (j) per invocation of dispatch 2 */
 const TILE = 4;
 
-const UNIFORMS = 'struct U { rows: u32, K: u32, H: u32, I: u32, hw: u32, first: u32, numLocal: u32, tiles: u32, total: u32, groupsX: u32 }';
+const UNIFORMS = ['rows', 'K', 'H', 'I', 'hw', 'first', 'numLocal', 'tiles', 'total', 'groupsX'];
 
 /**
  * WGSL that walks a dot product's k in order for one row of `a` against TILE rows of `b`
@@ -59,12 +57,14 @@ function dotLoop(vec: boolean, a: string, bs: { buf: string; off: string }[], le
   return `for (var kv = 0u; kv < (${len} >> 3u); kv = kv + 1u) {\n    ${body.join('\n    ')}\n  }`;
 }
 
-function storageDecl(binding: number, name: string, vec: boolean): string {
-  return `@group(0) @binding(${binding}) var<storage, read> ${name}: array<${vec ? 'vec4<u32>' : 'u32'}>;${vec ? '' : `\n${bf16Element(name)}`}`;
+/** A bf16 GEMM operand: vec4<u32> words for dotLoop's vec path, else u32 words with `<name>_f32`. */
+function operand(name: string, from: KernelBinding, vec: boolean): BufferDecl {
+  return vec ? buf(name, from, 'vec4<u32>') : bf16Buf(name, from);
 }
 
-function hWgsl(vec: boolean): string {
-  const inv = flatInvocation(WG, 'u.groupsX');
+/** Dispatch 1's WGSL and bindings. */
+function hKernel(vec: boolean): { wgsl: string; bindings: KernelBinding[] } {
+  const pre = preamble(UNIFORMS, [operand('x', readInput(0), vec), buf('ids', readInput(1), 'i32'), operand('gu', readInput(3), vec), buf('h', writeScratch(H_SCRATCH))]);
   const rows: { buf: string; off: string }[] = [];
   for (let c = 0; c < TILE; c++) rows.push({ buf: 'gu', off: `go${c}` }, { buf: 'gu', off: `go${c} + u.I * u.H` });
   const loop = dotLoop(vec, 'x', rows, 'u.H', (r, av, bv) => `${r % 2 ? 'up' : 'g'}${r >> 1} = ${r % 2 ? 'up' : 'g'}${r >> 1} + ${av} * ${bv};`);
@@ -73,19 +73,13 @@ function hWgsl(vec: boolean): string {
     decl.push(`let go${c} = (local * 2u * u.I + min(i0 + ${c}u, u.I - 1u)) * u.H;`, `var g${c}: f32 = 0.0;`, `var up${c}: f32 = 0.0;`);
   }
   const hv = (c: number) => `rbf(silu_f32(rbf(g${c}))) * rbf(up${c})`;
-  return `${BF16_WGSL}${FP32_MATH_WGSL}
-${UNIFORMS}
-${storageDecl(0, 'x', vec)}
-@group(0) @binding(1) var<storage, read> ids: array<i32>;
-${storageDecl(2, 'gu', vec)}
-@group(0) @binding(3) var<storage, read_write> h: array<u32>;
-@group(0) @binding(4) var<uniform> u: U;
+  const wgsl = `${BF16_WGSL}${FP32_MATH_WGSL}
+${pre.wgsl}
 ${ROUND_BF16_WGSL}
-@compute @workgroup_size(${WG})
-fn main(${inv.params}) {
-  ${inv.body}
-  if (inv >= u.total) { return; }
-  let pair = inv / u.tiles;
+${flatMain(
+  WG,
+  'u.total',
+  `let pair = inv / u.tiles;
   let i0 = (inv % u.tiles) * ${TILE}u;
   let w0 = pair * u.hw + i0 / 2u;
   let rel = ids[pair] - i32(u.first);
@@ -97,12 +91,20 @@ fn main(${inv.params}) {
   let aOff = (pair / u.K) * u.H;
   ${decl.join('\n  ')}
   ${loop}
-  ${Array.from({ length: TILE / 2 }, (_, q) => `if (i0 + ${2 * q}u < u.I) { h[w0 + ${q}u] = pack_bf16(${hv(2 * q)}, select(0.0, ${hv(2 * q + 1)}, i0 + ${2 * q + 1}u < u.I)); }`).join('\n  ')}
-}`;
+  ${Array.from({ length: TILE / 2 }, (_, q) => `if (i0 + ${2 * q}u < u.I) { h[w0 + ${q}u] = pack_bf16(${hv(2 * q)}, select(0.0, ${hv(2 * q + 1)}, i0 + ${2 * q + 1}u < u.I)); }`).join('\n  ')}`,
+)}`;
+  return { wgsl, bindings: pre.bindings };
 }
 
-function routedWgsl(vec: boolean): string {
-  const inv = flatInvocation(WG, 'u.groupsX');
+/** Dispatch 2's WGSL and bindings. */
+function routedKernel(vec: boolean): { wgsl: string; bindings: KernelBinding[] } {
+  const pre = preamble(UNIFORMS, [
+    buf('ids', readInput(1), 'i32'),
+    bf16Buf('wts', readInput(2)),
+    operand('down', readInput(4), vec),
+    operand('h', readScratch(H_SCRATCH), vec),
+    buf('routed', writeOutput(0)),
+  ]);
   const rows = Array.from({ length: TILE }, (_, c) => ({ buf: 'down', off: `wo${c}` }));
   const loop = dotLoop(vec, 'h', rows, 'u.I', (c, av, bv) => `o${c} = o${c} + ${av} * ${bv};`);
   const acc = Array.from({ length: TILE }, (_, c) => `var acc${c}: f32 = 0.0;`);
@@ -110,21 +112,13 @@ function routedWgsl(vec: boolean): string {
   for (let c = 0; c < TILE; c++) perStep.push(`let wo${c} = (local * u.H + min(j0 + ${c}u, u.H - 1u)) * u.I;`, `var o${c}: f32 = 0.0;`);
   const add = Array.from({ length: TILE }, (_, c) => `acc${c} = acc${c} + rbf(rbf(o${c}) * wk);`);
   const store = Array.from({ length: TILE }, (_, c) => `if (j0 + ${c}u < u.H) { routed[t * u.H + j0 + ${c}u] = bitcast<u32>(acc${c}); }`);
-  return `${BF16_WGSL}
-${UNIFORMS}
-@group(0) @binding(0) var<storage, read> ids: array<i32>;
-@group(0) @binding(1) var<storage, read> wts: array<u32>;
-${bf16Element('wts')}
-${storageDecl(2, 'down', vec)}
-${storageDecl(3, 'h', vec)}
-@group(0) @binding(4) var<storage, read_write> routed: array<u32>;
-@group(0) @binding(5) var<uniform> u: U;
+  const wgsl = `${BF16_WGSL}
+${pre.wgsl}
 ${ROUND_BF16_WGSL}
-@compute @workgroup_size(${WG})
-fn main(${inv.params}) {
-  ${inv.body}
-  if (inv >= u.total) { return; }
-  let t = inv / u.tiles;
+${flatMain(
+  WG,
+  'u.total',
+  `let t = inv / u.tiles;
   let j0 = (inv % u.tiles) * ${TILE}u;
   ${acc.join('\n  ')}
   // the token's local (expert, k) in ascending key local*K + k
@@ -148,22 +142,18 @@ fn main(${inv.params}) {
     ${loop.replace(/\n/g, '\n  ')}
     ${add.join('\n    ')}
   }
-  ${store.join('\n  ')}
-}`;
+  ${store.join('\n  ')}`,
+)}`;
+  return { wgsl, bindings: pre.bindings };
 }
 
 export const moeExpertsPlanner: KernelPlanner = (inputs, outputs, attrs) => {
-  const x = requireTensor(inputs[0], 'moeExperts: input x');
-  const ids = requireTensor(inputs[1], 'moeExperts: input ids');
-  const weights = requireTensor(inputs[2], 'moeExperts: input weights');
-  const gateUp = requireTensor(inputs[3], 'moeExperts: input gateUp');
-  const down = requireTensor(inputs[4], 'moeExperts: input down');
-  const routed = requireTensor(outputs[0], 'moeExperts: output routed');
-  for (const [t, what] of [[x, 'x'], [weights, 'weights'], [gateUp, 'gateUp'], [down, 'down']] as const) {
-    requireDtype(t, ['bf16'], `moeExperts: ${what}`);
-  }
-  requireDtype(ids, ['i32'], 'moeExperts: ids');
-  requireDtype(routed, ['f32'], 'moeExperts: routed');
+  const x = requireTyped(inputs[0], 'moeExperts: input x', 'bf16');
+  const ids = requireTyped(inputs[1], 'moeExperts: input ids', 'i32');
+  const weights = requireTyped(inputs[2], 'moeExperts: input weights', 'bf16');
+  const gateUp = requireTyped(inputs[3], 'moeExperts: input gateUp', 'bf16');
+  const down = requireTyped(inputs[4], 'moeExperts: input down', 'bf16');
+  const routed = requireTyped(outputs[0], 'moeExperts: output routed', 'f32');
   const first = requireIntAttr(attrs, 'firstExpert', 'moeExperts', 0);
   const numLocal = requireIntAttr(attrs, 'numLocal', 'moeExperts', 0);
   const I = requireIntAttr(attrs, 'intermediate', 'moeExperts', 1);
@@ -179,29 +169,17 @@ export const moeExpertsPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   const hw = Math.ceil(I / 2);
   const iTiles = Math.ceil(I / TILE);
   const jTiles = Math.ceil(H / TILE);
-  const hGrid = gridFor(T * K * iTiles, WG);
-  const rGrid = gridFor(T * jTiles, WG);
   const common = [T, K, H, I, hw, first, numLocal];
   // vec4 loads need every row start on a 16-byte boundary: H (x, gate_up) and I (h, down) multiples of 8
   const hVec = H % 8 === 0;
   const rVec = I % 8 === 0;
+  const h = hKernel(hVec);
+  const r = routedKernel(rVec);
   return {
     scratch: [{ name: H_SCRATCH, words: Math.max(1, T * K * hw) }],
     dispatches: [
-      {
-        key: `moeExperts-h${hVec ? '-vec4' : ''}`,
-        wgsl: hWgsl(hVec),
-        bindings: [readInput(0), readInput(1), readInput(3), writeScratch(H_SCRATCH)],
-        uniforms: uniformWords([...common, iTiles, T * K * iTiles, hGrid.groupsX]),
-        workgroups: hGrid.workgroups,
-      },
-      {
-        key: `moeExperts-routed${rVec ? '-vec4' : ''}`,
-        wgsl: routedWgsl(rVec),
-        bindings: [readInput(1), readInput(2), readInput(4), readScratch(H_SCRATCH), writeOutput(0)],
-        uniforms: uniformWords([...common, jTiles, T * jTiles, rGrid.groupsX]),
-        workgroups: rGrid.workgroups,
-      },
+      flatDispatch(`moeExperts-h${hVec ? '-vec4' : ''}`, h.wgsl, h.bindings, T * K * iTiles, WG, [...common, iTiles, T * K * iTiles]),
+      flatDispatch(`moeExperts-routed${rVec ? '-vec4' : ''}`, r.wgsl, r.bindings, T * jTiles, WG, [...common, jTiles, T * jTiles]),
     ],
   };
 };

@@ -9,23 +9,19 @@
 // constant sizes); T is a uniform.
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
-import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
+import { bf16Buf, buf, preamble } from '../wgsl/bindings.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
-import { dims2, flatInvocation, gridFor, readInput, requireDtype, requireIntAttr, requireShape, requireTensor, uniformWords, writeOutput } from './planParts.ts';
+import { dims2, flatDispatch, flatMain, readInput, requireIntAttr, requireShape, requireTyped, writeOutput } from './planParts.ts';
 
 const WG = 64;
 
+const ROUTE = preamble(['rows', 'pairs', 'groupsX'], [bf16Buf('logits', readInput(0)), buf('ids', writeOutput(0), 'i32'), buf('weights', writeOutput(1))]);
+
 function routeWgsl(E: number, K: number, normTopkProb: boolean): string {
-  const inv = flatInvocation(WG, 'u.groupsX');
   return `${BF16_WGSL}${FP32_MATH_WGSL}
 const E: u32 = ${E}u;
 const K: u32 = ${K}u;
-struct U { rows: u32, pairs: u32, groupsX: u32 }
-@group(0) @binding(0) var<storage, read> logits: array<u32>;
-${bf16Element('logits')}
-@group(0) @binding(1) var<storage, read_write> ids: array<i32>;
-@group(0) @binding(2) var<storage, read_write> weights: array<u32>;
-@group(0) @binding(3) var<uniform> u: U;
+${ROUTE.wgsl}
 var<private> p: array<f32, ${E}>;
 var<private> chosen: array<f32, ${2 * K}>;
 
@@ -64,11 +60,10 @@ ${
 }
 }
 
-@compute @workgroup_size(${WG})
-fn main(${inv.params}) {
-  ${inv.body}
-  if (inv >= u.pairs) { return; }
-  let t0 = 2u * inv;
+${flatMain(
+  WG,
+  'u.pairs',
+  `let t0 = 2u * inv;
   route(t0, 0u);
   var count = K;
   if (t0 + 1u < u.rows) {
@@ -81,17 +76,14 @@ fn main(${inv.params}) {
     var word = f32_to_bf16(chosen[2u * q]);
     if (2u * q + 1u < count) { word = word | (f32_to_bf16(chosen[2u * q + 1u]) << 16u); }
     weights[base + q] = word;
-  }
-}`;
+  }`,
+)}`;
 }
 
 export const moeRoutePlanner: KernelPlanner = (inputs, outputs, attrs) => {
-  const logits = requireTensor(inputs[0], 'moeRoute: input logits');
-  const ids = requireTensor(outputs[0], 'moeRoute: output ids');
-  const weights = requireTensor(outputs[1], 'moeRoute: output weights');
-  requireDtype(logits, ['bf16'], 'moeRoute: logits');
-  requireDtype(ids, ['i32'], 'moeRoute: ids');
-  requireDtype(weights, ['bf16'], 'moeRoute: weights');
+  const logits = requireTyped(inputs[0], 'moeRoute: input logits', 'bf16');
+  const ids = requireTyped(outputs[0], 'moeRoute: output ids', 'i32');
+  const weights = requireTyped(outputs[1], 'moeRoute: output weights', 'bf16');
   const [T, E] = dims2(logits, 'moeRoute: logits');
   const K = requireIntAttr(attrs, 'topK', 'moeRoute', 1);
   if (K > E) throw new Error(`moeRoute: topK ${K} must be in [1, ${E}]`);
@@ -101,17 +93,5 @@ export const moeRoutePlanner: KernelPlanner = (inputs, outputs, attrs) => {
   requireShape(weights, [T, K], 'moeRoute: weights');
   if (T === 0) return { scratch: [], dispatches: [] };
   const pairs = Math.ceil(T / 2);
-  const grid = gridFor(pairs, WG);
-  return {
-    scratch: [],
-    dispatches: [
-      {
-        key: `moeRoute-e${E}k${K}${norm ? 'n' : ''}`,
-        wgsl: routeWgsl(E, K, norm),
-        bindings: [readInput(0), writeOutput(0), writeOutput(1)],
-        uniforms: uniformWords([T, pairs, grid.groupsX]),
-        workgroups: grid.workgroups,
-      },
-    ],
-  };
+  return { scratch: [], dispatches: [flatDispatch(`moeRoute-e${E}k${K}${norm ? 'n' : ''}`, routeWgsl(E, K, norm), ROUTE.bindings, pairs, WG, [T, pairs])] };
 };

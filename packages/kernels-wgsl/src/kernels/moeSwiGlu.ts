@@ -1,14 +1,12 @@
 // moeSwiGlu: h = bf(bf(silu(gate)) * up) of rows [gate (I) | up (I)], as core's moeSwiGlu
 // (layers/moe/moeMath.ts): silu in fp32 (fp32Math), rounded to bf16, times up, rounded once.
 import type { KernelPlanner } from '../kernelProgram.ts';
-import { dims2, readInput, requireDtype, requireShape, requireTensor } from './planParts.ts';
+import { dims2, readInput, requireShape, requireTyped } from './planParts.ts';
 import { wordKernel } from './wordKernel.ts';
 
 export const moeSwiGluPlanner: KernelPlanner = (inputs, outputs) => {
-  const gateUp = requireTensor(inputs[0], 'moeSwiGlu: input gateUp');
-  const h = requireTensor(outputs[0], 'moeSwiGlu: output h');
-  requireDtype(gateUp, ['bf16'], 'moeSwiGlu: gateUp');
-  requireDtype(h, ['bf16'], 'moeSwiGlu: h');
+  const gateUp = requireTyped(inputs[0], 'moeSwiGlu: input gateUp', 'bf16');
+  const h = requireTyped(outputs[0], 'moeSwiGlu: output h', 'bf16');
   const [T, twoI] = dims2(gateUp, 'moeSwiGlu: gateUp');
   if (twoI % 2 !== 0) throw new Error(`moeSwiGlu: gate_up width ${twoI} is odd (expected [gate | up])`);
   const I = twoI / 2;

@@ -1,6 +1,7 @@
 // Small pieces every planner uses: port bindings, the uniform block (f32 values as bits), a
-// 2-D dispatch grid for invocation counts past the 65535-workgroups-per-dimension limit, and
-// the port/attribute checks, each throwing an error that names the bad value.
+// 2-D dispatch grid for invocation counts past the 65535-workgroups-per-dimension limit, the
+// flat and packed-word WGSL mains, and the port/attribute checks, each throwing an error that
+// names the bad value. The WGSL binding declarations come from wgsl/bindings.wgsl.ts.
 import type { KernelBinding, KernelDispatch, TensorInfo } from '../kernelProgram.ts';
 
 export const MAX_GROUPS_PER_DIM = 65535;
@@ -76,6 +77,21 @@ fn main(${inv.params}) {
 }`;
 }
 
+/**
+ * flatMain over the u.words output words of 16-bit elements: word inv of buffer `out` packs
+ * `bits(2 inv)` in its low half and `bits(2 inv + 1)` in its high half (0 from element `n`,
+ * a u32 expression, on), so whole words are written and no two invocations share one.
+ */
+export function packedWordsMain(wgSize: number, bits: string, n: string, out: string): string {
+  return flatMain(
+    wgSize,
+    'u.words',
+    `var word = ${bits}(2u * inv);
+  if (2u * inv + 1u < ${n}) { word = word | (${bits}(2u * inv + 1u) << 16u); }
+  ${out}[inv] = word;`,
+  );
+}
+
 /** A dispatch of `invocations` flat invocations (flatMain) whose uniform block is `uniforms` then groupsX. */
 export function flatDispatch(key: string, wgsl: string, bindings: KernelBinding[], invocations: number, wgSize: number, uniforms: number[]): KernelDispatch {
   const grid = gridFor(invocations, wgSize);
@@ -104,18 +120,23 @@ export function dims2(t: TensorInfo, what: string): [number, number] {
   return [t.shape[0], t.shape[1]];
 }
 
-/** A port tensor of the given dtype and exact shape, or a clear error naming what differs. */
-export function requirePort(t: TensorInfo | null | undefined, what: string, dtype: string, shape: readonly number[]): TensorInfo {
+/** A port tensor of the given dtype (any shape), or a clear error naming `what`. */
+export function requireTyped(t: TensorInfo | null | undefined, what: string, dtype: string): TensorInfo {
   const info = requireTensor(t, what);
   requireDtype(info, [dtype], what);
+  return info;
+}
+
+/** A port tensor of the given dtype and exact shape, or a clear error naming what differs. */
+export function requirePort(t: TensorInfo | null | undefined, what: string, dtype: string, shape: readonly number[]): TensorInfo {
+  const info = requireTyped(t, what, dtype);
   requireShape(info, shape, what);
   return info;
 }
 
 /** Rows T of a 2-D tensor [T, cols] of the given dtype, or a clear error. */
 export function requireRows(t: TensorInfo | null | undefined, what: string, dtype: string, cols: number): number {
-  const info = requireTensor(t, what);
-  requireDtype(info, [dtype], what);
+  const info = requireTyped(t, what, dtype);
   if (info.shape.length !== 2 || info.shape[1] !== cols) throw new Error(`${what} is [${info.shape.join(',')}], expected [T,${cols}]`);
   return info.shape[0];
 }

@@ -4,17 +4,14 @@
 // order, taps before the start skipped (as the CPU does: adding +0 would change nothing).
 // bf16 x bf16 products are exact in fp32, so the plain multiply-add has one rounding.
 import type { KernelPlanner } from '../kernelProgram.ts';
-import { dims2, readInput, requireDtype, requireIntAttr, requireShape, requireTensor } from './planParts.ts';
+import { dims2, readInput, requireIntAttr, requireShape, requireTyped } from './planParts.ts';
 import { wordKernel } from './wordKernel.ts';
 
 export const pleConvSiluPlanner: KernelPlanner = (inputs, outputs, attrs) => {
-  const gNormed = requireTensor(inputs[0], 'pleConvSilu: input gNormed');
-  const g = requireTensor(inputs[1], 'pleConvSilu: input g');
-  const weight = requireTensor(inputs[2], 'pleConvSilu: input weight');
-  const out = requireTensor(outputs[0], 'pleConvSilu: output out');
-  for (const [t, what] of [[gNormed, 'gNormed'], [g, 'g'], [weight, 'weight'], [out, 'out']] as const) {
-    requireDtype(t, ['bf16'], `pleConvSilu: ${what}`);
-  }
+  const gNormed = requireTyped(inputs[0], 'pleConvSilu: input gNormed', 'bf16');
+  const g = requireTyped(inputs[1], 'pleConvSilu: input g', 'bf16');
+  const weight = requireTyped(inputs[2], 'pleConvSilu: input weight', 'bf16');
+  const out = requireTyped(outputs[0], 'pleConvSilu: output out', 'bf16');
   const dilation = requireIntAttr(attrs, 'dilation', 'pleConvSilu', 1);
   const [T, C] = dims2(g, 'pleConvSilu: g');
   requireShape(gNormed, [T, C], 'pleConvSilu: gNormed');

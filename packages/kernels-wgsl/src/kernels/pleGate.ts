@@ -8,7 +8,7 @@
 // kernel tests measure (pleKernels.test.ts).
 import { PLE_GATE_SQRT_FLOOR, sqrtF32 } from '@hcsp/core';
 import type { KernelPlanner } from '../kernelProgram.ts';
-import { dims2, f32Bits, readInput, requireDtype, requireIntAttr, requireShape, requireTensor } from './planParts.ts';
+import { dims2, f32Bits, readInput, requireIntAttr, requireShape, requireTyped } from './planParts.ts';
 import { wordKernel } from './wordKernel.ts';
 
 // i = t*n + s: stream s of row t is columns s*H.. of row t, i.e. elements i*H.. of k and q
@@ -24,10 +24,9 @@ const GATE_BODY = `let o = i * u.p0;
   return sigmoid_f32(signed);`;
 
 export const pleGatePlanner: KernelPlanner = (inputs, outputs, attrs) => {
-  const k = requireTensor(inputs[0], 'pleGate: input k');
-  const q = requireTensor(inputs[1], 'pleGate: input q');
-  const gate = requireTensor(outputs[0], 'pleGate: output gate');
-  for (const [t, what] of [[k, 'k'], [q, 'q'], [gate, 'gate']] as const) requireDtype(t, ['bf16'], `pleGate: ${what}`);
+  const k = requireTyped(inputs[0], 'pleGate: input k', 'bf16');
+  const q = requireTyped(inputs[1], 'pleGate: input q', 'bf16');
+  const gate = requireTyped(outputs[0], 'pleGate: output gate', 'bf16');
   const n = requireIntAttr(attrs, 'streams', 'pleGate', 1);
   const [T, width] = dims2(k, 'pleGate: k');
   if (width % n !== 0) throw new Error(`pleGate: k width ${width} is not divisible into ${n} streams`);

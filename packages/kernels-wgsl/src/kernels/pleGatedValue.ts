@@ -1,14 +1,13 @@
 // pleGatedValue: G[t, s*H+j] = bf(gate[t,s] * value[t,j]), as core's pleGatedValue
 // (layers/ple/pleMath.ts): the bf16 gate times the bf16 value (exact in fp32), rounded once.
 import type { KernelPlanner } from '../kernelProgram.ts';
-import { dims2, readInput, requireDtype, requireIntAttr, requireShape, requireTensor } from './planParts.ts';
+import { dims2, readInput, requireIntAttr, requireShape, requireTyped } from './planParts.ts';
 import { wordKernel } from './wordKernel.ts';
 
 export const pleGatedValuePlanner: KernelPlanner = (inputs, outputs, attrs) => {
-  const gate = requireTensor(inputs[0], 'pleGatedValue: input gate');
-  const value = requireTensor(inputs[1], 'pleGatedValue: input value');
-  const g = requireTensor(outputs[0], 'pleGatedValue: output g');
-  for (const [t, what] of [[gate, 'gate'], [value, 'value'], [g, 'g']] as const) requireDtype(t, ['bf16'], `pleGatedValue: ${what}`);
+  const gate = requireTyped(inputs[0], 'pleGatedValue: input gate', 'bf16');
+  const value = requireTyped(inputs[1], 'pleGatedValue: input value', 'bf16');
+  const g = requireTyped(outputs[0], 'pleGatedValue: output g', 'bf16');
   const n = requireIntAttr(attrs, 'streams', 'pleGatedValue', 1);
   const [T, H] = dims2(value, 'pleGatedValue: value');
   requireShape(gate, [T, n], 'pleGatedValue: gate');

@@ -5,18 +5,15 @@
 // whose every id lies inside its head's range, and core's CPU kernel checks them (it throws
 // naming the id), as for `embed`.
 import type { KernelPlanner } from '../kernelProgram.ts';
-import { dims2, flatInvocation, gridFor, readInput, requireDtype, requireShape, requireTensor, uniformWords, writeOutput } from './planParts.ts';
+import { buf, preamble } from '../wgsl/bindings.wgsl.ts';
+import { dims2, flatDispatch, packedWordsMain, readInput, requireShape, requireTyped, writeOutput } from './planParts.ts';
 
 const WG = 64;
 
-const EMBED_WGSL = (() => {
-  const inv = flatInvocation(WG, 'u.groupsX');
-  return `
-struct U { n: u32, words: u32, hd: u32, heads: u32, rows: u32, groupsX: u32 }
-@group(0) @binding(0) var<storage, read> ids: array<i32>;
-@group(0) @binding(1) var<storage, read> table: array<u32>;
-@group(0) @binding(2) var<storage, read_write> e: array<u32>;
-@group(0) @binding(3) var<uniform> u: U;
+const EMBED = preamble(['n', 'words', 'hd', 'heads', 'rows', 'groupsX'], [buf('ids', readInput(0), 'i32'), buf('table', readInput(1)), buf('e', writeOutput(0))]);
+
+const EMBED_WGSL = `
+${EMBED.wgsl}
 fn elem(i: u32) -> u32 {
   let rowWidth = u.heads * u.hd;
   let c = i % rowWidth;
@@ -25,23 +22,12 @@ fn elem(i: u32) -> u32 {
   let src = u32(id) * u.hd + c % u.hd;
   return (table[src >> 1u] >> ((src & 1u) * 16u)) & 0xffffu;
 }
-@compute @workgroup_size(${WG})
-fn main(${inv.params}) {
-  ${inv.body}
-  if (inv >= u.words) { return; }
-  var word = elem(2u * inv);
-  if (2u * inv + 1u < u.n) { word = word | (elem(2u * inv + 1u) << 16u); }
-  e[inv] = word;
-}`;
-})();
+${packedWordsMain(WG, 'elem', 'u.n', 'e')}`;
 
 export const pleNgramEmbedPlanner: KernelPlanner = (inputs, outputs) => {
-  const ids = requireTensor(inputs[0], 'pleNgramEmbed: input ids');
-  const table = requireTensor(inputs[1], 'pleNgramEmbed: input table');
-  const e = requireTensor(outputs[0], 'pleNgramEmbed: output e');
-  requireDtype(ids, ['i32'], 'pleNgramEmbed: ids');
-  requireDtype(table, ['bf16'], 'pleNgramEmbed: table');
-  requireDtype(e, ['bf16'], 'pleNgramEmbed: e');
+  const ids = requireTyped(inputs[0], 'pleNgramEmbed: input ids', 'i32');
+  const table = requireTyped(inputs[1], 'pleNgramEmbed: input table', 'bf16');
+  const e = requireTyped(outputs[0], 'pleNgramEmbed: output e', 'bf16');
   const [T, heads] = dims2(ids, 'pleNgramEmbed: ids');
   const [rows, hd] = dims2(table, 'pleNgramEmbed: table');
   // element indices into the table are u32
@@ -50,17 +36,5 @@ export const pleNgramEmbedPlanner: KernelPlanner = (inputs, outputs) => {
   const n = T * heads * hd;
   if (n === 0) return { scratch: [], dispatches: [] };
   const words = Math.ceil(n / 2);
-  const grid = gridFor(words, WG);
-  return {
-    scratch: [],
-    dispatches: [
-      {
-        key: 'pleNgramEmbed',
-        wgsl: EMBED_WGSL,
-        bindings: [readInput(0), readInput(1), writeOutput(0)],
-        uniforms: uniformWords([n, words, hd, heads, rows, grid.groupsX]),
-        workgroups: grid.workgroups,
-      },
-    ],
-  };
+  return { scratch: [], dispatches: [flatDispatch('pleNgramEmbed', EMBED_WGSL, EMBED.bindings, words, WG, [n, words, hd, heads, rows])] };
 };

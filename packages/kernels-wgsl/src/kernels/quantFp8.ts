@@ -21,19 +21,19 @@
 // flushes to zero.
 import type { KernelBinding, KernelDispatch, KernelPlan, KernelPlanner, TensorInfo } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
-import { bf16Element } from '../wgsl/elementAccess.wgsl.ts';
+import { bf16Buf, buf, preamble } from '../wgsl/bindings.wgsl.ts';
 import { type Fp8WgslFormat, fp8EncodeWgsl, fp8WgslFormat } from '../wgsl/fp8.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
 import {
   f32Bits,
-  flatInvocation,
+  flatDispatch,
+  flatMain,
   gridFor,
   readInput,
   readScratch,
-  requireDtype,
   requireIntAttr,
   requireShape,
-  requireTensor,
+  requireTyped,
   uniformWords,
   writeOutput,
   writeScratch,
@@ -230,30 +230,29 @@ fn load_row_quant(t: u32) -> RowQuant {
   return RowQuant(rowState[b], bitcast<i32>(rowState[b + 1u]), bitcast<f32>(rowState[b + 2u]), bitcast<f32>(rowState[b + 3u]), 0u);
 }`;
 
+/** The bf16 source of the passes: x (input port 0) or bf(v) of the v scratch, read by elem_bits. */
+function sourceOf(source: 'bf16' | 'gatedMean') {
+  return source === 'bf16'
+    ? { decl: buf('x', readInput(0)), elemBits: 'fn elem_bits(i: u32) -> u32 { return (x[i >> 1u] >> ((i & 1u) * 16u)) & 0xffffu; }' }
+    : { decl: buf('v', readScratch('v')), elemBits: 'fn elem_bits(i: u32) -> u32 { return f32_to_bf16(bitcast<f32>(v[i])); }' };
+}
+
 /**
  * The row pass: amax over the row's bf16 elements (quantFp8PerToken's x, or bf(v) from the
- * v scratch for hcGatedMeanQuant), the row state and the scale bits.
+ * v scratch for hcGatedMeanQuant), the row state and the scale bits (output port 1, or 2
+ * after hcGatedMeanQuant's x and q).
  */
-function rowsWgsl(f: Fp8WgslFormat, style: QuantStyle, source: 'bf16' | 'gatedMean'): string {
-  const inv = flatInvocation(WG, 'u.groupsX');
-  const elem =
-    source === 'bf16'
-      ? `@group(0) @binding(0) var<storage, read> x: array<u32>;
-fn elem_bits(i: u32) -> u32 { return (x[i >> 1u] >> ((i & 1u) * 16u)) & 0xffffu; }`
-      : `@group(0) @binding(0) var<storage, read> v: array<u32>;
-fn elem_bits(i: u32) -> u32 { return f32_to_bf16(bitcast<f32>(v[i])); }`;
-  return `${BF16_WGSL}${rowQuantWgsl(f, style)}
-struct U { rows: u32, cols: u32, groupsX: u32, factorBits: u32 }
-${elem}
-@group(0) @binding(1) var<storage, read_write> scale: array<u32>;
-@group(0) @binding(2) var<storage, read_write> rowState: array<u32>;
-@group(0) @binding(3) var<uniform> u: U;
+function rowsKernel(f: Fp8WgslFormat, style: QuantStyle, source: 'bf16' | 'gatedMean'): { wgsl: string; bindings: KernelBinding[] } {
+  const src = sourceOf(source);
+  const pre = preamble(['rows', 'cols', 'groupsX', 'factorBits'], [src.decl, buf('scale', writeOutput(source === 'bf16' ? 1 : 2)), buf('rowState', writeScratch('rowState'))]);
+  const wgsl = `${BF16_WGSL}${rowQuantWgsl(f, style)}
+${pre.wgsl}
+${src.elemBits}
 ${STORE_ROW_QUANT_WGSL}
-@compute @workgroup_size(${WG})
-fn main(${inv.params}) {
-  ${inv.body}
-  if (inv >= u.rows) { return; }
-  // amax on the bits: |x| bits order as the values; any NaN makes the row NaN (torch.amax)
+${flatMain(
+  WG,
+  'u.rows',
+  `// amax on the bits: |x| bits order as the values; any NaN makes the row NaN (torch.amax)
   var amax = 0u;
   var anyNaN = false;
   let start = inv * u.cols;
@@ -264,8 +263,9 @@ fn main(${inv.params}) {
   }
   let rq = row_quant(amax << 16u, anyNaN, bitcast<f32>(u.factorBits));
   scale[inv] = rq.scaleBits;
-  store_row_quant(inv, rq);
-}`;
+  store_row_quant(inv, rq);`,
+)}`;
+  return { wgsl, bindings: pre.bindings };
 }
 
 /**
@@ -273,21 +273,11 @@ fn main(${inv.params}) {
  * per element since a word can straddle rows). The bf16 source is x (quantFp8PerToken) or
  * bf(v) from the v scratch (hcGatedMeanQuant, which also writes those bf16 words of x).
  */
-function elementsWgsl(f: Fp8WgslFormat, style: QuantStyle, source: 'bf16' | 'gatedMean'): string {
-  const inv = flatInvocation(WG, 'u.groupsX');
+function elementsKernel(f: Fp8WgslFormat, style: QuantStyle, source: 'bf16' | 'gatedMean'): { wgsl: string; bindings: KernelBinding[] } {
   const fused = source === 'gatedMean';
-  const decl = fused
-    ? `@group(0) @binding(0) var<storage, read> v: array<u32>;
-@group(0) @binding(1) var<storage, read> rowState: array<u32>;
-@group(0) @binding(2) var<storage, read_write> xOut: array<u32>;
-@group(0) @binding(3) var<storage, read_write> q: array<u32>;
-@group(0) @binding(4) var<uniform> u: U;
-fn elem_bits(i: u32) -> u32 { return f32_to_bf16(bitcast<f32>(v[i])); }`
-    : `@group(0) @binding(0) var<storage, read> x: array<u32>;
-@group(0) @binding(1) var<storage, read> rowState: array<u32>;
-@group(0) @binding(2) var<storage, read_write> q: array<u32>;
-@group(0) @binding(3) var<uniform> u: U;
-fn elem_bits(i: u32) -> u32 { return (x[i >> 1u] >> ((i & 1u) * 16u)) & 0xffffu; }`;
+  const src = sourceOf(source);
+  const outs = fused ? [buf('xOut', writeOutput(0)), buf('q', writeOutput(1))] : [buf('q', writeOutput(0))];
+  const pre = preamble(['n', 'cols', 'words', 'groupsX'], [src.decl, buf('rowState', readScratch('rowState')), ...outs]);
   const writeX = fused
     ? `
   // the x words 2w and 2w+1 hold exactly this word's four elements
@@ -296,15 +286,14 @@ fn elem_bits(i: u32) -> u32 { return (x[i >> 1u] >> ((i & 1u) * 16u)) & 0xffffu;
     if (2u * wx < u.n) { xOut[wx] = bits[2u * h] | (bits[2u * h + 1u] << 16u); }
   }`
     : '';
-  return `${BF16_WGSL}${rowQuantWgsl(f, style)}
-struct U { n: u32, cols: u32, words: u32, groupsX: u32 }
-${decl}
+  const wgsl = `${BF16_WGSL}${rowQuantWgsl(f, style)}
+${pre.wgsl}
+${src.elemBits}
 ${LOAD_ROW_QUANT_WGSL}
-@compute @workgroup_size(${WG})
-fn main(${inv.params}) {
-  ${inv.body}
-  if (inv >= u.words) { return; }
-  var bits = array<u32, 4>(0u, 0u, 0u, 0u);
+${flatMain(
+  WG,
+  'u.words',
+  `var bits = array<u32, 4>(0u, 0u, 0u, 0u);
   var word = 0u;
   for (var c = 0u; c < 4u; c = c + 1u) {
     let i = 4u * inv + c;
@@ -313,24 +302,19 @@ fn main(${inv.params}) {
       word = word | (quant_bf16(bits[c], load_row_quant(i / u.cols)) << (8u * c));
     }
   }
-  q[inv] = word;${writeX}
-}`;
+  q[inv] = word;${writeX}`,
+)}`;
+  return { wgsl, bindings: pre.bindings };
 }
 
 /** hcGatedMeanQuant's first pass: v[t, j] = fround(acc / n), acc over the n streams in order. */
+const GATED_MEAN = preamble(['count', 'h', 'n', 'groupsX'], [bf16Buf('up', readInput(0)), bf16Buf('normed', readInput(1)), buf('v', writeScratch('v'))]);
 const GATED_MEAN_WGSL = `${FP32_MATH_WGSL}
-struct U { count: u32, h: u32, n: u32, groupsX: u32 }
-@group(0) @binding(0) var<storage, read> up: array<u32>;
-@group(0) @binding(1) var<storage, read> normed: array<u32>;
-@group(0) @binding(2) var<storage, read_write> v: array<u32>;
-@group(0) @binding(3) var<uniform> u: U;
-${bf16Element('up')}
-${bf16Element('normed')}
-@compute @workgroup_size(${WG})
-fn main(${flatInvocation(WG, 'u.groupsX').params}) {
-  ${flatInvocation(WG, 'u.groupsX').body}
-  if (inv >= u.count) { return; }
-  let t = inv / u.h;
+${GATED_MEAN.wgsl}
+${flatMain(
+  WG,
+  'u.count',
+  `let t = inv / u.h;
   let base = t * u.n * u.h + inv % u.h;
   var acc: f32 = 0.0;
   for (var s = 0u; s < u.n; s = s + 1u) {
@@ -339,43 +323,25 @@ fn main(${flatInvocation(WG, 'u.groupsX').params}) {
     let p = sigmoid_f32(up_f32(k)) * normed_f32(k);
     acc = acc + p;
   }
-  v[inv] = bitcast<u32>(acc / f32(u.n));
-}`;
+  v[inv] = bitcast<u32>(acc / f32(u.n));`,
+)}`;
 
-function rowDispatch(
-  key: string,
-  wgsl: string,
-  source: KernelBinding,
-  scalePort: number,
-  rows: number,
-  cols: number,
-  factor: number,
-): KernelDispatch {
+function rowDispatch(key: string, kernel: { wgsl: string; bindings: KernelBinding[] }, rows: number, cols: number, factor: number): KernelDispatch {
   const grid = gridFor(rows, WG);
-  return {
-    key,
-    wgsl,
-    bindings: [source, writeOutput(scalePort), writeScratch('rowState')],
-    uniforms: uniformWords([rows, cols, grid.groupsX, f32Bits(factor)]),
-    workgroups: grid.workgroups,
-  };
+  return { key, ...kernel, uniforms: uniformWords([rows, cols, grid.groupsX, f32Bits(factor)]), workgroups: grid.workgroups };
 }
 
-function elementDispatch(key: string, wgsl: string, bindings: KernelDispatch['bindings'], n: number, cols: number): KernelDispatch {
+function elementDispatch(key: string, kernel: { wgsl: string; bindings: KernelBinding[] }, n: number, cols: number): KernelDispatch {
   const words = Math.ceil(n / 4);
-  const grid = gridFor(words, WG);
-  return { key, wgsl, bindings, uniforms: uniformWords([n, cols, words, grid.groupsX]), workgroups: grid.workgroups };
+  return flatDispatch(key, kernel.wgsl, kernel.bindings, words, WG, [n, cols, words]);
 }
 
 /** Per-row quantization of a bf16 [rows, cols] input (port 0) into q (port 0) and scale (port 1). */
 function bf16RowsPlan(op: string, inputs: (TensorInfo | null)[], outputs: (TensorInfo | null)[], f: Fp8WgslFormat, style: QuantStyle): KernelPlan {
   const name = op === 'quantFp8PerToken' ? 'x' : 'w';
-  const x = requireTensor(inputs[0], `${op}: input ${name}`);
-  const q = requireTensor(outputs[0], `${op}: output q`);
-  const scale = requireTensor(outputs[1], `${op}: output scale`);
-  requireDtype(x, ['bf16'], `${op}: ${name}`);
-  requireDtype(q, [f.dtype], `${op}: q (format '${f.format}')`);
-  requireDtype(scale, ['f32'], `${op}: scale`);
+  const x = requireTyped(inputs[0], `${op}: input ${name}`, 'bf16');
+  const q = requireTyped(outputs[0], `${op}: output q (format '${f.format}')`, f.dtype);
+  const scale = requireTyped(outputs[1], `${op}: output scale`, 'f32');
   if (x.shape.length !== 2) throw new Error(`${op}: ${name} must be [rows, cols], got [${x.shape.join(',')}]`);
   const [rows, cols] = x.shape;
   if (cols < 1) throw new Error(`${op}: ${name} has ${cols} columns, expected at least 1`);
@@ -386,14 +352,8 @@ function bf16RowsPlan(op: string, inputs: (TensorInfo | null)[], outputs: (Tenso
   return {
     scratch: [{ name: 'rowState', words: rows * ROW_STATE_WORDS }],
     dispatches: [
-      rowDispatch(`quantFp8PerToken-rows-${tag}`, rowsWgsl(f, style, 'bf16'), readInput(0), 1, rows, cols, quantScaleFactor(f, style)),
-      elementDispatch(
-        `quantFp8PerToken-elements-${tag}`,
-        elementsWgsl(f, style, 'bf16'),
-        [readInput(0), readScratch('rowState'), writeOutput(0)],
-        rows * cols,
-        cols,
-      ),
+      rowDispatch(`quantFp8PerToken-rows-${tag}`, rowsKernel(f, style, 'bf16'), rows, cols, quantScaleFactor(f, style)),
+      elementDispatch(`quantFp8PerToken-elements-${tag}`, elementsKernel(f, style, 'bf16'), rows * cols, cols),
     ],
   };
 }
@@ -414,16 +374,11 @@ export const hcGatedMeanQuantPlanner: KernelPlanner = (inputs, outputs, attrs): 
   const f = fp8WgslFormat(attrs.format, op);
   const style = styleOf(attrs, op);
   const n = requireIntAttr(attrs, 'streams', op, 1);
-  const up = requireTensor(inputs[0], `${op}: input up`);
-  const normed = requireTensor(inputs[1], `${op}: input normed`);
-  const x = requireTensor(outputs[0], `${op}: output x`);
-  const q = requireTensor(outputs[1], `${op}: output q`);
-  const scale = requireTensor(outputs[2], `${op}: output scale`);
-  requireDtype(up, ['bf16'], `${op}: up`);
-  requireDtype(normed, ['bf16'], `${op}: normed`);
-  requireDtype(x, ['bf16'], `${op}: x`);
-  requireDtype(q, [f.dtype], `${op}: q (format '${f.format}')`);
-  requireDtype(scale, ['f32'], `${op}: scale`);
+  const up = requireTyped(inputs[0], `${op}: input up`, 'bf16');
+  const normed = requireTyped(inputs[1], `${op}: input normed`, 'bf16');
+  const x = requireTyped(outputs[0], `${op}: output x`, 'bf16');
+  const q = requireTyped(outputs[1], `${op}: output q (format '${f.format}')`, f.dtype);
+  const scale = requireTyped(outputs[2], `${op}: output scale`, 'f32');
   if (normed.shape.length !== 2 || normed.shape[1] % n !== 0 || normed.shape[1] === 0) {
     throw new Error(`${op}: normed must be [rows, ${n}*H] with H >= 1, got [${normed.shape.join(',')}]`);
   }
@@ -435,7 +390,6 @@ export const hcGatedMeanQuantPlanner: KernelPlanner = (inputs, outputs, attrs): 
   requireShape(scale, [rows], `${op}: scale`);
   if (rows === 0) return { scratch: [], dispatches: [] };
   const count = rows * h;
-  const gm = gridFor(count, WG);
   const tag = `${f.format}-${style}`;
   return {
     scratch: [
@@ -443,21 +397,9 @@ export const hcGatedMeanQuantPlanner: KernelPlanner = (inputs, outputs, attrs): 
       { name: 'rowState', words: rows * ROW_STATE_WORDS },
     ],
     dispatches: [
-      {
-        key: 'hcGatedMeanQuant-mean',
-        wgsl: GATED_MEAN_WGSL,
-        bindings: [readInput(0), readInput(1), writeScratch('v')],
-        uniforms: uniformWords([count, h, n, gm.groupsX]),
-        workgroups: gm.workgroups,
-      },
-      rowDispatch(`hcGatedMeanQuant-rows-${tag}`, rowsWgsl(f, style, 'gatedMean'), readScratch('v'), 2, rows, h, quantScaleFactor(f, style)),
-      elementDispatch(
-        `hcGatedMeanQuant-elements-${tag}`,
-        elementsWgsl(f, style, 'gatedMean'),
-        [readScratch('v'), readScratch('rowState'), writeOutput(0), writeOutput(1)],
-        count,
-        h,
-      ),
+      flatDispatch('hcGatedMeanQuant-mean', GATED_MEAN_WGSL, GATED_MEAN.bindings, count, WG, [count, h, n]),
+      rowDispatch(`hcGatedMeanQuant-rows-${tag}`, rowsKernel(f, style, 'gatedMean'), rows, h, quantScaleFactor(f, style)),
+      elementDispatch(`hcGatedMeanQuant-elements-${tag}`, elementsKernel(f, style, 'gatedMean'), count, h),
     ],
   };
 };

@@ -8,7 +8,8 @@
 // reduceScatter's rows [r*C, (r+1)*C) are owned by rank r. One invocation per output word.
 import type { KernelPlanner, TensorInfo } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
-import { flatInvocation, gridFor, numelOf, readInput, requireDtype, requireIntAttr, requireTensor, uniformWords, writeOutput } from './planParts.ts';
+import { buf, preamble } from '../wgsl/bindings.wgsl.ts';
+import { gridFor, numelOf, packedWordsMain, readInput, requireIntAttr, requireTyped, uniformWords, writeOutput } from './planParts.ts';
 
 type Algorithm = 'ring' | 'oneshot' | 'ordered';
 type Ownership = 'ringChunks' | 'rowBlocks';
@@ -17,6 +18,8 @@ type Ownership = 'ringChunks' | 'rowBlocks';
 const DEFAULT_CHANNELS = 2;
 const DEFAULT_CHUNK_ELEMS = 1_048_576;
 const ALIGN_ELEMS = 16;
+
+const REDUCE = preamble(['n', 'tp', 'words', 'groupsX', 'a', 'b', 'c', 'd'], [buf('x', readInput(0)), buf('y', writeOutput(0))]);
 
 function algorithmOf(attrs: Record<string, unknown>, op: string): Algorithm {
   const a = attrs.algorithm;
@@ -27,7 +30,6 @@ function algorithmOf(attrs: Record<string, unknown>, op: string): Algorithm {
 }
 
 function reduceWgsl(algorithm: Algorithm, ownership: Ownership): string {
-  const inv = flatInvocation(64, 'u.groupsX');
   const owner =
     ownership === 'rowBlocks'
       ? 'return i / u.a;'
@@ -53,10 +55,7 @@ function reduceWgsl(algorithm: Algorithm, ownership: Ownership): string {
   return f32_to_bf16(acc);`;
   }
   return `${BF16_WGSL}
-struct U { n: u32, tp: u32, words: u32, groupsX: u32, a: u32, b: u32, c: u32, d: u32 }
-@group(0) @binding(0) var<storage, read> x: array<u32>;
-@group(0) @binding(1) var<storage, read_write> y: array<u32>;
-@group(0) @binding(2) var<uniform> u: U;
+${REDUCE.wgsl}
 fn xbits(rank: u32, i: u32) -> u32 {
   let k = rank * u.n + i;
   return (x[k >> 1u] >> ((k & 1u) * 16u)) & 0xffffu;
@@ -67,21 +66,12 @@ fn owner(i: u32) -> u32 {
 fn reduced(i: u32) -> u32 {
   ${sum}
 }
-@compute @workgroup_size(64)
-fn main(${inv.params}) {
-  ${inv.body}
-  if (inv >= u.words) { return; }
-  var word = reduced(2u * inv);
-  if (2u * inv + 1u < u.n) { word = word | (reduced(2u * inv + 1u) << 16u); }
-  y[inv] = word;
-}`;
+${packedWordsMain(64, 'reduced', 'u.n', 'y')}`;
 }
 
 function stacked(inputs: (TensorInfo | null)[], outputs: (TensorInfo | null)[], attrs: Record<string, unknown>, op: string) {
-  const x = requireTensor(inputs[0], `${op}: stacked input x`);
-  const y = requireTensor(outputs[0], `${op}: output y`);
-  requireDtype(x, ['bf16'], `${op}: x`);
-  requireDtype(y, ['bf16'], `${op}: y`);
+  const x = requireTyped(inputs[0], `${op}: stacked input x`, 'bf16');
+  const y = requireTyped(outputs[0], `${op}: output y`, 'bf16');
   const tp = requireIntAttr(attrs, 'tp', op, 1);
   if (x.shape[0] !== tp) throw new Error(`${op}: stacked input [${x.shape.join(',')}] does not lead with tp = ${tp}`);
   const n = numelOf(x.shape.slice(1));
@@ -101,7 +91,7 @@ function plan(algorithm: Algorithm, ownership: Ownership, n: number, tp: number,
             {
               key: `reduce-${algorithm}-${ownership}`,
               wgsl: reduceWgsl(algorithm, ownership),
-              bindings: [readInput(0), writeOutput(0)],
+              bindings: REDUCE.bindings,
               uniforms: uniformWords([n, tp, words, grid.groupsX, ...ownerParams]),
               workgroups: grid.workgroups,
             },
