@@ -42,8 +42,8 @@ export interface ChromiumRunOptions extends RunOptions {
 interface Job {
   /** the graph the page fetches (a raw plan's job has none) */
   graph: Graph | null;
-  /** the word-layout bytes of an input, weight or plan input the page asks for */
-  tensor(id: ValueId): Promise<Uint8Array>;
+  /** the word-layout bytes of an input, weight or plan input the page asks for (some rows of a row-gathered weight) */
+  tensor(id: ValueId, rows?: [number, number][]): Promise<Uint8Array>;
   results: Map<ValueId, Buffer>;
   onNode?: (done: number, total: number) => void;
 }
@@ -281,7 +281,7 @@ export class ChromiumHost {
   async prepare(graph: Graph, weights: WeightSource): Promise<PreparedGraph> {
     const id = String(this.nextJob++);
     let feeds: ReadonlyMap<ValueId, Tensor> = new Map();
-    const job: Job = { graph, tensor: async (vid) => tensorWordBytes(await hostTensor(graph, feeds, weights, vid)), results: new Map() };
+    const job: Job = { graph, tensor: async (vid, rows) => tensorWordBytes(await hostTensor(graph, feeds, weights, vid, rows)), results: new Map() };
     const setFeeds = (f: ReadonlyMap<ValueId, Tensor>): void => {
       feeds = f;
     };
@@ -490,7 +490,7 @@ export class ChromiumHost {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = req.url ?? '/';
-    const m = /^\/job\/([^/]+)\/(graph|tensor|result)(?:\/([^/]+))?$/.exec(url);
+    const m = /^\/job\/([^/?]+)\/(graph|tensor|result)(?:\/([^/?]+))?(?:\?rows=([\d,-]+))?$/.exec(url);
     const job = m ? this.jobs.get(decodeURIComponent(m[1])) : undefined;
     if (!m || !job) {
       res.writeHead(404, { 'content-type': 'text/plain' });
@@ -504,7 +504,8 @@ export class ChromiumHost {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify(body));
     } else if (kind === 'tensor' && req.method === 'GET' && valueId !== undefined) {
-      const bytes = await job.tensor(valueId);
+      const rows = m[4]?.split(',').map((r) => r.split('-').map(Number) as [number, number]);
+      const bytes = await job.tensor(valueId, rows);
       res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': bytes.byteLength });
       res.end(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
     } else if (kind === 'result' && req.method === 'POST' && valueId !== undefined) {

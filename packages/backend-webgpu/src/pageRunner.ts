@@ -19,8 +19,11 @@ async function fetchOk(url: string, init?: RequestInit): Promise<Response> {
   return res;
 }
 
-async function fetchTensor(job: string, decl: ValueDecl): Promise<Tensor> {
-  return tensorFromWordBytes(decl.dtype, decl.shape, new Uint8Array(await (await fetchOk(jobPath(job, 'tensor', decl.id))).arrayBuffer()));
+/** An input or weight; with `rows`, only those row ranges of a row-gathered weight. */
+async function fetchTensor(job: string, decl: ValueDecl, rows?: [number, number][]): Promise<Tensor> {
+  const url = jobPath(job, 'tensor', decl.id) + (rows ? `?rows=${rows.map(([a, b]) => `${a}-${b}`).join(',')}` : '');
+  const shape = rows ? [rows.reduce((n, [a, b]) => n + b - a, 0), ...decl.shape.slice(1)] : decl.shape;
+  return tensorFromWordBytes(decl.dtype, shape, new Uint8Array(await (await fetchOk(url)).arrayBuffer()));
 }
 
 async function postTensor(job: string, id: ValueId, t: Tensor): Promise<void> {
@@ -49,7 +52,7 @@ export function installPageRunner(kernels: KernelTable<KernelPlanner>): void {
     async hcspPrepare(job) {
       if (!device) throw new Error('hcspPrepare before hcspInit');
       const { graph } = (await (await fetchOk(jobPath(job, 'graph'))).json()) as PageJob;
-      sessions.set(job, await GraphSession.open(graph, device, (decl) => fetchTensor(job, decl), { backend: 'webgpu' }));
+      sessions.set(job, await GraphSession.open(graph, device, (decl, rows) => fetchTensor(job, decl, rows), { backend: 'webgpu' }));
     },
     async hcspRun(job, options) {
       const s = session(job);

@@ -3,7 +3,7 @@ import {
   BackendUnavailableError,
   exactPrecision,
   GraphSession,
-  resolveWeight,
+  resolveWeightRows,
   type Backend,
   type BackendPrecision,
   type Graph,
@@ -81,7 +81,7 @@ export function webGpuBackendOnDevice(
     ...where,
     describe: () => `webgpu on ${where.host} (${where.adapter})`,
     prepare: (graph: Graph, weights: WeightSource): Promise<PreparedGraph> =>
-      GraphSession.open(graph, gpu, (decl) => resolveWeight(weights, decl.weight!), { backend: 'webgpu' }),
+      GraphSession.open(graph, gpu, (decl, rows) => resolveWeightRows(weights, decl.weight!, rows), { backend: 'webgpu' }),
     dispose: async () => device.destroy(),
   };
 }

@@ -68,10 +68,12 @@ export function estimateGraphMemory(graph: Graph, origin: WeightOrigin): MemoryE
       if (d?.kind !== 'weight' || !d.weight) continue;
       for (const name of d.weight.concat ?? [d.weight.name]) sourceNames.add(name);
       if (origin.kind === 'synthetic' && !d.weight.slice && !d.weight.concat) continue;
-      if (!seen.has(d.id)) rankWeights += bytesOf(d);
+      // a row-gathered weight (the PLE table) is read only at the rows its ids name
+      const held = d.weight.gather === 'rows' ? Math.min(d.shape[0], numel(graph.values[node.inputs[0]!].shape)) * (bytesOf(d) / d.shape[0]) : bytesOf(d);
+      if (!seen.has(d.id)) rankWeights += held;
       seen.add(d.id);
       const key = `${node.rank}\0${d.id}`;
-      if (node.rank !== null && !seenByRank.has(key)) ranks[node.rank].weights += bytesOf(d);
+      if (node.rank !== null && !seenByRank.has(key)) ranks[node.rank].weights += held;
       seenByRank.add(key);
     }
   });

@@ -15,6 +15,11 @@ export interface WeightRef {
   concat?: string[];
   /** applied after concatenation */
   slice?: WeightSlice;
+  /**
+   * 'rows': never uploaded whole; a row-gather host op (OpDef.gathersRows) reads only the rows
+   * its ids name, when it runs (the PLE's n-gram table: 320M rows for Flash-Next)
+   */
+  gather?: 'rows';
   /** applied last: the same row-major elements seen with this shape (a [n, 2I, H] expert slice as [n*2I, H]) */
   reshape?: number[];
 }

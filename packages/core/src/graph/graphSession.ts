@@ -9,8 +9,29 @@ import { RunStatsCounter } from './runStatsCounter.ts';
 import { validateFeeds } from './validateFeeds.ts';
 import { lastUses } from './valueLifetimes.ts';
 
-/** The host tensor of a weight value (its rank's slice), read once when the session opens. */
-export type WeightLoader = (decl: ValueDecl) => Promise<Tensor>;
+/**
+ * The host tensor of a weight value (its rank's slice), read once when the session opens;
+ * with `rows`, only those row ranges of it (a row-gathered weight, WeightRef.gather).
+ */
+export type WeightLoader = (decl: ValueDecl, rows?: [number, number][]) => Promise<Tensor>;
+
+/** Sorted, merged row ranges covering the ids, and each id's row in their concatenation. */
+function rowRanges(ids: Int32Array, rows: number, what: string): { ranges: [number, number][]; local: Int32Array } {
+  const sorted = Int32Array.from(new Set(ids)).sort();
+  if (sorted.length > 0 && (sorted[0] < 0 || sorted[sorted.length - 1] >= rows)) {
+    const bad = sorted[0] < 0 ? sorted[0] : sorted[sorted.length - 1];
+    throw new Error(`${what}: row id ${bad} is outside the table [0, ${rows})`);
+  }
+  const ranges: [number, number][] = [];
+  const index = new Map<number, number>();
+  sorted.forEach((id, i) => {
+    index.set(id, i);
+    const last = ranges[ranges.length - 1];
+    if (last && last[1] === id) last[1] = id + 1;
+    else ranges.push([id, id + 1]);
+  });
+  return { ranges, local: ids.map((id) => index.get(id)!) };
+}
 
 export interface SessionOptions {
   /** for errors and reports, e.g. 'cpu', 'webgpu' */
@@ -47,6 +68,7 @@ export class GraphSession<H> implements PreparedGraph {
   private constructor(
     readonly graph: Graph,
     private readonly device: DeviceOps<H>,
+    private readonly loadWeight: WeightLoader,
     private readonly options: SessionOptions,
   ) {
     this.last = lastUses(graph);
@@ -54,7 +76,7 @@ export class GraphSession<H> implements PreparedGraph {
 
   /** Checks the graph, uploads every weight its nodes read, and returns the ready session. */
   static async open<H>(graph: Graph, device: DeviceOps<H>, loadWeight: WeightLoader, options: SessionOptions): Promise<GraphSession<H>> {
-    const s = new GraphSession(graph, device, options);
+    const s = new GraphSession(graph, device, loadWeight, options);
     s.checkGraph();
     try {
       for (const id of s.weightIds()) {
@@ -106,7 +128,13 @@ export class GraphSession<H> implements PreparedGraph {
 
   private weightIds(): ValueId[] {
     const ids = new Set<ValueId>();
-    for (const node of this.graph.nodes) for (const id of node.inputs) if (id !== null && this.graph.values[id].kind === 'weight') ids.add(id);
+    for (const node of this.graph.nodes) {
+      for (const id of node.inputs) {
+        const d = id === null ? null : this.graph.values[id];
+        // a row-gathered weight is read when its op runs, only at the rows it needs
+        if (d?.kind === 'weight' && d.weight?.gather !== 'rows') ids.add(d.id);
+      }
+    }
     return [...ids];
   }
 
@@ -181,7 +209,7 @@ export class GraphSession<H> implements PreparedGraph {
       for (let r = 0; r < tp; r++) for (let p = 0; p < outPorts; p++) set(node.outputs[r * outPorts + p], outs[r][p]);
     } else if (node.rank === null || def.host) {
       // a rank's side of a collective (through its communicator), or a host op: on host tensors
-      const ins = await Promise.all(node.inputs.map((id) => (id === null ? null : device.download(graph.values[id], handle(id)))));
+      const ins = await this.hostInputs(node, handle);
       const outs = node.rank === null ? await this.options.communicator!.collective(node, ins as Tensor[]) : cpuKernel(node.op)(ins, node.attrs);
       for (const [p, id] of node.outputs.entries()) {
         if (id === null) continue;
@@ -194,6 +222,26 @@ export class GraphSession<H> implements PreparedGraph {
       const outs = await device.runNode(node, node.inputs.map((id) => (id === null ? null : handle(id))), node.inputs.map(decl), node.outputs.map(decl));
       node.outputs.forEach((id, p) => set(id, outs[p] ?? null));
     }
+  }
+
+  /**
+   * A host op's inputs as host tensors. A row-gather op (OpDef.gathersRows) whose table is a
+   * row-gathered weight gets only the rows its ids name, and the ids renumbered into them.
+   */
+  private async hostInputs(node: GraphNode, handle: (id: ValueId) => H): Promise<(Tensor | null)[]> {
+    const { graph, device } = this;
+    const gather = getOpDef(node.op).gathersRows;
+    const table = gather ? graph.values[node.inputs[gather.table]!] : null;
+    const ins = await Promise.all(
+      node.inputs.map((id, i) => (id === null || (table && i === gather!.table && table.weight?.gather === 'rows') ? null : device.download(graph.values[id], handle(id)))),
+    );
+    if (table?.weight?.gather === 'rows') {
+      const ids = ins[0]!;
+      const { ranges, local } = rowRanges(ids.data as Int32Array, table.shape[0], `weight '${table.weight.name}'`);
+      ins[0] = { ...ids, data: local };
+      ins[gather!.table] = await this.loadWeight(table, ranges);
+    }
+    return ins;
   }
 
   /** Frees each input after its last use and each output nothing reads, unless kept. */

@@ -69,3 +69,10 @@ async function resolveSliced(source: WeightSource, ref: WeightRef): Promise<Tens
   const pieces = ref.slice.ranges.flatMap(([a, b]) => rowPieces(infos.map((i) => i.shape[0]), a, b));
   return concatRows(await Promise.all(pieces.map((p) => source.read(parts[p.part], { axis: 0, ranges: [p.range] }))), ref.name);
 }
+
+/** A weight value's tensor, or only the row ranges `rows` of it (a row-gathered weight). */
+export function resolveWeightRows(source: WeightSource, ref: WeightRef, rows?: [number, number][]): Promise<Tensor> {
+  if (!rows) return resolveWeight(source, ref);
+  if (ref.slice) throw new Error(`weight '${ref.name}': a row-gathered weight cannot also be sliced`);
+  return resolveWeight(source, { ...ref, slice: { axis: 0, ranges: rows } });
+}

@@ -2,7 +2,7 @@ import { exactPrecision, type Backend, type PreparedGraph } from '../backend/bac
 import type { DeviceOps } from '../graph/deviceOps.ts';
 import type { Graph, GraphNode, ValueDecl } from '../graph/graph.ts';
 import { GraphSession, type SessionOptions } from '../graph/graphSession.ts';
-import { resolveWeight } from '../model/resolveWeight.ts';
+import { resolveWeightRows } from '../model/resolveWeight.ts';
 import type { WeightSource } from '../model/weightSource.ts';
 import { shapeStr, type Tensor } from '../tensor/tensor.ts';
 import { cpuCollectiveKernel, cpuKernel } from './kernels/index.ts';
@@ -45,7 +45,7 @@ export class CpuBackend implements Backend {
 
   /** `session` carries a rank's communicator when the graph is one rank's part. */
   prepare(graph: Graph, weights: WeightSource, session: Partial<SessionOptions> = {}): Promise<PreparedGraph> {
-    return GraphSession.open(graph, CPU_DEVICE, (decl) => resolveWeight(weights, decl.weight!), { backend: 'cpu', ...session });
+    return GraphSession.open(graph, CPU_DEVICE, (decl, rows) => resolveWeightRows(weights, decl.weight!, rows), { backend: 'cpu', ...session });
   }
 
   async dispose(): Promise<void> {}

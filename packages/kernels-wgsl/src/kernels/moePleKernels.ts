@@ -1,5 +1,6 @@
 // The WGSL planners of the MoE and PLE ops (core graph/ops/moeOps.ts, pleOps.ts), by op name.
-// pleNgramIds is a host integer op (64-bit hashing, exact): it has no WGSL kernel.
+// pleNgramIds (64-bit hashing) and pleNgramEmbed (rows read from the checkpoint as the ids
+// need them) are host ops: they have no WGSL kernel.
 import type { KernelsFor } from '@hcsp/core';
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { moeCombinePlanner } from './moeCombine.ts';
@@ -9,7 +10,6 @@ import { moeSwiGluPlanner } from './moeSwiGlu.ts';
 import { pleConvSiluPlanner } from './pleConvSilu.ts';
 import { pleGatePlanner } from './pleGate.ts';
 import { pleGatedValuePlanner } from './pleGatedValue.ts';
-import { pleNgramEmbedPlanner } from './pleNgramEmbed.ts';
 import { pleRms1pNormPlanner } from './pleRms1pNorm.ts';
 
 export const MOE_PLE_WGSL_KERNELS: KernelsFor<KernelPlanner> = {
@@ -17,7 +17,6 @@ export const MOE_PLE_WGSL_KERNELS: KernelsFor<KernelPlanner> = {
   moeExperts: moeExpertsPlanner,
   moeSwiGlu: moeSwiGluPlanner,
   moeCombine: moeCombinePlanner,
-  pleNgramEmbed: pleNgramEmbedPlanner,
   pleRms1pNorm: pleRms1pNormPlanner,
   pleGate: pleGatePlanner,
   pleGatedValue: pleGatedValuePlanner,

@@ -1,20 +1,18 @@
 import { describe, expect, it } from 'vitest';
-import { SMALL, f32ArrayToBf16, f32ToBf16, Rng, pleNgramIdsAttrs, pleShape, type Tensor, cpuKernel, type OpName } from '@hcsp/core';
+import { SMALL, f32ArrayToBf16, f32ToBf16, Rng, pleShape, type Tensor, type OpName } from '@hcsp/core';
 import { bf16Normal, expectOpMatchesCpu, useChromiumGpu } from '../../../../test/support/wgslKernelSuite.ts';
 import type { KernelPlan } from '../kernelProgram.ts';
 import { pleConvSiluPlanner } from './pleConvSilu.ts';
 import { pleGatePlanner } from './pleGate.ts';
 import { pleGatedValuePlanner } from './pleGatedValue.ts';
-import { pleNgramEmbedPlanner } from './pleNgramEmbed.ts';
 import { pleRms1pNormPlanner } from './pleRms1pNorm.ts';
 
 // The PLE WGSL kernels against core's CPU reference kernels, bit for bit, on random inputs
 // of the 'small' config's shapes (its PLE layer 1), through Chromium's WebGPU (SwiftShader).
-const { hiddenSize: H, rmsNormEps: eps, vocabSize, eosTokenId } = SMALL;
+const { hiddenSize: H, rmsNormEps: eps } = SMALL;
 const n = SMALL.hc.count;
 const shape = pleShape(SMALL, SMALL.ple.layerIds[0]);
-const { embedDim: D, convKernel, convDilation, tableRows } = shape;
-const heads = shape.vocabSizes.length;
+const { convKernel, convDilation } = shape;
 
 const rng = new Rng(777);
 
@@ -28,21 +26,6 @@ function expectBitExact(op: OpName, inputs: Tensor[], attrs: Record<string, unkn
 const bf = (shape: number[], values: number[]): Tensor => ({ dtype: 'bf16', shape, data: f32ArrayToBf16(values) });
 
 describe.each([56, 41])('PLE kernels, T = %i', (T) => {
-  it('pleNgramEmbed on the hashed ids (offsets included) of tokens with an EOS, and the first and last table rows', async () => {
-    const tokens: Tensor = { dtype: 'i32', shape: [T], data: Int32Array.from({ length: T }, () => rng.int(0, vocabSize)) };
-    (tokens.data as Int32Array)[5] = eosTokenId;
-    const [ids] = cpuKernel('pleNgramIds')([tokens], pleNgramIdsAttrs(shape)) as Tensor[];
-    const idData = ids.data as Int32Array;
-    // row 0 and the last padded row (past the heads' ranges): the bound is the table, not a head
-    idData[3] = 0;
-    idData[heads * 2 + 7] = tableRows - 1;
-    const table = bf16Normal(rng, [tableRows, D / heads], 1);
-    const [e] = await expectBitExact('pleNgramEmbed', [ids, table], {});
-    // the gather itself, checked on its own: row 0 of the table at element 3 of the output
-    const hd = D / heads;
-    expect(Array.from((e.data as Uint16Array).subarray(3 * hd, 4 * hd))).toEqual(Array.from((table.data as Uint16Array).subarray(0, hd)));
-  });
-
   it('pleRms1pNorm: n groups (norm_key/query/conv), a weight of -1 (scale 0), groups of odd width', async () => {
     const w = bf16Normal(rng, [n * H], 0.1);
     (w.data as Uint16Array)[3] = f32ToBf16(-1);
@@ -148,8 +131,6 @@ describe('PLE planners reject bad input', () => {
     expect(() => pleGatePlanner([info([4, n * H], 'bf16'), info([4, H], 'bf16')], [info([4, n], 'bf16')], { streams: n })).toThrow(`q is [4,${H}]`);
     expect(() => pleGatePlanner([info([4, n * H], 'bf16'), info([4, n * H], 'bf16')], [info([4, n], 'f32')], { streams: n })).toThrow('gate');
     expect(() => pleGatedValuePlanner([info([4, n], 'f32'), info([4, H], 'bf16')], [info([4, n * H], 'bf16')], { streams: n })).toThrow('gate');
-    expect(() => pleNgramEmbedPlanner([info([4, 2], 'i32'), info([10, 8], 'bf16')], [info([4, 8], 'bf16')], {})).toThrow('e is [4,8]');
-    expect(() => pleNgramEmbedPlanner([info([4, 2], 'i32'), info([2 ** 30, 8], 'bf16')], [info([4, 16], 'bf16')], {})).toThrow('2^32');
     expect(() => pleConvSiluPlanner([info([4, 6], 'bf16'), info([4, 6], 'bf16'), info([6, 1, 4], 'bf16')], [info([4, 6], 'bf16')], { dilation: 0 })).toThrow(
       'dilation = 0',
     );

@@ -65,6 +65,12 @@ export interface OpDef {
    * its outputs
    */
   readonly host?: boolean;
+  /**
+   * a host op computing out[t] = table[ids[t]]: input 0 is the i32 ids, input `table` a weight
+   * whose rows may be read on demand (WeightRef.gather 'rows'): the loop reads only the rows
+   * the ids name and runs the kernel on them with the ids renumbered
+   */
+  readonly gathersRows?: { table: number };
 }
 
 export function defineOp<const D extends OpDef>(def: D): D {

@@ -42,7 +42,7 @@ export const pleNgramIds = defineOp({
 
 export const pleNgramEmbed = defineOp({
   name: 'pleNgramEmbed',
-  doc: 'E[t] = concat over heads h of table[ids[t,h]]: ids [T,heads] i32 (offsets included), table the padded `ngram_embedding.weight` [rows, headDim] -> [T, heads*headDim]. Exact (a gather); an id outside the table is an error (the CPU kernel throws; a device writes zeros).',
+  doc: 'E[t] = concat over heads h of table[ids[t,h]]: ids [T,heads] i32 (offsets included), table the padded `ngram_embedding.weight` [rows, headDim] -> [T, heads*headDim]. Exact (a gather); an id outside the table is an error.',
   inputs: [
     { name: 'ids', dtypes: ['i32'] },
     { name: 'table', dtypes: ['bf16'] },
@@ -50,6 +50,10 @@ export const pleNgramEmbed = defineOp({
   outputs: [{ name: 'e', dtypes: ['bf16'] }],
   attrs: {},
   opClass: 'data',
+  // the table is the size of the checkpoint's PLE (102 GB bf16 for Flash-Next): its rows are
+  // read from the checkpoint as the ids need them, on the host, on every backend
+  host: true,
+  gathersRows: { table: 1 },
   shape: (ins) => {
     const r = new ShapeRule('pleNgramEmbed');
     const [rows, heads] = r.mat(ins, 0, 'ids');

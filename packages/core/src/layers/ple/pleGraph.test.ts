@@ -3,6 +3,7 @@ import { getConfig } from '../../config/presets.ts';
 import type { ValueId } from '../../graph/graph.ts';
 import { GraphBuilder } from '../../graph/graphBuilder.ts';
 import { SyntheticWeightSource } from '../../model/syntheticWeights.ts';
+import type { WeightSource } from '../../model/weightSource.ts';
 import { Rng } from '../../numerics/rng.ts';
 import { runOnce } from '../../backend/backend.ts';
 import { CpuBackend } from '../../reference/cpuBackend.ts';
@@ -170,5 +171,41 @@ describe('PLE graph', () => {
     expect(emb(changed, EOS_AT)).not.toEqual(emb(base, EOS_AT));
     // the output 9 rows after the changed token still depends on it through the conv tap
     expect(row(changed.out(), EOS_AT - 1 + 9)).not.toEqual(row(base.out(), EOS_AT - 1 + 9));
+  });
+});
+
+describe('PLE table reads', () => {
+  it('read only the rows the n-gram ids name, from the shards they fall in, with the same output', async () => {
+    // counts the table rows the session asks the source for (the table is a concat of shards)
+    const shardNames = new Set(pleTableShards(config, LAYER).map((s) => s.name));
+    let rowsRead = 0;
+    let wholeReads = 0;
+    const counting: WeightSource = {
+      has: (name) => source.has(name),
+      info: (name) => source.info(name),
+      read: async (name, slice) => {
+        if (shardNames.has(name)) {
+          if (!slice) wholeReads++;
+          else rowsRead += slice.ranges.reduce((acc, [a, b]) => acc + b - a, 0);
+        }
+        return source.read(name, slice);
+      },
+    };
+    const b = new GraphBuilder(1);
+    const xIn = b.input('x', [T, W], 'bf16');
+    const idsIn = b.input('ids', [T], 'i32');
+    const out = buildPle(b, { config, layer: LAYER, rank: 0, tp: 1, tokens: T, scope: `L${LAYER}.ple` }, xIn, idsIn);
+    const feeds = new Map<ValueId, Tensor>([
+      [xIn, { dtype: 'bf16', shape: [T, W], data: x }],
+      [idsIn, { dtype: 'i32', shape: [T], data: tokens }],
+    ]);
+    const { values } = await runOnce(new CpuBackend(), b.build(), feeds, counting, { keep: [out] });
+    expect(values.get(out)!.data).toEqual(full.out);
+    expect(wholeReads).toBe(0);
+    // at most one row per (token, head), far fewer than the padded table's rows
+    const distinct = new Set(full.ids).size;
+    expect(rowsRead).toBe(distinct);
+    expect(rowsRead).toBeLessThanOrEqual(T * HEADS);
+    expect(rowsRead * 10).toBeLessThan(shape.tableRows);
   });
 });

@@ -124,7 +124,7 @@ export function pleRankWeights(config: ModelConfig, layer: number, rank: number,
   if (!Number.isInteger(rank) || rank < 0 || rank >= tp) throw new Error(`ple: rank ${rank} is outside [0, ${tp})`);
   const p = plePrefix(layer);
   return {
-    table: { name: pleTableName(layer), concat: pleTableShards(config, layer).map((s) => s.name) },
+    table: { name: pleTableName(layer), concat: pleTableShards(config, layer).map((s) => s.name), gather: 'rows' },
     keyProj: { name: `${p}.key_proj.weight` },
     valueProj: { name: `${p}.value_proj.weight` },
     normKey: { name: `${p}.norm_key.weight` },
