@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChromiumHost } from './chromiumHost.ts';
 import { runOn } from '../../../test/support/chromiumHostRun.ts';
+import { NO_WEIGHTS } from '../../../test/support/noWeights.ts';
 
 // The Chromium host with the executor's own test kernels (testKernels.ts): real headless
 // Chromium, real SwiftShader WebGPU. Kernel numerics are tested in kernels-wgsl and test/.
@@ -116,5 +117,15 @@ describe('ChromiumHost (headless Chromium WebGPU)', () => {
     const x = Float32Array.from([1, -2, 3.5, Number.NaN]);
     const { values } = await runOn(host, graph, new Map([['x', { dtype: 'f32', shape: [4], data: x }]]));
     expect(Buffer.from((values.get('y')!.data as Float32Array).buffer).equals(Buffer.from(x.buffer))).toBe(true);
+  });
+
+  it('dispose() waits for a run already asked for, which still fetches its inputs', async () => {
+    const graph = graphOf(1, [input('x', [4]), inter('y', [4], 0)], [{ op: 'pad', rank: 0, inputs: ['x'], outputs: ['y'] }], ['y']);
+    const x = Float32Array.from([1, 2, 3, 4]);
+    const prepared = await host.prepare(graph, NO_WEIGHTS);
+    const run = prepared.run(new Map([['x', { dtype: 'f32', shape: [4], data: x }]]));
+    await prepared.dispose();
+    const { values } = await run;
+    expect([...(values.get('y')!.data as Float32Array)]).toEqual([1, 2, 3, 4]);
   });
 });

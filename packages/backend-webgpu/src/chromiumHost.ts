@@ -321,9 +321,14 @@ export class ChromiumHost {
       dispose: async () => {
         if (disposed) return;
         disposed = true;
-        this.jobs.delete(id);
-        if (this.closed || this.failure) return;
-        await this.serialized(() => this.inPage(`disposing job ${id}`, (page) => page.evaluate((j) => (window as unknown as PageApi).hcspDispose(j), id))).catch(() => {});
+        // after the runs and reads already queued, which still fetch this job's tensors
+        await this.serialized(async () => {
+          try {
+            if (!this.closed && !this.failure) await this.inPage(`disposing job ${id}`, (page) => page.evaluate((j) => (window as unknown as PageApi).hcspDispose(j), id));
+          } finally {
+            this.jobs.delete(id);
+          }
+        }).catch(() => {});
       },
     };
   }

@@ -77,10 +77,16 @@ export class WebGpuDevice implements DeviceOps<GPUBuffer> {
     const info = (d: ValueDecl | null): TensorInfo | null => (d === null ? null : { shape: d.shape, dtype: d.dtype });
     const plan = this.planner(node)(inDecls.map(info), outputs.map(info), node.attrs);
     const outs: (GPUBuffer | null)[] = [];
-    for (const d of outputs) outs.push(d === null ? null : await this.alloc(d));
-    const encoder = this.device.createCommandEncoder({ label: `${node.op} ${node.scope} rank ${node.rank}` });
-    const temps = await this.encodePlan(encoder, node, plan, inputs, outs);
-    this.submit(encoder, temps, `${node.op} (node ${node.id} at ${node.scope}, rank ${node.rank})`);
+    try {
+      for (const d of outputs) outs.push(d === null ? null : await this.alloc(d));
+      const encoder = this.device.createCommandEncoder({ label: `${node.op} ${node.scope} rank ${node.rank}` });
+      const temps = await this.encodePlan(encoder, node, plan, inputs, outs);
+      this.submit(encoder, temps, `${node.op} (node ${node.id} at ${node.scope}, rank ${node.rank})`);
+    } catch (e) {
+      // the loop owns only the buffers it is given back
+      for (const b of outs) b?.destroy();
+      throw e;
+    }
     return outs;
   }
 
@@ -121,17 +127,24 @@ export class WebGpuDevice implements DeviceOps<GPUBuffer> {
       { ...node.attrs, tp },
     );
     const inWords = wordBytesOf(inDecl.dtype, inDecl.shape);
-    const stacked = await this.memory.alloc(`${node.op} ${node.scope} stacked input`, inWords * tp, STORAGE_USAGE);
-    const result = await this.memory.alloc(`${node.op} ${node.scope} result`, wordBytesOf(outDecl.dtype, resultShape), STORAGE_USAGE);
-    const rankIns = inputs.map(([b]) => b);
+    const own: GPUBuffer[] = [];
     const rankOuts: GPUBuffer[] = [];
-    for (const [d] of outDecls) rankOuts.push(await this.alloc(d));
-    const encoder = this.device.createCommandEncoder({ label: `${node.op} ${node.scope}` });
-    rankIns.forEach((b, r) => encoder.copyBufferToBuffer(b, 0, stacked, r * inWords, inWords));
-    const temps = await this.encodePlan(encoder, node, plan, [stacked], [result]);
-    const outWords = wordBytesOf(outDecl.dtype, outDecl.shape);
-    rankOuts.forEach((b, r) => encoder.copyBufferToBuffer(result, scatter ? r * outRankBytes : 0, b, 0, outWords));
-    this.submit(encoder, [...temps, stacked, result], where);
+    try {
+      const stacked = await this.memory.alloc(`${node.op} ${node.scope} stacked input`, inWords * tp, STORAGE_USAGE);
+      own.push(stacked);
+      const result = await this.memory.alloc(`${node.op} ${node.scope} result`, wordBytesOf(outDecl.dtype, resultShape), STORAGE_USAGE);
+      own.push(result);
+      for (const [d] of outDecls) rankOuts.push(await this.alloc(d));
+      const encoder = this.device.createCommandEncoder({ label: `${node.op} ${node.scope}` });
+      inputs.forEach(([b], r) => encoder.copyBufferToBuffer(b, 0, stacked, r * inWords, inWords));
+      const temps = await this.encodePlan(encoder, node, plan, [stacked], [result]);
+      const outWords = wordBytesOf(outDecl.dtype, outDecl.shape);
+      rankOuts.forEach((b, r) => encoder.copyBufferToBuffer(result, scatter ? r * outRankBytes : 0, b, 0, outWords));
+      this.submit(encoder, [...temps, ...own], where);
+    } catch (e) {
+      for (const b of [...own, ...rankOuts]) b.destroy();
+      throw e;
+    }
     return rankOuts.map((b) => [b]);
   }
 

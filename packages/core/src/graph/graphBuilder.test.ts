@@ -59,4 +59,13 @@ describe('GraphBuilder', () => {
       "output 'y' ('z0') is declared bf16[6,4], the op gives bf16[3,4]",
     );
   });
+
+  it('declares a weight reference once, and refuses it again with another shape or dtype', () => {
+    const b = new GraphBuilder(1);
+    const ref = { name: 'w', slice: { axis: 0, ranges: [[0, 2]] as [number, number][] } };
+    const id = b.weight(ref, [2, 4]);
+    expect(b.weight({ ...ref }, [2, 4])).toBe(id);
+    expect(() => b.weight(ref, [4, 2])).toThrow("graph: weight 'w' ('w:w#0:0-2') is declared bf16[2,4], asked for again as bf16[4,2]");
+    expect(() => b.weight(ref, [2, 4], 'f32')).toThrow('asked for again as f32[2,4]');
+  });
 });

@@ -29,7 +29,13 @@ export class GraphBuilder {
   weight(ref: WeightRef, shape: number[], dtype: DType = 'bf16'): ValueId {
     const key = JSON.stringify(ref);
     const existing = this.weightIds.get(key);
-    if (existing) return existing;
+    if (existing) {
+      const d = this.values[existing];
+      if (d.dtype !== dtype || d.shape.join(',') !== shape.join(',')) {
+        throw new Error(`graph: weight '${ref.name}' ('${existing}') is declared ${d.dtype}[${d.shape.join(',')}], asked for again as ${dtype}[${shape.join(',')}]`);
+      }
+      return existing;
+    }
     const id = ref.slice ? `w:${ref.name}#${ref.slice.axis}:${ref.slice.ranges.map((r) => r.join('-')).join('+')}` : `w:${ref.name}`;
     this.declare({ id, shape, dtype, rank: null, kind: 'weight', weight: ref });
     this.weightIds.set(key, id);

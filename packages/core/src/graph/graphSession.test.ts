@@ -9,6 +9,8 @@ import { STAND_IN_SUB_LAYERS } from '../layers/standIn/standInSubLayers.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import type { WeightSource } from '../model/weightSource.ts';
 import { runOnce } from '../backend/backend.ts';
+import { GraphBuilder } from './graphBuilder.ts';
+import { resolveWeightRows } from '../model/resolveWeight.ts';
 
 // The one execution loop: weights uploaded once per session, values freed after their last
 // use, values kept on the device on request, errors naming the node.
@@ -100,5 +102,70 @@ describe('GraphSession', () => {
   it('refuses a weight whose checkpoint tensor does not match the declaration', async () => {
     const wrong: WeightSource = { ...p.weights, has: (n) => p.weights.has(n), info: (n) => p.weights.info(n), read: async () => ({ dtype: 'bf16', shape: [1], data: new Uint16Array(1) }) };
     await expect(GraphSession.open(p.graph, CPU_DEVICE, loadWeight(wrong), { backend: 'cpu' })).rejects.toThrow(/cpu: weight '.+' is bf16\[1\], the graph declares bf16\[/);
+  });
+
+  it('reads a kept value only after the runs asked for before it (a later run frees it)', async () => {
+    const { device, counts } = countingDevice();
+    // a download that yields before copying, as a GPU read-back does
+    const slow: DeviceOps<Tensor> = {
+      ...device,
+      download: async (_d, t) => {
+        await new Promise((r) => setTimeout(r, 5));
+        if (!counts.live.has(t)) throw new Error('read a freed handle');
+        return t;
+      },
+    };
+    const session = await GraphSession.open(p.graph, slow, loadWeight(p.weights), { backend: 'cpu' });
+    const id = p.outputs.streamsPerStep[3][1];
+    await session.run(p.feeds, { keepOnDevice: [id] });
+    const next = session.run(p.feeds, { keep: [id], keepOnDevice: [id] });
+    const read = session.read(id);
+    const [r, v] = await Promise.all([next, read]);
+    expect(v.data).toEqual(r.values.get(id)!.data);
+    await session.dispose();
+  });
+});
+
+describe('GraphSession row-gathered weights', () => {
+  // table = [a; b] (3 + 2 rows of 2 columns), read only at the rows the ids name
+  const a = Uint16Array.from([10, 11, 20, 21, 30, 31]);
+  const b = Uint16Array.from([40, 41, 50, 51]);
+  const g = new GraphBuilder(1);
+  const ids = g.input('ids', [2, 2], 'i32');
+  const table = g.weight({ name: 'table', concat: ['a', 'b'], gather: 'rows' }, [5, 2]);
+  const e = g.value('e', [2, 4], 'bf16', 0);
+  g.node({ op: 'pleNgramEmbed', rank: 0, inputs: [ids, table], outputs: [e], attrs: {}, scope: 'ple', layer: 0 });
+  g.markOutput(e);
+  const graph = g.build();
+  const feeds = new Map<string, Tensor>([[ids, { dtype: 'i32', shape: [2, 2], data: Int32Array.from([4, 1, 2, 4]) }]]);
+  const source = (dtype: 'bf16' | 'f32', reads: string[]): WeightSource => {
+    const parts: Record<string, Uint16Array> = { a, b };
+    return {
+      has: (n) => n in parts,
+      info: (n) => ({ shape: [parts[n].length / 2, 2], dtype }),
+      read: async (n, slice) => {
+        reads.push(`${n}${JSON.stringify(slice?.ranges)}`);
+        const [[lo, hi]] = slice!.ranges;
+        const rows = parts[n].subarray(lo * 2, hi * 2);
+        return { dtype, shape: [hi - lo, 2], data: dtype === 'bf16' ? rows.slice() : Float32Array.from(rows) };
+      },
+    };
+  };
+  const open = (w: WeightSource) => GraphSession.open(graph, CPU_DEVICE, (decl, rows) => resolveWeightRows(w, decl.weight!, rows), { backend: 'cpu' });
+
+  it('reads only the named rows, across the parts of the concatenation', async () => {
+    const reads: string[] = [];
+    const s = await open(source('bf16', reads));
+    const r = await s.run(feeds);
+    // rows 4, 1, 2, 4: b's row 1, a's rows 1 and 2, b's row 1
+    expect([...(r.values.get(e)!.data as Uint16Array)]).toEqual([50, 51, 20, 21, 30, 31, 50, 51]);
+    expect(reads).toEqual(['a[[1,3]]', 'b[[1,2]]']);
+    await s.dispose();
+  });
+
+  it('refuses rows that do not match the declaration, naming the weight', async () => {
+    const s = await open(source('f32', []));
+    await expect(s.run(feeds)).rejects.toThrow("cpu: rows of weight 'table' is f32[3,2], the graph declares bf16[3,2] for 'w:table'");
+    await s.dispose();
   });
 });

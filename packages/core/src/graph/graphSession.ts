@@ -98,10 +98,15 @@ export class GraphSession<H> implements PreparedGraph {
     return result;
   }
 
-  async read(id: ValueId): Promise<Tensor> {
-    const h = this.resident.get(id);
-    if (h === undefined) throw new Error(`${this.options.backend}: value '${id}' was not kept on the device by the last run (RunOptions.keepOnDevice)`);
-    return this.device.download(this.graph.values[id], h);
+  /** Queued behind the runs already asked for: the next run frees what the last one kept. */
+  read(id: ValueId): Promise<Tensor> {
+    const result = this.queue.then(() => {
+      const h = this.resident.get(id);
+      if (h === undefined) throw new Error(`${this.options.backend}: value '${id}' was not kept on the device by the last run (RunOptions.keepOnDevice)`);
+      return this.device.download(this.graph.values[id], h);
+    });
+    this.queue = result.catch(() => {});
+    return result;
   }
 
   async dispose(): Promise<void> {
@@ -239,7 +244,10 @@ export class GraphSession<H> implements PreparedGraph {
       const ids = ins[0]!;
       const { ranges, local } = rowRanges(ids.data as Int32Array, table.shape[0], `weight '${table.weight.name}'`);
       ins[0] = { ...ids, data: local };
-      ins[gather!.table] = await this.loadWeight(table, ranges);
+      const rowsRead = await this.loadWeight(table, ranges);
+      const want = { ...table, shape: [ranges.reduce((n, [a, b]) => n + b - a, 0), ...table.shape.slice(1)] };
+      checkDecl(`${this.options.backend}: rows of weight '${table.weight.name}'`, rowsRead, want);
+      ins[gather!.table] = rowsRead;
     }
     return ins;
   }

@@ -349,7 +349,6 @@ export interface SafetensorsLayout {
   readonly fileBytes: number;
 }
 
-/** Header and data order for a set of tensors, laid out as the reference serializer does. */
 /**
  * A tensor of a file dtype hcsp computes with no tensor type for (int64 ids in a dump, the
  * PLE's int64 buffers): its little-endian bytes as they go into the file.
@@ -376,6 +375,7 @@ function fileBytesOf(name: string, t: Tensor | RawFileTensor): { st: Safetensors
   return { st: FROM_CORE_DTYPE[t.dtype], bytes: tensorBytes(name, t) };
 }
 
+/** Header and data order for a set of tensors, laid out as the reference serializer does. */
 export function layoutSafetensors(tensors: ReadonlyMap<string, Tensor | RawFileTensor>, metadata: Readonly<Record<string, string>> = {}): SafetensorsLayout {
   for (const [k, v] of Object.entries(metadata)) {
     if (typeof v !== 'string') throw new Error(`safetensors metadata '${k}': value must be a string, got ${JSON.stringify(v)}`);
