@@ -3,7 +3,7 @@
 // for testing); optionally a golden dump of the named intermediate values.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import {
   CpuBackend,
@@ -11,6 +11,7 @@ import {
   MODEL_SUB_LAYERS,
   modelWeightSpecs,
   preparePrefill,
+  PRESETS,
   readSpFloor,
   REDUCE_ALGORITHMS,
   runOnce,
@@ -95,7 +96,6 @@ export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string
   const qsaSelection = oneOf(opts.qsaSelection ?? 'replicated', ['replicated', 'row-sharded'] as const, '--qsa-selection') === 'row-sharded' ? 'rowSharded' : 'replicated';
   const logits = oneOf(opts.logits ?? 'last', ['last', 'all'] as const, '--logits');
   const mtpDrafter = oneOf(opts.mtpDrafter ?? 'gathered', ['gathered', 'sharded'] as const, '--mtp-drafter');
-  const dumpTarget = opts.dump ? resolveOutputTarget(opts.dump, '--dump', [opts.weights, opts.ids].filter((p): p is string => p !== undefined)) : null;
   const seed = parseIntStrict(opts.seed, '--seed', { min: 0 });
   const sp = oneOf<SpMode>(opts.sp, ['auto', 'on', 'off'], '--sp');
   const reduce = oneOf<ReduceAlgorithm>(opts.reduce, REDUCE_ALGORITHMS, '--reduce');
@@ -106,11 +106,13 @@ export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string
   const subLayers = stack === 'model' ? MODEL_SUB_LAYERS : STAND_IN_SUB_LAYERS;
   let checkpoint: CheckpointWeightSource | undefined;
   let watch: NonFiniteWatch | undefined;
+  let checkpointInputs: string[] = [];
   try {
     if (opts.weights) {
       try {
         const opened = openCheckpoint(opts.weights, config, { specs: modelWeightSpecs(config, subLayers) });
         checkpoint = opened.source;
+        checkpointInputs = opened.inputs;
         const unused = unusedTensorsWarning(opened.unused);
         if (unused) process.stderr.write(`hcsp: warning: ${opts.weights}: ${unused}\n`);
       } catch (e) {
@@ -119,6 +121,9 @@ export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string
       }
       watch = new NonFiniteWatch(checkpoint, opts.weights, opts.rejectNonfinite === true);
     }
+    // Every file the run reads, the checkpoint's shards, index and config.json included.
+    const inputs = [opts.ids, ...(Object.hasOwn(PRESETS, opts.config) ? [] : [opts.config, join(opts.config, 'config.json')]), opts.weights, ...checkpointInputs];
+    const dumpTarget = opts.dump === undefined ? null : resolveOutputTarget(opts.dump, '--dump', inputs.filter((p): p is string => p !== undefined));
     const estimate = estimatePrefillMemory({ config, tokens, tp, sp, reduce, subLayers, env: process.env, checkpoint: watch !== undefined });
     checkMemory(`prefill of ${config.name} at tp ${tp} with T ${tokens}`, estimate, limit);
     const prepared = preparePrefill({
@@ -202,7 +207,7 @@ export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string
       nextTokens,
       mtpLogitsSha256: mtpOut ? sha256(result.values.get(mtpOut.logits)!) : null,
       mtpDraftTokens: mtpOut ? Array.from(result.values.get(mtpOut.draftTokens)!.data as Int32Array) : null,
-      dump: opts.dump ? (dumpTarget?.kind === 'stdout' ? '-' : resolve(opts.dump)) : null,
+      dump: dumpTarget ? (dumpTarget.kind === 'stdout' ? '-' : resolve(opts.dump!)) : null,
       outputSha256: sha256(h),
       mtpStateSha256: mtp ? sha256(mtp) : null,
       hcRowsPerRank,
@@ -249,6 +254,8 @@ export function registerPrefill(program: Command): void {
     .option('--json', 'print one JSON object')
     .addHelpText('after', SP_ENV_HELP)
     .action(async (opts: PrefillCliOptions) => {
-      process.stdout.write(await runPrefillCommand(opts));
+      // With --dump - the tensors own stdout.
+      const summary = await runPrefillCommand(opts);
+      (opts.dump === '-' ? process.stderr : process.stdout).write(summary);
     });
 }

@@ -116,7 +116,7 @@ describe('openCheckpoint: layouts', () => {
     expect((await c.source.read('model.embed_tokens.weight')).data).toEqual(Uint16Array.of(0x3f80, 0x3f81, 0x3f82, 0x3f83));
     expect(c.unused).toEqual(['lm_head.weight', 'model.language_model.layers.0.mlp.experts.0.gate_proj.input_scale', 'model.visual.blocks.0.attn.qkv.weight', 'mtp.fc_hidden.weight']);
     expect(unusedTensorsWarning(c.unused)).toBe(
-      'warning: 4 checkpoint tensors are not used by the model: lm_head.weight, model.language_model.layers.0.mlp.experts.0.gate_proj.input_scale, model.visual.blocks.0.attn.qkv.weight, mtp.fc_hidden.weight',
+      '4 checkpoint tensors are not used by the model: lm_head.weight, model.language_model.layers.0.mlp.experts.0.gate_proj.input_scale, model.visual.blocks.0.attn.qkv.weight, mtp.fc_hidden.weight',
     );
     expect(unusedTensorsWarning([])).toBeNull();
     expect(unusedTensorsWarning(Array.from({ length: 10 }, (_, i) => `t${i}`))).toMatch(/10 checkpoint tensors .*t7, and 2 more$/);

@@ -106,6 +106,8 @@ export interface OpenedCheckpoint {
   conversions: string[];
   /** the .safetensors files opened */
   files: string[];
+  /** every file opening read (index, config.json, shards): what an output must not replace */
+  inputs: string[];
 }
 
 /** The .safetensors file(s) or index a path names: a file, an index, or a model folder. */
@@ -316,14 +318,16 @@ export function openCheckpoint(path: string, config: ModelConfig, options: Check
   }
   const raw = SafetensorsWeightSource.open(located);
   try {
-    return build(raw, path, config, options.specs ?? modelWeightSpecs(config, MODEL_SUB_LAYERS), block);
+    const opened = build(raw, path, config, options.specs ?? modelWeightSpecs(config, MODEL_SUB_LAYERS), block);
+    const index = typeof located === 'string' && located.endsWith('.index.json') ? [located] : [];
+    return { ...opened, inputs: [...index, ...(configFile ? [configFile] : []), ...opened.files] };
   } catch (e) {
     raw.close();
     throw e;
   }
 }
 
-function build(raw: SafetensorsWeightSource, path: string, config: ModelConfig, specs: readonly WeightSpec[], block: [number, number]): OpenedCheckpoint {
+function build(raw: SafetensorsWeightSource, path: string, config: ModelConfig, specs: readonly WeightSpec[], block: [number, number]): Omit<OpenedCheckpoint, 'inputs'> {
   const problems: string[] = [];
   const where = (stored: string) => `${raw.fileOfTensor(stored)}: tensor '${stored}'`;
 
@@ -491,10 +495,10 @@ function build(raw: SafetensorsWeightSource, path: string, config: ModelConfig, 
   };
 }
 
-/** The one warning line for tensors the model does not read, or null when there are none. */
+/** The warning for tensors the model does not read (the caller prefixes 'warning:'), or null when there are none. */
 export function unusedTensorsWarning(unused: readonly string[]): string | null {
   if (unused.length === 0) return null;
   const shown = unused.slice(0, MAX_PROBLEMS_SHOWN).join(', ');
   const more = unused.length > MAX_PROBLEMS_SHOWN ? `, and ${unused.length - MAX_PROBLEMS_SHOWN} more` : '';
-  return `warning: ${unused.length} checkpoint tensor${unused.length > 1 ? 's are' : ' is'} not used by the model: ${shown}${more}`;
+  return `${unused.length} checkpoint tensor${unused.length > 1 ? 's are' : ' is'} not used by the model: ${shown}${more}`;
 }
