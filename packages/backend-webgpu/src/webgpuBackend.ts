@@ -19,7 +19,7 @@ import { WebGpuDevice } from './webgpuDevice.ts';
 export type WebGpuHostChoice = 'auto' | 'dawn' | 'chromium';
 
 export interface WebGpuBackendOptions {
-  /** 'auto': dawn.node on a hardware adapter, else headless Chromium (default) */
+  /** 'auto': dawn.node on a hardware adapter, else headless Chromium (default: HCSP_WEBGPU_HOST, else 'auto') */
   prefer?: WebGpuHostChoice;
   chromium?: ChromiumHostOptions;
 }
@@ -42,8 +42,9 @@ export const WEBGPU_PRECISION: BackendPrecision = exactPrecision(
  * BackendUnavailableError) names what was tried and why each failed.
  */
 export async function createWebGpuBackend(options: WebGpuBackendOptions = {}): Promise<WebGpuBackend> {
-  const prefer = options.prefer ?? 'auto';
-  if (!['auto', 'dawn', 'chromium'].includes(prefer)) throw new Error(`webgpu backend: unknown host choice '${prefer}' (auto, dawn, chromium)`);
+  // HCSP_WEBGPU_HOST picks the device host for callers that do not (the CLI, the test suites)
+  const prefer = options.prefer ?? ((process.env.HCSP_WEBGPU_HOST || 'auto') as WebGpuHostChoice);
+  if (!['auto', 'dawn', 'chromium'].includes(prefer)) throw new Error(`webgpu backend: unknown host choice '${prefer}' (auto, dawn, chromium; HCSP_WEBGPU_HOST)`);
   const tried: string[] = [];
   if (prefer === 'auto' || prefer === 'dawn') {
     try {

@@ -18,8 +18,10 @@ describe('backend registry', () => {
   });
 
   it('keeps the typed "no device" error of a backend that cannot start', async () => {
-    const saved = process.env.HCSP_CHROMIUM;
-    // an executable path that does not exist: the WebGPU backend finds no device host
+    const saved = { chromium: process.env.HCSP_CHROMIUM, host: process.env.HCSP_WEBGPU_HOST };
+    // the Chromium host, at an executable path that does not exist (dawn.node is not tried:
+    // on a machine with a GPU it would start): the WebGPU backend finds no device host
+    process.env.HCSP_WEBGPU_HOST = 'chromium';
     process.env.HCSP_CHROMIUM = '/nonexistent/chromium';
     try {
       const err = await createBackend('webgpu').then(
@@ -30,8 +32,10 @@ describe('backend registry', () => {
       expect((err as BackendUnavailableError).backend).toBe('webgpu');
       expect((err as Error).message).toMatch(/no Chromium at \/nonexistent\/chromium/);
     } finally {
-      if (saved === undefined) delete process.env.HCSP_CHROMIUM;
-      else process.env.HCSP_CHROMIUM = saved;
+      for (const [k, v] of [['HCSP_CHROMIUM', saved.chromium], ['HCSP_WEBGPU_HOST', saved.host]] as const) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
     }
   });
 });
