@@ -15,8 +15,8 @@ const base = { backend: 'cpu', config: 'tiny', tp: '2', tokens: '8', sp: 'off', 
 const dir = mkdtempSync(join(tmpdir(), 'hcsp-prefill-outputs-'));
 const folder = join(dir, 'm');
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-beforeAll(() => {
-  writeModelFolder({ config: TINY, seed: 0, out: folder, layout: 'hf', shards: 2, force: false });
+beforeAll(async () => {
+  await writeModelFolder({ config: TINY, seed: 0, out: folder, layout: 'hf', shards: 2, force: false });
 });
 
 function cli(args: string[]) {

@@ -90,7 +90,7 @@ describe('hcsp weights: round trip through a model folder', () => {
         const config = PRESETS[name];
         const out = join(root, `${name}-${layout}`);
         const shards = 3;
-        const summary = writeModelFolder({ config, seed: SEED, out, layout, shards, force: false });
+        const summary = await writeModelFolder({ config, seed: SEED, out, layout, shards, force: false });
         expect(readdirSync(out).sort()).toEqual(['config.json', 'model-00001-of-00003.safetensors', 'model-00002-of-00003.safetensors', 'model-00003-of-00003.safetensors', 'model.safetensors.index.json']);
         const index = JSON.parse(readFileSync(join(out, 'model.safetensors.index.json'), 'utf8'));
         expect(Object.keys(index.weight_map)).toHaveLength(summary.tensors);
@@ -165,33 +165,33 @@ describe('hcsp weights: round trip through a model folder', () => {
 describe('hcsp weights: the output folder', () => {
   const base = { config: 'tiny', seed: '1', layout: 'hf', shards: '1' };
 
-  it('writes into a new or empty folder, refuses a non-empty one unless --force, and replaces it atomically', () => {
+  it('writes into a new or empty folder, refuses a non-empty one unless --force, and replaces it atomically', async () => {
     const out = join(root, 'target');
-    expect(runWeightsCommand({ ...base, out })).toMatch(new RegExp(`^wrote ${out}: \\d+ tensors, \\d+ bytes in 1 shard \\(layout hf, config tiny, seed 1\\)\\n$`));
-    expect(() => runWeightsCommand({ ...base, out })).toThrow(`--out ${out} is not empty (--force replaces it)`);
+    expect(await runWeightsCommand({ ...base, out })).toMatch(new RegExp(`^wrote ${out}: \\d+ tensors, \\d+ bytes in 1 shard \\(layout hf, config tiny, seed 1\\)\\n$`));
+    await expect(runWeightsCommand({ ...base, out })).rejects.toThrow(`--out ${out} is not empty (--force replaces it)`);
     writeFileSync(join(out, 'stale.txt'), 'x');
-    runWeightsCommand({ ...base, out, shards: '2', force: true });
+    await runWeightsCommand({ ...base, out, shards: '2', force: true });
     expect(readdirSync(out).sort()).toEqual(['config.json', 'model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors', 'model.safetensors.index.json']);
     const empty = join(root, 'empty');
     mkdirSync(empty);
-    runWeightsCommand({ ...base, out: empty });
+    await runWeightsCommand({ ...base, out: empty });
     expect(existsSync(join(empty, 'config.json'))).toBe(true);
     // no temporaries left beside them
     expect(readdirSync(root).filter((f) => f.startsWith('.'))).toEqual([]);
   });
 
-  it('bad options fail before anything is written', () => {
+  it('bad options fail before anything is written', async () => {
     const out = join(root, 'never');
-    expect(() => runWeightsCommand({ ...base, out, layout: 'gguf' })).toThrow('--layout must be hf or fp8-release, got "gguf"');
-    expect(() => runWeightsCommand({ ...base, out, shards: '0' })).toThrow(/--shards is too small: at least 1/);
-    expect(() => runWeightsCommand({ ...base, out, shards: '100000' })).toThrow(/--shards is too large/);
-    expect(() => runWeightsCommand({ ...base, out, shards: '5000' })).toThrow(/--shards 5000 exceeds the \d+ tensor groups to write/);
-    expect(() => runWeightsCommand({ ...base, out, seed: '-1' })).toThrow(/--seed must be an integer/);
-    expect(() => runWeightsCommand({ ...base, out, config: 'huge' })).toThrow(/unknown config 'huge'/);
-    expect(() => runWeightsCommand({ ...base, out, config: 'flash-next' })).toThrow(/tensor '.*' has \d+ elements; the synthetic generator holds a tensor whole/);
+    await expect(runWeightsCommand({ ...base, out, layout: 'gguf' })).rejects.toThrow('--layout must be hf or fp8-release, got "gguf"');
+    await expect(runWeightsCommand({ ...base, out, shards: '0' })).rejects.toThrow(/--shards is too small: at least 1/);
+    await expect(runWeightsCommand({ ...base, out, shards: '100000' })).rejects.toThrow(/--shards is too large/);
+    await expect(runWeightsCommand({ ...base, out, shards: '5000' })).rejects.toThrow(/--shards 5000 exceeds the \d+ tensor groups to write/);
+    await expect(runWeightsCommand({ ...base, out, seed: '-1' })).rejects.toThrow(/--seed must be an integer/);
+    await expect(runWeightsCommand({ ...base, out, config: 'huge' })).rejects.toThrow(/unknown config 'huge'/);
+    await expect(runWeightsCommand({ ...base, out, config: 'flash-next' })).rejects.toThrow(/tensor '.*' has \d+ elements; the synthetic generator holds a tensor whole/);
     const file = join(root, 'a-file');
     writeFileSync(file, 'x');
-    expect(() => runWeightsCommand({ ...base, out: file })).toThrow(`--out ${file} exists and is not a folder`);
+    await expect(runWeightsCommand({ ...base, out: file })).rejects.toThrow(`--out ${file} exists and is not a folder`);
     expect(existsSync(out)).toBe(false);
     expect(readdirSync(root).filter((f) => f.startsWith('.'))).toEqual([]);
   });

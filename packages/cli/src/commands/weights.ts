@@ -23,6 +23,8 @@ import type { Command } from 'commander';
 import { bf16ToF32, f32ToFp8, MODEL_SUB_LAYERS, modelWeightSpecs, numel, roundBf16, SyntheticWeightSource, type ModelConfig, type Tensor, type WeightSpec } from '@hcsp/core';
 import { hfTextConfigJson, resolveModelConfig, writeSafetensorsFile } from '@hcsp/core/node';
 import { parseIntStrict } from '../parseArgs.ts';
+import { processAlive } from '../processAlive.ts';
+import { onInterrupt } from '../signals.ts';
 
 export const WEIGHTS_LAYOUTS = ['hf', 'fp8-release'] as const;
 export type WeightsLayout = (typeof WEIGHTS_LAYOUTS)[number];
@@ -181,10 +183,24 @@ function checkOut(out: string, force: boolean): void {
   if (readdirSync(out).length > 0 && !force) throw new Error(`--out ${out} is not empty (--force replaces it)`);
 }
 
-/** Writes the model folder; see the file comment for the layouts. */
-export function writeModelFolder(o: ModelFolderOptions): ModelFolderSummary {
+/** `.<name>.tmp-<pid>-…` folders of writers that died (SIGKILL, power loss) next to `out`. */
+function sweepStaleTempFolders(dir: string): void {
+  if (!existsSync(dir)) return;
+  for (const entry of readdirSync(dir)) {
+    const m = /^\..+\.(?:tmp|old)-(\d+)-[a-z0-9]+$/.exec(entry);
+    if (m && Number(m[1]) !== process.pid && !processAlive(Number(m[1]))) rmSync(join(dir, entry), { recursive: true, force: true });
+  }
+}
+
+/**
+ * Writes the model folder; see the file comment for the layouts. Each tensor group is made
+ * and written between turns of the event loop, so a signal is handled (the temporary folder
+ * removed, the exit reported as an interruption) rather than waiting for the whole folder.
+ */
+export async function writeModelFolder(o: ModelFolderOptions): Promise<ModelFolderSummary> {
   const out = resolve(o.out);
   checkOut(out, o.force);
+  sweepStaleTempFolders(dirname(out));
   const specs = modelWeightSpecs(o.config, MODEL_SUB_LAYERS);
   const largest = specs.reduce((a, s) => (numel(s.shape) > numel(a.shape) ? s : a));
   if (numel(largest.shape) > MAX_TENSOR_ELEMENTS) {
@@ -197,16 +213,20 @@ export function writeModelFolder(o: ModelFolderOptions): ModelFolderSummary {
 
   mkdirSync(dirname(out), { recursive: true });
   const tmp = join(dirname(out), `.${basename(out)}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`);
-  mkdirSync(tmp);
+  // registered before the folder exists: a signal right after it appears is handled
+  const release = onInterrupt(() => rmSync(tmp, { recursive: true, force: true }));
   let tensors = 0;
   let bytes = 0;
   try {
+    mkdirSync(tmp);
     const weightMap: Record<string, string> = {};
     for (let k = 0; k < o.shards; k++) {
       const shard = new Map<string, Tensor>();
-      groups.forEach((g, i) => {
-        if (shardOf[i] === k) for (const [name, t] of g.make()) shard.set(name, t);
-      });
+      for (const [i, g] of groups.entries()) {
+        if (shardOf[i] !== k) continue;
+        for (const [name, t] of g.make()) shard.set(name, t);
+        await new Promise<void>((r) => setImmediate(r));
+      }
       writeSafetensorsFile(join(tmp, files[k]), shard, { format: 'pt' });
       for (const [name, t] of shard) {
         weightMap[name] = files[k];
@@ -228,6 +248,8 @@ export function writeModelFolder(o: ModelFolderOptions): ModelFolderSummary {
   } catch (e) {
     rmSync(tmp, { recursive: true, force: true });
     throw e;
+  } finally {
+    release();
   }
   return { out, files: files.map((f) => join(out, f)), tensors, bytes };
 }
@@ -242,12 +264,12 @@ interface WeightsOptions {
 }
 
 /** The command's work; returns the line it prints. */
-export function runWeightsCommand(opts: WeightsOptions): string {
+export async function runWeightsCommand(opts: WeightsOptions): Promise<string> {
   const config = resolveModelConfig(opts.config);
   const seed = parseIntStrict(opts.seed, '--seed', { min: 0 });
   const shards = parseIntStrict(opts.shards, '--shards', { min: 1, max: 99999 });
   if (!(WEIGHTS_LAYOUTS as readonly string[]).includes(opts.layout)) throw new Error(`--layout must be ${WEIGHTS_LAYOUTS.join(' or ')}, got ${JSON.stringify(opts.layout)}`);
-  const s = writeModelFolder({ config, seed, out: opts.out, layout: opts.layout as WeightsLayout, shards, force: opts.force ?? false });
+  const s = await writeModelFolder({ config, seed, out: opts.out, layout: opts.layout as WeightsLayout, shards, force: opts.force ?? false });
   return `wrote ${s.out}: ${s.tensors} tensors, ${s.bytes} bytes in ${s.files.length} shard${s.files.length > 1 ? 's' : ''} (layout ${opts.layout}, config ${config.name}, seed ${seed})\n`;
 }
 
@@ -261,7 +283,7 @@ export function registerWeights(program: Command): void {
     .option('--layout <layout>', 'hf (stacked experts, bf16) | fp8-release (per-expert FP8 with block scales, FP8 PLE table)', 'hf')
     .option('--shards <n>', 'number of .safetensors shards', '1')
     .option('--force', 'replace a non-empty --out folder')
-    .action((opts: WeightsOptions) => {
-      process.stdout.write(runWeightsCommand(opts));
+    .action(async (opts: WeightsOptions) => {
+      process.stdout.write(await runWeightsCommand(opts));
     });
 }
