@@ -200,7 +200,7 @@ export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string
       ids: opts.ids ? resolve(opts.ids) : `seeded (seed ${seed})`,
       fp8,
       quant: fp8 ? prepared.plan.quant : null,
-      qsaSelection,
+      qsaSelection: opts.qsaSelection ?? 'replicated',
       qsa,
       logits,
       logitsSha256: sha256(result.values.get(prepared.outputs.logits)!),
