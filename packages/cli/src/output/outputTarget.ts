@@ -4,6 +4,7 @@
 // inputs is refused with the reason; standard output is the explicit `-`.
 import { accessSync, constants, lstatSync, readlinkSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
+import { fileKind } from '@hcsp/core/node';
 
 export type OutputTarget =
   | { kind: 'stdout' }
@@ -20,15 +21,6 @@ const MAX_LINKS = 40;
 // Paths that name a process's open files, not files: a regular file reached through
 // /dev/stdout is the caller's log, which must never be replaced by rename.
 const STDIO_ALIAS = /^\/(?:proc\/|dev\/(?:fd|stdin|stdout|stderr)(?:\/|$))/;
-
-function kindOf(st: Stats): string {
-  if (st.isDirectory()) return 'a directory';
-  if (st.isFIFO()) return 'a fifo';
-  if (st.isSocket()) return 'a socket';
-  if (st.isCharacterDevice()) return 'a character device';
-  if (st.isBlockDevice()) return 'a block device';
-  return 'not a regular file';
-}
 
 function lstatOrNull(path: string): Stats | null {
   try {
@@ -64,7 +56,7 @@ export function resolveOutputTarget(out: string, option: string, inputs: readonl
     path = resolve(dirname(path), readlinkSync(path));
   }
   if (st === null && path !== given) fail(`is a symbolic link to ${path}, which does not exist`);
-  if (st !== null && !st.isFile()) fail(`is ${kindOf(st)}, not a regular file${st.isDirectory() ? '' : `; ${toStdout}`}`);
+  if (st !== null && !st.isFile()) fail(`is ${fileKind(st)}, not a regular file${st.isDirectory() ? '' : `; ${toStdout}`}`);
 
   let dir: string;
   try {

@@ -11,7 +11,7 @@ import { layoutSafetensors, SafetensorsReader, type ByteSource, type RawFileTens
 const IO_CHUNK_BYTES = 64 * 1024 * 1024;
 
 /** What a non-regular file is, for messages. */
-function fileKind(st: Stats): string {
+export function fileKind(st: Stats): string {
   if (st.isDirectory()) return 'a directory';
   if (st.isFIFO()) return 'a fifo';
   if (st.isSocket()) return 'a socket';
