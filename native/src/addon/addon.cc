@@ -1,0 +1,172 @@
+// The native backend's N-API module: tensors on the host device (upload, download, free),
+// kernels run off the JavaScript thread, allocator counts, the BLAS library and GPU runtime
+// probes. packages/backend-rocm/src/nativeAddon.ts declares this surface for TypeScript.
+#include <napi.h>
+
+#include <cstring>
+
+#include "../gpu/runtime_probe.h"
+#include "../host/blas/openblas.h"
+#include "../host/cpu_features.h"
+#include "../host/kernel_registry.h"
+#include "../host/thread_pool.h"
+#include "js_errors.h"
+#include "js_tensor.h"
+#include "run_worker.h"
+
+namespace hcsp::addon {
+
+namespace {
+
+Shape readShape(const Napi::Value& v) {
+  if (!v.IsArray()) throw jsError(v.Env(), Error(ErrorKind::Shape, "shape must be an array of dimensions"));
+  Napi::Array arr = v.As<Napi::Array>();
+  Shape s;
+  for (uint32_t i = 0; i < arr.Length(); i++) {
+    Napi::Value d = arr.Get(i);
+    double x = d.IsNumber() ? d.As<Napi::Number>().DoubleValue() : -1;
+    if (!(x >= 0) || x != static_cast<double>(static_cast<int64_t>(x))) {
+      throw jsError(v.Env(), Error(ErrorKind::Shape, "dimension " + std::to_string(i) + " of the shape is not a non-negative integer"));
+    }
+    s.push_back(static_cast<int64_t>(x));
+  }
+  return s;
+}
+
+/** upload(dtype, shape, data: TypedArray) -> NativeTensor (a copy) */
+Napi::Value upload(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&]() -> Napi::Value {
+    DType dtype = parseDType(info[0].As<Napi::String>().Utf8Value());
+    Shape shape = readShape(info[1]);
+    if (!info[2].IsTypedArray()) throw jsError(env, Error(ErrorKind::Size, "upload: data must be a typed array"));
+    Napi::TypedArray data = info[2].As<Napi::TypedArray>();
+    const size_t want = static_cast<size_t>(numel(shape)) * dtypeBytes(dtype);
+    if (data.ByteLength() != want) {
+      fail(ErrorKind::Size, "upload: a buffer of " + std::to_string(data.ByteLength()) + " bytes for a " + dtypeName(dtype) + shapeStr(shape) +
+                                " tensor, which needs " + std::to_string(want));
+    }
+    TensorPtr t = makeTensor(dtype, shape);
+    const auto* src = static_cast<const uint8_t*>(data.ArrayBuffer().Data()) + data.ByteOffset();
+    if (want) std::memcpy(t->raw(), src, want);
+    return JsTensor::wrap(env, t);
+  });
+}
+
+/** download(t) -> ArrayBuffer (a copy of the tensor's bytes) */
+Napi::Value download(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&]() -> Napi::Value {
+    TensorPtr t = JsTensor::unwrap(info[0], "download");
+    auto buf = Napi::ArrayBuffer::New(env, t->bytes());
+    if (t->bytes()) std::memcpy(buf.Data(), t->raw(), t->bytes());
+    return buf;
+  });
+}
+
+Napi::Value runGuarded(const Napi::CallbackInfo& info) {
+  return guarded(info.Env(), [&] { return run(info); });
+}
+
+Napi::Value runCollectiveGuarded(const Napi::CallbackInfo& info) {
+  return guarded(info.Env(), [&] { return runCollective(info); });
+}
+
+Napi::Value freeGuarded(const Napi::CallbackInfo& info) {
+  freeTensor(info);
+  return info.Env().Undefined();
+}
+
+Napi::Array names(Napi::Env env, const std::vector<std::string>& v) {
+  auto arr = Napi::Array::New(env, v.size());
+  for (size_t i = 0; i < v.size(); i++) arr.Set(i, Napi::String::New(env, v[i]));
+  return arr;
+}
+
+/** kernels() -> { perRank: string[], collective: string[] } */
+Napi::Value kernels(const Napi::CallbackInfo& info) {
+  auto o = Napi::Object::New(info.Env());
+  o.Set("perRank", names(info.Env(), kernelNames()));
+  o.Set("collective", names(info.Env(), collectiveKernelNames()));
+  return o;
+}
+
+Napi::Value stats(const Napi::CallbackInfo& info) {
+  AllocatorStats s = allocatorStats();
+  auto o = Napi::Object::New(info.Env());
+  o.Set("liveTensors", static_cast<double>(s.liveTensors));
+  o.Set("liveBytes", static_cast<double>(s.liveBytes));
+  o.Set("peakBytes", static_cast<double>(s.peakBytes));
+  o.Set("allocations", static_cast<double>(s.allocations));
+  o.Set("limitBytes", static_cast<double>(s.limitBytes));
+  return o;
+}
+
+Napi::Value setLimit(const Napi::CallbackInfo& info) {
+  double bytes = info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : -1;
+  if (!(bytes >= 0)) throw jsError(info.Env(), Error(ErrorKind::Attr, "setMemoryLimit: bytes must be a number >= 0"));
+  setMemoryLimit(static_cast<int64_t>(bytes));
+  return info.Env().Undefined();
+}
+
+/** info() -> { isa, threads, napiVersion } */
+Napi::Value describe(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&]() -> Napi::Value {
+    auto o = Napi::Object::New(env);
+    o.Set("isa", isaName(gemmIsa()));
+    o.Set("threads", defaultPool().size());
+    o.Set("napiVersion", NAPI_VERSION);
+    return o;
+  });
+}
+
+/** blas() -> { path, coretype }: loads the BLAS library of the 'blas' GEMM mode */
+Napi::Value blasLibrary(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&]() -> Napi::Value {
+    const auto& lib = blas::openblas();
+    auto o = Napi::Object::New(env);
+    o.Set("path", lib.path);
+    o.Set("coretype", lib.coretype);
+    return o;
+  });
+}
+
+/** gpuRuntime('hip'|'cuda') -> { found, library, devices, detail } */
+Napi::Value gpuRuntime(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&]() -> Napi::Value {
+    auto p = gpu::probeRuntime(info[0].As<Napi::String>().Utf8Value());
+    auto o = Napi::Object::New(env);
+    o.Set("found", p.found);
+    o.Set("library", p.library);
+    o.Set("devices", p.devices);
+    o.Set("detail", p.detail);
+    return o;
+  });
+}
+
+}  // namespace
+
+Napi::Object init(Napi::Env env, Napi::Object exports) {
+  exports.Set("NativeTensor", JsTensor::define(env));
+  exports.Set("upload", Napi::Function::New(env, upload));
+  exports.Set("download", Napi::Function::New(env, download));
+  exports.Set("free", Napi::Function::New(env, freeGuarded));
+  exports.Set("run", Napi::Function::New(env, runGuarded));
+  exports.Set("runCollective", Napi::Function::New(env, runCollectiveGuarded));
+  exports.Set("kernels", Napi::Function::New(env, kernels));
+  exports.Set("stats", Napi::Function::New(env, stats));
+  exports.Set("setMemoryLimit", Napi::Function::New(env, setLimit));
+  exports.Set("info", Napi::Function::New(env, describe));
+  exports.Set("blas", Napi::Function::New(env, blasLibrary));
+  exports.Set("gpuRuntime", Napi::Function::New(env, gpuRuntime));
+  return exports;
+}
+
+}  // namespace hcsp::addon
+
+static Napi::Object initModule(Napi::Env env, Napi::Object exports) { return hcsp::addon::init(env, exports); }
+
+NODE_API_MODULE(hcsp_native, initModule)

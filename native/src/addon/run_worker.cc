@@ -1,0 +1,119 @@
+#include "run_worker.h"
+
+#include "../host/thread_pool.h"
+#include "js_attrs.h"
+#include "js_errors.h"
+#include "js_tensor.h"
+
+namespace hcsp::addon {
+
+GemmMode parseGemmMode(Napi::Env env, const Napi::Value& v) {
+  std::string s = v.IsString() ? v.As<Napi::String>().Utf8Value() : "";
+  if (s == "exact") return GemmMode::Exact;
+  if (s == "blas") return GemmMode::Blas;
+  throw jsError(env, Error(ErrorKind::Attr, "gemm mode must be 'exact' or 'blas', got '" + s + "'"));
+}
+
+namespace {
+
+class RunWorker : public Napi::AsyncWorker {
+ public:
+  RunWorker(Napi::Env env, std::string op, std::vector<Inputs> inputs, Attrs attrs, GemmMode gemm, bool collective)
+      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), op_(std::move(op)), inputs_(std::move(inputs)),
+        attrs_(std::move(attrs)), gemm_(gemm), collective_(collective) {}
+
+  Napi::Promise promise() { return deferred_.Promise(); }
+
+  void Execute() override {
+    try {
+      KernelContext ctx{attrs_, gemm_, defaultPool()};
+      if (collective_) {
+        outputs_ = findCollectiveKernel(op_)(inputs_, ctx);
+      } else {
+        outputs_ = {findKernel(op_)(inputs_[0], ctx)};
+      }
+    } catch (const Error& e) {
+      code_ = errorCode(e.kind());
+      SetError(op_ + ": " + e.what());
+    } catch (const std::bad_alloc&) {
+      code_ = "HCSP_OOM";
+      SetError(op_ + ": host device out of memory (the system refused an allocation)");
+    } catch (const std::exception& e) {
+      code_ = "HCSP_RUNTIME";
+      SetError(op_ + ": " + e.what());
+    }
+    inputs_.clear();
+  }
+
+  void OnOK() override {
+    Napi::Env env = Env();
+    auto ports = [&](const Outputs& outs) {
+      auto arr = Napi::Array::New(env, outs.size());
+      for (size_t p = 0; p < outs.size(); p++) arr.Set(p, outs[p] ? Napi::Value(JsTensor::wrap(env, outs[p])) : env.Null());
+      return arr;
+    };
+    if (collective_) {
+      auto ranks = Napi::Array::New(env, outputs_.size());
+      for (size_t r = 0; r < outputs_.size(); r++) ranks.Set(r, ports(outputs_[r]));
+      deferred_.Resolve(ranks);
+    } else {
+      deferred_.Resolve(ports(outputs_[0]));
+    }
+    outputs_.clear();
+  }
+
+  void OnError(const Napi::Error& e) override {
+    e.Set("code", Napi::String::New(Env(), code_));
+    deferred_.Reject(e.Value());
+  }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  std::string op_;
+  std::vector<Inputs> inputs_;
+  Attrs attrs_;
+  GemmMode gemm_;
+  bool collective_;
+  std::vector<Outputs> outputs_;
+  std::string code_ = "HCSP_RUNTIME";
+};
+
+Inputs readPorts(const Napi::Value& v, const std::string& what) {
+  if (!v.IsArray()) throw jsError(v.Env(), Error(ErrorKind::DType, what + " must be an array of native tensors"));
+  Napi::Array arr = v.As<Napi::Array>();
+  Inputs out;
+  for (uint32_t i = 0; i < arr.Length(); i++) {
+    Napi::Value e = arr.Get(i);
+    out.push_back(e.IsNull() || e.IsUndefined() ? nullptr : JsTensor::unwrap(e, what + " port " + std::to_string(i)));
+  }
+  return out;
+}
+
+}  // namespace
+
+Napi::Value run(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::string op = info[0].As<Napi::String>().Utf8Value();
+  findKernel(op);  // an unknown op fails before any work
+  auto* w = new RunWorker(env, op, {readPorts(info[1], op + " inputs")}, readAttrs(op, info[2]), parseGemmMode(env, info[3]), false);
+  auto p = w->promise();
+  w->Queue();
+  return p;
+}
+
+Napi::Value runCollective(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::string op = info[0].As<Napi::String>().Utf8Value();
+  findCollectiveKernel(op);
+  if (!info[1].IsArray()) throw jsError(env, Error(ErrorKind::DType, op + ": inputs must be one array per rank"));
+  Napi::Array ranks = info[1].As<Napi::Array>();
+  std::vector<Inputs> inputs;
+  for (uint32_t r = 0; r < ranks.Length(); r++) inputs.push_back(readPorts(ranks.Get(r), op + " rank " + std::to_string(r)));
+  Attrs attrs = readAttrs(op, info[2]).with("tp", static_cast<double>(inputs.size()));
+  auto* w = new RunWorker(env, op, std::move(inputs), std::move(attrs), parseGemmMode(env, info[3]), true);
+  auto p = w->promise();
+  w->Queue();
+  return p;
+}
+
+}  // namespace hcsp::addon
