@@ -1,0 +1,90 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { BackendUnavailableError } from '@hcsp/core';
+
+/** A tensor on the host device (native memory); `free` releases it. */
+export interface NativeTensor {
+  readonly dtype: string;
+  readonly shape: number[];
+  readonly bytes: number;
+  readonly freed: boolean;
+}
+
+export interface AllocatorStats {
+  liveTensors: number;
+  liveBytes: number;
+  peakBytes: number;
+  allocations: number;
+  limitBytes: number;
+}
+
+export interface GpuRuntimeProbe {
+  found: boolean;
+  library: string;
+  devices: number;
+  detail: string;
+}
+
+export type GemmMode = 'exact' | 'blas';
+
+/** The addon's surface (native/src/addon/addon.cc). */
+export interface NativeAddon {
+  upload(dtype: string, shape: readonly number[], data: ArrayBufferView): NativeTensor;
+  download(t: NativeTensor): ArrayBuffer;
+  free(t: NativeTensor): void;
+  run(op: string, inputs: (NativeTensor | null)[], attrs: Record<string, unknown>, gemm: GemmMode): Promise<(NativeTensor | null)[]>;
+  runCollective(op: string, inputs: NativeTensor[][], attrs: Record<string, unknown>, gemm: GemmMode): Promise<NativeTensor[][]>;
+  kernels(): { perRank: string[]; collective: string[] };
+  stats(): AllocatorStats;
+  setMemoryLimit(bytes: number): void;
+  info(): { isa: string; threads: number; napiVersion: number };
+  blas(): { path: string; coretype: string };
+  gpuRuntime(kind: 'hip' | 'cuda'): GpuRuntimeProbe;
+}
+
+export const BUILD_COMMAND = 'npm run build:native';
+
+/** Where the addon is: HCSP_NATIVE_ADDON, else the cmake-js build folder of native/. */
+export function addonPath(): string {
+  const override = process.env.HCSP_NATIVE_ADDON;
+  if (override) return resolve(override);
+  const here = dirname(fileURLToPath(import.meta.url));
+  return resolve(here, '../../../native/build/Release/hcsp_native.node');
+}
+
+/** The addon cannot be used here: missing, or it fails to load (its message names the path and the build command). */
+export class NativeAddonUnavailableError extends BackendUnavailableError {
+  constructor(
+    readonly path: string,
+    readonly reason: string,
+  ) {
+    super('rocm', `native addon unavailable at ${path}: ${reason}. Build it with \`${BUILD_COMMAND}\` (or set HCSP_NATIVE_ADDON to a built hcsp_native.node)`);
+    this.name = 'NativeAddonUnavailableError';
+  }
+}
+
+let loaded: { path: string; addon: NativeAddon } | null = null;
+
+/**
+ * The addon, probed first in a child process (node-llama-cpp's binary probing): a binary
+ * built for another Node-API, CPU or libc crashes or throws there, not in this process.
+ */
+export function loadNativeAddon(): NativeAddon {
+  const path = addonPath();
+  if (loaded?.path === path) return loaded.addon;
+  if (!existsSync(path)) throw new NativeAddonUnavailableError(path, 'no such file');
+  const probe = spawnSync(process.execPath, ['-e', `const a = require(${JSON.stringify(path)}); process.stdout.write(JSON.stringify(a.info()))`], {
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  if (probe.error || probe.status !== 0) {
+    const why = probe.error?.message ?? (probe.signal ? `the probe process died of ${probe.signal}` : probe.stderr.trim().split('\n').slice(0, 3).join(' ') || `exit ${probe.status}`);
+    throw new NativeAddonUnavailableError(path, `it does not load (${why})`);
+  }
+  const addon = createRequire(import.meta.url)(path) as NativeAddon;
+  loaded = { path, addon };
+  return addon;
+}
