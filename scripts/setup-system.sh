@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# System packages the WebGPU backend needs on Debian: headless Chromium (the WebGPU device
-# host on machines without a GPU; its SwiftShader adapter) and the Vulkan loader (dawn.node).
+# System packages the tests need on Debian: headless Chromium (the WebGPU device host on
+# machines without a GPU; its SwiftShader adapter) and the Vulkan loader (dawn.node) for the
+# WebGPU backend; a C++ toolchain and CMake to build the native addon (npm run build:native);
+# OpenBLAS (loaded at run time) for the native host device's BLAS GEMM mode.
 # Installs only what is missing; runs apt-get update at most once; never prompts.
 set -euo pipefail
 
-PACKAGES=(chromium libvulkan1)
+PACKAGES=(chromium libvulkan1 g++ make cmake libopenblas0-pthread)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

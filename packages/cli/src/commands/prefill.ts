@@ -24,6 +24,7 @@ import {
 } from '@hcsp/core';
 import { CheckpointProblemsError, openCheckpoint, resolveModelConfig, unusedTensorsWarning, type CheckpointWeightSource } from '@hcsp/core/node';
 import { backendNames, createBackend, findBackend } from '@hcsp/backends';
+import { backendOptionsFromFlags, deviceOption, gemmOption, type BackendChoiceFlags } from '../backendChoice.ts';
 import { checkpointProblemsError } from '../checkpoint/weightProblems.ts';
 import { dumpTensors, qsaDropStats } from './prefillDump.ts';
 import { resolveOutputTarget } from '../output/outputTarget.ts';
@@ -38,7 +39,7 @@ import { nodeProgress } from '../progress.ts';
 import { interruptible } from '../signals.ts';
 import { planWithFloor, SP_OFF_REASON } from '../sp/planWithFloor.ts';
 
-interface PrefillCliOptions {
+interface PrefillCliOptions extends BackendChoiceFlags {
   backend: string;
   config: string;
   tp: string;
@@ -85,6 +86,7 @@ function oneOf<T extends string>(v: string, allowed: readonly T[], name: string)
 
 export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string> {
   const backendName = findBackend(opts.backend).name;
+  const backendOptions = backendOptionsFromFlags(backendName, opts);
   const config = resolveModelConfig(opts.config);
   const tp = parseIntStrict(opts.tp, '--tp', { min: 1 });
   const ids = opts.ids ? readTokenIds(opts.ids, config.vocabSize) : undefined;
@@ -151,7 +153,7 @@ export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string
         : sp === 'on'
           ? prepared.plan.reason
           : planWithFloor({ config, tokens, tp, minTokens: floor.minTokens, capturing: false, mtp: config.mtp }, floor.source).reason;
-    const backend = await interruptible(() => createBackend(backendName));
+    const backend = await interruptible(() => createBackend(backendName, backendOptions));
     const device = backend.describe();
     const progress = nodeProgress(`prefill ${config.name} tp${tp} T=${tokens}`, { quiet: opts.quiet });
     const run = async (): Promise<RunResult> => {
@@ -180,6 +182,7 @@ export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string
     const { seconds, hcRowsPerRank, commBytesPerRank } = result.stats;
     const summary = {
       backend: backend.name,
+      backendOptions,
       device,
       config: config.name,
       stack,
@@ -234,6 +237,8 @@ export function registerPrefill(program: Command): void {
     .command('prefill')
     .description('prefill T seeded tokens through the decoder stack on tp simulated ranks')
     .addOption(new Option('--backend <name>', `executor: ${backendNames().join('|')}`).default('cpu'))
+    .addOption(deviceOption())
+    .addOption(gemmOption())
     .option('--config <name>', CONFIG_HELP, DEFAULT_CONFIG)
     .option('--tp <n>', TP_HELP, DEFAULT_TP)
     .option('--tokens <n>', 'tokens in the prefill (default 1100, or the length of --ids)')

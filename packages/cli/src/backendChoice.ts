@@ -1,0 +1,36 @@
+import { Option } from 'commander';
+import { checkBackendOptions, findBackend, type BackendOptions } from '@hcsp/backends';
+
+// The options that pick a backend's device and GEMM (--device, --gemm): they belong to the
+// backends that declare them (the native one today); given to another they are an error, not
+// ignored.
+
+export interface BackendChoiceFlags {
+  device?: string;
+  gemm?: string;
+}
+
+export function deviceOption(): Option {
+  return new Option('--device <name>', "rocm backend's device: host (C++ on this CPU) | hip | cuda | auto (the first that starts; the report says which)");
+}
+
+export function gemmOption(): Option {
+  return new Option('--gemm <mode>', "rocm backend's GEMM: exact (the reference's order, bit-exact; default) | blas (OpenBLAS sgemm; declared tolerance)");
+}
+
+/** The backend's options from the flags, checked against what the backend declares. */
+export function backendOptionsFromFlags(backend: string, flags: BackendChoiceFlags): BackendOptions {
+  const entry = findBackend(backend);
+  const options: Record<string, string> = {};
+  for (const [flag, value] of [['device', flags.device], ['gemm', flags.gemm]] as const) {
+    if (value === undefined) continue;
+    if (!entry.options[flag]) throw new Error(`--${flag} applies to a backend with devices (rocm), not --backend ${backend}`);
+    options[flag] = value;
+  }
+  try {
+    return checkBackendOptions(entry, options);
+  } catch (e) {
+    // the flag's own spelling in the message
+    throw new Error((e as Error).message.replace(/^backend '(\w+)': (\w+) must/, (_m, b, k) => `--${k} for backend ${b} must`));
+  }
+}
