@@ -1,0 +1,264 @@
+// Host kernels of the GatedDeltaNet ops (core graph/ops/gdnOps.ts), operation for operation
+// as reference/kernels/gdnKernels.ts and layers/gdn/gdnMath.ts: every fp32 step rounded
+// (float arithmetic, no contraction), every sum in the reference's order. The recurrence is
+// sequential over tokens and runs one value head per task (each head's state is its own);
+// the other ops split rows. Loops that the reference writes output-by-output over an inner
+// sum are written here as the same per-output accumulators updated side by side, which
+// keeps each output's order of adds.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "../numerics/bf16.h"
+#include "../numerics/fp32_math.h"
+#include "kernel_args.h"
+
+namespace hcsp {
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+/** gdnMath's checkLength: `gdn: <what> has N values, expected M` */
+void checkLength(const char* what, int64_t n, int64_t expected) {
+  if (n != expected) fail(ErrorKind::Shape, std::string("gdn: ") + what + " has " + str(n) + " values, expected " + str(expected));
+}
+
+/** fp32 scratch counted against the device's memory limit */
+struct Scratch {
+  std::vector<float> v;
+  int64_t bytes;
+  explicit Scratch(int64_t n) : bytes(n * static_cast<int64_t>(sizeof(float))) {
+    reserveScratch(bytes);
+    try {
+      v.assign(static_cast<size_t>(n), 0.0f);
+    } catch (...) {
+      releaseScratch(bytes);
+      throw;
+    }
+  }
+  ~Scratch() { releaseScratch(bytes); }
+  float* data() { return v.data(); }
+};
+
+Outputs gdnConvSilu(const Inputs& in, const KernelContext& ctx) {
+  const std::string op = "gdnConvSilu";
+  const Tensor& x = input(in, 0, "x", op, DType::BF16);
+  const Tensor& w = input(in, 1, "w", op, DType::BF16);
+  const int64_t kernel = ctx.attrs.integer("kernel");
+  if (w.rank() != 3 || w.dim(1) != 1 || w.dim(2) != kernel) {
+    fail(ErrorKind::Shape, op + ": weight is " + shapeStr(w.shape()) + ", expected [C,1," + str(kernel) + "]");
+  }
+  const int64_t channels = w.dim(0);
+  const int64_t T = rows2d(x, "x", op, channels);
+  checkLength("conv weight", w.numel(), channels * kernel);
+  const int64_t past = kernel - 1;
+  const uint16_t* xd = x.bf16();
+  const uint16_t* wd = w.bf16();
+  TensorPtr y = makeTensor(DType::BF16, {T, channels});
+  uint16_t* yd = y->bf16();
+  ctx.pool.parallelFor(T, 16, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; t++) {
+      for (int64_t c = 0; c < channels; c++) {
+        float acc = 0.0f;
+        for (int64_t j = 0; j < kernel; j++) {
+          // row t + j of [zeros (past) | x]: input row t + j - past
+          const int64_t r = t + j - past;
+          const float xv = r >= 0 ? bf16ToF32(xd[r * channels + c]) : 0.0f;
+          acc = acc + bf16ToF32(wd[c * kernel + j]) * xv;
+        }
+        yd[t * channels + c] = f32ToBf16(fp32::siluF32(acc));
+      }
+    }
+  });
+  return {y};
+}
+
+Outputs gdnGates(const Inputs& in, const KernelContext& ctx) {
+  const std::string op = "gdnGates";
+  const Tensor& b = input(in, 0, "b", op, DType::BF16);
+  const Tensor& a = input(in, 1, "a", op, DType::BF16);
+  const Tensor& aLog = input(in, 2, "aLog", op, DType::BF16);
+  const Tensor& dtBias = input(in, 3, "dtBias", op, DType::BF16);
+  const int64_t heads = aLog.numel();
+  const int64_t T = rows2d(b, "b", op, heads);
+  rows2d(a, "a", op, heads);
+  checkLength("b", b.numel(), T * heads);
+  checkLength("a", a.numel(), T * heads);
+  checkLength("A_log", aLog.numel(), heads);
+  checkLength("dt_bias", dtBias.numel(), heads);
+  std::vector<float> negA(heads), dt(heads);
+  for (int64_t h = 0; h < heads; h++) {
+    negA[h] = -fp32::expF32(bf16ToF32(aLog.bf16()[h]));
+    dt[h] = bf16ToF32(dtBias.bf16()[h]);
+  }
+  TensorPtr g = makeTensor(DType::F32, {T, heads});
+  TensorPtr beta = makeTensor(DType::BF16, {T, heads});
+  const uint16_t* bd = b.bf16();
+  const uint16_t* ad = a.bf16();
+  float* gd = g->data<float>();
+  uint16_t* betad = beta->bf16();
+  ctx.pool.parallelFor(T * heads, 1 << 14, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; i++) {
+      const int64_t h = i % heads;
+      gd[i] = negA[h] * fp32::softplusF32(bf16ToF32(ad[i]) + dt[h]);
+      betad[i] = f32ToBf16(fp32::sigmoidF32(bf16ToF32(bd[i])));
+    }
+  });
+  return {g, beta};
+}
+
+/** dst[i] = (src[i] * rsqrt(sum_i src[i]^2 + eps)) * scale, the sum in i order */
+inline void l2NormScaled(const uint16_t* src, int64_t n, float eps, float scale, float* dst) {
+  float ss = 0.0f;
+  for (int64_t i = 0; i < n; i++) {
+    const float v = bf16ToF32(src[i]);
+    ss = ss + v * v;
+  }
+  const float r = fp32::rsqrtF32(ss + eps);
+  for (int64_t i = 0; i < n; i++) dst[i] = (bf16ToF32(src[i]) * r) * scale;
+}
+
+Outputs gdnRecurrence(const Inputs& in, const KernelContext& ctx) {
+  const std::string op = "gdnRecurrence";
+  const int64_t keyHeads = ctx.attrs.integer("keyHeads");
+  const int64_t valueHeads = ctx.attrs.integer("valueHeads");
+  const int64_t dk = ctx.attrs.integer("keyDim");
+  const int64_t dv = ctx.attrs.integer("valueDim");
+  const Tensor& qkv = input(in, 0, "qkv", op, DType::BF16);
+  const Tensor& g = input(in, 1, "g", op, DType::F32);
+  const Tensor& beta = input(in, 2, "beta", op, DType::BF16);
+  const int64_t channels = 2 * keyHeads * dk + valueHeads * dv;
+  const int64_t T = rows2d(qkv, "qkv", op, channels);
+  rows2d(g, "g", op, valueHeads);
+  rows2d(beta, "beta", op, valueHeads);
+  const double scale = ctx.attrs.number("scale");
+  const double eps = ctx.attrs.number("l2Eps");
+  if (keyHeads <= 0 || valueHeads % keyHeads != 0) {
+    fail(ErrorKind::Shape, "gdn: value heads " + str(valueHeads) + " are not a multiple of key heads " + str(keyHeads));
+  }
+  checkLength("qkv", qkv.numel(), T * channels);
+  checkLength("g", g.numel(), T * valueHeads);
+  checkLength("beta", beta.numel(), T * valueHeads);
+  const int64_t group = valueHeads / keyHeads;
+  const float epsF = static_cast<float>(eps);
+  const float scaleF = static_cast<float>(scale);
+  const int64_t kOff = keyHeads * dk;
+  const int64_t vOff = 2 * keyHeads * dk;
+  const uint16_t* x = qkv.bf16();
+  const float* gd = g.data<float>();
+  const uint16_t* betad = beta.bf16();
+
+  // the l2-normalized q (scaled) and k of every token and key head, as the reference
+  // computes them at the start of each token's step
+  Scratch qn(T * kOff), kn(T * kOff);
+  ctx.pool.parallelFor(T, 8, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; t++) {
+      const uint16_t* row = x + t * channels;
+      for (int64_t kh = 0; kh < keyHeads; kh++) {
+        l2NormScaled(row + kh * dk, dk, epsF, scaleF, qn.data() + t * kOff + kh * dk);
+        l2NormScaled(row + kOff + kh * dk, dk, epsF, 1.0f, kn.data() + t * kOff + kh * dk);
+      }
+    }
+  });
+
+  TensorPtr o = makeTensor(DType::BF16, {T, valueHeads * dv});
+  uint16_t* od = o->bf16();
+  const int64_t perHead = dk * dv + 2 * dv;
+  reserveScratch(perHead * static_cast<int64_t>(sizeof(float)) * valueHeads);
+  try {
+    ctx.pool.parallelFor(valueHeads, 1, [&](int64_t h0, int64_t h1) {
+      std::vector<float> S(dk * dv), delta(dv), acc(dv);
+      for (int64_t h = h0; h < h1; h++) {
+        std::fill(S.begin(), S.end(), 0.0f);
+        const int64_t kb = (h / group) * dk;
+        for (int64_t t = 0; t < T; t++) {
+          const float* qh = qn.data() + t * kOff + kb;
+          const float* kh = kn.data() + t * kOff + kb;
+          const float decay = fp32::expF32(gd[t * valueHeads + h]);
+          const float b = bf16ToF32(betad[t * valueHeads + h]);
+          const uint16_t* v = x + t * channels + vOff + h * dv;
+          float* s = S.data();
+          for (int64_t i = 0; i < dk * dv; i++) s[i] = s[i] * decay;
+          // u_j = sum_i S_ij k_i, i in order, one accumulator per j
+          for (int64_t j = 0; j < dv; j++) acc[j] = 0.0f;
+          for (int64_t i = 0; i < dk; i++) {
+            const float ki = kh[i];
+            const float* si = s + i * dv;
+            for (int64_t j = 0; j < dv; j++) acc[j] = acc[j] + si[j] * ki;
+          }
+          for (int64_t j = 0; j < dv; j++) delta[j] = b * (bf16ToF32(v[j]) - acc[j]);
+          for (int64_t i = 0; i < dk; i++) {
+            const float ki = kh[i];
+            float* si = s + i * dv;
+            for (int64_t j = 0; j < dv; j++) si[j] = si[j] + ki * delta[j];
+          }
+          // o_j = sum_i S_ij q_i
+          for (int64_t j = 0; j < dv; j++) acc[j] = 0.0f;
+          for (int64_t i = 0; i < dk; i++) {
+            const float qi = qh[i];
+            const float* si = s + i * dv;
+            for (int64_t j = 0; j < dv; j++) acc[j] = acc[j] + si[j] * qi;
+          }
+          uint16_t* oo = od + (t * valueHeads + h) * dv;
+          for (int64_t j = 0; j < dv; j++) oo[j] = f32ToBf16(acc[j]);
+        }
+      }
+    });
+  } catch (...) {
+    releaseScratch(perHead * static_cast<int64_t>(sizeof(float)) * valueHeads);
+    throw;
+  }
+  releaseScratch(perHead * static_cast<int64_t>(sizeof(float)) * valueHeads);
+  return {o};
+}
+
+Outputs gdnGatedNorm(const Inputs& in, const KernelContext& ctx) {
+  const std::string op = "gdnGatedNorm";
+  const int64_t heads = ctx.attrs.integer("heads");
+  const int64_t headDim = ctx.attrs.integer("headDim");
+  const Tensor& o = input(in, 0, "o", op, DType::BF16);
+  const Tensor& z = input(in, 1, "z", op, DType::BF16);
+  const Tensor& w = input(in, 2, "w", op, DType::BF16);
+  const int64_t T = rows2d(o, "o", op, heads * headDim);
+  rows2d(z, "z", op, heads * headDim);
+  const double eps = ctx.attrs.number("eps");
+  const int64_t n = T * heads * headDim;
+  checkLength("o", o.numel(), n);
+  checkLength("z", z.numel(), n);
+  checkLength("norm weight", w.numel(), headDim);
+  const float epsF = static_cast<float>(eps);
+  const float dim = static_cast<float>(headDim);
+  const uint16_t* od = o.bf16();
+  const uint16_t* zd = z.bf16();
+  std::vector<float> wf(headDim);
+  for (int64_t j = 0; j < headDim; j++) wf[j] = bf16ToF32(w.bf16()[j]);
+  TensorPtr y = makeTensor(DType::BF16, {T, heads * headDim});
+  uint16_t* yd = y->bf16();
+  if (headDim <= 0) return {y};
+  ctx.pool.parallelFor(T * heads, 64, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r++) {
+      const int64_t base = r * headDim;
+      float ss = 0.0f;
+      for (int64_t j = 0; j < headDim; j++) {
+        const float v = bf16ToF32(od[base + j]);
+        ss = ss + v * v;
+      }
+      const float rs = fp32::rsqrtF32(ss / dim + epsF);
+      for (int64_t j = 0; j < headDim; j++) {
+        const float normed = roundBf16(bf16ToF32(od[base + j]) * rs);
+        const float weighted = roundBf16(normed * wf[j]);
+        yd[base + j] = f32ToBf16(weighted * fp32::sigmoidF32(bf16ToF32(zd[base + j])));
+      }
+    }
+  });
+  return {y};
+}
+
+}  // namespace
+
+HCSP_KERNEL(gdnConvSilu, gdnConvSilu);
+HCSP_KERNEL(gdnGates, gdnGates);
+HCSP_KERNEL(gdnRecurrence, gdnRecurrence);
+HCSP_KERNEL(gdnGatedNorm, gdnGatedNorm);
+
+}  // namespace hcsp

@@ -1,0 +1,222 @@
+// Host kernels of the MoE ops (core graph/ops/moeOps.ts), operation for operation as
+// reference/kernels/moeKernels.ts and layers/moe/moeMath.ts: softmax and top-k routing in
+// fp32 with the reference's tie rule, the routed sum of a rank's experts (each expert's
+// GEMMs through gemm::linearBf16, the `linear` op's order; contributions added per token in
+// ascending expert index), the SwiGLU and the shared-expert combine.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "../gemm/linear.h"
+#include "../numerics/bf16.h"
+#include "../numerics/fp32_math.h"
+#include "kernel_args.h"
+
+namespace hcsp {
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+/** moeMath's checkLength: `moe: <what> has N values, expected M` */
+void checkLength(const char* what, int64_t n, int64_t expected) {
+  if (n != expected) fail(ErrorKind::Shape, std::string("moe: ") + what + " has " + str(n) + " values, expected " + str(expected));
+}
+
+/** kernelArgs.dims2: [rows, cols] of a 2-D tensor, `what` naming the op and the port */
+std::pair<int64_t, int64_t> dims2(const Tensor& t, const std::string& what) {
+  if (t.rank() != 2) fail(ErrorKind::Shape, what + ": expected a 2-D tensor, got " + shapeStr(t.shape()));
+  return {t.dim(0), t.dim(1)};
+}
+
+/** present port i of the given dtype (the reference reads the ports without a name check) */
+const Tensor& port(const Inputs& in, size_t i, const char* name, const std::string& op, DType dtype) { return input(in, i, name, op, dtype); }
+
+/** JavaScript's Math.max of two numbers: NaN if either is, +0 over -0 */
+inline float jsMax(float a, float b) {
+  if (a != a || b != b) return std::numeric_limits<float>::quiet_NaN();
+  if (a == 0.0f && b == 0.0f) return std::signbit(a) ? b : a;
+  return a > b ? a : b;
+}
+
+/** scratch bytes counted against the device's memory limit while a kernel holds them */
+struct ScratchGuard {
+  int64_t bytes;
+  explicit ScratchGuard(int64_t b) : bytes(b) { reserveScratch(bytes); }
+  ~ScratchGuard() { releaseScratch(bytes); }
+};
+
+Outputs moeRoute(const Inputs& in, const KernelContext& ctx) {
+  const std::string op = "moeRoute";
+  const Tensor& logits = port(in, 0, "logits", op, DType::BF16);
+  const auto [T, E] = dims2(logits, "moeRoute logits");
+  const int64_t topK = ctx.attrs.integer("topK");
+  const bool normTopkProb = ctx.attrs.boolean("normTopkProb", false);
+  checkLength("router logits", logits.numel(), T * E);
+  if (topK < 1 || topK > E) fail(ErrorKind::Attr, "moe: topK " + str(topK) + " must be in [1, " + str(E) + "]");
+  TensorPtr ids = makeTensor(DType::I32, {T, topK});
+  TensorPtr weights = makeTensor(DType::BF16, {T, topK});
+  const uint16_t* ld = logits.bf16();
+  int32_t* idd = ids->data<int32_t>();
+  uint16_t* wd = weights->bf16();
+  ctx.pool.parallelFor(T, 16, [&](int64_t t0, int64_t t1) {
+    std::vector<float> p(E), chosenP(topK);
+    std::vector<uint8_t> taken(E);
+    for (int64_t t = t0; t < t1; t++) {
+      const uint16_t* row = ld + t * E;
+      float max = -std::numeric_limits<float>::infinity();
+      for (int64_t e = 0; e < E; e++) max = jsMax(max, bf16ToF32(row[e]));
+      float sum = 0.0f;
+      for (int64_t e = 0; e < E; e++) {
+        p[e] = fp32::expF32(bf16ToF32(row[e]) - max);
+        sum = sum + p[e];
+      }
+      for (int64_t e = 0; e < E; e++) p[e] = p[e] / sum;
+      std::fill(taken.begin(), taken.end(), 0);
+      for (int64_t k = 0; k < topK; k++) {
+        int64_t best = -1;
+        // strict > keeps the lower index on ties; NaN probabilities are never chosen first
+        for (int64_t e = 0; e < E; e++) {
+          if (!taken[e] && (best < 0 || p[e] > p[best])) best = e;
+        }
+        taken[best] = 1;
+        idd[t * topK + k] = static_cast<int32_t>(best);
+        chosenP[k] = p[best];
+      }
+      float norm = 0.0f;
+      for (int64_t k = 0; k < topK; k++) norm = norm + chosenP[k];
+      for (int64_t k = 0; k < topK; k++) wd[t * topK + k] = f32ToBf16(normTopkProb ? chosenP[k] / norm : chosenP[k]);
+    }
+  });
+  return {ids, weights};
+}
+
+/** h = bf(bf(silu(gate)) * up) of rows [gate (I) | up (I)] */
+void swiGlu(const uint16_t* gateUp, int64_t rows, int64_t inter, uint16_t* h, const KernelContext& ctx) {
+  ctx.pool.parallelFor(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, inter)), [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; t++) {
+      const uint16_t* base = gateUp + t * 2 * inter;
+      for (int64_t i = 0; i < inter; i++) {
+        const float act = roundBf16(fp32::siluF32(bf16ToF32(base[i])));
+        h[t * inter + i] = f32ToBf16(act * bf16ToF32(base[inter + i]));
+      }
+    }
+  });
+}
+
+Outputs moeSwiGlu(const Inputs& in, const KernelContext& ctx) {
+  const std::string op = "moeSwiGlu";
+  const Tensor& gateUp = port(in, 0, "gateUp", op, DType::BF16);
+  const auto [T, twoI] = dims2(gateUp, "moeSwiGlu gateUp");
+  if (twoI % 2 != 0) fail(ErrorKind::Shape, "moeSwiGlu: gate_up width " + str(twoI) + " is odd (expected [gate | up])");
+  const int64_t inter = twoI / 2;
+  TensorPtr h = makeTensor(DType::BF16, {T, inter});
+  swiGlu(gateUp.bf16(), T, inter, h->bf16(), ctx);
+  return {h};
+}
+
+Outputs moeExperts(const Inputs& in, const KernelContext& ctx) {
+  const std::string op = "moeExperts";
+  const Tensor& x = port(in, 0, "x", op, DType::BF16);
+  const Tensor& ids = port(in, 1, "ids", op, DType::I32);
+  const Tensor& weights = port(in, 2, "weights", op, DType::BF16);
+  const Tensor& gateUp = port(in, 3, "gateUp", op, DType::BF16);
+  const Tensor& down = port(in, 4, "down", op, DType::BF16);
+  const auto [T, H] = dims2(x, "moeExperts x");
+  const auto [idRows, topK] = dims2(ids, "moeExperts ids");
+  if (idRows != T || weights.shape() != ids.shape()) {
+    fail(ErrorKind::Shape, "moeExperts: x " + shapeStr(x.shape()) + ", ids " + shapeStr(ids.shape()) + " and weights " + shapeStr(weights.shape()) +
+                               " do not match");
+  }
+  const int64_t firstExpert = ctx.attrs.integer("firstExpert");
+  const int64_t numLocal = ctx.attrs.integer("numLocal");
+  const int64_t inter = ctx.attrs.integer("intermediate");
+  checkLength("x", x.numel(), T * H);
+  checkLength("routing ids", ids.numel(), T * topK);
+  checkLength("routing weights", weights.numel(), T * topK);
+  checkLength("stacked gate_up", gateUp.numel(), numLocal * 2 * inter * H);
+  checkLength("stacked down", down.numel(), numLocal * H * inter);
+
+  TensorPtr routed = makeTensor(DType::F32, {T, H});
+  float* acc = routed->data<float>();
+  const int32_t* idd = ids.data<int32_t>();
+  const uint16_t* wd = weights.bf16();
+  // pairs (t, k) per local expert, t ascending
+  std::vector<std::vector<int64_t>> pairs(static_cast<size_t>(std::max<int64_t>(0, numLocal)));
+  int64_t most = 0;
+  for (int64_t t = 0; t < T; t++) {
+    for (int64_t k = 0; k < topK; k++) {
+      const int64_t local = static_cast<int64_t>(idd[t * topK + k]) - firstExpert;
+      if (local >= 0 && local < numLocal) pairs[local].push_back(t * topK + k);
+    }
+  }
+  for (const auto& m : pairs) most = std::max<int64_t>(most, static_cast<int64_t>(m.size()));
+  if (most == 0) return {routed};
+
+  // one expert's rows at a time: gathered x, gate_up, h, o (bf16 bits)
+  const int64_t scratchElems = most * (H + 2 * inter + inter + H);
+  ScratchGuard guard(scratchElems * 2);
+  std::vector<uint16_t> xe(most * H), gu(most * 2 * inter), h(most * inter), o(most * H);
+  const uint16_t* xd = x.bf16();
+  for (int64_t local = 0; local < numLocal; local++) {
+    const std::vector<int64_t>& mine = pairs[local];
+    const int64_t n = static_cast<int64_t>(mine.size());
+    if (n == 0) continue;
+    for (int64_t i = 0; i < n; i++) std::memcpy(xe.data() + i * H, xd + (mine[i] / topK) * H, H * 2);
+    const uint16_t* wGu = gateUp.bf16() + local * 2 * inter * H;
+    const uint16_t* wDown = down.bf16() + local * H * inter;
+    gemm::linearBf16(xe.data(), n, H, wGu, 2 * inter, gu.data(), ctx, &gateUp);
+    swiGlu(gu.data(), n, inter, h.data(), ctx);
+    gemm::linearBf16(h.data(), n, inter, wDown, H, o.data(), ctx, &down);
+    // acc_t += bf(o * w) in pair order; split by columns, so a token listed twice stays in order
+    ctx.pool.parallelFor(H, 256, [&](int64_t j0, int64_t j1) {
+      for (int64_t i = 0; i < n; i++) {
+        const int64_t tk = mine[i];
+        const int64_t t = tk / topK;
+        const float w = bf16ToF32(wd[tk]);
+        float* a = acc + t * H;
+        const uint16_t* oi = o.data() + i * H;
+        for (int64_t j = j0; j < j1; j++) a[j] = a[j] + roundBf16(bf16ToF32(oi[j]) * w);
+      }
+    });
+  }
+  return {routed};
+}
+
+Outputs moeCombine(const Inputs& in, const KernelContext& ctx) {
+  const std::string op = "moeCombine";
+  const Tensor& routed = port(in, 0, "routed", op, DType::F32);
+  const Tensor& shared = port(in, 1, "shared", op, DType::BF16);
+  const Tensor& gateLogit = port(in, 2, "gateLogit", op, DType::BF16);
+  const auto [T, H] = dims2(routed, "moeCombine routed");
+  checkLength("routed sum", routed.numel(), T * H);
+  checkLength("shared expert output", shared.numel(), T * H);
+  checkLength("shared expert gate logit", gateLogit.numel(), T);
+  TensorPtr y = makeTensor(DType::BF16, {T, H});
+  const float* rd = routed.data<float>();
+  const uint16_t* sd = shared.bf16();
+  const uint16_t* gd = gateLogit.bf16();
+  uint16_t* yd = y->bf16();
+  ctx.pool.parallelFor(T, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, H)), [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; t++) {
+      const float g = roundBf16(fp32::sigmoidF32(bf16ToF32(gd[t])));
+      for (int64_t j = 0; j < H; j++) {
+        const int64_t i = t * H + j;
+        const float s = roundBf16(bf16ToF32(sd[i]) * g);
+        yd[i] = f32ToBf16(roundBf16(rd[i]) + s);
+      }
+    }
+  });
+  return {y};
+}
+
+}  // namespace
+
+HCSP_KERNEL(moeRoute, moeRoute);
+HCSP_KERNEL(moeExperts, moeExperts);
+HCSP_KERNEL(moeSwiGlu, moeSwiGlu);
+HCSP_KERNEL(moeCombine, moeCombine);
+
+}  // namespace hcsp
