@@ -24,6 +24,11 @@ class RunWorker : public Napi::AsyncWorker {
 
   Napi::Promise promise() { return deferred_.Promise(); }
 
+  /** the op's name in front, once (most kernels' messages already start with it) */
+  std::string named(const std::string& message) const {
+    return message.rfind(op_ + ":", 0) == 0 || message.rfind(op_ + " ", 0) == 0 ? message : op_ + ": " + message;
+  }
+
   void Execute() override {
     try {
       KernelContext ctx{attrs_, gemm_, defaultPool()};
@@ -34,13 +39,13 @@ class RunWorker : public Napi::AsyncWorker {
       }
     } catch (const Error& e) {
       code_ = errorCode(e.kind());
-      SetError(op_ + ": " + e.what());
+      SetError(named(e.what()));
     } catch (const std::bad_alloc&) {
       code_ = "HCSP_OOM";
-      SetError(op_ + ": host device out of memory (the system refused an allocation)");
+      SetError(named("host device out of memory (the system refused an allocation)"));
     } catch (const std::exception& e) {
       code_ = "HCSP_RUNTIME";
-      SetError(op_ + ": " + e.what());
+      SetError(named(e.what()));
     }
     inputs_.clear();
   }

@@ -43,7 +43,7 @@ describe('rocm backend on the host device', () => {
     try {
       const err = await native(() => addon.run('add', [x, y], {}, 'exact')).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(NativeShapeError);
-      expect((err as Error).message).toBe('add: add: shapes [2,3] and [3,3] differ');
+      expect((err as Error).message).toBe('add: shapes [2,3] and [3,3] differ');
     } finally {
       addon.free(x);
       addon.free(y);
