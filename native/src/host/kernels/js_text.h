@@ -1,0 +1,167 @@
+// Values written into error messages the way core's TypeScript reference writes them, so the
+// host kernels' messages match the reference's: String(number) / `${number}` (shortest
+// round-trip digits, JavaScript's fixed/exponent switch), JSON.stringify of an attribute
+// value, and String() of an attribute value. Private to the host kernels.
+#pragma once
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "../attrs.h"
+#include "../errors.h"
+
+namespace hcsp::js {
+
+/** Number.prototype.toString() of v (ECMA-262 Number::toString, radix 10) */
+inline std::string number(double v) {
+  if (v != v) return "NaN";
+  if (v == 0) return "0";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  std::string sign = v < 0 ? "-" : "";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, std::fabs(v), std::chars_format::scientific);
+  std::string s(buf, res.ptr);
+  const size_t e = s.find('e');
+  std::string digits = s.substr(0, e);
+  const int exp10 = std::atoi(s.c_str() + e + 1);
+  if (digits.size() > 1) digits.erase(1, 1);  // drop the '.'
+  const int k = static_cast<int>(digits.size());
+  const int n = exp10 + 1;
+  if (k <= n && n <= 21) return sign + digits + std::string(n - k, '0');
+  if (0 < n && n <= 21) return sign + digits.substr(0, n) + "." + digits.substr(n);
+  if (-6 < n && n <= 0) return sign + "0." + std::string(-n, '0') + digits;
+  const std::string mant = k == 1 ? digits : digits.substr(0, 1) + "." + digits.substr(1);
+  return sign + mant + "e" + (n - 1 >= 0 ? "+" : "-") + std::to_string(std::abs(n - 1));
+}
+
+inline std::string number(int64_t v) { return number(static_cast<double>(v)); }
+inline std::string number(int v) { return number(static_cast<double>(v)); }
+
+/** JSON.stringify of a string */
+inline std::string jsonString(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char hex[8];
+          std::snprintf(hex, sizeof hex, "\\u%04x", c);
+          out += hex;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+/** What an attribute holds, probed through Attrs' typed accessors (it exposes no raw value). */
+struct AttrProbe {
+  enum class Kind { Missing, Number, NonFinite, String, Bool, Numbers, Strings } kind = Kind::Missing;
+  double number = 0;
+  std::string string;
+  bool boolean = false;
+  std::vector<double> numbers;
+  std::vector<std::string> strings;
+};
+
+inline AttrProbe probe(const Attrs& attrs, const std::string& name) {
+  AttrProbe p;
+  if (!attrs.has(name)) return p;
+  try {
+    p.number = attrs.number(name);
+    p.kind = AttrProbe::Kind::Number;
+    return p;
+  } catch (const Error&) {
+  }
+  try {
+    p.string = attrs.string(name);
+    p.kind = AttrProbe::Kind::String;
+    return p;
+  } catch (const Error&) {
+  }
+  try {
+    p.boolean = attrs.boolean(name, false);
+    p.kind = AttrProbe::Kind::Bool;
+    return p;
+  } catch (const Error&) {
+  }
+  try {
+    p.numbers = attrs.numbers(name);
+    p.kind = AttrProbe::Kind::Numbers;
+    return p;
+  } catch (const Error&) {
+  }
+  try {
+    p.strings = attrs.strings(name);
+    p.kind = AttrProbe::Kind::Strings;
+    return p;
+  } catch (const Error&) {
+  }
+  p.kind = AttrProbe::Kind::NonFinite;  // a number kind that number() refuses: NaN or +-Infinity
+  return p;
+}
+
+/** JSON.stringify(attrs[name]) ("undefined" when absent; NaN and Infinity are null) */
+inline std::string json(const Attrs& attrs, const std::string& name) {
+  const AttrProbe p = probe(attrs, name);
+  switch (p.kind) {
+    case AttrProbe::Kind::Missing: return "undefined";
+    case AttrProbe::Kind::Number: return number(p.number);
+    case AttrProbe::Kind::NonFinite: return "null";
+    case AttrProbe::Kind::String: return jsonString(p.string);
+    case AttrProbe::Kind::Bool: return p.boolean ? "true" : "false";
+    case AttrProbe::Kind::Numbers: {
+      std::string out = "[";
+      for (size_t i = 0; i < p.numbers.size(); i++) out += (i ? "," : "") + (std::isfinite(p.numbers[i]) ? number(p.numbers[i]) : std::string("null"));
+      return out + "]";
+    }
+    case AttrProbe::Kind::Strings: {
+      std::string out = "[";
+      for (size_t i = 0; i < p.strings.size(); i++) out += (i ? "," : "") + jsonString(p.strings[i]);
+      return out + "]";
+    }
+  }
+  return "undefined";
+}
+
+/** String(attrs[name]) ("undefined" when absent; a non-finite number prints as NaN) */
+inline std::string text(const Attrs& attrs, const std::string& name) {
+  const AttrProbe p = probe(attrs, name);
+  switch (p.kind) {
+    case AttrProbe::Kind::Missing: return "undefined";
+    case AttrProbe::Kind::Number: return number(p.number);
+    case AttrProbe::Kind::NonFinite: return "NaN";
+    case AttrProbe::Kind::String: return p.string;
+    case AttrProbe::Kind::Bool: return p.boolean ? "true" : "false";
+    case AttrProbe::Kind::Numbers: {
+      std::string out;
+      for (size_t i = 0; i < p.numbers.size(); i++) out += (i ? "," : "") + number(p.numbers[i]);
+      return out;
+    }
+    case AttrProbe::Kind::Strings: {
+      std::string out;
+      for (size_t i = 0; i < p.strings.size(); i++) out += (i ? "," : "") + p.strings[i];
+      return out;
+    }
+  }
+  return "undefined";
+}
+
+/** Number.isInteger(attrs[name]) */
+inline bool isInteger(const Attrs& attrs, const std::string& name) {
+  const AttrProbe p = probe(attrs, name);
+  return p.kind == AttrProbe::Kind::Number && std::floor(p.number) == p.number;
+}
+
+}  // namespace hcsp::js
