@@ -34,7 +34,8 @@ Attrs readAttrs(const std::string& op, const Napi::Value& value) {
         else if (!strings && e.IsNumber()) a.numbers.push_back(e.As<Napi::Number>().DoubleValue());
         else throw jsError(env, Error(ErrorKind::Attr, op + ": attribute '" + key + "' mixes kinds in its array"));
       }
-    } else if (v.IsUndefined()) {
+    } else if (v.IsUndefined() || v.IsNull()) {
+      // absent, as the reference reads `attrs.x ?? default`
       continue;
     } else {
       // nested objects: no host kernel reads them; keep the name so a kernel asking fails clearly
