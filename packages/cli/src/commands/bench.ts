@@ -28,6 +28,7 @@ import { checkMemory, MAX_MEMORY_HELP, memoryLimit } from '../guards/memoryGuard
 import { parseIntStrict } from '../parseArgs.ts';
 import { nodeProgress } from '../progress.ts';
 import { interruptible } from '../signals.ts';
+import { formatHostBenchReport, HOST_DEFAULTS, parseHostBenchOptions, runHostBench, type HostBenchCliOptions, type HostBenchReport } from './benchHost.ts';
 
 const BF16_BYTES = 2;
 const PREFIX = hcPrefix(0, 'attn');
@@ -335,19 +336,39 @@ export function formatBenchReport(r: BenchReport): string {
 export function registerBench(program: Command): void {
   program
     .command('bench')
-    .description('time the full-dimension HC mix (flash-next, tp 1) on WebGPU and the CPU reference against the fp32 GEMM ceiling')
+    .description('time the full-dimension HC mix (flash-next, tp 1) on WebGPU and the CPU reference against the fp32 GEMM ceiling, and the native host device (HC mix, its GEMMs, an HC-only prefill) against the GEMM ceiling and the memory bandwidth')
     .option('--tokens <list>', 'comma-separated token counts', '1024,4096')
     .option('--reps <n>', 'timed WebGPU runs per token count (median reported)', '3')
     .option('--cpu-reps <n>', 'timed CPU-reference runs per token count (median reported)', '1')
     .option('--seed <n>', 'seed of the input streams and synthetic weights', '0')
     .option('--max-memory <size>', MAX_MEMORY_HELP)
+    .option('--no-webgpu', 'leave out the WebGPU and CPU-reference timings')
+    .option('--no-host', 'leave out the native host device (rocm, device host)')
+    .option('--host-reps <n>', 'timed host-device runs per measurement (median reported)', HOST_DEFAULTS.reps)
+    .option('--linearity <list>', "token counts of the host HC mix's linearity series, the first the base", HOST_DEFAULTS.linearity)
+    .option('--no-linearity', 'leave out the linearity series')
+    .option('--prefill-tokens <n>', 'T of the host HC-only flash-next prefill at tp 4 (full depth)', HOST_DEFAULTS.prefillTokens)
+    .option('--no-prefill', 'leave out the host prefill')
+    .option('--prefill-reps <n>', 'timed host prefill runs (median reported)', HOST_DEFAULTS.prefillReps)
+    .option('--exact-tokens <n>', 'T at which the host HC mix is checked bit for bit against the CPU reference', HOST_DEFAULTS.exactTokens)
     .option('--quiet', 'no progress on stderr')
     .option('--json', 'print one JSON object')
-    .action(async (raw: BenchCliOptions) => {
+    .action(async (raw: BenchCliOptions & HostBenchCliOptions & { webgpu?: boolean }) => {
       const opts = parseBenchOptions(raw);
-      const report = await runBench(opts);
-      process.stdout.write(opts.json ? `${JSON.stringify(report)}\n` : formatBenchReport(report));
-      const bad = report.rows.find((row) => !row.bitExact);
+      const hostOpts = parseHostBenchOptions(raw);
+      // the host device first: its memory peaks are then not hidden by the cpu reference's
+      const host: HostBenchReport | null = hostOpts ? await runHostBench(hostOpts) : null;
+      let report: BenchReport | null = null;
+      try {
+        if (raw.webgpu !== false) report = await runBench(opts);
+      } catch (e) {
+        if (host) process.stdout.write(opts.json ? `${JSON.stringify({ host })}\n` : formatHostBenchReport(host));
+        throw e;
+      }
+      if (opts.json) process.stdout.write(`${JSON.stringify({ ...(report ?? {}), ...(host ? { host } : {}) })}\n`);
+      else process.stdout.write([report ? formatBenchReport(report) : '', host ? formatHostBenchReport(host) : ''].filter(Boolean).join('\n'));
+      const bad = report?.rows.find((row) => !row.bitExact);
       if (bad) throw new Error(`T=${bad.tokens}: webgpu output differs from the cpu reference: ${bad.mismatch}`);
+      if (host && !host.check.bitExact) throw new Error(`T=${host.check.tokens}: the host device's HC mix differs from the cpu reference: ${host.check.mismatch}`);
     });
 }
