@@ -1,9 +1,5 @@
 #include "tensor.h"
 
-#include <atomic>
-#include <cstdlib>
-#include <cstring>
-#include <mutex>
 
 #include "errors.h"
 
@@ -57,61 +53,22 @@ int64_t numel(const Shape& s) {
   return n;
 }
 
-namespace {
-std::mutex allocMutex;
-AllocatorStats stats{0, 0, 0, 0, 0};
-
-void reserve(int64_t bytes) {
-  std::lock_guard<std::mutex> lock(allocMutex);
-  if (stats.limitBytes > 0 && stats.liveBytes + bytes > stats.limitBytes) {
-    fail(ErrorKind::OutOfMemory, "host device out of memory: " + std::to_string(bytes) + " bytes requested, " + std::to_string(stats.liveBytes) +
-                                     " of the limit " + std::to_string(stats.limitBytes) + " in use");
-  }
-  stats.liveBytes += bytes;
-  if (stats.liveBytes > stats.peakBytes) stats.peakBytes = stats.liveBytes;
-}
-
-void release(int64_t bytes) {
-  std::lock_guard<std::mutex> lock(allocMutex);
-  stats.liveBytes -= bytes;
-}
-}  // namespace
-
-Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)), numel_(hcsp::numel(shape_)), data_(nullptr) {
-  const int64_t n = static_cast<int64_t>(bytes());
-  reserve(n);
-  // 64-byte alignment: whole cache lines, and aligned AVX-512 loads
-  const size_t rounded = (static_cast<size_t>(n) + 63) / 64 * 64;
-  data_ = rounded ? std::aligned_alloc(64, rounded) : nullptr;
-  if (rounded && !data_) {
-    release(n);
-    fail(ErrorKind::OutOfMemory, "host device out of memory: the system refused " + std::to_string(n) + " bytes for a " + dtypeName(dtype_) + shapeStr(shape_) + " tensor");
-  }
-  if (data_) std::memset(data_, 0, rounded);
-  std::lock_guard<std::mutex> lock(allocMutex);
-  stats.liveTensors++;
-  stats.allocations++;
+Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<Memory> memory)
+    : memory_(std::move(memory)), dtype_(dtype), shape_(std::move(shape)), numel_(hcsp::numel(shape_)), data_(nullptr) {
+  data_ = memory_->allocate(bytes(), std::string("a ") + dtypeName(dtype_) + shapeStr(shape_) + " tensor");
+  if (data_) memory_->fillZero(data_, bytes());
 }
 
 Tensor::~Tensor() {
   cache.reset();
-  std::free(data_);
-  release(static_cast<int64_t>(bytes()));
-  std::lock_guard<std::mutex> lock(allocMutex);
-  stats.liveTensors--;
+  memory_->release(data_, bytes());
 }
 
-AllocatorStats allocatorStats() {
-  std::lock_guard<std::mutex> lock(allocMutex);
-  return stats;
-}
+AllocatorStats allocatorStats() { return hostMemory()->stats(); }
 
-void setMemoryLimit(int64_t bytes) {
-  std::lock_guard<std::mutex> lock(allocMutex);
-  stats.limitBytes = bytes > 0 ? bytes : 0;
-}
+void setMemoryLimit(int64_t bytes) { hostMemory()->setLimit(bytes); }
 
-void reserveScratch(int64_t bytes) { reserve(bytes); }
-void releaseScratch(int64_t bytes) { release(bytes); }
+void reserveScratch(int64_t bytes) { hostMemory()->reserve(bytes, "kernel scratch"); }
+void releaseScratch(int64_t bytes) { hostMemory()->unreserve(bytes); }
 
 }  // namespace hcsp

@@ -1,12 +1,14 @@
-// A host-device tensor: core's dtype names, a row-major shape and memory owned by the
-// device's allocator, which counts every live allocation (leak tests read the counts) and
-// enforces the device's memory limit (an out-of-memory error names the request and the limit).
+// A tensor: core's dtype names, a row-major shape and bytes in a device's Memory (the host
+// device's by default, a GPU's for the GPU devices), which counts every live allocation and
+// enforces the device's memory limit.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "memory.h"
 
 namespace hcsp {
 
@@ -23,8 +25,8 @@ int64_t numel(const Shape& s);
 
 class Tensor {
  public:
-  /** zero-filled memory for `shape`, counted by the allocator */
-  Tensor(DType dtype, Shape shape);
+  /** zero-filled bytes for `shape` in `memory` (counted there) */
+  Tensor(DType dtype, Shape shape, std::shared_ptr<Memory> memory = hostMemory());
   ~Tensor();
   Tensor(const Tensor&) = delete;
   Tensor& operator=(const Tensor&) = delete;
@@ -36,6 +38,7 @@ class Tensor {
   int64_t dim(size_t i) const { return shape_[i]; }
   size_t rank() const { return shape_.size(); }
 
+  Memory& memory() const { return *memory_; }
   void* raw() { return data_; }
   const void* raw() const { return data_; }
   template <class T> T* data() { return static_cast<T*>(data_); }
@@ -47,6 +50,7 @@ class Tensor {
   std::shared_ptr<void> cache;
 
  private:
+  std::shared_ptr<Memory> memory_;
   DType dtype_;
   Shape shape_;
   int64_t numel_;
@@ -57,18 +61,11 @@ using TensorPtr = std::shared_ptr<Tensor>;
 
 inline TensorPtr makeTensor(DType dtype, Shape shape) { return std::make_shared<Tensor>(dtype, std::move(shape)); }
 
-struct AllocatorStats {
-  int64_t liveTensors;
-  int64_t liveBytes;
-  int64_t peakBytes;
-  int64_t allocations;
-  int64_t limitBytes;  // 0 = no limit
-};
-
+/** the host device's counts */
 AllocatorStats allocatorStats();
-/** 0 removes the limit */
+/** the host device's limit; 0 removes it */
 void setMemoryLimit(int64_t bytes);
-/** Counts memory a kernel holds outside tensors (scratch, packed panels) against the same limit. */
+/** Counts host memory a kernel holds outside tensors (scratch, packed panels) against the same limit. */
 void reserveScratch(int64_t bytes);
 void releaseScratch(int64_t bytes);
 

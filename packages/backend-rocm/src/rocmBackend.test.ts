@@ -60,7 +60,7 @@ describe('rocm backend on the host device', () => {
     ]);
     const err = await runOnce(backend, g, feeds, noWeights).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Error);
-    expect((err as Error).message).toMatch(/host device out of memory: 8192 bytes requested, 0 of the limit 4096 in use/);
+    expect((err as Error).message).toMatch(/host device out of memory: 8192 bytes requested for a bf16\[64,64\] tensor, 0 of the limit 4096 in use/);
     expect(addon.stats().liveTensors).toBe(before);
   });
 
