@@ -5,12 +5,15 @@
 
 #include <cstring>
 
+#include "../gpu/gpu_op_registry.h"
 #include "../gpu/runtime_probe.h"
 #include "../host/blas/openblas.h"
 #include "../host/cpu_features.h"
 #include "../host/kernel_registry.h"
 #include "../host/thread_pool.h"
+#include "instance_data.h"
 #include "js_errors.h"
+#include "js_gpu.h"
 #include "js_tensor.h"
 #include "run_worker.h"
 
@@ -33,7 +36,7 @@ Shape readShape(const Napi::Value& v) {
   return s;
 }
 
-/** upload(dtype, shape, data: TypedArray) -> NativeTensor (a copy) */
+/** upload(dtype, shape, data: TypedArray, gpu?) -> NativeTensor (a copy, on the host device or the GPU) */
 Napi::Value upload(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&]() -> Napi::Value {
@@ -46,9 +49,10 @@ Napi::Value upload(const Napi::CallbackInfo& info) {
       fail(ErrorKind::Size, "upload: a buffer of " + std::to_string(data.ByteLength()) + " bytes for a " + dtypeName(dtype) + shapeStr(shape) +
                                 " tensor, which needs " + std::to_string(want));
     }
-    TensorPtr t = makeTensor(dtype, shape);
+    auto gpu = JsGpu::unwrapOptional(info[3]);
+    TensorPtr t = gpu ? std::make_shared<Tensor>(dtype, shape, gpu) : makeTensor(dtype, shape);
     const auto* src = static_cast<const uint8_t*>(data.ArrayBuffer().Data()) + data.ByteOffset();
-    if (want) std::memcpy(t->raw(), src, want);
+    if (want) t->memory().copyIn(t->raw(), src, want);
     return JsTensor::wrap(env, t);
   });
 }
@@ -59,7 +63,7 @@ Napi::Value download(const Napi::CallbackInfo& info) {
   return guarded(env, [&]() -> Napi::Value {
     TensorPtr t = JsTensor::unwrap(info[0], "download");
     auto buf = Napi::ArrayBuffer::New(env, t->bytes());
-    if (t->bytes()) std::memcpy(buf.Data(), t->raw(), t->bytes());
+    if (t->bytes()) t->memory().copyOut(buf.Data(), t->raw(), t->bytes());
     return buf;
   });
 }
@@ -83,24 +87,17 @@ Napi::Array names(Napi::Env env, const std::vector<std::string>& v) {
   return arr;
 }
 
-/** kernels() -> { perRank: string[], collective: string[] } */
+/** kernels() -> { perRank, collective, gpuPerRank, gpuCollective }: op names with a host kernel / a GPU launcher */
 Napi::Value kernels(const Napi::CallbackInfo& info) {
   auto o = Napi::Object::New(info.Env());
   o.Set("perRank", names(info.Env(), kernelNames()));
   o.Set("collective", names(info.Env(), collectiveKernelNames()));
+  o.Set("gpuPerRank", names(info.Env(), gpu::gpuOpNames()));
+  o.Set("gpuCollective", names(info.Env(), gpu::gpuCollectiveOpNames()));
   return o;
 }
 
-Napi::Value stats(const Napi::CallbackInfo& info) {
-  AllocatorStats s = allocatorStats();
-  auto o = Napi::Object::New(info.Env());
-  o.Set("liveTensors", static_cast<double>(s.liveTensors));
-  o.Set("liveBytes", static_cast<double>(s.liveBytes));
-  o.Set("peakBytes", static_cast<double>(s.peakBytes));
-  o.Set("allocations", static_cast<double>(s.allocations));
-  o.Set("limitBytes", static_cast<double>(s.limitBytes));
-  return o;
-}
+Napi::Value stats(const Napi::CallbackInfo& info) { return statsObject(info.Env(), allocatorStats()); }
 
 Napi::Value setLimit(const Napi::CallbackInfo& info) {
   double bytes = info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : -1;
@@ -150,7 +147,10 @@ Napi::Value gpuRuntime(const Napi::CallbackInfo& info) {
 }  // namespace
 
 Napi::Object init(Napi::Env env, Napi::Object exports) {
+  env.SetInstanceData<InstanceData>(new InstanceData());
   exports.Set("NativeTensor", JsTensor::define(env));
+  exports.Set("GpuDevice", JsGpu::define(env));
+  exports.Set("openGpu", Napi::Function::New(env, openGpu));
   exports.Set("upload", Napi::Function::New(env, upload));
   exports.Set("download", Napi::Function::New(env, download));
   exports.Set("free", Napi::Function::New(env, freeGuarded));

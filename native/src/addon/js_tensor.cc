@@ -1,23 +1,16 @@
 #include "js_tensor.h"
 
 #include "../host/errors.h"
+#include "instance_data.h"
 #include "js_errors.h"
 
 namespace hcsp::addon {
-
-namespace {
-// the constructor, kept per environment (worker threads each load the addon)
-struct Ctor {
-  Napi::FunctionReference ref;
-};
-}  // namespace
 
 Napi::Function JsTensor::define(Napi::Env env) {
   Napi::Function f = DefineClass(env, "NativeTensor",
                                  {InstanceAccessor<&JsTensor::dtype>("dtype"), InstanceAccessor<&JsTensor::shape>("shape"),
                                   InstanceAccessor<&JsTensor::bytes>("bytes"), InstanceAccessor<&JsTensor::freed>("freed")});
-  auto* ctor = new Ctor{Napi::Persistent(f)};
-  env.SetInstanceData<Ctor>(ctor);
+  instanceData(env).tensor = Napi::Persistent(f);
   return f;
 }
 
@@ -29,15 +22,13 @@ JsTensor::JsTensor(const Napi::CallbackInfo& info) : Napi::ObjectWrap<JsTensor>(
 }
 
 Napi::Object JsTensor::wrap(Napi::Env env, TensorPtr tensor) {
-  auto* ctor = env.GetInstanceData<Ctor>();
   TensorPtr copy = std::move(tensor);
   auto ext = Napi::External<TensorPtr>::New(env, &copy);
-  return ctor->ref.New({ext});
+  return instanceData(env).tensor.New({ext});
 }
 
 TensorPtr JsTensor::unwrap(const Napi::Value& value, const std::string& what) {
-  auto* ctor = value.Env().GetInstanceData<Ctor>();
-  if (!value.IsObject() || !value.As<Napi::Object>().InstanceOf(ctor->ref.Value())) {
+  if (!value.IsObject() || !value.As<Napi::Object>().InstanceOf(instanceData(value.Env()).tensor.Value())) {
     throw jsError(value.Env(), Error(ErrorKind::DType, what + " is not a native tensor"));
   }
   JsTensor* self = Unwrap(value.As<Napi::Object>());
@@ -63,8 +54,7 @@ Napi::Value JsTensor::bytes(const Napi::CallbackInfo& info) {
 Napi::Value JsTensor::freed(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), !tensor_); }
 
 void freeTensor(const Napi::CallbackInfo& info) {
-  auto* ctor = info.Env().GetInstanceData<Ctor>();
-  if (info.Length() < 1 || !info[0].IsObject() || !info[0].As<Napi::Object>().InstanceOf(ctor->ref.Value())) {
+  if (info.Length() < 1 || !info[0].IsObject() || !info[0].As<Napi::Object>().InstanceOf(instanceData(info.Env()).tensor.Value())) {
     throw jsError(info.Env(), Error(ErrorKind::DType, "free: the argument is not a native tensor"));
   }
   JsTensor::Unwrap(info[0].As<Napi::Object>())->tensor_.reset();

@@ -1,8 +1,10 @@
 #include "run_worker.h"
 
+#include "../gpu/gpu_op_registry.h"
 #include "../host/thread_pool.h"
 #include "js_attrs.h"
 #include "js_errors.h"
+#include "js_gpu.h"
 #include "js_tensor.h"
 
 namespace hcsp::addon {
@@ -11,16 +13,17 @@ GemmMode parseGemmMode(Napi::Env env, const Napi::Value& v) {
   std::string s = v.IsString() ? v.As<Napi::String>().Utf8Value() : "";
   if (s == "exact") return GemmMode::Exact;
   if (s == "blas") return GemmMode::Blas;
-  throw jsError(env, Error(ErrorKind::Attr, "gemm mode must be 'exact' or 'blas', got '" + s + "'"));
+  if (s == "vendor") return GemmMode::Vendor;
+  throw jsError(env, Error(ErrorKind::Attr, "gemm mode must be 'exact', 'blas' or 'vendor', got '" + s + "'"));
 }
 
 namespace {
 
 class RunWorker : public Napi::AsyncWorker {
  public:
-  RunWorker(Napi::Env env, std::string op, std::vector<Inputs> inputs, Attrs attrs, GemmMode gemm, bool collective)
+  RunWorker(Napi::Env env, std::string op, std::vector<Inputs> inputs, Attrs attrs, GemmMode gemm, bool collective, std::shared_ptr<gpu::GpuRuntime> gpu)
       : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), op_(std::move(op)), inputs_(std::move(inputs)),
-        attrs_(std::move(attrs)), gemm_(gemm), collective_(collective) {}
+        attrs_(std::move(attrs)), gemm_(gemm), collective_(collective), gpu_(std::move(gpu)) {}
 
   Napi::Promise promise() { return deferred_.Promise(); }
 
@@ -31,11 +34,16 @@ class RunWorker : public Napi::AsyncWorker {
 
   void Execute() override {
     try {
-      KernelContext ctx{attrs_, gemm_, defaultPool()};
-      if (collective_) {
-        outputs_ = findCollectiveKernel(op_)(inputs_, ctx);
+      if (gpu_) {
+        gpu::GpuContext g{*gpu_, gpu_, attrs_, gemm_};
+        checkPlacement();
+        outputs_ = collective_ ? gpu::findGpuCollectiveOp(op_)(inputs_, g) : std::vector<Outputs>{gpu::findGpuOp(op_)(inputs_[0], g)};
+        // kernel errors surface at the stream's sync: before the outputs are handed out
+        gpu_->synchronize();
       } else {
-        outputs_ = {findKernel(op_)(inputs_[0], ctx)};
+        KernelContext ctx{attrs_, gemm_, defaultPool()};
+        checkPlacement();
+        outputs_ = collective_ ? findCollectiveKernel(op_)(inputs_, ctx) : std::vector<Outputs>{findKernel(op_)(inputs_[0], ctx)};
       }
     } catch (const Error& e) {
       code_ = errorCode(e.kind());
@@ -48,6 +56,19 @@ class RunWorker : public Napi::AsyncWorker {
       SetError(named(e.what()));
     }
     inputs_.clear();
+  }
+
+  /** every input lives on the device the op runs on */
+  void checkPlacement() const {
+    const Memory* want = gpu_ ? static_cast<const Memory*>(gpu_.get()) : hostMemory().get();
+    for (size_t r = 0; r < inputs_.size(); r++) {
+      for (size_t p = 0; p < inputs_[r].size(); p++) {
+        const TensorPtr& t = inputs_[r][p];
+        if (t && &t->memory() != want) {
+          fail(ErrorKind::Runtime, op_ + ": input port " + std::to_string(p) + " is in " + t->memory().name() + " memory, the op runs on " + want->name());
+        }
+      }
+    }
   }
 
   void OnOK() override {
@@ -79,6 +100,7 @@ class RunWorker : public Napi::AsyncWorker {
   Attrs attrs_;
   GemmMode gemm_;
   bool collective_;
+  std::shared_ptr<gpu::GpuRuntime> gpu_;
   std::vector<Outputs> outputs_;
   std::string code_ = "HCSP_RUNTIME";
 };
@@ -99,8 +121,11 @@ Inputs readPorts(const Napi::Value& v, const std::string& what) {
 Napi::Value run(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   std::string op = info[0].As<Napi::String>().Utf8Value();
-  findKernel(op);  // an unknown op fails before any work
-  auto* w = new RunWorker(env, op, {readPorts(info[1], op + " inputs")}, readAttrs(op, info[2]), parseGemmMode(env, info[3]), false);
+  auto gpu = JsGpu::unwrapOptional(info[4]);
+  // an unknown op fails before any work
+  if (gpu) gpu::findGpuOp(op);
+  else findKernel(op);
+  auto* w = new RunWorker(env, op, {readPorts(info[1], op + " inputs")}, readAttrs(op, info[2]), parseGemmMode(env, info[3]), false, gpu);
   auto p = w->promise();
   w->Queue();
   return p;
@@ -109,13 +134,15 @@ Napi::Value run(const Napi::CallbackInfo& info) {
 Napi::Value runCollective(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   std::string op = info[0].As<Napi::String>().Utf8Value();
-  findCollectiveKernel(op);
+  auto gpu = JsGpu::unwrapOptional(info[4]);
+  if (gpu) gpu::findGpuCollectiveOp(op);
+  else findCollectiveKernel(op);
   if (!info[1].IsArray()) throw jsError(env, Error(ErrorKind::DType, op + ": inputs must be one array per rank"));
   Napi::Array ranks = info[1].As<Napi::Array>();
   std::vector<Inputs> inputs;
   for (uint32_t r = 0; r < ranks.Length(); r++) inputs.push_back(readPorts(ranks.Get(r), op + " rank " + std::to_string(r)));
   Attrs attrs = readAttrs(op, info[2]).with("tp", static_cast<double>(inputs.size()));
-  auto* w = new RunWorker(env, op, std::move(inputs), std::move(attrs), parseGemmMode(env, info[3]), true);
+  auto* w = new RunWorker(env, op, std::move(inputs), std::move(attrs), parseGemmMode(env, info[3]), true, gpu);
   auto p = w->promise();
   w->Queue();
   return p;

@@ -8,9 +8,9 @@
 
 namespace hcsp::addon {
 
-/** run(op, inputs: (NativeTensor|null)[], attrs, gemm: 'exact'|'blas') -> Promise<(NativeTensor|null)[]> */
+/** run(op, inputs: (NativeTensor|null)[], attrs, gemm: 'exact'|'blas'|'vendor', gpu?) -> Promise<(NativeTensor|null)[]> */
 Napi::Value run(const Napi::CallbackInfo& info);
-/** runCollective(op, inputs: NativeTensor[][], attrs, gemm) -> Promise<NativeTensor[][]> */
+/** runCollective(op, inputs: NativeTensor[][], attrs, gemm, gpu?) -> Promise<NativeTensor[][]> */
 Napi::Value runCollective(const Napi::CallbackInfo& info);
 
 GemmMode parseGemmMode(Napi::Env env, const Napi::Value& v);

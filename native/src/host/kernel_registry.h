@@ -13,8 +13,11 @@ namespace hcsp {
 
 class ThreadPool;
 
-/** How a GEMM is computed: the reference's k order (bit-exact) or a real BLAS (another order). */
-enum class GemmMode { Exact, Blas };
+/**
+ * How a GEMM is computed: the reference's k order (bit-exact), OpenBLAS on the host device,
+ * or the GPU vendor's BLASLt (hipBLASLt / cuBLASLt) on a GPU device (other orders).
+ */
+enum class GemmMode { Exact, Blas, Vendor };
 
 struct KernelContext {
   const Attrs& attrs;

@@ -1,0 +1,76 @@
+#include "js_gpu.h"
+
+#include "../gpu/open_runtime.h"
+#include "instance_data.h"
+#include "js_errors.h"
+
+namespace hcsp::addon {
+
+Napi::Object statsObject(Napi::Env env, const AllocatorStats& s) {
+  auto o = Napi::Object::New(env);
+  o.Set("liveTensors", static_cast<double>(s.liveTensors));
+  o.Set("liveBytes", static_cast<double>(s.liveBytes));
+  o.Set("peakBytes", static_cast<double>(s.peakBytes));
+  o.Set("allocations", static_cast<double>(s.allocations));
+  o.Set("limitBytes", static_cast<double>(s.limitBytes));
+  return o;
+}
+
+Napi::Function JsGpu::define(Napi::Env env) {
+  Napi::Function f = DefineClass(env, "GpuDevice",
+                                 {InstanceAccessor<&JsGpu::kind>("kind"), InstanceAccessor<&JsGpu::arch>("arch"), InstanceMethod<&JsGpu::describe>("describe"),
+                                  InstanceMethod<&JsGpu::stats>("stats"), InstanceMethod<&JsGpu::setMemoryLimit>("setMemoryLimit"),
+                                  InstanceMethod<&JsGpu::synchronize>("synchronize")});
+  instanceData(env).gpu = Napi::Persistent(f);
+  return f;
+}
+
+JsGpu::JsGpu(const Napi::CallbackInfo& info) : Napi::ObjectWrap<JsGpu>(info) {
+  if (info.Length() != 1 || !info[0].IsExternal()) throw Napi::TypeError::New(info.Env(), "GpuDevice is made by openGpu(), not by new");
+  runtime_ = *info[0].As<Napi::External<std::shared_ptr<gpu::GpuRuntime>>>().Data();
+}
+
+std::shared_ptr<gpu::GpuRuntime> JsGpu::unwrapOptional(const Napi::Value& value) {
+  if (value.IsUndefined() || value.IsNull()) return nullptr;
+  if (!value.IsObject() || !value.As<Napi::Object>().InstanceOf(instanceData(value.Env()).gpu.Value())) {
+    throw jsError(value.Env(), Error(ErrorKind::DType, "the device argument is not a GPU device from openGpu()"));
+  }
+  return Unwrap(value.As<Napi::Object>())->runtime_;
+}
+
+Napi::Value JsGpu::kind(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), runtime_->kind()); }
+Napi::Value JsGpu::arch(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), runtime_->arch()); }
+Napi::Value JsGpu::describe(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), runtime_->describe()); }
+Napi::Value JsGpu::stats(const Napi::CallbackInfo& info) { return statsObject(info.Env(), runtime_->stats()); }
+
+Napi::Value JsGpu::setMemoryLimit(const Napi::CallbackInfo& info) {
+  double bytes = info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : -1;
+  if (!(bytes >= 0)) throw jsError(info.Env(), Error(ErrorKind::Attr, "setMemoryLimit: bytes must be a number >= 0"));
+  runtime_->setLimit(static_cast<int64_t>(bytes));
+  return info.Env().Undefined();
+}
+
+Napi::Value JsGpu::synchronize(const Napi::CallbackInfo& info) {
+  return guarded(info.Env(), [&]() -> Napi::Value {
+    runtime_->synchronize();
+    return info.Env().Undefined();
+  });
+}
+
+Napi::Value openGpu(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&]() -> Napi::Value {
+    std::string kind = info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
+    gpu::OpenOptions options;
+    if (info.Length() > 1 && info[1].IsObject()) {
+      Napi::Object o = info[1].As<Napi::Object>();
+      if (o.Has("device") && o.Get("device").IsNumber()) options.device = o.Get("device").As<Napi::Number>().Int32Value();
+      if (o.Has("codeObjects") && o.Get("codeObjects").IsString()) options.codeObjects = o.Get("codeObjects").As<Napi::String>().Utf8Value();
+    }
+    auto runtime = gpu::openRuntime(kind, options);
+    auto ext = Napi::External<std::shared_ptr<gpu::GpuRuntime>>::New(env, &runtime);
+    return instanceData(env).gpu.New({ext});
+  });
+}
+
+}  // namespace hcsp::addon

@@ -1,0 +1,33 @@
+// An open GPU device (HIP, CUDA or the emulated one) as a JavaScript object: the handle
+// upload() and run() take to place tensors and kernels there.
+#pragma once
+#include <napi.h>
+
+#include "../gpu/gpu_runtime.h"
+
+namespace hcsp::addon {
+
+class JsGpu : public Napi::ObjectWrap<JsGpu> {
+ public:
+  static Napi::Function define(Napi::Env env);
+  /** the runtime behind a JS value; null/undefined -> nullptr (the host device) */
+  static std::shared_ptr<gpu::GpuRuntime> unwrapOptional(const Napi::Value& value);
+
+  explicit JsGpu(const Napi::CallbackInfo& info);
+
+ private:
+  Napi::Value kind(const Napi::CallbackInfo& info);
+  Napi::Value arch(const Napi::CallbackInfo& info);
+  Napi::Value describe(const Napi::CallbackInfo& info);
+  Napi::Value stats(const Napi::CallbackInfo& info);
+  Napi::Value setMemoryLimit(const Napi::CallbackInfo& info);
+  Napi::Value synchronize(const Napi::CallbackInfo& info);
+  std::shared_ptr<gpu::GpuRuntime> runtime_;
+};
+
+/** openGpu(kind, { device?, codeObjects? }) -> GpuDevice */
+Napi::Value openGpu(const Napi::CallbackInfo& info);
+
+Napi::Object statsObject(Napi::Env env, const AllocatorStats& s);
+
+}  // namespace hcsp::addon

@@ -1,0 +1,62 @@
+#include "emulated_runtime.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "../host/errors.h"
+#include "../host/thread_pool.h"
+
+namespace hcsp::gpu {
+
+thread_local int64_t emulatedThreadId = 0;
+thread_local int64_t emulatedThreadCount = 1;
+
+namespace {
+
+class EmulatedRuntime : public GpuRuntime {
+ public:
+  std::string name() const override { return "emulated"; }
+  std::string kind() const override { return "emulated"; }
+  std::string describe() const override {
+    return "the GPU kernel sources compiled for the host, on " + std::to_string(defaultPool().size()) + " threads";
+  }
+  std::string arch() const override { return "host"; }
+  // the graph loop must copy, as it would with a GPU's memory
+  bool hostVisible() const override { return false; }
+  void copyIn(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void copyOut(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void fillZero(void* dst, size_t bytes) override { std::memset(dst, 0, bytes); }
+
+  void launchByName(const char* name, int64_t, void**) override {
+    fail(ErrorKind::Runtime, std::string("emulated runtime: kernel ") + name + " must be called, not launched by name");
+  }
+
+  void runEmulated(const std::function<void()>& body) override {
+    const int64_t threads = defaultPool().size();
+    defaultPool().parallelFor(threads, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; t++) {
+        emulatedThreadId = t;
+        emulatedThreadCount = threads;
+        body();
+      }
+      emulatedThreadId = 0;
+      emulatedThreadCount = 1;
+    });
+  }
+
+  void synchronize() override {}
+
+ protected:
+  void* rawAllocate(size_t bytes) override {
+    void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+    if (!p) fail(ErrorKind::OutOfMemory, "emulated device out of memory: the system refused " + std::to_string(bytes) + " bytes");
+    return p;
+  }
+  void rawRelease(void* p) override { std::free(p); }
+};
+
+}  // namespace
+
+std::shared_ptr<GpuRuntime> openEmulatedRuntime() { return std::make_shared<EmulatedRuntime>(); }
+
+}  // namespace hcsp::gpu

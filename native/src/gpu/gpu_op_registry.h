@@ -1,0 +1,44 @@
+// The GPU devices' ops: for each declared op a launcher (ops/<family>_ops.cc) that checks
+// shapes and attributes as the host kernel does, allocates its outputs in the GPU's memory
+// and launches the family's kernels (kernels/<family>.cu). The same launchers serve HIP,
+// CUDA and the emulated runtime.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../host/kernel_registry.h"
+#include "gpu_runtime.h"
+
+namespace hcsp::gpu {
+
+struct GpuContext {
+  GpuRuntime& rt;
+  std::shared_ptr<GpuRuntime> runtime;
+  const Attrs& attrs;
+  GemmMode gemm;
+  /** a zero-filled tensor in this GPU's memory */
+  TensorPtr alloc(DType dtype, Shape shape) const { return std::make_shared<Tensor>(dtype, std::move(shape), runtime); }
+};
+
+using GpuOp = std::function<Outputs(const Inputs&, const GpuContext&)>;
+/** a collective over ranks simulated on this one GPU: inputs[rank][port] -> outputs[rank][port] */
+using GpuCollectiveOp = std::function<std::vector<Outputs>(const std::vector<Inputs>&, const GpuContext&)>;
+
+void registerGpuOp(const char* op, GpuOp fn);
+void registerGpuCollectiveOp(const char* op, GpuCollectiveOp fn);
+const GpuOp& findGpuOp(const std::string& op);
+const GpuCollectiveOp& findGpuCollectiveOp(const std::string& op);
+std::vector<std::string> gpuOpNames();
+std::vector<std::string> gpuCollectiveOpNames();
+
+struct GpuOpRegistrar {
+  GpuOpRegistrar(const char* op, GpuOp fn) { registerGpuOp(op, std::move(fn)); }
+  GpuOpRegistrar(const char* op, GpuCollectiveOp fn, bool) { registerGpuCollectiveOp(op, std::move(fn)); }
+};
+
+}  // namespace hcsp::gpu
+
+#define HCSP_GPU_OP(op, fn) static ::hcsp::gpu::GpuOpRegistrar hcspGpuOp_##op(#op, ::hcsp::gpu::GpuOp(fn))
+#define HCSP_GPU_COLLECTIVE_OP(op, fn) static ::hcsp::gpu::GpuOpRegistrar hcspGpuCollective_##op(#op, ::hcsp::gpu::GpuCollectiveOp(fn), true)
