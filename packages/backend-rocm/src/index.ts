@@ -1,4 +1,4 @@
 export * from './nativeAddon.ts';
 export * from './nativeErrors.ts';
-export * from './hostDevice.ts';
+export * from './nativeDevice.ts';
 export * from './rocmBackend.ts';

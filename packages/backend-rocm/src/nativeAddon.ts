@@ -28,16 +28,30 @@ export interface GpuRuntimeProbe {
   detail: string;
 }
 
-export type GemmMode = 'exact' | 'blas';
+export type GemmMode = 'exact' | 'blas' | 'vendor';
+
+/** An open GPU device (HIP, CUDA, or the emulated one that runs the kernel sources on the host). */
+export interface GpuDevice {
+  readonly kind: 'hip' | 'cuda' | 'emulated';
+  readonly arch: string;
+  describe(): string;
+  stats(): AllocatorStats;
+  setMemoryLimit(bytes: number): void;
+  synchronize(): void;
+}
 
 /** The addon's surface (native/src/addon/addon.cc). */
 export interface NativeAddon {
-  upload(dtype: string, shape: readonly number[], data: ArrayBufferView): NativeTensor;
+  /** onto the host device, or `gpu`'s memory */
+  upload(dtype: string, shape: readonly number[], data: ArrayBufferView, gpu?: GpuDevice | null): NativeTensor;
   download(t: NativeTensor): ArrayBuffer;
   free(t: NativeTensor): void;
-  run(op: string, inputs: (NativeTensor | null)[], attrs: Record<string, unknown>, gemm: GemmMode): Promise<(NativeTensor | null)[]>;
-  runCollective(op: string, inputs: NativeTensor[][], attrs: Record<string, unknown>, gemm: GemmMode): Promise<NativeTensor[][]>;
-  kernels(): { perRank: string[]; collective: string[] };
+  /** on the host device, or on `gpu` (every input must live there) */
+  run(op: string, inputs: (NativeTensor | null)[], attrs: Record<string, unknown>, gemm: GemmMode, gpu?: GpuDevice | null): Promise<(NativeTensor | null)[]>;
+  runCollective(op: string, inputs: NativeTensor[][], attrs: Record<string, unknown>, gemm: GemmMode, gpu?: GpuDevice | null): Promise<NativeTensor[][]>;
+  /** ops with a host kernel, and with a GPU launcher */
+  kernels(): { perRank: string[]; collective: string[]; gpuPerRank: string[]; gpuCollective: string[] };
+  openGpu(kind: 'hip' | 'cuda' | 'emulated', options?: { device?: number; codeObjects?: string }): GpuDevice;
   stats(): AllocatorStats;
   setMemoryLimit(bytes: number): void;
   info(): { isa: string; threads: number; napiVersion: number };

@@ -1,6 +1,6 @@
 import { BackendUnavailableError, GraphBuilder, runOnce, SyntheticWeightSource, type Tensor } from '@hcsp/core';
 import { afterEach, describe, expect, it } from 'vitest';
-import { hostDeviceOps } from './hostDevice.ts';
+import { nativeDeviceOps } from './nativeDevice.ts';
 import { loadNativeAddon } from './nativeAddon.ts';
 import { GpuRuntimeUnavailableError, NativeOutOfMemoryError, NativeShapeError, NativeSizeError, native } from './nativeErrors.ts';
 import { createRocmBackend } from './rocmBackend.ts';
@@ -30,7 +30,7 @@ function addGraph(rows: number, cols: number) {
 
 describe('rocm backend on the host device', () => {
   it('a wrong-sized buffer is a NativeSizeError naming the bytes given and needed', async () => {
-    const ops = hostDeviceOps(addon, 'exact');
+    const ops = nativeDeviceOps(addon, 'exact');
     const t = { dtype: 'bf16', shape: [2, 3], data: new Uint16Array(5) } as Tensor;
     const err = await ops.upload({ id: 'x', shape: [2, 3], dtype: 'bf16', kind: 'input' } as never, t).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(NativeSizeError);
@@ -59,7 +59,7 @@ describe('rocm backend on the host device', () => {
       ['b', bf16([64, 64], 2)],
     ]);
     const err = await runOnce(backend, g, feeds, noWeights).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(Error);
+    expect(err).toBeInstanceOf(NativeOutOfMemoryError);
     expect((err as Error).message).toMatch(/host device out of memory: 8192 bytes requested for a bf16\[64,64\] tensor, 0 of the limit 4096 in use/);
     expect(addon.stats().liveTensors).toBe(before);
   });
@@ -119,5 +119,19 @@ describe('rocm backend on the host device', () => {
     expect(b.describe()).toMatch(/OpenBLAS sgemm \(libopenblas\.so\.0, OPENBLAS_CORETYPE=\w+\)/);
     expect(b.precision.gemm.maxUlp).toBeGreaterThan(0);
     expect(b.precision.elementwise.maxUlp).toBe(0);
+  });
+});
+
+describe('typed errors through the graph loop', () => {
+  it('a kernel\'s typed error keeps its class and gains the node it came from', async () => {
+    // the inputs fit (2 x 8192 bytes), the output does not
+    const backend = await createRocmBackend({ device: 'host', memoryLimitBytes: 20000 });
+    const feeds = new Map([
+      ['a', bf16([64, 64])],
+      ['b', bf16([64, 64], 2)],
+    ]);
+    const err = await runOnce(backend, addGraph(64, 64), feeds, noWeights).catch((x: unknown) => x);
+    expect(err).toBeInstanceOf(NativeOutOfMemoryError);
+    expect((err as Error).message).toBe('add (add, rank 0): add: host device out of memory: 8192 bytes requested for a bf16[64,64] tensor, 16384 of the limit 20000 in use');
   });
 });

@@ -9,18 +9,34 @@ import {
   type SessionOptions,
   type WeightSource,
 } from '@hcsp/core';
-import { hostDeviceOps } from './hostDevice.ts';
-import { loadNativeAddon, type GemmMode, type NativeAddon } from './nativeAddon.ts';
-import { GpuRuntimeUnavailableError, native } from './nativeErrors.ts';
+import { nativeDeviceOps } from './nativeDevice.ts';
+import { loadNativeAddon, type GemmMode, type GpuDevice, type NativeAddon } from './nativeAddon.ts';
+import { GpuRuntimeUnavailableError, native, typedNativeError } from './nativeErrors.ts';
 
-export type RocmDeviceChoice = 'host' | 'hip' | 'cuda' | 'auto';
-export const ROCM_DEVICES: readonly RocmDeviceChoice[] = ['host', 'hip', 'cuda', 'auto'];
-export const GEMM_MODES: readonly GemmMode[] = ['exact', 'blas'];
+export type RocmDevice = 'host' | 'emulated' | 'hip' | 'cuda';
+export type RocmDeviceChoice = RocmDevice | 'auto';
+export const ROCM_DEVICES: readonly RocmDeviceChoice[] = ['host', 'emulated', 'hip', 'cuda', 'auto'];
+export const GEMM_MODES: readonly GemmMode[] = ['exact', 'blas', 'vendor'];
+
+/** The GEMM modes each device has, its default first. */
+export const DEVICE_GEMMS: Readonly<Record<RocmDevice, readonly GemmMode[]>> = {
+  host: ['exact', 'blas'],
+  emulated: ['exact'],
+  hip: ['vendor', 'exact'],
+  cuda: ['vendor', 'exact'],
+};
 
 export interface RocmBackendOptions {
-  /** default 'host'; 'auto' takes the first of hip, cuda, host that works and says so in describe() */
+  /**
+   * default 'host'. 'emulated' runs the GPU kernel sources on the host (a check of their
+   * arithmetic without a GPU); 'auto' takes the first of hip, cuda, host that starts and
+   * says so in describe()
+   */
   device?: RocmDeviceChoice;
-  /** 'exact' (default): the reference's k order, bit-exact; 'blas': OpenBLAS sgemm, another order */
+  /**
+   * 'exact': the reference's k order, bit-exact; 'blas' (host): OpenBLAS sgemm; 'vendor'
+   * (hip, cuda): hipBLASLt / cuBLASLt. Default: the device's first (DEVICE_GEMMS).
+   */
   gemm?: GemmMode;
   /** the device's memory limit in bytes (0: none); beyond it an allocation is a NativeOutOfMemoryError */
   memoryLimitBytes?: number;
@@ -46,55 +62,108 @@ export const BLAS_GEMM_PRECISION: BackendPrecision = {
   },
 };
 
+/** hipBLASLt / cuBLASLt: fp32 accumulation in the library's own order (tiles, split-k) */
+export const VENDOR_GEMM_PRECISION: BackendPrecision = {
+  ...exactPrecision(EXACT_NOTE),
+  gemm: {
+    maxUlp: 2,
+    note: 'hipBLASLt / cuBLASLt accumulate each output in fp32 in their own tile and split-k order; bounded by 2 bf16 ulps of the row\'s largest output (as for OpenBLAS)',
+  },
+};
+
 export interface RocmBackend extends Backend {
-  readonly device: 'host' | 'hip' | 'cuda';
+  readonly device: RocmDevice;
   readonly gemm: GemmMode;
   readonly addon: NativeAddon;
+  /** the open GPU (null on the host device) */
+  readonly gpu: GpuDevice | null;
 }
 
-function hipUnavailable(addon: NativeAddon, kind: 'hip' | 'cuda'): string | null {
+function gpuUnavailable(addon: NativeAddon, kind: 'hip' | 'cuda'): string | null {
   const probe = addon.gpuRuntime(kind);
   const name = kind === 'hip' ? 'HIP' : 'CUDA';
   const envVar = kind === 'hip' ? 'HCSP_HIP_LIB' : 'HCSP_CUDA_LIB';
   if (!probe.found) return `no ${name} runtime found: ${probe.detail} (set ${envVar} to the library's path)`;
   if (probe.devices === 0) return `the ${name} runtime ${probe.library} sees no GPU${probe.detail ? ` (${probe.detail})` : ''}`;
-  // the GPU kernels are the next issue's work: say so rather than run elsewhere
-  return `the ${name} runtime ${probe.library} sees ${probe.devices} GPU(s), but this build of the native addon has no ${name} kernels`;
+  return null;
+}
+
+/** Which GPU a rank uses: HCSP_GPU_INDEX, else the launcher's LOCAL_RANK, else 0. */
+function gpuIndex(): number {
+  const v = process.env.HCSP_GPU_INDEX ?? process.env.LOCAL_RANK ?? '0';
+  if (!/^(0|[1-9][0-9]*)$/.test(v)) throw new Error(`rocm backend: the GPU index '${v}' (HCSP_GPU_INDEX or LOCAL_RANK) is not a non-negative integer`);
+  return Number(v);
+}
+
+/** the GPU of `kind`, or the reason it cannot start */
+function openGpu(addon: NativeAddon, kind: 'hip' | 'cuda'): GpuDevice | string {
+  const why = gpuUnavailable(addon, kind);
+  if (why) return why;
+  try {
+    return addon.openGpu(kind, { device: gpuIndex() });
+  } catch (e) {
+    return (typedNativeError(e) as Error).message;
+  }
 }
 
 /** The native backend. A GPU device that cannot start is an error, never a silent run on the host. */
 export async function createRocmBackend(options: RocmBackendOptions = {}): Promise<RocmBackend> {
   const choice = options.device ?? 'host';
   if (!ROCM_DEVICES.includes(choice)) throw new Error(`rocm backend: unknown device '${String(choice)}' (known: ${ROCM_DEVICES.join(', ')})`);
-  const gemm = options.gemm ?? 'exact';
-  if (!GEMM_MODES.includes(gemm)) throw new Error(`rocm backend: unknown gemm mode '${String(gemm)}' (known: ${GEMM_MODES.join(', ')})`);
+  if (options.gemm !== undefined && !GEMM_MODES.includes(options.gemm)) {
+    throw new Error(`rocm backend: unknown gemm mode '${String(options.gemm)}' (known: ${GEMM_MODES.join(', ')})`);
+  }
   const addon = loadNativeAddon();
   const autoNotes: string[] = [];
+  let device: RocmDevice = 'host';
+  let gpu: GpuDevice | null = null;
   if (choice === 'hip' || choice === 'cuda') {
-    const why = hipUnavailable(addon, choice);
-    throw new GpuRuntimeUnavailableError(choice, `rocm backend, device ${choice}: ${why}`);
+    const opened = openGpu(addon, choice);
+    if (typeof opened === 'string') throw new GpuRuntimeUnavailableError(choice, `rocm backend, device ${choice}: ${opened}`);
+    [device, gpu] = [choice, opened];
+  } else if (choice === 'auto') {
+    for (const kind of ['hip', 'cuda'] as const) {
+      const opened = openGpu(addon, kind);
+      if (typeof opened !== 'string') {
+        [device, gpu] = [kind, opened];
+        break;
+      }
+      autoNotes.push(`${kind}: ${opened}`);
+    }
+  } else if (choice === 'emulated') {
+    [device, gpu] = ['emulated', await native(() => addon.openGpu('emulated'))];
   }
-  if (choice === 'auto') {
-    for (const kind of ['hip', 'cuda'] as const) autoNotes.push(`${kind}: ${hipUnavailable(addon, kind)}`);
+  const gemm = options.gemm ?? DEVICE_GEMMS[device][0];
+  if (!DEVICE_GEMMS[device].includes(gemm)) {
+    throw new Error(`rocm backend: the ${device} device has no '${gemm}' GEMM (it has: ${DEVICE_GEMMS[device].join(', ')})`);
   }
   if (gemm === 'blas') await native(() => addon.blas());
   if (options.memoryLimitBytes !== undefined) {
     if (!(Number.isInteger(options.memoryLimitBytes) && options.memoryLimitBytes >= 0)) {
       throw new Error(`rocm backend: memoryLimitBytes must be an integer >= 0, got ${options.memoryLimitBytes}`);
     }
-    addon.setMemoryLimit(options.memoryLimitBytes);
+    (gpu ?? addon).setMemoryLimit(options.memoryLimitBytes);
   }
   const info = addon.info();
-  const ops = hostDeviceOps(addon, gemm);
-  const gemmText = gemm === 'blas' ? `OpenBLAS sgemm (${addon.blas().path}, OPENBLAS_CORETYPE=${addon.blas().coretype || 'unset'})` : `exact ${info.isa} GEMM`;
-  const picked = choice === 'auto' ? ` (auto picked host: ${autoNotes.join('; ')})` : '';
+  const ops = nativeDeviceOps(addon, gemm, gpu);
+  const gemmText =
+    gemm === 'blas'
+      ? `OpenBLAS sgemm (${addon.blas().path}, OPENBLAS_CORETYPE=${addon.blas().coretype || 'unset'})`
+      : gemm === 'vendor'
+        ? (device === 'hip' ? 'hipBLASLt' : 'cuBLASLt')
+        : gpu
+          ? 'reference-order GEMM kernel'
+          : `exact ${info.isa} GEMM`;
+  const where = gpu ? `the ${device} device: ${gpu.describe()}` : `the host device (${info.threads} threads)`;
+  const picked = choice === 'auto' ? ` (auto picked ${device}${autoNotes.length ? `: ${autoNotes.join('; ')}` : ''})` : '';
   return {
     name: 'rocm',
-    device: 'host',
+    device,
     gemm,
     addon,
-    precision: gemm === 'blas' ? BLAS_GEMM_PRECISION : exactPrecision(EXACT_NOTE),
-    describe: () => `rocm on the host device (${info.threads} threads, ${gemmText})${picked}`,
+    gpu,
+    precision: gemm === 'blas' ? BLAS_GEMM_PRECISION : gemm === 'vendor' ? VENDOR_GEMM_PRECISION : exactPrecision(EXACT_NOTE),
+    describe: () => `rocm on ${where}, ${gemmText}${picked}`,
     prepare: (graph: Graph, weights: WeightSource, session: Partial<SessionOptions> = {}): Promise<PreparedGraph> =>
       GraphSession.open(graph, ops, (decl, rows) => resolveWeightRows(weights, decl.weight!, rows), { backend: 'rocm', ...session }),
     dispose: async () => {},

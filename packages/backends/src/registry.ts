@@ -37,9 +37,9 @@ export const BACKENDS: readonly BackendEntry[] = [
   },
   {
     name: 'rocm',
-    summary: 'the native backend: C++ kernels on the host device (--device host), HIP or CUDA GPUs (--device hip|cuda)',
-    options: { device: ['host', 'hip', 'cuda', 'auto'], gemm: ['exact', 'blas'] },
-    testVariants: [{ device: 'host' }, { device: 'host', gemm: 'blas' }],
+    summary: 'the native backend: C++ kernels on the host device (--device host), HIP or CUDA GPUs (--device hip|cuda), the GPU kernel sources emulated on the host (--device emulated)',
+    options: { device: ['host', 'emulated', 'hip', 'cuda', 'auto'], gemm: ['exact', 'blas', 'vendor'] },
+    testVariants: [{ device: 'host' }, { device: 'host', gemm: 'blas' }, { device: 'emulated' }],
     create: async (options = {}) => {
       const { createRocmBackend } = await import('@hcsp/backend-rocm');
       return createRocmBackend(options as Parameters<typeof createRocmBackend>[0]);

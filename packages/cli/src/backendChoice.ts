@@ -11,11 +11,11 @@ export interface BackendChoiceFlags {
 }
 
 export function deviceOption(): Option {
-  return new Option('--device <name>', "rocm backend's device: host (C++ on this CPU) | hip | cuda | auto (the first that starts; the report says which)");
+  return new Option('--device <name>', "rocm backend's device: host (C++ on this CPU) | hip | cuda | emulated (the GPU kernel sources run on this CPU) | auto (the first of hip, cuda, host that starts; the report says which)");
 }
 
 export function gemmOption(): Option {
-  return new Option('--gemm <mode>', "rocm backend's GEMM: exact (the reference's order, bit-exact; default) | blas (OpenBLAS sgemm; declared tolerance)");
+  return new Option('--gemm <mode>', "rocm backend's GEMM: exact (the reference's order, bit-exact; the default on host and emulated) | blas (host: OpenBLAS sgemm) | vendor (hip, cuda: hipBLASLt / cuBLASLt; the default there); blas and vendor have a declared tolerance");
 }
 
 /** The backend's options from the flags, checked against what the backend declares. */

@@ -166,7 +166,14 @@ export class GraphSession<H> implements PreparedGraph {
         try {
           await this.runNode(node, env, handle);
         } catch (e) {
-          throw new Error(`${node.scope} (${node.op}${node.rank === null ? '' : `, rank ${node.rank}`}): ${(e as Error).message}`);
+          const where = `${node.scope} (${node.op}${node.rank === null ? '' : `, rank ${node.rank}`}): `;
+          // the node in front of the message, the error's own class kept (a backend's typed
+          // errors, e.g. out of memory, stay catchable by class)
+          if (e instanceof Error) {
+            e.message = where + e.message;
+            throw e;
+          }
+          throw new Error(where + String(e));
         }
         counter.count(node);
         if (!keepAll) this.release(node, i, env, keep);

@@ -1,5 +1,5 @@
 import { shapeStr, type DeviceOps, type GraphNode, type Tensor, type TensorData, type ValueDecl } from '@hcsp/core';
-import type { GemmMode, NativeAddon, NativeTensor } from './nativeAddon.ts';
+import type { GemmMode, GpuDevice, NativeAddon, NativeTensor } from './nativeAddon.ts';
 import { native } from './nativeErrors.ts';
 
 function viewOf(dtype: Tensor['dtype'], buf: ArrayBuffer): TensorData {
@@ -31,16 +31,17 @@ function checked(addon: NativeAddon, t: NativeTensor | null, d: ValueDecl | null
 }
 
 /**
- * The host device as core's DeviceOps: handles are native tensors in the addon's memory;
- * every kernel runs off the JavaScript thread; collectives take every simulated rank's
- * buffer at once, in lockstep, with the reference's reduction orders.
+ * A native device as core's DeviceOps: the host device (gpu null) or a GPU. Handles are
+ * native tensors in that device's memory; every kernel runs off the JavaScript thread;
+ * collectives take every simulated rank's buffer at once, in lockstep, with the reference's
+ * reduction orders.
  */
-export function hostDeviceOps(addon: NativeAddon, gemm: GemmMode): DeviceOps<NativeTensor> {
+export function nativeDeviceOps(addon: NativeAddon, gemm: GemmMode, gpu: GpuDevice | null = null): DeviceOps<NativeTensor> {
   return {
-    upload: (_decl, t) => native(() => addon.upload(t.dtype, t.shape, t.data)),
+    upload: (_decl, t) => native(() => addon.upload(t.dtype, t.shape, t.data, gpu)),
     runNode: (node: GraphNode, inputs, _inputDecls, outputs) =>
       native(async () => {
-        const out = await addon.run(node.op, inputs, node.attrs, gemm);
+        const out = await addon.run(node.op, inputs, node.attrs, gemm, gpu);
         // check every port, freeing all outputs if one is wrong
         try {
           return outputs.map((d, p) => checked(addon, out[p] ?? null, d, node.op));
@@ -51,7 +52,7 @@ export function hostDeviceOps(addon: NativeAddon, gemm: GemmMode): DeviceOps<Nat
       }),
     runCollective: (node, inputs, _inputDecls, outputs) =>
       native(async () => {
-        const out = await addon.runCollective(node.op, inputs, node.attrs, gemm);
+        const out = await addon.runCollective(node.op, inputs, node.attrs, gemm, gpu);
         try {
           return outputs.map((ds, r) => ds.map((d, p) => checked(addon, out[r]?.[p] ?? null, d, node.op)!));
         } catch (e) {
