@@ -1,0 +1,18 @@
+// The vendor GEMMs of a GPU device (GemmMode::Vendor): hipBLASLt on ROCm, cuBLASLt on NVIDIA,
+// each library loaded at run time (implemented in blaslt.cc). The launchers of `linear` and
+// `fp8LinearPtpc` (ops/gemm_ops.cc) call these when g.gemm == GemmMode::Vendor; the emulated
+// runtime refuses vendor mode before a launcher runs, so these only ever see a real GPU.
+// All pointers are device pointers (row-major, as the reference's tensors):
+//   vendorLinearBf16:    y[rows, outF] (bf16) = x[rows, inF] (bf16) . w[outF, inF]^T (bf16), fp32 accumulation
+//   vendorFp8LinearPtpc: y[rows, outF] (bf16) = (q[rows, inF] . qW[outF, inF]^T) * sx[rows] * sw[outF],
+//                        q/qW fp8 e4m3 (fnuz: the e4m3fnuz encoding of gfx94x), sx per token, sw per channel (fp32)
+// The results are the library's (not bit-exact with the reference order); errors raise through fail().
+#pragma once
+#include <cstdint>
+
+#include "gpu_runtime.h"
+
+namespace hcsp::gpu {
+void vendorLinearBf16(GpuRuntime& rt, const uint16_t* x, int64_t rows, int64_t inF, const uint16_t* w, int64_t outF, uint16_t* y);
+void vendorFp8LinearPtpc(GpuRuntime& rt, const uint8_t* q, const float* sx, int64_t rows, int64_t inF, const uint8_t* qW, const float* sw, int64_t outF, bool fnuz, uint16_t* y);
+}  // namespace hcsp::gpu
