@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "../kernel_registry.h"
+#include "../numerics/fp8.h"
 
 namespace hcsp::gemm {
 
@@ -18,7 +19,13 @@ namespace hcsp::gemm {
 void linearBf16(const uint16_t* x, int64_t rows, int64_t inF, const uint16_t* w, int64_t outF, uint16_t* y, const KernelContext& ctx,
                 const Tensor* wOwner = nullptr);
 
-/** the same on fp32 operands holding exact products (fp8 values): y fp32, un-rounded sums */
-void linearF32(const float* x, int64_t rows, int64_t inF, const float* w, int64_t outF, float* y, const KernelContext& ctx);
+/**
+ * FP8 PTPC (layers/fp8Linear.ts): y[t,o] = bf(scaled(acc)), acc = sum_k dec(q[t,k]) * dec(qW[o,k])
+ * in the same order (products of two e4m3 values are exact in fp32), scaled(acc) =
+ * fl(fl(acc * sw[o]) * sx[t]) when weightFirst, else fl(fl(acc * sx[t]) * sw[o]). q and qW in
+ * `format`; `wOwner` as for linearBf16.
+ */
+void linearFp8Ptpc(const uint8_t* q, const float* sx, int64_t rows, int64_t inF, const uint8_t* qW, const float* sw, int64_t outF, const Fp8Format& format,
+                   bool weightFirst, uint16_t* y, const KernelContext& ctx, const Tensor* wOwner = nullptr);
 
 }  // namespace hcsp::gemm

@@ -1,0 +1,106 @@
+// The AVX2 tile: up to 6 rows x 16 outputs in 12 ymm accumulators (16 registers in all with
+// the two panel vectors and the broadcast). Same per-lane order as the AVX-512 tile.
+// Compiled with -mavx2 -mfma (CMakeLists.txt) and only called when the CPU has them.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "gemm_kernels.h"
+
+namespace hcsp::gemm {
+namespace {
+
+constexpr int L = 8;
+
+inline __m256i laneMask(int valid) { return _mm256_cmpgt_epi32(_mm256_set1_epi32(valid), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)); }
+
+/** f32ToBf16 on 8 lanes (numerics/bf16.h): RNE on the bit pattern, NaN -> 0x7FC0 */
+inline __m128i toBf16(__m256 a) {
+  const __m256i u = _mm256_castps_si256(a);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
+  r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7fc0), _mm256_castps_si256(_mm256_cmp_ps(a, a, _CMP_UNORD_Q)));
+  // every lane is <= 0xffff, so the unsigned saturating pack is a plain narrowing
+  return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+}
+
+inline void storeBf16(uint16_t* y, __m128i h, int valid) {
+  if (valid >= L) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y), h);
+    return;
+  }
+  alignas(16) uint16_t tmp[L];
+  _mm_store_si128(reinterpret_cast<__m128i*>(tmp), h);
+  std::memcpy(y, tmp, valid * sizeof(uint16_t));
+}
+
+template <int R, int V>
+void tile(const Tile& t) {
+  __m256 c[R][V];
+  if (t.first) {
+    for (int r = 0; r < R; r++)
+      for (int v = 0; v < V; v++) c[r][v] = _mm256_setzero_ps();
+  } else {
+    for (int r = 0; r < R; r++)
+      for (int v = 0; v < V; v++) c[r][v] = _mm256_loadu_ps(t.acc + r * t.accStride + v * L);
+  }
+  const float* xr[R];
+  for (int r = 0; r < R; r++) xr[r] = t.xp + r * t.xStride;
+  const float* wp = t.wp;
+  const int64_t ws = t.width;
+  for (int64_t k = 0; k < t.kc; k++, wp += ws) {
+    __m256 b[V];
+    for (int v = 0; v < V; v++) b[v] = _mm256_load_ps(wp + v * L);
+    for (int r = 0; r < R; r++) {
+      const __m256 a = _mm256_broadcast_ss(xr[r] + k);
+      for (int v = 0; v < V; v++) c[r][v] = _mm256_fmadd_ps(a, b[v], c[r][v]);
+    }
+  }
+  if (!t.last) {
+    for (int r = 0; r < R; r++)
+      for (int v = 0; v < V; v++) _mm256_storeu_ps(t.acc + r * t.accStride + v * L, c[r][v]);
+    return;
+  }
+  for (int v = 0; v < V; v++) {
+    const int valid = t.n - v * L;
+    if (valid <= 0) break;
+    const __m256i m = laneMask(valid);
+    if (t.epilogue == Epilogue::F32) {
+      float* y = static_cast<float*>(t.y) + v * L;
+      for (int r = 0; r < R; r++) _mm256_maskstore_ps(y + r * t.yStride, m, c[r][v]);
+      continue;
+    }
+    uint16_t* y = static_cast<uint16_t*>(t.y) + v * L;
+    if (t.epilogue == Epilogue::Bf16) {
+      for (int r = 0; r < R; r++) storeBf16(y + r * t.yStride, toBf16(c[r][v]), valid);
+      continue;
+    }
+    const __m256 col = _mm256_maskload_ps(t.colScale + v * L, m);
+    for (int r = 0; r < R; r++) {
+      const __m256 row = _mm256_set1_ps(t.rowScale[r]);
+      const __m256 s = t.colScaleFirst ? _mm256_mul_ps(_mm256_mul_ps(c[r][v], col), row) : _mm256_mul_ps(_mm256_mul_ps(c[r][v], row), col);
+      storeBf16(y + r * t.yStride, toBf16(s), valid);
+    }
+  }
+}
+
+template <int R>
+void byWidth(const Tile& t) {
+  if (t.width / L == 1) return tile<R, 1>(t);
+  return tile<R, 2>(t);
+}
+
+}  // namespace
+
+void tileAvx2(const Tile& t) {
+  switch (t.mr) {
+    case 1: return byWidth<1>(t);
+    case 2: return byWidth<2>(t);
+    case 3: return byWidth<3>(t);
+    case 4: return byWidth<4>(t);
+    case 5: return byWidth<5>(t);
+    default: return byWidth<6>(t);
+  }
+}
+
+}  // namespace hcsp::gemm

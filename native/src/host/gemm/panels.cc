@@ -1,0 +1,121 @@
+#include "panels.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "../errors.h"
+#include "../numerics/bf16.h"
+
+namespace hcsp::gemm {
+
+F32Buffer::F32Buffer(int64_t count) {
+  bytes_ = count * static_cast<int64_t>(sizeof(float));
+  if (bytes_ == 0) return;
+  reserveScratch(bytes_);
+  data_ = static_cast<float*>(std::aligned_alloc(64, (static_cast<size_t>(bytes_) + 63) / 64 * 64));
+  if (!data_) {
+    releaseScratch(bytes_);
+    fail(ErrorKind::OutOfMemory, "host device out of memory: the system refused " + std::to_string(bytes_) + " bytes of GEMM scratch");
+  }
+}
+
+F32Buffer::~F32Buffer() {
+  if (!data_) return;
+  std::free(data_);
+  releaseScratch(bytes_);
+}
+
+namespace {
+
+/** element i of w as fp32 */
+struct Decoder {
+  WeightDType dtype;
+  const void* w;
+  float lut[256];
+
+  Decoder(WeightDType d, const void* w) : dtype(d), w(w) {
+    if (d == WeightDType::Bf16) return;
+    const Fp8Format& f = d == WeightDType::Fp8E4M3FN ? E4M3FN : E4M3FNUZ;
+    for (int b = 0; b < 256; b++) lut[b] = fp8ToF32(static_cast<uint8_t>(b), f);
+  }
+  float operator()(int64_t i) const {
+    return dtype == WeightDType::Bf16 ? bf16ToF32(static_cast<const uint16_t*>(w)[i]) : lut[static_cast<const uint8_t*>(w)[i]];
+  }
+};
+
+std::shared_ptr<PackedWeight> pack(const void* w, WeightDType dtype, int64_t outF, int64_t inF, PanelGeometry g, ThreadPool& pool) {
+  const Decoder dec(dtype, w);
+  if (g.width == 0) {
+    auto packed = std::make_shared<PackedWeight>(outF, inF, g, outF * inF);
+    float* dst = packed->values.data();
+    pool.parallelFor(outF, 16, [&](int64_t o0, int64_t o1) {
+      for (int64_t i = o0 * inF; i < o1 * inF; i++) dst[i] = dec(i);
+    });
+    return packed;
+  }
+  const int64_t panels = (outF + g.width - 1) / g.width;
+  const int64_t lastWidth = ((outF - (panels - 1) * g.width) + g.vector - 1) / g.vector * g.vector;
+  auto packed = std::make_shared<PackedWeight>(outF, inF, g, ((panels - 1) * g.width + lastWidth) * inF);
+  PackedWeight& pw = *packed;
+  pool.parallelFor(panels, 1, [&](int64_t p0, int64_t p1) {
+    constexpr int64_t KB = 256;  // k rows written per pass: the panel's lines for them stay in cache
+    for (int64_t p = p0; p < p1; p++) {
+      float* base = pw.values.data() + p * g.width * inF;
+      const int width = pw.width(p), valid = pw.valid(p);
+      for (int64_t k0 = 0; k0 < inF; k0 += KB) {
+        const int64_t k1 = std::min(inF, k0 + KB);
+        for (int j = 0; j < valid; j++) {
+          const int64_t src = (p * g.width + j) * inF;
+          for (int64_t k = k0; k < k1; k++) base[k * width + j] = dec(src + k);
+        }
+        for (int64_t k = k0; k < k1; k++) {
+          for (int j = valid; j < width; j++) base[k * width + j] = 0.0f;  // padding lanes: computed, never stored
+        }
+      }
+    }
+  });
+  return packed;
+}
+
+using Key = std::tuple<int64_t, int, int64_t, int64_t, int, int>;
+
+struct WeightCache {
+  std::mutex mutex;
+  std::map<Key, std::shared_ptr<const PackedWeight>> entries;
+};
+
+/** guards creating a tensor's cache (its entries have their own mutex) */
+std::mutex cacheCreation;
+
+WeightCache& cacheOf(const Tensor& owner) {
+  std::lock_guard<std::mutex> lock(cacheCreation);
+  // the cache is a derived form of an immutable tensor, not part of its value
+  auto& slot = const_cast<Tensor&>(owner).cache;
+  if (!slot) slot = std::make_shared<WeightCache>();
+  return *static_cast<WeightCache*>(slot.get());
+}
+
+}  // namespace
+
+std::shared_ptr<const PackedWeight> packedWeight(const void* w, WeightDType dtype, int64_t outF, int64_t inF, PanelGeometry geometry, const Tensor* owner,
+                                                 ThreadPool& pool) {
+  if (!owner) return pack(w, dtype, outF, inF, geometry, pool);
+  const int64_t offset = static_cast<const char*>(w) - static_cast<const char*>(owner->raw());
+  const Key key{offset, static_cast<int>(dtype), outF, inF, geometry.width, geometry.vector};
+  WeightCache& cache = cacheOf(*owner);
+  {
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    auto it = cache.entries.find(key);
+    if (it != cache.entries.end()) return it->second;
+  }
+  // packed outside the lock (other slices stay available); a concurrent packer's copy wins
+  std::shared_ptr<const PackedWeight> packed = pack(w, dtype, outF, inF, geometry, pool);
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  return cache.entries.emplace(key, std::move(packed)).first->second;
+}
+
+}  // namespace hcsp::gemm
