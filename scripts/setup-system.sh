@@ -2,11 +2,13 @@
 # System packages the tests need on Debian: headless Chromium (the WebGPU device host on
 # machines without a GPU; its SwiftShader adapter) and the Vulkan loader (dawn.node) for the
 # WebGPU backend; a C++ toolchain and CMake to build the native addon (npm run build:native);
-# OpenBLAS (loaded at run time) for the native host device's BLAS GEMM mode.
+# OpenBLAS (loaded at run time) for the native host device's BLAS GEMM mode; hipcc (gfx940)
+# and clang-19 + lld-19 (gfx942) for the GPU kernels' compile checks (nvcc comes with the
+# CUDA toolkit, not from Debian: native/scripts/build-gpu-kernels.sh names it when missing).
 # Installs only what is missing; runs apt-get update at most once; never prompts.
 set -euo pipefail
 
-PACKAGES=(chromium libvulkan1 g++ make cmake libopenblas0-pthread)
+PACKAGES=(chromium libvulkan1 g++ make cmake libopenblas0-pthread hipcc clang-19 lld-19)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
