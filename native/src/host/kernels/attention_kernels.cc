@@ -1,0 +1,616 @@
+// Host kernels of the full-attention ops (core graph/ops/attentionOps.ts), as
+// reference/kernels/attentionKernels.ts with the math of layers/attention/attentionMath.ts,
+// qsaIndexer.ts and qsaSelection.ts: the per-head RMS1p norm + NeoX RoPE, the QSA block
+// keys, kept counts and block selection, causal GQA attention over each row's kept keys,
+// and the sigmoid output gate.
+//
+// Rounding, step for step as the reference: where it rounds with Math.fround the step is a
+// float operation here; where JavaScript computes an expression of two operations without
+// rounding in between (the RMS sum fr(ss + x*x), the dot products fr(dot + q*k)) it is done
+// in double and rounded once, as JavaScript does. A single double operation on two floats
+// rounded to float equals the float operation (products of floats are exact in double; sums
+// and quotients round innocuously twice), so those are written as float operations.
+//
+// The dot products fr(dot + q*k) of bf16 values run in float when every product of the two
+// operands is exact in float (checked per call from the operands' exponent ranges: always so
+// for activations of ordinary magnitude); otherwise in double. Either way each dot is one
+// sequential sum in d order: the kernels vectorize across keys (or blocks), each lane its
+// own key, over the keys laid out in panels of 64 positions (a KV head's keys once per call,
+// read in place by the rows that keep every key; a row that drops blocks gathers its kept
+// keys into panels of its own), so no sum is reordered. The value sums vectorize across d,
+// and the softmax's exps run expF32's own steps per lane (attention_simd.h).
+//
+// Rows are split over the pool (attention and the selection: rows paired small with large so
+// the causal triangle's ranges cost alike); each output is computed by one thread in the
+// reference's order, so the thread count never changes a result. Errors that the reference
+// raises row by row are checked (or collected) in row order, so the first one is reported.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "../cpu_features.h"
+#include "../numerics/bf16.h"
+#include "../numerics/fp32_math.h"
+#include "attention_simd.h"
+#include "kernel_args.h"
+
+namespace hcsp {
+namespace {
+
+using attn::PANEL;
+using attn::sums;
+
+constexpr float NEG_INF = -std::numeric_limits<float>::infinity();
+
+std::string num(int64_t v) { return std::to_string(v); }
+
+/** a double as JavaScript prints it, near enough for an error message (shortest round trip) */
+std::string jsNum(double v) {
+  if (v == std::floor(v) && std::fabs(v) < 1e21) return std::to_string(static_cast<int64_t>(v));
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, res.ptr);
+}
+
+/** Math.floor(a / b) for b > 0 */
+inline int64_t floorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+/** v / 2 as JavaScript prints it */
+std::string halfText(int64_t v) {
+  if (v % 2 == 0) return num(v / 2);
+  return std::string(v < 0 ? "-" : "") + num((v < 0 ? -v : v) / 2) + ".5";
+}
+
+std::string dimsText(const Shape& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); i++) out += (i ? "," : "") + num(s[i]);
+  return out;
+}
+
+/** scratch memory held outside tensors, counted against the device's limit */
+struct ScratchGuard {
+  int64_t bytes;
+  explicit ScratchGuard(int64_t b) : bytes(b) { reserveScratch(bytes); }
+  ~ScratchGuard() { releaseScratch(bytes); }
+  ScratchGuard(const ScratchGuard&) = delete;
+  ScratchGuard& operator=(const ScratchGuard&) = delete;
+};
+
+/** rows per parallel task for rows of about `work` element operations each */
+int64_t grainFor(int64_t work) { return work >= 32768 ? 1 : 32768 / (work < 1 ? 1 : work); }
+
+/** item i of [0, n) -> row: 0, n-1, 1, n-2, ... (contiguous item ranges mix short and long causal rows) */
+inline int64_t zigzagRow(int64_t i, int64_t n) { return (i & 1) ? n - 1 - (i >> 1) : (i >> 1); }
+
+// ---- exactness of bf16 x bf16 products in float --------------------------------------
+
+/** The range of E' = max(exponent field, 1) over the nonzero finite values of a bf16 array. */
+struct ExpRange {
+  int lo = 1 << 20;
+  int hi = -(1 << 20);
+};
+
+ExpRange expRange(const uint16_t* x, int64_t n) {
+  ExpRange r;
+  for (int64_t i = 0; i < n; i++) {
+    const int e = (x[i] >> 7) & 0xff;
+    if (e == 0xff || (x[i] & 0x7fff) == 0) continue;  // inf/NaN products match in float; zeros are exact
+    const int ee = e == 0 ? 1 : e;
+    r.lo = std::min(r.lo, ee);
+    r.hi = std::max(r.hi, ee);
+  }
+  return r;
+}
+
+/**
+ * Whether every product of a value of a with a value of b is exact in float: a bf16 value is
+ * M * 2^(E' - 134) with M < 2^8, so a product is M * 2^(E'a + E'b - 268) with M < 2^16:
+ * representable (down to the subnormal 2^-149) when E'a + E'b >= 119, below 2^128 when
+ * E'a + E'b <= 380. Then fr(dot + q*k) = dot + q*k in float.
+ */
+bool productsExact(const ExpRange& a, const ExpRange& b) {
+  if (a.lo > a.hi || b.lo > b.hi) return true;
+  return a.lo + b.lo >= 119 && a.hi + b.hi <= 380;
+}
+
+/** bf16 rows src[r * srcStride + c] (c < cols, r < rows) -> the panel layout dst[(r / PANEL) * cols * PANEL + c * PANEL + r % PANEL], padding zero */
+void toPanels(const uint16_t* src, int64_t rows, int64_t cols, int64_t srcStride, float* dst) {
+  const int64_t panels = (rows + PANEL - 1) / PANEL;
+  std::fill(dst, dst + panels * cols * PANEL, 0.0f);
+  for (int64_t r = 0; r < rows; r++) {
+    float* d = dst + (r / PANEL) * cols * PANEL + r % PANEL;
+    const uint16_t* s = src + r * srcStride;
+    for (int64_t c = 0; c < cols; c++) d[c * PANEL] = bf16ToF32(s[c]);
+  }
+}
+
+inline int64_t panelFloats(int64_t rows, int64_t cols) { return (rows + PANEL - 1) / PANEL * PANEL * cols; }
+
+/**
+ * One row's kept keys (its selected blocks, then the tail of its partial block) from the bf16
+ * keys (key j's cols values at src + j * rowStride) into the panel layout dst, in list order,
+ * a block's keys at a time (split where a destination panel ends). Blocks of 4 keys are
+ * transposed 8 columns at a time with SSE2 (bf16 -> f32 is a 16-bit shift: exact).
+ */
+void gatherBlocks(const uint16_t* src, int64_t rowStride, int64_t cols, int64_t ratio, const int32_t* blocks, int64_t nSel, int64_t tailBlock, int64_t tailLen,
+                  float* dst) {
+  int64_t i = 0;
+  auto copy = [&](int64_t block, int64_t len) {
+    const uint16_t* rows = src + block * ratio * rowStride;
+    for (int64_t done = 0; done < len;) {
+      const int64_t lane = i % PANEL;
+      const int64_t piece = std::min(len - done, PANEL - lane);
+      float* d = dst + (i / PANEL) * cols * PANEL + lane;
+      const uint16_t* r = rows + done * rowStride;
+      int64_t c = 0;
+      if (piece == 4) {
+        const __m128i zero = _mm_setzero_si128();
+        for (; c + 8 <= cols; c += 8) {
+          const __m128i r0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r + c));
+          const __m128i r1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r + rowStride + c));
+          const __m128i r2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 2 * rowStride + c));
+          const __m128i r3 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 3 * rowStride + c));
+          const __m128i a0 = _mm_unpacklo_epi16(r0, r1), a1 = _mm_unpacklo_epi16(r2, r3);  // columns 0..3
+          const __m128i b0 = _mm_unpackhi_epi16(r0, r1), b1 = _mm_unpackhi_epi16(r2, r3);  // columns 4..7
+          const __m128i q[4] = {_mm_unpacklo_epi32(a0, a1), _mm_unpackhi_epi32(a0, a1), _mm_unpacklo_epi32(b0, b1), _mm_unpackhi_epi32(b0, b1)};
+          for (int h = 0; h < 4; h++) {
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(d + (c + 2 * h) * PANEL), _mm_unpacklo_epi16(zero, q[h]));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(d + (c + 2 * h + 1) * PANEL), _mm_unpackhi_epi16(zero, q[h]));
+          }
+        }
+      }
+      for (; c < cols; c++)
+        for (int64_t u = 0; u < piece; u++) d[c * PANEL + u] = bf16ToF32(r[u * rowStride + c]);
+      done += piece;
+      i += piece;
+    }
+  };
+  // the next block's lines are fetched while this one is copied (the blocks lie anywhere)
+  auto prefetch = [&](int64_t block) {
+    for (int64_t u = 0; u < ratio; u++) {
+      const char* p = reinterpret_cast<const char*>(src + (block * ratio + u) * rowStride);
+      for (int64_t off = 0; off < static_cast<int64_t>(cols * sizeof(uint16_t)); off += 64) __builtin_prefetch(p + off);
+    }
+  };
+  for (int64_t b = 0; b < nSel; b++) {
+    if (b + 1 < nSel) prefetch(blocks[b + 1]);
+    copy(blocks[b], ratio);
+  }
+  if (tailLen > 0) copy(tailBlock, tailLen);
+}
+
+// ---- per-head RMS1p norm + NeoX RoPE (attentionMath.ts attnHeadNormRopeBf16) -----------
+
+struct NormRope {
+  int64_t heads, hd, stride, offset, ropeDims;
+  const float* onePlusW;  // fr(1 + w[d])
+  float epsF;
+  const uint16_t* cos;
+  const uint16_t* sin;
+};
+
+/**
+ * One head: x (bf16, hd values) -> y (bf16, hd values), table row tb = position * half.
+ * ss = fr(ss + x*x) in d order (double: JavaScript's x*x is not rounded before the add);
+ * r = rsqrt(fr(fr(ss / hd) + eps)); n[d] = bf(fr(x*r) * fr(1 + w)); then the rotation.
+ */
+inline void normRopeHead(const NormRope& p, const uint16_t* x, int64_t tb, float* n, uint16_t* y) {
+  const int64_t hd = p.hd, half = p.ropeDims / 2;
+  float ss = 0.0f;
+  for (int64_t d = 0; d < hd; d++) {
+    const double v = bf16ToF32(x[d]);
+    ss = static_cast<float>(static_cast<double>(ss) + v * v);
+  }
+  const float mean = static_cast<float>(static_cast<double>(ss) / static_cast<double>(hd));
+  const float r = fp32::rsqrtF32(mean + p.epsF);
+  for (int64_t d = 0; d < hd; d++) n[d] = roundBf16((bf16ToF32(x[d]) * r) * p.onePlusW[d]);
+  for (int64_t i = 0; i < half; i++) {
+    const float c = bf16ToF32(p.cos[tb + i]);
+    const float s = bf16ToF32(p.sin[tb + i]);
+    const float x1 = n[i];
+    const float x2 = n[i + half];
+    // bf16 x bf16 is exact; one rounding to float, then to bf16
+    y[i] = f32ToBf16(roundBf16(x1 * c) + roundBf16(-x2 * s));
+    y[i + half] = f32ToBf16(roundBf16(x2 * c) + roundBf16(x1 * s));
+  }
+  for (int64_t d = p.ropeDims; d < hd; d++) y[d] = f32ToBf16(n[d]);
+}
+
+/** the RoPE tables' shape check of the kernels (attentionKernels.ts checkTables) */
+void checkTables(const std::string& op, const Tensor& cos, const Tensor& sin, int64_t ropeDims, int64_t rows) {
+  const bool odd = ropeDims % 2 != 0;
+  const int64_t half = ropeDims / 2;
+  if (odd || cos.rank() != 2 || sin.rank() != 2 || cos.dim(1) != half || sin.dim(1) != half || cos.dim(0) != rows || sin.dim(0) != rows) {
+    fail(ErrorKind::Shape, op + ": RoPE tables are [" + dimsText(cos.shape()) + "]/[" + dimsText(sin.shape()) + "], expected [" + num(rows) + "," +
+                               halfText(ropeDims) + "]");
+  }
+}
+
+/** attentionMath.ts checkHeadLayout and the norm weight's length */
+void checkHeadLayout(int64_t hd, int64_t stride, int64_t offset, int64_t ropeDims, const Tensor& w) {
+  if (offset + hd > stride) {
+    fail(ErrorKind::Attr, "attention: head at offset " + num(offset) + " with dim " + num(hd) + " overruns stride " + num(stride));
+  }
+  if (ropeDims % 2 != 0 || ropeDims > hd) fail(ErrorKind::Attr, "attention: ropeDims " + num(ropeDims) + " must be even and at most headDim " + num(hd));
+  if (w.numel() != hd) fail(ErrorKind::Shape, "attention: norm weight has " + num(w.numel()) + " values, expected " + num(hd));
+}
+
+std::vector<float> onePlus(const Tensor& w) {
+  std::vector<float> out(w.numel());
+  for (int64_t d = 0; d < w.numel(); d++) out[d] = 1.0f + bf16ToF32(w.bf16()[d]);
+  return out;
+}
+
+Outputs attnHeadNormRopeBf16(const Inputs& in, const KernelContext& ctx) {
+  const std::string op = "attnHeadNormRopeBf16";
+  const int64_t heads = ctx.attrs.integer("heads");
+  const int64_t hd = ctx.attrs.integer("headDim");
+  const int64_t stride = ctx.attrs.integer("stride");
+  const int64_t offset = ctx.attrs.integer("offset");
+  const int64_t ropeDims = ctx.attrs.integer("ropeDims");
+  const Tensor& x = input(in, 0, "x", op, DType::BF16);
+  const Tensor& w = input(in, 1, "w", op, DType::BF16);
+  const Tensor& cos = input(in, 2, "cos", op, DType::BF16);
+  const Tensor& sin = input(in, 3, "sin", op, DType::BF16);
+  const int64_t rows = rows2d(x, "x", op, heads * stride);
+  checkTables(op, cos, sin, ropeDims, rows);
+  const double eps = ctx.attrs.number("eps");
+  checkHeadLayout(hd, stride, offset, ropeDims, w);
+  const std::vector<float> opw = onePlus(w);
+  const NormRope p{heads, hd, stride, offset, ropeDims, opw.data(), static_cast<float>(eps), cos.bf16(), sin.bf16()};
+  TensorPtr y = makeTensor(DType::BF16, {rows, heads * hd});
+  const uint16_t* xd = x.bf16();
+  uint16_t* yd = y->bf16();
+  const int64_t half = ropeDims / 2;
+  ctx.pool.parallelFor(rows, grainFor(heads * hd * 4), [&](int64_t r0, int64_t r1) {
+    std::vector<float> n(hd);
+    for (int64_t r = r0; r < r1; r++) {
+      for (int64_t h = 0; h < heads; h++) normRopeHead(p, xd + (r * heads + h) * stride + offset, r * half, n.data(), yd + (r * heads + h) * hd);
+    }
+  });
+  return {y};
+}
+
+// ---- QSA block keys (qsaIndexer.ts qsaBlockKeys) -------------------------------------
+
+Outputs qsaBlockKeys(const Inputs& in, const KernelContext& ctx) {
+  const std::string op = "qsaBlockKeys";
+  const int64_t dh = ctx.attrs.integer("headDim");
+  const int64_t ratio = ctx.attrs.integer("compressRatio");
+  const int64_t ropeDims = ctx.attrs.integer("ropeDims");
+  const Tensor& kRaw = input(in, 0, "kRaw", op, DType::BF16);
+  const Tensor& w = input(in, 1, "w", op, DType::BF16);
+  const Tensor& cos = input(in, 2, "cos", op, DType::BF16);
+  const Tensor& sin = input(in, 3, "sin", op, DType::BF16);
+  const int64_t T = rows2d(kRaw, "kRaw", op, dh);
+  checkTables(op, cos, sin, ropeDims, T);
+  const double eps = ctx.attrs.number("eps");
+  if (ratio < 1) fail(ErrorKind::Attr, op + ": compressRatio " + num(ratio) + " must be a positive integer");
+  const int64_t nb = T / ratio;
+  checkHeadLayout(dh, dh, 0, ropeDims, w);
+  const std::vector<float> opw = onePlus(w);
+  const NormRope p{1, dh, dh, 0, ropeDims, opw.data(), static_cast<float>(eps), cos.bf16(), sin.bf16()};
+  TensorPtr kb = makeTensor(DType::BF16, {nb, dh});
+  const uint16_t* kd = kRaw.bf16();
+  uint16_t* out = kb->bf16();
+  const int64_t half = ropeDims / 2;
+  const float ratioF = static_cast<float>(ratio);
+  ctx.pool.parallelFor(nb, grainFor(dh * (ratio + 4)), [&](int64_t b0, int64_t b1) {
+    std::vector<uint16_t> pooled(dh);
+    std::vector<float> n(dh);
+    for (int64_t b = b0; b < b1; b++) {
+      // pool_b[c] = bf(fr(sum_j k_raw[b*ratio + j][c], j order) / ratio)
+      for (int64_t c = 0; c < dh; c++) {
+        float sum = 0.0f;
+        for (int64_t j = 0; j < ratio; j++) sum = sum + bf16ToF32(kd[(b * ratio + j) * dh + c]);
+        pooled[c] = f32ToBf16(sum / ratioF);
+      }
+      // roped at position b * ratio
+      normRopeHead(p, pooled.data(), b * ratio * half, n.data(), out + b * dh);
+    }
+  });
+  return {kb};
+}
+
+// ---- kept counts (attentionKernels.ts qsaKeptCount) -----------------------------------
+
+Outputs qsaKeptCount(const Inputs& in, const KernelContext& ctx) {
+  const std::string op = "qsaKeptCount";
+  const int64_t ratio = ctx.attrs.integer("compressRatio");
+  const Tensor& blocks = input(in, 0, "blocks", op, DType::I32);
+  requireRank(blocks, 2, "blocks", op);
+  if (ratio < 1) fail(ErrorKind::Attr, op + ": compressRatio " + num(ratio) + " must be a positive integer");
+  const int64_t rows = blocks.dim(0), width = blocks.dim(1);
+  const int32_t* b = blocks.data<int32_t>();
+  TensorPtr kept = makeTensor(DType::I32, {rows});
+  int32_t* k = kept->data<int32_t>();
+  for (int64_t t = 0; t < rows; t++) {
+    int64_t listed = 0;
+    for (int64_t i = 0; i < width; i++) listed += b[t * width + i] >= 0 ? 1 : 0;
+    k[t] = static_cast<int32_t>(listed * ratio + (t + 1 - ((t + 1) / ratio) * ratio));
+  }
+  return {kept};
+}
+
+// ---- QSA block selection (qsaIndexer.ts qsaBlockScores + qsaSelectBlocks) -------------
+
+/** Math.max(x, 0): NaN stays NaN, -0 becomes +0 */
+inline float max0(float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); }
+
+Outputs qsaSelect(const Inputs& in, const KernelContext& ctx) {
+  const std::string op = "qsaSelect";
+  const double r0d = ctx.attrs.number("r0");
+  const int64_t tokens = ctx.attrs.integer("tokens");
+  const int64_t nh = ctx.attrs.integer("nHeads");
+  const int64_t dh = ctx.attrs.integer("headDim");
+  const int64_t ratio = ctx.attrs.integer("compressRatio");
+  const int64_t width = ctx.attrs.integer("width");
+  const Tensor& q = input(in, 0, "q", op, DType::BF16);
+  const Tensor& kbT_ = input(in, 1, "kb", op, DType::BF16);
+  const int64_t rows = rows2d(q, "q", op, nh * dh);
+  const int64_t nb = rows2d(kbT_, "kb", op, dh);
+  if (ratio < 1) fail(ErrorKind::Attr, op + ": compressRatio " + num(ratio) + " must be a positive integer");
+  if (width < 0) fail(ErrorKind::Attr, op + ": width " + num(width) + " must be a non-negative integer");
+  if (nb != floorDiv(tokens, ratio)) fail(ErrorKind::Shape, op + ": kb has " + num(nb) + " blocks, " + num(tokens) + " tokens make " + num(floorDiv(tokens, ratio)));
+  // rows at or past the last token (sequence-parallel padding) select nothing
+  if (!(r0d >= 0 && r0d == std::floor(r0d))) {
+    const double real = std::max(0.0, std::min(static_cast<double>(rows), static_cast<double>(tokens) - r0d));
+    fail(ErrorKind::Attr, "QSA indexer: rows [" + jsNum(r0d) + ", " + jsNum(r0d + real) + ") are not a valid range");
+  }
+  const int64_t r0 = static_cast<int64_t>(r0d);
+  const int64_t real = std::max<int64_t>(0, std::min<int64_t>(rows, tokens - r0));
+
+  TensorPtr out = makeTensor(DType::I32, {rows, width});
+  int32_t* blocks = out->data<int32_t>();
+  std::fill(blocks, blocks + rows * width, -1);
+  if (real == 0 || nb == 0) return {out};
+
+  // the block keys in panels of PANEL blocks (exact in float)
+  ScratchGuard guard(static_cast<int64_t>(sizeof(float)) * (panelFloats(nb, dh) + ctx.pool.size() * (nh * dh + (nh + 2) * nb)));
+  std::vector<float> kbP(panelFloats(nb, dh));
+  const uint16_t* kbd = kbT_.bf16();
+  toPanels(kbd, nb, dh, dh, kbP.data());
+  const uint16_t* qd = q.bf16();
+  const bool exact = productsExact(expRange(qd, real * nh * dh), expRange(kbd, nb * dh));
+  // divisor = fr(Math.sqrt(headDim))
+  const float divisor = static_cast<float>(std::sqrt(static_cast<double>(dh)));
+  std::vector<int64_t> nanBlock(real, -1);
+  const Isa isa = gemmIsa();
+
+  ctx.pool.parallelFor(real, grainFor(nb * nh * dh / 2 + 1), [&](int64_t i0, int64_t i1) {
+    std::vector<float> qf(nh * dh), scores(nb), dot(nh * nb), sorted(nb);
+    for (int64_t i = i0; i < i1; i++) {
+      const int64_t r = zigzagRow(i, real);
+      const int64_t p = r0 + r;
+      const int64_t visible = std::min<int64_t>(nb, (p + 1) / ratio);
+      for (int64_t c = 0; c < nh * dh; c++) qf[c] = bf16ToF32(qd[r * nh * dh + c]);
+      // dot[h][b] = fr(sum_c q_h[c] * kb_b[c]); score_b = fr((sum_h max(dot, 0), h order) / divisor)
+      sums(isa, exact, nh, qf.data(), dh, dh, kbP.data(), PANEL, dh * PANEL, nullptr, visible, dot.data(), nb);
+      for (int64_t b = 0; b < visible; b++) {
+        float score = 0.0f;
+        for (int64_t h = 0; h < nh; h++) score = score + max0(dot[h * nb + b]);
+        scores[b] = score / divisor;
+      }
+      // the top min(width, visible) blocks, ties to the lower index, ascending
+      int32_t* o = blocks + r * width;
+      bool bad = false;
+      for (int64_t b = 0; b < visible; b++) {
+        if (scores[b] != scores[b]) {
+          nanBlock[r] = b;
+          bad = true;
+          break;
+        }
+      }
+      if (bad) continue;
+      if (visible <= width) {
+        for (int64_t b = 0; b < visible; b++) o[b] = static_cast<int32_t>(b);
+        continue;
+      }
+      // threshold = the width-th largest score: everything above it, then the lowest-index
+      // blocks equal to it until width are taken
+      std::copy(scores.begin(), scores.begin() + visible, sorted.begin());
+      std::nth_element(sorted.begin(), sorted.begin() + (visible - width), sorted.begin() + visible);
+      const float threshold = sorted[visible - width];
+      int64_t above = 0;
+      for (int64_t b = 0; b < visible; b++) above += scores[b] > threshold ? 1 : 0;
+      int64_t ties = width - above;
+      int64_t n = 0;
+      for (int64_t b = 0; b < visible; b++) {
+        if (scores[b] > threshold || (scores[b] == threshold && ties-- > 0)) o[n++] = static_cast<int32_t>(b);
+      }
+    }
+  });
+  for (int64_t r = 0; r < real; r++) {
+    if (nanBlock[r] >= 0) fail(ErrorKind::Runtime, "QSA indexer: row " + num(r0 + r) + " block " + num(nanBlock[r]) + " scored NaN");
+  }
+  return {out};
+}
+
+// ---- causal GQA attention over the kept keys (attentionMath.ts attnOverKeys) ----------
+
+struct Selection {
+  int64_t rows, width, ratio;
+  const int32_t* blocks;
+};
+
+/** qsaSelection.ts qsaKeptPositions's checks for every row, in row order */
+void checkKeptPositions(const Selection& s) {
+  for (int64_t row = 0; row < s.rows; row++) {
+    const int64_t nb = (row + 1) / s.ratio;
+    const int64_t n = std::min(s.width, nb);
+    int64_t prev = -1;
+    for (int64_t i = 0; i < n; i++) {
+      const int64_t b = s.blocks[row * s.width + i];
+      if (!(b > prev && b < nb)) {
+        fail(ErrorKind::Shape, "QSA selection: row " + num(row) + " entry " + num(i) + " is block " + num(b) + ", expected ascending blocks in [0, " + num(nb) + ")");
+      }
+      prev = b;
+    }
+    for (int64_t i = n; i < s.width; i++) {
+      if (s.blocks[row * s.width + i] != -1) {
+        fail(ErrorKind::Shape, "QSA selection: row " + num(row) + " entry " + num(i) + " is " + num(s.blocks[row * s.width + i]) + ", expected -1 past its " + num(n) +
+                                   " blocks");
+      }
+    }
+  }
+}
+
+/** row t's kept positions, ascending (a validated selection): its blocks' tokens, then the tail */
+inline int64_t keptPositions(const Selection& s, int64_t row, int32_t* out) {
+  const int64_t ratio = s.ratio;
+  const int64_t nb = (row + 1) / ratio;
+  const int64_t n = std::min(s.width, nb);
+  int64_t count = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const int64_t b = s.blocks[row * s.width + i];
+    for (int64_t j = 0; j < ratio; j++) out[count++] = static_cast<int32_t>(b * ratio + j);
+  }
+  for (int64_t j = nb * ratio; j <= row; j++) out[count++] = static_cast<int32_t>(j);
+  return count;
+}
+
+Outputs attnCausalQsa(const Inputs& in, const KernelContext& ctx) {
+  const std::string op = "attnCausalQsa";
+  const int64_t heads = ctx.attrs.integer("heads");
+  const int64_t kvHeads = ctx.attrs.integer("kvHeads");
+  const int64_t hd = ctx.attrs.integer("headDim");
+  const int64_t width = ctx.attrs.integer("width");
+  const Tensor& q = input(in, 0, "q", op, DType::BF16);
+  const Tensor& k = input(in, 1, "k", op, DType::BF16);
+  const Tensor& v = input(in, 2, "v", op, DType::BF16);
+  const Tensor& blocksT = input(in, 3, "blocks", op, DType::I32);
+  const int64_t T = rows2d(q, "q", op, heads * hd);
+  if (rows2d(k, "k", op, kvHeads * hd) != T || rows2d(v, "v", op, kvHeads * hd) != T || rows2d(blocksT, "blocks", op, width) != T) {
+    fail(ErrorKind::Shape, op + ": k/v/blocks have " + num(k.dim(0)) + "/" + num(v.dim(0)) + "/" + num(blocksT.dim(0)) + " rows, q has " + num(T));
+  }
+  const int64_t ratio = ctx.attrs.integer("compressRatio");
+  const float scaleF = static_cast<float>(ctx.attrs.number("scale"));
+  if (!(width > 0) || !(ratio > 0)) {
+    fail(ErrorKind::Attr, "QSA selection: r0 0, rows " + num(T) + ", width " + num(width) + ", compressRatio " + num(ratio) + " are not valid");
+  }
+  if (kvHeads == 0 || heads % kvHeads != 0) fail(ErrorKind::Attr, "attention: heads " + num(heads) + " are not a multiple of KV heads " + num(kvHeads));
+  const Selection sel{T, width, ratio, blocksT.data<int32_t>()};
+  checkKeptPositions(sel);
+
+  TensorPtr out = makeTensor(DType::BF16, {T, heads * hd});
+  if (T == 0 || heads == 0 || hd == 0) {
+    // zero-sized output; o[d] for hd = 0 has no values either
+    return {out};
+  }
+  const int64_t group = heads / kvHeads;
+  // keys per KV head in panels of PANEL positions, kP[kvh]: [T / PANEL][hd][PANEL] (the dense rows read
+  // them in place; a row that drops blocks gathers its keys into panels of its own); values as float rows
+  const bool sparse = T / ratio > width;
+  const int64_t kvPanel = panelFloats(T, hd);
+  const int64_t perThread = (sparse ? panelFloats(std::min(T, (width + 1) * ratio), hd) : 0) + group * T + 2 * group * hd + T;
+  ScratchGuard guard(static_cast<int64_t>(sizeof(float)) * (kvHeads * kvPanel + T * kvHeads * hd + ctx.pool.size() * perThread));
+  std::vector<float> kP(kvHeads * kvPanel), vf(T * kvHeads * hd);
+  const uint16_t* kd = k.bf16();
+  const uint16_t* vd = v.bf16();
+  ctx.pool.parallelFor(kvHeads, 1, [&](int64_t h0, int64_t h1) {
+    for (int64_t kvh = h0; kvh < h1; kvh++) {
+      toPanels(kd + kvh * hd, T, hd, kvHeads * hd, kP.data() + kvh * kvPanel);
+    }
+  });
+  ctx.pool.parallelFor(T, grainFor(kvHeads * hd), [&](int64_t j0, int64_t j1) {
+    for (int64_t i = j0 * kvHeads * hd; i < j1 * kvHeads * hd; i++) vf[i] = bf16ToF32(vd[i]);
+  });
+  const uint16_t* qd = q.bf16();
+  const bool exact = productsExact(expRange(qd, q.numel()), expRange(kd, k.numel()));
+  uint16_t* od = out->bf16();
+  const Isa isa = gemmIsa();
+
+  ctx.pool.parallelFor(T, 1, [&](int64_t i0, int64_t i1) {
+    std::vector<int32_t> keys(T);
+    std::vector<float> kc, s(group * T), acc(group * hd), qf(group * hd), l(group);
+    for (int64_t item = i0; item < i1; item++) {
+      const int64_t t = zigzagRow(item, T);
+      const int64_t n = keptPositions(sel, t, keys.data());
+      const bool dense = n == t + 1;  // ascending distinct positions <= t: all of 0..t
+      for (int64_t kvh = 0; kvh < kvHeads; kvh++) {
+        const float* kbase;
+        if (dense) {
+          kbase = kP.data() + kvh * kvPanel;
+        } else {
+          // the kept keys in panels of their own, list order
+          const int64_t nb = (t + 1) / ratio;
+          if (static_cast<int64_t>(kc.size()) < panelFloats(n, hd)) kc.resize(panelFloats(n, hd));
+          gatherBlocks(kd + kvh * hd, kvHeads * hd, hd, ratio, sel.blocks + t * width, std::min(width, nb), nb, t + 1 - nb * ratio, kc.data());
+          kbase = kc.data();
+        }
+        for (int64_t g = 0; g < group; g++) {
+          const uint16_t* qrow = qd + (t * heads + kvh * group + g) * hd;
+          for (int64_t d = 0; d < hd; d++) qf[g * hd + d] = bf16ToF32(qrow[d]);
+        }
+        // s_i = fr(dot_d(q, k_i) * scale)
+        sums(isa, exact, group, qf.data(), hd, hd, kbase, PANEL, hd * PANEL, nullptr, n, s.data(), T);
+        for (int64_t g = 0; g < group; g++) {
+          float* sg = s.data() + g * T;
+          for (int64_t i = 0; i < n; i++) sg[i] = sg[i] * scaleF;
+        }
+        // m = max s_i; p_i = exp(fr(s_i - m)); l = sum p_i (list order; the heads' sums interleaved)
+        for (int64_t g = 0; g < group; g++) {
+          float* sg = s.data() + g * T;
+          float m = NEG_INF;
+          for (int64_t i = 0; i < n; i++) {
+            if (sg[i] > m) m = sg[i];
+          }
+          attn::expShifted(isa, sg, n, m);
+          l[g] = 0.0f;
+        }
+        for (int64_t i = 0; i < n; i++) {
+          for (int64_t g = 0; g < group; g++) l[g] = l[g] + s[g * T + i];
+        }
+        // o[d] = bf(fr((sum_i fr(p_i * v_i[d]), list order) / l))
+        sums(isa, true, group, s.data(), T, n, vf.data() + kvh * hd, kvHeads * hd, PANEL, keys.data(), hd, acc.data(), hd);
+        for (int64_t g = 0; g < group; g++) {
+          uint16_t* orow = od + (t * heads + kvh * group + g) * hd;
+          const float* a = acc.data() + g * hd;
+          for (int64_t d = 0; d < hd; d++) orow[d] = f32ToBf16(a[d] / l[g]);
+        }
+      }
+    }
+  });
+  return {out};
+}
+
+// ---- output gate (attentionMath.ts attnOutputGate) ------------------------------------
+
+Outputs attnOutputGate(const Inputs& in, const KernelContext& ctx) {
+  const std::string op = "attnOutputGate";
+  const int64_t heads = ctx.attrs.integer("heads");
+  const int64_t hd = ctx.attrs.integer("headDim");
+  const Tensor& o = input(in, 0, "o", op, DType::BF16);
+  const Tensor& qg = input(in, 1, "qg", op, DType::BF16);
+  const int64_t T = rows2d(o, "o", op, heads * hd);
+  if (rows2d(qg, "qg", op, heads * 2 * hd) != T) fail(ErrorKind::Shape, op + ": qg has " + num(qg.dim(0)) + " rows, o has " + num(T));
+  TensorPtr y = makeTensor(DType::BF16, {T, heads * hd});
+  const uint16_t* od = o.bf16();
+  const uint16_t* gd = qg.bf16();
+  uint16_t* yd = y->bf16();
+  // y = bf(o * bf(sigmoid(gate))), the gate at columns [hd, 2hd) of each head's [query | gate]
+  ctx.pool.parallelFor(T * heads, grainFor(hd * 8), [&](int64_t a, int64_t b) {
+    for (int64_t th = a; th < b; th++) {
+      for (int64_t d = 0; d < hd; d++) {
+        const float gate = roundBf16(fp32::sigmoidF32(bf16ToF32(gd[th * 2 * hd + hd + d])));
+        yd[th * hd + d] = f32ToBf16(bf16ToF32(od[th * hd + d]) * gate);
+      }
+    }
+  });
+  return {y};
+}
+
+}  // namespace
+
+HCSP_KERNEL(attnHeadNormRopeBf16, attnHeadNormRopeBf16);
+HCSP_KERNEL(qsaBlockKeys, qsaBlockKeys);
+HCSP_KERNEL(qsaKeptCount, qsaKeptCount);
+HCSP_KERNEL(qsaSelect, qsaSelect);
+HCSP_KERNEL(attnCausalQsa, attnCausalQsa);
+HCSP_KERNEL(attnOutputGate, attnOutputGate);
+
+}  // namespace hcsp
