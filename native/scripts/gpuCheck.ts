@@ -1,0 +1,189 @@
+// The GPU check program (native/scripts/gpu-check.sh runs its bundle): on a machine with a
+// GPU, (1) the cross-backend comparison of the rocm backend's GPU device against the CPU
+// reference: every op case and every sub-layer case bit-exact with the reference-order GEMM,
+// within the declared tolerance with the vendor GEMM, and the small config's whole stack at
+// tp 4 (SP on and off); (2) a table last: each HC kernel's time and GB/s at full HC
+// dimensions against a device copy timed in the same run, each GEMM's TFLOP/s against the
+// vendor GEMM's best on a square shape, and SP-on HC time per rank against SP-off.
+import {
+  CpuBackend,
+  FLASH_NEXT,
+  hcPrefix,
+  hcWeightSpecs,
+  MODEL_SUB_LAYERS,
+  preparePrefill,
+  Rng,
+  runOnce,
+  SMALL,
+  STAND_IN_SUB_LAYERS,
+  SyntheticWeightSource,
+  type Backend,
+  type Graph,
+  type Tensor,
+} from '@hcsp/core';
+import { createRocmBackend, type RocmBackend } from '@hcsp/backend-rocm';
+import { hcMixBenchGraph, median } from '../../packages/cli/src/commands/bench.ts';
+import { layerCases } from '../../test/cases/layerCases.ts';
+import { OP_CASES, opCaseGraph } from '../../test/cases/opCases.ts';
+import { beyondTolerance, describeDifferences, diffRuns } from '../../test/compareRuns.ts';
+
+const args = new Map<string, string>();
+for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
+const device = args.get('device') as 'hip' | 'cuda' | 'emulated';
+if (!['hip', 'cuda', 'emulated'].includes(device)) throw new Error(`gpu-check: --device must be hip, cuda or emulated, got '${device}'`);
+const say = (s: string): void => void process.stderr.write(`gpu-check: ${s}\n`);
+
+const reference = new CpuBackend();
+const noWeights = new SyntheticWeightSource([], 0);
+let failures = 0;
+
+async function compare(label: string, backend: Backend, graph: Graph, feeds: Map<string, Tensor>, weights: SyntheticWeightSource): Promise<void> {
+  const expected = await runOnce(reference, graph, feeds, weights, { keep: 'all' });
+  const actual = await runOnce(backend, graph, feeds, weights, { keep: 'all' });
+  const bad = beyondTolerance(diffRuns(graph, expected, actual).differences, backend);
+  if (bad.length) {
+    failures++;
+    say(`FAIL ${label}\n${describeDifferences(bad)}`);
+  }
+}
+
+async function crossBackend(gemm: 'exact' | 'vendor'): Promise<string> {
+  if (device === 'emulated' && gemm === 'vendor') return 'vendor GEMM: not on the emulated device';
+  const backend = await createRocmBackend({ device, gemm });
+  const before = failures;
+  let cases = 0;
+  for (const c of OP_CASES) {
+    const { graph, feeds } = opCaseGraph(c);
+    await compare(`op ${c.name} (${gemm})`, backend, graph, feeds, noWeights);
+    cases++;
+  }
+  for (const c of layerCases()) {
+    await compare(`layer ${c.name} (${gemm})`, backend, c.graph, c.feeds, c.weights);
+    cases++;
+  }
+  for (const sp of ['on', 'off'] as const) {
+    const p = preparePrefill({ config: SMALL, tokens: 1100, tp: 4, sp, reduce: 'ring', seed: 1, subLayers: MODEL_SUB_LAYERS });
+    await compare(`small stack tp 4 SP ${sp} (${gemm})`, backend, p.graph, p.feeds, p.weights as SyntheticWeightSource);
+    cases++;
+  }
+  await backend.dispose();
+  const bad = failures - before;
+  return `${gemm} GEMM: ${cases - bad}/${cases} cases ${gemm === 'exact' ? 'bit-exact' : 'within the declared tolerance'} against the CPU reference`;
+}
+
+/** seconds of one prepared graph run, median of reps after a warm-up */
+async function timeGraph(backend: Backend, graph: Graph, feeds: Map<string, Tensor>, weights: SyntheticWeightSource, reps = 5): Promise<{ total: number; byOp: Map<string, number> }> {
+  const prepared = await backend.prepare(graph, weights);
+  await prepared.run(feeds);
+  const totals: number[] = [];
+  const perOp = new Map<string, number[]>();
+  for (let r = 0; r < reps; r++) {
+    let last = performance.now();
+    const start = last;
+    const times = new Map<string, number>();
+    await prepared.run(feeds, {
+      onNode: (done) => {
+        const now = performance.now();
+        const op = graph.nodes[done - 1].op;
+        times.set(op, (times.get(op) ?? 0) + (now - last) / 1000);
+        last = now;
+      },
+    });
+    totals.push((performance.now() - start) / 1000);
+    for (const [op, s] of times) perOp.set(op, [...(perOp.get(op) ?? []), s]);
+  }
+  await prepared.dispose();
+  return { total: median(totals), byOp: new Map([...perOp].map(([op, v]) => [op, median(v)])) };
+}
+
+function streams(T: number): Map<string, Tensor> {
+  const width = FLASH_NEXT.hc.count * FLASH_NEXT.hiddenSize;
+  return new Map([['streams', { dtype: 'bf16', shape: [T, width], data: new Rng(T).fillBf16Normal(T * width, 1) }]]);
+}
+
+async function table(): Promise<string[]> {
+  const gpu = (await createRocmBackend({ device, gemm: device === 'emulated' ? 'exact' : 'vendor' })) as RocmBackend;
+  const addon = gpu.addon;
+  const lines = [`device: ${gpu.describe()}`];
+  // the device copy: a 1 GiB reshape (a copy kernel), bytes read + written per second
+  const copyElems = 1 << 29;
+  const src = addon.upload('bf16', [copyElems], new Uint16Array(copyElems), gpu.gpu);
+  const copyTimes: number[] = [];
+  for (let r = 0; r < 6; r++) {
+    const t0 = performance.now();
+    const [y] = await addon.run('reshape', [src], { shape: [copyElems] }, 'exact', gpu.gpu);
+    copyTimes.push((performance.now() - t0) / 1000);
+    addon.free(y!);
+  }
+  addon.free(src);
+  const copyGbps = (2 * copyElems * 2) / median(copyTimes.slice(1)) / 1e9;
+  lines.push(`device copy: ${copyGbps.toFixed(1)} GB/s (1 GiB reshape, read + write, median of 5)`);
+  const T = 16384;
+  const weights = new SyntheticWeightSource(hcWeightSpecs(FLASH_NEXT, hcPrefix(0, 'attn'), true), 0);
+  const mix = hcMixBenchGraph(FLASH_NEXT, T);
+  const timed = await timeGraph(gpu, mix, streams(T), weights);
+  const width = FLASH_NEXT.hc.count * FLASH_NEXT.hiddenSize;
+  // the bytes each HC kernel must move at T rows (bf16): reads + writes
+  const hcBytes: Record<string, number> = {
+    hcCombineNorm: T * width * 2 * 3,
+    hcScaledSilu: T * (FLASH_NEXT.hc.lowRank + FLASH_NEXT.hc.count) * 2 * 2,
+    hcGatedMean: T * width * 2 * 2 + T * FLASH_NEXT.hiddenSize * 2,
+  };
+  lines.push(`HC kernels at T=${T}, full dimensions (${FLASH_NEXT.name}):`, '  kernel          seconds    GB/s   of copy');
+  for (const [op, bytes] of Object.entries(hcBytes)) {
+    const s = timed.byOp.get(op);
+    if (s === undefined) continue;
+    lines.push(`  ${op.padEnd(15)} ${s.toFixed(5).padStart(8)} ${(bytes / s / 1e9).toFixed(1).padStart(7)}  ${((bytes / s / 1e9 / copyGbps) * 100).toFixed(0).padStart(5)}%`);
+  }
+  // GEMMs: the HC mix's two shapes, each GEMM mode, against the vendor GEMM's best on a square shape
+  const gemmTime = async (rows: number, inF: number, outF: number, gemm: 'exact' | 'vendor'): Promise<number> => {
+    const rng = new Rng(rows + inF);
+    const x = addon.upload('bf16', [rows, inF], rng.fillBf16Normal(rows * inF, 1), gpu.gpu);
+    const w = addon.upload('bf16', [outF, inF], rng.fillBf16Normal(outF * inF, 0.02), gpu.gpu);
+    const times: number[] = [];
+    for (let r = 0; r < 4; r++) {
+      const t0 = performance.now();
+      const [y] = await addon.run('linear', [x, w], {}, gemm, gpu.gpu);
+      times.push((performance.now() - t0) / 1000);
+      addon.free(y!);
+    }
+    addon.free(x);
+    addon.free(w);
+    return median(times.slice(1));
+  };
+  const modes: ('exact' | 'vendor')[] = device === 'emulated' ? ['exact'] : ['vendor', 'exact'];
+  const square = device === 'emulated' ? 512 : 8192;
+  const best = await gemmTime(square, square, square, modes[0]);
+  const bestTflops = (2 * square ** 3) / best / 1e12;
+  lines.push(`GEMMs (${modes[0]} GEMM best on a square ${square}^3: ${bestTflops.toFixed(2)} TFLOP/s):`, '  shape                     gemm     TFLOP/s  of best');
+  const r = FLASH_NEXT.hc.lowRank + FLASH_NEXT.hc.count;
+  for (const [inF, outF] of [
+    [width, r],
+    [FLASH_NEXT.hc.lowRank, width],
+  ]) {
+    for (const m of modes) {
+      const s = await gemmTime(T, inF, outF, m);
+      const tf = (2 * T * inF * outF) / s / 1e12;
+      lines.push(`  [${T},${inF}] x [${inF},${outF}]`.padEnd(28) + `${m.padEnd(8)} ${tf.toFixed(3).padStart(8)}  ${((tf / bestTflops) * 100).toFixed(1).padStart(6)}%`);
+    }
+  }
+  // SP on vs off: HC time per rank of the HC-only stack's first layers at tp 4
+  const hcOps = new Set(['hcCombineNorm', 'hcScaledSilu', 'hcGatedMean', 'hcCombine', 'hcExpand']);
+  const spTimes: Record<string, number> = {};
+  for (const sp of ['off', 'on'] as const) {
+    const p = preparePrefill({ config: SMALL, tokens: 8192, tp: 4, sp, reduce: 'ring', seed: 2, subLayers: STAND_IN_SUB_LAYERS });
+    const t = await timeGraph(gpu, p.graph, p.feeds, p.weights as SyntheticWeightSource, 3);
+    spTimes[sp] = [...t.byOp].filter(([op]) => hcOps.has(op)).reduce((a, [, s]) => a + s, 0) / 4;
+  }
+  lines.push(`SP: HC time per rank, small hc-only stack, T=8192, tp 4: off ${spTimes.off.toFixed(4)} s, on ${spTimes.on.toFixed(4)} s, on/off ${(spTimes.on / spTimes.off).toFixed(3)} (expect about 1/tp = 0.25)`);
+  await gpu.dispose();
+  return lines;
+}
+
+const started = performance.now();
+say(`cross-backend comparison on ${device}`);
+const summary = [await crossBackend('exact'), await crossBackend('vendor')];
+say('timing');
+const rows = await table();
+console.log(['', 'gpu-check results', ...summary, ...rows, `total ${((performance.now() - started) / 1000).toFixed(0)} s`].join('\n'));
+process.exit(failures ? 1 : 0);
