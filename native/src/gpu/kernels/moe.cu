@@ -1,0 +1,106 @@
+// GPU kernels of the MoE ops (core graph/ops/moeOps.ts), operation for operation as
+// reference/kernels/moeKernels.ts and layers/moe/moeMath.ts (and the host port,
+// host/kernels/moe_kernels.cc): the router's softmax and top-k per token, the routed sum of a
+// rank's experts (the routed rows gathered and grouped by expert; the expert GEMMs are the
+// `linear` op's, gemm.cu, called per expert by the launcher; the SwiGLU between them; then
+// each token's contributions added in ascending expert index), the SwiGLU op and the
+// shared-expert combine. Every sum the reference orders is summed by one thread in that order.
+#include "moe.h"
+
+#include "../../numerics/bf16.h"
+#include "../../numerics/fp32_math.h"
+
+using hcsp::bf16ToF32;
+using hcsp::f32ToBf16;
+using hcsp::roundBf16;
+
+namespace hcsp_moe {
+/** JavaScript's Math.max of two numbers: NaN if either is, +0 over -0 */
+HCSP_HD float jsMax(float a, float b) {
+  if (a != a || b != b) return HCSP_NANF();
+  if (a == 0.0f && b == 0.0f) return (hcspFloatBits(a) >> 31) ? b : a;
+  return a > b ? a : b;
+}
+}  // namespace hcsp_moe
+
+HCSP_GLOBAL void hcsp_moe_route(const uint16_t* logits, float* p, int32_t* ids, uint16_t* weights, int64_t tokens, int64_t experts, int64_t topK,
+                                int32_t normTopkProb) {
+  HCSP_GRID_STRIDE(t, tokens) {
+    const uint16_t* row = logits + t * experts;
+    float max = -HCSP_INFF();
+    for (int64_t e = 0; e < experts; e++) max = hcsp_moe::jsMax(max, bf16ToF32(row[e]));
+    float sum = 0.0f;
+    for (int64_t e = 0; e < experts; e++) {
+      const float pe = hcsp::fp32::expF32(bf16ToF32(row[e]) - max);
+      p[e * tokens + t] = pe;
+      sum = sum + pe;
+    }
+    for (int64_t e = 0; e < experts; e++) p[e * tokens + t] = p[e * tokens + t] / sum;
+    int32_t* mine = ids + t * topK;
+    for (int64_t k = 0; k < topK; k++) {
+      int64_t best = -1;
+      float bestP = 0.0f;
+      // strict > keeps the lower index on ties; an expert already chosen (listed in mine[0..k)) is skipped
+      for (int64_t e = 0; e < experts; e++) {
+        bool taken = false;
+        for (int64_t q = 0; q < k; q++) taken = taken || mine[q] == e;
+        if (taken) continue;
+        const float pe = p[e * tokens + t];
+        if (best < 0 || pe > bestP) {
+          best = e;
+          bestP = pe;
+        }
+      }
+      mine[k] = static_cast<int32_t>(best);
+    }
+    float norm = 0.0f;
+    for (int64_t k = 0; k < topK; k++) norm = norm + p[static_cast<int64_t>(mine[k]) * tokens + t];
+    for (int64_t k = 0; k < topK; k++) {
+      const float pk = p[static_cast<int64_t>(mine[k]) * tokens + t];
+      weights[t * topK + k] = f32ToBf16(normTopkProb ? pk / norm : pk);
+    }
+  }
+}
+
+HCSP_GLOBAL void hcsp_moe_gather_rows(const uint16_t* x, const int32_t* rowToken, uint16_t* xe, int64_t rows, int64_t hidden) {
+  HCSP_GRID_STRIDE(i, rows * hidden) {
+    const int64_t r = i / hidden;
+    xe[i] = x[static_cast<int64_t>(rowToken[r]) * hidden + (i - r * hidden)];
+  }
+}
+
+HCSP_GLOBAL void hcsp_moe_swiglu(const uint16_t* gateUp, uint16_t* h, int64_t rows, int64_t inter) {
+  HCSP_GRID_STRIDE(i, rows * inter) {
+    const int64_t t = i / inter;
+    const int64_t c = i - t * inter;
+    const uint16_t* base = gateUp + t * 2 * inter;
+    const float act = roundBf16(hcsp::fp32::siluF32(bf16ToF32(base[c])));
+    h[i] = f32ToBf16(act * bf16ToF32(base[inter + c]));
+  }
+}
+
+HCSP_GLOBAL void hcsp_moe_routed_sum(const uint16_t* o, const int32_t* tokenRows, const int32_t* rowPair, const uint16_t* weights, float* routed, int64_t tokens,
+                                     int64_t hidden, int64_t topK) {
+  HCSP_GRID_STRIDE(i, tokens * hidden) {
+    const int64_t t = i / hidden;
+    const int64_t j = i - t * hidden;
+    const int32_t* mine = tokenRows + t * topK;
+    float acc = 0.0f;
+    for (int64_t s = 0; s < topK; s++) {
+      const int64_t r = mine[s];
+      if (r < 0) break;
+      const float w = bf16ToF32(weights[rowPair[r]]);
+      acc = acc + roundBf16(bf16ToF32(o[r * hidden + j]) * w);
+    }
+    routed[i] = acc;
+  }
+}
+
+HCSP_GLOBAL void hcsp_moe_combine(const float* routed, const uint16_t* shared, const uint16_t* gateLogit, uint16_t* y, int64_t tokens, int64_t hidden) {
+  HCSP_GRID_STRIDE(i, tokens * hidden) {
+    const int64_t t = i / hidden;
+    const float g = roundBf16(hcsp::fp32::sigmoidF32(bf16ToF32(gateLogit[t])));
+    const float s = roundBf16(bf16ToF32(shared[i]) * g);
+    y[i] = f32ToBf16(roundBf16(routed[i]) + s);
+  }
+}
