@@ -1,0 +1,301 @@
+// Host kernels of the hyper-connection ops (core graph/ops/hcOps.ts), as
+// reference/kernels/hcKernels.ts with the math of hc/combineNorm.ts and hc/mix.ts: the same
+// per-element rounding order under both contracts ('atom' rounds once per stored value,
+// 'hf' rounds where HF's bf16 torch ops store a tensor). Rows are independent and split
+// over the pool; every output element is computed by one thread in the reference's order
+// (the sum over j of the norm and the sum over streams of the gated mean stay sequential).
+#include <cstring>
+#include <vector>
+
+#include "../numerics/bf16.h"
+#include "../numerics/fp32_math.h"
+#include "kernel_args.h"
+#include "vec_math.h"
+
+namespace hcsp {
+namespace {
+
+enum class Contract { Atom, Hf };
+
+Contract parseContract(const KernelContext& ctx) {
+  const std::string& v = ctx.attrs.string("contract");
+  if (v == "atom") return Contract::Atom;
+  if (v == "hf") return Contract::Hf;
+  fail(ErrorKind::Attr, "HC contract must be 'atom' or 'hf', got '" + v + "'");
+}
+
+int64_t streamsAttr(const KernelContext& ctx) {
+  const int64_t n = ctx.attrs.integer("streams");
+  if (n < 1) fail(ErrorKind::Attr, ctx.attrs.op() + ": attribute 'streams' must be an integer >= 1, got " + std::to_string(n));
+  return n;
+}
+
+struct Geometry {
+  int64_t rows, n, h;
+};
+
+/** x must be [rows, n*H] (reference streamGeometry) */
+Geometry streamGeometry(const Tensor& x, int64_t n) {
+  if (x.rank() != 2 || x.dim(1) % n != 0) {
+    fail(ErrorKind::Shape, "HC op: x must be [rows, " + std::to_string(n) + "*H], got " + shapeStr(x.shape()));
+  }
+  return {x.dim(0), n, x.dim(1) / n};
+}
+
+/** rows per parallel task: about 64k elements of work */
+int64_t rowGrain(int64_t width) { return width >= 65536 ? 1 : 65536 / (width < 1 ? 1 : width); }
+
+/** inj_s = fl(2 sigmoid(bf(raw_s / n))); 'hf' rounds the sigmoid to bf16 first (the doubling is exact) */
+inline float injectScale(uint16_t rawBits, int64_t n, Contract contract) {
+  const float logit = roundBf16(static_cast<float>(static_cast<double>(bf16ToF32(rawBits)) / static_cast<double>(n)));
+  const float sig = fp32::sigmoidF32(logit);
+  return 2.0f * (contract == Contract::Atom ? sig : roundBf16(sig));
+}
+
+/** X_s = bf(X_s + p), p = fl(y * inj_s) ('hf': bf of it), for one row; xOut may alias xIn */
+void combineRow(const uint16_t* xIn, uint16_t* xOut, const uint16_t* y, const uint16_t* raw, int64_t n, int64_t h, Contract contract) {
+  for (int64_t s = 0; s < n; s++) {
+    const float inj = injectScale(raw[s], n, contract);
+    const uint16_t* xs = xIn + s * h;
+    uint16_t* os = xOut + s * h;
+    if (contract == Contract::Atom) {
+      for (int64_t j = 0; j < h; j++) os[j] = f32ToBf16(bf16ToF32(xs[j]) + bf16ToF32(y[j]) * inj);
+    } else {
+      for (int64_t j = 0; j < h; j++) os[j] = f32ToBf16(bf16ToF32(xs[j]) + roundBf16(bf16ToF32(y[j]) * inj));
+    }
+  }
+}
+
+/**
+ * Sums of squares of `C` stream rows of H values, each sumsq = fl(sumsq + v*v) over j in order
+ * with v*v and the sum in double (the reference's JS arithmetic), rounded to fp32 per step.
+ * The C sums are independent chains; running them side by side hides the add latency.
+ */
+template <int C>
+void sumsqChains(const uint16_t* const* p, int64_t h, float* out) {
+  float s[C];
+  for (int c = 0; c < C; c++) s[c] = 0.0f;
+  for (int64_t j = 0; j < h; j++) {
+    for (int c = 0; c < C; c++) {
+      const double v = bf16ToF32(p[c][j]);
+      s[c] = static_cast<float>(static_cast<double>(s[c]) + v * v);
+    }
+  }
+  for (int c = 0; c < C; c++) out[c] = s[c];
+}
+
+constexpr int MAX_CHAINS = 8;
+
+void sumsq(const uint16_t* const* p, int count, int64_t h, float* out) {
+  switch (count) {
+    case 1: return sumsqChains<1>(p, h, out);
+    case 2: return sumsqChains<2>(p, h, out);
+    case 3: return sumsqChains<3>(p, h, out);
+    case 4: return sumsqChains<4>(p, h, out);
+    case 5: return sumsqChains<5>(p, h, out);
+    case 6: return sumsqChains<6>(p, h, out);
+    case 7: return sumsqChains<7>(p, h, out);
+    default: return sumsqChains<8>(p, h, out);
+  }
+}
+
+Outputs hcExpand(const Inputs& in, const KernelContext& ctx) {
+  const std::string op = "hcExpand";
+  const Tensor& e = input(in, 0, "e", op, DType::BF16);
+  requireRank(e, 2, "e", op);
+  const int64_t n = streamsAttr(ctx);
+  const int64_t rows = e.dim(0), h = e.dim(1);
+  TensorPtr x = makeTensor(DType::BF16, {rows, n * h});
+  const uint16_t* src = e.bf16();
+  uint16_t* dst = x->bf16();
+  ctx.pool.parallelFor(rows, rowGrain(n * h), [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; t++) {
+      for (int64_t s = 0; s < n; s++) std::memcpy(dst + (t * n + s) * h, src + t * h, h * 2);
+    }
+  });
+  return {x};
+}
+
+Outputs hcCombineNorm(const Inputs& in, const KernelContext& ctx) {
+  const std::string op = "hcCombineNorm";
+  const Tensor& xT = input(in, 0, "x", op, DType::BF16);
+  const Tensor* blockOut = optionalInput(in, 1, "blockOut", op, DType::BF16);
+  const Tensor* raw = optionalInput(in, 2, "raw", op, DType::BF16);
+  const Tensor& w = input(in, 3, "normWeight", op, DType::BF16);
+  const Geometry g = streamGeometry(xT, streamsAttr(ctx));
+  const double eps = ctx.attrs.number("eps");
+  const Contract contract = parseContract(ctx);
+  const int64_t rows = g.rows, n = g.n, h = g.h, width = n * h;
+  if ((blockOut == nullptr) != (raw == nullptr)) fail(ErrorKind::Shape, "hcCombineNorm: blockOut and raw come together (the pending combine) or not at all");
+  if (blockOut && blockOut->numel() != rows * h) {
+    fail(ErrorKind::Shape, "hcCombineNorm: blockOut has " + std::to_string(blockOut->numel()) + " values, expected " + std::to_string(rows) + "x" + std::to_string(h));
+  }
+  if (raw && raw->numel() != rows * n) {
+    fail(ErrorKind::Shape, "hcCombineNorm: raw has " + std::to_string(raw->numel()) + " values, expected " + std::to_string(rows) + "x" + std::to_string(n));
+  }
+  if (w.numel() != width) fail(ErrorKind::Shape, "hcCombineNorm: norm weight has " + std::to_string(w.numel()) + " values, expected " + std::to_string(width));
+
+  TensorPtr xOut = makeTensor(DType::BF16, xT.shape());
+  TensorPtr normed = makeTensor(DType::BF16, xT.shape());
+  const float epsF = static_cast<float>(eps);
+  std::vector<float> scale(width);
+  for (int64_t i = 0; i < width; i++) scale[i] = 1.0f + bf16ToF32(w.bf16()[i]);
+  const uint16_t* xd = xT.bf16();
+  const uint16_t* yd = blockOut ? blockOut->bf16() : nullptr;
+  const uint16_t* rd = raw ? raw->bf16() : nullptr;
+  uint16_t* xo = xOut->bf16();
+  uint16_t* no = normed->bf16();
+  const float* sc = scale.data();
+  const double hd = static_cast<double>(h);
+  // rows in blocks of up to MAX_CHAINS / n, their (row, stream) sums of squares side by side
+  const int64_t block = n >= MAX_CHAINS ? 1 : MAX_CHAINS / n;
+  ctx.pool.parallelFor(rows, rowGrain(width), [&](int64_t t0, int64_t t1) {
+    for (int64_t tb = t0; tb < t1; tb += block) {
+      const int64_t te = tb + block < t1 ? tb + block : t1;
+      for (int64_t t = tb; t < te; t++) {
+        if (yd) {
+          combineRow(xd + t * width, xo + t * width, yd + t * h, rd + t * n, n, h, contract);
+        } else {
+          std::memcpy(xo + t * width, xd + t * width, width * 2);
+        }
+      }
+      const int64_t pairs = (te - tb) * n;  // pair i: row tb + i / n, stream i % n, at xo + tb * width + i * h
+      for (int64_t g = 0; g < pairs; g += MAX_CHAINS) {
+        const int count = static_cast<int>(pairs - g < MAX_CHAINS ? pairs - g : MAX_CHAINS);
+        const uint16_t* p[MAX_CHAINS];
+        float sums[MAX_CHAINS];
+        for (int c = 0; c < count; c++) p[c] = xo + tb * width + (g + c) * h;
+        sumsq(p, count, h, sums);
+        for (int c = 0; c < count; c++) {
+          const int64_t s = (g + c) % n;
+          const float rstd = fp32::rsqrtF32(static_cast<float>(static_cast<double>(sums[c]) / hd) + epsF);
+          const uint16_t* xs = p[c];
+          const float* ss = sc + s * h;
+          uint16_t* ns = no + tb * width + (g + c) * h;
+          for (int64_t j = 0; j < h; j++) ns[j] = f32ToBf16((bf16ToF32(xs[j]) * rstd) * ss[j]);
+        }
+      }
+    }
+  });
+  return {xOut, normed};
+}
+
+Outputs hcScaledSilu(const Inputs& in, const KernelContext& ctx) {
+  const std::string op = "hcScaledSilu";
+  const Tensor& d = input(in, 0, "d", op, DType::BF16);
+  requireRank(d, 2, "d", op);
+  const int64_t n = streamsAttr(ctx);
+  const int64_t lowRank = ctx.attrs.integer("lowRank");
+  const int64_t rows = d.dim(0), width = d.dim(1);
+  if (lowRank < 1 || (width != lowRank + n && width != lowRank)) {
+    fail(ErrorKind::Shape, "hcScaledSilu: d rows must be " + std::to_string(lowRank + n) + " (mix) or " + std::to_string(lowRank) + " (mixer) wide, got " +
+                               std::to_string(d.numel()) + " values for " + std::to_string(rows) + " rows");
+  }
+  TensorPtr gate = makeTensor(DType::BF16, {rows, lowRank});
+  TensorPtr rawOut = width == lowRank ? nullptr : makeTensor(DType::BF16, {rows, n});
+  const uint16_t* dd = d.bf16();
+  uint16_t* gd = gate->bf16();
+  uint16_t* rd = rawOut ? rawOut->bf16() : nullptr;
+  const double nd = static_cast<double>(n);
+  const vec::F nv = vec::splat(static_cast<float>(n));  // fl(d / n) in float: n is exact, one rounding either way
+  ctx.pool.parallelFor(rows, rowGrain(width * 8), [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; t++) {
+      const uint16_t* dr = dd + t * width;
+      uint16_t* gr = gd + t * lowRank;
+      int64_t j = 0;
+      for (; j + vec::W <= lowRank; j += vec::W) vec::storeBf16(gr + j, vec::siluF32(vec::roundBf16(vec::loadBf16(dr + j) / nv)));
+      for (; j < lowRank; j++) {
+        const float scaled = roundBf16(static_cast<float>(static_cast<double>(bf16ToF32(dr[j])) / nd));
+        gr[j] = f32ToBf16(fp32::siluF32(scaled));
+      }
+      if (rd) std::memcpy(rd + t * n, dr + lowRank, n * 2);
+    }
+  });
+  return {gate, rawOut};
+}
+
+Outputs hcGatedMean(const Inputs& in, const KernelContext& ctx) {
+  const std::string op = "hcGatedMean";
+  const Tensor& up = input(in, 0, "up", op, DType::BF16);
+  const Tensor& normed = input(in, 1, "normed", op, DType::BF16);
+  const Geometry g = streamGeometry(normed, streamsAttr(ctx));
+  const Contract contract = parseContract(ctx);
+  const int64_t rows = g.rows, n = g.n, h = g.h, width = n * h;
+  if (up.numel() != rows * width) {
+    fail(ErrorKind::Shape, "hcGatedMean: up has " + std::to_string(up.numel()) + " values, expected " + std::to_string(rows) + "x" + std::to_string(width));
+  }
+  TensorPtr x = makeTensor(DType::BF16, {rows, h});
+  const uint16_t* ud = up.bf16();
+  const uint16_t* nd = normed.bf16();
+  uint16_t* xd = x->bf16();
+  const float nf = static_cast<float>(n);
+  const vec::F nv = vec::splat(nf);
+  ctx.pool.parallelFor(rows, rowGrain(width * 8), [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; t++) {
+      const uint16_t* ur = ud + t * width;
+      const uint16_t* nr = nd + t * width;
+      uint16_t* xr = xd + t * h;
+      int64_t j = 0;
+      if (contract == Contract::Atom) {
+        for (; j + vec::W <= h; j += vec::W) {
+          vec::F acc = vec::splat(0.0f);
+          for (int64_t s = 0; s < n; s++) acc = acc + vec::sigmoidF32(vec::loadBf16(ur + s * h + j)) * vec::loadBf16(nr + s * h + j);
+          vec::storeBf16(xr + j, acc / nv);
+        }
+      } else {
+        for (; j + vec::W <= h; j += vec::W) {
+          vec::F acc = vec::splat(0.0f);
+          for (int64_t s = 0; s < n; s++) {
+            acc = acc + vec::roundBf16(vec::roundBf16(vec::sigmoidF32(vec::loadBf16(ur + s * h + j))) * vec::loadBf16(nr + s * h + j));
+          }
+          vec::storeBf16(xr + j, acc / nv);
+        }
+      }
+      for (; j < h; j++) {
+        float acc = 0.0f;
+        for (int64_t s = 0; s < n; s++) {
+          const float sig = fp32::sigmoidF32(bf16ToF32(ur[s * h + j]));
+          const float v = bf16ToF32(nr[s * h + j]);
+          acc = acc + (contract == Contract::Atom ? sig * v : roundBf16(roundBf16(sig) * v));
+        }
+        xr[j] = f32ToBf16(acc / nf);
+      }
+    }
+  });
+  return {x};
+}
+
+Outputs hcCombine(const Inputs& in, const KernelContext& ctx) {
+  const std::string op = "hcCombine";
+  const Tensor& xT = input(in, 0, "x", op, DType::BF16);
+  const Tensor& blockOut = input(in, 1, "blockOut", op, DType::BF16);
+  const Tensor& raw = input(in, 2, "raw", op, DType::BF16);
+  const Geometry g = streamGeometry(xT, streamsAttr(ctx));
+  const Contract contract = parseContract(ctx);
+  const int64_t rows = g.rows, n = g.n, h = g.h, width = n * h;
+  if (blockOut.numel() != rows * h) {
+    fail(ErrorKind::Shape, "hcCombine: blockOut has " + std::to_string(blockOut.numel()) + " values, expected " + std::to_string(rows) + "x" + std::to_string(h));
+  }
+  if (raw.numel() != rows * n) {
+    fail(ErrorKind::Shape, "hcCombine: raw has " + std::to_string(raw.numel()) + " values, expected " + std::to_string(rows) + "x" + std::to_string(n));
+  }
+  TensorPtr y = makeTensor(DType::BF16, xT.shape());
+  const uint16_t* xd = xT.bf16();
+  const uint16_t* bd = blockOut.bf16();
+  const uint16_t* rd = raw.bf16();
+  uint16_t* yd = y->bf16();
+  ctx.pool.parallelFor(rows, rowGrain(width), [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; t++) combineRow(xd + t * width, yd + t * width, bd + t * h, rd + t * n, n, h, contract);
+  });
+  return {y};
+}
+
+}  // namespace
+
+HCSP_KERNEL(hcExpand, hcExpand);
+HCSP_KERNEL(hcCombineNorm, hcCombineNorm);
+HCSP_KERNEL(hcScaledSilu, hcScaledSilu);
+HCSP_KERNEL(hcGatedMean, hcGatedMean);
+HCSP_KERNEL(hcCombine, hcCombine);
+
+}  // namespace hcsp
