@@ -64,7 +64,8 @@ Outputs gdnConvSilu(const Inputs& in, const KernelContext& ctx) {
           // row t + j of [zeros (past) | x]: input row t + j - past
           const int64_t r = t + j - past;
           const float xv = r >= 0 ? bf16ToF32(xd[r * channels + c]) : 0.0f;
-          acc = acc + bf16ToF32(wd[c * kernel + j]) * xv;
+          // the reference adds the unrounded product (JS doubles): exact here too, for products below fp32's normal range
+          acc = static_cast<float>(static_cast<double>(acc) + static_cast<double>(bf16ToF32(wd[c * kernel + j])) * static_cast<double>(xv));
         }
         yd[t * channels + c] = f32ToBf16(fp32::siluF32(acc));
       }
@@ -112,7 +113,7 @@ inline void l2NormScaled(const uint16_t* src, int64_t n, float eps, float scale,
   float ss = 0.0f;
   for (int64_t i = 0; i < n; i++) {
     const float v = bf16ToF32(src[i]);
-    ss = ss + v * v;
+    ss = static_cast<float>(static_cast<double>(ss) + static_cast<double>(v) * static_cast<double>(v));  // JS: fr(ss + v*v), the product unrounded
   }
   const float r = fp32::rsqrtF32(ss + eps);
   for (int64_t i = 0; i < n; i++) dst[i] = (bf16ToF32(src[i]) * r) * scale;
@@ -241,7 +242,7 @@ Outputs gdnGatedNorm(const Inputs& in, const KernelContext& ctx) {
       float ss = 0.0f;
       for (int64_t j = 0; j < headDim; j++) {
         const float v = bf16ToF32(od[base + j]);
-        ss = ss + v * v;
+        ss = static_cast<float>(static_cast<double>(ss) + static_cast<double>(v) * static_cast<double>(v));  // JS: fr(ss + v*v), the product unrounded
       }
       const float rs = fp32::rsqrtF32(ss / dim + epsF);
       for (int64_t j = 0; j < headDim; j++) {
