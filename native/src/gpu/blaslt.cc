@@ -1,0 +1,398 @@
+// The vendor GEMMs of the GPU devices (blaslt.h): hipBLASLt on the hip device, cuBLASLt on the
+// cuda device, each loaded at run time (HCSP_HIPBLASLT_LIB / HCSP_CUBLASLT_LIB, else
+// libhipblaslt.so.1, .so.0 / libcublasLt.so.13, .so.12) and declared by the project's own ABI
+// headers (blaslt_abi_hip.h, blaslt_abi_cuda.h: the two libraries' enum values differ).
+//
+// Row-major y[rows, outF] = x[rows, inF] . w[outF, inF]^T in the libraries' column-major terms:
+// a row-major [r, c] matrix is a column-major [c, r] one with ld = c, so
+//   D = y^T (m = outF, n = rows, ld = outF) = op(A) op(B) with
+//   A = w viewed as [inF, outF] (ld inF), op(A) = T;  B = x viewed as [inF, rows] (ld inF), op(B) = N
+// ("TN", the layout cuBLASLt requires for fp8 too). bf16 A/B/C/D, fp32 compute and scale type,
+// alpha 1, beta 0 (C = D), the first algorithm of the library's heuristic, a 32 MiB workspace
+// per device (allocated on first use, counted against the device's limit).
+//
+// FP8 PTPC: both headers have the outer-vector scale mode (A/B_SCALE_MODE = OUTER_VEC_32F), so the
+// scales are applied by the library's epilogue: A's vector has M = outF elements (sw, per output
+// channel), B's has N = rows (sx, per token), D(i, j) = scaleA[i] * scaleB[j] * acc(i, j), rounded
+// once to bf16. In which order the library multiplies the two scales is its own: the reference's
+// scaleOrder attribute (layers/fp8Linear.ts: 'weightFirst' = fl(fl(acc * sw) * sx), CK's
+// MultiplyMultiply; 'tokenFirst' = fl(fl(acc * sx) * sw), CK-tile's MultiDMultiply) only matters
+// to the bit-exact kernel (GemmMode::Exact), and vendor mode is judged by the vendor GEMM
+// precision (a few bf16 ulps), so blaslt.h does not take it. A library without the mode (hipBLASLt
+// of ROCm 6, cuBLASLt before it knew OUTER_VEC_32F) refuses it and the error says so: no unit-scale
+// fallback with a separate scaling kernel here (that kernel would belong in kernels/gemm.cu).
+#include "blaslt.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "../host/errors.h"
+#include "blaslt_abi_cuda.h"
+#include "blaslt_abi_hip.h"
+#include "cuda_runtime.h"
+#include "hip_runtime.h"
+
+namespace hcsp::gpu {
+
+namespace {
+
+constexpr size_t kWorkspaceBytes = 32u << 20;
+
+/** a dlopen'd vendor library, loaded once per process (a failure is retried next time) */
+struct Loaded {
+  std::mutex mutex;
+  void* handle = nullptr;
+  std::string name;
+};
+
+void* openVendor(Loaded& slot, const char* envVar, const std::vector<std::string>& defaults, const char* what) {
+  std::lock_guard<std::mutex> lock(slot.mutex);
+  if (slot.handle) return slot.handle;
+  std::vector<std::string> names = defaults;
+  const char* override = std::getenv(envVar);
+  if (override && *override) names = {override};
+  std::string tried;
+  for (const auto& n : names) {
+    if (void* h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      slot.handle = h;
+      slot.name = n;
+      return h;
+    }
+    tried += (tried.empty() ? "" : ", ") + n;
+  }
+  fail(ErrorKind::Unsupported, std::string("no ") + what + " found for the vendor GEMM: tried " + tried + " (set " + envVar + " to the library's path)");
+}
+
+template <class F>
+void needSymbol(void* lib, const std::string& libName, const char* symbol, F& fn) {
+  fn = reinterpret_cast<F>(dlsym(lib, symbol));
+  if (!fn) fail(ErrorKind::Unsupported, libName + " has no " + symbol);
+}
+
+template <class F>
+void optionalSymbol(void* lib, const char* symbol, F& fn) {
+  fn = reinterpret_cast<F>(dlsym(lib, symbol));
+}
+
+/** a matmul's shapes in column-major terms (see the top of this file) */
+struct Problem {
+  const char* op;  // for messages: "linear" or "fp8LinearPtpc"
+  int64_t m, n, k;
+  const void* a;  // w
+  const void* b;  // x or q
+  void* d;        // y
+  const float* scaleA = nullptr;  // sw [m]
+  const float* scaleB = nullptr;  // sx [n]
+};
+
+std::string shapeText(const Problem& p) {
+  return "m=" + std::to_string(p.m) + " (outF), n=" + std::to_string(p.n) + " (rows), k=" + std::to_string(p.k) + " (inF)";
+}
+
+// ---------------------------------------------------------------------------------------------
+// hipBLASLt
+
+namespace hl = hipblaslt;
+
+Loaded hipLib;
+
+const hl::HipBlasLtApi& hipBlasLt(std::string* name) {
+  static std::mutex mutex;
+  static hl::HipBlasLtApi api;
+  static bool bound = false;
+  void* lib = openVendor(hipLib, "HCSP_HIPBLASLT_LIB", {"libhipblaslt.so.1", "libhipblaslt.so.0", "libhipblaslt.so"}, "hipBLASLt");
+  std::lock_guard<std::mutex> lock(mutex);
+  *name = hipLib.name;
+  if (bound) return api;
+  hl::HipBlasLtApi a;
+  needSymbol(lib, hipLib.name, "hipblasLtCreate", a.hipblasLtCreate);
+  needSymbol(lib, hipLib.name, "hipblasLtDestroy", a.hipblasLtDestroy);
+  needSymbol(lib, hipLib.name, "hipblasLtMatmulDescCreate", a.hipblasLtMatmulDescCreate);
+  needSymbol(lib, hipLib.name, "hipblasLtMatmulDescDestroy", a.hipblasLtMatmulDescDestroy);
+  needSymbol(lib, hipLib.name, "hipblasLtMatmulDescSetAttribute", a.hipblasLtMatmulDescSetAttribute);
+  needSymbol(lib, hipLib.name, "hipblasLtMatrixLayoutCreate", a.hipblasLtMatrixLayoutCreate);
+  needSymbol(lib, hipLib.name, "hipblasLtMatrixLayoutDestroy", a.hipblasLtMatrixLayoutDestroy);
+  needSymbol(lib, hipLib.name, "hipblasLtMatmulPreferenceCreate", a.hipblasLtMatmulPreferenceCreate);
+  needSymbol(lib, hipLib.name, "hipblasLtMatmulPreferenceDestroy", a.hipblasLtMatmulPreferenceDestroy);
+  needSymbol(lib, hipLib.name, "hipblasLtMatmulPreferenceSetAttribute", a.hipblasLtMatmulPreferenceSetAttribute);
+  needSymbol(lib, hipLib.name, "hipblasLtMatmulAlgoGetHeuristic", a.hipblasLtMatmulAlgoGetHeuristic);
+  needSymbol(lib, hipLib.name, "hipblasLtMatmul", a.hipblasLtMatmul);
+  api = a;
+  bound = true;
+  return api;
+}
+
+std::string hipStatus(hl::hipblasStatus_t s) {
+  const bool known = s >= 0 && s < static_cast<int>(sizeof(hl::kStatusNames) / sizeof(hl::kStatusNames[0]));
+  return std::string(known ? hl::kStatusNames[s] : "unknown hipBLASLt status") + " (status " + std::to_string(s) + ")";
+}
+
+void hipCheck(hl::hipblasStatus_t s, const std::string& call) {
+  if (s != hl::HIPBLAS_STATUS_SUCCESS) fail(ErrorKind::Runtime, call + " failed: " + hipStatus(s));
+}
+
+/** a device's hipBLASLt handle and workspace (destroyed with the device, before its stream) */
+struct HipLtState : HipRuntime::Extension {
+  HipRuntime& rt;
+  hl::HipBlasLtApi api;
+  std::string lib;
+  hl::hipblasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  size_t workspaceBytes = 0;
+  explicit HipLtState(HipRuntime& r) : rt(r) {}
+  ~HipLtState() override {
+    if (workspace) rt.releaseScratch(workspace, workspaceBytes);
+    if (handle) api.hipblasLtDestroy(handle);
+  }
+};
+
+/** guards for the descriptors of one call */
+struct HipDescs {
+  const hl::HipBlasLtApi& api;
+  hl::hipblasLtMatmulDesc_t desc = nullptr;
+  hl::hipblasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  hl::hipblasLtMatmulPreference_t pref = nullptr;
+  ~HipDescs() {
+    if (pref) api.hipblasLtMatmulPreferenceDestroy(pref);
+    if (d) api.hipblasLtMatrixLayoutDestroy(d);
+    if (b) api.hipblasLtMatrixLayoutDestroy(b);
+    if (a) api.hipblasLtMatrixLayoutDestroy(a);
+    if (desc) api.hipblasLtMatmulDescDestroy(desc);
+  }
+};
+
+void hipGemm(HipRuntime& rt, const Problem& p, hl::hipDataType abType) {
+  std::lock_guard<std::mutex> lock(rt.extensionMutex());
+  rt.makeCurrent();
+  auto& slot = rt.extension();
+  auto* st = dynamic_cast<HipLtState*>(slot.get());
+  if (!st) {
+    std::string lib;
+    const auto& api = hipBlasLt(&lib);
+    auto fresh = std::make_unique<HipLtState>(rt);
+    fresh->api = api;
+    fresh->lib = lib;
+    hipCheck(api.hipblasLtCreate(&fresh->handle), "hipblasLtCreate (" + lib + ")");
+    fresh->workspace = rt.allocateScratch(kWorkspaceBytes, "the hipBLASLt workspace");
+    fresh->workspaceBytes = kWorkspaceBytes;
+    st = fresh.get();
+    slot = std::move(fresh);
+  }
+  const auto& api = st->api;
+  const std::string tag = std::string(" (") + p.op + ", " + st->lib + ")";
+  HipDescs g{api};
+  hipCheck(api.hipblasLtMatmulDescCreate(&g.desc, hl::HIPBLAS_COMPUTE_32F, hl::HIP_R_32F), "hipblasLtMatmulDescCreate" + tag);
+  const hl::hipblasOperation_t opT = hl::HIPBLAS_OP_T, opN = hl::HIPBLAS_OP_N;
+  hipCheck(api.hipblasLtMatmulDescSetAttribute(g.desc, hl::HIPBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT), "hipblasLtMatmulDescSetAttribute(TRANSA)" + tag);
+  hipCheck(api.hipblasLtMatmulDescSetAttribute(g.desc, hl::HIPBLASLT_MATMUL_DESC_TRANSB, &opN, sizeof opN), "hipblasLtMatmulDescSetAttribute(TRANSB)" + tag);
+  if (p.scaleA) {
+    const hl::hipblasLtMatmulMatrixScale_t mode = hl::HIPBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+    for (auto attr : {hl::HIPBLASLT_MATMUL_DESC_A_SCALE_MODE, hl::HIPBLASLT_MATMUL_DESC_B_SCALE_MODE}) {
+      hl::hipblasStatus_t s = api.hipblasLtMatmulDescSetAttribute(g.desc, attr, &mode, sizeof mode);
+      if (s != hl::HIPBLAS_STATUS_SUCCESS) {
+        fail(ErrorKind::Unsupported, std::string("hipblasLtMatmulDescSetAttribute(") + (attr == hl::HIPBLASLT_MATMUL_DESC_A_SCALE_MODE ? "A" : "B") +
+                                         "_SCALE_MODE = OUTER_VEC_32F) failed" + tag + ": " + hipStatus(s) +
+                                         ": this hipBLASLt has no per-token x per-channel scale mode (hipBLASLt 1.x of ROCm 7 has it); use the exact GEMM");
+      }
+    }
+    const void* sa = p.scaleA;
+    const void* sb = p.scaleB;
+    hipCheck(api.hipblasLtMatmulDescSetAttribute(g.desc, hl::HIPBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa), "hipblasLtMatmulDescSetAttribute(A_SCALE_POINTER)" + tag);
+    hipCheck(api.hipblasLtMatmulDescSetAttribute(g.desc, hl::HIPBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb), "hipblasLtMatmulDescSetAttribute(B_SCALE_POINTER)" + tag);
+  }
+  hipCheck(api.hipblasLtMatrixLayoutCreate(&g.a, abType, p.k, p.m, p.k), "hipblasLtMatrixLayoutCreate(A)" + tag);
+  hipCheck(api.hipblasLtMatrixLayoutCreate(&g.b, abType, p.k, p.n, p.k), "hipblasLtMatrixLayoutCreate(B)" + tag);
+  hipCheck(api.hipblasLtMatrixLayoutCreate(&g.d, hl::HIP_R_16BF, p.m, p.n, p.m), "hipblasLtMatrixLayoutCreate(D)" + tag);
+  hipCheck(api.hipblasLtMatmulPreferenceCreate(&g.pref), "hipblasLtMatmulPreferenceCreate" + tag);
+  const uint64_t ws = st->workspaceBytes;
+  hipCheck(api.hipblasLtMatmulPreferenceSetAttribute(g.pref, hl::HIPBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
+           "hipblasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)" + tag);
+  hl::hipblasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  hipCheck(api.hipblasLtMatmulAlgoGetHeuristic(st->handle, g.desc, g.a, g.b, g.d, g.d, g.pref, 1, &result, &found), "hipblasLtMatmulAlgoGetHeuristic" + tag);
+  if (found < 1 || result.state != hl::HIPBLAS_STATUS_SUCCESS) {
+    fail(ErrorKind::Unsupported, "hipblasLtMatmulAlgoGetHeuristic found no algorithm" + tag + " for " + shapeText(p) +
+                                     (found >= 1 ? ": " + hipStatus(result.state) : ""));
+  }
+  if (result.workspaceSize > st->workspaceBytes) {
+    fail(ErrorKind::Runtime, "hipblasLtMatmulAlgoGetHeuristic chose an algorithm needing " + std::to_string(result.workspaceSize) + " workspace bytes" + tag +
+                                 ", more than the " + std::to_string(st->workspaceBytes) + " allowed");
+  }
+  const float alpha = 1.0f, beta = 0.0f;
+  hipCheck(api.hipblasLtMatmul(st->handle, g.desc, &alpha, p.a, g.a, p.b, g.b, &beta, p.d, g.d, p.d, g.d, &result.algo, st->workspace, st->workspaceBytes,
+                               rt.stream()),
+           "hipblasLtMatmul" + tag + " for " + shapeText(p));
+}
+
+// ---------------------------------------------------------------------------------------------
+// cuBLASLt
+
+namespace cl = cublaslt;
+
+Loaded cudaLib;
+
+const cl::CuBlasLtApi& cuBlasLt(std::string* name) {
+  static std::mutex mutex;
+  static cl::CuBlasLtApi api;
+  static bool bound = false;
+  void* lib = openVendor(cudaLib, "HCSP_CUBLASLT_LIB", {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}, "cuBLASLt");
+  std::lock_guard<std::mutex> lock(mutex);
+  *name = cudaLib.name;
+  if (bound) return api;
+  cl::CuBlasLtApi a;
+  needSymbol(lib, cudaLib.name, "cublasLtCreate", a.cublasLtCreate);
+  needSymbol(lib, cudaLib.name, "cublasLtDestroy", a.cublasLtDestroy);
+  needSymbol(lib, cudaLib.name, "cublasLtGetVersion", a.cublasLtGetVersion);
+  optionalSymbol(lib, "cublasLtGetStatusName", a.cublasLtGetStatusName);
+  optionalSymbol(lib, "cublasLtGetStatusString", a.cublasLtGetStatusString);
+  needSymbol(lib, cudaLib.name, "cublasLtMatmulDescCreate", a.cublasLtMatmulDescCreate);
+  needSymbol(lib, cudaLib.name, "cublasLtMatmulDescDestroy", a.cublasLtMatmulDescDestroy);
+  needSymbol(lib, cudaLib.name, "cublasLtMatmulDescSetAttribute", a.cublasLtMatmulDescSetAttribute);
+  needSymbol(lib, cudaLib.name, "cublasLtMatrixLayoutCreate", a.cublasLtMatrixLayoutCreate);
+  needSymbol(lib, cudaLib.name, "cublasLtMatrixLayoutDestroy", a.cublasLtMatrixLayoutDestroy);
+  needSymbol(lib, cudaLib.name, "cublasLtMatmulPreferenceCreate", a.cublasLtMatmulPreferenceCreate);
+  needSymbol(lib, cudaLib.name, "cublasLtMatmulPreferenceDestroy", a.cublasLtMatmulPreferenceDestroy);
+  needSymbol(lib, cudaLib.name, "cublasLtMatmulPreferenceSetAttribute", a.cublasLtMatmulPreferenceSetAttribute);
+  needSymbol(lib, cudaLib.name, "cublasLtMatmulAlgoGetHeuristic", a.cublasLtMatmulAlgoGetHeuristic);
+  needSymbol(lib, cudaLib.name, "cublasLtMatmul", a.cublasLtMatmul);
+  api = a;
+  bound = true;
+  return api;
+}
+
+std::string cuStatus(const cl::CuBlasLtApi& api, cl::cublasStatus_t s) {
+  const char* name = api.cublasLtGetStatusName ? api.cublasLtGetStatusName(s) : nullptr;
+  const char* text = api.cublasLtGetStatusString ? api.cublasLtGetStatusString(s) : nullptr;
+  std::string out = name && *name ? name : "cuBLASLt status";
+  if (text && *text) out += std::string(" ") + text;
+  return out + " (status " + std::to_string(s) + ")";
+}
+
+/** a device's cuBLASLt handle and workspace (destroyed with the device, before its stream) */
+struct CudaLtState : CudaRuntime::Extension {
+  CudaRuntime& rt;
+  cl::CuBlasLtApi api;
+  std::string lib;
+  cl::cublasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  size_t workspaceBytes = 0;
+  explicit CudaLtState(CudaRuntime& r) : rt(r) {}
+  ~CudaLtState() override {
+    if (workspace) rt.releaseScratch(workspace, workspaceBytes);
+    if (handle) api.cublasLtDestroy(handle);
+  }
+};
+
+struct CudaDescs {
+  const cl::CuBlasLtApi& api;
+  cl::cublasLtMatmulDesc_t desc = nullptr;
+  cl::cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cl::cublasLtMatmulPreference_t pref = nullptr;
+  ~CudaDescs() {
+    if (pref) api.cublasLtMatmulPreferenceDestroy(pref);
+    if (d) api.cublasLtMatrixLayoutDestroy(d);
+    if (b) api.cublasLtMatrixLayoutDestroy(b);
+    if (a) api.cublasLtMatrixLayoutDestroy(a);
+    if (desc) api.cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+void cudaGemm(CudaRuntime& rt, const Problem& p, cl::cudaDataType abType) {
+  std::lock_guard<std::mutex> lock(rt.extensionMutex());
+  rt.makeCurrent();
+  auto& slot = rt.extension();
+  auto* st = dynamic_cast<CudaLtState*>(slot.get());
+  if (!st) {
+    std::string lib;
+    const auto& api = cuBlasLt(&lib);
+    auto fresh = std::make_unique<CudaLtState>(rt);
+    fresh->api = api;
+    fresh->lib = lib;
+    if (cl::cublasStatus_t s = api.cublasLtCreate(&fresh->handle)) fail(ErrorKind::Runtime, "cublasLtCreate (" + lib + ") failed: " + cuStatus(api, s));
+    fresh->workspace = rt.allocateScratch(kWorkspaceBytes, "the cuBLASLt workspace");
+    fresh->workspaceBytes = kWorkspaceBytes;
+    st = fresh.get();
+    slot = std::move(fresh);
+  }
+  const auto& api = st->api;
+  const std::string tag = std::string(" (") + p.op + ", " + st->lib + " version " + std::to_string(api.cublasLtGetVersion()) + ")";
+  auto check = [&](cl::cublasStatus_t s, const std::string& call) {
+    if (s != cl::CUBLAS_STATUS_SUCCESS) fail(ErrorKind::Runtime, call + " failed" + tag + ": " + cuStatus(api, s));
+  };
+  CudaDescs g{api};
+  check(api.cublasLtMatmulDescCreate(&g.desc, cl::CUBLAS_COMPUTE_32F, cl::CUDA_R_32F), "cublasLtMatmulDescCreate");
+  const cl::cublasOperation_t opT = cl::CUBLAS_OP_T, opN = cl::CUBLAS_OP_N;
+  check(api.cublasLtMatmulDescSetAttribute(g.desc, cl::CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT), "cublasLtMatmulDescSetAttribute(TRANSA)");
+  check(api.cublasLtMatmulDescSetAttribute(g.desc, cl::CUBLASLT_MATMUL_DESC_TRANSB, &opN, sizeof opN), "cublasLtMatmulDescSetAttribute(TRANSB)");
+  if (p.scaleA) {
+    const cl::cublasLtMatmulMatrixScale_t mode = cl::CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+    for (auto attr : {cl::CUBLASLT_MATMUL_DESC_A_SCALE_MODE, cl::CUBLASLT_MATMUL_DESC_B_SCALE_MODE}) {
+      cl::cublasStatus_t s = api.cublasLtMatmulDescSetAttribute(g.desc, attr, &mode, sizeof mode);
+      if (s != cl::CUBLAS_STATUS_SUCCESS) {
+        fail(ErrorKind::Unsupported, std::string("cublasLtMatmulDescSetAttribute(") + (attr == cl::CUBLASLT_MATMUL_DESC_A_SCALE_MODE ? "A" : "B") +
+                                         "_SCALE_MODE = OUTER_VEC_32F) failed" + tag + ": " + cuStatus(api, s) +
+                                         ": this cuBLASLt has no per-token x per-channel scale mode; use the exact GEMM");
+      }
+    }
+    const void* sa = p.scaleA;
+    const void* sb = p.scaleB;
+    check(api.cublasLtMatmulDescSetAttribute(g.desc, cl::CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa), "cublasLtMatmulDescSetAttribute(A_SCALE_POINTER)");
+    check(api.cublasLtMatmulDescSetAttribute(g.desc, cl::CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb), "cublasLtMatmulDescSetAttribute(B_SCALE_POINTER)");
+  }
+  check(api.cublasLtMatrixLayoutCreate(&g.a, abType, p.k, p.m, p.k), "cublasLtMatrixLayoutCreate(A)");
+  check(api.cublasLtMatrixLayoutCreate(&g.b, abType, p.k, p.n, p.k), "cublasLtMatrixLayoutCreate(B)");
+  check(api.cublasLtMatrixLayoutCreate(&g.d, cl::CUDA_R_16BF, p.m, p.n, p.m), "cublasLtMatrixLayoutCreate(D)");
+  check(api.cublasLtMatmulPreferenceCreate(&g.pref), "cublasLtMatmulPreferenceCreate");
+  const uint64_t ws = st->workspaceBytes;
+  check(api.cublasLtMatmulPreferenceSetAttribute(g.pref, cl::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
+        "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)");
+  cl::cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  cl::cublasStatus_t hs = api.cublasLtMatmulAlgoGetHeuristic(st->handle, g.desc, g.a, g.b, g.d, g.d, g.pref, 1, &result, &found);
+  if (hs == cl::CUBLAS_STATUS_NOT_SUPPORTED || (hs == cl::CUBLAS_STATUS_SUCCESS && (found < 1 || result.state != cl::CUBLAS_STATUS_SUCCESS))) {
+    fail(ErrorKind::Unsupported, "cublasLtMatmulAlgoGetHeuristic found no algorithm" + tag + " for " + shapeText(p) +
+                                     (hs != cl::CUBLAS_STATUS_SUCCESS ? ": " + cuStatus(api, hs) : found >= 1 ? ": " + cuStatus(api, result.state) : ""));
+  }
+  check(hs, "cublasLtMatmulAlgoGetHeuristic");
+  if (result.workspaceSize > st->workspaceBytes) {
+    fail(ErrorKind::Runtime, "cublasLtMatmulAlgoGetHeuristic chose an algorithm needing " + std::to_string(result.workspaceSize) + " workspace bytes" + tag +
+                                 ", more than the " + std::to_string(st->workspaceBytes) + " allowed");
+  }
+  const float alpha = 1.0f, beta = 0.0f;
+  check(api.cublasLtMatmul(st->handle, g.desc, &alpha, p.a, g.a, p.b, g.b, &beta, p.d, g.d, p.d, g.d, &result.algo, st->workspace, st->workspaceBytes,
+                           rt.stream()),
+        "cublasLtMatmul for " + shapeText(p));
+}
+
+[[noreturn]] void notAGpu(const char* fn, const GpuRuntime& rt) {
+  fail(ErrorKind::Unsupported, std::string(fn) + ": the vendor GEMM runs on the hip and cuda devices, not on the " + rt.kind() + " device");
+}
+
+}  // namespace
+
+void vendorLinearBf16(GpuRuntime& rt, const uint16_t* x, int64_t rows, int64_t inF, const uint16_t* w, int64_t outF, uint16_t* y) {
+  // an empty k leaves y as allocated: zero
+  if (rows <= 0 || outF <= 0 || inF <= 0) return;
+  Problem p{"linear", outF, rows, inF, w, x, y};
+  if (auto* h = dynamic_cast<HipRuntime*>(&rt)) return hipGemm(*h, p, hipblaslt::HIP_R_16BF);
+  if (auto* c = dynamic_cast<CudaRuntime*>(&rt)) return cudaGemm(*c, p, cublaslt::CUDA_R_16BF);
+  notAGpu("vendorLinearBf16", rt);
+}
+
+void vendorFp8LinearPtpc(GpuRuntime& rt, const uint8_t* q, const float* sx, int64_t rows, int64_t inF, const uint8_t* qW, const float* sw, int64_t outF, bool fnuz,
+                         uint16_t* y) {
+  if (rows <= 0 || outF <= 0 || inF <= 0) return;
+  Problem p{"fp8LinearPtpc", outF, rows, inF, qW, q, y, sw, sx};
+  if (auto* h = dynamic_cast<HipRuntime*>(&rt)) return hipGemm(*h, p, fnuz ? hipblaslt::HIP_R_8F_E4M3_FNUZ : hipblaslt::HIP_R_8F_E4M3);
+  if (auto* c = dynamic_cast<CudaRuntime*>(&rt)) {
+    if (fnuz) fail(ErrorKind::Unsupported, "vendorFp8LinearPtpc: cuBLASLt has no e4m3fnuz type (the gfx94x encoding); the cuda device takes e4m3fn");
+    return cudaGemm(*c, p, cublaslt::CUDA_R_8F_E4M3);
+  }
+  notAGpu("vendorFp8LinearPtpc", rt);
+}
+
+}  // namespace hcsp::gpu

@@ -1,0 +1,107 @@
+// The NVIDIA GPU device over the CUDA driver API: libcuda.so.1 loaded at run time (cuda_abi.h
+// declares what is called), the device's primary context, memory through cuMemAlloc counted and
+// limited by the Memory base, kernels launched by name from the cubins built by
+// native/scripts/build-gpu-kernels.sh (<codeObjects>/sm_<major><minor>/*.cubin, all loaded when
+// the device opens), one stream per device. Every CUDA error raises hcsp::Error(ErrorKind::Runtime,
+// "<call> failed: <cuGetErrorString> (code N)"), naming the kernel for launches; cuMemAlloc's
+// out-of-memory is ErrorKind::OutOfMemory.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cuda_abi.h"
+#include "gpu_runtime.h"
+#include "open_runtime.h"
+
+namespace hcsp::gpu {
+
+/**
+ * dlopen of the CUDA driver: HCSP_CUDA_LIB when set, else libcuda.so.1, libcuda.so.
+ * Returns the handle and sets *name, or returns nullptr with *tried listing what was tried.
+ */
+void* openCudaLibrary(std::string* name, std::string* tried);
+
+std::shared_ptr<GpuRuntime> openCudaRuntime(const OpenOptions& options);
+
+class CudaRuntime : public GpuRuntime {
+ public:
+  /** state another part of the addon keeps per device (blaslt.cc's handle and workspace), destroyed before the device */
+  struct Extension {
+    virtual ~Extension() = default;
+  };
+
+  CudaRuntime(void* library, std::string libraryName, const cuda::CudaApi& api, const OpenOptions& options);
+  ~CudaRuntime() override;
+
+  std::string name() const override { return "cuda:" + std::to_string(ordinal_); }
+  bool hostVisible() const override { return false; }
+  std::string kind() const override { return "cuda"; }
+  std::string describe() const override { return describe_; }
+  std::string arch() const override { return arch_; }
+
+  void copyIn(void* dst, const void* src, size_t bytes) override;
+  void copyOut(void* dst, const void* src, size_t bytes) override;
+  void fillZero(void* dst, size_t bytes) override;
+  void launchByName(const char* name, int64_t threads, void** args) override;
+  void runEmulated(const std::function<void()>& body) override;
+  void synchronize() override;
+
+  // for the vendor libraries (blaslt.cc)
+  const cuda::CudaApi& api() const { return api_; }
+  cuda::CUstream stream() const { return stream_; }
+  cuda::CUcontext context() const { return context_; }
+  int ordinal() const { return ordinal_; }
+  /** compute capability major * 10 + minor (90 for sm_90) */
+  int computeCapability() const { return cc_; }
+  /** makes this device's primary context the calling thread's current one (cuCtxSetCurrent, once per thread) */
+  void makeCurrent();
+  /** raises a failed driver call as the module's errors do: "<call> failed: <text> (code N)" */
+  [[noreturn]] void raise(const char* call, cuda::CUresult err, const std::string& context = "") const;
+  std::string errorText(cuda::CUresult err) const;
+  /** device memory outside tensors (workspaces), counted against the limit as `what` */
+  void* allocateScratch(size_t bytes, const std::string& what);
+  void releaseScratch(void* p, size_t bytes);
+  std::mutex& extensionMutex() { return extensionMutex_; }
+  std::unique_ptr<Extension>& extension() { return extension_; }
+
+ protected:
+  void* rawAllocate(size_t bytes) override;
+  void rawRelease(void* p) override;
+
+ private:
+  struct CodeObject {
+    std::string file;
+    std::vector<char> image;
+    cuda::CUmodule module = nullptr;
+  };
+  cuda::CUfunction function(const char* name);
+  void loadCodeObjects(const std::string& folder);
+
+  void* library_;
+  std::string libraryName_;
+  cuda::CudaApi api_;
+  int ordinal_;
+  cuda::CUdevice device_ = 0;
+  cuda::CUcontext context_ = nullptr;
+  uint64_t id_;
+  int cc_ = 0;
+  std::string arch_;
+  std::string describe_;
+  int multiprocessors_ = 1;
+  cuda::CUstream stream_ = nullptr;
+  std::string folder_;
+  std::vector<CodeObject> objects_;
+  std::mutex functionsMutex_;
+  std::unordered_map<std::string, cuda::CUfunction> functions_;
+  std::mutex releaseMutex_;
+  std::string releaseError_;
+  std::mutex extensionMutex_;
+  std::unique_ptr<Extension> extension_;
+};
+
+}  // namespace hcsp::gpu

@@ -1,0 +1,299 @@
+#include "hip_runtime.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include "../host/errors.h"
+
+namespace hcsp::gpu {
+
+using namespace hip;
+
+namespace {
+
+/** kernels' block: 256 threads = 4 wavefronts of 64 (vendor.h: amdgpu_flat_work_group_size(1, 256)) */
+constexpr unsigned kBlock = 256;
+/** blocks per compute unit at most: grid-stride kernels cover the rest */
+constexpr int64_t kBlocksPerCu = 32;
+
+std::atomic<uint64_t> nextRuntimeId{1};
+/** the HipRuntime whose device this thread has set current (hipSetDevice is per thread) */
+thread_local uint64_t tlsCurrent = 0;
+
+std::string gib(size_t bytes) {
+  std::ostringstream s;
+  s.precision(1);
+  s << std::fixed << static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0) << " GiB";
+  return s.str();
+}
+
+template <class F>
+void bindSymbol(void* lib, const std::string& libName, const char* symbol, F& fn) {
+  fn = reinterpret_cast<F>(dlsym(lib, symbol));
+  if (!fn) fail(ErrorKind::Unsupported, "the HIP runtime " + libName + " has no " + symbol + " (not a HIP runtime library?)");
+}
+
+}  // namespace
+
+void* openHipLibrary(std::string* name, std::string* tried) {
+  std::vector<std::string> names = {"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"};
+  const char* override = std::getenv("HCSP_HIP_LIB");
+  if (override && *override) names = {override};
+  tried->clear();
+  for (const auto& n : names) {
+    if (void* h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      *name = n;
+      return h;
+    }
+    *tried += (tried->empty() ? "" : ", ") + n;
+  }
+  return nullptr;
+}
+
+std::string HipRuntime::errorText(hipError_t err) const {
+  const char* s = api_.hipGetErrorString ? api_.hipGetErrorString(err) : nullptr;
+  return std::string(s && *s ? s : "unknown HIP error") + " (code " + std::to_string(err) + ")";
+}
+
+void HipRuntime::raise(const char* call, hipError_t err, const std::string& context) const {
+  fail(ErrorKind::Runtime, std::string(call) + " failed" + (context.empty() ? "" : " " + context) + ": " + errorText(err));
+}
+
+HipRuntime::HipRuntime(void* library, std::string libraryName, const HipApi& api, const OpenOptions& options)
+    : library_(library), libraryName_(std::move(libraryName)), api_(api), device_(options.device), id_(nextRuntimeId++) {
+  int count = 0;
+  if (hipError_t e = api_.hipGetDeviceCount(&count)) raise("hipGetDeviceCount", e);
+  if (options.device < 0 || options.device >= count) {
+    fail(ErrorKind::Attr, "hip device " + std::to_string(options.device) + " does not exist: " + libraryName_ + " sees " + std::to_string(count) + " GPU" +
+                              (count == 1 ? "" : "s"));
+  }
+  makeCurrent();
+
+  char devName[256] = {0};
+  if (hipError_t e = api_.hipDeviceGetName(devName, sizeof devName - 1, device_)) raise("hipDeviceGetName", e);
+  PropsBuffer props;
+  std::memset(&props, 0, sizeof props);
+  const char* propsCall = api_.propsR0600 ? "hipGetDevicePropertiesR0600" : "hipGetDeviceProperties";
+  if (hipError_t e = api_.hipGetDeviceProperties(&props, device_)) raise(propsCall, e);
+  char archName[257] = {0};
+  std::memcpy(archName, api_.propsR0600 ? props.r0600.gcnArchName : props.r0000.gcnArchName, 256);
+  // "gfx942:sramecc+:xnack-": the code-object folder is the processor, the features follow ':'
+  std::string full(archName);
+  arch_ = full.substr(0, full.find(':'));
+  if (arch_.rfind("gfx", 0) != 0 || arch_.size() < 4) {
+    fail(ErrorKind::Runtime, std::string(propsCall) + " (" + libraryName_ + ") gave the architecture name '" + full + "', not a gfx target");
+  }
+  int cus = 0, warp = 0;
+  if (hipError_t e = api_.hipDeviceGetAttribute(&cus, hipDeviceAttributeMultiprocessorCount, device_)) raise("hipDeviceGetAttribute(MultiprocessorCount)", e);
+  if (hipError_t e = api_.hipDeviceGetAttribute(&warp, hipDeviceAttributeWarpSize, device_)) raise("hipDeviceGetAttribute(WarpSize)", e);
+  computeUnits_ = cus > 0 ? cus : 1;
+  size_t freeBytes = 0, totalBytes = 0;
+  if (hipError_t e = api_.hipMemGetInfo(&freeBytes, &totalBytes)) raise("hipMemGetInfo", e);
+  describe_ = std::string(devName[0] ? devName : "AMD GPU") + " (" + full + ", " + std::to_string(cus) + " CUs, wavefront " + std::to_string(warp) + ", " +
+              gib(totalBytes) + ", " + libraryName_ + ")";
+
+  if (hipError_t e = api_.hipStreamCreate(&stream_)) raise("hipStreamCreate", e);
+  try {
+    loadCodeObjects(options.codeObjects);
+  } catch (...) {
+    for (auto& o : objects_) {
+      if (o.module) api_.hipModuleUnload(o.module);
+    }
+    api_.hipStreamDestroy(stream_);
+    throw;
+  }
+}
+
+HipRuntime::~HipRuntime() {
+  try {
+    makeCurrent();
+  } catch (...) {
+  }
+  {
+    std::lock_guard<std::mutex> lock(extensionMutex_);
+    extension_.reset();
+  }
+  if (stream_) api_.hipStreamSynchronize(stream_);
+  for (auto& o : objects_) {
+    if (o.module) api_.hipModuleUnload(o.module);
+  }
+  if (stream_) api_.hipStreamDestroy(stream_);
+  // the library stays loaded: a GPU runtime is not unloaded once initialised
+}
+
+void HipRuntime::loadCodeObjects(const std::string& root) {
+  namespace fs = std::filesystem;
+  folder_ = (fs::path(root) / arch_).string();
+  std::vector<fs::path> files;
+  std::error_code ec;
+  if (fs::is_directory(folder_, ec)) {
+    for (const auto& entry : fs::directory_iterator(folder_, ec)) {
+      if (entry.is_regular_file(ec) && entry.path().extension() == ".hsaco") files.push_back(entry.path());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  if (files.empty()) {
+    fail(ErrorKind::Unsupported, "no HIP code objects for " + arch_ + " in " + folder_ + " (build them with native/scripts/build-gpu-kernels.sh " + arch_ + ")");
+  }
+  for (const auto& f : files) {
+    CodeObject o;
+    o.file = f.filename().string();
+    std::ifstream in(f, std::ios::binary);
+    o.image.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (!in.good() && !in.eof()) fail(ErrorKind::Runtime, "cannot read the code object " + f.string());
+    if (o.image.empty()) fail(ErrorKind::Runtime, "the code object " + f.string() + " is empty");
+    // the image stays alive with the module (hipModuleLoadData may keep referring to it)
+    if (hipError_t e = api_.hipModuleLoadData(&o.module, o.image.data())) raise("hipModuleLoadData", e, "for " + f.string());
+    objects_.push_back(std::move(o));
+  }
+}
+
+void HipRuntime::makeCurrent() {
+  if (tlsCurrent == id_) return;
+  if (hipError_t e = api_.hipSetDevice(device_)) raise("hipSetDevice", e, "(device " + std::to_string(device_) + ")");
+  tlsCurrent = id_;
+}
+
+hipFunction_t HipRuntime::function(const char* name) {
+  std::lock_guard<std::mutex> lock(functionsMutex_);
+  auto it = functions_.find(name);
+  if (it != functions_.end()) return it->second;
+  for (const auto& o : objects_) {
+    hipFunction_t f = nullptr;
+    hipError_t e = api_.hipModuleGetFunction(&f, o.module, name);
+    if (e == hipSuccess && f) {
+      functions_.emplace(name, f);
+      return f;
+    }
+    if (e != hipSuccess && e != hipErrorNotFound) raise("hipModuleGetFunction", e, std::string("for kernel ") + name + " in " + o.file);
+  }
+  std::string files;
+  for (const auto& o : objects_) files += (files.empty() ? "" : ", ") + o.file;
+  fail(ErrorKind::Runtime, std::string("kernel ") + name + " is in none of the code objects in " + folder_ + " (" + files +
+                               "): rebuild them with native/scripts/build-gpu-kernels.sh " + arch_);
+}
+
+void HipRuntime::launchByName(const char* name, int64_t threads, void** args) {
+  if (threads <= 0) return;
+  makeCurrent();
+  hipFunction_t f = function(name);
+  const int64_t maxBlocks = static_cast<int64_t>(computeUnits_) * kBlocksPerCu;
+  const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>((threads + kBlock - 1) / kBlock, maxBlocks));
+  hipError_t e = api_.hipModuleLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, kBlock, 1, 1, 0, stream_, args, nullptr);
+  if (e != hipSuccess) raise("hipModuleLaunchKernel", e, std::string("for kernel ") + name);
+}
+
+void HipRuntime::runEmulated(const std::function<void()>&) { fail(ErrorKind::Runtime, "the hip device runs kernels by name, not emulated"); }
+
+void HipRuntime::synchronize() {
+  makeCurrent();
+  if (hipError_t e = api_.hipStreamSynchronize(stream_)) raise("hipStreamSynchronize", e);
+  std::string deferred;
+  {
+    std::lock_guard<std::mutex> lock(releaseMutex_);
+    deferred.swap(releaseError_);
+  }
+  if (!deferred.empty()) fail(ErrorKind::Runtime, deferred);
+}
+
+void HipRuntime::copyIn(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  makeCurrent();
+  // hipMemcpy runs on the null stream, which waits for this (blocking) stream's work first
+  if (hipError_t e = api_.hipMemcpy(dst, src, bytes, hipMemcpyHostToDevice)) raise("hipMemcpy", e, "(host to device, " + std::to_string(bytes) + " bytes)");
+}
+
+void HipRuntime::copyOut(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  makeCurrent();
+  // the kernels' errors surface here, named as the stream's, before the copy reads their output
+  if (hipError_t e = api_.hipStreamSynchronize(stream_)) raise("hipStreamSynchronize", e);
+  if (hipError_t e = api_.hipMemcpy(dst, src, bytes, hipMemcpyDeviceToHost)) raise("hipMemcpy", e, "(device to host, " + std::to_string(bytes) + " bytes)");
+}
+
+void HipRuntime::fillZero(void* dst, size_t bytes) {
+  if (bytes == 0) return;
+  makeCurrent();
+  if (hipError_t e = api_.hipMemset(dst, 0, bytes)) raise("hipMemset", e, "(" + std::to_string(bytes) + " bytes)");
+}
+
+void* HipRuntime::rawAllocate(size_t bytes) {
+  makeCurrent();
+  void* p = nullptr;
+  hipError_t e = api_.hipMalloc(&p, bytes);
+  if (e == hipErrorOutOfMemory) {
+    fail(ErrorKind::OutOfMemory, name() + " device out of memory: hipMalloc of " + std::to_string(bytes) + " bytes failed: " + errorText(e));
+  }
+  if (e != hipSuccess) raise("hipMalloc", e, "(" + std::to_string(bytes) + " bytes)");
+  if (!p) fail(ErrorKind::Runtime, "hipMalloc of " + std::to_string(bytes) + " bytes returned no memory");
+  return p;
+}
+
+void HipRuntime::rawRelease(void* p) {
+  hipError_t e = hipSuccess;
+  try {
+    makeCurrent();
+    e = api_.hipFree(p);
+  } catch (const std::exception& ex) {
+    std::lock_guard<std::mutex> lock(releaseMutex_);
+    if (releaseError_.empty()) releaseError_ = ex.what();
+    return;
+  }
+  if (e != hipSuccess) {
+    std::lock_guard<std::mutex> lock(releaseMutex_);
+    if (releaseError_.empty()) releaseError_ = "hipFree failed: " + errorText(e);
+  }
+}
+
+void* HipRuntime::allocateScratch(size_t bytes, const std::string& what) {
+  reserve(static_cast<int64_t>(bytes), what);
+  try {
+    return rawAllocate(bytes);
+  } catch (...) {
+    unreserve(static_cast<int64_t>(bytes));
+    throw;
+  }
+}
+
+void HipRuntime::releaseScratch(void* p, size_t bytes) {
+  if (p) rawRelease(p);
+  unreserve(static_cast<int64_t>(bytes));
+}
+
+std::shared_ptr<GpuRuntime> openHipRuntime(const OpenOptions& options) {
+  std::string name, tried;
+  void* lib = openHipLibrary(&name, &tried);
+  if (!lib) fail(ErrorKind::Unsupported, "no HIP runtime found: tried " + tried + " (set HCSP_HIP_LIB to the library's path)");
+  HipApi api;
+  bindSymbol(lib, name, "hipGetDeviceCount", api.hipGetDeviceCount);
+  bindSymbol(lib, name, "hipSetDevice", api.hipSetDevice);
+  bindSymbol(lib, name, "hipDeviceGetAttribute", api.hipDeviceGetAttribute);
+  bindSymbol(lib, name, "hipDeviceGetName", api.hipDeviceGetName);
+  // ROCm 6+: the versioned entry point of the R0600 layout; ROCm 5: the only one, R0000 layout
+  api.hipGetDeviceProperties = reinterpret_cast<hipGetDeviceProperties_t>(dlsym(lib, "hipGetDevicePropertiesR0600"));
+  api.propsR0600 = api.hipGetDeviceProperties != nullptr;
+  if (!api.propsR0600) bindSymbol(lib, name, "hipGetDeviceProperties", api.hipGetDeviceProperties);
+  bindSymbol(lib, name, "hipMalloc", api.hipMalloc);
+  bindSymbol(lib, name, "hipFree", api.hipFree);
+  bindSymbol(lib, name, "hipMemcpy", api.hipMemcpy);
+  bindSymbol(lib, name, "hipMemset", api.hipMemset);
+  bindSymbol(lib, name, "hipMemGetInfo", api.hipMemGetInfo);
+  bindSymbol(lib, name, "hipStreamCreate", api.hipStreamCreate);
+  bindSymbol(lib, name, "hipStreamDestroy", api.hipStreamDestroy);
+  bindSymbol(lib, name, "hipStreamSynchronize", api.hipStreamSynchronize);
+  bindSymbol(lib, name, "hipModuleLoadData", api.hipModuleLoadData);
+  bindSymbol(lib, name, "hipModuleUnload", api.hipModuleUnload);
+  bindSymbol(lib, name, "hipModuleGetFunction", api.hipModuleGetFunction);
+  bindSymbol(lib, name, "hipModuleLaunchKernel", api.hipModuleLaunchKernel);
+  bindSymbol(lib, name, "hipGetErrorString", api.hipGetErrorString);
+  return std::make_shared<HipRuntime>(lib, name, api, options);
+}
+
+}  // namespace hcsp::gpu

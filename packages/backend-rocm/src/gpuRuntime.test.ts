@@ -1,0 +1,674 @@
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type GpuDevice, loadNativeAddon, type NativeTensor } from './nativeAddon.ts';
+import { GpuRuntimeUnavailableError, NativeError, NativeOutOfMemoryError, NativeUnsupportedError, native } from './nativeErrors.ts';
+import { createRocmBackend } from './rocmBackend.ts';
+
+// The host side of the hip and cuda devices (native/src/gpu/hip_runtime.cc, cuda_runtime.cc,
+// blaslt.cc) without a GPU: the runtime probes' messages, and the devices opened over small fake
+// vendor libraries compiled here (a libamdhip64, a libcuda, a hipBLASLt and a cuBLASLt whose
+// "device" memory is host memory, whose "code objects" are text files listing kernel names, and
+// whose launches and GEMMs compute on the host). They check what this machine can check: the
+// symbols bound, device discovery, code-object loading and kernel lookup by name, grids, the
+// kernel arguments as passed, memory through the Memory base (counts, limits, out of memory),
+// every error naming its call, and the vendor GEMMs' descriptors (the column-major mapping of
+// y = x w^T, types, transposes, the outer-vector scales), computed by the fake in BLAS semantics
+// and compared with the host device. What only a GPU can check: the real libraries' ABI values
+// and layouts (taken from the vendors' headers, cited in the ABI headers), the real kernels.
+
+const addon = loadNativeAddon();
+
+const COMMON = String.raw`
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+static void note(const char* fmt, ...) {
+  const char* path = getenv("FAKE_GPU_LOG");
+  if (!path || !*path) return;
+  FILE* f = fopen(path, "a");
+  if (!f) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(f, fmt, ap);
+  va_end(ap);
+  fputc('\n', f);
+  fclose(f);
+}
+static int envInt(const char* name, int dflt) { const char* v = getenv(name); return v && *v ? atoi(v) : dflt; }
+static int tooBig(size_t n) { const char* lim = getenv("FAKE_GPU_MEMORY"); return lim && *lim && n > strtoull(lim, 0, 10); }
+static float b2f(uint16_t b) { uint32_t u = (uint32_t)b << 16; float f; memcpy(&f, &u, 4); return f; }
+static uint16_t f2b(float f) {
+  uint32_t u; memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+/* a fake code object: "FAKE name name ...", NUL-terminated */
+static int hasKernel(const char* image, const char* name) {
+  size_t n = strlen(name);
+  for (const char* p = strstr(image, name); p; p = strstr(p + 1, name)) {
+    if (p[-1] == ' ' && (p[n] == ' ' || p[n] == '\n' || p[n] == 0)) return 1;
+  }
+  return 0;
+}
+/* the one kernel the fakes run: hcsp_add_bf16(const uint16_t* a, const uint16_t* b, uint16_t* y, int64_t n) */
+static void runKernel(const char* name, void** params) {
+  if (strcmp(name, "hcsp_add_bf16") != 0) return;
+  const uint16_t* a = *(const uint16_t* const*)params[0];
+  const uint16_t* b = *(const uint16_t* const*)params[1];
+  uint16_t* y = *(uint16_t* const*)params[2];
+  int64_t n = *(const int64_t*)params[3];
+  for (int64_t i = 0; i < n; i++) y[i] = f2b(b2f(a[i]) + b2f(b[i]));
+}
+static const char* errText(int e) {
+  switch (e) {
+    case 2: return "out of memory";
+    case 98: return "invalid device function";
+    case 100: return "no CUDA-capable device is detected";
+    case 200: return "device kernel image is invalid";
+    case 500: return "named symbol not found";
+    default: return "fake error";
+  }
+}
+`;
+
+const FAKE_HIP = String.raw`
+int hipGetDeviceCount(int* c) { *c = envInt("FAKE_GPU_COUNT", 1); return envInt("FAKE_COUNT_ERROR", 0); }
+int hipSetDevice(int d) { note("hipSetDevice %d", d); return 0; }
+int hipDeviceGetAttribute(int* v, int attr, int dev) {
+  if (attr == 63) { *v = 80; return 0; }
+  if (attr == 87) { *v = 64; return 0; }
+  return 1;
+}
+int hipDeviceGetName(char* n, int len, int dev) { snprintf(n, len, "Fake Instinct MI308X"); return 0; }
+/* ROCm 6+: writes the R0600 layout (1472 bytes, gcnArchName at 1160) */
+int hipGetDevicePropertiesR0600(void* p, int dev) {
+  const char* a = getenv("FAKE_GCN_ARCH");
+  memset(p, 0, 1472);
+  strcpy((char*)p, "Fake Instinct MI308X");
+  strcpy((char*)p + 1160, a && *a ? a : "gfx942:sramecc+:xnack-");
+  return 0;
+}
+int hipMalloc(void** p, size_t n) { if (tooBig(n)) return 2; *p = calloc(1, n); note("hipMalloc %zu", n); return *p ? 0 : 2; }
+int hipFree(void* p) { free(p); note("hipFree"); return 0; }
+int hipMemcpy(void* d, const void* s, size_t n, int kind) { memcpy(d, s, n); note("hipMemcpy %zu kind=%d", n, kind); return 0; }
+int hipMemset(void* d, int v, size_t n) { memset(d, v, n); note("hipMemset %zu", n); return 0; }
+int hipMemGetInfo(size_t* f, size_t* t) { *f = *t = (size_t)192 << 30; return 0; }
+int hipStreamCreate(void** s) { *s = malloc(8); note("hipStreamCreate"); return 0; }
+int hipStreamDestroy(void* s) { free(s); note("hipStreamDestroy"); return 0; }
+int hipStreamSynchronize(void* s) { return envInt("FAKE_SYNC_ERROR", 0); }
+int hipModuleLoadData(void** m, const void* image) {
+  if (strncmp((const char*)image, "FAKE ", 5) != 0) return 200;
+  *m = strdup((const char*)image);
+  note("hipModuleLoadData");
+  return 0;
+}
+int hipModuleUnload(void* m) { free(m); note("hipModuleUnload"); return 0; }
+int hipModuleGetFunction(void** f, void* m, const char* name) {
+  if (!hasKernel((const char*)m, name)) return 500;
+  *f = strdup(name);
+  return 0;
+}
+int hipModuleLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shm, void* stream,
+                          void** params, void** extra) {
+  int e = envInt("FAKE_LAUNCH_ERROR", 0);
+  note("launch %s grid=%u,%u,%u block=%u,%u,%u shared=%u extra=%p", (const char*)f, gx, gy, gz, bx, by, bz, shm, (void*)extra);
+  if (e) return e;
+  runKernel((const char*)f, params);
+  return 0;
+}
+const char* hipGetErrorString(int e) { return errText(e); }
+`;
+
+const FAKE_CUDA = String.raw`
+typedef unsigned long long dptr;
+int cuInit(unsigned flags) { return envInt("FAKE_INIT_ERROR", 0); }
+int cuDeviceGetCount(int* c) { *c = envInt("FAKE_GPU_COUNT", 1); return 0; }
+int cuDeviceGet(int* d, int ordinal) { *d = ordinal; return 0; }
+int cuDeviceGetName(char* n, int len, int dev) { snprintf(n, len, "Fake H200"); return 0; }
+int cuDeviceGetAttribute(int* v, int attr, int dev) {
+  switch (attr) {
+    case 75: *v = 9; return 0;
+    case 76: *v = 0; return 0;
+    case 16: *v = 132; return 0;
+    case 10: *v = 32; return 0;
+    default: return 1;
+  }
+}
+int cuDeviceTotalMem_v2(size_t* b, int dev) { *b = (size_t)141 << 30; return 0; }
+int cuDevicePrimaryCtxRetain(void** c, int dev) { *c = (void*)0x1234; note("cuDevicePrimaryCtxRetain %d", dev); return 0; }
+int cuDevicePrimaryCtxRelease_v2(int dev) { note("cuDevicePrimaryCtxRelease %d", dev); return 0; }
+int cuCtxSetCurrent(void* c) { note("cuCtxSetCurrent %p", c); return 0; }
+int cuMemAlloc_v2(dptr* p, size_t n) {
+  if (tooBig(n)) return 2;
+  void* q = calloc(1, n);
+  *p = (dptr)(uintptr_t)q;
+  note("cuMemAlloc %zu", n);
+  return q ? 0 : 2;
+}
+int cuMemFree_v2(dptr p) { free((void*)(uintptr_t)p); note("cuMemFree"); return 0; }
+int cuMemcpyHtoD_v2(dptr d, const void* s, size_t n) { memcpy((void*)(uintptr_t)d, s, n); return 0; }
+int cuMemcpyDtoH_v2(void* d, dptr s, size_t n) { memcpy(d, (const void*)(uintptr_t)s, n); return 0; }
+int cuMemsetD8_v2(dptr d, unsigned char v, size_t n) { memset((void*)(uintptr_t)d, v, n); return 0; }
+int cuStreamCreate(void** s, unsigned flags) { *s = malloc(8); note("cuStreamCreate flags=%u", flags); return 0; }
+int cuStreamDestroy_v2(void* s) { free(s); note("cuStreamDestroy"); return 0; }
+int cuStreamSynchronize(void* s) { return envInt("FAKE_SYNC_ERROR", 0); }
+int cuModuleLoadData(void** m, const void* image) {
+  if (strncmp((const char*)image, "FAKE ", 5) != 0) return 200;
+  *m = strdup((const char*)image);
+  return 0;
+}
+int cuModuleUnload(void* m) { free(m); return 0; }
+int cuModuleGetFunction(void** f, void* m, const char* name) {
+  if (!hasKernel((const char*)m, name)) return 500;
+  *f = strdup(name);
+  return 0;
+}
+int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shm, void* stream, void** params,
+                   void** extra) {
+  int e = envInt("FAKE_LAUNCH_ERROR", 0);
+  note("launch %s grid=%u,%u,%u block=%u,%u,%u shared=%u extra=%p", (const char*)f, gx, gy, gz, bx, by, bz, shm, (void*)extra);
+  if (e) return e;
+  runKernel((const char*)f, params);
+  return 0;
+}
+int cuGetErrorString(int e, const char** s) { *s = errText(e); return 0; }
+`;
+
+// One fake BLASLt, built twice: -DFAKE_HIP (hipBLASLt's names and values) or cuBLASLt's. Its
+// matmul is BLAS's D = op(A) op(B) on column-major layouts, k in order in fp32 (bf16 and fp8
+// products are exact), then D(i,j) *= scaleA[i], then *= scaleB[j] for the outer-vector mode.
+const FAKE_BLASLT = String.raw`
+#ifdef FAKE_HIP
+#define P(name) hipblasLt##name
+enum { OP_N = 111, OP_T = 112, A_TRANSA = 0, A_TRANSB = 1, A_ASCALE = 5, A_BSCALE = 6, A_AMODE = 31, A_BMODE = 32, INVALID = 3, E4M3FNUZ = 1000 };
+typedef struct { uint8_t data[16]; size_t maxWorkspace; } Algo;
+#else
+#define P(name) cublasLt##name
+enum { OP_N = 0, OP_T = 1, A_TRANSA = 3, A_TRANSB = 4, A_ASCALE = 17, A_BSCALE = 18, A_AMODE = 31, A_BMODE = 32, INVALID = 7, E4M3FNUZ = -1 };
+typedef struct { uint64_t data[8]; } Algo;
+size_t cublasLtGetVersion(void) { return 130101; }
+const char* cublasLtGetStatusName(int s) { return s == 7 ? "CUBLAS_STATUS_INVALID_VALUE" : "CUBLAS_STATUS_OTHER"; }
+const char* cublasLtGetStatusString(int s) { return "the fake refused it"; }
+#endif
+enum { BF16 = 14, E4M3 = 28, OUTER_VEC = 3 };
+typedef struct { Algo algo; size_t workspaceSize; int state; float waves; int reserved[4]; } Result;
+typedef struct { int compute, scaleType, transA, transB, modeA, modeB; const float* sa; const float* sb; } Desc;
+typedef struct { int type; uint64_t rows, cols; int64_t ld; } Layout;
+
+static float elem(const Layout* l, const void* p, int64_t i) {
+  if (l->type == BF16) return b2f(((const uint16_t*)p)[i]);
+  uint8_t v = ((const uint8_t*)p)[i];
+  int s = v >> 7, e = (v >> 3) & 15, m = v & 7;
+  float r;
+  if (l->type == E4M3FNUZ) {
+    if (v == 0x80) return NAN;
+    r = e ? ldexpf(1.0f + m / 8.0f, e - 8) : ldexpf(m / 8.0f, -7);
+  } else {
+    if (e == 15 && m == 7) return NAN;
+    r = e ? ldexpf(1.0f + m / 8.0f, e - 7) : ldexpf(m / 8.0f, -6);
+  }
+  return s ? -r : r;
+}
+
+int P(Create)(void** h) { *h = malloc(8); note("create"); return 0; }
+int P(Destroy)(void* h) { free(h); note("destroy"); return 0; }
+int P(MatmulDescCreate)(Desc** d, int compute, int scale) {
+  *d = (Desc*)calloc(1, sizeof(Desc));
+  (*d)->compute = compute;
+  (*d)->scaleType = scale;
+  (*d)->transA = (*d)->transB = OP_N;
+  note("desc compute=%d scale=%d", compute, scale);
+  return 0;
+}
+int P(MatmulDescDestroy)(Desc* d) { free(d); return 0; }
+int P(MatmulDescSetAttribute)(Desc* d, int attr, const void* buf, size_t n) {
+  if ((attr == A_TRANSA || attr == A_TRANSB || attr == A_AMODE || attr == A_BMODE) && n == 4) {
+    int v = *(const int*)buf;
+    if (attr == A_TRANSA) d->transA = v;
+    else if (attr == A_TRANSB) d->transB = v;
+    else if (envInt("FAKE_NO_SCALE_MODE", 0)) return INVALID;
+    else if (attr == A_AMODE) d->modeA = v;
+    else d->modeB = v;
+    note("attr %d = %d", attr, v);
+    return 0;
+  }
+  if ((attr == A_ASCALE || attr == A_BSCALE) && n == sizeof(void*)) {
+    if (attr == A_ASCALE) d->sa = *(const float* const*)buf;
+    else d->sb = *(const float* const*)buf;
+    note("attr %d = pointer", attr);
+    return 0;
+  }
+  note("attr %d refused (%zu bytes)", attr, n);
+  return INVALID;
+}
+int P(MatrixLayoutCreate)(Layout** l, int type, uint64_t rows, uint64_t cols, int64_t ld) {
+  *l = (Layout*)calloc(1, sizeof(Layout));
+  (*l)->type = type; (*l)->rows = rows; (*l)->cols = cols; (*l)->ld = ld;
+  note("layout type=%d rows=%llu cols=%llu ld=%lld", type, (unsigned long long)rows, (unsigned long long)cols, (long long)ld);
+  return 0;
+}
+int P(MatrixLayoutDestroy)(Layout* l) { free(l); return 0; }
+int P(MatmulPreferenceCreate)(void** p) { *p = calloc(1, 8); return 0; }
+int P(MatmulPreferenceDestroy)(void* p) { free(p); return 0; }
+int P(MatmulPreferenceSetAttribute)(void* p, int attr, const void* buf, size_t n) {
+  if (attr != 1 || n != 8) return INVALID;
+  note("workspace %llu", (unsigned long long)*(const uint64_t*)buf);
+  return 0;
+}
+int P(MatmulAlgoGetHeuristic)(void* h, Desc* d, Layout* a, Layout* b, Layout* c, Layout* dd, void* pref, int requested, Result* res, int* count) {
+  memset(res, 0, sizeof(Result));
+  res->algo.data[0] = 42;
+  *count = 1;
+  return 0;
+}
+int P(Matmul)(void* h, Desc* d, const void* alpha, const void* A, Layout* la, const void* B, Layout* lb, const void* beta, const void* C, Layout* lc,
+              void* D, Layout* ld, const Algo* algo, void* ws, size_t wsBytes, void* stream) {
+  if (*(const float*)alpha != 1.0f || *(const float*)beta != 0.0f || algo->data[0] != 42 || !ws || C != D || lc != ld || ld->type != BF16) return INVALID;
+  int64_t m = ld->rows, n = ld->cols;
+  int64_t k = d->transA == OP_T ? la->rows : la->cols;
+  int64_t am = d->transA == OP_T ? la->cols : la->rows;
+  int64_t bk = d->transB == OP_T ? lb->cols : lb->rows, bn = d->transB == OP_T ? lb->rows : lb->cols;
+  if (am != m || bk != k || bn != n) { note("matmul shapes disagree"); return INVALID; }
+  note("matmul m=%lld n=%lld k=%lld transA=%d transB=%d ws=%zu", (long long)m, (long long)n, (long long)k, d->transA, d->transB, wsBytes);
+  for (int64_t j = 0; j < n; j++) {
+    for (int64_t i = 0; i < m; i++) {
+      float acc = 0.0f;
+      for (int64_t l = 0; l < k; l++) {
+        float a = elem(la, A, d->transA == OP_T ? l + i * la->ld : i + l * la->ld);
+        float b = elem(lb, B, d->transB == OP_T ? j + l * lb->ld : l + j * lb->ld);
+        acc = acc + a * b;
+      }
+      if (d->modeA == OUTER_VEC) acc = acc * d->sa[i];
+      if (d->modeB == OUTER_VEC) acc = acc * d->sb[j];
+      ((uint16_t*)D)[i + j * ld->ld] = f2b(acc);
+    }
+  }
+  return 0;
+}
+`;
+
+let dir = '';
+const lib = (name: string) => join(dir, name);
+const log = () => join(dir, 'gpu.log');
+const logText = () => {
+  try {
+    return readFileSync(log(), 'utf8');
+  } catch {
+    return '';
+  }
+};
+
+function compile(name: string, source: string, defines: string[] = []) {
+  writeFileSync(lib(`${name}.c`), COMMON + source);
+  const r = spawnSync('cc', ['-shared', '-fPIC', '-O1', '-ffp-contract=off', ...defines, '-o', lib(`${name}.so`), lib(`${name}.c`), '-lm'], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`cc ${name}.c failed: ${r.error?.message ?? ''}${r.stderr}`);
+}
+
+/** a code-object folder: <root>/<arch>/<file> holding "FAKE <kernels>" */
+function codeObjects(name: string, arch: string, files: Record<string, string[]>): string {
+  const root = join(dir, name);
+  mkdirSync(join(root, arch), { recursive: true });
+  for (const [file, kernels] of Object.entries(files)) writeFileSync(join(root, arch, file), `FAKE ${kernels.join(' ')}\n\0`);
+  return root;
+}
+
+const FAKE_ENV = ['HCSP_HIP_LIB', 'HCSP_CUDA_LIB', 'HCSP_HIPBLASLT_LIB', 'HCSP_CUBLASLT_LIB', 'FAKE_GPU_LOG', 'FAKE_GPU_COUNT', 'FAKE_COUNT_ERROR', 'FAKE_INIT_ERROR',
+  'FAKE_GCN_ARCH', 'FAKE_GPU_MEMORY', 'FAKE_SYNC_ERROR', 'FAKE_LAUNCH_ERROR', 'FAKE_NO_SCALE_MODE'];
+const saved = Object.fromEntries(FAKE_ENV.map((k) => [k, process.env[k]]));
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'hcsp-gpurt-'));
+  compile('fakehip', FAKE_HIP);
+  compile('fakecuda', FAKE_CUDA);
+  compile('fakehipblaslt', FAKE_BLASLT, ['-DFAKE_HIP']);
+  compile('fakecublaslt', FAKE_BLASLT);
+}, 60_000);
+
+afterAll(() => {
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+afterEach(() => {
+  for (const k of FAKE_ENV) {
+    if (saved[k] === undefined) delete process.env[k];
+    else process.env[k] = saved[k];
+  }
+  rmSync(log(), { force: true });
+});
+
+function useFakeHip() {
+  process.env.HCSP_HIP_LIB = lib('fakehip.so');
+  process.env.FAKE_GPU_LOG = log();
+}
+function useFakeCuda() {
+  process.env.HCSP_CUDA_LIB = lib('fakecuda.so');
+  process.env.FAKE_GPU_LOG = log();
+}
+
+/** seeded bf16 values in [-2, 2) */
+function bf16Values(n: number, seed: number): Uint16Array {
+  let s = seed >>> 0;
+  const out = new Uint16Array(n);
+  const f = new Float32Array(1);
+  const u = new Uint32Array(f.buffer);
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    f[0] = (s / 2 ** 32) * 4 - 2;
+    out[i] = u[0] >>> 16;
+  }
+  return out;
+}
+/** seeded fp8 bytes that are finite in both e4m3 encodings (no 0x80, no 0x7f/0xff) */
+function fp8Values(n: number, seed: number): Uint8Array {
+  let s = seed >>> 0;
+  return Uint8Array.from({ length: n }, () => {
+    s = (Math.imul(s, 22695477) + 1) >>> 0;
+    const v = (s >>> 16) & 0xff;
+    return v === 0x80 || (v & 0x7f) === 0x7f ? 0x38 : v;
+  });
+}
+
+const bytes = (t: NativeTensor) => Array.from(new Uint8Array(addon.download(t)));
+
+async function withTensors<T>(fn: (keep: (t: NativeTensor) => NativeTensor) => Promise<T>): Promise<T> {
+  const live: NativeTensor[] = [];
+  try {
+    return await fn((t) => (live.push(t), t));
+  } finally {
+    for (const t of live) if (!t.freed) addon.free(t);
+  }
+}
+
+describe('GPU runtime probes', () => {
+  it('HIP: names what it tried, or what the runtime answered', () => {
+    process.env.HCSP_HIP_LIB = '/nonexistent/libamdhip64.so.7';
+    expect(addon.gpuRuntime('hip')).toEqual({ found: false, library: '', devices: 0, detail: 'tried /nonexistent/libamdhip64.so.7' });
+    useFakeHip();
+    expect(addon.gpuRuntime('hip')).toEqual({ found: true, library: lib('fakehip.so'), devices: 1, detail: '' });
+    process.env.FAKE_GPU_COUNT = '0';
+    process.env.FAKE_COUNT_ERROR = '100';
+    expect(addon.gpuRuntime('hip')).toEqual({ found: true, library: lib('fakehip.so'), devices: 0, detail: 'hipGetDeviceCount returned error 100 (no CUDA-capable device is detected)' });
+  });
+
+  it('CUDA: the driver library (libcuda), cuInit then cuDeviceGetCount', () => {
+    delete process.env.HCSP_CUDA_LIB;
+    const p = addon.gpuRuntime('cuda');
+    // on an NVIDIA machine the driver loads; elsewhere the message lists what was tried
+    if (!p.found) expect(p.detail).toBe('tried libcuda.so.1, libcuda.so');
+    else expect(p.library).toMatch(/^libcuda\.so/);
+    process.env.HCSP_CUDA_LIB = '/nonexistent/libcuda.so.1';
+    expect(addon.gpuRuntime('cuda').detail).toBe('tried /nonexistent/libcuda.so.1');
+    useFakeCuda();
+    expect(addon.gpuRuntime('cuda')).toEqual({ found: true, library: lib('fakecuda.so'), devices: 1, detail: '' });
+    process.env.FAKE_INIT_ERROR = '100';
+    expect(addon.gpuRuntime('cuda').detail).toBe('cuInit returned error 100 (no CUDA-capable device is detected)');
+  });
+
+  it('a runtime that sees no GPU is a GpuRuntimeUnavailableError saying so', async () => {
+    useFakeHip();
+    process.env.FAKE_GPU_COUNT = '0';
+    const e = await createRocmBackend({ device: 'hip' }).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(GpuRuntimeUnavailableError);
+    expect((e as Error).message).toBe(`rocm backend, device hip: the HIP runtime ${lib('fakehip.so')} sees no GPU`);
+    useFakeCuda();
+    process.env.FAKE_INIT_ERROR = '100';
+    const c = await createRocmBackend({ device: 'cuda' }).catch((x: unknown) => x);
+    expect(c).toBeInstanceOf(GpuRuntimeUnavailableError);
+    expect((c as Error).message).toBe(`rocm backend, device cuda: the CUDA runtime ${lib('fakecuda.so')} sees no GPU (cuInit returned error 100 (no CUDA-capable device is detected))`);
+  });
+});
+
+describe('openGpu without the vendor library', () => {
+  it('names the libraries it tried (typed: unsupported here)', async () => {
+    process.env.HCSP_HIP_LIB = '/nonexistent/libamdhip64.so.7';
+    const hip = await native(() => addon.openGpu('hip')).catch((x: unknown) => x);
+    expect(hip).toBeInstanceOf(NativeUnsupportedError);
+    expect((hip as Error).message).toBe("no HIP runtime found: tried /nonexistent/libamdhip64.so.7 (set HCSP_HIP_LIB to the library's path)");
+    process.env.HCSP_CUDA_LIB = '/nonexistent/libcuda.so.1';
+    const cuda = await native(() => addon.openGpu('cuda')).catch((x: unknown) => x);
+    expect(cuda).toBeInstanceOf(NativeUnsupportedError);
+    expect((cuda as Error).message).toBe("no CUDA runtime found: tried /nonexistent/libcuda.so.1 (set HCSP_CUDA_LIB to the library's path)");
+  });
+
+  it('a library without the runtime symbols is refused naming the first missing one', async () => {
+    process.env.HCSP_HIP_LIB = lib('fakecuda.so');
+    const e = await native(() => addon.openGpu('hip')).catch((x: unknown) => x);
+    expect((e as Error).message).toBe(`the HIP runtime ${lib('fakecuda.so')} has no hipGetDeviceCount (not a HIP runtime library?)`);
+  });
+});
+
+type Kind = 'hip' | 'cuda';
+const KINDS: { kind: Kind; arch: string; ext: string; use: () => void; alloc: string; describe: RegExp; cap: number; blasEnv: string; blasLib: string }[] = [
+  {
+    kind: 'hip',
+    arch: 'gfx942',
+    ext: 'hsaco',
+    use: useFakeHip,
+    alloc: 'hipMalloc',
+    describe: /^Fake Instinct MI308X \(gfx942:sramecc\+:xnack-, 80 CUs, wavefront 64, 192\.0 GiB, .*fakehip\.so\)$/,
+    cap: 80 * 32,
+    blasEnv: 'HCSP_HIPBLASLT_LIB',
+    blasLib: 'fakehipblaslt.so',
+  },
+  {
+    kind: 'cuda',
+    arch: 'sm_90',
+    ext: 'cubin',
+    use: useFakeCuda,
+    alloc: 'cuMemAlloc',
+    describe: /^Fake H200 \(sm_90, 132 SMs, warp 32, 141\.0 GiB, .*fakecuda\.so\)$/,
+    cap: 132 * 32,
+    blasEnv: 'HCSP_CUBLASLT_LIB',
+    blasLib: 'fakecublaslt.so',
+  },
+];
+
+for (const K of KINDS) {
+  describe(`the ${K.kind} device over a fake runtime`, () => {
+    const open = (folder: string, device = 0): GpuDevice => addon.openGpu(K.kind, { device, codeObjects: folder });
+    const basic = () => codeObjects(`${K.kind}-basic`, K.arch, { [`basic.${K.ext}`]: ['hcsp_add_bf16', 'hcsp_slice_cols_bytes'], [`gemm.${K.ext}`]: ['hcsp_gemm_linear_bf16'] });
+
+    it('opens the device: arch, description, the code objects of its arch', () => {
+      K.use();
+      const gpu = open(basic());
+      expect(gpu.kind).toBe(K.kind);
+      expect(gpu.arch).toBe(K.arch);
+      expect(gpu.describe()).toMatch(K.describe);
+      expect(gpu.stats().liveTensors).toBe(0);
+    });
+
+    it('runs a kernel by name with the arguments as declared, grids of 256-thread blocks capped by the device', async () => {
+      K.use();
+      const gpu = open(basic());
+      for (const n of [5, 1000, K.cap * 256 + 7]) {
+        await withTensors(async (keep) => {
+          const a = bf16Values(n, 1), b = bf16Values(n, 2);
+          const onGpu = await addon.run('add', [keep(addon.upload('bf16', [n], a, gpu)), keep(addon.upload('bf16', [n], b, gpu))], {}, 'exact', gpu);
+          const onHost = await addon.run('add', [keep(addon.upload('bf16', [n], a)), keep(addon.upload('bf16', [n], b))], {}, 'exact');
+          expect(bytes(keep(onGpu[0]!))).toEqual(bytes(keep(onHost[0]!)));
+          const grid = Math.min(Math.ceil(n / 256), K.cap);
+          expect(logText()).toContain(`launch hcsp_add_bf16 grid=${grid},1,1 block=256,1,1 shared=0 extra=(nil)`);
+        });
+        rmSync(log(), { force: true });
+      }
+      expect(gpu.stats().liveTensors).toBe(0);
+      expect(gpu.stats().liveBytes).toBe(0);
+    });
+
+    it('memory goes through the Memory base: counted, limited, and the runtime\'s out of memory is typed', async () => {
+      K.use();
+      const gpu = open(basic());
+      const t = addon.upload('bf16', [1000], bf16Values(1000, 3), gpu);
+      expect(gpu.stats()).toMatchObject({ liveTensors: 1, liveBytes: 2000 });
+      expect(logText()).toMatch(new RegExp(`${K.alloc} 2000`));
+      addon.free(t);
+      expect(gpu.stats()).toMatchObject({ liveTensors: 0, liveBytes: 0 });
+      gpu.setMemoryLimit(1000);
+      const limited = await native(() => addon.upload('bf16', [1000], bf16Values(1000, 3), gpu)).catch((x: unknown) => x);
+      expect(limited).toBeInstanceOf(NativeOutOfMemoryError);
+      expect((limited as Error).message).toMatch(new RegExp(`^${K.kind}:0 device out of memory: 2000 bytes requested for a bf16\\[1000\\] tensor`));
+      gpu.setMemoryLimit(0);
+      process.env.FAKE_GPU_MEMORY = '1500';
+      const oom = await native(() => addon.upload('bf16', [1000], bf16Values(1000, 3), gpu)).catch((x: unknown) => x);
+      expect(oom).toBeInstanceOf(NativeOutOfMemoryError);
+      const call = K.kind === 'hip' ? 'hipMalloc' : 'cuMemAlloc_v2';
+      expect((oom as Error).message).toBe(`${K.kind}:0 device out of memory: ${call} of 2000 bytes failed: out of memory (code 2)`);
+      expect(gpu.stats()).toMatchObject({ liveTensors: 0, liveBytes: 0 });
+    });
+
+    it('every runtime error names its call (and the kernel for launches)', async () => {
+      K.use();
+      const gpu = open(basic());
+      await withTensors(async (keep) => {
+        const a = keep(addon.upload('bf16', [8], bf16Values(8, 1), gpu));
+        process.env.FAKE_LAUNCH_ERROR = '98';
+        const launch = await native(() => addon.run('add', [a, a], {}, 'exact', gpu)).catch((x: unknown) => x);
+        expect(launch).toBeInstanceOf(NativeError);
+        const launchCall = K.kind === 'hip' ? 'hipModuleLaunchKernel' : 'cuLaunchKernel';
+        expect((launch as Error).message).toMatch(new RegExp(`${launchCall} failed for kernel hcsp_add_bf16: invalid device function \\(code 98\\)`));
+        delete process.env.FAKE_LAUNCH_ERROR;
+        process.env.FAKE_SYNC_ERROR = '700';
+        const sync = await native(() => gpu.synchronize()).catch((x: unknown) => x);
+        expect((sync as Error).message).toBe(`${K.kind === 'hip' ? 'hipStreamSynchronize' : 'cuStreamSynchronize'} failed: fake error (code 700)`);
+      });
+    });
+
+    it('a kernel missing from the code objects is an error naming it and the folder', async () => {
+      K.use();
+      const folder = codeObjects(`${K.kind}-other`, K.arch, { [`other.${K.ext}`]: ['hcsp_other_kernel'] });
+      const gpu = open(folder);
+      await withTensors(async (keep) => {
+        const a = keep(addon.upload('bf16', [8], bf16Values(8, 1), gpu));
+        const e = await native(() => addon.run('add', [a, a], {}, 'exact', gpu)).catch((x: unknown) => x);
+        expect((e as Error).message).toMatch(
+          new RegExp(`kernel hcsp_add_bf16 is in none of the code objects in ${join(folder, K.arch).replace(/[.+]/g, '\\$&')} \\(other\\.${K.ext}\\): rebuild them`),
+        );
+      });
+    });
+
+    it('refuses a folder without code objects for the arch, an unreadable code object, a device index past the count', async () => {
+      K.use();
+      const empty = join(dir, `${K.kind}-empty`);
+      mkdirSync(empty, { recursive: true });
+      const none = await native(() => open(empty)).catch((x: unknown) => x);
+      expect(none).toBeInstanceOf(NativeUnsupportedError);
+      expect((none as Error).message).toBe(
+        `no ${K.kind === 'hip' ? 'HIP' : 'CUDA'} code objects for ${K.arch} in ${join(empty, K.arch)} (build them with native/scripts/build-gpu-kernels.sh ${K.arch})`,
+      );
+      const bad = join(dir, `${K.kind}-bad`);
+      mkdirSync(join(bad, K.arch), { recursive: true });
+      writeFileSync(join(bad, K.arch, `x.${K.ext}`), 'not a code object\0');
+      const load = await native(() => open(bad)).catch((x: unknown) => x);
+      expect((load as Error).message).toBe(
+        `${K.kind === 'hip' ? 'hipModuleLoadData' : 'cuModuleLoadData'} failed for ${join(bad, K.arch, `x.${K.ext}`)}: device kernel image is invalid (code 200)`,
+      );
+      const index = await native(() => open(basic(), 3)).catch((x: unknown) => x);
+      expect((index as Error).message).toBe(`${K.kind} device 3 does not exist: ${lib(K.kind === 'hip' ? 'fakehip.so' : 'fakecuda.so')} sees 1 GPU`);
+    });
+
+    it('the default code-object folder is native/build/gpu next to the addon', async () => {
+      K.use();
+      // the fake refuses the real code objects (they are not "FAKE" text): the error names the file it read
+      const e = await native(() => addon.openGpu(K.kind)).catch((x: unknown) => x);
+      expect((e as Error).message).toMatch(new RegExp(`native/build/gpu/${K.arch}/\\w+\\.${K.ext}|no ${K.kind === 'hip' ? 'HIP' : 'CUDA'} code objects for ${K.arch} in .*native/build/gpu/${K.arch}`));
+    });
+
+    it('the vendor GEMM without its library names what it tried', async () => {
+      K.use();
+      process.env[K.blasEnv] = '/nonexistent/libblaslt.so';
+      const gpu = open(basic());
+      await withTensors(async (keep) => {
+        const x = keep(addon.upload('bf16', [2, 8], bf16Values(16, 1), gpu));
+        const w = keep(addon.upload('bf16', [3, 8], bf16Values(24, 2), gpu));
+        const e = await native(() => addon.run('linear', [x, w], {}, 'vendor', gpu)).catch((x: unknown) => x);
+        expect(e).toBeInstanceOf(NativeUnsupportedError);
+        expect((e as Error).message).toMatch(
+          new RegExp(`no ${K.kind === 'hip' ? 'hipBLASLt' : 'cuBLASLt'} found for the vendor GEMM: tried /nonexistent/libblaslt\\.so \\(set ${K.blasEnv} to the library's path\\)`),
+        );
+      });
+    });
+
+    it('the vendor bf16 GEMM: y = x w^T as the column-major TN product (the fake computes it in BLAS terms, equal to the host)', async () => {
+      K.use();
+      process.env[K.blasEnv] = lib(K.blasLib);
+      const gpu = open(basic());
+      const [rows, inF, outF] = [5, 24, 7];
+      await withTensors(async (keep) => {
+        const xv = bf16Values(rows * inF, 11), wv = bf16Values(outF * inF, 12);
+        const y = await addon.run('linear', [keep(addon.upload('bf16', [rows, inF], xv, gpu)), keep(addon.upload('bf16', [outF, inF], wv, gpu))], {}, 'vendor', gpu);
+        const ref = await addon.run('linear', [keep(addon.upload('bf16', [rows, inF], xv)), keep(addon.upload('bf16', [outF, inF], wv))], {}, 'exact');
+        expect(bytes(keep(y[0]!))).toEqual(bytes(keep(ref[0]!)));
+      });
+      const [opN, opT, compute] = K.kind === 'hip' ? [111, 112, 2] : [0, 1, 68];
+      const text = logText();
+      expect(text).toContain(`desc compute=${compute} scale=0`);
+      expect(text).toContain(`layout type=14 rows=${inF} cols=${outF} ld=${inF}`);
+      expect(text).toContain(`layout type=14 rows=${inF} cols=${rows} ld=${inF}`);
+      expect(text).toContain(`layout type=14 rows=${outF} cols=${rows} ld=${outF}`);
+      expect(text).toContain(`matmul m=${outF} n=${rows} k=${inF} transA=${opT} transB=${opN} ws=${32 << 20}`);
+      expect(text).toContain(`workspace ${32 << 20}`);
+      // the workspace is the device's, counted against its limit
+      expect(gpu.stats().liveBytes).toBe(32 << 20);
+      expect(gpu.stats().liveTensors).toBe(0);
+    });
+
+    const fmt = K.kind === 'hip' ? 'e4m3fnuz' : 'e4m3fn';
+    it(`the vendor FP8 PTPC GEMM (${fmt}): outer-vector scales, sw on A (outF), sx on B (rows)`, async () => {
+      K.use();
+      process.env[K.blasEnv] = lib(K.blasLib);
+      const gpu = open(basic());
+      const [rows, inF, outF] = [4, 32, 6];
+      const dtype = `fp8${fmt}`;
+      const attrs = { format: fmt, scaleOrder: 'weightFirst' };
+      await withTensors(async (keep) => {
+        const q = fp8Values(rows * inF, 5), qW = fp8Values(outF * inF, 6);
+        const sx = Float32Array.from({ length: rows }, (_, i) => 0.01 + i * 0.003), sw = Float32Array.from({ length: outF }, (_, i) => 0.02 + i * 0.0007);
+        const ins = (g: GpuDevice | null) => [
+          keep(addon.upload(dtype, [rows, inF], q, g)),
+          keep(addon.upload('f32', [rows], sx, g)),
+          keep(addon.upload(dtype, [outF, inF], qW, g)),
+          keep(addon.upload('f32', [outF], sw, g)),
+        ];
+        const y = await addon.run('fp8LinearPtpc', ins(gpu), attrs, 'vendor', gpu);
+        // the fake applies sw then sx: the reference's weightFirst order, so equal bit for bit
+        const ref = await addon.run('fp8LinearPtpc', ins(null), attrs, 'exact');
+        expect(bytes(keep(y[0]!))).toEqual(bytes(keep(ref[0]!)));
+        const text = logText();
+        const fp8Type = K.kind === 'hip' ? 1000 : 28;
+        expect(text).toContain(`layout type=${fp8Type} rows=${inF} cols=${outF} ld=${inF}`);
+        expect(text).toContain(`layout type=${fp8Type} rows=${inF} cols=${rows} ld=${inF}`);
+        expect(text).toContain('attr 31 = 3');
+        expect(text).toContain('attr 32 = 3');
+        process.env.FAKE_NO_SCALE_MODE = '1';
+        const e = await native(() => addon.run('fp8LinearPtpc', ins(gpu), attrs, 'vendor', gpu)).catch((x: unknown) => x);
+        expect(e).toBeInstanceOf(NativeUnsupportedError);
+        expect((e as Error).message).toMatch(/_SCALE_MODE = OUTER_VEC_32F\) failed .*has no per-token x per-channel scale mode.*use the exact GEMM/);
+      });
+    });
+
+    if (K.kind === 'cuda') {
+      it('cuBLASLt has no e4m3fnuz: the cuda device refuses that format in vendor mode', async () => {
+        K.use();
+        process.env[K.blasEnv] = lib(K.blasLib);
+        const gpu = open(basic());
+        await withTensors(async (keep) => {
+          const ins = [
+            keep(addon.upload('fp8e4m3fnuz', [2, 16], fp8Values(32, 1), gpu)),
+            keep(addon.upload('f32', [2], new Float32Array([1, 1]), gpu)),
+            keep(addon.upload('fp8e4m3fnuz', [3, 16], fp8Values(48, 2), gpu)),
+            keep(addon.upload('f32', [3], new Float32Array([1, 1, 1]), gpu)),
+          ];
+          const e = await native(() => addon.run('fp8LinearPtpc', ins, { format: 'e4m3fnuz', scaleOrder: 'weightFirst' }, 'vendor', gpu)).catch((x: unknown) => x);
+          expect((e as Error).message).toMatch(/cuBLASLt has no e4m3fnuz type/);
+        });
+      });
+    }
+  });
+}
