@@ -1,5 +1,6 @@
 // The AVX2 tile: up to 6 rows x 16 outputs in 12 ymm accumulators (16 registers in all with
-// the two panel vectors and the broadcast). Same per-lane order as the AVX-512 tile.
+// the two panel vectors, fp32 or widened from the paired bf16 panel, and the broadcast).
+// Same per-lane order as the AVX-512 tile.
 // Compiled with -mavx2 -mfma (CMakeLists.txt) and only called when the CPU has them.
 #include <immintrin.h>
 
@@ -34,7 +35,19 @@ inline void storeBf16(uint16_t* y, __m128i h, int valid) {
   std::memcpy(y, tmp, valid * sizeof(uint16_t));
 }
 
-template <int R, int V>
+/** 8 bf16 bits -> 8 fp32 (exact) */
+inline __m256 widen(const uint16_t* p) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
+}
+
+/** a paired group (gemm_kernels.h): 16 bf16, the even ones -> lo, the odd ones -> hi */
+inline void widenPair(const uint16_t* p, __m256& lo, __m256& hi) {
+  const __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  lo = _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
+  hi = _mm256_castsi256_ps(_mm256_and_si256(u, _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
+}
+
+template <int R, int V, bool F32>
 void tile(const Tile& t) {
   __m256 c[R][V];
   if (t.first) {
@@ -46,11 +59,18 @@ void tile(const Tile& t) {
   }
   const float* xr[R];
   for (int r = 0; r < R; r++) xr[r] = t.xp + r * t.xStride;
-  const float* wp = t.wp;
+  const uint16_t* wp = t.wp;
+  const float* wf = t.wf;
   const int64_t ws = t.width;
   for (int64_t k = 0; k < t.kc; k++, wp += ws) {
     __m256 b[V];
-    for (int v = 0; v < V; v++) b[v] = _mm256_load_ps(wp + v * L);
+    if (F32) {
+      for (int v = 0; v < V; v++) b[v] = _mm256_loadu_ps(wf + k * ws + v * L);
+    } else if (V == 2) {
+      widenPair(wp, b[0], b[V - 1]);  // b[1] (V - 1: also compiles for V = 1)
+    } else {
+      b[0] = widen(wp);
+    }
     for (int r = 0; r < R; r++) {
       const __m256 a = _mm256_broadcast_ss(xr[r] + k);
       for (int v = 0; v < V; v++) c[r][v] = _mm256_fmadd_ps(a, b[v], c[r][v]);
@@ -84,22 +104,38 @@ void tile(const Tile& t) {
   }
 }
 
-template <int R>
+template <int R, bool F32>
 void byWidth(const Tile& t) {
-  if (t.width / L == 1) return tile<R, 1>(t);
-  return tile<R, 2>(t);
+  if (t.width / L == 1) return tile<R, 1, F32>(t);
+  return tile<R, 2, F32>(t);
+}
+
+template <bool F32>
+void byRows(const Tile& t) {
+  switch (t.mr) {
+    case 1: return byWidth<1, F32>(t);
+    case 2: return byWidth<2, F32>(t);
+    case 3: return byWidth<3, F32>(t);
+    case 4: return byWidth<4, F32>(t);
+    case 5: return byWidth<5, F32>(t);
+    default: return byWidth<6, F32>(t);
+  }
 }
 
 }  // namespace
 
-void tileAvx2(const Tile& t) {
-  switch (t.mr) {
-    case 1: return byWidth<1>(t);
-    case 2: return byWidth<2>(t);
-    case 3: return byWidth<3>(t);
-    case 4: return byWidth<4>(t);
-    case 5: return byWidth<5>(t);
-    default: return byWidth<6>(t);
+void tileAvx2(const Tile& t) { return t.wf ? byRows<true>(t) : byRows<false>(t); }
+
+void widenAvx2(const uint16_t* wp, int64_t kc, int width, float* dst) {
+  for (int64_t k = 0; k < kc; k++, wp += width, dst += width) {
+    if (width == 2 * L) {
+      __m256 lo, hi;
+      widenPair(wp, lo, hi);
+      _mm256_storeu_ps(dst, lo);
+      _mm256_storeu_ps(dst + L, hi);
+    } else {
+      _mm256_storeu_ps(dst, widen(wp));
+    }
   }
 }
 

@@ -1,7 +1,8 @@
-// The portable tile: plain C++ over the same packed operands, in the same order. Each step
-// is the reference's own arithmetic, fround(acc + x * w) with the product and sum in double:
-// a float multiply would round a product below fp32's normal range (bf16 subnormals), where
-// the exact product in double, like an FMA, does not.
+// The portable tile: plain C++ over the same packed operands (the panel's bf16 bits widened
+// per k, or the widened block), in the same order. Each step is the reference's own
+// arithmetic, fround(acc + x * w) with the product and sum in double: a float multiply would
+// round a product below fp32's normal range (bf16 subnormals), where the exact product in
+// double, like an FMA, does not.
 #include <cstring>
 
 #include "../numerics/bf16.h"
@@ -15,11 +16,13 @@ void tilePortable(const Tile& t) {
   for (int r = 0; r < t.mr; r++) {
     for (int j = 0; j < t.width; j++) c[r][j] = t.first ? 0.0f : t.acc[r * t.accStride + j];
   }
-  const float* wp = t.wp;
+  const uint16_t* wp = t.wp;
   for (int64_t k = 0; k < t.kc; k++, wp += t.width) {
+    float b[W];
+    for (int j = 0; j < t.width; j++) b[j] = t.wf ? t.wf[k * t.width + j] : bf16ToF32(wp[j]);  // the bits shifted into fp32's top half
     for (int r = 0; r < t.mr; r++) {
       const double a = t.xp[r * t.xStride + k];
-      for (int j = 0; j < t.width; j++) c[r][j] = static_cast<float>(static_cast<double>(c[r][j]) + a * static_cast<double>(wp[j]));
+      for (int j = 0; j < t.width; j++) c[r][j] = static_cast<float>(static_cast<double>(c[r][j]) + a * static_cast<double>(b[j]));
     }
   }
   for (int r = 0; r < t.mr; r++) {
@@ -41,6 +44,10 @@ void tilePortable(const Tile& t) {
       }
     }
   }
+}
+
+void widenPortable(const uint16_t* wp, int64_t kc, int width, float* dst) {
+  for (int64_t i = 0; i < kc * width; i++) dst[i] = bf16ToF32(wp[i]);
 }
 
 }  // namespace hcsp::gemm

@@ -1,5 +1,7 @@
-// The GEMM driver. Exact mode: the weight as fp32 panels (panels.h), x rows converted to fp32
-// per row block, and the ISA's tile (gemm_kernels.h) over every (row tile, panel). The k sum
+// The GEMM driver. Exact mode: the weight as bf16 panels (panels.h), x rows converted to fp32
+// per row block, each panel's k block widened to fp32 once per row block when it has enough
+// row tiles (else in the tile's registers), and the ISA's tile (gemm_kernels.h) over every
+// (row tile, panel). The k sum
 // is cut into blocks only to keep the operands in cache; between blocks each output's fp32
 // sum is stored and reloaded, so each output is still one sequential sum over k = 0..K-1,
 // computed by one thread. Blas mode: fp32 operands through OpenBLAS's sgemm.
@@ -73,16 +75,22 @@ Blocking blocking(int64_t inF, const PackedWeight& w) {
   return {KC, (inF + KC - 1) / KC, std::max<int64_t>(1, NC / w.geometry.width)};
 }
 
-/** one thread's packed x block and carried sums, reused over the ranges it claims */
+// A row block of at least this many tiles reads each panel's k block widened once into
+// fp32 scratch (L2-resident, reused by all its tiles); fewer tiles widen in registers.
+constexpr int64_t WIDEN_MIN_TILES = 4;
+
+/** one thread's packed x block, widened panel block and carried sums, reused over the ranges it claims */
 struct Scratch {
-  F32Buffer x, acc;
+  F32Buffer x, w, acc;
   Scratch(int64_t rows, const Blocking& b, int64_t W)
-      : x((std::min(MC, rows) + MR - 1) / MR * MR * b.kc), acc(b.kBlocks > 1 ? (std::min(MC, rows) + MR - 1) / MR * MR * b.ncPanels * W : 0) {}
+      : x((std::min(MC, rows) + MR - 1) / MR * MR * b.kc),
+        w((std::min(MC, rows) + MR - 1) / MR >= WIDEN_MIN_TILES ? b.kc * W : 0),
+        acc(b.kBlocks > 1 ? (std::min(MC, rows) + MR - 1) / MR * MR * b.ncPanels * W : 0) {}
 };
 
 /** outputs of rows [r0, r1) x panels [p0, p1), on this thread */
-void runRange(const XSource& x, int64_t r0, int64_t r1, int64_t p0, int64_t p1, const PackedWeight& w, const Sink& out, TileFn fn, const Blocking& b,
-              Scratch& s) {
+void runRange(const XSource& x, int64_t r0, int64_t r1, int64_t p0, int64_t p1, const PackedWeight& w, const Sink& out, const Kernels& fn,
+              const Blocking& b, Scratch& s) {
   const int64_t inF = w.inF, outF = w.outF, W = w.geometry.width;
   const int64_t accStride = b.ncPanels * W;
   Tile t{};
@@ -110,6 +118,11 @@ void runRange(const XSource& x, int64_t r0, int64_t r1, int64_t p0, int64_t p1, 
           t.width = w.width(p);
           t.n = w.valid(p);
           t.wp = w.panel(p) + k0 * t.width;
+          t.wf = nullptr;
+          if (tiles >= WIDEN_MIN_TILES) {
+            fn.widen(t.wp, kn, t.width, s.w.data());
+            t.wf = s.w.data();
+          }
           t.colScale = out.colScale ? out.colScale + p * W : nullptr;
           for (int64_t i = 0; i < tiles; i++) {
             const int64_t row = rb + i * MR;
@@ -118,7 +131,7 @@ void runRange(const XSource& x, int64_t r0, int64_t r1, int64_t p0, int64_t p1, 
             t.acc = s.acc.data() ? s.acc.data() + i * MR * accStride + (p - pc) * W : nullptr;
             t.y = static_cast<char*>(out.y) + static_cast<size_t>(row * outF + p * W) * out.elementBytes;
             t.rowScale = out.rowScale ? out.rowScale + row : nullptr;
-            fn(t);
+            fn.tile(t);
           }
         }
       }
@@ -145,7 +158,7 @@ bool claim(std::atomic<int64_t>& next, int64_t total, int64_t block, int64_t lea
   }
 }
 
-void exactGemm(const XSource& x, int64_t rows, const PackedWeight& w, const Sink& out, ThreadPool& pool, TileFn fn) {
+void exactGemm(const XSource& x, int64_t rows, const PackedWeight& w, const Sink& out, ThreadPool& pool, const Kernels& fn) {
   const Blocking b = blocking(w.inF, w);
   const int64_t panels = w.panels(), threads = pool.size();
   // Many rows: threads claim row blocks (all outputs of each); few rows (decode, MoE
@@ -191,7 +204,7 @@ void linearBf16(const uint16_t* x, int64_t rows, int64_t inF, const uint16_t* w,
     ctx.pool.parallelFor(rows, 16, [&](int64_t t0, int64_t t1) {
       for (int64_t i = t0 * inF; i < t1 * inF; i++) xd[i] = bf16ToF32(x[i]);
     });
-    blasSums(xd, rows, inF, packed->values.data(), outF, y32.data(), "linear");
+    blasSums(xd, rows, inF, packed->rowMajor.data(), outF, y32.data(), "linear");
     const float* yd = y32.data();
     ctx.pool.parallelFor(rows, 16, [&](int64_t t0, int64_t t1) {
       for (int64_t i = t0 * outF; i < t1 * outF; i++) y[i] = f32ToBf16(yd[i]);
@@ -201,7 +214,7 @@ void linearBf16(const uint16_t* x, int64_t rows, int64_t inF, const uint16_t* w,
   const Isa isa = gemmIsa();
   const auto packed = packedWeight(w, WeightDType::Bf16, outF, inF, panelGeometry(isa), wOwner, ctx.pool);
   const XSource xs{x, nullptr, nullptr, inF};
-  exactGemm(xs, rows, *packed, Sink{Epilogue::Bf16, y, sizeof(uint16_t), nullptr, nullptr, false}, ctx.pool, tileFn(isa));
+  exactGemm(xs, rows, *packed, Sink{Epilogue::Bf16, y, sizeof(uint16_t), nullptr, nullptr, false}, ctx.pool, kernels(isa));
 }
 
 void linearFp8Ptpc(const uint8_t* q, const float* sx, int64_t rows, int64_t inF, const uint8_t* qW, const float* sw, int64_t outF, const Fp8Format& format,
@@ -217,7 +230,7 @@ void linearFp8Ptpc(const uint8_t* q, const float* sx, int64_t rows, int64_t inF,
     ctx.pool.parallelFor(rows, 16, [&](int64_t t0, int64_t t1) {
       for (int64_t i = t0 * inF; i < t1 * inF; i++) xd[i] = lut[q[i]];
     });
-    blasSums(xd, rows, inF, packed->values.data(), outF, y32.data(), "fp8LinearPtpc");
+    blasSums(xd, rows, inF, packed->rowMajor.data(), outF, y32.data(), "fp8LinearPtpc");
     const float* acc = y32.data();
     ctx.pool.parallelFor(rows, 16, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; t++) {
@@ -233,7 +246,7 @@ void linearFp8Ptpc(const uint8_t* q, const float* sx, int64_t rows, int64_t inF,
   const auto packed = packedWeight(qW, wd, outF, inF, panelGeometry(isa), wOwner, ctx.pool);
   const XSource xs{nullptr, q, lut, inF};
   // outputs are the weight's channels: weightFirst applies the per-output scale first
-  exactGemm(xs, rows, *packed, Sink{Epilogue::Bf16Scaled, y, sizeof(uint16_t), sw, sx, weightFirst}, ctx.pool, tileFn(isa));
+  exactGemm(xs, rows, *packed, Sink{Epilogue::Bf16Scaled, y, sizeof(uint16_t), sw, sx, weightFirst}, ctx.pool, kernels(isa));
 }
 
 }  // namespace hcsp::gemm

@@ -12,18 +12,17 @@
 
 namespace hcsp::gemm {
 
-F32Buffer::F32Buffer(int64_t count) {
-  bytes_ = count * static_cast<int64_t>(sizeof(float));
+AlignedBytes::AlignedBytes(int64_t bytes) : bytes_(bytes) {
   if (bytes_ == 0) return;
   reserveScratch(bytes_);
-  data_ = static_cast<float*>(std::aligned_alloc(64, (static_cast<size_t>(bytes_) + 63) / 64 * 64));
+  data_ = std::aligned_alloc(64, (static_cast<size_t>(bytes_) + 63) / 64 * 64);
   if (!data_) {
     releaseScratch(bytes_);
     fail(ErrorKind::OutOfMemory, "host device out of memory: the system refused " + std::to_string(bytes_) + " bytes of GEMM scratch");
   }
 }
 
-F32Buffer::~F32Buffer() {
+AlignedBytes::~AlignedBytes() {
   if (!data_) return;
   std::free(data_);
   releaseScratch(bytes_);
@@ -31,27 +30,30 @@ F32Buffer::~F32Buffer() {
 
 namespace {
 
-/** element i of w as fp32 */
+/** element i of w as bf16 bits (fp8: through a table; every e4m3 value is a bf16) and as fp32 */
 struct Decoder {
   WeightDType dtype;
   const void* w;
-  float lut[256];
+  uint16_t lut[256];
 
   Decoder(WeightDType d, const void* w) : dtype(d), w(w) {
     if (d == WeightDType::Bf16) return;
     const Fp8Format& f = d == WeightDType::Fp8E4M3FN ? E4M3FN : E4M3FNUZ;
-    for (int b = 0; b < 256; b++) lut[b] = fp8ToF32(static_cast<uint8_t>(b), f);
+    for (int b = 0; b < 256; b++) {
+      const uint32_t bits = floatBits(fp8ToF32(static_cast<uint8_t>(b), f));
+      if ((bits & 0xffffu) != 0) fail(ErrorKind::Runtime, "fp8 code " + std::to_string(b) + " does not widen to a bf16");
+      lut[b] = static_cast<uint16_t>(bits >> 16);
+    }
   }
-  float operator()(int64_t i) const {
-    return dtype == WeightDType::Bf16 ? bf16ToF32(static_cast<const uint16_t*>(w)[i]) : lut[static_cast<const uint8_t*>(w)[i]];
-  }
+  uint16_t bits(int64_t i) const { return dtype == WeightDType::Bf16 ? static_cast<const uint16_t*>(w)[i] : lut[static_cast<const uint8_t*>(w)[i]]; }
+  float operator()(int64_t i) const { return bf16ToF32(bits(i)); }
 };
 
 std::shared_ptr<PackedWeight> pack(const void* w, WeightDType dtype, int64_t outF, int64_t inF, PanelGeometry g, ThreadPool& pool) {
   const Decoder dec(dtype, w);
   if (g.width == 0) {
     auto packed = std::make_shared<PackedWeight>(outF, inF, g, outF * inF);
-    float* dst = packed->values.data();
+    float* dst = packed->rowMajor.data();
     pool.parallelFor(outF, 16, [&](int64_t o0, int64_t o1) {
       for (int64_t i = o0 * inF; i < o1 * inF; i++) dst[i] = dec(i);
     });
@@ -64,16 +66,18 @@ std::shared_ptr<PackedWeight> pack(const void* w, WeightDType dtype, int64_t out
   pool.parallelFor(panels, 1, [&](int64_t p0, int64_t p1) {
     constexpr int64_t KB = 256;  // k rows written per pass: the panel's lines for them stay in cache
     for (int64_t p = p0; p < p1; p++) {
-      float* base = pw.values.data() + p * g.width * inF;
+      uint16_t* base = pw.bf16Panels.data() + p * g.width * inF;
       const int width = pw.width(p), valid = pw.valid(p);
       for (int64_t k0 = 0; k0 < inF; k0 += KB) {
         const int64_t k1 = std::min(inF, k0 + KB);
-        for (int j = 0; j < valid; j++) {
+        for (int j = 0; j < width; j++) {
+          uint16_t* dst = base + panelSlot(j, width, g);
+          if (j >= valid) {
+            for (int64_t k = k0; k < k1; k++) dst[k * width] = 0;  // padding lanes (+0): computed, never stored
+            continue;
+          }
           const int64_t src = (p * g.width + j) * inF;
-          for (int64_t k = k0; k < k1; k++) base[k * width + j] = dec(src + k);
-        }
-        for (int64_t k = k0; k < k1; k++) {
-          for (int j = valid; j < width; j++) base[k * width + j] = 0.0f;  // padding lanes: computed, never stored
+          for (int64_t k = k0; k < k1; k++) dst[k * width] = dec.bits(src + k);
         }
       }
     }
@@ -81,7 +85,7 @@ std::shared_ptr<PackedWeight> pack(const void* w, WeightDType dtype, int64_t out
   return packed;
 }
 
-using Key = std::tuple<int64_t, int, int64_t, int64_t, int, int>;
+using Key = std::tuple<int64_t, int, int64_t, int64_t, int, int, bool>;
 
 struct WeightCache {
   std::mutex mutex;
@@ -105,7 +109,7 @@ std::shared_ptr<const PackedWeight> packedWeight(const void* w, WeightDType dtyp
                                                  ThreadPool& pool) {
   if (!owner) return pack(w, dtype, outF, inF, geometry, pool);
   const int64_t offset = static_cast<const char*>(w) - static_cast<const char*>(owner->raw());
-  const Key key{offset, static_cast<int>(dtype), outF, inF, geometry.width, geometry.vector};
+  const Key key{offset, static_cast<int>(dtype), outF, inF, geometry.width, geometry.vector, geometry.paired};
   WeightCache& cache = cacheOf(*owner);
   {
     std::lock_guard<std::mutex> lock(cache.mutex);
