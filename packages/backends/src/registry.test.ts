@@ -4,11 +4,11 @@ import { backendNames, createBackend, findBackend } from './registry.ts';
 
 describe('backend registry', () => {
   it('lists every backend once', () => {
-    expect(backendNames()).toEqual(['cpu', 'webgpu']);
+    expect(backendNames()).toEqual(['cpu', 'webgpu', 'rocm']);
   });
 
   it('names the known backends for an unknown one', () => {
-    expect(() => findBackend('tpu')).toThrow("unknown backend 'tpu' (known: cpu, webgpu)");
+    expect(() => findBackend('tpu')).toThrow("unknown backend 'tpu' (known: cpu, webgpu, rocm)");
   });
 
   it('starts the cpu reference', async () => {

@@ -44,6 +44,22 @@ export interface SessionOptions {
 // round trip per node.
 const SYNC_EVERY_NODES = 16;
 
+/**
+ * The error with the node in front of its message; a typed error (a subclass of Error) as a
+ * copy of its class, so a backend's typed errors, e.g. out of memory, stay catchable by
+ * class. Never the error itself: a backend may throw one stored error again and again (a
+ * lost device).
+ */
+function withNodeContext(e: unknown, where: string): Error {
+  if (!(e instanceof Error)) return new Error(where + String(e));
+  if (Object.getPrototypeOf(e) === Error.prototype) return new Error(where + e.message);
+  const copy = Object.create(Object.getPrototypeOf(e)) as Error;
+  for (const key of Object.getOwnPropertyNames(e)) Object.defineProperty(copy, key, Object.getOwnPropertyDescriptor(e, key)!);
+  Object.defineProperty(copy, 'message', { value: where + e.message, writable: true, configurable: true });
+  Object.defineProperty(copy, 'cause', { value: e, writable: true, configurable: true });
+  return copy;
+}
+
 function checkDecl(what: string, t: Tensor, d: ValueDecl): void {
   if (t.dtype !== d.dtype || shapeStr(t.shape) !== shapeStr(d.shape)) {
     throw new Error(`${what} is ${t.dtype}${shapeStr(t.shape)}, the graph declares ${d.dtype}${shapeStr(d.shape)} for '${d.id}'`);
@@ -166,14 +182,7 @@ export class GraphSession<H> implements PreparedGraph {
         try {
           await this.runNode(node, env, handle);
         } catch (e) {
-          const where = `${node.scope} (${node.op}${node.rank === null ? '' : `, rank ${node.rank}`}): `;
-          // the node in front of the message, the error's own class kept (a backend's typed
-          // errors, e.g. out of memory, stay catchable by class)
-          if (e instanceof Error) {
-            e.message = where + e.message;
-            throw e;
-          }
-          throw new Error(where + String(e));
+          throw withNodeContext(e, `${node.scope} (${node.op}${node.rank === null ? '' : `, rank ${node.rank}`}): `);
         }
         counter.count(node);
         if (!keepAll) this.release(node, i, env, keep);
