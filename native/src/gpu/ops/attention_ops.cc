@@ -1,5 +1,5 @@
 // Launchers of the full-attention ops on the GPU devices (kernels/attention.cu), with the
-// host kernels' checks and messages (host/kernels/attention_kernels.cc, which mirror
+// checks and messages the host kernels share (ops/attention_checks.h, which mirror
 // reference/kernels/attentionKernels.ts). The checks the reference makes on data (a NaN block
 // score, a malformed selection) run as kernels writing one flag per row; the launcher reads
 // the flags back and reports the first row's, as the reference would.
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../../host/kernels/kernel_args.h"
+#include "../../ops/attention_checks.h"
 #include "../gpu_op_registry.h"
 #include "../kernels/attention.h"
 
@@ -18,31 +19,6 @@ namespace {
 
 /** the most bytes one launch's per-thread scratch may take; larger work runs in chunks */
 constexpr int64_t SCRATCH_BUDGET = int64_t{256} << 20;
-
-std::string num(int64_t v) { return std::to_string(v); }
-
-/** a double as JavaScript prints it, near enough for an error message (shortest round trip) */
-std::string jsNum(double v) {
-  if (v == std::floor(v) && std::fabs(v) < 1e21) return std::to_string(static_cast<int64_t>(v));
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, res.ptr);
-}
-
-/** Math.floor(a / b) for b > 0 */
-int64_t floorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-
-/** v / 2 as JavaScript prints it */
-std::string halfText(int64_t v) {
-  if (v % 2 == 0) return num(v / 2);
-  return std::string(v < 0 ? "-" : "") + num((v < 0 ? -v : v) / 2) + ".5";
-}
-
-std::string dimsText(const Shape& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); i++) out += (i ? "," : "") + num(s[i]);
-  return out;
-}
 
 /** rows per chunk so that rows x perRowBytes stays within the scratch budget (at least 1) */
 int64_t chunkFor(int64_t total, int64_t perRowBytes) {
@@ -58,105 +34,39 @@ std::vector<int32_t> readFlags(const GpuContext& g, const Tensor& t, int64_t n) 
   return host;
 }
 
-/** the RoPE tables' shape check of the kernels (attentionKernels.ts checkTables) */
-void checkTables(const std::string& op, const Tensor& cos, const Tensor& sin, int64_t ropeDims, int64_t rows) {
-  const bool odd = ropeDims % 2 != 0;
-  const int64_t half = ropeDims / 2;
-  if (odd || cos.rank() != 2 || sin.rank() != 2 || cos.dim(1) != half || sin.dim(1) != half || cos.dim(0) != rows || sin.dim(0) != rows) {
-    fail(ErrorKind::Shape, op + ": RoPE tables are [" + dimsText(cos.shape()) + "]/[" + dimsText(sin.shape()) + "], expected [" + num(rows) + "," +
-                               halfText(ropeDims) + "]");
-  }
-}
-
-/** attentionMath.ts checkHeadLayout and the norm weight's length */
-void checkHeadLayout(int64_t hd, int64_t stride, int64_t offset, int64_t ropeDims, const Tensor& w) {
-  if (offset + hd > stride) {
-    fail(ErrorKind::Attr, "attention: head at offset " + num(offset) + " with dim " + num(hd) + " overruns stride " + num(stride));
-  }
-  if (ropeDims % 2 != 0 || ropeDims > hd) fail(ErrorKind::Attr, "attention: ropeDims " + num(ropeDims) + " must be even and at most headDim " + num(hd));
-  if (w.numel() != hd) fail(ErrorKind::Shape, "attention: norm weight has " + num(w.numel()) + " values, expected " + num(hd));
-}
-
 Outputs attnHeadNormRopeBf16(const Inputs& in, const GpuContext& g) {
-  const std::string op = "attnHeadNormRopeBf16";
-  const int64_t heads = g.attrs.integer("heads");
-  const int64_t hd = g.attrs.integer("headDim");
-  const int64_t stride = g.attrs.integer("stride");
-  const int64_t offset = g.attrs.integer("offset");
-  const int64_t ropeDims = g.attrs.integer("ropeDims");
-  const Tensor& x = input(in, 0, "x", op, DType::BF16);
-  const Tensor& w = input(in, 1, "w", op, DType::BF16);
-  const Tensor& cos = input(in, 2, "cos", op, DType::BF16);
-  const Tensor& sin = input(in, 3, "sin", op, DType::BF16);
-  const int64_t rows = rows2d(x, "x", op, heads * stride);
-  checkTables(op, cos, sin, ropeDims, rows);
-  const float epsF = static_cast<float>(g.attrs.number("eps"));
-  checkHeadLayout(hd, stride, offset, ropeDims, w);
-  TensorPtr y = g.alloc(DType::BF16, {rows, heads * hd});
-  HCSP_LAUNCH(g.rt, hcsp_attention_norm_rope_bf16, rows * heads, x.bf16(), w.bf16(), cos.bf16(), sin.bf16(), y->bf16(), rows, heads, hd, stride, offset,
-              ropeDims, epsF, int64_t{1});
+  const ops::HeadNormRopeArgs a = ops::checkHeadNormRope(in, g.attrs);
+  TensorPtr y = g.alloc(DType::BF16, {a.rows, a.heads * a.hd});
+  HCSP_LAUNCH(g.rt, hcsp_attention_norm_rope_bf16, a.rows * a.heads, a.x.bf16(), a.w.bf16(), a.cos.bf16(), a.sin.bf16(), y->bf16(), a.rows, a.heads, a.hd, a.stride,
+              a.offset, a.ropeDims, a.epsF, int64_t{1});
   return {y};
 }
 
 Outputs qsaBlockKeys(const Inputs& in, const GpuContext& g) {
-  const std::string op = "qsaBlockKeys";
-  const int64_t dh = g.attrs.integer("headDim");
-  const int64_t ratio = g.attrs.integer("compressRatio");
-  const int64_t ropeDims = g.attrs.integer("ropeDims");
-  const Tensor& kRaw = input(in, 0, "kRaw", op, DType::BF16);
-  const Tensor& w = input(in, 1, "w", op, DType::BF16);
-  const Tensor& cos = input(in, 2, "cos", op, DType::BF16);
-  const Tensor& sin = input(in, 3, "sin", op, DType::BF16);
-  const int64_t T = rows2d(kRaw, "kRaw", op, dh);
-  checkTables(op, cos, sin, ropeDims, T);
-  const float epsF = static_cast<float>(g.attrs.number("eps"));
-  if (ratio < 1) fail(ErrorKind::Attr, op + ": compressRatio " + num(ratio) + " must be a positive integer");
-  const int64_t nb = T / ratio;
-  checkHeadLayout(dh, dh, 0, ropeDims, w);
+  const ops::BlockKeysArgs a = ops::checkBlockKeys(in, g.attrs);
+  const int64_t dh = a.dh, ratio = a.ratio, nb = a.nb;
   TensorPtr kb = g.alloc(DType::BF16, {nb, dh});
   if (nb == 0 || dh == 0) return {kb};
   // pool_b = bf(fr(sum_j k_raw[b*ratio + j], j order) / ratio), then RMS1p + RoPE at position b * ratio
   TensorPtr pooled = g.alloc(DType::BF16, {nb, dh});
-  HCSP_LAUNCH(g.rt, hcsp_attention_pool_blocks_bf16, nb * dh, kRaw.bf16(), pooled->bf16(), nb, dh, ratio);
-  HCSP_LAUNCH(g.rt, hcsp_attention_norm_rope_bf16, nb, pooled->bf16(), w.bf16(), cos.bf16(), sin.bf16(), kb->bf16(), nb, int64_t{1}, dh, dh, int64_t{0}, ropeDims,
-              epsF, ratio);
+  HCSP_LAUNCH(g.rt, hcsp_attention_pool_blocks_bf16, nb * dh, a.kRaw.bf16(), pooled->bf16(), nb, dh, ratio);
+  HCSP_LAUNCH(g.rt, hcsp_attention_norm_rope_bf16, nb, pooled->bf16(), a.w.bf16(), a.cos.bf16(), a.sin.bf16(), kb->bf16(), nb, int64_t{1}, dh, dh, int64_t{0},
+              a.ropeDims, a.epsF, ratio);
   return {kb};
 }
 
 Outputs qsaKeptCount(const Inputs& in, const GpuContext& g) {
-  const std::string op = "qsaKeptCount";
-  const int64_t ratio = g.attrs.integer("compressRatio");
-  const Tensor& blocks = input(in, 0, "blocks", op, DType::I32);
-  requireRank(blocks, 2, "blocks", op);
-  if (ratio < 1) fail(ErrorKind::Attr, op + ": compressRatio " + num(ratio) + " must be a positive integer");
-  const int64_t rows = blocks.dim(0), width = blocks.dim(1);
-  TensorPtr kept = g.alloc(DType::I32, {rows});
-  HCSP_LAUNCH(g.rt, hcsp_attention_kept_count, rows, blocks.data<int32_t>(), kept->data<int32_t>(), rows, width, ratio);
+  const ops::KeptCountArgs a = ops::checkKeptCount(in, g.attrs);
+  TensorPtr kept = g.alloc(DType::I32, {a.rows});
+  HCSP_LAUNCH(g.rt, hcsp_attention_kept_count, a.rows, a.blocks.data<int32_t>(), kept->data<int32_t>(), a.rows, a.width, a.ratio);
   return {kept};
 }
 
 Outputs qsaSelect(const Inputs& in, const GpuContext& g) {
-  const std::string op = "qsaSelect";
-  const double r0d = g.attrs.number("r0");
-  const int64_t tokens = g.attrs.integer("tokens");
-  const int64_t nh = g.attrs.integer("nHeads");
-  const int64_t dh = g.attrs.integer("headDim");
-  const int64_t ratio = g.attrs.integer("compressRatio");
-  const int64_t width = g.attrs.integer("width");
-  const Tensor& q = input(in, 0, "q", op, DType::BF16);
-  const Tensor& kb = input(in, 1, "kb", op, DType::BF16);
-  const int64_t rows = rows2d(q, "q", op, nh * dh);
-  const int64_t nb = rows2d(kb, "kb", op, dh);
-  if (ratio < 1) fail(ErrorKind::Attr, op + ": compressRatio " + num(ratio) + " must be a positive integer");
-  if (width < 0) fail(ErrorKind::Attr, op + ": width " + num(width) + " must be a non-negative integer");
-  if (nb != floorDiv(tokens, ratio)) fail(ErrorKind::Shape, op + ": kb has " + num(nb) + " blocks, " + num(tokens) + " tokens make " + num(floorDiv(tokens, ratio)));
-  // rows at or past the last token (sequence-parallel padding) select nothing
-  if (!(r0d >= 0 && r0d == std::floor(r0d))) {
-    const double real = std::max(0.0, std::min(static_cast<double>(rows), static_cast<double>(tokens) - r0d));
-    fail(ErrorKind::Attr, "QSA indexer: rows [" + jsNum(r0d) + ", " + jsNum(r0d + real) + ") are not a valid range");
-  }
-  const int64_t r0 = static_cast<int64_t>(r0d);
-  const int64_t real = std::max<int64_t>(0, std::min<int64_t>(rows, tokens - r0));
+  const ops::QsaSelectArgs a = ops::checkQsaSelect(in, g.attrs);
+  const int64_t rows = a.rows, nb = a.nb, nh = a.nh, dh = a.dh, ratio = a.ratio, width = a.width, r0 = a.r0, real = a.real;
+  const Tensor& q = a.q;
+  const Tensor& kb = a.kb;
 
   TensorPtr out = g.alloc(DType::I32, {rows, width});
   int32_t* blocks = out->data<int32_t>();
@@ -175,32 +85,15 @@ Outputs qsaSelect(const Inputs& in, const GpuContext& g) {
   }
   const std::vector<int32_t> nan = readFlags(g, *nanBlock, real);
   for (int64_t r = 0; r < real; r++) {
-    if (nan[r] >= 0) fail(ErrorKind::Runtime, "QSA indexer: row " + num(r0 + r) + " block " + num(nan[r]) + " scored NaN");
+    if (nan[r] >= 0) ops::failQsaNan(r0 + r, nan[r]);
   }
   return {out};
 }
 
 Outputs attnCausalQsa(const Inputs& in, const GpuContext& g) {
-  const std::string op = "attnCausalQsa";
-  const int64_t heads = g.attrs.integer("heads");
-  const int64_t kvHeads = g.attrs.integer("kvHeads");
-  const int64_t hd = g.attrs.integer("headDim");
-  const int64_t width = g.attrs.integer("width");
-  const Tensor& q = input(in, 0, "q", op, DType::BF16);
-  const Tensor& k = input(in, 1, "k", op, DType::BF16);
-  const Tensor& v = input(in, 2, "v", op, DType::BF16);
-  const Tensor& blocksT = input(in, 3, "blocks", op, DType::I32);
-  const int64_t T = rows2d(q, "q", op, heads * hd);
-  if (rows2d(k, "k", op, kvHeads * hd) != T || rows2d(v, "v", op, kvHeads * hd) != T || rows2d(blocksT, "blocks", op, width) != T) {
-    fail(ErrorKind::Shape, op + ": k/v/blocks have " + num(k.dim(0)) + "/" + num(v.dim(0)) + "/" + num(blocksT.dim(0)) + " rows, q has " + num(T));
-  }
-  const int64_t ratio = g.attrs.integer("compressRatio");
-  const float scaleF = static_cast<float>(g.attrs.number("scale"));
-  if (!(width > 0) || !(ratio > 0)) {
-    fail(ErrorKind::Attr, "QSA selection: r0 0, rows " + num(T) + ", width " + num(width) + ", compressRatio " + num(ratio) + " are not valid");
-  }
-  if (kvHeads == 0 || heads % kvHeads != 0) fail(ErrorKind::Attr, "attention: heads " + num(heads) + " are not a multiple of KV heads " + num(kvHeads));
-  const int32_t* blocks = blocksT.data<int32_t>();
+  const ops::CausalQsaArgs a = ops::checkCausalQsa(in, g.attrs);
+  const int64_t T = a.T, heads = a.heads, kvHeads = a.kvHeads, hd = a.hd, width = a.width, ratio = a.ratio;
+  const int32_t* blocks = a.blocks.data<int32_t>();
 
   // qsaSelection.ts qsaKeptPositions's checks, every row; the first failing row is reported
   if (T > 0) {
@@ -212,12 +105,7 @@ Outputs attnCausalQsa(const Inputs& in, const GpuContext& g) {
       if (i < 0) continue;
       int32_t entry = 0;
       g.rt.copyOut(&entry, blocks + row * width + i, sizeof entry);
-      const int64_t nb = (row + 1) / ratio;
-      const int64_t n = std::min(width, nb);
-      if (i < n) {
-        fail(ErrorKind::Shape, "QSA selection: row " + num(row) + " entry " + num(i) + " is block " + num(entry) + ", expected ascending blocks in [0, " + num(nb) + ")");
-      }
-      fail(ErrorKind::Shape, "QSA selection: row " + num(row) + " entry " + num(i) + " is " + num(entry) + ", expected -1 past its " + num(n) + " blocks");
+      ops::failKeptEntry(row, i, entry, width, ratio);
     }
   }
 
@@ -230,22 +118,16 @@ Outputs attnCausalQsa(const Inputs& in, const GpuContext& g) {
   TensorPtr p = g.alloc(DType::F32, {chunk, keptMax});
   for (int64_t base = 0; base < items; base += chunk) {
     const int64_t n = std::min(chunk, items - base);
-    HCSP_LAUNCH(g.rt, hcsp_attention_causal_qsa, n, q.bf16(), k.bf16(), v.bf16(), blocks, out->bf16(), p->data<float>(), heads, kvHeads, hd, width, ratio, scaleF,
-                base, n);
+    HCSP_LAUNCH(g.rt, hcsp_attention_causal_qsa, n, a.q.bf16(), a.k.bf16(), a.v.bf16(), blocks, out->bf16(), p->data<float>(), heads, kvHeads, hd, width, ratio,
+                a.scaleF, base, n);
   }
   return {out};
 }
 
 Outputs attnOutputGate(const Inputs& in, const GpuContext& g) {
-  const std::string op = "attnOutputGate";
-  const int64_t heads = g.attrs.integer("heads");
-  const int64_t hd = g.attrs.integer("headDim");
-  const Tensor& o = input(in, 0, "o", op, DType::BF16);
-  const Tensor& qg = input(in, 1, "qg", op, DType::BF16);
-  const int64_t T = rows2d(o, "o", op, heads * hd);
-  if (rows2d(qg, "qg", op, heads * 2 * hd) != T) fail(ErrorKind::Shape, op + ": qg has " + num(qg.dim(0)) + " rows, o has " + num(T));
-  TensorPtr y = g.alloc(DType::BF16, {T, heads * hd});
-  HCSP_LAUNCH(g.rt, hcsp_attention_output_gate, T * heads * hd, o.bf16(), qg.bf16(), y->bf16(), T * heads, hd);
+  const ops::OutputGateArgs a = ops::checkOutputGate(in, g.attrs);
+  TensorPtr y = g.alloc(DType::BF16, {a.T, a.heads * a.hd});
+  HCSP_LAUNCH(g.rt, hcsp_attention_output_gate, a.T * a.heads * a.hd, a.o.bf16(), a.qg.bf16(), y->bf16(), a.T * a.heads, a.hd);
   return {y};
 }
 
