@@ -37,6 +37,7 @@
 #include "../numerics/fp32_math.h"
 #include "attention_simd.h"
 #include "kernel_args.h"
+#include "../../ops/attention_checks.h"
 
 namespace hcsp {
 namespace {
@@ -46,30 +47,6 @@ using attn::sums;
 
 constexpr float NEG_INF = -std::numeric_limits<float>::infinity();
 
-std::string num(int64_t v) { return std::to_string(v); }
-
-/** a double as JavaScript prints it, near enough for an error message (shortest round trip) */
-std::string jsNum(double v) {
-  if (v == std::floor(v) && std::fabs(v) < 1e21) return std::to_string(static_cast<int64_t>(v));
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, res.ptr);
-}
-
-/** Math.floor(a / b) for b > 0 */
-inline int64_t floorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-
-/** v / 2 as JavaScript prints it */
-std::string halfText(int64_t v) {
-  if (v % 2 == 0) return num(v / 2);
-  return std::string(v < 0 ? "-" : "") + num((v < 0 ? -v : v) / 2) + ".5";
-}
-
-std::string dimsText(const Shape& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); i++) out += (i ? "," : "") + num(s[i]);
-  return out;
-}
 
 /** scratch memory held outside tensors, counted against the device's limit */
 struct ScratchGuard {
@@ -220,24 +197,6 @@ inline void normRopeHead(const NormRope& p, const uint16_t* x, int64_t tb, float
   for (int64_t d = p.ropeDims; d < hd; d++) y[d] = f32ToBf16(n[d]);
 }
 
-/** the RoPE tables' shape check of the kernels (attentionKernels.ts checkTables) */
-void checkTables(const std::string& op, const Tensor& cos, const Tensor& sin, int64_t ropeDims, int64_t rows) {
-  const bool odd = ropeDims % 2 != 0;
-  const int64_t half = ropeDims / 2;
-  if (odd || cos.rank() != 2 || sin.rank() != 2 || cos.dim(1) != half || sin.dim(1) != half || cos.dim(0) != rows || sin.dim(0) != rows) {
-    fail(ErrorKind::Shape, op + ": RoPE tables are [" + dimsText(cos.shape()) + "]/[" + dimsText(sin.shape()) + "], expected [" + num(rows) + "," +
-                               halfText(ropeDims) + "]");
-  }
-}
-
-/** attentionMath.ts checkHeadLayout and the norm weight's length */
-void checkHeadLayout(int64_t hd, int64_t stride, int64_t offset, int64_t ropeDims, const Tensor& w) {
-  if (offset + hd > stride) {
-    fail(ErrorKind::Attr, "attention: head at offset " + num(offset) + " with dim " + num(hd) + " overruns stride " + num(stride));
-  }
-  if (ropeDims % 2 != 0 || ropeDims > hd) fail(ErrorKind::Attr, "attention: ropeDims " + num(ropeDims) + " must be even and at most headDim " + num(hd));
-  if (w.numel() != hd) fail(ErrorKind::Shape, "attention: norm weight has " + num(w.numel()) + " values, expected " + num(hd));
-}
 
 std::vector<float> onePlus(const Tensor& w) {
   std::vector<float> out(w.numel());
@@ -246,22 +205,11 @@ std::vector<float> onePlus(const Tensor& w) {
 }
 
 Outputs attnHeadNormRopeBf16(const Inputs& in, const KernelContext& ctx) {
-  const std::string op = "attnHeadNormRopeBf16";
-  const int64_t heads = ctx.attrs.integer("heads");
-  const int64_t hd = ctx.attrs.integer("headDim");
-  const int64_t stride = ctx.attrs.integer("stride");
-  const int64_t offset = ctx.attrs.integer("offset");
-  const int64_t ropeDims = ctx.attrs.integer("ropeDims");
-  const Tensor& x = input(in, 0, "x", op, DType::BF16);
-  const Tensor& w = input(in, 1, "w", op, DType::BF16);
-  const Tensor& cos = input(in, 2, "cos", op, DType::BF16);
-  const Tensor& sin = input(in, 3, "sin", op, DType::BF16);
-  const int64_t rows = rows2d(x, "x", op, heads * stride);
-  checkTables(op, cos, sin, ropeDims, rows);
-  const double eps = ctx.attrs.number("eps");
-  checkHeadLayout(hd, stride, offset, ropeDims, w);
-  const std::vector<float> opw = onePlus(w);
-  const NormRope p{heads, hd, stride, offset, ropeDims, opw.data(), static_cast<float>(eps), cos.bf16(), sin.bf16()};
+  const ops::HeadNormRopeArgs a = ops::checkHeadNormRope(in, ctx.attrs);
+  const int64_t rows = a.rows, heads = a.heads, hd = a.hd, stride = a.stride, offset = a.offset, ropeDims = a.ropeDims;
+  const Tensor& x = a.x;
+  const std::vector<float> opw = onePlus(a.w);
+  const NormRope p{heads, hd, stride, offset, ropeDims, opw.data(), a.epsF, a.cos.bf16(), a.sin.bf16()};
   TensorPtr y = makeTensor(DType::BF16, {rows, heads * hd});
   const uint16_t* xd = x.bf16();
   uint16_t* yd = y->bf16();
@@ -278,24 +226,12 @@ Outputs attnHeadNormRopeBf16(const Inputs& in, const KernelContext& ctx) {
 // ---- QSA block keys (qsaIndexer.ts qsaBlockKeys) -------------------------------------
 
 Outputs qsaBlockKeys(const Inputs& in, const KernelContext& ctx) {
-  const std::string op = "qsaBlockKeys";
-  const int64_t dh = ctx.attrs.integer("headDim");
-  const int64_t ratio = ctx.attrs.integer("compressRatio");
-  const int64_t ropeDims = ctx.attrs.integer("ropeDims");
-  const Tensor& kRaw = input(in, 0, "kRaw", op, DType::BF16);
-  const Tensor& w = input(in, 1, "w", op, DType::BF16);
-  const Tensor& cos = input(in, 2, "cos", op, DType::BF16);
-  const Tensor& sin = input(in, 3, "sin", op, DType::BF16);
-  const int64_t T = rows2d(kRaw, "kRaw", op, dh);
-  checkTables(op, cos, sin, ropeDims, T);
-  const double eps = ctx.attrs.number("eps");
-  if (ratio < 1) fail(ErrorKind::Attr, op + ": compressRatio " + num(ratio) + " must be a positive integer");
-  const int64_t nb = T / ratio;
-  checkHeadLayout(dh, dh, 0, ropeDims, w);
-  const std::vector<float> opw = onePlus(w);
-  const NormRope p{1, dh, dh, 0, ropeDims, opw.data(), static_cast<float>(eps), cos.bf16(), sin.bf16()};
+  const ops::BlockKeysArgs a = ops::checkBlockKeys(in, ctx.attrs);
+  const int64_t dh = a.dh, ratio = a.ratio, ropeDims = a.ropeDims, nb = a.nb;
+  const std::vector<float> opw = onePlus(a.w);
+  const NormRope p{1, dh, dh, 0, ropeDims, opw.data(), a.epsF, a.cos.bf16(), a.sin.bf16()};
   TensorPtr kb = makeTensor(DType::BF16, {nb, dh});
-  const uint16_t* kd = kRaw.bf16();
+  const uint16_t* kd = a.kRaw.bf16();
   uint16_t* out = kb->bf16();
   const int64_t half = ropeDims / 2;
   const float ratioF = static_cast<float>(ratio);
@@ -319,13 +255,9 @@ Outputs qsaBlockKeys(const Inputs& in, const KernelContext& ctx) {
 // ---- kept counts (attentionKernels.ts qsaKeptCount) -----------------------------------
 
 Outputs qsaKeptCount(const Inputs& in, const KernelContext& ctx) {
-  const std::string op = "qsaKeptCount";
-  const int64_t ratio = ctx.attrs.integer("compressRatio");
-  const Tensor& blocks = input(in, 0, "blocks", op, DType::I32);
-  requireRank(blocks, 2, "blocks", op);
-  if (ratio < 1) fail(ErrorKind::Attr, op + ": compressRatio " + num(ratio) + " must be a positive integer");
-  const int64_t rows = blocks.dim(0), width = blocks.dim(1);
-  const int32_t* b = blocks.data<int32_t>();
+  const ops::KeptCountArgs a = ops::checkKeptCount(in, ctx.attrs);
+  const int64_t rows = a.rows, width = a.width, ratio = a.ratio;
+  const int32_t* b = a.blocks.data<int32_t>();
   TensorPtr kept = makeTensor(DType::I32, {rows});
   int32_t* k = kept->data<int32_t>();
   for (int64_t t = 0; t < rows; t++) {
@@ -342,27 +274,10 @@ Outputs qsaKeptCount(const Inputs& in, const KernelContext& ctx) {
 inline float max0(float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); }
 
 Outputs qsaSelect(const Inputs& in, const KernelContext& ctx) {
-  const std::string op = "qsaSelect";
-  const double r0d = ctx.attrs.number("r0");
-  const int64_t tokens = ctx.attrs.integer("tokens");
-  const int64_t nh = ctx.attrs.integer("nHeads");
-  const int64_t dh = ctx.attrs.integer("headDim");
-  const int64_t ratio = ctx.attrs.integer("compressRatio");
-  const int64_t width = ctx.attrs.integer("width");
-  const Tensor& q = input(in, 0, "q", op, DType::BF16);
-  const Tensor& kbT_ = input(in, 1, "kb", op, DType::BF16);
-  const int64_t rows = rows2d(q, "q", op, nh * dh);
-  const int64_t nb = rows2d(kbT_, "kb", op, dh);
-  if (ratio < 1) fail(ErrorKind::Attr, op + ": compressRatio " + num(ratio) + " must be a positive integer");
-  if (width < 0) fail(ErrorKind::Attr, op + ": width " + num(width) + " must be a non-negative integer");
-  if (nb != floorDiv(tokens, ratio)) fail(ErrorKind::Shape, op + ": kb has " + num(nb) + " blocks, " + num(tokens) + " tokens make " + num(floorDiv(tokens, ratio)));
-  // rows at or past the last token (sequence-parallel padding) select nothing
-  if (!(r0d >= 0 && r0d == std::floor(r0d))) {
-    const double real = std::max(0.0, std::min(static_cast<double>(rows), static_cast<double>(tokens) - r0d));
-    fail(ErrorKind::Attr, "QSA indexer: rows [" + jsNum(r0d) + ", " + jsNum(r0d + real) + ") are not a valid range");
-  }
-  const int64_t r0 = static_cast<int64_t>(r0d);
-  const int64_t real = std::max<int64_t>(0, std::min<int64_t>(rows, tokens - r0));
+  const ops::QsaSelectArgs a = ops::checkQsaSelect(in, ctx.attrs);
+  const int64_t rows = a.rows, nb = a.nb, nh = a.nh, dh = a.dh, ratio = a.ratio, width = a.width, r0 = a.r0, real = a.real;
+  const Tensor& q = a.q;
+  const Tensor& kbT_ = a.kb;
 
   TensorPtr out = makeTensor(DType::I32, {rows, width});
   int32_t* blocks = out->data<int32_t>();
@@ -425,7 +340,7 @@ Outputs qsaSelect(const Inputs& in, const KernelContext& ctx) {
     }
   });
   for (int64_t r = 0; r < real; r++) {
-    if (nanBlock[r] >= 0) fail(ErrorKind::Runtime, "QSA indexer: row " + num(r0 + r) + " block " + num(nanBlock[r]) + " scored NaN");
+    if (nanBlock[r] >= 0) ops::failQsaNan(r0 + r, nanBlock[r]);
   }
   return {out};
 }
@@ -445,16 +360,11 @@ void checkKeptPositions(const Selection& s) {
     int64_t prev = -1;
     for (int64_t i = 0; i < n; i++) {
       const int64_t b = s.blocks[row * s.width + i];
-      if (!(b > prev && b < nb)) {
-        fail(ErrorKind::Shape, "QSA selection: row " + num(row) + " entry " + num(i) + " is block " + num(b) + ", expected ascending blocks in [0, " + num(nb) + ")");
-      }
+      if (!(b > prev && b < nb)) ops::failKeptEntry(row, i, b, s.width, s.ratio);
       prev = b;
     }
     for (int64_t i = n; i < s.width; i++) {
-      if (s.blocks[row * s.width + i] != -1) {
-        fail(ErrorKind::Shape, "QSA selection: row " + num(row) + " entry " + num(i) + " is " + num(s.blocks[row * s.width + i]) + ", expected -1 past its " + num(n) +
-                                   " blocks");
-      }
+      if (s.blocks[row * s.width + i] != -1) ops::failKeptEntry(row, i, s.blocks[row * s.width + i], s.width, s.ratio);
     }
   }
 }
@@ -474,26 +384,13 @@ inline int64_t keptPositions(const Selection& s, int64_t row, int32_t* out) {
 }
 
 Outputs attnCausalQsa(const Inputs& in, const KernelContext& ctx) {
-  const std::string op = "attnCausalQsa";
-  const int64_t heads = ctx.attrs.integer("heads");
-  const int64_t kvHeads = ctx.attrs.integer("kvHeads");
-  const int64_t hd = ctx.attrs.integer("headDim");
-  const int64_t width = ctx.attrs.integer("width");
-  const Tensor& q = input(in, 0, "q", op, DType::BF16);
-  const Tensor& k = input(in, 1, "k", op, DType::BF16);
-  const Tensor& v = input(in, 2, "v", op, DType::BF16);
-  const Tensor& blocksT = input(in, 3, "blocks", op, DType::I32);
-  const int64_t T = rows2d(q, "q", op, heads * hd);
-  if (rows2d(k, "k", op, kvHeads * hd) != T || rows2d(v, "v", op, kvHeads * hd) != T || rows2d(blocksT, "blocks", op, width) != T) {
-    fail(ErrorKind::Shape, op + ": k/v/blocks have " + num(k.dim(0)) + "/" + num(v.dim(0)) + "/" + num(blocksT.dim(0)) + " rows, q has " + num(T));
-  }
-  const int64_t ratio = ctx.attrs.integer("compressRatio");
-  const float scaleF = static_cast<float>(ctx.attrs.number("scale"));
-  if (!(width > 0) || !(ratio > 0)) {
-    fail(ErrorKind::Attr, "QSA selection: r0 0, rows " + num(T) + ", width " + num(width) + ", compressRatio " + num(ratio) + " are not valid");
-  }
-  if (kvHeads == 0 || heads % kvHeads != 0) fail(ErrorKind::Attr, "attention: heads " + num(heads) + " are not a multiple of KV heads " + num(kvHeads));
-  const Selection sel{T, width, ratio, blocksT.data<int32_t>()};
+  const ops::CausalQsaArgs a = ops::checkCausalQsa(in, ctx.attrs);
+  const int64_t T = a.T, heads = a.heads, kvHeads = a.kvHeads, hd = a.hd, width = a.width, ratio = a.ratio;
+  const float scaleF = a.scaleF;
+  const Tensor& q = a.q;
+  const Tensor& k = a.k;
+  const Tensor& v = a.v;
+  const Selection sel{T, width, ratio, a.blocks.data<int32_t>()};
   checkKeptPositions(sel);
 
   TensorPtr out = makeTensor(DType::BF16, {T, heads * hd});
@@ -581,13 +478,10 @@ Outputs attnCausalQsa(const Inputs& in, const KernelContext& ctx) {
 // ---- output gate (attentionMath.ts attnOutputGate) ------------------------------------
 
 Outputs attnOutputGate(const Inputs& in, const KernelContext& ctx) {
-  const std::string op = "attnOutputGate";
-  const int64_t heads = ctx.attrs.integer("heads");
-  const int64_t hd = ctx.attrs.integer("headDim");
-  const Tensor& o = input(in, 0, "o", op, DType::BF16);
-  const Tensor& qg = input(in, 1, "qg", op, DType::BF16);
-  const int64_t T = rows2d(o, "o", op, heads * hd);
-  if (rows2d(qg, "qg", op, heads * 2 * hd) != T) fail(ErrorKind::Shape, op + ": qg has " + num(qg.dim(0)) + " rows, o has " + num(T));
+  const ops::OutputGateArgs a = ops::checkOutputGate(in, ctx.attrs);
+  const int64_t T = a.T, heads = a.heads, hd = a.hd;
+  const Tensor& o = a.o;
+  const Tensor& qg = a.qg;
   TensorPtr y = makeTensor(DType::BF16, {T, heads * hd});
   const uint16_t* od = o.bf16();
   const uint16_t* gd = qg.bf16();
