@@ -4,11 +4,13 @@
 # WebGPU backend; a C++ toolchain and CMake to build the native addon (npm run build:native);
 # OpenBLAS (loaded at run time) for the native host device's BLAS GEMM mode; hipcc (gfx940)
 # and clang-19 + lld-19 (gfx942) for the GPU kernels' compile checks (nvcc comes with the
-# CUDA toolkit, not from Debian: native/scripts/build-gpu-kernels.sh names it when missing).
+# CUDA toolkit, not from Debian: native/scripts/build-gpu-kernels.sh names it when missing);
+# Open MPI (libopenmpi-dev to build the MPI addon hcsp_mpi.node, openmpi-bin for mpirun) for
+# the multi-process host-device ranks (--comm mpi) and their tests.
 # Installs only what is missing; runs apt-get update at most once; never prompts.
 set -euo pipefail
 
-PACKAGES=(chromium libvulkan1 g++ make cmake libopenblas0-pthread hipcc clang-19 lld-19)
+PACKAGES=(chromium libvulkan1 g++ make cmake libopenblas0-pthread hipcc clang-19 lld-19 libopenmpi-dev openmpi-bin)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -2,3 +2,4 @@ export * from './nativeAddon.ts';
 export * from './nativeErrors.ts';
 export * from './nativeDevice.ts';
 export * from './rocmBackend.ts';
+export * from './comm/mpiCommunicator.ts';

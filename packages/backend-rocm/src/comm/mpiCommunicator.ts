@@ -1,0 +1,299 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  checkReduceAlgorithm,
+  getOpDef,
+  numel,
+  RING_DEFAULT_CHANNELS,
+  RING_DEFAULT_CHUNK_ELEMS,
+  shapeStr,
+  type CommBytes,
+  type Communicator,
+  type DType,
+  type GraphNode,
+  type Tensor,
+  type TensorData,
+} from '@hcsp/core';
+
+// A rank's communicator over MPI (issue 13, host-device ranks): one process per rank, started
+// by mpirun, meeting its peers at each collective node of its part of the graph (rankGraph).
+// The sums are computed by the MPI addon (native/src/mpi) in the exact order of core's
+// simulated collectives, so a multi-process run is bit-identical to the in-process one with
+// the same --reduce; MPI (Open MPI) moves the bytes, point to point.
+
+/** How 'ordered' folds the partials: the bf16 sum as a non-commutative MPI op through MPI_Reduce_local, or the same chain as a loop. */
+export type OrderedFold = 'mpiOp' | 'loop';
+
+export interface MpiCollectiveOptions {
+  /** ring all-reduce only */
+  channels?: number;
+  chunkElems?: number;
+  fold?: OrderedFold;
+  /** the graph node's id: every rank must be at the same one */
+  tag?: number;
+  /** exchange and compare each rank's call before moving data (default true) */
+  check?: boolean;
+}
+
+/** The MPI addon's surface (native/src/mpi/mpi_addon.cc). */
+export interface MpiAddon {
+  /** callable before init */
+  version(): { library: string; standard: string };
+  init(): { rank: number; size: number; threadLevel: 'serialized' | 'multiple' };
+  allReduce(data: Uint16Array, algorithm: string, options?: MpiCollectiveOptions): Promise<ArrayBuffer>;
+  reduceScatter(data: Uint16Array, algorithm: string, options?: MpiCollectiveOptions): Promise<ArrayBuffer>;
+  /** any typed array; `control` counts the bytes apart from the graph's all-gathers */
+  allGather(data: ArrayBufferView, options?: { tag?: number; check?: boolean; control?: boolean }): Promise<ArrayBuffer>;
+  barrier(): Promise<void>;
+  bytesSent(): { allReduce: number; reduceScatter: number; allGather: number; control: number };
+  state(): { initialized: boolean; finalized: boolean; inFlight: boolean };
+  finalize(): void;
+  abort(code: number): never;
+}
+
+export const MPI_BUILD_COMMAND = 'npm run build:native';
+
+/** Where the MPI addon is: HCSP_MPI_ADDON, else the cmake-js build folder of native/, beside hcsp_native.node. */
+export function mpiAddonPath(): string {
+  const override = process.env.HCSP_MPI_ADDON;
+  if (override) return resolve(override);
+  const here = dirname(fileURLToPath(import.meta.url));
+  return resolve(here, '../../../../native/build/Release/hcsp_mpi.node');
+}
+
+/** The MPI addon cannot be used here: not built (no MPI found at build time), or it fails to load. */
+export class MpiUnavailableError extends Error {
+  constructor(
+    readonly path: string,
+    readonly reason: string,
+  ) {
+    super(
+      `MPI addon unavailable at ${path}: ${reason}. Build it with \`${MPI_BUILD_COMMAND}\`, which builds it where CMake finds MPI ` +
+        '(Debian: libopenmpi-dev and openmpi-bin, `npm run setup:system`), or set HCSP_MPI_ADDON to a built hcsp_mpi.node',
+    );
+    this.name = 'MpiUnavailableError';
+  }
+}
+
+/** An MPI call failed: `call` names it (e.g. MPI_Sendrecv), `mpiErrorClass` is MPI's class (e.g. MPI_ERR_TRUNCATE). */
+export class MpiError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly call?: string,
+    readonly mpiErrorClass?: string,
+  ) {
+    super(message);
+    this.name = 'MpiError';
+  }
+}
+/** The ranks disagree: different collectives, sizes or algorithms at the same step, found by all of them before any data moved (the world stays usable). */
+export class MpiMismatchError extends MpiError {
+  override name = 'MpiMismatchError';
+}
+/** A bad argument to a collective (algorithm, dtype, rows not divisible by the world size). */
+export class MpiArgumentError extends MpiError {
+  override name = 'MpiArgumentError';
+}
+/** MPI not initialized, already finalized, or a collective still in flight. */
+export class MpiStateError extends MpiError {
+  override name = 'MpiStateError';
+}
+
+const CLASSES: Record<string, typeof MpiError> = {
+  HCSP_MPI: MpiError,
+  HCSP_MPI_MISMATCH: MpiMismatchError,
+  HCSP_MPI_ARGUMENT: MpiArgumentError,
+  HCSP_MPI_STATE: MpiStateError,
+};
+
+/** an error thrown by the MPI addon as its typed class (other errors pass through) */
+export function typedMpiError(e: unknown): unknown {
+  const { code, call, mpiErrorClass } = (e ?? {}) as { code?: unknown; call?: unknown; mpiErrorClass?: unknown };
+  if (!(e instanceof Error) || typeof code !== 'string' || !(code in CLASSES) || e instanceof MpiError) return e;
+  return new CLASSES[code](code, e.message, typeof call === 'string' ? call : undefined, typeof mpiErrorClass === 'string' ? mpiErrorClass : undefined);
+}
+
+async function mpi<T>(fn: () => T | Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    throw typedMpiError(e);
+  }
+}
+
+let loaded: { path: string; addon: MpiAddon } | null = null;
+
+/**
+ * The MPI addon, probed first in a child process as nativeAddon.ts probes the main one (a
+ * binary built against another Node-API, or an MPI library missing at run time, fails
+ * there, not in this process). The probe only asks the library's version: MPI starts in
+ * this process, at MpiCommunicator.open.
+ */
+export function loadMpiAddon(): MpiAddon {
+  const path = mpiAddonPath();
+  if (loaded?.path === path) return loaded.addon;
+  if (!existsSync(path)) throw new MpiUnavailableError(path, 'no such file');
+  const probe = spawnSync(process.execPath, ['-e', `const a = require(${JSON.stringify(path)}); process.stdout.write(JSON.stringify(a.version()))`], {
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  if (probe.error || probe.status !== 0) {
+    const why = probe.error?.message ?? (probe.signal ? `the probe process died of ${probe.signal}` : probe.stderr.trim().split('\n').slice(0, 3).join(' ') || `exit ${probe.status}`);
+    throw new MpiUnavailableError(path, `it does not load (${why})`);
+  }
+  const addon = createRequire(import.meta.url)(path) as MpiAddon;
+  loaded = { path, addon };
+  return addon;
+}
+
+/** The rank this process was started as by mpirun (Open MPI's own variables), or null when it was not. */
+export function mpirunRank(env: Record<string, string | undefined> = process.env): { rank: number; size: number; localRank: number } | null {
+  const int = (name: string): number | null => {
+    const v = env[name];
+    return v !== undefined && /^\d+$/.test(v) ? Number(v) : null;
+  };
+  const rank = int('OMPI_COMM_WORLD_RANK');
+  const size = int('OMPI_COMM_WORLD_SIZE');
+  if (rank === null || size === null) return null;
+  return { rank, size, localRank: int('OMPI_COMM_WORLD_LOCAL_RANK') ?? rank };
+}
+
+const ELEMENT_BYTES: Partial<Record<DType, number>> = { bf16: 2, f32: 4, i32: 4 };
+
+function tensorOf(dtype: DType, shape: number[], buf: ArrayBuffer): Tensor {
+  const data: TensorData = dtype === 'bf16' ? new Uint16Array(buf) : dtype === 'f32' ? new Float32Array(buf) : dtype === 'i32' ? new Int32Array(buf) : new Uint8Array(buf);
+  return { dtype, shape, data };
+}
+
+function intAttr(node: GraphNode, name: string, fallback: number): number {
+  const v = node.attrs[name] ?? fallback;
+  if (typeof v !== 'number' || !Number.isInteger(v)) throw new Error(`${node.op}: attr ${name} must be an integer, got ${JSON.stringify(node.attrs[name])}`);
+  return v;
+}
+
+export interface MpiCommunicatorOptions {
+  /** 'ordered': fold through the MPI op (default) or the loop; the bits are the same */
+  fold?: OrderedFold;
+  /** compare every rank's call before each collective (default true) */
+  check?: boolean;
+}
+
+/**
+ * This process's rank of the MPI world as a Communicator: each collective node of the
+ * rank's graph becomes one call on the addon, by the node's layout (OpDef.collective:
+ * replicate = all-reduce, scatterRows = reduce-scatter, gatherRows = all-gather), with the
+ * node's algorithm and ring parameters, on host tensors (port x in, port y out, as the
+ * in-process group's kernels take them). Calls run one at a time in the order they are made;
+ * after a failed one (other than a mismatch all ranks found together), the world's state is
+ * unknown and every later call is refused.
+ */
+export class MpiCommunicator implements Communicator {
+  private queue: Promise<unknown> = Promise.resolve();
+  private failure: Error | null = null;
+
+  private constructor(
+    private readonly addon: MpiAddon,
+    readonly rank: number,
+    readonly tp: number,
+    readonly threadLevel: string,
+    private readonly options: MpiCommunicatorOptions,
+  ) {}
+
+  /** loads the addon and starts MPI (MPI_Init_thread) in this process */
+  static open(options: MpiCommunicatorOptions = {}): MpiCommunicator {
+    const addon = loadMpiAddon();
+    try {
+      const { rank, size, threadLevel } = addon.init();
+      return new MpiCommunicator(addon, rank, size, threadLevel, options);
+    } catch (e) {
+      throw typedMpiError(e);
+    }
+  }
+
+  /** the MPI library, e.g. "Open MPI v4.1.4, ..." */
+  library(): string {
+    return this.addon.version().library;
+  }
+
+  collective(node: GraphNode, inputs: Tensor[]): Promise<Tensor[]> {
+    return this.serial(`node ${node.id} (${node.op} ${node.scope})`, () => this.run(node, inputs));
+  }
+
+  /** bytes this rank has sent per collective kind (the graph's collectives; control traffic apart) */
+  bytesSent(): CommBytes & { control: number } {
+    const b = this.addon.bytesSent();
+    return { allReduce: b.allReduce, allGather: b.allGather, reduceScatter: b.reduceScatter, control: b.control };
+  }
+
+  /** every rank's values, in rank order (equal lengths on every rank); counted as control traffic */
+  gatherControl(values: Float64Array): Promise<Float64Array[]> {
+    return this.serial('gatherControl', async () => {
+      const buf = await mpi(() => this.addon.allGather(values, { control: true }));
+      return Array.from({ length: this.tp }, (_, r) => new Float64Array(buf, r * values.byteLength, values.length));
+    });
+  }
+
+  barrier(): Promise<void> {
+    return this.serial('barrier', () => mpi(() => this.addon.barrier()));
+  }
+
+  /** MPI_Finalize, after the calls already made */
+  async finalize(): Promise<void> {
+    await this.queue.catch(() => {});
+    if (!this.addon.state().finalized) await mpi(() => this.addon.finalize());
+  }
+
+  /** MPI_Abort: this process and every other rank of the job end */
+  abort(code = 1): never {
+    return this.addon.abort(code);
+  }
+
+  private serial<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    const result = this.queue.then(() => {
+      if (this.failure) throw new Error(`MPI communicator of rank ${this.rank}: refused ${what}: an earlier collective failed (${this.failure.message})`);
+      return fn();
+    });
+    this.queue = result.then(
+      () => {},
+      (e: Error) => {
+        // ranks that disagreed found it together before moving data: the world is intact
+        if (!(e instanceof MpiMismatchError)) this.failure ??= e;
+      },
+    );
+    return result;
+  }
+
+  private async run(node: GraphNode, inputs: Tensor[]): Promise<Tensor[]> {
+    const layout = getOpDef(node.op).collective;
+    if (!layout) throw new Error(`MPI communicator: node ${node.id} (${node.op}) is not a collective`);
+    if (inputs.length !== 1 || !inputs[0]) throw new Error(`${node.op}: expects this rank's one input x, got ${inputs.length} inputs`);
+    const x = inputs[0];
+    if (x.shape.length === 0) throw new Error(`${node.op}: tensors need a leading (row) dimension, got shape []`);
+    const rows = x.shape[0];
+    const tag = node.id;
+    const check = this.options.check ?? true;
+    if (layout === 'gatherRows') {
+      if (ELEMENT_BYTES[x.dtype] === undefined) throw new Error(`${node.op}: rank ${this.rank} has dtype ${x.dtype}; expected one of bf16, f32, i32`);
+      const buf = await mpi(() => this.addon.allGather(x.data, { tag, check }));
+      return [tensorOf(x.dtype, [rows * this.tp, ...x.shape.slice(1)], buf)];
+    }
+    if (x.dtype !== 'bf16') throw new Error(`${node.op}: rank ${this.rank} has dtype ${x.dtype}; expected one of bf16`);
+    const algorithm = checkReduceAlgorithm(node.attrs.algorithm, node.op);
+    const data = x.data as Uint16Array;
+    if (layout === 'replicate') {
+      const channels = intAttr(node, 'channels', RING_DEFAULT_CHANNELS);
+      const chunkElems = intAttr(node, 'chunkElems', RING_DEFAULT_CHUNK_ELEMS);
+      const buf = await mpi(() => this.addon.allReduce(data, algorithm, { channels, chunkElems, fold: this.options.fold, tag, check }));
+      return [tensorOf('bf16', [...x.shape], buf)];
+    }
+    if (rows % this.tp !== 0) throw new Error(`${node.op}: ${rows} rows of shape ${shapeStr(x.shape)} are not divisible by tp ${this.tp}`);
+    const buf = await mpi(() => this.addon.reduceScatter(data, algorithm, { fold: this.options.fold, tag, check }));
+    const out = tensorOf('bf16', [rows / this.tp, ...x.shape.slice(1)], buf);
+    if (out.data.length !== numel(out.shape)) throw new Error(`${node.op}: the MPI addon returned ${out.data.length} elements for ${shapeStr(out.shape)}`);
+    return [out];
+  }
+}
