@@ -1,5 +1,5 @@
-// Launchers of the SP ops on the GPU devices (core graph/ops/spOps.ts), with the host kernels'
-// checks and messages (host/kernels/collective_kernels.cc, the reference's): shard, pad and
+// Launchers of the SP ops on the GPU devices (core graph/ops/spOps.ts), with the checks and
+// messages the host kernels share (ops/collective_checks.h, the reference's): shard, pad and
 // trim per rank, and the collectives of the ranks simulated on this one GPU, every rank's
 // buffers in its memory (inputs[rank][0] -> outputs[rank][0]). A collective's kernel gets the
 // ranks' buffers as a small device table of their addresses; the ring all-reduce's block layout
@@ -14,28 +14,12 @@
 #include "../../host/kernels/js_text.h"
 #include "../../host/kernels/kernel_args.h"
 #include "../../host/kernels/reduce_order.h"
+#include "../../ops/collective_checks.h"
 #include "../gpu_op_registry.h"
 #include "../kernels/collectives.h"
 
 namespace hcsp::gpu {
 namespace {
-
-/** intAttr of collectiveKernels.ts: attrs[name] ?? fallback, an integer (as the JavaScript number) */
-double intAttr(const Attrs& attrs, const std::string& name, const std::string& op, std::optional<double> fallback = std::nullopt) {
-  if (!attrs.has(name) && fallback) return *fallback;
-  if (!js::isInteger(attrs, name)) fail(ErrorKind::Attr, op + ": attr " + name + " must be an integer, got " + js::json(attrs, name));
-  return attrs.number(name);
-}
-
-/** checkReduceAlgorithm of reduceOrder.ts */
-reduce::Algorithm algorithmAttr(const Attrs& attrs, const std::string& where) {
-  reduce::Algorithm a;
-  const js::AttrProbe p = js::probe(attrs, "algorithm");
-  if (p.kind != js::AttrProbe::Kind::String || !reduce::parseAlgorithm(p.string, a)) {
-    fail(ErrorKind::Attr, where + ": unknown reduction algorithm " + js::json(attrs, "algorithm") + "; expected one of ring, oneshot, ordered");
-  }
-  return a;
-}
 
 int64_t algorithmCode(reduce::Algorithm a) {
   switch (a) {
@@ -44,39 +28,6 @@ int64_t algorithmCode(reduce::Algorithm a) {
     case reduce::Algorithm::Ordered: return HCSP_REDUCE_ORDERED;
   }
   return HCSP_REDUCE_ORDERED;
-}
-
-/** port 0 of every rank (portX) */
-std::vector<const Tensor*> portX(const std::vector<Inputs>& inputs, const std::string& op) {
-  std::vector<const Tensor*> xs;
-  for (size_t r = 0; r < inputs.size(); r++) {
-    if (inputs[r].empty() || !inputs[r][0]) fail(ErrorKind::Shape, op + ": rank " + std::to_string(r) + " has no input x");
-    xs.push_back(inputs[r][0].get());
-  }
-  return xs;
-}
-
-/** checkRankInputs of rankInputs.ts (metadata only) */
-void checkRankInputs(const std::vector<const Tensor*>& xs, const std::string& op, const std::vector<DType>& dtypes) {
-  if (xs.empty()) fail(ErrorKind::Shape, op + ": no ranks (tp = 0)");
-  const Tensor& first = *xs[0];
-  for (size_t r = 0; r < xs.size(); r++) {
-    const Tensor& t = *xs[r];
-    bool allowed = false;
-    for (DType d : dtypes) allowed = allowed || d == t.dtype();
-    if (!allowed) {
-      std::string list;
-      for (size_t i = 0; i < dtypes.size(); i++) list += (i ? ", " : "") + std::string(dtypeName(dtypes[i]));
-      fail(ErrorKind::DType, op + ": rank " + std::to_string(r) + " has dtype " + dtypeName(t.dtype()) + "; expected one of " + list);
-    }
-    if (t.dtype() != first.dtype()) {
-      fail(ErrorKind::DType, op + ": rank " + std::to_string(r) + " has dtype " + dtypeName(t.dtype()) + ", rank 0 has " + dtypeName(first.dtype()));
-    }
-    if (t.shape() != first.shape()) {
-      fail(ErrorKind::Shape, op + ": rank " + std::to_string(r) + " has shape " + shapeStr(t.shape()) + ", rank 0 has " + shapeStr(first.shape()));
-    }
-  }
-  if (first.rank() == 0) fail(ErrorKind::Shape, op + ": tensors need a leading (row) dimension, got shape []");
 }
 
 /**
@@ -141,18 +92,15 @@ std::vector<int64_t> ringDescriptor(int64_t n, int tp, double channelsAttr, doub
 }
 
 std::vector<Outputs> allReduce(const std::vector<Inputs>& inputs, const GpuContext& g) {
-  const std::string op = "allReduce";
-  const reduce::Algorithm algorithm = algorithmAttr(g.attrs, op);
-  const std::vector<const Tensor*> xs = portX(inputs, op);
-  const double channels = intAttr(g.attrs, "channels", op, static_cast<double>(reduce::RING_DEFAULT_CHANNELS));
-  const double chunkElems = intAttr(g.attrs, "chunkElems", op, static_cast<double>(reduce::RING_DEFAULT_CHUNK_ELEMS));
-  checkRankInputs(xs, op, {DType::BF16});
-  const int tp = static_cast<int>(xs.size());
-  const int64_t n = xs[0]->numel();
+  const ops::AllReduceArgs a = ops::checkAllReduce(inputs, g.attrs);
+  const std::vector<const Tensor*>& xs = a.xs;
+  const reduce::Algorithm algorithm = a.algorithm;
+  const int tp = a.tp;
+  const int64_t n = a.n;
   std::vector<int64_t> ring{1, 1, 0, 1};
   if (algorithm == reduce::Algorithm::Ring) {
-    const reduce::RingLayout layout(n, tp, channels, chunkElems);
-    ring = ringDescriptor(n, tp, channels, chunkElems, layout);
+    const reduce::RingLayout layout(n, tp, a.channels, a.chunkElems);
+    ring = ringDescriptor(n, tp, a.channels, a.chunkElems, layout);
   }
   std::vector<Outputs> outs;
   std::vector<uint64_t> srcs, dsts;
@@ -170,19 +118,12 @@ std::vector<Outputs> allReduce(const std::vector<Inputs>& inputs, const GpuConte
 }
 
 std::vector<Outputs> reduceScatter(const std::vector<Inputs>& inputs, const GpuContext& g) {
-  const std::string op = "reduceScatter";
-  const reduce::Algorithm algorithm = algorithmAttr(g.attrs, op);
-  const std::vector<const Tensor*> xs = portX(inputs, op);
-  checkRankInputs(xs, op, {DType::BF16});
-  const int tp = static_cast<int>(xs.size());
-  const Shape& shape = xs[0]->shape();
-  const int64_t rows = shape[0];
-  if (rows % tp != 0) {
-    fail(ErrorKind::Shape, op + ": " + std::to_string(rows) + " rows of shape " + shapeStr(shape) + " are not divisible by tp " + std::to_string(tp));
-  }
-  Shape outShape = shape;
-  outShape[0] = rows / tp;
-  const int64_t shardElems = numel(outShape);
+  const ops::ReduceScatterArgs a = ops::checkReduceScatter(inputs, g.attrs);
+  const std::vector<const Tensor*>& xs = a.xs;
+  const reduce::Algorithm algorithm = a.algorithm;
+  const int tp = a.tp;
+  const Shape& outShape = a.outShape;
+  const int64_t shardElems = a.shardElems;
   std::vector<Outputs> outs;
   std::vector<uint64_t> srcs, dsts;
   for (int r = 0; r < tp; r++) {
@@ -199,18 +140,14 @@ std::vector<Outputs> reduceScatter(const std::vector<Inputs>& inputs, const GpuC
 }
 
 std::vector<Outputs> allGather(const std::vector<Inputs>& inputs, const GpuContext& g) {
-  const std::string op = "allGather";
-  const std::vector<const Tensor*> xs = portX(inputs, op);
-  checkRankInputs(xs, op, {DType::BF16, DType::F32, DType::I32});
+  const ops::AllGatherArgs a = ops::checkAllGather(inputs, g.attrs);
+  const std::vector<const Tensor*>& xs = a.xs;
   const int tp = static_cast<int>(xs.size());
-  const DType dtype = xs[0]->dtype();
-  Shape outShape = xs[0]->shape();
-  outShape[0] *= tp;
   const int64_t shardBytes = static_cast<int64_t>(xs[0]->bytes());
   std::vector<Outputs> outs;
   std::vector<uint64_t> srcs, dsts;
   for (int r = 0; r < tp; r++) {
-    outs.push_back({g.alloc(dtype, outShape)});
+    outs.push_back({g.alloc(a.dtype, a.outShape)});
     srcs.push_back(address(xs[r]->raw()));
     dsts.push_back(address(outs.back()[0]->raw()));
   }
@@ -225,80 +162,33 @@ std::vector<Outputs> allGather(const std::vector<Inputs>& inputs, const GpuConte
   return outs;
 }
 
-const Tensor& oneInput(const Inputs& in, const std::string& op) {
-  if (in.empty() || !in[0]) fail(ErrorKind::Shape, op + ": input x is missing");
-  return *in[0];
-}
-
-int64_t rowLength(const Tensor& x) {
-  int64_t n = 1;
-  for (size_t i = 1; i < x.rank(); i++) n *= x.dim(i);
-  return n;
-}
-
-Shape withRows(const Tensor& x, int64_t rows) {
-  Shape s = x.shape();
-  s[0] = rows;
-  return s;
-}
-
-bool isInt(double v) { return std::isfinite(v) && std::floor(v) == v; }
-
 /** shardTensorRows of allGather.ts */
 Outputs shard(const Inputs& in, const GpuContext& g) {
-  const std::string op = "shard";
-  const Tensor& x = oneInput(in, op);
-  const double rank = intAttr(g.attrs, "rank", op);
-  const double tp = intAttr(g.attrs, "tp", op);
-  const double chunk = intAttr(g.attrs, "chunk", op);
-  if (!isInt(tp) || tp < 1) fail(ErrorKind::Attr, "shard: tp must be a positive integer, got " + js::number(tp));
-  if (!isInt(rank) || rank < 0 || rank >= tp) fail(ErrorKind::Attr, "shard: rank " + js::number(rank) + " is not in [0, " + js::number(tp) + ")");
-  if (!isInt(chunk) || chunk < 1) fail(ErrorKind::Attr, "shard: chunk must be a positive integer, got " + js::number(chunk));
-  if (x.rank() == 0) fail(ErrorKind::Shape, "shard: x needs a leading (row) dimension, got shape []");
-  const int64_t rows = x.dim(0);
-  if (chunk * tp < static_cast<double>(rows)) {
-    fail(ErrorKind::Shape, "shard: chunk " + js::number(chunk) + " * tp " + js::number(tp) + " = " + js::number(chunk * tp) + " rows cannot hold the " +
-                               std::to_string(rows) + " rows of " + shapeStr(x.shape()));
-  }
-  const int64_t c = static_cast<int64_t>(chunk), rk = static_cast<int64_t>(rank);
-  const int64_t rowBytes = rowLength(x) * static_cast<int64_t>(dtypeBytes(x.dtype()));
-  TensorPtr y = g.alloc(x.dtype(), withRows(x, c));
+  const ops::ShardArgs a = ops::checkShard(in, g.attrs);
+  const Tensor& x = a.x;
+  const int64_t rows = a.rows, c = a.chunk, rk = a.rank;
+  const int64_t rowBytes = ops::rowLength(x) * static_cast<int64_t>(dtypeBytes(x.dtype()));
+  TensorPtr y = g.alloc(x.dtype(), ops::withRows(x, c));
   // rows at or past T stay zero (the allocation is zero-filled)
   const int64_t first = std::min(rk * c, rows), last = std::min((rk + 1) * c, rows);
   copyDevice(g, y->raw(), x.data<uint8_t>() + first * rowBytes, (last - first) * rowBytes);
   return {y};
 }
 
-void checkRowCount(double value, const std::string& op) {
-  if (!isInt(value) || value < 0) fail(ErrorKind::Attr, op + ": rows must be a non-negative integer, got " + js::number(value));
-}
-
 /** padRows of allGather.ts */
 Outputs pad(const Inputs& in, const GpuContext& g) {
-  const std::string op = "pad";
-  const Tensor& x = oneInput(in, op);
-  const double rows = intAttr(g.attrs, "rows", op);
-  checkRowCount(rows, op);
-  if (x.rank() == 0) fail(ErrorKind::Shape, "pad: x needs a leading (row) dimension, got shape []");
-  if (rows < static_cast<double>(x.dim(0))) {
-    fail(ErrorKind::Shape, "pad: rows " + js::number(rows) + " is fewer than the " + std::to_string(x.dim(0)) + " rows of " + shapeStr(x.shape()));
-  }
-  TensorPtr y = g.alloc(x.dtype(), withRows(x, static_cast<int64_t>(rows)));
+  const ops::RowsArgs a = ops::checkPad(in, g.attrs);
+  const Tensor& x = a.x;
+  TensorPtr y = g.alloc(x.dtype(), ops::withRows(x, a.rows));
   copyDevice(g, y->raw(), x.raw(), static_cast<int64_t>(x.bytes()));
   return {y};
 }
 
 /** trimRows of allGather.ts */
 Outputs trim(const Inputs& in, const GpuContext& g) {
-  const std::string op = "trim";
-  const Tensor& x = oneInput(in, op);
-  const double rows = intAttr(g.attrs, "rows", op);
-  checkRowCount(rows, op);
-  if (x.rank() == 0) fail(ErrorKind::Shape, "trim: x needs a leading (row) dimension, got shape []");
-  if (rows > static_cast<double>(x.dim(0))) {
-    fail(ErrorKind::Shape, "trim: rows " + js::number(rows) + " is more than the " + std::to_string(x.dim(0)) + " rows of " + shapeStr(x.shape()));
-  }
-  TensorPtr y = g.alloc(x.dtype(), withRows(x, static_cast<int64_t>(rows)));
+  const ops::RowsArgs a = ops::checkTrim(in, g.attrs);
+  const Tensor& x = a.x;
+  TensorPtr y = g.alloc(x.dtype(), ops::withRows(x, a.rows));
   copyDevice(g, y->raw(), x.raw(), static_cast<int64_t>(y->bytes()));
   return {y};
 }
