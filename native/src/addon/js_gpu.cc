@@ -38,16 +38,28 @@ std::shared_ptr<gpu::GpuRuntime> JsGpu::unwrapOptional(const Napi::Value& value)
   return Unwrap(value.As<Napi::Object>())->runtime_;
 }
 
-Napi::Value JsGpu::kind(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), runtime_->kind()); }
-Napi::Value JsGpu::arch(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), runtime_->arch()); }
-Napi::Value JsGpu::describe(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), runtime_->describe()); }
-Napi::Value JsGpu::stats(const Napi::CallbackInfo& info) { return statsObject(info.Env(), runtime_->stats()); }
+// Every method runs guarded: a C++ exception (the emulated device's describe() reads the pool,
+// whose HCSP_NATIVE_THREADS check throws) must reach JavaScript as an error, not abort the process.
+Napi::Value JsGpu::kind(const Napi::CallbackInfo& info) {
+  return guarded(info.Env(), [&]() -> Napi::Value { return Napi::String::New(info.Env(), runtime_->kind()); });
+}
+Napi::Value JsGpu::arch(const Napi::CallbackInfo& info) {
+  return guarded(info.Env(), [&]() -> Napi::Value { return Napi::String::New(info.Env(), runtime_->arch()); });
+}
+Napi::Value JsGpu::describe(const Napi::CallbackInfo& info) {
+  return guarded(info.Env(), [&]() -> Napi::Value { return Napi::String::New(info.Env(), runtime_->describe()); });
+}
+Napi::Value JsGpu::stats(const Napi::CallbackInfo& info) {
+  return guarded(info.Env(), [&]() -> Napi::Value { return statsObject(info.Env(), runtime_->stats()); });
+}
 
 Napi::Value JsGpu::setMemoryLimit(const Napi::CallbackInfo& info) {
-  double bytes = info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : -1;
-  if (!(bytes >= 0)) throw jsError(info.Env(), Error(ErrorKind::Attr, "setMemoryLimit: bytes must be a number >= 0"));
-  runtime_->setLimit(static_cast<int64_t>(bytes));
-  return info.Env().Undefined();
+  return guarded(info.Env(), [&]() -> Napi::Value {
+    double bytes = info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : -1;
+    if (!(bytes >= 0)) throw jsError(info.Env(), Error(ErrorKind::Attr, "setMemoryLimit: bytes must be a number >= 0"));
+    runtime_->setLimit(static_cast<int64_t>(bytes));
+    return info.Env().Undefined();
+  });
 }
 
 Napi::Value JsGpu::synchronize(const Napi::CallbackInfo& info) {

@@ -72,3 +72,26 @@ extern thread_local int64_t emulatedThreadCount;
 
 HCSP_HD uint32_t hcspFloatBits(float x) { return __builtin_bit_cast(uint32_t, x); }
 HCSP_HD float hcspBitsFloat(uint32_t u) { return __builtin_bit_cast(float, u); }
+
+#if defined(HCSP_GPU_HIP) && defined(__clang_major__) && __clang_major__ < 17
+// clang before 17 (Debian's hipcc, clang 15: the gfx940 objects) lowers __builtin_sqrtf to a
+// bare v_sqrt_f32, which is not correctly rounded; clang 17+ corrects it itself with this
+// sequence (LLVM's AMDGPU lowerFSQRTF32, what clang-19 emits for gfx942): the hardware root s,
+// its neighbours one ulp down and up chosen by the signs of the residuals x - s'*s (FMA), tiny
+// x scaled by 2^32 first (root by 2^-16 after), zeros and +inf passed through.
+HCSP_HD float hcspSqrtRn(float x) {
+  const bool tiny = x < 0x1p-96f;
+  const float sx = tiny ? x * 0x1p32f : x;
+  float s = __builtin_sqrtf(sx);
+  const float down = hcspBitsFloat(hcspFloatBits(s) - 1u);
+  const float up = hcspBitsFloat(hcspFloatBits(s) + 1u);
+  const float residualDown = __builtin_fmaf(-down, s, sx);
+  const float residualUp = __builtin_fmaf(-up, s, sx);
+  if (residualDown <= 0.0f) s = down;
+  if (residualUp > 0.0f) s = up;
+  if (tiny) s = s * 0x1p-16f;
+  return sx == 0.0f || sx == __builtin_inff() ? sx : s;
+}
+#undef HCSP_SQRTF
+#define HCSP_SQRTF(x) hcspSqrtRn(x)
+#endif

@@ -45,9 +45,14 @@ std::string shapeStr(const Shape& s) {
 }
 
 int64_t numel(const Shape& s) {
-  int64_t n = 1;
+  // at most 2^60 elements (8 bytes each still fit an int64), checked over the non-zero
+  // dimensions: a product that wraps would give a tensor far smaller than its shape
+  constexpr int64_t MAX_ELEMENTS = int64_t{1} << 60;
+  int64_t n = 1, nonZero = 1;
   for (int64_t d : s) {
     if (d < 0) fail(ErrorKind::Shape, "negative dimension in shape " + shapeStr(s));
+    if (d > 0 && nonZero > MAX_ELEMENTS / d) fail(ErrorKind::Shape, "shape " + shapeStr(s) + " has more than 2^60 elements");
+    if (d > 0) nonZero *= d;
     n *= d;
   }
   return n;
@@ -56,7 +61,14 @@ int64_t numel(const Shape& s) {
 Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<Memory> memory)
     : memory_(std::move(memory)), dtype_(dtype), shape_(std::move(shape)), numel_(hcsp::numel(shape_)), data_(nullptr) {
   data_ = memory_->allocate(bytes(), std::string("a ") + dtypeName(dtype_) + shapeStr(shape_) + " tensor");
-  if (data_) memory_->fillZero(data_, bytes());
+  if (!data_) return;
+  try {
+    memory_->fillZero(data_, bytes());
+  } catch (...) {
+    // no destructor runs for a constructor that throws: give the bytes back here
+    memory_->release(data_, bytes());
+    throw;
+  }
 }
 
 Tensor::~Tensor() {

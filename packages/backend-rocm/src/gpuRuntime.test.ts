@@ -98,7 +98,7 @@ int hipGetDevicePropertiesR0600(void* p, int dev) {
 int hipMalloc(void** p, size_t n) { if (tooBig(n)) return 2; *p = calloc(1, n); note("hipMalloc %zu", n); return *p ? 0 : 2; }
 int hipFree(void* p) { free(p); note("hipFree"); return 0; }
 int hipMemcpy(void* d, const void* s, size_t n, int kind) { memcpy(d, s, n); note("hipMemcpy %zu kind=%d", n, kind); return 0; }
-int hipMemset(void* d, int v, size_t n) { memset(d, v, n); note("hipMemset %zu", n); return 0; }
+int hipMemset(void* d, int v, size_t n) { memset(d, v, n); note("hipMemset %zu", n); return envInt("FAKE_MEMSET_ERROR", 0); }
 int hipMemGetInfo(size_t* f, size_t* t) { *f = *t = (size_t)192 << 30; return 0; }
 int hipStreamCreate(void** s) { *s = malloc(8); note("hipStreamCreate"); return 0; }
 int hipStreamDestroy(void* s) { free(s); note("hipStreamDestroy"); return 0; }
@@ -155,7 +155,7 @@ int cuMemAlloc_v2(dptr* p, size_t n) {
 int cuMemFree_v2(dptr p) { free((void*)(uintptr_t)p); note("cuMemFree"); return 0; }
 int cuMemcpyHtoD_v2(dptr d, const void* s, size_t n) { memcpy((void*)(uintptr_t)d, s, n); return 0; }
 int cuMemcpyDtoH_v2(void* d, dptr s, size_t n) { memcpy(d, (const void*)(uintptr_t)s, n); return 0; }
-int cuMemsetD8_v2(dptr d, unsigned char v, size_t n) { memset((void*)(uintptr_t)d, v, n); return 0; }
+int cuMemsetD8_v2(dptr d, unsigned char v, size_t n) { memset((void*)(uintptr_t)d, v, n); return envInt("FAKE_MEMSET_ERROR", 0); }
 int cuStreamCreate(void** s, unsigned flags) { *s = malloc(8); note("cuStreamCreate flags=%u", flags); return 0; }
 int cuStreamDestroy_v2(void* s) { free(s); note("cuStreamDestroy"); return 0; }
 int cuStreamSynchronize(void* s) { return envInt("FAKE_SYNC_ERROR", 0); }
@@ -320,7 +320,7 @@ function codeObjects(name: string, arch: string, files: Record<string, string[]>
 }
 
 const FAKE_ENV = ['HCSP_HIP_LIB', 'HCSP_CUDA_LIB', 'HCSP_HIPBLASLT_LIB', 'HCSP_CUBLASLT_LIB', 'FAKE_GPU_LOG', 'FAKE_GPU_COUNT', 'FAKE_COUNT_ERROR', 'FAKE_INIT_ERROR',
-  'FAKE_GCN_ARCH', 'FAKE_GPU_MEMORY', 'FAKE_SYNC_ERROR', 'FAKE_LAUNCH_ERROR', 'FAKE_NO_SCALE_MODE'];
+  'FAKE_GCN_ARCH', 'FAKE_GPU_MEMORY', 'FAKE_SYNC_ERROR', 'FAKE_LAUNCH_ERROR', 'FAKE_NO_SCALE_MODE', 'FAKE_MEMSET_ERROR'];
 const saved = Object.fromEntries(FAKE_ENV.map((k) => [k, process.env[k]]));
 
 beforeAll(() => {
@@ -521,6 +521,17 @@ for (const K of KINDS) {
       const call = K.kind === 'hip' ? 'hipMalloc' : 'cuMemAlloc_v2';
       expect((oom as Error).message).toBe(`${K.kind}:0 device out of memory: ${call} of 2000 bytes failed: out of memory (code 2)`);
       expect(gpu.stats()).toMatchObject({ liveTensors: 0, liveBytes: 0 });
+    });
+
+    it('a tensor whose zero fill fails gives its memory back (no count, no device bytes left behind)', async () => {
+      K.use();
+      const gpu = open(basic());
+      process.env.FAKE_MEMSET_ERROR = '1';
+      const e = await native(() => addon.upload('bf16', [1000], bf16Values(1000, 3), gpu)).catch((x: unknown) => x);
+      expect(e).toBeInstanceOf(NativeError);
+      expect((e as Error).message).toMatch(K.kind === 'hip' ? /^hipMemset failed/ : /^cuMemsetD8_v2 failed/);
+      expect(gpu.stats()).toMatchObject({ liveTensors: 0, liveBytes: 0 });
+      expect(logText()).toMatch(K.kind === 'hip' ? /hipMalloc 2000\n(.*\n)*hipFree/ : /cuMemAlloc 2000\n(.*\n)*cuMemFree/);
     });
 
     it('every runtime error names its call (and the kernel for launches)', async () => {

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,6 +36,8 @@ describe('native addon loading', () => {
     process.env.HCSP_NATIVE_ADDON = path;
     try {
       expect(() => loadNativeAddon()).toThrow(/native addon unavailable at .*hcsp_native\.node: it does not load \(.*\)\. Build it with `npm run build:native`/);
+      // the reason is the loader's ("file too short", "invalid ELF header"), not the source line of the probe that threw it
+      expect(() => loadNativeAddon()).toThrow(/it does not load \(\/\S*hcsp_native\.node: [a-zA-Z ]+\)\. Build/);
     } finally {
       rmSync(dir, { recursive: true });
     }
@@ -46,5 +49,16 @@ describe('native addon loading', () => {
     const info = loadNativeAddon().info();
     expect(['avx512', 'avx2', 'portable']).toContain(info.isa);
     expect(info.napiVersion).toBe(8);
+  });
+
+  it('a C++ exception in a GPU device method is a JavaScript error, not an abort of the process', () => {
+    delete process.env.HCSP_NATIVE_ADDON;
+    // the emulated device's describe() reads the thread pool, whose HCSP_NATIVE_THREADS check throws
+    const script = `const a = require(${JSON.stringify(addonPath())}); const g = a.openGpu('emulated');
+      try { g.describe(); console.log('no error'); } catch (e) { console.log(e.code + ': ' + e.message); }`;
+    const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', env: { ...process.env, HCSP_NATIVE_THREADS: 'abc' } });
+    expect(r.signal).toBeNull();
+    expect(r.status).toBe(0);
+    expect(r.stdout.trim()).toBe("HCSP_ATTR: HCSP_NATIVE_THREADS must be an integer in [1, 1024], got 'abc'");
   });
 });

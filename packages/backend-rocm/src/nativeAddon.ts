@@ -90,7 +90,10 @@ export function loadNativeAddon(): NativeAddon {
   const path = addonPath();
   if (loaded?.path === path) return loaded.addon;
   if (!existsSync(path)) throw new NativeAddonUnavailableError(path, 'no such file');
-  const probe = spawnSync(process.execPath, ['-e', `const a = require(${JSON.stringify(path)}); process.stdout.write(JSON.stringify(a.info()))`], {
+  // the child prints only the error's message: node's own report of an uncaught error starts
+  // with the source line that threw, not with why (a bad ELF header, a missing symbol)
+  const script = `try { const a = require(${JSON.stringify(path)}); process.stdout.write(JSON.stringify(a.info())); } catch (e) { process.stderr.write(String(e?.message ?? e)); process.exit(1); }`;
+  const probe = spawnSync(process.execPath, ['-e', script], {
     encoding: 'utf8',
     timeout: 30_000,
   });

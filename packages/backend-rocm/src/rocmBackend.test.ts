@@ -86,6 +86,33 @@ describe('rocm backend on the host device', () => {
     expect(Array.from(out)).toEqual(Array.from(cpu.values.get(g.outputs[0])!.data as Uint16Array));
   });
 
+  it('a shape whose element count overflows is a NativeShapeError, not a tensor smaller than its shape', async () => {
+    const before = addon.stats().liveTensors;
+    for (const shape of [[2 ** 62, 4], [2 ** 32, 2 ** 32], [2 ** 40, 2 ** 30, 0]]) {
+      const err = await native(() => addon.upload('bf16', shape, new Uint16Array(0))).catch((e: unknown) => e);
+      expect(err, JSON.stringify(shape)).toBeInstanceOf(NativeShapeError);
+      expect((err as Error).message).toMatch(/^shape \[[0-9,]+\] has more than 2\^60 elements$/);
+    }
+    expect(addon.stats().liveTensors).toBe(before);
+    // an empty tensor with sane dimensions is still fine
+    const empty = addon.upload('bf16', [0, 4], new Uint16Array(0));
+    expect(empty.shape).toEqual([0, 4]);
+    addon.free(empty);
+  });
+
+  it('dispose() puts back the host memory limit a backend set; a bad limit is refused before anything opens', async () => {
+    const limited = await createRocmBackend({ device: 'host', memoryLimitBytes: 4096 });
+    expect(addon.stats().limitBytes).toBe(4096);
+    await limited.dispose();
+    expect(addon.stats().limitBytes).toBe(0);
+    const next = await createRocmBackend({ device: 'host' });
+    const out = await runOnce(next, addGraph(64, 64), new Map([['a', bf16([64, 64])], ['b', bf16([64, 64], 2)]]), noWeights);
+    expect(out.values.get('y')!.shape).toEqual([64, 64]);
+    await next.dispose();
+    await expect(createRocmBackend({ device: 'host', memoryLimitBytes: -1 })).rejects.toThrow('rocm backend: memoryLimitBytes must be an integer >= 0, got -1');
+    expect(addon.stats().limitBytes).toBe(0);
+  });
+
   it('a GPU device without its runtime is a typed error listing the libraries tried, never a run on the host', async () => {
     process.env.HCSP_HIP_LIB = '/nonexistent/libamdhip64.so.7';
     const hip = await createRocmBackend({ device: 'hip' }).catch((e: unknown) => e);

@@ -113,6 +113,9 @@ export async function createRocmBackend(options: RocmBackendOptions = {}): Promi
   if (options.gemm !== undefined && !GEMM_MODES.includes(options.gemm)) {
     throw new Error(`rocm backend: unknown gemm mode '${String(options.gemm)}' (known: ${GEMM_MODES.join(', ')})`);
   }
+  if (options.memoryLimitBytes !== undefined && !(Number.isInteger(options.memoryLimitBytes) && options.memoryLimitBytes >= 0)) {
+    throw new Error(`rocm backend: memoryLimitBytes must be an integer >= 0, got ${options.memoryLimitBytes}`);
+  }
   const addon = loadNativeAddon();
   const autoNotes: string[] = [];
   let device: RocmDevice = 'host';
@@ -138,11 +141,12 @@ export async function createRocmBackend(options: RocmBackendOptions = {}): Promi
     throw new Error(`rocm backend: the ${device} device has no '${gemm}' GEMM (it has: ${DEVICE_GEMMS[device].join(', ')})`);
   }
   if (gemm === 'blas') await native(() => addon.blas());
+  // the host device's limit is the process's: dispose() puts back the one this replaced
+  const memory = gpu ?? addon;
+  let limitBefore: number | null = null;
   if (options.memoryLimitBytes !== undefined) {
-    if (!(Number.isInteger(options.memoryLimitBytes) && options.memoryLimitBytes >= 0)) {
-      throw new Error(`rocm backend: memoryLimitBytes must be an integer >= 0, got ${options.memoryLimitBytes}`);
-    }
-    (gpu ?? addon).setMemoryLimit(options.memoryLimitBytes);
+    limitBefore = memory.stats().limitBytes;
+    memory.setMemoryLimit(options.memoryLimitBytes);
   }
   const info = addon.info();
   const ops = nativeDeviceOps(addon, gemm, gpu);
@@ -166,6 +170,9 @@ export async function createRocmBackend(options: RocmBackendOptions = {}): Promi
     describe: () => `rocm on ${where}, ${gemmText}${picked}`,
     prepare: (graph: Graph, weights: WeightSource, session: Partial<SessionOptions> = {}): Promise<PreparedGraph> =>
       GraphSession.open(graph, ops, (decl, rows) => resolveWeightRows(weights, decl.weight!, rows), { backend: 'rocm', ...session }),
-    dispose: async () => {},
+    dispose: async () => {
+      if (limitBefore !== null) memory.setMemoryLimit(limitBefore);
+      limitBefore = null;
+    },
   };
 }
