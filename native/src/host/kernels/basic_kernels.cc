@@ -8,6 +8,11 @@
 namespace hcsp {
 namespace {
 
+/** kernelArgs.ts dims2: a 2-D tensor, `what` naming the op and the port */
+void require2d(const Tensor& t, const std::string& what) {
+  if (t.rank() != 2) fail(ErrorKind::Shape, what + ": expected a 2-D tensor, got " + shapeStr(t.shape()));
+}
+
 Outputs add(const Inputs& in, const KernelContext& ctx) {
   const std::string op = "add";
   const Tensor& a = input(in, 0, "a", op, DType::BF16);
@@ -24,10 +29,9 @@ Outputs add(const Inputs& in, const KernelContext& ctx) {
 }
 
 Outputs sliceCols(const Inputs& in, const KernelContext& ctx) {
-  const std::string op = "sliceCols";
   if (in.empty() || !in[0]) fail(ErrorKind::Shape, "sliceCols: input 'x' is missing");
   const Tensor& x = *in[0];
-  requireRank(x, 2, "x", op);
+  require2d(x, "sliceCols x");
   const int64_t rows = x.dim(0), cols = x.dim(1);
   const int64_t start = ctx.attrs.integer("start"), end = ctx.attrs.integer("end");
   if (!(start >= 0 && start < end && end <= cols)) {
@@ -46,7 +50,7 @@ Outputs embed(const Inputs& in, const KernelContext&) {
   const std::string op = "embed";
   const Tensor& ids = input(in, 0, "ids", op, DType::I32);
   const Tensor& table = input(in, 1, "table", op, DType::BF16);
-  requireRank(table, 2, "table", op);
+  require2d(table, "embed table");
   const int64_t vocab = table.dim(0), h = table.dim(1);
   const int32_t* id = ids.data<int32_t>();
   TensorPtr e = makeTensor(DType::BF16, {ids.numel(), h});

@@ -101,7 +101,10 @@ Outputs gdnGates(const Inputs& in, const KernelContext& ctx) {
   ctx.pool.parallelFor(T * heads, 1 << 14, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; i++) {
       const int64_t h = i % heads;
-      gd[i] = negA[h] * fp32::softplusF32(bf16ToF32(ad[i]) + dt[h]);
+      // fr(negA * sp): where both are NaN, the reference's JavaScript (V8 on x86) returns sp's NaN
+      // (always the default NaN from logF32), and so does this; C++ leaves that choice to the compiler
+      const float sp = fp32::softplusF32(bf16ToF32(ad[i]) + dt[h]);
+      gd[i] = sp != sp ? sp : negA[h] * sp;
       betad[i] = f32ToBf16(fp32::sigmoidF32(bf16ToF32(bd[i])));
     }
   });

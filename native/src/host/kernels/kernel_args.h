@@ -24,10 +24,13 @@ inline const Tensor* optionalInput(const Inputs& in, size_t i, const char* name,
   return &input(in, i, name, op, dtype);
 }
 
-/** rows of a [rows, cols] input; cols < 0 accepts any width */
+/**
+ * rows of a [rows, cols] input. cols is usually a product of attributes; a negative one (bad
+ * attributes) matches no tensor and is refused as the reference's rows2d refuses it.
+ */
 inline int64_t rows2d(const Tensor& t, const char* name, const std::string& op, int64_t cols) {
-  if (t.rank() != 2 || (cols >= 0 && t.dim(1) != cols)) {
-    fail(ErrorKind::Shape, op + ": input '" + name + "' is " + shapeStr(t.shape()) + ", expected [T," + (cols >= 0 ? std::to_string(cols) : "*") + "]");
+  if (t.rank() != 2 || t.dim(1) != cols) {
+    fail(ErrorKind::Shape, op + ": input '" + name + "' is " + shapeStr(t.shape()) + ", expected [T," + std::to_string(cols) + "]");
   }
   return t.dim(0);
 }

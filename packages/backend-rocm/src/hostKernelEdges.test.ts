@@ -1,0 +1,117 @@
+import { cpuKernel, type Tensor } from '@hcsp/core';
+import { describe, expect, it } from 'vitest';
+import { loadNativeAddon } from './nativeAddon.ts';
+
+// Host kernels against core's CPU reference on inputs the cross-backend op cases cannot carry:
+// attributes the ops' rules refuse before any kernel runs (a kernel called directly must not
+// read or write out of bounds, and refuses them as the reference does), and NaN bit patterns
+// in an f32 output that GPU backends need not reproduce.
+
+const bf16 = (vals: number[]): Uint16Array => {
+  const f = new Float32Array(vals);
+  return Uint16Array.from(new Uint32Array(f.buffer), (u) => u >>> 16);
+};
+const tensor = (dtype: Tensor['dtype'], shape: number[], data: Tensor['data']): Tensor => ({ dtype, shape, data });
+const ramp = (n: number, scale = 0.01): Uint16Array => bf16(Array.from({ length: n }, (_, i) => ((i * 37) % 101) * scale - 0.5));
+
+function bytes(v: ArrayBufferView | ArrayBuffer): number[] {
+  return Array.from(v instanceof ArrayBuffer ? new Uint8Array(v) : new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
+}
+
+/** the reference's outputs (or error message) and the host kernel's, the host's op-name prefix removed */
+async function both(op: string, inputs: (Tensor | null)[], attrs: Record<string, unknown>) {
+  let ref: (Tensor | null)[] | null = null;
+  let refError: string | null = null;
+  try {
+    ref = cpuKernel(op)(inputs, attrs);
+  } catch (e) {
+    refError = (e as Error).message;
+  }
+  const addon = loadNativeAddon();
+  const handles = inputs.map((t) => (t ? addon.upload(t.dtype, t.shape, t.data) : null));
+  let host: { shape: number[]; bytes: number[] }[] | null = null;
+  let hostError: string | null = null;
+  try {
+    const out = await addon.run(op, handles, attrs, 'exact');
+    host = out.map((t) => {
+      const r = { shape: [...t!.shape], bytes: bytes(addon.download(t!)) };
+      addon.free(t!);
+      return r;
+    });
+  } catch (e) {
+    const m = (e as Error).message;
+    hostError = refError !== null && !refError.startsWith(op) && m.startsWith(`${op}: `) ? m.slice(op.length + 2) : m;
+  } finally {
+    for (const h of handles) if (h) addon.free(h);
+  }
+  return { ref: ref?.map((t) => ({ shape: [...t!.shape], bytes: bytes(t!.data) })) ?? null, refError, host, hostError };
+}
+
+async function expectSame(op: string, inputs: (Tensor | null)[], attrs: Record<string, unknown>): Promise<void> {
+  const r = await both(op, inputs, attrs);
+  expect(r.hostError).toBe(r.refError);
+  expect(r.host).toEqual(r.ref);
+}
+
+describe('host kernels on edge inputs', () => {
+  it('qsaSelect with width 0 selects nothing (it wrote past its rows before)', async () => {
+    const q = tensor('bf16', [16, 8], ramp(128));
+    const kb = tensor('bf16', [4, 8], ramp(32, 0.02));
+    await expectSame('qsaSelect', [q, kb], { r0: 0, tokens: 16, nHeads: 1, headDim: 8, compressRatio: 4, width: 0 });
+  });
+
+  it('attnHeadNormRopeBf16 refuses a negative head offset instead of reading before the row', async () => {
+    const addon = loadNativeAddon();
+    const ins = [tensor('bf16', [2, 8], ramp(16)), tensor('bf16', [8], ramp(8)), tensor('bf16', [2, 2], ramp(4)), tensor('bf16', [2, 2], ramp(4))];
+    const handles = ins.map((t) => addon.upload(t.dtype, t.shape, t.data));
+    try {
+      await expect(
+        addon.run('attnHeadNormRopeBf16', handles, { heads: 1, headDim: 8, stride: 8, offset: -100000000, ropeDims: 4, eps: 1e-6 }, 'exact'),
+      ).rejects.toThrow('attnHeadNormRopeBf16: attention: head at offset -100000000 with dim 8 overruns stride 8');
+    } finally {
+      for (const h of handles) addon.free(h);
+    }
+  });
+
+  it('negative attribute products are refused with the reference\'s [T,cols] message (they matched any width before)', async () => {
+    const g = tensor('f32', [2, 3], new Float32Array(6));
+    await expectSame('gdnRecurrence', [tensor('bf16', [2, 8], ramp(16)), g, tensor('bf16', [2, 4], ramp(8))], {
+      keyHeads: -1,
+      valueHeads: -2,
+      keyDim: 4,
+      valueDim: 4,
+      scale: 1,
+      l2Eps: 1e-6,
+    });
+    await expectSame('gdnRecurrence', [tensor('bf16', [2, 4], ramp(8)), g, tensor('bf16', [2, 3], ramp(6))], {
+      keyHeads: 1,
+      valueHeads: -1,
+      keyDim: 4,
+      valueDim: 4,
+      scale: 1,
+      l2Eps: 1e-6,
+    });
+    await expectSame('qsaSelect', [tensor('bf16', [4, 8], ramp(32)), tensor('bf16', [2, 5], ramp(10))], {
+      r0: 0,
+      tokens: 8,
+      nHeads: -1,
+      headDim: -8,
+      compressRatio: 4,
+      width: 1,
+    });
+  });
+
+  it('sliceCols and embed name a non-2-D input as the reference does', async () => {
+    await expectSame('sliceCols', [tensor('bf16', [8], ramp(8))], { start: 0, end: 2 });
+    await expectSame('embed', [tensor('i32', [2], Int32Array.of(0, 1)), tensor('bf16', [8], ramp(8))], {});
+  });
+
+  it('gdnGates: where A_log and a + dt_bias are both NaN, g is the NaN the reference writes', async () => {
+    // a = NaN: softplus gives the default NaN; A_log = -NaN with a payload: -exp(A_log) is a NaN with that payload
+    const b = tensor('bf16', [2, 2], bf16([1, 1, 1, 1]));
+    const a = tensor('bf16', [2, 2], Uint16Array.of(0x7fc1, 0x3f80, 0x7fc1, 0x7fc1));
+    const aLog = tensor('bf16', [2], Uint16Array.of(0xffc3, 0x7fc5));
+    const dt = tensor('bf16', [2], bf16([1, 0.5]));
+    await expectSame('gdnGates', [b, a, aLog, dt], {});
+  });
+});
