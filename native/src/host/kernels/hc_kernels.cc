@@ -10,37 +10,14 @@
 #include "../numerics/bf16.h"
 #include "../numerics/fp32_math.h"
 #include "kernel_args.h"
+#include "../../ops/hc_checks.h"
 #include "vec_math.h"
 
 namespace hcsp {
 namespace {
 
-enum class Contract { Atom, Hf };
-
-Contract parseContract(const KernelContext& ctx) {
-  const std::string& v = ctx.attrs.string("contract");
-  if (v == "atom") return Contract::Atom;
-  if (v == "hf") return Contract::Hf;
-  fail(ErrorKind::Attr, "HC contract must be 'atom' or 'hf', got '" + v + "'");
-}
-
-int64_t streamsAttr(const KernelContext& ctx) {
-  const int64_t n = ctx.attrs.integer("streams");
-  if (n < 1) fail(ErrorKind::Attr, ctx.attrs.op() + ": attribute 'streams' must be an integer >= 1, got " + std::to_string(n));
-  return n;
-}
-
-struct Geometry {
-  int64_t rows, n, h;
-};
-
-/** x must be [rows, n*H] (reference streamGeometry) */
-Geometry streamGeometry(const Tensor& x, int64_t n) {
-  if (x.rank() != 2 || x.dim(1) % n != 0) {
-    fail(ErrorKind::Shape, "HC op: x must be [rows, " + std::to_string(n) + "*H], got " + shapeStr(x.shape()));
-  }
-  return {x.dim(0), n, x.dim(1) / n};
-}
+// the checks and their messages are shared with the GPU launchers (ops/hc_checks.h)
+using Contract = ops::HcContract;
 
 /** rows per parallel task: about 64k elements of work */
 int64_t rowGrain(int64_t width) { return width >= 65536 ? 1 : 65536 / (width < 1 ? 1 : width); }
@@ -100,11 +77,9 @@ void sumsq(const uint16_t* const* p, int count, int64_t h, float* out) {
 }
 
 Outputs hcExpand(const Inputs& in, const KernelContext& ctx) {
-  const std::string op = "hcExpand";
-  const Tensor& e = input(in, 0, "e", op, DType::BF16);
-  requireRank(e, 2, "e", op);
-  const int64_t n = streamsAttr(ctx);
-  const int64_t rows = e.dim(0), h = e.dim(1);
+  const ops::HcExpandArgs a = ops::checkHcExpand(in, ctx.attrs);
+  const int64_t rows = a.rows, n = a.n, h = a.h;
+  const Tensor& e = a.e;
   TensorPtr x = makeTensor(DType::BF16, {rows, n * h});
   const uint16_t* src = e.bf16();
   uint16_t* dst = x->bf16();
@@ -117,27 +92,17 @@ Outputs hcExpand(const Inputs& in, const KernelContext& ctx) {
 }
 
 Outputs hcCombineNorm(const Inputs& in, const KernelContext& ctx) {
-  const std::string op = "hcCombineNorm";
-  const Tensor& xT = input(in, 0, "x", op, DType::BF16);
-  const Tensor* blockOut = optionalInput(in, 1, "blockOut", op, DType::BF16);
-  const Tensor* raw = optionalInput(in, 2, "raw", op, DType::BF16);
-  const Tensor& w = input(in, 3, "normWeight", op, DType::BF16);
-  const Geometry g = streamGeometry(xT, streamsAttr(ctx));
-  const double eps = ctx.attrs.number("eps");
-  const Contract contract = parseContract(ctx);
-  const int64_t rows = g.rows, n = g.n, h = g.h, width = n * h;
-  if ((blockOut == nullptr) != (raw == nullptr)) fail(ErrorKind::Shape, "hcCombineNorm: blockOut and raw come together (the pending combine) or not at all");
-  if (blockOut && blockOut->numel() != rows * h) {
-    fail(ErrorKind::Shape, "hcCombineNorm: blockOut has " + std::to_string(blockOut->numel()) + " values, expected " + std::to_string(rows) + "x" + std::to_string(h));
-  }
-  if (raw && raw->numel() != rows * n) {
-    fail(ErrorKind::Shape, "hcCombineNorm: raw has " + std::to_string(raw->numel()) + " values, expected " + std::to_string(rows) + "x" + std::to_string(n));
-  }
-  if (w.numel() != width) fail(ErrorKind::Shape, "hcCombineNorm: norm weight has " + std::to_string(w.numel()) + " values, expected " + std::to_string(width));
+  const ops::HcCombineNormArgs a = ops::checkHcCombineNorm(in, ctx.attrs);
+  const int64_t rows = a.rows, n = a.n, h = a.h, width = a.width;
+  const Contract contract = a.contract;
+  const Tensor& xT = a.x;
+  const Tensor& w = a.w;
+  const Tensor* blockOut = a.blockOut;
+  const Tensor* raw = a.raw;
 
   TensorPtr xOut = makeTensor(DType::BF16, xT.shape());
   TensorPtr normed = makeTensor(DType::BF16, xT.shape());
-  const float epsF = static_cast<float>(eps);
+  const float epsF = a.epsF;
   std::vector<float> scale(width);
   for (int64_t i = 0; i < width; i++) scale[i] = 1.0f + bf16ToF32(w.bf16()[i]);
   const uint16_t* xd = xT.bf16();
@@ -181,16 +146,9 @@ Outputs hcCombineNorm(const Inputs& in, const KernelContext& ctx) {
 }
 
 Outputs hcScaledSilu(const Inputs& in, const KernelContext& ctx) {
-  const std::string op = "hcScaledSilu";
-  const Tensor& d = input(in, 0, "d", op, DType::BF16);
-  requireRank(d, 2, "d", op);
-  const int64_t n = streamsAttr(ctx);
-  const int64_t lowRank = ctx.attrs.integer("lowRank");
-  const int64_t rows = d.dim(0), width = d.dim(1);
-  if (lowRank < 1 || (width != lowRank + n && width != lowRank)) {
-    fail(ErrorKind::Shape, "hcScaledSilu: d rows must be " + std::to_string(lowRank + n) + " (mix) or " + std::to_string(lowRank) + " (mixer) wide, got " +
-                               std::to_string(d.numel()) + " values for " + std::to_string(rows) + " rows");
-  }
+  const ops::HcScaledSiluArgs a = ops::checkHcScaledSilu(in, ctx.attrs);
+  const int64_t rows = a.rows, width = a.width, lowRank = a.lowRank, n = a.n;
+  const Tensor& d = a.d;
   TensorPtr gate = makeTensor(DType::BF16, {rows, lowRank});
   TensorPtr rawOut = width == lowRank ? nullptr : makeTensor(DType::BF16, {rows, n});
   const uint16_t* dd = d.bf16();
@@ -215,15 +173,11 @@ Outputs hcScaledSilu(const Inputs& in, const KernelContext& ctx) {
 }
 
 Outputs hcGatedMean(const Inputs& in, const KernelContext& ctx) {
-  const std::string op = "hcGatedMean";
-  const Tensor& up = input(in, 0, "up", op, DType::BF16);
-  const Tensor& normed = input(in, 1, "normed", op, DType::BF16);
-  const Geometry g = streamGeometry(normed, streamsAttr(ctx));
-  const Contract contract = parseContract(ctx);
-  const int64_t rows = g.rows, n = g.n, h = g.h, width = n * h;
-  if (up.numel() != rows * width) {
-    fail(ErrorKind::Shape, "hcGatedMean: up has " + std::to_string(up.numel()) + " values, expected " + std::to_string(rows) + "x" + std::to_string(width));
-  }
+  const ops::HcGatedMeanArgs a = ops::checkHcGatedMean(in, ctx.attrs);
+  const int64_t rows = a.rows, n = a.n, h = a.h, width = a.width;
+  const Contract contract = a.contract;
+  const Tensor& up = a.up;
+  const Tensor& normed = a.normed;
   TensorPtr x = makeTensor(DType::BF16, {rows, h});
   const uint16_t* ud = up.bf16();
   const uint16_t* nd = normed.bf16();
@@ -266,19 +220,12 @@ Outputs hcGatedMean(const Inputs& in, const KernelContext& ctx) {
 }
 
 Outputs hcCombine(const Inputs& in, const KernelContext& ctx) {
-  const std::string op = "hcCombine";
-  const Tensor& xT = input(in, 0, "x", op, DType::BF16);
-  const Tensor& blockOut = input(in, 1, "blockOut", op, DType::BF16);
-  const Tensor& raw = input(in, 2, "raw", op, DType::BF16);
-  const Geometry g = streamGeometry(xT, streamsAttr(ctx));
-  const Contract contract = parseContract(ctx);
-  const int64_t rows = g.rows, n = g.n, h = g.h, width = n * h;
-  if (blockOut.numel() != rows * h) {
-    fail(ErrorKind::Shape, "hcCombine: blockOut has " + std::to_string(blockOut.numel()) + " values, expected " + std::to_string(rows) + "x" + std::to_string(h));
-  }
-  if (raw.numel() != rows * n) {
-    fail(ErrorKind::Shape, "hcCombine: raw has " + std::to_string(raw.numel()) + " values, expected " + std::to_string(rows) + "x" + std::to_string(n));
-  }
+  const ops::HcCombineArgs a = ops::checkHcCombine(in, ctx.attrs);
+  const int64_t rows = a.rows, n = a.n, h = a.h, width = a.width;
+  const Contract contract = a.contract;
+  const Tensor& xT = a.x;
+  const Tensor& blockOut = a.blockOut;
+  const Tensor& raw = a.raw;
   TensorPtr y = makeTensor(DType::BF16, xT.shape());
   const uint16_t* xd = xT.bf16();
   const uint16_t* bd = blockOut.bf16();
