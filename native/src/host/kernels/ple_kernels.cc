@@ -4,7 +4,8 @@
 // pleNgramEmbed are host ops: core's graph loop runs them on host tensors itself.)
 // Where pleMath.ts computes in JavaScript doubles without Math.fround (sum + v*v, acc + w*x,
 // sumsq / groupSize), this computes in double and rounds to float where it rounds. Threads
-// split rows; each output is computed by one thread in the reference's order.
+// split rows; each output is computed by one thread in the reference's order. The checks and
+// their messages are shared with the GPU launchers (ops/ple_checks.h).
 #include <algorithm>
 #include <cmath>
 
@@ -12,6 +13,7 @@
 #include "../numerics/fp32_math.h"
 #include "js_text.h"
 #include "kernel_args.h"
+#include "../../ops/ple_checks.h"
 
 namespace hcsp {
 namespace {
@@ -19,49 +21,16 @@ namespace {
 /** rows per parallel range so one range holds about 16K values */
 int64_t rowGrain(int64_t width) { return std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, width)); }
 
-/** dims2 of kernelArgs.ts: [rows, cols] of a 2-D tensor; `what` names the op and the port */
-void dims2(const Tensor& t, const std::string& what, int64_t& rows, int64_t& cols) {
-  if (t.rank() != 2) fail(ErrorKind::Shape, what + ": expected a 2-D tensor, got " + shapeStr(t.shape()));
-  rows = t.dim(0);
-  cols = t.dim(1);
-}
-
-/** divide of pleKernels.ts: width / attrs[name], which must split width into whole groups */
-int64_t divide(int64_t width, const Attrs& attrs, const std::string& name, const std::string& what) {
-  if (js::isInteger(attrs, name)) {
-    const double parts = attrs.number(name);
-    if (parts >= 1 && std::fmod(static_cast<double>(width), parts) == 0) return width / static_cast<int64_t>(parts);
-  }
-  fail(ErrorKind::Shape, what + ": width " + std::to_string(width) + " is not divisible into " + js::text(attrs, name) + " groups");
-}
-
-/** checkLength of pleMath.ts */
-void checkLength(const char* what, int64_t length, double expected) {
-  if (static_cast<double>(length) != expected) {
-    fail(ErrorKind::Shape, std::string("ple: ") + what + " has " + std::to_string(length) + " values, expected " + js::number(expected));
-  }
-}
-
-/** attrs[name] as the JavaScript number arithmetic would see it (NaN unless a finite number) */
-double numberOrNaN(const Attrs& attrs, const std::string& name) {
-  const js::AttrProbe p = js::probe(attrs, name);
-  return p.kind == js::AttrProbe::Kind::Number ? p.number : std::nan("");
-}
-
 /**
  * pleRms1pNorm: per row and group, sumsq = fr(sumsq + v*v) in order (the sum in double, then
  * rounded), rstd = rsqrt(fr(fr(sumsq / groupSize) + fr(eps))), y = bf(fr(fr(x * rstd) * fr(1 + w))).
  */
 Outputs pleRms1pNorm(const Inputs& in, const KernelContext& ctx) {
-  const std::string op = "pleRms1pNorm";
-  const Tensor& x = input(in, 0, "x", op, DType::BF16);
-  int64_t rows, width;
-  dims2(x, "pleRms1pNorm x", rows, width);
-  const int64_t groupSize = divide(width, ctx.attrs, "groups", op);
-  const int64_t groups = width / groupSize;
-  const Tensor& weight = input(in, 1, "weight", op, DType::BF16);
-  checkLength("norm weight", weight.numel(), static_cast<double>(width));
-  const float epsF = static_cast<float>(ctx.attrs.number("eps"));
+  const ops::PleNormArgs a = ops::checkPleRms1pNorm(in, ctx.attrs);
+  const int64_t rows = a.rows, width = a.width, groupSize = a.groupSize, groups = a.groups;
+  const float epsF = a.epsF;
+  const Tensor& x = a.x;
+  const Tensor& weight = a.weight;
   std::vector<float> scale(width);
   for (int64_t j = 0; j < width; j++) scale[j] = 1.0f + bf16ToF32(weight.bf16()[j]);
   TensorPtr y = makeTensor(DType::BF16, x.shape());
@@ -94,14 +63,10 @@ constexpr float PLE_GATE_SQRT_FLOOR = static_cast<float>(1e-6);
  * gate = bf(sigmoid(sign(score) * root)), sign(0) (and NaN) = 0.
  */
 Outputs pleGate(const Inputs& in, const KernelContext& ctx) {
-  const std::string op = "pleGate";
-  const Tensor& k = input(in, 0, "k", op, DType::BF16);
-  int64_t rows, width;
-  dims2(k, "pleGate k", rows, width);
-  const int64_t hidden = divide(width, ctx.attrs, "streams", op);
-  const int64_t streams = width / hidden;
-  const Tensor& q = input(in, 1, "q", op, DType::BF16);
-  checkLength("normed queries", q.numel(), static_cast<double>(rows * streams * hidden));
+  const ops::PleGateArgs a = ops::checkPleGate(in, ctx.attrs);
+  const int64_t rows = a.rows, hidden = a.hidden, streams = a.streams;
+  const Tensor& k = a.k;
+  const Tensor& q = a.q;
   const float sqrtH = fp32::sqrtF32(static_cast<float>(hidden));
   TensorPtr gate = makeTensor(DType::BF16, {rows, streams});
   const uint16_t* kd = k.bf16();
@@ -125,17 +90,10 @@ Outputs pleGate(const Inputs& in, const KernelContext& ctx) {
 
 /** pleGatedValue: G[t, s*H + j] = bf(gate[t,s] * value[t,j]) */
 Outputs pleGatedValue(const Inputs& in, const KernelContext& ctx) {
-  const std::string op = "pleGatedValue";
-  const Tensor& value = input(in, 1, "value", op, DType::BF16);
-  int64_t rows, hidden;
-  dims2(value, "pleGatedValue value", rows, hidden);
-  const double streamsAttr = numberOrNaN(ctx.attrs, "streams");
-  const Tensor& gate = input(in, 0, "gate", op, DType::BF16);
-  checkLength("gate", gate.numel(), static_cast<double>(rows) * streamsAttr);
-  if (!(std::floor(streamsAttr) == streamsAttr && streamsAttr >= 0)) {
-    fail(ErrorKind::Attr, "pleGatedValue: attr streams must be a non-negative integer, got " + js::json(ctx.attrs, "streams"));
-  }
-  const int64_t streams = static_cast<int64_t>(streamsAttr);
+  const ops::PleGatedValueArgs a = ops::checkPleGatedValue(in, ctx.attrs);
+  const int64_t rows = a.rows, hidden = a.hidden, streams = a.streams;
+  const Tensor& gate = a.gate;
+  const Tensor& value = a.value;
   TensorPtr y = makeTensor(DType::BF16, {rows, streams * hidden});
   const uint16_t* gt = gate.bf16();
   const uint16_t* vd = value.bf16();
@@ -158,22 +116,11 @@ Outputs pleGatedValue(const Inputs& in, const KernelContext& ctx) {
  * out = bf(G + bf(silu(bf(conv)))).
  */
 Outputs pleConvSilu(const Inputs& in, const KernelContext& ctx) {
-  const std::string op = "pleConvSilu";
-  const Tensor& g = input(in, 1, "g", op, DType::BF16);
-  int64_t rows, channels;
-  dims2(g, "pleConvSilu g", rows, channels);
-  const Tensor& weight = input(in, 2, "weight", op, DType::BF16);
-  if (weight.rank() != 3 || weight.dim(0) != channels || weight.dim(1) != 1) {
-    fail(ErrorKind::Shape, "pleConvSilu: weight " + shapeStr(weight.shape()) + " is not [" + std::to_string(channels) + ", 1, K]");
-  }
-  const int64_t kernel = weight.dim(2);
-  const Tensor& gNormed = input(in, 0, "gNormed", op, DType::BF16);
-  checkLength("normed values", gNormed.numel(), static_cast<double>(rows * channels));
-  const double dilationAttr = numberOrNaN(ctx.attrs, "dilation");
-  if (!(std::floor(dilationAttr) == dilationAttr && dilationAttr >= 1)) {
-    fail(ErrorKind::Attr, "ple: conv dilation " + js::text(ctx.attrs, "dilation") + " must be a positive integer");
-  }
-  const int64_t dilation = dilationAttr > 9.0e15 ? int64_t(9e15) : static_cast<int64_t>(dilationAttr);
+  const ops::PleConvArgs a = ops::checkPleConvSilu(in, ctx.attrs);
+  const int64_t rows = a.rows, channels = a.channels, kernel = a.kernel, dilation = a.dilation;
+  const Tensor& g = a.g;
+  const Tensor& weight = a.weight;
+  const Tensor& gNormed = a.gNormed;
   const uint16_t* wd = weight.bf16();
   const uint16_t* gn = gNormed.bf16();
   const uint16_t* gd = g.bf16();
