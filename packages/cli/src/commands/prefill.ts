@@ -1,6 +1,8 @@
 // `hcsp prefill`: a prefill of T tokens (seeded, or a prompt's ids) through the decoder stack
-// on tp simulated ranks, on the chosen backend, with the SP plan applied (or forced on/off
-// for testing); optionally a golden dump of the named intermediate values.
+// on tp ranks, on the chosen backend, with the SP plan applied (or forced on/off for
+// testing); optionally a golden dump of the named intermediate values. The ranks are
+// simulated in this process (--comm sim), or this process is one of them under mpirun
+// (--comm mpi, prefillMpi.ts).
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -27,6 +29,7 @@ import { backendNames, createBackend, findBackend } from '@hcsp/backends';
 import { backendOptionsFromFlags, deviceOption, gemmOption, type BackendChoiceFlags } from '../backendChoice.ts';
 import { checkpointProblemsError } from '../checkpoint/weightProblems.ts';
 import { dumpTensors, qsaDropStats } from './prefillDump.ts';
+import { checkRankBackend, COMM_MODES, planDigest, QuietRankExit, runPrefillRanked, type CommMode, type PrefillRank, type RankRunExtras } from './prefillMpi.ts';
 import { resolveOutputTarget } from '../output/outputTarget.ts';
 import { writeOutput } from '../output/safeOutputFile.ts';
 import { layoutSafetensors } from '@hcsp/core';
@@ -59,6 +62,7 @@ interface PrefillCliOptions extends BackendChoiceFlags {
   qsaSelection?: string;
   logits?: string;
   mtpDrafter?: string;
+  comm?: string;
 }
 
 /** A prompt's token ids: a JSON array of integers, each inside the vocabulary. */
@@ -85,10 +89,19 @@ function oneOf<T extends string>(v: string, allowed: readonly T[], name: string)
 }
 
 export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string> {
+  const comm = oneOf<CommMode>(opts.comm ?? 'sim', COMM_MODES, '--comm');
+  if (comm === 'sim') return prefill(opts, null);
+  return runPrefillRanked((rank) => prefill(opts, rank));
+}
+
+/** The prefill, of all ranks in this process (rank null) or as one rank of an MPI job. */
+async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promise<string> {
   const backendName = findBackend(opts.backend).name;
+  if (rank) checkRankBackend(backendName);
   const backendOptions = backendOptionsFromFlags(backendName, opts);
   const config = resolveModelConfig(opts.config);
   const tp = parseIntStrict(opts.tp, '--tp', { min: 1 });
+  rank?.checkWorld(tp);
   const ids = opts.ids ? readTokenIds(opts.ids, config.vocabSize) : undefined;
   const tokens = ids ? ids.length : parseIntStrict(opts.tokens ?? '1100', '--tokens', { min: 1 });
   if (ids && opts.tokens !== undefined && parseIntStrict(opts.tokens, '--tokens', { min: 1 }) !== ids.length) {
@@ -155,11 +168,15 @@ export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string
           : planWithFloor({ config, tokens, tp, minTokens: floor.minTokens, capturing: false, mtp: config.mtp }, floor.source).reason;
     const backend = await interruptible(() => createBackend(backendName, backendOptions));
     const device = backend.describe();
-    const progress = nodeProgress(`prefill ${config.name} tp${tp} T=${tokens}`, { quiet: opts.quiet });
-    const run = async (): Promise<RunResult> => {
+    // under mpirun, rank 0's progress stands for all
+    const progress = nodeProgress(`prefill ${config.name} tp${tp} T=${tokens}${rank ? ` (MPI rank ${rank.rank})` : ''}`, { quiet: opts.quiet || (rank !== null && rank.rank !== 0) });
+    const run = async (): Promise<RunResult & Partial<RankRunExtras>> => {
       try {
         const keep = [...selections.map((s) => s.id), ...Object.values(prepared.outputs.dumpValues), ...(prepared.outputs.mtp ? [prepared.outputs.mtp.logits, prepared.outputs.mtp.draftTokens] : []), prepared.outputs.logits, prepared.outputs.nextTokens];
-        return await runOnce(backend, prepared.graph, prepared.feeds, prepared.weights, { onNode: progress.onNode, keep });
+        if (!rank) return await runOnce(backend, prepared.graph, prepared.feeds, prepared.weights, { onNode: progress.onNode, keep });
+        // every rank is ready (or all end together): only then does any rank enter a collective
+        await rank.startTogether(null, planDigest(prepared.graph, prepared.feeds));
+        return await rank.run(backend, prepared.graph, prepared.feeds, prepared.weights, { onNode: progress.onNode, keep });
       } finally {
         progress.stop();
         await backend.dispose();
@@ -170,6 +187,8 @@ export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string
     const result = backend instanceof CpuBackend ? await run() : await interruptible(run);
     const nonFinite = watch?.found() ?? new Map();
     for (const [name, count] of nonFinite) process.stderr.write(`hcsp: warning: ${opts.weights}: ${describeNonFinite(name, count)}\n`);
+    // every output is rank 0's: the other ranks are done
+    if (rank && rank.rank !== 0) return '';
     const h = result.values.get(prepared.outputs.h)!;
     const qsa = qsaDropStats(config, selections.map((s) => ({ layer: s.layer, blocks: result.values.get(s.id)! })));
     const nextTokens = Array.from(result.values.get(prepared.outputs.nextTokens)!.data as Int32Array);
@@ -194,6 +213,7 @@ export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string
       chunk: prepared.plan.chunk,
       spStartLayer: prepared.plan.spStartLayer,
       reduce,
+      comm: rank ? 'mpi' : 'sim',
       seed,
       weights: opts.weights ? resolve(opts.weights) : `synthetic (seed ${seed})`,
       nonFiniteWeights: Object.fromEntries(nonFinite),
@@ -214,11 +234,13 @@ export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string
       outputSha256: sha256(h),
       mtpStateSha256: mtp ? sha256(mtp) : null,
       hcRowsPerRank,
+      // --comm mpi: the bytes each rank's communicator sent; sim: core's accounting of the graph
       commBytesPerRank,
+      mpi: rank ? { library: rank.library, ranks: tp, secondsPerRank: result.secondsPerRank, controlBytesPerRank: result.controlBytesPerRank } : null,
     };
     if (opts.json) return `${JSON.stringify(summary)}\n`;
     const lines = [
-      `prefill ${config.name} (${stack}) on ${summary.device}: T=${tokens}, tp=${tp}, SP ${summary.sp ? `on (C=${summary.chunk} rows/rank from layer ${summary.spStartLayer})` : `off (${summary.reason})`}, reduce=${reduce}`,
+      `prefill ${config.name} (${stack}) on ${summary.device}${rank ? `, ${tp} MPI ranks (${rank.library.split(',')[0]})` : ''}: T=${tokens}, tp=${tp}, SP ${summary.sp ? `on (C=${summary.chunk} rows/rank from layer ${summary.spStartLayer})` : `off (${summary.reason})`}, reduce=${reduce}`,
       `  weights: ${summary.weights}${nonFinite.size > 0 ? ` (${nonFinite.size} tensors hold NaN/Inf)` : ''}`,
       `  ${seconds.toFixed(3)} s, ${summary.tokensPerSecond.toFixed(1)} tokens/s`,
       `  output sha256 ${summary.outputSha256}; next token ${nextTokens.at(-1)}`,
@@ -235,7 +257,7 @@ export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string
 export function registerPrefill(program: Command): void {
   program
     .command('prefill')
-    .description('prefill T seeded tokens through the decoder stack on tp simulated ranks')
+    .description('prefill T seeded tokens through the decoder stack on tp ranks (simulated in this process, or one process per rank under mpirun with --comm mpi)')
     .addOption(new Option('--backend <name>', `executor: ${backendNames().join('|')}`).default('cpu'))
     .addOption(deviceOption())
     .addOption(gemmOption())
@@ -250,6 +272,7 @@ export function registerPrefill(program: Command): void {
     .option('--mtp-drafter <mode>', "where the MTP head's HC work runs under SP: gathered | sharded", 'gathered')
     .option('--sp <mode>', 'auto (the production gate, see Environment) | on (force sharding) | off', 'auto')
     .option('--reduce <alg>', `reduction order of the collectives: ${REDUCE_ALGORITHMS.join('|')}`, 'ring')
+    .option('--comm <mode>', 'sim (the tp ranks simulated in this process) | mpi (this process is one rank of an MPI job: mpirun -np <tp> hcsp prefill ... --comm mpi; --backend cpu or rocm; rank 0 prints)', 'sim')
     .option('--seed <n>', 'seed of the token ids and synthetic weights', '0')
     .option('--weights <path>', 'a Hugging Face model folder, its model.safetensors.index.json, or one .safetensors file (default: synthetic weights)')
     .option('--stack <kind>', 'model (the real sub-layers) | hc-only (HC steps around a stand-in row-parallel linear)', 'model')
@@ -259,8 +282,15 @@ export function registerPrefill(program: Command): void {
     .option('--json', 'print one JSON object')
     .addHelpText('after', SP_ENV_HELP)
     .action(async (opts: PrefillCliOptions) => {
+      let summary: string;
+      try {
+        summary = await runPrefillCommand(opts);
+      } catch (e) {
+        // --comm mpi: another rank reports this failure (MPI is already finalized)
+        if (e instanceof QuietRankExit) process.exit(1);
+        throw e;
+      }
       // With --dump - the tensors own stdout.
-      const summary = await runPrefillCommand(opts);
       (opts.dump === '-' ? process.stderr : process.stdout).write(summary);
     });
 }

@@ -1,0 +1,249 @@
+// `hcsp prefill --comm mpi`: this process is one rank of an MPI job (mpirun -np <tp> hcsp
+// prefill ... --comm mpi). It runs only its part of the graph (core's rankGraph) on the
+// chosen backend, meeting its peers at the collectives through the MPI communicator
+// (backend-rocm's comm/mpiCommunicator.ts over the hcsp_mpi addon), reads only the weights
+// its part uses, and hands rank 0 what the summary needs: every output of the graph is rank
+// 0's, the other ranks send their run statistics (HC rows, bytes really sent, seconds).
+//
+// How a job fails: MPI starts first; every rank then checks its options, plans, builds the
+// graph and starts its backend, and all meet at a start-up agreement (startTogether) before
+// any collective. A rank that failed before it, or ranks whose plans differ (a digest of the
+// graph and the feeds), make every rank end there: the failure is reported once by rank 0
+// when every rank met it alike, else by each failed rank. A failure after the agreement (a
+// peer may wait at a collective forever) is reported by its rank, then MPI_Abort ends the job.
+import { createHash } from 'node:crypto';
+import type { Backend, CommBytes, Graph, PreparedGraph, RunOptions, RunResult, SessionOptions, Tensor, ValueId, WeightSource } from '@hcsp/core';
+import { rankGraph } from '@hcsp/core';
+import type { MpiCommunicator } from '@hcsp/backend-rocm';
+
+export const COMM_MODES = ['sim', 'mpi'] as const;
+export type CommMode = (typeof COMM_MODES)[number];
+
+/** This rank has nothing to add to a failure another rank reports: the command exits 1 without a message. */
+export class QuietRankExit extends Error {
+  override name = 'QuietRankExit';
+  constructor() {
+    super('another rank reports the failure');
+  }
+}
+
+/** A failure found at the start-up agreement, reported by this rank; MPI is already finalized. */
+export class RankStartupFailure extends Error {
+  override name = 'RankStartupFailure';
+}
+
+/** 48 bits of a sha256, exact in a float64 */
+function digest48(hash: ReturnType<typeof createHash>): number {
+  return Number.parseInt(hash.digest('hex').slice(0, 12), 16);
+}
+
+function messageOf(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+/** Open MPI's rank variables (set by mpirun): none means not started by mpirun. */
+function launchedRank(env: Record<string, string | undefined>): { rank: number; size: number } | null {
+  const rank = env.OMPI_COMM_WORLD_RANK;
+  const size = env.OMPI_COMM_WORLD_SIZE;
+  return rank !== undefined && size !== undefined && /^\d+$/.test(rank) && /^\d+$/.test(size) ? { rank: Number(rank), size: Number(size) } : null;
+}
+
+/** What a rank's run adds to a run's result: every rank's seconds, and its control traffic (agreement checks, statistics) apart from the graph's collectives. */
+export interface RankRunExtras {
+  secondsPerRank: number[];
+  controlBytesPerRank: number[];
+}
+
+/** A backend whose prepare takes a rank's communicator (core's GraphSession options): cpu and rocm. */
+type RankBackend = Backend & { prepare(graph: Graph, weights: WeightSource, session: Partial<SessionOptions>): Promise<PreparedGraph> };
+
+const RANK_BACKENDS = ['cpu', 'rocm'];
+
+/** Checks that a backend can run a rank's part (its prepare takes the communicator). */
+export function checkRankBackend(name: string): void {
+  if (!RANK_BACKENDS.includes(name)) throw new Error(`--comm mpi runs a rank's part on --backend ${RANK_BACKENDS.join(' or ')}, not ${name}`);
+}
+
+/**
+ * What the ranks must agree on before they run: the graph (every node's op, attributes and
+ * ports, every value's shape, dtype and rank) and the feeds' bytes (the token ids and RoPE
+ * tables), as a 48-bit digest.
+ */
+export function planDigest(graph: Graph, feeds: ReadonlyMap<ValueId, Tensor>): number {
+  const h = createHash('sha256');
+  h.update(JSON.stringify({ tp: graph.tp, inputs: graph.inputs, outputs: graph.outputs }));
+  for (const n of graph.nodes) h.update(JSON.stringify([n.id, n.op, n.rank, n.inputs, n.outputs, n.attrs]));
+  for (const id of Object.keys(graph.values).sort()) {
+    const v = graph.values[id];
+    h.update(JSON.stringify([id, v.dtype, v.shape, v.rank, v.kind, v.weight ?? null]));
+  }
+  for (const id of [...feeds.keys()].sort()) {
+    const t = feeds.get(id)!;
+    h.update(JSON.stringify([id, t.dtype, t.shape]));
+    h.update(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength));
+  }
+  return digest48(h);
+}
+
+/** One rank of the job: its communicator and what it reports. */
+export class PrefillRank {
+  /** set once this rank reached the start-up agreement (startTogether) */
+  private started = false;
+
+  private constructor(
+    readonly comm: MpiCommunicator,
+    readonly library: string,
+    private readonly launched: boolean,
+  ) {}
+
+  get rank(): number {
+    return this.comm.rank;
+  }
+
+  /** Starts MPI in this process (MPI_Init_thread): under mpirun as its rank, else as a world of one. */
+  static async open(): Promise<PrefillRank> {
+    const { MpiCommunicator } = await import('@hcsp/backend-rocm');
+    const comm = MpiCommunicator.open();
+    return new PrefillRank(comm, comm.library(), launchedRank(process.env) !== null);
+  }
+
+  /** --tp must be the world size: one process per rank */
+  checkWorld(tp: number): void {
+    const size = this.comm.tp;
+    if (size === tp) return;
+    throw new Error(
+      this.launched
+        ? `--comm mpi: --tp ${tp} does not match the MPI world size ${size}: start one process per rank (mpirun -np ${tp} ...)`
+        : `--comm mpi: this process was not started by mpirun (OMPI_COMM_WORLD_SIZE is unset), so its MPI world is ${size} rank, but --tp is ${tp}: start it as mpirun -np ${tp} hcsp prefill ... --comm mpi`,
+    );
+  }
+
+  /**
+   * The ranks' start-up agreement, right before the run: every rank has checked its options,
+   * planned, built its graph and started its backend (`digest`: planDigest), or failed doing
+   * so (`failure`). All go on only if none failed and all plans are equal; otherwise MPI is
+   * finalized on every rank and each throws what it should report: the failure once, by
+   * rank 0, when every rank met it alike; else each failed rank its own and rank 0 who
+   * failed; QuietRankExit on the ranks with nothing to add.
+   */
+  async startTogether(failure: unknown, digest = 0): Promise<void> {
+    if (this.started) throw new Error('prefill rank: the start-up agreement ran twice');
+    this.started = true;
+    const { comm } = this;
+    const message = failure === null ? '' : messageOf(failure);
+    const all = await comm.gatherControl(Float64Array.of(failure === null ? 0 : 1, digest48(createHash('sha256').update(message)), digest));
+    const failed = all.flatMap((v, r) => (v[0] === 1 ? [r] : []));
+    const plans = new Set(all.map((v) => v[2]));
+    if (failed.length === 0 && plans.size === 1) return;
+    await comm.finalize();
+    if (failed.length === 0) {
+      if (comm.rank !== 0) throw new QuietRankExit();
+      const each = all.map((v, r) => `rank ${r}: ${v[2].toString(16).padStart(12, '0')}`).join(', ');
+      throw new RankStartupFailure(`--comm mpi: the ranks planned different graphs (digests of the graph and its feeds: ${each}); every rank needs the same command line and inputs`);
+    }
+    if (failed.length === comm.tp && all.every((v) => v[1] === all[0][1])) {
+      if (comm.rank === 0) throw new RankStartupFailure(message);
+      throw new QuietRankExit();
+    }
+    if (failure !== null) throw new RankStartupFailure(`rank ${comm.rank} of ${comm.tp}: ${message}`);
+    if (comm.rank === 0) throw new RankStartupFailure(`--comm mpi: rank${failed.length > 1 ? 's' : ''} ${failed.join(', ')} of ${comm.tp} failed before the run (see ${failed.length > 1 ? 'their messages' : 'its message'})`);
+    throw new QuietRankExit();
+  }
+
+  /** Whether this rank is past the start-up agreement (a failure now may leave peers waiting at a collective). */
+  get running(): boolean {
+    return this.started;
+  }
+
+  /**
+   * Runs this rank's part of the graph and gathers the ranks' statistics: values are this
+   * rank's (`keep` filtered to its part; on rank 0 every kept value must be there), stats
+   * are every rank's: HC rows, the bytes each rank's communicator really sent, and the
+   * slowest rank's seconds.
+   */
+  async run(
+    backend: Backend,
+    graph: Graph,
+    feeds: Map<ValueId, Tensor>,
+    weights: WeightSource,
+    options: RunOptions & { keep: ValueId[] },
+  ): Promise<RunResult & RankRunExtras> {
+    if (!this.started) throw new Error('prefill rank: run() before the start-up agreement (startTogether)');
+    const { comm } = this;
+    const part = rankGraph(graph, comm.rank);
+    const keep = options.keep.filter((id) => part.values[id] !== undefined);
+    if (comm.rank === 0) {
+      const missing = options.keep.filter((id) => part.values[id] === undefined);
+      if (missing.length > 0) throw new Error(`--comm mpi: rank 0 does not compute ${missing.join(', ')}, which the summary needs`);
+    }
+    const prepared = await (backend as RankBackend).prepare(part, weights, { communicator: comm });
+    let result: RunResult;
+    const before = comm.bytesSent();
+    try {
+      const rankFeeds = new Map([...feeds].filter(([id]) => part.inputs.includes(id)));
+      result = await prepared.run(rankFeeds, { ...options, keep });
+    } finally {
+      await prepared.dispose();
+    }
+    const after = comm.bytesSent();
+    const r = comm.rank;
+    const mine = Float64Array.from([
+      result.stats.hcRowsPerRank[r],
+      after.allReduce - before.allReduce,
+      after.allGather - before.allGather,
+      after.reduceScatter - before.reduceScatter,
+      result.stats.seconds,
+      after.control - before.control,
+    ]);
+    const all = await comm.gatherControl(mine);
+    const commBytesPerRank: CommBytes[] = all.map((v) => ({ allReduce: v[1], allGather: v[2], reduceScatter: v[3] }));
+    const secondsPerRank = all.map((v) => v[4]);
+    return {
+      values: result.values,
+      stats: { seconds: Math.max(...secondsPerRank), hcRowsPerRank: all.map((v) => v[0]), commBytesPerRank },
+      secondsPerRank,
+      controlBytesPerRank: all.map((v) => v[5]),
+    };
+  }
+
+  /** After a failure on this rank past the agreement: say so, then end the whole job (its peers may wait at a collective forever otherwise). */
+  fail(e: unknown): never {
+    process.stderr.write(`hcsp: rank ${this.comm.rank} of ${this.comm.tp}: ${messageOf(e)}\n`);
+    return this.comm.abort(1);
+  }
+
+  finalize(): Promise<void> {
+    return this.comm.finalize();
+  }
+}
+
+/**
+ * `prefill --comm mpi`: starts MPI, runs `body` as this rank and ends MPI. A failure to
+ * start MPI is every rank's alike (the same addon, the same machine's MPI): rank 0 reports
+ * it. `body` calls startTogether right before its run; a failure before that joins the
+ * agreement as this rank's; a failure after it ends the whole job (PrefillRank.fail).
+ */
+export async function runPrefillRanked(body: (rank: PrefillRank) => Promise<string>): Promise<string> {
+  let rank: PrefillRank;
+  try {
+    rank = await PrefillRank.open();
+  } catch (e) {
+    if ((launchedRank(process.env)?.rank ?? 0) !== 0) throw new QuietRankExit();
+    throw e;
+  }
+  let out: string;
+  try {
+    out = await body(rank);
+  } catch (e) {
+    // the start-up agreement's own verdict: MPI is finalized, the message (if any) is this rank's to print
+    if (e instanceof QuietRankExit || e instanceof RankStartupFailure) throw e;
+    if (!rank.running) {
+      // join the peers at the start-up agreement, as a failed rank (it throws the verdict)
+      await rank.startTogether(e);
+      throw e;
+    }
+    return rank.fail(e);
+  }
+  await rank.finalize();
+  return out;
+}
