@@ -12,16 +12,12 @@
 #include "../numerics/bf16.h"
 #include "../numerics/fp32_math.h"
 #include "kernel_args.h"
+#include "../../ops/gdn_checks.h"
 
 namespace hcsp {
 namespace {
 
-std::string str(int64_t v) { return std::to_string(v); }
-
-/** gdnMath's checkLength: `gdn: <what> has N values, expected M` */
-void checkLength(const char* what, int64_t n, int64_t expected) {
-  if (n != expected) fail(ErrorKind::Shape, std::string("gdn: ") + what + " has " + str(n) + " values, expected " + str(expected));
-}
+// the checks and their messages are shared with the GPU launchers (ops/gdn_checks.h)
 
 /** fp32 scratch counted against the device's memory limit */
 struct Scratch {
@@ -41,16 +37,10 @@ struct Scratch {
 };
 
 Outputs gdnConvSilu(const Inputs& in, const KernelContext& ctx) {
-  const std::string op = "gdnConvSilu";
-  const Tensor& x = input(in, 0, "x", op, DType::BF16);
-  const Tensor& w = input(in, 1, "w", op, DType::BF16);
-  const int64_t kernel = ctx.attrs.integer("kernel");
-  if (w.rank() != 3 || w.dim(1) != 1 || w.dim(2) != kernel) {
-    fail(ErrorKind::Shape, op + ": weight is " + shapeStr(w.shape()) + ", expected [C,1," + str(kernel) + "]");
-  }
-  const int64_t channels = w.dim(0);
-  const int64_t T = rows2d(x, "x", op, channels);
-  checkLength("conv weight", w.numel(), channels * kernel);
+  const ops::GdnConvArgs args = ops::checkGdnConvSilu(in, ctx.attrs);
+  const int64_t T = args.T, channels = args.channels, kernel = args.kernel;
+  const Tensor& x = args.x;
+  const Tensor& w = args.w;
   const int64_t past = kernel - 1;
   const uint16_t* xd = x.bf16();
   const uint16_t* wd = w.bf16();
@@ -75,18 +65,12 @@ Outputs gdnConvSilu(const Inputs& in, const KernelContext& ctx) {
 }
 
 Outputs gdnGates(const Inputs& in, const KernelContext& ctx) {
-  const std::string op = "gdnGates";
-  const Tensor& b = input(in, 0, "b", op, DType::BF16);
-  const Tensor& a = input(in, 1, "a", op, DType::BF16);
-  const Tensor& aLog = input(in, 2, "aLog", op, DType::BF16);
-  const Tensor& dtBias = input(in, 3, "dtBias", op, DType::BF16);
-  const int64_t heads = aLog.numel();
-  const int64_t T = rows2d(b, "b", op, heads);
-  rows2d(a, "a", op, heads);
-  checkLength("b", b.numel(), T * heads);
-  checkLength("a", a.numel(), T * heads);
-  checkLength("A_log", aLog.numel(), heads);
-  checkLength("dt_bias", dtBias.numel(), heads);
+  const ops::GdnGatesArgs args = ops::checkGdnGates(in, ctx.attrs);
+  const int64_t T = args.T, heads = args.heads;
+  const Tensor& b = args.b;
+  const Tensor& a = args.a;
+  const Tensor& aLog = args.aLog;
+  const Tensor& dtBias = args.dtBias;
   std::vector<float> negA(heads), dt(heads);
   for (int64_t h = 0; h < heads; h++) {
     negA[h] = -fp32::expF32(bf16ToF32(aLog.bf16()[h]));
@@ -123,29 +107,14 @@ inline void l2NormScaled(const uint16_t* src, int64_t n, float eps, float scale,
 }
 
 Outputs gdnRecurrence(const Inputs& in, const KernelContext& ctx) {
-  const std::string op = "gdnRecurrence";
-  const int64_t keyHeads = ctx.attrs.integer("keyHeads");
-  const int64_t valueHeads = ctx.attrs.integer("valueHeads");
-  const int64_t dk = ctx.attrs.integer("keyDim");
-  const int64_t dv = ctx.attrs.integer("valueDim");
-  const Tensor& qkv = input(in, 0, "qkv", op, DType::BF16);
-  const Tensor& g = input(in, 1, "g", op, DType::F32);
-  const Tensor& beta = input(in, 2, "beta", op, DType::BF16);
-  const int64_t channels = 2 * keyHeads * dk + valueHeads * dv;
-  const int64_t T = rows2d(qkv, "qkv", op, channels);
-  rows2d(g, "g", op, valueHeads);
-  rows2d(beta, "beta", op, valueHeads);
-  const double scale = ctx.attrs.number("scale");
-  const double eps = ctx.attrs.number("l2Eps");
-  if (keyHeads <= 0 || valueHeads % keyHeads != 0) {
-    fail(ErrorKind::Shape, "gdn: value heads " + str(valueHeads) + " are not a multiple of key heads " + str(keyHeads));
-  }
-  checkLength("qkv", qkv.numel(), T * channels);
-  checkLength("g", g.numel(), T * valueHeads);
-  checkLength("beta", beta.numel(), T * valueHeads);
+  const ops::GdnRecurrenceArgs args = ops::checkGdnRecurrence(in, ctx.attrs);
+  const int64_t T = args.T, keyHeads = args.keyHeads, valueHeads = args.valueHeads, dk = args.dk, dv = args.dv, channels = args.channels;
+  const Tensor& qkv = args.qkv;
+  const Tensor& g = args.g;
+  const Tensor& beta = args.beta;
   const int64_t group = valueHeads / keyHeads;
-  const float epsF = static_cast<float>(eps);
-  const float scaleF = static_cast<float>(scale);
+  const float epsF = args.epsF;
+  const float scaleF = args.scaleF;
   const int64_t kOff = keyHeads * dk;
   const int64_t vOff = 2 * keyHeads * dk;
   const uint16_t* x = qkv.bf16();
@@ -217,20 +186,12 @@ Outputs gdnRecurrence(const Inputs& in, const KernelContext& ctx) {
 }
 
 Outputs gdnGatedNorm(const Inputs& in, const KernelContext& ctx) {
-  const std::string op = "gdnGatedNorm";
-  const int64_t heads = ctx.attrs.integer("heads");
-  const int64_t headDim = ctx.attrs.integer("headDim");
-  const Tensor& o = input(in, 0, "o", op, DType::BF16);
-  const Tensor& z = input(in, 1, "z", op, DType::BF16);
-  const Tensor& w = input(in, 2, "w", op, DType::BF16);
-  const int64_t T = rows2d(o, "o", op, heads * headDim);
-  rows2d(z, "z", op, heads * headDim);
-  const double eps = ctx.attrs.number("eps");
-  const int64_t n = T * heads * headDim;
-  checkLength("o", o.numel(), n);
-  checkLength("z", z.numel(), n);
-  checkLength("norm weight", w.numel(), headDim);
-  const float epsF = static_cast<float>(eps);
+  const ops::GdnGatedNormArgs args = ops::checkGdnGatedNorm(in, ctx.attrs);
+  const int64_t T = args.T, heads = args.heads, headDim = args.headDim;
+  const Tensor& o = args.o;
+  const Tensor& z = args.z;
+  const Tensor& w = args.w;
+  const float epsF = args.epsF;
   const float dim = static_cast<float>(headDim);
   const uint16_t* od = o.bf16();
   const uint16_t* zd = z.bf16();
