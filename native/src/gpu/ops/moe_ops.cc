@@ -1,5 +1,5 @@
-// Launchers of the MoE ops on the GPU devices, with the host kernels' checks and messages
-// (host/kernels/moe_kernels.cc); the arithmetic is in kernels/moe.cu.
+// Launchers of the MoE ops on the GPU devices, with the checks and messages the host kernels
+// share (ops/moe_checks.h); the arithmetic is in kernels/moe.cu.
 //
 // moeExperts reads the routing ids on the host (T x topK int32, like embed's ids) to lay out
 // the routed rows: the (token, k) pairs this rank owns, grouped by local expert in ascending
@@ -14,25 +14,13 @@
 #include <vector>
 
 #include "../../host/kernels/kernel_args.h"
+#include "../../ops/moe_checks.h"
 #include "../gpu_op_registry.h"
 #include "../kernels/gemm.h"
 #include "../kernels/moe.h"
 
 namespace hcsp::gpu {
 namespace {
-
-std::string str(int64_t v) { return std::to_string(v); }
-
-/** moeMath's checkLength: `moe: <what> has N values, expected M` */
-void checkLength(const char* what, int64_t n, int64_t expected) {
-  if (n != expected) fail(ErrorKind::Shape, std::string("moe: ") + what + " has " + str(n) + " values, expected " + str(expected));
-}
-
-/** kernelArgs.dims2: [rows, cols] of a 2-D tensor, `what` naming the op and the port */
-std::pair<int64_t, int64_t> dims2(const Tensor& t, const std::string& what) {
-  if (t.rank() != 2) fail(ErrorKind::Shape, what + ": expected a 2-D tensor, got " + shapeStr(t.shape()));
-  return {t.dim(0), t.dim(1)};
-}
 
 /** int32 values copied into a new tensor of this GPU's memory */
 TensorPtr uploadI32(const GpuContext& g, const std::vector<int32_t>& v) {
@@ -42,52 +30,31 @@ TensorPtr uploadI32(const GpuContext& g, const std::vector<int32_t>& v) {
 }
 
 Outputs moeRoute(const Inputs& in, const GpuContext& g) {
-  const std::string op = "moeRoute";
-  const Tensor& logits = input(in, 0, "logits", op, DType::BF16);
-  const auto [T, E] = dims2(logits, "moeRoute logits");
-  const int64_t topK = g.attrs.integer("topK");
-  const bool normTopkProb = g.attrs.boolean("normTopkProb", false);
-  checkLength("router logits", logits.numel(), T * E);
-  if (topK < 1 || topK > E) fail(ErrorKind::Attr, "moe: topK " + str(topK) + " must be in [1, " + str(E) + "]");
+  const ops::MoeRouteArgs a = ops::checkMoeRoute(in, g.attrs);
+  const int64_t T = a.T, E = a.E, topK = a.topK;
   TensorPtr ids = g.alloc(DType::I32, {T, topK});
   TensorPtr weights = g.alloc(DType::BF16, {T, topK});
   TensorPtr p = g.alloc(DType::F32, {E, T});
-  HCSP_LAUNCH(g.rt, hcsp_moe_route, T, logits.bf16(), p->data<float>(), ids->data<int32_t>(), weights->bf16(), T, E, topK, normTopkProb ? 1 : 0);
+  HCSP_LAUNCH(g.rt, hcsp_moe_route, T, a.logits.bf16(), p->data<float>(), ids->data<int32_t>(), weights->bf16(), T, E, topK, a.normTopkProb ? 1 : 0);
   return {ids, weights};
 }
 
 Outputs moeSwiGlu(const Inputs& in, const GpuContext& g) {
-  const std::string op = "moeSwiGlu";
-  const Tensor& gateUp = input(in, 0, "gateUp", op, DType::BF16);
-  const auto [T, twoI] = dims2(gateUp, "moeSwiGlu gateUp");
-  if (twoI % 2 != 0) fail(ErrorKind::Shape, "moeSwiGlu: gate_up width " + str(twoI) + " is odd (expected [gate | up])");
-  const int64_t inter = twoI / 2;
+  const ops::MoeSwiGluArgs a = ops::checkMoeSwiGlu(in, g.attrs);
+  const int64_t T = a.T, inter = a.inter;
   TensorPtr h = g.alloc(DType::BF16, {T, inter});
-  HCSP_LAUNCH(g.rt, hcsp_moe_swiglu, T * inter, gateUp.bf16(), h->bf16(), T, inter);
+  HCSP_LAUNCH(g.rt, hcsp_moe_swiglu, T * inter, a.gateUp.bf16(), h->bf16(), T, inter);
   return {h};
 }
 
 Outputs moeExperts(const Inputs& in, const GpuContext& g) {
-  const std::string op = "moeExperts";
-  const Tensor& x = input(in, 0, "x", op, DType::BF16);
-  const Tensor& ids = input(in, 1, "ids", op, DType::I32);
-  const Tensor& weights = input(in, 2, "weights", op, DType::BF16);
-  const Tensor& gateUp = input(in, 3, "gateUp", op, DType::BF16);
-  const Tensor& down = input(in, 4, "down", op, DType::BF16);
-  const auto [T, H] = dims2(x, "moeExperts x");
-  const auto [idRows, topK] = dims2(ids, "moeExperts ids");
-  if (idRows != T || weights.shape() != ids.shape()) {
-    fail(ErrorKind::Shape, "moeExperts: x " + shapeStr(x.shape()) + ", ids " + shapeStr(ids.shape()) + " and weights " + shapeStr(weights.shape()) +
-                               " do not match");
-  }
-  const int64_t firstExpert = g.attrs.integer("firstExpert");
-  const int64_t numLocal = g.attrs.integer("numLocal");
-  const int64_t inter = g.attrs.integer("intermediate");
-  checkLength("x", x.numel(), T * H);
-  checkLength("routing ids", ids.numel(), T * topK);
-  checkLength("routing weights", weights.numel(), T * topK);
-  checkLength("stacked gate_up", gateUp.numel(), numLocal * 2 * inter * H);
-  checkLength("stacked down", down.numel(), numLocal * H * inter);
+  const ops::MoeExpertsArgs a = ops::checkMoeExperts(in, g.attrs);
+  const int64_t T = a.T, H = a.H, topK = a.topK, firstExpert = a.firstExpert, numLocal = a.numLocal, inter = a.inter;
+  const Tensor& x = a.x;
+  const Tensor& ids = a.ids;
+  const Tensor& weights = a.weights;
+  const Tensor& gateUp = a.gateUp;
+  const Tensor& down = a.down;
 
   TensorPtr routed = g.alloc(DType::F32, {T, H});
   // the routing ids (T x topK int32) on the host, to lay out the routed rows
@@ -149,16 +116,10 @@ Outputs moeExperts(const Inputs& in, const GpuContext& g) {
 }
 
 Outputs moeCombine(const Inputs& in, const GpuContext& g) {
-  const std::string op = "moeCombine";
-  const Tensor& routed = input(in, 0, "routed", op, DType::F32);
-  const Tensor& shared = input(in, 1, "shared", op, DType::BF16);
-  const Tensor& gateLogit = input(in, 2, "gateLogit", op, DType::BF16);
-  const auto [T, H] = dims2(routed, "moeCombine routed");
-  checkLength("routed sum", routed.numel(), T * H);
-  checkLength("shared expert output", shared.numel(), T * H);
-  checkLength("shared expert gate logit", gateLogit.numel(), T);
+  const ops::MoeCombineArgs a = ops::checkMoeCombine(in, g.attrs);
+  const int64_t T = a.T, H = a.H;
   TensorPtr y = g.alloc(DType::BF16, {T, H});
-  HCSP_LAUNCH(g.rt, hcsp_moe_combine, T * H, routed.data<float>(), shared.bf16(), gateLogit.bf16(), y->bf16(), T, H);
+  HCSP_LAUNCH(g.rt, hcsp_moe_combine, T * H, a.routed.data<float>(), a.shared.bf16(), a.gateLogit.bf16(), y->bf16(), T, H);
   return {y};
 }
 

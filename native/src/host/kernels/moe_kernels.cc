@@ -14,25 +14,12 @@
 #include "../numerics/bf16.h"
 #include "../numerics/fp32_math.h"
 #include "kernel_args.h"
+#include "../../ops/moe_checks.h"
 
 namespace hcsp {
 namespace {
 
-std::string str(int64_t v) { return std::to_string(v); }
-
-/** moeMath's checkLength: `moe: <what> has N values, expected M` */
-void checkLength(const char* what, int64_t n, int64_t expected) {
-  if (n != expected) fail(ErrorKind::Shape, std::string("moe: ") + what + " has " + str(n) + " values, expected " + str(expected));
-}
-
-/** kernelArgs.dims2: [rows, cols] of a 2-D tensor, `what` naming the op and the port */
-std::pair<int64_t, int64_t> dims2(const Tensor& t, const std::string& what) {
-  if (t.rank() != 2) fail(ErrorKind::Shape, what + ": expected a 2-D tensor, got " + shapeStr(t.shape()));
-  return {t.dim(0), t.dim(1)};
-}
-
-/** present port i of the given dtype (the reference reads the ports without a name check) */
-const Tensor& port(const Inputs& in, size_t i, const char* name, const std::string& op, DType dtype) { return input(in, i, name, op, dtype); }
+// the checks and their messages are shared with the GPU launchers (ops/moe_checks.h)
 
 /** JavaScript's Math.max of two numbers: NaN if either is, +0 over -0 */
 inline float jsMax(float a, float b) {
@@ -49,13 +36,10 @@ struct ScratchGuard {
 };
 
 Outputs moeRoute(const Inputs& in, const KernelContext& ctx) {
-  const std::string op = "moeRoute";
-  const Tensor& logits = port(in, 0, "logits", op, DType::BF16);
-  const auto [T, E] = dims2(logits, "moeRoute logits");
-  const int64_t topK = ctx.attrs.integer("topK");
-  const bool normTopkProb = ctx.attrs.boolean("normTopkProb", false);
-  checkLength("router logits", logits.numel(), T * E);
-  if (topK < 1 || topK > E) fail(ErrorKind::Attr, "moe: topK " + str(topK) + " must be in [1, " + str(E) + "]");
+  const ops::MoeRouteArgs a = ops::checkMoeRoute(in, ctx.attrs);
+  const int64_t T = a.T, E = a.E, topK = a.topK;
+  const bool normTopkProb = a.normTopkProb;
+  const Tensor& logits = a.logits;
   TensorPtr ids = makeTensor(DType::I32, {T, topK});
   TensorPtr weights = makeTensor(DType::BF16, {T, topK});
   const uint16_t* ld = logits.bf16();
@@ -107,37 +91,22 @@ void swiGlu(const uint16_t* gateUp, int64_t rows, int64_t inter, uint16_t* h, co
 }
 
 Outputs moeSwiGlu(const Inputs& in, const KernelContext& ctx) {
-  const std::string op = "moeSwiGlu";
-  const Tensor& gateUp = port(in, 0, "gateUp", op, DType::BF16);
-  const auto [T, twoI] = dims2(gateUp, "moeSwiGlu gateUp");
-  if (twoI % 2 != 0) fail(ErrorKind::Shape, "moeSwiGlu: gate_up width " + str(twoI) + " is odd (expected [gate | up])");
-  const int64_t inter = twoI / 2;
+  const ops::MoeSwiGluArgs a = ops::checkMoeSwiGlu(in, ctx.attrs);
+  const int64_t T = a.T, inter = a.inter;
+  const Tensor& gateUp = a.gateUp;
   TensorPtr h = makeTensor(DType::BF16, {T, inter});
   swiGlu(gateUp.bf16(), T, inter, h->bf16(), ctx);
   return {h};
 }
 
 Outputs moeExperts(const Inputs& in, const KernelContext& ctx) {
-  const std::string op = "moeExperts";
-  const Tensor& x = port(in, 0, "x", op, DType::BF16);
-  const Tensor& ids = port(in, 1, "ids", op, DType::I32);
-  const Tensor& weights = port(in, 2, "weights", op, DType::BF16);
-  const Tensor& gateUp = port(in, 3, "gateUp", op, DType::BF16);
-  const Tensor& down = port(in, 4, "down", op, DType::BF16);
-  const auto [T, H] = dims2(x, "moeExperts x");
-  const auto [idRows, topK] = dims2(ids, "moeExperts ids");
-  if (idRows != T || weights.shape() != ids.shape()) {
-    fail(ErrorKind::Shape, "moeExperts: x " + shapeStr(x.shape()) + ", ids " + shapeStr(ids.shape()) + " and weights " + shapeStr(weights.shape()) +
-                               " do not match");
-  }
-  const int64_t firstExpert = ctx.attrs.integer("firstExpert");
-  const int64_t numLocal = ctx.attrs.integer("numLocal");
-  const int64_t inter = ctx.attrs.integer("intermediate");
-  checkLength("x", x.numel(), T * H);
-  checkLength("routing ids", ids.numel(), T * topK);
-  checkLength("routing weights", weights.numel(), T * topK);
-  checkLength("stacked gate_up", gateUp.numel(), numLocal * 2 * inter * H);
-  checkLength("stacked down", down.numel(), numLocal * H * inter);
+  const ops::MoeExpertsArgs a = ops::checkMoeExperts(in, ctx.attrs);
+  const int64_t T = a.T, H = a.H, topK = a.topK, firstExpert = a.firstExpert, numLocal = a.numLocal, inter = a.inter;
+  const Tensor& x = a.x;
+  const Tensor& ids = a.ids;
+  const Tensor& weights = a.weights;
+  const Tensor& gateUp = a.gateUp;
+  const Tensor& down = a.down;
 
   TensorPtr routed = makeTensor(DType::F32, {T, H});
   float* acc = routed->data<float>();
@@ -186,14 +155,11 @@ Outputs moeExperts(const Inputs& in, const KernelContext& ctx) {
 }
 
 Outputs moeCombine(const Inputs& in, const KernelContext& ctx) {
-  const std::string op = "moeCombine";
-  const Tensor& routed = port(in, 0, "routed", op, DType::F32);
-  const Tensor& shared = port(in, 1, "shared", op, DType::BF16);
-  const Tensor& gateLogit = port(in, 2, "gateLogit", op, DType::BF16);
-  const auto [T, H] = dims2(routed, "moeCombine routed");
-  checkLength("routed sum", routed.numel(), T * H);
-  checkLength("shared expert output", shared.numel(), T * H);
-  checkLength("shared expert gate logit", gateLogit.numel(), T);
+  const ops::MoeCombineArgs a = ops::checkMoeCombine(in, ctx.attrs);
+  const int64_t T = a.T, H = a.H;
+  const Tensor& routed = a.routed;
+  const Tensor& shared = a.shared;
+  const Tensor& gateLogit = a.gateLogit;
   TensorPtr y = makeTensor(DType::BF16, {T, H});
   const float* rd = routed.data<float>();
   const uint16_t* sd = shared.bf16();
