@@ -117,6 +117,14 @@ async function collectives(): Promise<Record<string, unknown>> {
     (e: Error) => ({ name: e.name, message: e.message }),
   );
   const after = await comm.collective(node(903, 'allGather', {}), [{ dtype: 'i32', shape: [1], data: Int32Array.of(rank) }]);
+  // the collectives run off the JS thread: while rank 0 waits for a late peer, its event loop turns
+  if (rank === 1) await new Promise((r) => setTimeout(r, 600));
+  let ticks = 0;
+  const timer = setInterval(() => ticks++, 10);
+  const t0 = performance.now();
+  await comm.collective(node(904, 'allGather', {}), [{ dtype: 'i32', shape: [1], data: Int32Array.of(rank) }]);
+  const waitedMs = performance.now() - t0;
+  clearInterval(timer);
   return {
     cases: list.length,
     differing,
@@ -129,6 +137,8 @@ async function collectives(): Promise<Record<string, unknown>> {
     mismatch,
     otherNode,
     afterMismatch: Array.from(after[0].data),
+    waitedMs,
+    ticks,
     control: comm.bytesSent().control,
   };
 }

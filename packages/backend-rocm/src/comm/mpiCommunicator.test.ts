@@ -103,6 +103,9 @@ describe('MPI collectives across processes equal the simulated ones', () => {
       // a mismatch found together moves no data: the next collective works
       expect(out.afterMismatch).toEqual([...Array(np).keys()]);
       expect(out.control).toBeGreaterThan(0);
+      // rank 0 waited about 600 ms for rank 1 at a collective, its event loop turning meanwhile
+      expect(out.waitedMs).toBeGreaterThan(300);
+      expect(out.ticks).toBeGreaterThan(out.waitedMs / 10 / 4);
     });
   }
 

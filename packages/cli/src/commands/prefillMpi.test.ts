@@ -27,9 +27,12 @@ beforeAll(async () => {
 });
 afterAll(() => rmSync(outdir, { recursive: true, force: true }));
 
-/** mpirun (MPMD when `apps` has several argument lists, one rank each), with Open MPI's permission to run as root (CI runs as root) */
+/** mpirun of the bundle (MPMD when `apps` has several argument lists, one rank each), with Open MPI's permission to run as root (CI runs as root) */
 function mpirun(np: number, apps: string[][]) {
-  const mpiArgs = apps.length === 1 ? ['-np', String(np), process.execPath, bundle, ...apps[0]] : apps.flatMap((a, i) => [...(i ? [':'] : []), '-np', '1', process.execPath, bundle, ...a]);
+  return mpirunRaw(apps.length === 1 ? ['-np', String(np), process.execPath, bundle, ...apps[0]] : apps.flatMap((a, i) => [...(i ? [':'] : []), '-np', '1', process.execPath, bundle, ...a]));
+}
+
+function mpirunRaw(mpiArgs: string[]) {
   const t0 = performance.now();
   const r = spawnSync('mpirun', ['--oversubscribe', ...mpiArgs], {
     cwd: ROOT,
@@ -145,6 +148,15 @@ describe('hcsp prefill --comm mpi: start-up failures end every rank, reported on
       'hcsp: --comm mpi: rank 1 of 2 failed before the run (see its message)',
       "hcsp: rank 1 of 2: --sp must be one of auto|on|off, got 'maybe'",
     ]);
+    expect(r.seconds).toBeLessThan(60);
+  });
+
+  it('a rank that fails after the start-up agreement is named, and the job ends (MPI_Abort) instead of its peer waiting at a collective', () => {
+    const r = mpirunRaw(['-np', '2', process.execPath, '--import', 'tsx', 'test/support/prefillRankFailChild.ts']);
+    expect(r.status).not.toBe(0);
+    expect(r.stdout).toBe('');
+    expect(hcspLines(r.stderr)).toEqual(['hcsp: rank 1 of 2: injected failure after the start-up agreement']);
+    expect(r.stderr).toMatch(/MPI_ABORT was invoked on rank 1/);
     expect(r.seconds).toBeLessThan(60);
   });
 
