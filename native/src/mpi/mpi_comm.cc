@@ -179,7 +179,7 @@ void World::sendrecv(Kind kind, const void* send, int64_t sendBytes, int to, voi
                          std::to_string(from) + ", expected " + std::to_string(rn) + ": the ranks disagree on the buffer size",
                      "MPI_Sendrecv");
     }
-    bytesSent_[static_cast<int>(kind)] += static_cast<double>(sn);
+    bytesSent_[static_cast<int>(kind)] += sn;
   }
 }
 

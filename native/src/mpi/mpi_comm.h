@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -104,8 +105,12 @@ class World {
   /** MPI_Barrier on the world */
   void barrier();
 
-  /** bytes this rank has sent, per kind, since init */
-  std::array<double, KIND_COUNT> bytesSent() const { return bytesSent_; }
+  /** bytes this rank has sent, per kind, since init (read on the JS thread while a worker may count) */
+  std::array<double, KIND_COUNT> bytesSent() const {
+    std::array<double, KIND_COUNT> out{};
+    for (int k = 0; k < KIND_COUNT; k++) out[k] = static_cast<double>(bytesSent_[k].load());
+    return out;
+  }
 
   /** throws MpiError(Call) naming `call`, the rank and `what` unless rc is MPI_SUCCESS */
   void check(int rc, const char* call, const std::string& what) const;
@@ -119,7 +124,7 @@ class World {
   int size_ = 0;
   int threadLevel_ = 0;
   bool finalized_ = false;
-  std::array<double, KIND_COUNT> bytesSent_{};
+  std::array<std::atomic<int64_t>, KIND_COUNT> bytesSent_{};
 };
 
 /** the non-commutative bf16 sum (mpi_collectives.cc), registered by World::init */
