@@ -9,6 +9,7 @@
 #include "../gpu/runtime_probe.h"
 #include "../host/blas/openblas.h"
 #include "../host/cpu_features.h"
+#include "../host/gemm/linear.h"
 #include "../host/kernel_registry.h"
 #include "../host/thread_pool.h"
 #include "instance_data.h"
@@ -63,8 +64,68 @@ Napi::Value download(const Napi::CallbackInfo& info) {
   return guarded(env, [&]() -> Napi::Value {
     TensorPtr t = JsTensor::unwrap(info[0], "download");
     auto buf = Napi::ArrayBuffer::New(env, t->bytes());
-    if (t->bytes()) t->memory().copyOut(buf.Data(), t->raw(), t->bytes());
+    // a weight released after packing: rebuilt from its exact-GEMM panel (packForGemm)
+    if (t->released()) gemm::unpackReleased(*t, buf.Data());
+    else if (t->bytes()) t->memory().copyOut(buf.Data(), t->raw(), t->bytes());
     return buf;
+  });
+}
+
+/** packs a weight for the exact GEMM and frees its own bytes, off the JavaScript thread */
+class PackWorker : public Napi::AsyncWorker {
+ public:
+  PackWorker(Napi::Env env, TensorPtr t, gemm::GemmWeightKind kind)
+      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), t_(std::move(t)), kind_(kind) {}
+  Napi::Promise promise() { return deferred_.Promise(); }
+
+  void Execute() override {
+    try {
+      result_ = gemm::packForGemm(*t_, kind_, defaultPool());
+    } catch (const Error& e) {
+      code_ = errorCode(e.kind());
+      SetError(e.what());
+    } catch (const std::bad_alloc&) {
+      code_ = "HCSP_OOM";
+      SetError("packForGemm: host device out of memory (the system refused an allocation)");
+    } catch (const std::exception& e) {
+      SetError(e.what());
+    }
+    t_.reset();
+  }
+  void OnOK() override {
+    auto o = Napi::Object::New(Env());
+    o.Set("panelBytes", static_cast<double>(result_.panelBytes));
+    o.Set("releasedBytes", static_cast<double>(result_.releasedBytes));
+    deferred_.Resolve(o);
+  }
+  void OnError(const Napi::Error& e) override {
+    e.Set("code", Napi::String::New(Env(), code_));
+    deferred_.Reject(e.Value());
+  }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  TensorPtr t_;
+  gemm::GemmWeightKind kind_;
+  gemm::PackResult result_{0, 0};
+  std::string code_ = "HCSP_RUNTIME";
+};
+
+/**
+ * packForGemm(t, kind: 'linear'|'fp8') -> Promise<{ panelBytes, releasedBytes }>: packs a
+ * host weight read only by exact GEMMs (linear's w / fp8LinearPtpc's qW) into its panels and
+ * frees its own bytes (gemm::packForGemm); no run may be reading t meanwhile.
+ */
+Napi::Value packForGemmCall(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&]() -> Napi::Value {
+    TensorPtr t = JsTensor::unwrap(info[0], "packForGemm");
+    const std::string kind = info[1].IsString() ? info[1].As<Napi::String>().Utf8Value() : "";
+    if (kind != "linear" && kind != "fp8") fail(ErrorKind::Attr, "packForGemm: kind must be 'linear' or 'fp8', got '" + kind + "'");
+    auto* w = new PackWorker(env, std::move(t), kind == "linear" ? gemm::GemmWeightKind::Linear : gemm::GemmWeightKind::Fp8);
+    auto p = w->promise();
+    w->Queue();
+    return p;
   });
 }
 
@@ -155,6 +216,7 @@ Napi::Object init(Napi::Env env, Napi::Object exports) {
   exports.Set("download", Napi::Function::New(env, download));
   exports.Set("free", Napi::Function::New(env, freeGuarded));
   exports.Set("run", Napi::Function::New(env, runGuarded));
+  exports.Set("packForGemm", Napi::Function::New(env, packForGemmCall));
   exports.Set("runCollective", Napi::Function::New(env, runCollectiveGuarded));
   exports.Set("kernels", Napi::Function::New(env, kernels));
   exports.Set("stats", Napi::Function::New(env, stats));

@@ -58,7 +58,11 @@ class RunWorker : public Napi::AsyncWorker {
     inputs_.clear();
   }
 
-  /** every input lives on the device the op runs on */
+  /**
+   * every input lives on the device the op runs on; a weight released after packing
+   * (gemm::packForGemm) is read only where its panel serves: linear's w and fp8LinearPtpc's
+   * qW, in the host device's exact GEMM
+   */
   void checkPlacement() const {
     const Memory* want = gpu_ ? static_cast<const Memory*>(gpu_.get()) : hostMemory().get();
     for (size_t r = 0; r < inputs_.size(); r++) {
@@ -66,6 +70,14 @@ class RunWorker : public Napi::AsyncWorker {
         const TensorPtr& t = inputs_[r][p];
         if (t && &t->memory() != want) {
           fail(ErrorKind::Runtime, op_ + ": input port " + std::to_string(p) + " is in " + t->memory().name() + " memory, the op runs on " + want->name());
+        }
+        if (t && t->released()) {
+          const bool panelPort = !collective_ && ((op_ == "linear" && p == 1) || (op_ == "fp8LinearPtpc" && p == 2));
+          if (!panelPort || gpu_ || gemm_ != GemmMode::Exact) {
+            fail(ErrorKind::Runtime, op_ + ": input port " + std::to_string(p) + " (" + dtypeName(t->dtype()) + shapeStr(t->shape()) +
+                                         ") is a weight released after packing for the exact GEMM; only linear's w and fp8LinearPtpc's qW read it, with gemm 'exact'" +
+                                         (gemm_ != GemmMode::Exact ? std::string(" (this run is '") + (gemm_ == GemmMode::Blas ? "blas" : "vendor") + "')" : std::string()));
+          }
         }
       }
     }

@@ -73,7 +73,17 @@ Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<Memory> memory)
 
 Tensor::~Tensor() {
   cache.reset();
+  memory_->release(data_, released() ? 0 : bytes());
+}
+
+void Tensor::releaseData() {
+  if (released()) return;
+  // the bytes go back (liveBytes drops by them); a zero-byte allocation keeps the handle
+  // counted in liveTensors until the destructor's release (it also counts as an allocation)
+  memory_->allocate(0, "a released tensor's handle");
   memory_->release(data_, bytes());
+  data_ = nullptr;
+  released_.store(true, std::memory_order_release);
 }
 
 AllocatorStats allocatorStats() { return hostMemory()->stats(); }

@@ -2,6 +2,7 @@
 // device's by default, a GPU's for the GPU devices), which counts every live allocation and
 // enforces the device's memory limit.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -49,12 +50,23 @@ class Tensor {
   /** A derived form of this (immutable) tensor kept with it, e.g. a GEMM's packed weight panels. */
   std::shared_ptr<void> cache;
 
+  /**
+   * Frees the bytes and keeps the handle: dtype, shape and `cache` stay, raw() is then null
+   * and bytes() the logical size (the allocator no longer counts the bytes; the tensor still
+   * counts as live). For a weight whose readers need only a derived form of it (a GEMM's
+   * panels, gemm::packForGemm); the caller guarantees no kernel is reading the bytes, and
+   * the run worker refuses a released input to every op but those (run_worker.cc).
+   */
+  void releaseData();
+  bool released() const { return released_.load(std::memory_order_acquire); }
+
  private:
   std::shared_ptr<Memory> memory_;
   DType dtype_;
   Shape shape_;
   int64_t numel_;
   void* data_;
+  std::atomic<bool> released_{false};
 };
 
 using TensorPtr = std::shared_ptr<Tensor>;

@@ -49,6 +49,13 @@ export interface NativeAddon {
   /** on the host device, or on `gpu` (every input must live there) */
   run(op: string, inputs: (NativeTensor | null)[], attrs: Record<string, unknown>, gemm: GemmMode, gpu?: GpuDevice | null): Promise<(NativeTensor | null)[]>;
   runCollective(op: string, inputs: NativeTensor[][], attrs: Record<string, unknown>, gemm: GemmMode, gpu?: GpuDevice | null): Promise<NativeTensor[][]>;
+  /**
+   * A host weight read only by exact GEMMs (linear's w: 'linear'; fp8LinearPtpc's qW: 'fp8')
+   * packed into the exact GEMM's panels, then its own bytes freed: the tensor stays a valid
+   * handle for those GEMMs (same results), other ops and the 'blas' mode refuse it, and
+   * download rebuilds a bf16 one from the panel. No run may be reading it meanwhile.
+   */
+  packForGemm(t: NativeTensor, kind: 'linear' | 'fp8'): Promise<{ panelBytes: number; releasedBytes: number }>;
   /** ops with a host kernel, and with a GPU launcher */
   kernels(): { perRank: string[]; collective: string[]; gpuPerRank: string[]; gpuCollective: string[] };
   openGpu(kind: 'hip' | 'cuda' | 'emulated', options?: { device?: number; codeObjects?: string }): GpuDevice;

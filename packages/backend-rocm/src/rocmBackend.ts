@@ -4,13 +4,15 @@ import {
   resolveWeightRows,
   type Backend,
   type BackendPrecision,
+  type DeviceOps,
   type Graph,
   type PreparedGraph,
   type SessionOptions,
+  type ValueId,
   type WeightSource,
 } from '@hcsp/core';
 import { nativeDeviceOps } from './nativeDevice.ts';
-import { loadNativeAddon, type GemmMode, type GpuDevice, type NativeAddon } from './nativeAddon.ts';
+import { loadNativeAddon, type GemmMode, type GpuDevice, type NativeAddon, type NativeTensor } from './nativeAddon.ts';
 import { GpuRuntimeUnavailableError, native, typedNativeError } from './nativeErrors.ts';
 
 export type RocmDevice = 'host' | 'emulated' | 'hip' | 'cuda';
@@ -70,6 +72,43 @@ export const VENDOR_GEMM_PRECISION: BackendPrecision = {
     note: 'hipBLASLt / cuBLASLt accumulate each output in fp32 in their own tile and split-k order; bounded by 2 bf16 ulps of the row\'s largest output (as for OpenBLAS)',
   },
 };
+
+/** the GEMM ops whose weight port reads only the exact GEMM's panel, and the addon's kind for it */
+const PANEL_PORTS: Readonly<Record<string, { port: number; kind: 'linear' | 'fp8' }>> = {
+  linear: { port: 1, kind: 'linear' },
+  fp8LinearPtpc: { port: 2, kind: 'fp8' },
+};
+
+/**
+ * The weights every reader of which is a per-rank `linear` (as w) or `fp8LinearPtpc` (as qW):
+ * the host device's exact GEMM reads only their packed panels (native/src/host/gemm/panels.h).
+ */
+export function panelOnlyWeights(graph: Graph): Map<ValueId, 'linear' | 'fp8'> {
+  const kinds = new Map<ValueId, 'linear' | 'fp8' | null>();
+  for (const node of graph.nodes) {
+    const gemm = node.rank === null ? undefined : PANEL_PORTS[node.op];
+    node.inputs.forEach((id, port) => {
+      if (id === null || graph.values[id]?.kind !== 'weight') return;
+      const kind = gemm && port === gemm.port ? gemm.kind : null;
+      kinds.set(id, kinds.has(id) && kinds.get(id) !== kind ? null : kind);
+    });
+  }
+  for (const id of graph.outputs) kinds.delete(id);
+  return new Map([...kinds].filter((e): e is [ValueId, 'linear' | 'fp8'] => e[1] !== null));
+}
+
+/**
+ * The host device's exact GEMM packs each weight once into bf16 panels; here, when a session
+ * opens, the weights only those GEMMs read are packed at once and their original bytes freed
+ * (addon.packForGemm), so each is held once, as its panel. Outputs are the same bits (the
+ * GEMMs read the same panels as before); other devices and the 'blas' mode keep every weight.
+ */
+async function packGemmWeights(addon: NativeAddon, graph: Graph, weights: ReadonlyMap<ValueId, NativeTensor>): Promise<void> {
+  for (const [id, kind] of panelOnlyWeights(graph)) {
+    const h = weights.get(id);
+    if (h) await native(() => addon.packForGemm(h, kind));
+  }
+}
 
 export interface RocmBackend extends Backend {
   readonly device: RocmDevice;
@@ -149,7 +188,8 @@ export async function createRocmBackend(options: RocmBackendOptions = {}): Promi
     memory.setMemoryLimit(options.memoryLimitBytes);
   }
   const info = addon.info();
-  const ops = nativeDeviceOps(addon, gemm, gpu);
+  const deviceOps = nativeDeviceOps(addon, gemm, gpu);
+  const ops: DeviceOps<NativeTensor> = !gpu && gemm === 'exact' ? { ...deviceOps, prepared: (graph, weights) => packGemmWeights(addon, graph, weights) } : deviceOps;
   const gemmText =
     gemm === 'blas'
       ? `OpenBLAS sgemm (${addon.blas().path}, OPENBLAS_CORETYPE=${addon.blas().coretype || 'unset'})`

@@ -28,4 +28,32 @@ void linearBf16(const uint16_t* x, int64_t rows, int64_t inF, const uint16_t* w,
 void linearFp8Ptpc(const uint8_t* q, const float* sx, int64_t rows, int64_t inF, const uint8_t* qW, const float* sw, int64_t outF, const Fp8Format& format,
                    bool weightFirst, uint16_t* y, const KernelContext& ctx, const Tensor* wOwner = nullptr);
 
+/** which exact GEMM reads a weight: linearBf16 (a bf16 weight) or linearFp8Ptpc (an fp8 one) */
+enum class GemmWeightKind { Linear, Fp8 };
+
+struct PackResult {
+  /** the panel's bytes, now counted by the allocator */
+  int64_t panelBytes;
+  /** the original bytes freed (0: nothing to free, e.g. an empty weight) */
+  int64_t releasedBytes;
+};
+
+/**
+ * Packs the whole weight w [outF, inF] (host memory, bf16 for Linear, fp8 for Fp8) into the
+ * exact GEMM's panels for this process's ISA, kept on w as the GEMMs' first call would keep
+ * them, then frees w's own bytes (Tensor::releaseData): from then on the exact GEMMs read
+ * only the panel, with the same results bit for bit, and nothing else can read w (the run
+ * worker refuses it to other ops and to the 'blas' mode; download rebuilds a bf16 weight
+ * from the panel). Any other packed form kept on w is dropped. Packing a released weight
+ * again is a no-op. The caller guarantees no kernel is reading w meanwhile.
+ */
+PackResult packForGemm(Tensor& w, GemmWeightKind kind, ThreadPool& pool);
+
+/**
+ * A released weight's bytes (dst: w.bytes() of them) rebuilt from its exact-GEMM panel: a
+ * bf16 weight's panel holds every value's bits. A released fp8 weight fails (its panel holds
+ * the bf16 values, and both NaN codes of e4m3fn widen to one NaN).
+ */
+void unpackReleased(const Tensor& w, void* dst);
+
 }  // namespace hcsp::gemm

@@ -72,6 +72,11 @@ struct PackedWeight {
   /** elements per k in panel p: the tail panel rounded up to the vector */
   int width(int64_t p) const { return (valid(p) + geometry.vector - 1) / geometry.vector * geometry.vector; }
   const uint16_t* panel(int64_t p) const { return bf16Panels.data() + p * geometry.width * inF; }
+  /** the bytes it holds (counted by the allocator while alive) */
+  int64_t bytes() const {
+    if (geometry.width == 0) return outF * inF * static_cast<int64_t>(sizeof(float));
+    return outF == 0 ? 0 : ((panels() - 1) * geometry.width + width(panels() - 1)) * inF * static_cast<int64_t>(sizeof(uint16_t));
+  }
 };
 
 /** {0, 0, false}: row-major, as sgemm reads it */
@@ -80,7 +85,9 @@ constexpr PanelGeometry ROW_MAJOR{0, 0, false};
 /**
  * w [outF, inF] in `geometry`'s layout (panels of bf16 bits, or row-major fp32); kept on
  * `owner` (the tensor holding w, or null: packed for this call only) and reused by later
- * calls on the same slice.
+ * calls on the same slice. A released owner (Tensor::releaseData, after packForGemm) has
+ * only the forms packed before: w is then its null raw() plus the slice's offset, and any
+ * other form is an error naming the weight.
  */
 std::shared_ptr<const PackedWeight> packedWeight(const void* w, WeightDType dtype, int64_t outF, int64_t inF, PanelGeometry geometry, const Tensor* owner,
                                                  ThreadPool& pool);

@@ -218,10 +218,30 @@ export function liveBytes(graph: Graph, keep: readonly ValueId[] = graph.outputs
   return { weights, inputs, activationPeak: peak, total: weights + peak };
 }
 
-/** bytes of the distinct weight values linear nodes read */
-export function gemmWeightBytes(graph: Graph): number {
-  const ids = new Set(graph.nodes.filter((n) => n.op === 'linear').map((n) => n.inputs[1]!));
-  return [...ids].reduce((s, id) => s + (graph.values[id].kind === 'weight' ? bytesOf(graph.values[id]) : 0), 0);
+/**
+ * The bytes the exact host GEMMs hold beyond each weight once (native/src/host/gemm/panels.h:
+ * a weight's panel is its values as bf16, about its bytes for a bf16 weight, twice them for an
+ * fp8 one). A weight only GEMMs read (`panelOnly`: rocm's panelOnlyWeights) is packed when the
+ * session opens and its own bytes freed, so it is held once, as its panel, the largest one
+ * twice while it is packed; a weight other ops read too keeps its bytes beside the panel its
+ * first GEMM makes.
+ */
+export function gemmPanelExtraBytes(graph: Graph, panelOnly: ReadonlySet<ValueId>): number {
+  const gemmPorts: Record<string, number> = { linear: 1, fp8LinearPtpc: 2 };
+  const ids = new Set(graph.nodes.filter((n) => n.op in gemmPorts).map((n) => n.inputs[gemmPorts[n.op]]!));
+  let extra = 0;
+  let packing = 0;
+  for (const id of ids) {
+    const d = graph.values[id];
+    if (d.kind !== 'weight') continue;
+    const panel = numel(d.shape) * 2;
+    if (!panelOnly.has(id)) extra += panel;
+    else {
+      extra += panel - bytesOf(d);
+      packing = Math.max(packing, panel);
+    }
+  }
+  return extra + packing;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -551,9 +571,9 @@ export interface MixRow {
   met: boolean | null;
   /** prepare (weight upload) and the first run, untimed: the memory measure */
   memory: MemoryMeasure;
-  /** the host GEMMs' fp32 copies of their weights (2 x their bf16 bytes), part of the addon's peak */
-  gemmWeightF32Bytes: number;
-  /** the first run after prepare (untimed in `exact`: it decodes the GEMM weights and touches fresh memory) */
+  /** the host GEMMs' panels beyond each weight once (gemmPanelExtraBytes), part of the addon's peak */
+  gemmPanelExtraBytes: number;
+  /** the first run after prepare (untimed in `exact`: it touches fresh memory, and packs the panels of GEMM weights other ops read too) */
   firstRunSeconds: number;
   load: number;
 }
@@ -575,7 +595,7 @@ export interface PrefillRow {
   layers: number;
   nodes: number;
   weights: string;
-  /** session prepare: weights made and uploaded */
+  /** session prepare: weights made and uploaded, the GEMM-only ones packed into panels (their own bytes freed) */
   prepareSeconds: number;
   exact: Timing;
   cost: GraphCost;
@@ -583,7 +603,7 @@ export interface PrefillRow {
   overBound: number | null;
   met: boolean | null;
   memory: MemoryMeasure;
-  gemmWeightF32Bytes: number;
+  gemmPanelExtraBytes: number;
   firstRunSeconds: number;
   outputSha256: string;
   nextToken: number;
@@ -705,17 +725,19 @@ export async function runHostBench(opts: HostBenchOptions, deps: HostBenchDeps =
   const prefill = opts.prefillTokens === null ? null : hostPrefill(config, opts.prefillTokens, opts.prefillTp, opts.seed);
 
   // Memory: the largest phase, on the device and in this process (inputs fed and outputs read
-  // back), with the host GEMMs' fp32 copies of their weights (decoded once and kept with the
-  // weight: twice its bf16 bytes, native/src/host/gemm/panels.h).
+  // back), with the exact host GEMMs' bf16 panels beyond each weight once (gemmPanelExtraBytes:
+  // a weight only GEMMs read is held as its panel alone).
+  const { panelOnlyWeights } = await import('@hcsp/backend-rocm');
+  const panelExtra = (g: Graph): number => gemmPanelExtraBytes(g, new Set(panelOnlyWeights(g).keys()));
   const phases = mixTokens.map((T) => {
     const g = hcMixBenchGraph(config, T);
-    return { what: `HC mix at T ${T}`, live: liveBytes(g), extra: graphCost(g).ioBytes + 2 * gemmWeightBytes(g) };
+    return { what: `HC mix at T ${T}`, live: liveBytes(g), extra: graphCost(g).ioBytes + panelExtra(g) };
   });
   if (prefill) {
     const g = prefill.p.graph;
     // each weight is made in this process before its upload: the largest one is held twice for a moment
     const largest = Math.max(...g.nodes.flatMap((n) => n.inputs.map((id) => (id && g.values[id].kind === 'weight' ? bytesOf(g.values[id]) : 0))));
-    phases.push({ what: `HC-only prefill at tp ${opts.prefillTp}, T ${opts.prefillTokens}`, live: liveBytes(g, prefill.keep), extra: largest + 2 * gemmWeightBytes(g) });
+    phases.push({ what: `HC-only prefill at tp ${opts.prefillTp}, T ${opts.prefillTokens}`, live: liveBytes(g, prefill.keep), extra: largest + panelExtra(g) });
   }
   const worst = phases.reduce((a, b) => (b.live.total + b.extra > a.live.total + a.extra ? b : a));
   checkMemory(
@@ -790,7 +812,7 @@ export async function runHostBench(opts: HostBenchOptions, deps: HostBenchDeps =
       say(`T=${T}: HC mix ${exact.seconds.toFixed(3)} s (${reps.map((s) => s.toFixed(3)).join(' ')})`);
       const bound = roofline(cost, ceilings);
       const overBound = bound ? exact.seconds / bound.seconds : null;
-      mix.push({ tokens: T, gflop: cost.gemmFlops / 1e9, cost, exact, ops, bound, overBound, met: ratioMet(overBound, GOALS.mixOverBound, false), memory, gemmWeightF32Bytes: 2 * gemmWeightBytes(graph), firstRunSeconds, load: loadavg()[0] });
+      mix.push({ tokens: T, gflop: cost.gemmFlops / 1e9, cost, exact, ops, bound, overBound, met: ratioMet(overBound, GOALS.mixOverBound, false), memory, gemmPanelExtraBytes: panelExtra(graph), firstRunSeconds, load: loadavg()[0] });
     }
 
     // 4. the two GEMMs alone, exact and BLAS: the kernel on device tensors, and the one-node graph
@@ -912,7 +934,7 @@ export async function runHostBench(opts: HostBenchOptions, deps: HostBenchDeps =
         overBound,
         met: ratioMet(overBound, GOALS.mixOverBound, false),
         memory,
-        gemmWeightF32Bytes: 2 * gemmWeightBytes(p.graph),
+        gemmPanelExtraBytes: panelExtra(p.graph),
         firstRunSeconds,
         outputSha256: result ? sha256(result.values.get(p.outputs.h)!) : '',
         nextToken: result ? (result.values.get(p.outputs.nextTokens)!.data as Int32Array).at(-1)! : -1,
@@ -984,10 +1006,10 @@ const metText = (met: boolean | null): string => (met === null ? 'unmeasured' : 
 const f = (v: number | null, d = 2): string => (v === null ? '-' : v.toFixed(d));
 const gib = (b: number): string => formatBytes(b);
 
-function memoryLine(m: MemoryMeasure, f32: number): string {
+function memoryLine(m: MemoryMeasure, panelExtra: number): string {
   return (
     `must-live ${gib(m.mustLive.total)} (weights ${gib(m.mustLive.weights)} + activations ${gib(m.mustLive.activationPeak)}); ` +
-    `addon peak ${gib(m.addonPeakBytes)}${m.addonPeakExact ? '' : ' (sampled)'} (with the GEMMs' fp32 weight copies, ${gib(f32)}) = ${f(m.addonOverLive, 3)}x [${metText(m.addonMet)}]; ` +
+    `addon peak ${gib(m.addonPeakBytes)}${m.addonPeakExact ? '' : ' (sampled)'} (with the GEMMs' panels beyond each weight once, ${gib(panelExtra)}) = ${f(m.addonOverLive, 3)}x [${metText(m.addonMet)}]; ` +
     `RSS ${gib(m.rssBeforeBytes)} -> ${gib(m.rssPeakBytes)}${m.rssPeakExact ? '' : ' (sampled)'}, rise ${gib(m.rssDeltaBytes)} = ${f(m.rssDeltaOverLive, 3)}x [${metText(m.rssMet)}]`
   );
 }
@@ -1026,13 +1048,13 @@ export function formatHostBenchReport(r: HostBenchReport): string {
     L.push(`    ${r.linearity.rows.map((x) => `T=${x.tokens}: ${f(x.seconds, 4)} s -> ${f(x.ratio, 3)}`).join('; ')}`);
   }
   L.push('(d) memory: peak / the tensors that must be live (goal <= 1.5)');
-  for (const m of r.mix) L.push(`    HC mix T=${m.tokens}: ${memoryLine(m.memory, m.gemmWeightF32Bytes)}`);
+  for (const m of r.mix) L.push(`    HC mix T=${m.tokens}: ${memoryLine(m.memory, m.gemmPanelExtraBytes)}`);
   const p = r.prefill;
   if (p) {
-    L.push(`    HC-only prefill: ${memoryLine(p.memory, p.gemmWeightF32Bytes)}`);
+    L.push(`    HC-only prefill: ${memoryLine(p.memory, p.gemmPanelExtraBytes)}`);
     L.push(`prefill: ${p.config} ${p.stack} stack, ${p.layers} layers, tp ${p.tp}, T=${p.tokens}, SP ${p.sp ? 'on' : `off (${p.spReason})`}, ${p.nodes} nodes; weights ${p.weights}`);
     L.push(
-      `    prepare ${f(p.prepareSeconds, 2)} s; first run ${f(p.firstRunSeconds, 2)} s (decodes the GEMM weights to fp32); run ${f(p.exact.seconds, 3)} s (median of ${p.exact.reps.length}: ${p.exact.reps.map((s) => f(s, 3)).join(' ')}), ${f(p.exact.gflops, 1)} GFLOP/s over ${f(p.cost.gemmFlops / 1e9, 1)} GFLOP in ${p.cost.gemms.reduce((a, g) => a + g.count, 0)} GEMMs; ` +
+      `    prepare ${f(p.prepareSeconds, 2)} s; first run ${f(p.firstRunSeconds, 2)} s; run ${f(p.exact.seconds, 3)} s (median of ${p.exact.reps.length}: ${p.exact.reps.map((s) => f(s, 3)).join(' ')}), ${f(p.exact.gflops, 1)} GFLOP/s over ${f(p.cost.gemmFlops / 1e9, 1)} GFLOP in ${p.cost.gemms.reduce((a, g) => a + g.count, 0)} GEMMs; ` +
         `${f(p.tokens / p.exact.seconds, 1)} tokens/s (load ${f(p.load)})`,
     );
     L.push(

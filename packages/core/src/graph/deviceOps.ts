@@ -1,5 +1,5 @@
 import type { Tensor } from '../tensor/tensor.ts';
-import type { GraphNode, ValueDecl } from './graph.ts';
+import type { Graph, GraphNode, ValueDecl, ValueId } from './graph.ts';
 
 /**
  * What a backend supplies to core's one graph-execution loop (graphSession.ts): device
@@ -18,4 +18,11 @@ export interface DeviceOps<H> {
   free(h: H): void;
   /** waits for queued device work and raises its errors (the loop calls it every few nodes and at the end) */
   sync?(): Promise<void>;
+  /**
+   * Called once when a session opens, after every weight is uploaded and before any run,
+   * with the session's weight handles: a device may rearrange them in place (e.g. pack a
+   * GEMM's weights and drop their original bytes). The handles stay the session's (each is
+   * passed to runNode, and freed at dispose); an error here fails the open.
+   */
+  prepared?(graph: Graph, weights: ReadonlyMap<ValueId, H>): Promise<void>;
 }

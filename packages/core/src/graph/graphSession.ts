@@ -101,6 +101,7 @@ export class GraphSession<H> implements PreparedGraph {
         checkDecl(`${options.backend}: weight '${decl.weight?.name ?? id}'`, t, decl);
         s.weights.set(id, await device.upload(decl, t));
       }
+      await device.prepared?.(graph, s.weights);
     } catch (e) {
       await s.dispose();
       throw e;
