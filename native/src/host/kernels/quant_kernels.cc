@@ -11,36 +11,14 @@
 #include "../numerics/fp32_math.h"
 #include "../numerics/fp8.h"
 #include "kernel_args.h"
+#include "../../ops/quant_checks.h"
 #include "vec_math.h"
 
 namespace hcsp {
 namespace {
 
-enum class Style { Divide, Reciprocal };
-
-Style parseStyle(const std::string& op, const KernelContext& ctx) {
-  const std::string style = ctx.attrs.has("style") ? ctx.attrs.string("style") : "undefined";
-  if (style == "divide") return Style::Divide;
-  if (style == "reciprocal") return Style::Reciprocal;
-  fail(ErrorKind::Attr, op + ": style must be 'divide' or 'reciprocal', got '" + style + "'");
-}
-
-const Fp8Format& formatAttr(const KernelContext& ctx) { return fp8Format(ctx.attrs.has("format") ? ctx.attrs.string("format") : "undefined"); }
-
-/** a present 2-D bf16 input (reference bf16Matrix) */
-const Tensor& bf16Matrix(const Inputs& in, size_t i, const std::string& what) {
-  if (i >= in.size() || !in[i]) fail(ErrorKind::Shape, what + " is missing");
-  const Tensor& t = *in[i];
-  if (t.dtype() != DType::BF16 || t.rank() != 2) {
-    fail(t.dtype() != DType::BF16 ? ErrorKind::DType : ErrorKind::Shape,
-         what + " must be a 2-D bf16 tensor, got " + dtypeName(t.dtype()) + " " + shapeStr(t.shape()));
-  }
-  return t;
-}
-
-void checkCols(const std::string& what, int64_t cols) {
-  if (cols < 1) fail(ErrorKind::Shape, what + ": cols " + std::to_string(cols) + " must be an integer >= 1");
-}
+// the checks and their messages are shared with the GPU launchers (ops/quant_checks.h)
+using Style = ops::QuantStyle;
 
 /**
  * max |x| over a bf16 row (rowAmax): the magnitudes' bit patterns order as their values, so an
@@ -96,10 +74,12 @@ inline void quantizeRow(const uint16_t* x, int64_t cols, const Fp8Format& f, Sty
 
 int64_t rowGrain(int64_t cols) { return cols >= 16384 ? 1 : 16384 / (cols < 1 ? 1 : cols); }
 
-/** q and scale of bf16 rows [rows, cols] */
-Outputs quantizeRows(const Tensor& x, const Fp8Format& f, Style style, const KernelContext& ctx) {
-  const int64_t rows = x.dim(0), cols = x.dim(1);
-  checkCols("quantizeBf16RowsFp8", cols);
+/** q and scale of bf16 rows [rows, cols] (checked: ops::QuantRowsArgs) */
+Outputs quantizeRows(const ops::QuantRowsArgs& a, const KernelContext& ctx) {
+  const Tensor& x = a.x;
+  const Fp8Format& f = a.f;
+  const Style style = a.style;
+  const int64_t rows = a.rows, cols = a.cols;
   TensorPtr q = makeTensor(f.dtype, {rows, cols});
   TensorPtr scale = makeTensor(DType::F32, {rows});
   const uint16_t* xd = x.bf16();
@@ -112,29 +92,16 @@ Outputs quantizeRows(const Tensor& x, const Fp8Format& f, Style style, const Ker
 }
 
 Outputs quantFp8PerToken(const Inputs& in, const KernelContext& ctx) {
-  const std::string op = "quantFp8PerToken";
-  const Fp8Format& f = formatAttr(ctx);
-  const Style style = parseStyle(op, ctx);
-  const Tensor& x = bf16Matrix(in, 0, "quantFp8PerToken x");
-  return quantizeRows(x, f, style, ctx);
+  return quantizeRows(ops::checkQuantFp8PerToken(in, ctx.attrs), ctx);
 }
 
 Outputs hcGatedMeanQuant(const Inputs& in, const KernelContext& ctx) {
-  const std::string op = "hcGatedMeanQuant";
-  const Fp8Format& f = formatAttr(ctx);
-  const Style style = parseStyle(op, ctx);
-  const Tensor& up = bf16Matrix(in, 0, "hcGatedMeanQuant up");
-  const Tensor& normed = bf16Matrix(in, 1, "hcGatedMeanQuant normed");
-  const int64_t rows = normed.dim(0), width = normed.dim(1);
-  const int64_t n = ctx.attrs.has("streams") ? ctx.attrs.integer("streams") : 0;
-  if (n < 1 || width % n != 0) {
-    fail(ErrorKind::Attr, "hcGatedMeanQuant: streams " + std::to_string(n) + " must be an integer >= 1 dividing normed's " + std::to_string(width) + " columns");
-  }
-  if (up.dim(0) != rows || up.dim(1) != width) {
-    fail(ErrorKind::Shape, "hcGatedMeanQuant: up " + shapeStr(up.shape()) + " and normed " + shapeStr(normed.shape()) + " differ");
-  }
-  const int64_t h = width / n;
-  checkCols("quantizeFusedRowsFp8", h);
+  const ops::GatedMeanQuantArgs a = ops::checkHcGatedMeanQuant(in, ctx.attrs);
+  const Fp8Format& f = a.f;
+  const Style style = a.style;
+  const Tensor& up = a.up;
+  const Tensor& normed = a.normed;
+  const int64_t rows = a.rows, width = a.width, n = a.n, h = a.h;
   TensorPtr x = makeTensor(DType::BF16, {rows, h});
   TensorPtr q = makeTensor(f.dtype, {rows, h});
   TensorPtr scale = makeTensor(DType::F32, {rows});
@@ -169,9 +136,7 @@ Outputs hcGatedMeanQuant(const Inputs& in, const KernelContext& ctx) {
 }
 
 Outputs fp8QuantWeightPerChannel(const Inputs& in, const KernelContext& ctx) {
-  const Fp8Format& f = formatAttr(ctx);
-  const Tensor& w = bf16Matrix(in, 0, "fp8QuantWeightPerChannel w");
-  return quantizeRows(w, f, Style::Reciprocal, ctx);
+  return quantizeRows(ops::checkFp8QuantWeightPerChannel(in, ctx.attrs), ctx);
 }
 
 }  // namespace
