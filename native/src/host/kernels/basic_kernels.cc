@@ -4,20 +4,17 @@
 
 #include "../numerics/bf16.h"
 #include "kernel_args.h"
+#include "../../ops/basic_checks.h"
 
 namespace hcsp {
 namespace {
 
-/** kernelArgs.ts dims2: a 2-D tensor, `what` naming the op and the port */
-void require2d(const Tensor& t, const std::string& what) {
-  if (t.rank() != 2) fail(ErrorKind::Shape, what + ": expected a 2-D tensor, got " + shapeStr(t.shape()));
-}
+// the checks and their messages are shared with the GPU launchers (ops/basic_checks.h)
 
 Outputs add(const Inputs& in, const KernelContext& ctx) {
-  const std::string op = "add";
-  const Tensor& a = input(in, 0, "a", op, DType::BF16);
-  const Tensor& b = input(in, 1, "b", op, DType::BF16);
-  if (a.numel() != b.numel()) fail(ErrorKind::Shape, "add: shapes " + shapeStr(a.shape()) + " and " + shapeStr(b.shape()) + " differ");
+  const ops::AddArgs args = ops::checkAdd(in, ctx.attrs);
+  const Tensor& a = args.a;
+  const Tensor& b = args.b;
   TensorPtr y = makeTensor(DType::BF16, a.shape());
   const uint16_t* ad = a.bf16();
   const uint16_t* bd = b.bf16();
@@ -29,15 +26,9 @@ Outputs add(const Inputs& in, const KernelContext& ctx) {
 }
 
 Outputs sliceCols(const Inputs& in, const KernelContext& ctx) {
-  if (in.empty() || !in[0]) fail(ErrorKind::Shape, "sliceCols: input 'x' is missing");
-  const Tensor& x = *in[0];
-  require2d(x, "sliceCols x");
-  const int64_t rows = x.dim(0), cols = x.dim(1);
-  const int64_t start = ctx.attrs.integer("start"), end = ctx.attrs.integer("end");
-  if (!(start >= 0 && start < end && end <= cols)) {
-    fail(ErrorKind::Attr, "sliceCols: [" + std::to_string(start) + ", " + std::to_string(end) + ") is outside [0, " + std::to_string(cols) + ")");
-  }
-  const int64_t width = end - start;
+  const ops::SliceColsArgs a = ops::checkSliceCols(in, ctx.attrs);
+  const Tensor& x = a.x;
+  const int64_t rows = a.rows, cols = a.cols, start = a.start, width = a.width;
   const size_t es = dtypeBytes(x.dtype());
   TensorPtr y = makeTensor(x.dtype(), {rows, width});
   const auto* src = static_cast<const uint8_t*>(x.raw());
@@ -46,19 +37,15 @@ Outputs sliceCols(const Inputs& in, const KernelContext& ctx) {
   return {y};
 }
 
-Outputs embed(const Inputs& in, const KernelContext&) {
-  const std::string op = "embed";
-  const Tensor& ids = input(in, 0, "ids", op, DType::I32);
-  const Tensor& table = input(in, 1, "table", op, DType::BF16);
-  require2d(table, "embed table");
-  const int64_t vocab = table.dim(0), h = table.dim(1);
+Outputs embed(const Inputs& in, const KernelContext& ctx) {
+  const ops::EmbedArgs a = ops::checkEmbed(in, ctx.attrs);
+  const Tensor& ids = a.ids;
+  const Tensor& table = a.table;
+  const int64_t vocab = a.vocab, h = a.h;
   const int32_t* id = ids.data<int32_t>();
   TensorPtr e = makeTensor(DType::BF16, {ids.numel(), h});
   for (int64_t t = 0; t < ids.numel(); t++) {
-    if (!(id[t] >= 0 && id[t] < vocab)) {
-      fail(ErrorKind::Shape, "embed: token id " + std::to_string(id[t]) + " at position " + std::to_string(t) + " is outside the vocabulary [0, " +
-                                 std::to_string(vocab) + ")");
-    }
+    if (!(id[t] >= 0 && id[t] < vocab)) ops::failEmbedId(id[t], t, vocab);
     std::memcpy(e->bf16() + t * h, table.bf16() + static_cast<int64_t>(id[t]) * h, h * 2);
   }
   return {e};
