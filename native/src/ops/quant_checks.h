@@ -7,7 +7,7 @@
 #include <string>
 
 #include "../host/kernels/kernel_args.h"
-#include "../host/numerics/fp8.h"
+#include "../host/fp8_format.h"
 
 namespace hcsp::ops {
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "../../host/kernels/kernel_args.h"
-#include "../../host/numerics/fp8.h"
+#include "../../host/fp8_format.h"
 #include "../blaslt.h"
 #include "../gpu_op_registry.h"
 #include "../kernels/gemm.h"
@@ -87,8 +87,8 @@ int64_t fp8Rows(const Inputs& in, size_t qPort, const std::string& what, const F
   const TensorPtr s = qPort + 1 < in.size() ? in[qPort + 1] : nullptr;
   if (!q || !s) fail(ErrorKind::Shape, what + " and its scales are required");
   const std::string got = std::string(dtypeName(q->dtype())) + " " + shapeStr(q->shape());
-  if (q->rank() != 2) fail(ErrorKind::Shape, what + " must be a 2-D " + dtypeName(format.dtype) + " tensor, got " + got);
-  if (fp8FormatOfDType(q->dtype()).dtype != format.dtype) fail(ErrorKind::DType, what + " must be a 2-D " + dtypeName(format.dtype) + " tensor, got " + got);
+  if (q->rank() != 2) fail(ErrorKind::Shape, what + " must be a 2-D " + dtypeName(fp8DType(format)) + " tensor, got " + got);
+  if (fp8DType(fp8FormatOfDType(q->dtype())) != fp8DType(format)) fail(ErrorKind::DType, what + " must be a 2-D " + dtypeName(fp8DType(format)) + " tensor, got " + got);
   const int64_t rows = q->dim(0);
   if (s->dtype() != DType::F32 || s->rank() != 1 || s->dim(0) != rows) {
     fail(s->dtype() != DType::F32 ? ErrorKind::DType : ErrorKind::Shape,
@@ -108,7 +108,7 @@ Outputs fp8LinearPtpc(const Inputs& in, const GpuContext& g) {
   const std::string order = g.attrs.string("scaleOrder", "undefined");
   if (order != "weightFirst" && order != "tokenFirst") fail(ErrorKind::Attr, "fp8LinearPtpc: unknown scale order '" + order + "'");
   TensorPtr y = g.alloc(DType::BF16, {rows, outF});
-  gemmFp8LinearPtpc(g, q.data<uint8_t>(), sx.data<float>(), rows, inF, qW.data<uint8_t>(), sw.data<float>(), outF, format.dtype == DType::FP8E4M3FNUZ,
+  gemmFp8LinearPtpc(g, q.data<uint8_t>(), sx.data<float>(), rows, inF, qW.data<uint8_t>(), sw.data<float>(), outF, format.fnuz,
                     order == "weightFirst", y->bf16());
   return {y};
 }

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "../../host/kernels/kernel_args.h"
-#include "../../host/numerics/fp8.h"
+#include "../../host/fp8_format.h"
 #include "../../ops/quant_checks.h"
 #include "../gpu_op_registry.h"
 #include "../kernels/quant.h"
@@ -18,8 +18,8 @@ int32_t reciprocalFlag(ops::QuantStyle s) { return s == ops::QuantStyle::Recipro
 
 /** q and scale of the bf16 rows [rows, cols] at x (in the GPU's memory) */
 Outputs quantizeRows(const uint16_t* x, int64_t rows, int64_t cols, const Fp8Format& f, int32_t reciprocal, const GpuContext& g) {
-  const int32_t fnuz = f.dtype == DType::FP8E4M3FNUZ ? 1 : 0;
-  TensorPtr q = g.alloc(f.dtype, {rows, cols});
+  const int32_t fnuz = f.fnuz ? 1 : 0;
+  TensorPtr q = g.alloc(fp8DType(f), {rows, cols});
   TensorPtr scale = g.alloc(DType::F32, {rows});
   HCSP_LAUNCH(g.rt, hcsp_quant_row_scales, rows, x, scale->data<float>(), rows, cols, fnuz, reciprocal);
   HCSP_LAUNCH(g.rt, hcsp_quant_rows_fp8, rows * cols, x, scale->data<float>(), q->data<uint8_t>(), rows, cols, fnuz, reciprocal);

@@ -1,7 +1,7 @@
 // The `fp8LinearPtpc` op (core graph/ops/quantOps.ts): the FP8 PTPC GEMM through
 // gemm::linearFp8Ptpc, with reference/kernels/quantKernels.ts's checks and messages.
 #include "../kernels/kernel_args.h"
-#include "../numerics/fp8.h"
+#include "../fp8_format.h"
 #include "linear.h"
 
 namespace hcsp {
@@ -13,8 +13,8 @@ int64_t fp8Rows(const Inputs& in, size_t qPort, const std::string& what, const F
   const TensorPtr s = qPort + 1 < in.size() ? in[qPort + 1] : nullptr;
   if (!q || !s) fail(ErrorKind::Shape, what + " and its scales are required");
   const std::string got = std::string(dtypeName(q->dtype())) + " " + shapeStr(q->shape());
-  if (q->rank() != 2) fail(ErrorKind::Shape, what + " must be a 2-D " + dtypeName(format.dtype) + " tensor, got " + got);
-  if (fp8FormatOfDType(q->dtype()).dtype != format.dtype) fail(ErrorKind::DType, what + " must be a 2-D " + dtypeName(format.dtype) + " tensor, got " + got);
+  if (q->rank() != 2) fail(ErrorKind::Shape, what + " must be a 2-D " + dtypeName(fp8DType(format)) + " tensor, got " + got);
+  if (fp8DType(fp8FormatOfDType(q->dtype())) != fp8DType(format)) fail(ErrorKind::DType, what + " must be a 2-D " + dtypeName(fp8DType(format)) + " tensor, got " + got);
   const int64_t rows = q->dim(0);
   if (s->dtype() != DType::F32 || s->rank() != 1 || s->dim(0) != rows) {
     fail(s->dtype() != DType::F32 ? ErrorKind::DType : ErrorKind::Shape,

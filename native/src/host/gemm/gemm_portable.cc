@@ -5,7 +5,7 @@
 // double, like an FMA, does not.
 #include <cstring>
 
-#include "../numerics/bf16.h"
+#include "../../numerics/bf16.h"
 #include "gemm_kernels.h"
 
 namespace hcsp::gemm {

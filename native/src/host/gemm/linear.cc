@@ -14,7 +14,7 @@
 #include "../blas/openblas.h"
 #include "../cpu_features.h"
 #include "../errors.h"
-#include "../numerics/bf16.h"
+#include "../../numerics/bf16.h"
 #include "../thread_pool.h"
 #include "gemm_kernels.h"
 #include "panels.h"

@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "../kernel_registry.h"
-#include "../numerics/fp8.h"
+#include "../fp8_format.h"
 
 namespace hcsp::gemm {
 

@@ -12,7 +12,7 @@
 #include <tuple>
 
 #include "../errors.h"
-#include "../numerics/bf16.h"
+#include "../../numerics/bf16.h"
 #include "linear.h"
 
 namespace hcsp::gemm {

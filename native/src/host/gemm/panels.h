@@ -13,7 +13,7 @@
 #include <memory>
 
 #include "../cpu_features.h"
-#include "../numerics/fp8.h"
+#include "../fp8_format.h"
 #include "../tensor.h"
 #include "../thread_pool.h"
 #include "gemm_kernels.h"
@@ -23,7 +23,7 @@ namespace hcsp::gemm {
 /** how the weight's elements are stored */
 enum class WeightDType { Bf16, Fp8E4M3FN, Fp8E4M3FNUZ };
 
-inline WeightDType fp8WeightDType(const Fp8Format& f) { return f.dtype == DType::FP8E4M3FNUZ ? WeightDType::Fp8E4M3FNUZ : WeightDType::Fp8E4M3FN; }
+inline WeightDType fp8WeightDType(const Fp8Format& f) { return f.fnuz ? WeightDType::Fp8E4M3FNUZ : WeightDType::Fp8E4M3FN; }
 
 /** 64-byte aligned bytes, counted by the allocator while alive */
 class AlignedBytes {

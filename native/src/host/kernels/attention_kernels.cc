@@ -33,8 +33,8 @@
 #include <vector>
 
 #include "../cpu_features.h"
-#include "../numerics/bf16.h"
-#include "../numerics/fp32_math.h"
+#include "../../numerics/bf16.h"
+#include "../../numerics/fp32_math.h"
 #include "attention_simd.h"
 #include "kernel_args.h"
 #include "../../ops/attention_checks.h"

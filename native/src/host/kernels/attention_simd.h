@@ -12,8 +12,8 @@
 #include <cstring>
 
 #include "../cpu_features.h"
-#include "../numerics/bf16.h"
-#include "../numerics/fp32_math.h"
+#include "../../numerics/bf16.h"
+#include "../../numerics/fp32_math.h"
 
 namespace hcsp::attn {
 

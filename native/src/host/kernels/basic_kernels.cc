@@ -2,7 +2,7 @@
 // add, sliceCols and the embedding lookup, as reference/kernels/basicKernels.ts.
 #include <cstring>
 
-#include "../numerics/bf16.h"
+#include "../../numerics/bf16.h"
 #include "kernel_args.h"
 #include "../../ops/basic_checks.h"
 

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <optional>
 
-#include "../numerics/bf16.h"
+#include "../../numerics/bf16.h"
 #include "js_text.h"
 #include "kernel_args.h"
 #include "reduce_order.h"

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "../numerics/bf16.h"
-#include "../numerics/fp32_math.h"
+#include "../../numerics/bf16.h"
+#include "../../numerics/fp32_math.h"
 #include "kernel_args.h"
 #include "../../ops/gdn_checks.h"
 

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <vector>
 
-#include "../numerics/bf16.h"
-#include "../numerics/fp32_math.h"
+#include "../../numerics/bf16.h"
+#include "../../numerics/fp32_math.h"
 #include "kernel_args.h"
 #include "../../ops/hc_checks.h"
 #include "vec_math.h"

@@ -4,7 +4,7 @@
 // -0 tie, the first NaN wins) and the drafter's shifted ids. All exact copies or compares.
 #include <cstring>
 
-#include "../numerics/bf16.h"
+#include "../../numerics/bf16.h"
 #include "kernel_args.h"
 #include "../../ops/head_checks.h"
 

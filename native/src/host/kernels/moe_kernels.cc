@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "../gemm/linear.h"
-#include "../numerics/bf16.h"
-#include "../numerics/fp32_math.h"
+#include "../../numerics/bf16.h"
+#include "../../numerics/fp32_math.h"
 #include "kernel_args.h"
 #include "../../ops/moe_checks.h"
 

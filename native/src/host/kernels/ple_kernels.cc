@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "../numerics/bf16.h"
-#include "../numerics/fp32_math.h"
+#include "../../numerics/bf16.h"
+#include "../../numerics/fp32_math.h"
 #include "js_text.h"
 #include "kernel_args.h"
 #include "../../ops/ple_checks.h"

@@ -5,11 +5,12 @@
 // fl(amax * fl(1 / max)) (1 for a zero row), q = cvt(fl(x / s)) or cvt(fl(x * fl(1 / s))).
 // Every step is one correctly rounded fp32 operation on fp32 operands, so float arithmetic
 // equals the reference's double-then-fround.
+#include <cmath>
 #include <cstring>
 
-#include "../numerics/bf16.h"
-#include "../numerics/fp32_math.h"
-#include "../numerics/fp8.h"
+#include "../../numerics/bf16.h"
+#include "../../numerics/fp32_math.h"
+#include "../fp8_format.h"
 #include "kernel_args.h"
 #include "../../ops/quant_checks.h"
 #include "vec_math.h"
@@ -80,7 +81,7 @@ Outputs quantizeRows(const ops::QuantRowsArgs& a, const KernelContext& ctx) {
   const Fp8Format& f = a.f;
   const Style style = a.style;
   const int64_t rows = a.rows, cols = a.cols;
-  TensorPtr q = makeTensor(f.dtype, {rows, cols});
+  TensorPtr q = makeTensor(fp8DType(f), {rows, cols});
   TensorPtr scale = makeTensor(DType::F32, {rows});
   const uint16_t* xd = x.bf16();
   uint8_t* qd = q->data<uint8_t>();
@@ -103,7 +104,7 @@ Outputs hcGatedMeanQuant(const Inputs& in, const KernelContext& ctx) {
   const Tensor& normed = a.normed;
   const int64_t rows = a.rows, width = a.width, n = a.n, h = a.h;
   TensorPtr x = makeTensor(DType::BF16, {rows, h});
-  TensorPtr q = makeTensor(f.dtype, {rows, h});
+  TensorPtr q = makeTensor(fp8DType(f), {rows, h});
   TensorPtr scale = makeTensor(DType::F32, {rows});
   const uint16_t* ud = up.bf16();
   const uint16_t* nd = normed.bf16();

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "../errors.h"
-#include "../numerics/bf16.h"
+#include "../../numerics/bf16.h"
 #include "js_text.h"
 
 namespace hcsp::reduce {
