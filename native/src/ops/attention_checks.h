@@ -55,7 +55,9 @@ inline void checkTables(const std::string& op, const Tensor& cos, const Tensor& 
 /** attentionMath.ts checkHeadLayout and the norm weight's length */
 inline void checkHeadLayout(int64_t hd, int64_t stride, int64_t offset, int64_t ropeDims, const Tensor& w) {
   using attn_text::num;
-  if (offset + hd > stride) {
+  // (a negative offset, which the op's attribute rule refuses, would read before the row; the
+  // reference reads undefined there, so it is refused here instead)
+  if (offset < 0 || offset + hd > stride) {
     fail(ErrorKind::Attr, "attention: head at offset " + num(offset) + " with dim " + num(hd) + " overruns stride " + num(stride));
   }
   if (ropeDims % 2 != 0 || ropeDims > hd) fail(ErrorKind::Attr, "attention: ropeDims " + num(ropeDims) + " must be even and at most headDim " + num(hd));

@@ -207,12 +207,6 @@ std::vector<float> onePlus(const Tensor& w) {
 Outputs attnHeadNormRopeBf16(const Inputs& in, const KernelContext& ctx) {
   const ops::HeadNormRopeArgs a = ops::checkHeadNormRope(in, ctx.attrs);
   const int64_t rows = a.rows, heads = a.heads, hd = a.hd, stride = a.stride, offset = a.offset, ropeDims = a.ropeDims;
-  // a negative offset (the op's attribute rule refuses it; the reference reads undefined there)
-  // would read before the row
-  if (offset < 0) {
-    fail(ErrorKind::Attr,
-         "attention: head at offset " + std::to_string(offset) + " with dim " + std::to_string(hd) + " overruns stride " + std::to_string(stride));
-  }
   const Tensor& x = a.x;
   const std::vector<float> opw = onePlus(a.w);
   const NormRope p{heads, hd, stride, offset, ropeDims, opw.data(), a.epsF, a.cos.bf16(), a.sin.bf16()};
