@@ -18,21 +18,9 @@ using namespace cuda;
 
 namespace {
 
-/** kernels' block: 256 threads = 8 warps of 32 */
-constexpr unsigned kBlock = 256;
-/** blocks per multiprocessor at most: grid-stride kernels cover the rest */
-constexpr int64_t kBlocksPerSm = 32;
-
 std::atomic<uint64_t> nextRuntimeId{1};
 /** the CudaRuntime whose context this thread has made current (cuCtxSetCurrent is per thread) */
 thread_local uint64_t tlsCurrent = 0;
-
-std::string gib(size_t bytes) {
-  std::ostringstream s;
-  s.precision(1);
-  s << std::fixed << static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0) << " GiB";
-  return s.str();
-}
 
 template <class F>
 void bindSymbol(void* lib, const std::string& libName, const char* symbol, F& fn) {
@@ -45,18 +33,7 @@ CUdeviceptr dptr(const void* p) { return static_cast<CUdeviceptr>(reinterpret_ca
 }  // namespace
 
 void* openCudaLibrary(std::string* name, std::string* tried) {
-  std::vector<std::string> names = {"libcuda.so.1", "libcuda.so"};
-  const char* override = std::getenv("HCSP_CUDA_LIB");
-  if (override && *override) names = {override};
-  tried->clear();
-  for (const auto& n : names) {
-    if (void* h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-      *name = n;
-      return h;
-    }
-    *tried += (tried->empty() ? "" : ", ") + n;
-  }
-  return nullptr;
+  return openVendorLibrary("HCSP_CUDA_LIB", {"libcuda.so.1", "libcuda.so"}, name, tried);
 }
 
 std::string CudaRuntime::errorText(CUresult err) const {
@@ -90,9 +67,9 @@ CudaRuntime::CudaRuntime(void* library, std::string libraryName, const CudaApi& 
   if (CUresult e = api_.cuDeviceTotalMem(&total, device_)) raise("cuDeviceTotalMem_v2", e);
   cc_ = major * 10 + minor;
   arch_ = "sm_" + std::to_string(major) + std::to_string(minor);
-  multiprocessors_ = sms > 0 ? sms : 1;
+  units_ = sms > 0 ? sms : 1;
   describe_ = std::string(devName[0] ? devName : "NVIDIA GPU") + " (" + arch_ + ", " + std::to_string(sms) + " SMs, warp " + std::to_string(warp) + ", " +
-              gib(total) + ", " + libraryName_ + ")";
+              gibText(total) + ", " + libraryName_ + ")";
 
   if (CUresult e = api_.cuDevicePrimaryCtxRetain(&context_, device_)) raise("cuDevicePrimaryCtxRetain", e);
   try {
@@ -114,10 +91,7 @@ CudaRuntime::~CudaRuntime() {
     makeCurrent();
   } catch (...) {
   }
-  {
-    std::lock_guard<std::mutex> lock(extensionMutex_);
-    extension_.reset();
-  }
+  dropExtension();
   if (stream_) api_.cuStreamSynchronize(stream_);
   for (auto& o : objects_) {
     if (o.module) api_.cuModuleUnload(o.module);
@@ -128,27 +102,9 @@ CudaRuntime::~CudaRuntime() {
 }
 
 void CudaRuntime::loadCodeObjects(const std::string& root) {
-  namespace fs = std::filesystem;
-  folder_ = (fs::path(root) / arch_).string();
-  std::vector<fs::path> files;
-  std::error_code ec;
-  if (fs::is_directory(folder_, ec)) {
-    for (const auto& entry : fs::directory_iterator(folder_, ec)) {
-      if (entry.is_regular_file(ec) && entry.path().extension() == ".cubin") files.push_back(entry.path());
-    }
-  }
-  std::sort(files.begin(), files.end());
-  if (files.empty()) {
-    fail(ErrorKind::Unsupported, "no CUDA code objects for " + arch_ + " in " + folder_ + " (build them with native/scripts/build-gpu-kernels.sh " + arch_ + ")");
-  }
-  for (const auto& f : files) {
-    CodeObject o;
-    o.file = f.filename().string();
-    std::ifstream in(f, std::ios::binary);
-    o.image.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    if (!in.good() && !in.eof()) fail(ErrorKind::Runtime, "cannot read the code object " + f.string());
-    if (o.image.empty()) fail(ErrorKind::Runtime, "the code object " + f.string() + " is empty");
-    if (CUresult e = api_.cuModuleLoadData(&o.module, o.image.data())) raise("cuModuleLoadData", e, "for " + f.string());
+  for (CodeImage& image : readCodeObjects(root, "cubin", "CUDA")) {
+    CodeObject o{std::move(image.file), std::move(image.image), nullptr};
+    if (CUresult e = api_.cuModuleLoadData(&o.module, o.image.data())) raise("cuModuleLoadData", e, "for " + (std::filesystem::path(root) / arch_ / o.file).string());
     objects_.push_back(std::move(o));
   }
 }
@@ -160,45 +116,30 @@ void CudaRuntime::makeCurrent() {
 }
 
 CUfunction CudaRuntime::function(const char* name) {
-  std::lock_guard<std::mutex> lock(functionsMutex_);
-  auto it = functions_.find(name);
-  if (it != functions_.end()) return it->second;
-  for (const auto& o : objects_) {
-    CUfunction f = nullptr;
-    CUresult e = api_.cuModuleGetFunction(&f, o.module, name);
-    if (e == CUDA_SUCCESS && f) {
-      functions_.emplace(name, f);
-      return f;
+  return static_cast<CUfunction>(cachedFunction(name, [&]() -> void* {
+    for (const auto& o : objects_) {
+      CUfunction f = nullptr;
+      CUresult e = api_.cuModuleGetFunction(&f, o.module, name);
+      if (e == CUDA_SUCCESS && f) return f;
+      if (e != CUDA_SUCCESS && e != CUDA_ERROR_NOT_FOUND) raise("cuModuleGetFunction", e, std::string("for kernel ") + name + " in " + o.file);
     }
-    if (e != CUDA_SUCCESS && e != CUDA_ERROR_NOT_FOUND) raise("cuModuleGetFunction", e, std::string("for kernel ") + name + " in " + o.file);
-  }
-  std::string files;
-  for (const auto& o : objects_) files += (files.empty() ? "" : ", ") + o.file;
-  fail(ErrorKind::Runtime, std::string("kernel ") + name + " is in none of the code objects in " + folder_ + " (" + files +
-                               "): rebuild them with native/scripts/build-gpu-kernels.sh " + arch_);
+    return nullptr;
+  }));
 }
 
 void CudaRuntime::launchByName(const char* name, int64_t threads, void** args) {
   if (threads <= 0) return;
   makeCurrent();
   CUfunction f = function(name);
-  const int64_t maxBlocks = static_cast<int64_t>(multiprocessors_) * kBlocksPerSm;
-  const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>((threads + kBlock - 1) / kBlock, maxBlocks));
+  const int64_t blocks = launchBlocks(threads);
   CUresult e = api_.cuLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, kBlock, 1, 1, 0, stream_, args, nullptr);
   if (e != CUDA_SUCCESS) raise("cuLaunchKernel", e, std::string("for kernel ") + name);
 }
 
-void CudaRuntime::runEmulated(const std::function<void()>&) { fail(ErrorKind::Runtime, "the cuda device runs kernels by name, not emulated"); }
-
 void CudaRuntime::synchronize() {
   makeCurrent();
   if (CUresult e = api_.cuStreamSynchronize(stream_)) raise("cuStreamSynchronize", e);
-  std::string deferred;
-  {
-    std::lock_guard<std::mutex> lock(releaseMutex_);
-    deferred.swap(releaseError_);
-  }
-  if (!deferred.empty()) fail(ErrorKind::Runtime, deferred);
+  raiseReleaseError();
 }
 
 void CudaRuntime::copyIn(void* dst, const void* src, size_t bytes) {
@@ -240,29 +181,11 @@ void CudaRuntime::rawRelease(void* p) {
     makeCurrent();
     e = api_.cuMemFree(dptr(p));
   } catch (const std::exception& ex) {
-    std::lock_guard<std::mutex> lock(releaseMutex_);
-    if (releaseError_.empty()) releaseError_ = ex.what();
+    keepReleaseError(ex.what());
     return;
   }
-  if (e != CUDA_SUCCESS) {
-    std::lock_guard<std::mutex> lock(releaseMutex_);
-    if (releaseError_.empty()) releaseError_ = "cuMemFree_v2 failed: " + errorText(e);
-  }
-}
-
-void* CudaRuntime::allocateScratch(size_t bytes, const std::string& what) {
-  reserve(static_cast<int64_t>(bytes), what);
-  try {
-    return rawAllocate(bytes);
-  } catch (...) {
-    unreserve(static_cast<int64_t>(bytes));
-    throw;
-  }
-}
-
-void CudaRuntime::releaseScratch(void* p, size_t bytes) {
-  if (p) rawRelease(p);
-  unreserve(static_cast<int64_t>(bytes));
+  // a cuMemFree error (raised by release, which must not throw) is kept for the next synchronize
+  if (e != CUDA_SUCCESS) keepReleaseError("cuMemFree_v2 failed: " + errorText(e));
 }
 
 std::shared_ptr<GpuRuntime> openCudaRuntime(const OpenOptions& options) {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "cuda_abi.h"
-#include "gpu_runtime.h"
+#include "module_runtime.h"
 #include "open_runtime.h"
 
 namespace hcsp::gpu {
@@ -28,27 +28,18 @@ void* openCudaLibrary(std::string* name, std::string* tried);
 
 std::shared_ptr<GpuRuntime> openCudaRuntime(const OpenOptions& options);
 
-class CudaRuntime : public GpuRuntime {
+class CudaRuntime : public ModuleRuntime {
  public:
-  /** state another part of the addon keeps per device (blaslt.cc's handle and workspace), destroyed before the device */
-  struct Extension {
-    virtual ~Extension() = default;
-  };
-
   CudaRuntime(void* library, std::string libraryName, const cuda::CudaApi& api, const OpenOptions& options);
   ~CudaRuntime() override;
 
   std::string name() const override { return "cuda:" + std::to_string(ordinal_); }
-  bool hostVisible() const override { return false; }
   std::string kind() const override { return "cuda"; }
-  std::string describe() const override { return describe_; }
-  std::string arch() const override { return arch_; }
 
   void copyIn(void* dst, const void* src, size_t bytes) override;
   void copyOut(void* dst, const void* src, size_t bytes) override;
   void fillZero(void* dst, size_t bytes) override;
   void launchByName(const char* name, int64_t threads, void** args) override;
-  void runEmulated(const std::function<void()>& body) override;
   void synchronize() override;
 
   // for the vendor libraries (blaslt.cc)
@@ -63,11 +54,6 @@ class CudaRuntime : public GpuRuntime {
   /** raises a failed driver call as the module's errors do: "<call> failed: <text> (code N)" */
   [[noreturn]] void raise(const char* call, cuda::CUresult err, const std::string& context = "") const;
   std::string errorText(cuda::CUresult err) const;
-  /** device memory outside tensors (workspaces), counted against the limit as `what` */
-  void* allocateScratch(size_t bytes, const std::string& what);
-  void releaseScratch(void* p, size_t bytes);
-  std::mutex& extensionMutex() { return extensionMutex_; }
-  std::unique_ptr<Extension>& extension() { return extension_; }
 
  protected:
   void* rawAllocate(size_t bytes) override;
@@ -90,18 +76,8 @@ class CudaRuntime : public GpuRuntime {
   cuda::CUcontext context_ = nullptr;
   uint64_t id_;
   int cc_ = 0;
-  std::string arch_;
-  std::string describe_;
-  int multiprocessors_ = 1;
   cuda::CUstream stream_ = nullptr;
-  std::string folder_;
   std::vector<CodeObject> objects_;
-  std::mutex functionsMutex_;
-  std::unordered_map<std::string, cuda::CUfunction> functions_;
-  std::mutex releaseMutex_;
-  std::string releaseError_;
-  std::mutex extensionMutex_;
-  std::unique_ptr<Extension> extension_;
 };
 
 }  // namespace hcsp::gpu

@@ -18,21 +18,9 @@ using namespace hip;
 
 namespace {
 
-/** kernels' block: 256 threads = 4 wavefronts of 64 (vendor.h: amdgpu_flat_work_group_size(1, 256)) */
-constexpr unsigned kBlock = 256;
-/** blocks per compute unit at most: grid-stride kernels cover the rest */
-constexpr int64_t kBlocksPerCu = 32;
-
 std::atomic<uint64_t> nextRuntimeId{1};
 /** the HipRuntime whose device this thread has set current (hipSetDevice is per thread) */
 thread_local uint64_t tlsCurrent = 0;
-
-std::string gib(size_t bytes) {
-  std::ostringstream s;
-  s.precision(1);
-  s << std::fixed << static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0) << " GiB";
-  return s.str();
-}
 
 template <class F>
 void bindSymbol(void* lib, const std::string& libName, const char* symbol, F& fn) {
@@ -43,18 +31,7 @@ void bindSymbol(void* lib, const std::string& libName, const char* symbol, F& fn
 }  // namespace
 
 void* openHipLibrary(std::string* name, std::string* tried) {
-  std::vector<std::string> names = {"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"};
-  const char* override = std::getenv("HCSP_HIP_LIB");
-  if (override && *override) names = {override};
-  tried->clear();
-  for (const auto& n : names) {
-    if (void* h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-      *name = n;
-      return h;
-    }
-    *tried += (tried->empty() ? "" : ", ") + n;
-  }
-  return nullptr;
+  return openVendorLibrary("HCSP_HIP_LIB", {"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"}, name, tried);
 }
 
 std::string HipRuntime::errorText(hipError_t err) const {
@@ -93,11 +70,11 @@ HipRuntime::HipRuntime(void* library, std::string libraryName, const HipApi& api
   int cus = 0, warp = 0;
   if (hipError_t e = api_.hipDeviceGetAttribute(&cus, hipDeviceAttributeMultiprocessorCount, device_)) raise("hipDeviceGetAttribute(MultiprocessorCount)", e);
   if (hipError_t e = api_.hipDeviceGetAttribute(&warp, hipDeviceAttributeWarpSize, device_)) raise("hipDeviceGetAttribute(WarpSize)", e);
-  computeUnits_ = cus > 0 ? cus : 1;
+  units_ = cus > 0 ? cus : 1;
   size_t freeBytes = 0, totalBytes = 0;
   if (hipError_t e = api_.hipMemGetInfo(&freeBytes, &totalBytes)) raise("hipMemGetInfo", e);
   describe_ = std::string(devName[0] ? devName : "AMD GPU") + " (" + full + ", " + std::to_string(cus) + " CUs, wavefront " + std::to_string(warp) + ", " +
-              gib(totalBytes) + ", " + libraryName_ + ")";
+              gibText(totalBytes) + ", " + libraryName_ + ")";
 
   if (hipError_t e = api_.hipStreamCreate(&stream_)) raise("hipStreamCreate", e);
   try {
@@ -116,10 +93,7 @@ HipRuntime::~HipRuntime() {
     makeCurrent();
   } catch (...) {
   }
-  {
-    std::lock_guard<std::mutex> lock(extensionMutex_);
-    extension_.reset();
-  }
+  dropExtension();
   if (stream_) api_.hipStreamSynchronize(stream_);
   for (auto& o : objects_) {
     if (o.module) api_.hipModuleUnload(o.module);
@@ -129,28 +103,10 @@ HipRuntime::~HipRuntime() {
 }
 
 void HipRuntime::loadCodeObjects(const std::string& root) {
-  namespace fs = std::filesystem;
-  folder_ = (fs::path(root) / arch_).string();
-  std::vector<fs::path> files;
-  std::error_code ec;
-  if (fs::is_directory(folder_, ec)) {
-    for (const auto& entry : fs::directory_iterator(folder_, ec)) {
-      if (entry.is_regular_file(ec) && entry.path().extension() == ".hsaco") files.push_back(entry.path());
-    }
-  }
-  std::sort(files.begin(), files.end());
-  if (files.empty()) {
-    fail(ErrorKind::Unsupported, "no HIP code objects for " + arch_ + " in " + folder_ + " (build them with native/scripts/build-gpu-kernels.sh " + arch_ + ")");
-  }
-  for (const auto& f : files) {
-    CodeObject o;
-    o.file = f.filename().string();
-    std::ifstream in(f, std::ios::binary);
-    o.image.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    if (!in.good() && !in.eof()) fail(ErrorKind::Runtime, "cannot read the code object " + f.string());
-    if (o.image.empty()) fail(ErrorKind::Runtime, "the code object " + f.string() + " is empty");
+  for (CodeImage& image : readCodeObjects(root, "hsaco", "HIP")) {
+    CodeObject o{std::move(image.file), std::move(image.image), nullptr};
     // the image stays alive with the module (hipModuleLoadData may keep referring to it)
-    if (hipError_t e = api_.hipModuleLoadData(&o.module, o.image.data())) raise("hipModuleLoadData", e, "for " + f.string());
+    if (hipError_t e = api_.hipModuleLoadData(&o.module, o.image.data())) raise("hipModuleLoadData", e, "for " + (std::filesystem::path(root) / arch_ / o.file).string());
     objects_.push_back(std::move(o));
   }
 }
@@ -162,45 +118,30 @@ void HipRuntime::makeCurrent() {
 }
 
 hipFunction_t HipRuntime::function(const char* name) {
-  std::lock_guard<std::mutex> lock(functionsMutex_);
-  auto it = functions_.find(name);
-  if (it != functions_.end()) return it->second;
-  for (const auto& o : objects_) {
-    hipFunction_t f = nullptr;
-    hipError_t e = api_.hipModuleGetFunction(&f, o.module, name);
-    if (e == hipSuccess && f) {
-      functions_.emplace(name, f);
-      return f;
+  return static_cast<hipFunction_t>(cachedFunction(name, [&]() -> void* {
+    for (const auto& o : objects_) {
+      hipFunction_t f = nullptr;
+      hipError_t e = api_.hipModuleGetFunction(&f, o.module, name);
+      if (e == hipSuccess && f) return f;
+      if (e != hipSuccess && e != hipErrorNotFound) raise("hipModuleGetFunction", e, std::string("for kernel ") + name + " in " + o.file);
     }
-    if (e != hipSuccess && e != hipErrorNotFound) raise("hipModuleGetFunction", e, std::string("for kernel ") + name + " in " + o.file);
-  }
-  std::string files;
-  for (const auto& o : objects_) files += (files.empty() ? "" : ", ") + o.file;
-  fail(ErrorKind::Runtime, std::string("kernel ") + name + " is in none of the code objects in " + folder_ + " (" + files +
-                               "): rebuild them with native/scripts/build-gpu-kernels.sh " + arch_);
+    return nullptr;
+  }));
 }
 
 void HipRuntime::launchByName(const char* name, int64_t threads, void** args) {
   if (threads <= 0) return;
   makeCurrent();
   hipFunction_t f = function(name);
-  const int64_t maxBlocks = static_cast<int64_t>(computeUnits_) * kBlocksPerCu;
-  const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>((threads + kBlock - 1) / kBlock, maxBlocks));
+  const int64_t blocks = launchBlocks(threads);
   hipError_t e = api_.hipModuleLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, kBlock, 1, 1, 0, stream_, args, nullptr);
   if (e != hipSuccess) raise("hipModuleLaunchKernel", e, std::string("for kernel ") + name);
 }
 
-void HipRuntime::runEmulated(const std::function<void()>&) { fail(ErrorKind::Runtime, "the hip device runs kernels by name, not emulated"); }
-
 void HipRuntime::synchronize() {
   makeCurrent();
   if (hipError_t e = api_.hipStreamSynchronize(stream_)) raise("hipStreamSynchronize", e);
-  std::string deferred;
-  {
-    std::lock_guard<std::mutex> lock(releaseMutex_);
-    deferred.swap(releaseError_);
-  }
-  if (!deferred.empty()) fail(ErrorKind::Runtime, deferred);
+  raiseReleaseError();
 }
 
 void HipRuntime::copyIn(void* dst, const void* src, size_t bytes) {
@@ -242,29 +183,11 @@ void HipRuntime::rawRelease(void* p) {
     makeCurrent();
     e = api_.hipFree(p);
   } catch (const std::exception& ex) {
-    std::lock_guard<std::mutex> lock(releaseMutex_);
-    if (releaseError_.empty()) releaseError_ = ex.what();
+    keepReleaseError(ex.what());
     return;
   }
-  if (e != hipSuccess) {
-    std::lock_guard<std::mutex> lock(releaseMutex_);
-    if (releaseError_.empty()) releaseError_ = "hipFree failed: " + errorText(e);
-  }
-}
-
-void* HipRuntime::allocateScratch(size_t bytes, const std::string& what) {
-  reserve(static_cast<int64_t>(bytes), what);
-  try {
-    return rawAllocate(bytes);
-  } catch (...) {
-    unreserve(static_cast<int64_t>(bytes));
-    throw;
-  }
-}
-
-void HipRuntime::releaseScratch(void* p, size_t bytes) {
-  if (p) rawRelease(p);
-  unreserve(static_cast<int64_t>(bytes));
+  // a hipFree error (raised by release, which must not throw) is kept for the next synchronize
+  if (e != hipSuccess) keepReleaseError("hipFree failed: " + errorText(e));
 }
 
 std::shared_ptr<GpuRuntime> openHipRuntime(const OpenOptions& options) {

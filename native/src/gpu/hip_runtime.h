@@ -13,8 +13,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "gpu_runtime.h"
 #include "hip_abi.h"
+#include "module_runtime.h"
 #include "open_runtime.h"
 
 namespace hcsp::gpu {
@@ -27,27 +27,18 @@ void* openHipLibrary(std::string* name, std::string* tried);
 
 std::shared_ptr<GpuRuntime> openHipRuntime(const OpenOptions& options);
 
-class HipRuntime : public GpuRuntime {
+class HipRuntime : public ModuleRuntime {
  public:
-  /** state another part of the addon keeps per device (blaslt.cc's handle and workspace), destroyed before the device */
-  struct Extension {
-    virtual ~Extension() = default;
-  };
-
   HipRuntime(void* library, std::string libraryName, const hip::HipApi& api, const OpenOptions& options);
   ~HipRuntime() override;
 
   std::string name() const override { return "hip:" + std::to_string(device_); }
-  bool hostVisible() const override { return false; }
   std::string kind() const override { return "hip"; }
-  std::string describe() const override { return describe_; }
-  std::string arch() const override { return arch_; }
 
   void copyIn(void* dst, const void* src, size_t bytes) override;
   void copyOut(void* dst, const void* src, size_t bytes) override;
   void fillZero(void* dst, size_t bytes) override;
   void launchByName(const char* name, int64_t threads, void** args) override;
-  void runEmulated(const std::function<void()>& body) override;
   void synchronize() override;
 
   // for the vendor libraries (blaslt.cc)
@@ -60,12 +51,6 @@ class HipRuntime : public GpuRuntime {
   /** raises a failed HIP call as the module's errors do: "<call> failed: <text> (code N)" */
   [[noreturn]] void raise(const char* call, hip::hipError_t err, const std::string& context = "") const;
   std::string errorText(hip::hipError_t err) const;
-  /** device memory outside tensors (workspaces), counted against the limit as `what` */
-  void* allocateScratch(size_t bytes, const std::string& what);
-  void releaseScratch(void* p, size_t bytes);
-  /** the extension slot and the lock its user holds while using it */
-  std::mutex& extensionMutex() { return extensionMutex_; }
-  std::unique_ptr<Extension>& extension() { return extension_; }
 
  protected:
   void* rawAllocate(size_t bytes) override;
@@ -85,19 +70,8 @@ class HipRuntime : public GpuRuntime {
   hip::HipApi api_;
   int device_;
   uint64_t id_;
-  std::string arch_;
-  std::string describe_;
-  int computeUnits_ = 1;
   hip::hipStream_t stream_ = nullptr;
-  std::string folder_;
   std::vector<CodeObject> objects_;
-  std::mutex functionsMutex_;
-  std::unordered_map<std::string, hip::hipFunction_t> functions_;
-  std::mutex releaseMutex_;
-  /** a hipFree error (raised by release, which must not throw) kept for the next synchronize */
-  std::string releaseError_;
-  std::mutex extensionMutex_;
-  std::unique_ptr<Extension> extension_;
 };
 
 }  // namespace hcsp::gpu
