@@ -12,6 +12,8 @@
 #include "kernel_args.h"
 #include "../../ops/hc_checks.h"
 #include "vec_math.h"
+#include "hc_avx512.h"
+#include "../cpu_features.h"
 
 namespace hcsp {
 namespace {
@@ -114,7 +116,9 @@ Outputs hcCombineNorm(const Inputs& in, const KernelContext& ctx) {
   const double hd = static_cast<double>(h);
   // rows in blocks of up to MAX_CHAINS / n, their (row, stream) sums of squares side by side
   const int64_t block = n >= MAX_CHAINS ? 1 : MAX_CHAINS / n;
+  const bool avx512 = gemmIsa() == Isa::Avx512;
   ctx.pool.parallelFor(rows, rowGrain(width), [&](int64_t t0, int64_t t1) {
+    if (avx512) return hcavx512::combineNormRange(xd, yd, rd, xo, no, sc, n, h, contract, epsF, t0, t1);
     for (int64_t tb = t0; tb < t1; tb += block) {
       const int64_t te = tb + block < t1 ? tb + block : t1;
       for (int64_t t = tb; t < te; t++) {
@@ -184,7 +188,9 @@ Outputs hcGatedMean(const Inputs& in, const KernelContext& ctx) {
   uint16_t* xd = x->bf16();
   const float nf = static_cast<float>(n);
   const vec::F nv = vec::splat(nf);
+  const bool avx512 = gemmIsa() == Isa::Avx512;
   ctx.pool.parallelFor(rows, rowGrain(width * 8), [&](int64_t t0, int64_t t1) {
+    if (avx512) return hcavx512::gatedMeanRange(ud, nd, xd, n, h, contract, t0, t1);
     for (int64_t t = t0; t < t1; t++) {
       const uint16_t* ur = ud + t * width;
       const uint16_t* nr = nd + t * width;
@@ -231,7 +237,9 @@ Outputs hcCombine(const Inputs& in, const KernelContext& ctx) {
   const uint16_t* bd = blockOut.bf16();
   const uint16_t* rd = raw.bf16();
   uint16_t* yd = y->bf16();
+  const bool avx512 = gemmIsa() == Isa::Avx512;
   ctx.pool.parallelFor(rows, rowGrain(width), [&](int64_t t0, int64_t t1) {
+    if (avx512) return hcavx512::combineRange(xd, bd, rd, yd, n, h, contract, t0, t1);
     for (int64_t t = t0; t < t1; t++) combineRow(xd + t * width, yd + t * width, bd + t * h, rd + t * n, n, h, contract);
   });
   return {y};
