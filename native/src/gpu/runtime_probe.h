@@ -1,5 +1,5 @@
 // Finds a GPU runtime library at run time (dlopen), the way the native backend loads every
-// vendor library: HIP (libamdhip64, ROCm 7, 6, then Debian's 5) or CUDA (libcudart), with an
+// vendor library: HIP (libamdhip64, ROCm 7, 6, then Debian's 5) or CUDA (the driver, libcuda), with an
 // environment override (HCSP_HIP_LIB, HCSP_CUDA_LIB). Reports what it tried when none loads.
 #pragma once
 #include <string>

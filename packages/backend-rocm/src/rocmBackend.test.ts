@@ -119,10 +119,10 @@ describe('rocm backend on the host device', () => {
     expect(hip).toBeInstanceOf(GpuRuntimeUnavailableError);
     expect(hip).toBeInstanceOf(BackendUnavailableError);
     expect((hip as Error).message).toBe('rocm backend, device hip: no HIP runtime found: tried /nonexistent/libamdhip64.so.7 (set HCSP_HIP_LIB to the library\'s path)');
-    process.env.HCSP_CUDA_LIB = '/nonexistent/libcudart.so.13';
+    process.env.HCSP_CUDA_LIB = '/nonexistent/libcuda.so.1';
     const cuda = await createRocmBackend({ device: 'cuda' }).catch((e: unknown) => e);
     expect(cuda).toBeInstanceOf(GpuRuntimeUnavailableError);
-    expect((cuda as Error).message).toBe('rocm backend, device cuda: no CUDA runtime found: tried /nonexistent/libcudart.so.13 (set HCSP_CUDA_LIB to the library\'s path)');
+    expect((cuda as Error).message).toBe('rocm backend, device cuda: no CUDA runtime found: tried /nonexistent/libcuda.so.1 (set HCSP_CUDA_LIB to the library\'s path)');
   });
 
   it('without an override the HIP probe tries ROCm 7, 6, then 5', () => {
@@ -135,7 +135,7 @@ describe('rocm backend on the host device', () => {
 
   it('--device auto says which device it picked and why the others were passed over', async () => {
     process.env.HCSP_HIP_LIB = '/nonexistent/libamdhip64.so';
-    process.env.HCSP_CUDA_LIB = '/nonexistent/libcudart.so';
+    process.env.HCSP_CUDA_LIB = '/nonexistent/libcuda.so';
     const b = await createRocmBackend({ device: 'auto' });
     expect(b.device).toBe('host');
     expect(b.describe()).toMatch(/auto picked host: hip: no HIP runtime found: tried \/nonexistent\/libamdhip64\.so .*; cuda: no CUDA runtime found/);
