@@ -15,6 +15,7 @@
 #include "instance_data.h"
 #include "js_errors.h"
 #include "js_gpu.h"
+#include "js_nccl.h"
 #include "js_tensor.h"
 #include "run_worker.h"
 
@@ -224,6 +225,7 @@ Napi::Object init(Napi::Env env, Napi::Object exports) {
   exports.Set("info", Napi::Function::New(env, describe));
   exports.Set("blas", Napi::Function::New(env, blasLibrary));
   exports.Set("gpuRuntime", Napi::Function::New(env, gpuRuntime));
+  registerNccl(env, exports);
   return exports;
 }
 

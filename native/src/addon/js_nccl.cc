@@ -1,0 +1,304 @@
+#include "js_nccl.h"
+
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../gpu/nccl_communicator.h"
+#include "js_errors.h"
+#include "js_gpu.h"
+
+namespace hcsp::addon {
+
+namespace {
+
+using gpu::NcclCommunicator;
+
+/** what a C++ exception says, kept until the JavaScript thread can build the error */
+struct Failure {
+  std::string code = "HCSP_RUNTIME";
+  std::string message;
+  std::string call;
+  int result = -1;
+  std::vector<std::string> tried;
+  bool unavailable = false;
+};
+
+Failure capture(std::exception_ptr ep) {
+  Failure f;
+  try {
+    std::rethrow_exception(ep);
+  } catch (const gpu::NcclFailure& e) {
+    f.code = "HCSP_NCCL";
+    f.message = e.what();
+    f.call = e.call();
+    f.result = e.result();
+  } catch (const gpu::NcclUnavailable& e) {
+    f.code = "HCSP_NCCL_UNAVAILABLE";
+    f.message = e.what();
+    f.tried = e.tried();
+    f.unavailable = true;
+  } catch (const Error& e) {
+    f.code = errorCode(e.kind());
+    f.message = e.what();
+  } catch (const std::bad_alloc&) {
+    f.code = "HCSP_OOM";
+    f.message = "host device out of memory (the system refused an allocation)";
+  } catch (const std::exception& e) {
+    f.message = e.what();
+  } catch (...) {
+    f.message = "unknown error";
+  }
+  return f;
+}
+
+Napi::Error toJs(Napi::Env env, const Failure& f) {
+  Napi::Error err = jsError(env, f.code.c_str(), f.message);
+  if (!f.call.empty()) {
+    err.Set("call", Napi::String::New(env, f.call));
+    err.Set("ncclResult", Napi::String::New(env, gpu::ncclResultName(f.result)));
+    err.Set("ncclResultCode", Napi::Number::New(env, f.result));
+  }
+  if (f.unavailable) {
+    auto tried = Napi::Array::New(env, f.tried.size());
+    for (size_t i = 0; i < f.tried.size(); i++) tried.Set(i, Napi::String::New(env, f.tried[i]));
+    err.Set("tried", tried);
+  }
+  return err;
+}
+
+/** runs fn on the JavaScript thread, C++ exceptions becoming the typed JavaScript errors */
+template <class F>
+auto ncclGuarded(Napi::Env env, F&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const Napi::Error&) {
+    throw;
+  } catch (...) {
+    throw toJs(env, capture(std::current_exception()));
+  }
+}
+
+/** a blocking body on a worker thread, then done() on the JavaScript thread resolves the promise */
+class NcclWorker : public Napi::AsyncWorker {
+ public:
+  NcclWorker(Napi::Env env, std::function<void()> body, std::function<Napi::Value(Napi::Env)> done)
+      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), body_(std::move(body)), done_(std::move(done)) {}
+  Napi::Promise promise() { return deferred_.Promise(); }
+
+  void Execute() override {
+    try {
+      body_();
+    } catch (...) {
+      failure_ = capture(std::current_exception());
+      SetError(failure_.message);
+    }
+    body_ = nullptr;
+  }
+  void OnOK() override {
+    try {
+      deferred_.Resolve(done_(Env()));
+    } catch (const Napi::Error& e) {
+      deferred_.Reject(e.Value());
+    }
+  }
+  void OnError(const Napi::Error&) override { deferred_.Reject(toJs(Env(), failure_).Value()); }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  std::function<void()> body_;
+  std::function<Napi::Value(Napi::Env)> done_;
+  Failure failure_;
+};
+
+Napi::Promise queue(Napi::Env env, std::function<void()> body, std::function<Napi::Value(Napi::Env)> done) {
+  auto* w = new NcclWorker(env, std::move(body), std::move(done));
+  auto p = w->promise();
+  w->Queue();
+  return p;
+}
+
+std::shared_ptr<gpu::GpuRuntime> gpuArg(const Napi::Value& v, const char* what) {
+  auto rt = JsGpu::unwrapOptional(v);
+  if (!rt) fail(ErrorKind::Attr, std::string(what) + ": the first argument must be a GPU device from openGpu() (hip or cuda)");
+  return rt;
+}
+
+/** a typed array's bytes, copied (the caller may reuse its buffer while the call runs) */
+std::vector<uint8_t> copyOf(const Napi::TypedArray& a) {
+  std::vector<uint8_t> v(a.ByteLength());
+  if (!v.empty()) std::memcpy(v.data(), static_cast<const uint8_t*>(a.ArrayBuffer().Data()) + a.ByteOffset(), v.size());
+  return v;
+}
+
+Napi::Value arrayBuffer(Napi::Env env, const std::vector<uint8_t>& bytes) {
+  auto buf = Napi::ArrayBuffer::New(env, bytes.size());
+  if (!bytes.empty()) std::memcpy(buf.Data(), bytes.data(), bytes.size());
+  return buf;
+}
+
+class JsNcclComm : public Napi::ObjectWrap<JsNcclComm> {
+ public:
+  static Napi::Function define(Napi::Env env) {
+    return DefineClass(env, "NcclComm",
+                       {InstanceAccessor<&JsNcclComm::rank>("rank"), InstanceAccessor<&JsNcclComm::size>("size"),
+                        InstanceMethod<&JsNcclComm::library>("library"), InstanceMethod<&JsNcclComm::state>("state"),
+                        InstanceMethod<&JsNcclComm::allReduce>("allReduce"), InstanceMethod<&JsNcclComm::reduceScatter>("reduceScatter"),
+                        InstanceMethod<&JsNcclComm::allGather>("allGather"), InstanceMethod<&JsNcclComm::bytesSent>("bytesSent"),
+                        InstanceMethod<&JsNcclComm::destroy>("destroy"), InstanceMethod<&JsNcclComm::abort>("abort")});
+  }
+
+  explicit JsNcclComm(const Napi::CallbackInfo& info) : Napi::ObjectWrap<JsNcclComm>(info) {
+    if (info.Length() != 1 || !info[0].IsExternal()) throw Napi::TypeError::New(info.Env(), "NcclComm is made by ncclOpen(), not by new");
+    comm_ = *info[0].As<Napi::External<std::shared_ptr<NcclCommunicator>>>().Data();
+  }
+
+ private:
+  Napi::Value rank(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), comm_->rank()); }
+  Napi::Value size(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), comm_->size()); }
+  Napi::Value library(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), comm_->library().version()); }
+  Napi::Value state(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), comm_->state()); }
+
+  Napi::TypedArray typedArg(const Napi::CallbackInfo& info, const char* call, bool bf16) {
+    if (info.Length() < 1 || !info[0].IsTypedArray()) {
+      fail(ErrorKind::DType, std::string(call) + ": data must be " + (bf16 ? "a Uint16Array of bf16 bit patterns" : "a typed array"));
+    }
+    auto a = info[0].As<Napi::TypedArray>();
+    if (bf16 && a.TypedArrayType() != napi_uint16_array) fail(ErrorKind::DType, std::string(call) + ": data must be a Uint16Array of bf16 bit patterns");
+    return a;
+  }
+
+  Napi::Value allReduce(const Napi::CallbackInfo& info) {
+    return ncclGuarded(info.Env(), [&]() -> Napi::Value {
+      auto data = std::make_shared<std::vector<uint8_t>>(copyOf(typedArg(info, "allReduce", true)));
+      auto out = std::make_shared<std::vector<uint8_t>>();
+      auto comm = comm_;
+      return queue(
+          info.Env(), [comm, data, out] { *out = comm->allReduceBf16(reinterpret_cast<const uint16_t*>(data->data()), static_cast<int64_t>(data->size() / 2)); },
+          [out](Napi::Env env) { return arrayBuffer(env, *out); });
+    });
+  }
+
+  Napi::Value reduceScatter(const Napi::CallbackInfo& info) {
+    return ncclGuarded(info.Env(), [&]() -> Napi::Value {
+      auto data = std::make_shared<std::vector<uint8_t>>(copyOf(typedArg(info, "reduceScatter", true)));
+      auto out = std::make_shared<std::vector<uint8_t>>();
+      auto comm = comm_;
+      return queue(
+          info.Env(),
+          [comm, data, out] { *out = comm->reduceScatterBf16(reinterpret_cast<const uint16_t*>(data->data()), static_cast<int64_t>(data->size() / 2)); },
+          [out](Napi::Env env) { return arrayBuffer(env, *out); });
+    });
+  }
+
+  Napi::Value allGather(const Napi::CallbackInfo& info) {
+    return ncclGuarded(info.Env(), [&]() -> Napi::Value {
+      auto a = typedArg(info, "allGather", false);
+      const int elementBytes = static_cast<int>(a.ElementSize());
+      const bool isFloat = a.TypedArrayType() == napi_float32_array;
+      auto data = std::make_shared<std::vector<uint8_t>>(copyOf(a));
+      auto out = std::make_shared<std::vector<uint8_t>>();
+      auto comm = comm_;
+      return queue(
+          info.Env(), [comm, data, out, elementBytes, isFloat] { *out = comm->allGather(data->data(), static_cast<int64_t>(data->size()), elementBytes, isFloat); },
+          [out](Napi::Env env) { return arrayBuffer(env, *out); });
+    });
+  }
+
+  Napi::Value bytesSent(const Napi::CallbackInfo& info) {
+    const auto b = comm_->bytesSent();
+    auto o = Napi::Object::New(info.Env());
+    o.Set("allReduce", b.allReduce);
+    o.Set("reduceScatter", b.reduceScatter);
+    o.Set("allGather", b.allGather);
+    return o;
+  }
+
+  Napi::Value destroy(const Napi::CallbackInfo& info) {
+    return ncclGuarded(info.Env(), [&]() -> Napi::Value {
+      auto comm = comm_;
+      return queue(info.Env(), [comm] { comm->destroy(); }, [](Napi::Env env) { return env.Undefined(); });
+    });
+  }
+
+  Napi::Value abort(const Napi::CallbackInfo& info) {
+    return ncclGuarded(info.Env(), [&]() -> Napi::Value {
+      comm_->abort();
+      return info.Env().Undefined();
+    });
+  }
+
+  std::shared_ptr<NcclCommunicator> comm_;
+};
+
+/** ncclVersion(gpu) -> { library: "RCCL 2.18.3", vendor, code, path }: loads the device's library */
+Napi::Value ncclVersion(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return ncclGuarded(env, [&]() -> Napi::Value {
+    const auto& lib = gpu::ncclLibraryFor(*gpuArg(info[0], "ncclVersion"));
+    auto o = Napi::Object::New(env);
+    o.Set("library", lib.version());
+    o.Set("vendor", lib.vendor);
+    o.Set("code", lib.versionCode);
+    o.Set("path", lib.path);
+    return o;
+  });
+}
+
+/** ncclUniqueId(gpu) -> Uint8Array(128) (ncclGetUniqueId, the device current) */
+Napi::Value ncclUniqueId(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return ncclGuarded(env, [&]() -> Napi::Value {
+    const gpu::NcclId id = gpu::ncclUniqueIdFor(*gpuArg(info[0], "ncclUniqueId"));
+    auto a = Napi::Uint8Array::New(env, id.size());
+    std::memcpy(a.Data(), id.data(), id.size());
+    return a;
+  });
+}
+
+int intArg(const Napi::Value& v, const char* call, const char* name) {
+  const double d = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : -1;
+  if (!(d >= 0) || d != static_cast<double>(static_cast<int>(d))) fail(ErrorKind::Attr, std::string(call) + ": " + name + " must be a non-negative integer");
+  return static_cast<int>(d);
+}
+
+/** ncclOpen(gpu, rank, size, id: Uint8Array(128)) -> Promise<NcclComm> (ncclCommInitRank off the JavaScript thread) */
+Napi::Value ncclOpen(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return ncclGuarded(env, [&]() -> Napi::Value {
+    auto rt = gpuArg(info[0], "ncclOpen");
+    const int rank = intArg(info[1], "ncclOpen", "rank");
+    const int size = intArg(info[2], "ncclOpen", "size");
+    if (!info[3].IsTypedArray() || info[3].As<Napi::TypedArray>().ByteLength() != gpu::nccl::NCCL_UNIQUE_ID_BYTES) {
+      fail(ErrorKind::Size, "ncclOpen: the unique id must be the 128 bytes of ncclUniqueId(), as a Uint8Array");
+    }
+    const auto bytes = copyOf(info[3].As<Napi::TypedArray>());
+    gpu::NcclId id;
+    std::memcpy(id.data(), bytes.data(), id.size());
+    gpu::ncclLibraryFor(*rt);  // a missing library or the emulated device fails here, before the worker
+    auto* ctor = static_cast<Napi::FunctionReference*>(info.Data());
+    auto made = std::make_shared<std::shared_ptr<NcclCommunicator>>();
+    return queue(
+        env, [rt, rank, size, id, made] { *made = std::make_shared<NcclCommunicator>(rt, rank, size, id); },
+        [ctor, made](Napi::Env e) -> Napi::Value {
+          auto ext = Napi::External<std::shared_ptr<NcclCommunicator>>::New(e, made.get());
+          return ctor->New({ext});
+        });
+  });
+}
+
+}  // namespace
+
+void registerNccl(Napi::Env env, Napi::Object exports) {
+  auto* ctor = new Napi::FunctionReference(Napi::Persistent(JsNcclComm::define(env)));
+  env.AddCleanupHook([ctor] { delete ctor; });
+  exports.Set("NcclComm", ctor->Value());
+  exports.Set("ncclVersion", Napi::Function::New(env, ncclVersion, "ncclVersion"));
+  exports.Set("ncclUniqueId", Napi::Function::New(env, ncclUniqueId, "ncclUniqueId"));
+  exports.Set("ncclOpen", Napi::Function::New(env, ncclOpen, "ncclOpen", ctor));
+}
+
+}  // namespace hcsp::addon

@@ -1,0 +1,97 @@
+// One rank's RCCL/NCCL communicator on an open GPU device (hip or cuda; the emulated device is
+// refused): ncclCommInitRank with the device current, then bf16 all-reduce (sum) and
+// reduce-scatter (sum) and all-gather (bf16, f32, i32 or bytes) of HOST data: each call stages
+// the input into device buffers of its own (the device's scratch memory: counted against its
+// limit), enqueues the NCCL call on the device's stream, synchronizes, checks the
+// communicator's asynchronous error and copies the result back. Calls run one at a time
+// (blocking: the addon runs them off the JavaScript thread). abort() may be called while a
+// collective waits for peers (ncclCommAbort is what unblocks it); every later call is refused.
+//
+// Bytes sent are counted per kind with the ring accounting of core's collectives/commBytes.ts
+// (nccl-tests' bus-bandwidth factors): all-reduce 2(n-1)/n * S, reduce-scatter (n-1) * output
+// bytes, all-gather (n-1) * input bytes, for n ranks and a full buffer of S bytes. NCCL does not
+// report what it sent (its ring or tree is its own choice): this is the model's figure, equal to
+// commBytesOf for the same node with algorithm 'ring' or 'ordered'.
+#pragma once
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "gpu_runtime.h"
+#include "nccl_library.h"
+
+namespace hcsp::gpu {
+
+class ModuleRuntime;
+
+using NcclId = std::array<uint8_t, nccl::NCCL_UNIQUE_ID_BYTES>;
+
+/** the library of this device's kind (loads it): refuses the emulated device */
+const NcclLibrary& ncclLibraryFor(GpuRuntime& rt);
+
+/** ncclGetUniqueId (with the device current): rank 0's id, handed to every rank */
+NcclId ncclUniqueIdFor(GpuRuntime& rt);
+
+struct NcclBytesSent {
+  double allReduce = 0, reduceScatter = 0, allGather = 0;
+};
+
+class NcclCommunicator {
+ public:
+  /** ncclCommInitRank(size, id, rank) with rt's device current; blocks until every rank has joined */
+  NcclCommunicator(std::shared_ptr<GpuRuntime> rt, int rank, int size, const NcclId& id);
+  /** ncclCommDestroy unless destroyed or aborted (errors ignored) */
+  ~NcclCommunicator();
+  NcclCommunicator(const NcclCommunicator&) = delete;
+  NcclCommunicator& operator=(const NcclCommunicator&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const NcclLibrary& library() const { return lib_; }
+
+  /** n bf16 elements summed over the ranks (ncclAllReduce, ncclBfloat16, ncclSum) */
+  std::vector<uint8_t> allReduceBf16(const uint16_t* x, int64_t n);
+  /** n bf16 elements (n divisible by size) summed, this rank's n/size block out (ncclReduceScatter) */
+  std::vector<uint8_t> reduceScatterBf16(const uint16_t* x, int64_t n);
+  /**
+   * every rank's `bytes` bytes, in rank order (ncclAllGather); elementBytes picks the datatype:
+   * 2 ncclBfloat16, 4 ncclFloat32 (float) or ncclInt32 (!isFloat), 1 ncclUint8
+   */
+  std::vector<uint8_t> allGather(const void* x, int64_t bytes, int elementBytes, bool isFloat);
+
+  NcclBytesSent bytesSent() const;
+  /** "open", "destroyed" or "aborted" */
+  std::string state() const;
+
+  /** ncclCommDestroy after the calls in flight */
+  void destroy();
+  /** ncclCommAbort now, even while a collective waits for peers */
+  void abort();
+
+ private:
+  enum State { Open, Destroyed, Aborted };
+  std::vector<uint8_t> run(const char* call, int64_t inBytes, int64_t outBytes, const void* x, const std::string& what,
+                           const std::function<nccl::ncclResult_t(const void* send, void* recv)>& enqueue);
+  void requireOpen(const char* call) const;
+  std::string where() const;
+  void* stream() const;
+  void makeCurrent() const;
+
+  std::shared_ptr<GpuRuntime> rt_;
+  ModuleRuntime* module_;
+  const NcclLibrary& lib_;
+  int rank_, size_;
+  nccl::ncclComm_t comm_ = nullptr;
+  std::atomic<int> state_{Open};
+  std::mutex callMutex_;   // one collective (or destroy) at a time
+  std::mutex lifeMutex_;   // destroy vs abort
+  mutable std::mutex bytesMutex_;
+  NcclBytesSent bytes_;
+};
+
+}  // namespace hcsp::gpu
