@@ -109,8 +109,8 @@ class MpiWorker : public Napi::AsyncWorker {
 };
 
 /** queues the task on the worker pool; refuses while another collective is in flight */
-Napi::Value start(Napi::Env env, const char* what, Task task, bool returnsBuffer = true) {
-  World::instance().requireReady(what);
+Napi::Value start(Napi::Env env, const char* what, Task task, bool returnsBuffer = true, bool needsWorld = true) {
+  if (needsWorld) World::instance().requireReady(what);
   bool expected = false;
   if (!inFlight.compare_exchange_strong(expected, true)) {
     failMpi(ErrorCode::State, std::string(what) + ": another collective of this process is still in flight (run them one at a time, in the same order on every rank)");
@@ -182,16 +182,72 @@ Napi::Value version(const Napi::CallbackInfo& info) {
   return o;
 }
 
+Napi::Object initResult(Napi::Env env, const InitResult& r) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("rank", r.rank);
+  o.Set("size", r.size);
+  o.Set("threadLevel", r.threadLevel >= MPI_THREAD_MULTIPLE ? "multiple" : "serialized");
+  return o;
+}
+
+std::string stringArg(const Napi::CallbackInfo& info, const char* what) {
+  if (!info[0].IsString()) failMpi(ErrorCode::Argument, std::string(what) + ": expects the port name (a string)");
+  return info[0].As<Napi::String>().Utf8Value();
+}
+
 /** init() -> { rank, size, threadLevel }: MPI_Init_thread once per process */
 Napi::Value init(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&]() -> Napi::Value {
-    const InitResult r = World::instance().init();
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("rank", r.rank);
-    o.Set("size", r.size);
-    o.Set("threadLevel", r.threadLevel >= MPI_THREAD_MULTIPLE ? "multiple" : "serialized");
-    return o;
+    return initResult(env, World::instance().init());
+  });
+}
+
+/** joinStart(): MPI_Init_thread as a singleton, to join a world of separately started processes (World::joinStart) */
+Napi::Value joinStart(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&]() -> Napi::Value {
+    World::instance().joinStart();
+    return env.Undefined();
+  });
+}
+
+/** joinOpenPort() -> string (rank 0) */
+Napi::Value joinOpenPort(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&]() -> Napi::Value { return Napi::String::New(env, World::instance().joinOpenPort()); });
+}
+
+/** joinAccept(port) -> Promise<void>: the ranks already joined take in the next one */
+Napi::Value joinAccept(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&]() -> Napi::Value {
+    std::string port = stringArg(info, "joinAccept");
+    return start(env, "joinAccept", [port] {
+      World::instance().joinAccept(port);
+      return std::vector<uint8_t>();
+    }, false, false);
+  });
+}
+
+/** joinConnect(port) -> Promise<void>: this process joins as the next rank */
+Napi::Value joinConnect(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&]() -> Napi::Value {
+    std::string port = stringArg(info, "joinConnect");
+    return start(env, "joinConnect", [port] {
+      World::instance().joinConnect(port);
+      return std::vector<uint8_t>();
+    }, false, false);
+  });
+}
+
+/** joinFinish() -> { rank, size, threadLevel }: the joined ranks are the world */
+Napi::Value joinFinish(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&]() -> Napi::Value {
+    if (inFlight) failMpi(ErrorCode::State, "joinFinish: a join step is still in flight (await it first)");
+    return initResult(env, World::instance().joinFinish());
   });
 }
 
@@ -285,6 +341,11 @@ Napi::Value abort(const Napi::CallbackInfo& info) {
 Napi::Object initModule(Napi::Env env, Napi::Object exports) {
   exports.Set("version", Napi::Function::New(env, version));
   exports.Set("init", Napi::Function::New(env, init));
+  exports.Set("joinStart", Napi::Function::New(env, joinStart));
+  exports.Set("joinOpenPort", Napi::Function::New(env, joinOpenPort));
+  exports.Set("joinAccept", Napi::Function::New(env, joinAccept));
+  exports.Set("joinConnect", Napi::Function::New(env, joinConnect));
+  exports.Set("joinFinish", Napi::Function::New(env, joinFinish));
   exports.Set("allReduce", Napi::Function::New(env, allReduce));
   exports.Set("reduceScatter", Napi::Function::New(env, reduceScatter));
   exports.Set("allGather", Napi::Function::New(env, allGather));

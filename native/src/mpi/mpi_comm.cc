@@ -88,9 +88,9 @@ void World::check(int rc, const char* call, const std::string& what) const {
   throw MpiError(ErrorCode::Call, where + call + " failed (" + what + "): " + message + " (" + name + ")", call, name);
 }
 
-InitResult World::init() {
+void World::startMpi() {
   if (finalized_) failMpi(ErrorCode::State, "MPI was finalized in this process; it cannot be initialized again (MPI allows one MPI_Init per process)");
-  if (initialized()) return {rank_, size_, threadLevel_};
+  if (started_) failMpi(ErrorCode::State, "MPI is already started in this process (init() or joinStart() ran)");
   // Node loads an addon with RTLD_LOCAL, so libmpi's symbols are not global; Open MPI's
   // components (dlopen'ed plugins) resolve some of them globally. Promote the library
   // already loaded with the addon to RTLD_GLOBAL before MPI starts (as mpi4py does).
@@ -103,17 +103,23 @@ InitResult World::init() {
   if (already) failMpi(ErrorCode::State, "MPI was initialized by someone else in this process; hcsp_mpi must call MPI_Init_thread itself");
   int provided = 0;
   check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread", "MPI_THREAD_SERIALIZED requested");
+  started_ = true;
   // From here on, errors of calls on the world return instead of aborting the job.
   check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", "MPI_COMM_WORLD, MPI_ERRORS_RETURN");
+  check(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", "MPI_COMM_SELF, MPI_ERRORS_RETURN");
   if (provided < MPI_THREAD_SERIALIZED) {
     MPI_Finalize();
     finalized_ = true;
     failMpi(ErrorCode::State, "MPI_Init_thread provided thread level " + std::to_string(provided) +
                                   " below MPI_THREAD_SERIALIZED: the collectives run on Node's worker threads, one at a time, which needs it");
   }
+  threadLevel_ = provided;
+}
+
+InitResult World::adopt(MPI_Comm base, const char* what) {
   MPI_Comm dup = MPI_COMM_NULL;
   // A private communicator: our point-to-point tags cannot meet anyone else's messages.
-  check(MPI_Comm_dup(MPI_COMM_WORLD, &dup), "MPI_Comm_dup", "MPI_COMM_WORLD");
+  check(MPI_Comm_dup(base, &dup), "MPI_Comm_dup", what);
   check(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", "the duplicated world, MPI_ERRORS_RETURN");
   int rank = -1, size = 0;
   check(MPI_Comm_rank(dup, &rank), "MPI_Comm_rank", "the duplicated world");
@@ -125,8 +131,75 @@ InitResult World::init() {
   bf16SumOp_ = op;
   rank_ = rank;
   size_ = size;
-  threadLevel_ = provided;
   return {rank_, size_, threadLevel_};
+}
+
+InitResult World::init() {
+  if (initialized()) return {rank_, size_, threadLevel_};
+  if (joining_ != MPI_COMM_NULL) failMpi(ErrorCode::State, "init(): this process is joining a world (joinStart ran); finish it with joinFinish()");
+  startMpi();
+  return adopt(MPI_COMM_WORLD, "MPI_COMM_WORLD");
+}
+
+void World::joinStart() {
+  startMpi();
+  joining_ = MPI_COMM_SELF;
+}
+
+namespace {
+void requireJoining(MPI_Comm joining, const char* what) {
+  if (joining == MPI_COMM_NULL) failMpi(ErrorCode::State, std::string(what) + ": not joining a world (call joinStart() first)");
+}
+}  // namespace
+
+std::string World::joinOpenPort() {
+  requireJoining(joining_, "joinOpenPort");
+  if (!port_.empty()) failMpi(ErrorCode::State, "joinOpenPort: the port is already open");
+  char name[MPI_MAX_PORT_NAME] = {0};
+  check(MPI_Open_port(MPI_INFO_NULL, name), "MPI_Open_port", "rank 0's port for the others to join (needs Open MPI's ompi-server, pmix_server_uri)");
+  port_ = name;
+  return port_;
+}
+
+void World::joinAccept(const std::string& port) {
+  requireJoining(joining_, "joinAccept");
+  int members = 0;
+  check(MPI_Comm_size(joining_, &members), "MPI_Comm_size", "the ranks joined so far");
+  MPI_Comm inter = MPI_COMM_NULL, merged = MPI_COMM_NULL;
+  const std::string what = "rank " + std::to_string(members) + " joining the " + std::to_string(members) + " already joined";
+  check(MPI_Comm_accept(port.c_str(), MPI_INFO_NULL, 0, joining_, &inter), "MPI_Comm_accept", what);
+  check(MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", what);
+  // high = 0: the ranks already joined keep their ranks; the newcomer comes after them
+  check(MPI_Intercomm_merge(inter, 0, &merged), "MPI_Intercomm_merge", what);
+  MPI_Comm_free(&inter);
+  check(MPI_Comm_set_errhandler(merged, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", what);
+  if (joining_ != MPI_COMM_SELF) MPI_Comm_free(&joining_);
+  joining_ = merged;
+}
+
+void World::joinConnect(const std::string& port) {
+  requireJoining(joining_, "joinConnect");
+  if (joining_ != MPI_COMM_SELF) failMpi(ErrorCode::State, "joinConnect: this process has already joined");
+  MPI_Comm inter = MPI_COMM_NULL, merged = MPI_COMM_NULL;
+  check(MPI_Comm_connect(port.c_str(), MPI_INFO_NULL, 0, MPI_COMM_SELF, &inter), "MPI_Comm_connect", "joining at port " + port);
+  check(MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", "joining");
+  // high = 1: the newcomer is the last rank of the merged world
+  check(MPI_Intercomm_merge(inter, 1, &merged), "MPI_Intercomm_merge", "joining at port " + port);
+  MPI_Comm_free(&inter);
+  check(MPI_Comm_set_errhandler(merged, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", "joining");
+  joining_ = merged;
+}
+
+InitResult World::joinFinish() {
+  requireJoining(joining_, "joinFinish");
+  if (!port_.empty()) {
+    check(MPI_Close_port(port_.c_str()), "MPI_Close_port", "rank 0's join port");
+    port_.clear();
+  }
+  const InitResult r = adopt(joining_, "the joined world");
+  if (joining_ != MPI_COMM_SELF) MPI_Comm_free(&joining_);
+  joining_ = MPI_COMM_NULL;
+  return r;
 }
 
 void World::requireReady(const char* what) const {
@@ -136,20 +209,22 @@ void World::requireReady(const char* what) const {
 
 void World::finalize() {
   if (finalized_) return;
-  if (!initialized()) {
+  if (!started_) {
     // never started: nothing to end (MPI_Finalize without MPI_Init is erroneous)
     finalized_ = true;
     return;
   }
   if (bf16SumOp_ != MPI_OP_NULL) MPI_Op_free(&bf16SumOp_);
-  MPI_Comm_free(&comm_);
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  if (joining_ != MPI_COMM_NULL && joining_ != MPI_COMM_SELF) MPI_Comm_free(&joining_);
+  joining_ = MPI_COMM_NULL;
   comm_ = MPI_COMM_NULL;
   finalized_ = true;
   check(MPI_Finalize(), "MPI_Finalize", "finalize()");
 }
 
 void World::abort(int code) {
-  MPI_Abort(initialized() ? comm_ : MPI_COMM_WORLD, code);
+  if (started_ && !finalized_) MPI_Abort(initialized() ? comm_ : MPI_COMM_WORLD, code);
   // MPI_Abort does not return when it works; if it did, end this process at least.
   std::_Exit(code == 0 ? 1 : code);
 }

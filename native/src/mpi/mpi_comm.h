@@ -77,9 +77,28 @@ class World {
  public:
   static World& instance();
 
-  /** MPI_Init_thread (once; later calls return the same ranks) */
+  /** MPI_Init_thread (once; later calls return the same ranks): the world is MPI_COMM_WORLD (mpirun's ranks) */
   InitResult init();
   bool initialized() const { return comm_ != MPI_COMM_NULL; }
+
+  /**
+   * A world joined from separately started processes (hcsp launch, no mpirun): MPI starts as
+   * a singleton, then the ranks join one at a time through MPI's dynamic process calls,
+   * rank 0 accepting on a port the others learn from the rendezvous store. Open MPI needs its
+   * ompi-server for these calls between singletons (the caller sets pmix_server_uri).
+   * Join k: ranks 0..k-1 call joinAccept (collective over those already joined), rank k calls
+   * joinConnect; MPI_Intercomm_merge puts the newcomer last, so the world's ranks are the
+   * join order. joinFinish makes the joined communicator the world.
+   */
+  void joinStart();
+  /** rank 0, after joinStart: MPI_Open_port's name */
+  std::string joinOpenPort();
+  /** every rank already joined: accept the next one (the port matters at rank 0 only) */
+  void joinAccept(const std::string& port);
+  /** the newcomer: connect to the port and merge in as the last rank */
+  void joinConnect(const std::string& port);
+  /** ends the join (rank 0 closes its port): the joined communicator becomes the world */
+  InitResult joinFinish();
   bool finalized() const { return finalized_; }
   /** frees the communicator and the op, then MPI_Finalize */
   void finalize();
@@ -117,6 +136,10 @@ class World {
 
  private:
   World() = default;
+  /** MPI_Init_thread at MPI_THREAD_SERIALIZED with errors returned on MPI_COMM_WORLD */
+  void startMpi();
+  /** the world is a private duplicate of `base` (with the bf16 op) */
+  InitResult adopt(MPI_Comm base, const char* what);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Op bf16SumOp_ = MPI_OP_NULL;
@@ -124,6 +147,11 @@ class World {
   int size_ = 0;
   int threadLevel_ = 0;
   bool finalized_ = false;
+  /** MPI_Init_thread has run in this process */
+  bool started_ = false;
+  /** while joining: the ranks joined so far (MPI_COMM_SELF at first) and rank 0's open port */
+  MPI_Comm joining_ = MPI_COMM_NULL;
+  std::string port_;
   std::array<std::atomic<int64_t>, KIND_COUNT> bytesSent_{};
 };
 

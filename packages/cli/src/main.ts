@@ -9,6 +9,7 @@ import { registerHc } from './commands/hc.ts';
 import { registerPrefill } from './commands/prefill.ts';
 import { registerBench } from './commands/bench.ts';
 import { registerWeights } from './commands/weights.ts';
+import { registerLaunch } from './commands/launch.ts';
 
 const USAGE_EXIT_CODE = 2;
 
@@ -25,6 +26,7 @@ function buildProgram(): Command {
   registerPrefill(program);
   registerBench(program);
   registerWeights(program);
+  registerLaunch(program);
   return program;
 }
 

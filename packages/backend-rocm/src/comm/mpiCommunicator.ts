@@ -17,6 +17,7 @@ import {
   type Tensor,
   type TensorData,
 } from '@hcsp/core';
+import { OmpiServer } from './ompiServer.ts';
 
 // A rank's communicator over MPI (issue 13, host-device ranks): one process per rank, started
 // by mpirun, meeting its peers at each collective node of its part of the graph (rankGraph).
@@ -43,6 +44,12 @@ export interface MpiAddon {
   /** callable before init */
   version(): { library: string; standard: string };
   init(): { rank: number; size: number; threadLevel: 'serialized' | 'multiple' };
+  /** a world of separately started processes (MpiCommunicator.join): MPI as a singleton, then one join per rank */
+  joinStart(): void;
+  joinOpenPort(): string;
+  joinAccept(port: string): Promise<void>;
+  joinConnect(port: string): Promise<void>;
+  joinFinish(): { rank: number; size: number; threadLevel: 'serialized' | 'multiple' };
   allReduce(data: Uint16Array, algorithm: string, options?: MpiCollectiveOptions): Promise<ArrayBuffer>;
   reduceScatter(data: Uint16Array, algorithm: string, options?: MpiCollectiveOptions): Promise<ArrayBuffer>;
   /** any typed array; `control` counts the bytes apart from the graph's all-gathers */
@@ -175,6 +182,13 @@ function intAttr(node: GraphNode, name: string, fallback: number): number {
   return v;
 }
 
+/** How separately started ranks share a few strings (the rendezvous store of `hcsp launch`). */
+export interface KeyValueExchange {
+  set(key: string, value: string): Promise<void>;
+  /** waits until some rank has set the key */
+  get(key: string): Promise<string>;
+}
+
 export interface MpiCommunicatorOptions {
   /** 'ordered': fold through the MPI op (default) or the loop; the bits are the same */
   fold?: OrderedFold;
@@ -209,6 +223,45 @@ export class MpiCommunicator implements Communicator {
     try {
       const { rank, size, threadLevel } = addon.init();
       return new MpiCommunicator(addon, rank, size, threadLevel, options);
+    } catch (e) {
+      throw typedMpiError(e);
+    }
+  }
+
+  /**
+   * Joins the MPI world of `size` processes started separately (hcsp launch, not mpirun), as
+   * `rank`, through `exchange`: rank 0 starts Open MPI's ompi-server and opens a port; the
+   * others join in rank order (rank k connects once rank k-1 is in; the ranks already in
+   * accept it together), so the MPI ranks are the launcher's ranks. A join that cannot
+   * complete (a peer lost) waits: the rendezvous store ends the process then.
+   */
+  static async join(rank: number, size: number, exchange: KeyValueExchange, options: MpiCommunicatorOptions = {}): Promise<MpiCommunicator> {
+    const addon = loadMpiAddon();
+    if (size > 1) {
+      // Open MPI reads pmix_server_uri when MPI starts; this process's environment is what it reads
+      if (rank === 0) await exchange.set('mpi/server', (await OmpiServer.start()).uri);
+      process.env.OMPI_MCA_pmix_server_uri = await exchange.get('mpi/server');
+    }
+    try {
+      addon.joinStart();
+      if (size > 1) {
+        let port = '';
+        if (rank === 0) {
+          port = addon.joinOpenPort();
+          await exchange.set('mpi/port', port);
+        } else {
+          port = await exchange.get('mpi/port');
+          await exchange.get(`mpi/joined/${rank - 1}`);
+          await addon.joinConnect(port);
+        }
+        await exchange.set(`mpi/joined/${rank}`, '1');
+        for (let k = rank + 1; k < size; k++) await addon.joinAccept(port);
+      }
+      const joined = addon.joinFinish();
+      if (joined.rank !== rank || joined.size !== size) {
+        throw new MpiStateError('HCSP_MPI_STATE', `the joined MPI world has this process as rank ${joined.rank} of ${joined.size}, expected rank ${rank} of ${size}`);
+      }
+      return new MpiCommunicator(addon, rank, size, joined.threadLevel, options);
     } catch (e) {
       throw typedMpiError(e);
     }

@@ -15,6 +15,9 @@ import { createHash } from 'node:crypto';
 import type { Backend, CommBytes, Graph, PreparedGraph, RunOptions, RunResult, SessionOptions, Tensor, ValueId, WeightSource } from '@hcsp/core';
 import { rankGraph } from '@hcsp/core';
 import type { MpiCommunicator } from '@hcsp/backend-rocm';
+import { endWithLauncher } from '../launch/launcher.ts';
+import { launchedRank, type LaunchedRank } from '../launch/rankEnv.ts';
+import { RendezvousClient, RendezvousError, RendezvousServer } from '../launch/rendezvousStore.ts';
 
 export const COMM_MODES = ['sim', 'mpi'] as const;
 export type CommMode = (typeof COMM_MODES)[number];
@@ -42,7 +45,7 @@ function messageOf(e: unknown): string {
 }
 
 /** Open MPI's rank variables (set by mpirun): none means not started by mpirun. */
-function launchedRank(env: Record<string, string | undefined>): { rank: number; size: number } | null {
+function mpirunRank(env: Record<string, string | undefined>): { rank: number; size: number } | null {
   const rank = env.OMPI_COMM_WORLD_RANK;
   const size = env.OMPI_COMM_WORLD_SIZE;
   return rank !== undefined && size !== undefined && /^\d+$/.test(rank) && /^\d+$/.test(size) ? { rank: Number(rank), size: Number(size) } : null;
@@ -93,26 +96,42 @@ export class PrefillRank {
   private constructor(
     readonly comm: MpiCommunicator,
     readonly library: string,
-    private readonly launched: boolean,
+    /** how this process was started: by mpirun, by hcsp launch (torchrun's variables), or alone */
+    private readonly startedBy: 'mpirun' | 'launch' | 'alone',
+    /** hcsp launch: this rank's connection to the rendezvous store, and rank 0's store */
+    private readonly rendezvous: { client: RendezvousClient; server: RendezvousServer | null } | null = null,
   ) {}
 
   get rank(): number {
     return this.comm.rank;
   }
 
-  /** Starts MPI in this process (MPI_Init_thread): under mpirun as its rank, else as a world of one. */
+  /**
+   * Starts MPI in this process: under mpirun as its rank of MPI_COMM_WORLD; under hcsp launch
+   * (torchrun's variables) by meeting the other ranks at rank 0's rendezvous store and
+   * joining their MPI world (MpiCommunicator.join); else as a world of one.
+   */
   static async open(): Promise<PrefillRank> {
     const { MpiCommunicator } = await import('@hcsp/backend-rocm');
-    const comm = MpiCommunicator.open();
-    return new PrefillRank(comm, comm.library(), launchedRank(process.env) !== null);
+    const launched = mpirunRank(process.env) === null ? launchedRank(process.env) : null;
+    if (launched === null) {
+      const comm = MpiCommunicator.open();
+      return new PrefillRank(comm, comm.library(), mpirunRank(process.env) !== null ? 'mpirun' : 'alone');
+    }
+    const rendezvous = await meet(launched);
+    const comm = await MpiCommunicator.join(launched.rank, launched.worldSize, rendezvous.client);
+    return new PrefillRank(comm, comm.library(), 'launch', rendezvous);
   }
 
   /** --tp must be the world size: one process per rank */
   checkWorld(tp: number): void {
     const size = this.comm.tp;
     if (size === tp) return;
+    if (this.startedBy === 'launch') {
+      throw new Error(`--comm mpi: --tp ${tp} does not match WORLD_SIZE ${size}: hcsp launch starts --nnodes x --nproc-per-node ranks, one per TP rank`);
+    }
     throw new Error(
-      this.launched
+      this.startedBy === 'mpirun'
         ? `--comm mpi: --tp ${tp} does not match the MPI world size ${size}: start one process per rank (mpirun -np ${tp} ...)`
         : `--comm mpi: this process was not started by mpirun (OMPI_COMM_WORLD_SIZE is unset), so its MPI world is ${size} rank, but --tp is ${tp}: start it as mpirun -np ${tp} hcsp prefill ... --comm mpi`,
     );
@@ -135,7 +154,7 @@ export class PrefillRank {
     const failed = all.flatMap((v, r) => (v[0] === 1 ? [r] : []));
     const plans = new Set(all.map((v) => v[2]));
     if (failed.length === 0 && plans.size === 1) return;
-    await comm.finalize();
+    await this.finalize();
     if (failed.length === 0) {
       if (comm.rank !== 0) throw new QuietRankExit();
       const each = all.map((v, r) => `rank ${r}: ${v[2].toString(16).padStart(12, '0')}`).join(', ');
@@ -206,14 +225,24 @@ export class PrefillRank {
     };
   }
 
-  /** After a failure on this rank past the agreement: say so, then end the whole job (its peers may wait at a collective forever otherwise). */
+  /**
+   * After a failure on this rank past the agreement: say so, then end the whole job (its
+   * peers may wait at a collective forever otherwise): under hcsp launch through the
+   * rendezvous store (every rank ends, naming this one), else MPI_Abort.
+   */
   fail(e: unknown): never {
     process.stderr.write(`hcsp: rank ${this.comm.rank} of ${this.comm.tp}: ${messageOf(e)}\n`);
-    return this.comm.abort(1);
+    if (this.rendezvous === null) return this.comm.abort(1);
+    this.rendezvous.client.fail(`rank ${this.comm.rank} failed (see its message)`);
+    return process.exit(1);
   }
 
-  finalize(): Promise<void> {
-    return this.comm.finalize();
+  /** MPI_Finalize; under hcsp launch, then leaves the rendezvous (rank 0 once every rank has) */
+  async finalize(): Promise<void> {
+    await this.comm.finalize();
+    if (this.rendezvous === null) return;
+    await this.rendezvous.client.bye();
+    await this.rendezvous.server?.closeWhenDone();
   }
 }
 
@@ -228,7 +257,9 @@ export async function runPrefillRanked(body: (rank: PrefillRank) => Promise<stri
   try {
     rank = await PrefillRank.open();
   } catch (e) {
-    if ((launchedRank(process.env)?.rank ?? 0) !== 0) throw new QuietRankExit();
+    // what rank 0 reports too (a failure to start MPI, the store's verdict on the rendezvous)
+    const everyones = !(e instanceof RendezvousError) || e.fromStore;
+    if (everyones && (mpirunRank(process.env)?.rank ?? launchedRankOrNull()?.rank ?? 0) !== 0) throw new QuietRankExit();
     throw e;
   }
   let out: string;
@@ -246,4 +277,29 @@ export async function runPrefillRanked(body: (rank: PrefillRank) => Promise<stri
   }
   await rank.finalize();
   return out;
+}
+
+function launchedRankOrNull(): LaunchedRank | null {
+  try {
+    return launchedRank(process.env);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * hcsp launch: this rank meets the others at rank 0's rendezvous store (rank 0 serves it);
+ * from then on, the job aborted through the store (a peer lost or failed) ends this process,
+ * as does its launcher ending.
+ */
+async function meet(launched: LaunchedRank): Promise<{ client: RendezvousClient; server: RendezvousServer | null }> {
+  const { rank, worldSize, masterAddr, masterPort, rendezvousTimeoutMs, localWorldSize } = launched;
+  endWithLauncher(rank);
+  const server =
+    rank === 0 ? await RendezvousServer.listen({ host: masterAddr, port: masterPort, worldSize, timeoutMs: rendezvousTimeoutMs, ranksPerNode: localWorldSize }) : null;
+  const client = await RendezvousClient.join({ host: masterAddr, port: masterPort, rank, worldSize, timeoutMs: rendezvousTimeoutMs }, (message) => {
+    process.stderr.write(`hcsp: rank ${rank} of ${worldSize}: the job ended: ${message}\n`);
+    process.exit(1);
+  });
+  return { client, server };
 }

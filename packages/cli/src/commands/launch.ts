@@ -1,0 +1,64 @@
+// `hcsp launch`: one process per rank on this node, with torchrun's environment contract
+// (launch/launcher.ts); the ranks meet at rank 0's rendezvous store on MASTER_ADDR:MASTER_PORT.
+import type { Command } from 'commander';
+import { DEFAULT_RENDEZVOUS_TIMEOUT_S } from '../launch/rankEnv.ts';
+import { launchRanks, type LaunchOptions } from '../launch/launcher.ts';
+import { parseIntStrict } from '../parseArgs.ts';
+
+interface LaunchCliOptions {
+  nprocPerNode: string;
+  nnodes: string;
+  nodeRank: string;
+  masterAddr: string;
+  masterPort: string;
+  rendezvousTimeout: string;
+}
+
+/** torchrun's default port */
+const DEFAULT_MASTER_PORT = '29500';
+
+/** What the ranks run: `prefill` with a multi-process communicator (the commands that are ranks). */
+function checkRankCommand(command: string[]): void {
+  if (command[0] !== 'prefill') {
+    throw new Error(`hcsp launch runs \`prefill ... --comm mpi|nccl\` as ranks, got ${JSON.stringify(command.join(' '))}: write \`hcsp launch [options] -- prefill ...\``);
+  }
+  const at = command.indexOf('--comm');
+  const comm = at >= 0 ? command[at + 1] : command.find((a) => a.startsWith('--comm='))?.slice('--comm='.length);
+  if (comm !== 'mpi' && comm !== 'nccl') {
+    throw new Error(`hcsp launch: the ranks' prefill needs --comm mpi (host ranks) or --comm nccl (GPU ranks), got ${comm === undefined ? 'no --comm (sim, every rank in one process)' : `--comm ${comm}`}`);
+  }
+}
+
+export function parseLaunchOptions(opts: LaunchCliOptions, command: string[]): LaunchOptions {
+  const nnodes = parseIntStrict(opts.nnodes, '--nnodes', { min: 1 });
+  const o: LaunchOptions = {
+    nprocPerNode: parseIntStrict(opts.nprocPerNode, '--nproc-per-node', { min: 1, max: 1024 }),
+    nnodes,
+    nodeRank: parseIntStrict(opts.nodeRank, '--node-rank', { min: 0, max: nnodes - 1 }),
+    masterAddr: opts.masterAddr,
+    masterPort: parseIntStrict(opts.masterPort, '--master-port', { min: 1, max: 65535 }),
+    rendezvousTimeoutS: parseIntStrict(opts.rendezvousTimeout, '--rendezvous-timeout', { min: 1 }),
+    command,
+  };
+  if (o.masterAddr === '') throw new Error('--master-addr must not be empty');
+  checkRankCommand(command);
+  return o;
+}
+
+export function registerLaunch(program: Command): void {
+  program
+    .command('launch')
+    .description('start this node\'s ranks, one process each, with torchrun\'s environment (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT): hcsp launch --nproc-per-node 4 -- prefill --comm mpi ...')
+    .argument('<command...>', 'after --: the hcsp command each rank runs (prefill ... --comm mpi|nccl)')
+    .requiredOption('--nproc-per-node <n>', 'ranks on this node (one per GPU)')
+    .option('--nnodes <m>', 'nodes in the job', '1')
+    .option('--node-rank <k>', 'this node\'s index (ranks k*n .. k*n+n-1); node 0 runs rank 0, which serves the rendezvous', '0')
+    .option('--master-addr <host>', 'node 0\'s address, where rank 0 serves the rendezvous store', '127.0.0.1')
+    .option('--master-port <port>', 'the rendezvous store\'s TCP port', DEFAULT_MASTER_PORT)
+    .option('--rendezvous-timeout <s>', 'seconds for every rank to join (then the ranks end, naming who is missing)', String(DEFAULT_RENDEZVOUS_TIMEOUT_S))
+    .action(async (command: string[], opts: LaunchCliOptions) => {
+      const o = parseLaunchOptions(opts, command);
+      const status = await launchRanks(o, (line) => process.stderr.write(line + '\n'));
+      if (status !== 0) process.exit(status);
+    });
+}

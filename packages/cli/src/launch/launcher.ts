@@ -1,0 +1,149 @@
+// `hcsp launch`: starts this node's rank processes, as torchrun does: one per local rank, each
+// an `hcsp` process with torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK,
+// LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT), and supervises them. The ranks
+// meet by themselves at rank 0's rendezvous store (rendezvousStore.ts); the launcher only
+// watches its children: when one fails or is killed it says which, gives the others a moment
+// to end by themselves (the store tells them), then stops them, so that no rank is left
+// behind. Each rank runs in its own process group, so that what it started (Open MPI's
+// helpers) ends with it; a rank whose launcher dies ends too (its IPC channel closes).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { constants } from 'node:os';
+
+export interface LaunchOptions {
+  nprocPerNode: number;
+  nnodes: number;
+  nodeRank: number;
+  masterAddr: string;
+  masterPort: number;
+  rendezvousTimeoutS: number;
+  /** the hcsp command each rank runs (e.g. ['prefill', '--comm', 'mpi', ...]) */
+  command: string[];
+}
+
+/** after the first failure, how long the other ranks get to end by themselves before SIGTERM, then SIGKILL */
+const GRACE_MS = 3000;
+const KILL_AFTER_MS = 3000;
+
+interface RankProcess {
+  rank: number;
+  localRank: number;
+  child: ChildProcess;
+  exited: boolean;
+}
+
+function describeExit(code: number | null, signal: NodeJS.Signals | null): string {
+  return signal ? `was killed by ${signal}` : `exited with code ${code}`;
+}
+
+function exitStatus(code: number | null, signal: NodeJS.Signals | null): number {
+  return signal ? 128 + (constants.signals[signal] ?? 0) : (code ?? 1);
+}
+
+/** the environment of one rank: torchrun's variables; mpirun's own rank variables removed, so the rank does not take itself for one of mpirun's */
+export function rankEnvironment(base: NodeJS.ProcessEnv, o: LaunchOptions, localRank: number): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(base)) if (!k.startsWith('OMPI_COMM_WORLD_') && !k.startsWith('PMIX_')) env[k] = v;
+  return {
+    ...env,
+    RANK: String(o.nodeRank * o.nprocPerNode + localRank),
+    WORLD_SIZE: String(o.nnodes * o.nprocPerNode),
+    LOCAL_RANK: String(localRank),
+    LOCAL_WORLD_SIZE: String(o.nprocPerNode),
+    GROUP_RANK: String(o.nodeRank),
+    MASTER_ADDR: o.masterAddr,
+    MASTER_PORT: String(o.masterPort),
+    HCSP_RENDEZVOUS_TIMEOUT: String(o.rendezvousTimeoutS),
+  };
+}
+
+/**
+ * Runs this node's ranks to the end; resolves to the launcher's exit status: 0 when every
+ * rank succeeded, else the first failed rank's (128 + n when signal n killed it).
+ * `report` gets the launcher's own messages (which rank failed, which it stopped).
+ */
+export function launchRanks(o: LaunchOptions, report: (line: string) => void): Promise<number> {
+  const ranks: RankProcess[] = [];
+  let firstFailure: number | null = null;
+  let graceTimer: NodeJS.Timeout | null = null;
+  let killTimer: NodeJS.Timeout | null = null;
+
+  const stopOthers = (signal: NodeJS.Signals): void => {
+    for (const r of ranks) {
+      if (r.exited) continue;
+      try {
+        process.kill(-r.child.pid!, signal);
+      } catch {
+        // already gone
+      }
+    }
+  };
+  const onInterrupt = (signal: NodeJS.Signals): void => {
+    report(`hcsp launch: interrupted by ${signal}: stopping the ranks`);
+    firstFailure ??= 128 + (constants.signals[signal] ?? 0);
+    stopOthers('SIGTERM');
+    killTimer ??= setTimeout(() => stopOthers('SIGKILL'), KILL_AFTER_MS);
+  };
+
+  return new Promise((resolve) => {
+    for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(s, onInterrupt);
+    const finish = (): void => {
+      if (!ranks.every((r) => r.exited)) return;
+      for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.off(s, onInterrupt);
+      if (graceTimer) clearTimeout(graceTimer);
+      if (killTimer) clearTimeout(killTimer);
+      // whatever a rank left in its process group (Open MPI's helpers) ends with the job
+      for (const r of ranks) {
+        try {
+          process.kill(-r.child.pid!, 'SIGKILL');
+        } catch {
+          // the group is empty
+        }
+      }
+      resolve(firstFailure ?? 0);
+    };
+    for (let localRank = 0; localRank < o.nprocPerNode; localRank++) {
+      const rank = o.nodeRank * o.nprocPerNode + localRank;
+      const child = spawn(process.execPath, [...process.execArgv, process.argv[1], ...o.command], {
+        env: rankEnvironment(process.env, o, localRank),
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+        detached: true,
+      });
+      const r: RankProcess = { rank, localRank, child, exited: false };
+      ranks.push(r);
+      child.on('error', (e) => {
+        report(`hcsp launch: rank ${rank} could not start: ${e.message}`);
+      });
+      child.on('exit', (code, signal) => {
+        r.exited = true;
+        if ((code !== 0 || signal) && firstFailure === null) {
+          firstFailure = exitStatus(code, signal);
+          const others = ranks.filter((x) => !x.exited).map((x) => x.rank);
+          report(
+            `hcsp launch: rank ${rank} (local rank ${localRank}, pid ${child.pid}) ${describeExit(code, signal)}` +
+              (others.length > 0 ? `; stopping rank${others.length > 1 ? 's' : ''} ${others.join(', ')} of this node if ${others.length > 1 ? 'they do' : 'it does'} not end within ${GRACE_MS / 1000} s` : ''),
+          );
+          graceTimer = setTimeout(() => {
+            stopOthers('SIGTERM');
+            killTimer = setTimeout(() => stopOthers('SIGKILL'), KILL_AFTER_MS);
+          }, GRACE_MS);
+        }
+        finish();
+      });
+    }
+  });
+}
+
+/**
+ * In a rank process started by `hcsp launch`: end when the launcher does (its IPC channel
+ * closes), so that a launcher killed outright leaves no rank behind. The channel does not
+ * keep the process alive.
+ */
+export function endWithLauncher(rank: number): void {
+  if (!process.send || !process.channel) return;
+  const launcher = process.ppid;
+  process.channel.unref();
+  process.once('disconnect', () => {
+    process.stderr.write(`hcsp: rank ${rank}: its launcher (hcsp launch, pid ${launcher}) ended; ending too\n`);
+    process.exit(1);
+  });
+}
