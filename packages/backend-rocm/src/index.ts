@@ -3,3 +3,4 @@ export * from './nativeErrors.ts';
 export * from './nativeDevice.ts';
 export * from './rocmBackend.ts';
 export * from './comm/mpiCommunicator.ts';
+export * from './comm/ncclCommunicator.ts';

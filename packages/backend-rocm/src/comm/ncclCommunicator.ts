@@ -1,0 +1,249 @@
+import {
+  checkReduceAlgorithm,
+  getOpDef,
+  numel,
+  shapeStr,
+  type CommBytes,
+  type Communicator,
+  type DType,
+  type GraphNode,
+  type Tensor,
+  type TensorData,
+} from '@hcsp/core';
+import { type GpuDevice, loadNativeAddon, type NativeAddon } from '../nativeAddon.ts';
+import { typedNativeError } from '../nativeErrors.ts';
+
+// A rank's communicator over RCCL (the hip device) or NCCL (the cuda device), issue 13: one
+// process per GPU, meeting its peers at each collective node of its part of the graph
+// (rankGraph). The library is loaded at run time by the main addon (native/src/gpu/
+// nccl_library.cc: librccl.so.1 / librccl.so, libnccl.so.2 / libnccl.so, or HCSP_NCCL_LIBRARY);
+// each call stages this rank's host tensor onto its GPU, runs the NCCL collective on the
+// device's stream and copies the result back (native/src/gpu/nccl_communicator.cc).
+//
+// Numerics. NCCL adds bf16 partials in an order of its own (ring or tree, chunked by channel,
+// the order depending on the rank and the message size) and rounds to bf16 after each step, so
+// its results equal the simulated collectives (core's reduceOrder.ts, any --reduce) bit for bit
+// only at world size 1, where nothing is added (all-reduce and reduce-scatter are copies).
+// At tp ranks each result is a sum of tp bf16 values rounded to bf16 once per step (tp - 1
+// roundings), as the simulated ring's is, but in another order: each differs from the exact sum
+// by at most about (tp - 1) * 2^-8 * sum|x_i| (the recursive-summation bound with bf16's unit
+// roundoff 2^-8), so NCCL's and the simulation's results for one element can differ by up to
+// about twice that. This module declares no tolerance: judging a multi-rank NCCL run against the
+// simulated one is left to the caller (the cross-backend tolerance of the GPU device's vendor
+// mode, or a run's declared tolerance). All-gather moves bytes and is exact at any size.
+//
+// Bytes sent are counted by the addon with core's ring accounting (collectives/commBytes.ts):
+// all-reduce 2(tp-1)/tp * S, reduce-scatter and all-gather (tp-1)/tp * S. They equal
+// commBytesOf for the same node when its algorithm is 'ring' or 'ordered' (and for every
+// reduce-scatter and all-gather); a 'oneshot' all-reduce node is counted by core as (tp-1) * S,
+// which NCCL does not send: NCCL runs its own algorithm whatever the node's `algorithm` says.
+
+/** The addon's NCCL communicator object (native/src/addon/js_nccl.cc). */
+export interface NcclComm {
+  readonly rank: number;
+  readonly size: number;
+  /** "RCCL 2.18.3" */
+  library(): string;
+  state(): 'open' | 'destroyed' | 'aborted';
+  allReduce(data: Uint16Array): Promise<ArrayBuffer>;
+  reduceScatter(data: Uint16Array): Promise<ArrayBuffer>;
+  /** Uint16Array: bf16, Float32Array: f32, Int32Array: i32, Uint8Array: bytes */
+  allGather(data: ArrayBufferView): Promise<ArrayBuffer>;
+  bytesSent(): CommBytes;
+  destroy(): Promise<void>;
+  abort(): void;
+}
+
+/** The addon's NCCL surface (registered by js_nccl.cc beside the rest of NativeAddon). */
+export interface NcclAddon {
+  /** loads the device's library */
+  ncclVersion(gpu: GpuDevice): { library: string; vendor: 'RCCL' | 'NCCL'; code: number; path: string };
+  ncclUniqueId(gpu: GpuDevice): Uint8Array;
+  ncclOpen(gpu: GpuDevice, rank: number, size: number, id: Uint8Array): Promise<NcclComm>;
+}
+
+export const NCCL_UNIQUE_ID_BYTES = 128;
+
+/** No RCCL/NCCL library could be used: none of `tried` loads, or the one that loads lacks a symbol the communicator calls. */
+export class NcclUnavailableError extends Error {
+  constructor(
+    message: string,
+    readonly tried: string[],
+  ) {
+    super(message);
+    this.name = 'NcclUnavailableError';
+  }
+}
+
+/** An RCCL/NCCL call failed: `call` names it (e.g. ncclAllReduce), `ncclResult` is the enumerator (e.g. ncclInvalidArgument). */
+export class NcclError extends Error {
+  constructor(
+    message: string,
+    readonly call: string,
+    readonly ncclResult: string,
+    readonly ncclResultCode: number,
+  ) {
+    super(message);
+    this.name = 'NcclError';
+  }
+}
+
+/** an error thrown by the addon's NCCL calls as its typed class (the addon's other codes as nativeErrors.ts types them) */
+export function typedNcclError(e: unknown): unknown {
+  if (e instanceof NcclError || e instanceof NcclUnavailableError) return e;
+  const { code, call, ncclResult, ncclResultCode, tried } = (e ?? {}) as Record<string, unknown>;
+  if (e instanceof Error && code === 'HCSP_NCCL') {
+    return new NcclError(e.message, String(call), String(ncclResult), typeof ncclResultCode === 'number' ? ncclResultCode : -1);
+  }
+  if (e instanceof Error && code === 'HCSP_NCCL_UNAVAILABLE') return new NcclUnavailableError(e.message, Array.isArray(tried) ? tried.map(String) : []);
+  return typedNativeError(e);
+}
+
+async function nccl<T>(fn: () => T | Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    throw typedNcclError(e);
+  }
+}
+
+function ncclSync<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    throw typedNcclError(e);
+  }
+}
+
+function ncclAddon(): NativeAddon & NcclAddon {
+  return loadNativeAddon() as NativeAddon & NcclAddon;
+}
+
+function tensorOf(dtype: DType, shape: number[], buf: ArrayBuffer): Tensor {
+  const data: TensorData = dtype === 'bf16' ? new Uint16Array(buf) : dtype === 'f32' ? new Float32Array(buf) : new Int32Array(buf);
+  return { dtype, shape, data };
+}
+
+const GATHER_DTYPES: readonly DType[] = ['bf16', 'f32', 'i32'];
+
+export interface NcclOpenOptions {
+  /** this rank's GPU (addon.openGpu('hip' | 'cuda', { device: LOCAL_RANK })) */
+  gpu: GpuDevice;
+  rank: number;
+  size: number;
+  /** rank 0's NcclCommunicator.uniqueId(gpu), the same 128 bytes on every rank */
+  uniqueId: Uint8Array;
+}
+
+/**
+ * This process's rank of an RCCL/NCCL communicator as a Communicator: each collective node of
+ * the rank's graph becomes one call, by the node's layout (OpDef.collective: replicate =
+ * all-reduce, scatterRows = reduce-scatter, gatherRows = all-gather), on host tensors (port x
+ * in, port y out). Calls run one at a time in the order they are made; after a failed one the
+ * communicator's state is unknown (peers may be waiting in a collective this rank left) and
+ * every later call is refused. abort() ends it at once, even during a collective.
+ */
+export class NcclCommunicator implements Communicator {
+  private queue: Promise<unknown> = Promise.resolve();
+  private failure: Error | null = null;
+
+  private constructor(
+    private readonly comm: NcclComm,
+    readonly rank: number,
+    readonly tp: number,
+  ) {}
+
+  /** the unique id a world is opened with: rank 0 makes it (ncclGetUniqueId) and hands it to every rank */
+  static uniqueId(gpu: GpuDevice): Uint8Array {
+    return ncclSync(() => ncclAddon().ncclUniqueId(gpu));
+  }
+
+  /** the device's library and its version, e.g. { library: 'RCCL 2.18.3', path: 'librccl.so.1' }, without opening a communicator */
+  static libraryOf(gpu: GpuDevice): { library: string; vendor: 'RCCL' | 'NCCL'; code: number; path: string } {
+    return ncclSync(() => ncclAddon().ncclVersion(gpu));
+  }
+
+  /** ncclCommInitRank on `gpu` (off the JavaScript thread: it waits until every rank has joined) */
+  static async open(options: NcclOpenOptions): Promise<NcclCommunicator> {
+    const { gpu, rank, size, uniqueId } = options;
+    if (!Number.isInteger(size) || size < 1) throw new Error(`NcclCommunicator.open: size must be a positive integer, got ${size}`);
+    if (!Number.isInteger(rank) || rank < 0 || rank >= size) throw new Error(`NcclCommunicator.open: rank ${rank} is not in [0, ${size})`);
+    if (!(uniqueId instanceof Uint8Array) || uniqueId.byteLength !== NCCL_UNIQUE_ID_BYTES) {
+      throw new Error(`NcclCommunicator.open: the unique id must be ${NCCL_UNIQUE_ID_BYTES} bytes (NcclCommunicator.uniqueId), got ${uniqueId?.byteLength}`);
+    }
+    const comm = await nccl(() => ncclAddon().ncclOpen(gpu, rank, size, uniqueId));
+    return new NcclCommunicator(comm, rank, size);
+  }
+
+  /** "RCCL 2.x.y" or "NCCL 2.x.y" */
+  library(): string {
+    return this.comm.library();
+  }
+
+  state(): 'open' | 'destroyed' | 'aborted' {
+    return this.comm.state();
+  }
+
+  collective(node: GraphNode, inputs: Tensor[]): Promise<Tensor[]> {
+    return this.serial(`node ${node.id} (${node.op} ${node.scope})`, () => this.run(node, inputs));
+  }
+
+  /** bytes this rank has sent per collective kind, by core's ring accounting (see the top of this file) */
+  bytesSent(): CommBytes {
+    const b = this.comm.bytesSent();
+    return { allReduce: b.allReduce, allGather: b.allGather, reduceScatter: b.reduceScatter };
+  }
+
+  /** ncclCommDestroy, after the calls already made */
+  async destroy(): Promise<void> {
+    await this.queue.catch(() => {});
+    if (this.comm.state() === 'open') await nccl(() => this.comm.destroy());
+  }
+
+  /** ncclCommAbort now (a collective waiting for a lost peer returns with an error); every later call is refused */
+  abort(): void {
+    this.failure ??= new Error('the communicator was aborted');
+    if (this.comm.state() === 'open') ncclSync(() => this.comm.abort());
+  }
+
+  private serial<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    const result = this.queue.then(() => {
+      if (this.failure) throw new Error(`NCCL communicator of rank ${this.rank}: refused ${what}: an earlier collective failed (${this.failure.message})`);
+      return fn();
+    });
+    this.queue = result.then(
+      () => {},
+      (e: Error) => {
+        this.failure ??= e;
+      },
+    );
+    return result;
+  }
+
+  private async run(node: GraphNode, inputs: Tensor[]): Promise<Tensor[]> {
+    const layout = getOpDef(node.op).collective;
+    if (!layout) throw new Error(`NCCL communicator: node ${node.id} (${node.op}) is not a collective`);
+    if (inputs.length !== 1 || !inputs[0]) throw new Error(`${node.op}: expects this rank's one input x, got ${inputs.length} inputs`);
+    const x = inputs[0];
+    if (x.shape.length === 0) throw new Error(`${node.op}: tensors need a leading (row) dimension, got shape []`);
+    const rows = x.shape[0];
+    if (layout === 'gatherRows') {
+      if (!GATHER_DTYPES.includes(x.dtype)) throw new Error(`${node.op}: rank ${this.rank} has dtype ${x.dtype}; expected one of ${GATHER_DTYPES.join(', ')}`);
+      const buf = await nccl(() => this.comm.allGather(x.data));
+      return [tensorOf(x.dtype, [rows * this.tp, ...x.shape.slice(1)], buf)];
+    }
+    if (x.dtype !== 'bf16') throw new Error(`${node.op}: rank ${this.rank} has dtype ${x.dtype}; expected one of bf16`);
+    // the node's order is the simulation's; NCCL sums in its own (see the top of this file)
+    checkReduceAlgorithm(node.attrs.algorithm, node.op);
+    const data = x.data as Uint16Array;
+    if (layout === 'replicate') {
+      const buf = await nccl(() => this.comm.allReduce(data));
+      return [tensorOf('bf16', [...x.shape], buf)];
+    }
+    if (rows % this.tp !== 0) throw new Error(`${node.op}: ${rows} rows of shape ${shapeStr(x.shape)} are not divisible by tp ${this.tp}`);
+    const buf = await nccl(() => this.comm.reduceScatter(data));
+    const out = tensorOf('bf16', [rows / this.tp, ...x.shape.slice(1)], buf);
+    if (out.data.length !== numel(out.shape)) throw new Error(`${node.op}: the addon returned ${out.data.length} elements for ${shapeStr(out.shape)}`);
+    return [out];
+  }
+}
