@@ -4,7 +4,11 @@
 // within the declared tolerance with the vendor GEMM, and the small config's whole stack at
 // tp 4 (SP on and off); (2) a table last: each HC kernel's time and GB/s at full HC
 // dimensions against a device copy timed in the same run, each GEMM's TFLOP/s against the
-// vendor GEMM's best on a square shape, and SP-on HC time per rank against SP-off.
+// vendor GEMM's best on a square shape, and SP-on HC time per rank against SP-off. Between the
+// two, one real RCCL/NCCL rank (world size 1) through the nccl communicator: its library's
+// version, all-reduce, reduce-scatter and all-gather of a small bf16 tensor equal to the input
+// bit for bit (nothing is added at world size 1), and the seconds it took; a missing library is
+// a failed step listing what was tried.
 import {
   CpuBackend,
   FLASH_NEXT,
@@ -21,7 +25,9 @@ import {
   type Graph,
   type Tensor,
 } from '@hcsp/core';
-import { createRocmBackend, type RocmBackend } from '@hcsp/backend-rocm';
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { createRocmBackend, NcclCommunicator, NcclUnavailableError, type RocmBackend } from '@hcsp/backend-rocm';
 import { hcMixBenchGraph, median } from '../../packages/cli/src/commands/bench.ts';
 import { layerCases } from '../../test/cases/layerCases.ts';
 import { OP_CASES, opCaseGraph } from '../../test/cases/opCases.ts';
@@ -69,6 +75,74 @@ async function crossBackend(gemm: 'exact' | 'vendor'): Promise<string> {
   await backend.dispose();
   const bad = failures - before;
   return `${gemm} GEMM: ${cases - bad}/${cases} cases ${gemm === 'exact' ? 'bit-exact' : 'within the declared tolerance'} against the CPU reference`;
+}
+
+/** where a pip wheel or the ROCm tree keeps the library, when the loader's path does not have it */
+function ncclFallbacks(): string[] {
+  const found: string[] = [];
+  if (device === 'hip') found.push('/opt/rocm/lib/librccl.so.1');
+  if (device === 'cuda') {
+    for (const base of ['/usr/local/lib', '/usr/lib']) {
+      let entries: string[] = [];
+      try {
+        entries = readdirSync(base).filter((d) => /^python3/.test(d));
+      } catch {
+        continue;
+      }
+      for (const py of entries) for (const site of ['dist-packages', 'site-packages']) found.push(join(base, py, site, 'nvidia/nccl/lib/libnccl.so.2'));
+    }
+  }
+  return found.filter((p) => existsSync(p));
+}
+
+const bytesOf = (t: Tensor): Buffer => Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+
+async function ncclRank(): Promise<string> {
+  if (device === 'emulated') return 'nccl: not on the emulated device (no RCCL/NCCL)';
+  const t0 = performance.now();
+  const secs = () => ((performance.now() - t0) / 1000).toFixed(2);
+  let backend: RocmBackend | null = null;
+  try {
+    backend = (await createRocmBackend({ device, gemm: 'exact' })) as RocmBackend;
+    const gpu = backend.gpu!;
+    let lib;
+    try {
+      lib = NcclCommunicator.libraryOf(gpu);
+    } catch (e) {
+      const fallback = process.env.HCSP_NCCL_LIBRARY ? [] : ncclFallbacks();
+      if (!(e instanceof NcclUnavailableError) || fallback.length === 0) throw e;
+      say(`nccl: ${e.message}; trying ${fallback[0]}`);
+      process.env.HCSP_NCCL_LIBRARY = fallback[0];
+      lib = NcclCommunicator.libraryOf(gpu);
+    }
+    const comm = await NcclCommunicator.open({ gpu, rank: 0, size: 1, uniqueId: NcclCommunicator.uniqueId(gpu) });
+    const shape = [64, 96];
+    const x: Tensor = { dtype: 'bf16', shape, data: new Rng(13).fillBf16Normal(shape[0] * shape[1], 1) };
+    const bad: string[] = [];
+    let id = 1;
+    for (const [op, attrs] of [
+      ['allReduce', { tp: 1, algorithm: 'ring' }],
+      ['reduceScatter', { tp: 1, algorithm: 'ring' }],
+      ['allGather', { tp: 1 }],
+    ] as const) {
+      const [y] = await comm.collective({ id: id++, op, rank: null, inputs: [], outputs: [], attrs, scope: 'gpu-check nccl', layer: -1 }, [x]);
+      const same = y.dtype === 'bf16' && y.shape.join() === shape.join() && bytesOf(y).equals(bytesOf(x));
+      if (!same) bad.push(op);
+    }
+    await comm.destroy();
+    if (bad.length) {
+      failures++;
+      say(`FAIL nccl: ${bad.join(', ')} of one rank did not give the input back bit for bit`);
+    }
+    return `nccl: ${lib.library} (${lib.path}), one rank (world size 1): all-reduce, reduce-scatter, all-gather of bf16[${shape}] ${bad.length ? `FAIL (${bad.join(', ')} differ)` : 'pass (bit-exact)'}, ${secs()} s`;
+  } catch (e) {
+    failures++;
+    // a missing library's message lists every name tried, with the loader's reason for each
+    say(`FAIL nccl: ${(e as Error).message}`);
+    return `nccl: FAIL: ${(e as Error).message}, ${secs()} s`;
+  } finally {
+    await backend?.dispose();
+  }
 }
 
 /** seconds of one prepared graph run, median of reps after a warm-up */
@@ -183,6 +257,8 @@ async function table(): Promise<string[]> {
 const started = performance.now();
 say(`cross-backend comparison on ${device}`);
 const summary = [await crossBackend('exact'), await crossBackend('vendor')];
+say('one NCCL rank');
+summary.push(await ncclRank());
 say('timing');
 const rows = await table();
 console.log(['', 'gpu-check results', ...summary, ...rows, `total ${((performance.now() - started) / 1000).toFixed(0)} s`].join('\n'));
