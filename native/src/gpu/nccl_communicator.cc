@@ -105,6 +105,17 @@ void NcclCommunicator::requireOpen(const char* call) const {
   if (s != Open) fail(ErrorKind::Runtime, std::string(call) + ": the communicator (" + where() + ") was " + (s == Destroyed ? "destroyed" : "aborted"));
 }
 
+void NcclCommunicator::refuseIfAborted(const char* call, const std::string& context) const {
+  if (state_.load() == Aborted) fail(ErrorKind::Runtime, std::string(call) + ": the communicator was aborted while the call ran" + context);
+}
+
+ncclResult_t NcclCommunicator::asyncError(const char* call, const std::string& context, ncclResult_t* async) {
+  // under abort()'s lock: an aborted communicator's handle is never read again
+  std::lock_guard<std::mutex> life(lifeMutex_);
+  refuseIfAborted(call, context);
+  return lib_.api.ncclCommGetAsyncError(comm_, async);
+}
+
 std::vector<uint8_t> NcclCommunicator::run(const char* call, int64_t inBytes, int64_t outBytes, const void* x, const std::string& what,
                                            const std::function<ncclResult_t(const void*, void*)>& enqueue) {
   std::lock_guard<std::mutex> lock(callMutex_);
@@ -118,22 +129,20 @@ std::vector<uint8_t> NcclCommunicator::run(const char* call, int64_t inBytes, in
   Staging recv(*module_, static_cast<size_t>(outBytes), std::string("the ") + call + " receive buffer");
   if (inBytes) rt_->copyIn(send.p, x, static_cast<size_t>(inBytes));
   const ncclResult_t r = enqueue(send.p, recv.p);
-  if (state_.load() == Aborted) fail(ErrorKind::Runtime, std::string(call) + ": the communicator was aborted while the call ran" + context);
+  refuseIfAborted(call, context);
   lib_.check(r, call, context);
   try {
     rt_->synchronize();
   } catch (const Error& e) {
     // a collective that failed on the device: NCCL's own reason, when it has one
-    if (state_.load() == Aborted) fail(ErrorKind::Runtime, std::string(call) + ": the communicator was aborted while the call ran" + context);
     ncclResult_t async = ncclSuccess;
-    if (lib_.api.ncclCommGetAsyncError(comm_, &async) == ncclSuccess && async != ncclSuccess) {
+    if (asyncError(call, context, &async) == ncclSuccess && async != ncclSuccess) {
       lib_.raise(async, call, " (asynchronous error; " + detail + "; the stream: " + e.what() + ")");
     }
     throw;
   }
-  if (state_.load() == Aborted) fail(ErrorKind::Runtime, std::string(call) + ": the communicator was aborted while the call ran" + context);
   ncclResult_t async = ncclSuccess;
-  lib_.check(lib_.api.ncclCommGetAsyncError(comm_, &async), "ncclCommGetAsyncError", context);
+  lib_.check(asyncError(call, context, &async), "ncclCommGetAsyncError", context);
   if (async != ncclSuccess) lib_.raise(async, call, " (asynchronous error; " + detail + ")");
   if (outBytes) rt_->copyOut(out.data(), recv.p, static_cast<size_t>(outBytes));
   return out;

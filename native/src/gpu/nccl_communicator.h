@@ -5,7 +5,10 @@
 // limit), enqueues the NCCL call on the device's stream, synchronizes, checks the
 // communicator's asynchronous error and copies the result back. Calls run one at a time
 // (blocking: the addon runs them off the JavaScript thread). abort() may be called while a
-// collective waits for peers (ncclCommAbort is what unblocks it); every later call is refused.
+// collective waits for peers (ncclCommAbort from another thread is what unblocks it, as NCCL
+// documents); every later call is refused. The wait is the stream's synchronize: a peer that
+// died leaves it waiting until someone aborts (the launcher's fault handling, on the JavaScript
+// thread), not until a timeout of this file's own.
 //
 // Bytes sent are counted per kind with the ring accounting of core's collectives/commBytes.ts
 // (nccl-tests' bus-bandwidth factors): all-reduce 2(n-1)/n * S, reduce-scatter (n-1) * output
@@ -78,6 +81,9 @@ class NcclCommunicator {
   std::vector<uint8_t> run(const char* call, int64_t inBytes, int64_t outBytes, const void* x, const std::string& what,
                            const std::function<nccl::ncclResult_t(const void* send, void* recv)>& enqueue);
   void requireOpen(const char* call) const;
+  void refuseIfAborted(const char* call, const std::string& context) const;
+  /** ncclCommGetAsyncError, refused once aborted */
+  nccl::ncclResult_t asyncError(const char* call, const std::string& context, nccl::ncclResult_t* async);
   std::string where() const;
   void* stream() const;
   void makeCurrent() const;
