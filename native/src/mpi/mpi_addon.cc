@@ -7,6 +7,8 @@
 // be the one that finalizes it); the collectives and the barrier run on Node's worker pool
 // (AsyncWorker), one at a time, so the event loop stays responsive while a rank waits for
 // its peers. Inputs are copied before the call returns, outputs are fresh ArrayBuffers.
+#include <cstdio>
+#include <cstdlib>
 #include <napi.h>
 
 #include <atomic>
@@ -338,6 +340,17 @@ Napi::Value abort(const Napi::CallbackInfo& info) {
   World::instance().abort(code);
 }
 
+/**
+ * exitNow(code): ends this process at once (std::_Exit), without MPI_Finalize or exit
+ * handlers: when a peer is lost, a worker thread blocked in an MPI call on it would keep a
+ * normal exit (which joins Node's worker threads) waiting forever.
+ */
+Napi::Value exitNow(const Napi::CallbackInfo& info) {
+  const int code = info[0].IsNumber() ? info[0].As<Napi::Number>().Int32Value() : 1;
+  std::fflush(nullptr);
+  std::_Exit(code);
+}
+
 Napi::Object initModule(Napi::Env env, Napi::Object exports) {
   exports.Set("version", Napi::Function::New(env, version));
   exports.Set("init", Napi::Function::New(env, init));
@@ -354,6 +367,7 @@ Napi::Object initModule(Napi::Env env, Napi::Object exports) {
   exports.Set("state", Napi::Function::New(env, state));
   exports.Set("finalize", Napi::Function::New(env, finalize));
   exports.Set("abort", Napi::Function::New(env, abort));
+  exports.Set("exitNow", Napi::Function::New(env, exitNow));
   return exports;
 }
 

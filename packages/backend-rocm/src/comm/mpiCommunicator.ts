@@ -59,6 +59,8 @@ export interface MpiAddon {
   state(): { initialized: boolean; finalized: boolean; inFlight: boolean };
   finalize(): void;
   abort(code: number): never;
+  /** std::_Exit: no MPI_Finalize, no exit handlers */
+  exitNow(code: number): never;
 }
 
 export const MPI_BUILD_COMMAND = 'npm run build:native';
@@ -303,6 +305,14 @@ export class MpiCommunicator implements Communicator {
   /** MPI_Abort: this process and every other rank of the job end */
   abort(code = 1): never {
     return this.addon.abort(code);
+  }
+
+  /**
+   * Ends this process at once, without MPI_Finalize: for a job already lost (a peer gone), where
+   * a collective blocked on that peer would keep a normal exit waiting forever.
+   */
+  exitNow(code = 1): never {
+    return this.addon.exitNow(code);
   }
 
   private serial<T>(what: string, fn: () => Promise<T>): Promise<T> {

@@ -99,7 +99,7 @@ export class PrefillRank {
     /** how this process was started: by mpirun, by hcsp launch (torchrun's variables), or alone */
     private readonly startedBy: 'mpirun' | 'launch' | 'alone',
     /** hcsp launch: this rank's connection to the rendezvous store, and rank 0's store */
-    private readonly rendezvous: { client: RendezvousClient; server: RendezvousServer | null } | null = null,
+    private readonly rendezvous: Rendezvous | null = null,
   ) {}
 
   get rank(): number {
@@ -120,6 +120,7 @@ export class PrefillRank {
     }
     const rendezvous = await meet(launched);
     const comm = await MpiCommunicator.join(launched.rank, launched.worldSize, rendezvous.client);
+    rendezvous.exit = (code) => comm.exitNow(code);
     return new PrefillRank(comm, comm.library(), 'launch', rendezvous);
   }
 
@@ -230,11 +231,11 @@ export class PrefillRank {
    * peers may wait at a collective forever otherwise): under hcsp launch through the
    * rendezvous store (every rank ends, naming this one), else MPI_Abort.
    */
-  fail(e: unknown): never {
+  async fail(e: unknown): Promise<never> {
     process.stderr.write(`hcsp: rank ${this.comm.rank} of ${this.comm.tp}: ${messageOf(e)}\n`);
     if (this.rendezvous === null) return this.comm.abort(1);
-    this.rendezvous.client.fail(`rank ${this.comm.rank} failed (see its message)`);
-    return process.exit(1);
+    await this.rendezvous.client.fail(`rank ${this.comm.rank} failed (see its message)`);
+    return this.comm.exitNow(1);
   }
 
   /** MPI_Finalize; under hcsp launch, then leaves the rendezvous (rank 0 once every rank has) */
@@ -292,14 +293,31 @@ function launchedRankOrNull(): LaunchedRank | null {
  * from then on, the job aborted through the store (a peer lost or failed) ends this process,
  * as does its launcher ending.
  */
-async function meet(launched: LaunchedRank): Promise<{ client: RendezvousClient; server: RendezvousServer | null }> {
+interface Rendezvous {
+  client: RendezvousClient;
+  server: RendezvousServer | null;
+  /** how this process ends when the job is aborted (once MPI runs: at once, see MpiCommunicator.exitNow) */
+  exit: (code: number) => never;
+}
+
+async function meet(launched: LaunchedRank): Promise<Rendezvous> {
   const { rank, worldSize, masterAddr, masterPort, rendezvousTimeoutMs, localWorldSize } = launched;
   endWithLauncher(rank);
   const server =
     rank === 0 ? await RendezvousServer.listen({ host: masterAddr, port: masterPort, worldSize, timeoutMs: rendezvousTimeoutMs, ranksPerNode: localWorldSize }) : null;
+  const exit = { now: (code: number): never => process.exit(code) };
   const client = await RendezvousClient.join({ host: masterAddr, port: masterPort, rank, worldSize, timeoutMs: rendezvousTimeoutMs }, (message) => {
     process.stderr.write(`hcsp: rank ${rank} of ${worldSize}: the job ended: ${message}\n`);
-    process.exit(1);
+    exit.now(1);
   });
-  return { client, server };
+  return {
+    client,
+    server,
+    set exit(fn: (code: number) => never) {
+      exit.now = fn;
+    },
+    get exit() {
+      return exit.now;
+    },
+  };
 }

@@ -356,10 +356,17 @@ export class RendezvousClient {
     });
   }
 
-  /** tells every rank that this one failed (they end, naming it and the message) */
-  fail(message: string): void {
+  /** tells every rank that this one failed (they end with `message`); resolves once it is written (or after a second) */
+  fail(message: string): Promise<void> {
     this.leaving = true;
-    send(this.socket, { t: 'fail', message });
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, 1000);
+      if (this.socket.destroyed) return resolve();
+      this.socket.write(JSON.stringify({ t: 'fail', message }) + '\n', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   }
 
   /** this rank finished: after the acknowledgement its connection may close without alarming anyone */

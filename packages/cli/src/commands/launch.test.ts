@@ -1,0 +1,307 @@
+// `hcsp launch` (issue 13): the compiled CLI's launcher starts one process per rank with
+// torchrun's environment; the ranks meet at rank 0's rendezvous store and join one MPI world.
+// The runs equal the in-process ones bit for bit (each rank sending the simulated accounting's
+// bytes), on one "node" and on two (two launchers on loopback), and the faults real clusters
+// have end every rank within a bounded time with a message naming the cause, leaving no
+// process behind.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// @ts-expect-error: plain JavaScript, run by node at `npm ci` (no types)
+import { buildCli } from '../../scripts/build.mjs';
+import { runPrefillCommand } from './prefill.ts';
+
+const CLI = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = join(CLI, '..', '..');
+const outdir = join(CLI, 'dist', `test-launch-${process.pid}`);
+const bundle = join(outdir, 'hcsp.js');
+/** one job is bounded: a hang fails the test instead of stalling the suite */
+const JOB_TIMEOUT_MS = 120_000;
+
+beforeAll(async () => {
+  mkdirSync(outdir, { recursive: true });
+  await buildCli({ outdir });
+});
+afterAll(() => rmSync(outdir, { recursive: true, force: true }));
+
+/** a TCP port free right now (the kernel's pick) */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+let jobs = 0;
+
+interface Job {
+  child: ChildProcess;
+  mark: string;
+  done: Promise<{ status: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; seconds: number }>;
+}
+
+/** one launcher (one "node"), its processes marked by an environment variable so that the test can find them and any left behind */
+function launch(launchArgs: string[], rankArgs: string[], mark = `hcsp-launch-test-${process.pid}-${jobs++}`): Job {
+  const t0 = performance.now();
+  const child = spawn(process.execPath, [bundle, 'launch', ...launchArgs, '--', ...rankArgs], {
+    cwd: ROOT,
+    env: { ...process.env, OMPI_ALLOW_RUN_AS_ROOT: '1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM: '1', HCSP_LAUNCH_TEST_MARK: mark },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+  child.stderr!.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+  const timer = setTimeout(() => child.kill('SIGKILL'), JOB_TIMEOUT_MS);
+  const done = new Promise<Awaited<Job['done']>>((resolve) =>
+    child.on('close', (status, signal) => {
+      clearTimeout(timer);
+      resolve({ status, signal, stdout, stderr, seconds: (performance.now() - t0) / 1000 });
+    }),
+  );
+  return { child, mark, done };
+}
+
+/** the processes (pid, command line) carrying a job's mark: its ranks and whatever they started */
+function marked(mark: string): { pid: number; cmd: string; rank: string | null }[] {
+  const out: { pid: number; cmd: string; rank: string | null }[] = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const env = readFileSync(`/proc/${d}/environ`, 'utf8').split('\0');
+      if (!env.includes(`HCSP_LAUNCH_TEST_MARK=${mark}`)) continue;
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      if (/\) Z /.test(stat)) continue; // a zombie is gone, only not yet reaped
+      const rank = env.find((e) => e.startsWith('RANK='))?.slice(5) ?? null;
+      out.push({ pid: Number(d), cmd: readFileSync(`/proc/${d}/cmdline`, 'utf8').replaceAll('\0', ' '), rank });
+    } catch {
+      // it ended while we looked
+    }
+  }
+  return out;
+}
+
+/** a rank process (not its launcher, not what it started) */
+const isRank = (p: { cmd: string; rank: string | null }) => p.rank !== null && p.cmd.includes('hcsp.js prefill ');
+
+async function waitFor<T>(what: string, fn: () => T | null | undefined | false, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const hcspLines = (stderr: string) => stderr.split('\n').filter((l) => l.startsWith('hcsp'));
+
+const prefillArgs = (o: { tp: number; sp: string; seed?: number }) => [
+  'prefill', '--backend', 'rocm', '--device', 'host', '--comm', 'mpi', '--reduce', 'ordered',
+  '--config', 'tiny', '--tokens', '40', '--seed', String(o.seed ?? 3), '--tp', String(o.tp), '--sp', o.sp, '--json', '--quiet',
+];
+
+function inProcess(o: { tp: number; sp: string }) {
+  return runPrefillCommand({ backend: 'rocm', device: 'host', config: 'tiny', tokens: '40', seed: '3', stack: 'model', json: true, quiet: true, tp: String(o.tp), sp: o.sp, reduce: 'ordered' }).then(
+    (s) => JSON.parse(s),
+  );
+}
+
+function expectSameRun(launched: Record<string, any>, sim: Record<string, any>, tp: number) {
+  expect(launched.comm).toBe('mpi');
+  for (const k of ['outputSha256', 'logitsSha256', 'mtpStateSha256', 'mtpLogitsSha256', 'nextTokens', 'mtpDraftTokens', 'sp', 'chunk', 'qsa', 'hcRowsPerRank']) expect(launched[k], k).toEqual(sim[k]);
+  // the bytes each rank's communicator really sent are the simulated accounting's, rank by rank
+  expect(launched.commBytesPerRank).toHaveLength(tp);
+  expect(launched.commBytesPerRank).toEqual(sim.commBytesPerRank);
+  expect(launched.mpi.ranks).toBe(tp);
+}
+
+describe('hcsp launch: one process per rank, met at rank 0\'s rendezvous, equals the in-process run', () => {
+  for (const tp of [2, 4]) {
+    for (const sp of ['on', 'off']) {
+      it(`--nproc-per-node ${tp} -- prefill --comm mpi --reduce ordered --tp ${tp} --sp ${sp}: same outputSha256 and the accounted bytes per rank`, async () => {
+        const job = launch(['--nproc-per-node', String(tp), '--master-port', String(await freePort())], prefillArgs({ tp, sp }));
+        const r = await job.done;
+        expect(r.status, r.stderr).toBe(0);
+        // only rank 0 prints: one JSON object
+        const out = r.stdout.trim().split('\n');
+        expect(out).toHaveLength(1);
+        expectSameRun(JSON.parse(out[0]), await inProcess({ tp, sp }), tp);
+        expect(marked(job.mark)).toEqual([]);
+      });
+    }
+  }
+
+  it('two "nodes" (two launchers, --nnodes 2, loopback master) give the one-node, 4-process result', async () => {
+    const port = String(await freePort());
+    const node = (k: number) => launch(['--nnodes', '2', '--node-rank', String(k), '--nproc-per-node', '2', '--master-addr', '127.0.0.1', '--master-port', port], prefillArgs({ tp: 4, sp: 'on' }));
+    const [n0, n1] = [node(0), node(1)];
+    const [r0, r1] = await Promise.all([n0.done, n1.done]);
+    expect(r0.status, r0.stderr).toBe(0);
+    expect(r1.status, r1.stderr).toBe(0);
+    expect(r1.stdout).toBe('');
+    expectSameRun(JSON.parse(r0.stdout), await inProcess({ tp: 4, sp: 'on' }), 4);
+  });
+});
+
+describe('hcsp launch: faults end every rank within a bounded time, naming the cause, leaving nothing behind', () => {
+  it('a rank killed mid-run (SIGKILL): the others end within seconds naming it, the launcher says which, no process is left', async () => {
+    // long enough to be killed mid-run: the CPU reference at the small config
+    const args = ['prefill', '--backend', 'cpu', '--comm', 'mpi', '--config', 'small', '--tokens', '1024', '--tp', '4', '--sp', 'on', '--json', '--quiet'];
+    const job = launch(['--nproc-per-node', '4', '--master-port', String(await freePort())], args);
+    // every rank started, and has been running a while (past the rendezvous and the MPI join)
+    const victim = await waitFor('the four ranks', () => {
+      const ranks = marked(job.mark).filter(isRank);
+      return ranks.length === 4 && ranks.find((p) => p.rank === '2');
+    });
+    await new Promise((r) => setTimeout(r, 4000));
+    const killedAt = performance.now();
+    process.kill(victim.pid, 'SIGKILL');
+    const r = await job.done;
+    const secondsToFail = (performance.now() - killedAt) / 1000;
+    expect(r.stdout).toBe('');
+    expect(r.status).toBe(128 + 9);
+    const lines = hcspLines(r.stderr);
+    expect(lines).toContain(`hcsp launch: rank 2 (local rank 2, pid ${victim.pid}) was killed by SIGKILL; stopping ranks 0, 1, 3 of this node if they do not end within 3 s`);
+    for (const rank of [0, 1, 3]) {
+      expect(lines).toContain(`hcsp: rank ${rank} of 4: the job ended: rank 2 (pid ${victim.pid} on ${lines.join('').match(/on ([^:)]+)\)/)![1]}) was lost: its connection to the rendezvous store closed before it finished (it crashed or was killed)`);
+    }
+    // the others end by themselves, told by the store, well before the launcher's 3 s grace
+    expect(secondsToFail).toBeLessThan(3);
+    expect(marked(job.mark)).toEqual([]);
+  });
+
+  it('a launcher killed outright (SIGKILL): its ranks end by themselves (their IPC channel closes), none is left', async () => {
+    const args = ['prefill', '--backend', 'cpu', '--comm', 'mpi', '--config', 'small', '--tokens', '1024', '--tp', '2', '--sp', 'on', '--json', '--quiet'];
+    const job = launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], args);
+    await waitFor('the two ranks', () => marked(job.mark).filter(isRank).length === 2);
+    await new Promise((r) => setTimeout(r, 3000));
+    const killedAt = performance.now();
+    job.child.kill('SIGKILL');
+    await job.done;
+    await waitFor('no process of the job', () => marked(job.mark).length === 0, 15_000);
+    expect((performance.now() - killedAt) / 1000).toBeLessThan(15);
+  });
+
+  it('a rendezvous that never completes (node-rank 1 never started) times out on node 0, naming the missing ranks and node', async () => {
+    const job = launch(['--nnodes', '2', '--nproc-per-node', '2', '--master-port', String(await freePort()), '--rendezvous-timeout', '2'], prefillArgs({ tp: 4, sp: 'on' }));
+    const r = await job.done;
+    expect(r.status).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(hcspLines(r.stderr)).toContain(
+      'hcsp: the rendezvous timed out after 2 s: ranks 2, 3 of 4 never joined (node-rank 1: is its launcher started, with the same --master-addr and --master-port?)',
+    );
+    expect(r.seconds).toBeLessThan(30);
+    expect(marked(job.mark)).toEqual([]);
+  });
+
+  it('a node whose master never comes up: its ranks time out, naming where they looked', async () => {
+    const port = await freePort();
+    const job = launch(['--nnodes', '2', '--node-rank', '1', '--nproc-per-node', '1', '--master-port', String(port), '--rendezvous-timeout', '2'], prefillArgs({ tp: 2, sp: 'on' }));
+    const r = await job.done;
+    expect(r.status).toBe(1);
+    expect(hcspLines(r.stderr)[0]).toMatch(
+      new RegExp(`^hcsp: rank 1: no rendezvous store at 127\\.0\\.0\\.1:${port} after 2 s \\(.*ECONNREFUSED.*\\): rank 0 serves it; is rank 0's node \\(--node-rank 0\\) started, with this --master-addr and --master-port\\?$`),
+    );
+    expect(r.seconds).toBeLessThan(30);
+  });
+
+  it('a master port in use: rank 0 says so, and every rank ends', async () => {
+    const squatter = createServer(() => {});
+    await new Promise<void>((resolve) => squatter.listen(0, '127.0.0.1', resolve));
+    const { port } = squatter.address() as AddressInfo;
+    try {
+      const job = launch(['--nproc-per-node', '2', '--master-port', String(port), '--rendezvous-timeout', '20'], prefillArgs({ tp: 2, sp: 'on' }));
+      const r = await job.done;
+      expect(r.status).toBe(1);
+      const lines = hcspLines(r.stderr);
+      expect(lines).toContain(`hcsp: rank 0 cannot serve the rendezvous store: MASTER_PORT ${port} on 127.0.0.1 is in use (another job, or a second node started with --node-rank 0?): choose another --master-port`);
+      expect(lines.some((l) => l.startsWith('hcsp launch: rank 0 (local rank 0, pid '))).toBe(true);
+      // the launcher stops the rank left waiting on the squatter: the grace, then SIGTERM
+      expect(r.seconds).toBeLessThan(20);
+      expect(marked(job.mark)).toEqual([]);
+    } finally {
+      squatter.close();
+    }
+  });
+
+  it('launchers that disagree on the world size: one clear error naming both sizes, every rank ends', async () => {
+    const port = String(await freePort());
+    const n0 = launch(['--nnodes', '2', '--node-rank', '0', '--nproc-per-node', '2', '--master-port', port], prefillArgs({ tp: 4, sp: 'on' }));
+    const n1 = launch(['--nnodes', '2', '--node-rank', '1', '--nproc-per-node', '3', '--master-port', port], prefillArgs({ tp: 4, sp: 'on' }));
+    const [r0, r1] = await Promise.all([n0.done, n1.done]);
+    expect(r0.status).not.toBe(0);
+    expect(r1.status).not.toBe(0);
+    const all = [...hcspLines(r0.stderr), ...hcspLines(r1.stderr)];
+    expect(all.some((l) => /^hcsp: the ranks disagree on the world size: rank [345] \(pid \d+ on .+\) has WORLD_SIZE 6, rank 0 has 4 \(every node's launcher needs the same --nnodes and --nproc-per-node\)$/.test(l)), all.join('\n')).toBe(true);
+    expect(Math.max(r0.seconds, r1.seconds)).toBeLessThan(30);
+    expect([...marked(n0.mark), ...marked(n1.mark)]).toEqual([]);
+  });
+
+  it('ranks that plan different graphs (two nodes, different --seed) refuse together before any collective, naming each digest', async () => {
+    const port = String(await freePort());
+    const node = (k: number, seed: number) =>
+      launch(['--nnodes', '2', '--node-rank', String(k), '--nproc-per-node', '1', '--master-port', port], prefillArgs({ tp: 2, sp: 'on', seed }));
+    const [r0, r1] = await Promise.all([node(0, 3).done, node(1, 4).done]);
+    expect(r0.status).toBe(1);
+    expect(r1.status).toBe(1);
+    expect(hcspLines(r0.stderr)[0]).toMatch(/^hcsp: --comm mpi: the ranks planned different graphs \(digests of the graph and its feeds: rank 0: [0-9a-f]{12}, rank 1: [0-9a-f]{12}\); every rank needs the same command line and inputs$/);
+    expect(hcspLines(r1.stderr).filter((l) => l.startsWith('hcsp:'))).toEqual([]);
+  });
+
+  it('a world size that does not match --tp is one clear error', async () => {
+    const r = await launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], prefillArgs({ tp: 4, sp: 'on' })).done;
+    expect(r.status).toBe(1);
+    expect(hcspLines(r.stderr)).toContain('hcsp: --comm mpi: --tp 4 does not match WORLD_SIZE 2: hcsp launch starts --nnodes x --nproc-per-node ranks, one per TP rank');
+  });
+
+  it('a rank that fails after the start-up agreement ends the job through the store: its peer, waiting at a collective, ends naming it', async () => {
+    // two ranks started by hand with torchrun's variables (as any launcher would): rank 1
+    // fails after the agreement while rank 0 waits for it at a barrier
+    const port = String(await freePort());
+    const t0 = performance.now();
+    const ranks = [0, 1].map(
+      (rank) =>
+        new Promise<{ status: number | null; stderr: string }>((resolve) => {
+          const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/prefillRankFailChild.ts'], {
+            cwd: ROOT,
+            env: { ...process.env, OMPI_ALLOW_RUN_AS_ROOT: '1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM: '1', RANK: String(rank), WORLD_SIZE: '2', MASTER_ADDR: '127.0.0.1', MASTER_PORT: port },
+            stdio: ['ignore', 'ignore', 'pipe'],
+          });
+          let stderr = '';
+          child.stderr!.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+          const timer = setTimeout(() => child.kill('SIGKILL'), JOB_TIMEOUT_MS);
+          child.on('close', (status) => {
+            clearTimeout(timer);
+            resolve({ status, stderr });
+          });
+        }),
+    );
+    const [r0, r1] = await Promise.all(ranks);
+    expect(r1.status).toBe(1);
+    expect(hcspLines(r1.stderr)).toEqual(['hcsp: rank 1 of 2: injected failure after the start-up agreement']);
+    expect(r0.status).toBe(1);
+    expect(hcspLines(r0.stderr)).toEqual(['hcsp: rank 0 of 2: the job ended: rank 1 failed (see its message)']);
+    expect((performance.now() - t0) / 1000).toBeLessThan(60);
+  });
+
+  it('bad launcher options are refused before any rank starts', () => {
+    const run = (args: string[]) => spawnSync(process.execPath, [bundle, 'launch', ...args], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
+    const cases: [string[], string][] = [
+      [['--nproc-per-node', '2', '--', 'plan'], 'hcsp: hcsp launch runs `prefill ... --comm mpi|nccl` as ranks, got "plan": write `hcsp launch [options] -- prefill ...`'],
+      [['--nproc-per-node', '2', '--', 'prefill', '--tp', '2'], "hcsp: hcsp launch: the ranks' prefill needs --comm mpi (host ranks) or --comm nccl (GPU ranks), got no --comm (sim, every rank in one process)"],
+      [['--nproc-per-node', '0', '--', ...prefillArgs({ tp: 2, sp: 'on' })], 'hcsp: --nproc-per-node is too small: at least 1, got "0"'],
+      [['--nproc-per-node', '2', '--nnodes', '2', '--node-rank', '2', '--', ...prefillArgs({ tp: 4, sp: 'on' })], 'hcsp: --node-rank is too large: at most 1, got "2"'],
+      [['--nproc-per-node', '2', '--master-port', '70000', '--', ...prefillArgs({ tp: 2, sp: 'on' })], 'hcsp: --master-port is too large: at most 65535, got "70000"'],
+    ];
+    for (const [args, message] of cases) {
+      const r = run(args);
+      expect(r.status, args.join(' ')).toBe(1);
+      expect(r.stderr).toBe(message + '\n');
+    }
+  });
+});
