@@ -1,6 +1,8 @@
 // The native backend's N-API module: tensors on the host device (upload, download, free),
 // kernels run off the JavaScript thread, allocator counts, the BLAS library and GPU runtime
 // probes. packages/backend-rocm/src/nativeAddon.ts declares this surface for TypeScript.
+#include <cstdio>
+#include <cstdlib>
 #include <napi.h>
 
 #include <cstring>
@@ -208,6 +210,17 @@ Napi::Value gpuRuntime(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
+/**
+ * exitNow(code): ends this process at once (std::_Exit), without exit handlers: a job whose
+ * peer is lost may leave a worker thread blocked in a collective on it, which a normal exit
+ * (it joins Node's worker threads) would wait for forever.
+ */
+Napi::Value exitNow(const Napi::CallbackInfo& info) {
+  const int code = info[0].IsNumber() ? info[0].As<Napi::Number>().Int32Value() : 1;
+  std::fflush(nullptr);
+  std::_Exit(code);
+}
+
 Napi::Object init(Napi::Env env, Napi::Object exports) {
   env.SetInstanceData<InstanceData>(new InstanceData());
   exports.Set("NativeTensor", JsTensor::define(env));
@@ -225,6 +238,7 @@ Napi::Object init(Napi::Env env, Napi::Object exports) {
   exports.Set("info", Napi::Function::New(env, describe));
   exports.Set("blas", Napi::Function::New(env, blasLibrary));
   exports.Set("gpuRuntime", Napi::Function::New(env, gpuRuntime));
+  exports.Set("exitNow", Napi::Function::New(env, exitNow));
   registerNccl(env, exports);
   return exports;
 }

@@ -64,6 +64,8 @@ export interface NativeAddon {
   info(): { isa: string; threads: number; napiVersion: number };
   blas(): { path: string; coretype: string };
   gpuRuntime(kind: 'hip' | 'cuda'): GpuRuntimeProbe;
+  /** std::_Exit(code): ends the process at once, without exit handlers (a job with a lost peer) */
+  exitNow(code: number): never;
 }
 
 export const BUILD_COMMAND = 'npm run build:native';

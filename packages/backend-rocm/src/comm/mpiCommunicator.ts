@@ -292,6 +292,14 @@ export class MpiCommunicator implements Communicator {
     });
   }
 
+  /** every rank's bytes, in rank order (equal lengths on every rank); counted as control traffic */
+  gatherControlBytes(bytes: Uint8Array): Promise<Uint8Array[]> {
+    return this.serial('gatherControlBytes', async () => {
+      const buf = await mpi(() => this.addon.allGather(bytes, { control: true }));
+      return Array.from({ length: this.tp }, (_, r) => new Uint8Array(buf, r * bytes.byteLength, bytes.byteLength));
+    });
+  }
+
   barrier(): Promise<void> {
     return this.serial('barrier', () => mpi(() => this.addon.barrier()));
   }

@@ -117,7 +117,9 @@ function expectSameRun(launched: Record<string, any>, sim: Record<string, any>, 
   // the bytes each rank's communicator really sent are the simulated accounting's, rank by rank
   expect(launched.commBytesPerRank).toHaveLength(tp);
   expect(launched.commBytesPerRank).toEqual(sim.commBytesPerRank);
-  expect(launched.mpi.ranks).toBe(tp);
+  expect(launched.world.ranks).toBe(tp);
+  expect(launched.world.startedBy).toBe('launch');
+  expect(launched.world.library).toMatch(/^Open MPI v\d/);
 }
 
 describe('hcsp launch: one process per rank, met at rank 0\'s rendezvous, equals the in-process run', () => {
@@ -303,5 +305,19 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
       expect(r.status, args.join(' ')).toBe(1);
       expect(r.stderr).toBe(message + '\n');
     }
+  });
+});
+
+describe('hcsp launch -- prefill --comm nccl: GPU ranks on RCCL/NCCL', () => {
+  it('on a backend or device without a GPU, every rank refuses alike and rank 0 says why, once', async () => {
+    const args = ['prefill', '--backend', 'rocm', '--device', 'host', '--comm', 'nccl', '--config', 'tiny', '--tokens', '40', '--tp', '2', '--quiet'];
+    const r = await launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], args).done;
+    expect(r.status).toBe(1);
+    const lines = hcspLines(r.stderr).filter((l) => l.startsWith('hcsp:'));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^hcsp: --comm nccl runs on a GPU \(--backend rocm --device hip or cuda\), not on rocm on the host device \(\d+ threads\), exact \w+ GEMM$/);
+    const cpu = await launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], [...args.slice(0, 2), 'cpu', ...args.slice(5)]).done;
+    expect(cpu.status).toBe(1);
+    expect(hcspLines(cpu.stderr).filter((l) => l.startsWith('hcsp:'))).toEqual(["hcsp: --comm nccl runs a rank's part on --backend rocm with --device hip or cuda, not --backend cpu"]);
   });
 });

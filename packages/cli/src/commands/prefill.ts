@@ -1,8 +1,8 @@
 // `hcsp prefill`: a prefill of T tokens (seeded, or a prompt's ids) through the decoder stack
 // on tp ranks, on the chosen backend, with the SP plan applied (or forced on/off for
 // testing); optionally a golden dump of the named intermediate values. The ranks are
-// simulated in this process (--comm sim), or this process is one of them under mpirun
-// (--comm mpi, prefillMpi.ts).
+// simulated in this process (--comm sim), or this process is one of them under hcsp launch
+// or mpirun (--comm mpi|nccl, prefillRanked.ts).
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -29,7 +29,7 @@ import { backendNames, createBackend, findBackend } from '@hcsp/backends';
 import { backendOptionsFromFlags, deviceOption, gemmOption, type BackendChoiceFlags } from '../backendChoice.ts';
 import { checkpointProblemsError } from '../checkpoint/weightProblems.ts';
 import { dumpTensors, qsaDropStats } from './prefillDump.ts';
-import { checkRankBackend, COMM_MODES, planDigest, QuietRankExit, runPrefillRanked, type CommMode, type PrefillRank, type RankRunExtras } from './prefillMpi.ts';
+import { checkRankBackend, COMM_MODES, planDigest, QuietRankExit, runPrefillRanked, type CommMode, type PrefillRank, type RankRunExtras } from './prefillRanked.ts';
 import { resolveOutputTarget } from '../output/outputTarget.ts';
 import { writeOutput } from '../output/safeOutputFile.ts';
 import { layoutSafetensors } from '@hcsp/core';
@@ -91,13 +91,13 @@ function oneOf<T extends string>(v: string, allowed: readonly T[], name: string)
 export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string> {
   const comm = oneOf<CommMode>(opts.comm ?? 'sim', COMM_MODES, '--comm');
   if (comm === 'sim') return prefill(opts, null);
-  return runPrefillRanked((rank) => prefill(opts, rank));
+  return runPrefillRanked(comm, (rank) => prefill(opts, rank));
 }
 
 /** The prefill, of all ranks in this process (rank null) or as one rank of an MPI job. */
 async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promise<string> {
   const backendName = findBackend(opts.backend).name;
-  if (rank) checkRankBackend(backendName);
+  if (rank) checkRankBackend(backendName, rank.mode);
   const backendOptions = backendOptionsFromFlags(backendName, opts);
   const config = resolveModelConfig(opts.config);
   const tp = parseIntStrict(opts.tp, '--tp', { min: 1 });
@@ -167,9 +167,10 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
           ? prepared.plan.reason
           : planWithFloor({ config, tokens, tp, minTokens: floor.minTokens, capturing: false, mtp: config.mtp }, floor.source).reason;
     const backend = await interruptible(() => createBackend(backendName, backendOptions));
+    rank?.checkBackend(backend);
     const device = backend.describe();
     // under mpirun, rank 0's progress stands for all
-    const progress = nodeProgress(`prefill ${config.name} tp${tp} T=${tokens}${rank ? ` (MPI rank ${rank.rank})` : ''}`, { quiet: opts.quiet || (rank !== null && rank.rank !== 0) });
+    const progress = nodeProgress(`prefill ${config.name} tp${tp} T=${tokens}${rank ? ` (rank ${rank.rank})` : ''}`, { quiet: opts.quiet || (rank !== null && rank.rank !== 0) });
     const run = async (): Promise<RunResult & Partial<RankRunExtras>> => {
       try {
         const keep = [...selections.map((s) => s.id), ...Object.values(prepared.outputs.dumpValues), ...(prepared.outputs.mtp ? [prepared.outputs.mtp.logits, prepared.outputs.mtp.draftTokens] : []), prepared.outputs.logits, prepared.outputs.nextTokens];
@@ -213,7 +214,7 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
       chunk: prepared.plan.chunk,
       spStartLayer: prepared.plan.spStartLayer,
       reduce,
-      comm: rank ? 'mpi' : 'sim',
+      comm: rank ? rank.mode : 'sim',
       seed,
       weights: opts.weights ? resolve(opts.weights) : `synthetic (seed ${seed})`,
       nonFiniteWeights: Object.fromEntries(nonFinite),
@@ -236,11 +237,12 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
       hcRowsPerRank,
       // --comm mpi: the bytes each rank's communicator sent; sim: core's accounting of the graph
       commBytesPerRank,
-      mpi: rank ? { library: rank.library, ranks: tp, secondsPerRank: result.secondsPerRank, controlBytesPerRank: result.controlBytesPerRank } : null,
+      // --comm mpi|nccl: the processes' world
+      world: rank ? { library: rank.library, ranks: tp, startedBy: rank.startedBy, secondsPerRank: result.secondsPerRank, controlBytesPerRank: result.controlBytesPerRank } : null,
     };
     if (opts.json) return `${JSON.stringify(summary)}\n`;
     const lines = [
-      `prefill ${config.name} (${stack}) on ${summary.device}${rank ? `, ${tp} MPI ranks (${rank.library.split(',')[0]})` : ''}: T=${tokens}, tp=${tp}, SP ${summary.sp ? `on (C=${summary.chunk} rows/rank from layer ${summary.spStartLayer})` : `off (${summary.reason})`}, reduce=${reduce}`,
+      `prefill ${config.name} (${stack}) on ${summary.device}${rank ? `, ${tp} ${rank.mode === 'mpi' ? 'MPI' : rank.library.split(' ')[0]} ranks (${rank.library.split(',')[0]})` : ''}: T=${tokens}, tp=${tp}, SP ${summary.sp ? `on (C=${summary.chunk} rows/rank from layer ${summary.spStartLayer})` : `off (${summary.reason})`}, reduce=${reduce}`,
       `  weights: ${summary.weights}${nonFinite.size > 0 ? ` (${nonFinite.size} tensors hold NaN/Inf)` : ''}`,
       `  ${seconds.toFixed(3)} s, ${summary.tokensPerSecond.toFixed(1)} tokens/s`,
       `  output sha256 ${summary.outputSha256}; next token ${nextTokens.at(-1)}`,
@@ -257,7 +259,7 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
 export function registerPrefill(program: Command): void {
   program
     .command('prefill')
-    .description('prefill T seeded tokens through the decoder stack on tp ranks (simulated in this process, or one process per rank under mpirun with --comm mpi)')
+    .description('prefill T seeded tokens through the decoder stack on tp ranks (simulated in this process, or one process per rank with --comm mpi|nccl under hcsp launch or mpirun)')
     .addOption(new Option('--backend <name>', `executor: ${backendNames().join('|')}`).default('cpu'))
     .addOption(deviceOption())
     .addOption(gemmOption())
@@ -272,7 +274,11 @@ export function registerPrefill(program: Command): void {
     .option('--mtp-drafter <mode>', "where the MTP head's HC work runs under SP: gathered | sharded", 'gathered')
     .option('--sp <mode>', 'auto (the production gate, see Environment) | on (force sharding) | off', 'auto')
     .option('--reduce <alg>', `reduction order of the collectives: ${REDUCE_ALGORITHMS.join('|')}`, 'ring')
-    .option('--comm <mode>', 'sim (the tp ranks simulated in this process) | mpi (this process is one rank of an MPI job: mpirun -np <tp> hcsp prefill ... --comm mpi; --backend cpu or rocm; rank 0 prints)', 'sim')
+    .option(
+      '--comm <mode>',
+      'sim (the tp ranks simulated in this process) | mpi (this process is one host rank: hcsp launch --nproc-per-node <tp> -- prefill ... --comm mpi, or under mpirun; --backend cpu or rocm) | nccl (one GPU rank on RCCL/NCCL: --backend rocm --device hip|cuda); rank 0 prints',
+      'sim',
+    )
     .option('--seed <n>', 'seed of the token ids and synthetic weights', '0')
     .option('--weights <path>', 'a Hugging Face model folder, its model.safetensors.index.json, or one .safetensors file (default: synthetic weights)')
     .option('--stack <kind>', 'model (the real sub-layers) | hc-only (HC steps around a stand-in row-parallel linear)', 'model')

@@ -64,9 +64,9 @@ function expectSameRun(mpi: Record<string, any>, sim: Record<string, any>, tp: n
   // the bytes each rank's communicator really sent are the simulated accounting's, rank by rank
   expect(mpi.commBytesPerRank).toHaveLength(tp);
   expect(mpi.commBytesPerRank).toEqual(sim.commBytesPerRank);
-  expect(mpi.mpi.ranks).toBe(tp);
-  expect(mpi.mpi.library).toMatch(/^Open MPI v\d/);
-  expect(mpi.mpi.secondsPerRank).toHaveLength(tp);
+  expect(mpi.world.ranks).toBe(tp);
+  expect(mpi.world.library).toMatch(/^Open MPI v\d/);
+  expect(mpi.world.secondsPerRank).toHaveLength(tp);
 }
 
 describe('hcsp prefill --comm mpi: one process per rank under mpirun equals the in-process run', () => {
@@ -121,7 +121,8 @@ describe('hcsp prefill --comm mpi: start-up failures end every rank, reported on
     const four = alone(4);
     expect(four.status).toBe(1);
     expect(four.stderr).toBe(
-      'hcsp: --comm mpi: this process was not started by mpirun (OMPI_COMM_WORLD_SIZE is unset), so its MPI world is 1 rank, but --tp is 4: start it as mpirun -np 4 hcsp prefill ... --comm mpi\n',
+      'hcsp: --comm mpi: this process was started neither by hcsp launch (RANK is unset) nor by mpirun (OMPI_COMM_WORLD_SIZE is unset), so its world is 1 rank, but --tp is 4: ' +
+        'start it as hcsp launch --nproc-per-node 4 -- prefill ... --comm mpi (or mpirun -np 4 hcsp prefill ... --comm mpi)\n',
     );
     const one = alone(1);
     expect(one.status, one.stderr).toBe(0);

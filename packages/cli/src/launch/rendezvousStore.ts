@@ -356,6 +356,18 @@ export class RendezvousClient {
     });
   }
 
+  /** bytes this rank has sent through the store since it joined */
+  get bytesSent(): number {
+    return this.socket.bytesWritten;
+  }
+
+  /** every rank's `bytes` under `key`, in rank order (each rank sets its own, then reads all) */
+  async gather(key: string, bytes: Uint8Array): Promise<Uint8Array[]> {
+    await this.set(`${key}/${this.rank}`, Buffer.from(bytes).toString('base64'));
+    const all = await Promise.all(Array.from({ length: this.options.worldSize }, (_, r) => this.get(`${key}/${r}`)));
+    return all.map((b) => new Uint8Array(Buffer.from(b, 'base64')));
+  }
+
   /** tells every rank that this one failed (they end with `message`); resolves once it is written (or after a second) */
   fail(message: string): Promise<void> {
     this.leaving = true;

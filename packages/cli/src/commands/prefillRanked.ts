@@ -1,25 +1,31 @@
-// `hcsp prefill --comm mpi`: this process is one rank of an MPI job (mpirun -np <tp> hcsp
-// prefill ... --comm mpi). It runs only its part of the graph (core's rankGraph) on the
-// chosen backend, meeting its peers at the collectives through the MPI communicator
-// (backend-rocm's comm/mpiCommunicator.ts over the hcsp_mpi addon), reads only the weights
-// its part uses, and hands rank 0 what the summary needs: every output of the graph is rank
-// 0's, the other ranks send their run statistics (HC rows, bytes really sent, seconds).
+// `hcsp prefill --comm mpi|nccl`: this process is one rank of a job of separately started
+// processes, one per TP rank: started by `hcsp launch` (torchrun's variables; the ranks meet
+// at rank 0's rendezvous store) or by mpirun (Open MPI's variables). It runs only its part of
+// the graph (core's rankGraph) on the chosen backend, meeting its peers at the collectives
+// through its communicator: MPI for host ranks (backend-rocm's comm/mpiCommunicator.ts, the
+// reference's sum orders), RCCL/NCCL for GPU ranks (comm/ncclCommunicator.ts, the library's
+// own order). It reads only the weights its part uses, and hands rank 0 what the summary
+// needs: every output of the graph is rank 0's, the other ranks send their run statistics
+// (HC rows, bytes really sent, seconds) over the control plane (launch/rankControl.ts).
 //
-// How a job fails: MPI starts first; every rank then checks its options, plans, builds the
-// graph and starts its backend, and all meet at a start-up agreement (startTogether) before
-// any collective. A rank that failed before it, or ranks whose plans differ (a digest of the
-// graph and the feeds), make every rank end there: the failure is reported once by rank 0
-// when every rank met it alike, else by each failed rank. A failure after the agreement (a
-// peer may wait at a collective forever) is reported by its rank, then MPI_Abort ends the job.
+// How a job fails: the ranks meet first (the store checks the world; MPI starts); every rank
+// then checks its options, plans, builds the graph and starts its backend, and all meet at a
+// start-up agreement (startTogether) before any collective. A rank that failed before it, or
+// ranks whose plans differ (a digest of the graph and the feeds), make every rank end there:
+// the failure is reported once by rank 0 when every rank met it alike, else by each failed
+// rank. A failure after the agreement (a peer may wait at a collective forever) is reported
+// by its rank, then the whole job ends: through the store under hcsp launch, MPI_Abort under
+// mpirun.
 import { createHash } from 'node:crypto';
 import type { Backend, CommBytes, Graph, PreparedGraph, RunOptions, RunResult, SessionOptions, Tensor, ValueId, WeightSource } from '@hcsp/core';
 import { rankGraph } from '@hcsp/core';
-import type { MpiCommunicator } from '@hcsp/backend-rocm';
+import type { MpiCommunicator, NcclCommunicator, RocmBackend } from '@hcsp/backend-rocm';
+import { aloneControl, gatherNumbers, mpiControl, storeControl, type RankControl } from '../launch/rankControl.ts';
 import { endWithLauncher } from '../launch/launcher.ts';
 import { launchedRank, type LaunchedRank } from '../launch/rankEnv.ts';
 import { RendezvousClient, RendezvousError, RendezvousServer } from '../launch/rendezvousStore.ts';
 
-export const COMM_MODES = ['sim', 'mpi'] as const;
+export const COMM_MODES = ['sim', 'mpi', 'nccl'] as const;
 export type CommMode = (typeof COMM_MODES)[number];
 
 /** This rank has nothing to add to a failure another rank reports: the command exits 1 without a message. */
@@ -62,9 +68,13 @@ type RankBackend = Backend & { prepare(graph: Graph, weights: WeightSource, sess
 
 const RANK_BACKENDS = ['cpu', 'rocm'];
 
+/** A multi-process communicator: MPI (host ranks) or RCCL/NCCL (GPU ranks). */
+export type RankCommMode = Exclude<CommMode, 'sim'>;
+
 /** Checks that a backend can run a rank's part (its prepare takes the communicator). */
-export function checkRankBackend(name: string): void {
-  if (!RANK_BACKENDS.includes(name)) throw new Error(`--comm mpi runs a rank's part on --backend ${RANK_BACKENDS.join(' or ')}, not ${name}`);
+export function checkRankBackend(name: string, mode: RankCommMode): void {
+  if (mode === 'nccl' && name !== 'rocm') throw new Error(`--comm nccl runs a rank's part on --backend rocm with --device hip or cuda, not --backend ${name}`);
+  if (!RANK_BACKENDS.includes(name)) throw new Error(`--comm ${mode} runs a rank's part on --backend ${RANK_BACKENDS.join(' or ')}, not ${name}`);
 }
 
 /**
@@ -88,54 +98,87 @@ export function planDigest(graph: Graph, feeds: ReadonlyMap<ValueId, Tensor>): n
   return digest48(h);
 }
 
-/** One rank of the job: its communicator and what it reports. */
+/** How this process was started: by hcsp launch (torchrun's variables), by mpirun, or alone (a world of one). */
+type StartedBy = 'launch' | 'mpirun' | 'alone';
+
+/** One rank of the job: its control plane, its communicator and what it reports. */
 export class PrefillRank {
   /** set once this rank reached the start-up agreement (startTogether) */
   private started = false;
+  /** nccl: opened at the run, on the backend's GPU */
+  private nccl: NcclCommunicator | null = null;
 
   private constructor(
-    readonly comm: MpiCommunicator,
-    readonly library: string,
-    /** how this process was started: by mpirun, by hcsp launch (torchrun's variables), or alone */
-    private readonly startedBy: 'mpirun' | 'launch' | 'alone',
+    readonly mode: RankCommMode,
+    readonly control: RankControl,
+    /** the MPI world: the communicator of --comm mpi; under mpirun also --comm nccl's control plane */
+    private readonly mpi: MpiCommunicator | null,
+    readonly startedBy: StartedBy,
     /** hcsp launch: this rank's connection to the rendezvous store, and rank 0's store */
     private readonly rendezvous: Rendezvous | null = null,
   ) {}
 
   get rank(): number {
-    return this.comm.rank;
+    return this.control.rank;
+  }
+
+  get tp(): number {
+    return this.control.tp;
+  }
+
+  /** the communicator's library, e.g. "Open MPI v4.1.4, ..." or "RCCL 2.18.3" (nccl: once the run opened it) */
+  get library(): string {
+    return this.mode === 'mpi' ? this.mpi!.library() : (this.nccl?.library() ?? '');
   }
 
   /**
-   * Starts MPI in this process: under mpirun as its rank of MPI_COMM_WORLD; under hcsp launch
-   * (torchrun's variables) by meeting the other ranks at rank 0's rendezvous store and
-   * joining their MPI world (MpiCommunicator.join); else as a world of one.
+   * Joins the job: under hcsp launch by meeting the other ranks at rank 0's rendezvous
+   * store (and, for --comm mpi, joining their MPI world: MpiCommunicator.join); under mpirun
+   * as its rank of MPI_COMM_WORLD; else as a world of one.
    */
-  static async open(): Promise<PrefillRank> {
-    const { MpiCommunicator } = await import('@hcsp/backend-rocm');
-    const launched = mpirunRank(process.env) === null ? launchedRank(process.env) : null;
-    if (launched === null) {
-      const comm = MpiCommunicator.open();
-      return new PrefillRank(comm, comm.library(), mpirunRank(process.env) !== null ? 'mpirun' : 'alone');
+  static async open(mode: RankCommMode): Promise<PrefillRank> {
+    const { MpiCommunicator, loadNativeAddon } = await import('@hcsp/backend-rocm');
+    const mpirun = mpirunRank(process.env) !== null;
+    const launched = mpirun ? null : launchedRank(process.env);
+    if (launched !== null) {
+      const rendezvous = await meet(launched);
+      if (mode === 'mpi') {
+        const comm = await MpiCommunicator.join(launched.rank, launched.worldSize, rendezvous.client);
+        rendezvous.exit = (code) => comm.exitNow(code);
+        return new PrefillRank(mode, mpiControl(comm), comm, 'launch', rendezvous);
+      }
+      const addon = loadNativeAddon();
+      rendezvous.exit = (code) => addon.exitNow(code);
+      return new PrefillRank(mode, storeControl(rendezvous.client, launched.worldSize), null, 'launch', rendezvous);
     }
-    const rendezvous = await meet(launched);
-    const comm = await MpiCommunicator.join(launched.rank, launched.worldSize, rendezvous.client);
-    rendezvous.exit = (code) => comm.exitNow(code);
-    return new PrefillRank(comm, comm.library(), 'launch', rendezvous);
+    if (mode === 'mpi' || mpirun) {
+      const comm = MpiCommunicator.open();
+      return new PrefillRank(mode, mpiControl(comm), comm, mpirun ? 'mpirun' : 'alone');
+    }
+    return new PrefillRank(mode, aloneControl, null, 'alone');
   }
 
   /** --tp must be the world size: one process per rank */
   checkWorld(tp: number): void {
-    const size = this.comm.tp;
+    const size = this.tp;
     if (size === tp) return;
+    const flag = `--comm ${this.mode}`;
     if (this.startedBy === 'launch') {
-      throw new Error(`--comm mpi: --tp ${tp} does not match WORLD_SIZE ${size}: hcsp launch starts --nnodes x --nproc-per-node ranks, one per TP rank`);
+      throw new Error(`${flag}: --tp ${tp} does not match WORLD_SIZE ${size}: hcsp launch starts --nnodes x --nproc-per-node ranks, one per TP rank`);
     }
     throw new Error(
       this.startedBy === 'mpirun'
-        ? `--comm mpi: --tp ${tp} does not match the MPI world size ${size}: start one process per rank (mpirun -np ${tp} ...)`
-        : `--comm mpi: this process was not started by mpirun (OMPI_COMM_WORLD_SIZE is unset), so its MPI world is ${size} rank, but --tp is ${tp}: start it as mpirun -np ${tp} hcsp prefill ... --comm mpi`,
+        ? `${flag}: --tp ${tp} does not match the MPI world size ${size}: start one process per rank (mpirun -np ${tp} ...)`
+        : `${flag}: this process was started neither by hcsp launch (RANK is unset) nor by mpirun (OMPI_COMM_WORLD_SIZE is unset), so its world is ${size} rank, but --tp is ${tp}: ` +
+            `start it as hcsp launch --nproc-per-node ${tp} -- prefill ... ${flag} (or mpirun -np ${tp} hcsp prefill ... ${flag})`,
     );
+  }
+
+  /** --comm nccl runs on a GPU: the backend must have opened one (hip or cuda; the emulated device has no RCCL/NCCL) */
+  checkBackend(backend: Backend): void {
+    if (this.mode !== 'nccl') return;
+    const gpu = (backend as RocmBackend).gpu;
+    if (!gpu || gpu.kind === 'emulated') throw new Error(`--comm nccl runs on a GPU (--backend rocm --device hip or cuda), not on ${backend.describe()}`);
   }
 
   /**
@@ -149,9 +192,9 @@ export class PrefillRank {
   async startTogether(failure: unknown, digest = 0): Promise<void> {
     if (this.started) throw new Error('prefill rank: the start-up agreement ran twice');
     this.started = true;
-    const { comm } = this;
+    const comm = this.control;
     const message = failure === null ? '' : messageOf(failure);
-    const all = await comm.gatherControl(Float64Array.of(failure === null ? 0 : 1, digest48(createHash('sha256').update(message)), digest));
+    const all = await gatherNumbers(comm, Float64Array.of(failure === null ? 0 : 1, digest48(createHash('sha256').update(message)), digest));
     const failed = all.flatMap((v, r) => (v[0] === 1 ? [r] : []));
     const plans = new Set(all.map((v) => v[2]));
     if (failed.length === 0 && plans.size === 1) return;
@@ -159,14 +202,14 @@ export class PrefillRank {
     if (failed.length === 0) {
       if (comm.rank !== 0) throw new QuietRankExit();
       const each = all.map((v, r) => `rank ${r}: ${v[2].toString(16).padStart(12, '0')}`).join(', ');
-      throw new RankStartupFailure(`--comm mpi: the ranks planned different graphs (digests of the graph and its feeds: ${each}); every rank needs the same command line and inputs`);
+      throw new RankStartupFailure(`--comm ${this.mode}: the ranks planned different graphs (digests of the graph and its feeds: ${each}); every rank needs the same command line and inputs`);
     }
     if (failed.length === comm.tp && all.every((v) => v[1] === all[0][1])) {
       if (comm.rank === 0) throw new RankStartupFailure(message);
       throw new QuietRankExit();
     }
     if (failure !== null) throw new RankStartupFailure(`rank ${comm.rank} of ${comm.tp}: ${message}`);
-    if (comm.rank === 0) throw new RankStartupFailure(`--comm mpi: rank${failed.length > 1 ? 's' : ''} ${failed.join(', ')} of ${comm.tp} failed before the run (see ${failed.length > 1 ? 'their messages' : 'its message'})`);
+    if (comm.rank === 0) throw new RankStartupFailure(`--comm ${this.mode}: rank${failed.length > 1 ? 's' : ''} ${failed.join(', ')} of ${comm.tp} failed before the run (see ${failed.length > 1 ? 'their messages' : 'its message'})`);
     throw new QuietRankExit();
   }
 
@@ -189,16 +232,18 @@ export class PrefillRank {
     options: RunOptions & { keep: ValueId[] },
   ): Promise<RunResult & RankRunExtras> {
     if (!this.started) throw new Error('prefill rank: run() before the start-up agreement (startTogether)');
-    const { comm } = this;
-    const part = rankGraph(graph, comm.rank);
+    const r = this.rank;
+    const part = rankGraph(graph, r);
     const keep = options.keep.filter((id) => part.values[id] !== undefined);
-    if (comm.rank === 0) {
+    if (r === 0) {
       const missing = options.keep.filter((id) => part.values[id] === undefined);
-      if (missing.length > 0) throw new Error(`--comm mpi: rank 0 does not compute ${missing.join(', ')}, which the summary needs`);
+      if (missing.length > 0) throw new Error(`--comm ${this.mode}: rank 0 does not compute ${missing.join(', ')}, which the summary needs`);
     }
+    const comm = this.mode === 'mpi' ? this.mpi! : await this.openNccl(backend as RocmBackend);
     const prepared = await (backend as RankBackend).prepare(part, weights, { communicator: comm });
     let result: RunResult;
     const before = comm.bytesSent();
+    const controlBefore = this.control.bytesSent();
     try {
       const rankFeeds = new Map([...feeds].filter(([id]) => part.inputs.includes(id)));
       result = await prepared.run(rankFeeds, { ...options, keep });
@@ -206,16 +251,15 @@ export class PrefillRank {
       await prepared.dispose();
     }
     const after = comm.bytesSent();
-    const r = comm.rank;
     const mine = Float64Array.from([
       result.stats.hcRowsPerRank[r],
       after.allReduce - before.allReduce,
       after.allGather - before.allGather,
       after.reduceScatter - before.reduceScatter,
       result.stats.seconds,
-      after.control - before.control,
+      this.control.bytesSent() - controlBefore,
     ]);
-    const all = await comm.gatherControl(mine);
+    const all = await gatherNumbers(this.control, mine);
     const commBytesPerRank: CommBytes[] = all.map((v) => ({ allReduce: v[1], allGather: v[2], reduceScatter: v[3] }));
     const secondsPerRank = all.map((v) => v[4]);
     return {
@@ -226,21 +270,44 @@ export class PrefillRank {
     };
   }
 
+  /** --comm nccl: rank 0 makes the unique id, every rank gets it over the control plane, then all open the communicator on their GPU together */
+  private async openNccl(backend: RocmBackend): Promise<NcclCommunicator> {
+    const { NcclCommunicator, NCCL_UNIQUE_ID_BYTES } = await import('@hcsp/backend-rocm');
+    const gpu = backend.gpu!;
+    const mine = this.rank === 0 ? NcclCommunicator.uniqueId(gpu) : new Uint8Array(NCCL_UNIQUE_ID_BYTES);
+    const uniqueId = (await this.control.gather(mine))[0];
+    this.nccl = await NcclCommunicator.open({ gpu, rank: this.rank, size: this.tp, uniqueId });
+    return this.nccl;
+  }
+
+  /** ends this process at once (a job already lost: a collective may be blocked on a lost peer) */
+  private exitNow(code: number): never {
+    this.nccl?.abort();
+    if (this.rendezvous) return this.rendezvous.exit(code);
+    if (this.mpi) return this.mpi.exitNow(code);
+    return process.exit(code);
+  }
+
   /**
    * After a failure on this rank past the agreement: say so, then end the whole job (its
    * peers may wait at a collective forever otherwise): under hcsp launch through the
-   * rendezvous store (every rank ends, naming this one), else MPI_Abort.
+   * rendezvous store (every rank ends, naming this one), under mpirun by MPI_Abort.
    */
   async fail(e: unknown): Promise<never> {
-    process.stderr.write(`hcsp: rank ${this.comm.rank} of ${this.comm.tp}: ${messageOf(e)}\n`);
-    if (this.rendezvous === null) return this.comm.abort(1);
-    await this.rendezvous.client.fail(`rank ${this.comm.rank} failed (see its message)`);
-    return this.comm.exitNow(1);
+    process.stderr.write(`hcsp: rank ${this.rank} of ${this.tp}: ${messageOf(e)}\n`);
+    if (this.rendezvous !== null) {
+      await this.rendezvous.client.fail(`rank ${this.rank} failed (see its message)`);
+      return this.exitNow(1);
+    }
+    this.nccl?.abort();
+    if (this.mpi) return this.mpi.abort(1);
+    return process.exit(1);
   }
 
-  /** MPI_Finalize; under hcsp launch, then leaves the rendezvous (rank 0 once every rank has) */
+  /** ends the communicators (NCCL's, MPI_Finalize); under hcsp launch, then leaves the rendezvous (rank 0 once every rank has) */
   async finalize(): Promise<void> {
-    await this.comm.finalize();
+    await this.nccl?.destroy();
+    await this.mpi?.finalize();
     if (this.rendezvous === null) return;
     await this.rendezvous.client.bye();
     await this.rendezvous.server?.closeWhenDone();
@@ -248,15 +315,16 @@ export class PrefillRank {
 }
 
 /**
- * `prefill --comm mpi`: starts MPI, runs `body` as this rank and ends MPI. A failure to
- * start MPI is every rank's alike (the same addon, the same machine's MPI): rank 0 reports
- * it. `body` calls startTogether right before its run; a failure before that joins the
- * agreement as this rank's; a failure after it ends the whole job (PrefillRank.fail).
+ * `prefill --comm mpi|nccl`: joins the job, runs `body` as this rank and leaves it. A failure
+ * to join that every rank meets alike (the same addon, the same machine's MPI, the store's
+ * verdict) is reported by rank 0. `body` calls startTogether right before its run; a failure
+ * before that joins the agreement as this rank's; a failure after it ends the whole job
+ * (PrefillRank.fail).
  */
-export async function runPrefillRanked(body: (rank: PrefillRank) => Promise<string>): Promise<string> {
+export async function runPrefillRanked(mode: RankCommMode, body: (rank: PrefillRank) => Promise<string>): Promise<string> {
   let rank: PrefillRank;
   try {
-    rank = await PrefillRank.open();
+    rank = await PrefillRank.open(mode);
   } catch (e) {
     // what rank 0 reports too (a failure to start MPI, the store's verdict on the rendezvous)
     const everyones = !(e instanceof RendezvousError) || e.fromStore;
@@ -296,7 +364,7 @@ function launchedRankOrNull(): LaunchedRank | null {
 interface Rendezvous {
   client: RendezvousClient;
   server: RendezvousServer | null;
-  /** how this process ends when the job is aborted (once MPI runs: at once, see MpiCommunicator.exitNow) */
+  /** how this process ends when the job is aborted (once a communicator runs: at once, std::_Exit) */
   exit: (code: number) => never;
 }
 
