@@ -138,6 +138,25 @@ describe('hcsp launch: one process per rank, met at rank 0\'s rendezvous, equals
     }
   }
 
+  it('with a checkpoint, each rank reads only its part\'s slices: the same output, less than the whole run reads', async () => {
+    const dir = join(outdir, 'tiny-weights');
+    const w = spawnSync(process.execPath, [bundle, 'weights', '--config', 'tiny', '--seed', '3', '--out', dir], { cwd: ROOT, encoding: 'utf8', timeout: JOB_TIMEOUT_MS });
+    expect(w.status, w.stderr).toBe(0);
+    const args = [...prefillArgs({ tp: 2, sp: 'on' }), '--weights', dir];
+    const r = await launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], args).done;
+    expect(r.status, r.stderr).toBe(0);
+    const launched = JSON.parse(r.stdout);
+    const sim = JSON.parse(await runPrefillCommand({ backend: 'rocm', device: 'host', config: 'tiny', tokens: '40', seed: '3', stack: 'model', json: true, quiet: true, tp: '2', sp: 'on', reduce: 'ordered', weights: dir }));
+    expect(launched.outputSha256).toBe(sim.outputSha256);
+    const [r0, r1] = launched.world.weightBytesReadPerRank;
+    // the in-process run reads every rank's slices; a rank reads the replicated weights and its own half of the sharded ones
+    expect(r0).toBe(r1);
+    expect(r0).toBeLessThan(sim.weightBytesRead);
+    const replicated = 2 * r0 - sim.weightBytesRead;
+    expect(replicated).toBeGreaterThanOrEqual(0);
+    expect(replicated).toBeLessThan(r0);
+  });
+
   it('two "nodes" (two launchers, --nnodes 2, loopback master) give the one-node, 4-process result', async () => {
     const port = String(await freePort());
     const node = (k: number) => launch(['--nnodes', '2', '--node-rank', String(k), '--nproc-per-node', '2', '--master-addr', '127.0.0.1', '--master-port', port], prefillArgs({ tp: 4, sp: 'on' }));

@@ -177,7 +177,7 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
         if (!rank) return await runOnce(backend, prepared.graph, prepared.feeds, prepared.weights, { onNode: progress.onNode, keep });
         // every rank is ready (or all end together): only then does any rank enter a collective
         await rank.startTogether(null, planDigest(prepared.graph, prepared.feeds));
-        return await rank.run(backend, prepared.graph, prepared.feeds, prepared.weights, { onNode: progress.onNode, keep });
+        return await rank.run(backend, prepared.graph, prepared.feeds, prepared.weights, { onNode: progress.onNode, keep, weightBytesRead: () => checkpoint?.bytesRead() ?? 0 });
       } finally {
         progress.stop();
         await backend.dispose();
@@ -238,7 +238,18 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
       // --comm mpi: the bytes each rank's communicator sent; sim: core's accounting of the graph
       commBytesPerRank,
       // --comm mpi|nccl: the processes' world
-      world: rank ? { library: rank.library, ranks: tp, startedBy: rank.startedBy, secondsPerRank: result.secondsPerRank, controlBytesPerRank: result.controlBytesPerRank } : null,
+      world: rank
+        ? {
+            library: rank.library,
+            ranks: tp,
+            startedBy: rank.startedBy,
+            secondsPerRank: result.secondsPerRank,
+            controlBytesPerRank: result.controlBytesPerRank,
+            weightBytesReadPerRank: result.weightBytesReadPerRank,
+          }
+        : null,
+      // checkpoint bytes this process read (--comm mpi|nccl: per rank in world)
+      weightBytesRead: checkpoint ? checkpoint.bytesRead() : null,
     };
     if (opts.json) return `${JSON.stringify(summary)}\n`;
     const lines = [

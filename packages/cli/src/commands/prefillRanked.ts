@@ -61,6 +61,8 @@ function mpirunRank(env: Record<string, string | undefined>): { rank: number; si
 export interface RankRunExtras {
   secondsPerRank: number[];
   controlBytesPerRank: number[];
+  /** checkpoint bytes each rank read (its part's weight slices; 0 for synthetic weights) */
+  weightBytesReadPerRank: number[];
 }
 
 /** A backend whose prepare takes a rank's communicator (core's GraphSession options): cpu and rocm. */
@@ -229,7 +231,7 @@ export class PrefillRank {
     graph: Graph,
     feeds: Map<ValueId, Tensor>,
     weights: WeightSource,
-    options: RunOptions & { keep: ValueId[] },
+    options: RunOptions & { keep: ValueId[]; weightBytesRead: () => number },
   ): Promise<RunResult & RankRunExtras> {
     if (!this.started) throw new Error('prefill rank: run() before the start-up agreement (startTogether)');
     const r = this.rank;
@@ -258,6 +260,7 @@ export class PrefillRank {
       after.reduceScatter - before.reduceScatter,
       result.stats.seconds,
       this.control.bytesSent() - controlBefore,
+      options.weightBytesRead(),
     ]);
     const all = await gatherNumbers(this.control, mine);
     const commBytesPerRank: CommBytes[] = all.map((v) => ({ allReduce: v[1], allGather: v[2], reduceScatter: v[3] }));
@@ -267,6 +270,7 @@ export class PrefillRank {
       stats: { seconds: Math.max(...secondsPerRank), hcRowsPerRank: all.map((v) => v[0]), commBytesPerRank },
       secondsPerRank,
       controlBytesPerRank: all.map((v) => v[5]),
+      weightBytesReadPerRank: all.map((v) => v[6]),
     };
   }
 
