@@ -1,0 +1,166 @@
+import type { ExactKernelTable, ExactTensor } from './exactTensor.ts';
+
+// Float64 kernels of the GatedDeltaNet ops (graph/ops/gdnOps.ts): the math of
+// layers/gdn/gdnMath.ts line by line in plain double arithmetic, with none of its roundings
+// (no Math.fround, no bf16 rounding of outputs, no fp32 library functions: expF32 ->
+// Math.exp, sigmoidF32/siluF32/softplusF32 -> their double formulas, rsqrtF32 -> 1 /
+// Math.sqrt). The formula and the algorithm stay: the same epsilons, the same causal conv
+// with zeros before row 0, the same recurrence from a zero state, softplus's threshold of 20
+// (torch's: above it softplus(x) = x, the formula the model is defined with).
+
+function num(attrs: Record<string, unknown>, name: string, op: string): number {
+  const v = attrs[name];
+  if (typeof v !== 'number' || !Number.isFinite(v)) throw new Error(`${op}: attribute '${name}' must be a finite number, got ${String(v)}`);
+  return v;
+}
+
+/** Input port i of `op` as float64 values, present and floating. */
+function f64(inputs: (ExactTensor | null)[], i: number, name: string, op: string): { shape: readonly number[]; data: Float64Array } {
+  const t = inputs[i];
+  if (!t) throw new Error(`${op}: input '${name}' is missing`);
+  if (!(t.data instanceof Float64Array)) throw new Error(`${op}: input '${name}' is ${t.dtype} with integer data, expected floating values`);
+  return { shape: t.shape, data: t.data };
+}
+
+function rows2d(t: { shape: readonly number[] }, name: string, op: string, cols: number): number {
+  if (t.shape.length !== 2 || t.shape[1] !== cols) throw new Error(`${op}: input '${name}' is [${t.shape.join(',')}], expected [T,${cols}]`);
+  return t.shape[0];
+}
+
+const sigmoid = (x: number): number => 1 / (1 + Math.exp(-x));
+const silu = (x: number): number => x * sigmoid(x);
+/** softplus(x) = log(1 + exp(x)), = x above 20 (torch's threshold, as softplusF32). */
+const softplus = (x: number): number => (x > 20 ? x : Math.log1p(Math.exp(x)));
+
+export const gdnExact: ExactKernelTable = {
+  perRank: {
+    // y[t,c] = silu(sum_j w[c,j] x[t-K+1+j, c]), zeros before row 0
+    gdnConvSilu: (inputs, attrs) => {
+      const op = 'gdnConvSilu';
+      const x = f64(inputs, 0, 'x', op);
+      const w = f64(inputs, 1, 'w', op);
+      const K = num(attrs, 'kernel', op);
+      const C = w.shape[0];
+      if (w.shape.length !== 3 || w.shape[1] !== 1 || w.shape[2] !== K) throw new Error(`${op}: weight is [${w.shape.join(',')}], expected [C,1,${K}]`);
+      const T = rows2d(x, 'x', op, C);
+      const y = new Float64Array(T * C);
+      for (let t = 0; t < T; t++) {
+        for (let c = 0; c < C; c++) {
+          let acc = 0;
+          for (let j = 0; j < K; j++) {
+            const src = t - K + 1 + j;
+            if (src >= 0) acc += w.data[c * K + j] * x.data[src * C + c];
+          }
+          y[t * C + c] = silu(acc);
+        }
+      }
+      return [{ dtype: 'bf16', shape: [T, C], data: y }];
+    },
+    // g = -exp(A_log) * softplus(a + dt_bias), beta = sigmoid(b)
+    gdnGates: (inputs) => {
+      const op = 'gdnGates';
+      const b = f64(inputs, 0, 'b', op);
+      const a = f64(inputs, 1, 'a', op);
+      const aLog = f64(inputs, 2, 'aLog', op);
+      const dt = f64(inputs, 3, 'dtBias', op);
+      const heads = aLog.data.length;
+      const T = rows2d(b, 'b', op, heads);
+      rows2d(a, 'a', op, heads);
+      if (dt.data.length !== heads) throw new Error(`${op}: dtBias has ${dt.data.length} values, expected ${heads}`);
+      const g = new Float64Array(T * heads);
+      const beta = new Float64Array(T * heads);
+      for (let i = 0; i < T * heads; i++) {
+        const h = i % heads;
+        g[i] = -Math.exp(aLog.data[h]) * softplus(a.data[i] + dt.data[h]);
+        beta[i] = sigmoid(b.data[i]);
+      }
+      return [
+        { dtype: 'f32', shape: [T, heads], data: g },
+        { dtype: 'bf16', shape: [T, heads], data: beta },
+      ];
+    },
+    // the gated delta rule from a zero state, per value head (key head h / group):
+    // q, k = l2norm (eps), q *= scale; S = exp(g) S; u = S^T k; S += k (x) beta (v - u); o = S^T q
+    gdnRecurrence: (inputs, attrs) => {
+      const op = 'gdnRecurrence';
+      const kh = num(attrs, 'keyHeads', op);
+      const vh = num(attrs, 'valueHeads', op);
+      const dk = num(attrs, 'keyDim', op);
+      const dv = num(attrs, 'valueDim', op);
+      const scale = num(attrs, 'scale', op);
+      const eps = num(attrs, 'l2Eps', op);
+      if (vh % kh !== 0) throw new Error(`${op}: value heads ${vh} are not a multiple of key heads ${kh}`);
+      const qkv = f64(inputs, 0, 'qkv', op);
+      const g = f64(inputs, 1, 'g', op);
+      const beta = f64(inputs, 2, 'beta', op);
+      const C = 2 * kh * dk + vh * dv;
+      const T = rows2d(qkv, 'qkv', op, C);
+      if (rows2d(g, 'g', op, vh) !== T || rows2d(beta, 'beta', op, vh) !== T) throw new Error(`${op}: g/beta have ${g.shape[0]}/${beta.shape[0]} rows, qkv has ${T}`);
+      const group = vh / kh;
+      const S = new Float64Array(vh * dk * dv);
+      const qn = new Float64Array(kh * dk);
+      const kn = new Float64Array(kh * dk);
+      const delta = new Float64Array(dv);
+      const o = new Float64Array(T * vh * dv);
+      const x = qkv.data;
+      const l2 = (off: number, s: number, dst: Float64Array, at: number): void => {
+        let ss = 0;
+        for (let i = 0; i < dk; i++) ss += x[off + i] * x[off + i];
+        const r = 1 / Math.sqrt(ss + eps);
+        for (let i = 0; i < dk; i++) dst[at + i] = x[off + i] * r * s;
+      };
+      for (let t = 0; t < T; t++) {
+        const row = t * C;
+        for (let k = 0; k < kh; k++) {
+          l2(row + k * dk, scale, qn, k * dk);
+          l2(row + kh * dk + k * dk, 1, kn, k * dk);
+        }
+        for (let h = 0; h < vh; h++) {
+          const kb = Math.floor(h / group) * dk;
+          const sb = h * dk * dv;
+          const decay = Math.exp(g.data[t * vh + h]);
+          const bt = beta.data[t * vh + h];
+          const vb = row + 2 * kh * dk + h * dv;
+          for (let i = 0; i < dk * dv; i++) S[sb + i] *= decay;
+          for (let j = 0; j < dv; j++) {
+            let u = 0;
+            for (let i = 0; i < dk; i++) u += S[sb + i * dv + j] * kn[kb + i];
+            delta[j] = bt * (x[vb + j] - u);
+          }
+          for (let i = 0; i < dk; i++) {
+            const ki = kn[kb + i];
+            for (let j = 0; j < dv; j++) S[sb + i * dv + j] += ki * delta[j];
+          }
+          for (let j = 0; j < dv; j++) {
+            let acc = 0;
+            for (let i = 0; i < dk; i++) acc += S[sb + i * dv + j] * qn[kb + i];
+            o[(t * vh + h) * dv + j] = acc;
+          }
+        }
+      }
+      return [{ dtype: 'bf16', shape: [T, vh * dv], data: o }];
+    },
+    // y = o * rsqrt(mean(o^2) + eps) * w * sigmoid(z), per value head
+    gdnGatedNorm: (inputs, attrs) => {
+      const op = 'gdnGatedNorm';
+      const heads = num(attrs, 'heads', op);
+      const hd = num(attrs, 'headDim', op);
+      const eps = num(attrs, 'eps', op);
+      const o = f64(inputs, 0, 'o', op);
+      const z = f64(inputs, 1, 'z', op);
+      const w = f64(inputs, 2, 'w', op);
+      const T = rows2d(o, 'o', op, heads * hd);
+      rows2d(z, 'z', op, heads * hd);
+      if (w.data.length !== hd) throw new Error(`${op}: norm weight has ${w.data.length} values, expected ${hd}`);
+      const n = T * heads * hd;
+      const y = new Float64Array(n);
+      for (let base = 0; base < n; base += hd) {
+        let ss = 0;
+        for (let j = 0; j < hd; j++) ss += o.data[base + j] * o.data[base + j];
+        const r = 1 / Math.sqrt(ss / hd + eps);
+        for (let j = 0; j < hd; j++) y[base + j] = o.data[base + j] * r * w.data[j] * sigmoid(z.data[base + j]);
+      }
+      return [{ dtype: 'bf16', shape: [T, heads * hd], data: y }];
+    },
+  },
+};
