@@ -59,6 +59,13 @@ export interface DecoderGraphOptions {
   fp8?: Fp8Format | null;
 }
 
+/** One rank's value, and where its rows sit among the T rows. */
+export interface RankValue {
+  id: ValueId;
+  rank: number;
+  rowStart: number;
+}
+
 /** Names of the values a caller reads from the decoder graph. */
 export interface DecoderOutputs {
   /** final mixer output [T, H] (rank 0's copy; every rank holds the same) */
@@ -75,6 +82,12 @@ export interface DecoderOutputs {
   mtp: { logits: ValueId; draftTokens: ValueId; draftIds: ValueId } | null;
   /** the golden-dump values by issue 8's names (embed, layers.{i}.in, ..., logits, mtp.logits); empty unless dump */
   dumpValues: Record<string, ValueId>;
+  /**
+   * with dump: each rank's own values of every sub-layer step: `layers.{i}.{attn|mlp}.partial.r{r}`
+   * (its partial sums, [T, H]) and `.out.r{r}` (the collective's output: [T, H], or under SP its
+   * shard of C rows starting at global row rowStart)
+   */
+  rankValues: Record<string, RankValue>;
 }
 
 /**
@@ -134,6 +147,7 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
   let rows = T;
   const streamsPerStep: ValueId[][] = [];
   const dumpValues: Record<string, ValueId> = {};
+  const rankValues: Record<string, RankValue> = {};
   const hcCtx = (r: number, layer: number, prefix: string, scope: string): HcStepContext => ({ config, rank: r, rows, prefix, scope, layer, contract: o.contract });
   const subCtx = (layer: number, r: number, scope: string, fp8?: SubLayerContext['fp8']): SubLayerContext => ({
     config,
@@ -213,7 +227,21 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
       b.node({ op: 'reduceScatter', rank: null, layer, scope: `${scope}.reduce_scatter`, inputs: padded, outputs: ys, attrs: { algorithm: o.reduce } });
     }
     pending = ranks.map((r) => ({ y: ys[r], raw: mixes[r].raw! }));
-    return { streams, mixed: xs, out: ys };
+    return { streams, mixed: xs, out: ys, partials };
+  };
+  /**
+   * Each rank's side of a sub-layer step (dump only): its partial sums before the collective
+   * (all T rows) and the collective's output (T rows, or its C-row shard under SP, the rows
+   * from r*C on), named `<name>.partial.r<r>` and `<name>.out.r<r>`.
+   */
+  const dumpRanks = (name: string, step: { partials: ValueId[]; out: ValueId[] }): void => {
+    if (!o.dump) return;
+    for (const r of ranks) {
+      rankValues[`${name}.partial.r${r}`] = { id: step.partials[r], rank: r, rowStart: 0 };
+      rankValues[`${name}.out.r${r}`] = { id: step.out[r], rank: r, rowStart: rows === T ? 0 : r * rows };
+      output(step.partials[r]);
+      output(step.out[r]);
+    }
   };
   /** every rank's sub-layer `sub` at `layer` (attnRanks, when the builders have it, builds all ranks at once) */
   const subLayer = (bb: GraphBuilder, sub: 'attn' | 'mlp', layer: number, scope: string, ex: ExtraInputs, fp8: Fp8Format | null = null) => (xs: ValueId[], xq: (Fp8Rows | null)[]): ValueId[] => {
@@ -261,6 +289,7 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
       if (sub === 'attn' && !layerIn) dumpAs(`${name}.in`, step.streams, layer);
       dumpAs(`${name}.${sub}_hc.mixed`, step.mixed, layer);
       dumpAs(`${name}.${sub}.out`, step.out, layer);
+      dumpRanks(`${name}.${sub}`, step);
       if (sub === 'attn' && o.dump) {
         const kept = keptCountsOf(b, config, layer, T);
         if (kept) dump(`${name}.attn.kept`, kept);
@@ -314,7 +343,7 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
     const draftB = mtpDraftLayerBuilder(b, config);
     const draftExtra = mtpDraftExtraInputs(b, config, o.subLayers, T);
     const host = mtpHostLayer(config);
-    for (const sub of ['attn', 'mlp'] as const) hcStep(exitLayer, mtpHcPrefix(sub), `mtp.${sub}`, subLayer(draftB, sub, host, `mtp.${sub}`, draftExtra));
+    for (const sub of ['attn', 'mlp'] as const) dumpRanks(`mtp.${sub}`, hcStep(exitLayer, mtpHcPrefix(sub), `mtp.${sub}`, subLayer(draftB, sub, host, `mtp.${sub}`, draftExtra)));
     const xm = ranks.map((r) => buildHcMix(b, hcCtx(r, exitLayer, mtpHcPrefix('mixer'), 'mtp.mixer'), streams[r], pending[r], false).x);
     const hm = rows === T ? xm : gather(xm, h, exitLayer, 'mtp.mixer_out');
     const draft = buildLmHead(b, { config, tp, tokens: T, rows: logitsRows, scope: 'mtp.lm_head', layer: exitLayer }, hm);
@@ -325,7 +354,7 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
   }
   return {
     graph: b.build(),
-    outputs: { h: final[0], mtpState, streamsPerStep, logits: head.logits[0], nextTokens: head.ids[0], mtp, dumpValues },
+    outputs: { h: final[0], mtpState, streamsPerStep, logits: head.logits[0], nextTokens: head.ids[0], mtp, dumpValues, rankValues },
     extra: inputs,
   };
 }

@@ -1,0 +1,3 @@
+export * from './tensorDiff.ts';
+export * from './xcheckReport.ts';
+export * from './namedValues.ts';

@@ -1,0 +1,73 @@
+// What `hcsp xcheck` reports (its --json object, the HTML report's data, what the dev page
+// reads): the runs compared, and per pair of runs every named tensor's differences.
+import type { TensorDiff } from './tensorDiff.ts';
+
+/** One run of the comparison: a SPEC as the user wrote it and what it resolved to. */
+export interface XcheckRun {
+  spec: string;
+  backend: string;
+  /** the backend's description (device, threads, GEMM) */
+  device: string;
+  options: Record<string, string>;
+  /** the SP plan this run used */
+  sp: boolean;
+  chunk: number;
+  reduce: string;
+  seconds: number;
+}
+
+export interface XcheckTensor extends TensorDiff {
+  name: string;
+  /** decoder layer (-1: embedding; the exit layer for final/lm-head/MTP values) */
+  layer: number;
+  /** the rank whose own value this is (partials, collective outputs), null for values of all T rows */
+  rank: number | null;
+}
+
+export interface XcheckPair {
+  /** the run compared (a) and the first SPEC's run it is compared against (b) */
+  a: string;
+  b: string;
+  tensors: XcheckTensor[];
+  /** differing elements over all tensors, and the largest ulp distance */
+  differing: number;
+  maxUlp: number;
+}
+
+export interface XcheckReport {
+  /** false when --max-ulp was given and some tensor exceeded it */
+  ok: boolean;
+  config: string;
+  tokens: number;
+  tp: number;
+  seed: number;
+  layers: [number, number];
+  weights: string;
+  maxUlpGate: number | null;
+  /** the float64 evaluation of the first SPEC's graph was run (attribution available) */
+  exact: boolean;
+  runs: XcheckRun[];
+  pairs: XcheckPair[];
+  /** --golden: the run compared against the file (a: the file, b: the first SPEC) */
+  golden: { file: string; missing: string[] } | null;
+}
+
+/** The layer and rank a named tensor belongs to: layers.{i}.… ; embed: -1; final/logits/mtp: `exitLayer`; `.r{k}` suffix: rank k. */
+export function tensorPlace(name: string, exitLayer: number): { layer: number; rank: number | null } {
+  const m = /^layers\.(\d+)\./.exec(name);
+  const layer = m ? Number(m[1]) : name === 'embed' || name === 'input_ids' ? -1 : exitLayer;
+  const r = /\.r(\d+)$/.exec(name);
+  return { layer, rank: r ? Number(r[1]) : null };
+}
+
+/** The tensors over --max-ulp (bf16 ulps between the runs; a non-float value that differs at all counts as over). */
+export function overGate(pairs: readonly XcheckPair[], maxUlp: number): { pair: XcheckPair; tensor: XcheckTensor }[] {
+  const out: { pair: XcheckPair; tensor: XcheckTensor }[] = [];
+  for (const pair of pairs) {
+    for (const tensor of pair.tensors) {
+      const over = tensor.maxUlp === null ? tensor.differing > 0 : tensor.maxUlp > maxUlp;
+      if (over) out.push({ pair, tensor });
+    }
+  }
+  return out;
+}
