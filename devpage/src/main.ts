@@ -9,6 +9,7 @@ import type { WorkerReply, WorkerRequest } from './run/runProtocol.ts';
 import { h } from './view/dom.ts';
 import { renderPlan } from './view/renderPlan.ts';
 import { renderRun } from './view/renderRun.ts';
+import { installXcheckPanel } from './xcheck/xcheckPanel.ts';
 
 function byId<T extends HTMLElement>(id: string): T {
   const e = document.getElementById(id);
@@ -131,3 +132,4 @@ form.addEventListener('submit', (e) => {
 
 fillOptions();
 updatePlan();
+installXcheckPanel();

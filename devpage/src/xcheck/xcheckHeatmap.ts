@@ -1,0 +1,186 @@
+// What the xcheck views draw, as plain data (no DOM): for one pair of runs, a layer x rank
+// grid of each rank's own values (`{step}.partial.r{k}` / `{step}.out.r{k}`), a layer x
+// tensor-kind grid of the values of all T rows, the worst tensors, and the attribution
+// against the float64 evaluation when the report has it.
+import type { XcheckPair, XcheckTensor } from '@hcsp/core';
+
+/** What a cell's colour shows: the fraction of elements whose bits differ, or the largest bf16 ulp distance. */
+export type XcheckMetric = 'fraction' | 'ulp';
+
+export const XCHECK_METRICS: readonly { value: XcheckMetric; label: string }[] = [
+  { value: 'ulp', label: 'max ulp (bf16)' },
+  { value: 'fraction', label: 'differing fraction' },
+];
+
+/**
+ * A tensor's value under the metric. A non-bf16 value (ids, fp8 bits) has no ulp distance:
+ * any difference there counts as the worst class (Infinity), none as 0.
+ */
+export function metricValue(t: XcheckTensor, metric: XcheckMetric): number {
+  if (metric === 'fraction') return t.count === 0 ? 0 : t.differing / t.count;
+  if (t.maxUlp === null) return t.differing > 0 ? Infinity : 0;
+  return t.maxUlp;
+}
+
+export interface ColorClass {
+  max: number;
+  color: string;
+  label: string;
+}
+
+const FRACTION_CLASSES: readonly ColorClass[] = [
+  { max: 0, color: '#eef2f5', label: 'bit-identical' },
+  { max: 0.001, color: '#fde68a', label: '<= 0.1%' },
+  { max: 0.01, color: '#fbbf24', label: '<= 1%' },
+  { max: 0.1, color: '#f97316', label: '<= 10%' },
+  { max: 0.5, color: '#dc2626', label: '<= 50%' },
+  { max: Infinity, color: '#581c87', label: '> 50%' },
+];
+
+const ULP_CLASSES: readonly ColorClass[] = [
+  { max: 0, color: '#eef2f5', label: 'bit-identical' },
+  { max: 1, color: '#fde68a', label: '1 ulp' },
+  { max: 2, color: '#fbbf24', label: '<= 2' },
+  { max: 4, color: '#f97316', label: '<= 4' },
+  { max: 16, color: '#dc2626', label: '<= 16' },
+  { max: 256, color: '#991b1b', label: '<= 256' },
+  { max: Infinity, color: '#111827', label: '> 256 (or a non-bf16 value differs)' },
+];
+
+export function metricClasses(metric: XcheckMetric): readonly ColorClass[] {
+  return metric === 'fraction' ? FRACTION_CLASSES : ULP_CLASSES;
+}
+
+export function metricColor(value: number, metric: XcheckMetric): string {
+  if (!(value >= 0)) throw new Error(`xcheck heatmap: a ${metric} value must be >= 0, got ${value}`);
+  return metricClasses(metric).find((c) => value <= c.max)!.color;
+}
+
+export interface GridCell {
+  row: number;
+  col: number;
+  tensor: XcheckTensor;
+  value: number;
+}
+
+export interface GridModel {
+  rows: { label: string; layer: number }[];
+  cols: { label: string; rank: number | null }[];
+  cells: GridCell[];
+}
+
+const RANK_SUFFIX = /^(.*)\.([^.]+)\.r(\d+)$/;
+
+/** A rank value's sub-layer step, its part (partial, out) and its rank, from its name. */
+export function rankValuePlace(name: string): { step: string; part: string; rank: number } | null {
+  const m = RANK_SUFFIX.exec(name);
+  return m ? { step: m[1], part: m[2], rank: Number(m[3]) } : null;
+}
+
+/** `layers.3.attn` -> `L3 attn`, `mtp.mlp` -> `mtp mlp`. */
+export function stepLabel(step: string): string {
+  const m = /^layers\.(\d+)\.(.+)$/.exec(step);
+  return m ? `L${m[1]} ${m[2]}` : step.replace('.', ' ');
+}
+
+/**
+ * Rows: the sub-layer steps that have per-rank values (in the report's order, which is graph
+ * order); columns: each rank's partial sums and its collective's output. The grid has one
+ * cell per (step, rank, part) the pair compares.
+ */
+export function rankGrid(pair: XcheckPair, metric: XcheckMetric): GridModel {
+  const steps = new Map<string, number>();
+  const ranks = new Set<number>();
+  const parts: string[] = [];
+  const placed: { t: XcheckTensor; step: string; part: string; rank: number }[] = [];
+  for (const t of pair.tensors) {
+    if (t.rank === null) continue;
+    const p = rankValuePlace(t.name);
+    if (!p) continue;
+    if (!steps.has(p.step)) steps.set(p.step, t.layer);
+    ranks.add(p.rank);
+    if (!parts.includes(p.part)) parts.push(p.part);
+    placed.push({ t, ...p });
+  }
+  // partial before out whatever order the report lists them in
+  parts.sort((x, y) => (x === 'partial' ? -1 : y === 'partial' ? 1 : 0));
+  const rankList = [...ranks].sort((x, y) => x - y);
+  const cols = rankList.flatMap((r) => parts.map((part) => ({ label: `r${r} ${part}`, rank: r })));
+  const stepList = [...steps.keys()];
+  const colOf = (rank: number, part: string): number => rankList.indexOf(rank) * parts.length + parts.indexOf(part);
+  return {
+    rows: stepList.map((st) => ({ label: stepLabel(st), layer: steps.get(st)! })),
+    cols,
+    cells: placed.map(({ t, step, part, rank }) => ({ row: stepList.indexOf(step), col: colOf(rank, part), tensor: t, value: metricValue(t, metric) })),
+  };
+}
+
+/** `layers.3.attn_hc.mixed` -> `attn_hc.mixed`; names outside a layer (embed, final.in, logits, mtp.logits) are their own kind. */
+export function tensorKind(name: string): string {
+  return name.replace(/^layers\.\d+\./, '');
+}
+
+/**
+ * Rows: the layers (the embedding as -1, the exit layer last), columns: the kinds of the
+ * values of all T rows, in the order they first appear; a cell where that layer has that value.
+ */
+export function kindGrid(pair: XcheckPair, metric: XcheckMetric): GridModel {
+  const all = pair.tensors.filter((t) => t.rank === null);
+  const layers = [...new Set(all.map((t) => t.layer))].sort((x, y) => x - y);
+  const kinds: string[] = [];
+  for (const t of all) if (!kinds.includes(tensorKind(t.name))) kinds.push(tensorKind(t.name));
+  const exitLayers = new Set(all.filter((t) => !t.name.startsWith('layers.') && t.name !== 'embed' && t.name !== 'input_ids').map((t) => t.layer));
+  const label = (l: number): string => (l < 0 ? 'embed' : exitLayers.has(l) ? `L${l} (exit)` : `L${l}`);
+  return {
+    rows: layers.map((l) => ({ label: label(l), layer: l })),
+    cols: kinds.map((k) => ({ label: k, rank: null })),
+    cells: all.map((t) => ({ row: layers.indexOf(t.layer), col: kinds.indexOf(tensorKind(t.name)), tensor: t, value: metricValue(t, metric) })),
+  };
+}
+
+/** The differing tensors, worst first: by max ulp (a non-bf16 difference first), then by differing fraction. */
+export function worstTensors(pair: XcheckPair, n: number): XcheckTensor[] {
+  return pair.tensors
+    .filter((t) => t.differing > 0)
+    .map((t) => ({ t, u: metricValue(t, 'ulp'), f: metricValue(t, 'fraction') }))
+    .sort((x, y) => y.u - x.u || y.f - x.f)
+    .slice(0, n)
+    .map((x) => x.t);
+}
+
+export interface Attribution {
+  /** tensors with a float64 evaluation */
+  withExact: number;
+  /** differing tensors by the side farther from the float64 value */
+  a: number;
+  b: number;
+  tie: number;
+  /** each side's largest own error over all tensors, in bf16 ulps of the exact value */
+  maxUlpA: number;
+  maxUlpB: number;
+}
+
+/** null when no tensor of the pair has a float64 evaluation. */
+export function attribution(pair: XcheckPair): Attribution | null {
+  const withExact = pair.tensors.filter((t) => t.exact !== null);
+  if (withExact.length === 0) return null;
+  const out: Attribution = { withExact: withExact.length, a: 0, b: 0, tie: 0, maxUlpA: 0, maxUlpB: 0 };
+  for (const t of withExact) {
+    const e = t.exact!;
+    if (e.attributed === 'a') out.a++;
+    else if (e.attributed === 'b') out.b++;
+    else if (e.attributed === 'tie') out.tie++;
+    out.maxUlpA = Math.max(out.maxUlpA, e.a.maxUlp);
+    out.maxUlpB = Math.max(out.maxUlpB, e.b.maxUlp);
+  }
+  return out;
+}
+
+/** One line for a pair: how many tensors differ and the largest distance. */
+export function pairHeadline(pair: XcheckPair): string {
+  const n = pair.tensors.length;
+  const differ = pair.tensors.filter((t) => t.differing > 0);
+  if (differ.length === 0) return `${pair.a} against ${pair.b}: all ${n} compared tensors are bit-identical.`;
+  const first = differ[0];
+  return `${pair.a} against ${pair.b}: ${differ.length} of ${n} compared tensors differ (${pair.differing} elements, max ${pair.maxUlp} ulp; first: ${first.name}).`;
+}
