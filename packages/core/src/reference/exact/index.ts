@@ -1,9 +1,13 @@
 import { KernelTable } from '../../graph/kernelTable.ts';
+import { attentionExact } from './attentionExact.ts';
 import { basicExact } from './basicExact.ts';
 import { collectiveExact } from './collectiveExact.ts';
 import type { ExactCollectiveKernel, ExactKernel, ExactKernelTable } from './exactTensor.ts';
+import { gdnExact } from './gdnExact.ts';
 import { hcExact } from './hcExact.ts';
 import { headExact } from './headExact.ts';
+import { moeExact } from './moeExact.ts';
+import { pleExact } from './pleExact.ts';
 import { quantExact } from './quantExact.ts';
 
 // Every float64 ("exact") kernel, one family file each, keyed like the CPU reference's
@@ -14,7 +18,10 @@ const FAMILIES: ExactKernelTable[] = [
   collectiveExact,
   quantExact,
   headExact,
-  // part B's families (gdnExact, attentionExact, moeExact, pleExact) go here
+  gdnExact,
+  attentionExact,
+  moeExact,
+  pleExact,
 ];
 
 export const EXACT_KERNELS = new KernelTable<ExactKernel>('exact', FAMILIES.map((f) => f.perRank ?? {}));
