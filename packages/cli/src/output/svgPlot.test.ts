@@ -74,6 +74,10 @@ describe('heatmapSvg', () => {
     expect(ids(a).filter((id) => ids(b).includes(id))).toEqual([]);
     // References follow their ids.
     for (const m of a.matchAll(/url\(#([^)]+)\)/g)) expect(ids(a)).toContain(m[1]);
+    // Given a prefix, the same chart is the same text.
+    const c = await heatmapSvg({ ...map, idPrefix: 'h-' });
+    expect(await heatmapSvg({ ...map, idPrefix: 'h-' })).toBe(c);
+    expect(ids(c)).toEqual(['h-0']);
   });
 
   it('refuses values of the wrong shape', async () => {

@@ -18,6 +18,8 @@ export interface PlotAxis {
   scale?: AxisScale;
   /** a fixed domain [min, max] (default: the data's, with zero on a linear y axis) */
   domain?: [number, number];
+  /** whole-number ticks only (layers, ranks, token counts) */
+  integer?: boolean;
 }
 
 export interface PlotSeries {
@@ -34,6 +36,8 @@ export interface LinePlot {
   /** the plotting area in pixels (default 480 x 260) */
   width?: number;
   height?: number;
+  /** the prefix of the SVG's ids (see render) */
+  idPrefix?: string;
 }
 
 export interface HeatmapAxis {
@@ -57,6 +61,8 @@ export interface Heatmap {
   };
   /** pixels per cell (default 14 x 14) */
   cell?: [number, number];
+  /** the prefix of the SVG's ids (see render) */
+  idPrefix?: string;
 }
 
 function scaleOf(axis: { log?: boolean; scale?: AxisScale }): AxisScale {
@@ -74,20 +80,25 @@ function uniqueNames(names: readonly string[], what: string): void {
 let svgCount = 0;
 
 /**
- * The SVG of a compiled spec, its ids (gradients, clips) prefixed so that any number of these
- * charts can be inlined in one HTML document without their ids meeting.
+ * The SVG of a compiled spec. Its ids (gradients, clips) are renumbered in order as
+ * `<idPrefix><n>`, so that the same chart gives the same text and charts with different
+ * prefixes can be inlined in one HTML document without their ids meeting (default prefix:
+ * one not used before in this process).
  */
-async function render(spec: TopLevelSpec): Promise<string> {
+async function render(spec: TopLevelSpec, idPrefix: string | undefined): Promise<string> {
   const [vl, vega] = await Promise.all([import('vega-lite'), import('vega')]);
   const compiled = vl.compile(spec).spec;
   const view = new vega.View(vega.parse(compiled), { renderer: 'none' });
   try {
     const svg = await view.toSVG();
-    const prefix = `hcsp-plot${++svgCount}-`;
+    const prefix = idPrefix ?? `hcsp-plot${++svgCount}-`;
+    const ids = new Map<string, string>();
+    for (const m of svg.matchAll(/\bid="([^"]+)"/g)) if (!ids.has(m[1])) ids.set(m[1], `${prefix}${ids.size}`);
+    const to = (id: string): string => ids.get(id) ?? id;
     return svg
-      .replace(/\bid="([^"]+)"/g, (_m, id: string) => `id="${prefix}${id}"`)
-      .replace(/url\(#([^)]+)\)/g, (_m, id: string) => `url(#${prefix}${id})`)
-      .replace(/href="#([^"]+)"/g, (_m, id: string) => `href="#${prefix}${id}"`);
+      .replace(/\bid="([^"]+)"/g, (_m, id: string) => `id="${to(id)}"`)
+      .replace(/url\(#([^)]+)\)/g, (_m, id: string) => `url(#${to(id)})`)
+      .replace(/href="#([^"]+)"/g, (_m, id: string) => `href="#${to(id)}"`);
   } finally {
     view.finalize();
   }
@@ -121,6 +132,7 @@ export async function linePlotSvg(plot: LinePlot): Promise<string> {
     ...(axis.domain ? { domain: axis.domain } : {}),
     ...(scale === 'linear' && !isY ? { zero: false } : {}),
   });
+  const axisOf = (axis: PlotAxis): Record<string, unknown> => (axis.integer ? { format: 'd', tickMinStep: 1 } : {});
   const spec: TopLevelSpec = {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     title: {
@@ -132,8 +144,8 @@ export async function linePlotSvg(plot: LinePlot): Promise<string> {
     data: { values },
     mark: { type: 'line', point: { filled: true, size: 36 }, strokeWidth: 1.5 },
     encoding: {
-      x: { field: 'x', type: 'quantitative', title: plot.x.label, scale: axisScale(plot.x, xScale, false) },
-      y: { field: 'y', type: 'quantitative', title: plot.y.label, scale: axisScale(plot.y, yScale, true) },
+      x: { field: 'x', type: 'quantitative', title: plot.x.label, scale: axisScale(plot.x, xScale, false), axis: axisOf(plot.x) },
+      y: { field: 'y', type: 'quantitative', title: plot.y.label, scale: axisScale(plot.y, yScale, true), axis: axisOf(plot.y) },
       color: {
         field: 'series',
         type: 'nominal',
@@ -148,7 +160,7 @@ export async function linePlotSvg(plot: LinePlot): Promise<string> {
     },
     config: CONFIG,
   } as TopLevelSpec;
-  return render(spec);
+  return render(spec, plot.idPrefix);
 }
 
 /** A heatmap: a cell per (x label, y label) with a value, coloured by it, with a colour legend; as standalone SVG text. */
@@ -191,5 +203,5 @@ export async function heatmapSvg(map: Heatmap): Promise<string> {
     },
     config: { ...CONFIG, view: { stroke: null } },
   } as TopLevelSpec;
-  return render(spec);
+  return render(spec, map.idPrefix);
 }

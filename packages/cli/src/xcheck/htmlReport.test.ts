@@ -1,0 +1,193 @@
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { XcheckReport, XcheckTensor } from '@hcsp/core';
+import { HtmlValidate } from 'html-validate';
+import { afterAll, describe, expect, it } from 'vitest';
+import { escapeHtml, renderXcheckHtml, writeXcheckReport } from './htmlReport.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'hcsp-xcheck-html-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function tensor(name: string, layer: number, rank: number | null, maxUlp: number, differing: number): XcheckTensor {
+  const count = 4096;
+  return {
+    name,
+    layer,
+    rank,
+    count,
+    differing,
+    exactFraction: (count - differing) / count,
+    maxUlp,
+    meanUlp: differing ? maxUlp / 4 : 0,
+    rowUlp: maxUlp / 2,
+    maxAbs: maxUlp * 1e-3,
+    maxRel: maxUlp * 4e-3,
+    exact: {
+      a: { maxAbs: 1e-3, meanAbs: 2e-4, maxUlp: 0.5 + maxUlp },
+      b: { maxAbs: 5e-4, meanAbs: 1e-4, maxUlp: 0.5 },
+      fartherA: differing,
+      fartherB: 0,
+      attributed: differing ? 'a' : null,
+    },
+    first: differing ? { row: 3, col: 7, a: 1.0078125, b: 1 } : null,
+    rows: { rowStart: 0, bucketRows: 4, differing: [differing, 0, 0, 0], maxUlp: [maxUlp, 0, 0, 0] },
+  };
+}
+
+const LAYERS = 6;
+
+function report(over: Partial<XcheckReport> = {}): XcheckReport {
+  const tensors: XcheckTensor[] = [tensor('embed', -1, null, 0, 0)];
+  for (let i = 0; i < LAYERS; i++) {
+    tensors.push(tensor(`layers.${i}.in`, i, null, i, i * 10));
+    tensors.push(tensor(`layers.${i}.attn.partial.r0`, i, 0, i + 1, i * 5));
+    tensors.push(tensor(`layers.${i}.attn.partial.r1`, i, 1, i + 2, i * 5));
+    tensors.push(tensor(`layers.${i}.attn.out`, i, null, 2 * i, i * 20));
+  }
+  tensors.push(tensor('logits', LAYERS, null, 9, 100));
+  tensors.push(tensor('<b>&', LAYERS, null, 1, 1));
+  return {
+    ok: false,
+    config: 'tiny "quoted"',
+    tokens: 16,
+    tp: 2,
+    seed: 7,
+    layers: [0, LAYERS],
+    weights: 'random (seed 7) <none>',
+    maxUlpGate: 4,
+    exact: true,
+    runs: [
+      { spec: 'cpu', backend: 'cpu', device: 'host, 2 threads', options: {}, sp: false, chunk: 16, reduce: 'ring', seconds: 0.5 },
+      { spec: 'native:threads=2&<x>', backend: 'native', device: 'host AVX2', options: { threads: '2' }, sp: true, chunk: 8, reduce: 'ring', seconds: 0.25 },
+    ],
+    pairs: [{ a: 'native:threads=2&<x>', b: 'cpu', tensors, differing: tensors.reduce((s, t) => s + t.differing, 0), maxUlp: 10 }],
+    golden: null,
+    ...over,
+  };
+}
+
+/** The <svg> elements of a page. */
+function svgs(html: string): string[] {
+  return [...html.matchAll(/<svg[\s\S]*?<\/svg>/g)].map((m) => m[0]);
+}
+
+describe('renderXcheckHtml', () => {
+  it('is valid HTML (html-validate: standard and document rules)', async () => {
+    const html = await renderXcheckHtml(report());
+    const validator = new HtmlValidate({ extends: ['html-validate:standard', 'html-validate:document'] });
+    const result = await validator.validateString(html);
+    const messages = result.results.flatMap((r) => r.messages.map((m) => `${m.line}:${m.column} ${m.ruleId}: ${m.message}`));
+    expect(messages).toEqual([]);
+    expect(result.valid).toBe(true);
+    // The validator does reject what is wrong: a duplicate id, a block in a paragraph.
+    const bad = await validator.validateString('<!DOCTYPE html><html lang="en"><head><title>x</title></head><body><p id="a"><div id="a"></div></p></body></html>');
+    expect(bad.valid).toBe(false);
+    const ids = [...html.matchAll(/\bid="([^"]+)"/g)].map((m) => m[1]);
+    expect(ids.length).toBeGreaterThan(0);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it('plots each layer once: the differing fraction per layer has one point per layer (and the embedding)', async () => {
+    const html = await renderXcheckHtml(report());
+    const plot = svgs(html).find((s) => s.includes('fraction of elements differing by layer'));
+    expect(plot).toBeDefined();
+    const points = [...(plot as string).matchAll(/aria-label="([^"]*)"[^>]*aria-roledescription="point"/g)].map((m) => m[1]);
+    expect(points).toHaveLength(LAYERS + 2);
+    // layer 2: in (20 of 4096), two partials (10 each), attn.out (40): 80 of 4 x 4096 elements.
+    expect(points).toContain(`differing / compared: layer 2, differing fraction ${80 / (4 * 4096)}`);
+    expect(points).toContain('differing / compared: layer -1, differing fraction 0');
+    // The ulp plot: a max and a row-ulp series, and the gate.
+    const ulp = svgs(html).find((s) => s.includes('largest bf16 ulp distance by layer')) as string;
+    expect(ulp).toContain('max ulp: layer 5, bf16 ulps 10');
+    expect(ulp).toContain('--max-ulp 4');
+    // Heatmaps: layer x tensor, layer x rank, layer x rows.
+    expect(html).toContain('max bf16 ulp, layer x tensor');
+    expect(html).toContain('layer x rank');
+    expect(html).toContain('layer x rows');
+  });
+
+  it('has no external references: no src/href outside the page, no scripts, no imports', async () => {
+    const html = await renderXcheckHtml(report());
+    expect(html).not.toMatch(/<script|<link|<iframe|<img|<object|<embed|@import|@font-face/i);
+    expect(html).not.toMatch(/\ssrc\s*=/i);
+    for (const m of html.matchAll(/\s(?:xlink:)?href\s*=\s*"([^"]*)"/gi)) expect(m[1]).toMatch(/^#/);
+    expect(html).not.toMatch(/url\((?!#)/i);
+    // The only URLs left are the SVG namespaces.
+    const urls = [...html.matchAll(/https?:\/\/[^\s"'<>)]+/g)].map((m) => m[0]);
+    expect(new Set(urls)).toEqual(new Set(['http://www.w3.org/2000/svg', 'http://www.w3.org/1999/xlink']));
+  });
+
+  it('escapes tensor names, specs, config and weights', async () => {
+    const html = await renderXcheckHtml(report({ golden: { file: '/tmp/<golden>.safetensors', missing: ['a&b'] } }));
+    expect(html).toContain('<td class="name">&lt;b&gt;&amp;</td>');
+    expect(html).not.toContain('<b>&');
+    expect(html).toContain('native:threads=2&amp;&lt;x&gt;');
+    expect(html).not.toContain('<x>');
+    expect(html).toContain('tiny &quot;quoted&quot;');
+    expect(html).toContain('random (seed 7) &lt;none&gt;');
+    expect(html).toContain('/tmp/&lt;golden&gt;.safetensors');
+    expect(html).toContain('<code>a&amp;b</code>');
+    expect(escapeHtml(`<a href="x">'&'</a>`)).toBe('&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;');
+  });
+
+  it('has the header and a row per tensor, over the gate marked, with each side against float64', async () => {
+    const r = report();
+    const html = await renderXcheckHtml(r);
+    expect(html).toContain('<span class="badge fail">failed</span>');
+    expect(html).toContain('<dt>tokens (T)</dt><dd>16</dd>');
+    expect(html).toContain('<dt>tp</dt><dd>2</dd>');
+    expect(html).toContain('<dt>seed</dt><dd>7</dd>');
+    expect(html).toContain('<dt>--max-ulp gate</dt><dd>4</dd>');
+    expect(html).toContain('0:6 (decoder layers [0, 6))');
+    expect(html).toMatch(/<dt>float64 attribution<\/dt><dd>ran/);
+    const rows = [...html.matchAll(/<tr(?: class="[^"]*")?><td class="name">/g)];
+    expect(rows).toHaveLength(r.pairs[0].tensors.length);
+    // layers.4.attn.out: 8 ulps > 4; layers.1.attn.out: 2 ulps.
+    expect(html).toMatch(/<tr class="over"><td class="name">layers\.4\.attn\.out<\/td>/);
+    expect(html).toMatch(/<tr><td class="name">layers\.1\.attn\.out<\/td>/);
+    expect(html).toContain('<td>8.5 ulp<br><span class="small">abs 0.001, mean 2.000e-4</span></td>');
+    expect(html).toContain('a<br><span class="small">a 80, b 0</span>');
+    expect(html).toContain('row 3, col 7<br><span class="small">a 1.008, b 1</span>');
+    expect(html).toContain('first tensor (in graph order) that differs: <code>layers.1.in</code>');
+  });
+
+  it('renders a report without float64, gate, pairs or float values', async () => {
+    const r = report({ ok: true, exact: false, maxUlpGate: null });
+    r.pairs[0].tensors = r.pairs[0].tensors.slice(0, 3).map((t) => ({ ...t, exact: null, maxUlp: null, meanUlp: null, rowUlp: null }));
+    const html = await renderXcheckHtml(r);
+    expect(html).toContain('<span class="badge ok">ok</span>');
+    expect(html).toContain('<dt>float64 attribution</dt><dd>not run</dd>');
+    expect(html).not.toContain('largest bf16 ulp distance');
+    expect(html).toContain('fraction of elements differing by layer');
+    const empty = await renderXcheckHtml(report({ pairs: [] }));
+    expect(empty).toContain('No pairs compared.');
+    const validator = new HtmlValidate({ extends: ['html-validate:standard', 'html-validate:document'] });
+    expect((await validator.validateString(html)).valid).toBe(true);
+  });
+});
+
+describe('writeXcheckReport', () => {
+  it('writes DIR/index.html and DIR/report.json, creating DIR, and replaces them', async () => {
+    const out = join(dir, 'a', 'b');
+    const r = report();
+    const files = await writeXcheckReport(out, r);
+    expect(files).toEqual({ json: join(out, 'report.json'), html: join(out, 'index.html') });
+    expect(JSON.parse(readFileSync(files.json, 'utf8'))).toEqual(r);
+    expect(readFileSync(files.html, 'utf8')).toBe(await renderXcheckHtml(r));
+    await writeXcheckReport(out, report({ ok: true }));
+    expect(JSON.parse(readFileSync(files.json, 'utf8')).ok).toBe(true);
+    // No temp files left.
+    expect(readdirSync(out).sort()).toEqual(['index.html', 'report.json']);
+  });
+
+  it('names the path in its errors', async () => {
+    const file = join(dir, 'file');
+    writeFileSync(file, 'x');
+    await expect(writeXcheckReport(join(file, 'sub'), report())).rejects.toThrow(`--report ${join(file, 'sub')}: cannot create the folder`);
+    // A directory where index.html goes: report.json is written, index.html refused.
+    const blocked = join(dir, 'blocked');
+    mkdirSync(join(blocked, 'index.html'), { recursive: true });
+    await expect(writeXcheckReport(blocked, report())).rejects.toThrow(`--report ${join(blocked, 'index.html')}: is a directory, not a regular file`);
+  });
+});
