@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { XcheckReport, XcheckTensor } from '@hcsp/core';
+import { overGate, type XcheckReport, type XcheckTensor } from '@hcsp/core';
 import { HtmlValidate } from 'html-validate';
 import { afterAll, describe, expect, it } from 'vitest';
 import { escapeHtml, renderXcheckHtml, writeXcheckReport } from './htmlReport.ts';
@@ -47,6 +47,8 @@ function report(over: Partial<XcheckReport> = {}): XcheckReport {
   }
   tensors.push(tensor('logits', LAYERS, null, 9, 100));
   tensors.push(tensor('<b>&', LAYERS, null, 1, 1));
+  // Not a fresh literal: fits XcheckPair with or without maxRowUlp.
+  const pair = { a: 'native:threads=2&<x>', b: 'cpu', tensors, differing: tensors.reduce((s, t) => s + t.differing, 0), maxUlp: 10, maxRowUlp: 5 };
   return {
     ok: false,
     config: 'tiny "quoted"',
@@ -61,7 +63,7 @@ function report(over: Partial<XcheckReport> = {}): XcheckReport {
       { spec: 'cpu', backend: 'cpu', device: 'host, 2 threads', options: {}, sp: false, chunk: 16, reduce: 'ring', seconds: 0.5 },
       { spec: 'native:threads=2&<x>', backend: 'native', device: 'host AVX2', options: { threads: '2' }, sp: true, chunk: 8, reduce: 'ring', seconds: 0.25 },
     ],
-    pairs: [{ a: 'native:threads=2&<x>', b: 'cpu', tensors, differing: tensors.reduce((s, t) => s + t.differing, 0), maxUlp: 10 }],
+    pairs: [pair],
     golden: null,
     ...over,
   };
@@ -143,9 +145,15 @@ describe('renderXcheckHtml', () => {
     expect(html).toMatch(/<dt>float64 attribution<\/dt><dd>ran/);
     const rows = [...html.matchAll(/<tr(?: class="[^"]*")?><td class="name">/g)];
     expect(rows).toHaveLength(r.pairs[0].tensors.length);
-    // layers.4.attn.out: 8 ulps > 4; layers.1.attn.out: 2 ulps.
-    expect(html).toMatch(/<tr class="over"><td class="name">layers\.4\.attn\.out<\/td>/);
-    expect(html).toMatch(/<tr><td class="name">layers\.1\.attn\.out<\/td>/);
+    // Rows over the gate (core's rule) marked, the others not: layers.5.attn.out is over (10 ulps, row 5), layers.1.in under.
+    const over = new Set(overGate(r.pairs, 4).map((o) => o.tensor.name));
+    expect(over.has('layers.5.attn.out')).toBe(true);
+    expect(over.has('layers.1.in')).toBe(false);
+    for (const t of r.pairs[0].tensors) {
+      const row = new RegExp(`<tr(?: class="([^"]*)")?><td class="name">${escapeHtml(t.name).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}</td>`).exec(html);
+      expect(row, t.name).not.toBeNull();
+      expect((row?.[1] ?? '').split(' ').includes('over'), t.name).toBe(over.has(t.name));
+    }
     expect(html).toContain('<td>8.5 ulp<br><span class="small">abs 0.001, mean 2.000e-4</span></td>');
     expect(html).toContain('a<br><span class="small">a 80, b 0</span>');
     expect(html).toContain('row 3, col 7<br><span class="small">a 1.008, b 1</span>');

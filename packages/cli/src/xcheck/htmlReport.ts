@@ -6,7 +6,7 @@
 // against the float64 evaluation when it ran.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { XcheckPair, XcheckReport, XcheckTensor } from '@hcsp/core';
+import { overGate, type XcheckPair, type XcheckReport, type XcheckTensor } from '@hcsp/core';
 import { resolveOutputTarget } from '../output/outputTarget.ts';
 import { writeOutput } from '../output/safeOutputFile.ts';
 import { heatmapSvg, linePlotSvg } from '../output/svgPlot.ts';
@@ -42,9 +42,9 @@ function kindOf(name: string): string {
   return name.replace(/^layers\.\d+\./, '');
 }
 
-function overGate(t: XcheckTensor, gate: number | null): boolean {
-  if (gate === null) return false;
-  return t.maxUlp === null ? t.differing > 0 : t.maxUlp > gate;
+/** The pair's tensors over --max-ulp, by core's rule (the one `hcsp xcheck` gates on). */
+function overOf(pair: XcheckPair, gate: number | null): Set<XcheckTensor> {
+  return new Set(gate === null ? [] : overGate([pair], gate).map((o) => o.tensor));
 }
 
 interface LayerStats {
@@ -193,7 +193,7 @@ function exactCell(e: { maxUlp: number; maxAbs: number; meanAbs: number } | unde
   return `<td>${num(e.maxUlp)} ulp<br><span class="small">abs ${num(e.maxAbs)}, mean ${num(e.meanAbs)}</span></td>`;
 }
 
-function tensorRow(t: XcheckTensor, gate: number | null): string {
+function tensorRow(t: XcheckTensor, over: ReadonlySet<XcheckTensor>): string {
   const farther =
     t.exact === null
       ? '–'
@@ -201,7 +201,7 @@ function tensorRow(t: XcheckTensor, gate: number | null): string {
         ? 'none differ'
         : `${t.exact.attributed === 'tie' ? 'tie' : t.exact.attributed}<br><span class="small">a ${t.exact.fartherA}, b ${t.exact.fartherB}</span>`;
   const first = t.first === null ? '–' : `row ${t.first.row}, col ${t.first.col}<br><span class="small">a ${num(t.first.a)}, b ${num(t.first.b)}</span>`;
-  const cls = [overGate(t, gate) ? 'over' : '', t.differing === 0 ? 'same' : ''].filter(Boolean).join(' ');
+  const cls = [over.has(t) ? 'over' : '', t.differing === 0 ? 'same' : ''].filter(Boolean).join(' ');
   return (
     `<tr${cls ? ` class="${cls}"` : ''}>` +
     `<td class="name">${esc(t.name)}</td><td>${esc(layerLabel(t.layer))}</td><td>${t.rank === null ? '–' : t.rank}</td>` +
@@ -220,12 +220,14 @@ const TABLE_HEAD =
 
 async function pairSection(pair: XcheckPair, report: XcheckReport, index: number): Promise<string> {
   const gate = report.maxUlpGate;
-  const over = pair.tensors.filter((t) => overGate(t, gate));
+  const overSet = overOf(pair, gate);
+  const over = pair.tensors.filter((t) => overSet.has(t));
+  const maxRowUlp = pair.tensors.reduce<number | null>((m, t) => maxOrNull(m, t.rowUlp), null);
   const firstDiff = pair.tensors.find((t) => t.differing > 0);
   const compared = pair.tensors.reduce((s, t) => s + t.count, 0);
   const charts = await pairCharts(pair, gate, index);
   const summary = [
-    `<li>${pair.tensors.length} tensors, ${num(compared)} elements compared, ${num(pair.differing)} differing${compared > 0 ? ` (${fraction(pair.differing / compared)})` : ''}; largest distance ${num(pair.maxUlp)} bf16 ulps</li>`,
+    `<li>${pair.tensors.length} tensors, ${num(compared)} elements compared, ${num(pair.differing)} differing${compared > 0 ? ` (${fraction(pair.differing / compared)})` : ''}; largest distance ${num(pair.maxUlp)} bf16 ulps, row-scaled ${num(maxRowUlp)}</li>`,
     `<li>first tensor (in graph order) that differs: ${firstDiff ? `<code>${esc(firstDiff.name)}</code>` : 'none: the runs are bit-identical'}</li>`,
     gate === null ? '' : `<li>over --max-ulp ${num(gate)}: ${over.length === 0 ? 'none' : over.map((t) => `<code>${esc(t.name)}</code>`).join(', ')}</li>`,
   ].join('');
@@ -235,7 +237,7 @@ async function pairSection(pair: XcheckPair, report: XcheckReport, index: number
     `row ulp: |a - b| in ulps of the largest |b| of its row; float64 columns: each side's error against the float64 evaluation${report.exact ? '' : ' (not run)'}.</p>` +
     `<ul>${summary}</ul>` +
     `<div class="charts">${charts.map((svg) => `<figure>${svg}</figure>`).join('')}</div>` +
-    `<div class="scroll"><table>${TABLE_HEAD}<tbody>${pair.tensors.map((t) => tensorRow(t, gate)).join('')}</tbody></table></div>` +
+    `<div class="scroll"><table>${TABLE_HEAD}<tbody>${pair.tensors.map((t) => tensorRow(t, overSet)).join('')}</tbody></table></div>` +
     `</section>`
   );
 }
