@@ -16,6 +16,7 @@ export class ReportShapeError extends Error {
 type Obj = Record<string, unknown>;
 
 function typeName(v: unknown): string {
+  if (v === undefined) return 'nothing (the field is missing)';
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'an array';
   return typeof v === 'object' ? 'an object' : `${typeof v} ${JSON.stringify(v)?.slice(0, 40)}`;

@@ -4,12 +4,17 @@
 // against the float64 evaluation when the report has it.
 import type { XcheckPair, XcheckTensor } from '@hcsp/core';
 
-/** What a cell's colour shows: the fraction of elements whose bits differ, or the largest bf16 ulp distance. */
-export type XcheckMetric = 'fraction' | 'ulp';
+/**
+ * What a cell's colour shows: the fraction of elements whose bits differ, the largest bf16
+ * ulp distance, or the largest difference in bf16 ulps of its row's largest value (the unit of
+ * a reordered sum: a value near zero can be many ulps away and still one rounding off).
+ */
+export type XcheckMetric = 'fraction' | 'ulp' | 'rowUlp';
 
 export const XCHECK_METRICS: readonly { value: XcheckMetric; label: string }[] = [
   { value: 'ulp', label: 'max ulp (bf16)' },
   { value: 'fraction', label: 'differing fraction' },
+  { value: 'rowUlp', label: 'row-scaled ulp' },
 ];
 
 /**
@@ -18,8 +23,9 @@ export const XCHECK_METRICS: readonly { value: XcheckMetric; label: string }[] =
  */
 export function metricValue(t: XcheckTensor, metric: XcheckMetric): number {
   if (metric === 'fraction') return t.count === 0 ? 0 : t.differing / t.count;
-  if (t.maxUlp === null) return t.differing > 0 ? Infinity : 0;
-  return t.maxUlp;
+  const v = metric === 'ulp' ? t.maxUlp : t.rowUlp;
+  if (v === null) return t.differing > 0 ? Infinity : 0;
+  return v;
 }
 
 export interface ColorClass {
@@ -47,8 +53,18 @@ const ULP_CLASSES: readonly ColorClass[] = [
   { max: Infinity, color: '#111827', label: '> 256 (or a non-bf16 value differs)' },
 ];
 
+const ROW_ULP_CLASSES: readonly ColorClass[] = [
+  { max: 0, color: '#eef2f5', label: 'bit-identical' },
+  { max: 0.5, color: '#fde68a', label: '<= 0.5' },
+  { max: 1, color: '#fbbf24', label: '<= 1' },
+  { max: 2, color: '#f97316', label: '<= 2' },
+  { max: 4, color: '#dc2626', label: '<= 4' },
+  { max: 16, color: '#991b1b', label: '<= 16' },
+  { max: Infinity, color: '#111827', label: '> 16 (or a non-float value differs)' },
+];
+
 export function metricClasses(metric: XcheckMetric): readonly ColorClass[] {
-  return metric === 'fraction' ? FRACTION_CLASSES : ULP_CLASSES;
+  return metric === 'fraction' ? FRACTION_CLASSES : metric === 'ulp' ? ULP_CLASSES : ROW_ULP_CLASSES;
 }
 
 export function metricColor(value: number, metric: XcheckMetric): string {
