@@ -10,6 +10,7 @@ import { registerPrefill } from './commands/prefill.ts';
 import { registerBench } from './commands/bench.ts';
 import { registerWeights } from './commands/weights.ts';
 import { registerLaunch } from './commands/launch.ts';
+import { registerXcheck } from './commands/xcheck.ts';
 
 const USAGE_EXIT_CODE = 2;
 
@@ -27,6 +28,7 @@ function buildProgram(): Command {
   registerBench(program);
   registerWeights(program);
   registerLaunch(program);
+  registerXcheck(program);
   return program;
 }
 

@@ -300,6 +300,22 @@ export class SafetensorsReader {
     return { dtype, shape, data };
   }
 
+  /** An I64 tensor (token ids in a golden dump) as i32: a value outside int32 is an error naming it. */
+  readInt64AsI32(name: string): Tensor {
+    requireLittleEndianHost();
+    const e = this.entry(name);
+    if (e.dtype !== 'I64') throw new Error(`${this.label}: tensor '${name}' has dtype ${e.dtype}, expected I64`);
+    const wide = new BigInt64Array(numel(e.shape));
+    this.readBytes(this.header.dataStart + e.begin, new Uint8Array(wide.buffer));
+    const data = new Int32Array(wide.length);
+    for (let i = 0; i < wide.length; i++) {
+      const v = wide[i];
+      if (v < -2147483648n || v > 2147483647n) throw new Error(`${this.label}: tensor '${name}' element ${i} is ${v}, outside int32`);
+      data[i] = Number(v);
+    }
+    return { dtype: 'i32', shape: [...e.shape], data };
+  }
+
   private loadable(name: string): { e: SafetensorsEntry; dtype: DType } {
     requireLittleEndianHost();
     const e = this.entry(name);

@@ -1,3 +1,4 @@
+import { HC_QUANT_ROWS_MAX } from '../sp/gate.ts';
 import type { ModelConfig } from '../config/modelConfig.ts';
 import { RING_DEFAULT_CHANNELS, RING_DEFAULT_CHUNK_ELEMS } from '../collectives/ringAllReduce.ts';
 import type { Graph, ValueId } from '../graph/graph.ts';
@@ -37,6 +38,14 @@ export interface PrefillOptions {
   dump?: boolean;
   /** the FP8 PTPC path's format (DecoderGraphOptions.fp8); null or absent: bf16 */
   fp8?: Fp8Format | null;
+  /**
+   * the FP8 activation quantization's place instead of the plan's: 'separate' (a quant op on
+   * the gathered rows) anywhere, 'fused' (in the HC mix) only where the plan allows it
+   * (unsharded, T <= HC_QUANT_ROWS_MAX): to compare the two paths on the same rows
+   */
+  quant?: 'fused' | 'separate';
+  /** the decoder layers [A, B) (a pipeline stage; default all) */
+  layers?: [number, number];
   /** DecoderGraphOptions.qsaSelection */
   qsaSelection?: 'replicated' | 'rowSharded';
   /** the prompt's token ids (validated against the vocabulary); default: seeded ids */
@@ -67,7 +76,7 @@ export function seededTokenIds(config: ModelConfig, tokens: number, seed: number
  * ATOM_QWEN4_EXP_SP_MIN_TOKENS from env), 'off' is the variable's own "0 disables", 'on'
  * skips the token thresholds (testing) but keeps tp > 1 and the layer condition.
  */
-export function planForMode(config: ModelConfig, tokens: number, tp: number, sp: SpMode, env: Record<string, string | undefined>, mtp: boolean): SpPlan {
+export function planForMode(config: ModelConfig, tokens: number, tp: number, sp: SpMode, env: Record<string, string | undefined>, mtp: boolean, layers?: [number, number]): SpPlan {
   return planForward({
     config,
     tokens,
@@ -76,13 +85,18 @@ export function planForMode(config: ModelConfig, tokens: number, tp: number, sp:
     capturing: false,
     mtp,
     force: sp === 'on',
+    ...(layers ? { layers } : {}),
   });
 }
 
 /** Plans a prefill, builds its graph and gathers what any backend needs to run it. */
 export function preparePrefill(o: PrefillOptions): PreparedPrefill {
   const mtp = o.mtp ?? o.config.mtp;
-  const plan = planForMode(o.config, o.tokens, o.tp, o.sp, o.env ?? {}, mtp);
+  const planned = planForMode(o.config, o.tokens, o.tp, o.sp, o.env ?? {}, mtp, o.layers);
+  if (o.quant === 'fused' && planned.quant !== 'fused') {
+    throw new Error(`prefill: quant=fused needs the unsharded path with T <= ${HC_QUANT_ROWS_MAX} (the mix quantizes at most that many rows); this plan (SP ${planned.sp ? 'on' : 'off'}, T ${o.tokens}) quantizes separately`);
+  }
+  const plan = o.quant ? { ...planned, quant: o.quant } : planned;
   const { graph, outputs, extra } = buildDecoderGraph({
     config: o.config,
     plan,

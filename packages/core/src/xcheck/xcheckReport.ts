@@ -60,12 +60,23 @@ export function tensorPlace(name: string, exitLayer: number): { layer: number; r
   return { layer, rank: r ? Number(r[1]) : null };
 }
 
-/** The tensors over --max-ulp (bf16 ulps between the runs; a non-float value that differs at all counts as over). */
+/** the largest row-scaled ulp distance of a pair's tensors */
+export function maxRowUlp(pair: XcheckPair): number {
+  return pair.tensors.reduce((acc, t) => Math.max(acc, t.rowUlp ?? 0), 0);
+}
+
+/**
+ * The tensors over --max-ulp: their row-scaled ulp distance (|a - b| in bf16 ulps of the row's
+ * largest |b|, the unit of a reordered sum) is above it; a non-float value that differs at all
+ * counts as over. Row-scaled, not elementwise: between two values near zero the elementwise
+ * distance counts the bf16 patterns between them (thousands across a sign change) and says
+ * nothing about the error.
+ */
 export function overGate(pairs: readonly XcheckPair[], maxUlp: number): { pair: XcheckPair; tensor: XcheckTensor }[] {
   const out: { pair: XcheckPair; tensor: XcheckTensor }[] = [];
   for (const pair of pairs) {
     for (const tensor of pair.tensors) {
-      const over = tensor.maxUlp === null ? tensor.differing > 0 : tensor.maxUlp > maxUlp;
+      const over = tensor.rowUlp === null ? tensor.differing > 0 : tensor.rowUlp > maxUlp;
       if (over) out.push({ pair, tensor });
     }
   }

@@ -1,0 +1,203 @@
+// `hcsp xcheck`: the same prefill (inputs and weights) run once per SPEC, every named tensor
+// compared against the first SPEC's run, and against the float64 evaluation of the first
+// SPEC's graph, so that each difference is attributed to the side that moved away from the
+// exact value; optionally against a golden dump another engine wrote.
+import {
+  diffNamed,
+  evaluateExact,
+  namedValueIds,
+  namedValues,
+  overGate,
+  preparePrefill,
+  runOnce,
+  shapeStr,
+  type AlignedTensor,
+  type ExactTensor,
+  type ModelConfig,
+  type PreparedPrefill,
+  type SubLayerBuilders,
+  type WeightSource,
+  type XcheckPair,
+  type XcheckReport,
+  type XcheckRun,
+} from '@hcsp/core';
+import { openSafetensorsFile } from '@hcsp/core/node';
+import { createBackend } from '@hcsp/backends';
+import { checkMemory, type MemoryLimit } from '../guards/memoryGuard.ts';
+import { estimatePrefillMemory } from '../guards/prefillMemory.ts';
+import { nodeProgress } from '../progress.ts';
+import type { XcheckSpec } from './xcheckSpec.ts';
+
+export interface XcheckInputs {
+  config: ModelConfig;
+  subLayers: SubLayerBuilders;
+  tokens: number;
+  tp: number;
+  seed: number;
+  layers: [number, number];
+  weights: WeightSource | undefined;
+  weightsLabel: string;
+  ids: Int32Array | undefined;
+  specs: XcheckSpec[];
+  exact: boolean;
+  maxUlp: number | null;
+  golden: GoldenDump | null;
+  limit: MemoryLimit;
+  quiet: boolean;
+}
+
+/** A golden dump read whole: its tensors by name (input_ids as i32). */
+export interface GoldenDump {
+  file: string;
+  tensors: Map<string, AlignedTensor>;
+  ids: Int32Array;
+}
+
+/** Reads a golden dump (README "Golden dumps"): every tensor, int64 ids narrowed to i32 (checked). */
+export function readGoldenDump(file: string): GoldenDump {
+  const f = openSafetensorsFile(file);
+  try {
+    if (!f.has('input_ids')) throw new Error(`--golden ${file}: it has no input_ids tensor (a golden dump names the ids it was run on)`);
+    const tensors = new Map<string, AlignedTensor>();
+    for (const name of f.names()) {
+      const e = f.entry(name);
+      const tensor = e.dtype === 'I64' ? f.readInt64AsI32(name) : f.read(name);
+      tensors.set(name, { tensor, rowStart: 0 });
+    }
+    const ids = tensors.get('input_ids')!.tensor;
+    if (ids.shape.length !== 1) throw new Error(`--golden ${file}: input_ids has shape ${shapeStr(ids.shape)}, expected [T]`);
+    tensors.delete('input_ids');
+    return { file, tensors, ids: ids.data as Int32Array };
+  } finally {
+    f.close();
+  }
+}
+
+/** The golden dump's tensors the run names (all T rows): each must be there with the run's shape and dtype. */
+function checkGolden(golden: GoldenDump, prepared: PreparedPrefill): void {
+  const missing: string[] = [];
+  for (const [name, id] of Object.entries(prepared.outputs.dumpValues)) {
+    const g = golden.tensors.get(name);
+    const v = prepared.graph.values[id];
+    if (!g) {
+      missing.push(name);
+      continue;
+    }
+    if (shapeStr(g.tensor.shape) !== shapeStr(v.shape)) throw new Error(`--golden ${golden.file}: tensor '${name}' has shape ${shapeStr(g.tensor.shape)}, the run's is ${shapeStr(v.shape)}`);
+    if (g.tensor.dtype !== v.dtype) throw new Error(`--golden ${golden.file}: tensor '${name}' is ${g.tensor.dtype}, the run's is ${v.dtype}`);
+  }
+  if (missing.length > 0) {
+    throw new Error(
+      `--golden ${golden.file}: ${missing.length} of the run's tensors ${missing.length > 1 ? 'are' : 'is'} missing: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? `, ... (${missing.length - 5} more)` : ''} (README "Golden dumps" lists what a dump holds)`,
+    );
+  }
+}
+
+function prepare(x: XcheckInputs, spec: XcheckSpec): PreparedPrefill {
+  return preparePrefill({
+    config: x.config,
+    tokens: x.tokens,
+    tp: x.tp,
+    sp: spec.sp,
+    reduce: spec.reduce,
+    seed: x.seed,
+    subLayers: x.subLayers,
+    contract: spec.contract,
+    fp8: spec.fp8,
+    ...(spec.quant ? { quant: spec.quant } : {}),
+    layers: x.layers,
+    weights: x.weights,
+    ids: x.ids,
+    env: process.env,
+    dump: true,
+  });
+}
+
+/** one SPEC's run: its named values and what the report says of it */
+async function runSpec(x: XcheckInputs, spec: XcheckSpec, prepared: PreparedPrefill): Promise<{ named: Map<string, AlignedTensor>; run: XcheckRun }> {
+  const estimate = estimatePrefillMemory({ config: x.config, tokens: x.tokens, tp: x.tp, sp: spec.sp, reduce: spec.reduce, subLayers: x.subLayers, env: process.env, checkpoint: x.weights !== undefined });
+  checkMemory(`xcheck ${spec.text}: prefill of ${x.config.name} at tp ${x.tp} with T ${x.tokens}`, estimate, x.limit);
+  const backend = await createBackend(spec.backend, spec.backendOptions);
+  const progress = nodeProgress(`xcheck ${spec.text}`, { quiet: x.quiet });
+  try {
+    const device = backend.describe();
+    const result = await runOnce(backend, prepared.graph, prepared.feeds, prepared.weights, { keep: namedValueIds(prepared), onNode: progress.onNode });
+    const named = new Map<string, AlignedTensor>();
+    for (const v of namedValues(prepared)) named.set(v.name, { tensor: result.values.get(v.id)!, rowStart: v.rowStart });
+    const { plan } = prepared;
+    return {
+      named,
+      run: {
+        spec: spec.text,
+        backend: spec.backend,
+        device,
+        options: { ...spec.backendOptions, sp: spec.sp, reduce: spec.reduce, contract: spec.contract, ...(spec.fp8 ? { fp8: spec.fp8, quant: plan.quant } : {}) },
+        sp: plan.sp,
+        chunk: plan.chunk,
+        reduce: spec.reduce,
+        seconds: result.stats.seconds,
+      },
+    };
+  } finally {
+    progress.stop();
+    await backend.dispose();
+  }
+}
+
+function pairOf(a: string, b: string, tensors: XcheckPair['tensors']): XcheckPair {
+  return {
+    a,
+    b,
+    tensors,
+    differing: tensors.reduce((acc, t) => acc + t.differing, 0),
+    maxUlp: tensors.reduce((acc, t) => Math.max(acc, t.maxUlp ?? 0), 0),
+  };
+}
+
+/** Runs every SPEC (the first is the one compared against) and compares; the float64 evaluation of the first SPEC's graph attributes the differences. */
+export async function runXcheck(x: XcheckInputs): Promise<XcheckReport> {
+  const exitLayer = x.layers[1];
+  const base = prepare(x, x.specs[0]);
+  if (x.golden) checkGolden(x.golden, base);
+  // every SPEC's graph is built (and checked) before anything runs
+  const others = x.specs.slice(1).map((spec) => ({ spec, prepared: prepare(x, spec) }));
+  const first = await runSpec(x, x.specs[0], base);
+  let exact: Map<string, { tensor: ExactTensor; rowStart: number }> | undefined;
+  if (x.exact) {
+    const progress = nodeProgress('xcheck float64 evaluation', { quiet: x.quiet });
+    try {
+      const values = await evaluateExact(base.graph, base.feeds, base.weights, { keep: namedValueIds(base), onNode: progress.onNode });
+      exact = new Map(namedValues(base).map((v) => [v.name, { tensor: values.get(v.id)!, rowStart: v.rowStart }]));
+    } finally {
+      progress.stop();
+    }
+  }
+  const runs: XcheckRun[] = [first.run];
+  const pairs: XcheckPair[] = [];
+  for (const { spec, prepared } of others) {
+    const r = await runSpec(x, spec, prepared);
+    runs.push(r.run);
+    pairs.push(pairOf(spec.text, x.specs[0].text, diffNamed(r.named, first.named, exitLayer, exact).tensors));
+  }
+  let golden: XcheckReport['golden'] = null;
+  if (x.golden) {
+    const d = diffNamed(x.golden.tensors, first.named, exitLayer, exact);
+    pairs.push(pairOf(`golden:${x.golden.file}`, x.specs[0].text, d.tensors));
+    golden = { file: x.golden.file, missing: d.onlyIn.b.filter((n) => !/\.r\d+$/.test(n)) };
+  }
+  const ok = x.maxUlp === null || overGate(pairs, x.maxUlp).length === 0;
+  return {
+    ok,
+    config: x.config.name,
+    tokens: x.tokens,
+    tp: x.tp,
+    seed: x.seed,
+    layers: x.layers,
+    weights: x.weightsLabel,
+    maxUlpGate: x.maxUlp,
+    exact: x.exact,
+    runs,
+    pairs,
+    golden,
+  };
+}
