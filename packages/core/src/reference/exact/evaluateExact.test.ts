@@ -6,6 +6,7 @@ import type { Graph } from '../../graph/graph.ts';
 import { STAND_IN_SUB_LAYERS } from '../../layers/standIn/standInSubLayers.ts';
 import { preparePrefill, type PreparedPrefill, type SpMode } from '../../model/prefill.ts';
 import type { SubLayerBuilders } from '../../model/subLayerBuilders.ts';
+import type { WeightSource } from '../../model/weightSource.ts';
 import { MODEL_SUB_LAYERS } from '../../layers/modelSubLayers.ts';
 import { bf16ToF32 } from '../../numerics/bf16.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
@@ -273,4 +274,50 @@ describe('evaluateExact on the tiny model stack (PLE, GatedDeltaNet, attention w
   }
 
   it('SP on and SP off evaluate to the same float64 values (the same math)', async () => expectSameExact(await runs.on(), await runs.off()));
+});
+
+describe('evaluateExact on the tiny model stack: weights and the FP8 path', () => {
+  it('reads a row-gathered table only at the rows its ids name', async () => {
+    const p = preparePrefill({ config: TINY, tokens: T, tp: 2, sp: 'on', reduce: 'ring', seed: 7, subLayers: MODEL_SUB_LAYERS });
+    const gathered = Object.values(p.graph.values).filter((d) => d.weight?.gather === 'rows');
+    expect(gathered.length).toBeGreaterThan(0);
+    const reads: { name: string; rows: number | null }[] = [];
+    const src = p.weights;
+    const counting: WeightSource = {
+      has: (n) => src.has(n),
+      info: (n) => src.info(n),
+      read: (n, slice) => {
+        reads.push({ name: n, rows: slice && slice.axis === 0 ? slice.ranges.reduce((a, [lo, hi]) => a + hi - lo, 0) : null });
+        return src.read(n, slice);
+      },
+    };
+    await evaluateExact(p.graph, p.feeds, counting, { keep: [p.outputs.h] });
+    for (const d of gathered) {
+      const parts = d.weight!.concat ?? [d.weight!.name];
+      const mine = reads.filter((r) => parts.includes(r.name));
+      expect(mine.length, d.weight!.name).toBeGreaterThan(0);
+      // only row slices, never a whole part, and far fewer rows than the table has
+      for (const r of mine) expect(r.rows, r.name).not.toBeNull();
+      expect(mine.reduce((a, r) => a + r.rows!, 0), d.weight!.name).toBeLessThan(d.shape[0] / 4);
+    }
+  });
+
+  it('does not quantize: the FP8 graph (fused and separate quantization) evaluates to the bf16 graph\'s values', async () => {
+    for (const sp of ['off', 'on'] as const) {
+      const evaluate = async (fp8: 'e4m3fnuz' | null) => {
+        const p = preparePrefill({ config: TINY, tokens: T, tp: 2, sp, reduce: 'ring', seed: 7, subLayers: MODEL_SUB_LAYERS, dump: true, fp8 });
+        return { p, values: await evaluateExact(p.graph, p.feeds, p.weights, { keep: Object.values(p.outputs.dumpValues) }) };
+      };
+      const bf = await evaluate(null);
+      const q = await evaluate('e4m3fnuz');
+      expect(q.p.graph.nodes.some((n) => n.op === 'fp8LinearPtpc')).toBe(true);
+      expect(q.p.plan.quant).toBe(sp === 'off' ? 'fused' : 'separate');
+      for (const [name, id] of Object.entries(bf.p.outputs.dumpValues)) {
+        const a = q.values.get(q.p.outputs.dumpValues[name])!.data;
+        const b = bf.values.get(id)!.data;
+        // q = x with scale 1 and sum_k (x * 1)(w * 1) = sum_k x w: the same doubles in the same order
+        expect(Array.from(a), `${sp} ${name}`).toEqual(Array.from(b));
+      }
+    }
+  });
 });
