@@ -1,0 +1,164 @@
+// `hcsp xcheck`: identical runs report no difference; SP on and off at tp 2 are bit-identical;
+// a one-ulp change planted in one element of one tensor of a golden dump is found in that
+// tensor and layer only and attributed to the planted side by the float64 evaluation; bad
+// golden files, bad SPECs and the --max-ulp gate give clear errors; --report writes the
+// self-contained HTML with its plots.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  bf16ToF32,
+  evaluateExact,
+  int64FileTensor,
+  MODEL_SUB_LAYERS,
+  namedValueIds,
+  preparePrefill,
+  TINY,
+  type RawFileTensor,
+  type Tensor,
+  type XcheckReport,
+} from '@hcsp/core';
+import { openSafetensorsFile, writeSafetensorsFile } from '@hcsp/core/node';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runPrefillCommand } from './prefill.ts';
+import { runXcheckCommand } from './xcheck.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'hcsp-xcheck-test-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const base = { config: 'tiny', tokens: '40', tp: '2', seed: '3', stack: 'model', sp: 'auto', reduce: 'ring', exact: true, quiet: true };
+
+async function xcheck(opts: Partial<Parameters<typeof runXcheckCommand>[0]> & { compare: string }): Promise<XcheckReport> {
+  return (await runXcheckCommand({ ...base, ...opts })).report;
+}
+
+describe('hcsp xcheck', () => {
+  it('identical runs report zero differences on every named tensor', async () => {
+    const r = await xcheck({ compare: 'cpu:sp=off,cpu:sp=off', exact: false });
+    expect(r.ok).toBe(true);
+    expect(r.pairs).toHaveLength(1);
+    const [pair] = r.pairs;
+    expect(pair.tensors.length).toBeGreaterThan(40);
+    // golden-dump names and each rank's partials and collective outputs
+    for (const name of ['embed', 'layers.0.in', 'layers.1.attn_hc.mixed', 'layers.2.mlp.out', 'final.mixed', 'logits', 'layers.3.attn.partial.r1', 'layers.3.mlp.out.r0']) {
+      expect(pair.tensors.some((t) => t.name === name), name).toBe(true);
+    }
+    for (const t of pair.tensors) {
+      expect(t.differing, t.name).toBe(0);
+      expect(t.exactFraction).toBe(1);
+    }
+  });
+
+  it('SP on and off at tp 2 are bit-identical (every tensor, rank shards aligned with the replicated rows)', async () => {
+    const r = await xcheck({ compare: 'cpu:sp=off,cpu:sp=on', exact: false });
+    expect(r.runs.map((x) => x.sp)).toEqual([false, true]);
+    const shard = r.pairs[0].tensors.find((t) => t.name === 'layers.3.attn.out.r1')!;
+    // rank 1's shard (C = 20 rows from row 20) against the same rows of the replicated output
+    expect(shard.count).toBe(20 * TINY.hiddenSize);
+    expect(shard.rows.rowStart).toBe(20);
+    expect(r.pairs[0].differing).toBe(0);
+  });
+
+  it('a one-ulp change planted in one element of a golden dump is found in that tensor and layer only, and attributed to the planted side', async () => {
+    const dump = join(dir, 'run.safetensors');
+    await runPrefillCommand({ backend: 'cpu', config: 'tiny', tokens: '40', tp: '2', seed: '3', sp: 'off', reduce: 'ring', stack: 'model', quiet: true, json: true, dump });
+    // the element to plant: layers.2.attn.out[7, 11], moved one ulp away from its float64 value
+    const name = 'layers.2.attn.out';
+    const [row, col] = [7, 11];
+    const prepared = preparePrefill({ config: TINY, tokens: 40, tp: 2, sp: 'off', reduce: 'ring', seed: 3, subLayers: MODEL_SUB_LAYERS, dump: true });
+    const exact = await evaluateExact(prepared.graph, prepared.feeds, prepared.weights, { keep: namedValueIds(prepared) });
+    const e = exact.get(prepared.outputs.dumpValues[name])!.data[row * TINY.hiddenSize + col];
+    const f = openSafetensorsFile(dump);
+    const tensors = new Map<string, Tensor | RawFileTensor>();
+    for (const n of f.names()) {
+      if (f.entry(n).dtype === 'I64') {
+        const t = f.readInt64AsI32(n);
+        tensors.set(n, int64FileTensor(t.shape, t.data as Int32Array));
+      } else tensors.set(n, f.read(n));
+    }
+    f.close();
+    const planted = tensors.get(name) as Tensor;
+    const bits = planted.data as Uint16Array;
+    const i = row * TINY.hiddenSize + col;
+    const v = bf16ToF32(bits[i]);
+    // one bf16 ulp farther from the float64 value: up when v >= e and positive, etc. (sign-magnitude bits)
+    const up = v >= e;
+    bits[i] = v >= 0 === up ? bits[i] + 1 : bits[i] - 1;
+    expect(Math.abs(bf16ToF32(bits[i]) - e)).toBeGreaterThan(Math.abs(v - e));
+    const golden = join(dir, 'planted.safetensors');
+    writeSafetensorsFile(golden, tensors);
+
+    const r = await xcheck({ compare: 'cpu:sp=off', golden });
+    const pair = r.pairs.find((p) => p.a === `golden:${golden}`)!;
+    const differing = pair.tensors.filter((t) => t.differing > 0);
+    expect(differing.map((t) => t.name)).toEqual([name]);
+    const [t] = differing;
+    expect(t.layer).toBe(2);
+    expect(t.rank).toBe(null);
+    expect(t.differing).toBe(1);
+    expect(t.maxUlp).toBe(1);
+    expect(t.first).toMatchObject({ row, col });
+    expect(t.exact).toMatchObject({ fartherA: 1, fartherB: 0, attributed: 'a' });
+  });
+
+  it('a golden file with a missing tensor or a wrong shape is refused before anything runs', async () => {
+    const dump = join(dir, 'run.safetensors');
+    const f = openSafetensorsFile(dump);
+    const names = f.names();
+    const keep = (drop: string, reshape?: string) => {
+      const m = new Map<string, Tensor | RawFileTensor>();
+      for (const n of names) {
+        if (n === drop) continue;
+        if (f.entry(n).dtype === 'I64') {
+          const t = f.readInt64AsI32(n);
+          m.set(n, int64FileTensor(t.shape, t.data as Int32Array));
+        } else {
+          const t = f.read(n);
+          m.set(n, n === reshape ? { ...t, shape: [t.shape[1], t.shape[0]] } : t);
+        }
+      }
+      return m;
+    };
+    const missing = join(dir, 'missing.safetensors');
+    writeSafetensorsFile(missing, keep('layers.1.mlp.out'));
+    await expect(xcheck({ compare: 'cpu:sp=off', golden: missing })).rejects.toThrow(
+      `--golden ${missing}: 1 of the run's tensors is missing: layers.1.mlp.out (README "Golden dumps" lists what a dump holds)`,
+    );
+    const wrong = join(dir, 'wrong.safetensors');
+    writeSafetensorsFile(wrong, keep('', 'final.mixed'));
+    await expect(xcheck({ compare: 'cpu:sp=off', golden: wrong })).rejects.toThrow(`--golden ${wrong}: tensor 'final.mixed' has shape [${TINY.hiddenSize},40], the run's is [40,${TINY.hiddenSize}]`);
+    f.close();
+  });
+
+  it('bad SPECs are refused, naming the SPEC and the key', async () => {
+    await expect(xcheck({ compare: 'cpu:sp=off' })).rejects.toThrow('--compare needs at least two SPECs, comma-separated (got "cpu:sp=off")');
+    await expect(xcheck({ compare: 'cpu,cpu:colour=red' })).rejects.toThrow('--compare: SPEC "cpu:colour=red": unknown key "colour" (keys: sp, reduce, contract, fp8, quant)');
+    await expect(xcheck({ compare: 'cpu,cpu:sp=maybe' })).rejects.toThrow('--compare: SPEC "cpu:sp=maybe": sp must be one of auto|on|off, got "maybe"');
+    await expect(xcheck({ compare: 'cpu,rocm:device=moon' })).rejects.toThrow(/--compare: SPEC "rocm:device=moon": .*device/);
+    await expect(xcheck({ compare: 'cpu,cpu:quant=fused' })).rejects.toThrow('quant=fused places the FP8 quantization: it needs fp8=<format>');
+  });
+
+  it('the compiled command: --json is one object, --max-ulp gates the exit status, --report writes the HTML with its plots', () => {
+    const cli = fileURLToPath(new URL('../../bin/hcsp.js', import.meta.url));
+    const report = join(dir, 'report');
+    const run = (extra: string[]) =>
+      spawnSync(process.execPath, [cli, 'xcheck', '--config', 'tiny', '--tokens', '40', '--tp', '4', '--seed', '3', '--compare', 'cpu:sp=off,cpu:sp=on', '--quiet', '--no-exact', ...extra], { encoding: 'utf8', timeout: 300_000 });
+    const open = run(['--json', '--report', report]);
+    expect(open.status, open.stderr).toBe(0);
+    const json = JSON.parse(open.stdout) as XcheckReport;
+    // at tp 4 the reduce-scatter and the all-reduce add in different orders: the runs differ
+    expect(json.pairs[0].differing).toBeGreaterThan(0);
+    for (const k of ['name', 'layer', 'count', 'differing', 'exactFraction', 'maxUlp', 'maxAbs']) expect(json.pairs[0].tensors[0]).toHaveProperty(k);
+    const html = readFileSync(join(report, 'index.html'), 'utf8');
+    expect(html.startsWith('<!DOCTYPE html>')).toBe(true);
+    expect(html).toContain('<svg');
+    expect(JSON.parse(readFileSync(join(report, 'report.json'), 'utf8'))).toEqual(json);
+    const gated = run(['--max-ulp', '0.5']);
+    expect(gated.status).toBe(1);
+    expect(gated.stderr).toMatch(/^hcsp: xcheck: \d+ tensors exceed --max-ulp 0\.5: the largest, \S+ \(cpu:sp=on against cpu:sp=off\), [\d.]+ row-scaled ulp\n$/);
+    const wide = run(['--max-ulp', '1000']);
+    expect(wide.status, wide.stderr).toBe(0);
+  });
+});
