@@ -15,6 +15,7 @@ import { evaluateExact, widenTensor } from './evaluateExact.ts';
 import type { ExactTensor } from './exactTensor.ts';
 import { EXACT_COLLECTIVE_KERNELS, EXACT_KERNELS } from './index.ts';
 import { UBF, valuesOf } from './exactCheck.ts';
+import { layerCases } from '../../../../../test/cases/layerCases.ts';
 
 // The float64 evaluation of whole graphs against the CPU reference's run of the same graph,
 // feeds and weights, on the golden-dump values (DecoderOutputs.dumpValues).
@@ -320,4 +321,27 @@ describe('evaluateExact on the tiny model stack: weights and the FP8 path', () =
       }
     }
   });
+});
+
+describe('evaluateExact on the sub-layer cases (test/cases/layerCases.ts: tiny config, tp 2)', () => {
+  for (const c of layerCases()) {
+    it(c.name, async () => {
+      const { values } = await runOnce(cpu, c.graph, c.feeds, c.weights, { keep: 'all' });
+      const exact = await evaluateExact(c.graph, c.feeds, c.weights);
+      let compared = 0;
+      for (const [id, ref] of values) {
+        const ex = exact.get(id)!;
+        expect(ex.shape, id).toEqual(ref.shape);
+        if (ref.dtype === 'i32') {
+          // ids of this case (routes, selections, n-gram ids) decide alike on these inputs
+          expect(Array.from(ex.data), id).toEqual(Array.from(ref.data));
+          continue;
+        }
+        // one sub-layer: the per-layer budget of dumpBound, 4 UBF (on top of its exact inputs)
+        expect(relNorm(valuesOf(ref), ex.data as Float64Array), id).toBeLessThanOrEqual(4 * UBF);
+        compared++;
+      }
+      expect(compared).toBeGreaterThan(c.graph.outputs.length);
+    });
+  }
 });
