@@ -85,6 +85,24 @@ describe('dev page xcheck in Chromium', () => {
     expect(errors).toEqual([]);
   }, 60_000);
 
+  it('runs WebGPU against the CPU reference (worker) on the same graph: bit-identical', async () => {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    const errors = collectErrors(page);
+    await page.goto(url);
+    await page.fill('input[name=xcTokens]', '19');
+    await page.selectOption('select[name=xcTp]', '2');
+    await page.selectOption('select[name=xcPair]', 'backends');
+    expect(await page.locator('select[name=xcBackend]').isDisabled()).toBe(true);
+    await page.selectOption('select[name=xcSp]', 'on');
+    await page.click('#xc-run');
+    await expect.poll(() => page.locator('#xc-status').textContent(), { timeout: 45_000, interval: 250 }).toMatch(/^(Ran|Live run failed)/);
+    expect(await page.locator('#xc-error').textContent()).toBe('');
+    expect(await page.locator('#xc-status .xc-ran').textContent()).toMatch(/^Ran run a on WebGPU \(adapter: .*swiftshader.*\), run b on the CPU reference \(worker\): run a webgpu:sp=on:reduce=ring [\d.]+ s, run b cpu:sp=on:reduce=ring/i);
+    expect(await page.locator('#xc-view svg.xc-rank-grid rect.xc-cell').count()).toBe(10 * 2 * 2);
+    expect(await page.locator('#xc-view .xc-headline').textContent()).toMatch(/^webgpu:sp=on:reduce=ring against cpu:sp=on:reduce=ring: all \d+ compared tensors are bit-identical\.$/);
+    expect(errors).toEqual([]);
+  }, 60_000);
+
   it('loads a report from a real CPU diffNamed run (file input and drop), and names what is wrong with a bad file', async () => {
     const r: LiveRequest = { config: 'tiny', tokens: 19, tp: 2, seed: 3, reduce: 'ring', pair: 'sp', backend: 'cpu', sp: 'on' };
     const { a, b } = liveSides({ ...r, tp: 4 });
@@ -143,8 +161,8 @@ describe('dev page xcheck in Chromium', () => {
       const errors = collectErrors(page);
       await page.goto(url);
       const note = page.locator('#xc-webgpu');
+      // Debian's chromium without the flags has navigator.gpu but no adapter: the run says so when WebGPU is asked for
       if (await page.evaluate(() => 'gpu' in navigator && !!navigator.gpu)) {
-        // navigator.gpu exists but no adapter: the run says so when WebGPU is asked for
         await page.selectOption('select[name=xcBackend]', 'webgpu');
         await page.click('#xc-run');
         await expect.poll(() => page.locator('#xc-status').textContent(), { timeout: 20_000 }).toMatch(/^(Ran|Live run failed)/);
@@ -160,6 +178,13 @@ describe('dev page xcheck in Chromium', () => {
       expect(await page.locator('#xc-status .xc-ran').textContent()).toMatch(/^Ran on the CPU reference \(worker\): run a cpu:sp=on:reduce=\w+ [\d.]+ s, run b cpu:sp=off/);
       expect(await page.locator('#xc-view svg.xc-rank-grid rect.xc-cell').count()).toBe(10 * 2 * 2);
       expect(errors.filter((e) => !/WebGPU|GPU/i.test(e))).toEqual([]);
+
+      // a browser with no navigator.gpu at all: said on load, the CPU reference chosen
+      const bare = await plain.newPage();
+      await bare.addInitScript(() => Object.defineProperty(Navigator.prototype, 'gpu', { get: () => undefined, configurable: true }));
+      await bare.goto(url);
+      expect(await bare.locator('#xc-webgpu').textContent()).toMatch(/^WebGPU is unavailable in this browser: navigator\.gpu is undefined\. Chromium on Linux needs --enable-unsafe-webgpu\. The CPU reference runs the same graph in a worker: Use the CPU reference instead$/);
+      expect(await bare.locator('select[name=xcBackend]').inputValue()).toBe('cpu');
     } finally {
       await plain.close();
     }

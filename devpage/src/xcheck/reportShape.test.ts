@@ -115,5 +115,10 @@ describe('xcheck grids', () => {
     expect(worstTensors(pair, 100)).toHaveLength(5);
     const rowScaled = { ...pair.tensors[2], rowUlp: 0.5 } as XcheckTensor;
     expect(metricValue(rowScaled, 'rowUlp')).toBe(0.5);
+    // the minimal report has no row-scaled figure: unknown where bf16 values differ, 0 where none do, the worst class for ids
+    expect(metricValue(pair.tensors[2], 'rowUlp')).toBeNull();
+    expect(metricColor(null, 'rowUlp')).toBe('#d1d5db');
+    expect(metricValue(pair.tensors[1], 'rowUlp')).toBe(0);
+    expect(metricValue(pair.tensors[7], 'rowUlp')).toBe(Infinity);
   });
 });

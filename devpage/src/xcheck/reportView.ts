@@ -4,7 +4,7 @@
 // table of the worst tensors.
 import type { XcheckPair, XcheckReport, XcheckTensor } from '@hcsp/core';
 import { h, s } from '../view/dom.ts';
-import { attribution, kindGrid, metricClasses, metricColor, pairHeadline, rankGrid, worstTensors, XCHECK_METRICS, type GridModel, type XcheckMetric } from './xcheckHeatmap.ts';
+import { attribution, kindGrid, metricClasses, metricColor, pairHeadline, rankGrid, UNKNOWN_COLOR, worstTensors, XCHECK_METRICS, type GridModel, type XcheckMetric } from './xcheckHeatmap.ts';
 
 const CELL_H = 16;
 const LABEL_W = 110;
@@ -21,7 +21,10 @@ function fmt(v: number | null, digits = 3): string {
 
 function metricText(t: XcheckTensor): string {
   const ulp = t.maxUlp === null ? 'not bf16' : `max ${t.maxUlp} ulp`;
-  return `${t.name}: ${t.differing} of ${t.count} elements differ (${fmt(100 * (1 - t.exactFraction), 2)}%), ${ulp}, max abs ${fmt(t.maxAbs)}`;
+  const row = t.rowUlp === null ? '' : `, ${fmt(t.rowUlp)} row-scaled ulp`;
+  const e = t.exact;
+  const exact = e && e.attributed !== null ? `; against float64: ${e.attributed === 'tie' ? 'a tie' : `run ${e.attributed} is farther`} (${e.fartherA} / ${e.fartherB} elements), own max ulp a ${fmt(e.a.maxUlp)}, b ${fmt(e.b.maxUlp)}` : '';
+  return `${t.name}: ${t.differing} of ${t.count} elements differ (${fmt(100 * (1 - t.exactFraction), 2)}%), ${ulp}${row}, max abs ${fmt(t.maxAbs)}${exact}`;
 }
 
 /** One heatmap grid as SVG: row labels left, rotated column labels on top, one rect per cell (class xc-cell). */
@@ -56,7 +59,7 @@ export function renderGrid(model: GridModel, metric: XcheckMetric, kind: 'rank' 
           'data-name': c.tensor.name,
           'data-layer': c.tensor.layer,
           'data-rank': c.tensor.rank ?? undefined,
-          'data-value': c.value,
+          'data-value': c.value ?? 'none',
         },
         s('title', {}, metricText(c.tensor)),
       ),
@@ -73,7 +76,7 @@ export function renderGrid(model: GridModel, metric: XcheckMetric, kind: 'rank' 
 
 export function renderLegend(metric: XcheckMetric): HTMLElement {
   const label = XCHECK_METRICS.find((m) => m.value === metric)!.label;
-  return h('div', { class: 'legend xc-legend' }, h('span', {}, `${label}:`), ...metricClasses(metric).map((c) => h('span', {}, h('i', { style: `background:${c.color}` }), c.label)), h('span', {}, h('i', { class: 'xc-none' }), 'not compared'));
+  return h('div', { class: 'legend xc-legend' }, h('span', {}, `${label}:`), ...metricClasses(metric).map((c) => h('span', {}, h('i', { style: `background:${c.color}` }), c.label)), h('span', {}, h('i', { style: `background:${UNKNOWN_COLOR}` }), 'not in the report'), h('span', {}, h('i', { class: 'xc-none' }), 'not compared'));
 }
 
 function worstTable(pair: XcheckPair, withExact: boolean): HTMLElement {

@@ -12,21 +12,28 @@ import type { XcheckPair, XcheckTensor } from '@hcsp/core';
 export type XcheckMetric = 'fraction' | 'ulp' | 'rowUlp';
 
 export const XCHECK_METRICS: readonly { value: XcheckMetric; label: string }[] = [
-  { value: 'ulp', label: 'max ulp (bf16)' },
-  { value: 'fraction', label: 'differing fraction' },
   { value: 'rowUlp', label: 'row-scaled ulp' },
+  { value: 'ulp', label: 'max ulp (bf16 elementwise)' },
+  { value: 'fraction', label: 'differing fraction' },
 ];
 
 /**
- * A tensor's value under the metric. A non-bf16 value (ids, fp8 bits) has no ulp distance:
- * any difference there counts as the worst class (Infinity), none as 0.
+ * A tensor's value under the metric. A non-float value (ids) has no ulp distance, and an fp8
+ * value no elementwise bf16 one: any difference there counts as the worst class (Infinity),
+ * none as 0. null: the report does not carry the figure (a report with only the issue's
+ * minimal fields has no row-scaled ulp).
  */
-export function metricValue(t: XcheckTensor, metric: XcheckMetric): number {
+export function metricValue(t: XcheckTensor, metric: XcheckMetric): number | null {
   if (metric === 'fraction') return t.count === 0 ? 0 : t.differing / t.count;
-  const v = metric === 'ulp' ? t.maxUlp : t.rowUlp;
-  if (v === null) return t.differing > 0 ? Infinity : 0;
-  return v;
+  if (metric === 'ulp') return t.maxUlp ?? (t.differing > 0 ? Infinity : 0);
+  if (t.rowUlp !== null) return t.rowUlp;
+  // a bf16 value has a row-scaled figure whenever the report computed them
+  if (t.maxUlp !== null) return t.differing > 0 ? null : 0;
+  return t.differing > 0 ? Infinity : 0;
 }
+
+/** The fill of a value the report does not carry. */
+export const UNKNOWN_COLOR = '#d1d5db';
 
 export interface ColorClass {
   max: number;
@@ -67,7 +74,8 @@ export function metricClasses(metric: XcheckMetric): readonly ColorClass[] {
   return metric === 'fraction' ? FRACTION_CLASSES : metric === 'ulp' ? ULP_CLASSES : ROW_ULP_CLASSES;
 }
 
-export function metricColor(value: number, metric: XcheckMetric): string {
+export function metricColor(value: number | null, metric: XcheckMetric): string {
+  if (value === null) return UNKNOWN_COLOR;
   if (!(value >= 0)) throw new Error(`xcheck heatmap: a ${metric} value must be >= 0, got ${value}`);
   return metricClasses(metric).find((c) => value <= c.max)!.color;
 }
@@ -76,7 +84,8 @@ export interface GridCell {
   row: number;
   col: number;
   tensor: XcheckTensor;
-  value: number;
+  /** null: not in the report (drawn as UNKNOWN_COLOR) */
+  value: number | null;
 }
 
 export interface GridModel {
@@ -154,12 +163,19 @@ export function kindGrid(pair: XcheckPair, metric: XcheckMetric): GridModel {
   };
 }
 
-/** The differing tensors, worst first: by max ulp (a non-bf16 difference first), then by differing fraction. */
+/**
+ * The differing tensors, worst first: by row-scaled ulp (a non-float difference first; the
+ * elementwise ulp where the report has no row-scaled figure), then elementwise ulp, then
+ * differing fraction.
+ */
 export function worstTensors(pair: XcheckPair, n: number): XcheckTensor[] {
   return pair.tensors
     .filter((t) => t.differing > 0)
-    .map((t) => ({ t, u: metricValue(t, 'ulp'), f: metricValue(t, 'fraction') }))
-    .sort((x, y) => y.u - x.u || y.f - x.f)
+    .map((t) => {
+      const u = metricValue(t, 'ulp')!;
+      return { t, r: metricValue(t, 'rowUlp') ?? u, u, f: metricValue(t, 'fraction')! };
+    })
+    .sort((x, y) => y.r - x.r || y.u - x.u || y.f - x.f)
     .slice(0, n)
     .map((x) => x.t);
 }
@@ -198,5 +214,6 @@ export function pairHeadline(pair: XcheckPair): string {
   const differ = pair.tensors.filter((t) => t.differing > 0);
   if (differ.length === 0) return `${pair.a} against ${pair.b}: all ${n} compared tensors are bit-identical.`;
   const first = differ[0];
-  return `${pair.a} against ${pair.b}: ${differ.length} of ${n} compared tensors differ (${pair.differing} elements, max ${pair.maxUlp} ulp; first: ${first.name}).`;
+  const rowUlp = pair.tensors.reduce((m, t) => Math.max(m, t.rowUlp ?? 0), 0);
+  return `${pair.a} against ${pair.b}: ${differ.length} of ${n} compared tensors differ (${pair.differing} elements; max ${+rowUlp.toFixed(3)} row-scaled ulp, ${pair.maxUlp} elementwise ulp; first: ${first.name}).`;
 }
