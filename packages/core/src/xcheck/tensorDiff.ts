@@ -20,7 +20,11 @@ export interface ExactError {
   maxAbs: number;
   /** mean |x - exact| */
   meanAbs: number;
-  /** max |x - exact| in bf16 ulps of |exact| (the unit of one bf16 rounding; 0.5 is a correctly rounded value) */
+  /**
+   * max |x - exact| in bf16 ulps of the row's largest |exact| (row-scaled, as TensorDiff.rowUlp:
+   * elementwise, a value near zero would count the bf16 patterns to zero; 0.5 is a correctly
+   * rounded row maximum)
+   */
   maxUlp: number;
 }
 
@@ -126,6 +130,9 @@ export function diffTensors(name: string, a: AlignedTensor, b: AlignedTensor, op
     let rowMax = 0;
     for (let c = 0; c < cols; c++) rowMax = Math.max(rowMax, Math.abs(valueOf(tb, ib + c)));
     const rowUnit = bf16UlpAt(rowMax);
+    let exactMax = 0;
+    if (exact) for (let c = 0; c < cols; c++) exactMax = Math.max(exactMax, Math.abs(exact.tensor.data[(row - exact.rowStart) * cols + c]));
+    const exactUnit = bf16UlpAt(exactMax);
     const bucket = Math.floor(r / bucketRows);
     for (let c = 0; c < cols; c++) {
       const va = valueOf(ta, ia + c);
@@ -154,7 +161,7 @@ export function diffTensors(name: string, a: AlignedTensor, b: AlignedTensor, op
         const e = exact.tensor.data[(row - exact.rowStart) * cols + c];
         const ea = Math.abs(va - e);
         const eb = Math.abs(vb - e);
-        const unit = bf16UlpAt(Math.abs(e));
+        const unit = exactUnit;
         errA.maxAbs = Math.max(errA.maxAbs, ea);
         errA.sumAbs += ea;
         errA.maxUlp = Math.max(errA.maxUlp, ea / unit);
