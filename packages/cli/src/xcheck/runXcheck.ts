@@ -3,12 +3,14 @@
 // SPEC's graph, so that each difference is attributed to the side that moved away from the
 // exact value; optionally against a golden dump another engine wrote.
 import {
+  bf16ToF32,
   diffNamed,
   evaluateExact,
   namedValueIds,
   namedValues,
   overGate,
   preparePrefill,
+  ropeTablesExact,
   runOnce,
   shapeStr,
   type AlignedTensor,
@@ -144,6 +146,33 @@ async function runSpec(x: XcheckInputs, spec: XcheckSpec, prepared: PreparedPref
   }
 }
 
+/**
+ * The float64 RoPE tables for the graph's bf16 cos/sin inputs: `rope_cos`, `rope_sin` (positions
+ * 0..T-1) and the MTP draft layer's `mtp/rope_*` (positions 1..T: the target's + 1,
+ * mtpDraftExtraInputs); the bf16 tables are a rounding of them. Each is checked to be within
+ * one bf16 rounding of its feed.
+ */
+function exactRopeFeeds(config: ModelConfig, prepared: PreparedPrefill): Map<string, ExactTensor> {
+  const out = new Map<string, ExactTensor>();
+  for (const id of prepared.graph.inputs) {
+    const m = /rope_(cos|sin)$/.exec(id);
+    if (!m) continue;
+    const feed = prepared.feeds.get(id)!;
+    const first = id.startsWith('mtp/') ? 1 : 0;
+    const [rows, half] = feed.shape;
+    const full = ropeTablesExact(config, rows + first)[m[1] as 'cos' | 'sin'];
+    const table: ExactTensor = { dtype: feed.dtype, shape: [rows, half], data: full.data.slice(first * half, (first + rows) * half) };
+    const bits = feed.data as Uint16Array;
+    for (let i = 0; i < bits.length; i++) {
+      const e = table.data[i];
+      // a bf16 rounding moves a value in [-1, 1] by at most 2^-9 (half an ulp of 1)
+      if (Math.abs(bf16ToF32(bits[i]) - e) > 2 ** -9) throw new Error(`xcheck: the float64 RoPE table of '${id}' is not the feed's (element ${i}: ${bf16ToF32(bits[i])} against ${e})`);
+    }
+    out.set(id, table);
+  }
+  return out;
+}
+
 function pairOf(a: string, b: string, tensors: XcheckPair['tensors']): XcheckPair {
   return {
     a,
@@ -166,7 +195,7 @@ export async function runXcheck(x: XcheckInputs): Promise<XcheckReport> {
   if (x.exact) {
     const progress = nodeProgress('xcheck float64 evaluation', { quiet: x.quiet });
     try {
-      const values = await evaluateExact(base.graph, base.feeds, base.weights, { keep: namedValueIds(base), onNode: progress.onNode });
+      const values = await evaluateExact(base.graph, base.feeds, base.weights, { keep: namedValueIds(base), onNode: progress.onNode, exactFeeds: exactRopeFeeds(x.config, base) });
       exact = new Map(namedValues(base).map((v) => [v.name, { tensor: values.get(v.id)!, rowStart: v.rowStart }]));
     } finally {
       progress.stop();

@@ -24,6 +24,11 @@ export interface EvaluateExactOptions {
   keep?: ValueId[];
   /** called after each node: nodes done, nodes in all */
   onNode?: (done: number, total: number) => void;
+  /**
+   * float64 values of some inputs, used instead of the widened feeds: inputs that are
+   * themselves rounded tables (the bf16 RoPE cos/sin, whose exact values ropeTablesExact gives)
+   */
+  exactFeeds?: ReadonlyMap<ValueId, ExactTensor>;
 }
 
 /**
@@ -113,7 +118,12 @@ export async function evaluateExact(graph: Graph, feeds: ReadonlyMap<ValueId, Te
   for (const id of keep) if (!graph.values[id]) throw new Error(`exact evaluation: requested value '${id}' is not in the graph`);
   const last = lastUses(graph);
   const env = new Map<ValueId, ExactTensor>();
-  for (const id of graph.inputs) env.set(id, widenTensor(feeds.get(id)!));
+  for (const id of graph.inputs) {
+    const given = options.exactFeeds?.get(id);
+    const fed = feeds.get(id)!;
+    if (given && given.shape.join() !== fed.shape.join()) throw new Error(`exact evaluation: the float64 feed of '${id}' has shape [${given.shape}], the feed [${fed.shape}]`);
+    env.set(id, given ?? widenTensor(fed));
+  }
 
   const value = async (id: ValueId): Promise<ExactTensor> => {
     const have = env.get(id);
