@@ -1,14 +1,11 @@
 /// <reference types="@webgpu/types" />
 // The project's WebGPU backend over the page's own device: navigator.gpu's adapter, the same
-// large-limits device request the Chromium host makes (adapterDevice.ts), and core's
-// GraphSession over a WebGpuDevice with the WGSL kernel table, exactly what
-// webGpuBackendOnDevice builds. That function's module also holds the Node hosts (dawn.node,
-// the Chromium host with node:http and playwright-core), which a page cannot load, so the
-// browser-safe parts are imported from their own files.
-import { exactPrecision, GraphSession, resolveWeightRows, type Backend, type Graph, type PreparedGraph, type WeightSource } from '@hcsp/core';
+// large-limits device request the Chromium host makes (adapterDevice.ts), and the backend's
+// browser-safe entry (`@hcsp/backend-webgpu/on-device`, without the Node hosts).
+import type { Backend } from '@hcsp/core';
 import { WGSL_KERNELS } from '@hcsp/kernels-wgsl';
+import { webGpuBackendOnDevice } from '@hcsp/backend-webgpu/on-device';
 import { describeAdapter, requestLargeDevice } from '../../../packages/backend-webgpu/src/adapterDevice.ts';
-import { WebGpuDevice } from '../../../packages/backend-webgpu/src/webgpuDevice.ts';
 
 export interface BrowserWebGpu {
   backend: Backend;
@@ -33,14 +30,6 @@ export async function openBrowserWebGpu(): Promise<BrowserWebGpu> {
   if (!adapter) throw new Error('WebGPU is unavailable: navigator.gpu.requestAdapter() returned no adapter (no GPU or driver this browser accepts).');
   const name = describeAdapter(adapter);
   const device = await requestLargeDevice(adapter, 'hcsp dev page');
-  const gpu = new WebGpuDevice(device, WGSL_KERNELS, `browser: ${name}`);
-  const backend: Backend = {
-    name: 'webgpu',
-    precision: exactPrecision('the WebGPU backend (packages/backend-webgpu WEBGPU_PRECISION): the CPU reference\'s order in every kernel, bit-exact but for subnormal fp32 intermediates'),
-    describe: () => `webgpu on this browser (${name})`,
-    prepare: (graph: Graph, weights: WeightSource): Promise<PreparedGraph> =>
-      GraphSession.open(graph, gpu, (decl, rows) => resolveWeightRows(weights, decl.weight!, rows), { backend: 'webgpu' }),
-    dispose: async () => device.destroy(),
-  };
+  const backend: Backend = webGpuBackendOnDevice(device, `browser: ${name}`, WGSL_KERNELS, { host: 'browser', adapter: name });
   return { backend, adapter: name };
 }

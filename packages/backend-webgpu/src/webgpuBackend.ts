@@ -1,20 +1,10 @@
 /// <reference types="@webgpu/types" />
-import {
-  BackendUnavailableError,
-  exactPrecision,
-  GraphSession,
-  resolveWeightRows,
-  type Backend,
-  type BackendPrecision,
-  type Graph,
-  type KernelTable,
-  type PreparedGraph,
-  type WeightSource,
-} from '@hcsp/core';
-import type { KernelPlanner } from '@hcsp/kernels-wgsl';
+import { BackendUnavailableError } from '@hcsp/core';
+import { WEBGPU_PRECISION, webGpuBackendOnDevice, type WebGpuBackend } from './backendOnDevice.ts';
 import { ChromiumHost, type ChromiumHostOptions } from './chromiumHost.ts';
 import { requestNodeDevice } from './nodeDevice.ts';
-import { WebGpuDevice } from './webgpuDevice.ts';
+
+export { WEBGPU_PRECISION, webGpuBackendOnDevice, type WebGpuBackend } from './backendOnDevice.ts';
 
 export type WebGpuHostChoice = 'auto' | 'dawn' | 'chromium';
 
@@ -23,19 +13,6 @@ export interface WebGpuBackendOptions {
   prefer?: WebGpuHostChoice;
   chromium?: ChromiumHostOptions;
 }
-
-export interface WebGpuBackend extends Backend {
-  readonly host: 'dawn.node' | 'chromium' | 'browser';
-  readonly adapter: string;
-  /** which host and adapter run the graphs, e.g. "webgpu on chromium (google swiftshader ...)" */
-  describe(): string;
-}
-
-export const WEBGPU_PRECISION: BackendPrecision = exactPrecision(
-  'every WGSL kernel accumulates in fp32 in the CPU reference\'s order, with plain a*b + c (no dot()/fma(), which SwiftShader can lower to FMAs) and the ' +
-    'shared fp32 math library; collectives use the reference summation orders. Bit-exact, checked op by op in test/. Known exception: subnormal fp32 ' +
-    'intermediates are flushed to zero by GPUs (SwiftShader included) and not by the CPU reference outside fp32Math.',
-);
 
 /**
  * The WebGPU Backend. Never falls back to the CPU: when no host works the error (a
@@ -63,28 +40,6 @@ export async function createWebGpuBackend(options: WebGpuBackendOptions = {}): P
     tried.push(`headless Chromium: ${(e as Error).message}`);
     throw new BackendUnavailableError('webgpu', `webgpu backend: no device. Tried ${tried.join('; ')}`);
   }
-}
-
-/**
- * The backend over a GPUDevice this process already holds (dawn.node, or a browser's
- * navigator.gpu device, as the dev page uses): graphs run in this JS context.
- */
-export function webGpuBackendOnDevice(
-  device: GPUDevice,
-  label: string,
-  kernels: KernelTable<KernelPlanner>,
-  where: { host: WebGpuBackend['host']; adapter: string },
-): WebGpuBackend {
-  const gpu = new WebGpuDevice(device, kernels, label);
-  return {
-    name: 'webgpu',
-    precision: WEBGPU_PRECISION,
-    ...where,
-    describe: () => `webgpu on ${where.host} (${where.adapter})`,
-    prepare: (graph: Graph, weights: WeightSource): Promise<PreparedGraph> =>
-      GraphSession.open(graph, gpu, (decl, rows) => resolveWeightRows(weights, decl.weight!, rows), { backend: 'webgpu' }),
-    dispose: async () => device.destroy(),
-  };
 }
 
 function chromiumBackend(host: ChromiumHost): WebGpuBackend {
