@@ -83,3 +83,4 @@ export * from './graph/validateFeeds.ts';
 export { GDN_L2NORM_EPS } from './layers/gdn/gdnMath.ts';
 export * from './layers/moe/moeMath.ts';
 export * from './xcheck/index.ts';
+export * from './costModel/index.ts';

@@ -1,0 +1,19 @@
+import type { PriceFn } from './types.ts';
+import { bytesOf, cost, copyCost, ioBytes, outElems, shapeOf } from './types.ts';
+
+// graph/ops/basicOps.ts
+export const BASIC_COSTS: Record<string, PriceFn> = {
+  /** 2 M N K on the matrix units; x and y once, the weight once */
+  linear: (n, ctx) => {
+    const [m, k] = shapeOf(ctx, n.inputs[0]);
+    const [o] = shapeOf(ctx, n.inputs[1]);
+    return cost({ matrixFlops: 2 * m * o * k, ...ioBytes(n, ctx) });
+  },
+  add: (n, ctx) => cost({ vectorFlops: outElems(n, ctx), ...ioBytes(n, ctx) }),
+  sliceCols: copyCost,
+  /** a gather: the ids, the T rows of the table they name (not the table), the output */
+  embed: (n, ctx) => {
+    const out = bytesOf(ctx, n.outputs[0]);
+    return cost({ actBytes: bytesOf(ctx, n.inputs[0]) + out, weightBytes: out });
+  },
+};

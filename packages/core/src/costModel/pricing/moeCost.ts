@@ -1,0 +1,33 @@
+import type { PriceFn } from './types.ts';
+import { bytesOf, cost, ioBytes, num, outElems, shapeOf } from './types.ts';
+
+// graph/ops/moeOps.ts
+export const MOE_COSTS: Record<string, PriceFn> = {
+  /** softmax over E (6 per logit) and top-k (about log2 k compares per logit) */
+  moeRoute: (n, ctx) => {
+    const [rows, e] = shapeOf(ctx, n.inputs[0]);
+    return cost({ vectorFlops: rows * e * (6 + Math.log2(num(n, 'topK'))), ...ioBytes(n, ctx) });
+  },
+  /**
+   * The routed experts of this rank (fused MoE). Assumption: tokens spread evenly over the
+   * experts (balanced routing), so the rank's [firstExpert, +numLocal) experts receive
+   * pairs = T * topK * numLocal / E (token, expert) pairs; each pair costs gate_up (2 H 2I)
+   * and down (2 I H) on the matrix units, silu * up (5 I) and the weighted sum (3 H) on the
+   * vector units. Only the routed experts' weights are read: min(numLocal, pairs) experts
+   * (all of them once each expert gets a token). x is read once, the f32 sum written once.
+   */
+  moeExperts: (n, ctx) => {
+    const [rows, h] = shapeOf(ctx, n.inputs[0]);
+    const k = shapeOf(ctx, n.inputs[1])[1];
+    const local = num(n, 'numLocal');
+    const i = num(n, 'intermediate');
+    const e = ctx.config.moe.numExperts;
+    const pairs = (rows * k * local) / e;
+    const touched = Math.min(local, pairs);
+    const perExpert = (bytesOf(ctx, n.inputs[3]) + bytesOf(ctx, n.inputs[4])) / local;
+    const act = bytesOf(ctx, n.inputs[0]) + bytesOf(ctx, n.inputs[1]) + bytesOf(ctx, n.inputs[2]) + bytesOf(ctx, n.outputs[0]);
+    return cost({ matrixFlops: pairs * (2 * h * 2 * i + 2 * i * h), vectorFlops: pairs * (5 * i + 3 * h), actBytes: act, weightBytes: touched * perExpert });
+  },
+  moeSwiGlu: (n, ctx) => cost({ vectorFlops: outElems(n, ctx) * 6, ...ioBytes(n, ctx) }),
+  moeCombine: (n, ctx) => cost({ vectorFlops: outElems(n, ctx) * 3, ...ioBytes(n, ctx) }),
+};
