@@ -133,7 +133,7 @@ export function parseDevice(json: unknown, origin: string): Device {
 }
 
 const BUILT_IN: Record<string, unknown> = { mi308x, mi300x, h200 };
-export const BUILT_IN_DEVICES = Object.keys(BUILT_IN);
+export const BUILT_IN_DEVICES: readonly string[] = Object.freeze(Object.keys(BUILT_IN));
 
 /** A built-in device by name (mi308x, mi300x, h200). */
 export function builtInDevice(name: string): Device {
