@@ -161,6 +161,19 @@ function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 
+/** a POSTed row-range list: [[start, end], ...] of non-negative integers, start < end */
+function rowRanges(body: Buffer): [number, number][] {
+  let v: unknown;
+  try {
+    v = JSON.parse(body.toString('utf8'));
+  } catch {
+    throw new Error('row ranges: the body is not JSON');
+  }
+  const ok = Array.isArray(v) && v.every((r) => Array.isArray(r) && r.length === 2 && r.every((x) => Number.isSafeInteger(x) && x >= 0) && r[0] < r[1]);
+  if (!ok) throw new Error('row ranges: expected [[start, end], ...] with integers 0 <= start < end');
+  return v as [number, number][];
+}
+
 function readBody(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -495,7 +508,7 @@ export class ChromiumHost {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = req.url ?? '/';
-    const m = /^\/job\/([^/?]+)\/(graph|tensor|result)(?:\/([^/?]+))?(?:\?rows=([\d,-]+))?$/.exec(url);
+    const m = /^\/job\/([^/?]+)\/(graph|tensor|result)(?:\/([^/?]+))?$/.exec(url);
     const job = m ? this.jobs.get(decodeURIComponent(m[1])) : undefined;
     if (!m || !job) {
       res.writeHead(404, { 'content-type': 'text/plain' });
@@ -508,8 +521,9 @@ export class ChromiumHost {
       const body: PageJob = { graph: job.graph };
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify(body));
-    } else if (kind === 'tensor' && req.method === 'GET' && valueId !== undefined) {
-      const rows = m[4]?.split(',').map((r) => r.split('-').map(Number) as [number, number]);
+    } else if (kind === 'tensor' && (req.method === 'GET' || req.method === 'POST') && valueId !== undefined) {
+      // POST: the row ranges of a row-gathered weight, as a JSON body [[start, end], ...]
+      const rows = req.method === 'POST' ? rowRanges(await readBody(req)) : undefined;
       const bytes = await job.tensor(valueId, rows);
       res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': bytes.byteLength });
       res.end(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));

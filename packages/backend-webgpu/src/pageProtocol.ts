@@ -3,9 +3,10 @@ import type { KernelDispatch, KernelPlan } from '@hcsp/kernels-wgsl';
 
 // What the Node-side Chromium host and the page say to each other. Bulk data never goes
 // through page.evaluate (it would be JSON/base64 over CDP): the graph is GET
-// /job/<job>/graph, inputs and weights are GET /job/<job>/tensor/<value id> and results are
-// POSTed to /job/<job>/result/<value id>, raw word-layout bytes both ways (results can be
-// tens of MB). A job is one prepared graph; it runs many times.
+// /job/<job>/graph, inputs and weights are GET /job/<job>/tensor/<value id> (a row-gathered
+// weight's rows: POST there with the JSON row ranges as the body) and results are POSTed to
+// /job/<job>/result/<value id>, raw word-layout bytes both ways (results can be tens of MB).
+// A job is one prepared graph; it runs many times.
 
 export interface PageJob {
   graph: Graph;

@@ -19,11 +19,15 @@ async function fetchOk(url: string, init?: RequestInit): Promise<Response> {
   return res;
 }
 
-/** An input or weight; with `rows`, only those row ranges of a row-gathered weight. */
+/**
+ * An input or weight; with `rows`, only those row ranges of a row-gathered weight, asked for
+ * in a POST body (a prefill's n-gram rows are thousands of ranges: no URL holds them).
+ */
 async function fetchTensor(job: string, decl: ValueDecl, rows?: [number, number][]): Promise<Tensor> {
-  const url = jobPath(job, 'tensor', decl.id) + (rows ? `?rows=${rows.map(([a, b]) => `${a}-${b}`).join(',')}` : '');
+  const url = jobPath(job, 'tensor', decl.id);
   const shape = rows ? [rows.reduce((n, [a, b]) => n + b - a, 0), ...decl.shape.slice(1)] : decl.shape;
-  return tensorFromWordBytes(decl.dtype, shape, new Uint8Array(await (await fetchOk(url)).arrayBuffer()));
+  const res = rows ? await fetchOk(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rows) }) : await fetchOk(url);
+  return tensorFromWordBytes(decl.dtype, shape, new Uint8Array(await res.arrayBuffer()));
 }
 
 async function postTensor(job: string, id: ValueId, t: Tensor): Promise<void> {
