@@ -128,9 +128,11 @@ function gpuUnavailable(addon: NativeAddon, kind: 'hip' | 'cuda'): string | null
 }
 
 /** Which GPU a rank uses: HCSP_GPU_INDEX, else the launcher's LOCAL_RANK, else 0. */
+/** this process's GPU: HCSP_GPU_INDEX, else its local rank (LOCAL_RANK from hcsp launch or torchrun, OMPI_COMM_WORLD_LOCAL_RANK under mpirun), else 0 */
 function gpuIndex(): number {
-  const v = process.env.HCSP_GPU_INDEX ?? process.env.LOCAL_RANK ?? '0';
-  if (!/^(0|[1-9][0-9]*)$/.test(v)) throw new Error(`rocm backend: the GPU index '${v}' (HCSP_GPU_INDEX or LOCAL_RANK) is not a non-negative integer`);
+  const env = process.env;
+  const v = env.HCSP_GPU_INDEX ?? env.LOCAL_RANK ?? env.OMPI_COMM_WORLD_LOCAL_RANK ?? '0';
+  if (!/^(0|[1-9][0-9]*)$/.test(v)) throw new Error(`rocm backend: the GPU index '${v}' (HCSP_GPU_INDEX, LOCAL_RANK or OMPI_COMM_WORLD_LOCAL_RANK) is not a non-negative integer`);
   return Number(v);
 }
 
