@@ -11,6 +11,7 @@ import { registerBench } from './commands/bench.ts';
 import { registerWeights } from './commands/weights.ts';
 import { registerLaunch } from './commands/launch.ts';
 import { registerXcheck } from './commands/xcheck.ts';
+import { registerModel } from './commands/model.ts';
 
 const USAGE_EXIT_CODE = 2;
 
@@ -29,6 +30,7 @@ function buildProgram(): Command {
   registerWeights(program);
   registerLaunch(program);
   registerXcheck(program);
+  registerModel(program);
   return program;
 }
 

@@ -19,7 +19,7 @@ import { MODEL_SUB_LAYERS } from '../layers/modelSubLayers.ts';
 import { buildDecoderGraph } from '../model/decoderGraph.ts';
 import { planForMode, type SpMode } from '../model/prefill.ts';
 import type { SpPlan } from '../sp/plan.ts';
-import { type ClassTotals, OP_CLASSES, type OpClassName, type PricedGraph, priceGraph } from './costModel.ts';
+import { type ClassTotals, type OpClassName, type PricedGraph, priceGraph } from './costModel.ts';
 import { builtInDevice, type Device, type Efficiency } from './device.ts';
 
 export interface ForecastInput {
@@ -199,7 +199,7 @@ export function calibration(config: ModelConfig): Calibration {
     method:
       `one fitted factor: eta_hc, the achieved fraction of the roofline for the HC kernels, relative to every other kernel priced at its roofline (eta_other = 1 fixed). ` +
       `At the fact's point (MI308X built-in figures, tp ${f.tp}, ${f.isl} x ${f.concurrency}, MTP on, SP off) the model at peak gives an HC share of ${(side.hcShare * 100).toFixed(1)}%; ` +
-      `solving HC(eta)/(HC(eta) + rest) = ${s} in closed form gives eta_hc = ${hc.toFixed(3)}${hc > 1 ? ' (> 1: the HC kernels would have to beat their own roofline, i.e. the device figures underprice the rest)' : ''}. ` +
+      `solving HC(eta)/(HC(eta) + rest) = ${s} in closed form gives eta_hc = ${hc.toFixed(3)}${Math.abs(hc - 1) < 0.05 ? ' (about 1: the roofline alone reproduces the fact; the HC kernels ran about as close to their roofline as the rest did)' : hc > 1 ? ' (> 1: the rest, priced at its roofline, must have run further below it than HC did)' : ' (< 1: the HC kernels ran further below their roofline than the rest)'}. ` +
       `The same factors are used for every device unless its file carries its own.`,
   };
   calibrations.set(config.name, c);

@@ -1,0 +1,201 @@
+// `hcsp model`: what sequence parallelism buys on a described device, from the cost model
+// (core/src/costModel): the decoder graph the project builds, priced per rank with SP off
+// and on, the HC share, the predicted input-throughput gain, the calibration, and a sweep.
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import {
+  builtInDevice,
+  BUILT_IN_DEVICES,
+  calibration,
+  type Calibration,
+  type Device,
+  type Efficiency,
+  efficiencyFor,
+  forecast,
+  type Forecast,
+  OP_CLASS_TITLES,
+  OP_CLASSES,
+  parseDevice,
+  type SideCost,
+  sweep,
+  SWEEP_ISL,
+  SWEEP_TP,
+  type SweepRow,
+} from '@hcsp/core';
+import { resolveModelConfig } from '@hcsp/core/node';
+import { parseIntStrict } from '../parseArgs.ts';
+
+export interface ModelOptions {
+  device: string;
+  tp: string;
+  isl: string;
+  concurrency: string;
+  mtp: boolean;
+  sweep: boolean;
+  json: boolean;
+  config: string;
+  mtpDrafter: string;
+  qsaSelection: string;
+}
+
+/** A built-in device by name, or a device description file (JSON) by path. */
+export function resolveDevice(spec: string): Device {
+  if (BUILT_IN_DEVICES.includes(spec)) return builtInDevice(spec);
+  if (!/\.json$/i.test(spec) && !spec.includes('/')) {
+    throw new Error(`--device: unknown device '${spec}': built-in devices are ${BUILT_IN_DEVICES.join(', ')}, or pass a device description FILE.json`);
+  }
+  let text: string;
+  try {
+    text = readFileSync(spec, 'utf8');
+  } catch (err) {
+    throw new Error(`--device: cannot read ${spec}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`device ${spec}: not valid JSON (${(err as Error).message})`);
+  }
+  return parseDevice(json, spec);
+}
+
+function oneOf<T extends string>(value: string, name: string, allowed: readonly T[]): T {
+  if (!(allowed as readonly string[]).includes(value)) throw new Error(`${name} must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`);
+  return value as T;
+}
+
+export interface ModelReport {
+  device: { name: string; description: string; origin: string; topology: string; figures: Device['figures'] };
+  efficiency: Efficiency & { from: 'device file' | 'calibration' };
+  calibration: Calibration;
+  forecast?: ReturnType<typeof forecastJson>;
+  sweep?: SweepRow[];
+}
+
+function sideJson(s: SideCost) {
+  return {
+    sp: s.sp,
+    reason: s.plan.reason,
+    chunk: s.plan.chunk,
+    spStartLayer: s.plan.spStartLayer,
+    seconds: s.seconds,
+    tokensPerSecond: s.tokensPerSecond,
+    hcShare: s.hcShare,
+    byClass: s.byClass,
+    layers: s.priced.layers,
+  };
+}
+
+function forecastJson(f: Forecast) {
+  return { input: f.input, gain: f.gain, auto: f.auto, off: sideJson(f.off), on: sideJson(f.on) };
+}
+
+/** Computes the whole answer of the command (printed once by the action). */
+export function modelReport(opts: ModelOptions): ModelReport {
+  const config = resolveModelConfig(opts.config);
+  const device = resolveDevice(opts.device);
+  const concurrency = parseIntStrict(opts.concurrency, '--concurrency', { min: 1 });
+  const mtpDrafter = oneOf(opts.mtpDrafter, '--mtp-drafter', ['gathered', 'sharded'] as const);
+  const qsa = oneOf(opts.qsaSelection, '--qsa-selection', ['replicated', 'row-sharded'] as const);
+  const variant = { mtpDrafter, qsaSelection: qsa === 'row-sharded' ? ('rowSharded' as const) : ('replicated' as const) };
+  const cal = calibration(config);
+  const efficiency = efficiencyFor({ device, config });
+  const base = {
+    device: { name: device.name, description: device.description, origin: device.origin, topology: device.topology, figures: device.figures },
+    efficiency: { ...efficiency, from: device.efficiency ? ('device file' as const) : ('calibration' as const) },
+    calibration: cal,
+  };
+  const input = { config, device, concurrency, mtp: opts.mtp, efficiency, env: process.env, ...variant };
+  if (opts.sweep) return { ...base, sweep: sweep(input, SWEEP_TP, SWEEP_ISL) };
+  const tp = parseIntStrict(opts.tp, '--tp', { min: 1 });
+  const isl = parseIntStrict(opts.isl, '--isl', { min: 1 });
+  return { ...base, forecast: forecastJson(forecast({ ...input, tp, isl })) };
+}
+
+const ms = (s: number) => (s * 1e3).toFixed(1);
+const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+
+function table(rows: string[][]): string[] {
+  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
+  return rows.map((r) => r.map((v, c) => (c === 0 ? v.padEnd(widths[c]) : v.padStart(widths[c]))).join('  '));
+}
+
+function deviceLines(r: ModelReport): string[] {
+  const lines = [`device ${r.device.name} (${r.device.origin}, ${r.device.topology} links): ${r.device.description}`];
+  for (const [key, f] of Object.entries(r.device.figures)) {
+    if (!f) continue;
+    lines.push(`  ${key} ${f.value}${f.published ? '' : f.range ? ` (not published; range ${f.range[0]}-${f.range[1]})` : ' (not published)'}`);
+  }
+  lines.push('  (every figure\'s source: --json, device.figures.*.source)');
+  return lines;
+}
+
+function calibrationLines(r: ModelReport): string[] {
+  const c = r.calibration;
+  return [
+    'calibration:',
+    `  fact: ${c.fact.text}`,
+    `  ${c.method}`,
+    `  in force: eta_hc ${r.efficiency.hc.toFixed(3)}, eta_other ${r.efficiency.other} (from the ${r.efficiency.from}); HC share at the fact's point: ${pct(c.shareAtPeak)} at peak, ${pct(c.shareFitted)} fitted`,
+  ];
+}
+
+export function formatModel(r: ModelReport): string {
+  const out: string[] = [];
+  if (r.forecast) {
+    const f = r.forecast;
+    const i = f.input;
+    out.push(`config ${i.config}, tp ${i.tp}, ISL ${i.isl} x concurrency ${i.concurrency} = ${i.tokens} tokens per forward, MTP ${i.mtp ? 'on' : 'off'}${i.mtp ? ` (drafter ${i.mtpDrafter})` : ''}, QSA selection ${i.qsaSelection}`);
+    out.push(`SP on: streams sharded from layer ${f.on.spStartLayer}, ${f.on.chunk} rows per rank; production gate (auto): ${f.auto.sp ? 'on' : `off (${f.auto.reason})`}`);
+    out.push('');
+    const rows = [['per rank, one forward', 'SP off ms', 'SP on ms', 'on/off']];
+    for (const c of OP_CLASSES) rows.push([OP_CLASS_TITLES[c], ms(f.off.byClass[c].seconds), ms(f.on.byClass[c].seconds), f.off.byClass[c].seconds > 0 ? (f.on.byClass[c].seconds / f.off.byClass[c].seconds).toFixed(3) : '-']);
+    rows.push(['total', ms(f.off.seconds), ms(f.on.seconds), (f.on.seconds / f.off.seconds).toFixed(3)]);
+    rows.push(['HC share', pct(f.off.hcShare), pct(f.on.hcShare), '']);
+    rows.push(['input tokens/s (TP group)', f.off.tokensPerSecond.toFixed(0), f.on.tokensPerSecond.toFixed(0), '']);
+    out.push(...table(rows));
+    out.push('');
+    out.push(`predicted input-throughput gain (tokens/s SP on / SP off): ${f.gain.toFixed(3)}x`);
+    out.push('');
+    const lrows = [['layer', 'kind', 'off ms', 'on ms', 'off HC', 'on HC']];
+    f.off.layers.forEach((l, k) => {
+      const on = f.on.layers.find((x) => x.label === l.label) ?? f.on.layers[k];
+      lrows.push([l.label, l.kind ?? '-', ms(l.seconds), ms(on.seconds), ms(l.byClass.hc), ms(on.byClass.hc)]);
+    });
+    out.push('per layer (per rank):');
+    out.push(...table(lrows).map((s) => `  ${s}`));
+  }
+  if (r.sweep) {
+    const rows = [['tp', 'ISL', 'tokens', 'SP off ms', 'SP on ms', 'HC off', 'HC on', 'gain', 'auto']];
+    for (const s of r.sweep) rows.push([String(s.tp), String(s.isl), String(s.tokens), ms(s.offSeconds), ms(s.onSeconds), pct(s.hcShareOff), pct(s.hcShareOn), `${s.gain.toFixed(3)}x`, s.auto ? 'on' : 'off']);
+    out.push('sweep (per rank, one forward of ISL x concurrency tokens):');
+    out.push(...table(rows).map((s) => `  ${s}`));
+  }
+  out.push('');
+  out.push(...calibrationLines(r));
+  out.push('');
+  out.push(...deviceLines(r));
+  out.push('');
+  out.push('model: roofline per kernel (max of FLOPs / rate, fewest bytes / HBM bandwidth) / efficiency + launch overhead; collectives: latency + bus bytes / link; MoE with balanced routing; attention per request; no overlap of kernels or of compute with communication.');
+  return out.join('\n') + '\n';
+}
+
+export function registerModel(program: Command): void {
+  program
+    .command('model')
+    .description('cost model: per-rank time per layer and op class with SP off and on, the HC share and the predicted throughput gain on a described device')
+    .option('--device <name|FILE.json>', `a built-in device (${BUILT_IN_DEVICES.join(', ')}) or a device description file with measured figures`, 'mi308x')
+    .option('--tp <N>', 'tensor-parallel size', '4')
+    .option('--isl <T>', 'tokens per request (input sequence length)', '4096')
+    .option('--concurrency <C>', 'requests prefilled together in one forward', '32')
+    .option('--mtp', 'the graph with the MTP head', false)
+    .option('--sweep', `sweep tp ${SWEEP_TP.join(', ')} x ISL ${SWEEP_ISL.join(', ')} (at --concurrency)`, false)
+    .option('--mtp-drafter <where>', "the MTP drafter's HC work under SP: gathered (the SP change) or sharded (the follow-up)", 'gathered')
+    .option('--qsa-selection <how>', 'the QSA indexer under SP: replicated (as ATOM) or row-sharded (the follow-up)', 'replicated')
+    .option('--json', 'print one JSON object (every device figure with its source)', false)
+    .option('--config <name>', 'model configuration (a preset or a Hugging Face config.json)', 'flash-next')
+    .action((opts: ModelOptions) => {
+      const r = modelReport(opts);
+      process.stdout.write(opts.json ? JSON.stringify(r) + '\n' : formatModel(r));
+    });
+}
