@@ -1,17 +1,16 @@
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { FAKE_CUDA, FAKE_HIP, FakeGpuFolder, saveEnv } from '../../../test/support/fakeGpuLibraries.ts';
 import { type GpuDevice, loadNativeAddon, type NativeTensor } from './nativeAddon.ts';
 import { GpuRuntimeUnavailableError, NativeError, NativeOutOfMemoryError, NativeUnsupportedError, native } from './nativeErrors.ts';
 import { createRocmBackend } from './rocmBackend.ts';
 
 // The host side of the hip and cuda devices (native/src/gpu/hip_runtime.cc, cuda_runtime.cc,
 // blaslt.cc) without a GPU: the runtime probes' messages, and the devices opened over small fake
-// vendor libraries compiled here (a libamdhip64, a libcuda, a hipBLASLt and a cuBLASLt whose
-// "device" memory is host memory, whose "code objects" are text files listing kernel names, and
-// whose launches and GEMMs compute on the host). They check what this machine can check: the
+// vendor libraries compiled here (a libamdhip64 and a libcuda from test/support/fakeGpuLibraries.ts,
+// a hipBLASLt and a cuBLASLt, whose "device" memory is host memory, whose "code objects" are text
+// files listing kernel names, and whose launches and GEMMs compute on the host). They check what this machine can check: the
 // symbols bound, device discovery, code-object loading and kernel lookup by name, grids, the
 // kernel arguments as passed, memory through the Memory base (counts, limits, out of memory),
 // every error naming its call, and the vendor GEMMs' descriptors (the column-major mapping of
@@ -20,166 +19,6 @@ import { createRocmBackend } from './rocmBackend.ts';
 // and layouts (taken from the vendors' headers, cited in the ABI headers), the real kernels.
 
 const addon = loadNativeAddon();
-
-const COMMON = String.raw`
-#include <math.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-static void note(const char* fmt, ...) {
-  const char* path = getenv("FAKE_GPU_LOG");
-  if (!path || !*path) return;
-  FILE* f = fopen(path, "a");
-  if (!f) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vfprintf(f, fmt, ap);
-  va_end(ap);
-  fputc('\n', f);
-  fclose(f);
-}
-static int envInt(const char* name, int dflt) { const char* v = getenv(name); return v && *v ? atoi(v) : dflt; }
-static int tooBig(size_t n) { const char* lim = getenv("FAKE_GPU_MEMORY"); return lim && *lim && n > strtoull(lim, 0, 10); }
-static float b2f(uint16_t b) { uint32_t u = (uint32_t)b << 16; float f; memcpy(&f, &u, 4); return f; }
-static uint16_t f2b(float f) {
-  uint32_t u; memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-/* a fake code object: "FAKE name name ...", NUL-terminated */
-static int hasKernel(const char* image, const char* name) {
-  size_t n = strlen(name);
-  for (const char* p = strstr(image, name); p; p = strstr(p + 1, name)) {
-    if (p[-1] == ' ' && (p[n] == ' ' || p[n] == '\n' || p[n] == 0)) return 1;
-  }
-  return 0;
-}
-/* the one kernel the fakes run: hcsp_add_bf16(const uint16_t* a, const uint16_t* b, uint16_t* y, int64_t n) */
-static void runKernel(const char* name, void** params) {
-  if (strcmp(name, "hcsp_add_bf16") != 0) return;
-  const uint16_t* a = *(const uint16_t* const*)params[0];
-  const uint16_t* b = *(const uint16_t* const*)params[1];
-  uint16_t* y = *(uint16_t* const*)params[2];
-  int64_t n = *(const int64_t*)params[3];
-  for (int64_t i = 0; i < n; i++) y[i] = f2b(b2f(a[i]) + b2f(b[i]));
-}
-static const char* errText(int e) {
-  switch (e) {
-    case 2: return "out of memory";
-    case 98: return "invalid device function";
-    case 100: return "no CUDA-capable device is detected";
-    case 200: return "device kernel image is invalid";
-    case 500: return "named symbol not found";
-    default: return "fake error";
-  }
-}
-`;
-
-const FAKE_HIP = String.raw`
-int hipGetDeviceCount(int* c) { *c = envInt("FAKE_GPU_COUNT", 1); return envInt("FAKE_COUNT_ERROR", 0); }
-int hipSetDevice(int d) { note("hipSetDevice %d", d); return 0; }
-int hipDeviceGetAttribute(int* v, int attr, int dev) {
-  if (attr == 63) { *v = 80; return 0; }
-  if (attr == 87) { *v = 64; return 0; }
-  return 1;
-}
-int hipDeviceGetName(char* n, int len, int dev) { snprintf(n, len, "Fake Instinct MI308X"); return 0; }
-/* ROCm 6+: writes the R0600 layout (1472 bytes, gcnArchName at 1160) */
-int hipGetDevicePropertiesR0600(void* p, int dev) {
-  const char* a = getenv("FAKE_GCN_ARCH");
-  memset(p, 0, 1472);
-  strcpy((char*)p, "Fake Instinct MI308X");
-  strcpy((char*)p + 1160, a && *a ? a : "gfx942:sramecc+:xnack-");
-  return 0;
-}
-int hipMalloc(void** p, size_t n) { if (tooBig(n)) return 2; *p = calloc(1, n); note("hipMalloc %zu", n); return *p ? 0 : 2; }
-int hipFree(void* p) { free(p); note("hipFree"); return 0; }
-int hipMemcpy(void* d, const void* s, size_t n, int kind) { memcpy(d, s, n); note("hipMemcpy %zu kind=%d", n, kind); return 0; }
-int hipMemset(void* d, int v, size_t n) { memset(d, v, n); note("hipMemset %zu", n); return envInt("FAKE_MEMSET_ERROR", 0); }
-int hipMemGetInfo(size_t* f, size_t* t) { *f = *t = (size_t)192 << 30; return 0; }
-int hipStreamCreate(void** s) { *s = malloc(8); note("hipStreamCreate"); return 0; }
-int hipStreamDestroy(void* s) { free(s); note("hipStreamDestroy"); return 0; }
-int hipStreamSynchronize(void* s) { return envInt("FAKE_SYNC_ERROR", 0); }
-int hipModuleLoadData(void** m, const void* image) {
-  if (strncmp((const char*)image, "FAKE ", 5) != 0) return 200;
-  *m = strdup((const char*)image);
-  note("hipModuleLoadData");
-  return 0;
-}
-int hipModuleUnload(void* m) { free(m); note("hipModuleUnload"); return 0; }
-int hipModuleGetFunction(void** f, void* m, const char* name) {
-  if (!hasKernel((const char*)m, name)) return 500;
-  *f = strdup(name);
-  return 0;
-}
-int hipModuleLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shm, void* stream,
-                          void** params, void** extra) {
-  int e = envInt("FAKE_LAUNCH_ERROR", 0);
-  note("launch %s grid=%u,%u,%u block=%u,%u,%u shared=%u extra=%p", (const char*)f, gx, gy, gz, bx, by, bz, shm, (void*)extra);
-  if (e) return e;
-  runKernel((const char*)f, params);
-  return 0;
-}
-const char* hipGetErrorString(int e) { return errText(e); }
-`;
-
-const FAKE_CUDA = String.raw`
-typedef unsigned long long dptr;
-int cuInit(unsigned flags) { return envInt("FAKE_INIT_ERROR", 0); }
-int cuDeviceGetCount(int* c) { *c = envInt("FAKE_GPU_COUNT", 1); return 0; }
-int cuDeviceGet(int* d, int ordinal) { *d = ordinal; return 0; }
-int cuDeviceGetName(char* n, int len, int dev) { snprintf(n, len, "Fake H200"); return 0; }
-int cuDeviceGetAttribute(int* v, int attr, int dev) {
-  switch (attr) {
-    case 75: *v = 9; return 0;
-    case 76: *v = 0; return 0;
-    case 16: *v = 132; return 0;
-    case 10: *v = 32; return 0;
-    default: return 1;
-  }
-}
-int cuDeviceTotalMem_v2(size_t* b, int dev) { *b = (size_t)141 << 30; return 0; }
-int cuDevicePrimaryCtxRetain(void** c, int dev) { *c = (void*)0x1234; note("cuDevicePrimaryCtxRetain %d", dev); return 0; }
-int cuDevicePrimaryCtxRelease_v2(int dev) { note("cuDevicePrimaryCtxRelease %d", dev); return 0; }
-int cuCtxSetCurrent(void* c) { note("cuCtxSetCurrent %p", c); return 0; }
-int cuMemAlloc_v2(dptr* p, size_t n) {
-  if (tooBig(n)) return 2;
-  void* q = calloc(1, n);
-  *p = (dptr)(uintptr_t)q;
-  note("cuMemAlloc %zu", n);
-  return q ? 0 : 2;
-}
-int cuMemFree_v2(dptr p) { free((void*)(uintptr_t)p); note("cuMemFree"); return 0; }
-int cuMemcpyHtoD_v2(dptr d, const void* s, size_t n) { memcpy((void*)(uintptr_t)d, s, n); return 0; }
-int cuMemcpyDtoH_v2(void* d, dptr s, size_t n) { memcpy(d, (const void*)(uintptr_t)s, n); return 0; }
-int cuMemsetD8_v2(dptr d, unsigned char v, size_t n) { memset((void*)(uintptr_t)d, v, n); return envInt("FAKE_MEMSET_ERROR", 0); }
-int cuStreamCreate(void** s, unsigned flags) { *s = malloc(8); note("cuStreamCreate flags=%u", flags); return 0; }
-int cuStreamDestroy_v2(void* s) { free(s); note("cuStreamDestroy"); return 0; }
-int cuStreamSynchronize(void* s) { return envInt("FAKE_SYNC_ERROR", 0); }
-int cuModuleLoadData(void** m, const void* image) {
-  if (strncmp((const char*)image, "FAKE ", 5) != 0) return 200;
-  *m = strdup((const char*)image);
-  return 0;
-}
-int cuModuleUnload(void* m) { free(m); return 0; }
-int cuModuleGetFunction(void** f, void* m, const char* name) {
-  if (!hasKernel((const char*)m, name)) return 500;
-  *f = strdup(name);
-  return 0;
-}
-int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shm, void* stream, void** params,
-                   void** extra) {
-  int e = envInt("FAKE_LAUNCH_ERROR", 0);
-  note("launch %s grid=%u,%u,%u block=%u,%u,%u shared=%u extra=%p", (const char*)f, gx, gy, gz, bx, by, bz, shm, (void*)extra);
-  if (e) return e;
-  runKernel((const char*)f, params);
-  return 0;
-}
-int cuGetErrorString(int e, const char** s) { *s = errText(e); return 0; }
-`;
 
 // One fake BLASLt, built twice: -DFAKE_HIP (hipBLASLt's names and values) or cuBLASLt's. Its
 // matmul is BLAS's D = op(A) op(B) on column-major layouts, k in order in fp32 (bf16 and fp8
@@ -294,52 +133,26 @@ int P(Matmul)(void* h, Desc* d, const void* alpha, const void* A, Layout* la, co
 }
 `;
 
-let dir = '';
-const lib = (name: string) => join(dir, name);
-const log = () => join(dir, 'gpu.log');
-const logText = () => {
-  try {
-    return readFileSync(log(), 'utf8');
-  } catch {
-    return '';
-  }
-};
-
-function compile(name: string, source: string, defines: string[] = []) {
-  writeFileSync(lib(`${name}.c`), COMMON + source);
-  const r = spawnSync('cc', ['-shared', '-fPIC', '-O1', '-ffp-contract=off', ...defines, '-o', lib(`${name}.so`), lib(`${name}.c`), '-lm'], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`cc ${name}.c failed: ${r.error?.message ?? ''}${r.stderr}`);
-}
-
-/** a code-object folder: <root>/<arch>/<file> holding "FAKE <kernels>" */
-function codeObjects(name: string, arch: string, files: Record<string, string[]>): string {
-  const root = join(dir, name);
-  mkdirSync(join(root, arch), { recursive: true });
-  for (const [file, kernels] of Object.entries(files)) writeFileSync(join(root, arch, file), `FAKE ${kernels.join(' ')}\n\0`);
-  return root;
-}
+const fake = new FakeGpuFolder('hcsp-gpurt-');
+const { lib, log, logText } = fake;
+const codeObjects = (name: string, arch: string, files: Record<string, string[]>) => fake.codeObjects(name, arch, files);
 
 const FAKE_ENV = ['HCSP_HIP_LIB', 'HCSP_CUDA_LIB', 'HCSP_HIPBLASLT_LIB', 'HCSP_CUBLASLT_LIB', 'FAKE_GPU_LOG', 'FAKE_GPU_COUNT', 'FAKE_COUNT_ERROR', 'FAKE_INIT_ERROR',
   'FAKE_GCN_ARCH', 'FAKE_GPU_MEMORY', 'FAKE_SYNC_ERROR', 'FAKE_LAUNCH_ERROR', 'FAKE_NO_SCALE_MODE', 'FAKE_MEMSET_ERROR'];
-const saved = Object.fromEntries(FAKE_ENV.map((k) => [k, process.env[k]]));
+const restoreEnv = saveEnv(FAKE_ENV);
 
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), 'hcsp-gpurt-'));
-  compile('fakehip', FAKE_HIP);
-  compile('fakecuda', FAKE_CUDA);
-  compile('fakehipblaslt', FAKE_BLASLT, ['-DFAKE_HIP']);
-  compile('fakecublaslt', FAKE_BLASLT);
+  fake.create();
+  fake.compile('fakehip', FAKE_HIP);
+  fake.compile('fakecuda', FAKE_CUDA);
+  fake.compile('fakehipblaslt', FAKE_BLASLT, ['-DFAKE_HIP']);
+  fake.compile('fakecublaslt', FAKE_BLASLT);
 }, 60_000);
 
-afterAll(() => {
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => fake.remove());
 
 afterEach(() => {
-  for (const k of FAKE_ENV) {
-    if (saved[k] === undefined) delete process.env[k];
-    else process.env[k] = saved[k];
-  }
+  restoreEnv();
   rmSync(log(), { force: true });
 });
 
@@ -566,14 +379,14 @@ for (const K of KINDS) {
 
     it('refuses a folder without code objects for the arch, an unreadable code object, a device index past the count', async () => {
       K.use();
-      const empty = join(dir, `${K.kind}-empty`);
+      const empty = lib(`${K.kind}-empty`);
       mkdirSync(empty, { recursive: true });
       const none = await native(() => open(empty)).catch((x: unknown) => x);
       expect(none).toBeInstanceOf(NativeUnsupportedError);
       expect((none as Error).message).toBe(
         `no ${K.kind === 'hip' ? 'HIP' : 'CUDA'} code objects for ${K.arch} in ${join(empty, K.arch)} (build them with native/scripts/build-gpu-kernels.sh ${K.arch})`,
       );
-      const bad = join(dir, `${K.kind}-bad`);
+      const bad = lib(`${K.kind}-bad`);
       mkdirSync(join(bad, K.arch), { recursive: true });
       writeFileSync(join(bad, K.arch, `x.${K.ext}`), 'not a code object\0');
       const load = await native(() => open(bad)).catch((x: unknown) => x);

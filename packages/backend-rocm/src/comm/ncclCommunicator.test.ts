@@ -1,19 +1,19 @@
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { commBytesOf, type GraphNode, type Tensor } from '@hcsp/core';
+import { FAKE_CUDA, FAKE_HIP, FakeGpuFolder, saveEnv } from '../../../../test/support/fakeGpuLibraries.ts';
 import { type GpuDevice, loadNativeAddon } from '../nativeAddon.ts';
 import { NativeOutOfMemoryError, NativeUnsupportedError } from '../nativeErrors.ts';
 import { NCCL_UNIQUE_ID_BYTES, NcclCommunicator, NcclError, NcclUnavailableError } from './ncclCommunicator.ts';
 
 // The nccl communicator (native/src/gpu/nccl_library.cc, nccl_communicator.cc, addon/js_nccl.cc)
 // without a GPU: small fake vendor libraries compiled here, a libamdhip64 and a libcuda whose
-// "device" memory is host memory (copied from gpuRuntime.test.ts, plus the current device per
-// thread and the stream they created) and a libnccl / librccl that checks what it is given (the
-// datatype, the op, the counts, the stream against the runtime's, the device current on the
-// calling thread, the unique id, nranks and rank), logs it, and implements one rank's semantics:
+// "device" memory is host memory (test/support/fakeGpuLibraries.ts, shared with gpuRuntime.test.ts:
+// they keep the current device per thread and the stream they created) and a libnccl / librccl
+// that checks what it is given (the datatype, the op, the counts, the stream against the
+// runtime's, the device current on the calling thread, the unique id, nranks and rank), logs it,
+// and implements one rank's semantics:
 // at world size 1 each collective is a copy; in a larger world the fake's peers contribute zeros
 // (all-reduce: a copy; reduce-scatter: this rank's block; all-gather: this rank's slot), which
 // lets the byte accounting be checked at tp > 1. What only a GPU can show: the real libraries'
@@ -21,138 +21,6 @@ import { NCCL_UNIQUE_ID_BYTES, NcclCommunicator, NcclError, NcclUnavailableError
 // one real rank).
 
 const addon = loadNativeAddon();
-
-const COMMON = String.raw`
-#include <dlfcn.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-static void note(const char* fmt, ...) {
-  const char* path = getenv("FAKE_GPU_LOG");
-  if (!path || !*path) return;
-  FILE* f = fopen(path, "a");
-  if (!f) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vfprintf(f, fmt, ap);
-  va_end(ap);
-  fputc('\n', f);
-  fclose(f);
-}
-static int envInt(const char* name, int dflt) { const char* v = getenv(name); return v && *v ? atoi(v) : dflt; }
-static int tooBig(size_t n) { const char* lim = getenv("FAKE_GPU_MEMORY"); return lim && *lim && n > strtoull(lim, 0, 10); }
-static int hasKernel(const char* image, const char* name) {
-  size_t n = strlen(name);
-  for (const char* p = strstr(image, name); p; p = strstr(p + 1, name)) {
-    if (p[-1] == ' ' && (p[n] == ' ' || p[n] == '\n' || p[n] == 0)) return 1;
-  }
-  return 0;
-}
-static const char* errText(int e) {
-  switch (e) {
-    case 2: return "out of memory";
-    case 500: return "named symbol not found";
-    default: return "fake error";
-  }
-}
-static void* lastStream = 0;
-void* fakeLastStream(void) { return lastStream; }
-`;
-
-const FAKE_HIP = String.raw`
-static __thread int current = -1;
-int hipGetDeviceCount(int* c) { *c = 1; return 0; }
-int hipSetDevice(int d) { current = d; note("hipSetDevice %d", d); return 0; }
-int hipGetDevice(int* d) { *d = current; return 0; }
-int hipDeviceGetAttribute(int* v, int attr, int dev) {
-  if (attr == 63) { *v = 80; return 0; }
-  if (attr == 87) { *v = 64; return 0; }
-  return 1;
-}
-int hipDeviceGetName(char* n, int len, int dev) { snprintf(n, len, "Fake Instinct MI308X"); return 0; }
-int hipGetDevicePropertiesR0600(void* p, int dev) {
-  memset(p, 0, 1472);
-  strcpy((char*)p, "Fake Instinct MI308X");
-  strcpy((char*)p + 1160, "gfx942:sramecc+:xnack-");
-  return 0;
-}
-int hipMalloc(void** p, size_t n) { if (tooBig(n)) return 2; *p = calloc(1, n); note("hipMalloc %zu", n); return *p ? 0 : 2; }
-int hipFree(void* p) { free(p); note("hipFree"); return 0; }
-int hipMemcpy(void* d, const void* s, size_t n, int kind) { memcpy(d, s, n); note("hipMemcpy %zu kind=%d", n, kind); return 0; }
-int hipMemset(void* d, int v, size_t n) { memset(d, v, n); return 0; }
-int hipMemGetInfo(size_t* f, size_t* t) { *f = *t = (size_t)192 << 30; return 0; }
-int hipStreamCreate(void** s) { *s = malloc(8); lastStream = *s; note("hipStreamCreate %p", *s); return 0; }
-int hipStreamDestroy(void* s) { free(s); return 0; }
-int hipStreamSynchronize(void* s) { note("hipStreamSynchronize %p", s); return envInt("FAKE_SYNC_ERROR", 0); }
-int hipModuleLoadData(void** m, const void* image) {
-  if (strncmp((const char*)image, "FAKE ", 5) != 0) return 200;
-  *m = strdup((const char*)image);
-  return 0;
-}
-int hipModuleUnload(void* m) { free(m); return 0; }
-int hipModuleGetFunction(void** f, void* m, const char* name) {
-  if (!hasKernel((const char*)m, name)) return 500;
-  *f = strdup(name);
-  return 0;
-}
-int hipModuleLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shm, void* stream,
-                          void** params, void** extra) { return 98; }
-const char* hipGetErrorString(int e) { return errText(e); }
-`;
-
-const FAKE_CUDA = String.raw`
-typedef unsigned long long dptr;
-static __thread void* currentCtx = 0;
-int cuInit(unsigned flags) { return 0; }
-int cuDeviceGetCount(int* c) { *c = 1; return 0; }
-int cuDeviceGet(int* d, int ordinal) { *d = ordinal; return 0; }
-int cuDeviceGetName(char* n, int len, int dev) { snprintf(n, len, "Fake H200"); return 0; }
-int cuDeviceGetAttribute(int* v, int attr, int dev) {
-  switch (attr) {
-    case 75: *v = 9; return 0;
-    case 76: *v = 0; return 0;
-    case 16: *v = 132; return 0;
-    case 10: *v = 32; return 0;
-    default: return 1;
-  }
-}
-int cuDeviceTotalMem_v2(size_t* b, int dev) { *b = (size_t)141 << 30; return 0; }
-int cuDevicePrimaryCtxRetain(void** c, int dev) { *c = (void*)0x1234; return 0; }
-int cuDevicePrimaryCtxRelease_v2(int dev) { return 0; }
-int cuCtxSetCurrent(void* c) { currentCtx = c; note("cuCtxSetCurrent %p", c); return 0; }
-int cuCtxGetCurrent(void** c) { *c = currentCtx; return 0; }
-int cuMemAlloc_v2(dptr* p, size_t n) {
-  if (tooBig(n)) return 2;
-  void* q = calloc(1, n);
-  *p = (dptr)(uintptr_t)q;
-  note("cuMemAlloc %zu", n);
-  return q ? 0 : 2;
-}
-int cuMemFree_v2(dptr p) { free((void*)(uintptr_t)p); note("cuMemFree"); return 0; }
-int cuMemcpyHtoD_v2(dptr d, const void* s, size_t n) { memcpy((void*)(uintptr_t)d, s, n); return 0; }
-int cuMemcpyDtoH_v2(void* d, dptr s, size_t n) { memcpy(d, (const void*)(uintptr_t)s, n); return 0; }
-int cuMemsetD8_v2(dptr d, unsigned char v, size_t n) { memset((void*)(uintptr_t)d, v, n); return 0; }
-int cuStreamCreate(void** s, unsigned flags) { *s = malloc(8); lastStream = *s; note("cuStreamCreate %p", *s); return 0; }
-int cuStreamDestroy_v2(void* s) { free(s); return 0; }
-int cuStreamSynchronize(void* s) { note("cuStreamSynchronize %p", s); return envInt("FAKE_SYNC_ERROR", 0); }
-int cuModuleLoadData(void** m, const void* image) {
-  if (strncmp((const char*)image, "FAKE ", 5) != 0) return 200;
-  *m = strdup((const char*)image);
-  return 0;
-}
-int cuModuleUnload(void* m) { free(m); return 0; }
-int cuModuleGetFunction(void** f, void* m, const char* name) {
-  if (!hasKernel((const char*)m, name)) return 500;
-  *f = strdup(name);
-  return 0;
-}
-int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shm, void* stream, void** params,
-                   void** extra) { return 98; }
-int cuGetErrorString(int e, const char** s) { *s = errText(e); return 0; }
-`;
 
 // One fake collective library, built per runtime (-DFAKE_CUDA: NCCL over the fake libcuda; else
 // RCCL over the fake libamdhip64) and once without ncclCommGetAsyncError (-DFAKE_NO_ASYNC).
@@ -256,45 +124,26 @@ int ncclCommGetAsyncError(struct ncclComm* c, int* e) { *e = envInt("FAKE_NCCL_A
 #endif
 `;
 
-let dir = '';
-const lib = (name: string) => join(dir, name);
-const log = () => join(dir, 'gpu.log');
-const logText = () => {
-  try {
-    return readFileSync(log(), 'utf8');
-  } catch {
-    return '';
-  }
-};
-
-function compile(name: string, source: string, defines: string[] = []) {
-  writeFileSync(lib(`${name}.c`), COMMON + source);
-  const r = spawnSync('cc', ['-shared', '-fPIC', '-O1', ...defines, '-o', lib(`${name}.so`), lib(`${name}.c`), '-ldl'], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`cc ${name}.c failed: ${r.error?.message ?? ''}${r.stderr}`);
-}
+const fake = new FakeGpuFolder('hcsp-nccl-');
+const { lib, log, logText } = fake;
 
 const FAKE_ENV = ['HCSP_HIP_LIB', 'HCSP_CUDA_LIB', 'HCSP_NCCL_LIBRARY', 'FAKE_GPU_LOG', 'FAKE_GPU_MEMORY', 'FAKE_SYNC_ERROR', 'FAKE_NCCL_FAIL', 'FAKE_NCCL_ASYNC',
   'FAKE_NCCL_SLEEP_MS', 'FAKE_NCCL_VERSION'];
-const saved = Object.fromEntries(FAKE_ENV.map((k) => [k, process.env[k]]));
+const restoreEnv = saveEnv(FAKE_ENV);
 
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), 'hcsp-nccl-'));
-  compile('fakehip', FAKE_HIP);
-  compile('fakecuda', FAKE_CUDA);
-  compile('fakercclhip', FAKE_NCCL);
-  compile('fakencclcuda', FAKE_NCCL, ['-DFAKE_CUDA']);
-  compile('fakercclnoasync', FAKE_NCCL, ['-DFAKE_NO_ASYNC']);
+  fake.create();
+  fake.compile('fakehip', FAKE_HIP);
+  fake.compile('fakecuda', FAKE_CUDA);
+  fake.compile('fakercclhip', FAKE_NCCL);
+  fake.compile('fakencclcuda', FAKE_NCCL, ['-DFAKE_CUDA']);
+  fake.compile('fakercclnoasync', FAKE_NCCL, ['-DFAKE_NO_ASYNC']);
 }, 60_000);
 
-afterAll(() => {
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => fake.remove());
 
 afterEach(() => {
-  for (const k of FAKE_ENV) {
-    if (saved[k] === undefined) delete process.env[k];
-    else process.env[k] = saved[k];
-  }
+  restoreEnv();
   rmSync(log(), { force: true });
 });
 
@@ -340,9 +189,7 @@ for (const K of KINDS) {
     const open = (): GpuDevice => {
       process.env[K.runtimeEnv] = lib(K.runtimeLib);
       process.env.FAKE_GPU_LOG = log();
-      const root = join(dir, `${K.kind}-objects`);
-      mkdirSync(join(root, K.arch), { recursive: true });
-      writeFileSync(join(root, K.arch, `basic.${K.ext}`), 'FAKE hcsp_add_bf16\n\0');
+      const root = fake.codeObjects(`${K.kind}-objects`, K.arch, { [`basic.${K.ext}`]: ['hcsp_add_bf16'] });
       return addon.openGpu(K.kind, { device: 0, codeObjects: root });
     };
     const useFake = (name = K.ncclLib) => {
@@ -355,7 +202,7 @@ for (const K of KINDS) {
 
     it('no library: a typed error listing every name tried, with the loader\'s reason', () => {
       const gpu = open();
-      const missing = join(dir, 'nonexistent', `lib${K.vendor.toLowerCase()}.so`);
+      const missing = join(fake.dir, 'nonexistent', `lib${K.vendor.toLowerCase()}.so`);
       process.env.HCSP_NCCL_LIBRARY = missing;
       const e = (() => {
         try {

@@ -1,0 +1,248 @@
+// Fake GPU vendor libraries for the native GPU tests (packages/backend-rocm/src/gpuRuntime.test.ts,
+// comm/ncclCommunicator.test.ts): C sources compiled here into shared libraries that the addon
+// loads in place of libamdhip64 / libcuda. Their "device" memory is host memory, their "code
+// objects" are text files listing kernel names ("FAKE name name ...", NUL-terminated), and their
+// one kernel (hcsp_add_bf16) computes on the host. Knobs, all environment variables read at each
+// call: FAKE_GPU_LOG (a file every call worth checking appends a line to), FAKE_GPU_COUNT,
+// FAKE_COUNT_ERROR, FAKE_INIT_ERROR, FAKE_GCN_ARCH, FAKE_GPU_MEMORY (allocations above it fail as
+// out of memory), FAKE_MEMSET_ERROR, FAKE_SYNC_ERROR, FAKE_LAUNCH_ERROR. The runtimes keep the
+// device current per thread (hipGetDevice, cuCtxGetCurrent) and export fakeLastStream(), the stream
+// they created last, for a fake collective library to check what it is handed.
+
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** What every fake starts with: the includes, the log, the environment knobs, bf16, kernel lookup and the one kernel, error texts. */
+export const FAKE_COMMON = String.raw`
+#include <dlfcn.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+static void note(const char* fmt, ...) {
+  const char* path = getenv("FAKE_GPU_LOG");
+  if (!path || !*path) return;
+  FILE* f = fopen(path, "a");
+  if (!f) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(f, fmt, ap);
+  va_end(ap);
+  fputc('\n', f);
+  fclose(f);
+}
+static int envInt(const char* name, int dflt) { const char* v = getenv(name); return v && *v ? atoi(v) : dflt; }
+static int tooBig(size_t n) { const char* lim = getenv("FAKE_GPU_MEMORY"); return lim && *lim && n > strtoull(lim, 0, 10); }
+static float b2f(uint16_t b) { uint32_t u = (uint32_t)b << 16; float f; memcpy(&f, &u, 4); return f; }
+static uint16_t f2b(float f) {
+  uint32_t u; memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+/* a fake code object: "FAKE name name ...", NUL-terminated */
+static int hasKernel(const char* image, const char* name) {
+  size_t n = strlen(name);
+  for (const char* p = strstr(image, name); p; p = strstr(p + 1, name)) {
+    if (p[-1] == ' ' && (p[n] == ' ' || p[n] == '\n' || p[n] == 0)) return 1;
+  }
+  return 0;
+}
+/* the one kernel the fakes run: hcsp_add_bf16(const uint16_t* a, const uint16_t* b, uint16_t* y, int64_t n) */
+static void runKernel(const char* name, void** params) {
+  if (strcmp(name, "hcsp_add_bf16") != 0) return;
+  const uint16_t* a = *(const uint16_t* const*)params[0];
+  const uint16_t* b = *(const uint16_t* const*)params[1];
+  uint16_t* y = *(uint16_t* const*)params[2];
+  int64_t n = *(const int64_t*)params[3];
+  for (int64_t i = 0; i < n; i++) y[i] = f2b(b2f(a[i]) + b2f(b[i]));
+}
+static const char* errText(int e) {
+  switch (e) {
+    case 2: return "out of memory";
+    case 98: return "invalid device function";
+    case 100: return "no CUDA-capable device is detected";
+    case 200: return "device kernel image is invalid";
+    case 500: return "named symbol not found";
+    default: return "fake error";
+  }
+}
+/* the stream the runtime created last: the fake collective library checks it is handed that one */
+static void* lastStream = 0;
+void* fakeLastStream(void) { return lastStream; }
+`;
+
+export const FAKE_HIP = String.raw`
+static __thread int current = -1;
+int hipGetDeviceCount(int* c) { *c = envInt("FAKE_GPU_COUNT", 1); return envInt("FAKE_COUNT_ERROR", 0); }
+int hipSetDevice(int d) { current = d; note("hipSetDevice %d", d); return 0; }
+int hipGetDevice(int* d) { *d = current; return 0; }
+int hipDeviceGetAttribute(int* v, int attr, int dev) {
+  if (attr == 63) { *v = 80; return 0; }
+  if (attr == 87) { *v = 64; return 0; }
+  return 1;
+}
+int hipDeviceGetName(char* n, int len, int dev) { snprintf(n, len, "Fake Instinct MI308X"); return 0; }
+/* ROCm 6+: writes the R0600 layout (1472 bytes, gcnArchName at 1160) */
+int hipGetDevicePropertiesR0600(void* p, int dev) {
+  const char* a = getenv("FAKE_GCN_ARCH");
+  memset(p, 0, 1472);
+  strcpy((char*)p, "Fake Instinct MI308X");
+  strcpy((char*)p + 1160, a && *a ? a : "gfx942:sramecc+:xnack-");
+  return 0;
+}
+int hipMalloc(void** p, size_t n) { if (tooBig(n)) return 2; *p = calloc(1, n); note("hipMalloc %zu", n); return *p ? 0 : 2; }
+int hipFree(void* p) { free(p); note("hipFree"); return 0; }
+int hipMemcpy(void* d, const void* s, size_t n, int kind) { memcpy(d, s, n); note("hipMemcpy %zu kind=%d", n, kind); return 0; }
+int hipMemset(void* d, int v, size_t n) { memset(d, v, n); note("hipMemset %zu", n); return envInt("FAKE_MEMSET_ERROR", 0); }
+int hipMemGetInfo(size_t* f, size_t* t) { *f = *t = (size_t)192 << 30; return 0; }
+int hipStreamCreate(void** s) { *s = malloc(8); lastStream = *s; note("hipStreamCreate %p", *s); return 0; }
+int hipStreamDestroy(void* s) { free(s); note("hipStreamDestroy"); return 0; }
+int hipStreamSynchronize(void* s) { note("hipStreamSynchronize %p", s); return envInt("FAKE_SYNC_ERROR", 0); }
+int hipModuleLoadData(void** m, const void* image) {
+  if (strncmp((const char*)image, "FAKE ", 5) != 0) return 200;
+  *m = strdup((const char*)image);
+  note("hipModuleLoadData");
+  return 0;
+}
+int hipModuleUnload(void* m) { free(m); note("hipModuleUnload"); return 0; }
+int hipModuleGetFunction(void** f, void* m, const char* name) {
+  if (!hasKernel((const char*)m, name)) return 500;
+  *f = strdup(name);
+  return 0;
+}
+int hipModuleLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shm, void* stream,
+                          void** params, void** extra) {
+  int e = envInt("FAKE_LAUNCH_ERROR", 0);
+  note("launch %s grid=%u,%u,%u block=%u,%u,%u shared=%u extra=%p", (const char*)f, gx, gy, gz, bx, by, bz, shm, (void*)extra);
+  if (e) return e;
+  runKernel((const char*)f, params);
+  return 0;
+}
+const char* hipGetErrorString(int e) { return errText(e); }
+`;
+
+export const FAKE_CUDA = String.raw`
+typedef unsigned long long dptr;
+static __thread void* currentCtx = 0;
+int cuInit(unsigned flags) { return envInt("FAKE_INIT_ERROR", 0); }
+int cuDeviceGetCount(int* c) { *c = envInt("FAKE_GPU_COUNT", 1); return 0; }
+int cuDeviceGet(int* d, int ordinal) { *d = ordinal; return 0; }
+int cuDeviceGetName(char* n, int len, int dev) { snprintf(n, len, "Fake H200"); return 0; }
+int cuDeviceGetAttribute(int* v, int attr, int dev) {
+  switch (attr) {
+    case 75: *v = 9; return 0;
+    case 76: *v = 0; return 0;
+    case 16: *v = 132; return 0;
+    case 10: *v = 32; return 0;
+    default: return 1;
+  }
+}
+int cuDeviceTotalMem_v2(size_t* b, int dev) { *b = (size_t)141 << 30; return 0; }
+int cuDevicePrimaryCtxRetain(void** c, int dev) { *c = (void*)0x1234; note("cuDevicePrimaryCtxRetain %d", dev); return 0; }
+int cuDevicePrimaryCtxRelease_v2(int dev) { note("cuDevicePrimaryCtxRelease %d", dev); return 0; }
+int cuCtxSetCurrent(void* c) { currentCtx = c; note("cuCtxSetCurrent %p", c); return 0; }
+int cuCtxGetCurrent(void** c) { *c = currentCtx; return 0; }
+int cuMemAlloc_v2(dptr* p, size_t n) {
+  if (tooBig(n)) return 2;
+  void* q = calloc(1, n);
+  *p = (dptr)(uintptr_t)q;
+  note("cuMemAlloc %zu", n);
+  return q ? 0 : 2;
+}
+int cuMemFree_v2(dptr p) { free((void*)(uintptr_t)p); note("cuMemFree"); return 0; }
+int cuMemcpyHtoD_v2(dptr d, const void* s, size_t n) { memcpy((void*)(uintptr_t)d, s, n); return 0; }
+int cuMemcpyDtoH_v2(void* d, dptr s, size_t n) { memcpy(d, (const void*)(uintptr_t)s, n); return 0; }
+int cuMemsetD8_v2(dptr d, unsigned char v, size_t n) { memset((void*)(uintptr_t)d, v, n); return envInt("FAKE_MEMSET_ERROR", 0); }
+int cuStreamCreate(void** s, unsigned flags) { *s = malloc(8); lastStream = *s; note("cuStreamCreate %p flags=%u", *s, flags); return 0; }
+int cuStreamDestroy_v2(void* s) { free(s); note("cuStreamDestroy"); return 0; }
+int cuStreamSynchronize(void* s) { note("cuStreamSynchronize %p", s); return envInt("FAKE_SYNC_ERROR", 0); }
+int cuModuleLoadData(void** m, const void* image) {
+  if (strncmp((const char*)image, "FAKE ", 5) != 0) return 200;
+  *m = strdup((const char*)image);
+  return 0;
+}
+int cuModuleUnload(void* m) { free(m); return 0; }
+int cuModuleGetFunction(void** f, void* m, const char* name) {
+  if (!hasKernel((const char*)m, name)) return 500;
+  *f = strdup(name);
+  return 0;
+}
+int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shm, void* stream, void** params,
+                   void** extra) {
+  int e = envInt("FAKE_LAUNCH_ERROR", 0);
+  note("launch %s grid=%u,%u,%u block=%u,%u,%u shared=%u extra=%p", (const char*)f, gx, gy, gz, bx, by, bz, shm, (void*)extra);
+  if (e) return e;
+  runKernel((const char*)f, params);
+  return 0;
+}
+int cuGetErrorString(int e, const char** s) { *s = errText(e); return 0; }
+`;
+
+/** A temporary folder for the fakes: the compiled libraries, the log, code-object folders. */
+export class FakeGpuFolder {
+  dir = '';
+  private readonly prefix: string;
+
+  /** prefix: the folder's name in the temporary directory, before mkdtemp's suffix */
+  constructor(prefix: string) {
+    this.prefix = prefix;
+  }
+
+  /** makes the folder (in beforeAll) */
+  create(): void {
+    this.dir = mkdtempSync(join(tmpdir(), this.prefix));
+  }
+
+  /** removes the folder and all in it (in afterAll) */
+  remove(): void {
+    if (this.dir) rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  /** a path in the folder */
+  readonly lib = (name: string): string => join(this.dir, name);
+
+  /** the log the fakes append to when FAKE_GPU_LOG names it */
+  readonly log = (): string => join(this.dir, 'gpu.log');
+
+  /** the log's text so far ('' before the first line) */
+  readonly logText = (): string => {
+    try {
+      return readFileSync(this.log(), 'utf8');
+    } catch {
+      return '';
+    }
+  };
+
+  /** compiles FAKE_COMMON + source into <folder>/<name>.so */
+  compile(name: string, source: string, defines: string[] = []): void {
+    const c = this.lib(`${name}.c`);
+    writeFileSync(c, FAKE_COMMON + source);
+    const r = spawnSync('cc', ['-shared', '-fPIC', '-O1', '-ffp-contract=off', ...defines, '-o', this.lib(`${name}.so`), c, '-lm', '-ldl'], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`cc ${name}.c failed: ${r.error?.message ?? ''}${r.stderr}`);
+  }
+
+  /** a code-object folder: <folder>/<name>/<arch>/<file> holding "FAKE <kernels>"; returns <folder>/<name> */
+  codeObjects(name: string, arch: string, files: Record<string, string[]>): string {
+    const root = this.lib(name);
+    mkdirSync(join(root, arch), { recursive: true });
+    for (const [file, kernels] of Object.entries(files)) writeFileSync(join(root, arch, file), `FAKE ${kernels.join(' ')}\n\0`);
+    return root;
+  }
+}
+
+/** Saves these environment variables now; the function returned puts them back as they were. */
+export function saveEnv(keys: readonly string[]): () => void {
+  const saved = Object.fromEntries(keys.map((k) => [k, process.env[k]]));
+  return () => {
+    for (const k of keys) {
+      if (saved[k] === undefined) delete process.env[k];
+      else process.env[k] = saved[k];
+    }
+  };
+}
