@@ -29,6 +29,7 @@ import { parseIntStrict } from '../parseArgs.ts';
 import { nodeProgress } from '../progress.ts';
 import { interruptible } from '../signals.ts';
 import { formatHostBenchReport, HOST_DEFAULTS, parseHostBenchOptions, runHostBench, type HostBenchCliOptions, type HostBenchReport } from './benchHost.ts';
+import { parseSuiteOptions, SUITE_DEFAULTS, SUITE_BACKENDS, suiteCommand, type SuiteCliOptions } from './benchSuite.ts';
 
 const BF16_BYTES = 2;
 const PREFIX = hcPrefix(0, 'attn');
@@ -333,10 +334,35 @@ export function formatBenchReport(r: BenchReport): string {
   return `${lines.join('\n')}\n`;
 }
 
+/** Options of the single-purpose bench that the suite has no use for: refused with --suite when given. */
+export const NOT_IN_SUITE: Readonly<Record<string, string>> = {
+  hostReps: '--host-reps (the suite takes --reps for every backend but the cpu reference, --cpu-reps for it)',
+  linearity: '--linearity / --no-linearity (the suite reports the scale of every backend over --tokens)',
+  prefillReps: '--prefill-reps (the suite takes --reps)',
+  exactTokens: '--exact-tokens (the suite compares every output with the cpu reference at each case it measured)',
+};
+
+/** The option names of `cmd` set by the user (not defaults). */
+function givenOptions(cmd: Command): (key: string) => boolean {
+  return (key) => {
+    const source = cmd.getOptionValueSource(key);
+    return source !== undefined && source !== 'default';
+  };
+}
+
 export function registerBench(program: Command): void {
   program
     .command('bench')
-    .description('time the full-dimension HC mix (flash-next, tp 1) on WebGPU and the CPU reference against the fp32 GEMM ceiling, and the native host device (HC mix, its GEMMs, an HC-only prefill) against the GEMM ceiling and the memory bandwidth')
+    .description(
+      'with --suite (npm run bench): every backend on this machine side by side (HC mix and combine at T 1024/4096/16384, a small decoder layer, a small tp-4 prefill) against the ceilings measured in the same run, as a table, JSON and a plot. ' +
+        'Without: the full-dimension HC mix (flash-next, tp 1) on WebGPU and the CPU reference against the fp32 GEMM ceiling, and the native host device (HC mix, its GEMMs, an HC-only prefill) against the GEMM ceiling and the memory bandwidth',
+    )
+    .option('--suite', `the benchmark suite over every backend (${SUITE_BACKENDS.map((b) => b.label).join(', ')}); --tokens (default ${SUITE_DEFAULTS.tokens}), --reps, --cpu-reps, --seed, --max-memory, --prefill-tokens (default ${SUITE_DEFAULTS.prefillTokens}), --no-prefill, --no-webgpu (webgpu and cpu), --no-host (rocm on the host), --json and --quiet apply to it`)
+    .option('--quick', 'with --suite: the tiny config at tiny sizes (a check of the suite, not a benchmark)')
+    .option('--budget <seconds>', `with --suite: the most one backend may spend on one case at one T (a larger T predicted to exceed it is not run, and says so)`, SUITE_DEFAULTS.budget)
+    .option('--backends <list>', 'with --suite: comma-separated backend labels to run (default: all)')
+    .option('--layer-tokens <n>', 'with --suite: T of the decoder-layer case', SUITE_DEFAULTS.layerTokens)
+    .option('--out <dir>', "with --suite: where bench.json and time-vs-T.svg go ('' for none)", SUITE_DEFAULTS.out)
     .option('--tokens <list>', 'comma-separated token counts', '1024,4096')
     .option('--reps <n>', 'timed WebGPU runs per token count (median reported)', '3')
     .option('--cpu-reps <n>', 'timed CPU-reference runs per token count (median reported)', '1')
@@ -353,7 +379,16 @@ export function registerBench(program: Command): void {
     .option('--exact-tokens <n>', 'T at which the host HC mix is checked bit for bit against the CPU reference', HOST_DEFAULTS.exactTokens)
     .option('--quiet', 'no progress on stderr')
     .option('--json', 'print one JSON object')
-    .action(async (raw: BenchCliOptions & HostBenchCliOptions & { webgpu?: boolean }) => {
+    .action(async (raw: BenchCliOptions & HostBenchCliOptions & SuiteCliOptions & { webgpu?: boolean; suite?: boolean }, cmd: Command) => {
+      const given = givenOptions(cmd);
+      if (raw.suite) {
+        for (const [key, text] of Object.entries(NOT_IN_SUITE)) if (given(key)) throw new Error(`bench --suite: ${text}`);
+        const opts = parseSuiteOptions(raw, (key) => given(key));
+        const { stdout } = await suiteCommand(opts);
+        process.stdout.write(stdout);
+        return;
+      }
+      for (const key of ['quick', 'budget', 'backends', 'layerTokens', 'out']) if (given(key)) throw new Error(`bench: --${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} belongs to --suite`);
       const opts = parseBenchOptions(raw);
       const hostOpts = parseHostBenchOptions(raw);
       // the host device first: its memory peaks are then not hidden by the cpu reference's
