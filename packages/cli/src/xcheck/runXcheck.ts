@@ -9,10 +9,12 @@ import {
   namedValueIds,
   namedValues,
   overGate,
+  modelWeightSpecs,
   preparePrefill,
   ropeTablesExact,
   runOnce,
   shapeStr,
+  SyntheticWeightSource,
   type AlignedTensor,
   type ExactTensor,
   type ModelConfig,
@@ -95,7 +97,7 @@ function checkGolden(golden: GoldenDump, prepared: PreparedPrefill): void {
   }
 }
 
-function prepare(x: XcheckInputs, spec: XcheckSpec): PreparedPrefill {
+function prepare(x: XcheckInputs, spec: XcheckSpec, weights: WeightSource): PreparedPrefill {
   return preparePrefill({
     config: x.config,
     tokens: x.tokens,
@@ -108,7 +110,7 @@ function prepare(x: XcheckInputs, spec: XcheckSpec): PreparedPrefill {
     fp8: spec.fp8,
     ...(spec.quant ? { quant: spec.quant } : {}),
     layers: x.layers,
-    weights: x.weights,
+    weights,
     ids: x.ids,
     env: process.env,
     dump: true,
@@ -186,10 +188,12 @@ function pairOf(a: string, b: string, tensors: XcheckPair['tensors']): XcheckPai
 /** Runs every SPEC (the first is the one compared against) and compares; the float64 evaluation of the first SPEC's graph attributes the differences. */
 export async function runXcheck(x: XcheckInputs): Promise<XcheckReport> {
   const exitLayer = x.layers[1];
-  const base = prepare(x, x.specs[0]);
+  // one weight source for every SPEC: the same weights, generated (synthetic) or read once
+  const weights = x.weights ?? new SyntheticWeightSource(modelWeightSpecs(x.config, x.subLayers), x.seed);
+  const base = prepare(x, x.specs[0], weights);
   if (x.golden) checkGolden(x.golden, base);
   // every SPEC's graph is built (and checked) before anything runs
-  const others = x.specs.slice(1).map((spec) => ({ spec, prepared: prepare(x, spec) }));
+  const others = x.specs.slice(1).map((spec) => ({ spec, prepared: prepare(x, spec, weights) }));
   const first = await runSpec(x, x.specs[0], base);
   let exact: Map<string, { tensor: ExactTensor; rowStart: number }> | undefined;
   if (x.exact) {
