@@ -131,7 +131,7 @@ export const QUICK = { tokens: [16, 32, 64], layerTokens: 32, prefillTokens: 64,
 export function parseSuiteOptions(raw: SuiteCliOptions, given: (key: keyof SuiteCliOptions) => boolean = () => true): SuiteOptions {
   memoryLimit(raw.maxMemory);
   const quick = raw.quick === true;
-  const pick = (key: keyof SuiteCliOptions, dflt: string, quickValue: string | number): string => (given(key) ? String(raw[key]) : quick ? String(quickValue) : dflt);
+  const pick = (key: keyof SuiteCliOptions, dflt: string, quickValue: string | number): string => (given(key) && raw[key] !== undefined ? String(raw[key]) : quick ? String(quickValue) : dflt);
   const tokens = parseTokenList(pick('tokens', SUITE_DEFAULTS.tokens, QUICK.tokens.join(',')));
   const backends = raw.backends === undefined ? null : raw.backends.split(',').map((s) => s.trim());
   if (backends) {
@@ -160,7 +160,7 @@ export function parseSuiteOptions(raw: SuiteCliOptions, given: (key: keyof Suite
     seed: parseIntStrict(raw.seed, '--seed'),
     quiet: raw.quiet === true,
     json: raw.json === true,
-    outDir: raw.out === '' ? null : (given('out') ? raw.out! : SUITE_DEFAULTS.out),
+    outDir: raw.out === '' ? null : given('out') && raw.out !== undefined ? raw.out : SUITE_DEFAULTS.out,
     maxMemory: raw.maxMemory,
     quick,
   };
