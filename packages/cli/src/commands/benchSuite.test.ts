@@ -4,10 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FLASH_NEXT, SMALL, TINY } from '@hcsp/core';
+import type { RocmBackend } from '@hcsp/backend-rocm';
+import { createBackend } from '@hcsp/backends';
 import { afterAll, describe, expect, it } from 'vitest';
 import { hcMixBenchGraph, hcMixFlops } from './bench.ts';
 import {
   formatSuiteReport,
+  gpuCeilings,
   hcCombineBenchGraph,
   matrixFlops,
   minimumBytes,
@@ -193,6 +196,25 @@ describe('the suite, quick (tiny config), on the cpu reference, the host device 
     expect(svg).toMatch(/^<svg /);
     for (const label of ran) for (const c of ['hc-mix', 'hc-combine']) expect(svg).toContain(`${c} ${label}`);
     expect(svg).not.toContain('hc-mix webgpu');
+  });
+});
+
+describe("a GPU's ceilings, their kernel calls checked on the host device", () => {
+  it('the linear kernel at n^3 and a trim copy, each measured, with what measured it', async () => {
+    let backend: RocmBackend;
+    try {
+      backend = (await createBackend('rocm', { device: 'host', gemm: 'exact' })) as RocmBackend;
+    } catch (e) {
+      expect((e as Error).message).toMatch(/native addon/);
+      return;
+    }
+    const c = await gpuCeilings(backend, 64, 1 << 20);
+    expect(c.matrixGflops).toBeGreaterThan(0);
+    expect(c.bandwidthGBps).toBeGreaterThan(0);
+    expect(c.matrixNote).toMatch(/exact linear kernel .* at 64x64x64$/);
+    expect(c.bandwidthNote).toMatch(/^device trim \(a copy\) of a 1(\.0)? MiB bf16 tensor/);
+    expect(backend.addon.stats().liveTensors).toBe(0);
+    await backend.dispose();
   });
 });
 

@@ -668,7 +668,7 @@ export async function runSuite(opts: SuiteOptions, deps: SuiteDeps = {}): Promis
       backend = await interruptible(() => createBackend(spec.name, spec.options));
     } catch (e) {
       const why = (e as Error).message;
-      const addonHint = /native addon|hcsp_native\.node/i.test(why) ? ' (build it with `npm run build:native`)' : '';
+      const addonHint = /native addon|hcsp_native\.node/i.test(why) && !why.includes('npm run build:native') ? ' (build it with `npm run build:native`)' : '';
       backends.push({ label: spec.label, status: 'unavailable', detail: `${why}${addonHint}`, ceilings: 'none', ceilingsNote: '', gpuCeilings: null });
       say(`${spec.label} unavailable: ${why}`);
       continue;
