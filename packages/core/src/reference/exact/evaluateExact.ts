@@ -9,6 +9,7 @@
 // each is read when a node first needs it and freed after its last use.
 import type { Graph, GraphNode, ValueDecl, ValueId } from '../../graph/graph.ts';
 import { getOpDef } from '../../graph/ops/registry.ts';
+import { rowRanges } from '../../graph/rowRanges.ts';
 import { validateFeeds } from '../../graph/validateFeeds.ts';
 import { lastUses } from '../../graph/valueLifetimes.ts';
 import { resolveWeightRows } from '../../model/resolveWeight.ts';
@@ -68,24 +69,6 @@ function checkDecl(what: string, t: ExactTensor, d: ValueDecl): void {
   const want = d.dtype === 'i32' ? Int32Array : Float64Array;
   if (!(t.data instanceof want)) throw new Error(`${what} holds ${t.data.constructor.name} data, an exact ${d.dtype} value holds ${want.name}`);
   if (t.data.length !== t.shape.reduce((a, b) => a * b, 1)) throw new Error(`${what} has ${t.data.length} values for shape ${shapeStr(t.shape)}`);
-}
-
-/** Sorted, merged row ranges covering the ids, and each id's row in their concatenation (as GraphSession's). */
-function rowRanges(ids: Int32Array, rows: number, what: string): { ranges: [number, number][]; local: Int32Array } {
-  const sorted = Int32Array.from(new Set(ids)).sort();
-  if (sorted.length > 0 && (sorted[0] < 0 || sorted[sorted.length - 1] >= rows)) {
-    const bad = sorted[0] < 0 ? sorted[0] : sorted[sorted.length - 1];
-    throw new Error(`${what}: row id ${bad} is outside the table [0, ${rows})`);
-  }
-  const ranges: [number, number][] = [];
-  const index = new Map<number, number>();
-  sorted.forEach((id, i) => {
-    index.set(id, i);
-    const last = ranges[ranges.length - 1];
-    if (last && last[1] === id) last[1] = id + 1;
-    else ranges.push([id, id + 1]);
-  });
-  return { ranges, local: ids.map((id) => index.get(id)!) };
 }
 
 function nodeError(e: unknown, node: GraphNode): Error {
