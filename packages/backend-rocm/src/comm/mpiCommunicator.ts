@@ -3,21 +3,10 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import {
-  checkReduceAlgorithm,
-  getOpDef,
-  numel,
-  RING_DEFAULT_CHANNELS,
-  RING_DEFAULT_CHUNK_ELEMS,
-  shapeStr,
-  type CommBytes,
-  type Communicator,
-  type DType,
-  type GraphNode,
-  type Tensor,
-  type TensorData,
-} from '@hcsp/core';
+import { RING_DEFAULT_CHANNELS, RING_DEFAULT_CHUNK_ELEMS, type CommBytes, type Communicator, type GraphNode, type Tensor } from '@hcsp/core';
+import { runCollective } from './collectiveCall.ts';
 import { OmpiServer } from './ompiServer.ts';
+import { SerialCalls, typedCalls } from './serialCalls.ts';
 
 // A rank's communicator over MPI (issue 13, host-device ranks): one process per rank, started
 // by mpirun, meeting its peers at each collective node of its part of the graph (rankGraph).
@@ -126,13 +115,7 @@ export function typedMpiError(e: unknown): unknown {
   return new CLASSES[code](code, e.message, typeof call === 'string' ? call : undefined, typeof mpiErrorClass === 'string' ? mpiErrorClass : undefined);
 }
 
-async function mpi<T>(fn: () => T | Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (e) {
-    throw typedMpiError(e);
-  }
-}
+const mpi = typedCalls(typedMpiError);
 
 let loaded: { path: string; addon: MpiAddon } | null = null;
 
@@ -171,13 +154,6 @@ export function mpirunRank(env: Record<string, string | undefined> = process.env
   return { rank, size, localRank: int('OMPI_COMM_WORLD_LOCAL_RANK') ?? rank };
 }
 
-const ELEMENT_BYTES: Partial<Record<DType, number>> = { bf16: 2, f32: 4, i32: 4 };
-
-function tensorOf(dtype: DType, shape: number[], buf: ArrayBuffer): Tensor {
-  const data: TensorData = dtype === 'bf16' ? new Uint16Array(buf) : dtype === 'f32' ? new Float32Array(buf) : dtype === 'i32' ? new Int32Array(buf) : new Uint8Array(buf);
-  return { dtype, shape, data };
-}
-
 function intAttr(node: GraphNode, name: string, fallback: number): number {
   const v = node.attrs[name] ?? fallback;
   if (typeof v !== 'number' || !Number.isInteger(v)) throw new Error(`${node.op}: attr ${name} must be an integer, got ${JSON.stringify(node.attrs[name])}`);
@@ -208,8 +184,8 @@ export interface MpiCommunicatorOptions {
  * unknown and every later call is refused.
  */
 export class MpiCommunicator implements Communicator {
-  private queue: Promise<unknown> = Promise.resolve();
-  private failure: Error | null = null;
+  // ranks that disagreed found it together before moving data: the world is intact
+  private readonly calls: SerialCalls;
 
   private constructor(
     private readonly addon: MpiAddon,
@@ -217,7 +193,9 @@ export class MpiCommunicator implements Communicator {
     readonly tp: number,
     readonly threadLevel: string,
     private readonly options: MpiCommunicatorOptions,
-  ) {}
+  ) {
+    this.calls = new SerialCalls(`MPI communicator of rank ${rank}`, (e) => !(e instanceof MpiMismatchError));
+  }
 
   /** loads the addon and starts MPI (MPI_Init_thread) in this process */
   static open(options: MpiCommunicatorOptions = {}): MpiCommunicator {
@@ -275,7 +253,7 @@ export class MpiCommunicator implements Communicator {
   }
 
   collective(node: GraphNode, inputs: Tensor[]): Promise<Tensor[]> {
-    return this.serial(`node ${node.id} (${node.op} ${node.scope})`, () => this.run(node, inputs));
+    return this.calls.run(`node ${node.id} (${node.op} ${node.scope})`, () => this.run(node, inputs));
   }
 
   /** bytes this rank has sent per collective kind (the graph's collectives; control traffic apart) */
@@ -286,7 +264,7 @@ export class MpiCommunicator implements Communicator {
 
   /** every rank's values, in rank order (equal lengths on every rank); counted as control traffic */
   gatherControl(values: Float64Array): Promise<Float64Array[]> {
-    return this.serial('gatherControl', async () => {
+    return this.calls.run('gatherControl', async () => {
       const buf = await mpi(() => this.addon.allGather(values, { control: true }));
       return Array.from({ length: this.tp }, (_, r) => new Float64Array(buf, r * values.byteLength, values.length));
     });
@@ -294,19 +272,19 @@ export class MpiCommunicator implements Communicator {
 
   /** every rank's bytes, in rank order (equal lengths on every rank); counted as control traffic */
   gatherControlBytes(bytes: Uint8Array): Promise<Uint8Array[]> {
-    return this.serial('gatherControlBytes', async () => {
+    return this.calls.run('gatherControlBytes', async () => {
       const buf = await mpi(() => this.addon.allGather(bytes, { control: true }));
       return Array.from({ length: this.tp }, (_, r) => new Uint8Array(buf, r * bytes.byteLength, bytes.byteLength));
     });
   }
 
   barrier(): Promise<void> {
-    return this.serial('barrier', () => mpi(() => this.addon.barrier()));
+    return this.calls.run('barrier', () => mpi(() => this.addon.barrier()));
   }
 
   /** MPI_Finalize, after the calls already made */
   async finalize(): Promise<void> {
-    await this.queue.catch(() => {});
+    await this.calls.idle();
     if (!this.addon.state().finalized) await mpi(() => this.addon.finalize());
   }
 
@@ -323,48 +301,26 @@ export class MpiCommunicator implements Communicator {
     return this.addon.exitNow(code);
   }
 
-  private serial<T>(what: string, fn: () => Promise<T>): Promise<T> {
-    const result = this.queue.then(() => {
-      if (this.failure) throw new Error(`MPI communicator of rank ${this.rank}: refused ${what}: an earlier collective failed (${this.failure.message})`);
-      return fn();
-    });
-    this.queue = result.then(
-      () => {},
-      (e: Error) => {
-        // ranks that disagreed found it together before moving data: the world is intact
-        if (!(e instanceof MpiMismatchError)) this.failure ??= e;
-      },
-    );
-    return result;
-  }
-
-  private async run(node: GraphNode, inputs: Tensor[]): Promise<Tensor[]> {
-    const layout = getOpDef(node.op).collective;
-    if (!layout) throw new Error(`MPI communicator: node ${node.id} (${node.op}) is not a collective`);
-    if (inputs.length !== 1 || !inputs[0]) throw new Error(`${node.op}: expects this rank's one input x, got ${inputs.length} inputs`);
-    const x = inputs[0];
-    if (x.shape.length === 0) throw new Error(`${node.op}: tensors need a leading (row) dimension, got shape []`);
-    const rows = x.shape[0];
+  private run(node: GraphNode, inputs: Tensor[]): Promise<Tensor[]> {
     const tag = node.id;
     const check = this.options.check ?? true;
-    if (layout === 'gatherRows') {
-      if (ELEMENT_BYTES[x.dtype] === undefined) throw new Error(`${node.op}: rank ${this.rank} has dtype ${x.dtype}; expected one of bf16, f32, i32`);
-      const buf = await mpi(() => this.addon.allGather(x.data, { tag, check }));
-      return [tensorOf(x.dtype, [rows * this.tp, ...x.shape.slice(1)], buf)];
-    }
-    if (x.dtype !== 'bf16') throw new Error(`${node.op}: rank ${this.rank} has dtype ${x.dtype}; expected one of bf16`);
-    const algorithm = checkReduceAlgorithm(node.attrs.algorithm, node.op);
-    const data = x.data as Uint16Array;
-    if (layout === 'replicate') {
-      const channels = intAttr(node, 'channels', RING_DEFAULT_CHANNELS);
-      const chunkElems = intAttr(node, 'chunkElems', RING_DEFAULT_CHUNK_ELEMS);
-      const buf = await mpi(() => this.addon.allReduce(data, algorithm, { channels, chunkElems, fold: this.options.fold, tag, check }));
-      return [tensorOf('bf16', [...x.shape], buf)];
-    }
-    if (rows % this.tp !== 0) throw new Error(`${node.op}: ${rows} rows of shape ${shapeStr(x.shape)} are not divisible by tp ${this.tp}`);
-    const buf = await mpi(() => this.addon.reduceScatter(data, algorithm, { fold: this.options.fold, tag, check }));
-    const out = tensorOf('bf16', [rows / this.tp, ...x.shape.slice(1)], buf);
-    if (out.data.length !== numel(out.shape)) throw new Error(`${node.op}: the MPI addon returned ${out.data.length} elements for ${shapeStr(out.shape)}`);
-    return [out];
+    const fold = this.options.fold;
+    return runCollective(
+      {
+        name: 'MPI communicator',
+        source: 'the MPI addon',
+        rank: this.rank,
+        tp: this.tp,
+        allGather: (x) => mpi(() => this.addon.allGather(x.data, { tag, check })),
+        allReduce: (data, algorithm) => {
+          const channels = intAttr(node, 'channels', RING_DEFAULT_CHANNELS);
+          const chunkElems = intAttr(node, 'chunkElems', RING_DEFAULT_CHUNK_ELEMS);
+          return mpi(() => this.addon.allReduce(data, algorithm, { channels, chunkElems, fold, tag, check }));
+        },
+        reduceScatter: (data, algorithm) => mpi(() => this.addon.reduceScatter(data, algorithm, { fold, tag, check })),
+      },
+      node,
+      inputs,
+    );
   }
 }

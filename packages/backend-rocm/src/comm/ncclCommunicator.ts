@@ -1,17 +1,8 @@
-import {
-  checkReduceAlgorithm,
-  getOpDef,
-  numel,
-  shapeStr,
-  type CommBytes,
-  type Communicator,
-  type DType,
-  type GraphNode,
-  type Tensor,
-  type TensorData,
-} from '@hcsp/core';
+import { type CommBytes, type Communicator, type GraphNode, type Tensor } from '@hcsp/core';
 import { type GpuDevice, loadNativeAddon, type NativeAddon } from '../nativeAddon.ts';
 import { typedNativeError } from '../nativeErrors.ts';
+import { runCollective } from './collectiveCall.ts';
+import { SerialCalls, typedCalls } from './serialCalls.ts';
 
 // A rank's communicator over RCCL (the hip device) or NCCL (the cuda device), issue 13: one
 // process per GPU, meeting its peers at each collective node of its part of the graph
@@ -99,13 +90,7 @@ export function typedNcclError(e: unknown): unknown {
   return typedNativeError(e);
 }
 
-async function nccl<T>(fn: () => T | Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (e) {
-    throw typedNcclError(e);
-  }
-}
+const nccl = typedCalls(typedNcclError);
 
 function ncclSync<T>(fn: () => T): T {
   try {
@@ -118,13 +103,6 @@ function ncclSync<T>(fn: () => T): T {
 function ncclAddon(): NativeAddon & NcclAddon {
   return loadNativeAddon() as NativeAddon & NcclAddon;
 }
-
-function tensorOf(dtype: DType, shape: number[], buf: ArrayBuffer): Tensor {
-  const data: TensorData = dtype === 'bf16' ? new Uint16Array(buf) : dtype === 'f32' ? new Float32Array(buf) : new Int32Array(buf);
-  return { dtype, shape, data };
-}
-
-const GATHER_DTYPES: readonly DType[] = ['bf16', 'f32', 'i32'];
 
 export interface NcclOpenOptions {
   /** this rank's GPU (addon.openGpu('hip' | 'cuda', { device: LOCAL_RANK })) */
@@ -144,14 +122,15 @@ export interface NcclOpenOptions {
  * every later call is refused. abort() ends it at once, even during a collective.
  */
 export class NcclCommunicator implements Communicator {
-  private queue: Promise<unknown> = Promise.resolve();
-  private failure: Error | null = null;
+  private readonly calls: SerialCalls;
 
   private constructor(
     private readonly comm: NcclComm,
     readonly rank: number,
     readonly tp: number,
-  ) {}
+  ) {
+    this.calls = new SerialCalls(`NCCL communicator of rank ${rank}`);
+  }
 
   /** the unique id a world is opened with: rank 0 makes it (ncclGetUniqueId) and hands it to every rank */
   static uniqueId(gpu: GpuDevice): Uint8Array {
@@ -185,7 +164,7 @@ export class NcclCommunicator implements Communicator {
   }
 
   collective(node: GraphNode, inputs: Tensor[]): Promise<Tensor[]> {
-    return this.serial(`node ${node.id} (${node.op} ${node.scope})`, () => this.run(node, inputs));
+    return this.calls.run(`node ${node.id} (${node.op} ${node.scope})`, () => this.run(node, inputs));
   }
 
   /** bytes this rank has sent per collective kind, by core's ring accounting (see the top of this file) */
@@ -196,54 +175,30 @@ export class NcclCommunicator implements Communicator {
 
   /** ncclCommDestroy, after the calls already made */
   async destroy(): Promise<void> {
-    await this.queue.catch(() => {});
+    await this.calls.idle();
     if (this.comm.state() === 'open') await nccl(() => this.comm.destroy());
   }
 
   /** ncclCommAbort now (a collective waiting for a lost peer returns with an error); every later call is refused */
   abort(): void {
-    this.failure ??= new Error('the communicator was aborted');
+    this.calls.fail(new Error('the communicator was aborted'));
     if (this.comm.state() === 'open') ncclSync(() => this.comm.abort());
   }
 
-  private serial<T>(what: string, fn: () => Promise<T>): Promise<T> {
-    const result = this.queue.then(() => {
-      if (this.failure) throw new Error(`NCCL communicator of rank ${this.rank}: refused ${what}: an earlier collective failed (${this.failure.message})`);
-      return fn();
-    });
-    this.queue = result.then(
-      () => {},
-      (e: Error) => {
-        this.failure ??= e;
+  private run(node: GraphNode, inputs: Tensor[]): Promise<Tensor[]> {
+    return runCollective(
+      {
+        name: 'NCCL communicator',
+        source: 'the addon',
+        rank: this.rank,
+        tp: this.tp,
+        allGather: (x) => nccl(() => this.comm.allGather(x.data)),
+        // the node's order is the simulation's; NCCL sums in its own (see the top of this file)
+        allReduce: (data) => nccl(() => this.comm.allReduce(data)),
+        reduceScatter: (data) => nccl(() => this.comm.reduceScatter(data)),
       },
+      node,
+      inputs,
     );
-    return result;
-  }
-
-  private async run(node: GraphNode, inputs: Tensor[]): Promise<Tensor[]> {
-    const layout = getOpDef(node.op).collective;
-    if (!layout) throw new Error(`NCCL communicator: node ${node.id} (${node.op}) is not a collective`);
-    if (inputs.length !== 1 || !inputs[0]) throw new Error(`${node.op}: expects this rank's one input x, got ${inputs.length} inputs`);
-    const x = inputs[0];
-    if (x.shape.length === 0) throw new Error(`${node.op}: tensors need a leading (row) dimension, got shape []`);
-    const rows = x.shape[0];
-    if (layout === 'gatherRows') {
-      if (!GATHER_DTYPES.includes(x.dtype)) throw new Error(`${node.op}: rank ${this.rank} has dtype ${x.dtype}; expected one of ${GATHER_DTYPES.join(', ')}`);
-      const buf = await nccl(() => this.comm.allGather(x.data));
-      return [tensorOf(x.dtype, [rows * this.tp, ...x.shape.slice(1)], buf)];
-    }
-    if (x.dtype !== 'bf16') throw new Error(`${node.op}: rank ${this.rank} has dtype ${x.dtype}; expected one of bf16`);
-    // the node's order is the simulation's; NCCL sums in its own (see the top of this file)
-    checkReduceAlgorithm(node.attrs.algorithm, node.op);
-    const data = x.data as Uint16Array;
-    if (layout === 'replicate') {
-      const buf = await nccl(() => this.comm.allReduce(data));
-      return [tensorOf('bf16', [...x.shape], buf)];
-    }
-    if (rows % this.tp !== 0) throw new Error(`${node.op}: ${rows} rows of shape ${shapeStr(x.shape)} are not divisible by tp ${this.tp}`);
-    const buf = await nccl(() => this.comm.reduceScatter(data));
-    const out = tensorOf('bf16', [rows / this.tp, ...x.shape.slice(1)], buf);
-    if (out.data.length !== numel(out.shape)) throw new Error(`${node.op}: the addon returned ${out.data.length} elements for ${shapeStr(out.shape)}`);
-    return [out];
   }
 }

@@ -1,0 +1,57 @@
+// What the process-per-rank communicators (ncclCommunicator.ts, mpiCommunicator.ts) share
+// around their addon calls: one call at a time in the order made, a failure latch that refuses
+// every later call, and the addon's errors rethrown as their typed classes.
+
+/**
+ * Calls run one at a time in the order they are made. After a failed one that `latches` (by
+ * default every failure) each later call is refused, naming the first failure: a collective
+ * that failed on one rank may leave its peers waiting in it, so the world's state is unknown.
+ */
+export class SerialCalls {
+  private queue: Promise<unknown> = Promise.resolve();
+  private failure: Error | null = null;
+  private readonly who: string;
+  private readonly latches: (e: Error) => boolean;
+
+  /** who: names the communicator in a refusal ("NCCL communicator of rank 0") */
+  constructor(who: string, latches: (e: Error) => boolean = () => true) {
+    this.who = who;
+    this.latches = latches;
+  }
+
+  /** runs fn after the calls already made, unless an earlier one failed; what: names the call in a refusal */
+  run<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    const result = this.queue.then(() => {
+      if (this.failure) throw new Error(`${this.who}: refused ${what}: an earlier collective failed (${this.failure.message})`);
+      return fn();
+    });
+    this.queue = result.then(
+      () => {},
+      (e: Error) => {
+        if (this.latches(e)) this.failure ??= e;
+      },
+    );
+    return result;
+  }
+
+  /** refuses every later call with this reason (kept if a failure is already latched) */
+  fail(e: Error): void {
+    this.failure ??= e;
+  }
+
+  /** settles once the calls already made have (whether they failed or not) */
+  async idle(): Promise<void> {
+    await this.queue.catch(() => {});
+  }
+}
+
+/** fn's errors rethrown through `typed` (the addon's error codes as their classes), for calls and for promises */
+export function typedCalls(typed: (e: unknown) => unknown): <T>(fn: () => T | Promise<T>) => Promise<T> {
+  return async (fn) => {
+    try {
+      return await fn();
+    } catch (e) {
+      throw typed(e);
+    }
+  };
+}
