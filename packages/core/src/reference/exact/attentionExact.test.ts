@@ -7,7 +7,7 @@ import { Rng } from '../../numerics/rng.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
 import { cpuKernel } from '../kernels/index.ts';
 import { attentionExact, ropeTablesExact } from './attentionExact.ts';
-import { expectWithin, f64, roundedOnce, U_BF16, U_F32, widen, widenAll } from './exactBoundCheck.ts';
+import { expectWithin, f64, roundedOnce, U_BF16, U_F32, widen, widenAll } from '../../../../../test/support/exactChecks.ts';
 import type { ExactTensor } from './exactTensor.ts';
 
 // The attention / QSA float64 kernels against the CPU reference on the op cases of

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { OP_CASES } from '../../../../../test/cases/opCases.ts';
-import { checkBound, gamma32, runBothSides, U32, UBF, valuesOf } from './exactCheck.ts';
+import { checkBound, gamma32, runBothSides, U_F32, U_BF16, valuesOf } from '../../../../../test/support/exactChecks.ts';
 import { linearF64 } from './basicExact.ts';
 
 // The basic ops: the CPU reference against the float64 kernels on every op case of the family.
@@ -25,18 +25,18 @@ describe('basic exact kernels against the CPU reference', () => {
       if (c.op === 'linear') {
         // ref = bf(s'), s' the fp32 recursive sum of the K exact products (bf16 x bf16 is exact
         // in fp32): |s' - s| <= g = gamma_K * sum_k |x w| (plus the double sum's own K 2^-53
-        // of it), and the bf16 rounding adds UBF |s'| <= UBF (|s| + g).
+        // of it), and the bf16 rounding adds U_BF16 |s'| <= U_BF16 (|s| + g).
         const [rows, k] = inputs[0]!.shape;
         const outF = inputs[1]!.shape[0];
         const abs = (a: Float64Array) => a.map(Math.abs);
         const sumAbs = linearF64(abs(inputs[0]!.data as Float64Array), abs(inputs[1]!.data as Float64Array), rows, k, outF);
         tol = (i) => {
           const g = (gamma32(k) + k * 2 ** -53) * sumAbs[i];
-          return UBF * (Math.abs(ev[i]) + g) + g;
+          return U_BF16 * (Math.abs(ev[i]) + g) + g;
         };
       } else if (c.op === 'add') {
-        // ref = bf(fl(a + b)): two roundings of a + b, UBF + U32 relative (and 0 stays 0)
-        tol = (i) => (UBF + 2 * U32) * Math.abs(ev[i]);
+        // ref = bf(fl(a + b)): two roundings of a + b, U_BF16 + U_F32 relative (and 0 stays 0)
+        tol = (i) => (U_BF16 + 2 * U_F32) * Math.abs(ev[i]);
       } else {
         tol = () => 0; // copies
       }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { OP_CASES } from '../../../../../test/cases/opCases.ts';
-import { checkBound, runBothSides, U32, UBF, valuesOf } from './exactCheck.ts';
+import { checkBound, runBothSides, U_F32, U_BF16, valuesOf } from '../../../../../test/support/exactChecks.ts';
 
 // The SP ops: the CPU reference against the float64 kernels on every op case of the family.
 const OPS = ['allReduce', 'reduceScatter', 'allGather', 'shard', 'pad', 'trim'];
@@ -36,12 +36,12 @@ describe('SP exact kernels against the CPU reference', () => {
           const ev = e.data as Float64Array;
           tol =
             c.attrs.algorithm === 'oneshot'
-              ? // fp32 in rank order, one bf16 rounding: gamma_{tp-1} sum |x_r| (< tp U32), then UBF
-                (i) => UBF * (Math.abs(ev[i]) + tp * U32 * sumAbs[offset + i]) + tp * U32 * sumAbs[offset + i]
+              ? // fp32 in rank order, one bf16 rounding: gamma_{tp-1} sum |x_r| (< tp U_F32), then U_BF16
+                (i) => U_BF16 * (Math.abs(ev[i]) + tp * U_F32 * sumAbs[offset + i]) + tp * U_F32 * sumAbs[offset + i]
               : // 'ring' and 'ordered' add the tp partials pairwise with a bf16 rounding after each
                 // of the tp - 1 additions (ring: in chunk-owner order); each partial sum is at most
-                // (1 + UBF)^tp sum |x_r|, so the error is at most (tp - 1) UBF (1 + UBF)^tp sum |x_r|
-                (i) => (tp - 1) * UBF * (1 + UBF) ** tp * sumAbs[offset + i];
+                // (1 + U_BF16)^tp sum |x_r|, so the error is at most (tp - 1) U_BF16 (1 + U_BF16)^tp sum |x_r|
+                (i) => (tp - 1) * U_BF16 * (1 + U_BF16) ** tp * sumAbs[offset + i];
         }
         const report = checkBound(valuesOf(r!), e.data as Float64Array, tol, `${c.name} port ${p}`);
         expect(report.exceeded, report.describe).toBe(0);

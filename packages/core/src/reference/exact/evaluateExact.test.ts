@@ -14,7 +14,7 @@ import { CpuBackend } from '../cpuBackend.ts';
 import { evaluateExact, widenTensor } from './evaluateExact.ts';
 import type { ExactTensor } from './exactTensor.ts';
 import { EXACT_COLLECTIVE_KERNELS, EXACT_KERNELS } from './index.ts';
-import { UBF, valuesOf } from './exactCheck.ts';
+import { U_BF16, valuesOf } from '../../../../../test/support/exactChecks.ts';
 import { layerCases } from '../../../../../test/cases/layerCases.ts';
 
 // The float64 evaluation of whole graphs against the CPU reference's run of the same graph,
@@ -71,12 +71,12 @@ function compareDump(r: Run): { name: string; rel: number; ints?: boolean }[] {
 }
 
 /**
- * The bound on a dump value's relative distance from the exact value: 4 UBF (depth + 1), depth
+ * The bound on a dump value's relative distance from the exact value: 4 U_BF16 (depth + 1), depth
  * the decoder layer the value belongs to (the heads: the number of layers). Each sub-layer
  * stores a handful of bf16-rounded values in series (the HC mix's norm, projections and gated
  * mean, the block's projections and activations, the partial sums and the collective), each
- * within UBF relative of the exact function of its rounded inputs (the op tests bound each op);
- * their errors are independent roundings, so they add roughly in quadrature (about 3 UBF for a
+ * within U_BF16 relative of the exact function of its rounded inputs (the op tests bound each op);
+ * their errors are independent roundings, so they add roughly in quadrature (about 3 U_BF16 for a
  * layer's ~8 stages in series), and every HC mix re-normalizes the streams, so the distance
  * grows about linearly with depth rather than compounding. This bound is that model with
  * margin, not a proof; the op tests hold the proven per-op bounds. A copy of an exact value
@@ -85,7 +85,7 @@ function compareDump(r: Run): { name: string; rel: number; ints?: boolean }[] {
 function dumpBound(name: string, config: ModelConfig): number {
   const m = /^layers\.(\d+)\./.exec(name);
   const depth = m ? Number(m[1]) : name === 'embed' ? 0 : config.numLayers;
-  return 4 * UBF * (depth + 1);
+  return 4 * U_BF16 * (depth + 1);
 }
 
 function expectDumpClose(r: Run, config: ModelConfig, label: string): void {
@@ -337,8 +337,8 @@ describe('evaluateExact on the sub-layer cases (test/cases/layerCases.ts: tiny c
           expect(Array.from(ex.data), id).toEqual(Array.from(ref.data));
           continue;
         }
-        // one sub-layer: the per-layer budget of dumpBound, 4 UBF (on top of its exact inputs)
-        expect(relNorm(valuesOf(ref), ex.data as Float64Array), id).toBeLessThanOrEqual(4 * UBF);
+        // one sub-layer: the per-layer budget of dumpBound, 4 U_BF16 (on top of its exact inputs)
+        expect(relNorm(valuesOf(ref), ex.data as Float64Array), id).toBeLessThanOrEqual(4 * U_BF16);
         compared++;
       }
       expect(compared).toBeGreaterThan(c.graph.outputs.length);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { Rng } from '../../numerics/rng.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
 import { cpuKernel } from '../kernels/index.ts';
-import { expectWithin, f64, roundedOnce, U_BF16, U_F32, widenAll } from './exactBoundCheck.ts';
+import { expectWithin, f64, roundedOnce, U_BF16, U_F32, widenAll } from '../../../../../test/support/exactChecks.ts';
 import { gdnExact } from './gdnExact.ts';
 
 // The GatedDeltaNet float64 kernels against the CPU reference on the same inputs: the

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { OP_CASES } from '../../../../../test/cases/opCases.ts';
-import { runBothSides, valuesOf } from './exactCheck.ts';
+import { runBothSides, valuesOf } from '../../../../../test/support/exactChecks.ts';
 
 // The LM/MTP head ops: copies, views and ids are exact on both sides; argmax decides on the
 // same values (the cases' logits are bf16 inputs, exact in double), so the tokens must match,

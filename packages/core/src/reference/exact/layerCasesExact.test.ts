@@ -5,7 +5,7 @@ import { getOpDef } from '../../graph/ops/registry.ts';
 import type { Graph } from '../../graph/graph.ts';
 import { CpuBackend } from '../cpuBackend.ts';
 import { evaluateExact } from './evaluateExact.ts';
-import { U_BF16, widen } from './exactBoundCheck.ts';
+import { U_BF16, widen } from '../../../../../test/support/exactChecks.ts';
 
 // The sub-layer cases of test/cases/layerCases.ts (GatedDeltaNet, attention with QSA, its
 // row-sharded selection, MoE, PLE; tiny config, tp 2) evaluated in float64 and on the CPU

@@ -3,7 +3,7 @@ import { f32ToBf16 } from '../../numerics/bf16.ts';
 import { Rng } from '../../numerics/rng.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
 import { cpuKernel } from '../kernels/index.ts';
-import { expectWithin, f64, roundedOnce, U_BF16, U_F32, widenAll } from './exactBoundCheck.ts';
+import { expectWithin, f64, roundedOnce, U_BF16, U_F32, widenAll } from '../../../../../test/support/exactChecks.ts';
 import { moeExact } from './moeExact.ts';
 
 // The MoE float64 kernels against the CPU reference on the same inputs, the reference within

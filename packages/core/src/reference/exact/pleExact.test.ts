@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { OP_CASES, type OpCase } from '../../../../../test/cases/opCases.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
 import { cpuKernel } from '../kernels/index.ts';
-import { expectWithin, f64, roundedOnce, U_BF16, U_F32, widen, widenAll } from './exactBoundCheck.ts';
+import { expectWithin, f64, roundedOnce, U_BF16, U_F32, widen, widenAll } from '../../../../../test/support/exactChecks.ts';
 import { pleExact } from './pleExact.ts';
 
 // The PLE float64 kernels against the CPU reference on the PLE op cases of

@@ -2,14 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { OP_CASES } from '../../../../../test/cases/opCases.ts';
 import { fp8Info, type Fp8Format } from '../../numerics/fp8.ts';
 import { sigmoid } from './basicExact.ts';
-import { checkBound, gamma32, runBothSides, U32, UBF, UFP8, valuesOf } from './exactCheck.ts';
+import { checkBound, gamma32, runBothSides, U_F32, U_BF16, U_FP8, valuesOf } from '../../../../../test/support/exactChecks.ts';
 
 // The FP8 PTPC ops: the CPU reference against the float64 kernels on every op case of the
 // family. The exact side does not quantize (q = x, scale 1), so a quantize op is checked through
 // what its outputs mean, the dequantized values q * scale, against the exact values.
 const OPS = ['quantFp8PerToken', 'hcGatedMeanQuant', 'fp8QuantWeightPerChannel', 'fp8LinearPtpc'];
 const cases = OP_CASES.filter((c) => OPS.includes(c.op));
-const SIG = 6 * U32;
+const SIG = 6 * U_F32;
 
 /** q * scale per row, in double (exact: fp8 times fp32). */
 function dequant(q: Float64Array, scale: Float64Array, cols: number): Float64Array {
@@ -18,14 +18,14 @@ function dequant(q: Float64Array, scale: Float64Array, cols: number): Float64Arr
 
 /**
  * The reference's per-token quantization error: v = x / scale (or x * fl(1/scale)) in fp32
- * (2 U32 relative), cvt to fp8 rounds to nearest (UFP8 relative on normals, half the subnormal
+ * (2 U_F32 relative), cvt to fp8 rounds to nearest (U_FP8 relative on normals, half the subnormal
  * step 2^(eMin-3) below them) and saturates at fp8_max (the scale's rounding can put amax / scale
- * at most ~2 U32 above it); dequantized with the fp32 scale: |q s - x| <= (UFP8 + 4 U32) |x| +
+ * at most ~2 U_F32 above it); dequantized with the fp32 scale: |q s - x| <= (U_FP8 + 4 U_F32) |x| +
  * 2^(eMin-4) s.
  */
 function quantTol(x: number, scale: number, format: Fp8Format): number {
   const eMin = 1 - fp8Info(format).bias;
-  return (UFP8 + 4 * U32) * Math.abs(x) + 2 ** (eMin - 4) * scale;
+  return (U_FP8 + 4 * U_F32) * Math.abs(x) + 2 ** (eMin - 4) * scale;
 }
 
 describe('FP8 PTPC exact kernels against the CPU reference', () => {
@@ -51,7 +51,7 @@ describe('FP8 PTPC exact kernels against the CPU reference', () => {
       };
       if (c.op === 'fp8LinearPtpc') {
         // same fp8 operands on both sides: the reference sums the exact fp8 x fp8 products in
-        // fp32 (gamma_K of A = sum_k |q qW|), scales twice in fp32 (2 U32), rounds to bf16;
+        // fp32 (gamma_K of A = sum_k |q qW|), scales twice in fp32 (2 U_F32), rounds to bf16;
         // the exact side is sx sw sum_k q qW in double.
         const k = inputs[0]!.shape[1];
         const outF = inputs[2]!.shape[0];
@@ -64,8 +64,8 @@ describe('FP8 PTPC exact kernels against the CPU reference', () => {
             const o = i % outF;
             let A = 0;
             for (let j = 0; j < k; j++) A += Math.abs(q[t * k + j] * qw[o * k + j]);
-            const a = Math.abs(sx[t] * sw[o]) * gamma32(k) * A + 3 * U32 * Math.abs(ev[0][i]);
-            return UBF * (Math.abs(ev[0][i]) + a) + a;
+            const a = Math.abs(sx[t] * sw[o]) * gamma32(k) * A + 3 * U_F32 * Math.abs(ev[0][i]);
+            return U_BF16 * (Math.abs(ev[0][i]) + a) + a;
           },
           'y',
         );
@@ -84,7 +84,7 @@ describe('FP8 PTPC exact kernels against the CPU reference', () => {
         return;
       }
       // hcGatedMeanQuant: x as hcGatedMean 'atom' (its bound: bf16 of the fp32 mean, whose error
-      // is (SIG + U32 + gamma_n + 2 U32) A / n with A = sum_s |sigmoid(up_s) normed_s|); q * scale
+      // is (SIG + U_F32 + gamma_n + 2 U_F32) A / n with A = sum_s |sigmoid(up_s) normed_s|); q * scale
       // quantizes the reference's own bf16 x, so its bound is that of x plus the quantization's.
       const n = c.attrs.streams as number;
       const h = cols;
@@ -94,8 +94,8 @@ describe('FP8 PTPC exact kernels against the CPU reference', () => {
         const j = i % h;
         let A = 0;
         for (let s = 0; s < n; s++) A += Math.abs(sigmoid(up[t * n * h + s * h + j]) * nd[t * n * h + s * h + j]);
-        const a = ((SIG + U32 + gamma32(n) + 2 * U32) * A) / n;
-        return UBF * (Math.abs(xExact[i]) + a) + a;
+        const a = ((SIG + U_F32 + gamma32(n) + 2 * U_F32) * A) / n;
+        return U_BF16 * (Math.abs(xExact[i]) + a) + a;
       };
       expectWithin(rv[0], xExact, xTol, 'x');
       expectWithin(deq, xExact, (i) => xTol(i) + quantTol(rv[0][i], scaleOf(i), format), 'q * scale');

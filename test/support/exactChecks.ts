@@ -1,25 +1,40 @@
-// Helpers for checking a rounded run against the float64 evaluation: the unit roundoffs of the
-// formats the reference rounds to, the widened values of a tensor, and an elementwise bound
-// check that reports the worst element (used by the exact kernels' tests).
-import { bf16ToF32 } from '../../numerics/bf16.ts';
-import { fp8FormatOfDtype, fp8ToF32 } from '../../numerics/fp8.ts';
-import { getOpDef } from '../../graph/ops/registry.ts';
-import type { Tensor } from '../../tensor/tensor.ts';
-import { cpuCollectiveKernel, cpuKernel } from '../kernels/index.ts';
-import { widenTensor } from './evaluateExact.ts';
-import type { ExactTensor } from './exactTensor.ts';
-import { exactCollectiveKernel, exactKernel } from './index.ts';
+// Test support for the float64 ("exact") kernels' tests (packages/core/src/reference/exact):
+// the unit roundoffs of the formats the reference rounds to, a tensor's values widened exactly
+// to float64, the CPU reference and the exact kernel run on the same inputs, and the checks that
+// the reference lies within a justified bound of the exact value, element by element
+// (checkBound: a report; expectWithin: vitest expectations, the bound's vacuity included).
+import {
+  bf16ToF32,
+  cpuCollectiveKernel,
+  cpuKernel,
+  exactCollectiveKernel,
+  exactKernel,
+  fp8FormatOfDtype,
+  fp8ToF32,
+  getOpDef,
+  widenTensor,
+  type ExactTensor,
+  type Tensor,
+} from '@hcsp/core';
+import { expect } from 'vitest';
 
-/** fp32's unit roundoff: |fl(v) - v| <= U32 |v| for round to nearest (24-bit significand). */
-export const U32 = 2 ** -24;
-/** bf16's unit roundoff: |bf(v) - v| <= UBF |v| (8-bit significand: half an ulp is at most 2^-8 of the value). */
-export const UBF = 2 ** -8;
+/** fp32's unit roundoff: |fl(v) - v| <= U_F32 |v| for round to nearest (24-bit significand). */
+export const U_F32 = 2 ** -24;
+/** bf16's unit roundoff: |bf(v) - v| <= U_BF16 |v| (RNE to 8 significant bits moves a value by at most 2^-8 of itself). */
+export const U_BF16 = 2 ** -8;
 /** fp8 E4M3's unit roundoff on normal values (4-bit significand). */
-export const UFP8 = 2 ** -4;
+export const U_FP8 = 2 ** -4;
 
 /** gamma_n = n u / (1 - n u): the bound on the relative error of a recursive sum of n + 1 terms in fp32. */
 export function gamma32(n: number): number {
-  return (n * U32) / (1 - n * U32);
+  return (n * U_F32) / (1 - n * U_F32);
+}
+
+/** A reference tensor's values exactly as float64 (evaluateExact's widenTensor: bf16, f32, fp8 widen exactly), i32 as is. */
+export const widen: (t: Tensor) => ExactTensor = widenTensor;
+
+export function widenAll(ts: (Tensor | null)[]): (ExactTensor | null)[] {
+  return ts.map((t) => (t ? widen(t) : null));
 }
 
 /** A tensor's values as doubles (bf16, fp32, fp8 decoded exactly; i32 as numbers). */
@@ -32,6 +47,12 @@ export function valuesOf(t: Tensor | ExactTensor): Float64Array {
     return Float64Array.from(d as Uint8Array, (b) => fp8ToF32(b, f));
   }
   return Float64Array.from(d as ArrayLike<number>);
+}
+
+/** Float64 values of an exact tensor (floating). */
+export function f64(t: ExactTensor | null): Float64Array {
+  if (!t || !(t.data instanceof Float64Array)) throw new Error('expected a floating exact tensor');
+  return t.data;
 }
 
 export interface BoundReport {
@@ -73,6 +94,45 @@ export function checkBound(ref: ArrayLike<number>, exact: ArrayLike<number>, tol
   return { count: ref.length, exceeded, worstRatio, worstIndex, describe };
 }
 
+/**
+ * A value rounded once (to bf16) after a computation whose own error is at most delta:
+ * |bf(y') - y| <= |bf(y') - y'| + |y' - y| <= U (|y| + delta) + delta.
+ */
+export function roundedOnce(exact: number, delta: number): number {
+  return U_BF16 * Math.abs(exact) + (1 + U_BF16) * delta;
+}
+
+/**
+ * Expects |ref[i] - exact[i]| <= bound(i) for every element (the worst one named on
+ * failure), and that the bound is not vacuous: the exact values scaled by 1 + 2^-4 (a 6%
+ * error, a dozen bf16 ulps) break it somewhere. Returns the largest |ref - exact| / bound.
+ */
+export function expectWithin(what: string, ref: Tensor, exact: ExactTensor, bound: (i: number) => number): number {
+  expect(exact.shape, `${what}: shape`).toEqual(ref.shape);
+  expect(exact.dtype, `${what}: dtype`).toBe(ref.dtype);
+  const r = widen(ref).data as Float64Array;
+  const e = exact.data as Float64Array;
+  expect(e).toBeInstanceOf(Float64Array);
+  let worst = 0;
+  let at = -1;
+  let caught = false;
+  for (let i = 0; i < e.length; i++) {
+    const b = bound(i);
+    expect(Number.isFinite(e[i]) && Number.isFinite(b), `${what}: element ${i} exact ${e[i]}, bound ${b}`).toBe(true);
+    const diff = Math.abs(r[i] - e[i]);
+    const ratio = diff === 0 ? 0 : diff / b;
+    if (!(ratio <= worst)) {
+      worst = ratio;
+      at = i;
+    }
+    if (Math.abs(r[i] - e[i] * (1 + 2 ** -4)) > b) caught = true;
+  }
+  expect(worst, `${what}: element ${at}: reference ${r[at]}, exact ${e[at]}, bound ${bound(at)}`).toBeLessThanOrEqual(1);
+  expect(caught, `${what}: the bound would not notice a 6% error anywhere`).toBe(true);
+  if (process.env.EXACT_WORST) console.log(`${what}: worst ${worst.toFixed(4)}`);
+  return worst;
+}
+
 /** An op on given inputs (a collective: rank-major ports), as test/cases/opCases.ts describes it. */
 export interface OpOnInputs {
   op: string;
@@ -87,7 +147,7 @@ export interface OpOnInputs {
  */
 export function runBothSides(c: OpOnInputs): { ref: (Tensor | null)[]; exact: (ExactTensor | null)[]; inputs: (ExactTensor | null)[] } {
   const def = getOpDef(c.op);
-  const inputs = c.inputs.map((t) => (t ? widenTensor(t) : null));
+  const inputs = widenAll(c.inputs);
   if (!def.collective) {
     return { ref: cpuKernel(c.op)(c.inputs, c.attrs), exact: exactKernel(c.op)(inputs, c.attrs), inputs };
   }
