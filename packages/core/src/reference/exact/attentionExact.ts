@@ -1,5 +1,6 @@
 import type { ModelConfig } from '../../config/modelConfig.ts';
 import { qsaKeptPositions, qsaVisibleBlocks } from '../../layers/attention/qsaSelection.ts';
+import { floatInput, intInput, numAttr, rows2d, type F64Input } from './exactInputs.ts';
 import type { ExactKernelTable, ExactTensor } from './exactTensor.ts';
 
 // Float64 kernels of the full-attention and QSA ops (graph/ops/attentionOps.ts): the math
@@ -39,37 +40,7 @@ export function ropeTablesExact(config: ModelConfig, tokens: number): { cos: Exa
   return { cos: { dtype: 'bf16', shape: [tokens, half], data: cos }, sin: { dtype: 'bf16', shape: [tokens, half], data: sin } };
 }
 
-function num(attrs: Record<string, unknown>, name: string, op: string): number {
-  const v = attrs[name];
-  if (typeof v !== 'number' || !Number.isFinite(v)) throw new Error(`${op}: attribute '${name}' must be a finite number, got ${String(v)}`);
-  return v;
-}
-
-interface F64 {
-  shape: readonly number[];
-  data: Float64Array;
-}
-
-function f64(inputs: (ExactTensor | null)[], i: number, name: string, op: string): F64 {
-  const t = inputs[i];
-  if (!t) throw new Error(`${op}: input '${name}' is missing`);
-  if (!(t.data instanceof Float64Array)) throw new Error(`${op}: input '${name}' is ${t.dtype} with integer data, expected floating values`);
-  return { shape: t.shape, data: t.data };
-}
-
-function i32(inputs: (ExactTensor | null)[], i: number, name: string, op: string): { shape: readonly number[]; data: Int32Array } {
-  const t = inputs[i];
-  if (!t) throw new Error(`${op}: input '${name}' is missing`);
-  if (!(t.data instanceof Int32Array)) throw new Error(`${op}: input '${name}' is ${t.dtype}, expected i32`);
-  return { shape: t.shape, data: t.data };
-}
-
-function rows2d(t: { shape: readonly number[] }, name: string, op: string, cols: number): number {
-  if (t.shape.length !== 2 || t.shape[1] !== cols) throw new Error(`${op}: input '${name}' is [${t.shape.join(',')}], expected [T,${cols}]`);
-  return t.shape[0];
-}
-
-function checkTables(op: string, cos: F64, sin: F64, half: number, rows: number): void {
+function checkTables(op: string, cos: F64Input, sin: F64Input, half: number, rows: number): void {
   if (cos.shape.length !== 2 || sin.shape.length !== 2 || cos.shape[1] !== half || sin.shape[1] !== half || cos.shape[0] !== rows || sin.shape[0] !== rows) {
     throw new Error(`${op}: RoPE tables are [${cos.shape.join(',')}]/[${sin.shape.join(',')}], expected [${rows},${half}]`);
   }
@@ -122,27 +93,27 @@ export const attentionExact: ExactKernelTable = {
   perRank: {
     attnHeadNormRopeBf16: (inputs, attrs) => {
       const op = 'attnHeadNormRopeBf16';
-      const layout = { heads: num(attrs, 'heads', op), headDim: num(attrs, 'headDim', op), stride: num(attrs, 'stride', op), offset: num(attrs, 'offset', op) };
-      const ropeDims = num(attrs, 'ropeDims', op);
-      const x = f64(inputs, 0, 'x', op);
-      const w = f64(inputs, 1, 'w', op);
-      const cos = f64(inputs, 2, 'cos', op);
-      const sin = f64(inputs, 3, 'sin', op);
+      const layout = { heads: numAttr(attrs, 'heads', op), headDim: numAttr(attrs, 'headDim', op), stride: numAttr(attrs, 'stride', op), offset: numAttr(attrs, 'offset', op) };
+      const ropeDims = numAttr(attrs, 'ropeDims', op);
+      const x = floatInput(inputs, 0, 'x', op);
+      const w = floatInput(inputs, 1, 'w', op);
+      const cos = floatInput(inputs, 2, 'cos', op);
+      const sin = floatInput(inputs, 3, 'sin', op);
       const rows = rows2d(x, 'x', op, layout.heads * layout.stride);
       checkTables(op, cos, sin, ropeDims / 2, rows);
-      const y = headNormRope(x.data, w.data, cos.data, sin.data, rows, layout, ropeDims, num(attrs, 'eps', op), 1);
+      const y = headNormRope(x.data, w.data, cos.data, sin.data, rows, layout, ropeDims, numAttr(attrs, 'eps', op), 1);
       return [{ dtype: 'bf16', shape: [rows, layout.heads * layout.headDim], data: y }];
     },
     // pooled_b = (sum of rows b*ratio .. b*ratio+ratio-1) / ratio, then RMS1p and RoPE at position b*ratio
     qsaBlockKeys: (inputs, attrs) => {
       const op = 'qsaBlockKeys';
-      const hd = num(attrs, 'headDim', op);
-      const ratio = num(attrs, 'compressRatio', op);
-      const ropeDims = num(attrs, 'ropeDims', op);
-      const kRaw = f64(inputs, 0, 'kRaw', op);
-      const w = f64(inputs, 1, 'w', op);
-      const cos = f64(inputs, 2, 'cos', op);
-      const sin = f64(inputs, 3, 'sin', op);
+      const hd = numAttr(attrs, 'headDim', op);
+      const ratio = numAttr(attrs, 'compressRatio', op);
+      const ropeDims = numAttr(attrs, 'ropeDims', op);
+      const kRaw = floatInput(inputs, 0, 'kRaw', op);
+      const w = floatInput(inputs, 1, 'w', op);
+      const cos = floatInput(inputs, 2, 'cos', op);
+      const sin = floatInput(inputs, 3, 'sin', op);
       const T = rows2d(kRaw, 'kRaw', op, hd);
       checkTables(op, cos, sin, ropeDims / 2, T);
       const nb = Math.floor(T / ratio);
@@ -154,13 +125,13 @@ export const attentionExact: ExactKernelTable = {
           pooled[b * hd + c] = sum / ratio;
         }
       }
-      const kb = headNormRope(pooled, w.data, cos.data, sin.data, nb, { heads: 1, headDim: hd, stride: hd, offset: 0 }, ropeDims, num(attrs, 'eps', op), ratio);
+      const kb = headNormRope(pooled, w.data, cos.data, sin.data, nb, { heads: 1, headDim: hd, stride: hd, offset: 0 }, ropeDims, numAttr(attrs, 'eps', op), ratio);
       return [{ dtype: 'bf16', shape: [nb, hd], data: kb }];
     },
     qsaKeptCount: (inputs, attrs) => {
       const op = 'qsaKeptCount';
-      const ratio = num(attrs, 'compressRatio', op);
-      const blocks = i32(inputs, 0, 'blocks', op);
+      const ratio = numAttr(attrs, 'compressRatio', op);
+      const blocks = intInput(inputs, 0, 'blocks', op);
       if (blocks.shape.length !== 2) throw new Error(`${op}: blocks must be [T, width], got [${blocks.shape.join(',')}]`);
       const [rows, width] = blocks.shape;
       const kept = new Int32Array(rows);
@@ -176,9 +147,9 @@ export const attentionExact: ExactKernelTable = {
     // the last token (sequence-parallel padding) select nothing
     qsaSelect: (inputs, attrs) => {
       const op = 'qsaSelect';
-      const [r0, tokens, nh, hd, ratio, width] = ['r0', 'tokens', 'nHeads', 'headDim', 'compressRatio', 'width'].map((n) => num(attrs, n, op));
-      const q = f64(inputs, 0, 'q', op);
-      const kb = f64(inputs, 1, 'kb', op);
+      const [r0, tokens, nh, hd, ratio, width] = ['r0', 'tokens', 'nHeads', 'headDim', 'compressRatio', 'width'].map((n) => numAttr(attrs, n, op));
+      const q = floatInput(inputs, 0, 'q', op);
+      const kb = floatInput(inputs, 1, 'kb', op);
       const rows = rows2d(q, 'q', op, nh * hd);
       const nb = rows2d(kb, 'kb', op, hd);
       if (nb !== Math.floor(tokens / ratio)) throw new Error(`${op}: kb has ${nb} blocks, ${tokens} tokens make ${Math.floor(tokens / ratio)}`);
@@ -221,22 +192,22 @@ export const attentionExact: ExactKernelTable = {
     // h -> h / (heads / kvHeads); two-pass: m = max s_j, p_j = exp(s_j - m), o = sum p_j v_j / sum p_j
     attnCausalQsa: (inputs, attrs) => {
       const op = 'attnCausalQsa';
-      const heads = num(attrs, 'heads', op);
-      const kvHeads = num(attrs, 'kvHeads', op);
-      const hd = num(attrs, 'headDim', op);
-      const width = num(attrs, 'width', op);
-      const scale = num(attrs, 'scale', op);
-      const q = f64(inputs, 0, 'q', op);
-      const k = f64(inputs, 1, 'k', op);
-      const v = f64(inputs, 2, 'v', op);
-      const blocks = i32(inputs, 3, 'blocks', op);
+      const heads = numAttr(attrs, 'heads', op);
+      const kvHeads = numAttr(attrs, 'kvHeads', op);
+      const hd = numAttr(attrs, 'headDim', op);
+      const width = numAttr(attrs, 'width', op);
+      const scale = numAttr(attrs, 'scale', op);
+      const q = floatInput(inputs, 0, 'q', op);
+      const k = floatInput(inputs, 1, 'k', op);
+      const v = floatInput(inputs, 2, 'v', op);
+      const blocks = intInput(inputs, 3, 'blocks', op);
       const T = rows2d(q, 'q', op, heads * hd);
       if (rows2d(k, 'k', op, kvHeads * hd) !== T || rows2d(v, 'v', op, kvHeads * hd) !== T || rows2d(blocks, 'blocks', op, width) !== T) {
         throw new Error(`${op}: k/v/blocks have ${k.shape[0]}/${v.shape[0]}/${blocks.shape[0]} rows, q has ${T}`);
       }
       if (heads % kvHeads !== 0) throw new Error(`${op}: heads ${heads} are not a multiple of KV heads ${kvHeads}`);
       const group = heads / kvHeads;
-      const selection = { r0: 0, rows: T, width, compressRatio: num(attrs, 'compressRatio', op), blocks: blocks.data };
+      const selection = { r0: 0, rows: T, width, compressRatio: numAttr(attrs, 'compressRatio', op), blocks: blocks.data };
       const keys = new Int32Array(T);
       const p = new Float64Array(T);
       const acc = new Float64Array(hd);
@@ -272,10 +243,10 @@ export const attentionExact: ExactKernelTable = {
     // y = o * sigmoid(gate), gate = columns [headDim, 2 headDim) of each head block of qg
     attnOutputGate: (inputs, attrs) => {
       const op = 'attnOutputGate';
-      const heads = num(attrs, 'heads', op);
-      const hd = num(attrs, 'headDim', op);
-      const o = f64(inputs, 0, 'o', op);
-      const qg = f64(inputs, 1, 'qg', op);
+      const heads = numAttr(attrs, 'heads', op);
+      const hd = numAttr(attrs, 'headDim', op);
+      const o = floatInput(inputs, 0, 'o', op);
+      const qg = floatInput(inputs, 1, 'qg', op);
       const T = rows2d(o, 'o', op, heads * hd);
       if (rows2d(qg, 'qg', op, heads * 2 * hd) !== T) throw new Error(`${op}: qg has ${qg.shape[0]} rows, o has ${T}`);
       const y = new Float64Array(T * heads * hd);

@@ -1,4 +1,5 @@
-import type { ExactKernelTable, ExactTensor } from './exactTensor.ts';
+import { floatInput, numAttr, rows2d } from './exactInputs.ts';
+import type { ExactKernelTable } from './exactTensor.ts';
 
 // Float64 kernels of the GatedDeltaNet ops (graph/ops/gdnOps.ts): the math of
 // layers/gdn/gdnMath.ts line by line in plain double arithmetic, with none of its roundings
@@ -7,25 +8,6 @@ import type { ExactKernelTable, ExactTensor } from './exactTensor.ts';
 // Math.sqrt). The formula and the algorithm stay: the same epsilons, the same causal conv
 // with zeros before row 0, the same recurrence from a zero state, softplus's threshold of 20
 // (torch's: above it softplus(x) = x, the formula the model is defined with).
-
-function num(attrs: Record<string, unknown>, name: string, op: string): number {
-  const v = attrs[name];
-  if (typeof v !== 'number' || !Number.isFinite(v)) throw new Error(`${op}: attribute '${name}' must be a finite number, got ${String(v)}`);
-  return v;
-}
-
-/** Input port i of `op` as float64 values, present and floating. */
-function f64(inputs: (ExactTensor | null)[], i: number, name: string, op: string): { shape: readonly number[]; data: Float64Array } {
-  const t = inputs[i];
-  if (!t) throw new Error(`${op}: input '${name}' is missing`);
-  if (!(t.data instanceof Float64Array)) throw new Error(`${op}: input '${name}' is ${t.dtype} with integer data, expected floating values`);
-  return { shape: t.shape, data: t.data };
-}
-
-function rows2d(t: { shape: readonly number[] }, name: string, op: string, cols: number): number {
-  if (t.shape.length !== 2 || t.shape[1] !== cols) throw new Error(`${op}: input '${name}' is [${t.shape.join(',')}], expected [T,${cols}]`);
-  return t.shape[0];
-}
 
 const sigmoid = (x: number): number => 1 / (1 + Math.exp(-x));
 const silu = (x: number): number => x * sigmoid(x);
@@ -37,9 +19,9 @@ export const gdnExact: ExactKernelTable = {
     // y[t,c] = silu(sum_j w[c,j] x[t-K+1+j, c]), zeros before row 0
     gdnConvSilu: (inputs, attrs) => {
       const op = 'gdnConvSilu';
-      const x = f64(inputs, 0, 'x', op);
-      const w = f64(inputs, 1, 'w', op);
-      const K = num(attrs, 'kernel', op);
+      const x = floatInput(inputs, 0, 'x', op);
+      const w = floatInput(inputs, 1, 'w', op);
+      const K = numAttr(attrs, 'kernel', op);
       const C = w.shape[0];
       if (w.shape.length !== 3 || w.shape[1] !== 1 || w.shape[2] !== K) throw new Error(`${op}: weight is [${w.shape.join(',')}], expected [C,1,${K}]`);
       const T = rows2d(x, 'x', op, C);
@@ -59,10 +41,10 @@ export const gdnExact: ExactKernelTable = {
     // g = -exp(A_log) * softplus(a + dt_bias), beta = sigmoid(b)
     gdnGates: (inputs) => {
       const op = 'gdnGates';
-      const b = f64(inputs, 0, 'b', op);
-      const a = f64(inputs, 1, 'a', op);
-      const aLog = f64(inputs, 2, 'aLog', op);
-      const dt = f64(inputs, 3, 'dtBias', op);
+      const b = floatInput(inputs, 0, 'b', op);
+      const a = floatInput(inputs, 1, 'a', op);
+      const aLog = floatInput(inputs, 2, 'aLog', op);
+      const dt = floatInput(inputs, 3, 'dtBias', op);
       const heads = aLog.data.length;
       const T = rows2d(b, 'b', op, heads);
       rows2d(a, 'a', op, heads);
@@ -83,16 +65,16 @@ export const gdnExact: ExactKernelTable = {
     // q, k = l2norm (eps), q *= scale; S = exp(g) S; u = S^T k; S += k (x) beta (v - u); o = S^T q
     gdnRecurrence: (inputs, attrs) => {
       const op = 'gdnRecurrence';
-      const kh = num(attrs, 'keyHeads', op);
-      const vh = num(attrs, 'valueHeads', op);
-      const dk = num(attrs, 'keyDim', op);
-      const dv = num(attrs, 'valueDim', op);
-      const scale = num(attrs, 'scale', op);
-      const eps = num(attrs, 'l2Eps', op);
+      const kh = numAttr(attrs, 'keyHeads', op);
+      const vh = numAttr(attrs, 'valueHeads', op);
+      const dk = numAttr(attrs, 'keyDim', op);
+      const dv = numAttr(attrs, 'valueDim', op);
+      const scale = numAttr(attrs, 'scale', op);
+      const eps = numAttr(attrs, 'l2Eps', op);
       if (vh % kh !== 0) throw new Error(`${op}: value heads ${vh} are not a multiple of key heads ${kh}`);
-      const qkv = f64(inputs, 0, 'qkv', op);
-      const g = f64(inputs, 1, 'g', op);
-      const beta = f64(inputs, 2, 'beta', op);
+      const qkv = floatInput(inputs, 0, 'qkv', op);
+      const g = floatInput(inputs, 1, 'g', op);
+      const beta = floatInput(inputs, 2, 'beta', op);
       const C = 2 * kh * dk + vh * dv;
       const T = rows2d(qkv, 'qkv', op, C);
       if (rows2d(g, 'g', op, vh) !== T || rows2d(beta, 'beta', op, vh) !== T) throw new Error(`${op}: g/beta have ${g.shape[0]}/${beta.shape[0]} rows, qkv has ${T}`);
@@ -143,12 +125,12 @@ export const gdnExact: ExactKernelTable = {
     // y = o * rsqrt(mean(o^2) + eps) * w * sigmoid(z), per value head
     gdnGatedNorm: (inputs, attrs) => {
       const op = 'gdnGatedNorm';
-      const heads = num(attrs, 'heads', op);
-      const hd = num(attrs, 'headDim', op);
-      const eps = num(attrs, 'eps', op);
-      const o = f64(inputs, 0, 'o', op);
-      const z = f64(inputs, 1, 'z', op);
-      const w = f64(inputs, 2, 'w', op);
+      const heads = numAttr(attrs, 'heads', op);
+      const hd = numAttr(attrs, 'headDim', op);
+      const eps = numAttr(attrs, 'eps', op);
+      const o = floatInput(inputs, 0, 'o', op);
+      const z = floatInput(inputs, 1, 'z', op);
+      const w = floatInput(inputs, 2, 'w', op);
       const T = rows2d(o, 'o', op, heads * hd);
       rows2d(z, 'z', op, heads * hd);
       if (w.data.length !== hd) throw new Error(`${op}: norm weight has ${w.data.length} values, expected ${hd}`);

@@ -1,4 +1,5 @@
-import type { ExactKernelTable, ExactTensor } from './exactTensor.ts';
+import { dims2, floatInput } from './exactInputs.ts';
+import type { ExactKernelTable } from './exactTensor.ts';
 
 // Float64 kernels of the MoE ops (graph/ops/moeOps.ts): the math of layers/moe/moeMath.ts
 // (and the `linear` GEMMs it calls inside moeExperts) in plain double arithmetic, with none
@@ -8,18 +9,6 @@ import type { ExactKernelTable, ExactTensor } from './exactTensor.ts';
 // experts, the top-k decided on the float64 probabilities with the reference's rule (largest
 // first, ties to the lower expert index), norm_topk_prob over the chosen k, the routed sum
 // over a rank's own experts only (a TP/EP partial: no reduction inside).
-
-function f64(inputs: (ExactTensor | null)[], i: number, name: string, op: string): { shape: readonly number[]; data: Float64Array } {
-  const t = inputs[i];
-  if (!t) throw new Error(`${op}: input '${name}' is missing`);
-  if (!(t.data instanceof Float64Array)) throw new Error(`${op}: input '${name}' is ${t.dtype} with integer data, expected floating values`);
-  return { shape: t.shape, data: t.data };
-}
-
-function dims2(t: { shape: readonly number[] }, what: string): [number, number] {
-  if (t.shape.length !== 2) throw new Error(`${what}: expected a 2-D tensor, got [${t.shape.join(',')}]`);
-  return [t.shape[0], t.shape[1]];
-}
 
 function int(attrs: Record<string, unknown>, name: string, op: string): number {
   const v = attrs[name];
@@ -34,7 +23,7 @@ export const moeExact: ExactKernelTable = {
   perRank: {
     moeRoute: (inputs, attrs) => {
       const op = 'moeRoute';
-      const logits = f64(inputs, 0, 'logits', op);
+      const logits = floatInput(inputs, 0, 'logits', op);
       const [T, E] = dims2(logits, 'moeRoute logits');
       const topK = int(attrs, 'topK', op);
       if (topK < 1 || topK > E) throw new Error(`${op}: topK ${topK} must be in [1, ${E}]`);
@@ -75,12 +64,12 @@ export const moeExact: ExactKernelTable = {
     // routed[t] = sum over the token's chosen experts this rank owns of w * down(swiglu(gate_up(x_t)))
     moeExperts: (inputs, attrs) => {
       const op = 'moeExperts';
-      const x = f64(inputs, 0, 'x', op);
+      const x = floatInput(inputs, 0, 'x', op);
       const idsT = inputs[1];
       if (!idsT || !(idsT.data instanceof Int32Array)) throw new Error(`${op}: input 'ids' must be i32`);
-      const w = f64(inputs, 2, 'weights', op);
-      const gateUp = f64(inputs, 3, 'gateUp', op);
-      const down = f64(inputs, 4, 'down', op);
+      const w = floatInput(inputs, 2, 'weights', op);
+      const gateUp = floatInput(inputs, 3, 'gateUp', op);
+      const down = floatInput(inputs, 4, 'down', op);
       const [T, H] = dims2(x, 'moeExperts x');
       const [idRows, topK] = dims2(idsT, 'moeExperts ids');
       if (idRows !== T || w.shape.join(',') !== idsT.shape.join(',')) throw new Error(`${op}: x [${x.shape.join(',')}], ids [${idsT.shape.join(',')}] and weights [${w.shape.join(',')}] do not match`);
@@ -120,7 +109,7 @@ export const moeExact: ExactKernelTable = {
     // h = silu(gate) * up of rows [gate (I) | up (I)]
     moeSwiGlu: (inputs) => {
       const op = 'moeSwiGlu';
-      const gu = f64(inputs, 0, 'gateUp', op);
+      const gu = floatInput(inputs, 0, 'gateUp', op);
       const [T, twoI] = dims2(gu, 'moeSwiGlu gateUp');
       if (twoI % 2 !== 0) throw new Error(`${op}: gate_up width ${twoI} is odd (expected [gate | up])`);
       const I = twoI / 2;
@@ -131,9 +120,9 @@ export const moeExact: ExactKernelTable = {
     // y = routed + shared * sigmoid(gateLogit)
     moeCombine: (inputs) => {
       const op = 'moeCombine';
-      const routed = f64(inputs, 0, 'routed', op);
-      const shared = f64(inputs, 1, 'shared', op);
-      const gl = f64(inputs, 2, 'gateLogit', op);
+      const routed = floatInput(inputs, 0, 'routed', op);
+      const shared = floatInput(inputs, 1, 'shared', op);
+      const gl = floatInput(inputs, 2, 'gateLogit', op);
       const [T, H] = dims2(routed, 'moeCombine routed');
       if (shared.data.length !== T * H || gl.data.length !== T) throw new Error(`${op}: shared [${shared.shape.join(',')}] / gateLogit [${gl.shape.join(',')}] do not fit routed [${T},${H}]`);
       const y = new Float64Array(T * H);

@@ -1,5 +1,6 @@
 import { pleKernels } from '../kernels/pleKernels.ts';
-import type { ExactKernelTable, ExactTensor } from './exactTensor.ts';
+import { dims2, floatInput, intInput } from './exactInputs.ts';
+import type { ExactKernelTable } from './exactTensor.ts';
 
 // Float64 kernels of the PLE ops (graph/ops/pleOps.ts): the math of layers/ple/pleMath.ts in
 // plain double arithmetic, with none of its roundings (no Math.fround, no bf16 rounding of
@@ -9,25 +10,6 @@ import type { ExactKernelTable, ExactTensor } from './exactTensor.ts';
 // the score with its 1e-6 floor and sign(0) = 0, the dilated causal conv from tap 0 with
 // zeros before the start. The n-gram ids are integer hashing and the embedding a gather: both
 // are the reference's own (pleNgramIds runs the CPU kernel itself; pleNgramEmbed copies rows).
-
-function f64(inputs: (ExactTensor | null)[], i: number, name: string, op: string): { shape: readonly number[]; data: Float64Array } {
-  const t = inputs[i];
-  if (!t) throw new Error(`${op}: input '${name}' is missing`);
-  if (!(t.data instanceof Float64Array)) throw new Error(`${op}: input '${name}' is ${t.dtype} with integer data, expected floating values`);
-  return { shape: t.shape, data: t.data };
-}
-
-function i32(inputs: (ExactTensor | null)[], i: number, name: string, op: string): { shape: readonly number[]; data: Int32Array } {
-  const t = inputs[i];
-  if (!t) throw new Error(`${op}: input '${name}' is missing`);
-  if (!(t.data instanceof Int32Array)) throw new Error(`${op}: input '${name}' is ${t.dtype}, expected i32`);
-  return { shape: t.shape, data: t.data };
-}
-
-function dims2(t: { shape: readonly number[] }, what: string): [number, number] {
-  if (t.shape.length !== 2) throw new Error(`${what}: expected a 2-D tensor, got [${t.shape.join(',')}]`);
-  return [t.shape[0], t.shape[1]];
-}
 
 function divide(width: number, parts: unknown, what: string): number {
   if (typeof parts !== 'number' || !Number.isInteger(parts) || parts < 1 || width % parts !== 0) throw new Error(`${what}: width ${width} is not divisible into ${String(parts)} groups`);
@@ -44,7 +26,7 @@ export const pleExact: ExactKernelTable = {
   perRank: {
     // integer hashing: exactly the reference's kernel (int64 arithmetic on BigInt)
     pleNgramIds: (inputs, attrs) => {
-      const tokens = i32(inputs, 0, 'tokens', 'pleNgramIds');
+      const tokens = intInput(inputs, 0, 'tokens', 'pleNgramIds');
       const [ids] = pleKernels.perRank!.pleNgramIds!([{ dtype: 'i32', shape: tokens.shape, data: tokens.data }], attrs);
       return [{ dtype: 'i32', shape: [...ids!.shape], data: Int32Array.from(ids!.data as Int32Array) }];
     },
@@ -52,8 +34,8 @@ export const pleExact: ExactKernelTable = {
     // the ids name with the ids renumbered into them (GraphSession.hostInputs), as on the CPU
     pleNgramEmbed: (inputs) => {
       const op = 'pleNgramEmbed';
-      const ids = i32(inputs, 0, 'ids', op);
-      const table = f64(inputs, 1, 'table', op);
+      const ids = intInput(inputs, 0, 'ids', op);
+      const table = floatInput(inputs, 1, 'table', op);
       const [T, heads] = dims2(ids, 'pleNgramEmbed ids');
       const [rows, hd] = dims2(table, 'pleNgramEmbed table');
       const e = new Float64Array(T * heads * hd);
@@ -66,8 +48,8 @@ export const pleExact: ExactKernelTable = {
     // per row and group: y = x / sqrt(sum x^2 / groupSize + eps) * (1 + w)
     pleRms1pNorm: (inputs, attrs) => {
       const op = 'pleRms1pNorm';
-      const x = f64(inputs, 0, 'x', op);
-      const w = f64(inputs, 1, 'weight', op);
+      const x = floatInput(inputs, 0, 'x', op);
+      const w = floatInput(inputs, 1, 'weight', op);
       const [T, width] = dims2(x, 'pleRms1pNorm x');
       const gs = divide(width, attrs.groups, op);
       const eps = attrs.eps;
@@ -85,8 +67,8 @@ export const pleExact: ExactKernelTable = {
     // per row and stream: s = sum k q / sqrt(H), gate = sigmoid(sign(s) sqrt(max(|s|, 1e-6))), sign(0) = 0
     pleGate: (inputs, attrs) => {
       const op = 'pleGate';
-      const k = f64(inputs, 0, 'k', op);
-      const q = f64(inputs, 1, 'q', op);
+      const k = floatInput(inputs, 0, 'k', op);
+      const q = floatInput(inputs, 1, 'q', op);
       const [T, width] = dims2(k, 'pleGate k');
       if (q.data.length !== T * width) throw new Error(`${op}: q [${q.shape.join(',')}] does not match k [${T},${width}]`);
       const streams = attrs.streams as number;
@@ -105,8 +87,8 @@ export const pleExact: ExactKernelTable = {
     // G[t, s*H + j] = gate[t, s] * value[t, j]
     pleGatedValue: (inputs, attrs) => {
       const op = 'pleGatedValue';
-      const gate = f64(inputs, 0, 'gate', op);
-      const value = f64(inputs, 1, 'value', op);
+      const gate = floatInput(inputs, 0, 'gate', op);
+      const value = floatInput(inputs, 1, 'value', op);
       const [T, H] = dims2(value, 'pleGatedValue value');
       const n = attrs.streams as number;
       if (gate.data.length !== T * n) throw new Error(`${op}: gate [${gate.shape.join(',')}] is not [${T},${n}]`);
@@ -117,9 +99,9 @@ export const pleExact: ExactKernelTable = {
     // out = G + silu(conv), conv[t,c] = sum_i w[c,0,i] Gn[t - (K-1-i) dilation, c], zeros before the start
     pleConvSilu: (inputs, attrs) => {
       const op = 'pleConvSilu';
-      const gn = f64(inputs, 0, 'gNormed', op);
-      const g = f64(inputs, 1, 'g', op);
-      const w = f64(inputs, 2, 'weight', op);
+      const gn = floatInput(inputs, 0, 'gNormed', op);
+      const g = floatInput(inputs, 1, 'g', op);
+      const w = floatInput(inputs, 2, 'weight', op);
       const [T, C] = dims2(g, 'pleConvSilu g');
       if (w.shape.length !== 3 || w.shape[0] !== C || w.shape[1] !== 1) throw new Error(`${op}: weight [${w.shape.join(',')}] is not [${C}, 1, K]`);
       if (gn.data.length !== T * C) throw new Error(`${op}: gNormed [${gn.shape.join(',')}] does not match g [${T},${C}]`);
