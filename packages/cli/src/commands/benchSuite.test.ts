@@ -185,7 +185,7 @@ describe('the suite, quick (tiny config), on the cpu reference, the host device 
     // the table
     expect(stdout).toMatch(/^hcsp bench suite \(--quick/);
     expect(stdout).toMatch(/ceilings, measured in this run:\n  matrix: .*\n[\s\S]*  bandwidth: /);
-    expect(stdout).toMatch(/\n  case +T +backend +time s +GFLOP\/s +GB\/s +x matrix +x bw +of roof +RSS peak +bits=cpu +runs\n/);
+    expect(stdout).toMatch(/\n  case +T +backend +time s +GFLOP\/s +GB\/s +x matrix +x bw +of roof +RSS peak \(rise\) +bits=cpu +runs\n/);
     expect(stdout).toMatch(/\n  hc-mix +16 +cpu +\d/);
     expect(stdout).toMatch(/\n  prefill +64 +cpu +\d/);
     expect(stdout).toMatch(/rocm:device=cuda +(UNAVAILABLE: .*|rocm on the cuda device)/);

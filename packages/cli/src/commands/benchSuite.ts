@@ -921,7 +921,7 @@ export function formatSuiteReport(r: SuiteReport): string {
     else if (!seenCase.has(c.case)) L.push(`  ${c.case} (${c.config}, T=${r.cases.filter((x) => x.case === c.case).map((x) => x.tokens).join(', ')}, tp 1): ${c.what}`);
     seenCase.add(c.case);
   }
-  const head = ['case', 'T', 'backend', 'time s', 'GFLOP/s', 'GB/s', 'x matrix', 'x bw', 'of roof', 'RSS peak', 'bits=cpu', 'runs'];
+  const head = ['case', 'T', 'backend', 'time s', 'GFLOP/s', 'GB/s', 'x matrix', 'x bw', 'of roof', 'RSS peak (rise)', 'bits=cpu', 'runs'];
   const rows: string[][] = [];
   const notes: string[] = [];
   for (const m of r.results) {
@@ -940,7 +940,7 @@ export function formatSuiteReport(r: SuiteReport): string {
       f(m.overMatrix, 3),
       f(m.overBandwidth, 3),
       f(m.ofRoofline, 3),
-      `${formatBytes(m.rssPeakBytes!)}${m.rssPeakExact ? '' : '~'}`,
+      `${formatBytes(m.rssPeakBytes!)}${m.rssPeakExact ? '' : '~'} (+${formatBytes(Math.max(0, m.rssPeakBytes! - m.rssBeforeBytes!))})`,
       m.sameAsCpu === null ? '-' : m.sameAsCpu ? 'same' : 'differ',
       m.firstRunOnly ? 'first run only' : `${m.runs.length}`,
     ]);
@@ -959,7 +959,7 @@ export function formatSuiteReport(r: SuiteReport): string {
   for (const s of r.scale) {
     L.push(`  ${s.case.padEnd(10)} ${s.backend.padEnd(w)}  ${s.points.map((p) => `T=${p.tokens} ${p.ratio !== null ? f(p.ratio, 3) : p.seconds !== null ? '(no base)' : 'not measured'}`).join('   ')}`);
   }
-  L.push(`peak RSS of this process over the run: ${formatBytes(r.peakRssBytes)} (getrusage maxRSS; "~" in the table: sampled every 5 ms)`);
+  L.push(`peak RSS of this process over the run: ${formatBytes(r.peakRssBytes)} (getrusage maxRSS). In the table: this process's peak during the measurement ("~": the highest of 5 ms samples, maxRSS did not rise) and its rise over the RSS before it`);
   L.push('counted:');
   for (const [k, v] of Object.entries(r.counted)) L.push(`  ${k}: ${v}`);
   if (r.files.json || r.files.plot) L.push(`files: ${[r.files.json, r.files.plot].filter(Boolean).join(', ')}`);
@@ -976,9 +976,10 @@ export function timeVsTPlot(r: SuiteReport): Promise<string> {
     }
   }
   const cfg = r.cases.find((c) => c.case === 'hc-mix')?.config ?? '';
+  const ts = r.cases.filter((c) => c.case === 'hc-mix' || c.case === 'hc-combine').map((c) => c.tokens);
   return linePlotSvg({
     title: `HC mix and combine (${cfg}, one rank's rows): time against T, per backend`,
-    x: { label: 'T (rows per rank)', log: true, integer: true },
+    x: { label: 'T (rows per rank)', log: true, integer: true, ...(ts.length ? { domain: [Math.min(...ts) / 1.25, Math.max(...ts) * 1.25] as [number, number] } : {}) },
     y: { label: 'seconds (median)', log: true },
     series,
     width: 560,
