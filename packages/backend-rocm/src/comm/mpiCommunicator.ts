@@ -193,6 +193,8 @@ export class MpiCommunicator implements Communicator {
     readonly tp: number,
     readonly threadLevel: string,
     private readonly options: MpiCommunicatorOptions,
+    /** rank 0 of a joined world: the ompi-server it started (stopped at exit, however this process ends) */
+    private readonly ompiServer: OmpiServer | null = null,
   ) {
     this.calls = new SerialCalls(`MPI communicator of rank ${rank}`, (e) => !(e instanceof MpiMismatchError));
   }
@@ -217,9 +219,13 @@ export class MpiCommunicator implements Communicator {
    */
   static async join(rank: number, size: number, exchange: KeyValueExchange, options: MpiCommunicatorOptions = {}): Promise<MpiCommunicator> {
     const addon = loadMpiAddon();
+    let server: OmpiServer | null = null;
     if (size > 1) {
       // Open MPI reads pmix_server_uri when MPI starts; this process's environment is what it reads
-      if (rank === 0) await exchange.set('mpi/server', (await OmpiServer.start()).uri);
+      if (rank === 0) {
+        server = await OmpiServer.start();
+        await exchange.set('mpi/server', server.uri);
+      }
       process.env.OMPI_MCA_pmix_server_uri = await exchange.get('mpi/server');
     }
     try {
@@ -241,7 +247,7 @@ export class MpiCommunicator implements Communicator {
       if (joined.rank !== rank || joined.size !== size) {
         throw new MpiStateError('HCSP_MPI_STATE', `the joined MPI world has this process as rank ${joined.rank} of ${joined.size}, expected rank ${rank} of ${size}`);
       }
-      return new MpiCommunicator(addon, rank, size, joined.threadLevel, options);
+      return new MpiCommunicator(addon, rank, size, joined.threadLevel, options, server);
     } catch (e) {
       throw typedMpiError(e);
     }
@@ -290,6 +296,7 @@ export class MpiCommunicator implements Communicator {
 
   /** MPI_Abort: this process and every other rank of the job end */
   abort(code = 1): never {
+    this.ompiServer?.stop();
     return this.addon.abort(code);
   }
 
@@ -298,6 +305,8 @@ export class MpiCommunicator implements Communicator {
    * a collective blocked on that peer would keep a normal exit waiting forever.
    */
   exitNow(code = 1): never {
+    // std::_Exit runs no exit handler: the server this rank started goes first
+    this.ompiServer?.stop();
     return this.addon.exitNow(code);
   }
 

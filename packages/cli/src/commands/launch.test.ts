@@ -41,6 +41,8 @@ let jobs = 0;
 interface Job {
   child: ChildProcess;
   mark: string;
+  /** the launcher process ended (its output pipes may stay open while processes it started hold them) */
+  exited: Promise<void>;
   done: Promise<{ status: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; seconds: number }>;
 }
 
@@ -56,14 +58,19 @@ function launch(launchArgs: string[], rankArgs: string[], mark = `hcsp-launch-te
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (c: string) => (stdout += c));
   child.stderr!.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-  const timer = setTimeout(() => child.kill('SIGKILL'), JOB_TIMEOUT_MS);
+  // a hang fails the test: the launcher and everything carrying the job's mark are killed
+  const timer = setTimeout(() => {
+    child.kill('SIGKILL');
+    for (const p of marked(mark)) process.kill(p.pid, 'SIGKILL');
+  }, JOB_TIMEOUT_MS);
+  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
   const done = new Promise<Awaited<Job['done']>>((resolve) =>
     child.on('close', (status, signal) => {
       clearTimeout(timer);
       resolve({ status, signal, stdout, stderr, seconds: (performance.now() - t0) / 1000 });
     }),
   );
-  return { child, mark, done };
+  return { child, mark, exited, done };
 }
 
 /** the processes (pid, command line) carrying a job's mark: its ranks and whatever they started */
@@ -87,6 +94,17 @@ function marked(mark: string): { pid: number; cmd: string; rank: string | null }
 
 /** a rank process (not its launcher, not what it started) */
 const isRank = (p: { cmd: string; rank: string | null }) => p.rank !== null && p.cmd.includes('hcsp.js prefill ');
+
+/**
+ * No process of the job is left within `ms`: the ranks are gone when the launcher is, and Open
+ * MPI's singleton helpers (orted, in sessions of their own) end by themselves once their rank
+ * has (its death pipe), a moment later.
+ */
+async function expectNothingLeft(mark: string, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (marked(mark).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  expect(marked(mark)).toEqual([]);
+}
 
 async function waitFor<T>(what: string, fn: () => T | null | undefined | false, timeoutMs = 60_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -133,7 +151,7 @@ describe('hcsp launch: one process per rank, met at rank 0\'s rendezvous, equals
         const out = r.stdout.trim().split('\n');
         expect(out).toHaveLength(1);
         expectSameRun(JSON.parse(out[0]), await inProcess({ tp, sp }), tp);
-        expect(marked(job.mark)).toEqual([]);
+        await expectNothingLeft(job.mark);
       });
     }
   }
@@ -193,7 +211,7 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
     }
     // the others end by themselves, told by the store, well before the launcher's 3 s grace
     expect(secondsToFail).toBeLessThan(3);
-    expect(marked(job.mark)).toEqual([]);
+    await expectNothingLeft(job.mark);
   });
 
   it('a launcher killed outright (SIGKILL): its ranks end by themselves (their IPC channel closes), none is left', async () => {
@@ -203,7 +221,8 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
     await new Promise((r) => setTimeout(r, 3000));
     const killedAt = performance.now();
     job.child.kill('SIGKILL');
-    await job.done;
+    // the launcher's pipes stay open as long as a rank holds them: wait for its exit, not their close
+    await job.exited;
     await waitFor('no process of the job', () => marked(job.mark).length === 0, 15_000);
     expect((performance.now() - killedAt) / 1000).toBeLessThan(15);
   });
@@ -217,7 +236,7 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
       'hcsp: the rendezvous timed out after 2 s: ranks 2, 3 of 4 never joined (node-rank 1: is its launcher started, with the same --master-addr and --master-port?)',
     );
     expect(r.seconds).toBeLessThan(30);
-    expect(marked(job.mark)).toEqual([]);
+    await expectNothingLeft(job.mark);
   });
 
   it('a node whose master never comes up: its ranks time out, naming where they looked', async () => {
@@ -244,7 +263,7 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
       expect(lines.some((l) => l.startsWith('hcsp launch: rank 0 (local rank 0, pid '))).toBe(true);
       // the launcher stops the rank left waiting on the squatter: the grace, then SIGTERM
       expect(r.seconds).toBeLessThan(20);
-      expect(marked(job.mark)).toEqual([]);
+      await expectNothingLeft(job.mark);
     } finally {
       squatter.close();
     }
@@ -260,7 +279,8 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
     const all = [...hcspLines(r0.stderr), ...hcspLines(r1.stderr)];
     expect(all.some((l) => /^hcsp: the ranks disagree on the world size: rank [345] \(pid \d+ on .+\) has WORLD_SIZE 6, rank 0 has 4 \(every node's launcher needs the same --nnodes and --nproc-per-node\)$/.test(l)), all.join('\n')).toBe(true);
     expect(Math.max(r0.seconds, r1.seconds)).toBeLessThan(30);
-    expect([...marked(n0.mark), ...marked(n1.mark)]).toEqual([]);
+    await expectNothingLeft(n0.mark);
+    await expectNothingLeft(n1.mark);
   });
 
   it('ranks that plan different graphs (two nodes, different --seed) refuse together before any collective, naming each digest', async () => {

@@ -374,10 +374,10 @@ interface Rendezvous {
 
 async function meet(launched: LaunchedRank): Promise<Rendezvous> {
   const { rank, worldSize, masterAddr, masterPort, rendezvousTimeoutMs, localWorldSize } = launched;
-  endWithLauncher(rank);
+  const exit = { now: (code: number): never => process.exit(code) };
+  endWithLauncher(rank, (code) => exit.now(code));
   const server =
     rank === 0 ? await RendezvousServer.listen({ host: masterAddr, port: masterPort, worldSize, timeoutMs: rendezvousTimeoutMs, ranksPerNode: localWorldSize }) : null;
-  const exit = { now: (code: number): never => process.exit(code) };
   const client = await RendezvousClient.join({ host: masterAddr, port: masterPort, rank, worldSize, timeoutMs: rendezvousTimeoutMs }, (message) => {
     process.stderr.write(`hcsp: rank ${rank} of ${worldSize}: the job ended: ${message}\n`);
     exit.now(1);

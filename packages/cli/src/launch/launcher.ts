@@ -136,14 +136,15 @@ export function launchRanks(o: LaunchOptions, report: (line: string) => void): P
 /**
  * In a rank process started by `hcsp launch`: end when the launcher does (its IPC channel
  * closes), so that a launcher killed outright leaves no rank behind. The channel does not
- * keep the process alive.
+ * keep the process alive. `exit` ends the process (once a communicator runs, at once: a
+ * worker blocked in a collective on a peer that is gone would hold a normal exit forever).
  */
-export function endWithLauncher(rank: number): void {
+export function endWithLauncher(rank: number, exit: (code: number) => never): void {
   if (!process.send || !process.channel) return;
   const launcher = process.ppid;
   process.channel.unref();
   process.once('disconnect', () => {
     process.stderr.write(`hcsp: rank ${rank}: its launcher (hcsp launch, pid ${launcher}) ended; ending too\n`);
-    process.exit(1);
+    exit(1);
   });
 }
