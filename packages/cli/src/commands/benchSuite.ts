@@ -397,7 +397,7 @@ export interface SuiteCeilings {
   /** what measured it (which GEMM, which shape), or why there is none */
   matrixNote: string;
   /** every GEMM measured: the ceiling is the best */
-  gemms: { what: string; shape: GemmShape; gflops: number }[];
+  gemms: { what: string; label: string; shape: GemmShape; gflops: number }[];
   bandwidthGBps: number | null;
   bandwidthNote: string;
   copies: { what: string; gbps: number }[];
@@ -474,7 +474,7 @@ export async function machineCeilings(opts: SuiteOptions, say: (line: string) =>
   const gemms: SuiteCeilings['gemms'] = [];
   for (const s of shapes) {
     const sec = c.gemmSeconds[`${s.T}x${s.K}x${s.O}`];
-    if (sec !== undefined) gemms.push({ what: c.gemmNote, shape: s, gflops: (2 * s.T * s.K * s.O) / sec / 1e9 });
+    if (sec !== undefined) gemms.push({ what: c.gemmNote, label: 'numpy', shape: s, gflops: (2 * s.T * s.K * s.O) / sec / 1e9 });
   }
   let matrixNote: string;
   if (gemms.length === 0) {
@@ -485,7 +485,7 @@ export async function machineCeilings(opts: SuiteOptions, say: (line: string) =>
       const addon = loadNativeAddon();
       for (const mode of ['exact', 'blas'] as const) {
         try {
-          gemms.push({ what: `rocm host device, ${mode} linear kernel (bf16 in, fp32 accumulation), median of 3`, shape: shapes[0], gflops: await deviceGemmGflops({ addon, gpu: null, mode }, n, 3) });
+          gemms.push({ what: `rocm host device, ${mode} linear kernel (bf16 in, fp32 accumulation), median of 3`, label: `rocm host ${mode}`, shape: shapes[0], gflops: await deviceGemmGflops({ addon, gpu: null, mode }, n, 3) });
         } catch (e) {
           say(`ceilings: rocm host ${mode} GEMM failed: ${(e as Error).message}`);
         }
@@ -500,7 +500,7 @@ export async function machineCeilings(opts: SuiteOptions, say: (line: string) =>
   const top = best(gemms, 'gflops');
   return {
     matrixGflops: top?.gflops ?? null,
-    matrixNote: top ? `${top.what} at ${top.shape.T}x${top.shape.K}x${top.shape.O} (the best of ${gemms.length} shapes${matrixNote === 'numpy' ? '' : `; ${matrixNote}`})` : matrixNote,
+    matrixNote: top ? `${top.what} at ${top.shape.T}x${top.shape.K}x${top.shape.O} (the best of ${gemms.length} measured${matrixNote === 'numpy' ? '' : `; ${matrixNote}`})` : matrixNote,
     gemms,
     bandwidthGBps: c.bandwidthGBps,
     bandwidthNote: c.bandwidthNote,
@@ -515,7 +515,7 @@ export async function gpuCeilings(backend: RocmBackend, n: number, bytes: number
   const copies: SuiteCeilings['copies'] = [];
   const notes: string[] = [];
   try {
-    gemms.push({ what: `${backend.describe()}: ${backend.gemm} linear kernel (bf16 in, fp32 accumulation), median of 5`, shape: { T: n, K: n, O: n }, gflops: await deviceGemmGflops(d, n, 5) });
+    gemms.push({ what: `${backend.describe()}: ${backend.gemm} linear kernel (bf16 in, fp32 accumulation), median of 5`, label: backend.gemm, shape: { T: n, K: n, O: n }, gflops: await deviceGemmGflops(d, n, 5) });
   } catch (e) {
     notes.push(`GEMM: ${(e as Error).message}`);
   }
@@ -904,7 +904,7 @@ export function formatSuiteReport(r: SuiteReport): string {
   L.push(`machine: ${r.machine.cpus} CPUs (${r.machine.model}), node ${r.machine.node}; load average ${r.loadStart.map((v) => v.toFixed(2)).join(' ')} at start, ${r.loadEnd.map((v) => v.toFixed(2)).join(' ')} at end`);
   L.push('ceilings, measured in this run:');
   L.push(`  matrix:    ${f(r.ceilings.matrixGflops, 1)} GFLOP/s: ${r.ceilings.matrixNote}`);
-  if (r.ceilings.gemms.length > 1) L.push(`             ${r.ceilings.gemms.map((g) => `${g.shape.T}x${g.shape.K}x${g.shape.O} ${f(g.gflops, 1)}`).join('; ')} GFLOP/s`);
+  if (r.ceilings.gemms.length > 1) L.push(`             ${r.ceilings.gemms.map((g) => `${g.label} ${g.shape.T}x${g.shape.K}x${g.shape.O} ${f(g.gflops, 1)}`).join('; ')} GFLOP/s`);
   L.push(`  bandwidth: ${f(r.ceilings.bandwidthGBps, 2)} GB/s: ${r.ceilings.bandwidthNote}`);
   L.push(`             ${r.ceilings.copies.map((c) => `${c.what} ${f(c.gbps, 2)}`).join('; ')} GB/s`);
   L.push('backends:');
