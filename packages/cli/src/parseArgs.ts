@@ -33,3 +33,9 @@ export function parseLayerRange(value: string, name: string): [number, number] {
   if (start >= end) throw new Error(`${name} ${JSON.stringify(value)} is empty: start must be < end`);
   return [start, end];
 }
+
+/** One of the allowed words, or an error naming the option, the words and the value. */
+export function oneOf<T extends string>(value: string, allowed: readonly T[], name: string): T {
+  if ((allowed as readonly string[]).includes(value)) return value as T;
+  throw new Error(`${name} must be one of ${allowed.join('|')}, got '${value}'`);
+}

@@ -23,7 +23,7 @@ import {
   type SweepRow,
 } from '@hcsp/core';
 import { resolveModelConfig } from '@hcsp/core/node';
-import { parseIntStrict } from '../parseArgs.ts';
+import { oneOf, parseIntStrict } from '../parseArgs.ts';
 
 export interface ModelOptions {
   device: string;
@@ -59,11 +59,6 @@ export function resolveDevice(spec: string): Device {
   return parseDevice(json, spec);
 }
 
-function oneOf<T extends string>(value: string, name: string, allowed: readonly T[]): T {
-  if (!(allowed as readonly string[]).includes(value)) throw new Error(`${name} must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`);
-  return value as T;
-}
-
 export interface ModelReport {
   device: { name: string; description: string; origin: string; topology: string; figures: Device['figures'] };
   efficiency: Efficiency & { from: 'device file' | 'calibration' };
@@ -95,8 +90,8 @@ export function modelReport(opts: ModelOptions): ModelReport {
   const config = resolveModelConfig(opts.config);
   const device = resolveDevice(opts.device);
   const concurrency = parseIntStrict(opts.concurrency, '--concurrency', { min: 1 });
-  const mtpDrafter = oneOf(opts.mtpDrafter, '--mtp-drafter', ['gathered', 'sharded'] as const);
-  const qsa = oneOf(opts.qsaSelection, '--qsa-selection', ['replicated', 'row-sharded'] as const);
+  const mtpDrafter = oneOf(opts.mtpDrafter, ['gathered', 'sharded'] as const, '--mtp-drafter');
+  const qsa = oneOf(opts.qsaSelection, ['replicated', 'row-sharded'] as const, '--qsa-selection');
   const variant = { mtpDrafter, qsaSelection: qsa === 'row-sharded' ? ('rowSharded' as const) : ('replicated' as const) };
   const cal = calibration(config);
   const efficiency = efficiencyFor({ device, config });

@@ -37,7 +37,7 @@ import { describeNonFinite, NonFiniteWatch } from '../checkpoint/nonFinite.ts';
 import { CONFIG_HELP, DEFAULT_CONFIG, DEFAULT_TP, SP_ENV_HELP, TP_HELP } from '../defaults.ts';
 import { checkMemory, MAX_MEMORY_HELP, memoryLimit } from '../guards/memoryGuard.ts';
 import { estimatePrefillMemory } from '../guards/prefillMemory.ts';
-import { parseIntStrict } from '../parseArgs.ts';
+import { oneOf, parseIntStrict } from '../parseArgs.ts';
 import { nodeProgress } from '../progress.ts';
 import { interruptible } from '../signals.ts';
 import { planWithFloor, SP_OFF_REASON } from '../sp/planWithFloor.ts';
@@ -81,11 +81,6 @@ function readTokenIds(path: string, vocabSize: number): Int32Array {
 
 function sha256(t: Tensor): string {
   return createHash('sha256').update(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength)).digest('hex');
-}
-
-function oneOf<T extends string>(v: string, allowed: readonly T[], name: string): T {
-  if ((allowed as readonly string[]).includes(v)) return v as T;
-  throw new Error(`${name} must be one of ${allowed.join('|')}, got '${v}'`);
 }
 
 export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string> {

@@ -7,7 +7,7 @@ import { CheckpointProblemsError, openCheckpoint, resolveModelConfig, type Check
 import { checkpointProblemsError } from '../checkpoint/weightProblems.ts';
 import { CONFIG_HELP, DEFAULT_CONFIG, DEFAULT_TP, TP_HELP } from '../defaults.ts';
 import { MAX_MEMORY_HELP, memoryLimit } from '../guards/memoryGuard.ts';
-import { parseIntStrict, parseLayerRange } from '../parseArgs.ts';
+import { oneOf, parseIntStrict, parseLayerRange } from '../parseArgs.ts';
 import { interruptible } from '../signals.ts';
 import { readGoldenDump, runXcheck } from '../xcheck/runXcheck.ts';
 import { parseXcheckSpecs } from '../xcheck/xcheckSpec.ts';
@@ -32,11 +32,6 @@ interface XcheckCliOptions {
   maxMemory?: string;
   quiet?: boolean;
   json?: boolean;
-}
-
-function oneOf<T extends string>(value: string, allowed: readonly T[], flag: string): T {
-  if (!(allowed as readonly string[]).includes(value)) throw new Error(`${flag} must be one of ${allowed.join('|')}, got ${JSON.stringify(value)}`);
-  return value as T;
 }
 
 function parseMaxUlp(raw: string | undefined): number | null {
