@@ -19,7 +19,7 @@
 import { createHash } from 'node:crypto';
 import type { Backend, CommBytes, Graph, PreparedGraph, RunOptions, RunResult, SessionOptions, Tensor, ValueId, WeightSource } from '@hcsp/core';
 import { rankGraph } from '@hcsp/core';
-import type { MpiCommunicator, NcclCommunicator, RocmBackend } from '@hcsp/backend-rocm';
+import { mpirunRank, type MpiCommunicator, type NcclCommunicator, type RocmBackend } from '@hcsp/backend-rocm';
 import { aloneControl, gatherNumbers, mpiControl, storeControl, type RankControl } from '../launch/rankControl.ts';
 import { endWithLauncher } from '../launch/launcher.ts';
 import { launchedRank, type LaunchedRank } from '../launch/rankEnv.ts';
@@ -50,12 +50,6 @@ function messageOf(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-/** Open MPI's rank variables (set by mpirun): none means not started by mpirun. */
-function mpirunRank(env: Record<string, string | undefined>): { rank: number; size: number } | null {
-  const rank = env.OMPI_COMM_WORLD_RANK;
-  const size = env.OMPI_COMM_WORLD_SIZE;
-  return rank !== undefined && size !== undefined && /^\d+$/.test(rank) && /^\d+$/.test(size) ? { rank: Number(rank), size: Number(size) } : null;
-}
 
 /** What a rank's run adds to a run's result: every rank's seconds, and its control traffic (agreement checks, statistics) apart from the graph's collectives. */
 export interface RankRunExtras {
@@ -360,11 +354,7 @@ function launchedRankOrNull(): LaunchedRank | null {
   }
 }
 
-/**
- * hcsp launch: this rank meets the others at rank 0's rendezvous store (rank 0 serves it);
- * from then on, the job aborted through the store (a peer lost or failed) ends this process,
- * as does its launcher ending.
- */
+/** This rank's side of the rendezvous (hcsp launch). */
 interface Rendezvous {
   client: RendezvousClient;
   server: RendezvousServer | null;
@@ -372,24 +362,21 @@ interface Rendezvous {
   exit: (code: number) => never;
 }
 
+/**
+ * hcsp launch: this rank meets the others at rank 0's rendezvous store (rank 0 serves it);
+ * from then on, the job aborted through the store (a peer lost or failed) ends this process,
+ * as does its launcher ending. The handlers call `exit` when they fire: by then the
+ * communicator may have replaced it.
+ */
 async function meet(launched: LaunchedRank): Promise<Rendezvous> {
   const { rank, worldSize, masterAddr, masterPort, rendezvousTimeoutMs, localWorldSize } = launched;
-  const exit = { now: (code: number): never => process.exit(code) };
-  endWithLauncher(rank, (code) => exit.now(code));
+  const ends = { exit: (code: number): never => process.exit(code) };
+  endWithLauncher(rank, (code) => ends.exit(code));
   const server =
     rank === 0 ? await RendezvousServer.listen({ host: masterAddr, port: masterPort, worldSize, timeoutMs: rendezvousTimeoutMs, ranksPerNode: localWorldSize }) : null;
   const client = await RendezvousClient.join({ host: masterAddr, port: masterPort, rank, worldSize, timeoutMs: rendezvousTimeoutMs }, (message) => {
     process.stderr.write(`hcsp: rank ${rank} of ${worldSize}: the job ended: ${message}\n`);
-    exit.now(1);
+    ends.exit(1);
   });
-  return {
-    client,
-    server,
-    set exit(fn: (code: number) => never) {
-      exit.now = fn;
-    },
-    get exit() {
-      return exit.now;
-    },
-  };
+  return Object.assign(ends, { client, server });
 }
