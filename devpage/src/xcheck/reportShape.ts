@@ -165,7 +165,7 @@ export function validateXcheckReport(value: unknown): XcheckReport {
   let golden: XcheckReport['golden'] = null;
   if (o.golden !== undefined && o.golden !== null) {
     const g = obj(o.golden, 'golden');
-    golden = { file: str(g, 'file', 'golden'), missing: o.golden && g.missing !== undefined ? arr(g.missing, 'golden.missing').map(String) : [] };
+    golden = { file: str(g, 'file', 'golden'), unused: o.golden && g.unused !== undefined ? arr(g.unused, 'golden.unused').map(String) : [] };
   }
   return {
     ok: o.ok,

@@ -166,7 +166,7 @@ export function renderXcheckReport(report: XcheckReport, metric: XcheckMetric, s
         ),
       )
     : null;
-  const golden = report.golden ? h('p', { class: 'muted' }, `Golden file ${report.golden.file}${report.golden.missing.length ? `; missing from it: ${report.golden.missing.join(', ')}` : ''}`) : null;
+  const golden = report.golden ? h('p', { class: 'muted' }, `Golden file ${report.golden.file}${report.golden.unused.length ? `; in it but not compared: ${report.golden.unused.join(', ')}` : ''}`) : null;
   return h(
     'div',
     { class: 'xc-report' },

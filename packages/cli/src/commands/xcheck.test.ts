@@ -30,6 +30,24 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const base = { config: 'tiny', tokens: '40', tp: '2', seed: '3', stack: 'model', sp: 'auto', reduce: 'ring', exact: true, quiet: true };
 
+/** every tensor of a dump, as writeSafetensorsFile takes them back (int64 ids kept int64) */
+function readDump(path: string): Map<string, Tensor | RawFileTensor> {
+  const f = openSafetensorsFile(path);
+  try {
+    const out = new Map<string, Tensor | RawFileTensor>();
+    for (const n of f.names()) {
+      if (f.entry(n).dtype !== 'I64') out.set(n, f.read(n));
+      else {
+        const t = f.readInt64AsI32(n);
+        out.set(n, int64FileTensor(t.shape, t.data as Int32Array));
+      }
+    }
+    return out;
+  } finally {
+    f.close();
+  }
+}
+
 async function xcheck(opts: Partial<Parameters<typeof runXcheckCommand>[0]> & { compare: string }): Promise<XcheckReport> {
   return (await runXcheckCommand({ ...base, ...opts })).report;
 }
@@ -70,15 +88,7 @@ describe('hcsp xcheck', () => {
     const prepared = preparePrefill({ config: TINY, tokens: 40, tp: 2, sp: 'off', reduce: 'ring', seed: 3, subLayers: MODEL_SUB_LAYERS, dump: true });
     const exact = await evaluateExact(prepared.graph, prepared.feeds, prepared.weights, { keep: namedValueIds(prepared) });
     const e = exact.get(prepared.outputs.dumpValues[name])!.data[row * TINY.hiddenSize + col];
-    const f = openSafetensorsFile(dump);
-    const tensors = new Map<string, Tensor | RawFileTensor>();
-    for (const n of f.names()) {
-      if (f.entry(n).dtype === 'I64') {
-        const t = f.readInt64AsI32(n);
-        tensors.set(n, int64FileTensor(t.shape, t.data as Int32Array));
-      } else tensors.set(n, f.read(n));
-    }
-    f.close();
+    const tensors = readDump(dump);
     const planted = tensors.get(name) as Tensor;
     const bits = planted.data as Uint16Array;
     const i = row * TINY.hiddenSize + col;
@@ -91,6 +101,7 @@ describe('hcsp xcheck', () => {
     writeSafetensorsFile(golden, tensors);
 
     const r = await xcheck({ compare: 'cpu:sp=off', golden });
+    expect(r.golden).toEqual({ file: golden, unused: [] });
     const pair = r.pairs.find((p) => p.a === `golden:${golden}`)!;
     const differing = pair.tensors.filter((t) => t.differing > 0);
     expect(differing.map((t) => t.name)).toEqual([name]);
@@ -105,19 +116,12 @@ describe('hcsp xcheck', () => {
 
   it('a golden file with a missing tensor or a wrong shape is refused before anything runs', async () => {
     const dump = join(dir, 'run.safetensors');
-    const f = openSafetensorsFile(dump);
-    const names = f.names();
-    const keep = (drop: string, reshape?: string) => {
-      const m = new Map<string, Tensor | RawFileTensor>();
-      for (const n of names) {
-        if (n === drop) continue;
-        if (f.entry(n).dtype === 'I64') {
-          const t = f.readInt64AsI32(n);
-          m.set(n, int64FileTensor(t.shape, t.data as Int32Array));
-        } else {
-          const t = f.read(n);
-          m.set(n, n === reshape ? { ...t, shape: [t.shape[1], t.shape[0]] } : t);
-        }
+    const keep = (drop: string, transpose?: string) => {
+      const m = readDump(dump);
+      m.delete(drop);
+      if (transpose) {
+        const t = m.get(transpose) as Tensor;
+        m.set(transpose, { ...t, shape: [t.shape[1], t.shape[0]] });
       }
       return m;
     };
@@ -129,7 +133,6 @@ describe('hcsp xcheck', () => {
     const wrong = join(dir, 'wrong.safetensors');
     writeSafetensorsFile(wrong, keep('', 'final.mixed'));
     await expect(xcheck({ compare: 'cpu:sp=off', golden: wrong })).rejects.toThrow(`--golden ${wrong}: tensor 'final.mixed' has shape [${TINY.hiddenSize},40], the run's is [40,${TINY.hiddenSize}]`);
-    f.close();
   });
 
   it('bad SPECs are refused, naming the SPEC and the key', async () => {

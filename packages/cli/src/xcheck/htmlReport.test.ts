@@ -121,7 +121,7 @@ describe('renderXcheckHtml', () => {
   });
 
   it('escapes tensor names, specs, config and weights', async () => {
-    const html = await renderXcheckHtml(report({ golden: { file: '/tmp/<golden>.safetensors', missing: ['a&b'] } }));
+    const html = await renderXcheckHtml(report({ golden: { file: '/tmp/<golden>.safetensors', unused: ['a&b'] } }));
     expect(html).toContain('<td class="name">&lt;b&gt;&amp;</td>');
     expect(html).not.toContain('<b>&');
     expect(html).toContain('native:threads=2&amp;&lt;x&gt;');

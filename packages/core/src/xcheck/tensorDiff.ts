@@ -3,6 +3,7 @@
 // from the exact value. Rows are aligned by their position among the T rows, so that a rank's
 // shard (SP on) meets the same rows of a replicated value (SP off).
 import { bf16ToF32 } from '../numerics/bf16.ts';
+import { fp8ToF32 } from '../numerics/fp8.ts';
 import { bf16UlpDistance } from '../numerics/ulp.ts';
 import { bf16UlpAt } from '../numerics/rowScaledError.ts';
 import { shapeStr, type Tensor } from '../tensor/tensor.ts';
@@ -63,6 +64,9 @@ function valueOf(t: Tensor, i: number): number {
   switch (t.dtype) {
     case 'bf16':
       return bf16ToF32((t.data as Uint16Array)[i]);
+    case 'fp8e4m3fn':
+    case 'fp8e4m3fnuz':
+      return fp8ToF32((t.data as Uint8Array)[i], t.dtype === 'fp8e4m3fn' ? 'e4m3fn' : 'e4m3fnuz');
     default:
       return (t.data as Float32Array | Int32Array)[i];
   }

@@ -48,8 +48,12 @@ export interface XcheckReport {
   exact: boolean;
   runs: XcheckRun[];
   pairs: XcheckPair[];
-  /** --golden: the run compared against the file (a: the file, b: the first SPEC) */
-  golden: { file: string; missing: string[] } | null;
+  /**
+   * --golden: the run compared against the file (a: the file, b: the first SPEC); `unused`: the
+   * file's tensors the run has no value of that name for, not compared (every name the run
+   * dumps must be in the file: a missing one is refused before the run)
+   */
+  golden: { file: string; unused: string[] } | null;
 }
 
 /** The layer and rank a named tensor belongs to: layers.{i}.… ; embed: -1; final/logits/mtp: `exitLayer`; `.r{k}` suffix: rank k. */
