@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error: plain JavaScript, run by node at `npm ci` (no types)
 import { buildCli } from '../../scripts/build.mjs';
 import { runPrefillCommand } from './prefill.ts';
+import { expectSameRankedRun } from '../../../../test/support/rankedRuns.ts';
 
 const CLI = fileURLToPath(new URL('../..', import.meta.url));
 const ROOT = join(CLI, '..', '..');
@@ -129,16 +130,6 @@ function inProcess(o: { tp: number; sp: string }) {
   );
 }
 
-function expectSameRun(launched: Record<string, any>, sim: Record<string, any>, tp: number) {
-  expect(launched.comm).toBe('mpi');
-  for (const k of ['outputSha256', 'logitsSha256', 'mtpStateSha256', 'mtpLogitsSha256', 'nextTokens', 'mtpDraftTokens', 'sp', 'chunk', 'qsa', 'hcRowsPerRank']) expect(launched[k], k).toEqual(sim[k]);
-  // the bytes each rank's communicator really sent are the simulated accounting's, rank by rank
-  expect(launched.commBytesPerRank).toHaveLength(tp);
-  expect(launched.commBytesPerRank).toEqual(sim.commBytesPerRank);
-  expect(launched.world.ranks).toBe(tp);
-  expect(launched.world.startedBy).toBe('launch');
-  expect(launched.world.library).toMatch(/^Open MPI v\d/);
-}
 
 describe('hcsp launch: one process per rank, met at rank 0\'s rendezvous, equals the in-process run', () => {
   for (const tp of [2, 4]) {
@@ -150,7 +141,7 @@ describe('hcsp launch: one process per rank, met at rank 0\'s rendezvous, equals
         // only rank 0 prints: one JSON object
         const out = r.stdout.trim().split('\n');
         expect(out).toHaveLength(1);
-        expectSameRun(JSON.parse(out[0]), await inProcess({ tp, sp }), tp);
+        expectSameRankedRun(JSON.parse(out[0]), await inProcess({ tp, sp }), tp, 'launch');
         await expectNothingLeft(job.mark);
       });
     }
@@ -183,7 +174,7 @@ describe('hcsp launch: one process per rank, met at rank 0\'s rendezvous, equals
     expect(r0.status, r0.stderr).toBe(0);
     expect(r1.status, r1.stderr).toBe(0);
     expect(r1.stdout).toBe('');
-    expectSameRun(JSON.parse(r0.stdout), await inProcess({ tp: 4, sp: 'on' }), 4);
+    expectSameRankedRun(JSON.parse(r0.stdout), await inProcess({ tp: 4, sp: 'on' }), 4, 'launch');
   });
 });
 

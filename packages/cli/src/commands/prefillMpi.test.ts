@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error: plain JavaScript, run by node at `npm ci` (no types)
 import { buildCli } from '../../scripts/build.mjs';
 import { runPrefillCommand } from './prefill.ts';
+import { expectSameRankedRun } from '../../../../test/support/rankedRuns.ts';
 
 const CLI = fileURLToPath(new URL('../..', import.meta.url));
 const ROOT = join(CLI, '..', '..');
@@ -57,17 +58,6 @@ function inProcess(o: { backend: string; tp: number; sp: string; reduce: string 
   return runPrefillCommand({ ...base, backend: o.backend, ...(o.backend === 'rocm' ? { device: 'host' } : {}), tp: String(o.tp), sp: o.sp, reduce: o.reduce }).then((s) => JSON.parse(s));
 }
 
-function expectSameRun(mpi: Record<string, any>, sim: Record<string, any>, tp: number) {
-  expect(mpi.comm).toBe('mpi');
-  expect(sim.comm).toBe('sim');
-  for (const k of ['outputSha256', 'logitsSha256', 'mtpStateSha256', 'mtpLogitsSha256', 'nextTokens', 'mtpDraftTokens', 'sp', 'chunk', 'qsa', 'hcRowsPerRank']) expect(mpi[k], k).toEqual(sim[k]);
-  // the bytes each rank's communicator really sent are the simulated accounting's, rank by rank
-  expect(mpi.commBytesPerRank).toHaveLength(tp);
-  expect(mpi.commBytesPerRank).toEqual(sim.commBytesPerRank);
-  expect(mpi.world.ranks).toBe(tp);
-  expect(mpi.world.library).toMatch(/^Open MPI v\d/);
-  expect(mpi.world.secondsPerRank).toHaveLength(tp);
-}
 
 describe('hcsp prefill --comm mpi: one process per rank under mpirun equals the in-process run', () => {
   const runs: { backend: string; tp: number; sp: string; reduce: string }[] = [];
@@ -84,7 +74,7 @@ describe('hcsp prefill --comm mpi: one process per rank under mpirun equals the 
       const out = r.stdout.trim().split('\n');
       expect(out).toHaveLength(1);
       const mpi = JSON.parse(out[0]);
-      expectSameRun(mpi, await inProcess(o), o.tp);
+      expectSameRankedRun(mpi, await inProcess(o), o.tp, 'mpirun');
       if (o.sp === 'on') expect(mpi.commBytesPerRank[1].reduceScatter).toBeGreaterThan(0);
     });
   }
@@ -126,7 +116,7 @@ describe('hcsp prefill --comm mpi: start-up failures end every rank, reported on
     );
     const one = alone(1);
     expect(one.status, one.stderr).toBe(0);
-    expectSameRun(JSON.parse(one.stdout), await inProcess({ ...o, tp: 1 }), 1);
+    expectSameRankedRun(JSON.parse(one.stdout), await inProcess({ ...o, tp: 1 }), 1, 'alone');
   });
 
   it('ranks that plan different graphs (here: different --tokens) refuse together before any collective, naming each digest', () => {
