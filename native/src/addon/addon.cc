@@ -140,6 +140,14 @@ Napi::Value runCollectiveGuarded(const Napi::CallbackInfo& info) {
   return guarded(info.Env(), [&] { return runCollective(info); });
 }
 
+Napi::Value enqueueGuarded(const Napi::CallbackInfo& info) {
+  return guarded(info.Env(), [&] { return enqueue(info); });
+}
+
+Napi::Value syncGuarded(const Napi::CallbackInfo& info) {
+  return guarded(info.Env(), [&] { return sync(info); });
+}
+
 Napi::Value freeGuarded(const Napi::CallbackInfo& info) {
   freeTensor(info);
   return info.Env().Undefined();
@@ -232,6 +240,8 @@ Napi::Object init(Napi::Env env, Napi::Object exports) {
   exports.Set("run", Napi::Function::New(env, runGuarded));
   exports.Set("packForGemm", Napi::Function::New(env, packForGemmCall));
   exports.Set("runCollective", Napi::Function::New(env, runCollectiveGuarded));
+  exports.Set("enqueue", Napi::Function::New(env, enqueueGuarded));
+  exports.Set("sync", Napi::Function::New(env, syncGuarded));
   exports.Set("kernels", Napi::Function::New(env, kernels));
   exports.Set("stats", Napi::Function::New(env, stats));
   exports.Set("setMemoryLimit", Napi::Function::New(env, setLimit));

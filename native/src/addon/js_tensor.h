@@ -1,9 +1,11 @@
-// A host-device tensor as a JavaScript object: the handle the backend's DeviceOps pass
-// around. free() releases the memory at once (the graph loop frees values at their last
-// use); a run in flight keeps its own reference, so freeing never pulls memory from under it.
+// A device tensor as a JavaScript object: the handle the backend's DeviceOps pass around. It
+// holds a slot (engine/tensor_slot.h): an upload's tensor, or the output of a node still queued.
+// free() drops the handle's reference; queued jobs keep their own, so freeing never pulls
+// memory from under a node that has yet to run.
 #pragma once
 #include <napi.h>
 
+#include "../engine/tensor_slot.h"
 #include "../host/tensor.h"
 
 namespace hcsp::addon {
@@ -12,8 +14,11 @@ class JsTensor : public Napi::ObjectWrap<JsTensor> {
  public:
   static Napi::Function define(Napi::Env env);
   static Napi::Object wrap(Napi::Env env, TensorPtr tensor);
-  /** the tensor behind a JS value, or an HCSP_DTYPE error naming `what` */
+  static Napi::Object wrapSlot(Napi::Env env, engine::SlotPtr slot);
+  /** the computed tensor behind a JS value, or an error naming `what` (not a tensor, freed, not computed yet) */
   static TensorPtr unwrap(const Napi::Value& value, const std::string& what);
+  /** the slot behind a JS value (computed or queued), or an error naming `what` */
+  static engine::SlotPtr unwrapSlot(const Napi::Value& value, const std::string& what);
 
   explicit JsTensor(const Napi::CallbackInfo& info);
 
@@ -22,7 +27,7 @@ class JsTensor : public Napi::ObjectWrap<JsTensor> {
   Napi::Value shape(const Napi::CallbackInfo& info);
   Napi::Value bytes(const Napi::CallbackInfo& info);
   Napi::Value freed(const Napi::CallbackInfo& info);
-  TensorPtr tensor_;
+  engine::SlotPtr slot_;
   friend void freeTensor(const Napi::CallbackInfo& info);
 };
 

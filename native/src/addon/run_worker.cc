@@ -1,5 +1,6 @@
 #include "run_worker.h"
 
+#include "../engine/exec_queue.h"
 #include "../gpu/gpu_op_registry.h"
 #include "../host/thread_pool.h"
 #include "js_attrs.h"
@@ -19,43 +20,36 @@ GemmMode parseGemmMode(Napi::Env env, const Napi::Value& v) {
 
 namespace {
 
-class RunWorker : public Napi::AsyncWorker {
- public:
-  RunWorker(Napi::Env env, std::string op, std::vector<Inputs> inputs, Attrs attrs, GemmMode gemm, bool collective, std::shared_ptr<gpu::GpuRuntime> gpu)
-      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), op_(std::move(op)), inputs_(std::move(inputs)),
-        attrs_(std::move(attrs)), gemm_(gemm), collective_(collective), gpu_(std::move(gpu)) {}
-
-  Napi::Promise promise() { return deferred_.Promise(); }
+/** One node (or one collective over every simulated rank) on its device, as the queue's worker runs it. */
+struct OpCall {
+  std::string op;
+  Attrs attrs;
+  GemmMode gemm;
+  bool collective;
+  std::shared_ptr<gpu::GpuRuntime> gpu;
 
   /** the op's name in front, once (most kernels' messages already start with it) */
   std::string named(const std::string& message) const {
-    return message.rfind(op_ + ":", 0) == 0 || message.rfind(op_ + " ", 0) == 0 ? message : op_ + ": " + message;
+    return message.rfind(op + ":", 0) == 0 || message.rfind(op + " ", 0) == 0 ? message : op + ": " + message;
   }
 
-  void Execute() override {
+  /** runs the kernels (on a GPU: launches them onto its stream); errors name the op */
+  std::vector<Outputs> execute(const std::vector<Inputs>& inputs) const {
     try {
-      if (gpu_) {
-        gpu::GpuContext g{*gpu_, gpu_, attrs_, gemm_};
-        checkPlacement();
-        outputs_ = collective_ ? gpu::findGpuCollectiveOp(op_)(inputs_, g) : std::vector<Outputs>{gpu::findGpuOp(op_)(inputs_[0], g)};
-        // kernel errors surface at the stream's sync: before the outputs are handed out
-        gpu_->synchronize();
-      } else {
-        KernelContext ctx{attrs_, gemm_, defaultPool()};
-        checkPlacement();
-        outputs_ = collective_ ? findCollectiveKernel(op_)(inputs_, ctx) : std::vector<Outputs>{findKernel(op_)(inputs_[0], ctx)};
+      checkPlacement(inputs);
+      if (gpu) {
+        gpu::GpuContext g{*gpu, gpu, attrs, gemm};
+        return collective ? gpu::findGpuCollectiveOp(op)(inputs, g) : std::vector<Outputs>{gpu::findGpuOp(op)(inputs[0], g)};
       }
+      KernelContext ctx{attrs, gemm, defaultPool()};
+      return collective ? findCollectiveKernel(op)(inputs, ctx) : std::vector<Outputs>{findKernel(op)(inputs[0], ctx)};
     } catch (const Error& e) {
-      code_ = errorCode(e.kind());
-      SetError(named(e.what()));
+      throw Error(e.kind(), named(e.what()));
     } catch (const std::bad_alloc&) {
-      code_ = "HCSP_OOM";
-      SetError(named("host device out of memory (the system refused an allocation)"));
+      throw Error(ErrorKind::OutOfMemory, named("host device out of memory (the system refused an allocation)"));
     } catch (const std::exception& e) {
-      code_ = "HCSP_RUNTIME";
-      SetError(named(e.what()));
+      throw Error(ErrorKind::Runtime, named(e.what()));
     }
-    inputs_.clear();
   }
 
   /**
@@ -63,24 +57,49 @@ class RunWorker : public Napi::AsyncWorker {
    * (gemm::packForGemm) is read only where its panel serves: linear's w and fp8LinearPtpc's
    * qW, in the host device's exact GEMM
    */
-  void checkPlacement() const {
-    const Memory* want = gpu_ ? static_cast<const Memory*>(gpu_.get()) : hostMemory().get();
-    for (size_t r = 0; r < inputs_.size(); r++) {
-      for (size_t p = 0; p < inputs_[r].size(); p++) {
-        const TensorPtr& t = inputs_[r][p];
+  void checkPlacement(const std::vector<Inputs>& inputs) const {
+    const Memory* want = gpu ? static_cast<const Memory*>(gpu.get()) : hostMemory().get();
+    for (size_t r = 0; r < inputs.size(); r++) {
+      for (size_t p = 0; p < inputs[r].size(); p++) {
+        const TensorPtr& t = inputs[r][p];
         if (t && &t->memory() != want) {
-          fail(ErrorKind::Runtime, op_ + ": input port " + std::to_string(p) + " is in " + t->memory().name() + " memory, the op runs on " + want->name());
+          fail(ErrorKind::Runtime, "input port " + std::to_string(p) + " is in " + t->memory().name() + " memory, the op runs on " + want->name());
         }
         if (t && t->released()) {
-          const bool panelPort = !collective_ && ((op_ == "linear" && p == 1) || (op_ == "fp8LinearPtpc" && p == 2));
-          if (!panelPort || gpu_ || gemm_ != GemmMode::Exact) {
-            fail(ErrorKind::Runtime, op_ + ": input port " + std::to_string(p) + " (" + dtypeName(t->dtype()) + shapeStr(t->shape()) +
+          const bool panelPort = !collective && ((op == "linear" && p == 1) || (op == "fp8LinearPtpc" && p == 2));
+          if (!panelPort || gpu || gemm != GemmMode::Exact) {
+            fail(ErrorKind::Runtime, "input port " + std::to_string(p) + " (" + dtypeName(t->dtype()) + shapeStr(t->shape()) +
                                          ") is a weight released after packing for the exact GEMM; only linear's w and fp8LinearPtpc's qW read it, with gemm 'exact'" +
-                                         (gemm_ != GemmMode::Exact ? std::string(" (this run is '") + (gemm_ == GemmMode::Blas ? "blas" : "vendor") + "')" : std::string()));
+                                         (gemm != GemmMode::Exact ? std::string(" (this run is '") + (gemm == GemmMode::Blas ? "blas" : "vendor") + "')" : std::string()));
           }
         }
       }
     }
+  }
+};
+
+/** run(): the node after everything queued, waited for off the JavaScript thread, its outputs handed back */
+class RunWorker : public Napi::AsyncWorker {
+ public:
+  RunWorker(Napi::Env env, OpCall call, std::vector<Inputs> inputs)
+      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), call_(std::move(call)), inputs_(std::move(inputs)) {}
+
+  Napi::Promise promise() { return deferred_.Promise(); }
+
+  void Execute() override {
+    try {
+      engine::ExecQueue::instance().runAndWait([&] {
+        outputs_ = call_.execute(inputs_);
+        // kernel errors surface at the stream's sync: before the outputs are handed out
+        if (call_.gpu) call_.gpu->synchronize();
+      });
+    } catch (const Error& e) {
+      code_ = errorCode(e.kind());
+      SetError(call_.named(e.what()));
+    } catch (const std::exception& e) {
+      SetError(call_.named(e.what()));
+    }
+    inputs_.clear();
   }
 
   void OnOK() override {
@@ -90,7 +109,7 @@ class RunWorker : public Napi::AsyncWorker {
       for (size_t p = 0; p < outs.size(); p++) arr.Set(p, outs[p] ? Napi::Value(JsTensor::wrap(env, outs[p])) : env.Null());
       return arr;
     };
-    if (collective_) {
+    if (call_.collective) {
       auto ranks = Napi::Array::New(env, outputs_.size());
       for (size_t r = 0; r < outputs_.size(); r++) ranks.Set(r, ports(outputs_[r]));
       deferred_.Resolve(ranks);
@@ -107,54 +126,157 @@ class RunWorker : public Napi::AsyncWorker {
 
  private:
   Napi::Promise::Deferred deferred_;
-  std::string op_;
+  OpCall call_;
   std::vector<Inputs> inputs_;
-  Attrs attrs_;
-  GemmMode gemm_;
-  bool collective_;
-  std::shared_ptr<gpu::GpuRuntime> gpu_;
   std::vector<Outputs> outputs_;
   std::string code_ = "HCSP_RUNTIME";
 };
 
-Inputs readPorts(const Napi::Value& v, const std::string& what) {
+template <class T, class F>
+std::vector<T> readPorts(const Napi::Value& v, const std::string& what, F unwrapOne) {
   if (!v.IsArray()) throw jsError(v.Env(), Error(ErrorKind::DType, what + " must be an array of native tensors"));
   Napi::Array arr = v.As<Napi::Array>();
-  Inputs out;
+  std::vector<T> out;
   for (uint32_t i = 0; i < arr.Length(); i++) {
     Napi::Value e = arr.Get(i);
-    out.push_back(e.IsNull() || e.IsUndefined() ? nullptr : JsTensor::unwrap(e, what + " port " + std::to_string(i)));
+    out.push_back(e.IsNull() || e.IsUndefined() ? nullptr : unwrapOne(e, what + " port " + std::to_string(i)));
   }
   return out;
 }
 
-}  // namespace
+/** the call's inputs, one array of ports per rank (one rank for a per-rank op) */
+template <class T, class F>
+std::vector<std::vector<T>> readInputs(const Napi::Value& v, const std::string& op, bool collective, F unwrapOne) {
+  if (!collective) return {readPorts<T>(v, op + " inputs", unwrapOne)};
+  if (!v.IsArray()) throw jsError(v.Env(), Error(ErrorKind::DType, op + ": inputs must be one array per rank"));
+  Napi::Array ranks = v.As<Napi::Array>();
+  std::vector<std::vector<T>> inputs;
+  for (uint32_t r = 0; r < ranks.Length(); r++) inputs.push_back(readPorts<T>(ranks.Get(r), op + " rank " + std::to_string(r), unwrapOne));
+  return inputs;
+}
 
-Napi::Value run(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  std::string op = info[0].As<Napi::String>().Utf8Value();
-  auto gpu = JsGpu::unwrapOptional(info[4]);
+OpCall readCall(const Napi::CallbackInfo& info, size_t first, bool collective, size_t ranks) {
+  const std::string op = info[first].As<Napi::String>().Utf8Value();
+  auto gpu = JsGpu::unwrapOptional(info[first + 4]);
   // an unknown op fails before any work
-  if (gpu) gpu::findGpuOp(op);
-  else findKernel(op);
-  auto* w = new RunWorker(env, op, {readPorts(info[1], op + " inputs")}, readAttrs(op, info[2]), parseGemmMode(env, info[3]), false, gpu);
+  if (gpu) collective ? (void)gpu::findGpuCollectiveOp(op) : (void)gpu::findGpuOp(op);
+  else collective ? (void)findCollectiveKernel(op) : (void)findKernel(op);
+  Attrs attrs = readAttrs(op, info[first + 2]);
+  return OpCall{op, collective ? attrs.with("tp", static_cast<double>(ranks)) : attrs, parseGemmMode(info.Env(), info[first + 3]), collective, std::move(gpu)};
+}
+
+Napi::Value runCall(const Napi::CallbackInfo& info, bool collective) {
+  const std::string op = info[0].As<Napi::String>().Utf8Value();
+  auto inputs = readInputs<TensorPtr>(info[1], op, collective, [](const Napi::Value& v, const std::string& what) { return JsTensor::unwrap(v, what); });
+  auto* w = new RunWorker(info.Env(), readCall(info, 0, collective, inputs.size()), std::move(inputs));
   auto p = w->promise();
   w->Queue();
   return p;
 }
 
-Napi::Value runCollective(const Napi::CallbackInfo& info) {
+/** a declared output port: {dtype, shape}, or null for an absent one */
+engine::SlotPtr readDecl(const Napi::Value& v, const std::string& what) {
+  if (v.IsNull() || v.IsUndefined()) return nullptr;
+  if (!v.IsObject()) throw jsError(v.Env(), Error(ErrorKind::DType, what + " must be {dtype, shape} or null"));
+  Napi::Object o = v.As<Napi::Object>();
+  const DType dtype = parseDType(o.Get("dtype").IsString() ? o.Get("dtype").As<Napi::String>().Utf8Value() : "");
+  if (!o.Get("shape").IsArray()) throw jsError(v.Env(), Error(ErrorKind::Shape, what + ": shape must be an array"));
+  Napi::Array a = o.Get("shape").As<Napi::Array>();
+  Shape shape;
+  for (uint32_t i = 0; i < a.Length(); i++) shape.push_back(static_cast<int64_t>(a.Get(i).As<Napi::Number>().DoubleValue()));
+  return std::make_shared<engine::TensorSlot>(dtype, std::move(shape));
+}
+
+}  // namespace
+
+Napi::Value run(const Napi::CallbackInfo& info) { return runCall(info, false); }
+
+Napi::Value runCollective(const Napi::CallbackInfo& info) { return runCall(info, true); }
+
+Napi::Value enqueue(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  std::string op = info[0].As<Napi::String>().Utf8Value();
-  auto gpu = JsGpu::unwrapOptional(info[4]);
-  if (gpu) gpu::findGpuCollectiveOp(op);
-  else findCollectiveKernel(op);
-  if (!info[1].IsArray()) throw jsError(env, Error(ErrorKind::DType, op + ": inputs must be one array per rank"));
-  Napi::Array ranks = info[1].As<Napi::Array>();
-  std::vector<Inputs> inputs;
-  for (uint32_t r = 0; r < ranks.Length(); r++) inputs.push_back(readPorts(ranks.Get(r), op + " rank " + std::to_string(r)));
-  Attrs attrs = readAttrs(op, info[2]).with("tp", static_cast<double>(inputs.size()));
-  auto* w = new RunWorker(env, op, std::move(inputs), std::move(attrs), parseGemmMode(env, info[3]), true, gpu);
+  const std::string label = info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
+  const std::string op = info[1].As<Napi::String>().Utf8Value();
+  const bool collective = info[7].ToBoolean();
+  auto inputs = readInputs<engine::SlotPtr>(info[2], op, collective, [](const Napi::Value& v, const std::string& what) { return JsTensor::unwrapSlot(v, what); });
+  OpCall call = readCall(info, 1, collective, inputs.size());
+  auto outputs = readInputs<engine::SlotPtr>(info[6], op + " outputs", collective, [](const Napi::Value& v, const std::string& what) { return readDecl(v, what); });
+  if (outputs.size() != inputs.size()) fail(ErrorKind::Shape, op + ": " + std::to_string(outputs.size()) + " ranks of outputs for " + std::to_string(inputs.size()) + " of inputs");
+  engine::ExecQueue::instance().enqueue(label, [call = std::move(call), inputs, outputs] {
+    std::vector<Inputs> in(inputs.size());
+    for (size_t r = 0; r < inputs.size(); r++) {
+      for (size_t p = 0; p < inputs[r].size(); p++) {
+        in[r].push_back(inputs[r][p] ? inputs[r][p]->tensor(call.op + ": input port " + std::to_string(p)) : nullptr);
+      }
+    }
+    std::vector<Outputs> out = call.execute(in);
+    in.clear();
+    for (size_t r = 0; r < outputs.size(); r++) {
+      for (size_t p = 0; p < outputs[r].size(); p++) {
+        const engine::SlotPtr& slot = outputs[r][p];
+        TensorPtr t = r < out.size() && p < out[r].size() ? out[r][p] : nullptr;
+        if (!slot) continue;
+        if (!t) fail(ErrorKind::Runtime, call.named("did not produce output port " + std::to_string(p)));
+        if (t->dtype() != slot->dtype() || t->shape() != slot->shape()) {
+          fail(ErrorKind::Shape, call.named("produced " + std::string(dtypeName(t->dtype())) + shapeStr(t->shape()) + " for output port " + std::to_string(p) + ", declared " +
+                                            dtypeName(slot->dtype()) + shapeStr(slot->shape())));
+        }
+        slot->fill(std::move(t));
+      }
+    }
+  });
+  auto ports = [&](const std::vector<engine::SlotPtr>& slots) {
+    auto arr = Napi::Array::New(env, slots.size());
+    for (size_t p = 0; p < slots.size(); p++) arr.Set(p, slots[p] ? Napi::Value(JsTensor::wrapSlot(env, slots[p])) : env.Null());
+    return arr;
+  };
+  if (!collective) return ports(outputs[0]);
+  auto ranks = Napi::Array::New(env, outputs.size());
+  for (size_t r = 0; r < outputs.size(); r++) ranks.Set(r, ports(outputs[r]));
+  return ranks;
+}
+
+namespace {
+
+/** sync(): waits off the JavaScript thread for the queue (and the GPU's stream) and raises the first error */
+class SyncWorker : public Napi::AsyncWorker {
+ public:
+  SyncWorker(Napi::Env env, std::shared_ptr<gpu::GpuRuntime> gpu) : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), gpu_(std::move(gpu)) {}
+  Napi::Promise promise() { return deferred_.Promise(); }
+
+  void Execute() override {
+    engine::JobError err;
+    if (!engine::ExecQueue::instance().drain(&err)) {
+      code_ = err.code;
+      SetError(err.message);
+      return;
+    }
+    if (!gpu_) return;
+    try {
+      gpu_->synchronize();
+    } catch (const Error& e) {
+      code_ = errorCode(e.kind());
+      SetError(e.what());
+    } catch (const std::exception& e) {
+      SetError(e.what());
+    }
+  }
+  void OnOK() override { deferred_.Resolve(Env().Undefined()); }
+  void OnError(const Napi::Error& e) override {
+    e.Set("code", Napi::String::New(Env(), code_));
+    deferred_.Reject(e.Value());
+  }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  std::shared_ptr<gpu::GpuRuntime> gpu_;
+  std::string code_ = "HCSP_RUNTIME";
+};
+
+}  // namespace
+
+Napi::Value sync(const Napi::CallbackInfo& info) {
+  auto* w = new SyncWorker(info.Env(), JsGpu::unwrapOptional(info[0]));
   auto p = w->promise();
   w->Queue();
   return p;

@@ -1,6 +1,8 @@
-// One node (or one collective over every rank) run off the JavaScript thread: the kernels
-// may take seconds, and the event loop must keep serving progress bars and signals. The
-// worker holds its own references to the inputs, so a free() meanwhile is safe.
+// Nodes on a native device, through the process's device queue (engine/exec_queue.h). run()
+// and runCollective() are one-shot: the node runs after everything queued, off the JavaScript
+// thread, and its outputs come back computed. enqueue() records a node and returns at once
+// with its outputs as queued slots (a run's nodes, one after another, with no wait between
+// them); sync() is where the host waits, and where a queued node's error is raised, naming it.
 #pragma once
 #include <napi.h>
 
@@ -12,6 +14,13 @@ namespace hcsp::addon {
 Napi::Value run(const Napi::CallbackInfo& info);
 /** runCollective(op, inputs: NativeTensor[][], attrs, gemm, gpu?) -> Promise<NativeTensor[][]> */
 Napi::Value runCollective(const Napi::CallbackInfo& info);
+/**
+ * enqueue(label, op, inputs, attrs, gemm, gpu|null, outputs: ({dtype, shape}|null)[] (per rank
+ * for a collective), collective: boolean) -> the output handles, queued
+ */
+Napi::Value enqueue(const Napi::CallbackInfo& info);
+/** sync(gpu|null) -> Promise<void>: everything queued has run (and the GPU's stream is idle) */
+Napi::Value sync(const Napi::CallbackInfo& info);
 
 GemmMode parseGemmMode(Napi::Env env, const Napi::Value& v);
 

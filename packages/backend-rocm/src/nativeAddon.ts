@@ -30,6 +30,12 @@ export interface GpuRuntimeProbe {
 
 export type GemmMode = 'exact' | 'blas' | 'vendor';
 
+/** an output port as enqueue() declares it */
+export interface OutputDecl {
+  dtype: string;
+  shape: readonly number[];
+}
+
 /** An open GPU device (HIP, CUDA, or the emulated one that runs the kernel sources on the host). */
 export interface GpuDevice {
   readonly kind: 'hip' | 'cuda' | 'emulated';
@@ -49,6 +55,24 @@ export interface NativeAddon {
   /** on the host device, or on `gpu` (every input must live there) */
   run(op: string, inputs: (NativeTensor | null)[], attrs: Record<string, unknown>, gemm: GemmMode, gpu?: GpuDevice | null): Promise<(NativeTensor | null)[]>;
   runCollective(op: string, inputs: NativeTensor[][], attrs: Record<string, unknown>, gemm: GemmMode, gpu?: GpuDevice | null): Promise<NativeTensor[][]>;
+  /**
+   * Records a node on the process's device queue and returns at once: its outputs are handles
+   * to tensors of the declared dtype and shape that the queue fills when the node runs (a
+   * kernel producing another shape is an error raised at sync). `label` names the node in that
+   * error. A collective takes one array of ports per rank, inputs and outputs alike.
+   */
+  enqueue(
+    label: string,
+    op: string,
+    inputs: (NativeTensor | null)[] | NativeTensor[][],
+    attrs: Record<string, unknown>,
+    gemm: GemmMode,
+    gpu: GpuDevice | null,
+    outputs: (OutputDecl | null)[] | (OutputDecl | null)[][],
+    collective: boolean,
+  ): (NativeTensor | null)[] | (NativeTensor | null)[][];
+  /** waits for everything queued (and the GPU's stream); rejects with the first queued node's error, naming it */
+  sync(gpu: GpuDevice | null): Promise<void>;
   /**
    * A host weight read only by exact GEMMs (linear's w: 'linear'; fp8LinearPtpc's qW: 'fp8')
    * packed into the exact GEMM's panels, then its own bytes freed: the tensor stays a valid

@@ -1,5 +1,5 @@
-import { shapeStr, type DeviceOps, type GraphNode, type Tensor, type TensorData, type ValueDecl } from '@hcsp/core';
-import type { GemmMode, GpuDevice, NativeAddon, NativeTensor } from './nativeAddon.ts';
+import { nodeLabel, type DeviceOps, type GraphNode, type Tensor, type TensorData, type ValueDecl } from '@hcsp/core';
+import type { GemmMode, GpuDevice, NativeAddon, NativeTensor, OutputDecl } from './nativeAddon.ts';
 import { native } from './nativeErrors.ts';
 
 function viewOf(dtype: Tensor['dtype'], buf: ArrayBuffer): TensorData {
@@ -16,51 +16,30 @@ function viewOf(dtype: Tensor['dtype'], buf: ArrayBuffer): TensorData {
   }
 }
 
-/** A kernel's output checked against the graph's declaration (null declaration: the port is absent; a stray output is freed). */
-function checked(addon: NativeAddon, t: NativeTensor | null, d: ValueDecl | null, op: string): NativeTensor | null {
-  if (d === null) {
-    if (t) addon.free(t);
-    return null;
-  }
-  if (!t) throw new Error(`op ${op} did not produce '${d.id}'`);
-  if (t.dtype !== d.dtype || shapeStr(t.shape) !== shapeStr(d.shape)) {
-    addon.free(t);
-    throw new Error(`op ${op} produced ${t.dtype}${shapeStr(t.shape)} for '${d.id}', declared ${d.dtype}${shapeStr(d.shape)}`);
-  }
-  return t;
-}
+const declOf = (d: ValueDecl | null): OutputDecl | null => (d === null ? null : { dtype: d.dtype, shape: d.shape });
 
 /**
  * A native device as core's DeviceOps: the host device (gpu null) or a GPU. Handles are
- * native tensors in that device's memory; every kernel runs off the JavaScript thread;
- * collectives take every simulated rank's buffer at once, in lockstep, with the reference's
- * reduction orders.
+ * native tensors in that device's memory. Running a node enqueues it on the process's device
+ * queue and returns its outputs as queued handles of the declared shapes: the host waits only
+ * where a value must reach it (a download) and once at the end of a run, where a node's error
+ * is raised naming it. Collectives take every simulated rank's buffer at once, in lockstep,
+ * with the reference's reduction orders.
  */
 export function nativeDeviceOps(addon: NativeAddon, gemm: GemmMode, gpu: GpuDevice | null = null): DeviceOps<NativeTensor> {
+  const sync = (): Promise<void> => native(() => addon.sync(gpu));
   return {
     upload: (_decl, t) => native(() => addon.upload(t.dtype, t.shape, t.data, gpu)),
     runNode: (node: GraphNode, inputs, _inputDecls, outputs) =>
-      native(async () => {
-        const out = await addon.run(node.op, inputs, node.attrs, gemm, gpu);
-        // check every port, freeing all outputs if one is wrong
-        try {
-          return outputs.map((d, p) => checked(addon, out[p] ?? null, d, node.op));
-        } catch (e) {
-          for (const t of out) if (t && !t.freed) addon.free(t);
-          throw e;
-        }
-      }),
+      native(() => addon.enqueue(nodeLabel(node), node.op, inputs, node.attrs, gemm, gpu, outputs.map(declOf), false) as (NativeTensor | null)[]),
     runCollective: (node, inputs, _inputDecls, outputs) =>
-      native(async () => {
-        const out = await addon.runCollective(node.op, inputs, node.attrs, gemm, gpu);
-        try {
-          return outputs.map((ds, r) => ds.map((d, p) => checked(addon, out[r]?.[p] ?? null, d, node.op)!));
-        } catch (e) {
-          for (const ports of out) for (const t of ports) if (t && !t.freed) addon.free(t);
-          throw e;
-        }
-      }),
-    download: (decl, h) => native(() => ({ dtype: decl.dtype, shape: [...decl.shape], data: viewOf(decl.dtype, addon.download(h)) })),
+      native(() => addon.enqueue(nodeLabel(node), node.op, inputs, node.attrs, gemm, gpu, outputs.map((ds) => ds.map(declOf)), true) as NativeTensor[][]),
+    download: async (decl, h) => {
+      await sync();
+      return native(() => ({ dtype: decl.dtype, shape: [...decl.shape], data: viewOf(decl.dtype, addon.download(h)) }));
+    },
     free: (h) => addon.free(h),
+    sync,
+    syncEveryNodes: Infinity,
   };
 }

@@ -19,6 +19,11 @@ export interface DeviceOps<H> {
   /** waits for queued device work and raises its errors (the loop calls it every few nodes and at the end) */
   sync?(): Promise<void>;
   /**
+   * nodes between the loop's syncs (default 16); Infinity: one sync per run, at its end (a device
+   * whose queued errors name their node, so nothing is learnt by waiting sooner)
+   */
+  readonly syncEveryNodes?: number;
+  /**
    * Called once when a session opens, after every weight is uploaded and before any run,
    * with the session's weight handles: a device may rearrange them in place (e.g. pack a
    * GEMM's weights and drop their original bytes). The handles stay the session's (each is

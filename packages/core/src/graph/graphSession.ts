@@ -24,8 +24,13 @@ export interface SessionOptions {
 }
 
 // Device errors surface at sync points; syncing after every node would cost a device
-// round trip per node.
+// round trip per node. A device may ask for fewer (DeviceOps.syncEveryNodes).
 const SYNC_EVERY_NODES = 16;
+
+/** how errors and device queues name a node: "layers.3.attn (linear, rank 1): " */
+export function nodeLabel(node: GraphNode): string {
+  return `${node.scope} (${node.op}${node.rank === null ? '' : `, rank ${node.rank}`})`;
+}
 
 /**
  * The error with the node in front of its message; a typed error (a subclass of Error) as a
@@ -166,12 +171,12 @@ export class GraphSession<H> implements PreparedGraph {
         try {
           await this.runNode(node, env, handle);
         } catch (e) {
-          throw withNodeContext(e, `${node.scope} (${node.op}${node.rank === null ? '' : `, rank ${node.rank}`}): `);
+          throw withNodeContext(e, `${nodeLabel(node)}: `);
         }
         counter.count(node);
         if (!keepAll) this.release(node, i, env, keep);
-        if ((i + 1) % SYNC_EVERY_NODES === 0) await device.sync?.();
-        options.onNode?.(i + 1, graph.nodes.length);
+        if ((i + 1) % (device.syncEveryNodes ?? SYNC_EVERY_NODES) === 0) await device.sync?.();
+        await options.onNode?.(i + 1, graph.nodes.length);
       }
       await device.sync?.();
       const values = new Map<ValueId, Tensor>();

@@ -1,0 +1,119 @@
+#include "exec_queue.h"
+
+#include <exception>
+#include <new>
+
+#include "../host/errors.h"
+
+namespace hcsp::engine {
+
+ExecQueue& ExecQueue::instance() {
+  // never destroyed: its worker may be running a job while static destructors run at exit
+  static ExecQueue* queue = new ExecQueue();
+  return *queue;
+}
+
+ExecQueue::ExecQueue() : worker_([this] { loop(); }) { worker_.detach(); }
+
+void ExecQueue::enqueue(std::string label, Job job) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  jobs_.push_back(Entry{std::move(label), std::move(job), ++enqueued_, false});
+  wake_.notify_one();
+}
+
+namespace {
+
+/** the message with `label: ` in front, once (a kernel's message may already start with the op) */
+JobError describe(const std::string& label, const std::string& code, const std::string& message) {
+  return JobError{code, label.empty() ? message : label + ": " + message};
+}
+
+}  // namespace
+
+void ExecQueue::loop() {
+  for (;;) {
+    Entry e;
+    bool skip;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return !jobs_.empty(); });
+      e = std::move(jobs_.front());
+      jobs_.pop_front();
+      skip = failed_ && !e.always;
+    }
+    JobError err;
+    bool threw = false;
+    if (!skip) {
+      try {
+        e.job();
+      } catch (const Error& x) {
+        threw = true;
+        err = describe(e.label, errorCode(x.kind()), x.what());
+      } catch (const std::bad_alloc&) {
+        threw = true;
+        err = describe(e.label, "HCSP_OOM", "host device out of memory (the system refused an allocation)");
+      } catch (const std::exception& x) {
+        threw = true;
+        err = describe(e.label, "HCSP_RUNTIME", x.what());
+      }
+    }
+    // the job (and the tensors it holds) goes before the waiters hear it finished
+    e.job = nullptr;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (threw && !failed_) {
+      failed_ = true;
+      error_ = std::move(err);
+    }
+    if (!skip) jobsRun_++;
+    finished_ = e.seq;
+    done_.notify_all();
+  }
+}
+
+bool ExecQueue::drain(JobError* error) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const uint64_t target = enqueued_;
+  done_.wait(lock, [&] { return finished_ >= target; });
+  if (!failed_) return true;
+  if (error) *error = error_;
+  failed_ = false;
+  error_ = JobError{};
+  return false;
+}
+
+void ExecQueue::runAndWait(const Job& job) {
+  std::exception_ptr thrown;
+  std::mutex m;
+  std::condition_variable cv;
+  bool ran = false;
+  uint64_t seq;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    seq = ++enqueued_;
+    // not skipped by a latched error: a one-shot run reports its own failure, and leaves the latch to the run that set it
+    jobs_.push_back(Entry{"", [&] {
+                            try {
+                              job();
+                            } catch (...) {
+                              thrown = std::current_exception();
+                            }
+                            std::lock_guard<std::mutex> l(m);
+                            ran = true;
+                            cv.notify_all();
+                          },
+                          seq, true});
+    wake_.notify_one();
+  }
+  {
+    std::unique_lock<std::mutex> lock(m);
+    cv.wait(lock, [&] { return ran; });
+  }
+  if (thrown) std::rethrow_exception(thrown);
+}
+
+int64_t ExecQueue::jobsRun() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return jobsRun_;
+}
+
+}  // namespace hcsp::engine
