@@ -4,9 +4,11 @@
 // declares this surface for TypeScript and is its only caller.
 //
 // init() and finalize() run on the JavaScript thread (the thread that initializes MPI must
-// be the one that finalizes it); the collectives and the barrier run on Node's worker pool
-// (AsyncWorker), one at a time, so the event loop stays responsive while a rank waits for
-// its peers. Inputs are copied before the call returns, outputs are fresh ArrayBuffers.
+// be the one that finalizes it), bounded by the stall limit (stall_guard.h) where they wait
+// for peers; the collectives and the barrier run on Node's worker pool (AsyncWorker), one at
+// a time, so the event loop stays responsive while a rank waits for its peers (and the
+// collective watchdog's timer can fire). Inputs are copied before the call returns, outputs
+// are fresh ArrayBuffers.
 #include <cstdio>
 #include <cstdlib>
 #include <napi.h>
@@ -18,6 +20,7 @@
 #include <new>
 
 #include "mpi_collectives.h"
+#include "stall_guard.h"
 
 namespace hcsp::mpi {
 
@@ -201,6 +204,7 @@ std::string stringArg(const Napi::CallbackInfo& info, const char* what) {
 Napi::Value init(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&]() -> Napi::Value {
+    StallGuard guard("MPI's start (MPI_Init_thread, MPI_Comm_dup of the world)");
     return initResult(env, World::instance().init());
   });
 }
@@ -249,6 +253,7 @@ Napi::Value joinFinish(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&]() -> Napi::Value {
     if (inFlight) failMpi(ErrorCode::State, "joinFinish: a join step is still in flight (await it first)");
+    StallGuard guard("the end of the MPI join (MPI_Comm_dup of the joined world)");
     return initResult(env, World::instance().joinFinish());
   });
 }
@@ -329,7 +334,20 @@ Napi::Value finalize(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&]() -> Napi::Value {
     if (inFlight) failMpi(ErrorCode::State, "finalize: a collective is still in flight (await it first)");
+    StallGuard guard("MPI_Finalize");
     World::instance().finalize();
+    return env.Undefined();
+  });
+}
+
+/** setStallLimit(ms, who): the limit of the calls that wait for peers on this thread (0: none); who names this process in the message ("rank 1 of 4") */
+Napi::Value setStallLimitJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&]() -> Napi::Value {
+    if (!info[0].IsNumber()) failMpi(ErrorCode::Argument, "setStallLimit: expects the limit in ms (a number)");
+    const double ms = info[0].As<Napi::Number>().DoubleValue();
+    if (!(ms >= 0)) failMpi(ErrorCode::Argument, "setStallLimit: the limit must be >= 0 ms (0: none)");
+    setStallLimit(ms, info[1].IsString() ? info[1].As<Napi::String>().Utf8Value() : "");
     return env.Undefined();
   });
 }
@@ -368,6 +386,7 @@ Napi::Object initModule(Napi::Env env, Napi::Object exports) {
   exports.Set("finalize", Napi::Function::New(env, finalize));
   exports.Set("abort", Napi::Function::New(env, abort));
   exports.Set("exitNow", Napi::Function::New(env, exitNow));
+  exports.Set("setStallLimit", Napi::Function::New(env, setStallLimitJs));
   return exports;
 }
 

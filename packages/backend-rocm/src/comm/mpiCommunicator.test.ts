@@ -2,7 +2,7 @@
 // mpirun, each running test/support/mpiCollectivesChild.ts, whose collectives must equal
 // core's simulated ones bit for bit and send the bytes core's accounting says.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,6 +26,17 @@ function mpirun(np: number, args: string[], env: Record<string, string> = {}) {
   });
   if (r.error && (r.error as NodeJS.ErrnoException).code === 'ENOENT') throw new Error('mpirun is not installed: run `npm run setup:system` (Debian: openmpi-bin, libopenmpi-dev)');
   return { status: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr, seconds: (performance.now() - t0) / 1000 };
+}
+
+/** pids of live processes whose environment holds `entry` (a zombie is gone, only not yet reaped) */
+function processesWith(entry: string): number[] {
+  return readdirSync('/proc').filter((d) => {
+    try {
+      return /^\d+$/.test(d) && readFileSync(`/proc/${d}/environ`, 'utf8').split('\0').includes(entry) && !/\) Z /.test(readFileSync(`/proc/${d}/stat`, 'utf8'));
+    } catch {
+      return false;
+    }
+  }).map(Number);
 }
 
 function lines(stdout: string): Record<string, any>[] {
@@ -119,5 +130,35 @@ describe('MPI collectives across processes equal the simulated ones', () => {
     expect(out[1].errs).toMatchObject({ name: 'MpiError', call: 'MPI_Sendrecv', mpiErrorClass: 'MPI_ERR_TRUNCATE' });
     expect(out[1].errs.message).toMatch(/^rank 1 of 2: MPI_Sendrecv failed \(allGather ring step 1 of 1, 8 bytes to rank 0, 8 from rank 0\): .*\(MPI_ERR_TRUNCATE\)$/);
     for (const o of out) expect(o.refused).toMatch(/refused node 2 \(allGather test\.case2\): an earlier collective failed/);
+  });
+});
+
+describe('the collective watchdog under mpirun: a rank that stops (SIGSTOP) ends the job, naming the call', () => {
+  const WATCHDOG_CHILD = 'test/support/mpiWatchdogChild.ts';
+
+  // the limit (3 s) also bounds MPI's start, whose exchange waits for the slowest rank to start: not less, on a busy machine
+  it('a collective waiting on a stopped peer: the timer fires while MPI blocks a worker thread, and the job ends', () => {
+    const mark = `HCSP_MPI_WATCHDOG_TEST=${process.pid}-collective`;
+    const r = mpirun(2, [process.execPath, '--import', 'tsx', WATCHDOG_CHILD, 'collective', '3000'], { HCSP_MPI_WATCHDOG_TEST: mark.split('=')[1] });
+    expect(r.status, r.stderr).toBe(3);
+    const out = lines(r.stdout);
+    expect(out).toHaveLength(1);
+    expect(out[0]).toMatchObject({ rank: 0, what: 'node 2 (allReduce test.collective)' });
+    expect(out[0].waitedMs).toBeGreaterThanOrEqual(2999);
+    expect(out[0].waitedMs).toBeLessThan(8000);
+    // the event loop turned while the all-reduce waited (10 ms ticks: 300 if none were late)
+    expect(out[0].ticks).toBeGreaterThan(50);
+    expect(r.seconds).toBeLessThan(30);
+    expect(processesWith(mark)).toEqual([]);
+  });
+
+  it('MPI_Finalize waiting on a stopped peer (on the JavaScript thread): the addon\'s stall guard ends it, naming the call', () => {
+    const mark = `HCSP_MPI_WATCHDOG_TEST=${process.pid}-finalize`;
+    const r = mpirun(2, [process.execPath, '--import', 'tsx', WATCHDOG_CHILD, 'finalize', '3000'], { HCSP_MPI_WATCHDOG_TEST: mark.split('=')[1] });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('hcsp: rank 0 of 2: MPI_Finalize made no progress for 3 s, the collective timeout (a peer stopped or hung?): ending this process\n');
+    expect(lines(r.stdout)).toEqual([]);
+    expect(r.seconds).toBeLessThan(30);
+    expect(processesWith(mark)).toEqual([]);
   });
 });

@@ -5,6 +5,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RING_DEFAULT_CHANNELS, RING_DEFAULT_CHUNK_ELEMS, type CommBytes, type Communicator, type GraphNode, type Tensor } from '@hcsp/core';
 import { runCollective } from './collectiveCall.ts';
+import type { CollectiveWatchdog } from './collectiveWatchdog.ts';
 import { OmpiServer } from './ompiServer.ts';
 import { SerialCalls, typedCalls } from './serialCalls.ts';
 
@@ -50,6 +51,8 @@ export interface MpiAddon {
   abort(code: number): never;
   /** std::_Exit: no MPI_Finalize, no exit handlers */
   exitNow(code: number): never;
+  /** bounds init, joinFinish and finalize, which wait for peers on this thread: past `ms` (0: none) the addon says so, naming `who`, and ends the process */
+  setStallLimit(ms: number, who: string): void;
 }
 
 export const MPI_BUILD_COMMAND = 'npm run build:native';
@@ -172,6 +175,12 @@ export interface MpiCommunicatorOptions {
   fold?: OrderedFold;
   /** compare every rank's call before each collective (default true) */
   check?: boolean;
+  /**
+   * times every call that meets the peers: the join's steps, each collective, each control
+   * gather; its limit also bounds the calls that wait for peers on the JavaScript thread
+   * (MPI's start, MPI_Comm_dup, MPI_Finalize), where the addon ends the process itself
+   */
+  watchdog?: CollectiveWatchdog;
 }
 
 /**
@@ -196,13 +205,15 @@ export class MpiCommunicator implements Communicator {
     /** rank 0 of a joined world: the ompi-server it started (stopped at exit, however this process ends) */
     private readonly ompiServer: OmpiServer | null = null,
   ) {
-    this.calls = new SerialCalls(`MPI communicator of rank ${rank}`, (e) => !(e instanceof MpiMismatchError));
+    this.calls = new SerialCalls(`MPI communicator of rank ${rank}`, (e) => !(e instanceof MpiMismatchError), options.watchdog ?? null);
   }
 
   /** loads the addon and starts MPI (MPI_Init_thread) in this process */
   static open(options: MpiCommunicatorOptions = {}): MpiCommunicator {
     const addon = loadMpiAddon();
     try {
+      const started = mpirunRank(process.env);
+      if (options.watchdog) addon.setStallLimit(options.watchdog.timeoutMs, started ? `rank ${started.rank} of ${started.size}` : `pid ${process.pid}`);
       const { rank, size, threadLevel } = addon.init();
       return new MpiCommunicator(addon, rank, size, threadLevel, options);
     } catch (e) {
@@ -215,10 +226,14 @@ export class MpiCommunicator implements Communicator {
    * `rank`, through `exchange`: rank 0 starts Open MPI's ompi-server and opens a port; the
    * others join in rank order (rank k connects once rank k-1 is in; the ranks already in
    * accept it together), so the MPI ranks are the launcher's ranks. A join that cannot
-   * complete (a peer lost) waits: the rendezvous store ends the process then.
+   * complete (a peer lost) waits: the rendezvous store ends the process then; a peer that
+   * stopped, the watchdog (each step that waits for peers is one of its calls).
    */
   static async join(rank: number, size: number, exchange: KeyValueExchange, options: MpiCommunicatorOptions = {}): Promise<MpiCommunicator> {
     const addon = loadMpiAddon();
+    const { watchdog } = options;
+    const step = <T>(what: string, fn: () => Promise<T>): Promise<T> => (watchdog ? watchdog.watch(`the MPI join (${what})`, fn) : fn());
+    if (watchdog) addon.setStallLimit(watchdog.timeoutMs, `rank ${rank} of ${size}`);
     let server: OmpiServer | null = null;
     if (size > 1) {
       // Open MPI reads pmix_server_uri when MPI starts; this process's environment is what it reads
@@ -226,7 +241,7 @@ export class MpiCommunicator implements Communicator {
         server = await OmpiServer.start();
         await exchange.set('mpi/server', server.uri);
       }
-      process.env.OMPI_MCA_pmix_server_uri = await exchange.get('mpi/server');
+      process.env.OMPI_MCA_pmix_server_uri = await step("rank 0's ompi-server", () => exchange.get('mpi/server'));
     }
     try {
       addon.joinStart();
@@ -236,12 +251,12 @@ export class MpiCommunicator implements Communicator {
           port = addon.joinOpenPort();
           await exchange.set('mpi/port', port);
         } else {
-          port = await exchange.get('mpi/port');
-          await exchange.get(`mpi/joined/${rank - 1}`);
-          await addon.joinConnect(port);
+          port = await step("rank 0's port", () => exchange.get('mpi/port'));
+          await step(`rank ${rank - 1} joining first`, () => exchange.get(`mpi/joined/${rank - 1}`));
+          await step(`rank ${rank} connecting`, () => addon.joinConnect(port));
         }
         await exchange.set(`mpi/joined/${rank}`, '1');
-        for (let k = rank + 1; k < size; k++) await addon.joinAccept(port);
+        for (let k = rank + 1; k < size; k++) await step(`accepting rank ${k}`, () => addon.joinAccept(port));
       }
       const joined = addon.joinFinish();
       if (joined.rank !== rank || joined.size !== size) {
@@ -268,17 +283,17 @@ export class MpiCommunicator implements Communicator {
     return { allReduce: b.allReduce, allGather: b.allGather, reduceScatter: b.reduceScatter, control: b.control };
   }
 
-  /** every rank's values, in rank order (equal lengths on every rank); counted as control traffic */
-  gatherControl(values: Float64Array): Promise<Float64Array[]> {
-    return this.calls.run('gatherControl', async () => {
+  /** every rank's values, in rank order (equal lengths on every rank); counted as control traffic; `what` names it to the watchdog */
+  gatherControl(values: Float64Array, what = 'a control gather'): Promise<Float64Array[]> {
+    return this.calls.run(what, async () => {
       const buf = await mpi(() => this.addon.allGather(values, { control: true }));
       return Array.from({ length: this.tp }, (_, r) => new Float64Array(buf, r * values.byteLength, values.length));
     });
   }
 
-  /** every rank's bytes, in rank order (equal lengths on every rank); counted as control traffic */
-  gatherControlBytes(bytes: Uint8Array): Promise<Uint8Array[]> {
-    return this.calls.run('gatherControlBytes', async () => {
+  /** every rank's bytes, in rank order (equal lengths on every rank); counted as control traffic; `what` names it to the watchdog */
+  gatherControlBytes(bytes: Uint8Array, what = 'a control gather'): Promise<Uint8Array[]> {
+    return this.calls.run(what, async () => {
       const buf = await mpi(() => this.addon.allGather(bytes, { control: true }));
       return Array.from({ length: this.tp }, (_, r) => new Uint8Array(buf, r * bytes.byteLength, bytes.byteLength));
     });

@@ -5,6 +5,7 @@ import { commBytesOf, type GraphNode, type Tensor } from '@hcsp/core';
 import { FAKE_CUDA, FAKE_HIP, FakeGpuFolder, saveEnv } from '../../../../test/support/fakeGpuLibraries.ts';
 import { type GpuDevice, loadNativeAddon } from '../nativeAddon.ts';
 import { NativeOutOfMemoryError, NativeUnsupportedError } from '../nativeErrors.ts';
+import { CollectiveWatchdog, type StuckCall } from './collectiveWatchdog.ts';
 import { NCCL_UNIQUE_ID_BYTES, NcclCommunicator, NcclError, NcclUnavailableError } from './ncclCommunicator.ts';
 
 // The nccl communicator (native/src/gpu/nccl_library.cc, nccl_communicator.cc, addon/js_nccl.cc)
@@ -388,6 +389,37 @@ for (const K of KINDS) {
       await expect(comm.collective(node('allReduce', 1), [bf16([4, 4], 8)])).rejects.toThrow(/refused node \d+ \(allReduce test\): an earlier collective failed \(the communicator was aborted\)/);
       await comm.destroy();
       expect(logText()).not.toContain('ncclCommDestroy');
+    });
+
+    it('the watchdog fires while a collective blocks off the JavaScript thread, naming its node; its abort ends the call', async () => {
+      const gpu = open();
+      useFake();
+      const stuck: (StuckCall & { at: number })[] = [];
+      const holder: { comm: NcclCommunicator | null } = { comm: null };
+      // as TORCH_NCCL_ASYNC_ERROR_HANDLING: the communicator aborted, the waiting call fails
+      const watchdog = new CollectiveWatchdog(300, (c) => {
+        stuck.push({ ...c, at: performance.now() });
+        holder.comm!.abort();
+      });
+      const comm = await NcclCommunicator.open({ gpu, rank: 0, size: 1, uniqueId: NcclCommunicator.uniqueId(gpu), watchdog });
+      holder.comm = comm;
+      // calls in time do not fire it
+      await comm.collective(node('allGather', 1, null), [bf16([2, 4], 1)]);
+      await comm.collective(node('reduceScatter', 1), [bf16([2, 4], 2)]);
+      expect(stuck).toEqual([]);
+      process.env.FAKE_NCCL_SLEEP_MS = '1500';
+      const n = node('allReduce', 1);
+      const t0 = performance.now();
+      const e = await comm.collective(n, [bf16([4, 4], 9)]).catch((x: unknown) => x);
+      expect(stuck).toHaveLength(1);
+      expect(stuck[0].what).toBe(`node ${n.id} (allReduce test)`);
+      expect(stuck[0].waitedMs).toBeGreaterThanOrEqual(299);
+      // it fired while the library still held the call (the fake sleeps 1.5 s in ncclAllReduce)
+      expect(stuck[0].at - t0).toBeLessThan(1400);
+      expect((e as Error).message).toMatch(/^ncclAllReduce: the communicator was aborted while the call ran/);
+      expect(comm.state()).toBe('aborted');
+      expect(logText()).toContain('ncclCommAbort rank=0');
+      expect(gpu.stats()).toMatchObject({ liveTensors: 0, liveBytes: 0 });
     });
 
     it('refuses bad arguments before any call: dtypes, a wrong-sized unique id, a rank outside the world', async () => {

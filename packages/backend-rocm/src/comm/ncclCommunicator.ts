@@ -2,6 +2,7 @@ import { type CommBytes, type Communicator, type GraphNode, type Tensor } from '
 import { type GpuDevice, loadNativeAddon, type NativeAddon } from '../nativeAddon.ts';
 import { typedNativeError } from '../nativeErrors.ts';
 import { runCollective } from './collectiveCall.ts';
+import type { CollectiveWatchdog } from './collectiveWatchdog.ts';
 import { SerialCalls, typedCalls } from './serialCalls.ts';
 
 // A rank's communicator over RCCL (the hip device) or NCCL (the cuda device), issue 13: one
@@ -111,6 +112,12 @@ export interface NcclOpenOptions {
   size: number;
   /** rank 0's NcclCommunicator.uniqueId(gpu), the same 128 bytes on every rank */
   uniqueId: Uint8Array;
+  /**
+   * times ncclCommInitRank and every collective (they wait off the JavaScript thread, so its
+   * timer fires while NCCL blocks); its onStuck may call abort(), as
+   * TORCH_NCCL_ASYNC_ERROR_HANDLING does, which ends the waiting call with an error
+   */
+  watchdog?: CollectiveWatchdog;
 }
 
 /**
@@ -128,8 +135,9 @@ export class NcclCommunicator implements Communicator {
     private readonly comm: NcclComm,
     readonly rank: number,
     readonly tp: number,
+    watchdog: CollectiveWatchdog | null,
   ) {
-    this.calls = new SerialCalls(`NCCL communicator of rank ${rank}`);
+    this.calls = new SerialCalls(`NCCL communicator of rank ${rank}`, undefined, watchdog);
   }
 
   /** the unique id a world is opened with: rank 0 makes it (ncclGetUniqueId) and hands it to every rank */
@@ -144,14 +152,15 @@ export class NcclCommunicator implements Communicator {
 
   /** ncclCommInitRank on `gpu` (off the JavaScript thread: it waits until every rank has joined) */
   static async open(options: NcclOpenOptions): Promise<NcclCommunicator> {
-    const { gpu, rank, size, uniqueId } = options;
+    const { gpu, rank, size, uniqueId, watchdog } = options;
     if (!Number.isInteger(size) || size < 1) throw new Error(`NcclCommunicator.open: size must be a positive integer, got ${size}`);
     if (!Number.isInteger(rank) || rank < 0 || rank >= size) throw new Error(`NcclCommunicator.open: rank ${rank} is not in [0, ${size})`);
     if (!(uniqueId instanceof Uint8Array) || uniqueId.byteLength !== NCCL_UNIQUE_ID_BYTES) {
       throw new Error(`NcclCommunicator.open: the unique id must be ${NCCL_UNIQUE_ID_BYTES} bytes (NcclCommunicator.uniqueId), got ${uniqueId?.byteLength}`);
     }
-    const comm = await nccl(() => ncclAddon().ncclOpen(gpu, rank, size, uniqueId));
-    return new NcclCommunicator(comm, rank, size);
+    const init = () => nccl(() => ncclAddon().ncclOpen(gpu, rank, size, uniqueId));
+    const comm = await (watchdog ? watchdog.watch(`ncclCommInitRank (rank ${rank} of ${size})`, init) : init());
+    return new NcclCommunicator(comm, rank, size, watchdog ?? null);
   }
 
   /** "RCCL 2.x.y" or "NCCL 2.x.y" */

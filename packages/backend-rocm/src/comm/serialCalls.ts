@@ -1,6 +1,8 @@
 // What the process-per-rank communicators (ncclCommunicator.ts, mpiCommunicator.ts) share
-// around their addon calls: one call at a time in the order made, a failure latch that refuses
-// every later call, and the addon's errors rethrown as their typed classes.
+// around their addon calls: one call at a time in the order made, each timed by the rank's
+// collective watchdog when it has one, a failure latch that refuses every later call, and the
+// addon's errors rethrown as their typed classes.
+import type { CollectiveWatchdog } from './collectiveWatchdog.ts';
 
 /**
  * Calls run one at a time in the order they are made. After a failed one that `latches` (by
@@ -12,18 +14,20 @@ export class SerialCalls {
   private failure: Error | null = null;
   private readonly who: string;
   private readonly latches: (e: Error) => boolean;
+  private readonly watchdog: CollectiveWatchdog | null;
 
-  /** who: names the communicator in a refusal ("NCCL communicator of rank 0") */
-  constructor(who: string, latches: (e: Error) => boolean = () => true) {
+  /** who: names the communicator in a refusal ("NCCL communicator of rank 0"); watchdog: times each call from its start (not its wait in the queue) */
+  constructor(who: string, latches: (e: Error) => boolean = () => true, watchdog: CollectiveWatchdog | null = null) {
     this.who = who;
     this.latches = latches;
+    this.watchdog = watchdog;
   }
 
-  /** runs fn after the calls already made, unless an earlier one failed; what: names the call in a refusal */
+  /** runs fn after the calls already made, unless an earlier one failed; what: names the call in a refusal and to the watchdog */
   run<T>(what: string, fn: () => Promise<T>): Promise<T> {
     const result = this.queue.then(() => {
       if (this.failure) throw new Error(`${this.who}: refused ${what}: an earlier collective failed (${this.failure.message})`);
-      return fn();
+      return this.watchdog ? this.watchdog.watch(what, fn) : fn();
     });
     this.queue = result.then(
       () => {},
