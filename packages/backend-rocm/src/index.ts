@@ -2,5 +2,6 @@ export * from './nativeAddon.ts';
 export * from './nativeErrors.ts';
 export * from './nativeDevice.ts';
 export * from './rocmBackend.ts';
+export * from './comm/collectiveWatchdog.ts';
 export * from './comm/mpiCommunicator.ts';
 export * from './comm/ncclCommunicator.ts';
