@@ -4,3 +4,5 @@ export * from './io/safetensorsFile.ts';
 export * from './model/safetensorsWeights.ts';
 export * from './config/hfConfig.ts';
 export * from './model/hfCheckpoint.ts';
+export * from './io/fileErrors.ts';
+export * from './io/jsonFile.ts';

@@ -1,6 +1,8 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import {
   bf16ToF32,
   CpuBackend,
@@ -20,6 +22,7 @@ import {
 } from '@hcsp/core';
 import { openCheckpoint, resolveModelConfig, SafetensorsWeightSource } from '@hcsp/core/node';
 import { afterAll, describe, expect, it } from 'vitest';
+import { markTempFolder, tempPathFor } from '../output/tempFiles.ts';
 import { runWeightsCommand, writeModelFolder, type WeightsLayout } from './weights.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'hcsp-weights-cmd-'));
@@ -195,4 +198,70 @@ describe('hcsp weights: the output folder', () => {
     expect(existsSync(out)).toBe(false);
     expect(readdirSync(root).filter((f) => f.startsWith('.'))).toEqual([]);
   });
+});
+
+describe('hcsp weights: what it touches next to --out', () => {
+  const base = { config: 'tiny', seed: '1', layout: 'hf', shards: '1' };
+  // pid 2^22 + 1 is above Linux's PID_MAX_LIMIT (2^22): no process can have it
+  const DEAD = 4194305;
+  const here = { host: hostname(), pid: DEAD };
+
+  it("sweeps only its own stale temporaries: a user's look-alike names, another host's and forged ones survive", async () => {
+    const d = mkdtempSync(join(root, 'sweep-'));
+    const m = join(d, 'm');
+    // the user's own files, named like the old sweep's pattern
+    const thesis = join(d, `.thesis.old-${DEAD}-draft2`);
+    mkdirSync(thesis);
+    writeFileSync(join(thesis, 'chapter1.tex'), 'mine');
+    writeFileSync(join(d, `.notes.tmp-${DEAD}-v1`), 'mine');
+    // hcsp's temporaries from another host sharing the folder (NFS): its pids mean nothing here
+    const otherHost = tempPathFor(m, 'tmp', { host: `not-${hostname()}`, pid: DEAD });
+    mkdirSync(otherHost);
+    markTempFolder(otherHost);
+    writeFileSync(tempPathFor(join(d, 'x.bin'), 'tmp', { host: `not-${hostname()}`, pid: DEAD }), 'theirs');
+    // this host's name format with a wrong check, and a folder without the marker
+    const real = tempPathFor(m, 'tmp', here);
+    const forged = real.slice(0, -8) + (real.endsWith('00000000') ? '11111111' : '00000000');
+    mkdirSync(forged);
+    markTempFolder(forged);
+    const unmarked = tempPathFor(m, 'old', here);
+    mkdirSync(unmarked);
+    // what a dead hcsp left: a marked folder and a temp file of `--out FILE`
+    const staleFolder = tempPathFor(m, 'tmp', here);
+    mkdirSync(staleFolder);
+    markTempFolder(staleFolder);
+    writeFileSync(join(staleFolder, 'model-00001-of-00001.safetensors'), 'partial');
+    const staleFile = tempPathFor(join(d, 'x.bin'), 'tmp', here);
+    writeFileSync(staleFile, 'partial');
+    const kept = readdirSync(d).filter((f) => ![basename(staleFolder), basename(staleFile)].includes(f));
+
+    await runWeightsCommand({ ...base, out: m });
+    expect(readdirSync(d).sort()).toEqual([...kept, 'm'].sort());
+    expect(readFileSync(join(thesis, 'chapter1.tex'), 'utf8')).toBe('mine');
+  });
+
+  it('refuses a symbolic link as --out, even with --force: the link and its target stay as they were', async () => {
+    const d = mkdtempSync(join(root, 'link-'));
+    const target = join(d, 'real');
+    mkdirSync(target);
+    writeFileSync(join(target, 'keep'), 'k');
+    const link = join(d, 'link');
+    symlinkSync(target, link);
+    await expect(runWeightsCommand({ ...base, out: link, force: true })).rejects.toThrow(`--out ${link} is a symbolic link (to ${target}); give the folder itself`);
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(readdirSync(target)).toEqual(['keep']);
+    expect(readdirSync(d).sort()).toEqual(['link', 'real']);
+  });
+
+  // A read-only file system needs a mount: a private mount namespace (unshare -rm) where the system allows one.
+  const canMount = spawnSync('unshare', ['-rm', 'true']).status === 0;
+  it.skipIf(!canMount)('on a read-only file system: one line naming --out and the read-only file system', () => {
+    const d = mkdtempSync(join(root, 'ro-'));
+    const out = join(d, 'm');
+    const main = resolve(dirname(fileURLToPath(import.meta.url)), '../main.ts');
+    const script = `mount -t tmpfs -o ro none "$1" && exec "$2" --import tsx "$3" weights --config tiny --out "$4"`;
+    const r = spawnSync('unshare', ['-rm', 'sh', '-c', script, 'sh', d, process.execPath, main, out], { encoding: 'utf8', timeout: 60_000 });
+    expect(r.stderr).toBe(`hcsp: --out ${out}: cannot write the folder: ${d} is on a read-only file system\n`);
+    expect(r.status).toBe(1);
+  }, 70_000);
 });

@@ -17,13 +17,13 @@
 //
 // The folder is written to a temporary sibling and renamed into place: an error leaves
 // nothing behind, and an existing non-empty folder is replaced only with --force.
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readlinkSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { bf16ToF32, f32ToFp8, MODEL_SUB_LAYERS, modelWeightSpecs, numel, roundBf16, SyntheticWeightSource, type ModelConfig, type Tensor, type WeightSpec } from '@hcsp/core';
-import { hfTextConfigJson, resolveModelConfig, writeSafetensorsFile } from '@hcsp/core/node';
+import { errnoReason, hfTextConfigJson, resolveModelConfig, writeSafetensorsFile } from '@hcsp/core/node';
 import { parseIntStrict } from '../parseArgs.ts';
-import { processAlive } from '../processAlive.ts';
+import { markTempFolder, sweepStaleTempFiles, TEMP_FOLDER_MARKER, tempPathFor } from '../output/tempFiles.ts';
 import { onInterrupt } from '../signals.ts';
 
 export const WEIGHTS_LAYOUTS = ['hf', 'fp8-release'] as const;
@@ -176,19 +176,25 @@ function configJson(config: ModelConfig, layout: WeightsLayout): unknown {
   };
 }
 
-/** Checks the target before any work: absent, an empty folder, or (with force) a folder to replace. */
-function checkOut(out: string, force: boolean): void {
-  if (!existsSync(out)) return;
-  if (!statSync(out).isDirectory()) throw new Error(`--out ${out} exists and is not a folder`);
-  if (readdirSync(out).length > 0 && !force) throw new Error(`--out ${out} is not empty (--force replaces it)`);
+/** Checks the target before any work: absent, an empty folder, or (with force) a folder to replace; never a link. */
+function checkOut(out: string, given: string, force: boolean): void {
+  const st = lstatSync(out, { throwIfNoEntry: false });
+  if (!st) return;
+  // Replacing by rename would put a folder where the link was, and leave its target as it was.
+  if (st.isSymbolicLink()) throw new Error(`--out ${given} is a symbolic link (to ${readlinkSync(out)}); give the folder itself`);
+  if (!st.isDirectory()) throw new Error(`--out ${given} exists and is not a folder`);
+  if (readdirSync(out).length > 0 && !force) throw new Error(`--out ${given} is not empty (--force replaces it)`);
 }
 
-/** `.<name>.tmp-<pid>-…` folders of writers that died (SIGKILL, power loss) next to `out`. */
-function sweepStaleTempFolders(dir: string): void {
-  if (!existsSync(dir)) return;
-  for (const entry of readdirSync(dir)) {
-    const m = /^\..+\.(?:tmp|old)-(\d+)-[a-z0-9]+$/.exec(entry);
-    if (m && Number(m[1]) !== process.pid && !processAlive(Number(m[1]))) rmSync(join(dir, entry), { recursive: true, force: true });
+/** A folder made for --out (its parents, or the temporary folder), errors naming --out and the cause. */
+function makeFolder(path: string, given: string, recursive: boolean): void {
+  try {
+    mkdirSync(path, { recursive });
+  } catch (e) {
+    const where = dirname(path);
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'EROFS') throw new Error(`--out ${given}: cannot write the folder: ${where} is on a read-only file system`);
+    throw new Error(`--out ${given}: cannot create a folder in ${where}: ${errnoReason(e)}`);
   }
 }
 
@@ -199,8 +205,12 @@ function sweepStaleTempFolders(dir: string): void {
  */
 export async function writeModelFolder(o: ModelFolderOptions): Promise<ModelFolderSummary> {
   const out = resolve(o.out);
-  checkOut(out, o.force);
-  sweepStaleTempFolders(dirname(out));
+  checkOut(out, o.out, o.force);
+  try {
+    if (existsSync(dirname(out))) sweepStaleTempFiles(dirname(out));
+  } catch {
+    // best effort: an unreadable folder must not stop the write
+  }
   const specs = modelWeightSpecs(o.config, MODEL_SUB_LAYERS);
   const largest = specs.reduce((a, s) => (numel(s.shape) > numel(a.shape) ? s : a));
   if (numel(largest.shape) > MAX_TENSOR_ELEMENTS) {
@@ -211,14 +221,15 @@ export async function writeModelFolder(o: ModelFolderOptions): Promise<ModelFold
   const shardOf = assignShards(groups, o.shards);
   const files = Array.from({ length: o.shards }, (_, k) => `model-${String(k + 1).padStart(5, '0')}-of-${String(o.shards).padStart(5, '0')}.safetensors`);
 
-  mkdirSync(dirname(out), { recursive: true });
-  const tmp = join(dirname(out), `.${basename(out)}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`);
+  makeFolder(dirname(out), o.out, true);
+  const tmp = tempPathFor(out);
   // registered before the folder exists: a signal right after it appears is handled
   const release = onInterrupt(() => rmSync(tmp, { recursive: true, force: true }));
   let tensors = 0;
   let bytes = 0;
   try {
-    mkdirSync(tmp);
+    makeFolder(tmp, o.out, false);
+    markTempFolder(tmp);
     const weightMap: Record<string, string> = {};
     for (let k = 0; k < o.shards; k++) {
       const shard = new Map<string, Tensor>();
@@ -237,10 +248,14 @@ export async function writeModelFolder(o: ModelFolderOptions): Promise<ModelFold
     const sorted = Object.fromEntries(Object.entries(weightMap).sort(([a], [b]) => (a < b ? -1 : 1)));
     writeFileSync(join(tmp, 'model.safetensors.index.json'), JSON.stringify({ metadata: { total_size: bytes }, weight_map: sorted }, null, 2) + '\n');
     writeFileSync(join(tmp, 'config.json'), JSON.stringify(configJson(o.config, o.layout), null, 2) + '\n');
+    // The marker goes last, in the same synchronous stretch as the renames.
+    rmSync(join(tmp, TEMP_FOLDER_MARKER));
     if (existsSync(out)) {
-      const old = join(dirname(out), `.${basename(out)}.old-${process.pid}-${Math.random().toString(36).slice(2)}`);
+      const old = tempPathFor(out, 'old');
       renameSync(out, old);
       renameSync(tmp, out);
+      // marked, so that a removal cut short (SIGKILL) is swept by a later run
+      markTempFolder(old);
       rmSync(old, { recursive: true, force: true });
     } else {
       renameSync(tmp, out);

@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, watch } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { hostname, tmpdir } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { markTempFolder, tempPathFor } from '../output/tempFiles.ts';
 
 // `hcsp weights` interrupted while it writes: the temporary folder goes, nothing is left
 // behind; a temporary folder of a writer that died without cleaning up is swept next time.
@@ -19,7 +20,7 @@ function interruptWeights(d: string): Promise<{ status: number | null; stderr: s
     child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
     let signalled = false;
     const watcher = watch(d, (_event, name) => {
-      if (signalled || !name || !/^\.m\.tmp-\d+-[a-z0-9]+$/.test(String(name))) return;
+      if (signalled || !name || !/^\.m\.hcsp-tmp-.+-\d+-[0-9a-f]{16}$/.test(String(name))) return;
       signalled = true;
       child.kill('SIGINT');
     });
@@ -43,14 +44,17 @@ describe('a signal while weights writes its folder', () => {
 
   it("sweeps a dead writer's temporary folder, keeps a live one's", async () => {
     const d = join(dir, 'stale');
+    mkdirSync(d);
     // pid 2^22 + 1 is above Linux's PID_MAX_LIMIT (2^22): no process can have it
-    const dead = join(d, '.m.tmp-4194305-abc123');
-    const live = join(d, `.m.tmp-${process.pid}-def456`);
-    mkdirSync(dead, { recursive: true });
-    mkdirSync(live);
+    const dead = tempPathFor(join(d, 'm'), 'tmp', { host: hostname(), pid: 4194305 });
+    const live = tempPathFor(join(d, 'm'));
+    for (const f of [dead, live]) {
+      mkdirSync(f);
+      markTempFolder(f);
+    }
     const { writeModelFolder } = await import('./weights.ts');
     const { TINY } = await import('@hcsp/core');
     await writeModelFolder({ config: TINY, seed: 0, out: join(d, 'm'), layout: 'hf', shards: 1, force: false });
-    expect(readdirSync(d).sort()).toEqual([`.m.tmp-${process.pid}-def456`, 'm']);
+    expect(readdirSync(d).sort()).toEqual([basename(live), 'm']);
   });
 });

@@ -1,10 +1,11 @@
 import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { hostname, tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { resolveOutputTarget } from './outputTarget.ts';
 import { writeOutput } from './safeOutputFile.ts';
+import { tempPathFor } from './tempFiles.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'hcsp-safe-out-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -61,14 +62,17 @@ describe('writing an output file', () => {
     expect(readdirSync(d).sort()).toEqual(['link.bin', 'real.bin']);
   });
 
-  it('sweeps temp files of dead processes in the directory, keeps live ones and foreign files', async () => {
+  it("sweeps this host's temp files of dead processes in the directory, keeps live ones, other hosts' and foreign files", async () => {
     const d = freshDir();
-    const stale = `.out.bin.hcsp-${deadPid()}.abc123.tmp`;
-    const live = `.out.bin.hcsp-${process.pid}.def456.tmp`;
-    const foreign = '.out.bin.12345.xyz.tmp';
-    for (const f of [stale, live, foreign]) writeFileSync(join(d, f), 'partial');
-    await write(join(d, 'out.bin'), [bytes('x')]);
-    expect(readdirSync(d).sort()).toEqual([foreign, live, 'out.bin'].sort());
+    const out = join(d, 'out.bin');
+    const dead = deadPid();
+    const stale = basename(tempPathFor(out, 'tmp', { host: hostname(), pid: dead }));
+    const live = basename(tempPathFor(out));
+    const otherHost = basename(tempPathFor(out, 'tmp', { host: `not-${hostname()}`, pid: dead }));
+    const foreign = ['.out.bin.12345.xyz.tmp', `.notes.tmp-${dead}-v1`, `.out.bin.hcsp-${dead}.abc123.tmp`];
+    for (const f of [stale, live, otherHost, ...foreign]) writeFileSync(join(d, f), 'partial');
+    await write(out, [bytes('x')]);
+    expect(readdirSync(d).sort()).toEqual([...foreign, live, otherHost, 'out.bin'].sort());
   });
 
   it('standard output: the bytes go to stdout', async () => {

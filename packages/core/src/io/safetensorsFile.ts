@@ -4,21 +4,12 @@
 import { closeSync, fstatSync, fsyncSync, openSync, readSync, renameSync, rmSync, statSync, writeSync, type Stats } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { Tensor } from '../tensor/tensor.ts';
+import { errnoReason, fileKind } from './fileErrors.ts';
 import { layoutSafetensors, SafetensorsReader, type ByteSource, type RawFileTensor } from './safetensors.ts';
 
 // readSync/writeSync take at most 2^31-1 bytes per call; smaller chunks also keep the
 // kernel's copies cache-friendly.
 const IO_CHUNK_BYTES = 64 * 1024 * 1024;
-
-/** What a non-regular file is, for messages. */
-export function fileKind(st: Stats): string {
-  if (st.isDirectory()) return 'a directory';
-  if (st.isFIFO()) return 'a fifo';
-  if (st.isSocket()) return 'a socket';
-  if (st.isCharacterDevice()) return 'a character device';
-  if (st.isBlockDevice()) return 'a block device';
-  return 'not a regular file';
-}
 
 /**
  * `path: <what failed>`: Node's errors from read/write/fsync (EISDIR, EFBIG, EIO, ENOSPC)
@@ -26,9 +17,7 @@ export function fileKind(st: Stats): string {
  * the user knows.
  */
 function naming(path: string, what: string, e: unknown): Error {
-  const err = e as NodeJS.ErrnoException;
-  const text = err.code ? err.message.replace(/, \w+(?: '[^']*'(?: -> '[^']*')?)?$/, '') : String(err.message ?? e);
-  return new Error(`${path}: ${what}: ${text}`);
+  return new Error(`${path}: ${what}: ${errnoReason(e)}`);
 }
 
 /** A ByteSource over an open file descriptor; `size` is the file's size when opened. */
