@@ -1,7 +1,6 @@
 // `hcsp model`: what sequence parallelism buys on a described device, from the cost model
 // (core/src/costModel): the decoder graph the project builds, priced per rank with SP off
 // and on, the HC share, the predicted input-throughput gain, the calibration, and a sweep.
-import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import {
   builtInDevice,
@@ -22,7 +21,7 @@ import {
   SWEEP_TP,
   type SweepRow,
 } from '@hcsp/core';
-import { resolveModelConfig } from '@hcsp/core/node';
+import { JSON_LIMITS, JsonInputError, readJsonInput, resolveModelConfig } from '@hcsp/core/node';
 import { oneOf, parseIntStrict } from '../parseArgs.ts';
 
 export interface ModelOptions {
@@ -44,17 +43,11 @@ export function resolveDevice(spec: string): Device {
   if (!/\.json$/i.test(spec) && !spec.includes('/')) {
     throw new Error(`--device: unknown device '${spec}': built-in devices are ${BUILT_IN_DEVICES.join(', ')}, or pass a device description FILE.json`);
   }
-  let text: string;
-  try {
-    text = readFileSync(spec, 'utf8');
-  } catch (err) {
-    throw new Error(`--device: cannot read ${spec}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-  }
   let json: unknown;
   try {
-    json = JSON.parse(text);
+    json = readJsonInput(spec, JSON_LIMITS.device);
   } catch (err) {
-    throw new Error(`device ${spec}: not valid JSON (${(err as Error).message})`);
+    throw err instanceof JsonInputError ? new Error(`--device ${err.message}`) : err;
   }
   return parseDevice(json, spec);
 }

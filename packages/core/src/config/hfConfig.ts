@@ -5,8 +5,10 @@
 // Fields whose HF default is None and that this model needs (eos, RoPE theta, the QSA
 // indexer) are required. The text config sits at the top level (Qwen4ExpTextConfig,
 // model_type qwen4_exp_text) or under `text_config` (Qwen4ExpConfig, model_type qwen4_exp).
-import { readFileSync, statSync } from 'node:fs';
+import { lstatSync, statSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
+import { errnoReason } from '../io/fileErrors.ts';
+import { JSON_LIMITS, JsonInputError, readJsonInput } from '../io/jsonFile.ts';
 import { layerKind, type LayerKind, type ModelConfig } from './modelConfig.ts';
 import { getConfig, PRESETS } from './presets.ts';
 import { ConfigError, validateConfig } from './validate.ts';
@@ -334,18 +336,12 @@ export function hfTextConfigJson(c: ModelConfig): Json {
   };
 }
 
-/** A config.json file's parsed content, errors naming the file. */
+/** A config.json file's parsed content (a regular file, size-limited), errors naming the file. */
 export function readJsonFile(path: string): unknown {
-  let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    return readJsonInput(path, JSON_LIMITS.config);
   } catch (e) {
-    throw new ConfigError(`${path}: cannot read: ${(e as Error).message}`);
-  }
-  try {
-    return JSON.parse(text);
-  } catch (e) {
-    throw new ConfigError(`${path}: not valid JSON (${(e as Error).message})`);
+    throw e instanceof JsonInputError ? new ConfigError(e.message) : e;
   }
 }
 
@@ -358,16 +354,20 @@ export function resolveModelConfig(arg: string): ModelConfig {
   let isDir: boolean;
   try {
     isDir = statSync(arg).isDirectory();
-  } catch {
-    throw new ConfigError(`unknown config '${arg}': not a preset (${Object.keys(PRESETS).join(', ')}), a config.json file or a model folder`);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') throw new ConfigError(`unknown config '${arg}': not a preset (${Object.keys(PRESETS).join(', ')}), a config.json file or a model folder`);
+    throw new ConfigError(`${arg}: ${errnoReason(e)}`);
   }
   const file = isDir ? join(arg, 'config.json') : arg;
-  if (isDir) {
-    try {
-      statSync(file);
-    } catch {
-      throw new ConfigError(`${arg}: the model folder has no config.json`);
-    }
-  }
+  if (isDir && lstatOrNull(file) === null) throw new ConfigError(`${arg}: the model folder has no config.json`);
   return parseHfConfig(readJsonFile(file), file, arg);
+}
+
+function lstatOrNull(path: string): Stats | null {
+  try {
+    return lstatSync(path);
+  } catch {
+    return null;
+  }
 }

@@ -102,12 +102,19 @@ export interface SafetensorsHeader {
   readonly metadata: Readonly<Record<string, string>>;
 }
 
-/** N from the first 8 bytes, checked against the file size and the reference's limit. */
+/**
+ * N from the first 8 bytes, checked against the file size and the reference's limit. A
+ * length beyond either, with no JSON object after it (`prefix` holds the 9th byte when the
+ * file has one), is another kind of file: its bytes are not shown as a length.
+ */
 export function parseHeaderLength(prefix: Uint8Array, fileBytes: number, label: string): number {
   if (fileBytes < 8 || prefix.length < 8) {
     throw new Error(`${label}: truncated file: the header length needs 8 bytes, has ${Math.min(fileBytes, prefix.length)}`);
   }
   const n = new DataView(prefix.buffer, prefix.byteOffset, 8).getBigUint64(0, true);
+  if ((n > BigInt(SAFETENSORS_MAX_HEADER_BYTES) || 8n + n > BigInt(fileBytes)) && prefix[8] !== 0x7b) {
+    throw new Error(`${label}: not a safetensors file (its first 8 bytes are no header length within its ${fileBytes} bytes, and no JSON header follows them)`);
+  }
   if (n > BigInt(SAFETENSORS_MAX_HEADER_BYTES)) {
     throw new Error(`${label}: malformed header: header length ${n} exceeds the ${SAFETENSORS_MAX_HEADER_BYTES}-byte limit`);
   }
@@ -225,8 +232,14 @@ export function bufferByteSource(bytes: Uint8Array): ByteSource {
 
 /** The header of a source, validated; reads only the first 8 + N bytes. */
 export function readSafetensorsHeader(source: ByteSource, label: string): SafetensorsHeader {
-  const prefix = new Uint8Array(8);
+  let prefix = new Uint8Array(8);
   if (source.size >= 8) source.readInto(0, prefix);
+  const n = new DataView(prefix.buffer).getBigUint64(0, true);
+  if (source.size > 8 && (n > BigInt(SAFETENSORS_MAX_HEADER_BYTES) || 8n + n > BigInt(source.size))) {
+    // an implausible length: the byte after it tells a truncated file from another kind of file
+    prefix = new Uint8Array(9);
+    source.readInto(0, prefix);
+  }
   const headerBytes = parseHeaderLength(prefix, source.size, label);
   const json = new Uint8Array(headerBytes);
   source.readInto(8, json);

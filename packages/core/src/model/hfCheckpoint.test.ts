@@ -1,6 +1,7 @@
-import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, statSync, truncateSync, writeFileSync, writeSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { closeSync, mkdirSync, mkdtempSync, openSync, realpathSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { hfTextConfigJson } from '../config/hfConfig.ts';
 import { SMALL, TINY } from '../config/presets.ts';
@@ -345,6 +346,96 @@ describe('openCheckpoint: malformed checkpoints, one error naming tensor and fil
     writeFileSync(join(d, 'weights.bin'), 'x');
     expect(() => openCheckpoint(join(d, 'weights.bin'), TINY)).toThrow(/weights.bin: not a .safetensors file, a \*.index.json or a model folder/);
     expect(() => openCheckpoint(join(d, 'nope'), TINY)).toThrow(/nope: no such checkpoint file or model folder/);
+  });
+});
+
+describe('openCheckpoint: an index names only files in its model folder', () => {
+  const index = (d: string, weightMap: Record<string, string>) => writeFileSync(join(d, 'model.safetensors.index.json'), JSON.stringify({ weight_map: weightMap }));
+  const errorOf = (d: string): string => {
+    try {
+      openCheckpoint(d, TINY, { specs: [] }).source.close();
+    } catch (e) {
+      return (e as Error).message;
+    }
+    return 'opened';
+  };
+
+  it('a path leaving the folder, an absolute path, or a link pointing out of it is refused, naming the index, the tensor and the path', () => {
+    const d = folder();
+    const idx = join(d, 'model.safetensors.index.json');
+    // a valid shard just outside the folder: it would load silently
+    writeRaw(join(root, 'outside.safetensors'), [bf16Raw('a', [1], () => 0)]);
+    writeRaw(join(d, 'model-00001-of-00001.safetensors'), [bf16Raw('b', [1], () => 0)]);
+    index(d, { a: '../outside.safetensors', b: 'model-00001-of-00001.safetensors' });
+    expect(errorOf(d)).toBe(`${idx}: names shard "../outside.safetensors" (for tensor 'a'), which is outside the model folder ${d}`);
+    index(d, { 'lm_head.weight': '../../../../etc/passwd' });
+    expect(errorOf(d)).toBe(`${idx}: names shard "../../../../etc/passwd" (for tensor 'lm_head.weight'), which is outside the model folder ${d}`);
+    index(d, { 'lm_head.weight': '/etc/passwd' });
+    expect(errorOf(d)).toBe(`${idx}: names shard "/etc/passwd" (for tensor 'lm_head.weight'), an absolute path: an index may name only files in its model folder ${d}`);
+    symlinkSync(join(root, 'outside.safetensors'), join(d, 'inside.safetensors'));
+    index(d, { a: 'inside.safetensors' });
+    expect(errorOf(d)).toBe(`${idx}: names shard ${join(d, 'inside.safetensors')} (for tensor 'a'), a symbolic link to ${join(realpathSync(root), 'outside.safetensors')}, which is outside the model folder ${d}`);
+    // a folder that is itself a link, and a link within the folder, are fine
+    mkdirSync(join(d, 'sub'));
+    symlinkSync(join(d, 'model-00001-of-00001.safetensors'), join(d, 'sub', 'b.safetensors'));
+    index(d, { b: 'sub/b.safetensors' });
+    expect(errorOf(d)).toBe('opened');
+    symlinkSync(d, join(root, `${basename(d)}-link`));
+    expect(errorOf(join(root, `${basename(d)}-link`))).toBe('opened');
+  });
+
+  it("a Hugging Face cache snapshot's links into its repo's blobs are inside", () => {
+    const repo = join(folder(), 'models--org--name');
+    const snapshot = join(repo, 'snapshots', 'abc123');
+    mkdirSync(join(repo, 'blobs'), { recursive: true });
+    mkdirSync(snapshot, { recursive: true });
+    writeRaw(join(repo, 'blobs', 'f00d'), [bf16Raw('a', [1], () => 0)]);
+    symlinkSync('../../blobs/f00d', join(snapshot, 'model-00001-of-00001.safetensors'));
+    index(snapshot, { a: 'model-00001-of-00001.safetensors' });
+    expect(errorOf(snapshot)).toBe('opened');
+    // but not a path written to leave the snapshot
+    index(snapshot, { a: '../../blobs/f00d' });
+    expect(errorOf(snapshot)).toMatch(/names shard "..\/..\/blobs\/f00d" \(for tensor 'a'\), which is outside the model folder/);
+  });
+
+  it('an empty weight_map, a symbolic link loop, and a file that is no safetensors file', () => {
+    const d = folder();
+    const idx = join(d, 'model.safetensors.index.json');
+    index(d, {});
+    expect(errorOf(d)).toBe(`${idx}: the index's weight_map is empty: it names no tensors`);
+    symlinkSync(join(d, 'loop-b'), join(d, 'loop-a'));
+    symlinkSync(join(d, 'loop-a'), join(d, 'loop-b'));
+    index(d, { a: 'loop-a' });
+    expect(errorOf(d)).toBe(`${idx}: names shard ${join(d, 'loop-a')} (for tensor 'a'), which is a symbolic link loop`);
+    // a text file's first 8 bytes are no header length: said so, its bytes not shown as a number
+    writeFileSync(join(d, 'text.safetensors'), 'root:x:0:0:root:/root:/bin/bash\n');
+    index(d, { a: 'text.safetensors' });
+    expect(errorOf(d)).toBe(`${join(d, 'text.safetensors')}: not a safetensors file (its first 8 bytes are no header length within its 32 bytes, and no JSON header follows them)`);
+  });
+
+  it('a fifo as the index or as config.json is refused at once', () => {
+    const d = folder();
+    writeRaw(join(d, 'model.safetensors'), [bf16Raw('a', [1], () => 0)]);
+    /** A fifo with a writer waiting on it: a reader that opened it would get `{}` rather than hang this test. */
+    const fifoWithWriter = (path: string) => {
+      expect(spawnSync('mkfifo', [path]).status).toBe(0);
+      return spawn('sh', ['-c', 'printf {} > "$1"', 'sh', path], { stdio: 'ignore' });
+    };
+    const t0 = performance.now();
+    const configWriter = fifoWithWriter(join(d, 'config.json'));
+    try {
+      expect(errorOf(d)).toBe(`${join(d, 'config.json')}: is a fifo, not a JSON file`);
+    } finally {
+      configWriter.kill('SIGKILL');
+    }
+    rmSync(join(d, 'config.json'));
+    const indexWriter = fifoWithWriter(join(d, 'model.safetensors.index.json'));
+    try {
+      expect(errorOf(d)).toBe(`${join(d, 'model.safetensors.index.json')}: malformed index: is a fifo, not a JSON file`);
+    } finally {
+      indexWriter.kill('SIGKILL');
+    }
+    expect(performance.now() - t0).toBeLessThan(1000);
   });
 });
 

@@ -20,11 +20,12 @@
 // - the PLE's int64 buffers, when present, must equal their derivation (ATOM _verify_derived).
 // Opening reads headers only (and those few int64 values); every read is a positioned
 // read of the bytes it needs.
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { lstatSync, readdirSync, statSync, type Stats } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { parseHfConfig, readJsonFile } from '../config/hfConfig.ts';
 import type { ModelConfig } from '../config/modelConfig.ts';
 import type { WeightSlice } from '../graph/graph.ts';
+import { errnoReason } from '../io/fileErrors.ts';
 import { coreDtypeOf, type SafetensorsDtype } from '../io/safetensors.ts';
 import { MODEL_SUB_LAYERS } from '../layers/modelSubLayers.ts';
 import { pleBuffers } from '../layers/ple/pleWeights.ts';
@@ -115,17 +116,20 @@ export function locateCheckpoint(path: string): string | string[] {
   let st;
   try {
     st = statSync(path);
-  } catch {
-    throw new Error(`${path}: no such checkpoint file or model folder`);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') throw new Error(`${path}: no such checkpoint file or model folder`);
+    throw new Error(`${path}: ${errnoReason(e)}`);
   }
   if (!st.isDirectory()) {
     if (path.endsWith('.safetensors') || path.endsWith('.index.json')) return path;
     throw new Error(`${path}: not a .safetensors file, a *.index.json or a model folder`);
   }
+  // present even when a link to nowhere or a loop: opening it then says which
   const index = join(path, 'model.safetensors.index.json');
-  if (existsSync(index)) return index;
+  if (lstatOrNull(index)) return index;
   const single = join(path, 'model.safetensors');
-  if (existsSync(single)) return single;
+  if (lstatOrNull(single)) return single;
   // hidden files are other writers' temporaries
   const shards = readdirSync(path)
     .filter((f) => f.endsWith('.safetensors') && !f.startsWith('.'))
@@ -134,10 +138,18 @@ export function locateCheckpoint(path: string): string | string[] {
   return shards.map((f) => join(path, f));
 }
 
+function lstatOrNull(path: string): Stats | null {
+  try {
+    return lstatSync(path);
+  } catch {
+    return null;
+  }
+}
+
 /** The checkpoint's own config.json, if the path sits in (or is) a model folder. */
 function folderConfigPath(path: string): string | null {
   const candidate = statSync(path).isDirectory() ? join(path, 'config.json') : join(dirname(path), 'config.json');
-  return existsSync(candidate) ? candidate : null;
+  return lstatOrNull(candidate) ? candidate : null;
 }
 
 /** Leaf fields where two configs differ, as "path: a vs b" (names ignored). */

@@ -1,9 +1,9 @@
 // Checkpoint weights from .safetensors files: one file, a list of shards, or Hugging
 // Face's model.safetensors.index.json. Only headers are read when opening; read() reads one
 // tensor's bytes, or only a slice's, on demand (no cache: callers that reuse a weight keep it).
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
 import { coreDtypeOf, type SafetensorsEntry } from '../io/safetensors.ts';
+import { JSON_LIMITS, JsonInputError, readJsonInput } from '../io/jsonFile.ts';
+import { confinedShards } from './indexShards.ts';
 import { FileByteSource, openSafetensorsFile, type SafetensorsFile } from '../io/safetensorsFile.ts';
 import { sameShape, shapeStr, type DType, type Tensor } from '../tensor/tensor.ts';
 import type { WeightSlice } from '../graph/graph.ts';
@@ -48,27 +48,21 @@ export class SafetensorsWeightSource implements WeightSource {
   private static openIndex(indexPath: string): SafetensorsWeightSource {
     let weightMap: unknown;
     try {
-      weightMap = (JSON.parse(readFileSync(indexPath, 'utf8')) as { weight_map?: unknown }).weight_map;
+      weightMap = (readJsonInput(indexPath, JSON_LIMITS.index) as { weight_map?: unknown } | null)?.weight_map;
     } catch (e) {
-      throw new Error(`${indexPath}: malformed index: ${(e as Error).message}`);
+      throw new Error(`${indexPath}: malformed index: ${e instanceof JsonInputError ? e.reason : (e as Error).message}`);
     }
-    if (typeof weightMap !== 'object' || weightMap === null || !Object.values(weightMap).every((v) => typeof v === 'string')) {
+    if (typeof weightMap !== 'object' || weightMap === null || Array.isArray(weightMap) || !Object.values(weightMap).every((v) => typeof v === 'string')) {
       throw new Error(`${indexPath}: malformed index: weight_map must map tensor names to shard file names`);
     }
     const mapping = weightMap as Record<string, string>;
-    const shards = [...new Set(Object.values(mapping))].map((s) => resolve(dirname(indexPath), s));
-    for (const shard of shards) {
-      if (!existsSync(shard)) {
-        const names = Object.keys(mapping).filter((n) => resolve(dirname(indexPath), mapping[n]) === shard);
-        const more = names.length > 1 ? ` and ${names.length - 1} more` : '';
-        throw new Error(`${indexPath}: names shard ${shard} (for tensor '${names[0]}'${more}), which does not exist`);
-      }
-    }
+    if (Object.keys(mapping).length === 0) throw new Error(`${indexPath}: the index's weight_map is empty: it names no tensors`);
+    const shardOf = confinedShards(indexPath, mapping);
+    const shards = [...new Set(shardOf.values())];
     const source = SafetensorsWeightSource.open(shards);
     // The index is a claim about the shards: hold it to them.
-    for (const [name, shard] of Object.entries(mapping)) {
+    for (const [name, expected] of shardOf) {
       const actual = source.fileOf.get(name);
-      const expected = resolve(dirname(indexPath), shard);
       if (actual?.label !== expected) {
         source.close();
         throw new Error(`${indexPath}: tensor '${name}' is indexed in ${expected} but ${actual ? `found in ${actual.label}` : 'is in no shard'}`);
