@@ -4,9 +4,12 @@
 // meet by themselves at rank 0's rendezvous store (rendezvousStore.ts); the launcher only
 // watches its children: when one fails or is killed it says which, gives the others a moment
 // to end by themselves (the store tells them), then stops them, so that no rank is left
-// behind. Each rank runs in its own process group, so that what it started (Open MPI's
-// helpers) ends with it; a rank whose launcher dies ends too (its IPC channel closes).
+// behind; a rank that is stopped (SIGSTOP, a debugger: its peers' collective watchdog ends
+// the job) cannot end by itself, so it is named and killed at once. Each rank runs in its own
+// process group, so that what it started (Open MPI's helpers) ends with it; a rank whose
+// launcher dies ends too (its IPC channel closes).
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { constants } from 'node:os';
 
 export interface LaunchOptions {
@@ -33,6 +36,17 @@ interface RankProcess {
 
 function describeExit(code: number | null, signal: NodeJS.Signals | null): string {
   return signal ? `was killed by ${signal}` : `exited with code ${code}`;
+}
+
+/** the process is stopped (state T or t in /proc/<pid>/stat: SIGSTOP, a debugger); false where that cannot be read */
+function isStopped(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // the state follows the command name, which is in parentheses and may hold any character
+    return /^\) [Tt] /.test(stat.slice(stat.lastIndexOf(')')));
+  } catch {
+    return false;
+  }
 }
 
 function exitStatus(code: number | null, signal: NodeJS.Signals | null): number {
@@ -122,6 +136,14 @@ export function launchRanks(o: LaunchOptions, report: (line: string) => void): P
             `hcsp launch: rank ${rank} (local rank ${localRank}, pid ${child.pid}) ${describeExit(code, signal)}` +
               (others.length > 0 ? `; stopping rank${others.length > 1 ? 's' : ''} ${others.join(', ')} of this node if ${others.length > 1 ? 'they do' : 'it does'} not end within ${GRACE_MS / 1000} s` : ''),
           );
+          for (const x of ranks.filter((y) => !y.exited && isStopped(y.child.pid!))) {
+            report(`hcsp launch: rank ${x.rank} (local rank ${x.localRank}, pid ${x.child.pid}) is stopped (SIGSTOP or a debugger): it cannot end by itself, killing it now`);
+            try {
+              process.kill(-x.child.pid!, 'SIGKILL');
+            } catch {
+              // it ended meanwhile
+            }
+          }
           graceTimer = setTimeout(() => {
             stopOthers('SIGTERM');
             killTimer = setTimeout(() => stopOthers('SIGKILL'), KILL_AFTER_MS);
