@@ -16,6 +16,7 @@
 #include "../host/thread_pool.h"
 #include "instance_data.h"
 #include "js_errors.h"
+#include "js_engine.h"
 #include "js_gpu.h"
 #include "js_nccl.h"
 #include "js_tensor.h"
@@ -242,6 +243,9 @@ Napi::Object init(Napi::Env env, Napi::Object exports) {
   exports.Set("runCollective", Napi::Function::New(env, runCollectiveGuarded));
   exports.Set("enqueue", Napi::Function::New(env, enqueueGuarded));
   exports.Set("sync", Napi::Function::New(env, syncGuarded));
+  exports.Set("counters", Napi::Function::New(env, counters));
+  exports.Set("reservePool", Napi::Function::New(env, reservePool));
+  exports.Set("trimPool", Napi::Function::New(env, trimPool));
   exports.Set("kernels", Napi::Function::New(env, kernels));
   exports.Set("stats", Napi::Function::New(env, stats));
   exports.Set("setMemoryLimit", Napi::Function::New(env, setLimit));

@@ -13,6 +13,7 @@ Napi::Object statsObject(Napi::Env env, const AllocatorStats& s) {
   o.Set("peakBytes", static_cast<double>(s.peakBytes));
   o.Set("allocations", static_cast<double>(s.allocations));
   o.Set("limitBytes", static_cast<double>(s.limitBytes));
+  o.Set("pooledBytes", static_cast<double>(s.pooledBytes));
   return o;
 }
 

@@ -41,6 +41,8 @@ struct OpCall {
         gpu::GpuContext g{*gpu, gpu, attrs, gemm};
         return collective ? gpu::findGpuCollectiveOp(op)(inputs, g) : std::vector<Outputs>{gpu::findGpuOp(op)(inputs[0], g)};
       }
+      // the host device runs an op as one task on its threads: one launch
+      hostMemory()->countLaunch();
       KernelContext ctx{attrs, gemm, defaultPool()};
       return collective ? findCollectiveKernel(op)(inputs, ctx) : std::vector<Outputs>{findKernel(op)(inputs[0], ctx)};
     } catch (const Error& e) {
@@ -246,6 +248,7 @@ class SyncWorker : public Napi::AsyncWorker {
 
   void Execute() override {
     engine::JobError err;
+    if (!gpu_) hostMemory()->countSync();
     if (!engine::ExecQueue::instance().drain(&err)) {
       code_ = err.code;
       SetError(err.message);

@@ -93,6 +93,7 @@ CudaRuntime::~CudaRuntime() {
   }
   dropExtension();
   if (stream_) api_.cuStreamSynchronize(stream_);
+  trimPool();
   for (auto& o : objects_) {
     if (o.module) api_.cuModuleUnload(o.module);
   }
@@ -136,20 +137,20 @@ void CudaRuntime::launchByName(const char* name, int64_t threads, void** args) {
   if (e != CUDA_SUCCESS) raise("cuLaunchKernel", e, std::string("for kernel ") + name);
 }
 
-void CudaRuntime::synchronize() {
+void CudaRuntime::rawSynchronize() {
   makeCurrent();
   if (CUresult e = api_.cuStreamSynchronize(stream_)) raise("cuStreamSynchronize", e);
   raiseReleaseError();
 }
 
-void CudaRuntime::copyIn(void* dst, const void* src, size_t bytes) {
+void CudaRuntime::rawCopyIn(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   makeCurrent();
   // the synchronous copy runs on the legacy NULL stream, which waits for this (blocking) stream
   if (CUresult e = api_.cuMemcpyHtoD(dptr(dst), src, bytes)) raise("cuMemcpyHtoD_v2", e, "(" + std::to_string(bytes) + " bytes)");
 }
 
-void CudaRuntime::copyOut(void* dst, const void* src, size_t bytes) {
+void CudaRuntime::rawCopyOut(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   makeCurrent();
   // the kernels' errors surface here, named as the stream's, before the copy reads their output
@@ -157,7 +158,7 @@ void CudaRuntime::copyOut(void* dst, const void* src, size_t bytes) {
   if (CUresult e = api_.cuMemcpyDtoH(dst, dptr(src), bytes)) raise("cuMemcpyDtoH_v2", e, "(" + std::to_string(bytes) + " bytes)");
 }
 
-void CudaRuntime::fillZero(void* dst, size_t bytes) {
+void CudaRuntime::rawFillZero(void* dst, size_t bytes) {
   if (bytes == 0) return;
   makeCurrent();
   if (CUresult e = api_.cuMemsetD8(dptr(dst), 0, bytes)) raise("cuMemsetD8_v2", e, "(" + std::to_string(bytes) + " bytes)");

@@ -36,11 +36,11 @@ class CudaRuntime : public ModuleRuntime {
   std::string name() const override { return "cuda:" + std::to_string(ordinal_); }
   std::string kind() const override { return "cuda"; }
 
-  void copyIn(void* dst, const void* src, size_t bytes) override;
-  void copyOut(void* dst, const void* src, size_t bytes) override;
-  void fillZero(void* dst, size_t bytes) override;
+  void rawCopyIn(void* dst, const void* src, size_t bytes) override;
+  void rawCopyOut(void* dst, const void* src, size_t bytes) override;
+  void rawFillZero(void* dst, size_t bytes) override;
   void launchByName(const char* name, int64_t threads, void** args) override;
-  void synchronize() override;
+  void rawSynchronize() override;
 
   // for the vendor libraries (blaslt.cc)
   const cuda::CudaApi& api() const { return api_; }

@@ -15,6 +15,7 @@ namespace {
 
 class EmulatedRuntime : public GpuRuntime {
  public:
+  ~EmulatedRuntime() override { trimPool(); }
   std::string name() const override { return "emulated"; }
   std::string kind() const override { return "emulated"; }
   std::string describe() const override {
@@ -23,9 +24,9 @@ class EmulatedRuntime : public GpuRuntime {
   std::string arch() const override { return "host"; }
   // the graph loop must copy, as it would with a GPU's memory
   bool hostVisible() const override { return false; }
-  void copyIn(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void copyOut(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void fillZero(void* dst, size_t bytes) override { std::memset(dst, 0, bytes); }
+  void rawCopyIn(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void rawCopyOut(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void rawFillZero(void* dst, size_t bytes) override { std::memset(dst, 0, bytes); }
 
   void launchByName(const char* name, int64_t, void**) override {
     fail(ErrorKind::Runtime, std::string("emulated runtime: kernel ") + name + " must be called, not launched by name");
@@ -44,7 +45,7 @@ class EmulatedRuntime : public GpuRuntime {
     });
   }
 
-  void synchronize() override {}
+  void rawSynchronize() override {}
 
  protected:
   void* rawAllocate(size_t bytes) override {

@@ -34,8 +34,14 @@ class GpuRuntime : public Memory {
   virtual void launchByName(const char* name, int64_t threads, void** args) = 0;
   /** runs an emulated kernel on the host's threads (emulated runtime only) */
   virtual void runEmulated(const std::function<void()>& body) = 0;
-  /** waits for queued work; raises its errors */
-  virtual void synchronize() = 0;
+  /** waits for queued work; raises its errors (counted: a host sync) */
+  void synchronize() {
+    countSync();
+    rawSynchronize();
+  }
+
+ protected:
+  virtual void rawSynchronize() = 0;
 };
 
 namespace detail {
@@ -57,6 +63,7 @@ void launch(GpuRuntime& rt, const char* name, void (*fn)(P...), int64_t threads,
   static_assert(sizeof...(P) == sizeof...(A), "kernel launched with the wrong number of arguments");
   std::tuple<P...> typed(static_cast<P>(std::forward<A>(args))...);
   if (threads <= 0) return;
+  rt.countLaunch();
   if (rt.emulated()) {
     rt.runEmulated([&] { std::apply(fn, typed); });
     return;

@@ -95,6 +95,7 @@ HipRuntime::~HipRuntime() {
   }
   dropExtension();
   if (stream_) api_.hipStreamSynchronize(stream_);
+  trimPool();
   for (auto& o : objects_) {
     if (o.module) api_.hipModuleUnload(o.module);
   }
@@ -138,20 +139,20 @@ void HipRuntime::launchByName(const char* name, int64_t threads, void** args) {
   if (e != hipSuccess) raise("hipModuleLaunchKernel", e, std::string("for kernel ") + name);
 }
 
-void HipRuntime::synchronize() {
+void HipRuntime::rawSynchronize() {
   makeCurrent();
   if (hipError_t e = api_.hipStreamSynchronize(stream_)) raise("hipStreamSynchronize", e);
   raiseReleaseError();
 }
 
-void HipRuntime::copyIn(void* dst, const void* src, size_t bytes) {
+void HipRuntime::rawCopyIn(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   makeCurrent();
   // hipMemcpy runs on the null stream, which waits for this (blocking) stream's work first
   if (hipError_t e = api_.hipMemcpy(dst, src, bytes, hipMemcpyHostToDevice)) raise("hipMemcpy", e, "(host to device, " + std::to_string(bytes) + " bytes)");
 }
 
-void HipRuntime::copyOut(void* dst, const void* src, size_t bytes) {
+void HipRuntime::rawCopyOut(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   makeCurrent();
   // the kernels' errors surface here, named as the stream's, before the copy reads their output
@@ -159,7 +160,7 @@ void HipRuntime::copyOut(void* dst, const void* src, size_t bytes) {
   if (hipError_t e = api_.hipMemcpy(dst, src, bytes, hipMemcpyDeviceToHost)) raise("hipMemcpy", e, "(device to host, " + std::to_string(bytes) + " bytes)");
 }
 
-void HipRuntime::fillZero(void* dst, size_t bytes) {
+void HipRuntime::rawFillZero(void* dst, size_t bytes) {
   if (bytes == 0) return;
   makeCurrent();
   if (hipError_t e = api_.hipMemset(dst, 0, bytes)) raise("hipMemset", e, "(" + std::to_string(bytes) + " bytes)");

@@ -81,7 +81,7 @@ void Tensor::releaseData() {
   // the bytes go back (liveBytes drops by them); a zero-byte allocation keeps the handle
   // counted in liveTensors until the destructor's release (it also counts as an allocation)
   memory_->allocate(0, "a released tensor's handle");
-  memory_->release(data_, bytes());
+  memory_->release(data_, bytes(), true);
   data_ = nullptr;
   released_.store(true, std::memory_order_release);
 }

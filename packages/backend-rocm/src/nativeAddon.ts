@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BackendUnavailableError } from '@hcsp/core';
+import { BackendUnavailableError, type DeviceCounters } from '@hcsp/core';
 
 /** A tensor on the host device (native memory); `free` releases it. */
 export interface NativeTensor {
@@ -19,6 +19,8 @@ export interface AllocatorStats {
   peakBytes: number;
   allocations: number;
   limitBytes: number;
+  /** freed blocks the device's pool keeps for reuse */
+  pooledBytes: number;
 }
 
 export interface GpuRuntimeProbe {
@@ -73,6 +75,12 @@ export interface NativeAddon {
   ): (NativeTensor | null)[] | (NativeTensor | null)[][];
   /** waits for everything queued (and the GPU's stream); rejects with the first queued node's error, naming it */
   sync(gpu: GpuDevice | null): Promise<void>;
+  /** the device's counters since it opened (native/src/host/memory.h) */
+  counters(gpu: GpuDevice | null): DeviceCounters;
+  /** one device allocation carved into blocks of these sizes, kept in the device's pool (a session's memory plan) */
+  reservePool(blockBytes: readonly number[], gpu: GpuDevice | null): void;
+  /** the device pool's unused blocks back to the device */
+  trimPool(gpu: GpuDevice | null): void;
   /**
    * A host weight read only by exact GEMMs (linear's w: 'linear'; fp8LinearPtpc's qW: 'fp8')
    * packed into the exact GEMM's panels, then its own bytes freed: the tensor stays a valid

@@ -41,5 +41,8 @@ export function nativeDeviceOps(addon: NativeAddon, gemm: GemmMode, gpu: GpuDevi
     free: (h) => addon.free(h),
     sync,
     syncEveryNodes: Infinity,
+    reserve: (plan) => native(() => addon.reservePool(plan.blocks, gpu)),
+    trim: () => addon.trimPool(gpu),
+    counters: () => addon.counters(gpu),
   };
 }

@@ -26,6 +26,7 @@ export * from './collectives/processLocalGroup.ts';
 export * from './tensor/axisSlice.ts';
 export * from './graph/runStatsCounter.ts';
 export * from './graph/valueLifetimes.ts';
+export * from './graph/memoryPlan.ts';
 export * from './backend/backend.ts';
 export * from './collectives/commBytes.ts';
 export * from './collectives/reduceOrder.ts';

@@ -10,8 +10,39 @@ export interface CommBytes {
   reduceScatter: number;
 }
 
+/** What a device did, as its own counters tell (native/src/host/memory.h's DeviceCounters). */
+export interface DeviceCounters {
+  kernelLaunches: number;
+  hostSyncs: number;
+  deviceAllocations: number;
+  deviceFrees: number;
+  memsets: number;
+  copiesToDevice: number;
+  bytesToDevice: number;
+  copiesFromDevice: number;
+  bytesFromDevice: number;
+}
+
+/** What a run cost beyond its kernels: counted at the device seam by the loop, and by the device itself. */
+export interface EngineStats {
+  /** opening the session: weights read and uploaded, the memory plan reserved */
+  prepareSeconds: number;
+  /** host time in the run outside waits for the device: recording the nodes */
+  enqueueSeconds: number;
+  /** host time waiting for the device (syncs, downloads) */
+  waitSeconds: number;
+  /** host <-> device bytes through the loop: the graph's inputs in, the values read back out, and host ops' staging both ways */
+  transfers: { inputBytes: number; outputBytes: number; stagingToDeviceBytes: number; stagingFromDeviceBytes: number };
+  /** the device's counters over the run (null: the device keeps none) */
+  device: DeviceCounters | null;
+  /** what the session reserved for the run's values (graph/memoryPlan.ts) */
+  memoryPlan: { poolBytes: number; peakBytes: number; blocks: number };
+}
+
 export interface RunStats {
   seconds: number;
+  /** the engine's counters over this run */
+  engine?: EngineStats;
   /** rows each rank pushed through HC ops (combine-norm rows), summed over the graph */
   hcRowsPerRank: number[];
   commBytesPerRank: CommBytes[];

@@ -1,5 +1,7 @@
+import type { DeviceCounters } from '../backend/backend.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import type { Graph, GraphNode, ValueDecl, ValueId } from './graph.ts';
+import type { MemoryPlan } from './memoryPlan.ts';
 
 /**
  * What a backend supplies to core's one graph-execution loop (graphSession.ts): device
@@ -30,4 +32,10 @@ export interface DeviceOps<H> {
    * passed to runNode, and freed at dispose); an error here fails the open.
    */
   prepared?(graph: Graph, weights: ReadonlyMap<ValueId, H>): Promise<void>;
+  /** at open, after prepared(): the run's memory plan, for a device that pools its memory to reserve */
+  reserve?(plan: MemoryPlan): Promise<void>;
+  /** at dispose, after every handle is freed: memory a device pooled goes back */
+  trim?(): void;
+  /** the device's counters since it opened (a run reports their difference) */
+  counters?(): DeviceCounters;
 }

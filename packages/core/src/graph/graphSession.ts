@@ -1,4 +1,4 @@
-import type { PreparedGraph, RunOptions, RunResult } from '../backend/backend.ts';
+import type { DeviceCounters, EngineStats, PreparedGraph, RunOptions, RunResult } from '../backend/backend.ts';
 import type { Communicator } from '../collectives/communicator.ts';
 import { cpuKernel } from '../reference/kernels/index.ts';
 import { shapeStr, type Tensor } from '../tensor/tensor.ts';
@@ -8,6 +8,7 @@ import { getOpDef } from './ops/registry.ts';
 import { rowRanges } from './rowRanges.ts';
 import { RunStatsCounter } from './runStatsCounter.ts';
 import { validateFeeds } from './validateFeeds.ts';
+import { planMemory, type MemoryPlan } from './memoryPlan.ts';
 import { lastUses } from './valueLifetimes.ts';
 
 /**
@@ -54,6 +55,12 @@ function checkDecl(what: string, t: Tensor, d: ValueDecl): void {
   }
 }
 
+function countersDelta(before: DeviceCounters, after: DeviceCounters): DeviceCounters {
+  const d = { ...after };
+  for (const k of Object.keys(d) as (keyof DeviceCounters)[]) d[k] = after[k] - before[k];
+  return d;
+}
+
 /**
  * Core's one graph-execution loop. A session holds a graph's weights resident on the device
  * (uploaded once, when it opens) and runs it many times; each run validates the feeds, runs
@@ -68,18 +75,37 @@ export class GraphSession<H> implements PreparedGraph {
   private readonly last: Map<ValueId, number>;
   private queue: Promise<unknown> = Promise.resolve();
   private disposed = false;
+  /** the device, its waits timed (EngineStats.waitSeconds) */
+  private readonly device: DeviceOps<H>;
+  private waitSeconds = 0;
+  private prepareSeconds = 0;
+  private readonly plan: MemoryPlan;
+  private transfers: EngineStats['transfers'] = { inputBytes: 0, outputBytes: 0, stagingToDeviceBytes: 0, stagingFromDeviceBytes: 0 };
 
   private constructor(
     readonly graph: Graph,
-    private readonly device: DeviceOps<H>,
+    device: DeviceOps<H>,
     private readonly loadWeight: WeightLoader,
     private readonly options: SessionOptions,
   ) {
     this.last = lastUses(graph);
+    this.plan = planMemory(graph);
+    const waited =
+      <A extends unknown[], R>(fn: (...a: A) => Promise<R>) =>
+      async (...a: A): Promise<R> => {
+        const t = performance.now();
+        try {
+          return await fn(...a);
+        } finally {
+          this.waitSeconds += (performance.now() - t) / 1000;
+        }
+      };
+    this.device = { ...device, download: waited(device.download.bind(device)), sync: device.sync && waited(device.sync.bind(device)) };
   }
 
-  /** Checks the graph, uploads every weight its nodes read, and returns the ready session. */
+  /** Checks the graph, uploads every weight its nodes read, reserves the run's memory plan, and returns the ready session. */
   static async open<H>(graph: Graph, device: DeviceOps<H>, loadWeight: WeightLoader, options: SessionOptions): Promise<GraphSession<H>> {
+    const start = performance.now();
     const s = new GraphSession(graph, device, loadWeight, options);
     s.checkGraph();
     try {
@@ -90,10 +116,12 @@ export class GraphSession<H> implements PreparedGraph {
         s.weights.set(id, await device.upload(decl, t));
       }
       await device.prepared?.(graph, s.weights);
+      await device.reserve?.(s.plan);
     } catch (e) {
       await s.dispose();
       throw e;
     }
+    s.prepareSeconds = (performance.now() - start) / 1000;
     return s;
   }
 
@@ -121,6 +149,7 @@ export class GraphSession<H> implements PreparedGraph {
     for (const h of [...this.weights.values(), ...this.resident.values()]) this.device.free(h);
     this.weights.clear();
     this.resident.clear();
+    this.device.trim?.();
   }
 
   private checkGraph(): void {
@@ -160,8 +189,15 @@ export class GraphSession<H> implements PreparedGraph {
     for (const id of keep) if (!graph.values[id]) throw new Error(`${this.options.backend}: requested value '${id}' is not in the graph`);
     const env = new Map<ValueId, H>();
     const counter = new RunStatsCounter(graph);
+    const countersBefore = device.counters?.() ?? null;
+    this.waitSeconds = 0;
+    this.transfers = { inputBytes: 0, outputBytes: 0, stagingToDeviceBytes: 0, stagingFromDeviceBytes: 0 };
     try {
-      for (const id of graph.inputs) env.set(id, await device.upload(graph.values[id], feeds.get(id)!));
+      for (const id of graph.inputs) {
+        const t = feeds.get(id)!;
+        this.transfers.inputBytes += t.data.byteLength;
+        env.set(id, await device.upload(graph.values[id], t));
+      }
       const handle = (id: ValueId): H => {
         const h = env.get(id) ?? this.weights.get(id);
         if (h === undefined) throw new Error(`value '${id}' is read before any node produced it`);
@@ -176,7 +212,8 @@ export class GraphSession<H> implements PreparedGraph {
         counter.count(node);
         if (!keepAll) this.release(node, i, env, keep);
         if ((i + 1) % (device.syncEveryNodes ?? SYNC_EVERY_NODES) === 0) await device.sync?.();
-        await options.onNode?.(i + 1, graph.nodes.length);
+        options.onNode?.(i + 1, graph.nodes.length);
+        await options.turn?.();
       }
       await device.sync?.();
       const values = new Map<ValueId, Tensor>();
@@ -184,7 +221,9 @@ export class GraphSession<H> implements PreparedGraph {
       for (const id of readBack) {
         const h = env.get(id);
         if (h === undefined) throw new Error(`${this.options.backend}: requested value '${id}' was never computed`);
-        values.set(id, await device.download(graph.values[id], h));
+        const t = await device.download(graph.values[id], h);
+        this.transfers.outputBytes += t.data.byteLength;
+        values.set(id, t);
       }
       for (const id of options.keepOnDevice ?? []) {
         const h = env.get(id);
@@ -192,7 +231,17 @@ export class GraphSession<H> implements PreparedGraph {
         this.resident.set(id, h);
         env.delete(id);
       }
-      return { values, stats: counter.stats((performance.now() - start) / 1000) };
+      const seconds = (performance.now() - start) / 1000;
+      const after = device.counters?.() ?? null;
+      const engine: EngineStats = {
+        prepareSeconds: this.prepareSeconds,
+        enqueueSeconds: Math.max(0, seconds - this.waitSeconds),
+        waitSeconds: this.waitSeconds,
+        transfers: this.transfers,
+        device: countersBefore && after ? countersDelta(countersBefore, after) : null,
+        memoryPlan: { poolBytes: this.plan.poolBytes, peakBytes: this.plan.peakBytes, blocks: this.plan.blocks.length },
+      };
+      return { values, stats: { ...counter.stats(seconds), engine } };
     } finally {
       for (const h of env.values()) device.free(h);
     }
@@ -226,6 +275,7 @@ export class GraphSession<H> implements PreparedGraph {
         const t = outs[p];
         if (!t) throw new Error(`did not produce '${id}'`);
         checkDecl(`output '${id}'`, t, graph.values[id]);
+        this.transfers.stagingToDeviceBytes += t.data.byteLength;
         set(id, await device.upload(graph.values[id], t));
       }
     } else {
@@ -245,6 +295,7 @@ export class GraphSession<H> implements PreparedGraph {
     const ins = await Promise.all(
       node.inputs.map((id, i) => (id === null || (table && i === gather!.table && table.weight?.gather === 'rows') ? null : device.download(graph.values[id], handle(id)))),
     );
+    for (const t of ins) this.transfers.stagingFromDeviceBytes += t?.data.byteLength ?? 0;
     if (table?.weight?.gather === 'rows') {
       const ids = ins[0]!;
       const { ranges, local } = rowRanges(ids.data as Int32Array, table.shape[0], `weight '${table.weight.name}'`);
