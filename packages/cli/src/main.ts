@@ -12,6 +12,7 @@ import { registerWeights } from './commands/weights.ts';
 import { registerLaunch } from './commands/launch.ts';
 import { registerXcheck } from './commands/xcheck.ts';
 import { registerModel } from './commands/model.ts';
+import { refuseRepeatedOptions } from './repeatedOptions.ts';
 
 const USAGE_EXIT_CODE = 2;
 
@@ -31,6 +32,7 @@ function buildProgram(): Command {
   registerLaunch(program);
   registerXcheck(program);
   registerModel(program);
+  refuseRepeatedOptions(program);
   return program;
 }
 

@@ -56,3 +56,15 @@ export function parseSeconds(value: string, name: string): number {
   if (ms < 1) throw new Error(`${name} is too small: at least 0.001 s, got ${JSON.stringify(value)}`);
   return ms;
 }
+
+/**
+ * The most tokens a run may have: token ids and positions are int32 in the graph, and every
+ * shape stays a safe integer below it (T x vocabulary < 2^53), so a larger T reaches the
+ * memory guard's refusal instead of failing inside the graph's shapes.
+ */
+export const MAX_TOKENS = 2 ** 31 - 1;
+
+/** A token count: a plain integer in [1, MAX_TOKENS]. */
+export function parseTokens(value: string, name = '--tokens'): number {
+  return parseIntStrict(value, name, { min: 1, max: MAX_TOKENS });
+}

@@ -1,5 +1,5 @@
 // The messages the issue found wanting (item 7), each as the user meets it.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Command } from 'commander';
@@ -74,7 +74,37 @@ describe('configs and integers', () => {
   });
 
   it('a too-large integer is "too large", not "must be an integer"', async () => {
-    await expect(runPrefillCommand({ ...prefill, tokens: '99999999999999999999' })).rejects.toThrow('--tokens is too large: at most 9007199254740991, got "99999999999999999999"');
+    await expect(runPrefillCommand({ ...prefill, tokens: '99999999999999999999' })).rejects.toThrow('--tokens is too large: at most 2147483647, got "99999999999999999999"');
+  });
+});
+
+describe('messages that name the problem (issue 21)', () => {
+  it('T of 2^52 is beyond --tokens\'s bound; the largest T allowed meets the memory guard, not a graph shape error', async () => {
+    await expect(runPrefillCommand({ ...prefill, tokens: String(2 ** 52) })).rejects.toThrow(`--tokens is too large: at most 2147483647, got "${2 ** 52}"`);
+    await expect(runPrefillCommand({ ...prefill, tokens: '2147483647' })).rejects.toThrow(/^prefill of tiny at tp 2 with T 2147483647 needs about .* nothing was allocated/);
+  });
+
+  it('--ids: a literal beyond float64 (1e400) is said so, not "null"; deep nesting names the file', async () => {
+    const huge = join(dir, 'huge-ids.json');
+    writeFileSync(huge, '[1, 2, 1e400]');
+    await expect(runPrefillCommand({ ...prefill, ids: huge })).rejects.toThrow(`--ids ${huge}: token 2 is a number beyond the float64 range, not an integer in [0, ${TINY.vocabSize})`);
+    const deep = join(dir, 'deep-ids.json');
+    writeFileSync(deep, '['.repeat(20_000) + ']'.repeat(20_000));
+    await expect(runPrefillCommand({ ...prefill, ids: deep })).rejects.toThrow(`--ids ${deep}: nests arrays and objects more than 64 levels deep (at character 64)`);
+    const nested = join(dir, 'nested-ids.json');
+    writeFileSync(nested, '[[1], "abc"]');
+    await expect(runPrefillCommand({ ...prefill, ids: nested })).rejects.toThrow(`--ids ${nested}: token 0 is an array, not an integer in [0, ${TINY.vocabSize})`);
+  });
+
+  it('a symbolic link loop is said so, not "does not exist"', async () => {
+    const a = join(dir, 'loop-a');
+    const b = join(dir, 'loop-b');
+    symlinkSync(b, a);
+    symlinkSync(a, b);
+    const loop = 'ELOOP: symbolic link loop (too many levels of symbolic links)';
+    await expect(runPrefillCommand({ ...prefill, weights: a })).rejects.toThrow(`${a}: ${loop}`);
+    await expect(runPrefillCommand({ ...prefill, ids: a })).rejects.toThrow(`--ids ${a}: ${loop}`);
+    await expect(runPrefillCommand({ ...prefill, config: a })).rejects.toThrow(`${a}: ${loop}`);
   });
 });
 

@@ -4,7 +4,6 @@
 // simulated in this process (--comm sim), or this process is one of them under hcsp launch
 // or mpirun (--comm mpi|nccl, prefillRanked.ts).
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import {
@@ -24,12 +23,13 @@ import {
   type SpMode,
   type Tensor,
 } from '@hcsp/core';
-import { CheckpointProblemsError, openCheckpoint, resolveModelConfig, unusedTensorsWarning, type CheckpointWeightSource } from '@hcsp/core/node';
+import { CheckpointProblemsError, JSON_LIMITS, JsonInputError, openCheckpoint, readJsonInput, resolveModelConfig, unusedTensorsWarning, type CheckpointWeightSource } from '@hcsp/core/node';
 import { backendNames, createBackend, findBackend } from '@hcsp/backends';
 import { backendOptionsFromFlags, deviceOption, gemmOption, type BackendChoiceFlags } from '../backendChoice.ts';
 import { checkpointProblemsError } from '../checkpoint/weightProblems.ts';
 import { dumpTensors, qsaDropStats } from './prefillDump.ts';
 import { checkRankBackend, COMM_MODES, planDigest, QuietRankExit, runPrefillRanked, type CommMode, type PrefillRank, type RankRunExtras } from './prefillRanked.ts';
+import { COLLECTIVE_TIMEOUT_ENV, collectiveTimeoutMs, DEFAULT_COLLECTIVE_TIMEOUT_S } from '../launch/rankWatchdog.ts';
 import { resolveOutputTarget } from '../output/outputTarget.ts';
 import { writeOutput } from '../output/safeOutputFile.ts';
 import { layoutSafetensors } from '@hcsp/core';
@@ -37,7 +37,7 @@ import { describeNonFinite, NonFiniteWatch } from '../checkpoint/nonFinite.ts';
 import { CONFIG_HELP, DEFAULT_CONFIG, DEFAULT_TP, SP_ENV_HELP, TP_HELP } from '../defaults.ts';
 import { checkMemory, MAX_MEMORY_HELP, memoryLimit } from '../guards/memoryGuard.ts';
 import { estimatePrefillMemory } from '../guards/prefillMemory.ts';
-import { oneOf, parseIntStrict } from '../parseArgs.ts';
+import { oneOf, parseIntStrict, parseTokens } from '../parseArgs.ts';
 import { nodeProgress } from '../progress.ts';
 import { interruptible } from '../signals.ts';
 import { planWithFloor, SP_OFF_REASON } from '../sp/planWithFloor.ts';
@@ -63,19 +63,28 @@ interface PrefillCliOptions extends BackendChoiceFlags {
   logits?: string;
   mtpDrafter?: string;
   comm?: string;
+  collectiveTimeout?: string;
+}
+
+/** A JSON value for a message: short, and never JSON.stringify of a nested value (deep nesting overflows it). */
+function describeJsonValue(v: unknown): string {
+  if (typeof v === 'number') return Number.isFinite(v) ? String(v) : 'a number beyond the float64 range';
+  if (typeof v === 'string') return v.length > 40 ? `the string ${JSON.stringify(v.slice(0, 40))}...` : `the string ${JSON.stringify(v)}`;
+  if (Array.isArray(v)) return 'an array';
+  return v === null ? 'null' : typeof v === 'object' ? 'an object' : String(v);
 }
 
 /** A prompt's token ids: a JSON array of integers, each inside the vocabulary. */
 function readTokenIds(path: string, vocabSize: number): Int32Array {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(readFileSync(path, 'utf8'));
+    parsed = readJsonInput(path, JSON_LIMITS.ids);
   } catch (e) {
-    throw new Error(`--ids ${path}: ${(e as NodeJS.ErrnoException).code === 'EISDIR' ? 'is a directory' : (e as Error).message}`);
+    throw new Error(`--ids ${path}: ${e instanceof JsonInputError ? e.reason : (e as Error).message}`);
   }
   if (!Array.isArray(parsed) || parsed.length === 0) throw new Error(`--ids ${path}: expected a non-empty JSON array of token ids`);
   const bad = parsed.findIndex((v) => !(Number.isSafeInteger(v) && v >= 0 && v < vocabSize));
-  if (bad >= 0) throw new Error(`--ids ${path}: token ${bad} is ${JSON.stringify(parsed[bad])}, not an integer in [0, ${vocabSize})`);
+  if (bad >= 0) throw new Error(`--ids ${path}: token ${bad} is ${describeJsonValue(parsed[bad])}, not an integer in [0, ${vocabSize})`);
   return Int32Array.from(parsed as number[]);
 }
 
@@ -85,8 +94,12 @@ function sha256(t: Tensor): string {
 
 export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string> {
   const comm = oneOf<CommMode>(opts.comm ?? 'sim', COMM_MODES, '--comm');
-  if (comm === 'sim') return prefill(opts, null);
-  return runPrefillRanked(comm, (rank) => prefill(opts, rank));
+  if (comm === 'sim') {
+    // checked in every mode, as the SP variables are: a malformed value is an error even where it has no effect
+    collectiveTimeoutMs(opts.collectiveTimeout, process.env);
+    return prefill(opts, null);
+  }
+  return runPrefillRanked(comm, (rank) => prefill(opts, rank), { collectiveTimeout: opts.collectiveTimeout });
 }
 
 /** The prefill, of all ranks in this process (rank null) or as one rank of an MPI job. */
@@ -98,8 +111,8 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
   const tp = parseIntStrict(opts.tp, '--tp', { min: 1 });
   rank?.checkWorld(tp);
   const ids = opts.ids ? readTokenIds(opts.ids, config.vocabSize) : undefined;
-  const tokens = ids ? ids.length : parseIntStrict(opts.tokens ?? '1100', '--tokens', { min: 1 });
-  if (ids && opts.tokens !== undefined && parseIntStrict(opts.tokens, '--tokens', { min: 1 }) !== ids.length) {
+  const tokens = ids ? ids.length : parseTokens(opts.tokens ?? '1100');
+  if (ids && opts.tokens !== undefined && parseTokens(opts.tokens) !== ids.length) {
     throw new Error(`--tokens ${opts.tokens} disagrees with the ${ids.length} ids in --ids ${opts.ids}`);
   }
   const fp8 = opts.fp8 === undefined ? null : oneOf<Fp8Format>(opts.fp8, Object.keys(FP8_FORMATS) as Fp8Format[], '--fp8');
@@ -284,6 +297,10 @@ export function registerPrefill(program: Command): void {
       '--comm <mode>',
       'sim (the tp ranks simulated in this process) | mpi (this process is one host rank: hcsp launch --nproc-per-node <tp> -- prefill ... --comm mpi, or under mpirun; --backend cpu or rocm) | nccl (one GPU rank on RCCL/NCCL: --backend rocm --device hip|cuda); rank 0 prints',
       'sim',
+    )
+    .option(
+      '--collective-timeout <s>',
+      `--comm mpi|nccl: seconds a rank may wait in one collective (or control exchange) for its peers; past it the job ends, naming the call and the ranks that did not come (default: ${COLLECTIVE_TIMEOUT_ENV}, else ${DEFAULT_COLLECTIVE_TIMEOUT_S})`,
     )
     .option('--seed <n>', 'seed of the token ids and synthetic weights', '0')
     .option('--weights <path>', 'a Hugging Face model folder, its model.safetensors.index.json, or one .safetensors file (default: synthetic weights)')
