@@ -1,4 +1,5 @@
 import { CpuBackend, type Backend } from '@hcsp/core';
+import { checkWasmMemory } from './wasmMemory.ts';
 
 // The one list of backends: the CLI, the cross-backend test suites and the benchmark all
 // take it from here. A backend that needs a device loads lazily (its module pulls in a
@@ -31,6 +32,7 @@ export const BACKENDS: readonly BackendEntry[] = [
     summary: 'WGSL kernels on a WebGPU device (dawn.node on a hardware adapter, else headless Chromium)',
     options: {},
     create: async () => {
+      checkWasmMemory('webgpu');
       const { createWebGpuBackend } = await import('@hcsp/backend-webgpu');
       return createWebGpuBackend();
     },
