@@ -1,7 +1,7 @@
 // Node-only file I/O for safetensors: positioned reads (a tensor's bytes on demand, never
 // the whole file) and an atomic writer (temp file in the same directory, renamed into
 // place, so a failure never leaves a half-written output).
-import { closeSync, fstatSync, fsyncSync, openSync, readSync, renameSync, rmSync, statSync, writeSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, fsyncSync, openSync, readSync, renameSync, rmSync, statSync, writeSync, type Stats } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { Tensor } from '../tensor/tensor.ts';
 import { errnoReason, fileKind } from './fileErrors.ts';
@@ -35,12 +35,15 @@ export class FileByteSource implements ByteSource {
     }
     if (!st.isFile()) throw new Error(`${path}: is ${fileKind(st)}, not a .safetensors file`);
     try {
-      this.fd = openSync(path, 'r');
+      // O_NONBLOCK: a fifo put in its place since the check opens at once, and fstat refuses it
+      this.fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
     } catch (e) {
       throw naming(path, 'cannot open', e);
     }
     try {
-      this.size = fstatSync(this.fd).size;
+      const opened = fstatSync(this.fd);
+      if (!opened.isFile()) throw new Error(`${path}: is ${fileKind(opened)}, not a .safetensors file`);
+      this.size = opened.size;
     } catch (e) {
       closeSync(this.fd);
       throw e;
