@@ -3,13 +3,13 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, truncateSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { JSON_LIMITS, JsonInputError, readJsonInput } from './jsonFile.ts';
+import { JSON_LIMITS, JsonInputError, readJsonInput, type JsonInputLimits } from './jsonFile.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'hcsp-json-input-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** The error readJsonInput throws, and how long it took. */
-function refusal(path: string, limits = JSON_LIMITS.config): { error: JsonInputError; ms: number } {
+function refusal(path: string, limits: JsonInputLimits = JSON_LIMITS.config): { error: JsonInputError; ms: number } {
   const t0 = performance.now();
   try {
     readJsonInput(path, limits);
