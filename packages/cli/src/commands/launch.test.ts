@@ -47,12 +47,12 @@ interface Job {
   done: Promise<{ status: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; seconds: number }>;
 }
 
-/** one launcher (one "node"), its processes marked by an environment variable so that the test can find them and any left behind */
-function launch(launchArgs: string[], rankArgs: string[], mark = `hcsp-launch-test-${process.pid}-${jobs++}`): Job {
+/** one launcher (one "node"), its processes marked by an environment variable so that the test can find them and any left behind; `env`: more of the launcher's environment */
+function launch(launchArgs: string[], rankArgs: string[], mark = `hcsp-launch-test-${process.pid}-${jobs++}`, env: Record<string, string> = {}): Job {
   const t0 = performance.now();
   const child = spawn(process.execPath, [bundle, 'launch', ...launchArgs, '--', ...rankArgs], {
     cwd: ROOT,
-    env: { ...process.env, OMPI_ALLOW_RUN_AS_ROOT: '1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM: '1', HCSP_LAUNCH_TEST_MARK: mark },
+    env: { ...process.env, OMPI_ALLOW_RUN_AS_ROOT: '1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM: '1', HCSP_LAUNCH_TEST_MARK: mark, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -203,6 +203,58 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
     // the others end by themselves, told by the store, well before the launcher's 3 s grace
     expect(secondsToFail).toBeLessThan(3);
     await expectNothingLeft(job.mark);
+  });
+
+  it('a rank stopped mid-run (SIGSTOP): the collective watchdog ends the job within its limit, naming the call and the stopped rank; nothing is left', async () => {
+    const limit = 6;
+    // HCSP_COLLECTIVE_TIMEOUT in the launcher's environment, which every rank inherits; no
+    // --quiet: rank 0's progress lines tell when the graph runs
+    const args = ['prefill', '--backend', 'cpu', '--comm', 'mpi', '--config', 'small', '--tokens', '1024', '--tp', '2', '--sp', 'on', '--json'];
+    const job = launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], args, undefined, { HCSP_COLLECTIVE_TIMEOUT: String(limit) });
+    let progress = '';
+    job.child.stderr!.on('data', (c: string) => (progress += c));
+    let victim: { pid: number } | undefined;
+    try {
+      await waitFor('rank 0 running the graph', () => /\(rank 0\): \d+\/\d+ ops/.test(progress));
+      victim = marked(job.mark).filter(isRank).find((p) => p.rank === '1');
+      expect(victim).toBeDefined();
+      const stoppedAt = performance.now();
+      process.kill(victim!.pid, 'SIGSTOP');
+      const r = await job.done;
+      const seconds = (performance.now() - stoppedAt) / 1000;
+      expect(r.stdout).toBe('');
+      expect(r.status).toBe(1);
+      const lines = hcspLines(r.stderr).filter((l) => !/ ops \(/.test(l));
+      expect(lines[0]).toMatch(
+        /^hcsp: rank 0 of 2: no progress for 6\.\d s in node \d+ \((allReduce|reduceScatter|allGather) L\d+\.[\w.]+\), the collective timeout \(--collective-timeout, HCSP_COLLECTIVE_TIMEOUT\): a peer is stopped, hung or far behind$/,
+      );
+      expect(lines[1]).toBe('hcsp: rank 0 of 2: rank 1 did not answer within 2 s (stopped, or hung); ending the job');
+      expect(lines[2]).toMatch(/^hcsp launch: rank 0 \(local rank 0, pid \d+\) exited with code 1; stopping rank 1 of this node if it does not end within 3 s$/);
+      expect(lines[3]).toBe(`hcsp launch: rank 1 (local rank 1, pid ${victim!.pid}) is stopped (SIGSTOP or a debugger): it cannot end by itself, killing it now`);
+      expect(lines).toHaveLength(4);
+      // the limit, the 2 s the ranks get to answer, and what rank 0 computed before it waited
+      expect(seconds).toBeLessThan(limit + 2 + 4);
+    } finally {
+      // a failed expectation must not leave the stopped rank behind (the job's timeout kills what is left)
+      if (victim) {
+        try {
+          process.kill(victim.pid, 'SIGCONT');
+        } catch {
+          // gone
+        }
+      }
+    }
+    await expectNothingLeft(job.mark);
+  });
+
+  it('a bad --collective-timeout is one usage error naming the value, from rank 0, before the ranks meet', async () => {
+    const r = await launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], [...prefillArgs({ tp: 2, sp: 'on' }), '--collective-timeout', '0']).done;
+    expect(r.status).toBe(1);
+    const lines = hcspLines(r.stderr).filter((l) => l.startsWith('hcsp:'));
+    expect(lines).toEqual(['hcsp: --collective-timeout is too small: at least 0.001 s, got "0"']);
+    const env = await launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], prefillArgs({ tp: 2, sp: 'on' }), undefined, { HCSP_COLLECTIVE_TIMEOUT: '1e3' }).done;
+    expect(env.status).toBe(1);
+    expect(hcspLines(env.stderr).filter((l) => l.startsWith('hcsp:'))).toEqual([`hcsp: HCSP_COLLECTIVE_TIMEOUT must be a positive number of seconds, at most 2147483.647 (setTimeout's limit), got "1e3"`]);
   });
 
   it('a launcher killed outright (SIGKILL): its ranks end by themselves (their IPC channel closes), none is left', async () => {

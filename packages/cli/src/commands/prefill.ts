@@ -29,6 +29,7 @@ import { backendOptionsFromFlags, deviceOption, gemmOption, type BackendChoiceFl
 import { checkpointProblemsError } from '../checkpoint/weightProblems.ts';
 import { dumpTensors, qsaDropStats } from './prefillDump.ts';
 import { checkRankBackend, COMM_MODES, planDigest, QuietRankExit, runPrefillRanked, type CommMode, type PrefillRank, type RankRunExtras } from './prefillRanked.ts';
+import { COLLECTIVE_TIMEOUT_ENV, collectiveTimeoutMs, DEFAULT_COLLECTIVE_TIMEOUT_S } from '../launch/rankWatchdog.ts';
 import { resolveOutputTarget } from '../output/outputTarget.ts';
 import { writeOutput } from '../output/safeOutputFile.ts';
 import { layoutSafetensors } from '@hcsp/core';
@@ -62,6 +63,7 @@ interface PrefillCliOptions extends BackendChoiceFlags {
   logits?: string;
   mtpDrafter?: string;
   comm?: string;
+  collectiveTimeout?: string;
 }
 
 /** A JSON value for a message: short, and never JSON.stringify of a nested value (deep nesting overflows it). */
@@ -92,8 +94,12 @@ function sha256(t: Tensor): string {
 
 export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string> {
   const comm = oneOf<CommMode>(opts.comm ?? 'sim', COMM_MODES, '--comm');
-  if (comm === 'sim') return prefill(opts, null);
-  return runPrefillRanked(comm, (rank) => prefill(opts, rank));
+  if (comm === 'sim') {
+    // checked in every mode, as the SP variables are: a malformed value is an error even where it has no effect
+    collectiveTimeoutMs(opts.collectiveTimeout, process.env);
+    return prefill(opts, null);
+  }
+  return runPrefillRanked(comm, (rank) => prefill(opts, rank), { collectiveTimeout: opts.collectiveTimeout });
 }
 
 /** The prefill, of all ranks in this process (rank null) or as one rank of an MPI job. */
@@ -291,6 +297,10 @@ export function registerPrefill(program: Command): void {
       '--comm <mode>',
       'sim (the tp ranks simulated in this process) | mpi (this process is one host rank: hcsp launch --nproc-per-node <tp> -- prefill ... --comm mpi, or under mpirun; --backend cpu or rocm) | nccl (one GPU rank on RCCL/NCCL: --backend rocm --device hip|cuda); rank 0 prints',
       'sim',
+    )
+    .option(
+      '--collective-timeout <s>',
+      `--comm mpi|nccl: seconds a rank may wait in one collective (or control exchange) for its peers; past it the job ends, naming the call and the ranks that did not come (default: ${COLLECTIVE_TIMEOUT_ENV}, else ${DEFAULT_COLLECTIVE_TIMEOUT_S})`,
     )
     .option('--seed <n>', 'seed of the token ids and synthetic weights', '0')
     .option('--weights <path>', 'a Hugging Face model folder, its model.safetensors.index.json, or one .safetensors file (default: synthetic weights)')

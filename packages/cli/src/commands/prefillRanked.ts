@@ -15,7 +15,9 @@
 // the failure is reported once by rank 0 when every rank met it alike, else by each failed
 // rank. A failure after the agreement (a peer may wait at a collective forever) is reported
 // by its rank, then the whole job ends: through the store under hcsp launch, MPI_Abort under
-// mpirun.
+// mpirun. A peer that stops or hangs without failing (SIGSTOP keeps its sockets open) is found
+// by each rank's collective watchdog (launch/rankWatchdog.ts): a call that meets the peers and
+// waits past --collective-timeout ends the job, naming the call and the ranks that did not come.
 import { createHash } from 'node:crypto';
 import type { Backend, CommBytes, Graph, PreparedGraph, RunOptions, RunResult, SessionOptions, Tensor, ValueId, WeightSource } from '@hcsp/core';
 import { rankGraph } from '@hcsp/core';
@@ -23,6 +25,7 @@ import { mpirunRank, type MpiCommunicator, type NcclCommunicator, type RocmBacke
 import { aloneControl, gatherNumbers, mpiControl, storeControl, type RankControl } from '../launch/rankControl.ts';
 import { endWithLauncher } from '../launch/launcher.ts';
 import { launchedRank, type LaunchedRank } from '../launch/rankEnv.ts';
+import { collectiveTimeoutMs, RankWatchdog } from '../launch/rankWatchdog.ts';
 import { RendezvousClient, RendezvousError, RendezvousServer } from '../launch/rendezvousStore.ts';
 
 export const COMM_MODES = ['sim', 'mpi', 'nccl'] as const;
@@ -112,7 +115,12 @@ export class PrefillRank {
     readonly startedBy: StartedBy,
     /** hcsp launch: this rank's connection to the rendezvous store, and rank 0's store */
     private readonly rendezvous: Rendezvous | null = null,
-  ) {}
+    /** in a world of more than one rank: times every call that waits for the peers */
+    private readonly watchdog: RankWatchdog | null = null,
+  ) {
+    // from now on a stuck call ends this process as a failure does (NCCL aborted first)
+    if (watchdog) watchdog.exit = (code) => this.exitNow(code);
+  }
 
   get rank(): number {
     return this.control.rank;
@@ -130,26 +138,40 @@ export class PrefillRank {
   /**
    * Joins the job: under hcsp launch by meeting the other ranks at rank 0's rendezvous
    * store (and, for --comm mpi, joining their MPI world: MpiCommunicator.join); under mpirun
-   * as its rank of MPI_COMM_WORLD; else as a world of one.
+   * as its rank of MPI_COMM_WORLD; else as a world of one. In a larger world, every call that
+   * waits for the peers from the join on is timed by a watchdog of `collectiveTimeoutMs`.
    */
-  static async open(mode: RankCommMode): Promise<PrefillRank> {
-    const { MpiCommunicator, loadNativeAddon } = await import('@hcsp/backend-rocm');
-    const mpirun = mpirunRank(process.env) !== null;
+  static async open(mode: RankCommMode, collectiveTimeoutMs: number): Promise<PrefillRank> {
+    const { MpiCommunicator, loadMpiAddon, loadNativeAddon } = await import('@hcsp/backend-rocm');
+    const mpirun = mpirunRank(process.env);
     const launched = mpirun ? null : launchedRank(process.env);
+    const world = mpirun ?? (launched && { rank: launched.rank, size: launched.worldSize });
+    // until a communicator runs: at once, through the addon this mode loads (a join step may block a worker in MPI)
+    const exitAtOnce = (code: number): never => {
+      try {
+        (mode === 'mpi' ? loadMpiAddon() : loadNativeAddon()).exitNow(code);
+      } catch {
+        // the addon does not load: nothing of it can block the exit
+      }
+      return process.exit(code);
+    };
+    const dog = world && world.size > 1 ? new RankWatchdog(world.rank, world.size, collectiveTimeoutMs, exitAtOnce) : null;
+    const watchdog = dog?.watchdog;
     if (launched !== null) {
       const rendezvous = await meet(launched);
+      dog?.useStore(rendezvous.client);
       if (mode === 'mpi') {
-        const comm = await MpiCommunicator.join(launched.rank, launched.worldSize, rendezvous.client);
+        const comm = await MpiCommunicator.join(launched.rank, launched.worldSize, rendezvous.client, { watchdog });
         rendezvous.exit = (code) => comm.exitNow(code);
-        return new PrefillRank(mode, mpiControl(comm), comm, 'launch', rendezvous);
+        return new PrefillRank(mode, mpiControl(comm), comm, 'launch', rendezvous, dog);
       }
       const addon = loadNativeAddon();
       rendezvous.exit = (code) => addon.exitNow(code);
-      return new PrefillRank(mode, storeControl(rendezvous.client, launched.worldSize), null, 'launch', rendezvous);
+      return new PrefillRank(mode, storeControl(rendezvous.client, launched.worldSize, watchdog), null, 'launch', rendezvous, dog);
     }
     if (mode === 'mpi' || mpirun) {
-      const comm = MpiCommunicator.open();
-      return new PrefillRank(mode, mpiControl(comm), comm, mpirun ? 'mpirun' : 'alone');
+      const comm = MpiCommunicator.open({ watchdog });
+      return new PrefillRank(mode, mpiControl(comm), comm, mpirun ? 'mpirun' : 'alone', null, dog);
     }
     return new PrefillRank(mode, aloneControl, null, 'alone');
   }
@@ -190,7 +212,7 @@ export class PrefillRank {
     this.started = true;
     const comm = this.control;
     const message = failure === null ? '' : messageOf(failure);
-    const all = await gatherNumbers(comm, Float64Array.of(failure === null ? 0 : 1, digest48(createHash('sha256').update(message)), digest));
+    const all = await gatherNumbers(comm, Float64Array.of(failure === null ? 0 : 1, digest48(createHash('sha256').update(message)), digest), 'the start-up agreement');
     const failed = all.flatMap((v, r) => (v[0] === 1 ? [r] : []));
     const plans = new Set(all.map((v) => v[2]));
     if (failed.length === 0 && plans.size === 1) return;
@@ -256,7 +278,7 @@ export class PrefillRank {
       this.control.bytesSent() - controlBefore,
       options.weightBytesRead(),
     ]);
-    const all = await gatherNumbers(this.control, mine);
+    const all = await gatherNumbers(this.control, mine, "the gather of the ranks' run statistics");
     const commBytesPerRank: CommBytes[] = all.map((v) => ({ allReduce: v[1], allGather: v[2], reduceScatter: v[3] }));
     const secondsPerRank = all.map((v) => v[4]);
     return {
@@ -273,8 +295,8 @@ export class PrefillRank {
     const { NcclCommunicator, NCCL_UNIQUE_ID_BYTES } = await import('@hcsp/backend-rocm');
     const gpu = backend.gpu!;
     const mine = this.rank === 0 ? NcclCommunicator.uniqueId(gpu) : new Uint8Array(NCCL_UNIQUE_ID_BYTES);
-    const uniqueId = (await this.control.gather(mine))[0];
-    this.nccl = await NcclCommunicator.open({ gpu, rank: this.rank, size: this.tp, uniqueId });
+    const uniqueId = (await this.control.gather(mine, "the NCCL unique id's exchange"))[0];
+    this.nccl = await NcclCommunicator.open({ gpu, rank: this.rank, size: this.tp, uniqueId, watchdog: this.watchdog?.watchdog });
     return this.nccl;
   }
 
@@ -307,8 +329,11 @@ export class PrefillRank {
     await this.nccl?.destroy();
     await this.mpi?.finalize();
     if (this.rendezvous === null) return;
-    await this.rendezvous.client.bye();
-    await this.rendezvous.server?.closeWhenDone();
+    const { client, server } = this.rendezvous;
+    // rank 0 waits for every rank's bye, each rank for rank 0's acknowledgement: a peer stopped now would hold it
+    const watched = (what: string, fn: () => Promise<void>) => (this.watchdog ? this.watchdog.watchdog.watch(what, fn) : fn());
+    await watched('leaving the rendezvous store', () => client.bye());
+    if (server) await watched('the wait for every rank to leave the rendezvous store', () => server.closeWhenDone());
   }
 }
 
@@ -317,14 +342,15 @@ export class PrefillRank {
  * to join that every rank meets alike (the same addon, the same machine's MPI, the store's
  * verdict) is reported by rank 0. `body` calls startTogether right before its run; a failure
  * before that joins the agreement as this rank's; a failure after it ends the whole job
- * (PrefillRank.fail).
+ * (PrefillRank.fail). options.collectiveTimeout: --collective-timeout's value (else
+ * HCSP_COLLECTIVE_TIMEOUT, else DEFAULT_COLLECTIVE_TIMEOUT_S), the watchdog's limit.
  */
-export async function runPrefillRanked(mode: RankCommMode, body: (rank: PrefillRank) => Promise<string>): Promise<string> {
+export async function runPrefillRanked(mode: RankCommMode, body: (rank: PrefillRank) => Promise<string>, options: { collectiveTimeout?: string } = {}): Promise<string> {
   let rank: PrefillRank;
   try {
-    rank = await PrefillRank.open(mode);
+    rank = await PrefillRank.open(mode, collectiveTimeoutMs(options.collectiveTimeout, process.env));
   } catch (e) {
-    // what rank 0 reports too (a failure to start MPI, the store's verdict on the rendezvous)
+    // what rank 0 reports too (a bad --collective-timeout, a failure to start MPI, the store's verdict on the rendezvous)
     const everyones = !(e instanceof RendezvousError) || e.fromStore;
     if (everyones && (mpirunRank(process.env)?.rank ?? launchedRankOrNull()?.rank ?? 0) !== 0) throw new QuietRankExit();
     throw e;
