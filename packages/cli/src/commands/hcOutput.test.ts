@@ -112,7 +112,7 @@ function interruptWrite(signal: 'SIGINT' | 'SIGTERM'): Promise<{ status: number 
     child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
     let signalled = false;
     const watcher = watch(d, (_event, name) => {
-      if (signalled || !name || !/^\.out\.safetensors\.hcsp-\d+\.[0-9a-z]+\.tmp$/.test(String(name))) return;
+      if (signalled || !name || !/^\.out\.safetensors\.hcsp-tmp-.+-\d+-[0-9a-f]{16}$/.test(String(name))) return;
       signalled = true;
       child.kill('SIGSTOP');
       child.kill(signal);
