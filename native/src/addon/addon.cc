@@ -55,7 +55,8 @@ Napi::Value upload(const Napi::CallbackInfo& info) {
                                 " tensor, which needs " + std::to_string(want));
     }
     auto gpu = JsGpu::unwrapOptional(info[3]);
-    TensorPtr t = gpu ? std::make_shared<Tensor>(dtype, shape, gpu) : makeTensor(dtype, shape);
+    // every byte is copied in below
+    TensorPtr t = std::make_shared<Tensor>(dtype, shape, gpu ? std::shared_ptr<Memory>(gpu) : hostMemory(), Init::Uninitialized);
     const auto* src = static_cast<const uint8_t*>(data.ArrayBuffer().Data()) + data.ByteOffset();
     if (want) t->memory().copyIn(t->raw(), src, want);
     return JsTensor::wrap(env, t);

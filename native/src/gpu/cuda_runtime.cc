@@ -158,10 +158,10 @@ void CudaRuntime::rawCopyOut(void* dst, const void* src, size_t bytes) {
   if (CUresult e = api_.cuMemcpyDtoH(dst, dptr(src), bytes)) raise("cuMemcpyDtoH_v2", e, "(" + std::to_string(bytes) + " bytes)");
 }
 
-void CudaRuntime::rawFillZero(void* dst, size_t bytes) {
+void CudaRuntime::rawFill(void* dst, uint8_t byte, size_t bytes) {
   if (bytes == 0) return;
   makeCurrent();
-  if (CUresult e = api_.cuMemsetD8(dptr(dst), 0, bytes)) raise("cuMemsetD8_v2", e, "(" + std::to_string(bytes) + " bytes)");
+  if (CUresult e = api_.cuMemsetD8(dptr(dst), byte, bytes)) raise("cuMemsetD8_v2", e, "(" + std::to_string(bytes) + " bytes)");
 }
 
 void* CudaRuntime::rawAllocate(size_t bytes) {

@@ -26,7 +26,7 @@ class EmulatedRuntime : public GpuRuntime {
   bool hostVisible() const override { return false; }
   void rawCopyIn(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void rawCopyOut(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void rawFillZero(void* dst, size_t bytes) override { std::memset(dst, 0, bytes); }
+  void rawFill(void* dst, uint8_t byte, size_t bytes) override { std::memset(dst, byte, bytes); }
 
   void launchByName(const char* name, int64_t, void**) override {
     fail(ErrorKind::Runtime, std::string("emulated runtime: kernel ") + name + " must be called, not launched by name");

@@ -18,8 +18,10 @@ struct GpuContext {
   std::shared_ptr<GpuRuntime> runtime;
   const Attrs& attrs;
   GemmMode gemm;
-  /** a zero-filled tensor in this GPU's memory */
-  TensorPtr alloc(DType dtype, Shape shape) const { return std::make_shared<Tensor>(dtype, std::move(shape), runtime); }
+  /** an output or scratch tensor in this GPU's memory that the op's kernels write whole before reading */
+  TensorPtr alloc(DType dtype, Shape shape) const { return std::make_shared<Tensor>(dtype, std::move(shape), runtime, Init::Uninitialized); }
+  /** one that starts at zero (an accumulator, a list filled in part) */
+  TensorPtr allocZeroed(DType dtype, Shape shape) const { return std::make_shared<Tensor>(dtype, std::move(shape), runtime); }
 };
 
 using GpuOp = std::function<Outputs(const Inputs&, const GpuContext&)>;

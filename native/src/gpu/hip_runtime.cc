@@ -160,10 +160,10 @@ void HipRuntime::rawCopyOut(void* dst, const void* src, size_t bytes) {
   if (hipError_t e = api_.hipMemcpy(dst, src, bytes, hipMemcpyDeviceToHost)) raise("hipMemcpy", e, "(device to host, " + std::to_string(bytes) + " bytes)");
 }
 
-void HipRuntime::rawFillZero(void* dst, size_t bytes) {
+void HipRuntime::rawFill(void* dst, uint8_t byte, size_t bytes) {
   if (bytes == 0) return;
   makeCurrent();
-  if (hipError_t e = api_.hipMemset(dst, 0, bytes)) raise("hipMemset", e, "(" + std::to_string(bytes) + " bytes)");
+  if (hipError_t e = api_.hipMemset(dst, byte, bytes)) raise("hipMemset", e, "(" + std::to_string(bytes) + " bytes)");
 }
 
 void* HipRuntime::rawAllocate(size_t bytes) {

@@ -37,7 +37,7 @@ class HipRuntime : public ModuleRuntime {
 
   void rawCopyIn(void* dst, const void* src, size_t bytes) override;
   void rawCopyOut(void* dst, const void* src, size_t bytes) override;
-  void rawFillZero(void* dst, size_t bytes) override;
+  void rawFill(void* dst, uint8_t byte, size_t bytes) override;
   void launchByName(const char* name, int64_t threads, void** args) override;
   void rawSynchronize() override;
 

@@ -172,7 +172,17 @@ void Memory::copyOut(void* dst, const void* src, size_t bytes) {
 
 void Memory::fillZero(void* dst, size_t bytes) {
   memsets_.fetch_add(1, std::memory_order_relaxed);
-  rawFillZero(dst, bytes);
+  rawFill(dst, 0, bytes);
+}
+
+void Memory::fillPoison(void* dst, size_t bytes) { rawFill(dst, 0xFF, bytes); }
+
+bool poisonUninitialized() {
+  static const bool on = [] {
+    const char* v = std::getenv("HCSP_POISON_UNINITIALIZED");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  return on;
 }
 
 DeviceCounters Memory::counters() const {
@@ -200,7 +210,7 @@ class HostMemory : public Memory {
  protected:
   void rawCopyIn(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void rawCopyOut(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void rawFillZero(void* dst, size_t bytes) override { std::memset(dst, 0, bytes); }
+  void rawFill(void* dst, uint8_t byte, size_t bytes) override { std::memset(dst, byte, bytes); }
   void* rawAllocate(size_t bytes) override {
     // whole cache lines: aligned AVX-512 loads, no false sharing between tensors
     const size_t rounded = (bytes + 63) / 64 * 64;

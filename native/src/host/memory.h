@@ -68,6 +68,8 @@ class Memory {
   void copyIn(void* dst, const void* src, size_t bytes);
   void copyOut(void* dst, const void* src, size_t bytes);
   void fillZero(void* dst, size_t bytes);
+  /** 0xFF bytes (NaN in bf16 and fp32, -1 in int32), not counted: HCSP_POISON_UNINITIALIZED's fill */
+  void fillPoison(void* dst, size_t bytes);
 
   AllocatorStats stats() const;
   /** 0 removes the limit */
@@ -82,7 +84,7 @@ class Memory {
   virtual void rawRelease(void* p) = 0;
   virtual void rawCopyIn(void* dst, const void* src, size_t bytes) = 0;
   virtual void rawCopyOut(void* dst, const void* src, size_t bytes) = 0;
-  virtual void rawFillZero(void* dst, size_t bytes) = 0;
+  virtual void rawFill(void* dst, uint8_t byte, size_t bytes) = 0;
 
  private:
   /** the pool's block size for a request: whole 256-byte units (vector loads, no false sharing) */
@@ -105,7 +107,15 @@ class Memory {
   std::atomic<int64_t> copiesIn_{0}, bytesIn_{0}, copiesOut_{0}, bytesOut_{0};
 };
 
-/** the host device's memory (64-byte aligned, zero-filled) */
+/**
+ * HCSP_POISON_UNINITIALIZED=1: tensors made without zeros are filled with 0xFF bytes instead of
+ * holding whatever their pooled block held, so a kernel that reads an output it did not write
+ * (or leaves part of it unwritten) changes the results: the tests' check that no kernel relies
+ * on memory it was not given. Read once, at the first allocation.
+ */
+bool poisonUninitialized();
+
+/** the host device's memory (64-byte aligned) */
 const std::shared_ptr<Memory>& hostMemory();
 
 }  // namespace hcsp

@@ -58,12 +58,13 @@ int64_t numel(const Shape& s) {
   return n;
 }
 
-Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<Memory> memory)
+Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<Memory> memory, Init init)
     : memory_(std::move(memory)), dtype_(dtype), shape_(std::move(shape)), numel_(hcsp::numel(shape_)), data_(nullptr) {
   data_ = memory_->allocate(bytes(), std::string("a ") + dtypeName(dtype_) + shapeStr(shape_) + " tensor");
   if (!data_) return;
   try {
-    memory_->fillZero(data_, bytes());
+    if (init == Init::Zero) memory_->fillZero(data_, bytes());
+    else if (poisonUninitialized()) memory_->fillPoison(data_, bytes());
   } catch (...) {
     // no destructor runs for a constructor that throws: give the bytes back here
     memory_->release(data_, bytes());

@@ -24,10 +24,16 @@ using Shape = std::vector<int64_t>;
 std::string shapeStr(const Shape& s);
 int64_t numel(const Shape& s);
 
+/**
+ * A new tensor's bytes: zeros (a memset, counted), or as the pool hands them out, for an
+ * output the kernel writes whole (the engine's runs make no memsets the math does not need).
+ */
+enum class Init { Zero, Uninitialized };
+
 class Tensor {
  public:
-  /** zero-filled bytes for `shape` in `memory` (counted there) */
-  Tensor(DType dtype, Shape shape, std::shared_ptr<Memory> memory = hostMemory());
+  /** bytes for `shape` in `memory` (counted there), zero-filled unless `init` says otherwise */
+  Tensor(DType dtype, Shape shape, std::shared_ptr<Memory> memory = hostMemory(), Init init = Init::Zero);
   ~Tensor();
   Tensor(const Tensor&) = delete;
   Tensor& operator=(const Tensor&) = delete;
@@ -71,7 +77,10 @@ class Tensor {
 
 using TensorPtr = std::shared_ptr<Tensor>;
 
-inline TensorPtr makeTensor(DType dtype, Shape shape) { return std::make_shared<Tensor>(dtype, std::move(shape)); }
+/** a host kernel's output or scratch, which the kernel writes whole before reading */
+inline TensorPtr makeTensor(DType dtype, Shape shape) { return std::make_shared<Tensor>(dtype, std::move(shape), hostMemory(), Init::Uninitialized); }
+/** a host kernel's output or scratch that starts at zero (an accumulator, a list filled in part) */
+inline TensorPtr makeZeroTensor(DType dtype, Shape shape) { return std::make_shared<Tensor>(dtype, std::move(shape)); }
 
 /** the host device's counts */
 AllocatorStats allocatorStats();

@@ -108,7 +108,8 @@ Outputs moeExperts(const Inputs& in, const KernelContext& ctx) {
   const Tensor& gateUp = a.gateUp;
   const Tensor& down = a.down;
 
-  TensorPtr routed = makeTensor(DType::F32, {T, H});
+  // zeros: a token none of this rank's experts serve adds nothing, and the others accumulate into it
+  TensorPtr routed = makeZeroTensor(DType::F32, {T, H});
   float* acc = routed->data<float>();
   const int32_t* idd = ids.data<int32_t>();
   const uint16_t* wd = weights.bf16();
