@@ -1,4 +1,6 @@
+import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RendezvousClient, RendezvousServer } from './rendezvousStore.ts';
 import { ASK_MS, collectiveTimeoutMs, describeAnswers, RankWatchdog } from './rankWatchdog.ts';
@@ -100,6 +102,36 @@ describe('a stuck rank under hcsp launch (an in-process rendezvous store of thre
       }
     } finally {
       server.destroy();
+    }
+  });
+});
+
+describe('a stuck rank 0 serves the store in its own process', () => {
+  it('the other ranks are told its verdict before the store ends with it', async () => {
+    const port = await freePort();
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/rankWatchdogStoreChild.ts', String(port)], {
+      cwd: fileURLToPath(new URL('../../../../', import.meta.url)),
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr!.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const killer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    try {
+      let told = '';
+      // (join retries while the child's store is not listening yet)
+      const client = await RendezvousClient.join({ host: '127.0.0.1', port, rank: 1, worldSize: 2, secret: 'a test job', timeoutMs: 20_000 }, (m) => (told = m));
+      // rank 1 answers from between two calls
+      const rank1 = new RankWatchdog(1, 2, 60_000, (() => {}) as (code: number) => never);
+      rank1.useStore(client);
+      await rank1.watchdog.watch('node 8 (allReduce layers.0.attn)', async () => {});
+      expect(await exited).toBe(1);
+      await vi.waitFor(() => expect(told).not.toBe(''), { timeout: 5000, interval: 20 });
+      expect(told).toMatch(/^rank 0 of 2 waited 1\.\d s in node 9 \(allGather layers\.0\.attn\): rank 1 has not reached it \(between collectives, \d+\.\d s after node 8 \(allReduce layers\.0\.attn\)\)$/);
+      expect(stderr).toMatch(/^hcsp: rank 0 of 2: no progress for 1\.\d s in node 9 \(allGather layers\.0\.attn\), the collective timeout/);
+    } finally {
+      clearTimeout(killer);
+      child.kill('SIGKILL');
     }
   });
 });

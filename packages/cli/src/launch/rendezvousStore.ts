@@ -368,16 +368,21 @@ export class RendezvousClient {
     return all.map((b) => new Uint8Array(Buffer.from(b, 'base64')));
   }
 
-  /** tells every rank that this one failed (they end with `message`); resolves once it is written (or after a second) */
+  /**
+   * tells every rank that this one failed (they end with `message`); resolves once the store
+   * has passed it on (it then closes this rank's connection), or after a second: rank 0's
+   * store runs in rank 0's process, which must not end before it has
+   */
   fail(message: string): Promise<void> {
     this.leaving = true;
     return new Promise((resolve) => {
-      const timer = setTimeout(resolve, 1000);
       if (this.socket.destroyed) return resolve();
-      this.socket.write(JSON.stringify({ t: 'fail', message }) + '\n', () => {
+      const timer = setTimeout(resolve, 1000);
+      this.socket.once('close', () => {
         clearTimeout(timer);
         resolve();
       });
+      this.socket.write(JSON.stringify({ t: 'fail', message }) + '\n');
     });
   }
 
