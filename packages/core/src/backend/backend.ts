@@ -58,6 +58,11 @@ export interface RunOptions {
   keepOnDevice?: ValueId[];
   /** called after each node, for progress bars */
   onNode?: (done: number, total: number) => void;
+  /**
+   * called after each node; a promise it returns is awaited before the next node (a caller
+   * computing on this thread gives its event loop a turn there, so that signal handlers run)
+   */
+  turn?: () => Promise<void> | undefined;
 }
 
 export interface RunResult {

@@ -25,6 +25,8 @@ export interface EvaluateExactOptions {
   keep?: ValueId[];
   /** called after each node: nodes done, nodes in all */
   onNode?: (done: number, total: number) => void;
+  /** called after each node, a promise it returns awaited (RunOptions.turn) */
+  turn?: () => Promise<void> | undefined;
   /**
    * float64 values of some inputs, used instead of the widened feeds: inputs that are
    * themselves rounded tables (the bf16 RoPE cos/sin, whose exact values ropeTablesExact gives)
@@ -175,6 +177,7 @@ export async function evaluateExact(graph: Graph, feeds: ReadonlyMap<ValueId, Te
     }
     release(node, i);
     options.onNode?.(i + 1, graph.nodes.length);
+    await options.turn?.();
   }
 
   const result = new Map<ValueId, ExactTensor>();
