@@ -15,7 +15,6 @@ import {
   PRESETS,
   readSpFloor,
   REDUCE_ALGORITHMS,
-  runOnce,
   STAND_IN_SUB_LAYERS,
   type Fp8Format,
   type ReduceAlgorithm,
@@ -96,7 +95,7 @@ export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string
   const comm = oneOf<CommMode>(opts.comm ?? 'sim', COMM_MODES, '--comm');
   if (comm === 'sim') {
     // checked in every mode, as the SP variables are: a malformed value is an error even where it has no effect
-    collectiveTimeoutMs(opts.collectiveTimeout, process.env);
+    collectiveTimeoutMs('mpi', opts.collectiveTimeout, process.env);
     return prefill(opts, null);
   }
   return runPrefillRanked(comm, (rank) => prefill(opts, rank), { collectiveTimeout: opts.collectiveTimeout });
@@ -179,13 +178,26 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
     const device = backend.describe();
     // under mpirun, rank 0's progress stands for all
     const progress = nodeProgress(`prefill ${config.name} tp${tp} T=${tokens}${rank ? ` (rank ${rank.rank})` : ''}`, { quiet: opts.quiet || (rank !== null && rank.rank !== 0) });
+    const runSeconds: number[] = [];
     const run = async (): Promise<RunResult & Partial<RankRunExtras>> => {
       try {
         const keep = [...selections.map((s) => s.id), ...Object.values(prepared.outputs.dumpValues), ...(prepared.outputs.mtp ? [prepared.outputs.mtp.logits, prepared.outputs.mtp.draftTokens] : []), prepared.outputs.logits, prepared.outputs.nextTokens];
-        if (!rank) return await runOnce(backend, prepared.graph, prepared.feeds, prepared.weights, { onNode: progress.onNode, keep });
+        if (!rank) {
+          const session = await backend.prepare(prepared.graph, prepared.weights);
+          try {
+            let result: RunResult | null = null;
+            for (let i = 0; i < runs; i++) {
+              result = await session.run(prepared.feeds, { onNode: progress.onNode, keep });
+              runSeconds.push(result.stats.seconds);
+            }
+            return { ...result!, enginePerRank: result!.stats.engine ? [result!.stats.engine] : undefined };
+          } finally {
+            await session.dispose();
+          }
+        }
         // every rank is ready (or all end together): only then does any rank enter a collective
         await rank.startTogether(null, planDigest(prepared.graph, prepared.feeds));
-        return await rank.run(backend, prepared.graph, prepared.feeds, prepared.weights, { onNode: progress.onNode, keep, weightBytesRead: () => checkpoint?.bytesRead() ?? 0 });
+        return await rank.run(backend, prepared.graph, prepared.feeds, prepared.weights, { onNode: progress.onNode, keep, runs, weightBytesRead: () => checkpoint?.bytesRead() ?? 0 });
       } finally {
         progress.stop();
         await backend.dispose();
@@ -300,7 +312,7 @@ export function registerPrefill(program: Command): void {
     )
     .option(
       '--collective-timeout <s>',
-      `--comm mpi|nccl: seconds a rank may wait in one collective (or control exchange) for its peers; past it the job ends, naming the call and the ranks that did not come (default: ${COLLECTIVE_TIMEOUT_ENV}, else ${DEFAULT_COLLECTIVE_TIMEOUT_S})`,
+      `--comm mpi|nccl: seconds a rank may wait in one collective (or control exchange) for its peers; past it the job ends, naming the call and the ranks that did not come (default: ${COLLECTIVE_TIMEOUT_ENV}, else ${DEFAULT_COLLECTIVE_TIMEOUT_S.mpi} for --comm mpi, ${DEFAULT_COLLECTIVE_TIMEOUT_S.nccl} for --comm nccl)`,
     )
     .option('--seed <n>', 'seed of the token ids and synthetic weights', '0')
     .option('--weights <path>', 'a Hugging Face model folder, its model.safetensors.index.json, or one .safetensors file (default: synthetic weights)')

@@ -343,12 +343,12 @@ export class PrefillRank {
  * verdict) is reported by rank 0. `body` calls startTogether right before its run; a failure
  * before that joins the agreement as this rank's; a failure after it ends the whole job
  * (PrefillRank.fail). options.collectiveTimeout: --collective-timeout's value (else
- * HCSP_COLLECTIVE_TIMEOUT, else DEFAULT_COLLECTIVE_TIMEOUT_S), the watchdog's limit.
+ * HCSP_COLLECTIVE_TIMEOUT, else DEFAULT_COLLECTIVE_TIMEOUT_S[mode]), the watchdog's limit.
  */
 export async function runPrefillRanked(mode: RankCommMode, body: (rank: PrefillRank) => Promise<string>, options: { collectiveTimeout?: string } = {}): Promise<string> {
   let rank: PrefillRank;
   try {
-    rank = await PrefillRank.open(mode, collectiveTimeoutMs(options.collectiveTimeout, process.env));
+    rank = await PrefillRank.open(mode, collectiveTimeoutMs(mode, options.collectiveTimeout, process.env));
   } catch (e) {
     // what rank 0 reports too (a bad --collective-timeout, a failure to start MPI, the store's verdict on the rendezvous)
     const everyones = !(e instanceof RendezvousError) || e.fromStore;

@@ -8,18 +8,19 @@ import { ASK_MS, collectiveTimeoutMs, describeAnswers, RankWatchdog } from './ra
 afterEach(() => vi.restoreAllMocks());
 
 describe('the collective timeout', () => {
-  it('is --collective-timeout, else HCSP_COLLECTIVE_TIMEOUT, else 600 s', () => {
-    expect(collectiveTimeoutMs(undefined, {})).toBe(600_000);
-    expect(collectiveTimeoutMs(undefined, { HCSP_COLLECTIVE_TIMEOUT: '90' })).toBe(90_000);
-    expect(collectiveTimeoutMs('2.5', { HCSP_COLLECTIVE_TIMEOUT: '90' })).toBe(2500);
+  it("is --collective-timeout, else HCSP_COLLECTIVE_TIMEOUT, else PyTorch's defaults: 30 min for host ranks (Gloo's), 10 min for GPU ranks (NCCL's)", () => {
+    expect(collectiveTimeoutMs('mpi', undefined, {})).toBe(1_800_000);
+    expect(collectiveTimeoutMs('nccl', undefined, {})).toBe(600_000);
+    expect(collectiveTimeoutMs('mpi', undefined, { HCSP_COLLECTIVE_TIMEOUT: '90' })).toBe(90_000);
+    expect(collectiveTimeoutMs('nccl', '2.5', { HCSP_COLLECTIVE_TIMEOUT: '90' })).toBe(2500);
   });
 
   it('a bad value is a usage error naming where it came from and the value', () => {
-    expect(() => collectiveTimeoutMs('0', {})).toThrow('--collective-timeout is too small: at least 0.001 s, got "0"');
-    expect(() => collectiveTimeoutMs('ten', {})).toThrow(`--collective-timeout must be a positive number of seconds, at most 2147483.647 (setTimeout's limit), got "ten"`);
-    expect(() => collectiveTimeoutMs('2147484', {})).toThrow(`--collective-timeout is too large: at most 2147483.647 s (setTimeout's limit), got "2147484"`);
-    expect(() => collectiveTimeoutMs(undefined, { HCSP_COLLECTIVE_TIMEOUT: '-5' })).toThrow('HCSP_COLLECTIVE_TIMEOUT must be a positive number of seconds');
-    expect(() => collectiveTimeoutMs(undefined, { HCSP_COLLECTIVE_TIMEOUT: '' })).toThrow('HCSP_COLLECTIVE_TIMEOUT must be a positive number of seconds, at most 2147483.647 (setTimeout\'s limit), got ""');
+    expect(() => collectiveTimeoutMs('mpi', '0', {})).toThrow('--collective-timeout is too small: at least 0.001 s, got "0"');
+    expect(() => collectiveTimeoutMs('mpi', 'ten', {})).toThrow(`--collective-timeout must be a positive number of seconds, at most 2147483.647 (setTimeout's limit), got "ten"`);
+    expect(() => collectiveTimeoutMs('nccl', '2147484', {})).toThrow(`--collective-timeout is too large: at most 2147483.647 s (setTimeout's limit), got "2147484"`);
+    expect(() => collectiveTimeoutMs('mpi', undefined, { HCSP_COLLECTIVE_TIMEOUT: '-5' })).toThrow('HCSP_COLLECTIVE_TIMEOUT must be a positive number of seconds');
+    expect(() => collectiveTimeoutMs('nccl', undefined, { HCSP_COLLECTIVE_TIMEOUT: '' })).toThrow('HCSP_COLLECTIVE_TIMEOUT must be a positive number of seconds, at most 2147483.647 (setTimeout\'s limit), got ""');
   });
 });
 
@@ -103,6 +104,24 @@ describe('a stuck rank under hcsp launch (an in-process rendezvous store of thre
     } finally {
       server.destroy();
     }
+  });
+});
+
+describe('a rank whose own timer fires late', () => {
+  it('says that this process itself was held (stopped, then continued), not a peer', async () => {
+    const stderr: string[] = [];
+    vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => (stderr.push(String(chunk)), true));
+    const exited: number[] = [];
+    // under mpirun, no store: the line, then the end
+    const rank = new RankWatchdog(1, 2, 100, ((code: number) => void exited.push(code)) as (code: number) => never);
+    void rank.watchdog.watch('node 32 (allReduce L0.attn.all_reduce)', () => new Promise(() => {}));
+    // this thread held for 1.6 s, as a SIGSTOPped process is
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1600);
+    await vi.waitFor(() => expect(exited).toEqual([1]), { timeout: 5000, interval: 20 });
+    expect(stderr).toHaveLength(1);
+    expect(stderr[0]).toMatch(
+      /^hcsp: rank 1 of 2: no progress for 1\.\d s in node 32 \(allReduce L0\.attn\.all_reduce\), the collective timeout \(--collective-timeout, HCSP_COLLECTIVE_TIMEOUT\): this process was itself stopped or blocked \(its timer fired 1\.\d s late\)\n$/,
+    );
   });
 });
 

@@ -12,25 +12,28 @@ import { parseSeconds } from '../parseArgs.ts';
 import type { RendezvousClient } from './rendezvousStore.ts';
 
 /**
- * 10 minutes, PyTorch's default timeout for NCCL process groups. A watched call's wait is the
- * skew between the ranks reaching it (at the first collective, each rank's weight reading
- * too), which on a slow, shared machine can be minutes; a rank stopped or hung is reported
- * within this bound instead of never.
+ * PyTorch's defaults for the same kinds of ranks: 10 minutes for NCCL process groups (GPU
+ * ranks), 30 minutes for Gloo's (CPU ranks, which "may need longer": PyTorch PR 110947). A
+ * watched call's wait is the skew between the ranks reaching it (at the first collective, each
+ * rank's weight reading too); host ranks compute on shared CPUs, where one rank can fall
+ * minutes behind the others. A rank stopped or hung is reported within this bound, not never.
  */
-export const DEFAULT_COLLECTIVE_TIMEOUT_S = 600;
+export const DEFAULT_COLLECTIVE_TIMEOUT_S = { mpi: 1800, nccl: 600 } as const;
 export const COLLECTIVE_TIMEOUT_ENV = 'HCSP_COLLECTIVE_TIMEOUT';
 /** how long a stuck rank waits for the others to say where they are */
 export const ASK_MS = 2000;
+/** a timer later than this did not fire on time: this process's own event loop was held */
+const LATE_MS = 1000;
 
 const ASK_KEY = 'watchdog/ask';
 const answerKey = (rank: number) => `watchdog/answer/${rank}`;
 
-/** The watchdog's limit in ms: --collective-timeout, else HCSP_COLLECTIVE_TIMEOUT, else the default; a bad value is an error naming it. */
-export function collectiveTimeoutMs(option: string | undefined, env: Record<string, string | undefined> = process.env): number {
+/** The watchdog's limit in ms for --comm `mode`: --collective-timeout, else HCSP_COLLECTIVE_TIMEOUT, else the default; a bad value is an error naming it. */
+export function collectiveTimeoutMs(mode: 'mpi' | 'nccl', option: string | undefined, env: Record<string, string | undefined> = process.env): number {
   if (option !== undefined) return parseSeconds(option, '--collective-timeout');
   const v = env[COLLECTIVE_TIMEOUT_ENV];
   if (v !== undefined) return parseSeconds(v, COLLECTIVE_TIMEOUT_ENV);
-  return DEFAULT_COLLECTIVE_TIMEOUT_S * 1000;
+  return DEFAULT_COLLECTIVE_TIMEOUT_S[mode] * 1000;
 }
 
 const secondsText = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
@@ -109,7 +112,10 @@ export class RankWatchdog {
   private async stuck(call: StuckCall): Promise<void> {
     const who = `rank ${this.rank} of ${this.size}`;
     const where = `${secondsText(call.waitedMs)} in ${call.what}`;
-    process.stderr.write(`hcsp: ${who}: no progress for ${where}, the collective timeout (--collective-timeout, ${COLLECTIVE_TIMEOUT_ENV}): a peer is stopped, hung or far behind\n`);
+    // a timer that fires late says this process itself did not run (stopped, then continued: mpirun sends SIGCONT to end it)
+    const late = call.waitedMs - this.watchdog.timeoutMs;
+    const why = late > LATE_MS ? `this process was itself stopped or blocked (its timer fired ${secondsText(late)} late)` : 'a peer is stopped, hung or far behind';
+    process.stderr.write(`hcsp: ${who}: no progress for ${where}, the collective timeout (--collective-timeout, ${COLLECTIVE_TIMEOUT_ENV}): ${why}\n`);
     if (this.client !== null) {
       const answers = await this.ask(this.client);
       const found = describeAnswers(this.rank, this.size, call, answers);
