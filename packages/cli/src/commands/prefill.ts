@@ -15,6 +15,7 @@ import {
   PRESETS,
   readSpFloor,
   REDUCE_ALGORITHMS,
+  runOnce,
   STAND_IN_SUB_LAYERS,
   type Fp8Format,
   type ReduceAlgorithm,
@@ -178,26 +179,13 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
     const device = backend.describe();
     // under mpirun, rank 0's progress stands for all
     const progress = nodeProgress(`prefill ${config.name} tp${tp} T=${tokens}${rank ? ` (rank ${rank.rank})` : ''}`, { quiet: opts.quiet || (rank !== null && rank.rank !== 0) });
-    const runSeconds: number[] = [];
     const run = async (): Promise<RunResult & Partial<RankRunExtras>> => {
       try {
         const keep = [...selections.map((s) => s.id), ...Object.values(prepared.outputs.dumpValues), ...(prepared.outputs.mtp ? [prepared.outputs.mtp.logits, prepared.outputs.mtp.draftTokens] : []), prepared.outputs.logits, prepared.outputs.nextTokens];
-        if (!rank) {
-          const session = await backend.prepare(prepared.graph, prepared.weights);
-          try {
-            let result: RunResult | null = null;
-            for (let i = 0; i < runs; i++) {
-              result = await session.run(prepared.feeds, { onNode: progress.onNode, keep });
-              runSeconds.push(result.stats.seconds);
-            }
-            return { ...result!, enginePerRank: result!.stats.engine ? [result!.stats.engine] : undefined };
-          } finally {
-            await session.dispose();
-          }
-        }
+        if (!rank) return await runOnce(backend, prepared.graph, prepared.feeds, prepared.weights, { onNode: progress.onNode, keep });
         // every rank is ready (or all end together): only then does any rank enter a collective
         await rank.startTogether(null, planDigest(prepared.graph, prepared.feeds));
-        return await rank.run(backend, prepared.graph, prepared.feeds, prepared.weights, { onNode: progress.onNode, keep, runs, weightBytesRead: () => checkpoint?.bytesRead() ?? 0 });
+        return await rank.run(backend, prepared.graph, prepared.feeds, prepared.weights, { onNode: progress.onNode, keep, weightBytesRead: () => checkpoint?.bytesRead() ?? 0 });
       } finally {
         progress.stop();
         await backend.dispose();
