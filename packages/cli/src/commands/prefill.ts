@@ -15,10 +15,10 @@ import {
   PRESETS,
   readSpFloor,
   REDUCE_ALGORITHMS,
-  runOnce,
   STAND_IN_SUB_LAYERS,
   type Fp8Format,
   type ReduceAlgorithm,
+  type EngineStats,
   type RunResult,
   type SpMode,
   type Tensor,
@@ -35,6 +35,7 @@ import { writeOutput } from '../output/safeOutputFile.ts';
 import { layoutSafetensors } from '@hcsp/core';
 import { describeNonFinite, NonFiniteWatch } from '../checkpoint/nonFinite.ts';
 import { CONFIG_HELP, DEFAULT_CONFIG, DEFAULT_TP, SP_ENV_HELP, TP_HELP } from '../defaults.ts';
+import { formatBytes } from '../guards/byteSize.ts';
 import { checkMemory, MAX_MEMORY_HELP, memoryLimit } from '../guards/memoryGuard.ts';
 import { estimatePrefillMemory } from '../guards/prefillMemory.ts';
 import { oneOf, parseIntStrict, parseTokens } from '../parseArgs.ts';
@@ -55,6 +56,7 @@ interface PrefillCliOptions extends BackendChoiceFlags {
   json?: boolean;
   maxMemory?: string;
   quiet?: boolean;
+  runs?: string;
   rejectNonfinite?: boolean;
   ids?: string;
   dump?: string;
@@ -103,6 +105,18 @@ export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string
 }
 
 /** The prefill, of all ranks in this process (rank null) or as one rank of an MPI job. */
+/** one process's (or rank's) engine counters over the last run, for the text summary */
+function engineLine(e: EngineStats, who: string, runs: number): string {
+  const d = e.device;
+  const device = d
+    ? `${d.kernelLaunches} launches, ${d.hostSyncs} host syncs, ${d.deviceAllocations} device allocations, ${d.deviceFrees} frees, ${d.memsets} memsets, ${formatBytes(d.bytesToDevice)} to and ${formatBytes(d.bytesFromDevice)} from the device`
+    : 'no device counters';
+  return `  engine (${who}, run ${runs} of ${runs}): ${device}; host enqueue ${(e.enqueueSeconds * 1000).toFixed(1)} ms, wait ${(e.waitSeconds * 1000).toFixed(1)} ms; prepare ${e.prepareSeconds.toFixed(2)} s; memory plan ${formatBytes(e.memoryPlan.poolBytes)} in ${e.memoryPlan.blocks} blocks`;
+}
+
+/** --runs at most: a benchmark's repeat count, not a soak */
+const MAX_RUNS = 1000;
+
 async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promise<string> {
   const backendName = findBackend(opts.backend).name;
   if (rank) checkRankBackend(backendName, rank.mode);
@@ -120,6 +134,7 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
   const logits = oneOf(opts.logits ?? 'last', ['last', 'all'] as const, '--logits');
   const mtpDrafter = oneOf(opts.mtpDrafter ?? 'gathered', ['gathered', 'sharded'] as const, '--mtp-drafter');
   const seed = parseIntStrict(opts.seed, '--seed', { min: 0 });
+  const runs = parseIntStrict(opts.runs ?? '1', '--runs', { min: 1, max: MAX_RUNS });
   const sp = oneOf<SpMode>(opts.sp, ['auto', 'on', 'off'], '--sp');
   const reduce = oneOf<ReduceAlgorithm>(opts.reduce, REDUCE_ALGORITHMS, '--reduce');
   const stack = oneOf(opts.stack, ['model', 'hc-only'] as const, '--stack');
@@ -179,13 +194,26 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
     const device = backend.describe();
     // under mpirun, rank 0's progress stands for all
     const progress = nodeProgress(`prefill ${config.name} tp${tp} T=${tokens}${rank ? ` (rank ${rank.rank})` : ''}`, { quiet: opts.quiet || (rank !== null && rank.rank !== 0) });
+    const runSeconds: number[] = [];
     const run = async (): Promise<RunResult & Partial<RankRunExtras>> => {
       try {
         const keep = [...selections.map((s) => s.id), ...Object.values(prepared.outputs.dumpValues), ...(prepared.outputs.mtp ? [prepared.outputs.mtp.logits, prepared.outputs.mtp.draftTokens] : []), prepared.outputs.logits, prepared.outputs.nextTokens];
-        if (!rank) return await runOnce(backend, prepared.graph, prepared.feeds, prepared.weights, { onNode: progress.onNode, keep });
+        if (!rank) {
+          const session = await backend.prepare(prepared.graph, prepared.weights);
+          try {
+            let result: RunResult | null = null;
+            for (let i = 0; i < runs; i++) {
+              result = await session.run(prepared.feeds, { onNode: progress.onNode, keep });
+              runSeconds.push(result.stats.seconds);
+            }
+            return { ...result!, enginePerRank: result!.stats.engine ? [result!.stats.engine] : undefined };
+          } finally {
+            await session.dispose();
+          }
+        }
         // every rank is ready (or all end together): only then does any rank enter a collective
         await rank.startTogether(null, planDigest(prepared.graph, prepared.feeds));
-        return await rank.run(backend, prepared.graph, prepared.feeds, prepared.weights, { onNode: progress.onNode, keep, weightBytesRead: () => checkpoint?.bytesRead() ?? 0 });
+        return await rank.run(backend, prepared.graph, prepared.feeds, prepared.weights, { onNode: progress.onNode, keep, runs, weightBytesRead: () => checkpoint?.bytesRead() ?? 0 });
       } finally {
         progress.stop();
         await backend.dispose();
@@ -256,6 +284,11 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
             weightBytesReadPerRank: result.weightBytesReadPerRank,
           }
         : null,
+      runs,
+      // each run's seconds (the summary's figures are the last run's)
+      runSeconds: rank ? null : runSeconds,
+      // what the last run cost beyond its kernels, per process: one entry for the simulated ranks on one device, one per rank with --comm mpi|nccl
+      engine: result.enginePerRank ?? null,
       // checkpoint bytes this process read (--comm mpi|nccl: per rank in world)
       weightBytesRead: checkpoint ? checkpoint.bytesRead() : null,
     };
@@ -268,6 +301,7 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
       `  QSA: ${qsa.layers} layers, ${qsa.rowsDropping} of ${tokens} rows drop tokens, ${qsa.droppedPairs} (query, key) pairs dropped per layer`,
       `  HC rows per rank: ${hcRowsPerRank.join(', ')}`,
       `  bytes sent per rank: all-reduce ${commBytesPerRank[0].allReduce}, all-gather ${commBytesPerRank[0].allGather}, reduce-scatter ${commBytesPerRank[0].reduceScatter}`,
+      ...(summary.engine ?? []).map((e, i) => engineLine(e, rank ? `rank ${i}` : tp > 1 ? `ranks 0-${tp - 1}` : 'rank 0', runs)),
     ];
     return `${lines.join('\n')}\n`;
   } finally {
@@ -303,6 +337,7 @@ export function registerPrefill(program: Command): void {
       `--comm mpi|nccl: seconds a rank may wait in one collective (or control exchange) for its peers; past it the job ends, naming the call and the ranks that did not come (default: ${COLLECTIVE_TIMEOUT_ENV}, else ${DEFAULT_COLLECTIVE_TIMEOUT_S.mpi} for --comm mpi, ${DEFAULT_COLLECTIVE_TIMEOUT_S.nccl} for --comm nccl)`,
     )
     .option('--seed <n>', 'seed of the token ids and synthetic weights', '0')
+    .option('--runs <n>', `run the prepared graph n times (1 to ${MAX_RUNS}; the first fills the device's memory pool and caches); the summary is the last run's`, '1')
     .option('--weights <path>', 'a Hugging Face model folder, its model.safetensors.index.json, or one .safetensors file (default: synthetic weights)')
     .option('--stack <kind>', 'model (the real sub-layers) | hc-only (HC steps around a stand-in row-parallel linear)', 'model')
     .option('--max-memory <size>', MAX_MEMORY_HELP)

@@ -19,8 +19,8 @@
 // by each rank's collective watchdog (launch/rankWatchdog.ts): a call that meets the peers and
 // waits past --collective-timeout ends the job, naming the call and the ranks that did not come.
 import { createHash } from 'node:crypto';
-import type { Backend, CommBytes, Graph, PreparedGraph, RunOptions, RunResult, SessionOptions, Tensor, ValueId, WeightSource } from '@hcsp/core';
-import { rankGraph } from '@hcsp/core';
+import type { Backend, CommBytes, EngineStats, Graph, PreparedGraph, RunOptions, RunResult, SessionOptions, Tensor, ValueId, WeightSource } from '@hcsp/core';
+import { ENGINE_STATS_NUMBERS, engineStatsFromNumbers, engineStatsToNumbers, rankGraph } from '@hcsp/core';
 import { mpirunRank, type MpiCommunicator, type NcclCommunicator, type RocmBackend } from '@hcsp/backend-rocm';
 import { aloneControl, gatherNumbers, mpiControl, storeControl, type RankControl } from '../launch/rankControl.ts';
 import { endWithLauncher } from '../launch/launcher.ts';
@@ -60,6 +60,8 @@ export interface RankRunExtras {
   controlBytesPerRank: number[];
   /** checkpoint bytes each rank read (its part's weight slices; 0 for synthetic weights) */
   weightBytesReadPerRank: number[];
+  /** each rank's engine counters over its last run (absent where a backend keeps none) */
+  enginePerRank?: EngineStats[];
 }
 
 /** A backend whose prepare takes a rank's communicator (core's GraphSession options): cpu and rocm. */
@@ -247,7 +249,7 @@ export class PrefillRank {
     graph: Graph,
     feeds: Map<ValueId, Tensor>,
     weights: WeightSource,
-    options: RunOptions & { keep: ValueId[]; weightBytesRead: () => number },
+    options: RunOptions & { keep: ValueId[]; weightBytesRead: () => number; runs: number },
   ): Promise<RunResult & RankRunExtras> {
     if (!this.started) throw new Error('prefill rank: run() before the start-up agreement (startTogether)');
     const r = this.rank;
@@ -260,11 +262,14 @@ export class PrefillRank {
     const comm = this.mode === 'mpi' ? this.mpi! : await this.openNccl(backend as RocmBackend);
     const prepared = await (backend as RankBackend).prepare(part, weights, { communicator: comm });
     let result: RunResult;
+    let runs = options.runs;
     const before = comm.bytesSent();
     const controlBefore = this.control.bytesSent();
     try {
       const rankFeeds = new Map([...feeds].filter(([id]) => part.inputs.includes(id)));
-      result = await prepared.run(rankFeeds, { ...options, keep });
+      // the statistics are the last run's
+      do result = await prepared.run(rankFeeds, { ...options, keep });
+      while (--runs > 0);
     } finally {
       await prepared.dispose();
     }
@@ -277,6 +282,8 @@ export class PrefillRank {
       result.stats.seconds,
       this.control.bytesSent() - controlBefore,
       options.weightBytesRead(),
+      // every rank's backend runs GraphSession, which counts (a backend that did not would send NaN)
+      ...(result.stats.engine ? engineStatsToNumbers(result.stats.engine) : new Array<number>(ENGINE_STATS_NUMBERS).fill(NaN)),
     ]);
     const all = await gatherNumbers(this.control, mine, "the gather of the ranks' run statistics");
     const commBytesPerRank: CommBytes[] = all.map((v) => ({ allReduce: v[1], allGather: v[2], reduceScatter: v[3] }));
@@ -287,6 +294,7 @@ export class PrefillRank {
       secondsPerRank,
       controlBytesPerRank: all.map((v) => v[5]),
       weightBytesReadPerRank: all.map((v) => v[6]),
+      enginePerRank: all.every((v) => !Number.isNaN(v[7])) ? all.map((v) => engineStatsFromNumbers(v.subarray(7))) : undefined,
     };
   }
 
