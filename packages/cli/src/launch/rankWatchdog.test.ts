@@ -141,7 +141,7 @@ describe('a stuck rank 0 serves the store in its own process', () => {
       // (join retries while the child's store is not listening yet)
       const client = await RendezvousClient.join({ host: '127.0.0.1', port, rank: 1, worldSize: 2, secret: 'a test job', timeoutMs: 20_000 }, (m) => (told = m));
       // rank 1 answers from between two calls
-      const rank1 = new RankWatchdog(1, 2, 60_000, (() => {}) as (code: number) => never);
+      const rank1 = new RankWatchdog(1, 2, 60_000, (): never => undefined as never);
       rank1.useStore(client);
       await rank1.watchdog.watch('node 8 (allReduce layers.0.attn)', async () => {});
       expect(await exited).toBe(1);
