@@ -116,13 +116,17 @@ export class RankWatchdog {
     const late = call.waitedMs - this.watchdog.timeoutMs;
     const why = late > LATE_MS ? `this process was itself stopped or blocked (its timer fired ${secondsText(late)} late)` : 'a peer is stopped, hung or far behind';
     process.stderr.write(`hcsp: ${who}: no progress for ${where}, the collective timeout (--collective-timeout, ${COLLECTIVE_TIMEOUT_ENV}): ${why}\n`);
-    if (this.client !== null) {
-      const answers = await this.ask(this.client);
-      const found = describeAnswers(this.rank, this.size, call, answers);
-      process.stderr.write(`hcsp: ${who}: ${found}; ending the job\n`);
-      await this.client.fail(`${who} waited ${where}: ${found}`);
+    try {
+      if (this.client !== null) {
+        const answers = await this.ask(this.client);
+        const found = describeAnswers(this.rank, this.size, call, answers);
+        process.stderr.write(`hcsp: ${who}: ${found}; ending the job\n`);
+        await this.client.fail(`${who} waited ${where}: ${found}`);
+      }
+    } finally {
+      // whatever the asking met, the process ends
+      this.exit(1);
     }
-    this.exit(1);
   }
 
   /** every rank's answer that came within ASK_MS, by rank (this rank's own included) */
