@@ -146,6 +146,10 @@ Napi::Value enqueueGuarded(const Napi::CallbackInfo& info) {
   return guarded(info.Env(), [&] { return enqueue(info); });
 }
 
+Napi::Value enqueueUploadGuarded(const Napi::CallbackInfo& info) {
+  return guarded(info.Env(), [&] { return enqueueUpload(info); });
+}
+
 Napi::Value syncGuarded(const Napi::CallbackInfo& info) {
   return guarded(info.Env(), [&] { return sync(info); });
 }
@@ -243,6 +247,7 @@ Napi::Object init(Napi::Env env, Napi::Object exports) {
   exports.Set("packForGemm", Napi::Function::New(env, packForGemmCall));
   exports.Set("runCollective", Napi::Function::New(env, runCollectiveGuarded));
   exports.Set("enqueue", Napi::Function::New(env, enqueueGuarded));
+  exports.Set("enqueueUpload", Napi::Function::New(env, enqueueUploadGuarded));
   exports.Set("sync", Napi::Function::New(env, syncGuarded));
   exports.Set("counters", Napi::Function::New(env, counters));
   exports.Set("reservePool", Napi::Function::New(env, reservePool));

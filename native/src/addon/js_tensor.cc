@@ -9,7 +9,8 @@ namespace hcsp::addon {
 Napi::Function JsTensor::define(Napi::Env env) {
   Napi::Function f = DefineClass(env, "NativeTensor",
                                  {InstanceAccessor<&JsTensor::dtype>("dtype"), InstanceAccessor<&JsTensor::shape>("shape"),
-                                  InstanceAccessor<&JsTensor::bytes>("bytes"), InstanceAccessor<&JsTensor::freed>("freed")});
+                                  InstanceAccessor<&JsTensor::bytes>("bytes"), InstanceAccessor<&JsTensor::freed>("freed"),
+                                  InstanceAccessor<&JsTensor::computed>("computed")});
   instanceData(env).tensor = Napi::Persistent(f);
   return f;
 }
@@ -64,6 +65,8 @@ Napi::Value JsTensor::bytes(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value JsTensor::freed(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), !slot_); }
+
+Napi::Value JsTensor::computed(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), slot_ && slot_->ready()); }
 
 void freeTensor(const Napi::CallbackInfo& info) {
   if (info.Length() < 1 || !info[0].IsObject() || !info[0].As<Napi::Object>().InstanceOf(instanceData(info.Env()).tensor.Value())) {

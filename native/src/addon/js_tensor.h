@@ -27,6 +27,8 @@ class JsTensor : public Napi::ObjectWrap<JsTensor> {
   Napi::Value shape(const Napi::CallbackInfo& info);
   Napi::Value bytes(const Napi::CallbackInfo& info);
   Napi::Value freed(const Napi::CallbackInfo& info);
+  /** whether its node has run (a download needs no wait) */
+  Napi::Value computed(const Napi::CallbackInfo& info);
   engine::SlotPtr slot_;
   friend void freeTensor(const Napi::CallbackInfo& info);
 };

@@ -185,7 +185,11 @@ engine::SlotPtr readDecl(const Napi::Value& v, const std::string& what) {
   if (!o.Get("shape").IsArray()) throw jsError(v.Env(), Error(ErrorKind::Shape, what + ": shape must be an array"));
   Napi::Array a = o.Get("shape").As<Napi::Array>();
   Shape shape;
-  for (uint32_t i = 0; i < a.Length(); i++) shape.push_back(static_cast<int64_t>(a.Get(i).As<Napi::Number>().DoubleValue()));
+  for (uint32_t i = 0; i < a.Length(); i++) {
+    const double d = a.Get(i).IsNumber() ? a.Get(i).As<Napi::Number>().DoubleValue() : -1;
+    if (!(d >= 0) || d != static_cast<double>(static_cast<int64_t>(d))) fail(ErrorKind::Shape, what + ": dimension " + std::to_string(i) + " of the shape is not a non-negative integer");
+    shape.push_back(static_cast<int64_t>(d));
+  }
   return std::make_shared<engine::TensorSlot>(dtype, std::move(shape));
 }
 
@@ -236,6 +240,35 @@ Napi::Value enqueue(const Napi::CallbackInfo& info) {
   auto ranks = Napi::Array::New(env, outputs.size());
   for (size_t r = 0; r < outputs.size(); r++) ranks.Set(r, ports(outputs[r]));
   return ranks;
+}
+
+Napi::Value enqueueUpload(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const DType dtype = parseDType(info[0].As<Napi::String>().Utf8Value());
+  engine::SlotPtr slot = readDecl([&] {
+    auto o = Napi::Object::New(env);
+    o.Set("dtype", info[0]);
+    o.Set("shape", info[1]);
+    return o;
+  }(), "upload");
+  if (!info[2].IsTypedArray()) fail(ErrorKind::Size, "upload: data must be a typed array");
+  Napi::TypedArray data = info[2].As<Napi::TypedArray>();
+  const size_t want = static_cast<size_t>(numel(slot->shape())) * dtypeBytes(dtype);
+  if (data.ByteLength() != want) {
+    fail(ErrorKind::Size, "upload: a buffer of " + std::to_string(data.ByteLength()) + " bytes for a " + dtypeName(dtype) + shapeStr(slot->shape()) + " tensor, which needs " +
+                              std::to_string(want));
+  }
+  auto gpu = JsGpu::unwrapOptional(info[3]);
+  // the bytes are copied now: the job runs later, and the JavaScript buffer may change or go
+  const auto* src = static_cast<const uint8_t*>(data.ArrayBuffer().Data()) + data.ByteOffset();
+  auto bytes = std::make_shared<std::vector<uint8_t>>(src, src + want);
+  engine::ExecQueue::instance().enqueue("upload", [slot, bytes, gpu] {
+    std::shared_ptr<Memory> memory = gpu ? std::shared_ptr<Memory>(gpu) : hostMemory();
+    TensorPtr t = std::make_shared<Tensor>(slot->dtype(), slot->shape(), memory, Init::Uninitialized);
+    if (!bytes->empty()) memory->copyIn(t->raw(), bytes->data(), bytes->size());
+    slot->fill(std::move(t));
+  });
+  return JsTensor::wrapSlot(env, slot);
 }
 
 namespace {

@@ -19,6 +19,12 @@ Napi::Value runCollective(const Napi::CallbackInfo& info);
  * for a collective), collective: boolean) -> the output handles, queued
  */
 Napi::Value enqueue(const Napi::CallbackInfo& info);
+/**
+ * enqueueUpload(dtype, shape, data, gpu|null) -> NativeTensor: the bytes copied now, onto the
+ * device when the queue reaches them (a run's inputs: allocated in queue order, so a repeated
+ * run takes the same blocks from the pool)
+ */
+Napi::Value enqueueUpload(const Napi::CallbackInfo& info);
 /** sync(gpu|null) -> Promise<void>: everything queued has run (and the GPU's stream is idle) */
 Napi::Value sync(const Napi::CallbackInfo& info);
 

@@ -11,6 +11,8 @@ export interface NativeTensor {
   readonly shape: number[];
   readonly bytes: number;
   readonly freed: boolean;
+  /** false while the node producing it is still queued (enqueue) */
+  readonly computed: boolean;
 }
 
 export interface AllocatorStats {
@@ -46,6 +48,27 @@ export interface GpuDevice {
   stats(): AllocatorStats;
   setMemoryLimit(bytes: number): void;
   synchronize(): void;
+  /** the device's free and total memory now, as its runtime reports them (hipMemGetInfo, cuMemGetInfo_v2; the host's for the emulated device) */
+  memoryInfo(): { freeBytes: number; totalBytes: number };
+  /** the vendor GEMMs' plans on this device since it opened (native/src/gpu/blaslt.h; all zero on the emulated device) */
+  vendorGemm(): VendorGemmStats;
+}
+
+/** a GEMM shape the vendor library had no algorithm for, run by the exact kernel: y[m, n] = x[m, k] . w[n, k]^T */
+export interface GemmFallback {
+  op: 'linear' | 'fp8LinearPtpc';
+  m: number;
+  n: number;
+  k: number;
+  dtype: 'bf16' | 'fp8e4m3fnuz' | 'fp8e4m3fn';
+}
+
+export interface VendorGemmStats {
+  /** shapes with a cached algorithm */
+  plans: number;
+  /** calls of the library's heuristic: one per shape planned */
+  heuristicQueries: number;
+  fallbacks: GemmFallback[];
 }
 
 /** The addon's surface (native/src/addon/addon.cc). */
@@ -73,6 +96,8 @@ export interface NativeAddon {
     outputs: (OutputDecl | null)[] | (OutputDecl | null)[][],
     collective: boolean,
   ): (NativeTensor | null)[] | (NativeTensor | null)[][];
+  /** upload() on the queue: the bytes copied at once, the device tensor made and filled when the queue reaches it */
+  enqueueUpload(dtype: string, shape: readonly number[], data: ArrayBufferView, gpu: GpuDevice | null): NativeTensor;
   /** waits for everything queued (and the GPU's stream); rejects with the first queued node's error, naming it */
   sync(gpu: GpuDevice | null): Promise<void>;
   /** the device's counters since it opened (native/src/host/memory.h) */

@@ -29,13 +29,16 @@ const declOf = (d: ValueDecl | null): OutputDecl | null => (d === null ? null : 
 export function nativeDeviceOps(addon: NativeAddon, gemm: GemmMode, gpu: GpuDevice | null = null): DeviceOps<NativeTensor> {
   const sync = (): Promise<void> => native(() => addon.sync(gpu));
   return {
-    upload: (_decl, t) => native(() => addon.upload(t.dtype, t.shape, t.data, gpu)),
+    // weights go at once (a session opening); a run's inputs and host ops' outputs take their
+    // place in the queue, so their blocks come from the pool in the same order every run
+    upload: (decl, t) => native(() => (decl.kind === 'weight' ? addon.upload : addon.enqueueUpload)(t.dtype, t.shape, t.data, gpu)),
     runNode: (node: GraphNode, inputs, _inputDecls, outputs) =>
       native(() => addon.enqueue(nodeLabel(node), node.op, inputs, node.attrs, gemm, gpu, outputs.map(declOf), false) as (NativeTensor | null)[]),
     runCollective: (node, inputs, _inputDecls, outputs) =>
       native(() => addon.enqueue(nodeLabel(node), node.op, inputs, node.attrs, gemm, gpu, outputs.map((ds) => ds.map(declOf)), true) as NativeTensor[][]),
     download: async (decl, h) => {
-      await sync();
+      // a value whose node has run needs no wait (the end of a run reads its outputs after one sync)
+      if (!h.computed) await sync();
       return native(() => ({ dtype: decl.dtype, shape: [...decl.shape], data: viewOf(decl.dtype, addon.download(h)) }));
     },
     free: (h) => addon.free(h),

@@ -1,0 +1,110 @@
+// The engine's execution model on the devices this machine has (host, emulated): runs enqueue
+// their nodes and wait once, memory comes from the pool the session reserved, nothing is
+// zeroed that the math does not need, and what crosses to and from the device is counted.
+import { spawnSync } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { bytesPerElement, getOpDef, numel, type Backend } from '@hcsp/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bytesOf, ENGINE_CASES, prefillOf, referenceOutputs, repeatedRuns } from '../../../test/support/engineRuns.ts';
+import { loadNativeAddon, type GpuDevice } from './nativeAddon.ts';
+import { createRocmBackend, type RocmBackend } from './rocmBackend.ts';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../../..');
+const POISON_CHILD = join(ROOT, 'test/support/poisonedRunChild.ts');
+
+describe.each(['host', 'emulated'] as const)('the engine on the %s device', (device) => {
+  let backend: RocmBackend;
+  beforeAll(async () => {
+    backend = await createRocmBackend({ device });
+  });
+  afterAll(async () => {
+    await backend?.dispose();
+  });
+
+  for (const c of ENGINE_CASES) {
+    it(`${c.name}: a second run allocates, frees and zeroes nothing on the device, moves the inputs in and the outputs out, and gives the reference's bits`, async () => {
+      const p = prefillOf(c.options);
+      const reference = await referenceOutputs(p);
+      const [first, second] = await repeatedRuns(backend as Backend, p, 2);
+      for (const [id, t] of reference) {
+        expect(bytesOf(first.values.get(id)!).equals(bytesOf(t)), `run 1, ${id}`).toBe(true);
+        expect(bytesOf(second.values.get(id)!).equals(bytesOf(t)), `run 2, ${id}`).toBe(true);
+      }
+      const d = second.engine.device!;
+      expect(d.deviceAllocations).toBe(0);
+      expect(d.deviceFrees).toBe(0);
+      // the zeros the math needs: the host MoE's routed accumulator (a token no local expert serves adds nothing)
+      const moeNodes = p.graph.nodes.filter((n) => n.op === 'moeExperts').length;
+      expect(d.memsets).toBe(device === 'host' ? moeNodes : 0);
+      const bytes = (ids: Iterable<string>): number => [...ids].reduce((s, id) => s + numel(p.graph.values[id].shape) * bytesPerElement(p.graph.values[id].dtype), 0);
+      const t = second.engine.transfers;
+      expect(t.inputBytes).toBe(bytes(p.graph.inputs));
+      expect(t.outputBytes).toBe(bytes(p.graph.outputs));
+      // host ops (the PLE lookup: issue 20 item 5) stage their inputs and outputs through the host
+      const hostOps = p.graph.nodes.filter((n) => n.rank !== null && getOpDef(n.op).host);
+      expect(t.stagingToDeviceBytes).toBe(bytes(hostOps.flatMap((n) => n.outputs.filter((id): id is string => id !== null))));
+      // every byte the device moved is one of those, on the host device (its kernels copy nothing)
+      if (device === 'host') {
+        expect(d.bytesToDevice).toBe(t.inputBytes + t.stagingToDeviceBytes);
+        expect(d.bytesFromDevice).toBe(t.outputBytes + t.stagingFromDeviceBytes);
+        // one wait at the end, and at most one per host op for its inputs
+        expect(d.hostSyncs).toBeGreaterThanOrEqual(1);
+        expect(d.hostSyncs).toBeLessThanOrEqual(1 + hostOps.length);
+      } else {
+        expect(d.bytesToDevice).toBeGreaterThanOrEqual(t.inputBytes + t.stagingToDeviceBytes);
+      }
+      expect(d.kernelLaunches).toBeGreaterThanOrEqual(p.graph.nodes.length - hostOps.length - p.graph.nodes.filter((n) => n.rank === null).length);
+      expect(second.engine.memoryPlan.blocks).toBeGreaterThan(0);
+      expect(second.engine.enqueueSeconds + second.engine.waitSeconds).toBeGreaterThan(0);
+    }, 120_000);
+  }
+
+  it("a queued node's error is raised at the sync, naming the node; the nodes after it are skipped and nothing stays allocated", async () => {
+    const addon = loadNativeAddon();
+    const gpu: GpuDevice | null = backend.gpu;
+    const memory = gpu ?? addon;
+    await addon.sync(gpu);
+    const before = memory.stats().liveTensors;
+    const ids = addon.upload('i32', [3], Int32Array.of(0, 99, 1), gpu);
+    const table = addon.upload('bf16', [4, 8], new Uint16Array(32), gpu);
+    const decl = { dtype: 'bf16', shape: [3, 8] };
+    const [e] = addon.enqueue('layers.0.embed (embed, rank 1)', 'embed', [ids, table], {}, 'exact', gpu, [decl], false) as (typeof ids)[];
+    const [y] = addon.enqueue('layers.0.next (add, rank 1)', 'add', [e, e], {}, 'exact', gpu, [decl], false) as (typeof ids)[];
+    await expect(addon.sync(gpu)).rejects.toThrow(/^layers\.0\.embed \(embed, rank 1\): embed: token id 99 at position 1 is outside the vocabulary \[0, 4\)/);
+    expect(y.computed).toBe(false);
+    expect(() => addon.download(y)).toThrow(/not computed/);
+    // the latch is cleared: the queue runs again
+    const [z] = addon.enqueue('after', 'add', [table, table], {}, 'exact', gpu, [{ dtype: 'bf16', shape: [4, 8] }], false) as (typeof ids)[];
+    await addon.sync(gpu);
+    expect(z.computed).toBe(true);
+    for (const h of [ids, table, e, y, z]) addon.free(h);
+    await addon.sync(gpu);
+    expect(memory.stats().liveTensors).toBe(before);
+  });
+
+  it('a kernel producing another shape than declared fails at the sync, naming the node and both shapes', async () => {
+    const addon = loadNativeAddon();
+    const gpu = backend.gpu;
+    const a = addon.upload('bf16', [2, 4], new Uint16Array(8), gpu);
+    const [y] = addon.enqueue('L1.mlp.add (add, rank 0)', 'add', [a, a], {}, 'exact', gpu, [{ dtype: 'bf16', shape: [4, 2] }], false) as (typeof a)[];
+    await expect(addon.sync(gpu)).rejects.toThrow(/^L1\.mlp\.add \(add, rank 0\): add: produced bf16\[2,4\] for output port 0, declared bf16\[4,2\]/);
+    addon.free(a);
+    addon.free(y);
+  });
+});
+
+describe('HCSP_POISON_UNINITIALIZED: no kernel reads memory it did not write', () => {
+  it.each(['host', 'emulated'])('on the %s device every case gives the reference bits with new tensors filled with 0xFF', (device) => {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', POISON_CHILD, device], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, HCSP_POISON_UNINITIALIZED: '1' },
+      timeout: 300_000,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    const lines = r.stdout.trim().split('\n');
+    expect(lines).toHaveLength(ENGINE_CASES.length);
+    for (const line of lines) expect(line).toMatch(/: equal$/);
+  }, 320_000);
+});

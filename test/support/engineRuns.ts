@@ -1,0 +1,44 @@
+import { MODEL_SUB_LAYERS, preparePrefill, PRESETS, runOnce, type Backend, type EngineStats, type PrefillOptions, type Tensor } from '@hcsp/core';
+import { CpuBackend } from '@hcsp/core';
+
+/** The prefill cases the engine tests run: SP on and off, tp 2 and 4, FP8, MTP, QSA dropping tokens. */
+export const ENGINE_CASES: readonly { name: string; options: Partial<PrefillOptions> & { config: string; tokens: number; tp: number } }[] = [
+  { name: 'tiny tp 2 SP on (MTP, PLE)', options: { config: 'tiny', tokens: 64, tp: 2, sp: 'on' } },
+  { name: 'tiny tp 2 SP off', options: { config: 'tiny', tokens: 64, tp: 2, sp: 'off' } },
+  { name: 'tiny tp 4 SP on, FP8 e4m3fnuz', options: { config: 'tiny', tokens: 72, tp: 4, sp: 'on', fp8: 'e4m3fnuz' } },
+  { name: 'small tp 4 SP on, QSA dropping tokens', options: { config: 'small', tokens: 300, tp: 4, sp: 'on' } },
+];
+
+export function prefillOf(options: (typeof ENGINE_CASES)[number]['options']) {
+  return preparePrefill({ reduce: 'ring', seed: 0, subLayers: MODEL_SUB_LAYERS, env: {}, ...options, config: PRESETS[options.config] } as PrefillOptions);
+}
+
+/** the bytes of a tensor, for bitwise comparison */
+export function bytesOf(t: Tensor): Buffer {
+  return Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+}
+
+/** the CPU reference's graph outputs */
+export async function referenceOutputs(p: ReturnType<typeof prefillOf>): Promise<Map<string, Tensor>> {
+  const cpu = new CpuBackend();
+  try {
+    return (await runOnce(cpu, p.graph, p.feeds, p.weights)).values;
+  } finally {
+    await cpu.dispose();
+  }
+}
+
+/** `runs` runs of one prepared session: each run's outputs and engine stats */
+export async function repeatedRuns(backend: Backend, p: ReturnType<typeof prefillOf>, runs: number): Promise<{ values: Map<string, Tensor>; engine: EngineStats }[]> {
+  const session = await backend.prepare(p.graph, p.weights);
+  try {
+    const out = [];
+    for (let i = 0; i < runs; i++) {
+      const r = await session.run(p.feeds);
+      out.push({ values: r.values, engine: r.stats.engine! });
+    }
+    return out;
+  } finally {
+    await session.dispose();
+  }
+}
