@@ -5,9 +5,11 @@
 // one kernel (hcsp_add_bf16) computes on the host. Knobs, all environment variables read at each
 // call: FAKE_GPU_LOG (a file every call worth checking appends a line to), FAKE_GPU_COUNT,
 // FAKE_COUNT_ERROR, FAKE_INIT_ERROR, FAKE_GCN_ARCH, FAKE_GPU_MEMORY (allocations above it fail as
-// out of memory), FAKE_MEMSET_ERROR, FAKE_SYNC_ERROR, FAKE_LAUNCH_ERROR. The runtimes keep the
-// device current per thread (hipGetDevice, cuCtxGetCurrent) and export fakeLastStream(), the stream
-// they created last, for a fake collective library to check what it is handed.
+// out of memory), FAKE_GPU_FREE and FAKE_GPU_TOTAL (the bytes hipMemGetInfo / cuMemGetInfo_v2
+// report; default all of 192 GiB for hip, 141 GiB for cuda), FAKE_MEMSET_ERROR, FAKE_SYNC_ERROR,
+// FAKE_LAUNCH_ERROR. The runtimes keep the device current per thread (hipGetDevice,
+// cuCtxGetCurrent) and export fakeLastStream(), the stream they created last, for a fake
+// collective library to check what it is handed.
 
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -37,6 +39,7 @@ static void note(const char* fmt, ...) {
   fclose(f);
 }
 static int envInt(const char* name, int dflt) { const char* v = getenv(name); return v && *v ? atoi(v) : dflt; }
+static size_t envBytes(const char* name, size_t dflt) { const char* v = getenv(name); return v && *v ? (size_t)strtoull(v, 0, 10) : dflt; }
 static int tooBig(size_t n) { const char* lim = getenv("FAKE_GPU_MEMORY"); return lim && *lim && n > strtoull(lim, 0, 10); }
 static float b2f(uint16_t b) { uint32_t u = (uint32_t)b << 16; float f; memcpy(&f, &u, 4); return f; }
 static uint16_t f2b(float f) {
@@ -100,7 +103,12 @@ int hipMalloc(void** p, size_t n) { if (tooBig(n)) return 2; *p = calloc(1, n); 
 int hipFree(void* p) { free(p); note("hipFree"); return 0; }
 int hipMemcpy(void* d, const void* s, size_t n, int kind) { memcpy(d, s, n); note("hipMemcpy %zu kind=%d", n, kind); return 0; }
 int hipMemset(void* d, int v, size_t n) { memset(d, v, n); note("hipMemset %zu", n); return envInt("FAKE_MEMSET_ERROR", 0); }
-int hipMemGetInfo(size_t* f, size_t* t) { *f = *t = (size_t)192 << 30; return 0; }
+int hipMemGetInfo(size_t* f, size_t* t) {
+  *t = envBytes("FAKE_GPU_TOTAL", (size_t)192 << 30);
+  *f = envBytes("FAKE_GPU_FREE", *t);
+  note("hipMemGetInfo device %d", current);
+  return 0;
+}
 int hipStreamCreate(void** s) { *s = malloc(8); lastStream = *s; note("hipStreamCreate %p", *s); return 0; }
 int hipStreamDestroy(void* s) { free(s); note("hipStreamDestroy"); return 0; }
 int hipStreamSynchronize(void* s) { note("hipStreamSynchronize %p", s); return envInt("FAKE_SYNC_ERROR", 0); }
@@ -143,7 +151,13 @@ int cuDeviceGetAttribute(int* v, int attr, int dev) {
     default: return 1;
   }
 }
-int cuDeviceTotalMem_v2(size_t* b, int dev) { *b = (size_t)141 << 30; return 0; }
+int cuDeviceTotalMem_v2(size_t* b, int dev) { *b = envBytes("FAKE_GPU_TOTAL", (size_t)141 << 30); return 0; }
+int cuMemGetInfo_v2(size_t* f, size_t* t) {
+  *t = envBytes("FAKE_GPU_TOTAL", (size_t)141 << 30);
+  *f = envBytes("FAKE_GPU_FREE", *t);
+  note("cuMemGetInfo context %p", currentCtx);
+  return 0;
+}
 int cuDevicePrimaryCtxRetain(void** c, int dev) { *c = (void*)0x1234; note("cuDevicePrimaryCtxRetain %d", dev); return 0; }
 int cuDevicePrimaryCtxRelease_v2(int dev) { note("cuDevicePrimaryCtxRelease %d", dev); return 0; }
 int cuCtxSetCurrent(void* c) { currentCtx = c; note("cuCtxSetCurrent %p", c); return 0; }

@@ -21,7 +21,7 @@ Napi::Function JsGpu::define(Napi::Env env) {
   Napi::Function f = DefineClass(env, "GpuDevice",
                                  {InstanceAccessor<&JsGpu::kind>("kind"), InstanceAccessor<&JsGpu::arch>("arch"), InstanceMethod<&JsGpu::describe>("describe"),
                                   InstanceMethod<&JsGpu::stats>("stats"), InstanceMethod<&JsGpu::setMemoryLimit>("setMemoryLimit"),
-                                  InstanceMethod<&JsGpu::synchronize>("synchronize")});
+                                  InstanceMethod<&JsGpu::synchronize>("synchronize"), InstanceMethod<&JsGpu::memoryInfo>("memoryInfo")});
   instanceData(env).gpu = Napi::Persistent(f);
   return f;
 }
@@ -67,6 +67,16 @@ Napi::Value JsGpu::synchronize(const Napi::CallbackInfo& info) {
   return guarded(info.Env(), [&]() -> Napi::Value {
     runtime_->synchronize();
     return info.Env().Undefined();
+  });
+}
+
+Napi::Value JsGpu::memoryInfo(const Napi::CallbackInfo& info) {
+  return guarded(info.Env(), [&]() -> Napi::Value {
+    const gpu::DeviceMemoryInfo m = runtime_->memoryInfo();
+    auto o = Napi::Object::New(info.Env());
+    o.Set("freeBytes", static_cast<double>(m.freeBytes));
+    o.Set("totalBytes", static_cast<double>(m.totalBytes));
+    return o;
   });
 }
 

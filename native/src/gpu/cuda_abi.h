@@ -55,6 +55,7 @@ using cuMemFree_t = CUresult (*)(CUdeviceptr dptr);                             
 using cuMemcpyHtoD_t = CUresult (*)(CUdeviceptr dstDevice, const void* srcHost, size_t byteCount);  // cuMemcpyHtoD_v2
 using cuMemcpyDtoH_t = CUresult (*)(void* dstHost, CUdeviceptr srcDevice, size_t byteCount);        // cuMemcpyDtoH_v2
 using cuMemsetD8_t = CUresult (*)(CUdeviceptr dstDevice, unsigned char uc, size_t n);               // cuMemsetD8_v2
+using cuMemGetInfo_t = CUresult (*)(size_t* free, size_t* total);                                   // cuMemGetInfo_v2
 using cuStreamCreate_t = CUresult (*)(CUstream* phStream, unsigned int flags);
 using cuStreamDestroy_t = CUresult (*)(CUstream hStream);  // cuStreamDestroy_v2
 using cuStreamSynchronize_t = CUresult (*)(CUstream hStream);
@@ -82,6 +83,7 @@ struct CudaApi {
   cuMemcpyHtoD_t cuMemcpyHtoD = nullptr;
   cuMemcpyDtoH_t cuMemcpyDtoH = nullptr;
   cuMemsetD8_t cuMemsetD8 = nullptr;
+  cuMemGetInfo_t cuMemGetInfo = nullptr;
   cuStreamCreate_t cuStreamCreate = nullptr;
   cuStreamDestroy_t cuStreamDestroy = nullptr;
   cuStreamSynchronize_t cuStreamSynchronize = nullptr;

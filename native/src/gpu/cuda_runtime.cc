@@ -143,6 +143,13 @@ void CudaRuntime::rawSynchronize() {
   raiseReleaseError();
 }
 
+DeviceMemoryInfo CudaRuntime::memoryInfo() {
+  makeCurrent();
+  size_t freeBytes = 0, totalBytes = 0;
+  if (CUresult e = api_.cuMemGetInfo(&freeBytes, &totalBytes)) raise("cuMemGetInfo_v2", e, "(device " + std::to_string(ordinal_) + ")");
+  return {freeBytes, totalBytes};
+}
+
 void CudaRuntime::rawCopyIn(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   makeCurrent();
@@ -208,6 +215,7 @@ std::shared_ptr<GpuRuntime> openCudaRuntime(const OpenOptions& options) {
   bindSymbol(lib, name, "cuMemcpyHtoD_v2", api.cuMemcpyHtoD);
   bindSymbol(lib, name, "cuMemcpyDtoH_v2", api.cuMemcpyDtoH);
   bindSymbol(lib, name, "cuMemsetD8_v2", api.cuMemsetD8);
+  bindSymbol(lib, name, "cuMemGetInfo_v2", api.cuMemGetInfo);
   bindSymbol(lib, name, "cuStreamCreate", api.cuStreamCreate);
   bindSymbol(lib, name, "cuStreamDestroy_v2", api.cuStreamDestroy);
   bindSymbol(lib, name, "cuStreamSynchronize", api.cuStreamSynchronize);

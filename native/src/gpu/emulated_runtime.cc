@@ -1,7 +1,11 @@
 #include "emulated_runtime.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include "../host/errors.h"
 #include "../host/thread_pool.h"
@@ -46,6 +50,20 @@ class EmulatedRuntime : public GpuRuntime {
   }
 
   void rawSynchronize() override {}
+
+  // its memory is the host's: MemAvailable (what the kernel can give without swapping), else the free pages
+  DeviceMemoryInfo memoryInfo() override {
+    const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    uint64_t freeBytes = static_cast<uint64_t>(sysconf(_SC_AVPHYS_PAGES)) * page;
+    std::ifstream meminfo("/proc/meminfo");
+    for (std::string line; std::getline(meminfo, line);) {
+      if (line.rfind("MemAvailable:", 0) == 0) {
+        freeBytes = std::strtoull(line.c_str() + 13, nullptr, 10) * 1024;  // "MemAvailable:   123456 kB"
+        break;
+      }
+    }
+    return {freeBytes, static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * page};
+  }
 
  protected:
   void* rawAllocate(size_t bytes) override {

@@ -16,6 +16,12 @@
 
 namespace hcsp::gpu {
 
+/** a device's memory as its runtime reports it now */
+struct DeviceMemoryInfo {
+  uint64_t freeBytes;
+  uint64_t totalBytes;
+};
+
 class GpuRuntime : public Memory {
  public:
   /** "hip", "cuda" or "emulated" */
@@ -25,6 +31,8 @@ class GpuRuntime : public Memory {
   /** the code-object target: gfx942, sm_90, host */
   virtual std::string arch() const = 0;
   bool emulated() const { return kind() == "emulated"; }
+  /** free and total memory of the device now (hipMemGetInfo, cuMemGetInfo_v2; the host's for the emulated device) */
+  virtual DeviceMemoryInfo memoryInfo() = 0;
 
   /**
    * Launches kernel `name` over `threads` grid-stride threads (the runtime picks the grid);

@@ -145,6 +145,13 @@ void HipRuntime::rawSynchronize() {
   raiseReleaseError();
 }
 
+DeviceMemoryInfo HipRuntime::memoryInfo() {
+  makeCurrent();
+  size_t freeBytes = 0, totalBytes = 0;
+  if (hipError_t e = api_.hipMemGetInfo(&freeBytes, &totalBytes)) raise("hipMemGetInfo", e, "(device " + std::to_string(device_) + ")");
+  return {freeBytes, totalBytes};
+}
+
 void HipRuntime::rawCopyIn(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   makeCurrent();

@@ -40,6 +40,7 @@ class HipRuntime : public ModuleRuntime {
   void rawFill(void* dst, uint8_t byte, size_t bytes) override;
   void launchByName(const char* name, int64_t threads, void** args) override;
   void rawSynchronize() override;
+  DeviceMemoryInfo memoryInfo() override;
 
   // for the vendor libraries (blaslt.cc)
   const hip::HipApi& api() const { return api_; }

@@ -11,8 +11,11 @@ import {
   type ValueId,
   type WeightSource,
 } from '@hcsp/core';
+import { NcclCommunicator } from './comm/ncclCommunicator.ts';
+import { checkDeviceMemory, estimateDeviceMemory } from './deviceMemoryGuard.ts';
+import { gpuMasks, selectGpu, type GpuSelection } from './gpuSelection.ts';
 import { nativeDeviceOps } from './nativeDevice.ts';
-import { loadNativeAddon, type GemmMode, type GpuDevice, type NativeAddon, type NativeTensor } from './nativeAddon.ts';
+import { loadNativeAddon, type GemmMode, type GpuDevice, type GpuRuntimeProbe, type NativeAddon, type NativeTensor } from './nativeAddon.ts';
 import { GpuRuntimeUnavailableError, native, typedNativeError } from './nativeErrors.ts';
 
 export type RocmDevice = 'host' | 'emulated' | 'hip' | 'cuda';
@@ -42,6 +45,8 @@ export interface RocmBackendOptions {
   gemm?: GemmMode;
   /** the device's memory limit in bytes (0: none); beyond it an allocation is a NativeOutOfMemoryError */
   memoryLimitBytes?: number;
+  /** hip, cuda: the folder of the kernels' code objects (<folder>/<arch>/*.hsaco, *.cubin); default native/build/gpu beside the addon */
+  codeObjects?: string;
 }
 
 const EXACT_NOTE =
@@ -116,32 +121,38 @@ export interface RocmBackend extends Backend {
   readonly addon: NativeAddon;
   /** the open GPU (null on the host device) */
   readonly gpu: GpuDevice | null;
+  /** `session`: a rank's communicator for its part of a graph (rankGraph) */
+  prepare(graph: Graph, weights: WeightSource, session?: Partial<SessionOptions>): Promise<PreparedGraph>;
 }
 
-function gpuUnavailable(addon: NativeAddon, kind: 'hip' | 'cuda'): string | null {
-  const probe = addon.gpuRuntime(kind);
+function gpuUnavailable(kind: 'hip' | 'cuda', probe: GpuRuntimeProbe): string | null {
   const name = kind === 'hip' ? 'HIP' : 'CUDA';
   const envVar = kind === 'hip' ? 'HCSP_HIP_LIB' : 'HCSP_CUDA_LIB';
   if (!probe.found) return `no ${name} runtime found: ${probe.detail} (set ${envVar} to the library's path)`;
-  if (probe.devices === 0) return `the ${name} runtime ${probe.library} sees no GPU${probe.detail ? ` (${probe.detail})` : ''}`;
+  if (probe.devices === 0) {
+    const masks = gpuMasks(kind);
+    return `the ${name} runtime ${probe.library} sees no GPU${probe.detail ? ` (${probe.detail})` : ''}${masks ? ` through ${masks}` : ''}`;
+  }
   return null;
 }
 
-/** Which GPU a rank uses: HCSP_GPU_INDEX, else the launcher's LOCAL_RANK, else 0. */
-/** this process's GPU: HCSP_GPU_INDEX, else its local rank (LOCAL_RANK from hcsp launch or torchrun, OMPI_COMM_WORLD_LOCAL_RANK under mpirun), else 0 */
-function gpuIndex(): number {
-  const env = process.env;
-  const v = env.HCSP_GPU_INDEX ?? env.LOCAL_RANK ?? env.OMPI_COMM_WORLD_LOCAL_RANK ?? '0';
-  if (!/^(0|[1-9][0-9]*)$/.test(v)) throw new Error(`rocm backend: the GPU index '${v}' (HCSP_GPU_INDEX, LOCAL_RANK or OMPI_COMM_WORLD_LOCAL_RANK) is not a non-negative integer`);
-  return Number(v);
+interface OpenedGpu {
+  gpu: GpuDevice;
+  selection: GpuSelection;
 }
 
-/** the GPU of `kind`, or the reason it cannot start */
-function openGpu(addon: NativeAddon, kind: 'hip' | 'cuda'): GpuDevice | string {
-  const why = gpuUnavailable(addon, kind);
+/**
+ * The GPU of `kind` (gpuSelection.ts picks which), or the reason it cannot start. A runtime
+ * that has GPUs but none for this rank's index throws: a misconfigured rank, never a reason
+ * for 'auto' to run elsewhere.
+ */
+function openGpu(addon: NativeAddon, kind: 'hip' | 'cuda', codeObjects: string | undefined): OpenedGpu | string {
+  const probe = addon.gpuRuntime(kind);
+  const why = gpuUnavailable(kind, probe);
   if (why) return why;
+  const selection = selectGpu(kind, probe.devices);
   try {
-    return addon.openGpu(kind, { device: gpuIndex() });
+    return { gpu: addon.openGpu(kind, { device: selection.index, ...(codeObjects === undefined ? {} : { codeObjects }) }), selection };
   } catch (e) {
     return (typedNativeError(e) as Error).message;
   }
@@ -161,15 +172,16 @@ export async function createRocmBackend(options: RocmBackendOptions = {}): Promi
   const autoNotes: string[] = [];
   let device: RocmDevice = 'host';
   let gpu: GpuDevice | null = null;
+  let selection: GpuSelection | null = null;
   if (choice === 'hip' || choice === 'cuda') {
-    const opened = openGpu(addon, choice);
+    const opened = openGpu(addon, choice, options.codeObjects);
     if (typeof opened === 'string') throw new GpuRuntimeUnavailableError(choice, `rocm backend, device ${choice}: ${opened}`);
-    [device, gpu] = [choice, opened];
+    [device, gpu, selection] = [choice, opened.gpu, opened.selection];
   } else if (choice === 'auto') {
     for (const kind of ['hip', 'cuda'] as const) {
-      const opened = openGpu(addon, kind);
+      const opened = openGpu(addon, kind, options.codeObjects);
       if (typeof opened !== 'string') {
-        [device, gpu] = [kind, opened];
+        [device, gpu, selection] = [kind, opened.gpu, opened.selection];
         break;
       }
       autoNotes.push(`${kind}: ${opened}`);
@@ -200,7 +212,18 @@ export async function createRocmBackend(options: RocmBackendOptions = {}): Promi
         : gpu
           ? 'reference-order GEMM kernel'
           : `exact ${info.isa} GEMM`;
-  const where = gpu ? `the ${device} device: ${gpu.describe()}` : `the host device (${info.threads} threads)`;
+  const where = gpu
+    ? `the ${device} device${selection ? ` ${selection.index} (${selection.reason})` : ''}: ${gpu.describe()}`
+    : `the host device (${info.threads} threads)`;
+  const deviceName = selection ? `${device}:${selection.index}${selection.masks ? ` (${selection.masks})` : ''}` : device;
+  // a GPU's session must fit in the device's free memory: refused before any weight is uploaded
+  const guardDevice = async (graph: Graph, session: Partial<SessionOptions>): Promise<void> => {
+    if (!gpu || !selection) return;
+    const estimate = estimateDeviceMemory(graph, { ncclCommunicator: session.communicator instanceof NcclCommunicator, vendorGemm: gemm === 'vendor' });
+    const { freeBytes, totalBytes } = await native(() => gpu!.memoryInfo());
+    const { limitBytes, liveBytes } = gpu.stats();
+    checkDeviceMemory(graph, estimate, { device: deviceName, freeBytes, totalBytes, limitBytes, liveBytes });
+  };
   const picked = choice === 'auto' ? ` (auto picked ${device}${autoNotes.length ? `: ${autoNotes.join('; ')}` : ''})` : '';
   return {
     name: 'rocm',
@@ -210,8 +233,10 @@ export async function createRocmBackend(options: RocmBackendOptions = {}): Promi
     gpu,
     precision: gemm === 'blas' ? BLAS_GEMM_PRECISION : gemm === 'vendor' ? VENDOR_GEMM_PRECISION : exactPrecision(EXACT_NOTE),
     describe: () => `rocm on ${where}, ${gemmText}${picked}`,
-    prepare: (graph: Graph, weights: WeightSource, session: Partial<SessionOptions> = {}): Promise<PreparedGraph> =>
-      GraphSession.open(graph, ops, (decl, rows) => resolveWeightRows(weights, decl.weight!, rows), { backend: 'rocm', ...session }),
+    prepare: async (graph: Graph, weights: WeightSource, session: Partial<SessionOptions> = {}): Promise<PreparedGraph> => {
+      await guardDevice(graph, session);
+      return GraphSession.open(graph, ops, (decl, rows) => resolveWeightRows(weights, decl.weight!, rows), { backend: 'rocm', ...session });
+    },
     dispose: async () => {
       if (limitBefore !== null) memory.setMemoryLimit(limitBefore);
       limitBefore = null;
