@@ -103,12 +103,19 @@ function tensor(v: unknown, path: string, exitLayer: number): XcheckTensor {
     const nums = (k: string): number[] => arr(r[k], `${path}.rows.${k}`).map((x, i) => (typeof x === 'number' ? x : fail(`${path}.rows.${k}[${i}]`, 'a number', x)));
     rows = { rowStart: num(r, 'rowStart', `${path}.rows`) as number, bucketRows: num(r, 'bucketRows', `${path}.rows`) as number, differing: nums('differing'), maxUlp: nums('maxUlp') };
   }
+  // absent in reports from before the field: none counted
+  let nonFinite: XcheckTensor['nonFinite'] = { a: 0, b: 0 };
+  if (o.nonFinite !== undefined) {
+    const n = obj(o.nonFinite, `${path}.nonFinite`);
+    nonFinite = { a: num(n, 'a', `${path}.nonFinite`, { nonNegative: true }) as number, b: num(n, 'b', `${path}.nonFinite`, { nonNegative: true }) as number };
+  }
   return {
     name,
     layer,
     rank,
     count,
     differing,
+    nonFinite,
     exactFraction,
     maxUlp,
     meanUlp: (num(o, 'meanUlp', path, { nullable: true, optional: true }) as number | null | undefined) ?? null,

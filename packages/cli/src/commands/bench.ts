@@ -30,6 +30,7 @@ import { nodeProgress } from '../progress.ts';
 import { interruptible } from '../signals.ts';
 import { formatHostBenchReport, HOST_DEFAULTS, parseHostBenchOptions, runHostBench, type HostBenchCliOptions, type HostBenchReport } from './benchHost.ts';
 import { parseSuiteOptions, SUITE_DEFAULTS, SUITE_BACKENDS, suiteCommand, type SuiteCliOptions } from './benchSuite.ts';
+import { printResultsOnSaveFailure } from '../output/resultsNotSaved.ts';
 
 const BF16_BYTES = 2;
 const PREFIX = hcPrefix(0, 'attn');
@@ -362,7 +363,7 @@ export function registerBench(program: Command): void {
     .option('--budget <seconds>', `with --suite: the most one backend may spend on one case at one T (a larger T predicted to exceed it is not run, and says so)`, SUITE_DEFAULTS.budget)
     .option('--backends <list>', 'with --suite: comma-separated backend labels to run (default: all)')
     .option('--layer-tokens <n>', 'with --suite: T of the decoder-layer case', SUITE_DEFAULTS.layerTokens)
-    .option('--out <dir>', "with --suite: where bench.json and time-vs-T.svg go ('' for none)", SUITE_DEFAULTS.out)
+    .option('--out <dir>', "with --suite: where bench.json and time-vs-T.svg go, replaced on each run ('' for none; checked before the run, symbolic links refused)", SUITE_DEFAULTS.out)
     .option('--tokens <list>', 'comma-separated token counts', '1024,4096')
     .option('--reps <n>', 'timed WebGPU runs per token count (median reported)', '3')
     .option('--cpu-reps <n>', 'timed CPU-reference runs per token count (median reported)', '1')
@@ -384,7 +385,7 @@ export function registerBench(program: Command): void {
       if (raw.suite) {
         for (const [key, text] of Object.entries(NOT_IN_SUITE)) if (given(key)) throw new Error(`bench --suite: ${text}`);
         const opts = parseSuiteOptions(raw, (key) => given(key));
-        const { stdout } = await suiteCommand(opts);
+        const { stdout } = await printResultsOnSaveFailure(() => suiteCommand(opts));
         process.stdout.write(stdout);
         return;
       }

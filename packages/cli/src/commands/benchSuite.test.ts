@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -230,6 +230,29 @@ describe('the command', () => {
     expect(json.results.map((m) => `${m.case}@${m.tokens}`)).toEqual(['hc-mix@16', 'hc-mix@32', 'hc-mix@64', 'hc-combine@16', 'hc-combine@32', 'hc-combine@64', 'layer@32']);
     expect(json.files).toEqual({ json: join(out, 'bench.json'), plot: join(out, 'time-vs-T.svg') });
     expect(JSON.parse(readFileSync(join(out, 'bench.json'), 'utf8')).results).toHaveLength(7);
+  });
+
+  it('--out is checked before the suite runs: a file as its folder, /proc, a symbolic link as bench.json (its target untouched)', () => {
+    const file = join(dir, 'a-file');
+    writeFileSync(file, 'x');
+    const victim = join(dir, 'victim');
+    writeFileSync(victim, 'the user\'s file');
+    const linked = join(dir, 'linked');
+    mkdirSync(linked);
+    symlinkSync(victim, join(linked, 'bench.json'));
+    const cases: [string, string][] = [
+      [join(file, 'out'), `${file} is a file, not a folder`],
+      ['/proc/hcsp-bench', "is under /proc (the kernel's and devices' files), not a place for files"],
+      [linked, `${join(linked, 'bench.json')} is a symbolic link; it is not followed (remove it, or give another folder)`],
+    ];
+    for (const [out, why] of cases) {
+      const r = hcsp(['--suite', '--quick', '--backends', 'cpu', '--no-prefill', '--out', out]);
+      // the error alone: no progress line, so nothing ran before it
+      expect(r.stderr, out).toBe(`hcsp: --out ${out}: ${why}\n`);
+      expect(r.status).toBe(1);
+      expect(r.stdout).toBe('');
+    }
+    expect(readFileSync(victim, 'utf8')).toBe('the user\'s file');
   });
 
   it("options of the single-purpose bench are refused with --suite, the suite's without it", () => {

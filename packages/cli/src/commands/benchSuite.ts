@@ -12,9 +12,7 @@
 // silently. A backend that cannot start (no GPU, no native addon) is listed with the reason.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
-import { join, resolve } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { GpuDevice, NativeAddon, NativeTensor, RocmBackend } from '@hcsp/backend-rocm';
@@ -50,6 +48,8 @@ import { estimateGraphMemory } from '../guards/memoryEstimate.ts';
 import { memoryLimit } from '../guards/memoryGuard.ts';
 import { parseIntStrict } from '../parseArgs.ts';
 import { interruptible } from '../signals.ts';
+import { checkOutputDir, writeOutputDir, type OutputDir } from '../output/outputDir.ts';
+import { ResultsNotSavedError } from '../output/resultsNotSaved.ts';
 import { linePlotSvg } from '../output/svgPlot.ts';
 import { hcMixBenchGraph, median, parseTokenList } from './bench.ts';
 import { liveBytes, measureCeilings, type GemmShape } from './benchHost.ts';
@@ -988,32 +988,45 @@ export function timeVsTPlot(r: SuiteReport): Promise<string> {
   });
 }
 
-function writeAtomic(path: string, text: string): void {
-  const tmp = `${path}.tmp-${process.pid}`;
-  writeFileSync(tmp, text);
-  renameSync(tmp, path);
+/** The files of `--out DIR`: replaced on every run (the suite's results folder). */
+const SUITE_FILES = { json: 'bench.json', plot: 'time-vs-T.svg' } as const;
+
+/** Checks `--out DIR` before any work (output/outputDir.ts); its files are replaced, links refused. */
+export function checkSuiteOut(dir: string): OutputDir {
+  return checkOutputDir(dir, '--out', Object.values(SUITE_FILES), { replace: true });
 }
 
-/** Writes DIR/bench.json and DIR/time-vs-T.svg (DIR created); records their paths in the report. */
-export async function writeSuiteFiles(r: SuiteReport, dir: string): Promise<void> {
-  const abs = resolve(dir);
-  try {
-    mkdirSync(abs, { recursive: true });
-  } catch (e) {
-    throw new Error(`--out ${dir}: cannot create the directory (${(e as Error).message})`);
-  }
-  const json = join(abs, 'bench.json');
-  const plot = join(abs, 'time-vs-T.svg');
-  r.files = { json, plot };
-  writeAtomic(plot, await timeVsTPlot(r));
-  writeAtomic(json, `${JSON.stringify(r, null, 1)}\n`);
+/** Writes DIR/bench.json and DIR/time-vs-T.svg (DIR created, both renamed into place together); records their paths in the report. */
+export async function writeSuiteFiles(r: SuiteReport, out: OutputDir): Promise<void> {
+  r.files = { json: out.files.get(SUITE_FILES.json)!.path, plot: out.files.get(SUITE_FILES.plot)!.path };
+  const plot = await timeVsTPlot(r);
+  await writeOutputDir(
+    out,
+    new Map([
+      [SUITE_FILES.plot, [Buffer.from(plot, 'utf8')]],
+      [SUITE_FILES.json, [Buffer.from(`${JSON.stringify(r, null, 1)}\n`, 'utf8')]],
+    ]),
+  );
 }
 
-/** The suite end to end: run, write the files, and the text for stdout (JSON with --json). */
+/**
+ * The suite end to end: --out checked, run, the files written, and the text for stdout (JSON
+ * with --json). Files that cannot be written at the end: ResultsNotSavedError, with the text.
+ */
 export async function suiteCommand(opts: SuiteOptions, deps: SuiteDeps = {}): Promise<{ report: SuiteReport; stdout: string }> {
+  const out = opts.outDir === null ? null : checkSuiteOut(opts.outDir);
   const report = await runSuite(opts, deps);
-  if (opts.outDir !== null) await writeSuiteFiles(report, opts.outDir);
-  return { report, stdout: opts.json ? `${JSON.stringify(report)}\n` : formatSuiteReport(report) };
+  if (out === null) return { report, stdout: format(report, opts) };
+  try {
+    await writeSuiteFiles(report, out);
+  } catch (e) {
+    throw new ResultsNotSavedError((e as Error).message, format(report, opts));
+  }
+  return { report, stdout: format(report, opts) };
+}
+
+function format(report: SuiteReport, opts: SuiteOptions): string {
+  return opts.json ? `${JSON.stringify(report)}\n` : formatSuiteReport(report);
 }
 
 /** numpy's version, or null (for the test's expectations) */

@@ -14,6 +14,7 @@ import {
   int64FileTensor,
   MODEL_SUB_LAYERS,
   namedValueIds,
+  overGate,
   preparePrefill,
   TINY,
   type RawFileTensor,
@@ -133,6 +134,41 @@ describe('hcsp xcheck', () => {
     const wrong = join(dir, 'wrong.safetensors');
     writeSafetensorsFile(wrong, keep('', 'final.mixed'));
     await expect(xcheck({ compare: 'cpu:sp=off', golden: wrong })).rejects.toThrow(`--golden ${wrong}: tensor 'final.mixed' has shape [${TINY.hiddenSize},40], the run's is [40,${TINY.hiddenSize}]`);
+  });
+
+  it('NaN in a golden dump fails --max-ulp whatever its value (reported, exit 1); a golden of all-NaN tensors is not "ok"', async () => {
+    const dump = join(dir, 'for-nan.safetensors');
+    await runPrefillCommand({ backend: 'cpu', config: 'tiny', tokens: '40', tp: '2', seed: '3', sp: 'off', reduce: 'ring', stack: 'model', quiet: true, json: true, dump });
+    const nanBits = 0x7fc0;
+    const finalNan = join(dir, 'final-nan.safetensors');
+    const tensors = readDump(dump);
+    const final = tensors.get('final.mixed') as Tensor;
+    (final.data as Uint16Array).fill(nanBits);
+    writeSafetensorsFile(finalNan, tensors);
+    const cli = fileURLToPath(new URL('../../bin/hcsp.js', import.meta.url));
+    const gated = spawnSync(process.execPath, [cli, 'xcheck', '--config', 'tiny', '--tp', '2', '--seed', '3', '--compare', 'cpu:sp=off', '--golden', finalNan, '--max-ulp', '0', '--quiet', '--no-exact'], { encoding: 'utf8', timeout: 300_000 });
+    expect(gated.status).toBe(1);
+    const count = final.shape.reduce((a, b) => a * b, 1);
+    expect(gated.stderr).toBe(`hcsp: xcheck: 1 tensor exceeds --max-ulp 0: the largest, final.mixed (golden:${finalNan} against cpu:sp=off), holds NaN or Inf (${count} NaN/Inf in golden:${finalNan}, 0 in cpu:sp=off)\n`);
+    expect(gated.stdout).toContain(`EXCEEDS --max-ulp 0`);
+    expect(gated.stdout).toContain(`  1 tensor holds NaN or Inf (a failure under any --max-ulp):\n    final.mixed: ${count} NaN/Inf in golden:${finalNan}, 0 in cpu:sp=off\n`);
+
+    // every float tensor NaN: each one over a gate of any size
+    const allNan = join(dir, 'all-nan.safetensors');
+    const every = readDump(dump);
+    for (const t of every.values()) {
+      if (!('dtype' in t)) continue;
+      if (t.dtype === 'bf16') (t.data as Uint16Array).fill(nanBits);
+      if (t.dtype === 'f32') (t.data as Float32Array).fill(NaN);
+    }
+    writeSafetensorsFile(allNan, every);
+    const r = await xcheck({ compare: 'cpu:sp=off', golden: allNan, maxUlp: '1000', exact: false });
+    expect(r.ok).toBe(false);
+    const pair = r.pairs.find((p) => p.a === `golden:${allNan}`)!;
+    const floats = pair.tensors.filter((t) => t.rowUlp !== null);
+    expect(floats.length).toBeGreaterThan(10);
+    for (const t of floats) expect(t.nonFinite, t.name).toEqual({ a: t.count, b: 0 });
+    expect(overGate(r.pairs, 1000).length).toBe(floats.length);
   });
 
   it('bad SPECs are refused, naming the SPEC and the key', async () => {

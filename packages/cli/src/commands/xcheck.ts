@@ -1,17 +1,23 @@
 // `hcsp xcheck`: cross-backend rounding differences as a command (xcheck/runXcheck.ts):
 // which named tensors moved between SPECs, by how much, and which side is farther from the
-// float64 value. Exit status: 0 whenever the runs complete, unless --max-ulp is exceeded (1).
+// float64 value. Exit status: 0 whenever the runs complete, unless --max-ulp is exceeded or
+// a tensor holds NaN or Inf under it (1). Before any work: --report is checked, and the
+// memory every SPEC's run needs is judged; the summary is printed before the report is
+// written. The runs compute on this thread and turn its event loop (runXcheck.ts): a
+// signal ends them within a second (exit 128 + its number, nothing written).
 import type { Command } from 'commander';
-import { maxRowUlp, MODEL_SUB_LAYERS, modelWeightSpecs, overGate, REDUCE_ALGORITHMS, STAND_IN_SUB_LAYERS, type ReduceAlgorithm, type SpMode, type XcheckReport } from '@hcsp/core';
+import { maxRowUlp, MODEL_SUB_LAYERS, modelWeightSpecs, nonFiniteCount, overGate, REDUCE_ALGORITHMS, STAND_IN_SUB_LAYERS, type ReduceAlgorithm, type SpMode, type XcheckPair, type XcheckReport, type XcheckTensor } from '@hcsp/core';
 import { CheckpointProblemsError, openCheckpoint, resolveModelConfig, type CheckpointWeightSource } from '@hcsp/core/node';
 import { checkpointProblemsError } from '../checkpoint/weightProblems.ts';
 import { CONFIG_HELP, DEFAULT_CONFIG, DEFAULT_TP, TP_HELP } from '../defaults.ts';
-import { MAX_MEMORY_HELP, memoryLimit } from '../guards/memoryGuard.ts';
+import { checkMemory, MAX_MEMORY_HELP, memoryLimit } from '../guards/memoryGuard.ts';
+import { printResultsOnSaveFailure, ResultsNotSavedError } from '../output/resultsNotSaved.ts';
 import { oneOf, parseIntStrict, parseLayerRange } from '../parseArgs.ts';
 import { interruptible } from '../signals.ts';
 import { readGoldenDump, runXcheck } from '../xcheck/runXcheck.ts';
+import { estimateXcheckMemory } from '../xcheck/xcheckMemory.ts';
 import { parseXcheckSpecs } from '../xcheck/xcheckSpec.ts';
-import { writeXcheckReport } from '../xcheck/htmlReport.ts';
+import { checkXcheckReport, writeXcheckReport } from '../xcheck/htmlReport.ts';
 import { resolve } from 'node:path';
 
 interface XcheckCliOptions {
@@ -27,6 +33,7 @@ interface XcheckCliOptions {
   reduce: string;
   golden?: string;
   report?: string;
+  force?: boolean;
   maxUlp?: string;
   exact: boolean;
   maxMemory?: string;
@@ -39,6 +46,15 @@ function parseMaxUlp(raw: string | undefined): number | null {
   const v = Number(raw);
   if (raw.trim() === '' || !Number.isFinite(v) || v < 0) throw new Error(`--max-ulp must be a number of bf16 ulps >= 0, got ${JSON.stringify(raw)}`);
   return v;
+}
+
+/** How a tensor over the gate is: NaN/Inf first (no ulp figure reaches them), then the largest row-scaled distance. */
+function overness(t: XcheckTensor): number {
+  return nonFiniteCount(t) > 0 ? Infinity : (t.rowUlp ?? Infinity);
+}
+
+function nonFiniteText(pair: XcheckPair, t: XcheckTensor): string {
+  return `${t.nonFinite.a} NaN/Inf in ${pair.a}, ${t.nonFinite.b} in ${pair.b}`;
 }
 
 /** The text summary: per pair, the layers where the runs differ and the worst tensors. */
@@ -59,6 +75,12 @@ export function xcheckSummary(report: XcheckReport): string {
     for (const [layer, l] of [...byLayer].sort((p, q) => p[0] - q[0])) {
       if (l.differing > 0) lines.push(`  layer ${layer}: ${l.differing}/${l.count} differ, max ${l.rowUlp.toFixed(2)} row-scaled ulp`);
     }
+    const nonFinite = pair.tensors.filter((t) => nonFiniteCount(t) > 0);
+    if (nonFinite.length > 0) {
+      lines.push(`  ${nonFinite.length} tensor${nonFinite.length > 1 ? 's hold' : ' holds'} NaN or Inf (a failure under any --max-ulp):`);
+      for (const t of nonFinite.slice(0, 8)) lines.push(`    ${t.name}: ${nonFiniteText(pair, t)}`);
+      if (nonFinite.length > 8) lines.push(`    ... (${nonFinite.length - 8} more)`);
+    }
     for (const t of [...differing].sort((p, q) => (q.rowUlp ?? Infinity) - (p.rowUlp ?? Infinity)).slice(0, 8)) {
       const side = t.exact?.attributed ? `; farther from float64: ${t.exact.attributed === 'a' ? pair.a : t.exact.attributed === 'b' ? pair.b : 'neither (tie)'} (${t.exact.fartherA} vs ${t.exact.fartherB} elements)` : '';
       lines.push(`    ${t.name}: ${t.differing}/${t.count} differ, max ${t.maxUlp ?? '-'} ulp (row-scaled ${t.rowUlp?.toFixed(2) ?? '-'}), max abs ${t.maxAbs.toExponential(2)}${side}`);
@@ -68,7 +90,23 @@ export function xcheckSummary(report: XcheckReport): string {
   return `${lines.join('\n')}\n`;
 }
 
-export async function runXcheckCommand(opts: XcheckCliOptions): Promise<{ report: XcheckReport; text: string }> {
+/** The --max-ulp failure as one line: how many tensors, and the worst (NaN/Inf before any distance). */
+export function gateFailure(report: XcheckReport): string {
+  const over = overGate(report.pairs, report.maxUlpGate!);
+  const worst = over.reduce((w, o) => (overness(o.tensor) > overness(w.tensor) ? o : w));
+  const t = worst.tensor;
+  const how = nonFiniteCount(t) > 0 ? `holds NaN or Inf (${nonFiniteText(worst.pair, t)})` : t.rowUlp === null ? 'an integer tensor that differs' : `${t.rowUlp} row-scaled ulp`;
+  return `xcheck: ${over.length} tensor${over.length > 1 ? 's' : ''} exceed${over.length > 1 ? '' : 's'} --max-ulp ${report.maxUlpGate}: the largest, ${t.name} (${worst.pair.a} against ${worst.pair.b}), ${how}`;
+}
+
+/** The command: a signal from its start on ends it as an interruption (signals.ts). */
+export function runXcheckCommand(opts: XcheckCliOptions): Promise<{ report: XcheckReport; text: string }> {
+  return interruptible(() => xcheck(opts));
+}
+
+async function xcheck(opts: XcheckCliOptions): Promise<{ report: XcheckReport; text: string }> {
+  // the output before any work: a report that cannot be written is refused now, not after the runs
+  const reportDir = opts.report === undefined ? null : checkXcheckReport(opts.report, opts.force === true);
   const config = resolveModelConfig(opts.config);
   const tp = parseIntStrict(opts.tp, '--tp', { min: 1 });
   const seed = parseIntStrict(opts.seed, '--seed', { min: 0 });
@@ -85,6 +123,10 @@ export async function runXcheckCommand(opts: XcheckCliOptions): Promise<{ report
   }
   const layers = opts.layers ? parseLayerRange(opts.layers, '--layers') : ([0, config.numLayers] as [number, number]);
   if (layers[1] > config.numLayers) throw new Error(`--layers ${opts.layers}: config '${config.name}' has ${config.numLayers} layers`);
+  // from the configuration alone, before the inputs and weights of any SPEC are made
+  const limit = memoryLimit(opts.maxMemory);
+  const stages = estimateXcheckMemory({ config, subLayers, tokens, tp, layers, specs, exact: opts.exact, checkpoint: opts.weights !== undefined, env: process.env });
+  for (const stage of stages) checkMemory(`${stage.what}: prefill of ${config.name} at tp ${tp} with T ${tokens}`, stage.estimate, limit);
   let checkpoint: CheckpointWeightSource | undefined;
   if (opts.weights) {
     try {
@@ -95,27 +137,31 @@ export async function runXcheckCommand(opts: XcheckCliOptions): Promise<{ report
     }
   }
   try {
-    const report = await interruptible(() =>
-      runXcheck({
-        config,
-        subLayers,
-        tokens,
-        tp,
-        seed,
-        layers,
-        weights: checkpoint,
-        weightsLabel: opts.weights ? resolve(opts.weights) : `synthetic (seed ${seed})`,
-        ids: golden?.ids,
-        specs,
-        exact: opts.exact,
-        maxUlp,
-        golden,
-        limit: memoryLimit(opts.maxMemory),
-        quiet: opts.quiet === true,
-      }),
-    );
-    if (opts.report) await writeXcheckReport(opts.report, report);
-    return { report, text: opts.json ? `${JSON.stringify(report)}\n` : xcheckSummary(report) };
+    const report = await runXcheck({
+      config,
+      subLayers,
+      tokens,
+      tp,
+      seed,
+      layers,
+      weights: checkpoint,
+      weightsLabel: opts.weights ? resolve(opts.weights) : `synthetic (seed ${seed})`,
+      ids: golden?.ids,
+      specs,
+      exact: opts.exact,
+      maxUlp,
+      golden,
+      quiet: opts.quiet === true,
+    });
+    const text = opts.json ? `${JSON.stringify(report)}\n` : xcheckSummary(report);
+    if (reportDir) {
+      try {
+        await writeXcheckReport(reportDir, report);
+      } catch (e) {
+        throw new ResultsNotSavedError((e as Error).message, text);
+      }
+    }
+    return { report, text };
   } finally {
     checkpoint?.close();
   }
@@ -136,21 +182,16 @@ export function registerXcheck(program: Command): void {
     .option('--sp <mode>', 'the SP mode of a SPEC that does not say', 'auto')
     .option('--reduce <alg>', `the reduction order of a SPEC that does not say: ${REDUCE_ALGORITHMS.join('|')}`, 'ring')
     .option('--golden <file.safetensors>', 'also compare the first SPEC\'s run against a golden dump another engine wrote (its input_ids are the run\'s)')
-    .option('--report <dir>', 'write DIR/index.html (self-contained, opens offline) and DIR/report.json')
-    .option('--max-ulp <k>', "exit 1 when any tensor differs by more than k bf16 ulps of its row's largest value (row-scaled; any difference of an integer tensor counts): a CI gate")
+    .option('--report <dir>', 'write DIR/index.html (self-contained, opens offline) and DIR/report.json (checked before the runs; symbolic links are refused)')
+    .option('--force', 'replace an existing DIR/index.html and DIR/report.json')
+    .option('--max-ulp <k>', "exit 1 when any tensor differs by more than k bf16 ulps of its row's largest value (row-scaled; any difference of an integer tensor counts, and any NaN or Inf on either side): a CI gate")
     .option('--no-exact', 'skip the float64 evaluation (no attribution)')
     .option('--max-memory <size>', MAX_MEMORY_HELP)
     .option('--quiet', 'no progress on stderr')
     .option('--json', 'print one JSON object')
     .action(async (opts: XcheckCliOptions) => {
-      const { report, text } = await runXcheckCommand(opts);
+      const { report, text } = await printResultsOnSaveFailure(() => runXcheckCommand(opts));
       process.stdout.write(text);
-      if (!report.ok) {
-        const over = overGate(report.pairs, report.maxUlpGate!);
-        const worst = over.reduce((w, o) => ((o.tensor.rowUlp ?? Infinity) > (w.tensor.rowUlp ?? Infinity) ? o : w));
-        throw new Error(
-          `xcheck: ${over.length} tensor${over.length > 1 ? 's' : ''} exceed${over.length > 1 ? '' : 's'} --max-ulp ${report.maxUlpGate}: the largest, ${worst.tensor.name} (${worst.pair.a} against ${worst.pair.b}), ${worst.tensor.rowUlp === null ? 'an integer tensor that differs' : `${worst.tensor.rowUlp} row-scaled ulp`}`,
-        );
-      }
+      if (!report.ok) throw new Error(gateFailure(report));
     });
 }

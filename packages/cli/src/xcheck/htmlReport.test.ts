@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { overGate, type XcheckReport, type XcheckTensor } from '@hcsp/core';
 import { HtmlValidate } from 'html-validate';
 import { afterAll, describe, expect, it } from 'vitest';
-import { escapeHtml, renderXcheckHtml, writeXcheckReport } from './htmlReport.ts';
+import { checkXcheckReport, escapeHtml, renderXcheckHtml, writeXcheckReport } from './htmlReport.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'hcsp-xcheck-html-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -17,6 +17,7 @@ function tensor(name: string, layer: number, rank: number | null, maxUlp: number
     rank,
     count,
     differing,
+    nonFinite: { a: 0, b: 0 },
     exactFraction: (count - differing) / count,
     maxUlp,
     meanUlp: differing ? maxUlp / 4 : 0,
@@ -176,26 +177,40 @@ describe('renderXcheckHtml', () => {
 });
 
 describe('writeXcheckReport', () => {
-  it('writes DIR/index.html and DIR/report.json, creating DIR, and replaces them', async () => {
+  it('writes DIR/index.html and DIR/report.json, creating DIR; replaces them only when forced', async () => {
     const out = join(dir, 'a', 'b');
     const r = report();
-    const files = await writeXcheckReport(out, r);
+    const files = await writeXcheckReport(checkXcheckReport(out, false), r);
     expect(files).toEqual({ json: join(out, 'report.json'), html: join(out, 'index.html') });
     expect(JSON.parse(readFileSync(files.json, 'utf8'))).toEqual(r);
     expect(readFileSync(files.html, 'utf8')).toBe(await renderXcheckHtml(r));
-    await writeXcheckReport(out, report({ ok: true }));
+    expect(() => checkXcheckReport(out, false)).toThrow(`--report ${out}: ${join(out, 'report.json')} exists (--force replaces it)`);
+    await writeXcheckReport(checkXcheckReport(out, true), report({ ok: true }));
     expect(JSON.parse(readFileSync(files.json, 'utf8')).ok).toBe(true);
     // No temp files left.
     expect(readdirSync(out).sort()).toEqual(['index.html', 'report.json']);
   });
 
-  it('names the path in its errors', async () => {
+  it('names the path in its errors', () => {
     const file = join(dir, 'file');
     writeFileSync(file, 'x');
-    await expect(writeXcheckReport(join(file, 'sub'), report())).rejects.toThrow(`--report ${join(file, 'sub')}: cannot create the folder`);
-    // A directory where index.html goes: report.json is written, index.html refused.
+    expect(() => checkXcheckReport(join(file, 'sub'), false)).toThrow(`--report ${join(file, 'sub')}: ${file} is a file, not a folder`);
+    // A directory where index.html goes: refused before anything is written.
     const blocked = join(dir, 'blocked');
     mkdirSync(join(blocked, 'index.html'), { recursive: true });
-    await expect(writeXcheckReport(blocked, report())).rejects.toThrow(`--report ${join(blocked, 'index.html')}: is a directory, not a regular file`);
+    expect(() => checkXcheckReport(blocked, true)).toThrow(`--report ${blocked}: ${join(blocked, 'index.html')} is a directory, not a regular file`);
+    expect(readdirSync(blocked)).toEqual(['index.html']);
+  });
+
+  it('a NaN or Inf is marked: its count in the table, the tensor over any gate, the report failed', async () => {
+    const r = report({ maxUlpGate: 1000 });
+    const t = r.pairs[0].tensors[1];
+    t.nonFinite = { a: 3, b: 0 };
+    t.rowUlp = 0;
+    expect(overGate(r.pairs, 1000).map((o) => o.tensor.name)).toEqual([t.name]);
+    const html = await renderXcheckHtml(r);
+    expect(html).toContain('<td class="nonfinite">a 3, b 0</td>');
+    expect(html).toMatch(new RegExp(`<tr class="over"><td class="name">${t.name.replace(/\./g, '\\.')}</td>`));
+    expect(html).toContain(`NaN or Inf (over any --max-ulp, on either side): <code>${t.name}</code> (a 3, b 0)`);
   });
 });

@@ -4,11 +4,8 @@
 // differences against depth (max ulp and the differing fraction per layer), heatmaps (layer x
 // tensor, layer x rank, layer x rows) and a table of every tensor with each side's error
 // against the float64 evaluation when it ran.
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { overGate, type XcheckPair, type XcheckReport, type XcheckTensor } from '@hcsp/core';
-import { resolveOutputTarget } from '../output/outputTarget.ts';
-import { writeOutput } from '../output/safeOutputFile.ts';
+import { nonFiniteCount, overGate, type XcheckPair, type XcheckReport, type XcheckTensor } from '@hcsp/core';
+import { checkOutputDir, writeOutputDir, type OutputDir } from '../output/outputDir.ts';
 import { heatmapSvg, linePlotSvg } from '../output/svgPlot.ts';
 
 /** Text as HTML (element content and quoted attribute values alike). */
@@ -201,11 +198,12 @@ function tensorRow(t: XcheckTensor, over: ReadonlySet<XcheckTensor>): string {
         ? 'none differ'
         : `${t.exact.attributed === 'tie' ? 'tie' : t.exact.attributed}<br><span class="small">a ${t.exact.fartherA}, b ${t.exact.fartherB}</span>`;
   const first = t.first === null ? '–' : `row ${t.first.row}, col ${t.first.col}<br><span class="small">a ${num(t.first.a)}, b ${num(t.first.b)}</span>`;
-  const cls = [over.has(t) ? 'over' : '', t.differing === 0 ? 'same' : ''].filter(Boolean).join(' ');
+  const cls = [over.has(t) ? 'over' : '', t.differing === 0 && nonFiniteCount(t) === 0 ? 'same' : ''].filter(Boolean).join(' ');
   return (
     `<tr${cls ? ` class="${cls}"` : ''}>` +
     `<td class="name">${esc(t.name)}</td><td>${esc(layerLabel(t.layer))}</td><td>${t.rank === null ? '–' : t.rank}</td>` +
     `<td>${num(t.count)}</td><td>${num(t.differing)}</td><td>${fraction(t.exactFraction)}</td>` +
+    `<td${nonFiniteCount(t) > 0 ? ' class="nonfinite"' : ''}>${nonFiniteCount(t) > 0 ? `a ${num(t.nonFinite.a)}, b ${num(t.nonFinite.b)}` : '0'}</td>` +
     `<td>${num(t.maxUlp)}</td><td>${num(t.meanUlp)}</td><td>${num(t.rowUlp)}</td><td>${num(t.maxAbs)}</td><td>${num(t.maxRel)}</td>` +
     exactCell(t.exact?.a) +
     exactCell(t.exact?.b) +
@@ -214,7 +212,7 @@ function tensorRow(t: XcheckTensor, over: ReadonlySet<XcheckTensor>): string {
 }
 
 const TABLE_HEAD =
-  '<thead><tr><th>tensor</th><th>layer</th><th>rank</th><th>count</th><th>differing</th><th>exact fraction</th>' +
+  '<thead><tr><th>tensor</th><th>layer</th><th>rank</th><th>count</th><th>differing</th><th>exact fraction</th><th>NaN/Inf</th>' +
   '<th>max ulp</th><th>mean ulp</th><th>row ulp</th><th>max abs</th><th>max rel</th>' +
   '<th>a vs float64</th><th>b vs float64</th><th>farther from float64</th><th>first differing</th></tr></thead>';
 
@@ -224,11 +222,15 @@ async function pairSection(pair: XcheckPair, report: XcheckReport, index: number
   const over = pair.tensors.filter((t) => overSet.has(t));
   const maxRowUlp = pair.tensors.reduce<number | null>((m, t) => maxOrNull(m, t.rowUlp), null);
   const firstDiff = pair.tensors.find((t) => t.differing > 0);
+  const nonFinite = pair.tensors.filter((t) => nonFiniteCount(t) > 0);
   const compared = pair.tensors.reduce((s, t) => s + t.count, 0);
   const charts = await pairCharts(pair, gate, index);
   const summary = [
     `<li>${pair.tensors.length} tensors, ${num(compared)} elements compared, ${num(pair.differing)} differing${compared > 0 ? ` (${fraction(pair.differing / compared)})` : ''}; largest distance ${num(pair.maxUlp)} bf16 ulps, row-scaled ${num(maxRowUlp)}</li>`,
     `<li>first tensor (in graph order) that differs: ${firstDiff ? `<code>${esc(firstDiff.name)}</code>` : 'none: the runs are bit-identical'}</li>`,
+    nonFinite.length === 0
+      ? ''
+      : `<li class="nonfinite">NaN or Inf (over any --max-ulp, on either side): ${nonFinite.map((t) => `<code>${esc(t.name)}</code> (a ${num(t.nonFinite.a)}, b ${num(t.nonFinite.b)})`).join(', ')}</li>`,
     gate === null ? '' : `<li>over --max-ulp ${num(gate)}: ${over.length === 0 ? 'none' : over.map((t) => `<code>${esc(t.name)}</code>`).join(', ')}</li>`,
   ].join('');
   return (
@@ -254,7 +256,7 @@ table{border-collapse:collapse;font-size:.85em;margin:.5em 0}
 th,td{border:1px solid #ccc;padding:.2em .4em;text-align:right;vertical-align:top}
 th{background:#f2f2f2;position:sticky;top:0}
 td.name,td.text{text-align:left;font-family:monospace}
-tr.over td{background:#fde2e2}tr.same td{color:#777}
+tr.over td{background:#fde2e2}tr.same td{color:#777}.nonfinite{color:#b22;font-weight:bold}
 .scroll{overflow-x:auto}
 .charts{display:flex;flex-wrap:wrap;gap:1em}figure{margin:0}
 `;
@@ -271,7 +273,7 @@ export async function renderXcheckHtml(report: XcheckReport): Promise<string> {
     ['weights', esc(report.weights)],
     ['float64 attribution', report.exact ? 'ran (each side’s error against the float64 evaluation of the first SPEC’s graph)' : 'not run'],
     ['--max-ulp gate', report.maxUlpGate === null ? 'none' : num(report.maxUlpGate)],
-    ['result', report.ok ? 'ok' : `failed: tensors over --max-ulp ${num(report.maxUlpGate)}`],
+    ['result', report.ok ? 'ok' : `failed: tensors over --max-ulp ${num(report.maxUlpGate)} (or holding NaN or Inf)`],
   ];
   if (report.golden) {
     meta.push([
@@ -304,25 +306,27 @@ export async function renderXcheckHtml(report: XcheckReport): Promise<string> {
   );
 }
 
+/** The files of `--report DIR`. */
+export const REPORT_FILES = { json: 'report.json', html: 'index.html' } as const;
+
+/** Checks `--report DIR` before any work (output/outputDir.ts): existing files are replaced only with `force`. */
+export function checkXcheckReport(dir: string, force: boolean, option = '--report'): OutputDir {
+  return checkOutputDir(dir, option, Object.values(REPORT_FILES), { replace: force, forceFlag: '--force' });
+}
+
 /**
- * Writes DIR/report.json and DIR/index.html, creating DIR; each file through a temp file
- * renamed over it (so a reader never sees half a file). Errors name the path.
+ * Writes DIR/report.json and DIR/index.html (checked by checkXcheckReport), creating DIR;
+ * both through temp files renamed together (a reader never sees half a report, or one
+ * file of another run). Errors name the path.
  */
-export async function writeXcheckReport(dir: string, report: XcheckReport, option = '--report'): Promise<{ json: string; html: string }> {
-  try {
-    mkdirSync(dir, { recursive: true });
-  } catch (e) {
-    throw new Error(`${option} ${dir}: cannot create the folder: ${(e as Error).message}`);
-  }
+export async function writeXcheckReport(out: OutputDir, report: XcheckReport): Promise<{ json: string; html: string }> {
   const html = await renderXcheckHtml(report);
-  const files = { json: join(dir, 'report.json'), html: join(dir, 'index.html') };
-  const contents: [string, string][] = [
-    [files.json, `${JSON.stringify(report, null, 2)}\n`],
-    [files.html, html],
-  ];
-  for (const [path, text] of contents) {
-    const target = resolveOutputTarget(path, option, []);
-    await writeOutput(target, [Buffer.from(text, 'utf8')], option, path);
-  }
-  return files;
+  await writeOutputDir(
+    out,
+    new Map([
+      [REPORT_FILES.json, [Buffer.from(`${JSON.stringify(report, null, 2)}\n`, 'utf8')]],
+      [REPORT_FILES.html, [Buffer.from(html, 'utf8')]],
+    ]),
+  );
+  return { json: out.files.get(REPORT_FILES.json)!.path, html: out.files.get(REPORT_FILES.html)!.path };
 }

@@ -5,7 +5,7 @@
 import {
   bf16ToF32,
   collectNamed,
-  diffNamed,
+  diffNamedSteps,
   evaluateExact,
   namedValueIds,
   namedValues,
@@ -25,11 +25,11 @@ import {
   type XcheckPair,
   type XcheckReport,
   type XcheckRun,
+  type XcheckTensor,
 } from '@hcsp/core';
 import { openSafetensorsFile } from '@hcsp/core/node';
 import { createBackend } from '@hcsp/backends';
-import { checkMemory, type MemoryLimit } from '../guards/memoryGuard.ts';
-import { estimatePrefillMemory } from '../guards/prefillMemory.ts';
+import { eventLoopTurn } from '../eventLoopTurn.ts';
 import { nodeProgress } from '../progress.ts';
 import type { XcheckSpec } from './xcheckSpec.ts';
 
@@ -47,7 +47,6 @@ export interface XcheckInputs {
   exact: boolean;
   maxUlp: number | null;
   golden: GoldenDump | null;
-  limit: MemoryLimit;
   quiet: boolean;
 }
 
@@ -98,6 +97,37 @@ function checkGolden(golden: GoldenDump, prepared: PreparedPrefill): void {
   }
 }
 
+// Everything below computes on this thread: it turns the event loop between nodes, weight
+// reads and tensor comparisons (eventLoopTurn.ts), so that a signal ends it within a second.
+
+/** `source`, turning the event loop before each read (a synthetic tensor is generated on this thread) */
+function turningWeights(source: WeightSource): WeightSource {
+  return {
+    has: (name) => source.has(name),
+    info: (name) => source.info(name),
+    read: async (name, slice) => {
+      await eventLoopTurn();
+      return source.read(name, slice);
+    },
+  };
+}
+
+/** diffNamed, turning the event loop between tensors */
+async function compare(
+  a: ReadonlyMap<string, AlignedTensor>,
+  b: ReadonlyMap<string, AlignedTensor>,
+  exitLayer: number,
+  exact: ReadonlyMap<string, { tensor: ExactTensor; rowStart: number }> | undefined,
+): Promise<{ tensors: XcheckTensor[]; onlyIn: { a: string[]; b: string[] } }> {
+  const steps = diffNamedSteps(a, b, exitLayer, exact);
+  const tensors: XcheckTensor[] = [];
+  for (let step = steps.next(); ; step = steps.next()) {
+    if (step.done) return { tensors, onlyIn: step.value };
+    tensors.push(step.value);
+    await eventLoopTurn();
+  }
+}
+
 function prepare(x: XcheckInputs, spec: XcheckSpec, weights: WeightSource): PreparedPrefill {
   return preparePrefill({
     config: x.config,
@@ -120,13 +150,11 @@ function prepare(x: XcheckInputs, spec: XcheckSpec, weights: WeightSource): Prep
 
 /** one SPEC's run: its named values and what the report says of it */
 async function runSpec(x: XcheckInputs, spec: XcheckSpec, prepared: PreparedPrefill): Promise<{ named: Map<string, AlignedTensor>; run: XcheckRun }> {
-  const estimate = estimatePrefillMemory({ config: x.config, tokens: x.tokens, tp: x.tp, sp: spec.sp, reduce: spec.reduce, subLayers: x.subLayers, env: process.env, checkpoint: x.weights !== undefined });
-  checkMemory(`xcheck ${spec.text}: prefill of ${x.config.name} at tp ${x.tp} with T ${x.tokens}`, estimate, x.limit);
   const backend = await createBackend(spec.backend, spec.backendOptions);
   const progress = nodeProgress(`xcheck ${spec.text}`, { quiet: x.quiet });
   try {
     const device = backend.describe();
-    const result = await runOnce(backend, prepared.graph, prepared.feeds, prepared.weights, { keep: namedValueIds(prepared), onNode: progress.onNode });
+    const result = await runOnce(backend, prepared.graph, prepared.feeds, prepared.weights, { keep: namedValueIds(prepared), onNode: progress.onNode, turn: eventLoopTurn });
     const named = collectNamed(prepared, result.values);
     const { plan } = prepared;
     return {
@@ -189,7 +217,7 @@ function pairOf(a: string, b: string, tensors: XcheckPair['tensors']): XcheckPai
 export async function runXcheck(x: XcheckInputs): Promise<XcheckReport> {
   const exitLayer = x.layers[1];
   // one weight source for every SPEC: the same weights, generated (synthetic) or read once
-  const weights = x.weights ?? new SyntheticWeightSource(modelWeightSpecs(x.config, x.subLayers), x.seed);
+  const weights = turningWeights(x.weights ?? new SyntheticWeightSource(modelWeightSpecs(x.config, x.subLayers), x.seed));
   const base = prepare(x, x.specs[0], weights);
   if (x.golden) checkGolden(x.golden, base);
   // every SPEC's graph is built (and checked) before anything runs
@@ -199,7 +227,7 @@ export async function runXcheck(x: XcheckInputs): Promise<XcheckReport> {
   if (x.exact) {
     const progress = nodeProgress('xcheck float64 evaluation', { quiet: x.quiet });
     try {
-      const values = await evaluateExact(base.graph, base.feeds, base.weights, { keep: namedValueIds(base), onNode: progress.onNode, exactFeeds: exactRopeFeeds(x.config, base) });
+      const values = await evaluateExact(base.graph, base.feeds, base.weights, { keep: namedValueIds(base), onNode: progress.onNode, turn: eventLoopTurn, exactFeeds: exactRopeFeeds(x.config, base) });
       exact = new Map(namedValues(base).map((v) => [v.name, { tensor: values.get(v.id)!, rowStart: v.rowStart }]));
     } finally {
       progress.stop();
@@ -210,11 +238,11 @@ export async function runXcheck(x: XcheckInputs): Promise<XcheckReport> {
   for (const { spec, prepared } of others) {
     const r = await runSpec(x, spec, prepared);
     runs.push(r.run);
-    pairs.push(pairOf(spec.text, x.specs[0].text, diffNamed(r.named, first.named, exitLayer, exact).tensors));
+    pairs.push(pairOf(spec.text, x.specs[0].text, (await compare(r.named, first.named, exitLayer, exact)).tensors));
   }
   let golden: XcheckReport['golden'] = null;
   if (x.golden) {
-    const d = diffNamed(x.golden.tensors, first.named, exitLayer, exact);
+    const d = await compare(x.golden.tensors, first.named, exitLayer, exact);
     pairs.push(pairOf(`golden:${x.golden.file}`, x.specs[0].text, d.tensors));
     golden = { file: x.golden.file, unused: d.onlyIn.a };
   }

@@ -53,12 +53,27 @@ export function diffNamed(
   exact?: ReadonlyMap<string, { tensor: ExactTensor; rowStart: number }>,
   buckets?: number,
 ): { tensors: XcheckTensor[]; onlyIn: { a: string[]; b: string[] } } {
+  const steps = diffNamedSteps(a, b, exitLayer, exact, buckets);
   const tensors: XcheckTensor[] = [];
+  for (let step = steps.next(); ; step = steps.next()) {
+    if (step.done) return { tensors, onlyIn: step.value };
+    tensors.push(step.value);
+  }
+}
+
+/** diffNamed one tensor at a time (a caller that must stay responsive turns its event loop between them); returns `onlyIn`. */
+export function* diffNamedSteps(
+  a: ReadonlyMap<string, AlignedTensor>,
+  b: ReadonlyMap<string, AlignedTensor>,
+  exitLayer: number,
+  exact?: ReadonlyMap<string, { tensor: ExactTensor; rowStart: number }>,
+  buckets?: number,
+): Generator<XcheckTensor, { a: string[]; b: string[] }> {
   for (const [name, tb] of b) {
     const ta = a.get(name);
     if (!ta) continue;
     const d = diffTensors(name, ta, tb, { exact: exact?.get(name) ?? null, buckets });
-    tensors.push({ name, ...tensorPlace(name, exitLayer), ...d });
+    yield { name, ...tensorPlace(name, exitLayer), ...d };
   }
-  return { tensors, onlyIn: { a: [...a.keys()].filter((n) => !b.has(n)), b: [...b.keys()].filter((n) => !a.has(n)) } };
+  return { a: [...a.keys()].filter((n) => !b.has(n)), b: [...b.keys()].filter((n) => !a.has(n)) };
 }

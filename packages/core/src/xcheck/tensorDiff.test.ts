@@ -58,6 +58,47 @@ describe('diffTensors', () => {
     expect(d.rowUlp).toBeLessThan(1e-3);
   });
 
+  it('NaN and Inf: counted on each side, left out of every distance, never "within" a gate', () => {
+    const NAN = 0x7fc0;
+    const INF = 0x7f80;
+    const { t, exact } = bf16(2, 4, 5);
+    const pairOf = (tensors: ReturnType<typeof diffNamed>['tensors']): XcheckPair => ({ a: 'golden', b: 'cpu', tensors, differing: 0, maxUlp: 0 });
+    const named = (x: Tensor) => new Map([['final.mixed', { tensor: x, rowStart: 0 }]]);
+    // a golden of all NaN: every element differs, no distance is measured, and no gate passes it
+    const nan: Tensor = { ...t, data: new Uint16Array(8).fill(NAN) };
+    const allNan = diffNamed(named(nan), named(t), 4).tensors;
+    expect(allNan[0]).toMatchObject({ differing: 8, nonFinite: { a: 8, b: 0 }, rowUlp: 0 });
+    expect(overGate([pairOf(allNan)], 0).map((o) => o.tensor.name)).toEqual(['final.mixed']);
+    expect(overGate([pairOf(allNan)], 1e9)).toHaveLength(1);
+    // the same NaN bits on both sides: equal bits, still a run that produced NaN
+    const both = diffNamed(named(nan), named(nan), 4).tensors;
+    expect(both[0]).toMatchObject({ differing: 0, nonFinite: { a: 8, b: 8 } });
+    expect(overGate([pairOf(both)], 1e9)).toHaveLength(1);
+    // Inf against a finite value (one bf16 pattern away from the largest finite one) differs too
+    const inf: Tensor = { ...t, data: Uint16Array.from(t.data as Uint16Array, (v, i) => (i === 2 ? INF : v)) };
+    expect(diffTensors('x', { tensor: inf, rowStart: 0 }, { tensor: t, rowStart: 0 })).toMatchObject({ differing: 1, nonFinite: { a: 1, b: 0 }, maxAbs: Infinity, rowUlp: 0 });
+    expect(overGate([pairOf(diffNamed(named(inf), named(t), 4).tensors)], 1e9)).toHaveLength(1);
+    // a NaN on b's side leaves the row's scale (and so the other elements' distances) finite
+    const bNan: Tensor = { ...t, data: Uint16Array.from(t.data as Uint16Array, (v, i) => (i === 0 ? NAN : v)) };
+    const moved: Tensor = { ...t, data: Uint16Array.from(t.data as Uint16Array, (v, i) => (i === 1 ? v + 1 : v)) };
+    const d = diffTensors('x', { tensor: moved, rowStart: 0 }, { tensor: bNan, rowStart: 0 });
+    expect(d.nonFinite).toEqual({ a: 0, b: 1 });
+    expect(d.rowUlp).toBeGreaterThan(0);
+    expect(d.rowUlp).toBeLessThanOrEqual(1);
+    // against the float64 value the NaN side is the farther one
+    const e = { exact: { tensor: { dtype: 'bf16' as const, shape: [2, 4], data: exact }, rowStart: 0 } };
+    const attributed = diffTensors('x', { tensor: nan, rowStart: 0 }, { tensor: t, rowStart: 0 }, e).exact!;
+    expect(attributed).toMatchObject({ fartherA: 8, fartherB: 0, attributed: 'a' });
+    expect(attributed.a.maxAbs).toBe(Infinity);
+    expect(Number.isFinite(attributed.b.maxUlp)).toBe(true);
+  });
+
+  it('-0 against +0 in a row of zeros differs in its bits but not in distance (no NaN from 0/0)', () => {
+    const z: Tensor = { dtype: 'bf16', shape: [1, 2], data: Uint16Array.of(0, 0) };
+    const n: Tensor = { dtype: 'bf16', shape: [1, 2], data: Uint16Array.of(0x8000, 0) };
+    expect(diffTensors('x', { tensor: n, rowStart: 0 }, { tensor: z, rowStart: 0 })).toMatchObject({ differing: 1, rowUlp: 0, nonFinite: { a: 0, b: 0 } });
+  });
+
   it('refuses different dtypes or shapes beyond the rows, naming the tensor', () => {
     const { t } = bf16(2, 4, 3);
     expect(() => diffTensors('layers.1.in', { tensor: { ...t, shape: [4, 2] }, rowStart: 0 }, { tensor: t, rowStart: 0 })).toThrow('layers.1.in: shapes differ beyond the rows: [4,2] against [2,4]');

@@ -32,8 +32,14 @@ export interface ExactError {
 export interface TensorDiff {
   /** elements compared (the rows both sides hold) */
   count: number;
-  /** elements whose bits differ */
+  /** elements whose bits differ (a NaN meeting a NaN of the same bits does not; see nonFinite) */
   differing: number;
+  /**
+   * elements that are NaN or +-Inf on side a, on side b (of the compared rows). No ulp figure
+   * measures them (rowUlp leaves them out): every gate counts any of them as a difference,
+   * on either side, even where both sides hold the same bits (overGate).
+   */
+  nonFinite: { a: number; b: number };
   /** (count - differing) / count */
   exactFraction: number;
   /** bf16 values: the largest and the mean ulp distance between the sides (null for other dtypes) */
@@ -41,7 +47,7 @@ export interface TensorDiff {
   meanUlp: number | null;
   /** max |a - b| in bf16 ulps of the largest |b| of its row: the unit of a reordered sum */
   rowUlp: number | null;
-  /** max |a - b| and max |a - b| / |b| (over |b| > 0) */
+  /** max |a - b| (Infinity where a NaN or an Inf differs) and max |a - b| / |b| (over finite |b| > 0) */
   maxAbs: number;
   maxRel: number;
   /** each side's own error against the float64 evaluation (when it is given) */
@@ -70,6 +76,17 @@ function valueOf(t: Tensor, i: number): number {
     default:
       return (t.data as Float32Array | Int32Array)[i];
   }
+}
+
+/** the larger of m and |v|, a non-finite v left out */
+function finiteMax(m: number, v: number): number {
+  return Number.isFinite(v) ? Math.max(m, Math.abs(v)) : m;
+}
+
+/** |x - exact|, Infinity when either is NaN */
+function errorOf(x: number, exact: number): number {
+  const e = Math.abs(x - exact);
+  return Number.isNaN(e) ? Infinity : e;
 }
 
 function rowsOf(t: { shape: readonly number[] }): [number, number] {
@@ -121,6 +138,7 @@ export function diffTensors(name: string, a: AlignedTensor, b: AlignedTensor, op
   let maxAbs = 0;
   let maxRel = 0;
   let first: TensorDiff['first'] = null;
+  const nonFinite = { a: 0, b: 0 };
   const errA = { maxAbs: 0, sumAbs: 0, maxUlp: 0 };
   const errB = { maxAbs: 0, sumAbs: 0, maxUlp: 0 };
   let fartherA = 0;
@@ -131,26 +149,31 @@ export function diffTensors(name: string, a: AlignedTensor, b: AlignedTensor, op
     const row = start + r;
     const ia = (row - a.rowStart) * cols;
     const ib = (row - b.rowStart) * cols;
+    // the row's scale from its finite values: one NaN must not make every distance NaN
     let rowMax = 0;
-    for (let c = 0; c < cols; c++) rowMax = Math.max(rowMax, Math.abs(valueOf(tb, ib + c)));
+    for (let c = 0; c < cols; c++) rowMax = finiteMax(rowMax, valueOf(tb, ib + c));
     const rowUnit = bf16UlpAt(rowMax);
     let exactMax = 0;
-    if (exact) for (let c = 0; c < cols; c++) exactMax = Math.max(exactMax, Math.abs(exact.tensor.data[(row - exact.rowStart) * cols + c]));
+    if (exact) for (let c = 0; c < cols; c++) exactMax = finiteMax(exactMax, exact.tensor.data[(row - exact.rowStart) * cols + c]);
     const exactUnit = bf16UlpAt(exactMax);
     const bucket = Math.floor(r / bucketRows);
     for (let c = 0; c < cols; c++) {
       const va = valueOf(ta, ia + c);
       const vb = valueOf(tb, ib + c);
       const same = ua[ia + c] === ub[ib + c];
+      const finite = Number.isFinite(va) && Number.isFinite(vb);
+      if (!Number.isFinite(va)) nonFinite.a++;
+      if (!Number.isFinite(vb)) nonFinite.b++;
       const d = Math.abs(va - vb);
       if (!same) {
         differing++;
         bucketDiff[bucket]++;
         first ??= { row, col: c, a: va, b: vb };
-        if (!Number.isNaN(d)) {
+        if (finite) {
           maxAbs = Math.max(maxAbs, d);
           if (vb !== 0) maxRel = Math.max(maxRel, d / Math.abs(vb));
-          if (isFloat) rowUlp = Math.max(rowUlp, d / rowUnit);
+          // d is 0 for -0 against +0; a row of zeros (unit 0) makes any other distance unbounded
+          if (isFloat && d > 0) rowUlp = Math.max(rowUlp, d / rowUnit);
         } else {
           maxAbs = Infinity;
         }
@@ -163,15 +186,16 @@ export function diffTensors(name: string, a: AlignedTensor, b: AlignedTensor, op
       }
       if (exact) {
         const e = exact.tensor.data[(row - exact.rowStart) * cols + c];
-        const ea = Math.abs(va - e);
-        const eb = Math.abs(vb - e);
+        // a NaN is infinitely far from the float64 value (and so the farther side)
+        const ea = errorOf(va, e);
+        const eb = errorOf(vb, e);
         const unit = exactUnit;
         errA.maxAbs = Math.max(errA.maxAbs, ea);
         errA.sumAbs += ea;
-        errA.maxUlp = Math.max(errA.maxUlp, ea / unit);
+        errA.maxUlp = Math.max(errA.maxUlp, ea === 0 ? 0 : ea / unit);
         errB.maxAbs = Math.max(errB.maxAbs, eb);
         errB.sumAbs += eb;
-        errB.maxUlp = Math.max(errB.maxUlp, eb / unit);
+        errB.maxUlp = Math.max(errB.maxUlp, eb === 0 ? 0 : eb / unit);
         if (!same) {
           if (ea > eb) fartherA++;
           else if (eb > ea) fartherB++;
@@ -185,6 +209,7 @@ export function diffTensors(name: string, a: AlignedTensor, b: AlignedTensor, op
   return {
     count,
     differing,
+    nonFinite,
     exactFraction: count ? (count - differing) / count : 1,
     maxUlp: bf16 ? maxUlp : null,
     meanUlp: bf16 ? (count ? sumUlp / count : 0) : null,

@@ -69,18 +69,25 @@ export function maxRowUlp(pair: XcheckPair): number {
   return pair.tensors.reduce((acc, t) => Math.max(acc, t.rowUlp ?? 0), 0);
 }
 
+/** NaN or Inf elements of a tensor on either side (TensorDiff.nonFinite) */
+export function nonFiniteCount(t: XcheckTensor): number {
+  return t.nonFinite.a + t.nonFinite.b;
+}
+
 /**
  * The tensors over --max-ulp: their row-scaled ulp distance (|a - b| in bf16 ulps of the row's
  * largest |b|, the unit of a reordered sum) is above it; a non-float value that differs at all
  * counts as over. Row-scaled, not elementwise: between two values near zero the elementwise
  * distance counts the bf16 patterns between them (thousands across a sign change) and says
- * nothing about the error.
+ * nothing about the error. A tensor holding NaN or Inf on either side is over whatever the
+ * gate, also where both sides hold the same bits: no distance to a NaN is "within" k ulps,
+ * and a run (or golden) that produced one has failed.
  */
 export function overGate(pairs: readonly XcheckPair[], maxUlp: number): { pair: XcheckPair; tensor: XcheckTensor }[] {
   const out: { pair: XcheckPair; tensor: XcheckTensor }[] = [];
   for (const pair of pairs) {
     for (const tensor of pair.tensors) {
-      const over = tensor.rowUlp === null ? tensor.differing > 0 : tensor.rowUlp > maxUlp;
+      const over = nonFiniteCount(tensor) > 0 || (tensor.rowUlp === null ? tensor.differing > 0 : !(tensor.rowUlp <= maxUlp));
       if (over) out.push({ pair, tensor });
     }
   }
