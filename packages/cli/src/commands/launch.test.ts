@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error: plain JavaScript, run by node at `npm ci` (no types)
 import { buildCli } from '../../scripts/build.mjs';
 import { runPrefillCommand } from './prefill.ts';
+import { newSecret } from '../launch/rendezvousSecret.ts';
 import { expectSameRankedRun } from '../../../../test/support/rankedRuns.ts';
 
 const CLI = fileURLToPath(new URL('../..', import.meta.url));
@@ -21,6 +22,9 @@ const outdir = join(CLI, 'dist', `test-launch-${process.pid}`);
 const bundle = join(outdir, 'hcsp.js');
 /** one job is bounded: a hang fails the test instead of stalling the suite */
 const JOB_TIMEOUT_MS = 120_000;
+// the launchers of a job of several nodes, and ranks started by hand, share the job's secret:
+// every launcher and rank here inherits this one (a launcher alone makes its own: launchIsolation.test.ts)
+process.env.HCSP_RENDEZVOUS_SECRET = newSecret();
 
 beforeAll(async () => {
   mkdirSync(outdir, { recursive: true });

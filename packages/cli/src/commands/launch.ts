@@ -3,7 +3,8 @@
 import type { Command } from 'commander';
 import { DEFAULT_RENDEZVOUS_TIMEOUT_S } from '../launch/rankEnv.ts';
 import { launchRanks, type LaunchOptions } from '../launch/launcher.ts';
-import { parseIntStrict } from '../parseArgs.ts';
+import { jobSecret } from '../launch/rendezvousSecret.ts';
+import { parseIntStrict, parseSeconds } from '../parseArgs.ts';
 
 interface LaunchCliOptions {
   nprocPerNode: string;
@@ -29,20 +30,16 @@ function checkRankCommand(command: string[]): void {
   }
 }
 
-export function parseLaunchOptions(opts: LaunchCliOptions, command: string[]): LaunchOptions {
+/** The launcher's options; the job's rendezvous secret from `env` (HCSP_RENDEZVOUS_SECRET, needed for --nnodes > 1), else a new one. */
+export function parseLaunchOptions(opts: LaunchCliOptions, command: string[], env: NodeJS.ProcessEnv = process.env): LaunchOptions {
   const nnodes = parseIntStrict(opts.nnodes, '--nnodes', { min: 1 });
-  const o: LaunchOptions = {
-    nprocPerNode: parseIntStrict(opts.nprocPerNode, '--nproc-per-node', { min: 1, max: 1024 }),
-    nnodes,
-    nodeRank: parseIntStrict(opts.nodeRank, '--node-rank', { min: 0, max: nnodes - 1 }),
-    masterAddr: opts.masterAddr,
-    masterPort: parseIntStrict(opts.masterPort, '--master-port', { min: 1, max: 65535 }),
-    rendezvousTimeoutS: parseIntStrict(opts.rendezvousTimeout, '--rendezvous-timeout', { min: 1 }),
-    command,
-  };
-  if (o.masterAddr === '') throw new Error('--master-addr must not be empty');
+  const nprocPerNode = parseIntStrict(opts.nprocPerNode, '--nproc-per-node', { min: 1, max: 1024 });
+  const nodeRank = parseIntStrict(opts.nodeRank, '--node-rank', { min: 0, max: nnodes - 1 });
+  const masterPort = parseIntStrict(opts.masterPort, '--master-port', { min: 1, max: 65535 });
+  const rendezvousTimeoutMs = parseSeconds(opts.rendezvousTimeout, '--rendezvous-timeout');
+  if (opts.masterAddr === '') throw new Error('--master-addr must not be empty');
   checkRankCommand(command);
-  return o;
+  return { nprocPerNode, nnodes, nodeRank, masterAddr: opts.masterAddr, masterPort, rendezvousTimeoutMs, secret: jobSecret(env, nnodes), command };
 }
 
 export function registerLaunch(program: Command): void {
@@ -55,7 +52,7 @@ export function registerLaunch(program: Command): void {
     .option('--node-rank <k>', 'this node\'s index (ranks k*n .. k*n+n-1); node 0 runs rank 0, which serves the rendezvous', '0')
     .option('--master-addr <host>', 'node 0\'s address, where rank 0 serves the rendezvous store', '127.0.0.1')
     .option('--master-port <port>', 'the rendezvous store\'s TCP port', DEFAULT_MASTER_PORT)
-    .option('--rendezvous-timeout <s>', 'seconds for every rank to join (then the ranks end, naming who is missing)', String(DEFAULT_RENDEZVOUS_TIMEOUT_S))
+    .option('--rendezvous-timeout <s>', 'seconds for every rank to join (then the ranks end, naming who is missing); a positive number, at most 2147483.647', String(DEFAULT_RENDEZVOUS_TIMEOUT_S))
     .action(async (command: string[], opts: LaunchCliOptions) => {
       const o = parseLaunchOptions(opts, command);
       const status = await launchRanks(o, (line) => process.stderr.write(line + '\n'));

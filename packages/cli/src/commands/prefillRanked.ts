@@ -403,14 +403,20 @@ interface Rendezvous {
  * communicator may have replaced it.
  */
 async function meet(launched: LaunchedRank): Promise<Rendezvous> {
-  const { rank, worldSize, masterAddr, masterPort, rendezvousTimeoutMs, localWorldSize } = launched;
+  const { rank, worldSize, masterAddr, masterPort, rendezvousTimeoutMs, localWorldSize, secret } = launched;
   const ends = { exit: (code: number): never => process.exit(code) };
   endWithLauncher(rank, (code) => ends.exit(code));
   const server =
-    rank === 0 ? await RendezvousServer.listen({ host: masterAddr, port: masterPort, worldSize, timeoutMs: rendezvousTimeoutMs, ranksPerNode: localWorldSize }) : null;
-  const client = await RendezvousClient.join({ host: masterAddr, port: masterPort, rank, worldSize, timeoutMs: rendezvousTimeoutMs }, (message) => {
-    process.stderr.write(`hcsp: rank ${rank} of ${worldSize}: the job ended: ${message}\n`);
-    ends.exit(1);
-  });
-  return Object.assign(ends, { client, server });
+    rank === 0 ? await RendezvousServer.listen({ host: masterAddr, port: masterPort, worldSize, secret, timeoutMs: rendezvousTimeoutMs, ranksPerNode: localWorldSize }) : null;
+  try {
+    const client = await RendezvousClient.join({ host: masterAddr, port: masterPort, rank, worldSize, secret, timeoutMs: rendezvousTimeoutMs }, (message) => {
+      process.stderr.write(`hcsp: rank ${rank} of ${worldSize}: the job ended: ${message}\n`);
+      ends.exit(1);
+    });
+    return Object.assign(ends, { client, server });
+  } catch (e) {
+    // a store left listening would keep this process from ending
+    server?.destroy();
+    throw e;
+  }
 }

@@ -8,9 +8,22 @@
 // the job) cannot end by itself, so it is named and killed at once. Each rank runs in its own
 // process group, so that what it started (Open MPI's helpers) ends with it; a rank whose
 // launcher dies ends too (its IPC channel closes).
+//
+// What a job leaves and who can reach it (issue 21): the ranks, and what they start (Open
+// MPI's ompi-server and orted, PMIx, hwloc), get a temporary folder of the job's own, made
+// (mode 0700) in the launcher's TMPDIR and removed with everything in it when the ranks have
+// ended, however they ended (success, failure, a killed rank, a signal to the launcher); only
+// a launcher killed outright (SIGKILL) leaves it. The ranks get the job's rendezvous secret
+// in their environment (rendezvousSecret.ts), and Open MPI's TCP traffic (its out-of-band
+// channel and the TCP BTL) is restricted to MASTER_ADDR's interface (masterInterface.ts)
+// unless the user chose interfaces; Open MPI 4.1 still listens on the wildcard address (its
+// if_include parameters select the interfaces it uses and advertises, not where it binds).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { constants } from 'node:os';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { constants, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { masterInterface } from './masterInterface.ts';
+import { SECRET_ENV } from './rendezvousSecret.ts';
 
 export interface LaunchOptions {
   nprocPerNode: number;
@@ -18,9 +31,17 @@ export interface LaunchOptions {
   nodeRank: number;
   masterAddr: string;
   masterPort: number;
-  rendezvousTimeoutS: number;
+  rendezvousTimeoutMs: number;
+  /** the job's rendezvous secret, given to the ranks in their environment (never printed) */
+  secret: string;
   /** the hcsp command each rank runs (e.g. ['prefill', '--comm', 'mpi', ...]) */
   command: string[];
+}
+
+/** Where this node's ranks run: the job's own temporary folder, and MASTER_ADDR's interface (null: none found, nothing restricted). */
+export interface JobPlace {
+  tmpdir: string;
+  masterInterface: string | null;
 }
 
 /** after the first failure, how long the other ranks get to end by themselves before SIGTERM, then SIGKILL */
@@ -53,12 +74,30 @@ function exitStatus(code: number | null, signal: NodeJS.Signals | null): number 
   return signal ? 128 + (constants.signals[signal] ?? 0) : (code ?? 1);
 }
 
-/** the environment of one rank: torchrun's variables; mpirun's own rank variables removed, so the rank does not take itself for one of mpirun's */
-export function rankEnvironment(base: NodeJS.ProcessEnv, o: LaunchOptions, localRank: number): NodeJS.ProcessEnv {
+/** Open MPI's TCP components, whose interfaces the launcher restricts to MASTER_ADDR's (each unless the user chose its interfaces) */
+const OMPI_TCP_COMPONENTS = ['oob_tcp', 'btl_tcp'];
+
+/**
+ * The environment of one rank: torchrun's variables, the job's secret and temporary folder
+ * (for Node, Open MPI and PMIx alike), Open MPI's TCP interfaces; mpirun's own rank variables
+ * removed, so the rank does not take itself for one of mpirun's.
+ */
+export function rankEnvironment(base: NodeJS.ProcessEnv, o: LaunchOptions, localRank: number, place: JobPlace): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(base)) if (!k.startsWith('OMPI_COMM_WORLD_') && !k.startsWith('PMIX_')) env[k] = v;
+  if (place.masterInterface !== null) {
+    for (const c of OMPI_TCP_COMPONENTS) {
+      // Open MPI refuses an include list beside an exclude list
+      if (base[`OMPI_MCA_${c}_if_include`] === undefined && base[`OMPI_MCA_${c}_if_exclude`] === undefined) env[`OMPI_MCA_${c}_if_include`] = place.masterInterface;
+    }
+  }
   return {
     ...env,
+    TMPDIR: place.tmpdir,
+    TMP: place.tmpdir,
+    TEMP: place.tmpdir,
+    OMPI_MCA_orte_tmpdir_base: place.tmpdir,
+    [SECRET_ENV]: o.secret,
     RANK: String(o.nodeRank * o.nprocPerNode + localRank),
     WORLD_SIZE: String(o.nnodes * o.nprocPerNode),
     LOCAL_RANK: String(localRank),
@@ -66,8 +105,18 @@ export function rankEnvironment(base: NodeJS.ProcessEnv, o: LaunchOptions, local
     GROUP_RANK: String(o.nodeRank),
     MASTER_ADDR: o.masterAddr,
     MASTER_PORT: String(o.masterPort),
-    HCSP_RENDEZVOUS_TIMEOUT: String(o.rendezvousTimeoutS),
+    HCSP_RENDEZVOUS_TIMEOUT: String(o.rendezvousTimeoutMs / 1000),
   };
+}
+
+/** the job's temporary folder, in the launcher's TMPDIR; an error names the folder it could not make */
+function makeJobTmpdir(): string {
+  const base = tmpdir();
+  try {
+    return mkdtempSync(join(base, 'hcsp-launch-'));
+  } catch (e) {
+    throw new Error(`hcsp launch: cannot make the job's temporary folder in ${base} (TMPDIR): ${(e as Error).message}`);
+  }
 }
 
 /**
@@ -75,7 +124,8 @@ export function rankEnvironment(base: NodeJS.ProcessEnv, o: LaunchOptions, local
  * rank succeeded, else the first failed rank's (128 + n when signal n killed it).
  * `report` gets the launcher's own messages (which rank failed, which it stopped).
  */
-export function launchRanks(o: LaunchOptions, report: (line: string) => void): Promise<number> {
+export async function launchRanks(o: LaunchOptions, report: (line: string) => void): Promise<number> {
+  const place: JobPlace = { masterInterface: await masterInterface(o.masterAddr), tmpdir: makeJobTmpdir() };
   const ranks: RankProcess[] = [];
   let firstFailure: number | null = null;
   let graceTimer: NodeJS.Timeout | null = null;
@@ -113,12 +163,18 @@ export function launchRanks(o: LaunchOptions, report: (line: string) => void): P
           // the group is empty
         }
       }
+      // and whatever they left in the job's folder (ompi-server's session folder, killed ranks' job families)
+      try {
+        rmSync(place.tmpdir, { recursive: true, force: true, maxRetries: 5 });
+      } catch (e) {
+        report(`hcsp launch: could not remove the job's temporary folder ${place.tmpdir}: ${(e as Error).message}`);
+      }
       resolve(firstFailure ?? 0);
     };
     for (let localRank = 0; localRank < o.nprocPerNode; localRank++) {
       const rank = o.nodeRank * o.nprocPerNode + localRank;
       const child = spawn(process.execPath, [...process.execArgv, process.argv[1], ...o.command], {
-        env: rankEnvironment(process.env, o, localRank),
+        env: rankEnvironment(process.env, o, localRank, place),
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
         detached: true,
       });

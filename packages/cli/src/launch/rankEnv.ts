@@ -2,6 +2,10 @@
 // which `hcsp launch` sets for every rank process (RANK, WORLD_SIZE, LOCAL_RANK,
 // LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT), or Open MPI's own variables
 // when mpirun started it (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE).
+// hcsp's own: HCSP_RENDEZVOUS_SECRET (what the ranks prove to the rendezvous store that they
+// know: rendezvousSecret.ts) and HCSP_RENDEZVOUS_TIMEOUT.
+import { parseSeconds } from '../parseArgs.ts';
+import { SECRET_ENV, checkSecret } from './rendezvousSecret.ts';
 
 export interface LaunchedRank {
   rank: number;
@@ -13,6 +17,8 @@ export interface LaunchedRank {
   masterPort: number;
   /** how long the rendezvous may take (HCSP_RENDEZVOUS_TIMEOUT, seconds) */
   rendezvousTimeoutMs: number;
+  /** the job's rendezvous secret (HCSP_RENDEZVOUS_SECRET) */
+  secret: string;
 }
 
 export const DEFAULT_RENDEZVOUS_TIMEOUT_S = 300;
@@ -39,6 +45,10 @@ export function launchedRank(env: Env = process.env): LaunchedRank | null {
   const masterPort = int(env, 'MASTER_PORT', 1);
   if (masterPort > 65535) throw new Error(`MASTER_PORT=${masterPort} is not a TCP port (1..65535)`);
   const timeout = env.HCSP_RENDEZVOUS_TIMEOUT;
-  if (timeout !== undefined && !(Number(timeout) > 0)) throw new Error(`HCSP_RENDEZVOUS_TIMEOUT=${JSON.stringify(timeout)} is not a positive number of seconds`);
-  return { rank, worldSize, localRank, localWorldSize, masterAddr, masterPort, rendezvousTimeoutMs: Number(timeout ?? DEFAULT_RENDEZVOUS_TIMEOUT_S) * 1000 };
+  const rendezvousTimeoutMs = timeout === undefined ? DEFAULT_RENDEZVOUS_TIMEOUT_S * 1000 : parseSeconds(timeout, 'HCSP_RENDEZVOUS_TIMEOUT');
+  const secret = env[SECRET_ENV];
+  if (secret === undefined) {
+    throw new Error(`${SECRET_ENV} is unset: a rank proves with it that it belongs to the job before rank 0's rendezvous store lets it in (hcsp launch sets it for every rank; ranks started otherwise need the same value in every rank's environment)`);
+  }
+  return { rank, worldSize, localRank, localWorldSize, masterAddr, masterPort, rendezvousTimeoutMs, secret: checkSecret(secret) };
 }

@@ -5,21 +5,44 @@
 // learn that a peer was lost. Every rank, rank 0 included, is a client of the store over TCP.
 //
 // Written by hand on node:net: no maintained npm package serves a TCPStore-like store, and
-// the protocol is a few newline-delimited JSON messages:
-//   client -> server: hello {rank, worldSize, host, pid} | set {key, value} | get {key}
-//                     | fail {message} | bye
-//   server -> client: ready (every rank said hello) | value {key, value}
-//                     | abort {message} (the job cannot go on: who is missing, who was lost)
-//                     | byeAck
+// the protocol is a few newline-delimited JSON messages (jsonLines.ts):
+//   server -> client: challenge {nonce} (on connecting)
+//   client -> server: hello {rank, worldSize, host, pid, nonce, proof} | set {key, value}
+//                     | get {key} | fail {message} | bye
+//   server -> client: welcome {proof} | refused {message} | ready (every rank said hello)
+//                     | value {key, value} | abort {message} (the job cannot go on: who is
+//                     missing, who was lost) | byeAck
+// Trust (issue 21): anyone who can reach the port can connect, so a connection counts only
+// once its hello proves that it knows the job's secret (rendezvousSecret.ts: an HMAC of the
+// server's nonce, the rank and the world size; the secret itself never travels), and the
+// store proves the same to the rank in its welcome, before the rank believes anything it
+// says. A connection that has not proved it is a stranger: it may send one bounded line
+// within a bounded time, and whatever it sends (a wrong or missing proof, a taken rank, a
+// world of another size, a hello once the world is complete, garbage, a line without end)
+// closes its own connection and nothing else. Only ranks that proved the secret can end the
+// job: a genuine rank that disagrees on the world, or joins twice, is a misconfigured job.
 // Liveness: a rank whose connection closes before its bye was lost (crashed or killed): the
 // server tells every other rank, naming it, and they end. A rank that loses the store has
 // lost rank 0.
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { hostname } from 'node:os';
+import { MAX_TIMER_MS } from '../parseArgs.ts';
+import { readJsonLines, sendJsonLine as send, type Message } from './jsonLines.ts';
+import { SECRET_ENV, newNonce, proof, sameProof } from './rendezvousSecret.ts';
 
-const MAGIC = 'hcsp-rendezvous/1';
+const MAGIC = 'hcsp-rendezvous/2';
 /** how often a client retries while rank 0's store is not listening yet */
 const CONNECT_RETRY_MS = 100;
+/** the longest line from a connection that has not proved the secret: a hello is a few hundred characters */
+const MAX_HELLO_LINE = 4096;
+/** the longest line between a rank and the store (its values are tens of bytes: port names, NCCL's id, control gathers) */
+export const MAX_LINE = 1 << 20;
+/** a connection must prove the secret within this time of connecting, or it is closed */
+export const HELLO_TIMEOUT_MS = 10_000;
+/** connections not (yet) a rank's, at most: more are closed at once, so that strangers cannot take rank 0's file descriptors */
+export const MAX_STRANGERS = 64;
+/** a refused connection is closed this long after its answer, if its peer has not closed it */
+const REFUSED_LINGER_MS = 2000;
 
 /** The rendezvous failed or the job was aborted through it: the message says who and why. */
 export class RendezvousError extends Error {
@@ -33,32 +56,15 @@ export class RendezvousError extends Error {
   }
 }
 
-type Message = Record<string, unknown> & { t: string };
-
-/** newline-delimited JSON on a socket */
-function lines(socket: Socket, onMessage: (m: Message) => void): void {
-  let buffered = '';
-  socket.setEncoding('utf8');
-  socket.on('data', (chunk: string) => {
-    buffered += chunk;
-    for (let nl = buffered.indexOf('\n'); nl >= 0; nl = buffered.indexOf('\n')) {
-      const line = buffered.slice(0, nl);
-      buffered = buffered.slice(nl + 1);
-      let m: unknown;
-      try {
-        m = JSON.parse(line);
-      } catch {
-        socket.destroy(new Error(`not a rendezvous message: ${JSON.stringify(line.slice(0, 80))}`));
-        return;
-      }
-      if (typeof m === 'object' && m !== null && typeof (m as Message).t === 'string') onMessage(m as Message);
-      else socket.destroy(new Error('not a rendezvous message'));
-    }
-  });
+/** timers wait at most setTimeout's limit (a longer delay would fire at once) */
+function timerMs(ms: number): number {
+  return Math.min(Math.max(0, ms), MAX_TIMER_MS);
 }
 
-function send(socket: Socket, m: Message): void {
-  if (!socket.destroyed) socket.write(JSON.stringify(m) + '\n');
+/** ends a connection the store is done with: its peer reads the last answer and closes; one that does not is closed a moment later */
+function closeSoon(socket: Socket): void {
+  socket.end();
+  setTimeout(() => socket.destroy(), REFUSED_LINGER_MS).unref();
 }
 
 interface Member {
@@ -72,10 +78,14 @@ export interface StoreServerOptions {
   host: string;
   port: number;
   worldSize: number;
+  /** what every rank must prove it knows (HCSP_RENDEZVOUS_SECRET) */
+  secret: string;
   /** every rank must say hello within this time of the server starting */
   timeoutMs: number;
   /** LOCAL_WORLD_SIZE when every node runs as many ranks: lets a timeout name the missing nodes */
   ranksPerNode?: number;
+  /** how long a connection may take to prove the secret (default HELLO_TIMEOUT_MS) */
+  helloTimeoutMs?: number;
 }
 
 /** The store, served in rank 0's process. */
@@ -85,6 +95,8 @@ export class RendezvousServer {
   private readonly waiting = new Map<string, Socket[]>();
   private ready = false;
   private aborted: string | null = null;
+  /** open connections that are not a rank's */
+  private readonly strangers = new Set<Socket>();
   private timer: NodeJS.Timeout;
   private allBye: () => void = () => {};
   private readonly finished: Promise<void>;
@@ -94,7 +106,7 @@ export class RendezvousServer {
     private readonly options: StoreServerOptions,
   ) {
     this.finished = new Promise((resolve) => (this.allBye = resolve));
-    this.timer = setTimeout(() => this.timeout(), options.timeoutMs);
+    this.timer = setTimeout(() => this.timeout(), timerMs(options.timeoutMs));
     this.timer.unref();
     server.on('connection', (socket) => this.accept(socket));
   }
@@ -117,11 +129,18 @@ export class RendezvousServer {
     });
   }
 
+  /** where the store listens (the port the kernel chose, when asked for port 0) */
+  get port(): number {
+    return (this.server.address() as { port: number }).port;
+  }
+
   /** resolves once every rank said bye (or the job was aborted); then the server closes */
   async closeWhenDone(): Promise<void> {
     await this.finished;
     clearTimeout(this.timer);
     for (const m of this.members.values()) m.socket.end();
+    // the server closes once every connection has: a stranger's must not hold it
+    for (const s of this.strangers) s.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
@@ -129,6 +148,7 @@ export class RendezvousServer {
   destroy(): void {
     clearTimeout(this.timer);
     for (const m of this.members.values()) m.socket.destroy();
+    for (const s of this.strangers) s.destroy();
     this.server.close();
     this.allBye();
   }
@@ -138,59 +158,104 @@ export class RendezvousServer {
     return m ? `rank ${rank} (pid ${m.pid} on ${m.host})` : `rank ${rank}`;
   }
 
+  /** a new connection: a stranger, bounded in what it may send and for how long, until its hello proves the secret */
   private accept(socket: Socket): void {
-    let rank: number | null = null;
     socket.on('error', () => {});
-    lines(socket, (m) => {
+    if (this.strangers.size >= MAX_STRANGERS) {
+      socket.destroy();
+      return;
+    }
+    this.strangers.add(socket);
+    let rank: number | null = null;
+    let answered = false;
+    const nonce = newNonce();
+    const helloTimer = setTimeout(() => socket.destroy(), this.options.helloTimeoutMs ?? HELLO_TIMEOUT_MS);
+    helloTimer.unref();
+    const framing = readJsonLines(
+      socket,
+      MAX_HELLO_LINE,
+      (m) => {
+        if (rank !== null) return this.message(rank, socket, m);
+        // one hello per connection: what a refused peer sends after it is ignored until its connection closes
+        if (answered) return;
+        answered = true;
+        clearTimeout(helloTimer);
+        rank = this.hello(socket, m, nonce);
+        if (rank === null) return;
+        this.strangers.delete(socket);
+        framing.maxLine = MAX_LINE;
+      },
+      (why) => {
+        if (rank !== null) this.abort(`${this.who(rank)} sent the rendezvous store ${why}`);
+        socket.destroy();
+      },
+    );
+    socket.on('close', () => {
+      clearTimeout(helloTimer);
       if (rank === null) {
-        rank = this.hello(socket, m);
+        this.strangers.delete(socket);
         return;
       }
-      this.message(rank, socket, m);
-    });
-    socket.on('close', () => {
-      if (rank === null) return;
       const member = this.members.get(rank);
       if (!member || member.socket !== socket) return;
       if (!member.bye) this.abort(`${this.who(rank)} was lost: its connection to the rendezvous store closed before it finished (it crashed or was killed)`);
     });
+    send(socket, { t: 'challenge', magic: MAGIC, nonce });
   }
 
-  /** a new connection's first message: its rank, checked against the world; null when refused */
-  private hello(socket: Socket, m: Message): number | null {
+  /** answers a connection that will not be a rank (`message`: why, for a peer that proved the secret), then closes it */
+  private refuse(socket: Socket, message?: string): void {
+    send(socket, message === undefined ? { t: 'refused' } : { t: 'refused', message });
+    closeSoon(socket);
+  }
+
+  /** a new connection's first message: its rank, checked against the secret and the world; null when refused */
+  private hello(socket: Socket, m: Message, nonce: string): number | null {
     if (m.t !== 'hello' || m.magic !== MAGIC) {
       socket.destroy();
       return null;
     }
-    const rank = m.rank as number;
-    const worldSize = m.worldSize as number;
-    const host = String(m.host);
+    const { secret, worldSize: size } = this.options;
+    const rank = m.rank;
+    const worldSize = m.worldSize;
+    if (typeof m.nonce !== 'string' || !sameProof(m.proof, proof(secret, 'hello', MAGIC, nonce, m.nonce, String(rank), String(worldSize)))) {
+      this.refuse(socket);
+      return null;
+    }
+    // from here on the peer is one of the job's processes: it may be told what is wrong
+    send(socket, { t: 'welcome', proof: proof(secret, 'welcome', MAGIC, m.nonce, nonce, String(rank)) });
+    const host = String(m.host).slice(0, 255);
     const pid = Number(m.pid);
     if (this.aborted !== null) {
       send(socket, { t: 'abort', message: this.aborted });
-      socket.end();
+      closeSoon(socket);
       return null;
     }
-    if (worldSize !== this.options.worldSize) {
-      this.abort(`the ranks disagree on the world size: rank ${rank} (pid ${pid} on ${host}) has WORLD_SIZE ${worldSize}, rank 0 has ${this.options.worldSize} (every node's launcher needs the same --nnodes and --nproc-per-node)`, socket);
+    if (this.ready) {
+      this.refuse(socket, `the job's world of ${size} is complete: rank ${rank} (pid ${pid} on ${host}) came late (a second launcher with this --master-addr, --master-port and ${SECRET_ENV}?)`);
       return null;
     }
-    if (!Number.isInteger(rank) || rank < 0 || rank >= worldSize) {
-      this.abort(`rank ${rank} (pid ${pid} on ${host}) is outside the world of ${worldSize}`, socket);
+    if (worldSize !== size) {
+      this.abort(`the ranks disagree on the world size: rank ${rank} (pid ${pid} on ${host}) has WORLD_SIZE ${worldSize}, rank 0 has ${size} (every node's launcher needs the same --nnodes and --nproc-per-node)`, socket);
       return null;
     }
-    const twin = this.members.get(rank);
+    if (!Number.isInteger(rank) || (rank as number) < 0 || (rank as number) >= size) {
+      this.abort(`rank ${rank} (pid ${pid} on ${host}) is outside the world of ${size}`, socket);
+      return null;
+    }
+    const r = rank as number;
+    const twin = this.members.get(r);
     if (twin) {
-      this.abort(`rank ${rank} joined twice: pid ${twin.pid} on ${twin.host} and pid ${pid} on ${host} (two nodes started with the same --node-rank?)`, socket);
+      this.abort(`rank ${r} joined twice: pid ${twin.pid} on ${twin.host} and pid ${pid} on ${host} (two nodes started with the same --node-rank?)`, socket);
       return null;
     }
-    this.members.set(rank, { socket, host, pid, bye: false });
-    if (this.members.size === worldSize) {
+    this.members.set(r, { socket, host, pid, bye: false });
+    if (this.members.size === size) {
       this.ready = true;
       clearTimeout(this.timer);
       for (const member of this.members.values()) send(member.socket, { t: 'ready' });
     }
-    return rank;
+    return r;
   }
 
   private message(rank: number, socket: Socket, m: Message): void {
@@ -220,11 +285,11 @@ export class RendezvousServer {
     this.abort(`the rendezvous timed out after ${this.options.timeoutMs / 1000} s: rank${missing.length > 1 ? 's' : ''} ${missing.join(', ')} of ${this.options.worldSize} never joined${nodeText}`);
   }
 
-  /** tells every rank (and `also`, a refused newcomer) that the job cannot go on, once */
+  /** tells every rank (and `also`, a refused newcomer of the job) that the job cannot go on, once */
   private abort(message: string, also?: Socket): void {
     if (also) {
       send(also, { t: 'abort', message });
-      also.end();
+      closeSoon(also);
     }
     if (this.aborted !== null) return;
     this.aborted = message;
@@ -241,6 +306,8 @@ export interface StoreClientOptions {
   port: number;
   rank: number;
   worldSize: number;
+  /** what this rank proves it knows, and what the store must prove it knows (HCSP_RENDEZVOUS_SECRET) */
+  secret: string;
   /** connecting (rank 0 may not be listening yet) and the rendezvous must end within this time */
   timeoutMs: number;
 }
@@ -286,7 +353,12 @@ export class RendezvousClient {
       }
     }
     const client = new RendezvousClient(socket, options);
-    await client.hello(deadline);
+    try {
+      await client.hello(deadline);
+    } catch (e) {
+      socket.destroy();
+      throw e;
+    }
     client.onAbort = onAbort;
     if (client.abortMessage !== null) onAbort(client.abortMessage);
     return client;
@@ -296,8 +368,16 @@ export class RendezvousClient {
     return this.options.rank;
   }
 
+  /**
+   * Answers the store's challenge with this rank's proof of the secret, and believes the
+   * store once it has proved the secret too (its welcome); then waits for every rank.
+   */
   private hello(deadline: number): Promise<void> {
     const { socket, options } = this;
+    const where = `${options.host}:${options.port}`;
+    const nonce = newNonce();
+    let storeNonce: string | null = null;
+    let welcomed = false;
     return new Promise<void>((resolve, reject) => {
       let settled = false;
       const settle = (e: Error | null): void => {
@@ -308,27 +388,59 @@ export class RendezvousClient {
         else resolve();
       };
       const timer = setTimeout(
-        () => settle(new RendezvousError(`rank ${options.rank}: the rendezvous at ${options.host}:${options.port} did not complete within ${options.timeoutMs / 1000} s (rank 0 names the missing ranks)`)),
-        Math.max(0, deadline - Date.now()) + 2000,
+        () => settle(new RendezvousError(`rank ${options.rank}: the rendezvous at ${where} did not complete within ${options.timeoutMs / 1000} s (rank 0 names the missing ranks)`)),
+        timerMs(deadline - Date.now() + 2000),
       );
-      lines(socket, (m) => {
-        if (m.t === 'ready') settle(null);
-        else if (m.t === 'value') this.deliver(String(m.key), String(m.value));
-        else if (m.t === 'byeAck') this.byeAck?.();
-        else if (m.t === 'abort') {
-          const message = String(m.message);
-          if (!settled) settle(new RendezvousError(message, true));
+      const impostor = (): void => {
+        settle(new RendezvousError(`rank ${options.rank}: what answers at ${where} is not this job's rendezvous store (it did not prove that it knows the job's ${SECRET_ENV}): another program on this --master-port?`));
+        socket.destroy();
+      };
+      readJsonLines(
+        socket,
+        MAX_LINE,
+        (m) => {
+          if (!welcomed) {
+            if (storeNonce === null && m.t === 'challenge' && m.magic === MAGIC && typeof m.nonce === 'string') {
+              storeNonce = m.nonce;
+              const { rank, worldSize, secret } = options;
+              send(socket, { t: 'hello', magic: MAGIC, rank, worldSize, host: hostname(), pid: process.pid, nonce, proof: proof(secret, 'hello', MAGIC, storeNonce, nonce, String(rank), String(worldSize)) });
+            } else if (storeNonce !== null && m.t === 'welcome' && sameProof(m.proof, proof(options.secret, 'welcome', MAGIC, nonce, storeNonce, String(options.rank)))) {
+              welcomed = true;
+            } else if (storeNonce !== null && m.t === 'refused') {
+              settle(new RendezvousError(`rank ${options.rank}: the rendezvous store at ${where} refused this rank's ${SECRET_ENV}: the port serves another job, or this node's secret is not rank 0's node's`));
+              socket.destroy();
+            } else {
+              impostor();
+            }
+            return;
+          }
+          if (m.t === 'ready') settle(null);
+          else if (m.t === 'value') this.deliver(String(m.key), String(m.value));
+          else if (m.t === 'byeAck') this.byeAck?.();
+          else if (m.t === 'refused') {
+            settle(new RendezvousError(`rank ${options.rank}: the rendezvous store at ${where} refused this rank: ${String(m.message)}`));
+            socket.destroy();
+          } else if (m.t === 'abort') {
+            const message = String(m.message);
+            if (!settled) settle(new RendezvousError(message, true));
+            else this.lost(message);
+          }
+        },
+        (why) => {
+          const message = `rank ${options.rank}: the rendezvous store at ${where} sent ${why}`;
+          if (!welcomed) impostor();
+          else if (!settled) settle(new RendezvousError(message));
           else this.lost(message);
-        }
-      });
+          socket.destroy();
+        },
+      );
       socket.on('error', () => {});
       socket.on('close', () => {
-        const message = `rank ${options.rank}: lost the rendezvous store at ${options.host}:${options.port}: rank 0 ended`;
+        const message = `rank ${options.rank}: lost the rendezvous store at ${where}: rank 0 ended`;
         if (!settled) settle(new RendezvousError(message));
         else if (!this.leaving) this.lost(message);
         this.byeAck?.();
       });
-      send(socket, { t: 'hello', magic: MAGIC, rank: options.rank, worldSize: options.worldSize, host: hostname(), pid: process.pid });
     });
   }
 
