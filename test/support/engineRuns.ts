@@ -2,15 +2,24 @@ import { MODEL_SUB_LAYERS, preparePrefill, PRESETS, runOnce, type Backend, type 
 import { CpuBackend } from '@hcsp/core';
 
 /** The prefill cases the engine tests run: SP on and off, tp 2 and 4, FP8, MTP, QSA dropping tokens. */
-export const ENGINE_CASES: readonly { name: string; options: Partial<PrefillOptions> & { config: string; tokens: number; tp: number } }[] = [
+/** a case's prefill: a preset's name and the options that differ from the defaults below */
+export interface EngineCaseOptions {
+  config: string;
+  tokens: number;
+  tp: number;
+  sp: PrefillOptions['sp'];
+  fp8?: PrefillOptions['fp8'];
+}
+
+export const ENGINE_CASES: readonly { name: string; options: EngineCaseOptions }[] = [
   { name: 'tiny tp 2 SP on (MTP, PLE)', options: { config: 'tiny', tokens: 64, tp: 2, sp: 'on' } },
   { name: 'tiny tp 2 SP off', options: { config: 'tiny', tokens: 64, tp: 2, sp: 'off' } },
   { name: 'tiny tp 4 SP on, FP8 e4m3fnuz', options: { config: 'tiny', tokens: 72, tp: 4, sp: 'on', fp8: 'e4m3fnuz' } },
   { name: 'small tp 4 SP on, QSA dropping tokens', options: { config: 'small', tokens: 300, tp: 4, sp: 'on' } },
 ];
 
-export function prefillOf(options: (typeof ENGINE_CASES)[number]['options']) {
-  return preparePrefill({ reduce: 'ring', seed: 0, subLayers: MODEL_SUB_LAYERS, env: {}, ...options, config: PRESETS[options.config] } as PrefillOptions);
+export function prefillOf(options: EngineCaseOptions) {
+  return preparePrefill({ reduce: 'ring', seed: 0, subLayers: MODEL_SUB_LAYERS, env: {}, ...options, config: PRESETS[options.config] });
 }
 
 /** the bytes of a tensor, for bitwise comparison */

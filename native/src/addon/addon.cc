@@ -142,8 +142,12 @@ Napi::Value runCollectiveGuarded(const Napi::CallbackInfo& info) {
   return guarded(info.Env(), [&] { return runCollective(info); });
 }
 
-Napi::Value enqueueGuarded(const Napi::CallbackInfo& info) {
-  return guarded(info.Env(), [&] { return enqueue(info); });
+Napi::Value prepareNodeGuarded(const Napi::CallbackInfo& info) {
+  return guarded(info.Env(), [&] { return prepareNode(info); });
+}
+
+Napi::Value enqueueNodeGuarded(const Napi::CallbackInfo& info) {
+  return guarded(info.Env(), [&] { return enqueueNode(info); });
 }
 
 Napi::Value enqueueUploadGuarded(const Napi::CallbackInfo& info) {
@@ -246,8 +250,10 @@ Napi::Object init(Napi::Env env, Napi::Object exports) {
   exports.Set("run", Napi::Function::New(env, runGuarded));
   exports.Set("packForGemm", Napi::Function::New(env, packForGemmCall));
   exports.Set("runCollective", Napi::Function::New(env, runCollectiveGuarded));
-  exports.Set("enqueue", Napi::Function::New(env, enqueueGuarded));
+  exports.Set("prepareNode", Napi::Function::New(env, prepareNodeGuarded));
+  exports.Set("enqueueNode", Napi::Function::New(env, enqueueNodeGuarded));
   exports.Set("enqueueUpload", Napi::Function::New(env, enqueueUploadGuarded));
+  exports.Set("setStubKernels", Napi::Function::New(env, setStubKernels));
   exports.Set("sync", Napi::Function::New(env, syncGuarded));
   exports.Set("counters", Napi::Function::New(env, counters));
   exports.Set("reservePool", Napi::Function::New(env, reservePool));

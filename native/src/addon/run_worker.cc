@@ -157,20 +157,20 @@ std::vector<std::vector<T>> readInputs(const Napi::Value& v, const std::string& 
   return inputs;
 }
 
-OpCall readCall(const Napi::CallbackInfo& info, size_t first, bool collective, size_t ranks) {
-  const std::string op = info[first].As<Napi::String>().Utf8Value();
-  auto gpu = JsGpu::unwrapOptional(info[first + 4]);
+OpCall readCall(Napi::Env env, const Napi::Value& opName, const Napi::Value& jsAttrs, const Napi::Value& gemm, const Napi::Value& device, bool collective, size_t ranks) {
+  const std::string op = opName.As<Napi::String>().Utf8Value();
+  auto gpu = JsGpu::unwrapOptional(device);
   // an unknown op fails before any work
   if (gpu) collective ? (void)gpu::findGpuCollectiveOp(op) : (void)gpu::findGpuOp(op);
   else collective ? (void)findCollectiveKernel(op) : (void)findKernel(op);
-  Attrs attrs = readAttrs(op, info[first + 2]);
-  return OpCall{op, collective ? attrs.with("tp", static_cast<double>(ranks)) : attrs, parseGemmMode(info.Env(), info[first + 3]), collective, std::move(gpu)};
+  Attrs attrs = readAttrs(op, jsAttrs);
+  return OpCall{op, collective ? attrs.with("tp", static_cast<double>(ranks)) : attrs, parseGemmMode(env, gemm), collective, std::move(gpu)};
 }
 
 Napi::Value runCall(const Napi::CallbackInfo& info, bool collective) {
   const std::string op = info[0].As<Napi::String>().Utf8Value();
   auto inputs = readInputs<TensorPtr>(info[1], op, collective, [](const Napi::Value& v, const std::string& what) { return JsTensor::unwrap(v, what); });
-  auto* w = new RunWorker(info.Env(), readCall(info, 0, collective, inputs.size()), std::move(inputs));
+  auto* w = new RunWorker(info.Env(), readCall(info.Env(), info[0], info[2], info[3], info[4], collective, inputs.size()), std::move(inputs));
   auto p = w->promise();
   w->Queue();
   return p;
@@ -199,38 +199,72 @@ Napi::Value run(const Napi::CallbackInfo& info) { return runCall(info, false); }
 
 Napi::Value runCollective(const Napi::CallbackInfo& info) { return runCall(info, true); }
 
-Napi::Value enqueue(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
+namespace {
+
+/** a node recorded once (its op, attributes and output declarations parsed), enqueued each run with that run's inputs */
+struct PreparedNode {
+  std::string label;
+  OpCall call;
+  /** the declared outputs, per rank (null: an absent port); each enqueue makes fresh slots of these */
+  std::vector<std::vector<engine::SlotPtr>> outputs;
+};
+using PreparedNodePtr = std::shared_ptr<PreparedNode>;
+
+PreparedNodePtr readPreparedNode(const Napi::CallbackInfo& info) {
   const std::string label = info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
   const std::string op = info[1].As<Napi::String>().Utf8Value();
-  const bool collective = info[7].ToBoolean();
-  auto inputs = readInputs<engine::SlotPtr>(info[2], op, collective, [](const Napi::Value& v, const std::string& what) { return JsTensor::unwrapSlot(v, what); });
-  OpCall call = readCall(info, 1, collective, inputs.size());
-  auto outputs = readInputs<engine::SlotPtr>(info[6], op + " outputs", collective, [](const Napi::Value& v, const std::string& what) { return readDecl(v, what); });
-  if (outputs.size() != inputs.size()) fail(ErrorKind::Shape, op + ": " + std::to_string(outputs.size()) + " ranks of outputs for " + std::to_string(inputs.size()) + " of inputs");
-  engine::ExecQueue::instance().enqueue(label, [call = std::move(call), inputs, outputs] {
-    std::vector<Inputs> in(inputs.size());
-    for (size_t r = 0; r < inputs.size(); r++) {
-      for (size_t p = 0; p < inputs[r].size(); p++) {
-        in[r].push_back(inputs[r][p] ? inputs[r][p]->tensor(call.op + ": input port " + std::to_string(p)) : nullptr);
+  const bool collective = info[6].ToBoolean();
+  auto outputs = readInputs<engine::SlotPtr>(info[5], op + " outputs", collective, [](const Napi::Value& v, const std::string& what) { return readDecl(v, what); });
+  OpCall call = readCall(info.Env(), info[1], info[2], info[3], info[4], collective, outputs.size());
+  return std::make_shared<PreparedNode>(PreparedNode{label, std::move(call), std::move(outputs)});
+}
+
+/** the job of one node: its kernels, its outputs checked against their declarations and put in their slots */
+void runPrepared(const PreparedNode& node, const std::vector<std::vector<engine::SlotPtr>>& inputs, const std::vector<std::vector<engine::SlotPtr>>& outputs) {
+  const OpCall& call = node.call;
+  if (engine::ExecQueue::instance().stubKernels()) {
+    for (const auto& ports : outputs) {
+      for (const engine::SlotPtr& slot : ports) {
+        if (slot) slot->fill(std::make_shared<Tensor>(slot->dtype(), Shape{0}));
       }
     }
-    std::vector<Outputs> out = call.execute(in);
-    in.clear();
-    for (size_t r = 0; r < outputs.size(); r++) {
-      for (size_t p = 0; p < outputs[r].size(); p++) {
-        const engine::SlotPtr& slot = outputs[r][p];
-        TensorPtr t = r < out.size() && p < out[r].size() ? out[r][p] : nullptr;
-        if (!slot) continue;
-        if (!t) fail(ErrorKind::Runtime, call.named("did not produce output port " + std::to_string(p)));
-        if (t->dtype() != slot->dtype() || t->shape() != slot->shape()) {
-          fail(ErrorKind::Shape, call.named("produced " + std::string(dtypeName(t->dtype())) + shapeStr(t->shape()) + " for output port " + std::to_string(p) + ", declared " +
-                                            dtypeName(slot->dtype()) + shapeStr(slot->shape())));
-        }
-        slot->fill(std::move(t));
-      }
+    return;
+  }
+  std::vector<Inputs> in(inputs.size());
+  for (size_t r = 0; r < inputs.size(); r++) {
+    for (size_t p = 0; p < inputs[r].size(); p++) {
+      in[r].push_back(inputs[r][p] ? inputs[r][p]->tensor(call.op + ": input port " + std::to_string(p)) : nullptr);
     }
-  });
+  }
+  std::vector<Outputs> out = call.execute(in);
+  in.clear();
+  for (size_t r = 0; r < outputs.size(); r++) {
+    for (size_t p = 0; p < outputs[r].size(); p++) {
+      const engine::SlotPtr& slot = outputs[r][p];
+      TensorPtr t = r < out.size() && p < out[r].size() ? out[r][p] : nullptr;
+      if (!slot) continue;
+      if (!t) fail(ErrorKind::Runtime, call.named("did not produce output port " + std::to_string(p)));
+      if (t->dtype() != slot->dtype() || t->shape() != slot->shape()) {
+        fail(ErrorKind::Shape, call.named("produced " + std::string(dtypeName(t->dtype())) + shapeStr(t->shape()) + " for output port " + std::to_string(p) + ", declared " +
+                                          dtypeName(slot->dtype()) + shapeStr(slot->shape())));
+      }
+      slot->fill(std::move(t));
+    }
+  }
+}
+
+/** enqueues `node` on `inputs` (JS: ports, or one array of ports per rank) and returns its output handles */
+Napi::Value enqueuePrepared(Napi::Env env, const PreparedNodePtr& node, const Napi::Value& jsInputs) {
+  const bool collective = node->call.collective;
+  auto inputs = readInputs<engine::SlotPtr>(jsInputs, node->call.op, collective, [](const Napi::Value& v, const std::string& what) { return JsTensor::unwrapSlot(v, what); });
+  if (node->outputs.size() != inputs.size()) {
+    fail(ErrorKind::Shape, node->call.op + ": " + std::to_string(node->outputs.size()) + " ranks of outputs for " + std::to_string(inputs.size()) + " of inputs");
+  }
+  std::vector<std::vector<engine::SlotPtr>> outputs(node->outputs.size());
+  for (size_t r = 0; r < outputs.size(); r++) {
+    for (const engine::SlotPtr& d : node->outputs[r]) outputs[r].push_back(d ? std::make_shared<engine::TensorSlot>(d->dtype(), d->shape()) : nullptr);
+  }
+  engine::ExecQueue::instance().enqueue(node->label, [node, inputs = std::move(inputs), outputs] { runPrepared(*node, inputs, outputs); });
   auto ports = [&](const std::vector<engine::SlotPtr>& slots) {
     auto arr = Napi::Array::New(env, slots.size());
     for (size_t p = 0; p < slots.size(); p++) arr.Set(p, slots[p] ? Napi::Value(JsTensor::wrapSlot(env, slots[p])) : env.Null());
@@ -240,6 +274,22 @@ Napi::Value enqueue(const Napi::CallbackInfo& info) {
   auto ranks = Napi::Array::New(env, outputs.size());
   for (size_t r = 0; r < outputs.size(); r++) ranks.Set(r, ports(outputs[r]));
   return ranks;
+}
+
+}  // namespace
+
+Napi::Value prepareNode(const Napi::CallbackInfo& info) {
+  return Napi::External<PreparedNodePtr>::New(info.Env(), new PreparedNodePtr(readPreparedNode(info)), [](Napi::Env, PreparedNodePtr* p) { delete p; });
+}
+
+Napi::Value enqueueNode(const Napi::CallbackInfo& info) {
+  if (!info[0].IsExternal()) fail(ErrorKind::DType, "enqueueNode: the first argument is not a node from prepareNode()");
+  return enqueuePrepared(info.Env(), *info[0].As<Napi::External<PreparedNodePtr>>().Data(), info[1]);
+}
+
+Napi::Value setStubKernels(const Napi::CallbackInfo& info) {
+  engine::ExecQueue::instance().setStubKernels(info[0].ToBoolean());
+  return info.Env().Undefined();
 }
 
 Napi::Value enqueueUpload(const Napi::CallbackInfo& info) {

@@ -18,7 +18,8 @@ ExecQueue::ExecQueue() : worker_([this] { loop(); }) { worker_.detach(); }
 void ExecQueue::enqueue(std::string label, Job job) {
   std::lock_guard<std::mutex> lock(mutex_);
   jobs_.push_back(Entry{std::move(label), std::move(job), ++enqueued_, false});
-  wake_.notify_one();
+  // a worker still busy takes this job in its next batch: no wake-up (a system call) per node
+  if (idle_) wake_.notify_one();
 }
 
 namespace {
@@ -31,14 +32,20 @@ JobError describe(const std::string& label, const std::string& code, const std::
 }  // namespace
 
 void ExecQueue::loop() {
+  std::deque<Entry> batch;
   for (;;) {
-    Entry e;
+    if (batch.empty()) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      idle_ = true;
+      wake_.wait(lock, [&] { return !jobs_.empty(); });
+      idle_ = false;
+      batch.swap(jobs_);
+    }
+    Entry e = std::move(batch.front());
+    batch.pop_front();
     bool skip;
     {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return !jobs_.empty(); });
-      e = std::move(jobs_.front());
-      jobs_.pop_front();
+      std::lock_guard<std::mutex> lock(mutex_);
       skip = failed_ && !e.always;
     }
     JobError err;
@@ -102,7 +109,7 @@ void ExecQueue::runAndWait(const Job& job) {
                             cv.notify_all();
                           },
                           seq, true});
-    wake_.notify_one();
+    if (idle_) wake_.notify_one();
   }
   {
     std::unique_lock<std::mutex> lock(m);

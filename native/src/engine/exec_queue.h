@@ -5,6 +5,7 @@
 // missing), and the next drain() raises it, naming the node. One queue per process: hcsp runs
 // one process per GPU, and on a GPU the jobs only launch kernels onto the device's stream.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -40,6 +41,14 @@ class ExecQueue {
   /** jobs run since the process started */
   int64_t jobsRun() const;
 
+  /**
+   * Stubbed kernels: nodes fill their outputs with empty placeholders instead of running, so a
+   * benchmark times the host side of a run alone (scripts/engineEnqueueBench.ts). Never set
+   * in a run whose values anyone reads.
+   */
+  void setStubKernels(bool on) { stubKernels_.store(on); }
+  bool stubKernels() const { return stubKernels_.load(); }
+
  private:
   ExecQueue();
   void loop();
@@ -59,8 +68,11 @@ class ExecQueue {
   uint64_t finished_ = 0;
   int64_t jobsRun_ = 0;
   bool failed_ = false;
+  /** the worker waits for jobs (else it is running a batch and will look again) */
+  bool idle_ = false;
   JobError error_;
   std::thread worker_;
+  std::atomic<bool> stubKernels_{false};
 };
 
 }  // namespace hcsp::engine

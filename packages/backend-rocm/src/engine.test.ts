@@ -69,13 +69,13 @@ describe.each(['host', 'emulated'] as const)('the engine on the %s device', (dev
     const ids = addon.upload('i32', [3], Int32Array.of(0, 99, 1), gpu);
     const table = addon.upload('bf16', [4, 8], new Uint16Array(32), gpu);
     const decl = { dtype: 'bf16', shape: [3, 8] };
-    const [e] = addon.enqueue('layers.0.embed (embed, rank 1)', 'embed', [ids, table], {}, 'exact', gpu, [decl], false) as (typeof ids)[];
-    const [y] = addon.enqueue('layers.0.next (add, rank 1)', 'add', [e, e], {}, 'exact', gpu, [decl], false) as (typeof ids)[];
+    const [e] = addon.enqueueNode(addon.prepareNode('layers.0.embed (embed, rank 1)', 'embed', {}, 'exact', gpu, [decl], false), [ids, table]) as (typeof ids)[];
+    const [y] = addon.enqueueNode(addon.prepareNode('layers.0.next (add, rank 1)', 'add', {}, 'exact', gpu, [decl], false), [e, e]) as (typeof ids)[];
     await expect(addon.sync(gpu)).rejects.toThrow(/^layers\.0\.embed \(embed, rank 1\): embed: token id 99 at position 1 is outside the vocabulary \[0, 4\)/);
     expect(y.computed).toBe(false);
     expect(() => addon.download(y)).toThrow(/not computed/);
     // the latch is cleared: the queue runs again
-    const [z] = addon.enqueue('after', 'add', [table, table], {}, 'exact', gpu, [{ dtype: 'bf16', shape: [4, 8] }], false) as (typeof ids)[];
+    const [z] = addon.enqueueNode(addon.prepareNode('after', 'add', {}, 'exact', gpu, [{ dtype: 'bf16', shape: [4, 8] }], false), [table, table]) as (typeof ids)[];
     await addon.sync(gpu);
     expect(z.computed).toBe(true);
     for (const h of [ids, table, e, y, z]) addon.free(h);
@@ -87,7 +87,7 @@ describe.each(['host', 'emulated'] as const)('the engine on the %s device', (dev
     const addon = loadNativeAddon();
     const gpu = backend.gpu;
     const a = addon.upload('bf16', [2, 4], new Uint16Array(8), gpu);
-    const [y] = addon.enqueue('L1.mlp.add (add, rank 0)', 'add', [a, a], {}, 'exact', gpu, [{ dtype: 'bf16', shape: [4, 2] }], false) as (typeof a)[];
+    const [y] = addon.enqueueNode(addon.prepareNode('L1.mlp.add (add, rank 0)', 'add', {}, 'exact', gpu, [{ dtype: 'bf16', shape: [4, 2] }], false), [a, a]) as (typeof a)[];
     await expect(addon.sync(gpu)).rejects.toThrow(/^L1\.mlp\.add \(add, rank 0\): add: produced bf16\[2,4\] for output port 0, declared bf16\[4,2\]/);
     addon.free(a);
     addon.free(y);

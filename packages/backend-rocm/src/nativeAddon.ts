@@ -34,7 +34,10 @@ export interface GpuRuntimeProbe {
 
 export type GemmMode = 'exact' | 'blas' | 'vendor';
 
-/** an output port as enqueue() declares it */
+/** a node prepareNode() parsed (opaque) */
+export type PreparedNode = { readonly __preparedNode: unique symbol };
+
+/** an output port as prepareNode() declares it */
 export interface OutputDecl {
   dtype: string;
   shape: readonly number[];
@@ -81,23 +84,29 @@ export interface NativeAddon {
   run(op: string, inputs: (NativeTensor | null)[], attrs: Record<string, unknown>, gemm: GemmMode, gpu?: GpuDevice | null): Promise<(NativeTensor | null)[]>;
   runCollective(op: string, inputs: NativeTensor[][], attrs: Record<string, unknown>, gemm: GemmMode, gpu?: GpuDevice | null): Promise<NativeTensor[][]>;
   /**
-   * Records a node on the process's device queue and returns at once: its outputs are handles
-   * to tensors of the declared dtype and shape that the queue fills when the node runs (a
-   * kernel producing another shape is an error raised at sync). `label` names the node in that
-   * error. A collective takes one array of ports per rank, inputs and outputs alike.
+   * A node parsed once for the process's device queue: its op, attributes and the declared
+   * dtype and shape of each output (a collective: one array of ports per rank). `label` names
+   * it in a queued error.
    */
-  enqueue(
+  prepareNode(
     label: string,
     op: string,
-    inputs: (NativeTensor | null)[] | NativeTensor[][],
     attrs: Record<string, unknown>,
     gemm: GemmMode,
     gpu: GpuDevice | null,
     outputs: (OutputDecl | null)[] | (OutputDecl | null)[][],
     collective: boolean,
-  ): (NativeTensor | null)[] | (NativeTensor | null)[][];
+  ): PreparedNode;
+  /**
+   * Records a prepared node on the queue and returns at once: its outputs are handles the queue
+   * fills when the node runs (a kernel producing another shape than declared is an error raised
+   * at sync). A collective takes one array of ports per rank.
+   */
+  enqueueNode(node: PreparedNode, inputs: (NativeTensor | null)[] | NativeTensor[][]): (NativeTensor | null)[] | (NativeTensor | null)[][];
   /** upload() on the queue: the bytes copied at once, the device tensor made and filled when the queue reaches it */
   enqueueUpload(dtype: string, shape: readonly number[], data: ArrayBufferView, gpu: GpuDevice | null): NativeTensor;
+  /** queued nodes fill their outputs with empty placeholders instead of running: for timing the host side of a run alone, never for values anyone reads */
+  setStubKernels(on: boolean): void;
   /** waits for everything queued (and the GPU's stream); rejects with the first queued node's error, naming it */
   sync(gpu: GpuDevice | null): Promise<void>;
   /** the device's counters since it opened (native/src/host/memory.h) */

@@ -1,5 +1,5 @@
 import { nodeLabel, type DeviceOps, type GraphNode, type Tensor, type TensorData, type ValueDecl } from '@hcsp/core';
-import type { GemmMode, GpuDevice, NativeAddon, NativeTensor, OutputDecl } from './nativeAddon.ts';
+import type { GemmMode, GpuDevice, NativeAddon, NativeTensor, OutputDecl, PreparedNode } from './nativeAddon.ts';
 import { native } from './nativeErrors.ts';
 
 function viewOf(dtype: Tensor['dtype'], buf: ArrayBuffer): TensorData {
@@ -28,14 +28,21 @@ const declOf = (d: ValueDecl | null): OutputDecl | null => (d === null ? null : 
  */
 export function nativeDeviceOps(addon: NativeAddon, gemm: GemmMode, gpu: GpuDevice | null = null): DeviceOps<NativeTensor> {
   const sync = (): Promise<void> => native(() => addon.sync(gpu));
+  // each node parsed once (op, attributes, declarations), then enqueued run after run
+  const prepared = new WeakMap<GraphNode, PreparedNode>();
+  const nodeOf = (node: GraphNode, outputs: (OutputDecl | null)[] | (OutputDecl | null)[][], collective: boolean): PreparedNode => {
+    let p = prepared.get(node);
+    if (!p) prepared.set(node, (p = addon.prepareNode(nodeLabel(node), node.op, node.attrs, gemm, gpu, outputs, collective)));
+    return p;
+  };
   return {
     // weights go at once (a session opening); a run's inputs and host ops' outputs take their
     // place in the queue, so their blocks come from the pool in the same order every run
     upload: (decl, t) => native(() => (decl.kind === 'weight' ? addon.upload : addon.enqueueUpload)(t.dtype, t.shape, t.data, gpu)),
     runNode: (node: GraphNode, inputs, _inputDecls, outputs) =>
-      native(() => addon.enqueue(nodeLabel(node), node.op, inputs, node.attrs, gemm, gpu, outputs.map(declOf), false) as (NativeTensor | null)[]),
+      native(() => addon.enqueueNode(nodeOf(node, outputs.map(declOf), false), inputs) as (NativeTensor | null)[]),
     runCollective: (node, inputs, _inputDecls, outputs) =>
-      native(() => addon.enqueue(nodeLabel(node), node.op, inputs, node.attrs, gemm, gpu, outputs.map((ds) => ds.map(declOf)), true) as NativeTensor[][]),
+      native(() => addon.enqueueNode(nodeOf(node, outputs.map((ds) => ds.map(declOf)), true), inputs) as NativeTensor[][]),
     download: async (decl, h) => {
       // a value whose node has run needs no wait (the end of a run reads its outputs after one sync)
       if (!h.computed) await sync();

@@ -50,7 +50,7 @@ describe('rocm backend on the host device', () => {
     }
   });
 
-  it('running out of device memory is a NativeOutOfMemoryError naming the request and the limit, and leaves nothing allocated', async () => {
+  it('a memory plan over the device limit is a NativeOutOfMemoryError at prepare, naming the pool and the limit, and leaves nothing allocated', async () => {
     const before = addon.stats().liveTensors;
     const backend = await createRocmBackend({ device: 'host', memoryLimitBytes: 4096 });
     const g = addGraph(64, 64);
@@ -60,7 +60,8 @@ describe('rocm backend on the host device', () => {
     ]);
     const err = await runOnce(backend, g, feeds, noWeights).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(NativeOutOfMemoryError);
-    expect((err as Error).message).toMatch(/host device out of memory: 8192 bytes requested for a bf16\[64,64\] tensor, 0 of the limit 4096 in use/);
+    // the run's values (two inputs and the output, 8192 bytes each) are reserved when the session opens
+    expect((err as Error).message).toMatch(/host device out of memory: the memory plan's pool of 24576 bytes, with 0 bytes in use, passes the limit 4096/);
     expect(addon.stats().liveTensors).toBe(before);
   });
 
@@ -150,15 +151,20 @@ describe('rocm backend on the host device', () => {
 });
 
 describe('typed errors through the graph loop', () => {
-  it('a kernel\'s typed error keeps its class and gains the node it came from', async () => {
-    // the inputs fit (2 x 8192 bytes), the output does not
-    const backend = await createRocmBackend({ device: 'host', memoryLimitBytes: 20000 });
+  it('a queued kernel\'s typed error keeps its class and names the node it came from, raised at the run\'s sync', async () => {
+    // a graph whose declarations the kernel rejects (the builder's shape rules would refuse it:
+    // it stands for an error only the kernel can see)
+    const g = addGraph(2, 3);
+    const bad = { ...g, values: { ...g.values, b: { ...g.values.b, shape: [3, 3] } } };
+    const backend = await createRocmBackend({ device: 'host' });
     const feeds = new Map([
-      ['a', bf16([64, 64])],
-      ['b', bf16([64, 64], 2)],
+      ['a', bf16([2, 3])],
+      ['b', bf16([3, 3], 2)],
     ]);
-    const err = await runOnce(backend, addGraph(64, 64), feeds, noWeights).catch((x: unknown) => x);
-    expect(err).toBeInstanceOf(NativeOutOfMemoryError);
-    expect((err as Error).message).toBe('add (add, rank 0): add: host device out of memory: 8192 bytes requested for a bf16[64,64] tensor, 16384 of the limit 20000 in use');
+    const before = addon.stats().liveTensors;
+    const err = await runOnce(backend, bad, feeds, noWeights).catch((x: unknown) => x);
+    expect(err).toBeInstanceOf(NativeShapeError);
+    expect((err as Error).message).toBe('add (add, rank 0): add: shapes [2,3] and [3,3] differ');
+    expect(addon.stats().liveTensors).toBe(before);
   });
 });

@@ -27,10 +27,12 @@ export interface DeviceCounters {
 export interface EngineStats {
   /** opening the session: weights read and uploaded, the memory plan reserved */
   prepareSeconds: number;
-  /** host time in the run outside waits for the device: recording the nodes */
+  /** host time in the run outside waits and host ops: recording the nodes */
   enqueueSeconds: number;
   /** host time waiting for the device (syncs, downloads) */
   waitSeconds: number;
+  /** host time in host ops (core's CPU kernels, e.g. the PLE lookup) and a rank's communicator calls */
+  hostOpSeconds: number;
   /** host <-> device bytes through the loop: the graph's inputs in, the values read back out, and host ops' staging both ways */
   transfers: { inputBytes: number; outputBytes: number; stagingToDeviceBytes: number; stagingFromDeviceBytes: number };
   /** the device's counters over the run (null: the device keeps none) */

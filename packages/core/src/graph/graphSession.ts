@@ -78,6 +78,7 @@ export class GraphSession<H> implements PreparedGraph {
   /** the device, its waits timed (EngineStats.waitSeconds) */
   private readonly device: DeviceOps<H>;
   private waitSeconds = 0;
+  private hostOpSeconds = 0;
   private prepareSeconds = 0;
   private readonly plan: MemoryPlan;
   private transfers: EngineStats['transfers'] = { inputBytes: 0, outputBytes: 0, stagingToDeviceBytes: 0, stagingFromDeviceBytes: 0 };
@@ -191,6 +192,7 @@ export class GraphSession<H> implements PreparedGraph {
     const counter = new RunStatsCounter(graph);
     const countersBefore = device.counters?.() ?? null;
     this.waitSeconds = 0;
+    this.hostOpSeconds = 0;
     this.transfers = { inputBytes: 0, outputBytes: 0, stagingToDeviceBytes: 0, stagingFromDeviceBytes: 0 };
     try {
       for (const id of graph.inputs) {
@@ -235,8 +237,9 @@ export class GraphSession<H> implements PreparedGraph {
       const after = device.counters?.() ?? null;
       const engine: EngineStats = {
         prepareSeconds: this.prepareSeconds,
-        enqueueSeconds: Math.max(0, seconds - this.waitSeconds),
+        enqueueSeconds: Math.max(0, seconds - this.waitSeconds - this.hostOpSeconds),
         waitSeconds: this.waitSeconds,
+        hostOpSeconds: this.hostOpSeconds,
         transfers: this.transfers,
         device: countersBefore && after ? countersDelta(countersBefore, after) : null,
         memoryPlan: { poolBytes: this.plan.poolBytes, peakBytes: this.plan.peakBytes, blocks: this.plan.blocks.length },
@@ -269,7 +272,9 @@ export class GraphSession<H> implements PreparedGraph {
     } else if (node.rank === null || def.host) {
       // a rank's side of a collective (through its communicator), or a host op: on host tensors
       const ins = await this.hostInputs(node, handle);
+      const t = performance.now();
       const outs = node.rank === null ? await this.options.communicator!.collective(node, ins as Tensor[]) : cpuKernel(node.op)(ins, node.attrs);
+      this.hostOpSeconds += (performance.now() - t) / 1000;
       for (const [p, id] of node.outputs.entries()) {
         if (id === null) continue;
         const t = outs[p];
