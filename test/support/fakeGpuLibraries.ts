@@ -2,7 +2,7 @@
 // comm/ncclCommunicator.test.ts): C sources compiled here into shared libraries that the addon
 // loads in place of libamdhip64 / libcuda. Their "device" memory is host memory, their "code
 // objects" are text files listing kernel names ("FAKE name name ...", NUL-terminated), and their
-// one kernel (hcsp_add_bf16) computes on the host. Knobs, all environment variables read at each
+// kernels (runKernel) compute on the host. Knobs, all environment variables read at each
 // call: FAKE_GPU_LOG (a file every call worth checking appends a line to), FAKE_GPU_COUNT,
 // FAKE_COUNT_ERROR, FAKE_INIT_ERROR, FAKE_GCN_ARCH, FAKE_GPU_MEMORY (allocations above it fail as
 // out of memory), FAKE_GPU_FREE and FAKE_GPU_TOTAL (the bytes hipMemGetInfo / cuMemGetInfo_v2
@@ -56,14 +56,61 @@ static int hasKernel(const char* image, const char* name) {
   }
   return 0;
 }
-/* the one kernel the fakes run: hcsp_add_bf16(const uint16_t* a, const uint16_t* b, uint16_t* y, int64_t n) */
+/* an fp8 e4m3 byte as a float: e4m3fnuz (bias 8, 0x80 the NaN) or e4m3fn (bias 7, S.1111.111 the NaNs) */
+static float fp8ToF32(uint8_t v, int fnuz) {
+  int s = v >> 7, e = (v >> 3) & 15, m = v & 7;
+  float r;
+  if (fnuz) {
+    if (v == 0x80) return NAN;
+    r = e ? ldexpf(1.0f + m / 8.0f, e - 8) : ldexpf(m / 8.0f, -7);
+  } else {
+    if (e == 15 && m == 7) return NAN;
+    r = e ? ldexpf(1.0f + m / 8.0f, e - 7) : ldexpf(m / 8.0f, -6);
+  }
+  return s ? -r : r;
+}
+#define ARG(T, i) (*(T const*)params[i])
+/*
+ * the kernels the fakes run, on the host, as native/src/gpu/kernels declares them:
+ * hcsp_add_bf16(a, b, y, n); the reference-order GEMMs (kernels/gemm.cu; k in order, fp32, the
+ * products exact so FMA or not is the same): hcsp_gemm_linear_bf16 and _v8 (x, w, y, rows, inF,
+ * outF), hcsp_gemm_fp8_ptpc (q, sx, qW, sw, y, rows, inF, outF, fnuz, weightFirst)
+ */
 static void runKernel(const char* name, void** params) {
-  if (strcmp(name, "hcsp_add_bf16") != 0) return;
-  const uint16_t* a = *(const uint16_t* const*)params[0];
-  const uint16_t* b = *(const uint16_t* const*)params[1];
-  uint16_t* y = *(uint16_t* const*)params[2];
-  int64_t n = *(const int64_t*)params[3];
-  for (int64_t i = 0; i < n; i++) y[i] = f2b(b2f(a[i]) + b2f(b[i]));
+  if (strcmp(name, "hcsp_add_bf16") == 0) {
+    const uint16_t* a = ARG(uint16_t*, 0);
+    const uint16_t* b = ARG(uint16_t*, 1);
+    uint16_t* y = ARG(uint16_t*, 2);
+    int64_t n = ARG(int64_t, 3);
+    for (int64_t i = 0; i < n; i++) y[i] = f2b(b2f(a[i]) + b2f(b[i]));
+  } else if (strcmp(name, "hcsp_gemm_linear_bf16") == 0 || strcmp(name, "hcsp_gemm_linear_bf16_v8") == 0) {
+    const uint16_t* x = ARG(uint16_t*, 0);
+    const uint16_t* w = ARG(uint16_t*, 1);
+    uint16_t* y = ARG(uint16_t*, 2);
+    int64_t rows = ARG(int64_t, 3), inF = ARG(int64_t, 4), outF = ARG(int64_t, 5);
+    for (int64_t t = 0; t < rows; t++) {
+      for (int64_t o = 0; o < outF; o++) {
+        float acc = 0.0f;
+        for (int64_t k = 0; k < inF; k++) acc = acc + b2f(x[t * inF + k]) * b2f(w[o * inF + k]);
+        y[t * outF + o] = f2b(acc);
+      }
+    }
+  } else if (strcmp(name, "hcsp_gemm_fp8_ptpc") == 0) {
+    const uint8_t* q = ARG(uint8_t*, 0);
+    const float* sx = ARG(float*, 1);
+    const uint8_t* qW = ARG(uint8_t*, 2);
+    const float* sw = ARG(float*, 3);
+    uint16_t* y = ARG(uint16_t*, 4);
+    int64_t rows = ARG(int64_t, 5), inF = ARG(int64_t, 6), outF = ARG(int64_t, 7);
+    int32_t fnuz = ARG(int32_t, 8), weightFirst = ARG(int32_t, 9);
+    for (int64_t t = 0; t < rows; t++) {
+      for (int64_t o = 0; o < outF; o++) {
+        float acc = 0.0f;
+        for (int64_t k = 0; k < inF; k++) acc = acc + fp8ToF32(q[t * inF + k], fnuz) * fp8ToF32(qW[o * inF + k], fnuz);
+        y[t * outF + o] = f2b(weightFirst ? (acc * sw[o]) * sx[t] : (acc * sx[t]) * sw[o]);
+      }
+    }
+  }
 }
 static const char* errText(int e) {
   switch (e) {

@@ -1,5 +1,6 @@
 #include "js_gpu.h"
 
+#include "../gpu/blaslt.h"
 #include "../gpu/open_runtime.h"
 #include "instance_data.h"
 #include "js_errors.h"
@@ -21,7 +22,8 @@ Napi::Function JsGpu::define(Napi::Env env) {
   Napi::Function f = DefineClass(env, "GpuDevice",
                                  {InstanceAccessor<&JsGpu::kind>("kind"), InstanceAccessor<&JsGpu::arch>("arch"), InstanceMethod<&JsGpu::describe>("describe"),
                                   InstanceMethod<&JsGpu::stats>("stats"), InstanceMethod<&JsGpu::setMemoryLimit>("setMemoryLimit"),
-                                  InstanceMethod<&JsGpu::synchronize>("synchronize"), InstanceMethod<&JsGpu::memoryInfo>("memoryInfo")});
+                                  InstanceMethod<&JsGpu::synchronize>("synchronize"), InstanceMethod<&JsGpu::memoryInfo>("memoryInfo"),
+                                  InstanceMethod<&JsGpu::vendorGemm>("vendorGemm")});
   instanceData(env).gpu = Napi::Persistent(f);
   return f;
 }
@@ -76,6 +78,29 @@ Napi::Value JsGpu::memoryInfo(const Napi::CallbackInfo& info) {
     auto o = Napi::Object::New(info.Env());
     o.Set("freeBytes", static_cast<double>(m.freeBytes));
     o.Set("totalBytes", static_cast<double>(m.totalBytes));
+    return o;
+  });
+}
+
+Napi::Value JsGpu::vendorGemm(const Napi::CallbackInfo& info) {
+  return guarded(info.Env(), [&]() -> Napi::Value {
+    Napi::Env env = info.Env();
+    const gpu::VendorGemmStats s = gpu::vendorGemmStats(*runtime_);
+    auto o = Napi::Object::New(env);
+    o.Set("plans", static_cast<double>(s.plans));
+    o.Set("heuristicQueries", static_cast<double>(s.heuristicQueries));
+    auto list = Napi::Array::New(env, s.fallbacks.size());
+    for (size_t i = 0; i < s.fallbacks.size(); i++) {
+      const auto& f = s.fallbacks[i];
+      auto e = Napi::Object::New(env);
+      e.Set("op", f.op);
+      e.Set("m", static_cast<double>(f.m));
+      e.Set("n", static_cast<double>(f.n));
+      e.Set("k", static_cast<double>(f.k));
+      e.Set("dtype", f.dtype);
+      list.Set(static_cast<uint32_t>(i), e);
+    }
+    o.Set("fallbacks", list);
     return o;
   });
 }

@@ -11,6 +11,14 @@
 // alpha 1, beta 0 (C = D), the first algorithm of the library's heuristic, a 32 MiB workspace
 // per device (allocated on first use, counted against the device's limit).
 //
+// Plans: the first call of a shape (A/B type, scales on or off, m, n, k; the transposes and D's
+// type never vary) creates its matmul descriptor, layouts and preference and asks the heuristic
+// once; the device keeps them (its extension slot, destroyed with it) and every later call of
+// the shape only sets the scale pointers, which differ per call, and runs the matmul. A shape the
+// heuristic has no algorithm for (none returned, or NOT_SUPPORTED) is remembered as such: the
+// caller runs the exact kernel for it, and it is said once on stderr and listed in
+// vendorGemmStats (for --json).
+//
 // FP8 PTPC: both headers have the outer-vector scale mode (A/B_SCALE_MODE = OUTER_VEC_32F), so the
 // scales are applied by the library's epilogue: A's vector has M = outF elements (sw, per output
 // channel), B's has N = rows (sx, per token), D(i, j) = scaleA[i] * scaleB[j] * acc(i, j), rounded
@@ -25,9 +33,12 @@
 
 #include <dlfcn.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "../host/errors.h"
@@ -80,7 +91,8 @@ void optionalSymbol(void* lib, const char* symbol, F& fn) {
 
 /** a matmul's shapes in column-major terms (see the top of this file) */
 struct Problem {
-  const char* op;  // for messages: "linear" or "fp8LinearPtpc"
+  const char* op;     // for messages: "linear" or "fp8LinearPtpc"
+  const char* dtype;  // of A and B, for messages: "bf16", "fp8e4m3fnuz", "fp8e4m3fn"
   int64_t m, n, k;
   const void* a;  // w
   const void* b;  // x or q
@@ -92,6 +104,27 @@ struct Problem {
 std::string shapeText(const Problem& p) {
   return "m=" + std::to_string(p.m) + " (outF), n=" + std::to_string(p.n) + " (rows), k=" + std::to_string(p.k) + " (inF)";
 }
+
+/** a plan's key: A/B's library type, the outer-vector scales on or off, m, n, k */
+using PlanKey = std::tuple<int, bool, int64_t, int64_t, int64_t>;
+
+PlanKey planKey(const Problem& p, int abType) { return {abType, p.scaleA != nullptr, p.m, p.n, p.k}; }
+
+/** what both libraries' states count besides their plans */
+struct PlanBook {
+  int64_t heuristicQueries = 0;
+  std::vector<GemmFallback> fallbacks;
+
+  /** a shape the heuristic has no algorithm for: listed, and said on stderr (its plan remembers it, so once) */
+  void noAlgorithm(const char* library, const GpuRuntime& rt, const Problem& p, const std::string& why) {
+    fallbacks.push_back({p.op, p.n, p.m, p.k, p.dtype});
+    const std::string line = std::string("hcsp: ") + library + " has no algorithm for " + p.op + " M=" + std::to_string(p.n) + " N=" + std::to_string(p.m) +
+                             " K=" + std::to_string(p.k) + " " + p.dtype + " on " + rt.name() + (why.empty() ? "" : " (" + why + ")") +
+                             "; using the exact GEMM kernel\n";
+    std::fputs(line.c_str(), stderr);
+    std::fflush(stderr);
+  }
+};
 
 // ---------------------------------------------------------------------------------------------
 // hipBLASLt
@@ -135,28 +168,18 @@ void hipCheck(hl::hipblasStatus_t s, const std::string& call) {
   if (s != hl::HIPBLAS_STATUS_SUCCESS) fail(ErrorKind::Runtime, call + " failed: " + hipStatus(s));
 }
 
-/** a device's hipBLASLt handle and workspace (destroyed with the device, before its stream) */
-struct HipLtState : HipRuntime::Extension {
-  HipRuntime& rt;
-  hl::HipBlasLtApi api;
-  std::string lib;
-  hl::hipblasLtHandle_t handle = nullptr;
-  void* workspace = nullptr;
-  size_t workspaceBytes = 0;
-  explicit HipLtState(HipRuntime& r) : rt(r) {}
-  ~HipLtState() override {
-    if (workspace) rt.releaseScratch(workspace, workspaceBytes);
-    if (handle) api.hipblasLtDestroy(handle);
-  }
-};
-
-/** guards for the descriptors of one call */
-struct HipDescs {
+/** one shape's descriptors and algorithm (a shape without one keeps hasAlgo false) */
+struct HipPlan {
   const hl::HipBlasLtApi& api;
   hl::hipblasLtMatmulDesc_t desc = nullptr;
   hl::hipblasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
   hl::hipblasLtMatmulPreference_t pref = nullptr;
-  ~HipDescs() {
+  bool hasAlgo = false;
+  hl::hipblasLtMatmulAlgo_t algo{};
+  explicit HipPlan(const hl::HipBlasLtApi& x) : api(x) {}
+  HipPlan(const HipPlan&) = delete;
+  HipPlan& operator=(const HipPlan&) = delete;
+  ~HipPlan() {
     if (pref) api.hipblasLtMatmulPreferenceDestroy(pref);
     if (d) api.hipblasLtMatrixLayoutDestroy(d);
     if (b) api.hipblasLtMatrixLayoutDestroy(b);
@@ -165,67 +188,113 @@ struct HipDescs {
   }
 };
 
-void hipGemm(HipRuntime& rt, const Problem& p, hl::hipDataType abType) {
-  std::lock_guard<std::mutex> lock(rt.extensionMutex());
-  rt.makeCurrent();
-  auto& slot = rt.extension();
-  auto* st = dynamic_cast<HipLtState*>(slot.get());
-  if (!st) {
-    std::string lib;
-    const auto& api = hipBlasLt(&lib);
-    auto fresh = std::make_unique<HipLtState>(rt);
-    fresh->api = api;
-    fresh->lib = lib;
-    hipCheck(api.hipblasLtCreate(&fresh->handle), "hipblasLtCreate (" + lib + ")");
-    fresh->workspace = rt.allocateScratch(kWorkspaceBytes, "the hipBLASLt workspace");
-    fresh->workspaceBytes = kWorkspaceBytes;
-    st = fresh.get();
-    slot = std::move(fresh);
+/** a device's hipBLASLt handle, workspace and plans (destroyed with the device, before its stream) */
+struct HipLtState : HipRuntime::Extension {
+  HipRuntime& rt;
+  hl::HipBlasLtApi api;
+  std::string lib;
+  hl::hipblasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  size_t workspaceBytes = 0;
+  std::map<PlanKey, std::unique_ptr<HipPlan>> plans;
+  PlanBook book;
+  explicit HipLtState(HipRuntime& r) : rt(r) {}
+  ~HipLtState() override {
+    plans.clear();  // before the handle they were made with
+    if (workspace) rt.releaseScratch(workspace, workspaceBytes);
+    if (handle) api.hipblasLtDestroy(handle);
   }
-  const auto& api = st->api;
-  const std::string tag = std::string(" (") + p.op + ", " + st->lib + ")";
-  HipDescs g{api};
-  hipCheck(api.hipblasLtMatmulDescCreate(&g.desc, hl::HIPBLAS_COMPUTE_32F, hl::HIP_R_32F), "hipblasLtMatmulDescCreate" + tag);
+};
+
+/** the device's state, made on its first vendor GEMM (the caller holds the extension lock) */
+HipLtState& hipState(HipRuntime& rt) {
+  auto& slot = rt.extension();
+  if (auto* st = dynamic_cast<HipLtState*>(slot.get())) return *st;
+  std::string lib;
+  const auto& api = hipBlasLt(&lib);
+  auto fresh = std::make_unique<HipLtState>(rt);
+  fresh->api = api;
+  fresh->lib = lib;
+  hipCheck(api.hipblasLtCreate(&fresh->handle), "hipblasLtCreate (" + lib + ")");
+  fresh->workspace = rt.allocateScratch(kWorkspaceBytes, "the hipBLASLt workspace");
+  fresh->workspaceBytes = kWorkspaceBytes;
+  auto& st = *fresh;
+  slot = std::move(fresh);
+  return st;
+}
+
+void hipSetScales(const HipPlan& g, const Problem& p, const std::string& tag) {
+  if (!p.scaleA) return;
+  const void* sa = p.scaleA;
+  const void* sb = p.scaleB;
+  hipCheck(g.api.hipblasLtMatmulDescSetAttribute(g.desc, hl::HIPBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa), "hipblasLtMatmulDescSetAttribute(A_SCALE_POINTER)" + tag);
+  hipCheck(g.api.hipblasLtMatmulDescSetAttribute(g.desc, hl::HIPBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb), "hipblasLtMatmulDescSetAttribute(B_SCALE_POINTER)" + tag);
+}
+
+/** the shape's plan: descriptors, layouts, the heuristic's algorithm or none */
+std::unique_ptr<HipPlan> hipPlan(HipLtState& st, const Problem& p, hl::hipDataType abType, const std::string& tag) {
+  const auto& api = st.api;
+  auto g = std::make_unique<HipPlan>(api);
+  hipCheck(api.hipblasLtMatmulDescCreate(&g->desc, hl::HIPBLAS_COMPUTE_32F, hl::HIP_R_32F), "hipblasLtMatmulDescCreate" + tag);
   const hl::hipblasOperation_t opT = hl::HIPBLAS_OP_T, opN = hl::HIPBLAS_OP_N;
-  hipCheck(api.hipblasLtMatmulDescSetAttribute(g.desc, hl::HIPBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT), "hipblasLtMatmulDescSetAttribute(TRANSA)" + tag);
-  hipCheck(api.hipblasLtMatmulDescSetAttribute(g.desc, hl::HIPBLASLT_MATMUL_DESC_TRANSB, &opN, sizeof opN), "hipblasLtMatmulDescSetAttribute(TRANSB)" + tag);
+  hipCheck(api.hipblasLtMatmulDescSetAttribute(g->desc, hl::HIPBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT), "hipblasLtMatmulDescSetAttribute(TRANSA)" + tag);
+  hipCheck(api.hipblasLtMatmulDescSetAttribute(g->desc, hl::HIPBLASLT_MATMUL_DESC_TRANSB, &opN, sizeof opN), "hipblasLtMatmulDescSetAttribute(TRANSB)" + tag);
   if (p.scaleA) {
     const hl::hipblasLtMatmulMatrixScale_t mode = hl::HIPBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
     for (auto attr : {hl::HIPBLASLT_MATMUL_DESC_A_SCALE_MODE, hl::HIPBLASLT_MATMUL_DESC_B_SCALE_MODE}) {
-      hl::hipblasStatus_t s = api.hipblasLtMatmulDescSetAttribute(g.desc, attr, &mode, sizeof mode);
+      hl::hipblasStatus_t s = api.hipblasLtMatmulDescSetAttribute(g->desc, attr, &mode, sizeof mode);
       if (s != hl::HIPBLAS_STATUS_SUCCESS) {
         fail(ErrorKind::Unsupported, std::string("hipblasLtMatmulDescSetAttribute(") + (attr == hl::HIPBLASLT_MATMUL_DESC_A_SCALE_MODE ? "A" : "B") +
                                          "_SCALE_MODE = OUTER_VEC_32F) failed" + tag + ": " + hipStatus(s) +
                                          ": this hipBLASLt has no per-token x per-channel scale mode (hipBLASLt 1.x of ROCm 7 has it); use the exact GEMM");
       }
     }
-    const void* sa = p.scaleA;
-    const void* sb = p.scaleB;
-    hipCheck(api.hipblasLtMatmulDescSetAttribute(g.desc, hl::HIPBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa), "hipblasLtMatmulDescSetAttribute(A_SCALE_POINTER)" + tag);
-    hipCheck(api.hipblasLtMatmulDescSetAttribute(g.desc, hl::HIPBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb), "hipblasLtMatmulDescSetAttribute(B_SCALE_POINTER)" + tag);
+    hipSetScales(*g, p, tag);
   }
-  hipCheck(api.hipblasLtMatrixLayoutCreate(&g.a, abType, p.k, p.m, p.k), "hipblasLtMatrixLayoutCreate(A)" + tag);
-  hipCheck(api.hipblasLtMatrixLayoutCreate(&g.b, abType, p.k, p.n, p.k), "hipblasLtMatrixLayoutCreate(B)" + tag);
-  hipCheck(api.hipblasLtMatrixLayoutCreate(&g.d, hl::HIP_R_16BF, p.m, p.n, p.m), "hipblasLtMatrixLayoutCreate(D)" + tag);
-  hipCheck(api.hipblasLtMatmulPreferenceCreate(&g.pref), "hipblasLtMatmulPreferenceCreate" + tag);
-  const uint64_t ws = st->workspaceBytes;
-  hipCheck(api.hipblasLtMatmulPreferenceSetAttribute(g.pref, hl::HIPBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
+  hipCheck(api.hipblasLtMatrixLayoutCreate(&g->a, abType, p.k, p.m, p.k), "hipblasLtMatrixLayoutCreate(A)" + tag);
+  hipCheck(api.hipblasLtMatrixLayoutCreate(&g->b, abType, p.k, p.n, p.k), "hipblasLtMatrixLayoutCreate(B)" + tag);
+  hipCheck(api.hipblasLtMatrixLayoutCreate(&g->d, hl::HIP_R_16BF, p.m, p.n, p.m), "hipblasLtMatrixLayoutCreate(D)" + tag);
+  hipCheck(api.hipblasLtMatmulPreferenceCreate(&g->pref), "hipblasLtMatmulPreferenceCreate" + tag);
+  const uint64_t ws = st.workspaceBytes;
+  hipCheck(api.hipblasLtMatmulPreferenceSetAttribute(g->pref, hl::HIPBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
            "hipblasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)" + tag);
   hl::hipblasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  hipCheck(api.hipblasLtMatmulAlgoGetHeuristic(st->handle, g.desc, g.a, g.b, g.d, g.d, g.pref, 1, &result, &found), "hipblasLtMatmulAlgoGetHeuristic" + tag);
-  if (found < 1 || result.state != hl::HIPBLAS_STATUS_SUCCESS) {
-    fail(ErrorKind::Unsupported, "hipblasLtMatmulAlgoGetHeuristic found no algorithm" + tag + " for " + shapeText(p) +
-                                     (found >= 1 ? ": " + hipStatus(result.state) : ""));
+  st.book.heuristicQueries++;
+  hl::hipblasStatus_t hs = api.hipblasLtMatmulAlgoGetHeuristic(st.handle, g->desc, g->a, g->b, g->d, g->d, g->pref, 1, &result, &found);
+  if (hs == hl::HIPBLAS_STATUS_NOT_SUPPORTED || (hs == hl::HIPBLAS_STATUS_SUCCESS && (found < 1 || result.state != hl::HIPBLAS_STATUS_SUCCESS))) {
+    st.book.noAlgorithm("hipBLASLt", st.rt, p, hs != hl::HIPBLAS_STATUS_SUCCESS ? hipStatus(hs) : found >= 1 ? hipStatus(result.state) : "");
+    return g;
   }
-  if (result.workspaceSize > st->workspaceBytes) {
+  hipCheck(hs, "hipblasLtMatmulAlgoGetHeuristic" + tag);
+  if (result.workspaceSize > st.workspaceBytes) {
     fail(ErrorKind::Runtime, "hipblasLtMatmulAlgoGetHeuristic chose an algorithm needing " + std::to_string(result.workspaceSize) + " workspace bytes" + tag +
-                                 ", more than the " + std::to_string(st->workspaceBytes) + " allowed");
+                                 ", more than the " + std::to_string(st.workspaceBytes) + " allowed");
   }
+  g->algo = result.algo;
+  g->hasAlgo = true;
+  return g;
+}
+
+bool hipGemm(HipRuntime& rt, const Problem& p, hl::hipDataType abType) {
+  std::lock_guard<std::mutex> lock(rt.extensionMutex());
+  rt.makeCurrent();
+  HipLtState& st = hipState(rt);
+  const std::string tag = std::string(" (") + p.op + ", " + st.lib + ")";
+  const PlanKey key = planKey(p, abType);
+  auto it = st.plans.find(key);
+  if (it == st.plans.end()) {
+    it = st.plans.emplace(key, hipPlan(st, p, abType, tag)).first;
+  } else if (it->second->hasAlgo) {
+    hipSetScales(*it->second, p, tag);
+  }
+  const HipPlan& g = *it->second;
+  if (!g.hasAlgo) return false;
   const float alpha = 1.0f, beta = 0.0f;
-  hipCheck(api.hipblasLtMatmul(st->handle, g.desc, &alpha, p.a, g.a, p.b, g.b, &beta, p.d, g.d, p.d, g.d, &result.algo, st->workspace, st->workspaceBytes,
-                               rt.stream()),
+  hipCheck(st.api.hipblasLtMatmul(st.handle, g.desc, &alpha, p.a, g.a, p.b, g.b, &beta, p.d, g.d, p.d, g.d, &g.algo, st.workspace, st.workspaceBytes,
+                                  rt.stream()),
            "hipblasLtMatmul" + tag + " for " + shapeText(p));
+  return true;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -272,27 +341,18 @@ std::string cuStatus(const cl::CuBlasLtApi& api, cl::cublasStatus_t s) {
   return out + " (status " + std::to_string(s) + ")";
 }
 
-/** a device's cuBLASLt handle and workspace (destroyed with the device, before its stream) */
-struct CudaLtState : CudaRuntime::Extension {
-  CudaRuntime& rt;
-  cl::CuBlasLtApi api;
-  std::string lib;
-  cl::cublasLtHandle_t handle = nullptr;
-  void* workspace = nullptr;
-  size_t workspaceBytes = 0;
-  explicit CudaLtState(CudaRuntime& r) : rt(r) {}
-  ~CudaLtState() override {
-    if (workspace) rt.releaseScratch(workspace, workspaceBytes);
-    if (handle) api.cublasLtDestroy(handle);
-  }
-};
-
-struct CudaDescs {
+/** one shape's descriptors and algorithm (a shape without one keeps hasAlgo false) */
+struct CudaPlan {
   const cl::CuBlasLtApi& api;
   cl::cublasLtMatmulDesc_t desc = nullptr;
   cl::cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
   cl::cublasLtMatmulPreference_t pref = nullptr;
-  ~CudaDescs() {
+  bool hasAlgo = false;
+  cl::cublasLtMatmulAlgo_t algo{};
+  explicit CudaPlan(const cl::CuBlasLtApi& x) : api(x) {}
+  CudaPlan(const CudaPlan&) = delete;
+  CudaPlan& operator=(const CudaPlan&) = delete;
+  ~CudaPlan() {
     if (pref) api.cublasLtMatmulPreferenceDestroy(pref);
     if (d) api.cublasLtMatrixLayoutDestroy(d);
     if (b) api.cublasLtMatrixLayoutDestroy(b);
@@ -301,71 +361,129 @@ struct CudaDescs {
   }
 };
 
-void cudaGemm(CudaRuntime& rt, const Problem& p, cl::cudaDataType abType) {
-  std::lock_guard<std::mutex> lock(rt.extensionMutex());
-  rt.makeCurrent();
-  auto& slot = rt.extension();
-  auto* st = dynamic_cast<CudaLtState*>(slot.get());
-  if (!st) {
-    std::string lib;
-    const auto& api = cuBlasLt(&lib);
-    auto fresh = std::make_unique<CudaLtState>(rt);
-    fresh->api = api;
-    fresh->lib = lib;
-    if (cl::cublasStatus_t s = api.cublasLtCreate(&fresh->handle)) fail(ErrorKind::Runtime, "cublasLtCreate (" + lib + ") failed: " + cuStatus(api, s));
-    fresh->workspace = rt.allocateScratch(kWorkspaceBytes, "the cuBLASLt workspace");
-    fresh->workspaceBytes = kWorkspaceBytes;
-    st = fresh.get();
-    slot = std::move(fresh);
+/** a device's cuBLASLt handle, workspace and plans (destroyed with the device, before its stream) */
+struct CudaLtState : CudaRuntime::Extension {
+  CudaRuntime& rt;
+  cl::CuBlasLtApi api;
+  std::string lib;
+  cl::cublasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  size_t workspaceBytes = 0;
+  std::map<PlanKey, std::unique_ptr<CudaPlan>> plans;
+  PlanBook book;
+  explicit CudaLtState(CudaRuntime& r) : rt(r) {}
+  ~CudaLtState() override {
+    plans.clear();  // before the handle they were made with
+    if (workspace) rt.releaseScratch(workspace, workspaceBytes);
+    if (handle) api.cublasLtDestroy(handle);
   }
-  const auto& api = st->api;
-  const std::string tag = std::string(" (") + p.op + ", " + st->lib + " version " + std::to_string(api.cublasLtGetVersion()) + ")";
-  auto check = [&](cl::cublasStatus_t s, const std::string& call) {
-    if (s != cl::CUBLAS_STATUS_SUCCESS) fail(ErrorKind::Runtime, call + " failed" + tag + ": " + cuStatus(api, s));
-  };
-  CudaDescs g{api};
-  check(api.cublasLtMatmulDescCreate(&g.desc, cl::CUBLAS_COMPUTE_32F, cl::CUDA_R_32F), "cublasLtMatmulDescCreate");
+};
+
+/** the device's state, made on its first vendor GEMM (the caller holds the extension lock) */
+CudaLtState& cudaState(CudaRuntime& rt) {
+  auto& slot = rt.extension();
+  if (auto* st = dynamic_cast<CudaLtState*>(slot.get())) return *st;
+  std::string lib;
+  const auto& api = cuBlasLt(&lib);
+  auto fresh = std::make_unique<CudaLtState>(rt);
+  fresh->api = api;
+  fresh->lib = lib;
+  if (cl::cublasStatus_t s = api.cublasLtCreate(&fresh->handle)) fail(ErrorKind::Runtime, "cublasLtCreate (" + lib + ") failed: " + cuStatus(api, s));
+  fresh->workspace = rt.allocateScratch(kWorkspaceBytes, "the cuBLASLt workspace");
+  fresh->workspaceBytes = kWorkspaceBytes;
+  auto& st = *fresh;
+  slot = std::move(fresh);
+  return st;
+}
+
+void cudaCheck(const cl::CuBlasLtApi& api, cl::cublasStatus_t s, const std::string& call, const std::string& tag) {
+  if (s != cl::CUBLAS_STATUS_SUCCESS) fail(ErrorKind::Runtime, call + " failed" + tag + ": " + cuStatus(api, s));
+}
+
+void cudaSetScales(const CudaPlan& g, const Problem& p, const std::string& tag) {
+  if (!p.scaleA) return;
+  const void* sa = p.scaleA;
+  const void* sb = p.scaleB;
+  cudaCheck(g.api, g.api.cublasLtMatmulDescSetAttribute(g.desc, cl::CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa), "cublasLtMatmulDescSetAttribute(A_SCALE_POINTER)",
+            tag);
+  cudaCheck(g.api, g.api.cublasLtMatmulDescSetAttribute(g.desc, cl::CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb), "cublasLtMatmulDescSetAttribute(B_SCALE_POINTER)",
+            tag);
+}
+
+/** the shape's plan: descriptors, layouts, the heuristic's algorithm or none */
+std::unique_ptr<CudaPlan> cudaPlan(CudaLtState& st, const Problem& p, cl::cudaDataType abType, const std::string& tag) {
+  const auto& api = st.api;
+  auto check = [&](cl::cublasStatus_t s, const std::string& call) { cudaCheck(api, s, call, tag); };
+  auto g = std::make_unique<CudaPlan>(api);
+  check(api.cublasLtMatmulDescCreate(&g->desc, cl::CUBLAS_COMPUTE_32F, cl::CUDA_R_32F), "cublasLtMatmulDescCreate");
   const cl::cublasOperation_t opT = cl::CUBLAS_OP_T, opN = cl::CUBLAS_OP_N;
-  check(api.cublasLtMatmulDescSetAttribute(g.desc, cl::CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT), "cublasLtMatmulDescSetAttribute(TRANSA)");
-  check(api.cublasLtMatmulDescSetAttribute(g.desc, cl::CUBLASLT_MATMUL_DESC_TRANSB, &opN, sizeof opN), "cublasLtMatmulDescSetAttribute(TRANSB)");
+  check(api.cublasLtMatmulDescSetAttribute(g->desc, cl::CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT), "cublasLtMatmulDescSetAttribute(TRANSA)");
+  check(api.cublasLtMatmulDescSetAttribute(g->desc, cl::CUBLASLT_MATMUL_DESC_TRANSB, &opN, sizeof opN), "cublasLtMatmulDescSetAttribute(TRANSB)");
   if (p.scaleA) {
     const cl::cublasLtMatmulMatrixScale_t mode = cl::CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
     for (auto attr : {cl::CUBLASLT_MATMUL_DESC_A_SCALE_MODE, cl::CUBLASLT_MATMUL_DESC_B_SCALE_MODE}) {
-      cl::cublasStatus_t s = api.cublasLtMatmulDescSetAttribute(g.desc, attr, &mode, sizeof mode);
+      cl::cublasStatus_t s = api.cublasLtMatmulDescSetAttribute(g->desc, attr, &mode, sizeof mode);
       if (s != cl::CUBLAS_STATUS_SUCCESS) {
         fail(ErrorKind::Unsupported, std::string("cublasLtMatmulDescSetAttribute(") + (attr == cl::CUBLASLT_MATMUL_DESC_A_SCALE_MODE ? "A" : "B") +
                                          "_SCALE_MODE = OUTER_VEC_32F) failed" + tag + ": " + cuStatus(api, s) +
                                          ": this cuBLASLt has no per-token x per-channel scale mode; use the exact GEMM");
       }
     }
-    const void* sa = p.scaleA;
-    const void* sb = p.scaleB;
-    check(api.cublasLtMatmulDescSetAttribute(g.desc, cl::CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa), "cublasLtMatmulDescSetAttribute(A_SCALE_POINTER)");
-    check(api.cublasLtMatmulDescSetAttribute(g.desc, cl::CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb), "cublasLtMatmulDescSetAttribute(B_SCALE_POINTER)");
+    cudaSetScales(*g, p, tag);
   }
-  check(api.cublasLtMatrixLayoutCreate(&g.a, abType, p.k, p.m, p.k), "cublasLtMatrixLayoutCreate(A)");
-  check(api.cublasLtMatrixLayoutCreate(&g.b, abType, p.k, p.n, p.k), "cublasLtMatrixLayoutCreate(B)");
-  check(api.cublasLtMatrixLayoutCreate(&g.d, cl::CUDA_R_16BF, p.m, p.n, p.m), "cublasLtMatrixLayoutCreate(D)");
-  check(api.cublasLtMatmulPreferenceCreate(&g.pref), "cublasLtMatmulPreferenceCreate");
-  const uint64_t ws = st->workspaceBytes;
-  check(api.cublasLtMatmulPreferenceSetAttribute(g.pref, cl::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
+  check(api.cublasLtMatrixLayoutCreate(&g->a, abType, p.k, p.m, p.k), "cublasLtMatrixLayoutCreate(A)");
+  check(api.cublasLtMatrixLayoutCreate(&g->b, abType, p.k, p.n, p.k), "cublasLtMatrixLayoutCreate(B)");
+  check(api.cublasLtMatrixLayoutCreate(&g->d, cl::CUDA_R_16BF, p.m, p.n, p.m), "cublasLtMatrixLayoutCreate(D)");
+  check(api.cublasLtMatmulPreferenceCreate(&g->pref), "cublasLtMatmulPreferenceCreate");
+  const uint64_t ws = st.workspaceBytes;
+  check(api.cublasLtMatmulPreferenceSetAttribute(g->pref, cl::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
         "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)");
   cl::cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  cl::cublasStatus_t hs = api.cublasLtMatmulAlgoGetHeuristic(st->handle, g.desc, g.a, g.b, g.d, g.d, g.pref, 1, &result, &found);
+  st.book.heuristicQueries++;
+  cl::cublasStatus_t hs = api.cublasLtMatmulAlgoGetHeuristic(st.handle, g->desc, g->a, g->b, g->d, g->d, g->pref, 1, &result, &found);
   if (hs == cl::CUBLAS_STATUS_NOT_SUPPORTED || (hs == cl::CUBLAS_STATUS_SUCCESS && (found < 1 || result.state != cl::CUBLAS_STATUS_SUCCESS))) {
-    fail(ErrorKind::Unsupported, "cublasLtMatmulAlgoGetHeuristic found no algorithm" + tag + " for " + shapeText(p) +
-                                     (hs != cl::CUBLAS_STATUS_SUCCESS ? ": " + cuStatus(api, hs) : found >= 1 ? ": " + cuStatus(api, result.state) : ""));
+    st.book.noAlgorithm("cuBLASLt", st.rt, p, hs != cl::CUBLAS_STATUS_SUCCESS ? cuStatus(api, hs) : found >= 1 ? cuStatus(api, result.state) : "");
+    return g;
   }
   check(hs, "cublasLtMatmulAlgoGetHeuristic");
-  if (result.workspaceSize > st->workspaceBytes) {
+  if (result.workspaceSize > st.workspaceBytes) {
     fail(ErrorKind::Runtime, "cublasLtMatmulAlgoGetHeuristic chose an algorithm needing " + std::to_string(result.workspaceSize) + " workspace bytes" + tag +
-                                 ", more than the " + std::to_string(st->workspaceBytes) + " allowed");
+                                 ", more than the " + std::to_string(st.workspaceBytes) + " allowed");
   }
+  g->algo = result.algo;
+  g->hasAlgo = true;
+  return g;
+}
+
+bool cudaGemm(CudaRuntime& rt, const Problem& p, cl::cudaDataType abType) {
+  std::lock_guard<std::mutex> lock(rt.extensionMutex());
+  rt.makeCurrent();
+  CudaLtState& st = cudaState(rt);
+  const std::string tag = std::string(" (") + p.op + ", " + st.lib + " version " + std::to_string(st.api.cublasLtGetVersion()) + ")";
+  const PlanKey key = planKey(p, abType);
+  auto it = st.plans.find(key);
+  if (it == st.plans.end()) {
+    it = st.plans.emplace(key, cudaPlan(st, p, abType, tag)).first;
+  } else if (it->second->hasAlgo) {
+    cudaSetScales(*it->second, p, tag);
+  }
+  const CudaPlan& g = *it->second;
+  if (!g.hasAlgo) return false;
   const float alpha = 1.0f, beta = 0.0f;
-  check(api.cublasLtMatmul(st->handle, g.desc, &alpha, p.a, g.a, p.b, g.b, &beta, p.d, g.d, p.d, g.d, &result.algo, st->workspace, st->workspaceBytes,
-                           rt.stream()),
-        "cublasLtMatmul for " + shapeText(p));
+  cudaCheck(st.api,
+            st.api.cublasLtMatmul(st.handle, g.desc, &alpha, p.a, g.a, p.b, g.b, &beta, p.d, g.d, p.d, g.d, &g.algo, st.workspace, st.workspaceBytes, rt.stream()),
+            "cublasLtMatmul for " + shapeText(p), tag);
+  return true;
+}
+
+template <class State>
+VendorGemmStats statsOf(const State& st) {
+  VendorGemmStats out;
+  for (const auto& [key, plan] : st.plans) out.plans += plan->hasAlgo ? 1 : 0;
+  out.heuristicQueries = st.book.heuristicQueries;
+  out.fallbacks = st.book.fallbacks;
+  return out;
 }
 
 [[noreturn]] void notAGpu(const char* fn, const GpuRuntime& rt) {
@@ -374,25 +492,36 @@ void cudaGemm(CudaRuntime& rt, const Problem& p, cl::cudaDataType abType) {
 
 }  // namespace
 
-void vendorLinearBf16(GpuRuntime& rt, const uint16_t* x, int64_t rows, int64_t inF, const uint16_t* w, int64_t outF, uint16_t* y) {
-  // an empty k leaves y as allocated: zero
-  if (rows <= 0 || outF <= 0 || inF <= 0) return;
-  Problem p{"linear", outF, rows, inF, w, x, y};
+bool vendorLinearBf16(GpuRuntime& rt, const uint16_t* x, int64_t rows, int64_t inF, const uint16_t* w, int64_t outF, uint16_t* y) {
+  if (rows <= 0 || outF <= 0) return true;
+  // an empty k: y is all zeros, which the exact kernel writes (the libraries refuse k = 0)
+  if (inF <= 0) return false;
+  Problem p{"linear", "bf16", outF, rows, inF, w, x, y};
   if (auto* h = dynamic_cast<HipRuntime*>(&rt)) return hipGemm(*h, p, hipblaslt::HIP_R_16BF);
   if (auto* c = dynamic_cast<CudaRuntime*>(&rt)) return cudaGemm(*c, p, cublaslt::CUDA_R_16BF);
   notAGpu("vendorLinearBf16", rt);
 }
 
-void vendorFp8LinearPtpc(GpuRuntime& rt, const uint8_t* q, const float* sx, int64_t rows, int64_t inF, const uint8_t* qW, const float* sw, int64_t outF, bool fnuz,
+bool vendorFp8LinearPtpc(GpuRuntime& rt, const uint8_t* q, const float* sx, int64_t rows, int64_t inF, const uint8_t* qW, const float* sw, int64_t outF, bool fnuz,
                          uint16_t* y) {
-  if (rows <= 0 || outF <= 0 || inF <= 0) return;
-  Problem p{"fp8LinearPtpc", outF, rows, inF, qW, q, y, sw, sx};
+  if (rows <= 0 || outF <= 0) return true;
+  if (inF <= 0) return false;
+  Problem p{"fp8LinearPtpc", fnuz ? "fp8e4m3fnuz" : "fp8e4m3fn", outF, rows, inF, qW, q, y, sw, sx};
   if (auto* h = dynamic_cast<HipRuntime*>(&rt)) return hipGemm(*h, p, fnuz ? hipblaslt::HIP_R_8F_E4M3_FNUZ : hipblaslt::HIP_R_8F_E4M3);
   if (auto* c = dynamic_cast<CudaRuntime*>(&rt)) {
     if (fnuz) fail(ErrorKind::Unsupported, "vendorFp8LinearPtpc: cuBLASLt has no e4m3fnuz type (the gfx94x encoding); the cuda device takes e4m3fn");
     return cudaGemm(*c, p, cublaslt::CUDA_R_8F_E4M3);
   }
   notAGpu("vendorFp8LinearPtpc", rt);
+}
+
+VendorGemmStats vendorGemmStats(GpuRuntime& rt) {
+  auto* m = dynamic_cast<ModuleRuntime*>(&rt);
+  if (!m) return {};
+  std::lock_guard<std::mutex> lock(m->extensionMutex());
+  if (const auto* st = dynamic_cast<const HipLtState*>(m->extension().get())) return statsOf(*st);
+  if (const auto* st = dynamic_cast<const CudaLtState*>(m->extension().get())) return statsOf(*st);
+  return {};
 }
 
 }  // namespace hcsp::gpu

@@ -1,8 +1,9 @@
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FAKE_CUDA, FAKE_HIP, FakeGpuFolder, saveEnv } from '../../../test/support/fakeGpuLibraries.ts';
-import { type GpuDevice, loadNativeAddon, type NativeTensor } from './nativeAddon.ts';
+import { addonPath, type GpuDevice, loadNativeAddon, type NativeTensor } from './nativeAddon.ts';
 import { GpuRuntimeUnavailableError, NativeError, NativeOutOfMemoryError, NativeUnsupportedError, native } from './nativeErrors.ts';
 import { createRocmBackend } from './rocmBackend.ts';
 
@@ -23,6 +24,8 @@ const addon = loadNativeAddon();
 // One fake BLASLt, built twice: -DFAKE_HIP (hipBLASLt's names and values) or cuBLASLt's. Its
 // matmul is BLAS's D = op(A) op(B) on column-major layouts, k in order in fp32 (bf16 and fp8
 // products are exact), then D(i,j) *= scaleA[i], then *= scaleB[j] for the outer-vector mode.
+// It logs each descriptor's, layout's and preference's creation and destruction and each
+// heuristic query; FAKE_NO_ALGO lists shapes its heuristic has no algorithm for.
 const FAKE_BLASLT = String.raw`
 #ifdef FAKE_HIP
 #define P(name) hipblasLt##name
@@ -30,10 +33,10 @@ enum { OP_N = 111, OP_T = 112, A_TRANSA = 0, A_TRANSB = 1, A_ASCALE = 5, A_BSCAL
 typedef struct { uint8_t data[16]; size_t maxWorkspace; } Algo;
 #else
 #define P(name) cublasLt##name
-enum { OP_N = 0, OP_T = 1, A_TRANSA = 3, A_TRANSB = 4, A_ASCALE = 17, A_BSCALE = 18, A_AMODE = 31, A_BMODE = 32, INVALID = 7, E4M3FNUZ = -1 };
+enum { OP_N = 0, OP_T = 1, A_TRANSA = 3, A_TRANSB = 4, A_ASCALE = 17, A_BSCALE = 18, A_AMODE = 31, A_BMODE = 32, INVALID = 7, E4M3FNUZ = -1, NOT_SUPPORTED = 15 };
 typedef struct { uint64_t data[8]; } Algo;
 size_t cublasLtGetVersion(void) { return 130101; }
-const char* cublasLtGetStatusName(int s) { return s == 7 ? "CUBLAS_STATUS_INVALID_VALUE" : "CUBLAS_STATUS_OTHER"; }
+const char* cublasLtGetStatusName(int s) { return s == 7 ? "CUBLAS_STATUS_INVALID_VALUE" : s == 15 ? "CUBLAS_STATUS_NOT_SUPPORTED" : "CUBLAS_STATUS_OTHER"; }
 const char* cublasLtGetStatusString(int s) { return "the fake refused it"; }
 #endif
 enum { BF16 = 14, E4M3 = 28, OUTER_VEC = 3 };
@@ -43,17 +46,7 @@ typedef struct { int type; uint64_t rows, cols; int64_t ld; } Layout;
 
 static float elem(const Layout* l, const void* p, int64_t i) {
   if (l->type == BF16) return b2f(((const uint16_t*)p)[i]);
-  uint8_t v = ((const uint8_t*)p)[i];
-  int s = v >> 7, e = (v >> 3) & 15, m = v & 7;
-  float r;
-  if (l->type == E4M3FNUZ) {
-    if (v == 0x80) return NAN;
-    r = e ? ldexpf(1.0f + m / 8.0f, e - 8) : ldexpf(m / 8.0f, -7);
-  } else {
-    if (e == 15 && m == 7) return NAN;
-    r = e ? ldexpf(1.0f + m / 8.0f, e - 7) : ldexpf(m / 8.0f, -6);
-  }
-  return s ? -r : r;
+  return fp8ToF32(((const uint8_t*)p)[i], l->type == E4M3FNUZ);
 }
 
 int P(Create)(void** h) { *h = malloc(8); note("create"); return 0; }
@@ -66,7 +59,7 @@ int P(MatmulDescCreate)(Desc** d, int compute, int scale) {
   note("desc compute=%d scale=%d", compute, scale);
   return 0;
 }
-int P(MatmulDescDestroy)(Desc* d) { free(d); return 0; }
+int P(MatmulDescDestroy)(Desc* d) { free(d); note("desc destroy"); return 0; }
 int P(MatmulDescSetAttribute)(Desc* d, int attr, const void* buf, size_t n) {
   if ((attr == A_TRANSA || attr == A_TRANSB || attr == A_AMODE || attr == A_BMODE) && n == 4) {
     int v = *(const int*)buf;
@@ -93,16 +86,35 @@ int P(MatrixLayoutCreate)(Layout** l, int type, uint64_t rows, uint64_t cols, in
   note("layout type=%d rows=%llu cols=%llu ld=%lld", type, (unsigned long long)rows, (unsigned long long)cols, (long long)ld);
   return 0;
 }
-int P(MatrixLayoutDestroy)(Layout* l) { free(l); return 0; }
-int P(MatmulPreferenceCreate)(void** p) { *p = calloc(1, 8); return 0; }
-int P(MatmulPreferenceDestroy)(void* p) { free(p); return 0; }
+int P(MatrixLayoutDestroy)(Layout* l) { free(l); note("layout destroy"); return 0; }
+int P(MatmulPreferenceCreate)(void** p) { *p = calloc(1, 8); note("pref create"); return 0; }
+int P(MatmulPreferenceDestroy)(void* p) { free(p); note("pref destroy"); return 0; }
 int P(MatmulPreferenceSetAttribute)(void* p, int attr, const void* buf, size_t n) {
   if (attr != 1 || n != 8) return INVALID;
   note("workspace %llu", (unsigned long long)*(const uint64_t*)buf);
   return 0;
 }
+/* FAKE_NO_ALGO: "m,n,k m,n,k ..." (D's rows, D's columns, k), shapes the heuristic has no algorithm for */
+static int noAlgo(int64_t m, int64_t n, int64_t k) {
+  const char* s = getenv("FAKE_NO_ALGO");
+  long long a, b, c;
+  int used;
+  while (s && sscanf(s, " %lld,%lld,%lld%n", &a, &b, &c, &used) == 3) {
+    if (a == m && b == n && c == k) return 1;
+    s += used;
+  }
+  return 0;
+}
 int P(MatmulAlgoGetHeuristic)(void* h, Desc* d, Layout* a, Layout* b, Layout* c, Layout* dd, void* pref, int requested, Result* res, int* count) {
   memset(res, 0, sizeof(Result));
+  int64_t k = d->transA == OP_T ? a->rows : a->cols;
+  note("heuristic m=%llu n=%llu k=%lld", (unsigned long long)dd->rows, (unsigned long long)dd->cols, (long long)k);
+  *count = 0;
+#ifdef FAKE_HIP
+  if (noAlgo(dd->rows, dd->cols, k)) return 0;  /* hipBLASLt: success, no algorithm returned */
+#else
+  if (noAlgo(dd->rows, dd->cols, k)) return NOT_SUPPORTED;  /* cuBLASLt's answer */
+#endif
   res->algo.data[0] = 42;
   *count = 1;
   return 0;
@@ -138,7 +150,7 @@ const { lib, log, logText } = fake;
 const codeObjects = (name: string, arch: string, files: Record<string, string[]>) => fake.codeObjects(name, arch, files);
 
 const FAKE_ENV = ['HCSP_HIP_LIB', 'HCSP_CUDA_LIB', 'HCSP_HIPBLASLT_LIB', 'HCSP_CUBLASLT_LIB', 'FAKE_GPU_LOG', 'FAKE_GPU_COUNT', 'FAKE_COUNT_ERROR', 'FAKE_INIT_ERROR',
-  'FAKE_GCN_ARCH', 'FAKE_GPU_MEMORY', 'FAKE_SYNC_ERROR', 'FAKE_LAUNCH_ERROR', 'FAKE_NO_SCALE_MODE', 'FAKE_MEMSET_ERROR'];
+  'FAKE_GCN_ARCH', 'FAKE_GPU_MEMORY', 'FAKE_SYNC_ERROR', 'FAKE_LAUNCH_ERROR', 'FAKE_NO_SCALE_MODE', 'FAKE_MEMSET_ERROR', 'FAKE_NO_ALGO'];
 const restoreEnv = saveEnv(FAKE_ENV);
 
 beforeAll(() => {
@@ -286,7 +298,7 @@ const KINDS: { kind: Kind; arch: string; ext: string; use: () => void; alloc: st
 for (const K of KINDS) {
   describe(`the ${K.kind} device over a fake runtime`, () => {
     const open = (folder: string, device = 0): GpuDevice => addon.openGpu(K.kind, { device, codeObjects: folder });
-    const basic = () => codeObjects(`${K.kind}-basic`, K.arch, { [`basic.${K.ext}`]: ['hcsp_add_bf16', 'hcsp_slice_cols_bytes'], [`gemm.${K.ext}`]: ['hcsp_gemm_linear_bf16'] });
+    const basic = () => codeObjects(`${K.kind}-basic`, K.arch, { [`basic.${K.ext}`]: ['hcsp_add_bf16', 'hcsp_slice_cols_bytes'], [`gemm.${K.ext}`]: ['hcsp_gemm_linear_bf16', 'hcsp_gemm_linear_bf16_v8', 'hcsp_gemm_fp8_ptpc'] });
 
     it('opens the device: arch, description, the code objects of its arch', () => {
       K.use();
@@ -481,11 +493,150 @@ for (const K of KINDS) {
         expect(text).toContain(`layout type=${fp8Type} rows=${inF} cols=${rows} ld=${inF}`);
         expect(text).toContain('attr 31 = 3');
         expect(text).toContain('attr 32 = 3');
+        // a library without the mode refuses it when a shape is planned: on a device that has planned none
         process.env.FAKE_NO_SCALE_MODE = '1';
-        const e = await native(() => addon.run('fp8LinearPtpc', ins(gpu), attrs, 'vendor', gpu)).catch((x: unknown) => x);
+        const fresh = open(basic());
+        const e = await native(() => addon.run('fp8LinearPtpc', ins(fresh), attrs, 'vendor', fresh)).catch((x: unknown) => x);
         expect(e).toBeInstanceOf(NativeUnsupportedError);
         expect((e as Error).message).toMatch(/_SCALE_MODE = OUTER_VEC_32F\) failed .*has no per-token x per-channel scale mode.*use the exact GEMM/);
       });
+    });
+
+    it('vendor GEMMs are planned once per shape: descriptors, layouts and the heuristic on its first call only (fp8 too, its scales set per call)', async () => {
+      K.use();
+      process.env[K.blasEnv] = lib(K.blasLib);
+      const gpu = open(basic());
+      const count = (re: RegExp) => (logText().match(re) ?? []).length;
+      /** descriptors, layouts, preferences created; heuristic queries; matmuls */
+      const calls = () => [count(/^desc compute=/gm), count(/^layout type=/gm), count(/^pref create$/gm), count(/^heuristic /gm), count(/^matmul /gm)];
+      await withTensors(async (keep) => {
+        const linear = async (rows: number, inF: number, outF: number, seed: number) => {
+          const xv = bf16Values(rows * inF, seed), wv = bf16Values(outF * inF, seed + 1);
+          const y = await addon.run('linear', [keep(addon.upload('bf16', [rows, inF], xv, gpu)), keep(addon.upload('bf16', [outF, inF], wv, gpu))], {}, 'vendor', gpu);
+          const ref = await addon.run('linear', [keep(addon.upload('bf16', [rows, inF], xv)), keep(addon.upload('bf16', [outF, inF], wv))], {}, 'exact');
+          expect(bytes(keep(y[0]!))).toEqual(bytes(keep(ref[0]!)));
+        };
+        await linear(5, 24, 7, 21);
+        expect(calls()).toEqual([1, 3, 1, 1, 1]);
+        // the same shape with other data at other addresses: the plan's descriptors, no query
+        await linear(5, 24, 7, 23);
+        expect(calls()).toEqual([1, 3, 1, 1, 2]);
+        await linear(3, 24, 7, 25);
+        expect(calls()).toEqual([2, 6, 2, 2, 3]);
+        expect(gpu.vendorGemm()).toEqual({ plans: 2, heuristicQueries: 2, fallbacks: [] });
+
+        const fmt = K.kind === 'hip' ? 'e4m3fnuz' : 'e4m3fn';
+        const attrs = { format: fmt, scaleOrder: 'weightFirst' };
+        const [rows, inF, outF] = [4, 32, 6];
+        const fp8 = async (seed: number) => {
+          const q = fp8Values(rows * inF, seed), qW = fp8Values(outF * inF, seed + 1);
+          const sx = Float32Array.from({ length: rows }, (_, i) => 0.01 * seed + i * 0.003), sw = Float32Array.from({ length: outF }, (_, i) => 0.02 * seed + i * 0.0007);
+          const ins = (g: GpuDevice | null) => [
+            keep(addon.upload(`fp8${fmt}`, [rows, inF], q, g)),
+            keep(addon.upload('f32', [rows], sx, g)),
+            keep(addon.upload(`fp8${fmt}`, [outF, inF], qW, g)),
+            keep(addon.upload('f32', [outF], sw, g)),
+          ];
+          const y = await addon.run('fp8LinearPtpc', ins(gpu), attrs, 'vendor', gpu);
+          const ref = await addon.run('fp8LinearPtpc', ins(null), attrs, 'exact');
+          expect(bytes(keep(y[0]!))).toEqual(bytes(keep(ref[0]!)));
+        };
+        await fp8(1);
+        await fp8(2); // other scales: the second call's pointers, set on the planned descriptor
+        expect(calls()).toEqual([3, 9, 3, 3, 5]);
+        expect(count(new RegExp(`^attr ${K.kind === 'hip' ? 5 : 17} = pointer$`, 'gm'))).toBe(2);
+        expect(gpu.vendorGemm()).toEqual({ plans: 3, heuristicQueries: 3, fallbacks: [] });
+        // kept for the device's life
+        expect([count(/^desc destroy$/gm), count(/^layout destroy$/gm), count(/^pref destroy$/gm)]).toEqual([0, 0, 0]);
+      });
+    });
+
+    it('a shape the library has no algorithm for runs the exact kernel, said once on stderr and listed; the plans go with the device', () => {
+      K.use();
+      process.env[K.blasEnv] = lib(K.blasLib);
+      // in the library's column-major terms (m = outF, n = rows, k = inF): linear 5x24 . 7x24^T and fp8 4x32 . 6x32^T
+      process.env.FAKE_NO_ALGO = '7,5,24 6,4,32';
+      const fmt = K.kind === 'hip' ? 'e4m3fnuz' : 'e4m3fn';
+      const b64 = (v: ArrayBufferView) => Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64');
+      const linearCase = (rows: number, inF: number, outF: number, seed: number) => ({
+        op: 'linear',
+        attrs: {},
+        inputs: [
+          ['bf16', [rows, inF], b64(bf16Values(rows * inF, seed))],
+          ['bf16', [outF, inF], b64(bf16Values(outF * inF, seed + 1))],
+        ],
+      });
+      const cases = [
+        linearCase(5, 24, 7, 31),
+        {
+          op: 'fp8LinearPtpc',
+          attrs: { format: fmt, scaleOrder: 'weightFirst' },
+          inputs: [
+            [`fp8${fmt}`, [4, 32], b64(fp8Values(4 * 32, 33))],
+            ['f32', [4], b64(Float32Array.from({ length: 4 }, (_, i) => 0.01 + i * 0.003))],
+            [`fp8${fmt}`, [6, 32], b64(fp8Values(6 * 32, 34))],
+            ['f32', [6], b64(Float32Array.from({ length: 6 }, (_, i) => 0.02 + i * 0.0007))],
+          ],
+        },
+        linearCase(3, 24, 7, 35), // a shape with an algorithm, beside them
+      ];
+      // its own process: the line goes to the process's stderr, and the device is dropped (gc) to see its plans go
+      const script = `
+        const a = require(${JSON.stringify(addonPath())});
+        const [kind, folder, cases] = JSON.parse(process.argv[1]);
+        const ctor = { bf16: Uint16Array, f32: Float32Array };
+        const hex = (t) => { const h = Buffer.from(a.download(t)).toString('hex'); a.free(t); return h; };
+        (async () => {
+          let gpu = a.openGpu(kind, { codeObjects: folder });
+          const results = [];
+          for (const c of cases) {
+            const run = async (mode, g) => {
+              const ins = c.inputs.map(([dtype, shape, data]) => {
+                const u8 = Uint8Array.from(Buffer.from(data, 'base64'));
+                const C = ctor[dtype] ?? Uint8Array;
+                return a.upload(dtype, shape, new C(u8.buffer), g);
+              });
+              const y = await a.run(c.op, ins, c.attrs, mode, g);
+              for (const t of ins) a.free(t);
+              return hex(y[0]);
+            };
+            results.push([await run('vendor', gpu), await run('vendor', gpu), await run('exact', gpu), await run('exact', null)]);
+          }
+          const stats = gpu.vendorGemm();
+          gpu = null;
+          for (let i = 0; i < 4; i++) { globalThis.gc(); await new Promise((r) => setImmediate(r)); }
+          const logAfterDrop = require('node:fs').readFileSync(process.env.FAKE_GPU_LOG, 'utf8');
+          process.stdout.write(JSON.stringify({ results, stats, logAfterDrop }));
+        })().catch((e) => { process.stderr.write(String(e && e.stack || e)); process.exit(1); });`;
+      const r = spawnSync(process.execPath, ['--expose-gc', '-e', script, JSON.stringify([K.kind, basic(), cases])], { encoding: 'utf8', timeout: 60_000 });
+      expect(r.status, r.stderr).toBe(0);
+      const { results, stats, logAfterDrop: text } = JSON.parse(r.stdout) as { results: string[][]; stats: unknown; logAfterDrop: string };
+      // vendor twice, exact on the device, exact on the host: the same bits (the fake's kernels are the reference's order)
+      for (const [v1, v2, exactGpu, host] of results) expect([v1, v2, exactGpu]).toEqual([host, host, host]);
+      const [lib_, why] = K.kind === 'hip' ? ['hipBLASLt', ''] : ['cuBLASLt', ' (CUBLAS_STATUS_NOT_SUPPORTED the fake refused it (status 15))'];
+      expect(r.stderr.split('\n').filter((l) => l.startsWith('hcsp:'))).toEqual([
+        `hcsp: ${lib_} has no algorithm for linear M=5 N=7 K=24 bf16 on ${K.kind}:0${why}; using the exact GEMM kernel`,
+        `hcsp: ${lib_} has no algorithm for fp8LinearPtpc M=4 N=6 K=32 fp8${fmt} on ${K.kind}:0${why}; using the exact GEMM kernel`,
+      ]);
+      expect(stats).toEqual({
+        plans: 1,
+        heuristicQueries: 3,
+        fallbacks: [
+          { op: 'linear', m: 5, n: 7, k: 24, dtype: 'bf16' },
+          { op: 'fp8LinearPtpc', m: 4, n: 6, k: 32, dtype: `fp8${fmt}` },
+        ],
+      });
+      const count = (re: RegExp) => (text.match(re) ?? []).length;
+      // one query per shape; the library's matmul only for the shape it has an algorithm for, the exact kernels for the others (and the exact runs)
+      expect(count(/^heuristic /gm)).toBe(3);
+      expect(text.match(/^matmul .*$/gm)).toEqual([expect.stringMatching(/^matmul m=7 n=3 k=24 /), expect.stringMatching(/^matmul m=7 n=3 k=24 /)]);
+      expect(count(/^launch hcsp_gemm_linear_bf16(_v8)? /gm)).toBe(2 + 1 + 1);
+      expect(count(/^launch hcsp_gemm_fp8_ptpc /gm)).toBe(2 + 1);
+      // dropping the device destroyed every descriptor, layout and preference its plans held, then the handle
+      expect(count(/^desc compute=/gm)).toBe(3);
+      expect([count(/^desc destroy$/gm), count(/^layout destroy$/gm), count(/^pref destroy$/gm)]).toEqual([3, 9, 3]);
+      const handleDestroyed = text.lastIndexOf('\ndestroy\n');
+      expect(handleDestroyed).toBeGreaterThan(Math.max(text.lastIndexOf('desc destroy'), text.lastIndexOf('layout destroy'), text.lastIndexOf('pref destroy')));
     });
 
     if (K.kind === 'cuda') {

@@ -36,6 +36,9 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 void gemmLinearBf16(const GpuContext& g, const uint16_t* x, int64_t rows, int64_t inF, const uint16_t* w, int64_t outF, uint16_t* y) {
   if (rows == 0 || outF == 0) return;
   switch (g.gemm) {
+    case GemmMode::Vendor:
+      if (vendorLinearBf16(g.rt, x, rows, inF, w, outF, y)) return;
+      [[fallthrough]];  // the library has no algorithm for this shape (blaslt.h said so)
     case GemmMode::Exact:
       if (inF % 8 == 0 && aligned16(x) && aligned16(w)) {
         HCSP_LAUNCH(g.rt, hcsp_gemm_linear_bf16_v8, rows * outF, x, w, y, rows, inF, outF);
@@ -43,7 +46,6 @@ void gemmLinearBf16(const GpuContext& g, const uint16_t* x, int64_t rows, int64_
         HCSP_LAUNCH(g.rt, hcsp_gemm_linear_bf16, rows * outF, x, w, y, rows, inF, outF);
       }
       return;
-    case GemmMode::Vendor: vendorLinearBf16(g.rt, x, rows, inF, w, outF, y); return;
     case GemmMode::Blas: break;
   }
   noGemm("linear", g.gemm);
@@ -53,10 +55,12 @@ void gemmFp8LinearPtpc(const GpuContext& g, const uint8_t* q, const float* sx, i
                        bool fnuz, bool weightFirst, uint16_t* y) {
   if (rows == 0 || outF == 0) return;
   switch (g.gemm) {
+    case GemmMode::Vendor:
+      if (vendorFp8LinearPtpc(g.rt, q, sx, rows, inF, qW, sw, outF, fnuz, y)) return;
+      [[fallthrough]];  // the library has no algorithm for this shape (blaslt.h said so)
     case GemmMode::Exact:
       HCSP_LAUNCH(g.rt, hcsp_gemm_fp8_ptpc, rows * outF, q, sx, qW, sw, y, rows, inF, outF, fnuz ? 1 : 0, weightFirst ? 1 : 0);
       return;
-    case GemmMode::Vendor: vendorFp8LinearPtpc(g.rt, q, sx, rows, inF, qW, sw, outF, fnuz, y); return;
     case GemmMode::Blas: break;
   }
   noGemm("fp8LinearPtpc", g.gemm);
