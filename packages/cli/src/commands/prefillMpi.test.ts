@@ -54,6 +54,9 @@ const flags = (o: { backend: string; tp: number; sp: string; reduce: string }) =
   '--config', 'tiny', '--tokens', '40', '--seed', '3', '--tp', String(o.tp), '--sp', o.sp, '--reduce', o.reduce, '--json', '--quiet',
 ];
 
+/** `args` with `flag`'s value replaced (a flag given twice is refused before any rank meets) */
+const withFlag = (args: string[], flag: string, value: string): string[] => args.map((a, i) => (i > 0 && args[i - 1] === flag ? value : a));
+
 function inProcess(o: { backend: string; tp: number; sp: string; reduce: string }) {
   return runPrefillCommand({ ...base, backend: o.backend, ...(o.backend === 'rocm' ? { device: 'host' } : {}), tp: String(o.tp), sp: o.sp, reduce: o.reduce }).then((s) => JSON.parse(s));
 }
@@ -121,7 +124,7 @@ describe('hcsp prefill --comm mpi: start-up failures end every rank, reported on
 
   it('ranks that plan different graphs (here: different --tokens) refuse together before any collective, naming each digest', () => {
     const args = [...flags({ ...o, tp: 2 }), '--comm', 'mpi'];
-    const r = mpirun(2, [args, [...args, '--tokens', '41']]);
+    const r = mpirun(2, [args, withFlag(args, '--tokens', '41')]);
     expect(r.status).not.toBe(0);
     expect(r.stdout).toBe('');
     const lines = hcspLines(r.stderr);
@@ -132,7 +135,7 @@ describe('hcsp prefill --comm mpi: start-up failures end every rank, reported on
 
   it('a rank that fails before the run reports itself, rank 0 names it, and no rank waits', () => {
     const args = [...flags({ ...o, tp: 2 }), '--comm', 'mpi'];
-    const r = mpirun(2, [args, [...args, '--sp', 'maybe']]);
+    const r = mpirun(2, [args, withFlag(args, '--sp', 'maybe')]);
     expect(r.status).not.toBe(0);
     expect(r.stdout).toBe('');
     expect(hcspLines(r.stderr).sort()).toEqual([
