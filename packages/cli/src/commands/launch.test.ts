@@ -5,8 +5,9 @@
 // have end every rank within a bounded time with a message naming the cause, leaving no
 // process behind.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -263,15 +264,22 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
 
   it('a launcher killed outright (SIGKILL): its ranks end by themselves (their IPC channel closes), none is left', async () => {
     const args = ['prefill', '--backend', 'cpu', '--comm', 'mpi', '--config', 'small', '--tokens', '1024', '--tp', '2', '--sp', 'on', '--json', '--quiet'];
-    const job = launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], args);
-    await waitFor('the two ranks', () => marked(job.mark).filter(isRank).length === 2);
-    await new Promise((r) => setTimeout(r, 3000));
-    const killedAt = performance.now();
-    job.child.kill('SIGKILL');
-    // the launcher's pipes stay open as long as a rank holds them: wait for its exit, not their close
-    await job.exited;
-    await waitFor('no process of the job', () => marked(job.mark).length === 0, 15_000);
-    expect((performance.now() - killedAt) / 1000).toBeLessThan(15);
+    // a launcher killed outright cannot remove the job's temporary folder: a private TMPDIR keeps it from the machine's
+    const dir = mkdtempSync(join(tmpdir(), 'hcsp-launch-killed-test-'));
+    try {
+      const job = launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], args, undefined, { TMPDIR: dir });
+      await waitFor('the two ranks', () => marked(job.mark).filter(isRank).length === 2);
+      await new Promise((r) => setTimeout(r, 3000));
+      const killedAt = performance.now();
+      job.child.kill('SIGKILL');
+      // the launcher's pipes stay open as long as a rank holds them: wait for its exit, not their close
+      await job.exited;
+      await waitFor('no process of the job', () => marked(job.mark).length === 0, 15_000);
+      expect((performance.now() - killedAt) / 1000).toBeLessThan(15);
+      expect(readdirSync(dir)).toEqual([expect.stringMatching(/^hcsp-launch-\w+$/)]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('a rendezvous that never completes (node-rank 1 never started) times out on node 0, naming the missing ranks and node', async () => {
