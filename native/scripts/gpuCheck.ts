@@ -156,6 +156,8 @@ async function timeGraph(backend: Backend, graph: Graph, feeds: Map<string, Tens
     const start = last;
     const times = new Map<string, number>();
     await prepared.run(feeds, {
+      // each node waited for: the marks are the device's time per node (a run otherwise waits once, at its end)
+      syncEachNode: true,
       onNode: (done) => {
         const now = performance.now();
         const op = graph.nodes[done - 1].op;
@@ -254,12 +256,65 @@ async function table(): Promise<string[]> {
   return lines;
 }
 
+/**
+ * The engine on this GPU: a Flash-Next decoder layer pair (layers 2 and 3: one GatedDeltaNet, one
+ * QSA attention layer, each with its MoE; T 4096, tp 1, synthetic weights) prepared once and run
+ * twice; the second run's counters (it must allocate nothing and wait once), its seconds, and
+ * each layer's time from a third run that waits after every node. The emulated device runs the
+ * small config's layers 2 and 3 instead (the Flash-Next pair takes minutes on a CPU).
+ */
+async function engineStep(): Promise<string[]> {
+  const config = device === 'emulated' ? SMALL : FLASH_NEXT;
+  const T = device === 'emulated' ? 512 : 4096;
+  const p = preparePrefill({ config, tokens: T, tp: 1, sp: 'off', reduce: 'ring', seed: 3, subLayers: MODEL_SUB_LAYERS, layers: [2, 4] });
+  const backend = (await createRocmBackend({ device, gemm: device === 'emulated' ? 'exact' : 'vendor' })) as RocmBackend;
+  const lines: string[] = [];
+  try {
+    const t0 = performance.now();
+    const session = await backend.prepare(p.graph, p.weights as SyntheticWeightSource);
+    const prepareSeconds = (performance.now() - t0) / 1000;
+    try {
+      await session.run(p.feeds);
+      const second = await session.run(p.feeds);
+      const e = second.stats.engine!;
+      const d = e.device!;
+      const byLayer = new Map<number, number>();
+      let last = performance.now();
+      await session.run(p.feeds, {
+        syncEachNode: true,
+        onNode: (done) => {
+          const now = performance.now();
+          const layer = p.graph.nodes[done - 1].layer;
+          byLayer.set(layer, (byLayer.get(layer) ?? 0) + (now - last) / 1000);
+          last = now;
+        },
+      });
+      const ok = d.deviceAllocations === 0 && d.deviceFrees === 0 && d.hostSyncs <= 1;
+      if (!ok) failures++;
+      const vendor = backend.gpu?.vendorGemm?.();
+      lines.push(
+        `engine: ${config.name} layers 2-3 (GDN + attention, MoE each), T=${T}, tp 1: prepare ${prepareSeconds.toFixed(1)} s, second run ${second.stats.seconds.toFixed(4)} s ${ok ? 'pass' : 'FAIL (must allocate nothing and sync at most once)'}`,
+        `  second run: ${d.kernelLaunches} launches, ${d.hostSyncs} host syncs, ${d.deviceAllocations} device allocations, ${d.deviceFrees} frees, ${d.memsets} memsets, ${d.bytesToDevice} bytes to and ${d.bytesFromDevice} from the device; host enqueue ${(e.enqueueSeconds * 1000).toFixed(1)} ms, wait ${(e.waitSeconds * 1000).toFixed(1)} ms`,
+        `  per layer (each node waited for): ${[...byLayer].map(([l, s]) => `${l < 0 ? 'embed/head' : `L${l}`} ${s.toFixed(4)} s`).join(', ')}`,
+        ...(vendor ? [`  vendor GEMM: ${vendor.plans} plans, ${vendor.heuristicQueries} heuristic queries, ${vendor.fallbacks.length} shapes on the exact kernel`] : []),
+      );
+    } finally {
+      await session.dispose();
+    }
+  } finally {
+    await backend.dispose();
+  }
+  return lines;
+}
+
 const started = performance.now();
 say(`cross-backend comparison on ${device}`);
 const summary = [await crossBackend('exact'), await crossBackend('vendor')];
 say('one NCCL rank');
 summary.push(await ncclRank());
+say('engine');
+const engineRows = await engineStep();
 say('timing');
-const rows = await table();
+const rows = [...engineRows, ...(await table())];
 console.log(['', 'gpu-check results', ...summary, ...rows, `total ${((performance.now() - started) / 1000).toFixed(0)} s`].join('\n'));
 process.exit(failures ? 1 : 0);

@@ -61,6 +61,11 @@ export interface RunOptions {
   /** called after each node, for progress bars */
   onNode?: (done: number, total: number) => void;
   /**
+   * wait for the device after every node, so that onNode marks each node's own time (a
+   * profile: a host sync per node, which a run otherwise makes once, at its end)
+   */
+  syncEachNode?: boolean;
+  /**
    * called after each node; a promise it returns is awaited before the next node (a caller
    * computing on this thread gives its event loop a turn there, so that signal handlers run)
    */

@@ -213,7 +213,7 @@ export class GraphSession<H> implements PreparedGraph {
         }
         counter.count(node);
         if (!keepAll) this.release(node, i, env, keep);
-        if ((i + 1) % (device.syncEveryNodes ?? SYNC_EVERY_NODES) === 0) await device.sync?.();
+        if (options.syncEachNode || (i + 1) % (device.syncEveryNodes ?? SYNC_EVERY_NODES) === 0) await device.sync?.();
         options.onNode?.(i + 1, graph.nodes.length);
         await options.turn?.();
       }
