@@ -18,12 +18,14 @@ import {
   STAND_IN_SUB_LAYERS,
   type Fp8Format,
   type ReduceAlgorithm,
+  type Backend,
   type EngineStats,
   type RunResult,
   type SpMode,
   type Tensor,
 } from '@hcsp/core';
 import { CheckpointProblemsError, JSON_LIMITS, JsonInputError, openCheckpoint, readJsonInput, resolveModelConfig, unusedTensorsWarning, type CheckpointWeightSource } from '@hcsp/core/node';
+import type { RocmBackend, VendorGemmStats } from '@hcsp/backend-rocm';
 import { backendNames, createBackend, findBackend } from '@hcsp/backends';
 import { backendOptionsFromFlags, deviceOption, gemmOption, type BackendChoiceFlags } from '../backendChoice.ts';
 import { checkpointProblemsError } from '../checkpoint/weightProblems.ts';
@@ -112,6 +114,12 @@ function engineLine(e: EngineStats, who: string, runs: number): string {
     ? `${d.kernelLaunches} launches, ${d.hostSyncs} host syncs, ${d.deviceAllocations} device allocations, ${d.deviceFrees} frees, ${d.memsets} memsets, ${formatBytes(d.bytesToDevice)} to and ${formatBytes(d.bytesFromDevice)} from the device`
     : 'no device counters';
   return `  engine (${who}, run ${runs} of ${runs}): ${device}; host enqueue ${(e.enqueueSeconds * 1000).toFixed(1)} ms, wait ${(e.waitSeconds * 1000).toFixed(1)} ms; prepare ${e.prepareSeconds.toFixed(2)} s; memory plan ${formatBytes(e.memoryPlan.poolBytes)} in ${e.memoryPlan.blocks} blocks`;
+}
+
+/** the vendor GEMM's plans and fallbacks on the rocm backend's GPU device (null elsewhere) */
+function vendorGemmOf(backend: Backend): VendorGemmStats | null {
+  const gpu = (backend as Partial<RocmBackend>).gpu;
+  return gpu && gpu.kind !== 'emulated' ? gpu.vendorGemm() : null;
 }
 
 /** --runs at most: a benchmark's repeat count, not a soak */
@@ -289,6 +297,8 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
       runSeconds: rank ? null : runSeconds,
       // what the last run cost beyond its kernels, per process: one entry for the simulated ranks on one device, one per rank with --comm mpi|nccl
       engine: result.enginePerRank ?? null,
+      // this process's GPU (rank 0's under hcsp launch): GEMM shapes hipBLASLt/cuBLASLt had no algorithm for, run on the exact kernel instead
+      vendorGemmFallbacks: vendorGemmOf(backend)?.fallbacks ?? null,
       // checkpoint bytes this process read (--comm mpi|nccl: per rank in world)
       weightBytesRead: checkpoint ? checkpoint.bytesRead() : null,
     };
