@@ -4,8 +4,8 @@
 // bytes), on one "node" and on two (two launchers on loopback), and the faults real clusters
 // have end every rank within a bounded time with a message naming the cause, leaving no
 // process behind.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,13 +16,12 @@ import { buildCli } from '../../scripts/build.mjs';
 import { runPrefillCommand } from './prefill.ts';
 import { newSecret } from '../launch/rendezvousSecret.ts';
 import { expectSameRankedRun } from '../../../../test/support/rankedRuns.ts';
+import { expectNothingLeft, freePort, hcspLines, isRank, JOB_TIMEOUT_MS, launch as launchJob, marked, waitFor } from '../../../../test/support/launchJobs.ts';
 
 const CLI = fileURLToPath(new URL('../..', import.meta.url));
 const ROOT = join(CLI, '..', '..');
 const outdir = join(CLI, 'dist', `test-launch-${process.pid}`);
 const bundle = join(outdir, 'hcsp.js');
-/** one job is bounded: a hang fails the test instead of stalling the suite */
-const JOB_TIMEOUT_MS = 120_000;
 // the launchers of a job of several nodes, and ranks started by hand, share the job's secret:
 // every launcher and rank here inherits this one (a launcher alone makes its own: launchIsolation.test.ts)
 process.env.HCSP_RENDEZVOUS_SECRET = newSecret();
@@ -33,96 +32,8 @@ beforeAll(async () => {
 });
 afterAll(() => rmSync(outdir, { recursive: true, force: true }));
 
-/** a TCP port free right now (the kernel's pick) */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-let jobs = 0;
-
-interface Job {
-  child: ChildProcess;
-  mark: string;
-  /** the launcher process ended (its output pipes may stay open while processes it started hold them) */
-  exited: Promise<void>;
-  done: Promise<{ status: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; seconds: number }>;
-}
-
-/** one launcher (one "node"), its processes marked by an environment variable so that the test can find them and any left behind; `env`: more of the launcher's environment */
-function launch(launchArgs: string[], rankArgs: string[], mark = `hcsp-launch-test-${process.pid}-${jobs++}`, env: Record<string, string> = {}): Job {
-  const t0 = performance.now();
-  const child = spawn(process.execPath, [bundle, 'launch', ...launchArgs, '--', ...rankArgs], {
-    cwd: ROOT,
-    env: { ...process.env, OMPI_ALLOW_RUN_AS_ROOT: '1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM: '1', HCSP_LAUNCH_TEST_MARK: mark, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.setEncoding('utf8').on('data', (c: string) => (stdout += c));
-  child.stderr!.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-  // a hang fails the test: the launcher and everything carrying the job's mark are killed
-  const timer = setTimeout(() => {
-    child.kill('SIGKILL');
-    for (const p of marked(mark)) process.kill(p.pid, 'SIGKILL');
-  }, JOB_TIMEOUT_MS);
-  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  const done = new Promise<Awaited<Job['done']>>((resolve) =>
-    child.on('close', (status, signal) => {
-      clearTimeout(timer);
-      resolve({ status, signal, stdout, stderr, seconds: (performance.now() - t0) / 1000 });
-    }),
-  );
-  return { child, mark, exited, done };
-}
-
-/** the processes (pid, command line) carrying a job's mark: its ranks and whatever they started */
-function marked(mark: string): { pid: number; cmd: string; rank: string | null }[] {
-  const out: { pid: number; cmd: string; rank: string | null }[] = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const env = readFileSync(`/proc/${d}/environ`, 'utf8').split('\0');
-      if (!env.includes(`HCSP_LAUNCH_TEST_MARK=${mark}`)) continue;
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      if (/\) Z /.test(stat)) continue; // a zombie is gone, only not yet reaped
-      const rank = env.find((e) => e.startsWith('RANK='))?.slice(5) ?? null;
-      out.push({ pid: Number(d), cmd: readFileSync(`/proc/${d}/cmdline`, 'utf8').replaceAll('\0', ' '), rank });
-    } catch {
-      // it ended while we looked
-    }
-  }
-  return out;
-}
-
-/** a rank process (not its launcher, not what it started) */
-const isRank = (p: { cmd: string; rank: string | null }) => p.rank !== null && p.cmd.includes('hcsp.js prefill ');
-
-/**
- * No process of the job is left within `ms`: the ranks are gone when the launcher is, and Open
- * MPI's singleton helpers (orted, in sessions of their own) end by themselves once their rank
- * has (its death pipe), a moment later.
- */
-async function expectNothingLeft(mark: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (marked(mark).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-  expect(marked(mark)).toEqual([]);
-}
-
-async function waitFor<T>(what: string, fn: () => T | null | undefined | false, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-const hcspLines = (stderr: string) => stderr.split('\n').filter((l) => l.startsWith('hcsp'));
+/** one launcher (one "node") of this file's bundle; `env`: more of its environment */
+const launch = (launchArgs: string[], rankArgs: string[], env: Record<string, string> = {}) => launchJob(bundle, ROOT, launchArgs, rankArgs, env);
 
 const prefillArgs = (o: { tp: number; sp: string; seed?: number }) => [
   'prefill', '--backend', 'rocm', '--device', 'host', '--comm', 'mpi', '--reduce', 'ordered',
@@ -215,7 +126,7 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
     // HCSP_COLLECTIVE_TIMEOUT in the launcher's environment, which every rank inherits; no
     // --quiet: rank 0's progress lines tell when the graph runs
     const args = ['prefill', '--backend', 'cpu', '--comm', 'mpi', '--config', 'small', '--tokens', '1024', '--tp', '2', '--sp', 'on', '--json'];
-    const job = launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], args, undefined, { HCSP_COLLECTIVE_TIMEOUT: String(limit) });
+    const job = launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], args, { HCSP_COLLECTIVE_TIMEOUT: String(limit) });
     let progress = '';
     job.child.stderr!.on('data', (c: string) => (progress += c));
     let victim: { pid: number } | undefined;
@@ -257,7 +168,7 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
     expect(r.status).toBe(1);
     const lines = hcspLines(r.stderr).filter((l) => l.startsWith('hcsp:'));
     expect(lines).toEqual(['hcsp: --collective-timeout is too small: at least 0.001 s, got "0"']);
-    const env = await launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], prefillArgs({ tp: 2, sp: 'on' }), undefined, { HCSP_COLLECTIVE_TIMEOUT: '1e3' }).done;
+    const env = await launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], prefillArgs({ tp: 2, sp: 'on' }), { HCSP_COLLECTIVE_TIMEOUT: '1e3' }).done;
     expect(env.status).toBe(1);
     expect(hcspLines(env.stderr).filter((l) => l.startsWith('hcsp:'))).toEqual([`hcsp: HCSP_COLLECTIVE_TIMEOUT must be a positive number of seconds, at most 2147483.647 (setTimeout's limit), got "1e3"`]);
   });
@@ -267,7 +178,7 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
     // a launcher killed outright cannot remove the job's temporary folder: a private TMPDIR keeps it from the machine's
     const dir = mkdtempSync(join(tmpdir(), 'hcsp-launch-killed-test-'));
     try {
-      const job = launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], args, undefined, { TMPDIR: dir });
+      const job = launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], args, { TMPDIR: dir });
       await waitFor('the two ranks', () => marked(job.mark).filter(isRank).length === 2);
       await new Promise((r) => setTimeout(r, 3000));
       const killedAt = performance.now();
