@@ -48,7 +48,7 @@ export function registerLaunch(program: Command): void {
     .description('start this node\'s ranks, one process each, with torchrun\'s environment (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT): hcsp launch --nproc-per-node 4 -- prefill --comm mpi ...')
     .argument('<command...>', 'after --: the hcsp command each rank runs (prefill ... --comm mpi|nccl)')
     .requiredOption('--nproc-per-node <n>', 'ranks on this node (one per GPU)')
-    .option('--nnodes <m>', 'nodes in the job', '1')
+    .option('--nnodes <m>', 'nodes in the job (more than one: every node\'s launcher needs the same HCSP_RENDEZVOUS_SECRET in its environment)', '1')
     .option('--node-rank <k>', 'this node\'s index (ranks k*n .. k*n+n-1); node 0 runs rank 0, which serves the rendezvous', '0')
     .option('--master-addr <host>', 'node 0\'s address, where rank 0 serves the rendezvous store', '127.0.0.1')
     .option('--master-port <port>', 'the rendezvous store\'s TCP port', DEFAULT_MASTER_PORT)
