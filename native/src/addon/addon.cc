@@ -18,6 +18,7 @@
 #include "js_errors.h"
 #include "js_engine.h"
 #include "js_gpu.h"
+#include "js_loader.h"
 #include "js_nccl.h"
 #include "js_tensor.h"
 #include "run_worker.h"
@@ -265,6 +266,7 @@ Napi::Object init(Napi::Env env, Napi::Object exports) {
   exports.Set("blas", Napi::Function::New(env, blasLibrary));
   exports.Set("gpuRuntime", Napi::Function::New(env, gpuRuntime));
   exports.Set("exitNow", Napi::Function::New(env, exitNow));
+  exports.Set("loadWeights", Napi::Function::New(env, loadWeights));
   registerNccl(env, exports);
   return exports;
 }

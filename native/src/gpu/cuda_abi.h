@@ -66,6 +66,10 @@ using cuLaunchKernel_t = CUresult (*)(CUfunction f, unsigned int gridDimX, unsig
                                       unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void** kernelParams,
                                       void** extra);
 using cuGetErrorString_t = CUresult (*)(CUresult error, const char** pStr);
+// the weight loader's pinned staging (native/src/loader/staging.cc); bound when present
+using cuMemHostAlloc_t = CUresult (*)(void** pp, size_t bytesize, unsigned int flags);
+using cuMemFreeHost_t = CUresult (*)(void* p);
+using cuMemcpyHtoDAsync_t = CUresult (*)(CUdeviceptr dstDevice, const void* srcHost, size_t byteCount, CUstream hStream);  // cuMemcpyHtoDAsync_v2
 
 /** the loaded entry points (cuda_runtime.cc fills every one, or fails naming the missing symbol) */
 struct CudaApi {
@@ -92,6 +96,10 @@ struct CudaApi {
   cuModuleGetFunction_t cuModuleGetFunction = nullptr;
   cuLaunchKernel_t cuLaunchKernel = nullptr;
   cuGetErrorString_t cuGetErrorString = nullptr;
+  /** optional (null when the driver lacks them): the loader then stages in pageable memory with cuMemcpyHtoD */
+  cuMemHostAlloc_t cuMemHostAlloc = nullptr;
+  cuMemFreeHost_t cuMemFreeHost = nullptr;
+  cuMemcpyHtoDAsync_t cuMemcpyHtoDAsync = nullptr;
 };
 
 }  // namespace hcsp::gpu::cuda

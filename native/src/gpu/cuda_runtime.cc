@@ -93,6 +93,7 @@ CudaRuntime::~CudaRuntime() {
   }
   dropExtension();
   if (stream_) api_.cuStreamSynchronize(stream_);
+  dropChecks();
   trimPool();
   for (auto& o : objects_) {
     if (o.module) api_.cuModuleUnload(o.module);
@@ -224,6 +225,9 @@ std::shared_ptr<GpuRuntime> openCudaRuntime(const OpenOptions& options) {
   bindSymbol(lib, name, "cuModuleGetFunction", api.cuModuleGetFunction);
   bindSymbol(lib, name, "cuLaunchKernel", api.cuLaunchKernel);
   bindSymbol(lib, name, "cuGetErrorString", api.cuGetErrorString);
+  api.cuMemHostAlloc = reinterpret_cast<cuMemHostAlloc_t>(dlsym(lib, "cuMemHostAlloc"));
+  api.cuMemFreeHost = reinterpret_cast<cuMemFreeHost_t>(dlsym(lib, "cuMemFreeHost"));
+  api.cuMemcpyHtoDAsync = reinterpret_cast<cuMemcpyHtoDAsync_t>(dlsym(lib, "cuMemcpyHtoDAsync_v2"));
   return std::make_shared<CudaRuntime>(lib, name, api, options);
 }
 

@@ -265,6 +265,12 @@ using hipModuleLaunchKernel_t = hipError_t (*)(hipFunction_t f, unsigned int gri
                                                unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, hipStream_t stream,
                                                void** kernelParams, void** extra);
 using hipGetErrorString_t = const char* (*)(hipError_t error);
+// the weight loader's pinned staging (native/src/loader/staging.cc); bound when present, as the
+// declarations in Debian's libamdhip64-dev hip_runtime_api.h give them
+using hipHostMalloc_t = hipError_t (*)(void** ptr, size_t size, unsigned int flags);
+using hipHostFree_t = hipError_t (*)(void* ptr);
+using hipMemcpyAsync_t = hipError_t (*)(void* dst, const void* src, size_t sizeBytes, hipMemcpyKind kind, hipStream_t stream);
+constexpr unsigned int hipHostMallocDefault = 0x0;
 
 /** the loaded entry points (hip_runtime.cc fills every one, or fails naming the missing symbol) */
 struct HipApi {
@@ -288,6 +294,10 @@ struct HipApi {
   hipModuleGetFunction_t hipModuleGetFunction = nullptr;
   hipModuleLaunchKernel_t hipModuleLaunchKernel = nullptr;
   hipGetErrorString_t hipGetErrorString = nullptr;
+  /** optional (null when the runtime lacks them): the loader then stages in pageable memory with hipMemcpy */
+  hipHostMalloc_t hipHostMalloc = nullptr;
+  hipHostFree_t hipHostFree = nullptr;
+  hipMemcpyAsync_t hipMemcpyAsync = nullptr;
 };
 
 }  // namespace hcsp::gpu::hip

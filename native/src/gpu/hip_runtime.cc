@@ -95,6 +95,7 @@ HipRuntime::~HipRuntime() {
   }
   dropExtension();
   if (stream_) api_.hipStreamSynchronize(stream_);
+  dropChecks();
   trimPool();
   for (auto& o : objects_) {
     if (o.module) api_.hipModuleUnload(o.module);
@@ -224,6 +225,9 @@ std::shared_ptr<GpuRuntime> openHipRuntime(const OpenOptions& options) {
   bindSymbol(lib, name, "hipModuleGetFunction", api.hipModuleGetFunction);
   bindSymbol(lib, name, "hipModuleLaunchKernel", api.hipModuleLaunchKernel);
   bindSymbol(lib, name, "hipGetErrorString", api.hipGetErrorString);
+  api.hipHostMalloc = reinterpret_cast<hipHostMalloc_t>(dlsym(lib, "hipHostMalloc"));
+  api.hipHostFree = reinterpret_cast<hipHostFree_t>(dlsym(lib, "hipHostFree"));
+  api.hipMemcpyAsync = reinterpret_cast<hipMemcpyAsync_t>(dlsym(lib, "hipMemcpyAsync"));
   return std::make_shared<HipRuntime>(lib, name, api, options);
 }
 

@@ -78,6 +78,11 @@ class Memory {
   DeviceCounters counters() const;
   void countLaunch() { launches_.fetch_add(1, std::memory_order_relaxed); }
   void countSync() { syncs_.fetch_add(1, std::memory_order_relaxed); }
+  /** a host -> device copy made outside copyIn (the weight loader's asynchronous copies), counted as copyIn counts */
+  void countCopyIn(size_t bytes) {
+    copiesIn_.fetch_add(1, std::memory_order_relaxed);
+    bytesIn_.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
+  }
 
  protected:
   virtual void* rawAllocate(size_t bytes) = 0;

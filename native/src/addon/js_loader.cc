@@ -1,0 +1,153 @@
+#include "js_loader.h"
+
+#include <cmath>
+
+#include "../host/thread_pool.h"
+#include "../loader/weight_loader.h"
+#include "js_errors.h"
+#include "js_gpu.h"
+#include "js_tensor.h"
+
+namespace hcsp::addon {
+
+namespace {
+
+/** a non-negative integer a double holds exactly */
+uint64_t wholeNumber(double x, const std::string& what) {
+  if (!(x >= 0 && x <= 9007199254740992.0) || x != std::floor(x)) fail(ErrorKind::Attr, "loadWeights: " + what + " must be a non-negative integer");
+  return static_cast<uint64_t>(x);
+}
+
+Shape shapeOf(const Napi::Value& v, const std::string& what) {
+  if (!v.IsArray()) fail(ErrorKind::Shape, "loadWeights: " + what + " shape must be an array");
+  Napi::Array a = v.As<Napi::Array>();
+  Shape s;
+  for (uint32_t i = 0; i < a.Length(); i++) {
+    Napi::Value d = a.Get(i);
+    s.push_back(static_cast<int64_t>(wholeNumber(d.IsNumber() ? d.As<Napi::Number>().DoubleValue() : -1, what + " dimension " + std::to_string(i))));
+  }
+  return s;
+}
+
+class LoadWorker : public Napi::AsyncWorker {
+ public:
+  LoadWorker(Napi::Env env, std::vector<std::string> files, std::vector<loader::LoadRequest> requests, std::shared_ptr<Memory> memory, loader::LoadOptions options)
+      : Napi::AsyncWorker(env),
+        deferred_(Napi::Promise::Deferred::New(env)),
+        files_(std::move(files)),
+        requests_(std::move(requests)),
+        memory_(std::move(memory)),
+        options_(options) {}
+  Napi::Promise promise() { return deferred_.Promise(); }
+
+  void Execute() override {
+    try {
+      result_ = loader::loadWeights(files_, std::move(requests_), memory_, defaultPool(), options_);
+    } catch (const Error& e) {
+      code_ = errorCode(e.kind());
+      SetError(e.what());
+    } catch (const std::bad_alloc&) {
+      code_ = "HCSP_OOM";
+      SetError("loadWeights: host out of memory (the system refused an allocation)");
+    } catch (const std::exception& e) {
+      SetError(e.what());
+    }
+  }
+
+  void OnOK() override {
+    Napi::Env env = Env();
+    auto o = Napi::Object::New(env);
+    auto tensors = Napi::Array::New(env, result_.tensors.size());
+    auto nonFinite = Napi::Array::New(env, result_.nonFinite.size());
+    for (size_t i = 0; i < result_.tensors.size(); i++) {
+      tensors.Set(i, JsTensor::wrap(env, result_.tensors[i]));
+      const auto& parts = result_.nonFinite[i];
+      auto counts = Napi::Float64Array::New(env, parts.size() * 2);
+      for (size_t p = 0; p < parts.size(); p++) {
+        counts[2 * p] = static_cast<double>(parts[p].nan);
+        counts[2 * p + 1] = static_cast<double>(parts[p].inf);
+      }
+      nonFinite.Set(i, counts);
+    }
+    result_.tensors.clear();
+    o.Set("tensors", tensors);
+    o.Set("nonFinite", nonFinite);
+    o.Set("bytesRead", static_cast<double>(result_.bytesRead));
+    o.Set("seconds", result_.seconds);
+    o.Set("lanes", result_.lanes);
+    o.Set("staging", result_.staging);
+    o.Set("ranges", static_cast<double>(result_.ranges));
+    o.Set("chunks", static_cast<double>(result_.chunks));
+    deferred_.Resolve(o);
+  }
+
+  void OnError(const Napi::Error& e) override {
+    e.Set("code", Napi::String::New(Env(), code_));
+    deferred_.Reject(e.Value());
+  }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  std::vector<std::string> files_;
+  std::vector<loader::LoadRequest> requests_;
+  std::shared_ptr<Memory> memory_;
+  loader::LoadOptions options_;
+  loader::LoadResult result_;
+  std::string code_ = "HCSP_RUNTIME";
+};
+
+}  // namespace
+
+Napi::Value loadWeights(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&]() -> Napi::Value {
+    if (!info[0].IsArray() || !info[1].IsArray()) fail(ErrorKind::Attr, "loadWeights: files and requests must be arrays");
+    std::vector<std::string> files;
+    Napi::Array f = info[0].As<Napi::Array>();
+    for (uint32_t i = 0; i < f.Length(); i++) {
+      Napi::Value v = f.Get(i);
+      if (!v.IsString()) fail(ErrorKind::Attr, "loadWeights: file " + std::to_string(i) + " is not a path");
+      files.push_back(v.As<Napi::String>().Utf8Value());
+    }
+    std::vector<loader::LoadRequest> requests;
+    Napi::Array rs = info[1].As<Napi::Array>();
+    for (uint32_t i = 0; i < rs.Length(); i++) {
+      Napi::Value v = rs.Get(i);
+      if (!v.IsObject()) fail(ErrorKind::Attr, "loadWeights: request " + std::to_string(i) + " is not an object");
+      Napi::Object o = v.As<Napi::Object>();
+      loader::LoadRequest r;
+      r.name = o.Get("name").IsString() ? o.Get("name").As<Napi::String>().Utf8Value() : "#" + std::to_string(i);
+      if (!o.Get("dtype").IsString()) fail(ErrorKind::DType, "loadWeights: tensor '" + r.name + "' has no dtype");
+      r.dtype = parseDType(o.Get("dtype").As<Napi::String>().Utf8Value());
+      r.shape = shapeOf(o.Get("shape"), "tensor '" + r.name + "'");
+      Napi::Value parts = o.Get("parts");
+      r.parts = static_cast<uint32_t>(wholeNumber(parts.IsNumber() ? parts.As<Napi::Number>().DoubleValue() : -1, "tensor '" + r.name + "' parts"));
+      Napi::Value ranges = o.Get("ranges");
+      if (!ranges.IsTypedArray() || ranges.As<Napi::TypedArray>().TypedArrayType() != napi_float64_array) {
+        fail(ErrorKind::Attr, "loadWeights: tensor '" + r.name + "' ranges must be a Float64Array");
+      }
+      Napi::Float64Array a = ranges.As<Napi::Float64Array>();
+      if (a.ElementLength() % 4 != 0) fail(ErrorKind::Attr, "loadWeights: tensor '" + r.name + "' ranges must hold 4 numbers per range");
+      for (size_t k = 0; k < a.ElementLength(); k += 4) {
+        const std::string what = "tensor '" + r.name + "' range " + std::to_string(k / 4);
+        r.ranges.push_back(loader::FileRange{static_cast<uint32_t>(wholeNumber(a[k], what + " file")), wholeNumber(a[k + 1], what + " offset"),
+                                             wholeNumber(a[k + 2], what + " bytes"), static_cast<uint32_t>(wholeNumber(a[k + 3], what + " part"))});
+      }
+      requests.push_back(std::move(r));
+    }
+    auto gpu = JsGpu::unwrapOptional(info[2]);
+    std::shared_ptr<Memory> memory = gpu ? std::shared_ptr<Memory>(gpu) : hostMemory();
+    loader::LoadOptions options;
+    if (info[3].IsObject()) {
+      Napi::Object o = info[3].As<Napi::Object>();
+      if (o.Get("chunkBytes").IsNumber()) options.chunkBytes = wholeNumber(o.Get("chunkBytes").As<Napi::Number>().DoubleValue(), "chunkBytes");
+      if (o.Get("lanes").IsNumber()) options.lanes = static_cast<int>(wholeNumber(o.Get("lanes").As<Napi::Number>().DoubleValue(), "lanes"));
+    }
+    auto* w = new LoadWorker(env, std::move(files), std::move(requests), std::move(memory), options);
+    auto p = w->promise();
+    w->Queue();
+    return p;
+  });
+}
+
+}  // namespace hcsp::addon
