@@ -301,6 +301,8 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
       vendorGemmFallbacks: vendorGemmOf(backend)?.fallbacks ?? null,
       // checkpoint bytes this process read (--comm mpi|nccl: per rank in world)
       weightBytesRead: checkpoint ? checkpoint.bytesRead() : null,
+      // this process's weights placed on its device when the session opened: seconds, GB/s, how many by a native loader
+      weightLoad: result.stats.engine?.weightLoad ?? result.enginePerRank?.[0]?.weightLoad ?? null,
     };
     if (opts.json) return `${JSON.stringify(summary)}\n`;
     const lines = [
