@@ -4,7 +4,7 @@
 import { spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bytesPerElement, getOpDef, numel, type Backend } from '@hcsp/core';
+import { bytesPerElement, getOpDef, numel, type Backend, type Graph } from '@hcsp/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bytesOf, ENGINE_CASES, prefillOf, referenceOutputs, repeatedRuns } from '../../../test/support/engineRuns.ts';
 import { loadNativeAddon, type GpuDevice } from './nativeAddon.ts';
@@ -12,6 +12,30 @@ import { createRocmBackend, type RocmBackend } from './rocmBackend.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../../..');
 const POISON_CHILD = join(ROOT, 'test/support/poisonedRunChild.ts');
+
+/**
+ * The slots a run's device checks take on a GPU device (native/src/gpu/device_checks.h), each
+ * read back once, 8 bytes: embed 1; qsaSelect 1 when it scores (rows before the last token,
+ * blocks to score); attnCausalQsa 2 (the bad entry's index and value) when it has rows.
+ */
+function deviceCheckSlots(g: Graph): number {
+  let slots = 0;
+  for (const n of g.nodes) {
+    const rows = (port: number): number => g.values[n.inputs[port]!].shape[0];
+    if (n.op === 'embed' && rows(0) > 0) slots += 1;
+    if (n.op === 'qsaSelect') {
+      const { r0, tokens, compressRatio } = n.attrs as { r0: number; tokens: number; compressRatio: number };
+      if (Math.min(rows(0), tokens - r0) > 0 && Math.floor(tokens / compressRatio) > 0) slots += 1;
+    }
+    if (n.op === 'attnCausalQsa' && rows(0) > 0) slots += 2;
+  }
+  return slots;
+}
+
+/** the routing ids each moeExperts node reads back on a GPU device to lay out its rows per expert (until a grouped GEMM does that on the device) */
+function moeLayoutBytes(g: Graph): number {
+  return g.nodes.filter((n) => n.op === 'moeExperts').reduce((s, n) => s + numel(g.values[n.inputs[1]!].shape) * 4, 0);
+}
 
 describe.each(['host', 'emulated'] as const)('the engine on the %s device', (device) => {
   let backend: RocmBackend;
@@ -34,9 +58,18 @@ describe.each(['host', 'emulated'] as const)('the engine on the %s device', (dev
       const d = second.engine.device!;
       expect(d.deviceAllocations).toBe(0);
       expect(d.deviceFrees).toBe(0);
-      // the zeros the math needs: the host MoE's routed accumulator (a token no local expert serves adds nothing)
+      // the zeros the math needs: the host MoE's routed accumulator (a token no local expert
+      // serves adds nothing), and the padding rows a shard or pad adds past T
       const moeNodes = p.graph.nodes.filter((n) => n.op === 'moeExperts').length;
-      expect(d.memsets).toBe(device === 'host' ? moeNodes : 0);
+      const rowsOf = (id: string | null): number => p.graph.values[id!].shape[0];
+      const padded = p.graph.nodes.filter((n) => {
+        if (n.op === 'pad') return rowsOf(n.outputs[0]) > rowsOf(n.inputs[0]);
+        if (n.op !== 'shard') return false;
+        const [rows, chunk, rank] = [rowsOf(n.inputs[0]), rowsOf(n.outputs[0]), n.attrs.rank as number];
+        return Math.min((rank + 1) * chunk, rows) - Math.min(rank * chunk, rows) < chunk;
+      }).length;
+      if (c.options.tokens % c.options.tp !== 0) expect(padded).toBeGreaterThan(0);
+      expect(d.memsets).toBe((device === 'host' ? moeNodes : 0) + padded);
       const bytes = (ids: Iterable<string>): number => [...ids].reduce((s, id) => s + numel(p.graph.values[id].shape) * bytesPerElement(p.graph.values[id].dtype), 0);
       const t = second.engine.transfers;
       expect(t.inputBytes).toBe(bytes(p.graph.inputs));
@@ -53,6 +86,12 @@ describe.each(['host', 'emulated'] as const)('the engine on the %s device', (dev
         expect(d.hostSyncs).toBeLessThanOrEqual(1 + hostOps.length);
       } else {
         expect(d.bytesToDevice).toBeGreaterThanOrEqual(t.inputBytes + t.stagingToDeviceBytes);
+        // no host round trip inside an op (issue 20 item 3): one wait at the end and at most one
+        // per host op; the device checks' verdict is read at those waits
+        expect(d.hostSyncs).toBeGreaterThanOrEqual(1);
+        expect(d.hostSyncs).toBeLessThanOrEqual(1 + hostOps.length);
+        // what comes back: the outputs, the host ops' inputs, each check slot once and the MoE layout's routing ids
+        expect(d.bytesFromDevice).toBe(t.outputBytes + t.stagingFromDeviceBytes + 8 * deviceCheckSlots(p.graph) + moeLayoutBytes(p.graph));
       }
       expect(d.kernelLaunches).toBeGreaterThanOrEqual(p.graph.nodes.length - hostOps.length - p.graph.nodes.filter((n) => n.rank === null).length);
       expect(second.engine.memoryPlan.blocks).toBeGreaterThan(0);

@@ -169,9 +169,11 @@ Outputs shard(const Inputs& in, const GpuContext& g) {
   const int64_t rows = a.rows, c = a.chunk, rk = a.rank;
   const int64_t rowBytes = ops::rowLength(x) * static_cast<int64_t>(dtypeBytes(x.dtype()));
   TensorPtr y = g.alloc(x.dtype(), ops::withRows(x, c));
-  // rows at or past T stay zero (the allocation is zero-filled)
   const int64_t first = std::min(rk * c, rows), last = std::min((rk + 1) * c, rows);
-  copyDevice(g, y->raw(), x.data<uint8_t>() + first * rowBytes, (last - first) * rowBytes);
+  const int64_t real = std::max<int64_t>(0, last - first) * rowBytes;
+  copyDevice(g, y->raw(), x.data<uint8_t>() + first * rowBytes, real);
+  // rows at or past T are zeros: the math's, the only bytes zeroed (the runtime's memset, ordered with the stream)
+  if (static_cast<int64_t>(y->bytes()) > real) g.rt.fillZero(y->data<uint8_t>() + real, y->bytes() - static_cast<size_t>(real));
   return {y};
 }
 
@@ -181,6 +183,8 @@ Outputs pad(const Inputs& in, const GpuContext& g) {
   const Tensor& x = a.x;
   TensorPtr y = g.alloc(x.dtype(), ops::withRows(x, a.rows));
   copyDevice(g, y->raw(), x.raw(), static_cast<int64_t>(x.bytes()));
+  // the padding rows are zeros: the math's, the only bytes zeroed
+  if (y->bytes() > x.bytes()) g.rt.fillZero(y->data<uint8_t>() + x.bytes(), y->bytes() - x.bytes());
   return {y};
 }
 

@@ -102,7 +102,10 @@ Outputs shard(const Inputs& in, const KernelContext& ctx) {
   TensorPtr y = makeTensor(x.dtype(), ops::withRows(x, c));
   // rank*chunk <= (tp-1)*chunk < chunk*tp: in range once chunk*tp rows are allocatable
   const int64_t first = std::min(rk * c, rows), last = std::min((rk + 1) * c, rows);
-  if (last > first) std::memcpy(y->raw(), static_cast<const uint8_t*>(x.raw()) + first * rowLen * es, (last - first) * rowLen * es);
+  const size_t real = static_cast<size_t>(std::max<int64_t>(0, last - first) * rowLen) * es;
+  if (real) std::memcpy(y->raw(), static_cast<const uint8_t*>(x.raw()) + first * rowLen * es, real);
+  // the padding rows (past T) are zeros: the math's, the only bytes zeroed
+  if (y->bytes() > real) y->memory().fillZero(static_cast<uint8_t*>(y->raw()) + real, y->bytes() - real);
   return {y};
 }
 
@@ -112,6 +115,8 @@ Outputs pad(const Inputs& in, const KernelContext& ctx) {
   const Tensor& x = a.x;
   TensorPtr y = makeTensor(x.dtype(), ops::withRows(x, a.rows));
   if (x.bytes()) std::memcpy(y->raw(), x.raw(), x.bytes());
+  // the padding rows are zeros: the math's, the only bytes zeroed
+  if (y->bytes() > x.bytes()) y->memory().fillZero(static_cast<uint8_t*>(y->raw()) + x.bytes(), y->bytes() - x.bytes());
   return {y};
 }
 

@@ -1,7 +1,7 @@
-import type { DeviceCounters, EngineStats, PreparedGraph, RunOptions, RunResult } from '../backend/backend.ts';
+import type { DeviceCounters, EngineStats, PreparedGraph, RunOptions, RunResult, WeightLoadStats } from '../backend/backend.ts';
 import type { Communicator } from '../collectives/communicator.ts';
 import { cpuKernel } from '../reference/kernels/index.ts';
-import { shapeStr, type Tensor } from '../tensor/tensor.ts';
+import { bytesPerElement, numel, shapeStr, type Tensor } from '../tensor/tensor.ts';
 import type { DeviceOps } from './deviceOps.ts';
 import type { Graph, GraphNode, ValueDecl, ValueId } from './graph.ts';
 import { getOpDef } from './ops/registry.ts';
@@ -80,6 +80,7 @@ export class GraphSession<H> implements PreparedGraph {
   private waitSeconds = 0;
   private hostOpSeconds = 0;
   private prepareSeconds = 0;
+  private weightLoad: WeightLoadStats | undefined;
   private readonly plan: MemoryPlan;
   private transfers: EngineStats['transfers'] = { inputBytes: 0, outputBytes: 0, stagingToDeviceBytes: 0, stagingFromDeviceBytes: 0 };
 
@@ -101,7 +102,20 @@ export class GraphSession<H> implements PreparedGraph {
           this.waitSeconds += (performance.now() - t) / 1000;
         }
       };
-    this.device = { ...device, download: waited(device.download.bind(device)), sync: device.sync && waited(device.sync.bind(device)) };
+    // every member bound to the device: a backend's DeviceOps may be a class instance (its methods on the prototype)
+    this.device = {
+      upload: device.upload.bind(device),
+      runNode: device.runNode.bind(device),
+      runCollective: device.runCollective.bind(device),
+      download: waited(device.download.bind(device)),
+      free: device.free.bind(device),
+      sync: device.sync && waited(device.sync.bind(device)),
+      syncEveryNodes: device.syncEveryNodes,
+      prepared: device.prepared?.bind(device),
+      reserve: device.reserve?.bind(device),
+      trim: device.trim?.bind(device),
+      counters: device.counters?.bind(device),
+    };
   }
 
   /** Checks the graph, uploads every weight its nodes read, reserves the run's memory plan, and returns the ready session. */
@@ -110,12 +124,21 @@ export class GraphSession<H> implements PreparedGraph {
     const s = new GraphSession(graph, device, loadWeight, options);
     s.checkGraph();
     try {
-      for (const id of s.weightIds()) {
+      const loadStart = performance.now();
+      const ids = s.weightIds();
+      // the device's own loader first (DeviceOps.loadWeights), then one by one what it left
+      const placed = (await device.loadWeights?.(ids.map((id) => graph.values[id]))) ?? new Map<ValueId, H>();
+      for (const [id, h] of placed) s.weights.set(id, h);
+      for (const id of ids) {
+        if (s.weights.has(id)) continue;
         const decl = graph.values[id];
         const t = await loadWeight(decl);
         checkDecl(`${options.backend}: weight '${decl.weight?.name ?? id}'`, t, decl);
         s.weights.set(id, await device.upload(decl, t));
       }
+      const seconds = (performance.now() - loadStart) / 1000;
+      const bytes = ids.reduce((n, id) => n + numel(graph.values[id].shape) * bytesPerElement(graph.values[id].dtype), 0);
+      s.weightLoad = { seconds, bytes, gbPerSecond: seconds > 0 ? bytes / seconds / 1e9 : 0, tensors: ids.length, native: placed.size, js: ids.length - placed.size };
       await device.prepared?.(graph, s.weights);
       await device.reserve?.(s.plan);
     } catch (e) {
@@ -243,6 +266,7 @@ export class GraphSession<H> implements PreparedGraph {
         transfers: this.transfers,
         device: countersBefore && after ? countersDelta(countersBefore, after) : null,
         memoryPlan: { poolBytes: this.plan.poolBytes, peakBytes: this.plan.peakBytes, blocks: this.plan.blocks.length },
+        ...(this.weightLoad ? { weightLoad: this.weightLoad } : {}),
       };
       return { values, stats: { ...counter.stats(seconds), engine } };
     } finally {
