@@ -62,7 +62,9 @@ describe('hcsp prefill', () => {
       [['--sp', 'maybe'], /--sp must be one of auto\|on\|off, got 'maybe'/],
     ];
     for (const [args, message] of cases) {
-      const r = spawnSync(process.execPath, ['--import', 'tsx', 'packages/cli/src/main.ts', 'prefill', '--config', 'tiny', '--tokens', '8', ...args], { encoding: 'utf8' });
+      // the defaults for the flags a case does not set (a value option given twice is refused)
+      const defaults = [['--config', 'tiny'], ['--tokens', '8']].filter(([flag]) => !args.includes(flag)).flat();
+      const r = spawnSync(process.execPath, ['--import', 'tsx', 'packages/cli/src/main.ts', 'prefill', ...defaults, ...args], { encoding: 'utf8' });
       expect(r.status).not.toBe(0);
       expect(r.stdout).toBe('');
       expect(r.stderr.trim().split('\n')).toHaveLength(1);
