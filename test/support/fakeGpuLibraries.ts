@@ -7,9 +7,10 @@
 // FAKE_COUNT_ERROR, FAKE_INIT_ERROR, FAKE_GCN_ARCH, FAKE_GPU_MEMORY (allocations above it fail as
 // out of memory), FAKE_GPU_FREE and FAKE_GPU_TOTAL (the bytes hipMemGetInfo / cuMemGetInfo_v2
 // report; default all of 192 GiB for hip, 141 GiB for cuda), FAKE_MEMSET_ERROR, FAKE_SYNC_ERROR,
-// FAKE_LAUNCH_ERROR. The runtimes keep the device current per thread (hipGetDevice,
-// cuCtxGetCurrent) and export fakeLastStream(), the stream they created last, for a fake
-// collective library to check what it is handed.
+// FAKE_LAUNCH_ERROR; compiled with -DFAKE_NO_PINNED, they lack the pinned-memory and
+// asynchronous-copy entry points (hipHostMalloc, cuMemHostAlloc, ...). The runtimes keep the
+// device current per thread (hipGetDevice, cuCtxGetCurrent) and export fakeLastStream(), the
+// stream they created last, for a fake collective library to check what it is handed.
 
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -149,6 +150,12 @@ int hipGetDevicePropertiesR0600(void* p, int dev) {
 int hipMalloc(void** p, size_t n) { if (tooBig(n)) return 2; *p = calloc(1, n); note("hipMalloc %zu", n); return *p ? 0 : 2; }
 int hipFree(void* p) { free(p); note("hipFree"); return 0; }
 int hipMemcpy(void* d, const void* s, size_t n, int kind) { memcpy(d, s, n); note("hipMemcpy %zu kind=%d", n, kind); return 0; }
+/* pinned host memory and asynchronous copies (the weight loader's staging); left out with -DFAKE_NO_PINNED */
+#ifndef FAKE_NO_PINNED
+int hipHostMalloc(void** p, size_t n, unsigned flags) { *p = malloc(n); note("hipHostMalloc %zu flags=%u", n, flags); return *p ? 0 : 2; }
+int hipHostFree(void* p) { free(p); note("hipHostFree"); return 0; }
+int hipMemcpyAsync(void* d, const void* s, size_t n, int kind, void* stream) { memcpy(d, s, n); note("hipMemcpyAsync %zu kind=%d stream=%p", n, kind, stream); return 0; }
+#endif
 int hipMemset(void* d, int v, size_t n) { memset(d, v, n); note("hipMemset %zu", n); return envInt("FAKE_MEMSET_ERROR", 0); }
 int hipMemGetInfo(size_t* f, size_t* t) {
   *t = envBytes("FAKE_GPU_TOTAL", (size_t)192 << 30);
@@ -219,6 +226,11 @@ int cuMemAlloc_v2(dptr* p, size_t n) {
 int cuMemFree_v2(dptr p) { free((void*)(uintptr_t)p); note("cuMemFree"); return 0; }
 int cuMemcpyHtoD_v2(dptr d, const void* s, size_t n) { memcpy((void*)(uintptr_t)d, s, n); return 0; }
 int cuMemcpyDtoH_v2(void* d, dptr s, size_t n) { memcpy(d, (const void*)(uintptr_t)s, n); return 0; }
+#ifndef FAKE_NO_PINNED
+int cuMemHostAlloc(void** p, size_t n, unsigned flags) { *p = malloc(n); note("cuMemHostAlloc %zu flags=%u", n, flags); return *p ? 0 : 2; }
+int cuMemFreeHost(void* p) { free(p); note("cuMemFreeHost"); return 0; }
+int cuMemcpyHtoDAsync_v2(dptr d, const void* s, size_t n, void* stream) { memcpy((void*)(uintptr_t)d, s, n); note("cuMemcpyHtoDAsync %zu stream=%p", n, stream); return 0; }
+#endif
 int cuMemsetD8_v2(dptr d, unsigned char v, size_t n) { memset((void*)(uintptr_t)d, v, n); return envInt("FAKE_MEMSET_ERROR", 0); }
 int cuStreamCreate(void** s, unsigned flags) { *s = malloc(8); lastStream = *s; note("cuStreamCreate %p flags=%u", *s, flags); return 0; }
 int cuStreamDestroy_v2(void* s) { free(s); note("cuStreamDestroy"); return 0; }

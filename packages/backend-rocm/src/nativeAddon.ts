@@ -74,6 +74,33 @@ export interface VendorGemmStats {
   fallbacks: GemmFallback[];
 }
 
+/** one weight for the native loader: its bytes are `ranges`' bytes of the files, in order */
+export interface WeightLoadRequest {
+  /** for errors */
+  name: string;
+  dtype: string;
+  shape: readonly number[];
+  /** four numbers per range: file index, byte offset, bytes, part (the source read it belongs to) */
+  ranges: Float64Array;
+  /** parts (NaN/Inf are counted per part) */
+  parts: number;
+}
+
+export interface WeightLoadResult {
+  tensors: NativeTensor[];
+  /** per request: NaN and Inf counts of each part, [nan0, inf0, nan1, inf1, ...] */
+  nonFinite: Float64Array[];
+  bytesRead: number;
+  seconds: number;
+  /** reading threads used */
+  lanes: number;
+  /** 'none' (the host device: reads land in its tensors), 'pinned' or 'pageable' staging buffers */
+  staging: 'none' | 'pinned' | 'pageable';
+  /** ranges after adjacent ones were merged, and chunks read */
+  ranges: number;
+  chunks: number;
+}
+
 /** The addon's surface (native/src/addon/addon.cc). */
 export interface NativeAddon {
   /** onto the host device, or `gpu`'s memory */
@@ -130,6 +157,12 @@ export interface NativeAddon {
   info(): { isa: string; threads: number; napiVersion: number };
   blas(): { path: string; coretype: string };
   gpuRuntime(kind: 'hip' | 'cuda'): GpuRuntimeProbe;
+  /**
+   * Reads a batch of weights from checkpoint files (native/src/loader): positioned reads on the
+   * addon's threads, NaN/Inf counted, copies to `gpu` (or the host device) overlapping the reads,
+   * off the JavaScript thread. An error names the file and the tensor and leaves nothing allocated.
+   */
+  loadWeights(files: readonly string[], requests: readonly WeightLoadRequest[], gpu: GpuDevice | null, options?: { chunkBytes?: number; lanes?: number }): Promise<WeightLoadResult>;
   /** std::_Exit(code): ends the process at once, without exit handlers (a job with a lost peer) */
   exitNow(code: number): never;
 }

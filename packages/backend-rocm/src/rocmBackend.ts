@@ -15,6 +15,7 @@ import { NcclCommunicator } from './comm/ncclCommunicator.ts';
 import { checkDeviceMemory, estimateDeviceMemory } from './deviceMemoryGuard.ts';
 import { gpuMasks, selectGpu, type GpuSelection } from './gpuSelection.ts';
 import { nativeDeviceOps } from './nativeDevice.ts';
+import { nativeWeightLoads, weightLoaderMode } from './nativeWeightLoader.ts';
 import { loadNativeAddon, type GemmMode, type GpuDevice, type GpuRuntimeProbe, type NativeAddon, type NativeTensor } from './nativeAddon.ts';
 import { GpuRuntimeUnavailableError, native, typedNativeError } from './nativeErrors.ts';
 
@@ -168,6 +169,7 @@ export async function createRocmBackend(options: RocmBackendOptions = {}): Promi
   if (options.memoryLimitBytes !== undefined && !(Number.isInteger(options.memoryLimitBytes) && options.memoryLimitBytes >= 0)) {
     throw new Error(`rocm backend: memoryLimitBytes must be an integer >= 0, got ${options.memoryLimitBytes}`);
   }
+  const loaderMode = weightLoaderMode();
   const addon = loadNativeAddon();
   const autoNotes: string[] = [];
   let device: RocmDevice = 'host';
@@ -235,7 +237,9 @@ export async function createRocmBackend(options: RocmBackendOptions = {}): Promi
     describe: () => `rocm on ${where}, ${gemmText}${picked}`,
     prepare: async (graph: Graph, weights: WeightSource, session: Partial<SessionOptions> = {}): Promise<PreparedGraph> => {
       await guardDevice(graph, session);
-      return GraphSession.open(graph, ops, (decl, rows) => resolveWeightRows(weights, decl.weight!, rows), { backend: 'rocm', ...session });
+      // checkpoint weights stored as the graph reads them: one batch through the native loader
+      const loadWeights = nativeWeightLoads(addon, gpu, weights, loaderMode);
+      return GraphSession.open(graph, loadWeights ? { ...ops, loadWeights } : ops, (decl, rows) => resolveWeightRows(weights, decl.weight!, rows), { backend: 'rocm', ...session });
     },
     dispose: async () => {
       if (limitBefore !== null) memory.setMemoryLimit(limitBefore);

@@ -1,6 +1,6 @@
 // NaN and Inf in tensors read from files (inputs, checkpoint weights): counted, so the CLI
 // can warn (or refuse, with --reject-nonfinite) instead of letting them pass silently.
-import type { Tensor, WeightInfo, WeightSlice, WeightSource } from '@hcsp/core';
+import type { PlannedReadFindings, Tensor, WeightFilePlan, WeightInfo, WeightSlice, WeightSource } from '@hcsp/core';
 
 export interface NonFiniteCount {
   nan: number;
@@ -62,12 +62,25 @@ export class NonFiniteWatch implements WeightSource {
 
   async read(name: string, slice?: WeightSlice): Promise<Tensor> {
     const t = await this.inner.read(name, slice);
-    const count = countNonFinite(t);
-    if (count.nan + count.inf > 0) {
-      if (this.reject) throw new Error(`${this.label}: ${describeNonFinite(name, count)}${slice ? ' (in the slice one rank reads)' : ''}; refused by --reject-nonfinite`);
-      this.bySlice.set(`${name}\0${JSON.stringify(slice ?? null)}`, { name, count });
-    }
+    this.check(name, slice, countNonFinite(t));
     return t;
+  }
+
+  /** the inner source's plan: a native loader reads the bytes and reports what it counted (plannedRead) */
+  filePlan(name: string, slice?: WeightSlice): WeightFilePlan | null {
+    return this.inner.filePlan?.(name, slice) ?? null;
+  }
+
+  /** a loader's own read of filePlan(name, slice), with the NaN/Inf it counted: checked as read() checks */
+  plannedRead(name: string, slice: WeightSlice | undefined, found: PlannedReadFindings): void {
+    this.check(name, slice, { nan: found.nan, inf: found.inf });
+    this.inner.plannedRead?.(name, slice, found);
+  }
+
+  private check(name: string, slice: WeightSlice | undefined, count: NonFiniteCount): void {
+    if (count.nan + count.inf === 0) return;
+    if (this.reject) throw new Error(`${this.label}: ${describeNonFinite(name, count)}${slice ? ' (in the slice one rank reads)' : ''}; refused by --reject-nonfinite`);
+    this.bySlice.set(`${name}\0${JSON.stringify(slice ?? null)}`, { name, count });
   }
 
   /** Names holding NaN/Inf, with their counts, in the order first read. */

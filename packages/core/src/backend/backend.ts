@@ -39,6 +39,22 @@ export interface EngineStats {
   device: DeviceCounters | null;
   /** what the session reserved for the run's values (graph/memoryPlan.ts) */
   memoryPlan: { poolBytes: number; peakBytes: number; blocks: number };
+  /** the session's weights placed on the device at open (absent: a device that does not say) */
+  weightLoad?: WeightLoadStats;
+}
+
+/**
+ * Weights placed on the device when a session opened: `bytes` of tensors in `seconds` (reads,
+ * checks and copies); `native` of the `tensors` by the device's own loader (DeviceOps.loadWeights),
+ * `js` read in JavaScript and uploaded one by one.
+ */
+export interface WeightLoadStats {
+  seconds: number;
+  bytes: number;
+  gbPerSecond: number;
+  tensors: number;
+  native: number;
+  js: number;
 }
 
 export interface RunStats {

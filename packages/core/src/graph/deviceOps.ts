@@ -12,6 +12,12 @@ import type { MemoryPlan } from './memoryPlan.ts';
 export interface DeviceOps<H> {
   /** a host tensor (graph input, weight slice, host-op output) onto the device */
   upload(decl: ValueDecl, t: Tensor): Promise<H>;
+  /**
+   * At open, before any weight is read: places those of these weights the device can load by
+   * itself (a native loader reading the checkpoint's files) and returns their handles; every
+   * other weight is read and uploaded one by one. On an error it leaves nothing allocated.
+   */
+  loadWeights?(decls: readonly ValueDecl[]): Promise<Map<ValueId, H>>;
   /** one rank's node: its input handles and declarations, and its outputs' declarations (null = absent port) */
   runNode(node: GraphNode, inputs: (H | null)[], inputDecls: (ValueDecl | null)[], outputs: (ValueDecl | null)[]): Promise<(H | null)[]>;
   /** a collective over every rank at once, in lockstep: inputs[rank][port] -> outputs[rank][port] */

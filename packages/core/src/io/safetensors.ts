@@ -292,7 +292,24 @@ export class SafetensorsReader {
    * run; a column slice one run per row), so a rank reads only its own bytes.
    */
   readSlice(name: string, slice: AxisSlice): Tensor {
+    const { dtype, shape, runs } = this.runs(name, slice);
+    const data = allocData(dtype, numel(shape));
+    const out = bytesOf(data);
+    let o = 0;
+    for (const r of runs) {
+      this.readBytes(r.offset, out.subarray(o, o + r.bytes));
+      o += r.bytes;
+    }
+    return { dtype, shape, data };
+  }
+
+  /**
+   * The file byte runs (absolute offsets) read(name) or readSlice(name, slice) reads, in
+   * order: a native loader reads the same bytes itself.
+   */
+  runs(name: string, slice?: AxisSlice): { dtype: DType; shape: number[]; runs: { offset: number; bytes: number }[] } {
     const { e, dtype } = this.loadable(name);
+    if (!slice) return { dtype, shape: [...e.shape], runs: [{ offset: this.header.dataStart + e.begin, bytes: e.end - e.begin }] };
     checkAxisSlice(e.shape, slice, `${this.label}: tensor '${name}'`);
     const item = safetensorsItemBytes(e.dtype);
     const dim = e.shape[slice.axis];
@@ -300,17 +317,13 @@ export class SafetensorsReader {
     const inner = numel(e.shape.slice(slice.axis + 1));
     const shape = [...e.shape];
     shape[slice.axis] = slice.ranges.reduce((acc, [a, b]) => acc + b - a, 0);
-    const data = allocData(dtype, numel(shape));
-    const out = bytesOf(data);
-    let o = 0;
+    const runs: { offset: number; bytes: number }[] = [];
     for (let i = 0; i < outer; i++) {
       for (const [a, b] of slice.ranges) {
-        const len = (b - a) * inner * item;
-        this.readBytes(this.header.dataStart + e.begin + (i * dim + a) * inner * item, out.subarray(o, o + len));
-        o += len;
+        runs.push({ offset: this.header.dataStart + e.begin + (i * dim + a) * inner * item, bytes: (b - a) * inner * item });
       }
     }
-    return { dtype, shape, data };
+    return { dtype, shape, runs };
   }
 
   /** An I64 tensor (token ids in a golden dump) as i32: a value outside int32 is an error naming it. */

@@ -1,18 +1,21 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, realpathSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readSync, realpathSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { hfTextConfigJson } from '../config/hfConfig.ts';
 import { SMALL, TINY } from '../config/presets.ts';
-import type { WeightRef } from '../graph/graph.ts';
+import type { WeightRef, WeightSlice } from '../graph/graph.ts';
 import { safetensorsItemBytes, type SafetensorsDtype } from '../io/safetensors.ts';
 import { writeSafetensorsFile } from '../io/safetensorsFile.ts';
 import { moeRankWeights } from '../layers/moe/moeWeights.ts';
 import { pleBuffers } from '../layers/ple/pleWeights.ts';
 import { numel, type Tensor } from '../tensor/tensor.ts';
 import { openCheckpoint, unusedTensorsWarning } from './hfCheckpoint.ts';
-import { resolveWeight } from './resolveWeight.ts';
+import { planWeightRead, resolveWeight } from './resolveWeight.ts';
+import { SafetensorsWeightSource } from './safetensorsWeights.ts';
+import { SyntheticWeightSource } from './syntheticWeights.ts';
+import type { FileRun } from './weightSource.ts';
 import type { WeightSpec } from './weightSpec.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'hcsp-hfckpt-'));
@@ -465,5 +468,98 @@ describe('openCheckpoint: memory', () => {
     expect(t.data.length).toBe((8 * 800 * 2048));
     expect(grown).toBeLessThan(data / 3);
     c.source.close();
+  });
+});
+
+describe('filePlan: a plain read as file byte runs, for a native loader', () => {
+  /** the runs' bytes, concatenated */
+  function readRuns(runs: readonly FileRun[]): Uint8Array {
+    const out = new Uint8Array(runs.reduce((n, r) => n + r.bytes, 0));
+    let at = 0;
+    for (const r of runs) {
+      const fd = openSync(r.file, 'r');
+      try {
+        expect(readSync(fd, out, at, r.bytes, r.offset)).toBe(r.bytes);
+      } finally {
+        closeSync(fd);
+      }
+      at += r.bytes;
+    }
+    return out;
+  }
+
+  it('per-expert tensors served stacked: every slice, and every rank of tp 4, as runs holding its bytes', async () => {
+    const d = folder();
+    perExpertFile(join(d, 'model.safetensors'), true);
+    const s = openCheckpoint(d, TINY, { specs: STACKED }).source;
+    const cases: [string, WeightSlice | undefined][] = [
+      [`${P}.gate_up_proj`, undefined],
+      [`${P}.gate_up_proj`, { axis: 0, ranges: [[2, 4]] }],
+      [`${P}.gate_up_proj`, { axis: 1, ranges: [[8, 24]] }],
+      [`${P}.down_proj`, { axis: 2, ranges: [[4, 6]] }],
+      [`${P}.down_proj`, { axis: 1, ranges: [[0, 3], [10, 12]] }],
+    ];
+    for (const [name, slice] of cases) {
+      const plan = s.filePlan(name, slice)!;
+      const t = await s.read(name, slice);
+      expect([plan.dtype, plan.shape]).toEqual([t.dtype, t.shape]);
+      expect(readRuns(plan.runs)).toEqual(bytes(t.data));
+    }
+    for (let rank = 0; rank < 4; rank++) {
+      for (const ref of [moeRankWeights(TINY, 0, rank, 4).expertsGateUp, moeRankWeights(TINY, 0, rank, 4).expertsDown]) {
+        const plan = planWeightRead(s, ref)!;
+        const t = await resolveWeight(s, ref);
+        expect(plan.shape).toEqual(t.shape);
+        expect(readRuns(plan.reads.flatMap((r) => r.runs))).toEqual(bytes(t.data));
+      }
+    }
+    // a slice outside the tensor is the read's own error
+    expect(() => s.filePlan(`${P}.down_proj`, { axis: 1, ranges: [[0, H + 1]] })).toThrow(/slice range \[0, 33\) is outside axis 1/);
+    s.close();
+  });
+
+  it('concatenated refs: row slices across the parts, column slices of each, reshaped; one read per part', async () => {
+    const d = folder();
+    const file = join(d, 'cat.safetensors');
+    writeRaw(file, [bf16Raw('x', [3, 4], (i) => 100 + i), bf16Raw('y', [5, 4], (i) => 200 + i)]);
+    const s = SafetensorsWeightSource.open(file);
+    const refs: WeightRef[] = [
+      { name: 'xy', concat: ['x', 'y'] },
+      { name: 'xy', concat: ['x', 'y'], slice: { axis: 0, ranges: [[1, 2], [2, 7]] } },
+      { name: 'xy', concat: ['x', 'y'], slice: { axis: 1, ranges: [[1, 3]] } },
+      { name: 'xy', concat: ['x', 'y'], reshape: [2, 16] },
+      { name: 'x', slice: { axis: 1, ranges: [[0, 1], [3, 4]] } },
+    ];
+    for (const ref of refs) {
+      const plan = planWeightRead(s, ref)!;
+      const t = await resolveWeight(s, ref);
+      expect([plan.dtype, plan.shape]).toEqual([t.dtype, t.shape]);
+      expect(readRuns(plan.reads.flatMap((r) => r.runs))).toEqual(bytes(t.data));
+    }
+    // rows 1..7 of [x; y]: x's rows 1..3 (two ranges), then y's rows 0..5
+    expect(planWeightRead(s, refs[1])!.reads.map((r) => [r.name, r.slice])).toEqual([
+      ['x', { axis: 0, ranges: [[1, 2]] }],
+      ['x', { axis: 0, ranges: [[2, 3]] }],
+      ['y', { axis: 0, ranges: [[0, 4]] }],
+    ]);
+    s.close();
+  });
+
+  it('no plan where the read converts (FP8, fp32 read as bf16) or no file backs it', async () => {
+    const d = folder();
+    writeRaw(join(d, 'model.safetensors'), [
+      { name: 'q.weight', dtype: 'F8_E4M3', shape: [2, 2], bytes: Uint8Array.of(0x38, 0x38, 0x38, 0x38) },
+      f32Raw('q.weight_scale_inv', [1, 1], [1]),
+      f32Raw('n.weight', [2], [1, 2]),
+      bf16Raw('b.weight', [2], () => 0x3f80),
+    ]);
+    const specs = [spec('q.weight', [2, 2]), spec('n.weight', [2]), spec('b.weight', [2])];
+    const s = openCheckpoint(d, TINY, { specs }).source;
+    expect(s.filePlan('q.weight')).toBeNull();
+    expect(s.filePlan('n.weight')).toBeNull();
+    expect(s.filePlan('b.weight')!.runs).toHaveLength(1);
+    expect(planWeightRead(s, { name: 'qb', concat: ['b.weight', 'n.weight'] })).toBeNull();
+    expect(planWeightRead(new SyntheticWeightSource(specs, 0), { name: 'b.weight' })).toBeNull();
+    s.close();
   });
 });

@@ -35,7 +35,7 @@ import { checkAxisSlice } from '../tensor/axisSlice.ts';
 import { numel, sameShape, shapeStr, type DType, type Tensor } from '../tensor/tensor.ts';
 import { modelWeightSpecs } from './modelWeights.ts';
 import { SafetensorsWeightSource } from './safetensorsWeights.ts';
-import type { WeightInfo, WeightSource } from './weightSource.ts';
+import type { PlannedReadFindings, WeightFilePlan, WeightInfo, WeightSource } from './weightSource.ts';
 import type { WeightSpec } from './weightSpec.ts';
 
 const MULTIMODAL_PREFIX = 'model.language_model.';
@@ -51,6 +51,8 @@ interface Provider {
   /** checkpoint tensor names (as stored) it reads */
   readonly stored: readonly string[];
   read(slice?: WeightSlice): Promise<Tensor>;
+  /** read(slice) as file byte runs, for a plain copy of stored bytes (absent: the read converts) */
+  plan?(slice?: WeightSlice): WeightFilePlan | null;
 }
 
 /** The model's view of a checkpoint; close() when done. */
@@ -76,6 +78,18 @@ export class CheckpointWeightSource implements WeightSource {
     const p = this.provider(name);
     if (slice) checkAxisSlice(p.info.shape, slice, `checkpoint tensor '${name}'`);
     return p.read(slice);
+  }
+
+  /** read(name, slice) as file byte runs when it copies stored bytes as they are; null when it converts them */
+  filePlan(name: string, slice?: WeightSlice): WeightFilePlan | null {
+    const p = this.provider(name);
+    if (slice) checkAxisSlice(p.info.shape, slice, `checkpoint tensor '${name}'`);
+    return p.plan?.(slice) ?? null;
+  }
+
+  /** a loader read filePlan(name, slice) itself: counted as read */
+  plannedRead(name: string, slice: WeightSlice | undefined, found: PlannedReadFindings): void {
+    this.raw.plannedRead(name, slice, found);
   }
 
   /** checkpoint bytes read so far, every file together */
@@ -180,7 +194,7 @@ function expand(ranges: readonly [number, number][]): number[] {
 }
 
 function plain(raw: SafetensorsWeightSource, stored: string): Provider {
-  return { info: raw.info(stored), stored: [stored], read: (slice) => raw.read(stored, slice) };
+  return { info: raw.info(stored), stored: [stored], read: (slice) => raw.read(stored, slice), plan: (slice) => raw.filePlan(stored, slice) };
 }
 
 /** A provider read as another dtype: fp32 -> bf16 by RNE, bf16 -> fp32 exactly. */
@@ -261,35 +275,52 @@ function stacked(parts: readonly Provider[][]): Provider {
   const rows = partRows.reduce((a, b) => a + b, 0);
   const cols = first[0].info.shape[1];
   const dtype = first[0].info.dtype;
+  /** the part reads a slice is made of, in order, and its shape */
+  const pieces = (slice?: WeightSlice): { shape: number[]; reads: { part: Provider; slice?: WeightSlice }[] } => {
+    const experts = slice?.axis === 0 ? expand(slice.ranges) : expand([[0, parts.length]]);
+    const rowRanges = slice?.axis === 1 ? slice.ranges : [[0, rows] as [number, number]];
+    const colSlice = slice?.axis === 2 ? { axis: 1, ranges: slice.ranges } : undefined;
+    const keptRows = rowRanges.reduce((acc, [a, b]) => acc + b - a, 0);
+    const keptCols = colSlice ? colSlice.ranges.reduce((acc, [a, b]) => acc + b - a, 0) : cols;
+    const reads: { part: Provider; slice?: WeightSlice }[] = [];
+    for (const e of experts) {
+      for (const [a, b] of rowRanges) {
+        let offset = 0;
+        for (let i = 0; i < parts[e].length; i++) {
+          const lo = Math.max(a, offset);
+          const hi = Math.min(b, offset + partRows[i]);
+          const whole = lo === offset && hi === offset + partRows[i];
+          if (lo < hi) reads.push({ part: parts[e][i], slice: colSlice ?? (whole ? undefined : { axis: 0, ranges: [[lo - offset, hi - offset]] }) });
+          offset += partRows[i];
+        }
+      }
+    }
+    return { shape: [experts.length, keptRows, keptCols], reads };
+  };
   return {
     info: { shape: [parts.length, rows, cols], dtype },
     stored: parts.flatMap((e) => e.flatMap((p) => p.stored)),
     async read(slice) {
-      const experts = slice?.axis === 0 ? expand(slice.ranges) : expand([[0, parts.length]]);
-      const rowRanges = slice?.axis === 1 ? slice.ranges : [[0, rows] as [number, number]];
-      const colSlice = slice?.axis === 2 ? { axis: 1, ranges: slice.ranges } : undefined;
-      const keptRows = rowRanges.reduce((acc, [a, b]) => acc + b - a, 0);
-      const keptCols = colSlice ? colSlice.ranges.reduce((acc, [a, b]) => acc + b - a, 0) : cols;
+      const { shape, reads } = pieces(slice);
       // one piece at a time, straight into the result: at most one part is held besides it
-      const out = new Uint16Array(experts.length * keptRows * keptCols);
+      const out = new Uint16Array(numel(shape));
       let o = 0;
-      for (const e of experts) {
-        for (const [a, b] of rowRanges) {
-          let offset = 0;
-          for (let i = 0; i < parts[e].length; i++) {
-            const lo = Math.max(a, offset);
-            const hi = Math.min(b, offset + partRows[i]);
-            const whole = lo === offset && hi === offset + partRows[i];
-            if (lo < hi) {
-              const t = await parts[e][i].read(colSlice ?? (whole ? undefined : { axis: 0, ranges: [[lo - offset, hi - offset]] }));
-              out.set(t.data as Uint16Array, o);
-              o += t.data.length;
-            }
-            offset += partRows[i];
-          }
-        }
+      for (const r of reads) {
+        const t = await r.part.read(r.slice);
+        out.set(t.data as Uint16Array, o);
+        o += t.data.length;
       }
-      return { dtype, shape: [experts.length, keptRows, keptCols], data: out };
+      return { dtype, shape, data: out };
+    },
+    plan(slice) {
+      const { shape, reads } = pieces(slice);
+      const runs: WeightFilePlan['runs'] = [];
+      for (const r of reads) {
+        const p = r.part.plan?.(r.slice);
+        if (!p) return null;
+        runs.push(...p.runs);
+      }
+      return { dtype, shape, runs };
     },
   };
 }

@@ -1,7 +1,7 @@
-import type { WeightRef } from '../graph/graph.ts';
+import type { WeightRef, WeightSlice } from '../graph/graph.ts';
 import { checkAxisSlice, sliceTensor } from '../tensor/axisSlice.ts';
-import { allocData, numel, shapeStr, type Tensor } from '../tensor/tensor.ts';
-import type { WeightSource } from './weightSource.ts';
+import { allocData, numel, shapeStr, type DType, type Tensor } from '../tensor/tensor.ts';
+import type { FileRun, WeightSource } from './weightSource.ts';
 
 function concatRows(parts: Tensor[], label: string): Tensor {
   const first = parts[0];
@@ -75,4 +75,50 @@ export function resolveWeightRows(source: WeightSource, ref: WeightRef, rows?: [
   if (!rows) return resolveWeight(source, ref);
   if (ref.slice) throw new Error(`weight '${ref.name}': a row-gathered weight cannot also be sliced`);
   return resolveWeight(source, { ...ref, slice: { axis: 0, ranges: rows } });
+}
+
+/** One source read a weight value is made of, and the file runs it copies. */
+export interface PlannedSourceRead {
+  name: string;
+  slice?: WeightSlice;
+  runs: FileRun[];
+}
+
+/** A weight value's tensor as file runs: the reads' runs, concatenated in order, are its bytes. */
+export interface WeightReadPlan {
+  dtype: DType;
+  shape: number[];
+  reads: PlannedSourceRead[];
+}
+
+/**
+ * resolveWeight(source, ref) as the file runs it would copy, when every source read it makes
+ * is a plain copy (WeightSource.filePlan); null when one converts, the source has no files, or
+ * the parts do not fit together (resolveWeight then says why).
+ */
+export function planWeightRead(source: WeightSource, ref: WeightRef): WeightReadPlan | null {
+  if (!source.filePlan) return null;
+  let reads: { name: string; slice?: WeightSlice }[];
+  if (!ref.concat) reads = [{ name: ref.name, slice: ref.slice }];
+  else if (!ref.slice) reads = ref.concat.map((name) => ({ name }));
+  else if (ref.slice.axis > 0) reads = ref.concat.map((name) => ({ name, slice: ref.slice }));
+  else {
+    const parts = ref.concat;
+    const rows = parts.map((n) => source.info(n).shape[0]);
+    const total = rows.reduce((a, b) => a + b, 0);
+    if (!ref.slice.ranges.every(([a, b]) => Number.isInteger(a) && Number.isInteger(b) && a >= 0 && a < b && b <= total)) return null;
+    reads = ref.slice.ranges.flatMap(([a, b]) => rowPieces(rows, a, b)).map((p) => ({ name: parts[p.part], slice: { axis: 0, ranges: [p.range] } }));
+  }
+  const plans = reads.map((r) => source.filePlan!(r.name, r.slice));
+  if (plans.some((p) => p === null)) return null;
+  const first = plans[0]!;
+  const inner = shapeStr(first.shape.slice(1));
+  if (!plans.every((p) => p!.dtype === first.dtype && shapeStr(p!.shape.slice(1)) === inner)) return null;
+  let shape = [plans.reduce((n, p) => n + p!.shape[0], 0), ...first.shape.slice(1)];
+  if (!ref.concat) shape = first.shape;
+  if (ref.reshape) {
+    if (numel(ref.reshape) !== numel(shape)) return null;
+    shape = [...ref.reshape];
+  }
+  return { dtype: first.dtype, shape, reads: reads.map((r, i) => ({ ...r, runs: plans[i]!.runs })) };
 }

@@ -7,7 +7,7 @@ import { confinedShards } from './indexShards.ts';
 import { FileByteSource, openSafetensorsFile, type SafetensorsFile } from '../io/safetensorsFile.ts';
 import { sameShape, shapeStr, type DType, type Tensor } from '../tensor/tensor.ts';
 import type { WeightSlice } from '../graph/graph.ts';
-import type { WeightInfo, WeightSource } from './weightSource.ts';
+import type { PlannedReadFindings, WeightFilePlan, WeightInfo, WeightSource } from './weightSource.ts';
 
 /** What a caller expects of one tensor (model/weightSpec.ts's WeightSpec fits). */
 export interface ExpectedTensor {
@@ -119,6 +119,18 @@ export class SafetensorsWeightSource implements WeightSource {
   async read(name: string, slice?: WeightSlice): Promise<Tensor> {
     const f = this.fileFor(name);
     return slice ? f.readSlice(name, slice) : f.read(name);
+  }
+
+  /** read(name, slice) as the file byte runs it reads (every loadable dtype is a plain copy) */
+  filePlan(name: string, slice?: WeightSlice): WeightFilePlan {
+    const f = this.fileFor(name);
+    const { dtype, shape, runs } = f.runs(name, slice);
+    return { dtype, shape, runs: runs.map((r) => ({ file: f.label, ...r })) };
+  }
+
+  /** a loader read filePlan(name, slice) itself: its bytes count as read */
+  plannedRead(_name: string, _slice: WeightSlice | undefined, found: PlannedReadFindings): void {
+    this.rawBytes += found.bytes;
   }
 
   /** tensor bytes read from every shard so far */
