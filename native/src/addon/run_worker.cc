@@ -92,8 +92,8 @@ class RunWorker : public Napi::AsyncWorker {
     try {
       engine::ExecQueue::instance().runAndWait([&] {
         outputs_ = call_.execute(inputs_);
-        // kernel errors surface at the stream's sync: before the outputs are handed out
-        if (call_.gpu) call_.gpu->synchronize();
+        // kernel errors and the device checks' surface at the stream's sync: before the outputs are handed out
+        if (call_.gpu) call_.gpu->synchronizeChecked();
       });
     } catch (const Error& e) {
       code_ = errorCode(e.kind());
@@ -332,19 +332,26 @@ class SyncWorker : public Napi::AsyncWorker {
   void Execute() override {
     engine::JobError err;
     if (!gpu_) hostMemory()->countSync();
-    if (!engine::ExecQueue::instance().drain(&err)) {
+    engine::ExecQueue& queue = engine::ExecQueue::instance();
+    const bool ran = queue.drain(&err);
+    if (gpu_) {
+      try {
+        // on the queue's worker, so that no node is launching a check while they are read; a
+        // failed check comes first: the nodes after a latched error were skipped, so every
+        // check that ran belongs to a node at or before it
+        queue.runAndWait([&] { gpu_->synchronizeChecked(); });
+      } catch (const Error& e) {
+        code_ = errorCode(e.kind());
+        SetError(e.what());
+        return;
+      } catch (const std::exception& e) {
+        SetError(e.what());
+        return;
+      }
+    }
+    if (!ran) {
       code_ = err.code;
       SetError(err.message);
-      return;
-    }
-    if (!gpu_) return;
-    try {
-      gpu_->synchronize();
-    } catch (const Error& e) {
-      code_ = errorCode(e.kind());
-      SetError(e.what());
-    } catch (const std::exception& e) {
-      SetError(e.what());
     }
   }
   void OnOK() override { deferred_.Resolve(Env().Undefined()); }

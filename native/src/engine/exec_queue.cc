@@ -29,7 +29,19 @@ JobError describe(const std::string& label, const std::string& code, const std::
   return JobError{code, label.empty() ? message : label + ": " + message};
 }
 
+const std::string noLabel;
+/** the job the queue's worker is running (only the worker runs jobs) */
+thread_local const std::string* runningJobLabel = &noLabel;
+
+/** names the running job for the duration of its call, thrown or not */
+struct Running {
+  explicit Running(const std::string& label) { runningJobLabel = &label; }
+  ~Running() { runningJobLabel = &noLabel; }
+};
+
 }  // namespace
+
+const std::string& ExecQueue::runningLabel() { return *runningJobLabel; }
 
 void ExecQueue::loop() {
   std::deque<Entry> batch;
@@ -52,6 +64,7 @@ void ExecQueue::loop() {
     bool threw = false;
     if (!skip) {
       try {
+        Running running(e.label);
         e.job();
       } catch (const Error& x) {
         threw = true;

@@ -40,6 +40,11 @@ class ExecQueue {
   void runAndWait(const Job& job);
   /** jobs run since the process started */
   int64_t jobsRun() const;
+  /**
+   * the label of the job this thread is running ("" outside a job, and for runAndWait's): a GPU
+   * op's device checks name their node with it when the run's sync raises them (gpu/device_checks.h)
+   */
+  static const std::string& runningLabel();
 
   /**
    * Stubbed kernels: nodes fill their outputs with empty placeholders instead of running, so a

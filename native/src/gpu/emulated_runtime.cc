@@ -19,7 +19,10 @@ namespace {
 
 class EmulatedRuntime : public GpuRuntime {
  public:
-  ~EmulatedRuntime() override { trimPool(); }
+  ~EmulatedRuntime() override {
+    dropChecks();
+    trimPool();
+  }
   std::string name() const override { return "emulated"; }
   std::string kind() const override { return "emulated"; }
   std::string describe() const override {

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "../host/memory.h"
+#include "device_checks.h"
 
 namespace hcsp::gpu {
 
@@ -47,9 +48,31 @@ class GpuRuntime : public Memory {
     countSync();
     rawSynchronize();
   }
+  /**
+   * synchronize(), then the device checks' verdict (device_checks.h): the first failed check's
+   * error, naming its node. Called where the queue's worker runs nothing else (a run's sync).
+   */
+  void synchronizeChecked() {
+    try {
+      synchronize();
+    } catch (...) {
+      checks_.drop(*this);
+      throw;
+    }
+    checks_.raiseFirst(*this);
+  }
+  /** slots for a check on data by the running node's kernels (DeviceChecks::add) */
+  unsigned long long* deviceCheck(const std::string& op, int64_t positions, int slots, DeviceChecks::Raise raise) {
+    return checks_.add(*this, op, positions, slots, std::move(raise));
+  }
 
  protected:
   virtual void rawSynchronize() = 0;
+  /** a device going away: checks never synced give their slots back (first in a runtime's destructor, before trimPool) */
+  void dropChecks() { checks_.drop(*this); }
+
+ private:
+  DeviceChecks checks_;
 };
 
 namespace detail {

@@ -47,6 +47,31 @@ extern thread_local int64_t emulatedThreadCount;
 #define HCSP_THREAD_COUNT() (::hcsp::gpu::emulatedThreadCount)
 #endif
 
+// HCSP_DEVICE: a helper only kernels call (one that uses a device intrinsic: nvcc refuses
+// those in a __host__ __device__ function)
+#if defined(HCSP_GPU_CUDA)
+#define HCSP_DEVICE __device__ __forceinline__
+#elif defined(HCSP_GPU_HIP)
+#define HCSP_DEVICE __device__ inline __attribute__((always_inline))
+#else
+#define HCSP_DEVICE inline
+#endif
+
+/** *p = min(*p, v), atomically on the device (the device checks' first failure wins: kernels/checks.h) */
+HCSP_DEVICE void hcspAtomicMinU64(unsigned long long* p, unsigned long long v) {
+#if defined(HCSP_GPU_CUDA)
+  atomicMin(p, v);
+#elif defined(HCSP_GPU_HIP)
+  // clang's HIP builtin (hipcc's atomicMin is this; bare clang has no HIP headers)
+  __hip_atomic_fetch_min(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+#else
+  // the emulated grid's threads are the host's: a compare-and-swap loop
+  unsigned long long seen = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (v < seen && !__atomic_compare_exchange_n(p, &seen, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+#endif
+}
+
 /** for (i in [0, n)) spread over the grid; each i is one thread's, start to end */
 #define HCSP_GRID_STRIDE(i, n) for (int64_t i = HCSP_THREAD_ID(); i < static_cast<int64_t>(n); i += HCSP_THREAD_COUNT())
 

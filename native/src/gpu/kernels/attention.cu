@@ -14,6 +14,7 @@
 
 #include "../../numerics/bf16.h"
 #include "../../numerics/fp32_math.h"
+#include "checks.h"
 
 using hcsp::bf16ToF32;
 using hcsp::f32ToBf16;
@@ -151,8 +152,8 @@ HCSP_GLOBAL void hcsp_attention_qsa_scores(const uint16_t* q, const uint16_t* kb
   }
 }
 
-HCSP_GLOBAL void hcsp_attention_qsa_select(const float* scores, int32_t* blocks, int32_t* nanBlock, int64_t r0, int64_t rowBase, int64_t chunkRows, int64_t nb,
-                                           int64_t width, int64_t ratio) {
+HCSP_GLOBAL void hcsp_attention_qsa_select(const float* scores, int32_t* blocks, unsigned long long* nanFailed, int64_t r0, int64_t rowBase, int64_t chunkRows,
+                                           int64_t nb, int64_t width, int64_t ratio) {
   HCSP_GRID_STRIDE(r, chunkRows) {
     const int64_t row = rowBase + r;
     const int64_t visible = (r0 + row + 1) / ratio;  // <= nb: the row is before the last token
@@ -165,7 +166,7 @@ HCSP_GLOBAL void hcsp_attention_qsa_select(const float* scores, int32_t* blocks,
         break;
       }
     }
-    nanBlock[row] = static_cast<int32_t>(nanAt);
+    if (nanAt >= 0) hcspCheckFail(nanFailed, row, static_cast<int32_t>(nanAt));
     if (nanAt >= 0 || width == 0) continue;
     int32_t* out = blocks + row * width;
     if (visible <= width) {
@@ -206,7 +207,7 @@ HCSP_GLOBAL void hcsp_attention_qsa_select(const float* scores, int32_t* blocks,
 
 // ---- causal GQA attention over the kept keys ----------------------------------------------
 
-HCSP_GLOBAL void hcsp_attention_check_selection(const int32_t* blocks, int32_t* bad, int64_t rows, int64_t width, int64_t ratio) {
+HCSP_GLOBAL void hcsp_attention_check_selection(const int32_t* blocks, int32_t* bad, unsigned long long* failed, int64_t rows, int64_t width, int64_t ratio) {
   HCSP_GRID_STRIDE(t, rows) {
     const int64_t nb = (t + 1) / ratio;
     const int64_t n = width < nb ? width : nb;
@@ -225,6 +226,11 @@ HCSP_GLOBAL void hcsp_attention_check_selection(const int32_t* blocks, int32_t* 
       if (row[i] != -1) badAt = i;
     }
     bad[t] = static_cast<int32_t>(badAt);
+    if (badAt >= 0) {
+      // the entry's index and its value, each the lowest row's
+      hcspCheckFail(failed, t, static_cast<int32_t>(badAt));
+      hcspCheckFail(failed + 1, t, row[badAt]);
+    }
   }
 }
 
@@ -234,8 +240,8 @@ HCSP_GLOBAL void hcsp_attention_check_selection(const int32_t* blocks, int32_t* 
  *   o[d] = bf(fr((sum_j fr(p_j * v_j[d]), list order) / l))
  * The values are accumulated TILE output dims at a time (each o[d] still one sum in j order).
  */
-HCSP_GLOBAL void hcsp_attention_causal_qsa(const uint16_t* q, const uint16_t* k, const uint16_t* v, const int32_t* blocks, uint16_t* o, float* p, int64_t heads,
-                                           int64_t kvHeads, int64_t hd, int64_t width, int64_t ratio, float scaleF, int64_t itemBase,
+HCSP_GLOBAL void hcsp_attention_causal_qsa(const uint16_t* q, const uint16_t* k, const uint16_t* v, const int32_t* blocks, const int32_t* bad, uint16_t* o, float* p,
+                                           int64_t heads, int64_t kvHeads, int64_t hd, int64_t width, int64_t ratio, float scaleF, int64_t itemBase,
                                            int64_t chunkItems) {
   constexpr int64_t TILE = 8;
   const int64_t group = heads / kvHeads;
@@ -244,6 +250,12 @@ HCSP_GLOBAL void hcsp_attention_causal_qsa(const uint16_t* q, const uint16_t* k,
     const int64_t t = item / heads;
     const int64_t h = item - t * heads;
     const int64_t kvh = h / group;
+    uint16_t* orow = o + item * hd;
+    if (bad[t] >= 0) {
+      // a malformed selection row reads no keys: zeros, and the run fails at its sync
+      for (int64_t d = 0; d < hd; d++) orow[d] = 0;
+      continue;
+    }
     const int64_t nb = (t + 1) / ratio;
     KeptKeys keys{blocks + t * width, width < nb ? width : nb, ratio, nb * ratio, 0, 0};
     const int64_t count = keys.nSel * ratio + (t + 1 - keys.tailStart);
@@ -262,7 +274,6 @@ HCSP_GLOBAL void hcsp_attention_causal_qsa(const uint16_t* q, const uint16_t* k,
       pi[n * chunkItems] = e;
       l = l + e;
     }
-    uint16_t* orow = o + item * hd;
     for (int64_t d0 = 0; d0 < hd; d0 += TILE) {
       const int64_t wTile = hd - d0 < TILE ? hd - d0 : TILE;
       float acc[TILE];

@@ -23,20 +23,25 @@ HCSP_GLOBAL void hcsp_attention_qsa_scores(const uint16_t* q, const uint16_t* kb
                                            int64_t nh, int64_t dh, int64_t ratio, float divisor);
 /**
  * The top-width selection of the same rows from their scores, one thread per row: blocks
- * (pre-filled with -1) gets the selected blocks ascending; nanBlock[row] = the first block
- * that scored NaN (nothing selected then), else -1.
+ * (pre-filled with -1) gets the selected blocks ascending; a row with a block that scored NaN
+ * selects nothing and fails the device check nanFailed (checks.h: position the row, detail
+ * its first NaN block).
  */
-HCSP_GLOBAL void hcsp_attention_qsa_select(const float* scores, int32_t* blocks, int32_t* nanBlock, int64_t r0, int64_t rowBase, int64_t chunkRows, int64_t nb,
-                                           int64_t width, int64_t ratio);
-/** qsaKeptPositions's checks of row t: bad[t] = the first entry that fails them, else -1 */
-HCSP_GLOBAL void hcsp_attention_check_selection(const int32_t* blocks, int32_t* bad, int64_t rows, int64_t width, int64_t ratio);
+HCSP_GLOBAL void hcsp_attention_qsa_select(const float* scores, int32_t* blocks, unsigned long long* nanFailed, int64_t r0, int64_t rowBase, int64_t chunkRows,
+                                           int64_t nb, int64_t width, int64_t ratio);
+/**
+ * qsaKeptPositions's checks of row t: bad[t] = the first entry that fails them, else -1; a
+ * failing row fails the device check's two slots (checks.h: position the row, details the
+ * entry's index and its value)
+ */
+HCSP_GLOBAL void hcsp_attention_check_selection(const int32_t* blocks, int32_t* bad, unsigned long long* failed, int64_t rows, int64_t width, int64_t ratio);
 /**
  * Causal GQA attention over each row's kept keys (attentionMath.ts attnOverKeys), one thread
  * per item (query row, head) = itemBase + i, i < chunkItems; p is its scratch, key n of
- * item i at p[n * chunkItems + i]. The selection must have passed the check kernel.
+ * item i at p[n * chunkItems + i]. bad is the check kernel's: a row it failed gets zeros.
  */
-HCSP_GLOBAL void hcsp_attention_causal_qsa(const uint16_t* q, const uint16_t* k, const uint16_t* v, const int32_t* blocks, uint16_t* o, float* p, int64_t heads,
-                                           int64_t kvHeads, int64_t hd, int64_t width, int64_t ratio, float scaleF, int64_t itemBase,
+HCSP_GLOBAL void hcsp_attention_causal_qsa(const uint16_t* q, const uint16_t* k, const uint16_t* v, const int32_t* blocks, const int32_t* bad, uint16_t* o, float* p,
+                                           int64_t heads, int64_t kvHeads, int64_t hd, int64_t width, int64_t ratio, float scaleF, int64_t itemBase,
                                            int64_t chunkItems);
 /** y = bf(o * bf(sigmoid(gate))), one thread per output; the gate at columns [hd, 2hd) of each head's [query | gate] */
 HCSP_GLOBAL void hcsp_attention_output_gate(const uint16_t* o, const uint16_t* qg, uint16_t* y, int64_t rowsHeads, int64_t hd);

@@ -3,6 +3,7 @@
 #include "basic.h"
 
 #include "../../numerics/bf16.h"
+#include "checks.h"
 
 using hcsp::bf16ToF32;
 using hcsp::f32ToBf16;
@@ -20,9 +21,17 @@ HCSP_GLOBAL void hcsp_slice_cols_bytes(const uint8_t* x, uint8_t* y, int64_t row
   }
 }
 
-HCSP_GLOBAL void hcsp_embed_rows(const int32_t* ids, const uint16_t* table, uint16_t* e, int64_t tokens, int64_t h) {
+HCSP_GLOBAL void hcsp_embed_check_ids(const int32_t* ids, unsigned long long* failed, int64_t tokens, int64_t vocab) {
+  HCSP_GRID_STRIDE(t, tokens) {
+    if (!(ids[t] >= 0 && ids[t] < vocab)) hcspCheckFail(failed, t, ids[t]);
+  }
+}
+
+HCSP_GLOBAL void hcsp_embed_rows(const int32_t* ids, const uint16_t* table, uint16_t* e, int64_t tokens, int64_t h, int64_t vocab) {
   HCSP_GRID_STRIDE(i, tokens * h) {
     const int64_t t = i / h;
-    e[i] = table[static_cast<int64_t>(ids[t]) * h + (i - t * h)];
+    const int64_t id = ids[t];
+    // an id outside the table reads nothing: its row is zeros, and the run fails at its sync
+    e[i] = id >= 0 && id < vocab ? table[id * h + (i - t * h)] : uint16_t{0};
   }
 }

@@ -1,13 +1,12 @@
 // Launchers of the full-attention ops on the GPU devices (kernels/attention.cu), with the
 // checks and messages the host kernels share (ops/attention_checks.h, which mirror
 // reference/kernels/attentionKernels.ts). The checks the reference makes on data (a NaN block
-// score, a malformed selection) run as kernels writing one flag per row; the launcher reads
-// the flags back and reports the first row's, as the reference would.
+// score, a malformed selection) stay on the device (device_checks.h): the kernels report the
+// first failing row, and the run's sync raises it with the reference's message.
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <string>
-#include <vector>
 
 #include "../../host/kernels/kernel_args.h"
 #include "../../ops/attention_checks.h"
@@ -24,14 +23,6 @@ constexpr int64_t SCRATCH_BUDGET = int64_t{256} << 20;
 int64_t chunkFor(int64_t total, int64_t perRowBytes) {
   const int64_t fit = SCRATCH_BUDGET / std::max<int64_t>(perRowBytes, 1);
   return std::max<int64_t>(1, std::min(total, fit));
-}
-
-/** n int32 flags back from the device (after the queued kernels) */
-std::vector<int32_t> readFlags(const GpuContext& g, const Tensor& t, int64_t n) {
-  std::vector<int32_t> host(static_cast<size_t>(n));
-  g.rt.synchronize();
-  if (n > 0) g.rt.copyOut(host.data(), t.raw(), static_cast<size_t>(n) * sizeof(int32_t));
-  return host;
 }
 
 Outputs attnHeadNormRopeBf16(const Inputs& in, const GpuContext& g) {
@@ -75,17 +66,14 @@ Outputs qsaSelect(const Inputs& in, const GpuContext& g) {
 
   // divisor = fr(Math.sqrt(headDim))
   const float divisor = static_cast<float>(std::sqrt(static_cast<double>(dh)));
-  TensorPtr nanBlock = g.alloc(DType::I32, {real});
+  unsigned long long* nanFailed =
+      g.rt.deviceCheck("qsaSelect", real, 1, [r0](const uint64_t* w) { ops::failQsaNan(r0 + checkPosition(w[0]), checkDetail(w[0])); });
   const int64_t chunk = chunkFor(real, nb * static_cast<int64_t>(sizeof(float)));
   TensorPtr scores = g.alloc(DType::F32, {chunk, nb});
   for (int64_t base = 0; base < real; base += chunk) {
     const int64_t n = std::min(chunk, real - base);
     HCSP_LAUNCH(g.rt, hcsp_attention_qsa_scores, n * nb, q.bf16(), kb.bf16(), scores->data<float>(), r0, base, n, nb, nh, dh, ratio, divisor);
-    HCSP_LAUNCH(g.rt, hcsp_attention_qsa_select, n, scores->data<float>(), blocks, nanBlock->data<int32_t>(), r0, base, n, nb, width, ratio);
-  }
-  const std::vector<int32_t> nan = readFlags(g, *nanBlock, real);
-  for (int64_t r = 0; r < real; r++) {
-    if (nan[r] >= 0) ops::failQsaNan(r0 + r, nan[r]);
+    HCSP_LAUNCH(g.rt, hcsp_attention_qsa_select, n, scores->data<float>(), blocks, nanFailed, r0, base, n, nb, width, ratio);
   }
   return {out};
 }
@@ -96,17 +84,13 @@ Outputs attnCausalQsa(const Inputs& in, const GpuContext& g) {
   const int32_t* blocks = a.blocks.data<int32_t>();
 
   // qsaSelection.ts qsaKeptPositions's checks, every row; the first failing row is reported
+  // at the run's sync, and the attention kernel gives a failing row zeros instead of reading
+  TensorPtr bad = g.alloc(DType::I32, {T});
   if (T > 0) {
-    TensorPtr bad = g.alloc(DType::I32, {T});
-    HCSP_LAUNCH(g.rt, hcsp_attention_check_selection, T, blocks, bad->data<int32_t>(), T, width, ratio);
-    const std::vector<int32_t> flags = readFlags(g, *bad, T);
-    for (int64_t row = 0; row < T; row++) {
-      const int64_t i = flags[row];
-      if (i < 0) continue;
-      int32_t entry = 0;
-      g.rt.copyOut(&entry, blocks + row * width + i, sizeof entry);
-      ops::failKeptEntry(row, i, entry, width, ratio);
-    }
+    unsigned long long* failed = g.rt.deviceCheck("attnCausalQsa", T, 2, [width, ratio](const uint64_t* w) {
+      ops::failKeptEntry(checkPosition(w[0]), checkDetail(w[0]), checkDetail(w[1]), width, ratio);
+    });
+    HCSP_LAUNCH(g.rt, hcsp_attention_check_selection, T, blocks, bad->data<int32_t>(), failed, T, width, ratio);
   }
 
   TensorPtr out = g.alloc(DType::BF16, {T, heads * hd});
@@ -118,8 +102,8 @@ Outputs attnCausalQsa(const Inputs& in, const GpuContext& g) {
   TensorPtr p = g.alloc(DType::F32, {chunk, keptMax});
   for (int64_t base = 0; base < items; base += chunk) {
     const int64_t n = std::min(chunk, items - base);
-    HCSP_LAUNCH(g.rt, hcsp_attention_causal_qsa, n, a.q.bf16(), a.k.bf16(), a.v.bf16(), blocks, out->bf16(), p->data<float>(), heads, kvHeads, hd, width, ratio,
-                a.scaleF, base, n);
+    HCSP_LAUNCH(g.rt, hcsp_attention_causal_qsa, n, a.q.bf16(), a.k.bf16(), a.v.bf16(), blocks, bad->data<int32_t>(), out->bf16(), p->data<float>(), heads, kvHeads,
+                hd, width, ratio, a.scaleF, base, n);
   }
   return {out};
 }

@@ -1,7 +1,5 @@
 // Launchers of the basic ops on the GPU devices, with the checks and messages the host kernels
 // share (ops/basic_checks.h).
-#include <vector>
-
 #include "../../host/kernels/kernel_args.h"
 #include "../../ops/basic_checks.h"
 #include "../gpu_op_registry.h"
@@ -33,15 +31,16 @@ Outputs embed(const Inputs& in, const GpuContext& g) {
   const ops::EmbedArgs a = ops::checkEmbed(in, g.attrs);
   const Tensor& ids = a.ids;
   const Tensor& table = a.table;
-  const int64_t vocab = a.vocab, h = a.h;
-  // the ids are few (T int32): checked on the host before any device work, as the reference does
-  std::vector<int32_t> host(static_cast<size_t>(ids.numel()));
-  if (!host.empty()) g.rt.copyOut(host.data(), ids.raw(), host.size() * 4);
-  for (size_t t = 0; t < host.size(); t++) {
-    if (!(host[t] >= 0 && host[t] < vocab)) ops::failEmbedId(host[t], static_cast<int64_t>(t), vocab);
+  const int64_t vocab = a.vocab, h = a.h, tokens = ids.numel();
+  // the ids are checked on the device (device_checks.h): the first one outside the vocabulary
+  // fails the run at its sync, with the reference's message
+  if (tokens > 0) {
+    unsigned long long* failed =
+        g.rt.deviceCheck("embed", tokens, 1, [vocab](const uint64_t* w) { ops::failEmbedId(checkDetail(w[0]), checkPosition(w[0]), vocab); });
+    HCSP_LAUNCH(g.rt, hcsp_embed_check_ids, tokens, ids.data<int32_t>(), failed, tokens, vocab);
   }
-  TensorPtr e = g.alloc(DType::BF16, {ids.numel(), h});
-  HCSP_LAUNCH(g.rt, hcsp_embed_rows, ids.numel() * h, ids.data<int32_t>(), table.bf16(), e->bf16(), ids.numel(), h);
+  TensorPtr e = g.alloc(DType::BF16, {tokens, h});
+  HCSP_LAUNCH(g.rt, hcsp_embed_rows, tokens * h, ids.data<int32_t>(), table.bf16(), e->bf16(), tokens, h, vocab);
   return {e};
 }
 

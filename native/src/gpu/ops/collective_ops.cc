@@ -32,7 +32,10 @@ int64_t algorithmCode(reduce::Algorithm a) {
 
 /**
  * A device copy of `values` (int64 / uint64 words) in a scratch tensor of this GPU. The caller
- * keeps it until the kernels that read it have run (see finish()).
+ * may drop it once the kernels that read it are launched, with no wait: a block back in the
+ * pool is handed out again only to work the device orders after them (a kernel on the same
+ * stream; a copy in, which hipMemcpy / cuMemcpyHtoD make on the null stream, behind the
+ * stream's queued kernels).
  */
 template <class T>
 TensorPtr deviceWords(const GpuContext& g, const std::vector<T>& values) {
@@ -43,9 +46,6 @@ TensorPtr deviceWords(const GpuContext& g, const std::vector<T>& values) {
 }
 
 uint64_t address(const void* p) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p)); }
-
-/** the kernels reading this launcher's scratch tables have finished before the tables are freed */
-void finish(const GpuContext& g) { g.rt.synchronize(); }
 
 /** dst[0, bytes) = src[0, bytes) on the device, in the widest units the addresses and the size allow */
 void copyDevice(const GpuContext& g, void* dst, const void* src, int64_t bytes) {
@@ -113,7 +113,6 @@ std::vector<Outputs> allReduce(const std::vector<Inputs>& inputs, const GpuConte
   const TensorPtr srcTable = deviceWords(g, srcs), dstTable = deviceWords(g, dsts), ringTable = deviceWords(g, ring);
   HCSP_LAUNCH(g.rt, hcsp_collective_all_reduce_bf16, n, srcTable->data<uint64_t>(), dstTable->data<uint64_t>(), tp, n, algorithmCode(algorithm),
               ringTable->data<int64_t>());
-  finish(g);
   return outs;
 }
 
@@ -135,7 +134,6 @@ std::vector<Outputs> reduceScatter(const std::vector<Inputs>& inputs, const GpuC
   const TensorPtr srcTable = deviceWords(g, srcs), dstTable = deviceWords(g, dsts);
   HCSP_LAUNCH(g.rt, hcsp_collective_reduce_scatter_bf16, tp * shardElems, srcTable->data<uint64_t>(), dstTable->data<uint64_t>(), tp, shardElems,
               algorithmCode(algorithm));
-  finish(g);
   return outs;
 }
 
@@ -158,7 +156,6 @@ std::vector<Outputs> allGather(const std::vector<Inputs>& inputs, const GpuConte
   } else {
     HCSP_LAUNCH(g.rt, hcsp_collective_all_gather_u16, tp * (shardBytes / 2), srcTable->data<uint64_t>(), dstTable->data<uint64_t>(), tp, shardBytes / 2);
   }
-  finish(g);
   return outs;
 }
 
