@@ -31,7 +31,7 @@ Shape shapeOf(const Napi::Value& v, const std::string& what) {
 
 class LoadWorker : public Napi::AsyncWorker {
  public:
-  LoadWorker(Napi::Env env, std::vector<std::string> files, std::vector<loader::LoadRequest> requests, std::shared_ptr<Memory> memory, loader::LoadOptions options)
+  LoadWorker(Napi::Env env, std::vector<loader::SourceFile> files, std::vector<loader::LoadRequest> requests, std::shared_ptr<Memory> memory, loader::LoadOptions options)
       : Napi::AsyncWorker(env),
         deferred_(Napi::Promise::Deferred::New(env)),
         files_(std::move(files)),
@@ -88,7 +88,7 @@ class LoadWorker : public Napi::AsyncWorker {
 
  private:
   Napi::Promise::Deferred deferred_;
-  std::vector<std::string> files_;
+  std::vector<loader::SourceFile> files_;
   std::vector<loader::LoadRequest> requests_;
   std::shared_ptr<Memory> memory_;
   loader::LoadOptions options_;
@@ -102,12 +102,14 @@ Napi::Value loadWeights(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&]() -> Napi::Value {
     if (!info[0].IsArray() || !info[1].IsArray()) fail(ErrorKind::Attr, "loadWeights: files and requests must be arrays");
-    std::vector<std::string> files;
+    std::vector<loader::SourceFile> files;
     Napi::Array f = info[0].As<Napi::Array>();
     for (uint32_t i = 0; i < f.Length(); i++) {
       Napi::Value v = f.Get(i);
-      if (!v.IsString()) fail(ErrorKind::Attr, "loadWeights: file " + std::to_string(i) + " is not a path");
-      files.push_back(v.As<Napi::String>().Utf8Value());
+      Napi::Value path = v.IsObject() ? v.As<Napi::Object>().Get("path") : v;
+      Napi::Value identity = v.IsObject() ? v.As<Napi::Object>().Get("identity") : v.Env().Undefined();
+      if (!path.IsString()) fail(ErrorKind::Attr, "loadWeights: file " + std::to_string(i) + " has no path");
+      files.push_back({path.As<Napi::String>().Utf8Value(), identity.IsString() ? identity.As<Napi::String>().Utf8Value() : ""});
     }
     std::vector<loader::LoadRequest> requests;
     Napi::Array rs = info[1].As<Napi::Array>();

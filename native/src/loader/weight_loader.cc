@@ -66,7 +66,8 @@ std::vector<FileRange> merged(const std::vector<FileRange>& ranges) {
   return out;
 }
 
-OpenFile openChecked(const std::string& path, const std::string& reader) {
+OpenFile openChecked(const SourceFile& file, const std::string& reader) {
+  const std::string& path = file.path;
   OpenFile f;
   // O_NONBLOCK: a fifo put in the file's place opens at once (fstat then refuses it)
   f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
@@ -74,6 +75,10 @@ OpenFile openChecked(const std::string& path, const std::string& reader) {
   struct stat st;
   if (::fstat(f.fd, &st) != 0) fail(ErrorKind::Runtime, path + ": cannot stat: " + std::strerror(errno) + " (reading " + reader + ")");
   if (!S_ISREG(st.st_mode)) fail(ErrorKind::Runtime, path + ": not a regular file (reading " + reader + ")");
+  const std::string identity = std::to_string(static_cast<uint64_t>(st.st_dev)) + ":" + std::to_string(static_cast<uint64_t>(st.st_ino));
+  if (!file.identity.empty() && identity != file.identity) {
+    fail(ErrorKind::Runtime, path + ": another file is at the path since the checkpoint was opened (reading " + reader + ")");
+  }
   f.size = static_cast<uint64_t>(st.st_size);
   // the lanes read each file front to back, a chunk at a time
   ::posix_fadvise(f.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
@@ -99,7 +104,7 @@ void readAll(const OpenFile& f, const std::string& path, const LoadRequest& r, u
 
 }  // namespace
 
-LoadResult loadWeights(const std::vector<std::string>& files, std::vector<LoadRequest> requests, const std::shared_ptr<Memory>& memory, ThreadPool& pool,
+LoadResult loadWeights(const std::vector<SourceFile>& files, std::vector<LoadRequest> requests, const std::shared_ptr<Memory>& memory, ThreadPool& pool,
                        const LoadOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   // whole elements of every dtype in each chunk
@@ -139,7 +144,7 @@ LoadResult loadWeights(const std::vector<std::string>& files, std::vector<LoadRe
     for (const FileRange& g : r.ranges) {
       const uint64_t end = g.offset + g.bytes;
       if (end < g.offset || end > handles[g.file].size) {
-        fail(ErrorKind::Runtime, files[g.file] + ": truncated file: " + tensorText(r) + " needs " + std::to_string(end) + " bytes, the file has " +
+        fail(ErrorKind::Runtime, files[g.file].path + ": truncated file: " + tensorText(r) + " needs " + std::to_string(end) + " bytes, the file has " +
                                      std::to_string(handles[g.file].size));
       }
     }
@@ -210,7 +215,7 @@ LoadResult loadWeights(const std::vector<std::string>& files, std::vector<LoadRe
         uint64_t at = 0;
         for (size_t p = ch.firstPiece; p < ch.firstPiece + ch.pieces; p++) {
           const Piece& piece = pieces[p];
-          readAll(handles[piece.file], files[piece.file], r, into + at, piece.bytes, piece.offset);
+          readAll(handles[piece.file], files[piece.file].path, r, into + at, piece.bytes, piece.offset);
           const NonFinite found = countNonFinite(r.dtype, into + at, piece.bytes);
           if (found.nan || found.inf) {
             std::lock_guard<std::mutex> lock(mutex);

@@ -2,7 +2,8 @@
 // whose concatenation is the tensor's bytes (a rank's slice: one range for rows, one per row for
 // a column slice), read with pread on the addon's thread pool and placed in device tensors, with
 // each tensor's NaN and Inf counted on the way. Every file is opened and checked (a regular
-// file, long enough for every range) and every tensor allocated before the first read; lanes
+// file, the one the caller opened at that path, long enough for every range) and every tensor
+// allocated before the first read; lanes
 // (one per pool thread) take chunks of a few MiB in file order, read them, count, and copy them
 // to the device while reading the next (staging.h). An error (a file that cannot be read, a
 // short read, out of memory) is one message naming the file and the tensor, and leaves nothing
@@ -20,6 +21,12 @@
 #include "nonfinite_scan.h"
 
 namespace hcsp::loader {
+
+/** a file to read; `identity` ("device:inode", may be empty) is the file the caller opened and checked at that path */
+struct SourceFile {
+  std::string path;
+  std::string identity;
+};
 
 /** `bytes` bytes of files[file] from `offset`, belonging to the request's part `part` */
 struct FileRange {
@@ -62,7 +69,7 @@ struct LoadResult {
 };
 
 /** the requests' tensors in `memory` (the host device's or a GPU's), read from `files` */
-LoadResult loadWeights(const std::vector<std::string>& files, std::vector<LoadRequest> requests, const std::shared_ptr<Memory>& memory, ThreadPool& pool,
+LoadResult loadWeights(const std::vector<SourceFile>& files, std::vector<LoadRequest> requests, const std::shared_ptr<Memory>& memory, ThreadPool& pool,
                        const LoadOptions& options = {});
 
 }  // namespace hcsp::loader

@@ -160,9 +160,10 @@ export interface NativeAddon {
   /**
    * Reads a batch of weights from checkpoint files (native/src/loader): positioned reads on the
    * addon's threads, NaN/Inf counted, copies to `gpu` (or the host device) overlapping the reads,
-   * off the JavaScript thread. An error names the file and the tensor and leaves nothing allocated.
+   * off the JavaScript thread. A file's `identity` ("dev:ino") is checked when it is opened. An
+   * error names the file and the tensor and leaves nothing allocated.
    */
-  loadWeights(files: readonly string[], requests: readonly WeightLoadRequest[], gpu: GpuDevice | null, options?: { chunkBytes?: number; lanes?: number }): Promise<WeightLoadResult>;
+  loadWeights(files: readonly (string | { path: string; identity?: string })[], requests: readonly WeightLoadRequest[], gpu: GpuDevice | null, options?: { chunkBytes?: number; lanes?: number }): Promise<WeightLoadResult>;
   /** std::_Exit(code): ends the process at once, without exit handlers (a job with a lost peer) */
   exitNow(code: number): never;
 }

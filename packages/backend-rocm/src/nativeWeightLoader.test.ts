@@ -1,10 +1,10 @@
 // The native weight loader (native/src/loader, nativeWeightLoader.ts): a rank's weights read
 // from a checkpoint by the addon, bit for bit what the JavaScript path reads and only the bytes
 // of the rank's slices; NaN/Inf counted per source read and handed to the weight source; a
-// file that is short, gone or not a file is one error naming it and the tensor, with nothing
+// file that is short, gone, not a file or another file is one error naming it and the tensor, with nothing
 // left allocated; on the GPU devices (fake HIP and CUDA runtimes) pinned staging buffers and
 // asynchronous copies, or pageable staging where the runtime lacks them.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -190,7 +190,7 @@ describe('the native weight loader', () => {
   });
 
   for (const device of ['host', 'emulated'] as const) {
-    it(`${device}: a short, vanished or replaced file is one error naming it and the tensor, with nothing left allocated`, async () => {
+    it(`${device}: a short, vanished, replaced or swapped file is one error naming it and the tensor, with nothing left allocated`, async () => {
       const folder = checkpoint();
       const shard = join(folder, 'model-00002-of-00002.safetensors');
       const gpu = device === 'emulated' ? addon.openGpu('emulated') : null;
@@ -225,6 +225,11 @@ describe('the native weight loader', () => {
         rmSync(shard);
         mkdirSync(shard);
       }, new RegExp(`^${esc}: not a regular file \\(reading tensor '[^']+'\\)$`));
+      // the same bytes in another file renamed over it: not the file whose header was checked
+      await attempt(() => {
+        writeFileSync(`${shard}.new`, readFileSync(shard));
+        renameSync(`${shard}.new`, shard);
+      }, new RegExp(`^${esc}: another file is at the path since the checkpoint was opened \\(reading tensor '[^']+'\\)$`));
     });
   }
 

@@ -45,14 +45,16 @@ export async function loadWeightsNatively(
     if (plan) planned.push({ decl, plan });
   }
   if (planned.length === 0) return new Map();
-  const files: string[] = [];
+  const files: { path: string; identity?: string }[] = [];
   const fileIndex = new Map<string, number>();
   const requests: WeightLoadRequest[] = planned.map(({ decl, plan }) => {
     const runs = plan.reads.flatMap((r, part) => r.runs.map((run) => ({ run, part })));
     const ranges = new Float64Array(runs.length * 4);
     runs.forEach(({ run, part }, i) => {
-      let f = fileIndex.get(run.file);
-      if (f === undefined) fileIndex.set(run.file, (f = files.push(run.file) - 1));
+      // the file the source opened there: the loader refuses another one put at the path since
+      const key = `${run.file}\0${run.identity ?? ''}`;
+      let f = fileIndex.get(key);
+      if (f === undefined) fileIndex.set(key, (f = files.push({ path: run.file, identity: run.identity }) - 1));
       ranges.set([f, run.offset, run.bytes, part], i * 4);
     });
     return { name: decl.weight!.name, dtype: decl.dtype, shape: decl.shape, ranges, parts: plan.reads.length };

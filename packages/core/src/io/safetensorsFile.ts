@@ -24,6 +24,8 @@ function naming(path: string, what: string, e: unknown): Error {
 export class FileByteSource implements ByteSource {
   private fd: number | null;
   readonly size: number;
+  /** the opened file's device and inode, "dev:ino": a reader that opens the path again checks it is still this file */
+  readonly identity: string;
 
   constructor(readonly path: string) {
     // Checked before open: opening a fifo for reading would block until a writer appears.
@@ -44,6 +46,9 @@ export class FileByteSource implements ByteSource {
       const opened = fstatSync(this.fd);
       if (!opened.isFile()) throw new Error(`${path}: is ${fileKind(opened)}, not a .safetensors file`);
       this.size = opened.size;
+      // inode numbers pass 2^53 on some file systems: exact as bigints
+      const id = fstatSync(this.fd, { bigint: true });
+      this.identity = `${id.dev}:${id.ino}`;
     } catch (e) {
       closeSync(this.fd);
       throw e;
@@ -87,6 +92,11 @@ export class SafetensorsFile extends SafetensorsReader {
       throw e;
     }
     this.file = source;
+  }
+
+  /** FileByteSource.identity */
+  get identity(): string {
+    return this.file.identity;
   }
 
   close(): void {

@@ -125,7 +125,7 @@ export class SafetensorsWeightSource implements WeightSource {
   filePlan(name: string, slice?: WeightSlice): WeightFilePlan {
     const f = this.fileFor(name);
     const { dtype, shape, runs } = f.runs(name, slice);
-    return { dtype, shape, runs: runs.map((r) => ({ file: f.label, ...r })) };
+    return { dtype, shape, runs: runs.map((r) => ({ file: f.label, identity: f.identity, ...r })) };
   }
 
   /** a loader read filePlan(name, slice) itself: its bytes count as read */

@@ -10,6 +10,8 @@ export interface WeightInfo {
 /** `bytes` bytes of `file` from `offset`. */
 export interface FileRun {
   file: string;
+  /** the file's "device:inode" when the source opened it: a reader opening `file` again checks it is still that file */
+  identity?: string;
   offset: number;
   bytes: number;
 }
