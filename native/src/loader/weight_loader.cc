@@ -197,13 +197,16 @@ LoadResult loadWeights(const std::vector<SourceFile>& files, std::vector<LoadReq
   const int64_t want = options.lanes > 0 ? std::min(options.lanes, pool.size()) : pool.size();
   result.lanes = static_cast<int>(std::min<int64_t>(want, static_cast<int64_t>(chunks.size())));
 
+  // staging no larger than the largest chunk: a small checkpoint does not fault in whole buffers
+  uint64_t stagingBytes = 0;
+  for (const Chunk& ch : chunks) stagingBytes = std::max(stagingBytes, ch.bytes);
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
   std::mutex mutex;
   std::exception_ptr error;
   auto lane = [&](int64_t, int64_t) {
     try {
-      std::unique_ptr<Lane> staging = direct ? nullptr : openLane(*memory, chunkBytes);
+      std::unique_ptr<Lane> staging = direct ? nullptr : openLane(*memory, static_cast<size_t>(stagingBytes));
       int buffer = 0;
       while (!failed.load(std::memory_order_relaxed)) {
         const size_t c = next.fetch_add(1);

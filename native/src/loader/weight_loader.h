@@ -48,7 +48,7 @@ struct LoadRequest {
 };
 
 struct LoadOptions {
-  /** bytes per read and copy (a lane's two staging buffers are this large) */
+  /** bytes per read and copy at most (a lane's two staging buffers are as large as the largest chunk) */
   size_t chunkBytes = size_t{4} << 20;
   /** lanes at most (0: one per pool thread) */
   int lanes = 0;
