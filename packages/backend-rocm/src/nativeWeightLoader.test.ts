@@ -170,7 +170,7 @@ describe('the native weight loader', () => {
     raw.close();
   });
 
-  it('leaves weights that need a conversion, or have no file, to the JavaScript path', async () => {
+  it('leaves weights that need a conversion, have no file or another shape than declared to the JavaScript path', async () => {
     const file = join(dir, 'f32.safetensors');
     writeSafetensorsFile(file, { w: { dtype: 'f32', shape: [2], data: Float32Array.of(1, 2) } });
     const folder = join(dir, 'convert');
@@ -186,6 +186,10 @@ describe('the native weight loader', () => {
     const decl = { id: 'n', kind: 'weight', dtype: 'bf16', shape: norm.shape, weight: { name: norm.name } } as ValueDecl;
     expect((await loadWeightsNatively(addon, null, c, [decl])).size).toBe(0);
     expect((await loadWeightsNatively(addon, null, new SyntheticWeightSource(SPECS, 5), [decl])).size).toBe(0);
+    // declared with another shape than stored: the JavaScript path's checkDecl names both
+    const matrix = SPECS.find((x) => x.dtype === 'bf16' && x.shape.length === 2 && x.shape[0] !== x.shape[1])!;
+    const transposed = { id: 't', kind: 'weight', dtype: 'bf16', shape: [matrix.shape[1], matrix.shape[0]], weight: { name: matrix.name } } as ValueDecl;
+    expect((await loadWeightsNatively(addon, null, c, [transposed])).size).toBe(0);
     c.close();
   });
 

@@ -5,7 +5,7 @@
 // for its own reads (the CLI's NonFiniteWatch warns or refuses). Weights that need a conversion
 // (FP8 dequantization, fp32 -> bf16) or have no file (synthetic weights) are left to the
 // JavaScript path (GraphSession's loadWeight + upload).
-import { numel, planWeightRead, type ValueDecl, type ValueId, type WeightReadPlan, type WeightSource } from '@hcsp/core';
+import { planWeightRead, sameShape, type ValueDecl, type ValueId, type WeightReadPlan, type WeightSource } from '@hcsp/core';
 import type { GpuDevice, NativeAddon, NativeTensor, WeightLoadRequest } from './nativeAddon.ts';
 import { native } from './nativeErrors.ts';
 
@@ -24,7 +24,8 @@ export function weightLoaderMode(env: NodeJS.ProcessEnv = process.env): WeightLo
 function plainPlan(source: WeightSource, decl: ValueDecl): WeightReadPlan | null {
   if (!decl.weight || decl.weight.gather === 'rows') return null;
   const plan = planWeightRead(source, decl.weight);
-  return plan && plan.dtype === decl.dtype && numel(plan.shape) === numel(decl.shape) ? plan : null;
+  // another dtype or shape than declared: the JavaScript path reads it and says what differs
+  return plan && plan.dtype === decl.dtype && sameShape(plan.shape, decl.shape) ? plan : null;
 }
 
 /**
