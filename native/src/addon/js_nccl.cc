@@ -7,9 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "../engine/exec_queue.h"
 #include "../gpu/nccl_communicator.h"
 #include "js_errors.h"
 #include "js_gpu.h"
+#include "js_tensor.h"
 
 namespace hcsp::addon {
 
@@ -147,7 +149,8 @@ class JsNcclComm : public Napi::ObjectWrap<JsNcclComm> {
                        {InstanceAccessor<&JsNcclComm::rank>("rank"), InstanceAccessor<&JsNcclComm::size>("size"),
                         InstanceMethod<&JsNcclComm::library>("library"), InstanceMethod<&JsNcclComm::state>("state"),
                         InstanceMethod<&JsNcclComm::allReduce>("allReduce"), InstanceMethod<&JsNcclComm::reduceScatter>("reduceScatter"),
-                        InstanceMethod<&JsNcclComm::allGather>("allGather"), InstanceMethod<&JsNcclComm::bytesSent>("bytesSent"),
+                        InstanceMethod<&JsNcclComm::allGather>("allGather"), InstanceMethod<&JsNcclComm::enqueue>("enqueue"),
+                        InstanceMethod<&JsNcclComm::checkAsync>("checkAsync"), InstanceMethod<&JsNcclComm::bytesSent>("bytesSent"),
                         InstanceMethod<&JsNcclComm::destroy>("destroy"), InstanceMethod<&JsNcclComm::abort>("abort")});
   }
 
@@ -205,6 +208,68 @@ class JsNcclComm : public Napi::ObjectWrap<JsNcclComm> {
       return queue(
           info.Env(), [comm, data, out, elementBytes, isFloat] { *out = comm->allGather(data->data(), static_cast<int64_t>(data->size()), elementBytes, isFloat); },
           [out](Napi::Env env) { return arrayBuffer(env, *out); });
+    });
+  }
+
+  /**
+   * enqueue(kind, label, x: NativeTensor, yShape) -> NativeTensor: the collective as a job of the
+   * device queue, after the nodes already enqueued: it reads x's device buffer and writes y's,
+   * allocated from the device's pool when the job runs, and enqueues the NCCL call on the
+   * device's stream (no staging, no wait). Shapes and dtypes are checked here, before any work.
+   */
+  Napi::Value enqueue(const Napi::CallbackInfo& info) {
+    return ncclGuarded(info.Env(), [&]() -> Napi::Value {
+      const std::string kind = info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
+      if (kind != "allReduce" && kind != "reduceScatter" && kind != "allGather") {
+        fail(ErrorKind::Attr, "enqueue: the collective must be 'allReduce', 'reduceScatter' or 'allGather', got '" + kind + "'");
+      }
+      const std::string label = info[1].IsString() ? info[1].As<Napi::String>().Utf8Value() : kind;
+      engine::SlotPtr in = JsTensor::unwrapSlot(info[2], label + ": input x");
+      if (!info[3].IsArray()) fail(ErrorKind::Shape, label + ": the output shape must be an array");
+      Napi::Array a = info[3].As<Napi::Array>();
+      Shape shape;
+      for (uint32_t i = 0; i < a.Length(); i++) {
+        const double d = a.Get(i).IsNumber() ? a.Get(i).As<Napi::Number>().DoubleValue() : -1;
+        if (!(d >= 0) || d != static_cast<double>(static_cast<int64_t>(d))) fail(ErrorKind::Shape, label + ": dimension " + std::to_string(i) + " of the output shape is not a non-negative integer");
+        shape.push_back(static_cast<int64_t>(d));
+      }
+      const DType dtype = in->dtype();
+      if (kind != "allGather" && dtype != DType::BF16) fail(ErrorKind::DType, label + ": " + kind + " takes bf16, got " + dtypeName(dtype));
+      if (kind == "allGather" && dtype != DType::BF16 && dtype != DType::F32 && dtype != DType::I32) {
+        fail(ErrorKind::DType, label + ": allGather takes bf16, f32 or i32, got " + dtypeName(dtype));
+      }
+      const int64_t n = numel(in->shape()), m = numel(shape), size = comm_->size();
+      const int64_t want = kind == "allReduce" ? n : kind == "reduceScatter" ? (n % size == 0 ? n / size : -1) : n * size;
+      if (m != want) {
+        fail(ErrorKind::Shape, label + ": " + kind + " of " + dtypeName(dtype) + shapeStr(in->shape()) + " over " + std::to_string(size) + " ranks cannot give " +
+                                   dtypeName(dtype) + shapeStr(shape));
+      }
+      auto out = std::make_shared<engine::TensorSlot>(dtype, std::move(shape));
+      auto comm = comm_;
+      engine::ExecQueue::instance().enqueue(label, [comm, kind, label, in, out] {
+        if (engine::ExecQueue::instance().stubKernels()) {
+          out->fill(std::make_shared<Tensor>(out->dtype(), Shape{0}));
+          return;
+        }
+        const TensorPtr& x = in->tensor("input x");
+        const auto& rt = comm->runtime();
+        if (&x->memory() != rt.get()) fail(ErrorKind::Runtime, "input x is in " + x->memory().name() + " memory; the communicator's device is " + rt->name());
+        // the run's planned block: from the device's pool, ordered after the kernels of its last holder by the one stream
+        auto y = std::make_shared<Tensor>(out->dtype(), out->shape(), rt, Init::Uninitialized);
+        if (kind == "allReduce") comm->enqueueAllReduceBf16(x->raw(), y->raw(), x->numel(), label);
+        else if (kind == "reduceScatter") comm->enqueueReduceScatterBf16(x->raw(), y->raw(), x->numel(), label);
+        else comm->enqueueAllGather(x->raw(), y->raw(), static_cast<int64_t>(x->bytes()), static_cast<int>(dtypeBytes(x->dtype())), x->dtype() == DType::F32, label);
+        out->fill(std::move(y));
+      });
+      return JsTensor::wrapSlot(info.Env(), out);
+    });
+  }
+
+  /** checkAsync(): after the run's sync, NCCL's asynchronous error for the collectives enqueued since the last check (thrown) */
+  Napi::Value checkAsync(const Napi::CallbackInfo& info) {
+    return ncclGuarded(info.Env(), [&]() -> Napi::Value {
+      comm_->checkAsync();
+      return info.Env().Undefined();
     });
   }
 

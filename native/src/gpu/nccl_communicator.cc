@@ -40,6 +40,29 @@ void makeCurrentOn(GpuRuntime& rt) {
   else if (auto* c = dynamic_cast<CudaRuntime*>(&rt)) c->makeCurrent();
 }
 
+/** all-gather's NCCL datatype for elements of `elementBytes` (float: f32, else i32 for 4 bytes) */
+ncclDataType_t gatherType(int elementBytes, bool isFloat, const char** name) {
+  switch (elementBytes) {
+    case 1: *name = "uint8"; return ncclUint8;
+    case 2: *name = "bf16"; return ncclBfloat16;
+    case 4: *name = isFloat ? "f32" : "i32"; return isFloat ? ncclFloat32 : ncclInt32;
+    default: fail(ErrorKind::DType, "ncclAllGather: elements of " + std::to_string(elementBytes) + " bytes; expected 1 (uint8), 2 (bf16) or 4 (f32, i32)");
+  }
+}
+
+void checkGatherBytes(int64_t bytes, int elementBytes) {
+  if (bytes < 0 || bytes % elementBytes != 0) {
+    fail(ErrorKind::Size, "ncclAllGather: " + std::to_string(bytes) + " bytes are not whole " + std::to_string(elementBytes) + "-byte elements");
+  }
+}
+
+void checkReduceScatterCount(int64_t n, int size) {
+  if (n < 0) fail(ErrorKind::Size, "ncclReduceScatter: element count must be non-negative, got " + std::to_string(n));
+  if (n % size != 0) {
+    fail(ErrorKind::Size, "ncclReduceScatter: " + std::to_string(n) + " bf16 elements are not divisible by the world size " + std::to_string(size));
+  }
+}
+
 }  // namespace
 
 const NcclLibrary& ncclLibraryFor(GpuRuntime& rt) {
@@ -160,10 +183,7 @@ std::vector<uint8_t> NcclCommunicator::allReduceBf16(const uint16_t* x, int64_t 
 }
 
 std::vector<uint8_t> NcclCommunicator::reduceScatterBf16(const uint16_t* x, int64_t n) {
-  if (n < 0) fail(ErrorKind::Size, "ncclReduceScatter: element count must be non-negative, got " + std::to_string(n));
-  if (n % size_ != 0) {
-    fail(ErrorKind::Size, "ncclReduceScatter: " + std::to_string(n) + " bf16 elements are not divisible by the world size " + std::to_string(size_));
-  }
+  checkReduceScatterCount(n, size_);
   const int64_t recvCount = n / size_;
   auto out = run("ncclReduceScatter", n * 2, recvCount * 2, x, std::to_string(recvCount) + " bf16 elements per rank, sum", [&](const void* s, void* r) {
     return lib_.api.ncclReduceScatter(s, r, static_cast<size_t>(recvCount), ncclBfloat16, ncclSum, comm_, stream());
@@ -174,17 +194,9 @@ std::vector<uint8_t> NcclCommunicator::reduceScatterBf16(const uint16_t* x, int6
 }
 
 std::vector<uint8_t> NcclCommunicator::allGather(const void* x, int64_t bytes, int elementBytes, bool isFloat) {
-  ncclDataType_t type;
-  const char* name;
-  switch (elementBytes) {
-    case 1: type = ncclUint8, name = "uint8"; break;
-    case 2: type = ncclBfloat16, name = "bf16"; break;
-    case 4: type = isFloat ? ncclFloat32 : ncclInt32, name = isFloat ? "f32" : "i32"; break;
-    default: fail(ErrorKind::DType, "ncclAllGather: elements of " + std::to_string(elementBytes) + " bytes; expected 1 (uint8), 2 (bf16) or 4 (f32, i32)");
-  }
-  if (bytes < 0 || bytes % elementBytes != 0) {
-    fail(ErrorKind::Size, "ncclAllGather: " + std::to_string(bytes) + " bytes are not whole " + std::to_string(elementBytes) + "-byte elements");
-  }
+  const char* name = nullptr;
+  const ncclDataType_t type = gatherType(elementBytes, isFloat, &name);
+  checkGatherBytes(bytes, elementBytes);
   const int64_t count = bytes / elementBytes;
   auto out = run("ncclAllGather", bytes, bytes * size_, x, std::to_string(count) + " " + name + " elements per rank", [&](const void* s, void* r) {
     return lib_.api.ncclAllGather(s, r, static_cast<size_t>(count), type, comm_, stream());
@@ -192,6 +204,63 @@ std::vector<uint8_t> NcclCommunicator::allGather(const void* x, int64_t bytes, i
   std::lock_guard<std::mutex> lock(bytesMutex_);
   bytes_.allGather += static_cast<double>(size_ - 1) * static_cast<double>(bytes);
   return out;
+}
+
+void NcclCommunicator::enqueueOnStream(const char* call, const std::string& what, const std::function<ncclResult_t()>& enqueue) {
+  std::lock_guard<std::mutex> lock(callMutex_);
+  requireOpen(call);
+  const std::string context = " (" + what + "; " + where() + ")";
+  makeCurrent();
+  const ncclResult_t r = enqueue();
+  refuseIfAborted(call, context);
+  lib_.check(r, call, context);
+  if (pendingCall_.empty()) pendingCall_ = call, pendingWhat_ = what;
+}
+
+void NcclCommunicator::enqueueAllReduceBf16(const void* send, void* recv, int64_t n, const std::string& what) {
+  if (n < 0) fail(ErrorKind::Size, "ncclAllReduce: element count must be non-negative, got " + std::to_string(n));
+  if (n == 0) return;
+  enqueueOnStream("ncclAllReduce", what + ": " + std::to_string(n) + " bf16 elements, sum", [&] {
+    return lib_.api.ncclAllReduce(send, recv, static_cast<size_t>(n), ncclBfloat16, ncclSum, comm_, stream());
+  });
+  std::lock_guard<std::mutex> lock(bytesMutex_);
+  bytes_.allReduce += 2.0 * (size_ - 1) * static_cast<double>(n * 2) / size_;
+}
+
+void NcclCommunicator::enqueueReduceScatterBf16(const void* send, void* recv, int64_t n, const std::string& what) {
+  checkReduceScatterCount(n, size_);
+  const int64_t recvCount = n / size_;
+  if (n == 0) return;
+  enqueueOnStream("ncclReduceScatter", what + ": " + std::to_string(recvCount) + " bf16 elements per rank, sum", [&] {
+    return lib_.api.ncclReduceScatter(send, recv, static_cast<size_t>(recvCount), ncclBfloat16, ncclSum, comm_, stream());
+  });
+  std::lock_guard<std::mutex> lock(bytesMutex_);
+  bytes_.reduceScatter += static_cast<double>(size_ - 1) * static_cast<double>(recvCount * 2);
+}
+
+void NcclCommunicator::enqueueAllGather(const void* send, void* recv, int64_t bytes, int elementBytes, bool isFloat, const std::string& what) {
+  const char* name = nullptr;
+  const ncclDataType_t type = gatherType(elementBytes, isFloat, &name);
+  checkGatherBytes(bytes, elementBytes);
+  const int64_t count = bytes / elementBytes;
+  if (count == 0) return;
+  enqueueOnStream("ncclAllGather", what + ": " + std::to_string(count) + " " + name + " elements per rank", [&] {
+    return lib_.api.ncclAllGather(send, recv, static_cast<size_t>(count), type, comm_, stream());
+  });
+  std::lock_guard<std::mutex> lock(bytesMutex_);
+  bytes_.allGather += static_cast<double>(size_ - 1) * static_cast<double>(bytes);
+}
+
+void NcclCommunicator::checkAsync() {
+  std::lock_guard<std::mutex> lock(callMutex_);
+  if (pendingCall_.empty()) return;
+  const std::string call = pendingCall_, what = pendingWhat_;
+  pendingCall_.clear();
+  pendingWhat_.clear();
+  const std::string context = " (" + what + "; " + where() + ")";
+  ncclResult_t async = ncclSuccess;
+  lib_.check(asyncError(call.c_str(), context, &async), "ncclCommGetAsyncError", context);
+  if (async != ncclSuccess) lib_.raise(async, call, " (asynchronous error at the run's sync; " + what + "; " + where() + ")");
 }
 
 NcclBytesSent NcclCommunicator::bytesSent() const {

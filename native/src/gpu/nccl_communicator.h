@@ -1,6 +1,13 @@
 // One rank's RCCL/NCCL communicator on an open GPU device (hip or cuda; the emulated device is
 // refused): ncclCommInitRank with the device current, then bf16 all-reduce (sum) and
-// reduce-scatter (sum) and all-gather (bf16, f32, i32 or bytes) of HOST data: each call stages
+// reduce-scatter (sum) and all-gather (bf16, f32, i32 or bytes), in two forms.
+//
+// On DEVICE buffers (enqueue*: a run's collective nodes, issue 20): the call is enqueued on the
+// device's stream between the run's kernels, reading and writing the run's planned tensors; no
+// staging, no copy, no wait. Its completion is the run's one stream sync, after which
+// checkAsync() raises NCCL's asynchronous error, if any.
+//
+// On HOST data (allReduceBf16, ...: the GPU check's one-rank step and direct callers): each call stages
 // the input into device buffers of its own (the device's scratch memory: counted against its
 // limit), enqueues the NCCL call on the device's stream, synchronizes, checks the
 // communicator's asynchronous error and copies the result back. Calls run one at a time
@@ -67,6 +74,22 @@ class NcclCommunicator {
    */
   std::vector<uint8_t> allGather(const void* x, int64_t bytes, int elementBytes, bool isFloat);
 
+  /**
+   * The same three collectives on device buffers of this runtime (send and recv never overlap),
+   * enqueued on its stream after the work already there: no staging, no synchronize. `what`
+   * names the call in errors ("layers.3.attn (allReduce)"). Counted in bytesSent() as the
+   * host-data calls are.
+   */
+  void enqueueAllReduceBf16(const void* send, void* recv, int64_t n, const std::string& what);
+  void enqueueReduceScatterBf16(const void* send, void* recv, int64_t n, const std::string& what);
+  void enqueueAllGather(const void* send, void* recv, int64_t bytes, int elementBytes, bool isFloat, const std::string& what);
+  /**
+   * After the stream's sync: NCCL's asynchronous error for the collectives enqueued since the
+   * last check, raised (NcclFailure) as the first of them failing; nothing when there is none.
+   */
+  void checkAsync();
+
+  const std::shared_ptr<GpuRuntime>& runtime() const { return rt_; }
   NcclBytesSent bytesSent() const;
   /** "open", "destroyed" or "aborted" */
   std::string state() const;
@@ -80,6 +103,8 @@ class NcclCommunicator {
   enum State { Open, Destroyed, Aborted };
   std::vector<uint8_t> run(const char* call, int64_t inBytes, int64_t outBytes, const void* x, const std::string& what,
                            const std::function<nccl::ncclResult_t(const void* send, void* recv)>& enqueue);
+  /** the call on the stream (no staging, no wait), under the call lock */
+  void enqueueOnStream(const char* call, const std::string& what, const std::function<nccl::ncclResult_t()>& enqueue);
   void requireOpen(const char* call) const;
   void refuseIfAborted(const char* call, const std::string& context) const;
   /** ncclCommGetAsyncError, refused once aborted */
@@ -98,6 +123,8 @@ class NcclCommunicator {
   std::mutex lifeMutex_;   // destroy vs abort
   mutable std::mutex bytesMutex_;
   NcclBytesSent bytes_;
+  /** the first collective enqueued since the last checkAsync(): its call and what it was, blamed for an asynchronous error */
+  std::string pendingCall_, pendingWhat_;
 };
 
 }  // namespace hcsp::gpu

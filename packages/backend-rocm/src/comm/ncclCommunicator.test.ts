@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { commBytesOf, type GraphNode, type Tensor } from '@hcsp/core';
-import { FAKE_CUDA, FAKE_HIP, FakeGpuFolder, saveEnv } from '../../../../test/support/fakeGpuLibraries.ts';
+import { FAKE_CUDA, FAKE_HIP, FAKE_NCCL, FakeGpuFolder, saveEnv } from '../../../../test/support/fakeGpuLibraries.ts';
 import { type GpuDevice, loadNativeAddon } from '../nativeAddon.ts';
 import { NativeOutOfMemoryError, NativeUnsupportedError } from '../nativeErrors.ts';
 import { CollectiveWatchdog, type StuckCall } from './collectiveWatchdog.ts';
@@ -22,108 +22,6 @@ import { NCCL_UNIQUE_ID_BYTES, NcclCommunicator, NcclError, NcclUnavailableError
 // one real rank).
 
 const addon = loadNativeAddon();
-
-// One fake collective library, built per runtime (-DFAKE_CUDA: NCCL over the fake libcuda; else
-// RCCL over the fake libamdhip64) and once without ncclCommGetAsyncError (-DFAKE_NO_ASYNC).
-// FAKE_NCCL_FAIL=<call> makes that call return ncclInvalidArgument (4); FAKE_NCCL_ASYNC=<r>
-// makes ncclCommGetAsyncError report r; FAKE_NCCL_SLEEP_MS holds each collective that long.
-const FAKE_NCCL = String.raw`
-typedef struct { char internal[128]; } ncclUniqueId;
-struct ncclComm { int nranks, rank; };
-static int failing(const char* call) { const char* f = getenv("FAKE_NCCL_FAIL"); return f && strcmp(f, call) == 0; }
-static void* runtimeSymbol(const char* name) {
-#ifdef FAKE_CUDA
-  void* h = dlopen(getenv("HCSP_CUDA_LIB"), RTLD_NOW | RTLD_NOLOAD);
-#else
-  void* h = dlopen(getenv("HCSP_HIP_LIB"), RTLD_NOW | RTLD_NOLOAD);
-#endif
-  return h ? dlsym(h, name) : 0;
-}
-/* the runtime's device current on this thread: the HIP device index, or 1 for a current CUDA context */
-static int currentDevice(void) {
-#ifdef FAKE_CUDA
-  int (*get)(void**) = (int (*)(void**))runtimeSymbol("cuCtxGetCurrent");
-  void* c = 0;
-  return get && get(&c) == 0 && c ? 1 : -1;
-#else
-  int (*get)(int*) = (int (*)(int*))runtimeSymbol("hipGetDevice");
-  int d = -1;
-  return get && get(&d) == 0 ? d : -1;
-#endif
-}
-static int streamIsRuntimes(void* stream) {
-  void* (*last)(void) = (void* (*)(void))runtimeSymbol("fakeLastStream");
-  return last && stream && last() == stream;
-}
-static size_t elementBytes(int type) {
-  switch (type) {
-    case 0: case 1: return 1;
-    case 6: case 9: return 2;
-    case 2: case 3: case 7: return 4;
-    case 4: case 5: case 8: return 8;
-    default: return 0;
-  }
-}
-#ifdef FAKE_CUDA
-int ncclGetVersion(int* v) { *v = envInt("FAKE_NCCL_VERSION", 2708); return 0; }
-#else
-int ncclGetVersion(int* v) { *v = envInt("FAKE_NCCL_VERSION", 21805); return 0; }
-#endif
-int ncclGetUniqueId(ncclUniqueId* id) {
-  if (failing("ncclGetUniqueId")) return 4;
-  for (int i = 0; i < 128; i++) id->internal[i] = (char)(i * 7 + 3);
-  note("ncclGetUniqueId device=%d", currentDevice());
-  return 0;
-}
-int ncclCommInitRank(struct ncclComm** comm, int nranks, ncclUniqueId id, int rank) {
-  int idOk = 1;
-  for (int i = 0; i < 128; i++) idOk &= id.internal[i] == (char)(i * 7 + 3);
-  note("ncclCommInitRank nranks=%d rank=%d device=%d id=%s", nranks, rank, currentDevice(), idOk ? "ok" : "wrong");
-  if (failing("ncclCommInitRank") || !idOk || nranks < 1 || rank < 0 || rank >= nranks) return 4;
-  if (currentDevice() < 0) return 5;
-  *comm = (struct ncclComm*)calloc(1, sizeof(struct ncclComm));
-  (*comm)->nranks = nranks;
-  (*comm)->rank = rank;
-  return 0;
-}
-static int collective(const char* call, const void* s, void* r, size_t sendCount, size_t recvCount, size_t offset, int type, int op,
-                      struct ncclComm* c, void* stream) {
-  note("%s send=%zu recv=%zu type=%d op=%d stream=%s nranks=%d rank=%d device=%d", call, sendCount, recvCount, type, op,
-       streamIsRuntimes(stream) ? "runtime" : "other", c->nranks, c->rank, currentDevice());
-  size_t es = elementBytes(type);
-  if (failing(call) || !es || op != 0 || !streamIsRuntimes(stream)) return 4;
-  if (currentDevice() < 0) return 5;
-  int ms = envInt("FAKE_NCCL_SLEEP_MS", 0);
-  if (ms) usleep((useconds_t)ms * 1000);
-  /* the peers' contributions are zeros */
-  if (recvCount > sendCount) memset(r, 0, recvCount * es);
-  if (recvCount >= sendCount) memmove((char*)r + offset * es, s, sendCount * es);
-  else memmove(r, (const char*)s + offset * es, recvCount * es);
-  return 0;
-}
-int ncclAllReduce(const void* s, void* r, size_t count, int type, int op, struct ncclComm* c, void* stream) {
-  return collective("ncclAllReduce", s, r, count, count, 0, type, op, c, stream);
-}
-int ncclReduceScatter(const void* s, void* r, size_t recvcount, int type, int op, struct ncclComm* c, void* stream) {
-  return collective("ncclReduceScatter", s, r, recvcount * c->nranks, recvcount, recvcount * c->rank, type, op, c, stream);
-}
-int ncclAllGather(const void* s, void* r, size_t sendcount, int type, struct ncclComm* c, void* stream) {
-  return collective("ncclAllGather", s, r, sendcount, sendcount * c->nranks, sendcount * c->rank, type, 0, c, stream);
-}
-int ncclCommDestroy(struct ncclComm* c) { note("ncclCommDestroy rank=%d", c->rank); free(c); return failing("ncclCommDestroy") ? 4 : 0; }
-int ncclCommAbort(struct ncclComm* c) { note("ncclCommAbort rank=%d", c->rank); free(c); return 0; }
-const char* ncclGetErrorString(int r) {
-  switch (r) {
-    case 4: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
-    case 5: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
-    case 6: return "remote process exited or there was a network error";
-    default: return "fake result";
-  }
-}
-#ifndef FAKE_NO_ASYNC
-int ncclCommGetAsyncError(struct ncclComm* c, int* e) { *e = envInt("FAKE_NCCL_ASYNC", 0); return 0; }
-#endif
-`;
 
 const fake = new FakeGpuFolder('hcsp-nccl-');
 const { lib, log, logText } = fake;

@@ -1,16 +1,24 @@
-import { type CommBytes, type Communicator, type GraphNode, type Tensor } from '@hcsp/core';
-import { type GpuDevice, loadNativeAddon, type NativeAddon } from '../nativeAddon.ts';
+import { checkReduceAlgorithm, getOpDef, shapeStr, type CommBytes, type Communicator, type GraphNode, type Tensor, type ValueDecl } from '@hcsp/core';
+import { type GpuDevice, loadNativeAddon, type NativeAddon, type NativeTensor } from '../nativeAddon.ts';
 import { typedNativeError } from '../nativeErrors.ts';
-import { runCollective } from './collectiveCall.ts';
+import { GATHER_DTYPES, runCollective } from './collectiveCall.ts';
 import type { CollectiveWatchdog } from './collectiveWatchdog.ts';
 import { SerialCalls, typedCalls } from './serialCalls.ts';
 
 // A rank's communicator over RCCL (the hip device) or NCCL (the cuda device), issue 13: one
 // process per GPU, meeting its peers at each collective node of its part of the graph
 // (rankGraph). The library is loaded at run time by the main addon (native/src/gpu/
-// nccl_library.cc: librccl.so.1 / librccl.so, libnccl.so.2 / libnccl.so, or HCSP_NCCL_LIBRARY);
-// each call stages this rank's host tensor onto its GPU, runs the NCCL collective on the
-// device's stream and copies the result back (native/src/gpu/nccl_communicator.cc).
+// nccl_library.cc: librccl.so.1 / librccl.so, libnccl.so.2 / libnccl.so, or HCSP_NCCL_LIBRARY).
+//
+// A run's collective nodes (issue 20) take the device path: the rank's device ops
+// (nativeDevice.ts) hand enqueueCollective() the node's input as the device tensor the run
+// planned, and the NCCL call is enqueued on the device's stream between the run's kernels,
+// writing an output from the device's pool: no host tensor, no staging buffer, no copy, no
+// wait. The host waits in the run's one sync, which then goes through this communicator
+// (syncEnqueued): timed by its collective watchdog, NCCL's asynchronous error raised naming the
+// first collective node since the last sync. collective() on host tensors stays for callers
+// with host data (the GPU check's one-rank step): it stages the tensor onto the GPU, runs the
+// call, synchronizes and copies the result back (native/src/gpu/nccl_communicator.cc).
 //
 // Numerics. NCCL adds bf16 partials in an order of its own (ring or tree, chunked by channel,
 // the order depending on the rank and the message size) and rounds to bf16 after each step, so
@@ -41,6 +49,10 @@ export interface NcclComm {
   reduceScatter(data: Uint16Array): Promise<ArrayBuffer>;
   /** Uint16Array: bf16, Float32Array: f32, Int32Array: i32, Uint8Array: bytes */
   allGather(data: ArrayBufferView): Promise<ArrayBuffer>;
+  /** the collective as a job of the device queue on x's device buffer; its output (yShape, x's dtype) from the device's pool */
+  enqueue(kind: 'allReduce' | 'reduceScatter' | 'allGather', label: string, x: NativeTensor, yShape: readonly number[]): NativeTensor;
+  /** after the run's sync: throws NCCL's asynchronous error for the collectives enqueued since the last check */
+  checkAsync(): void;
   bytesSent(): CommBytes;
   destroy(): Promise<void>;
   abort(): void;
@@ -133,6 +145,8 @@ export class NcclCommunicator implements Communicator {
 
   private constructor(
     private readonly comm: NcclComm,
+    /** the GPU it was opened on: a device path needs the same device */
+    readonly gpu: GpuDevice,
     readonly rank: number,
     readonly tp: number,
     watchdog: CollectiveWatchdog | null,
@@ -160,7 +174,7 @@ export class NcclCommunicator implements Communicator {
     }
     const init = () => nccl(() => ncclAddon().ncclOpen(gpu, rank, size, uniqueId));
     const comm = await (watchdog ? watchdog.watch(`ncclCommInitRank (rank ${rank} of ${size})`, init) : init());
-    return new NcclCommunicator(comm, rank, size, watchdog ?? null);
+    return new NcclCommunicator(comm, gpu, rank, size, watchdog ?? null);
   }
 
   /** "RCCL 2.x.y" or "NCCL 2.x.y" */
@@ -174,6 +188,64 @@ export class NcclCommunicator implements Communicator {
 
   collective(node: GraphNode, inputs: Tensor[]): Promise<Tensor[]> {
     return this.calls.run(`node ${node.id} (${node.op} ${node.scope})`, () => this.run(node, inputs));
+  }
+
+  /**
+   * `node` on the device: its one input x is this rank's device tensor of the run (on this
+   * communicator's GPU), checked as collective() checks a host tensor; its one output, as the
+   * graph declares it, is returned queued. The call joins the device queue after the nodes already
+   * enqueued; its completion and errors are the run's sync's (syncEnqueued). `label` names the
+   * node in errors.
+   */
+  enqueueCollective(node: GraphNode, label: string, inputs: NativeTensor[], inputDecls: ValueDecl[], outputs: (ValueDecl | null)[]): NativeTensor[] {
+    const refused = this.calls.refusal(`node ${node.id} (${node.op} ${node.scope})`);
+    if (refused) throw refused;
+    const layout = getOpDef(node.op).collective;
+    if (!layout) throw new Error(`NCCL communicator: node ${node.id} (${node.op}) is not a collective`);
+    if (inputs.length !== 1 || !inputs[0]) throw new Error(`${node.op}: expects this rank's one input x, got ${inputs.length} inputs`);
+    const [x, xDecl, yDecl] = [inputs[0], inputDecls[0], outputs[0] ?? null];
+    if (xDecl.shape.length === 0) throw new Error(`${node.op}: tensors need a leading (row) dimension, got shape []`);
+    const rows = xDecl.shape[0];
+    const allowed = layout === 'gatherRows' ? GATHER_DTYPES : ['bf16'];
+    if (!allowed.includes(xDecl.dtype)) throw new Error(`${node.op}: rank ${this.rank} has dtype ${xDecl.dtype}; expected one of ${allowed.join(', ')}`);
+    // the node's order is the simulation's; NCCL sums in its own (see the top of this file)
+    if (layout !== 'gatherRows') checkReduceAlgorithm(node.attrs.algorithm, node.op);
+    if (layout === 'scatterRows' && rows % this.tp !== 0) throw new Error(`${node.op}: ${rows} rows of shape ${shapeStr(xDecl.shape)} are not divisible by tp ${this.tp}`);
+    const want = layout === 'gatherRows' ? [rows * this.tp, ...xDecl.shape.slice(1)] : layout === 'scatterRows' ? [rows / this.tp, ...xDecl.shape.slice(1)] : [...xDecl.shape];
+    if (!yDecl || yDecl.dtype !== xDecl.dtype || shapeStr(yDecl.shape) !== shapeStr(want)) {
+      throw new Error(`${node.op}: the graph declares ${yDecl ? `${yDecl.dtype}${shapeStr(yDecl.shape)}` : 'no output'} for '${node.outputs[0]}', the collective gives ${xDecl.dtype}${shapeStr(want)}`);
+    }
+    const kind = layout === 'gatherRows' ? 'allGather' : layout === 'scatterRows' ? 'reduceScatter' : 'allReduce';
+    return [ncclSync(() => this.comm.enqueue(kind, label, x, want))];
+  }
+
+  /**
+   * The run's sync when collectives were enqueued since the last one (`wait`: the device's
+   * sync): a watched call, in order with this communicator's calls, so that a stopped peer
+   * still ends the job within the watchdog's limit; then NCCL's asynchronous error, raised
+   * naming `firstLabel`, the first collective node enqueued since the last sync.
+   */
+  syncEnqueued(firstLabel: string, wait: () => Promise<void>): Promise<void> {
+    return this.calls.run(`the run's sync after ${firstLabel}`, async () => {
+      try {
+        await wait();
+      } catch (e) {
+        // a collective that failed on the device: NCCL's own reason first, when it has one
+        this.raiseAsync(firstLabel);
+        throw e;
+      }
+      this.raiseAsync(firstLabel);
+    });
+  }
+
+  private raiseAsync(label: string): void {
+    if (this.comm.state() !== 'open') return;
+    try {
+      ncclSync(() => this.comm.checkAsync());
+    } catch (e) {
+      if (e instanceof Error) e.message = `${label}: ${e.message}`;
+      throw e;
+    }
   }
 
   /** bytes this rank has sent per collective kind, by core's ring accounting (see the top of this file) */

@@ -26,7 +26,8 @@ export class SerialCalls {
   /** runs fn after the calls already made, unless an earlier one failed; what: names the call in a refusal and to the watchdog */
   run<T>(what: string, fn: () => Promise<T>): Promise<T> {
     const result = this.queue.then(() => {
-      if (this.failure) throw new Error(`${this.who}: refused ${what}: an earlier collective failed (${this.failure.message})`);
+      const refused = this.refusal(what);
+      if (refused) throw refused;
       return this.watchdog ? this.watchdog.watch(what, fn) : fn();
     });
     this.queue = result.then(
@@ -36,6 +37,11 @@ export class SerialCalls {
       },
     );
     return result;
+  }
+
+  /** the refusal a call `what` made now would get (an earlier one failed), or null: for work a caller starts outside run() */
+  refusal(what: string): Error | null {
+    return this.failure && new Error(`${this.who}: refused ${what}: an earlier collective failed (${this.failure.message})`);
   }
 
   /** refuses every later call with this reason (kept if a failure is already latched) */

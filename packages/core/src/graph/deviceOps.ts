@@ -1,4 +1,5 @@
 import type { DeviceCounters } from '../backend/backend.ts';
+import type { Communicator } from '../collectives/communicator.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import type { Graph, GraphNode, ValueDecl, ValueId } from './graph.ts';
 import type { MemoryPlan } from './memoryPlan.ts';
@@ -22,6 +23,13 @@ export interface DeviceOps<H> {
   runNode(node: GraphNode, inputs: (H | null)[], inputDecls: (ValueDecl | null)[], outputs: (ValueDecl | null)[]): Promise<(H | null)[]>;
   /** a collective over every rank at once, in lockstep: inputs[rank][port] -> outputs[rank][port] */
   runCollective(node: GraphNode, inputs: H[][], inputDecls: ValueDecl[][], outputs: ValueDecl[][]): Promise<H[][]>;
+  /**
+   * A rank's side of a collective (a rank's part of a graph) on the device's own buffers, when
+   * the device can run it with this communicator (e.g. NCCL on the same GPU, enqueued on its
+   * stream): its outputs as handles. null: it cannot, and the loop runs the collective on host
+   * tensors through the communicator (inputs downloaded, outputs uploaded).
+   */
+  collective?(node: GraphNode, inputs: H[], inputDecls: ValueDecl[], outputs: (ValueDecl | null)[], communicator: Communicator): (H | null)[] | null;
   download(decl: ValueDecl, h: H): Promise<Tensor>;
   free(h: H): void;
   /** waits for queued device work and raises its errors (the loop calls it every few nodes and at the end) */

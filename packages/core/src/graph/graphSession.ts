@@ -107,6 +107,7 @@ export class GraphSession<H> implements PreparedGraph {
       upload: device.upload.bind(device),
       runNode: device.runNode.bind(device),
       runCollective: device.runCollective.bind(device),
+      collective: device.collective?.bind(device),
       download: waited(device.download.bind(device)),
       free: device.free.bind(device),
       sync: device.sync && waited(device.sync.bind(device)),
@@ -294,7 +295,14 @@ export class GraphSession<H> implements PreparedGraph {
       const outs = await device.runCollective(node, ins, inDecls, outDecls);
       for (let r = 0; r < tp; r++) for (let p = 0; p < outPorts; p++) set(node.outputs[r * outPorts + p], outs[r][p]);
     } else if (node.rank === null || def.host) {
-      // a rank's side of a collective (through its communicator), or a host op: on host tensors
+      // a rank's side of a collective on the device's buffers, when the device can (DeviceOps.collective)
+      const onDevice =
+        node.rank === null ? (device.collective?.(node, node.inputs.map((id) => handle(id!)), node.inputs.map((id) => decl(id)!), node.outputs.map(decl), this.options.communicator!) ?? null) : null;
+      if (onDevice) {
+        node.outputs.forEach((id, p) => set(id, onDevice[p] ?? null));
+        return;
+      }
+      // else a rank's side of a collective (through its communicator), or a host op: on host tensors
       const ins = await this.hostInputs(node, handle);
       const t = performance.now();
       const outs = node.rank === null ? await this.options.communicator!.collective(node, ins as Tensor[]) : cpuKernel(node.op)(ins, node.attrs);
