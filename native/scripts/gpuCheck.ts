@@ -7,8 +7,10 @@
 // vendor GEMM's best on a square shape, and SP-on HC time per rank against SP-off. Between the
 // two, one real RCCL/NCCL rank (world size 1) through the nccl communicator: its library's
 // version, all-reduce, reduce-scatter and all-gather of a small bf16 tensor equal to the input
-// bit for bit (nothing is added at world size 1), and the seconds it took; a missing library is
-// a failed step listing what was tried.
+// bit for bit (nothing is added at world size 1), through the host-data calls and through the
+// engine's device-buffer path (no staging, one host sync), and the seconds it took; a missing
+// library is a failed step listing what was tried. Then the engine step: a Flash-Next layer
+// pair run twice, its second run's counters.
 import {
   CpuBackend,
   FLASH_NEXT,
@@ -129,12 +131,50 @@ async function ncclRank(): Promise<string> {
       const same = y.dtype === 'bf16' && y.shape.join() === shape.join() && bytesOf(y).equals(bytesOf(x));
       if (!same) bad.push(op);
     }
+    // the engine's path: a one-rank graph whose collectives run on the run's device buffers
+    // (no staging), twice; the second run must give the input back with one host sync
+    const values = Object.fromEntries(
+      (
+        [
+          ['x', 'input', null],
+          ['b', 'intermediate', 0],
+          ['c', 'intermediate', 0],
+          ['d', 'intermediate', 0],
+        ] as const
+      ).map(([id, kind, rank]) => [id, { id, shape, dtype: 'bf16' as const, kind, rank }]),
+    );
+    const node = (id: number, op: string, inputs: string[], outputs: string[], attrs: Record<string, unknown>) => ({ id, op, rank: null, inputs, outputs, attrs, scope: `gpu-check nccl ${op}`, layer: 0 });
+    const graph: Graph = {
+      tp: 1,
+      rank: 0,
+      values,
+      nodes: [node(1, 'allReduce', ['x'], ['b'], { tp: 1, algorithm: 'ring' }), node(2, 'reduceScatter', ['b'], ['c'], { tp: 1, algorithm: 'ring' }), node(3, 'allGather', ['c'], ['d'], { tp: 1 })],
+      inputs: ['x'],
+      outputs: ['d'],
+      meta: {},
+    } as Graph;
+    const session = await backend.prepare(graph, noWeights, { communicator: comm });
+    let deviceLine = '';
+    try {
+      await session.run(new Map([['x', x]]));
+      const r = await session.run(new Map([['x', x]]));
+      const e = r.stats.engine!;
+      const same = bytesOf(r.values.get('d')!).equals(bytesOf(x));
+      const clean = e.transfers.stagingToDeviceBytes === 0 && e.transfers.stagingFromDeviceBytes === 0 && e.device!.hostSyncs === 1 && e.device!.deviceAllocations === 0;
+      if (!same || !clean) {
+        bad.push('device-buffer path');
+        say(`FAIL nccl device path: ${same ? '' : 'output differs from the input; '}staging ${e.transfers.stagingToDeviceBytes}/${e.transfers.stagingFromDeviceBytes} bytes, ${e.device!.hostSyncs} host syncs, ${e.device!.deviceAllocations} allocations`);
+      }
+      deviceLine = `; on device buffers: ${same && clean ? 'pass' : 'FAIL'} (${e.device!.hostSyncs} host sync, ${e.transfers.stagingToDeviceBytes + e.transfers.stagingFromDeviceBytes} staging bytes)`;
+    } finally {
+      await session.dispose();
+    }
     await comm.destroy();
     if (bad.length) {
       failures++;
       say(`FAIL nccl: ${bad.join(', ')} of one rank did not give the input back bit for bit`);
     }
-    return `nccl: ${lib.library} (${lib.path}), one rank (world size 1): all-reduce, reduce-scatter, all-gather of bf16[${shape}] ${bad.length ? `FAIL (${bad.join(', ')} differ)` : 'pass (bit-exact)'}, ${secs()} s`;
+    return `nccl: ${lib.library} (${lib.path}), one rank (world size 1): all-reduce, reduce-scatter, all-gather of bf16[${shape}] ${bad.length ? `FAIL (${bad.join(', ')} differ)` : 'pass (bit-exact)'}${deviceLine}, ${secs()} s`;
   } catch (e) {
     failures++;
     // a missing library's message lists every name tried, with the loader's reason for each
