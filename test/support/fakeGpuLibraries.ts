@@ -413,6 +413,18 @@ export class FakeGpuFolder {
     }
   };
 
+  /** the fake HIP and CUDA runtimes: <folder>/fakehip.so and fakecuda.so */
+  compileRuntimes(): void {
+    this.compile('fakehip', FAKE_HIP);
+    this.compile('fakecuda', FAKE_CUDA);
+  }
+
+  /** code objects for gfx942 and sm_90 under <folder>/<root> that hold these kernels (basic.hsaco, basic.cubin) */
+  basicCodeObjects(root: string, kernels: string[]): void {
+    this.codeObjects(root, 'gfx942', { 'basic.hsaco': kernels });
+    this.codeObjects(root, 'sm_90', { 'basic.cubin': kernels });
+  }
+
   /** compiles FAKE_COMMON + source into <folder>/<name>.so */
   compile(name: string, source: string, defines: string[] = []): void {
     const c = this.lib(`${name}.c`);

@@ -21,45 +21,21 @@
 #include "js_loader.h"
 #include "js_nccl.h"
 #include "js_tensor.h"
+#include "promise_worker.h"
 #include "run_worker.h"
 
 namespace hcsp::addon {
 
 namespace {
 
-Shape readShape(const Napi::Value& v) {
-  if (!v.IsArray()) throw jsError(v.Env(), Error(ErrorKind::Shape, "shape must be an array of dimensions"));
-  Napi::Array arr = v.As<Napi::Array>();
-  Shape s;
-  for (uint32_t i = 0; i < arr.Length(); i++) {
-    Napi::Value d = arr.Get(i);
-    double x = d.IsNumber() ? d.As<Napi::Number>().DoubleValue() : -1;
-    if (!(x >= 0) || x != static_cast<double>(static_cast<int64_t>(x))) {
-      throw jsError(v.Env(), Error(ErrorKind::Shape, "dimension " + std::to_string(i) + " of the shape is not a non-negative integer"));
-    }
-    s.push_back(static_cast<int64_t>(x));
-  }
-  return s;
-}
-
 /** upload(dtype, shape, data: TypedArray, gpu?) -> NativeTensor (a copy, on the host device or the GPU) */
 Napi::Value upload(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&]() -> Napi::Value {
-    DType dtype = parseDType(info[0].As<Napi::String>().Utf8Value());
-    Shape shape = readShape(info[1]);
-    if (!info[2].IsTypedArray()) throw jsError(env, Error(ErrorKind::Size, "upload: data must be a typed array"));
-    Napi::TypedArray data = info[2].As<Napi::TypedArray>();
-    const size_t want = static_cast<size_t>(numel(shape)) * dtypeBytes(dtype);
-    if (data.ByteLength() != want) {
-      fail(ErrorKind::Size, "upload: a buffer of " + std::to_string(data.ByteLength()) + " bytes for a " + dtypeName(dtype) + shapeStr(shape) +
-                                " tensor, which needs " + std::to_string(want));
-    }
-    auto gpu = JsGpu::unwrapOptional(info[3]);
+    const UploadArgs a = readUpload(info, "upload");
     // every byte is copied in below
-    TensorPtr t = std::make_shared<Tensor>(dtype, shape, gpu ? std::shared_ptr<Memory>(gpu) : hostMemory(), Init::Uninitialized);
-    const auto* src = static_cast<const uint8_t*>(data.ArrayBuffer().Data()) + data.ByteOffset();
-    if (want) t->memory().copyIn(t->raw(), src, want);
+    TensorPtr t = std::make_shared<Tensor>(a.dtype, a.shape, a.gpu ? std::shared_ptr<Memory>(a.gpu) : hostMemory(), Init::Uninitialized);
+    if (a.size) t->memory().copyIn(t->raw(), a.bytes, a.size);
     return JsTensor::wrap(env, t);
   });
 }
@@ -78,24 +54,12 @@ Napi::Value download(const Napi::CallbackInfo& info) {
 }
 
 /** packs a weight for the exact GEMM and frees its own bytes, off the JavaScript thread */
-class PackWorker : public Napi::AsyncWorker {
+class PackWorker : public PromiseWorker {
  public:
-  PackWorker(Napi::Env env, TensorPtr t, gemm::GemmWeightKind kind)
-      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), t_(std::move(t)), kind_(kind) {}
-  Napi::Promise promise() { return deferred_.Promise(); }
+  PackWorker(Napi::Env env, TensorPtr t, gemm::GemmWeightKind kind) : PromiseWorker(env), t_(std::move(t)), kind_(kind) {}
 
   void Execute() override {
-    try {
-      result_ = gemm::packForGemm(*t_, kind_, defaultPool());
-    } catch (const Error& e) {
-      code_ = errorCode(e.kind());
-      SetError(e.what());
-    } catch (const std::bad_alloc&) {
-      code_ = "HCSP_OOM";
-      SetError("packForGemm: host device out of memory (the system refused an allocation)");
-    } catch (const std::exception& e) {
-      SetError(e.what());
-    }
+    guard("packForGemm", [&] { result_ = gemm::packForGemm(*t_, kind_, defaultPool()); });
     t_.reset();
   }
   void OnOK() override {
@@ -104,17 +68,11 @@ class PackWorker : public Napi::AsyncWorker {
     o.Set("releasedBytes", static_cast<double>(result_.releasedBytes));
     deferred_.Resolve(o);
   }
-  void OnError(const Napi::Error& e) override {
-    e.Set("code", Napi::String::New(Env(), code_));
-    deferred_.Reject(e.Value());
-  }
 
  private:
-  Napi::Promise::Deferred deferred_;
   TensorPtr t_;
   gemm::GemmWeightKind kind_;
   gemm::PackResult result_{0, 0};
-  std::string code_ = "HCSP_RUNTIME";
 };
 
 /**
@@ -128,10 +86,7 @@ Napi::Value packForGemmCall(const Napi::CallbackInfo& info) {
     TensorPtr t = JsTensor::unwrap(info[0], "packForGemm");
     const std::string kind = info[1].IsString() ? info[1].As<Napi::String>().Utf8Value() : "";
     if (kind != "linear" && kind != "fp8") fail(ErrorKind::Attr, "packForGemm: kind must be 'linear' or 'fp8', got '" + kind + "'");
-    auto* w = new PackWorker(env, std::move(t), kind == "linear" ? gemm::GemmWeightKind::Linear : gemm::GemmWeightKind::Fp8);
-    auto p = w->promise();
-    w->Queue();
-    return p;
+    return (new PackWorker(env, std::move(t), kind == "linear" ? gemm::GemmWeightKind::Linear : gemm::GemmWeightKind::Fp8))->start();
   });
 }
 

@@ -7,6 +7,7 @@
 #include "js_errors.h"
 #include "js_gpu.h"
 #include "js_tensor.h"
+#include "promise_worker.h"
 
 namespace hcsp::addon {
 
@@ -18,40 +19,13 @@ uint64_t wholeNumber(double x, const std::string& what) {
   return static_cast<uint64_t>(x);
 }
 
-Shape shapeOf(const Napi::Value& v, const std::string& what) {
-  if (!v.IsArray()) fail(ErrorKind::Shape, "loadWeights: " + what + " shape must be an array");
-  Napi::Array a = v.As<Napi::Array>();
-  Shape s;
-  for (uint32_t i = 0; i < a.Length(); i++) {
-    Napi::Value d = a.Get(i);
-    s.push_back(static_cast<int64_t>(wholeNumber(d.IsNumber() ? d.As<Napi::Number>().DoubleValue() : -1, what + " dimension " + std::to_string(i))));
-  }
-  return s;
-}
-
-class LoadWorker : public Napi::AsyncWorker {
+class LoadWorker : public PromiseWorker {
  public:
   LoadWorker(Napi::Env env, std::vector<loader::SourceFile> files, std::vector<loader::LoadRequest> requests, std::shared_ptr<Memory> memory, loader::LoadOptions options)
-      : Napi::AsyncWorker(env),
-        deferred_(Napi::Promise::Deferred::New(env)),
-        files_(std::move(files)),
-        requests_(std::move(requests)),
-        memory_(std::move(memory)),
-        options_(options) {}
-  Napi::Promise promise() { return deferred_.Promise(); }
+      : PromiseWorker(env), files_(std::move(files)), requests_(std::move(requests)), memory_(std::move(memory)), options_(options) {}
 
   void Execute() override {
-    try {
-      result_ = loader::loadWeights(files_, std::move(requests_), memory_, defaultPool(), options_);
-    } catch (const Error& e) {
-      code_ = errorCode(e.kind());
-      SetError(e.what());
-    } catch (const std::bad_alloc&) {
-      code_ = "HCSP_OOM";
-      SetError("loadWeights: host out of memory (the system refused an allocation)");
-    } catch (const std::exception& e) {
-      SetError(e.what());
-    }
+    guard("loadWeights", [&] { result_ = loader::loadWeights(files_, std::move(requests_), memory_, defaultPool(), options_); });
   }
 
   void OnOK() override {
@@ -81,19 +55,13 @@ class LoadWorker : public Napi::AsyncWorker {
     deferred_.Resolve(o);
   }
 
-  void OnError(const Napi::Error& e) override {
-    e.Set("code", Napi::String::New(Env(), code_));
-    deferred_.Reject(e.Value());
-  }
 
  private:
-  Napi::Promise::Deferred deferred_;
   std::vector<loader::SourceFile> files_;
   std::vector<loader::LoadRequest> requests_;
   std::shared_ptr<Memory> memory_;
   loader::LoadOptions options_;
   loader::LoadResult result_;
-  std::string code_ = "HCSP_RUNTIME";
 };
 
 }  // namespace
@@ -121,7 +89,7 @@ Napi::Value loadWeights(const Napi::CallbackInfo& info) {
       r.name = o.Get("name").IsString() ? o.Get("name").As<Napi::String>().Utf8Value() : "#" + std::to_string(i);
       if (!o.Get("dtype").IsString()) fail(ErrorKind::DType, "loadWeights: tensor '" + r.name + "' has no dtype");
       r.dtype = parseDType(o.Get("dtype").As<Napi::String>().Utf8Value());
-      r.shape = shapeOf(o.Get("shape"), "tensor '" + r.name + "'");
+      r.shape = readShape(o.Get("shape"), "loadWeights: tensor '" + r.name + "'");
       Napi::Value parts = o.Get("parts");
       r.parts = static_cast<uint32_t>(wholeNumber(parts.IsNumber() ? parts.As<Napi::Number>().DoubleValue() : -1, "tensor '" + r.name + "' parts"));
       Napi::Value ranges = o.Get("ranges");
@@ -145,10 +113,7 @@ Napi::Value loadWeights(const Napi::CallbackInfo& info) {
       if (o.Get("chunkBytes").IsNumber()) options.chunkBytes = wholeNumber(o.Get("chunkBytes").As<Napi::Number>().DoubleValue(), "chunkBytes");
       if (o.Get("lanes").IsNumber()) options.lanes = static_cast<int>(wholeNumber(o.Get("lanes").As<Napi::Number>().DoubleValue(), "lanes"));
     }
-    auto* w = new LoadWorker(env, std::move(files), std::move(requests), std::move(memory), options);
-    auto p = w->promise();
-    w->Queue();
-    return p;
+    return (new LoadWorker(env, std::move(files), std::move(requests), std::move(memory), options))->start();
   });
 }
 

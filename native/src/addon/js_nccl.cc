@@ -251,7 +251,7 @@ class JsNcclComm : public Napi::ObjectWrap<JsNcclComm> {
           out->fill(std::make_shared<Tensor>(out->dtype(), Shape{0}));
           return;
         }
-        const TensorPtr& x = in->tensor("input x");
+        const TensorPtr& x = in->tensor([] { return std::string("input x"); });
         const auto& rt = comm->runtime();
         if (&x->memory() != rt.get()) fail(ErrorKind::Runtime, "input x is in " + x->memory().name() + " memory; the communicator's device is " + rt->name());
         // the run's planned block: from the device's pool, ordered after the kernels of its last holder by the one stream

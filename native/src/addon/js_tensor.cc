@@ -3,6 +3,7 @@
 #include "../host/errors.h"
 #include "instance_data.h"
 #include "js_errors.h"
+#include "js_gpu.h"
 
 namespace hcsp::addon {
 
@@ -42,7 +43,7 @@ engine::SlotPtr JsTensor::unwrapSlot(const Napi::Value& value, const std::string
 TensorPtr JsTensor::unwrap(const Napi::Value& value, const std::string& what) {
   engine::SlotPtr slot = unwrapSlot(value, what);
   try {
-    return slot->tensor(what);
+    return slot->tensor([&] { return what; });
   } catch (const Error& e) {
     throw jsError(value.Env(), e);
   }
@@ -73,6 +74,35 @@ void freeTensor(const Napi::CallbackInfo& info) {
     throw jsError(info.Env(), Error(ErrorKind::DType, "free: the argument is not a native tensor"));
   }
   JsTensor::Unwrap(info[0].As<Napi::Object>())->slot_.reset();
+}
+
+Shape readShape(const Napi::Value& v, const std::string& what) {
+  if (!v.IsArray()) fail(ErrorKind::Shape, what + ": the shape must be an array of dimensions");
+  Napi::Array arr = v.As<Napi::Array>();
+  Shape s;
+  for (uint32_t i = 0; i < arr.Length(); i++) {
+    Napi::Value d = arr.Get(i);
+    const double x = d.IsNumber() ? d.As<Napi::Number>().DoubleValue() : -1;
+    if (!(x >= 0 && x < 9223372036854775808.0) || x != static_cast<double>(static_cast<int64_t>(x))) {
+      fail(ErrorKind::Shape, what + ": dimension " + std::to_string(i) + " of the shape is not a non-negative integer");
+    }
+    s.push_back(static_cast<int64_t>(x));
+  }
+  return s;
+}
+
+UploadArgs readUpload(const Napi::CallbackInfo& info, const std::string& what) {
+  const DType dtype = parseDType(info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "");
+  Shape shape = readShape(info[1], what);
+  if (!info[2].IsTypedArray()) fail(ErrorKind::Size, what + ": data must be a typed array");
+  Napi::TypedArray data = info[2].As<Napi::TypedArray>();
+  const size_t want = static_cast<size_t>(numel(shape)) * dtypeBytes(dtype);
+  if (data.ByteLength() != want) {
+    fail(ErrorKind::Size, what + ": a buffer of " + std::to_string(data.ByteLength()) + " bytes for a " + dtypeName(dtype) + shapeStr(shape) + " tensor, which needs " +
+                              std::to_string(want));
+  }
+  const auto* bytes = static_cast<const uint8_t*>(data.ArrayBuffer().Data()) + data.ByteOffset();
+  return UploadArgs{dtype, std::move(shape), bytes, want, JsGpu::unwrapOptional(info[3])};
 }
 
 }  // namespace hcsp::addon

@@ -7,6 +7,7 @@
 #include "js_errors.h"
 #include "js_gpu.h"
 #include "js_tensor.h"
+#include "promise_worker.h"
 
 namespace hcsp::addon {
 
@@ -80,58 +81,50 @@ struct OpCall {
   }
 };
 
-/** run(): the node after everything queued, waited for off the JavaScript thread, its outputs handed back */
-class RunWorker : public Napi::AsyncWorker {
- public:
-  RunWorker(Napi::Env env, OpCall call, std::vector<Inputs> inputs)
-      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), call_(std::move(call)), inputs_(std::move(inputs)) {}
+/** the output handles of one call: its ports, or one array of ports per rank for a collective */
+template <class T, class Wrap>
+Napi::Value portsArray(Napi::Env env, const std::vector<std::vector<T>>& outputs, bool collective, Wrap wrap) {
+  auto ports = [&](const std::vector<T>& outs) {
+    auto arr = Napi::Array::New(env, outs.size());
+    for (size_t p = 0; p < outs.size(); p++) arr.Set(p, outs[p] ? wrap(outs[p]) : env.Null());
+    return arr;
+  };
+  if (!collective) return ports(outputs[0]);
+  auto ranks = Napi::Array::New(env, outputs.size());
+  for (size_t r = 0; r < outputs.size(); r++) ranks.Set(r, ports(outputs[r]));
+  return ranks;
+}
 
-  Napi::Promise promise() { return deferred_.Promise(); }
+/** run(): the node after everything queued, waited for off the JavaScript thread, its outputs handed back */
+class RunWorker : public PromiseWorker {
+ public:
+  RunWorker(Napi::Env env, OpCall call, std::vector<Inputs> inputs) : PromiseWorker(env), call_(std::move(call)), inputs_(std::move(inputs)) {}
 
   void Execute() override {
-    try {
+    guard(call_.op.c_str(), [&] {
       engine::ExecQueue::instance().runAndWait([&] {
         outputs_ = call_.execute(inputs_);
         // kernel errors and the device checks' surface at the stream's sync: before the outputs are handed out
-        if (call_.gpu) call_.gpu->synchronizeChecked();
+        try {
+          if (call_.gpu) call_.gpu->synchronizeChecked();
+        } catch (const Error& e) {
+          throw Error(e.kind(), call_.named(e.what()));
+        }
       });
-    } catch (const Error& e) {
-      code_ = errorCode(e.kind());
-      SetError(call_.named(e.what()));
-    } catch (const std::exception& e) {
-      SetError(call_.named(e.what()));
-    }
+    });
     inputs_.clear();
   }
 
   void OnOK() override {
     Napi::Env env = Env();
-    auto ports = [&](const Outputs& outs) {
-      auto arr = Napi::Array::New(env, outs.size());
-      for (size_t p = 0; p < outs.size(); p++) arr.Set(p, outs[p] ? Napi::Value(JsTensor::wrap(env, outs[p])) : env.Null());
-      return arr;
-    };
-    if (call_.collective) {
-      auto ranks = Napi::Array::New(env, outputs_.size());
-      for (size_t r = 0; r < outputs_.size(); r++) ranks.Set(r, ports(outputs_[r]));
-      deferred_.Resolve(ranks);
-    } else {
-      deferred_.Resolve(ports(outputs_[0]));
-    }
+    deferred_.Resolve(portsArray(env, outputs_, call_.collective, [&](const TensorPtr& t) -> Napi::Value { return JsTensor::wrap(env, t); }));
     outputs_.clear();
   }
 
-  void OnError(const Napi::Error& e) override {
-    e.Set("code", Napi::String::New(Env(), code_));
-    deferred_.Reject(e.Value());
-  }
-
  private:
-  Napi::Promise::Deferred deferred_;
   OpCall call_;
   std::vector<Inputs> inputs_;
   std::vector<Outputs> outputs_;
-  std::string code_ = "HCSP_RUNTIME";
 };
 
 template <class T, class F>
@@ -170,10 +163,7 @@ OpCall readCall(Napi::Env env, const Napi::Value& opName, const Napi::Value& jsA
 Napi::Value runCall(const Napi::CallbackInfo& info, bool collective) {
   const std::string op = info[0].As<Napi::String>().Utf8Value();
   auto inputs = readInputs<TensorPtr>(info[1], op, collective, [](const Napi::Value& v, const std::string& what) { return JsTensor::unwrap(v, what); });
-  auto* w = new RunWorker(info.Env(), readCall(info.Env(), info[0], info[2], info[3], info[4], collective, inputs.size()), std::move(inputs));
-  auto p = w->promise();
-  w->Queue();
-  return p;
+  return (new RunWorker(info.Env(), readCall(info.Env(), info[0], info[2], info[3], info[4], collective, inputs.size()), std::move(inputs)))->start();
 }
 
 /** a declared output port: {dtype, shape}, or null for an absent one */
@@ -182,15 +172,7 @@ engine::SlotPtr readDecl(const Napi::Value& v, const std::string& what) {
   if (!v.IsObject()) throw jsError(v.Env(), Error(ErrorKind::DType, what + " must be {dtype, shape} or null"));
   Napi::Object o = v.As<Napi::Object>();
   const DType dtype = parseDType(o.Get("dtype").IsString() ? o.Get("dtype").As<Napi::String>().Utf8Value() : "");
-  if (!o.Get("shape").IsArray()) throw jsError(v.Env(), Error(ErrorKind::Shape, what + ": shape must be an array"));
-  Napi::Array a = o.Get("shape").As<Napi::Array>();
-  Shape shape;
-  for (uint32_t i = 0; i < a.Length(); i++) {
-    const double d = a.Get(i).IsNumber() ? a.Get(i).As<Napi::Number>().DoubleValue() : -1;
-    if (!(d >= 0) || d != static_cast<double>(static_cast<int64_t>(d))) fail(ErrorKind::Shape, what + ": dimension " + std::to_string(i) + " of the shape is not a non-negative integer");
-    shape.push_back(static_cast<int64_t>(d));
-  }
-  return std::make_shared<engine::TensorSlot>(dtype, std::move(shape));
+  return std::make_shared<engine::TensorSlot>(dtype, readShape(o.Get("shape"), what));
 }
 
 }  // namespace
@@ -233,7 +215,7 @@ void runPrepared(const PreparedNode& node, const std::vector<std::vector<engine:
   std::vector<Inputs> in(inputs.size());
   for (size_t r = 0; r < inputs.size(); r++) {
     for (size_t p = 0; p < inputs[r].size(); p++) {
-      in[r].push_back(inputs[r][p] ? inputs[r][p]->tensor(call.op + ": input port " + std::to_string(p)) : nullptr);
+      in[r].push_back(inputs[r][p] ? inputs[r][p]->tensor([&] { return call.op + ": input port " + std::to_string(p); }) : nullptr);
     }
   }
   std::vector<Outputs> out = call.execute(in);
@@ -265,15 +247,7 @@ Napi::Value enqueuePrepared(Napi::Env env, const PreparedNodePtr& node, const Na
     for (const engine::SlotPtr& d : node->outputs[r]) outputs[r].push_back(d ? std::make_shared<engine::TensorSlot>(d->dtype(), d->shape()) : nullptr);
   }
   engine::ExecQueue::instance().enqueue(node->label, [node, inputs = std::move(inputs), outputs] { runPrepared(*node, inputs, outputs); });
-  auto ports = [&](const std::vector<engine::SlotPtr>& slots) {
-    auto arr = Napi::Array::New(env, slots.size());
-    for (size_t p = 0; p < slots.size(); p++) arr.Set(p, slots[p] ? Napi::Value(JsTensor::wrapSlot(env, slots[p])) : env.Null());
-    return arr;
-  };
-  if (!collective) return ports(outputs[0]);
-  auto ranks = Napi::Array::New(env, outputs.size());
-  for (size_t r = 0; r < outputs.size(); r++) ranks.Set(r, ports(outputs[r]));
-  return ranks;
+  return portsArray(env, outputs, collective, [&](const engine::SlotPtr& slot) -> Napi::Value { return JsTensor::wrapSlot(env, slot); });
 }
 
 }  // namespace
@@ -293,32 +267,17 @@ Napi::Value setStubKernels(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value enqueueUpload(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  const DType dtype = parseDType(info[0].As<Napi::String>().Utf8Value());
-  engine::SlotPtr slot = readDecl([&] {
-    auto o = Napi::Object::New(env);
-    o.Set("dtype", info[0]);
-    o.Set("shape", info[1]);
-    return o;
-  }(), "upload");
-  if (!info[2].IsTypedArray()) fail(ErrorKind::Size, "upload: data must be a typed array");
-  Napi::TypedArray data = info[2].As<Napi::TypedArray>();
-  const size_t want = static_cast<size_t>(numel(slot->shape())) * dtypeBytes(dtype);
-  if (data.ByteLength() != want) {
-    fail(ErrorKind::Size, "upload: a buffer of " + std::to_string(data.ByteLength()) + " bytes for a " + dtypeName(dtype) + shapeStr(slot->shape()) + " tensor, which needs " +
-                              std::to_string(want));
-  }
-  auto gpu = JsGpu::unwrapOptional(info[3]);
+  UploadArgs a = readUpload(info, "upload");
+  auto slot = std::make_shared<engine::TensorSlot>(a.dtype, std::move(a.shape));
   // the bytes are copied now: the job runs later, and the JavaScript buffer may change or go
-  const auto* src = static_cast<const uint8_t*>(data.ArrayBuffer().Data()) + data.ByteOffset();
-  auto bytes = std::make_shared<std::vector<uint8_t>>(src, src + want);
-  engine::ExecQueue::instance().enqueue("upload", [slot, bytes, gpu] {
+  auto bytes = std::make_shared<std::vector<uint8_t>>(a.bytes, a.bytes + a.size);
+  engine::ExecQueue::instance().enqueue("upload", [slot, bytes, gpu = std::move(a.gpu)] {
     std::shared_ptr<Memory> memory = gpu ? std::shared_ptr<Memory>(gpu) : hostMemory();
     TensorPtr t = std::make_shared<Tensor>(slot->dtype(), slot->shape(), memory, Init::Uninitialized);
     if (!bytes->empty()) memory->copyIn(t->raw(), bytes->data(), bytes->size());
     slot->fill(std::move(t));
   });
-  return JsTensor::wrapSlot(env, slot);
+  return JsTensor::wrapSlot(info.Env(), slot);
 }
 
 namespace {

@@ -84,7 +84,6 @@ void ExecQueue::loop() {
       failed_ = true;
       error_ = std::move(err);
     }
-    if (!skip) jobsRun_++;
     finished_ = e.seq;
     done_.notify_all();
   }
@@ -103,37 +102,22 @@ bool ExecQueue::drain(JobError* error) {
 
 void ExecQueue::runAndWait(const Job& job) {
   std::exception_ptr thrown;
-  std::mutex m;
-  std::condition_variable cv;
-  bool ran = false;
-  uint64_t seq;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    seq = ++enqueued_;
-    // not skipped by a latched error: a one-shot run reports its own failure, and leaves the latch to the run that set it
-    jobs_.push_back(Entry{"", [&] {
-                            try {
-                              job();
-                            } catch (...) {
-                              thrown = std::current_exception();
-                            }
-                            std::lock_guard<std::mutex> l(m);
-                            ran = true;
-                            cv.notify_all();
-                          },
-                          seq, true});
-    if (idle_) wake_.notify_one();
-  }
-  {
-    std::unique_lock<std::mutex> lock(m);
-    cv.wait(lock, [&] { return ran; });
-  }
+  std::unique_lock<std::mutex> lock(mutex_);
+  const uint64_t seq = ++enqueued_;
+  // not skipped by a latched error: a one-shot run reports its own failure, and leaves the latch to the run that set it
+  jobs_.push_back(Entry{"",
+                        [&] {
+                          try {
+                            job();
+                          } catch (...) {
+                            thrown = std::current_exception();
+                          }
+                        },
+                        seq, true});
+  if (idle_) wake_.notify_one();
+  done_.wait(lock, [&] { return finished_ >= seq; });
+  lock.unlock();
   if (thrown) std::rethrow_exception(thrown);
-}
-
-int64_t ExecQueue::jobsRun() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return jobsRun_;
 }
 
 }  // namespace hcsp::engine

@@ -38,8 +38,6 @@ class ExecQueue {
   bool drain(JobError* error);
   /** runs `job` after everything enqueued so far and waits for it; its own exception propagates */
   void runAndWait(const Job& job);
-  /** jobs run since the process started */
-  int64_t jobsRun() const;
   /**
    * the label of the job this thread is running ("" outside a job, and for runAndWait's): a GPU
    * op's device checks name their node with it when the run's sync raises them (gpu/device_checks.h)
@@ -71,7 +69,6 @@ class ExecQueue {
   std::deque<Entry> jobs_;
   uint64_t enqueued_ = 0;
   uint64_t finished_ = 0;
-  int64_t jobsRun_ = 0;
   bool failed_ = false;
   /** the worker waits for jobs (else it is running a batch and will look again) */
   bool idle_ = false;

@@ -29,9 +29,10 @@ class TensorSlot {
     tensor_ = std::move(t);
     ready_.store(true, std::memory_order_release);
   }
-  /** the tensor, or an error naming `what` when its node has not run (or failed) */
-  const TensorPtr& tensor(const std::string& what) const {
-    if (!ready()) fail(ErrorKind::Runtime, what + " is not computed: the node producing it has not run (it failed, or the device was not synchronized)");
+  /** the tensor, or an error naming what `what()` says (built only then) when its node has not run (or failed) */
+  template <class What>
+  const TensorPtr& tensor(What what) const {
+    if (!ready()) fail(ErrorKind::Runtime, what() + " is not computed: the node producing it has not run (it failed, or the device was not synchronized)");
     return tensor_;
   }
 

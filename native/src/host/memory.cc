@@ -103,7 +103,7 @@ void Memory::reservePool(const std::vector<size_t>& blockBytes) {
   deviceAllocations_.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mutex_);
   const size_t region = regions_.size();
-  regions_.push_back(Region{base, 0, blockBytes.size()});
+  regions_.push_back(Region{base, 0});
   size_t offset = 0;
   for (size_t b : blockBytes) {
     const size_t block = blockSize(b);

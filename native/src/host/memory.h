@@ -100,7 +100,6 @@ class Memory {
   struct Region {
     void* base;
     int64_t outstanding;  // its blocks handed out
-    size_t blocks;
   };
   mutable std::mutex mutex_;
   AllocatorStats stats_{0, 0, 0, 0, 0, 0};

@@ -1,14 +1,13 @@
 import { rmSync } from 'node:fs';
-import { FLASH_NEXT, MODEL_SUB_LAYERS, planMemory, preparePrefill, rankGraph, type Communicator, type Graph, type GraphNode, type ValueDecl, type WeightSource } from '@hcsp/core';
+import { FLASH_NEXT, formatBytes, MODEL_SUB_LAYERS, planMemory, preparePrefill, rankGraph, type Communicator, type Graph, type GraphNode, type ValueDecl, type WeightSource } from '@hcsp/core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { FAKE_CUDA, FAKE_HIP, FakeGpuFolder, saveEnv } from '../../../test/support/fakeGpuLibraries.ts';
+import { FakeGpuFolder, saveEnv } from '../../../test/support/fakeGpuLibraries.ts';
 import { NO_WEIGHTS } from '../../../test/support/noWeights.ts';
 import {
   checkDeviceMemory,
   COMMUNICATOR_ALLOWANCE_BYTES,
   DeviceMemoryError,
   estimateDeviceMemory,
-  formatBytes,
   VENDOR_BLAS_WORKSPACE_BYTES,
 } from './deviceMemoryGuard.ts';
 import { loadNativeAddon } from './nativeAddon.ts';
@@ -101,10 +100,6 @@ describe('the device estimate (by hand)', () => {
     );
     expect(() => checkDeviceMemory(smallGraph(), e, { ...state, device: 'cuda:1', freeBytes: GiB })).toThrow(/^rocm backend: the whole graph \(tp 2 on one device\) needs 61\.0 GiB on cuda:1 /);
   });
-
-  it('formatBytes as the CLI writes sizes', () => {
-    expect([formatBytes(512), formatBytes(1536), formatBytes(47.94 * GiB)]).toEqual(['512 B', '1.5 KiB', '47.9 GiB']);
-  });
 });
 
 const addon = loadNativeAddon();
@@ -116,10 +111,8 @@ const open: RocmBackend[] = [];
 
 beforeAll(() => {
   fake.create();
-  fake.compile('fakehip', FAKE_HIP);
-  fake.compile('fakecuda', FAKE_CUDA);
-  fake.codeObjects('objects', 'gfx942', { 'basic.hsaco': ['hcsp_add_bf16'] });
-  fake.codeObjects('objects', 'sm_90', { 'basic.cubin': ['hcsp_add_bf16'] });
+  fake.compileRuntimes();
+  fake.basicCodeObjects('objects', ['hcsp_add_bf16']);
 }, 60_000);
 afterAll(() => fake.remove());
 beforeEach(() => {

@@ -2,7 +2,7 @@
 // will hold on the device (graphSession.ts: every weight its nodes read, uploaded when it
 // opens; the run's memory plan, reserved at prepare) plus what the libraries the run calls
 // allocate on the device themselves, against the memory the device has free now.
-import { bytesPerElement, numel, planMemory, type Graph } from '@hcsp/core';
+import { bytesPerElement, formatBytes, numel, planMemory, type Graph } from '@hcsp/core';
 import { NativeOutOfMemoryError } from './nativeErrors.ts';
 
 /**
@@ -48,17 +48,6 @@ export function estimateDeviceMemory(graph: Graph, o: { ncclCommunicator: boolea
   return { weights, activations, communicator, blasWorkspace, total: weights + activations + communicator + blasWorkspace };
 }
 
-/** 65_712_000_000 -> "61.2 GiB" (one decimal from KiB up, powers of 1024, as the CLI writes sizes) */
-export function formatBytes(bytes: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
-  let v = bytes;
-  let u = 0;
-  while (v >= 1024 && u < units.length - 1) {
-    v /= 1024;
-    u++;
-  }
-  return u === 0 ? `${Math.round(v)} B` : `${v.toFixed(1)} ${units[u]}`;
-}
 
 /** a graph refused because its session would not fit on the device: nothing was allocated */
 export class DeviceMemoryError extends NativeOutOfMemoryError {

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { FAKE_CUDA, FAKE_HIP, FakeGpuFolder, saveEnv } from '../../../test/support/fakeGpuLibraries.ts';
+import { FakeGpuFolder, saveEnv } from '../../../test/support/fakeGpuLibraries.ts';
 import { addonPath, type GpuDevice, loadNativeAddon, type NativeTensor } from './nativeAddon.ts';
 import { GpuRuntimeUnavailableError, NativeError, NativeOutOfMemoryError, NativeUnsupportedError, native } from './nativeErrors.ts';
 import { createRocmBackend } from './rocmBackend.ts';
@@ -155,8 +155,7 @@ const restoreEnv = saveEnv(FAKE_ENV);
 
 beforeAll(() => {
   fake.create();
-  fake.compile('fakehip', FAKE_HIP);
-  fake.compile('fakecuda', FAKE_CUDA);
+  fake.compileRuntimes();
   fake.compile('fakehipblaslt', FAKE_BLASLT, ['-DFAKE_HIP']);
   fake.compile('fakecublaslt', FAKE_BLASLT);
 }, 60_000);

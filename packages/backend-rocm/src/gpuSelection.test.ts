@@ -1,6 +1,6 @@
 import { rmSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { FAKE_CUDA, FAKE_HIP, FakeGpuFolder, saveEnv } from '../../../test/support/fakeGpuLibraries.ts';
+import { FakeGpuFolder, saveEnv } from '../../../test/support/fakeGpuLibraries.ts';
 import { selectGpu } from './gpuSelection.ts';
 import { createRocmBackend, type RocmBackend } from './rocmBackend.ts';
 
@@ -72,8 +72,7 @@ const open: RocmBackend[] = [];
 
 beforeAll(() => {
   fake.create();
-  fake.compile('fakehip', FAKE_HIP);
-  fake.compile('fakecuda', FAKE_CUDA);
+  fake.compileRuntimes();
 }, 60_000);
 afterAll(() => fake.remove());
 beforeEach(() => {

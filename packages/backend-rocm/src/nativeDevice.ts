@@ -42,9 +42,9 @@ export function nativeDeviceOps(addon: NativeAddon, gemm: GemmMode, gpu: GpuDevi
   };
   // each node parsed once (op, attributes, declarations), then enqueued run after run
   const prepared = new WeakMap<GraphNode, PreparedNode>();
-  const nodeOf = (node: GraphNode, outputs: (OutputDecl | null)[] | (OutputDecl | null)[][], collective: boolean): PreparedNode => {
+  const nodeOf = (node: GraphNode, outputs: () => (OutputDecl | null)[] | (OutputDecl | null)[][], collective: boolean): PreparedNode => {
     let p = prepared.get(node);
-    if (!p) prepared.set(node, (p = addon.prepareNode(nodeLabel(node), node.op, node.attrs, gemm, gpu, outputs, collective)));
+    if (!p) prepared.set(node, (p = addon.prepareNode(nodeLabel(node), node.op, node.attrs, gemm, gpu, outputs(), collective)));
     return p;
   };
   return {
@@ -52,9 +52,9 @@ export function nativeDeviceOps(addon: NativeAddon, gemm: GemmMode, gpu: GpuDevi
     // place in the queue, so their blocks come from the pool in the same order every run
     upload: (decl, t) => native(() => (decl.kind === 'weight' ? addon.upload : addon.enqueueUpload)(t.dtype, t.shape, t.data, gpu)),
     runNode: (node: GraphNode, inputs, _inputDecls, outputs) =>
-      native(() => addon.enqueueNode(nodeOf(node, outputs.map(declOf), false), inputs) as (NativeTensor | null)[]),
+      native(() => addon.enqueueNode(nodeOf(node, () => outputs.map(declOf), false), inputs) as (NativeTensor | null)[]),
     runCollective: (node, inputs, _inputDecls, outputs) =>
-      native(() => addon.enqueueNode(nodeOf(node, outputs.map((ds) => ds.map(declOf)), true), inputs) as NativeTensor[][]),
+      native(() => addon.enqueueNode(nodeOf(node, () => outputs.map((ds) => ds.map(declOf)), true), inputs) as NativeTensor[][]),
     collective: (node, inputs, inputDecls, outputs, communicator) => {
       if (!gpu || !(communicator instanceof NcclCommunicator) || communicator.gpu !== gpu) return null;
       const label = nodeLabel(node);

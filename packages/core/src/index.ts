@@ -40,6 +40,7 @@ export * from './hc/mix.ts';
 export * from './hc/hcStep.ts';
 export * from './hc/hcGraph.ts';
 export * from './io/safetensors.ts';
+export * from './io/formatBytes.ts';
 export * from './model/weightSource.ts';
 export * from './model/weightSpec.ts';
 export * from './model/resolveWeight.ts';

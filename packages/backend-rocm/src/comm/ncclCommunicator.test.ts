@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { commBytesOf, type GraphNode, type Tensor } from '@hcsp/core';
-import { FAKE_CUDA, FAKE_HIP, FAKE_NCCL, FakeGpuFolder, saveEnv } from '../../../../test/support/fakeGpuLibraries.ts';
+import { FAKE_NCCL, FakeGpuFolder, saveEnv } from '../../../../test/support/fakeGpuLibraries.ts';
 import { type GpuDevice, loadNativeAddon } from '../nativeAddon.ts';
 import { NativeOutOfMemoryError, NativeUnsupportedError } from '../nativeErrors.ts';
 import { CollectiveWatchdog, type StuckCall } from './collectiveWatchdog.ts';
@@ -32,8 +32,7 @@ const restoreEnv = saveEnv(FAKE_ENV);
 
 beforeAll(() => {
   fake.create();
-  fake.compile('fakehip', FAKE_HIP);
-  fake.compile('fakecuda', FAKE_CUDA);
+  fake.compileRuntimes();
   fake.compile('fakercclhip', FAKE_NCCL);
   fake.compile('fakencclcuda', FAKE_NCCL, ['-DFAKE_CUDA']);
   fake.compile('fakercclnoasync', FAKE_NCCL, ['-DFAKE_NO_ASYNC']);

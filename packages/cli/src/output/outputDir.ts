@@ -7,7 +7,7 @@
 // (safeOutputFile.ts); on failure or a signal the temp files and any folder made are removed.
 import { accessSync, constants, lstatSync, mkdirSync, realpathSync, rmdirSync, statfsSync, type Stats } from 'node:fs';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
-import { fileKind } from '@hcsp/core/node';
+import { fileKind, lstatOrNull } from '@hcsp/core/node';
 import { onInterrupt } from '../signals.ts';
 import type { OutputTarget } from './outputTarget.ts';
 import { reason, writeOutputs } from './safeOutputFile.ts';
@@ -47,16 +47,6 @@ export interface OutputDir {
   dir: string;
   /** each file by its name in the folder */
   files: Map<string, FileTarget>;
-}
-
-function lstatOrNull(path: string): Stats | null {
-  try {
-    return lstatSync(path);
-  } catch (e) {
-    // ENOTDIR: a parent is a file, which the walk up reaches and names
-    if (['ENOENT', 'ENOTDIR'].includes((e as NodeJS.ErrnoException).code ?? '')) return null;
-    throw e;
-  }
 }
 
 function kindOf(st: Stats): string {

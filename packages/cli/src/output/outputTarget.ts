@@ -2,9 +2,9 @@
 // the output is a new regular file, or an existing regular file the user may replace; a
 // directory, device, fifo, socket, a link to none of those, or one of the command's own
 // inputs is refused with the reason; standard output is the explicit `-`.
-import { accessSync, constants, lstatSync, readlinkSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { accessSync, constants, readlinkSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { fileKind } from '@hcsp/core/node';
+import { fileKind, lstatOrNull } from '@hcsp/core/node';
 
 export type OutputTarget =
   | { kind: 'stdout' }
@@ -21,16 +21,6 @@ const MAX_LINKS = 40;
 // Paths that name a process's open files, not files: a regular file reached through
 // /dev/stdout is the caller's log, which must never be replaced by rename.
 const STDIO_ALIAS = /^\/(?:proc\/|dev\/(?:fd|stdin|stdout|stderr)(?:\/|$))/;
-
-function lstatOrNull(path: string): Stats | null {
-  try {
-    return lstatSync(path);
-  } catch (e) {
-    // ENOTDIR: a parent is a file; the directory check below names it.
-    if (['ENOENT', 'ENOTDIR'].includes((e as NodeJS.ErrnoException).code ?? '')) return null;
-    throw e;
-  }
-}
 
 /**
  * Checks `--out` (`option` names it in errors) before any work: what it points at, its

@@ -1,7 +1,17 @@
 // How file errors read: what a non-regular file is, and an errno error's cause without
 // Node's syscall and path (the caller names the path the user gave, not a resolved or
-// temporary one).
-import type { Stats } from 'node:fs';
+// temporary one); and a path that does not exist told apart from one that cannot be looked at.
+import { lstatSync, type Stats } from 'node:fs';
+
+/** lstat, or null where nothing is at the path (ENOENT, or ENOTDIR: a parent is a file, which the caller's walk up names) */
+export function lstatOrNull(path: string): Stats | null {
+  try {
+    return lstatSync(path);
+  } catch (e) {
+    if (['ENOENT', 'ENOTDIR'].includes((e as NodeJS.ErrnoException).code ?? '')) return null;
+    throw e;
+  }
+}
 
 /** What a non-regular file is, for messages. */
 export function fileKind(st: Stats): string {
