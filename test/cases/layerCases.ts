@@ -60,6 +60,7 @@ export function layerCases(): LayerCase[] {
     return { name, graph: b.build(), feeds, weights };
   };
   const ctx = (layer: number, rank: number, scope: string) => ({ config, layer, rank, tp: TP, tokens: T, scope });
+  const ranksCtx = (layer: number, scope: string) => Array.from({ length: TP }, (_, rank) => ctx(layer, rank, scope));
   return [
     make('GatedDeltaNet (layer 0)', (b, rank, i) => buildGdn(b, ctx(0, rank, 'L0.attn'), i.x)),
     make('attention (layer 3)', (b, rank, i) => buildAttention(b, ctx(3, rank, 'L3.attn'), i.x, { cos: i.cos, sin: i.sin })),
@@ -69,6 +70,10 @@ export function layerCases(): LayerCase[] {
       return buildAttentionRanks(b, ctxs, ctxs.map(() => i.x), { cos: i.cos, sin: i.sin });
     }),
     make('MoE (layer 2)', (b, rank, i) => buildMoe(b, ctx(2, rank, 'L2.mlp'), i.x)),
-    make('PLE (layer 1)', (b, rank, i) => buildPle(b, ctx(1, rank, 'L1.ple'), i.streams, i.ids)),
+    makeRanks('PLE (layer 1)', (b, i) => buildPle(b, ranksCtx(1, 'L1.ple'), [i.streams, i.streams], i.ids)),
+    // each rank looks up its half of the table; the lookups all-reduced (ring, 2 channels of 8)
+    makeRanks('PLE, vocab-parallel table (layer 1)', (b, i) =>
+      buildPle(b, ranksCtx(1, 'L1.ple'), [i.streams, i.streams], i.ids, { kind: 'vocabParallel', reduce: { algorithm: 'ring', channels: 2, chunkElems: 8 } }),
+    ),
   ];
 }

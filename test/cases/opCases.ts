@@ -94,6 +94,14 @@ function pleOpCases(): OpCase[] {
   return [
     { name: 'pleNgramIds', op: 'pleNgramIds', tp: 1, inputs: [{ dtype: 'i32', shape: [T], data: tokens }], attrs: pleNgramIdsAttrs(ple) },
     { name: 'pleNgramEmbed', op: 'pleNgramEmbed', tp: 1, inputs: [{ dtype: 'i32', shape: [T, heads], data: ids }, bf([ple.tableRows, ple.embedDim / heads])], attrs: {} },
+    // the middle third of the table: ids below, inside and above it
+    {
+      name: 'pleNgramEmbedShard',
+      op: 'pleNgramEmbedShard',
+      tp: 1,
+      inputs: [{ dtype: 'i32', shape: [T, heads], data: ids }, bf([Math.floor(ple.tableRows / 3), ple.embedDim / heads])],
+      attrs: { rowStart: Math.floor(ple.tableRows / 3), tableRows: ple.tableRows },
+    },
     { name: 'pleRms1pNorm', op: 'pleRms1pNorm', tp: 1, inputs: [bf([T, N * H], 2), bf([N * H], 0.1)], attrs: { groups: N, eps: 1e-6 } },
     { name: 'pleGate', op: 'pleGate', tp: 1, inputs: [bf([T, N * H]), bf([T, N * H])], attrs: { streams: N } },
     { name: 'pleGatedValue', op: 'pleGatedValue', tp: 1, inputs: [gate, bf([T, H])], attrs: { streams: N } },

@@ -21,6 +21,12 @@ export interface DeviceOps<H> {
   loadWeights?(decls: readonly ValueDecl[]): Promise<Map<ValueId, H>>;
   /** one rank's node: its input handles and declarations, and its outputs' declarations (null = absent port) */
   runNode(node: GraphNode, inputs: (H | null)[], inputDecls: (ValueDecl | null)[], outputs: (ValueDecl | null)[]): Promise<(H | null)[]>;
+  /**
+   * whether the device runs this host op (OpDef.host) itself, with a kernel of its own, as a
+   * node like any other (a native device's 64-bit n-gram hash); absent or false: the loop
+   * runs it on host tensors with core's CPU kernel
+   */
+  runsHostOp?(op: string): boolean;
   /** a collective over every rank at once, in lockstep: inputs[rank][port] -> outputs[rank][port] */
   runCollective(node: GraphNode, inputs: H[][], inputDecls: ValueDecl[][], outputs: ValueDecl[][]): Promise<H[][]>;
   /**

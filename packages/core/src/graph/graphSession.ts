@@ -106,6 +106,7 @@ export class GraphSession<H> implements PreparedGraph {
     this.device = {
       upload: device.upload.bind(device),
       runNode: device.runNode.bind(device),
+      runsHostOp: device.runsHostOp?.bind(device),
       runCollective: device.runCollective.bind(device),
       collective: device.collective?.bind(device),
       download: waited(device.download.bind(device)),
@@ -294,7 +295,7 @@ export class GraphSession<H> implements PreparedGraph {
       const outDecls = Array.from({ length: tp }, (_, r) => node.outputs.slice(r * outPorts, (r + 1) * outPorts).map((id) => decl(id)!));
       const outs = await device.runCollective(node, ins, inDecls, outDecls);
       for (let r = 0; r < tp; r++) for (let p = 0; p < outPorts; p++) set(node.outputs[r * outPorts + p], outs[r][p]);
-    } else if (node.rank === null || def.host) {
+    } else if (node.rank === null || (def.host && !device.runsHostOp?.(node.op))) {
       // a rank's side of a collective on the device's buffers, when the device can (DeviceOps.collective)
       const onDevice =
         node.rank === null ? (device.collective?.(node, node.inputs.map((id) => handle(id!)), node.inputs.map((id) => decl(id)!), node.outputs.map(decl), this.options.communicator!) ?? null) : null;

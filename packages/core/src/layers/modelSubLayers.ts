@@ -40,7 +40,7 @@ export const MODEL_SUB_LAYERS: SubLayerBuilders = {
       ? buildAttentionRanks(b, ctxs, xs, { cos: extra.ids.cos, sin: extra.ids.sin })
       : ctxs.map((ctx, r) => buildGdn(b, ctx, xs[r])),
   mlp: (b, ctx, x) => buildMoe(b, ctx, x),
-  ple: (b, ctx, streams, tokenIds) => buildPle(b, ctx, streams, tokenIds),
+  ple: (b, ctxs, streams, tokenIds, _extra, table) => buildPle(b, ctxs, streams, tokenIds, table),
   weightSpecs(config: ModelConfig, layer: number): WeightSpec[] {
     const specs = layerKind(config, layer) === 'attention' ? attentionWeightSpecs(config, layer) : gdnWeightSpecs(config, layer);
     specs.push(...moeWeightSpecs(config, layer));

@@ -13,6 +13,7 @@ import { mtpDraftExtraInputs, mtpDraftLayerBuilder, mtpHostLayer } from '../laye
 import { buildMtpInput } from '../layers/mtp/mtpGraph.ts';
 import { mtpHcPrefix } from '../layers/mtp/mtpWeights.ts';
 import type { Fp8Rows, SubLayerContext } from '../layers/subLayerContext.ts';
+import type { PleTable } from '../layers/ple/pleGraph.ts';
 import { fp8QuantizesInput } from '../layers/gdn/gdnGraph.ts';
 import type { Fp8Format } from '../numerics/fp8.ts';
 import type { DType } from '../tensor/tensor.ts';
@@ -57,6 +58,12 @@ export interface DecoderGraphOptions {
    * the gathered rows); null or absent: bf16 GEMMs
    */
   fp8?: Fp8Format | null;
+  /**
+   * where the PLE's n-gram table lives (layers/ple/pleGraph.ts PleTable): 'gathered' (default:
+   * rows read from the checkpoint as the ids need them, by a host op) or 'vocabParallel' (each
+   * rank's slice on its device, as ATOM; the lookups all-reduced). Bit-identical to each other.
+   */
+  pleTable?: 'gathered' | 'vocabParallel';
 }
 
 /** One rank's value, and where its rows sit among the T rows. */
@@ -127,6 +134,7 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
     quant: plan.quant,
     fp8: o.fp8 ?? null,
     qsaSelection: o.qsaSelection ?? 'replicated',
+    pleTable: o.pleTable ?? 'gathered',
     reduce: o.reduce,
     ring: o.ring,
     contract: o.contract,
@@ -270,11 +278,11 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
       applyPending(layer, `L${layer}.ple`);
       dumpAs(`${name}.in`, streams, layer);
       layerIn = true;
+      const pleTable: PleTable = o.pleTable === 'vocabParallel' ? { kind: 'vocabParallel', reduce: reduceAttrs } : { kind: 'gathered' };
+      const outs = o.subLayers.ple(b, ranks.map((r) => ({ config, layer, rank: r, tp, tokens: T, scope: `L${layer}.ple` })), streams, ids, extra, pleTable);
       streams = ranks.map((r) => {
-        const ctx = { config, layer, rank: r, tp, tokens: T, scope: `L${layer}.ple` };
-        const out = o.subLayers.ple!(b, ctx, streams[r], ids, extra);
         const x = b.value(`r${r}/L${layer}.ple/streams`, [T, width], 'bf16', r);
-        b.node({ op: 'add', rank: r, layer, scope: `L${layer}.ple.add`, inputs: [streams[r], out], outputs: [x], attrs: {} });
+        b.node({ op: 'add', rank: r, layer, scope: `L${layer}.ple.add`, inputs: [streams[r], outs[r]], outputs: [x], attrs: {} });
         return x;
       });
       if (o.dump) dump(`${name}.ple.ngram_ids`, pleNgramIdsOf(b, layer));

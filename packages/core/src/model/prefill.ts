@@ -48,6 +48,8 @@ export interface PrefillOptions {
   layers?: [number, number];
   /** DecoderGraphOptions.qsaSelection */
   qsaSelection?: 'replicated' | 'rowSharded';
+  /** DecoderGraphOptions.pleTable */
+  pleTable?: 'gathered' | 'vocabParallel';
   /** the prompt's token ids (validated against the vocabulary); default: seeded ids */
   ids?: Int32Array;
   /** a checkpoint; default: seeded synthetic weights */
@@ -109,6 +111,7 @@ export function preparePrefill(o: PrefillOptions): PreparedPrefill {
     dump: o.dump,
     fp8: o.fp8 ?? null,
     qsaSelection: o.qsaSelection,
+    pleTable: o.pleTable,
   });
   const weights = o.weights ?? new SyntheticWeightSource(modelWeightSpecs(o.config, o.subLayers), o.seed);
   const tokenIds = o.ids ?? seededTokenIds(o.config, o.tokens, o.seed);

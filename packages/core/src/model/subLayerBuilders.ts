@@ -1,6 +1,7 @@
 import type { ModelConfig } from '../config/modelConfig.ts';
 import type { ValueId } from '../graph/graph.ts';
 import type { GraphBuilder } from '../graph/graphBuilder.ts';
+import type { PleTable } from '../layers/ple/pleGraph.ts';
 import type { SubLayerContext } from '../layers/subLayerContext.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import type { WeightSpec } from './weightSpec.ts';
@@ -27,7 +28,10 @@ export interface SubLayerBuilders {
    */
   attnRanks?(b: GraphBuilder, ctxs: readonly SubLayerContext[], xs: readonly ValueId[], extra: ExtraInputs): ValueId[];
   mlp(b: GraphBuilder, ctx: SubLayerContext, x: ValueId, extra: ExtraInputs): ValueId;
-  /** the PLE output [T, nH] of a PLE layer (replicated, all T rows); absent in HC-only stacks */
-  ple?(b: GraphBuilder, ctx: SubLayerContext, streams: ValueId, tokenIds: ValueId, extra: ExtraInputs): ValueId;
+  /**
+   * every rank's PLE output [T, nH] of a PLE layer (replicated, all T rows), its n-gram table
+   * placed as `table` says (a vocab-parallel table all-reduces); absent in HC-only stacks
+   */
+  ple?(b: GraphBuilder, ctxs: readonly SubLayerContext[], streams: readonly ValueId[], tokenIds: ValueId, extra: ExtraInputs, table: PleTable): ValueId[];
   weightSpecs(config: ModelConfig, layer: number): WeightSpec[];
 }

@@ -10,6 +10,11 @@ export const PLE_COSTS: Record<string, PriceFn> = {
     const out = bytesOf(ctx, n.outputs[0]);
     return cost({ actBytes: bytesOf(ctx, n.inputs[0]) + out, weightBytes: out });
   },
+  /** a rank's vocab slice: the ids, its hits among the gathered rows (at most all of them: counted as all), the output */
+  pleNgramEmbedShard: (n, ctx) => {
+    const out = bytesOf(ctx, n.outputs[0]);
+    return cost({ actBytes: bytesOf(ctx, n.inputs[0]) + out, weightBytes: out });
+  },
   pleRms1pNorm: (n, ctx) => cost({ vectorFlops: outElems(n, ctx) * 4, ...ioBytes(n, ctx) }),
   pleGate: (n, ctx) => {
     const [rows, width] = shapeOf(ctx, n.inputs[0]);

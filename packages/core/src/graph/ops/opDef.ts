@@ -60,9 +60,9 @@ export interface OpDef {
   /** a collective node spans every rank: it takes one input list per rank */
   readonly collective?: CollectiveLayout;
   /**
-   * computed on the host by every backend with core's CPU kernel (integer work no GPU API
-   * has natively, e.g. 64-bit hashing); device backends read its inputs back and upload
-   * its outputs
+   * computed on the host with core's CPU kernel (integer work no shading language has
+   * natively, e.g. 64-bit hashing), inputs read back and outputs uploaded, by every device
+   * that has no kernel of its own for it (DeviceOps.runsHostOp)
    */
   readonly host?: boolean;
   /**

@@ -3,7 +3,10 @@ import { info, num, ShapeRule } from './shapeRules.ts';
 
 // PLE ops (model.md "PLE"; layers/ple, as HF `Qwen4ExpTextPLELayer` and ATOM ple.py compute
 // it). key_proj and value_proj use the `linear` op. The PLE is replicated: every rank runs
-// these on all T rows (sharding starts after it).
+// these on all T rows (sharding starts after it). Its n-gram table is either read row by row
+// as the ids need them (pleNgramEmbed, a host op) or vocab-parallel as ATOM keeps it: each
+// rank holds a slice of the rows, looks up what falls in it (pleNgramEmbedShard) and the
+// ranks all-reduce (layers/ple/pleGraph.ts).
 
 const DECIMAL = /^(0|[1-9][0-9]*)$/;
 
@@ -37,6 +40,7 @@ export const pleNgramIds = defineOp({
     }
     return [info([t.shape[0], heads], 'i32')];
   },
+  // a native device runs it with its own 64-bit kernel (DeviceOps.runsHostOp); WGSL has no int64
   host: true,
 });
 
@@ -58,6 +62,25 @@ export const pleNgramEmbed = defineOp({
     const r = new ShapeRule('pleNgramEmbed');
     const [rows, heads] = r.mat(ins, 0, 'ids');
     const [, d] = r.mat(ins, 1, 'table');
+    return [info([rows, heads * d], 'bf16')];
+  },
+});
+
+export const pleNgramEmbedShard = defineOp({
+  name: 'pleNgramEmbedShard',
+  doc: "pleNgramEmbed on one rank's vocab slice of the table (ATOM `VocabParallelEmbedding` / `_Qwen4ExpFP8Embedding`): ids [T,heads] i32 (offsets included), table the rows [rowStart, rowStart + rows) of the padded table (`tableRows` rows in all) -> [T, heads*headDim], a head's row copied when its id falls in the slice and -0.0 (bf16 0x8000) everywhere else, so that the ranks' all-reduce (one slice holds each id; -0.0 + x = x for every x, -0.0 included) gives the whole table's lookup bit for bit, in any order of adds. ATOM masks with +0.0, which turns a -0.0 table value into +0.0. Exact; an id outside [0, tableRows) is an error.",
+  inputs: [
+    { name: 'ids', dtypes: ['i32'] },
+    { name: 'table', dtypes: ['bf16'] },
+  ],
+  outputs: [{ name: 'e', dtypes: ['bf16'] }],
+  attrs: { rowStart: { kind: 'int', min: 0 }, tableRows: { kind: 'int', min: 1 } },
+  opClass: 'data',
+  shape: (ins, a) => {
+    const r = new ShapeRule('pleNgramEmbedShard');
+    const [rows, heads] = r.mat(ins, 0, 'ids');
+    const [slice, d] = r.mat(ins, 1, 'table');
+    if (num(a, 'rowStart') + slice > num(a, 'tableRows')) r.fail(`the slice [${num(a, 'rowStart')}, ${num(a, 'rowStart') + slice}) ends past the table's ${num(a, 'tableRows')} rows`);
     return [info([rows, heads * d], 'bf16')];
   },
 });

@@ -8,7 +8,7 @@ import { Rng } from '../../numerics/rng.ts';
 import { runOnce } from '../../backend/backend.ts';
 import { CpuBackend } from '../../reference/cpuBackend.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
-import { buildPle } from './pleGraph.ts';
+import { buildPle, type PleTable } from './pleGraph.ts';
 import { pleForward, type PleResult, type PleWeightData } from './pleMath.ts';
 import { pleRankWeights, pleShape, pleTableShards, pleWeightSpecs } from './pleWeights.ts';
 
@@ -58,13 +58,16 @@ const PLE_VALUES: [string, keyof PleResult][] = [
   ['out', 'out'],
 ];
 
+const ctxs = (tp: number, rows: number) => Array.from({ length: tp }, (_, rank) => ({ config, layer: LAYER, rank, tp, tokens: rows, scope: `L${LAYER}.ple` }));
+const VOCAB_PARALLEL: PleTable = { kind: 'vocabParallel', reduce: { algorithm: 'ring', channels: 2, chunkElems: 64 } };
+
 /** The PLE graph of every rank of tp on the CPU backend; every value of every rank kept. */
-async function runGraph(tk: Int32Array, xs: Uint16Array, tp: number) {
+async function runGraph(tk: Int32Array, xs: Uint16Array, tp: number, table?: PleTable) {
   const rows = tk.length;
   const b = new GraphBuilder(tp);
   const xIn = b.input('x', [rows, W], 'bf16');
   const idsIn = b.input('ids', [rows], 'i32');
-  const outs = Array.from({ length: tp }, (_, rank) => buildPle(b, { config, layer: LAYER, rank, tp, tokens: rows, scope: `L${LAYER}.ple` }, xIn, idsIn));
+  const outs = buildPle(b, ctxs(tp, rows), Array(tp).fill(xIn), idsIn, table);
   const graph = b.build();
   // CpuBackend checks every fed input, resolved weight and produced value against its
   // declared dtype and shape, and throws on a mismatch.
@@ -94,6 +97,37 @@ describe('PLE graph', () => {
     }
     expect(out(tp - 1)).toEqual(full.out);
     expect(outs.length).toBe(tp);
+  });
+
+  it.each([1, 2, 4])('with the table vocab-parallel at tp=%i: each rank holds 1/tp of the rows, the all-reduced lookups are pleForward bit for bit', async (tp) => {
+    const { graph, get, out } = await runGraph(tokens, x, tp, VOCAB_PARALLEL);
+    const tables = Object.values(graph.values).filter((v) => v.kind === 'weight' && v.weight!.concat);
+    expect(tables.map((v) => v.shape)).toEqual(Array(tp).fill([shape.tableRows / tp, config.ple.embedDim / HEADS]));
+    expect(tables.every((v) => v.weight!.gather === undefined)).toBe(true);
+    expect(graph.nodes.filter((nd) => nd.op === 'allReduce').length).toBe(tp > 1 ? 1 : 0);
+    expect(graph.nodes.some((nd) => nd.op === 'pleNgramEmbed')).toBe(false);
+    for (let rank = 0; rank < tp; rank++) {
+      for (const [name, field] of PLE_VALUES) expect(get(rank, name), `rank ${rank} ${name}`).toEqual(full[field]);
+      expect(out(rank)).toEqual(full.out);
+    }
+    if (tp > 1) {
+      // a rank's own lookup: its rows where its slice holds the id, -0.0 (0x8000) elsewhere
+      const slice = get(1, 'embedding_slice') as Uint16Array;
+      const d = config.ple.embedDim / HEADS;
+      const lo = shape.tableRows / tp;
+      full.ids.forEach((id, i) => {
+        const mine = id >= lo && id < 2 * lo;
+        const got = slice.subarray(i * d, (i + 1) * d);
+        expect(Array.from(got), `id ${id}`).toEqual(mine ? Array.from(full.embedding.subarray(i * d, (i + 1) * d)) : Array(d).fill(0x8000));
+      });
+    }
+  });
+
+  it('a vocab-parallel table that tp does not divide is refused naming both', () => {
+    const b = new GraphBuilder(5);
+    const xIn = b.input('x', [T, W], 'bf16');
+    const idsIn = b.input('ids', [T], 'i32');
+    expect(() => buildPle(b, ctxs(5, T), Array(5).fill(xIn), idsIn, VOCAB_PARALLEL)).toThrow(`ple: the n-gram table's ${shape.tableRows} rows do not split into tp 5 vocab slices`);
   });
 
   it('the graph ids index the padded table: each head within its offset range', async () => {
@@ -194,7 +228,7 @@ describe('PLE table reads', () => {
     const b = new GraphBuilder(1);
     const xIn = b.input('x', [T, W], 'bf16');
     const idsIn = b.input('ids', [T], 'i32');
-    const out = buildPle(b, { config, layer: LAYER, rank: 0, tp: 1, tokens: T, scope: `L${LAYER}.ple` }, xIn, idsIn);
+    const [out] = buildPle(b, ctxs(1, T), [xIn], idsIn);
     const feeds = new Map<ValueId, Tensor>([
       [xIn, { dtype: 'bf16', shape: [T, W], data: x }],
       [idsIn, { dtype: 'i32', shape: [T], data: tokens }],

@@ -24,25 +24,62 @@ export function pleNgramIdsAttrs(p: PleHashParams): Record<string, unknown> {
 }
 
 /**
- * Appends rank ctx.rank's PLE nodes for decoder layer ctx.layer (replicated: every rank
- * computes all T rows) for the streams x [T, n*H] (after the pending combine) and the token
- * ids [T] (i32, a fresh sequence: EOS history before the start), and returns out [T, n*H];
- * the stack then adds it: X = bf(X + out). Not a partial: no collective. Node scopes are
- * HF's module names: ngram ids -> ngram_embedding -> key_proj / value_proj -> norm_key,
- * norm_query -> gate -> gated value -> norm_conv -> conv1d + silu + G.
+ * Where the n-gram table lives (model.md "PLE"). 'gathered': nowhere on the device; the
+ * pleNgramEmbed host op reads the rows the ids name from the checkpoint, run after run (what
+ * a simulator of every rank in one process can afford: the Flash-Next table is 102 GB bf16).
+ * 'vocabParallel': as ATOM keeps it in production (`VocabParallelEmbedding`), rank r holds
+ * rows [r*R/tp, (r+1)*R/tp) of the R padded rows on its device, looks up the ids that fall
+ * there (pleNgramEmbedShard, -0.0 elsewhere) and the ranks all-reduce with `reduce`: one
+ * slice holds each id, so the sum is the whole table's lookup bit for bit. R must divide by
+ * tp (ATOM refuses the same).
  */
-export function buildPle(b: GraphBuilder, ctx: SubLayerContext, x: ValueId, tokenIds: ValueId): ValueId {
+export type PleTable = { kind: 'gathered' } | { kind: 'vocabParallel'; reduce: Record<string, unknown> };
+
+/**
+ * Appends every rank's PLE nodes for decoder layer ctxs[r].layer (replicated: every rank
+ * computes all T rows) for the streams xs[r] [T, n*H] (after the pending combine) and the
+ * token ids [T] (i32, a fresh sequence: EOS history before the start), and returns each
+ * rank's out [T, n*H]; the stack then adds it: X = bf(X + out). Not a partial: no collective
+ * but the vocab-parallel table's. Node scopes are HF's module names: ngram ids ->
+ * ngram_embedding -> key_proj / value_proj -> norm_key, norm_query -> gate -> gated value ->
+ * norm_conv -> conv1d + silu + G.
+ */
+export function buildPle(b: GraphBuilder, ctxs: readonly SubLayerContext[], xs: readonly ValueId[], tokenIds: ValueId, table: PleTable = { kind: 'gathered' }): ValueId[] {
+  const { config, layer, tp, tokens: T } = ctxs[0];
+  const s = pleShape(config, layer);
+  const heads = s.vocabSizes.length;
+  const headDim = s.embedDim / heads;
+  const slice = s.tableRows / tp;
+  // each rank's embedding: the whole table's lookup, or its slice's (summed across ranks below)
+  const looked = ctxs.map((ctx) => {
+    const { value, node } = subLayerNodes(b, ctx);
+    const ids = value('ngram_ids', [T, heads], 'i32');
+    node('pleNgramIds', 'ngram_ids', [tokenIds], [ids], pleNgramIdsAttrs(s));
+    const w = pleRankWeights(config, layer, ctx.rank, tp, table.kind);
+    if (table.kind === 'gathered') {
+      const e = value('embedding', [T, s.embedDim]);
+      node('pleNgramEmbed', 'ngram_embedding', [ids, b.weight(w.table, [s.tableRows, headDim])], [e]);
+      return e;
+    }
+    const e = value(tp === 1 ? 'embedding' : 'embedding_slice', [T, s.embedDim]);
+    node('pleNgramEmbedShard', 'ngram_embedding', [ids, b.weight(w.table, [slice, headDim])], [e], { rowStart: ctx.rank * slice, tableRows: s.tableRows });
+    return e;
+  });
+  let embedded = looked;
+  if (table.kind === 'vocabParallel' && tp > 1) {
+    embedded = ctxs.map((ctx) => subLayerNodes(b, ctx).value('embedding', [T, s.embedDim]));
+    b.node({ op: 'allReduce', rank: null, layer, scope: `${ctxs[0].scope}.ngram_embedding.all_reduce`, inputs: looked, outputs: embedded, attrs: table.reduce });
+  }
+  return ctxs.map((ctx, r) => pleAfterEmbedding(b, ctx, xs[r], embedded[r]));
+}
+
+/** A rank's PLE from its n-gram embedding e [T, D] on: the projections, norms, gate and conv. */
+function pleAfterEmbedding(b: GraphBuilder, ctx: SubLayerContext, x: ValueId, e: ValueId): ValueId {
   const { config, layer, rank, tp, tokens: T } = ctx;
   const s = pleShape(config, layer);
   const { hidden: H, streams: n, embedDim: D, eps } = s;
-  const heads = s.vocabSizes.length;
   const w = pleRankWeights(config, layer, rank, tp);
   const { value, node, linear } = subLayerNodes(b, ctx);
-
-  const ids = value('ngram_ids', [T, heads], 'i32');
-  node('pleNgramIds', 'ngram_ids', [tokenIds], [ids], pleNgramIdsAttrs(s));
-  const e = value('embedding', [T, D]);
-  node('pleNgramEmbed', 'ngram_embedding', [ids, b.weight(w.table, [s.tableRows, D / heads])], [e]);
   const key = linear('key_proj', e, b.weight(w.keyProj, [n * H, D]), n * H);
   const val = linear('value_proj', e, b.weight(w.valueProj, [H, D]), H);
   const norm = (name: string, input: ValueId, weight: ValueId) => {

@@ -32,6 +32,28 @@ export function pleNgramEmbed(ids: Int32Array, heads: number, table: Uint16Array
   return e;
 }
 
+/** bf16 -0.0: what a rank's slice gives for an id another rank holds (pleNgramEmbedShard) */
+export const BF16_NEGATIVE_ZERO = 0x8000;
+
+/**
+ * pleNgramEmbed on the rows [rowStart, rowStart + rows) of a table of tableRows rows (one
+ * rank's vocab slice): a head whose id falls in the slice gets its row, any other -0.0, the
+ * identity of the ranks' all-reduce. An id outside [0, tableRows) is an error.
+ */
+export function pleNgramEmbedShard(ids: Int32Array, heads: number, slice: Uint16Array, headDim: number, rowStart: number, tableRows: number): Uint16Array {
+  if (!Number.isInteger(heads) || heads < 1 || ids.length % heads !== 0) throw new Error(`ple: ${ids.length} n-gram ids do not fill rows of ${heads} heads`);
+  if (!Number.isInteger(headDim) || headDim < 1 || slice.length % headDim !== 0) throw new Error(`ple: table slice of ${slice.length} values is not [rows, ${headDim}]`);
+  const rows = slice.length / headDim;
+  if (!(Number.isInteger(rowStart) && rowStart >= 0 && rowStart + rows <= tableRows)) throw new Error(`ple: the slice [${rowStart}, ${rowStart + rows}) is not within the table's ${tableRows} rows`);
+  const e = new Uint16Array(ids.length * headDim).fill(BF16_NEGATIVE_ZERO);
+  ids.forEach((id, i) => {
+    if (!(id >= 0 && id < tableRows)) throw new Error(`ple: n-gram id ${id} (position ${Math.floor(i / heads)}, head ${i % heads}) is outside the table [0, ${tableRows})`);
+    const local = id - rowStart;
+    if (local >= 0 && local < rows) e.set(slice.subarray(local * headDim, (local + 1) * headDim), i * headDim);
+  });
+  return e;
+}
+
 /**
  * RMS1p, grouped (HF `Qwen4ExpTextRMSNorm(group_size=H)`, ATOM `Qwen4ExpGroupedRMSNorm`),
  * per row and group of groupSize columns: sumsq = sum x^2 (fp32, in order; bf16 squares are

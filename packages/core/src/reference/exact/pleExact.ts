@@ -45,6 +45,23 @@ export const pleExact: ExactKernelTable = {
       });
       return [{ dtype: 'bf16', shape: [T, heads * hd], data: e }];
     },
+    // a rank's vocab slice: its rows, -0.0 for the ids other slices hold
+    pleNgramEmbedShard: (inputs, attrs) => {
+      const op = 'pleNgramEmbedShard';
+      const ids = intInput(inputs, 0, 'ids', op);
+      const table = floatInput(inputs, 1, 'table', op);
+      const [T, heads] = dims2(ids, 'pleNgramEmbedShard ids');
+      const [rows, hd] = dims2(table, 'pleNgramEmbedShard table');
+      const rowStart = attrs.rowStart as number;
+      const tableRows = attrs.tableRows as number;
+      const e = new Float64Array(T * heads * hd).fill(-0);
+      ids.data.forEach((id, i) => {
+        if (!(id >= 0 && id < tableRows)) throw new Error(`${op}: n-gram id ${id} (position ${Math.floor(i / heads)}, head ${i % heads}) is outside the table [0, ${tableRows})`);
+        const local = id - rowStart;
+        if (local >= 0 && local < rows) e.set(table.data.subarray(local * hd, (local + 1) * hd), i * hd);
+      });
+      return [{ dtype: 'bf16', shape: [T, heads * hd], data: e }];
+    },
     // per row and group: y = x / sqrt(sum x^2 / groupSize + eps) * (1 + w)
     pleRms1pNorm: (inputs, attrs) => {
       const op = 'pleRms1pNorm';

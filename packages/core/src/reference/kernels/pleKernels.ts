@@ -1,5 +1,5 @@
 import { pleNgramIds } from '../../layers/ple/pleHash.ts';
-import { pleConvSilu, pleGate, pleGatedValue, pleNgramEmbed, pleRms1pNorm } from '../../layers/ple/pleMath.ts';
+import { pleConvSilu, pleGate, pleGatedValue, pleNgramEmbed, pleNgramEmbedShard, pleRms1pNorm } from '../../layers/ple/pleMath.ts';
 import { shapeStr } from '../../tensor/tensor.ts';
 import type { CpuKernelTable } from '../cpuKernel.ts';
 import { dims2 } from './kernelArgs.ts';
@@ -37,6 +37,12 @@ export const pleKernels: CpuKernelTable = {
       const [T, heads] = dims2(ids!, 'pleNgramEmbed ids');
       const [, headDim] = dims2(table!, 'pleNgramEmbed table');
       const e = pleNgramEmbed(ids!.data as Int32Array, heads, table!.data as Uint16Array, headDim);
+      return [{ dtype: 'bf16', shape: [T, heads * headDim], data: e }];
+    },
+    pleNgramEmbedShard: ([ids, slice], attrs) => {
+      const [T, heads] = dims2(ids!, 'pleNgramEmbedShard ids');
+      const [, headDim] = dims2(slice!, 'pleNgramEmbedShard table');
+      const e = pleNgramEmbedShard(ids!.data as Int32Array, heads, slice!.data as Uint16Array, headDim, attrs.rowStart as number, attrs.tableRows as number);
       return [{ dtype: 'bf16', shape: [T, heads * headDim], data: e }];
     },
     pleRms1pNorm: ([x, weight], attrs) => {
