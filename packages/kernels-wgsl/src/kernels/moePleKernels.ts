@@ -1,6 +1,7 @@
 // The WGSL planners of the MoE and PLE ops (core graph/ops/moeOps.ts, pleOps.ts), by op name.
-// pleNgramIds (64-bit hashing) and pleNgramEmbed (rows read from the checkpoint as the ids
-// need them) are host ops: they have no WGSL kernel.
+// pleNgramIds (64-bit hashing: WGSL has no int64) and pleNgramEmbed (rows read from the
+// checkpoint as the ids need them) are host ops: they have no WGSL kernel. A vocab-parallel
+// table's slice lookup (pleNgramEmbedShard) has one.
 import type { KernelsFor } from '@hcsp/core';
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { moeCombinePlanner } from './moeCombine.ts';
@@ -10,6 +11,7 @@ import { moeSwiGluPlanner } from './moeSwiGlu.ts';
 import { pleConvSiluPlanner } from './pleConvSilu.ts';
 import { pleGatePlanner } from './pleGate.ts';
 import { pleGatedValuePlanner } from './pleGatedValue.ts';
+import { pleNgramEmbedShardPlanner } from './pleNgramEmbedShard.ts';
 import { pleRms1pNormPlanner } from './pleRms1pNorm.ts';
 
 export const MOE_PLE_WGSL_KERNELS: KernelsFor<KernelPlanner> = {
@@ -17,6 +19,7 @@ export const MOE_PLE_WGSL_KERNELS: KernelsFor<KernelPlanner> = {
   moeExperts: moeExpertsPlanner,
   moeSwiGlu: moeSwiGluPlanner,
   moeCombine: moeCombinePlanner,
+  pleNgramEmbedShard: pleNgramEmbedShardPlanner,
   pleRms1pNorm: pleRms1pNormPlanner,
   pleGate: pleGatePlanner,
   pleGatedValue: pleGatedValuePlanner,

@@ -51,6 +51,27 @@ describe.each([56, 41])('PLE kernels, T = %i', (T) => {
     await expectBitExact('pleGatedValue', [gate, bf16Normal(rng, [T, H], 1)], { streams: n });
   });
 
+  it('pleNgramEmbedShard: ids below, at both edges of and above a rank\'s slice; an odd head width; a -0.0 table value kept', async () => {
+    const heads = shape.vocabSizes.length;
+    const d = shape.embedDim / heads;
+    const start = shape.tableRows / 4;
+    const rows = shape.tableRows / 4;
+    const edges = [start - 1, start, start + rows - 1, start + rows, 0, shape.tableRows - 1];
+    const ids = Int32Array.from({ length: T * heads }, (_, i) => (i < edges.length ? edges[i] : rng.int(0, shape.tableRows)));
+    const table = bf16Normal(rng, [rows, d], 1);
+    (table.data as Uint16Array)[3] = 0x8000;
+    const [e] = await expectBitExact('pleNgramEmbedShard', [{ dtype: 'i32', shape: [T, heads], data: ids }, table], { rowStart: start, tableRows: shape.tableRows });
+    const out = e.data as Uint16Array;
+    expect(Array.from(out.subarray(0, d))).toEqual(new Array(d).fill(0x8000));
+    expect(out[d + 3]).toBe(0x8000);
+    expect(Array.from(out.subarray(d, 2 * d))).toEqual(Array.from((table.data as Uint16Array).subarray(0, d)));
+    // 3 of 7 ids per row: an element count that ends mid-word
+    await expectBitExact('pleNgramEmbedShard', [{ dtype: 'i32', shape: [T, 3], data: Int32Array.from({ length: T * 3 }, () => rng.int(0, 20)) }, bf16Normal(rng, [10, 7], 1)], {
+      rowStart: 5,
+      tableRows: 20,
+    });
+  });
+
   it('pleConvSilu: causal conv with dilation ngramSize, silu, residual', async () => {
     const C = n * H;
     await expectBitExact('pleConvSilu', [bf16Normal(rng, [T, C], 1), bf16Normal(rng, [T, C], 1), bf16Normal(rng, [C, 1, convKernel], 0.5)], {
