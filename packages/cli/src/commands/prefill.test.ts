@@ -53,6 +53,23 @@ describe('hcsp prefill', () => {
     await expect(json({ weights: small })).rejects.toThrow(/model\.layers\.0\./);
   });
 
+  it('--ple-table: the vocab-parallel table (each rank its slice, the lookups all-reduced) and the gathered one give the same output, from a checkpoint too', async () => {
+    const file = join(dir, 'tiny-ple.safetensors');
+    const specs = modelWeightSpecs(TINY, MODEL_SUB_LAYERS);
+    const synthetic = new SyntheticWeightSource(specs, 3);
+    writeSafetensorsFile(file, new Map(specs.map((s) => [s.name, synthetic.tensor(s.name)])));
+    const gathered = await json({ pleTable: 'gathered' } as Partial<typeof base>);
+    expect(gathered.pleTable).toBe('gathered');
+    for (const opts of [{ tp: '2' }, { tp: '4', sp: 'off' }, { weights: file }]) {
+      const vp = await json({ ...opts, pleTable: 'vocab-parallel' } as Partial<typeof base>);
+      expect(vp.pleTable).toBe('vocab-parallel');
+      expect(vp.outputSha256, JSON.stringify(opts)).toBe(opts.tp === '4' ? (await json({ ...opts, pleTable: 'gathered' } as Partial<typeof base>)).outputSha256 : gathered.outputSha256);
+    }
+    // the cpu backend reads rows on demand unless asked
+    expect((await json({})).pleTable).toBe('gathered');
+    await expect(json({ pleTable: 'sharded' } as Partial<typeof base>)).rejects.toThrow("--ple-table must be one of vocab-parallel|gathered, got 'sharded'");
+  });
+
   it('bad input exits non-zero with one line naming the bad value', () => {
     const cases: [string[], RegExp][] = [
       [['--config', 'huge'], /unknown config 'huge'/],

@@ -64,6 +64,7 @@ interface PrefillCliOptions extends BackendChoiceFlags {
   dump?: string;
   fp8?: string;
   qsaSelection?: string;
+  pleTable?: string;
   logits?: string;
   mtpDrafter?: string;
   comm?: string;
@@ -122,6 +123,15 @@ function vendorGemmOf(backend: Backend): VendorGemmStats | null {
   return gpu && gpu.kind !== 'emulated' ? gpu.vendorGemm() : null;
 }
 
+/**
+ * The production path (rocm) keeps the PLE table where ATOM does, a vocab slice per rank on
+ * its device; the simulators of every rank in one process (cpu, webgpu) read its rows on
+ * demand: every rank's slice in one process is the whole table (102 GB bf16 for Flash-Next).
+ */
+function defaultPleTable(backend: string): 'vocab-parallel' | 'gathered' {
+  return backend === 'rocm' ? 'vocab-parallel' : 'gathered';
+}
+
 /** --runs at most: a benchmark's repeat count, not a soak */
 const MAX_RUNS = 1000;
 
@@ -139,6 +149,7 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
   }
   const fp8 = opts.fp8 === undefined ? null : oneOf<Fp8Format>(opts.fp8, Object.keys(FP8_FORMATS) as Fp8Format[], '--fp8');
   const qsaSelection = oneOf(opts.qsaSelection ?? 'replicated', ['replicated', 'row-sharded'] as const, '--qsa-selection') === 'row-sharded' ? 'rowSharded' : 'replicated';
+  const pleTable = oneOf(opts.pleTable ?? defaultPleTable(backendName), ['vocab-parallel', 'gathered'] as const, '--ple-table') === 'vocab-parallel' ? 'vocabParallel' : 'gathered';
   const logits = oneOf(opts.logits ?? 'last', ['last', 'all'] as const, '--logits');
   const mtpDrafter = oneOf(opts.mtpDrafter ?? 'gathered', ['gathered', 'sharded'] as const, '--mtp-drafter');
   const seed = parseIntStrict(opts.seed, '--seed', { min: 0 });
@@ -170,7 +181,7 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
     // Every file the run reads, the checkpoint's shards, index and config.json included.
     const inputs = [opts.ids, ...(Object.hasOwn(PRESETS, opts.config) ? [] : [opts.config, join(opts.config, 'config.json')]), opts.weights, ...checkpointInputs];
     const dumpTarget = opts.dump === undefined ? null : resolveOutputTarget(opts.dump, '--dump', inputs.filter((p): p is string => p !== undefined));
-    const estimate = estimatePrefillMemory({ config, tokens, tp, sp, reduce, subLayers, env: process.env, checkpoint: watch !== undefined });
+    const estimate = estimatePrefillMemory({ config, tokens, tp, sp, reduce, subLayers, pleTable, env: process.env, checkpoint: watch !== undefined });
     checkMemory(`prefill of ${config.name} at tp ${tp} with T ${tokens}`, estimate, limit);
     const prepared = preparePrefill({
       config,
@@ -185,6 +196,7 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
       ids,
       fp8,
       qsaSelection,
+      pleTable,
       logits,
       mtpDrafter,
       dump: dumpTarget !== null,
@@ -269,6 +281,7 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
       fp8,
       quant: fp8 ? prepared.plan.quant : null,
       qsaSelection: opts.qsaSelection ?? 'replicated',
+      pleTable: pleTable === 'vocabParallel' ? 'vocab-parallel' : 'gathered',
       qsa,
       logits,
       logitsSha256: sha256(result.values.get(prepared.outputs.logits)!),
@@ -335,6 +348,10 @@ export function registerPrefill(program: Command): void {
     .option('--dump <file.safetensors>', 'write the golden dump (README: "Golden dumps"), gathered to all T rows; - for stdout')
     .option('--fp8 <format>', 'the FP8 PTPC path on the GDN input projection: e4m3fnuz (MI300/MI308X) | e4m3fn')
     .option('--qsa-selection <mode>', 'replicated (every rank selects for all rows, as ATOM) | row-sharded (each rank its SP rows, all-gathered)', 'replicated')
+    .option(
+      '--ple-table <placement>',
+      "where the PLE's n-gram table lives: vocab-parallel (each rank's slice on its device, lookups all-reduced, as ATOM; the rocm default) | gathered (rows read from the checkpoint as the ids need them, on the host: the cpu and webgpu default)",
+    )
     .option('--logits <rows>', 'last (the last position) | all', 'last')
     .option('--mtp-drafter <mode>', "where the MTP head's HC work runs under SP: gathered | sharded", 'gathered')
     .option('--sp <mode>', 'auto (the production gate, see Environment) | on (force sharding) | off', 'auto')

@@ -20,6 +20,8 @@ export interface PrefillShape {
   sp: SpMode;
   reduce: ReduceAlgorithm;
   subLayers: SubLayerBuilders;
+  /** DecoderGraphOptions.pleTable */
+  pleTable?: 'gathered' | 'vocabParallel';
   env: Record<string, string | undefined>;
   /** weights from a checkpoint (each rank reads its slice) instead of synthetic ones */
   checkpoint: boolean;
@@ -34,6 +36,7 @@ export function estimatePrefillMemory(p: PrefillShape): MemoryEstimate {
     ring: { channels: RING_DEFAULT_CHANNELS, chunkElems: RING_DEFAULT_CHUNK_ELEMS },
     contract: 'atom',
     subLayers: p.subLayers,
+    pleTable: p.pleTable,
   });
   return estimateGraphMemory(graph, p.checkpoint ? { kind: 'checkpoint' } : { kind: 'synthetic', specs: modelWeightSpecs(p.config, p.subLayers) });
 }
