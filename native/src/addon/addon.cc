@@ -20,6 +20,7 @@
 #include "js_gpu.h"
 #include "js_loader.h"
 #include "js_nccl.h"
+#include "js_program.h"
 #include "js_tensor.h"
 #include "promise_worker.h"
 #include "run_worker.h"
@@ -210,6 +211,9 @@ Napi::Object init(Napi::Env env, Napi::Object exports) {
   exports.Set("enqueueNode", Napi::Function::New(env, enqueueNodeGuarded));
   exports.Set("enqueueUpload", Napi::Function::New(env, enqueueUploadGuarded));
   exports.Set("setStubKernels", Napi::Function::New(env, setStubKernels));
+  exports.Set("recordProgram", Napi::Function::New(env, recordProgram));
+  exports.Set("replay", Napi::Function::New(env, replay));
+  exports.Set("releaseProgram", Napi::Function::New(env, releaseProgram));
   exports.Set("sync", Napi::Function::New(env, syncGuarded));
   exports.Set("counters", Napi::Function::New(env, counters));
   exports.Set("reservePool", Napi::Function::New(env, reservePool));

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../engine/exec_queue.h"
+#include "../engine/program.h"
 #include "../gpu/nccl_communicator.h"
 #include "js_errors.h"
 #include "js_gpu.h"
@@ -142,6 +143,65 @@ Napi::Value arrayBuffer(Napi::Env env, const std::vector<uint8_t>& bytes) {
   return buf;
 }
 
+std::string kindArg(const Napi::Value& v) {
+  const std::string kind = v.IsString() ? v.As<Napi::String>().Utf8Value() : "";
+  if (kind != "allReduce" && kind != "reduceScatter" && kind != "allGather") {
+    fail(ErrorKind::Attr, "enqueue: the collective must be 'allReduce', 'reduceScatter' or 'allGather', got '" + kind + "'");
+  }
+  return kind;
+}
+
+Shape outputShape(const Napi::Value& v, const std::string& label) {
+  if (!v.IsArray()) fail(ErrorKind::Shape, label + ": the output shape must be an array");
+  Napi::Array a = v.As<Napi::Array>();
+  Shape shape;
+  for (uint32_t i = 0; i < a.Length(); i++) {
+    const double d = a.Get(i).IsNumber() ? a.Get(i).As<Napi::Number>().DoubleValue() : -1;
+    if (!(d >= 0) || d != static_cast<double>(static_cast<int64_t>(d))) fail(ErrorKind::Shape, label + ": dimension " + std::to_string(i) + " of the output shape is not a non-negative integer");
+    shape.push_back(static_cast<int64_t>(d));
+  }
+  return shape;
+}
+
+/**
+ * The collective `kind` of x (dtype[xShape]) into y (dtype[yShape]) on `comm`, checked before
+ * any work, as a step: in[0][0] is x's slot, out[0][0] y's. Its job reads x's device buffer and
+ * writes y, allocated from the device's pool when the job runs, and enqueues the NCCL call on
+ * the device's stream (no staging, no wait).
+ */
+engine::Step collectiveStep(const std::shared_ptr<NcclCommunicator>& comm, const std::string& kind, const std::string& label, DType dtype, const Shape& xShape, Shape yShape) {
+  if (kind != "allGather" && dtype != DType::BF16) fail(ErrorKind::DType, label + ": " + kind + " takes bf16, got " + dtypeName(dtype));
+  if (kind == "allGather" && dtype != DType::BF16 && dtype != DType::F32 && dtype != DType::I32) {
+    fail(ErrorKind::DType, label + ": allGather takes bf16, f32 or i32, got " + dtypeName(dtype));
+  }
+  const int64_t n = numel(xShape), m = numel(yShape), size = comm->size();
+  const int64_t want = kind == "allReduce" ? n : kind == "reduceScatter" ? (n % size == 0 ? n / size : -1) : n * size;
+  if (m != want) {
+    fail(ErrorKind::Shape, label + ": " + kind + " of " + dtypeName(dtype) + shapeStr(xShape) + " over " + std::to_string(size) + " ranks cannot give " + dtypeName(dtype) +
+                               shapeStr(yShape));
+  }
+  engine::Step step;
+  step.label = label;
+  step.declared = {{std::make_shared<engine::TensorSlot>(dtype, std::move(yShape))}};
+  step.run = [comm, kind, label](const engine::SlotGrid& in, const engine::SlotGrid& out) {
+    const engine::SlotPtr& y = out[0][0];
+    if (engine::ExecQueue::instance().stubKernels()) {
+      y->fill(std::make_shared<Tensor>(y->dtype(), Shape{0}));
+      return;
+    }
+    const TensorPtr& x = in[0][0]->tensor([] { return std::string("input x"); });
+    const auto& rt = comm->runtime();
+    if (&x->memory() != rt.get()) fail(ErrorKind::Runtime, "input x is in " + x->memory().name() + " memory; the communicator's device is " + rt->name());
+    // the run's planned block: from the device's pool, ordered after the kernels of its last holder by the one stream
+    auto t = std::make_shared<Tensor>(y->dtype(), y->shape(), rt, Init::Uninitialized);
+    if (kind == "allReduce") comm->enqueueAllReduceBf16(x->raw(), t->raw(), x->numel(), label);
+    else if (kind == "reduceScatter") comm->enqueueReduceScatterBf16(x->raw(), t->raw(), x->numel(), label);
+    else comm->enqueueAllGather(x->raw(), t->raw(), static_cast<int64_t>(x->bytes()), static_cast<int>(dtypeBytes(x->dtype())), x->dtype() == DType::F32, label);
+    y->fill(std::move(t));
+  };
+  return step;
+}
+
 class JsNcclComm : public Napi::ObjectWrap<JsNcclComm> {
  public:
   static Napi::Function define(Napi::Env env) {
@@ -149,7 +209,7 @@ class JsNcclComm : public Napi::ObjectWrap<JsNcclComm> {
                        {InstanceAccessor<&JsNcclComm::rank>("rank"), InstanceAccessor<&JsNcclComm::size>("size"),
                         InstanceMethod<&JsNcclComm::library>("library"), InstanceMethod<&JsNcclComm::state>("state"),
                         InstanceMethod<&JsNcclComm::allReduce>("allReduce"), InstanceMethod<&JsNcclComm::reduceScatter>("reduceScatter"),
-                        InstanceMethod<&JsNcclComm::allGather>("allGather"), InstanceMethod<&JsNcclComm::enqueue>("enqueue"),
+                        InstanceMethod<&JsNcclComm::allGather>("allGather"), InstanceMethod<&JsNcclComm::enqueue>("enqueue"), InstanceMethod<&JsNcclComm::step>("step"),
                         InstanceMethod<&JsNcclComm::checkAsync>("checkAsync"), InstanceMethod<&JsNcclComm::bytesSent>("bytesSent"),
                         InstanceMethod<&JsNcclComm::destroy>("destroy"), InstanceMethod<&JsNcclComm::abort>("abort")});
   }
@@ -219,49 +279,30 @@ class JsNcclComm : public Napi::ObjectWrap<JsNcclComm> {
    */
   Napi::Value enqueue(const Napi::CallbackInfo& info) {
     return ncclGuarded(info.Env(), [&]() -> Napi::Value {
-      const std::string kind = info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
-      if (kind != "allReduce" && kind != "reduceScatter" && kind != "allGather") {
-        fail(ErrorKind::Attr, "enqueue: the collective must be 'allReduce', 'reduceScatter' or 'allGather', got '" + kind + "'");
-      }
+      const std::string kind = kindArg(info[0]);
       const std::string label = info[1].IsString() ? info[1].As<Napi::String>().Utf8Value() : kind;
       engine::SlotPtr in = JsTensor::unwrapSlot(info[2], label + ": input x");
-      if (!info[3].IsArray()) fail(ErrorKind::Shape, label + ": the output shape must be an array");
-      Napi::Array a = info[3].As<Napi::Array>();
-      Shape shape;
-      for (uint32_t i = 0; i < a.Length(); i++) {
-        const double d = a.Get(i).IsNumber() ? a.Get(i).As<Napi::Number>().DoubleValue() : -1;
-        if (!(d >= 0) || d != static_cast<double>(static_cast<int64_t>(d))) fail(ErrorKind::Shape, label + ": dimension " + std::to_string(i) + " of the output shape is not a non-negative integer");
-        shape.push_back(static_cast<int64_t>(d));
-      }
-      const DType dtype = in->dtype();
-      if (kind != "allGather" && dtype != DType::BF16) fail(ErrorKind::DType, label + ": " + kind + " takes bf16, got " + dtypeName(dtype));
-      if (kind == "allGather" && dtype != DType::BF16 && dtype != DType::F32 && dtype != DType::I32) {
-        fail(ErrorKind::DType, label + ": allGather takes bf16, f32 or i32, got " + dtypeName(dtype));
-      }
-      const int64_t n = numel(in->shape()), m = numel(shape), size = comm_->size();
-      const int64_t want = kind == "allReduce" ? n : kind == "reduceScatter" ? (n % size == 0 ? n / size : -1) : n * size;
-      if (m != want) {
-        fail(ErrorKind::Shape, label + ": " + kind + " of " + dtypeName(dtype) + shapeStr(in->shape()) + " over " + std::to_string(size) + " ranks cannot give " +
-                                   dtypeName(dtype) + shapeStr(shape));
-      }
-      auto out = std::make_shared<engine::TensorSlot>(dtype, std::move(shape));
-      auto comm = comm_;
-      engine::ExecQueue::instance().enqueue(label, [comm, kind, label, in, out] {
-        if (engine::ExecQueue::instance().stubKernels()) {
-          out->fill(std::make_shared<Tensor>(out->dtype(), Shape{0}));
-          return;
-        }
-        const TensorPtr& x = in->tensor([] { return std::string("input x"); });
-        const auto& rt = comm->runtime();
-        if (&x->memory() != rt.get()) fail(ErrorKind::Runtime, "input x is in " + x->memory().name() + " memory; the communicator's device is " + rt->name());
-        // the run's planned block: from the device's pool, ordered after the kernels of its last holder by the one stream
-        auto y = std::make_shared<Tensor>(out->dtype(), out->shape(), rt, Init::Uninitialized);
-        if (kind == "allReduce") comm->enqueueAllReduceBf16(x->raw(), y->raw(), x->numel(), label);
-        else if (kind == "reduceScatter") comm->enqueueReduceScatterBf16(x->raw(), y->raw(), x->numel(), label);
-        else comm->enqueueAllGather(x->raw(), y->raw(), static_cast<int64_t>(x->bytes()), static_cast<int>(dtypeBytes(x->dtype())), x->dtype() == DType::F32, label);
-        out->fill(std::move(y));
-      });
+      engine::Step step = collectiveStep(comm_, kind, label, in->dtype(), in->shape(), outputShape(info[3], label));
+      engine::SlotPtr out = std::make_shared<engine::TensorSlot>(step.declared[0][0]->dtype(), step.declared[0][0]->shape());
+      engine::ExecQueue::instance().enqueue(label, [run = std::move(step.run), in, out] { run({{in}}, {{out}}); });
       return JsTensor::wrapSlot(info.Env(), out);
+    });
+  }
+
+  /**
+   * step(kind, label, x: {dtype, shape}, yShape) -> a program step (recordProgram): the same
+   * collective as enqueue(), checked now against x's declaration, run on each replay's slots
+   */
+  Napi::Value step(const Napi::CallbackInfo& info) {
+    return ncclGuarded(info.Env(), [&]() -> Napi::Value {
+      const std::string kind = kindArg(info[0]);
+      const std::string label = info[1].IsString() ? info[1].As<Napi::String>().Utf8Value() : kind;
+      if (!info[2].IsObject()) fail(ErrorKind::DType, label + ": x must be {dtype, shape}");
+      Napi::Object x = info[2].As<Napi::Object>();
+      const DType dtype = parseDType(x.Get("dtype").IsString() ? x.Get("dtype").As<Napi::String>().Utf8Value() : "");
+      auto step = std::make_shared<engine::Step>(collectiveStep(comm_, kind, label, dtype, readShape(x.Get("shape"), label + ": x"), outputShape(info[3], label)));
+      return Napi::External<std::shared_ptr<engine::Step>>::New(info.Env(), new std::shared_ptr<engine::Step>(std::move(step)),
+                                                                  [](Napi::Env, std::shared_ptr<engine::Step>* p) { delete p; });
     });
   }
 

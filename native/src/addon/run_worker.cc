@@ -1,6 +1,7 @@
 #include "run_worker.h"
 
 #include "../engine/exec_queue.h"
+#include "../engine/program.h"
 #include "../gpu/gpu_op_registry.h"
 #include "../host/thread_pool.h"
 #include "js_attrs.h"
@@ -251,6 +252,16 @@ Napi::Value enqueuePrepared(Napi::Env env, const PreparedNodePtr& node, const Na
 }
 
 }  // namespace
+
+engine::Step preparedStep(const Napi::Value& prepared) {
+  if (!prepared.IsExternal()) fail(ErrorKind::DType, "recordProgram: a step's node is not a node from prepareNode()");
+  PreparedNodePtr node = *prepared.As<Napi::External<PreparedNodePtr>>().Data();
+  engine::Step step;
+  step.label = node->label;
+  step.declared = node->outputs;
+  step.run = [node](const engine::SlotGrid& in, const engine::SlotGrid& out) { runPrepared(*node, in, out); };
+  return step;
+}
 
 Napi::Value prepareNode(const Napi::CallbackInfo& info) {
   return Napi::External<PreparedNodePtr>::New(info.Env(), new PreparedNodePtr(readPreparedNode(info)), [](Napi::Env, PreparedNodePtr* p) { delete p; });

@@ -6,6 +6,7 @@
 #pragma once
 #include <napi.h>
 
+#include "../engine/program.h"
 #include "../host/kernel_registry.h"
 
 namespace hcsp::addon {
@@ -19,6 +20,8 @@ Napi::Value runCollective(const Napi::CallbackInfo& info);
  * a collective), collective: boolean) -> a node handle: parsed once, enqueued every run
  */
 Napi::Value prepareNode(const Napi::CallbackInfo& info);
+/** a node from prepareNode() as a program step (engine/program.h) without its slot indices: its label, declared outputs and job */
+engine::Step preparedStep(const Napi::Value& prepared);
 /** enqueueNode(node, inputs (per rank for a collective)) -> the output handles, queued */
 Napi::Value enqueueNode(const Napi::CallbackInfo& info);
 /**

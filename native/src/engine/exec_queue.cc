@@ -22,6 +22,12 @@ void ExecQueue::enqueue(std::string label, Job job) {
   if (idle_) wake_.notify_one();
 }
 
+void ExecQueue::enqueueBatch(std::vector<std::pair<std::string, Job>> jobs) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& [label, job] : jobs) jobs_.push_back(Entry{std::move(label), std::move(job), ++enqueued_, false});
+  if (idle_ && !jobs.empty()) wake_.notify_one();
+}
+
 namespace {
 
 /** the message with `label: ` in front, once (a kernel's message may already start with the op) */

@@ -34,6 +34,12 @@ export interface GpuRuntimeProbe {
 
 export type GemmMode = 'exact' | 'blas' | 'vendor';
 
+/** an NCCL collective as a step of a recorded run (NcclComm.step; opaque) */
+export type NcclStep = { readonly __ncclStep: unique symbol };
+
+/** a run recordProgram() recorded (opaque) */
+export type RecordedProgram = { readonly __recordedProgram: unique symbol };
+
 /** a node prepareNode() parsed (opaque) */
 export type PreparedNode = { readonly __preparedNode: unique symbol };
 
@@ -132,6 +138,23 @@ export interface NativeAddon {
   enqueueNode(node: PreparedNode, inputs: (NativeTensor | null)[] | NativeTensor[][]): (NativeTensor | null)[] | (NativeTensor | null)[][];
   /** upload() on the queue: the bytes copied at once, the device tensor made and filled when the queue reaches it */
   enqueueUpload(dtype: string, shape: readonly number[], data: ArrayBufferView, gpu: GpuDevice | null): NativeTensor;
+  /**
+   * A run recorded once (native/src/engine/program.h): each step a node from prepareNode() or an
+   * NCCL collective from NcclComm.step(), with the slot indices it reads and writes (per rank,
+   * per port; -1: absent); the weights as fixed slots; the slots of the run's inputs and outputs.
+   * Checked now (a slot read before it is written, or written twice, names the step).
+   */
+  recordProgram(
+    steps: readonly ({ node: PreparedNode; in: number[][]; out: number[][] } | { collective: NcclStep; in: number[][]; out: number[][] })[],
+    slots: number,
+    fixed: readonly [number, NativeTensor][],
+    inputs: readonly number[],
+    outputs: readonly number[],
+  ): RecordedProgram;
+  /** one run of a recorded program: every step enqueued in one call on fresh slots, `inputs` in theirs; the outputs, queued */
+  replay(program: RecordedProgram, inputs: readonly NativeTensor[]): NativeTensor[];
+  /** lets go of a program's steps and of the weights it holds */
+  releaseProgram(program: RecordedProgram): void;
   /** queued nodes fill their outputs with empty placeholders instead of running: for timing the host side of a run alone, never for values anyone reads */
   setStubKernels(on: boolean): void;
   /** waits for everything queued (and the GPU's stream); rejects with the first queued node's error, naming it */

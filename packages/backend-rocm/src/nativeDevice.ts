@@ -1,6 +1,6 @@
-import { nodeLabel, type DeviceOps, type GraphNode, type Tensor, type TensorData, type ValueDecl } from '@hcsp/core';
+import { getOpDef, nodeLabel, type DeviceOps, type GraphNode, type RecordedRun, type RunProgram, type Tensor, type TensorData, type ValueDecl, type ValueId } from '@hcsp/core';
 import type { GemmMode, GpuDevice, NativeAddon, NativeTensor, OutputDecl, PreparedNode } from './nativeAddon.ts';
-import { native } from './nativeErrors.ts';
+import { native, nativeSync } from './nativeErrors.ts';
 import { NcclCommunicator } from './comm/ncclCommunicator.ts';
 
 function viewOf(dtype: Tensor['dtype'], buf: ArrayBuffer): TensorData {
@@ -28,7 +28,8 @@ const declOf = (d: ValueDecl | null): OutputDecl | null => (d === null ? null : 
  * with the reference's reduction orders. A rank's collective on a GPU whose communicator is
  * NCCL on that GPU is enqueued on the same queue and stream, on the run's device tensors (no
  * host staging); the next sync then waits through the communicator (its watchdog, NCCL's
- * asynchronous error). Any other communicator gets host tensors from the session's loop.
+ * asynchronous error). Any other communicator gets host tensors from the session's loop. A
+ * host op the addon has a kernel for on this device runs here too (DeviceOps.runsHostOp).
  */
 export function nativeDeviceOps(addon: NativeAddon, gemm: GemmMode, gpu: GpuDevice | null = null): DeviceOps<NativeTensor> {
   const deviceSync = (): Promise<void> => native(() => addon.sync(gpu));
@@ -40,12 +41,72 @@ export function nativeDeviceOps(addon: NativeAddon, gemm: GemmMode, gpu: GpuDevi
     enqueued = null;
     return comm.syncEnqueued(first, deviceSync);
   };
+  // the host ops (OpDef.host) this device has a native kernel for, as the addon lists them (the
+  // PLE's 64-bit n-gram hash): they run as nodes, on the device, with no host round trip; a
+  // row-gathered table's lookup stays the loop's (its rows are read as the ids need them)
+  const kernels = addon.kernels();
+  const deviceOps = new Set(gpu ? kernels.gpuPerRank : kernels.perRank);
+  const runsHostOp = (op: string): boolean => deviceOps.has(op) && !getOpDef(op).gathersRows;
   // each node parsed once (op, attributes, declarations), then enqueued run after run
   const prepared = new WeakMap<GraphNode, PreparedNode>();
   const nodeOf = (node: GraphNode, outputs: () => (OutputDecl | null)[] | (OutputDecl | null)[][], collective: boolean): PreparedNode => {
     let p = prepared.get(node);
     if (!p) prepared.set(node, (p = addon.prepareNode(nodeLabel(node), node.op, node.attrs, gemm, gpu, outputs(), collective)));
     return p;
+  };
+  /**
+   * The run as one program of the addon's queue (native/src/engine/program.h): a slot per value,
+   * the weights fixed, each node a step (its prepared node, or this GPU's NCCL collective).
+   * null where a node needs the host: a host op with no native kernel, or a rank's collective
+   * whose communicator is not NCCL on this GPU.
+   */
+  const record = (program: RunProgram, weights: ReadonlyMap<ValueId, NativeTensor>, communicator: unknown): RecordedRun<NativeTensor> | null => {
+    const { graph } = program;
+    const slots = new Map<ValueId, number>();
+    const slotOf = (id: ValueId | null): number => {
+      if (id === null) return -1;
+      let i = slots.get(id);
+      if (i === undefined) slots.set(id, (i = slots.size));
+      return i;
+    };
+    const fixed: [number, NativeTensor][] = [...weights].map(([id, h]) => [slotOf(id), h]);
+    const inputs = program.inputs.map(slotOf);
+    const nccl = communicator instanceof NcclCommunicator && gpu !== null && communicator.gpu === gpu ? communicator : null;
+    let firstCollective: GraphNode | null = null;
+    const steps: unknown[] = [];
+    for (const node of graph.nodes) {
+      const decls = (ids: (ValueId | null)[]) => ids.map((id) => (id === null ? null : graph.values[id]));
+      if (node.rank === null && graph.rank === undefined) {
+        // every simulated rank at once: ports per rank
+        const ports = node.inputs.length / graph.tp;
+        const outPorts = node.outputs.length / graph.tp;
+        const perRank = <T>(xs: T[], n: number) => Array.from({ length: graph.tp }, (_, r) => xs.slice(r * n, (r + 1) * n));
+        const prepared = nodeOf(node, () => perRank(decls(node.outputs), outPorts).map((ds) => ds.map(declOf)), true);
+        steps.push({ node: prepared, in: perRank(node.inputs.map(slotOf), ports), out: perRank(node.outputs.map(slotOf), outPorts) });
+      } else if (node.rank === null) {
+        if (!nccl) return null;
+        firstCollective ??= node;
+        const step = nativeSync(() => nccl.collectiveStep(node, nodeLabel(node), decls(node.inputs) as ValueDecl[], decls(node.outputs)));
+        steps.push({ collective: step, in: [node.inputs.map(slotOf)], out: [node.outputs.map(slotOf)] });
+      } else {
+        if (getOpDef(node.op).host && !runsHostOp(node.op)) return null;
+        const prepared = nodeOf(node, () => decls(node.outputs).map(declOf), false);
+        steps.push({ node: prepared, in: [node.inputs.map(slotOf)], out: [node.outputs.map(slotOf)] });
+      }
+    }
+    const outputs = program.outputs.map(slotOf);
+    const recorded = nativeSync(() => addon.recordProgram(steps as Parameters<NativeAddon['recordProgram']>[0], slots.size, fixed, inputs, outputs));
+    const first = firstCollective;
+    return {
+      replay: (ins) => {
+        if (nccl && first) {
+          nccl.checkUsable(first);
+          enqueued ??= { comm: nccl, first: nodeLabel(first) };
+        }
+        return nativeSync(() => addon.replay(recorded, ins));
+      },
+      release: () => addon.releaseProgram(recorded),
+    };
   };
   return {
     // weights go at once (a session opening); a run's inputs and host ops' outputs take their
@@ -62,6 +123,8 @@ export function nativeDeviceOps(addon: NativeAddon, gemm: GemmMode, gpu: GpuDevi
       enqueued ??= { comm: communicator, first: label };
       return ys;
     },
+    runsHostOp,
+    record: (program, weights, communicator) => record(program, weights, communicator),
     download: async (decl, h) => {
       // a value whose node has run needs no wait (the end of a run reads its outputs after one sync)
       if (!h.computed) await sync();

@@ -50,6 +50,15 @@ export function typedNativeError(e: unknown): unknown {
 }
 
 /** calls fn (sync or async), rethrowing the addon's errors as their typed classes */
+/** fn(), its native errors typed (native() for a call that returns at once) */
+export function nativeSync<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    throw typedNativeError(e);
+  }
+}
+
 export async function native<T>(fn: () => T | Promise<T>): Promise<T> {
   try {
     return await fn();

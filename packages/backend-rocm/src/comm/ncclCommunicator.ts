@@ -1,5 +1,5 @@
 import { checkReduceAlgorithm, getOpDef, shapeStr, type CommBytes, type Communicator, type GraphNode, type Tensor, type ValueDecl } from '@hcsp/core';
-import { type GpuDevice, loadNativeAddon, type NativeAddon, type NativeTensor } from '../nativeAddon.ts';
+import { type GpuDevice, loadNativeAddon, type NativeAddon, type NativeTensor, type NcclStep } from '../nativeAddon.ts';
 import { typedNativeError } from '../nativeErrors.ts';
 import { GATHER_DTYPES, runCollective } from './collectiveCall.ts';
 import type { CollectiveWatchdog } from './collectiveWatchdog.ts';
@@ -49,6 +49,8 @@ export interface NcclComm {
   reduceScatter(data: Uint16Array): Promise<ArrayBuffer>;
   /** Uint16Array: bf16, Float32Array: f32, Int32Array: i32, Uint8Array: bytes */
   allGather(data: ArrayBufferView): Promise<ArrayBuffer>;
+  /** the same collective as a step of a recorded run (nativeAddon recordProgram), x declared */
+  step(kind: 'allReduce' | 'reduceScatter' | 'allGather', label: string, x: { dtype: string; shape: readonly number[] }, yShape: readonly number[]): NcclStep;
   /** the collective as a job of the device queue on x's device buffer; its output (yShape, x's dtype) from the device's pool */
   enqueue(kind: 'allReduce' | 'reduceScatter' | 'allGather', label: string, x: NativeTensor, yShape: readonly number[]): NativeTensor;
   /** after the run's sync: throws NCCL's asynchronous error for the collectives enqueued since the last check */
@@ -198,12 +200,34 @@ export class NcclCommunicator implements Communicator {
    * node in errors.
    */
   enqueueCollective(node: GraphNode, label: string, inputs: NativeTensor[], inputDecls: ValueDecl[], outputs: (ValueDecl | null)[]): NativeTensor[] {
+    this.checkUsable(node);
+    if (inputs.length !== 1 || !inputs[0]) throw new Error(`${node.op}: expects this rank's one input x, got ${inputs.length} inputs`);
+    const { kind, want } = this.checkedCall(node, inputDecls, outputs);
+    return [ncclSync(() => this.comm.enqueue(kind, label, inputs[0], want))];
+  }
+
+  /**
+   * enqueueCollective() as a step of a recorded run (the native device's DeviceOps.record):
+   * checked now against the declarations, run on each replay's device tensors.
+   */
+  collectiveStep(node: GraphNode, label: string, inputDecls: ValueDecl[], outputs: (ValueDecl | null)[]): NcclStep {
+    this.checkUsable(node);
+    const { kind, want } = this.checkedCall(node, inputDecls, outputs);
+    return ncclSync(() => this.comm.step(kind, label, { dtype: inputDecls[0].dtype, shape: inputDecls[0].shape }, want));
+  }
+
+  /** a communicator that failed or was aborted takes no more calls: its refusal, naming `node` */
+  checkUsable(node: GraphNode): void {
     const refused = this.calls.refusal(`node ${node.id} (${node.op} ${node.scope})`);
     if (refused) throw refused;
+  }
+
+  /** the NCCL call a collective node makes and its output shape, after checking the node's declarations */
+  private checkedCall(node: GraphNode, inputDecls: ValueDecl[], outputs: (ValueDecl | null)[]): { kind: 'allReduce' | 'reduceScatter' | 'allGather'; want: number[] } {
     const layout = getOpDef(node.op).collective;
     if (!layout) throw new Error(`NCCL communicator: node ${node.id} (${node.op}) is not a collective`);
-    if (inputs.length !== 1 || !inputs[0]) throw new Error(`${node.op}: expects this rank's one input x, got ${inputs.length} inputs`);
-    const [x, xDecl, yDecl] = [inputs[0], inputDecls[0], outputs[0] ?? null];
+    if (inputDecls.length !== 1 || !inputDecls[0]) throw new Error(`${node.op}: expects this rank's one input x, got ${inputDecls.length} inputs`);
+    const [xDecl, yDecl] = [inputDecls[0], outputs[0] ?? null];
     if (xDecl.shape.length === 0) throw new Error(`${node.op}: tensors need a leading (row) dimension, got shape []`);
     const rows = xDecl.shape[0];
     const allowed = layout === 'gatherRows' ? GATHER_DTYPES : ['bf16'];
@@ -216,7 +240,7 @@ export class NcclCommunicator implements Communicator {
       throw new Error(`${node.op}: the graph declares ${yDecl ? `${yDecl.dtype}${shapeStr(yDecl.shape)}` : 'no output'} for '${node.outputs[0]}', the collective gives ${xDecl.dtype}${shapeStr(want)}`);
     }
     const kind = layout === 'gatherRows' ? 'allGather' : layout === 'scatterRows' ? 'reduceScatter' : 'allReduce';
-    return [ncclSync(() => this.comm.enqueue(kind, label, x, want))];
+    return { kind, want };
   }
 
   /**

@@ -17,7 +17,7 @@ afterEach(() => {
 const dir = mkdtempSync(join(tmpdir(), 'hcsp-prefill-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-async function json(opts: Partial<typeof base> & { weights?: string }) {
+async function json(opts: Partial<typeof base> & { weights?: string; pleTable?: string }) {
   return JSON.parse(await runPrefillCommand({ ...base, ...opts }));
 }
 
@@ -58,16 +58,16 @@ describe('hcsp prefill', () => {
     const specs = modelWeightSpecs(TINY, MODEL_SUB_LAYERS);
     const synthetic = new SyntheticWeightSource(specs, 3);
     writeSafetensorsFile(file, new Map(specs.map((s) => [s.name, synthetic.tensor(s.name)])));
-    const gathered = await json({ pleTable: 'gathered' } as Partial<typeof base>);
+    const gathered = await json({ pleTable: 'gathered' });
     expect(gathered.pleTable).toBe('gathered');
     for (const opts of [{ tp: '2' }, { tp: '4', sp: 'off' }, { weights: file }]) {
-      const vp = await json({ ...opts, pleTable: 'vocab-parallel' } as Partial<typeof base>);
+      const vp = await json({ ...opts, pleTable: 'vocab-parallel' });
       expect(vp.pleTable).toBe('vocab-parallel');
-      expect(vp.outputSha256, JSON.stringify(opts)).toBe(opts.tp === '4' ? (await json({ ...opts, pleTable: 'gathered' } as Partial<typeof base>)).outputSha256 : gathered.outputSha256);
+      expect(vp.outputSha256, JSON.stringify(opts)).toBe(opts.tp === '4' ? (await json({ ...opts, pleTable: 'gathered' })).outputSha256 : gathered.outputSha256);
     }
     // the cpu backend reads rows on demand unless asked
     expect((await json({})).pleTable).toBe('gathered');
-    await expect(json({ pleTable: 'sharded' } as Partial<typeof base>)).rejects.toThrow("--ple-table must be one of vocab-parallel|gathered, got 'sharded'");
+    await expect(json({ pleTable: 'sharded' })).rejects.toThrow("--ple-table must be one of vocab-parallel|gathered, got 'sharded'");
   });
 
   it('bad input exits non-zero with one line naming the bad value', () => {

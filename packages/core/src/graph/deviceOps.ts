@@ -5,6 +5,25 @@ import type { Graph, GraphNode, ValueDecl, ValueId } from './graph.ts';
 import type { MemoryPlan } from './memoryPlan.ts';
 
 /**
+ * A whole run as the loop would run it, handed to a device once (DeviceOps.record): the
+ * graph's nodes in the loop's order, the values fed to it and the values a run returns (read
+ * back or kept on the device).
+ */
+export interface RunProgram {
+  readonly graph: Graph;
+  readonly inputs: readonly ValueId[];
+  readonly outputs: readonly ValueId[];
+}
+
+/** A run a device recorded: each run is one replay call (a CUDA graph's launch, for a queue). */
+export interface RecordedRun<H> {
+  /** enqueues a whole run on its input handles (RunProgram.inputs' order) and returns the outputs' handles (RunProgram.outputs' order), queued */
+  replay(inputs: H[]): H[];
+  /** lets go of the recording and of the weights it holds */
+  release(): void;
+}
+
+/**
  * What a backend supplies to core's one graph-execution loop (graphSession.ts): device
  * operations on its own handles H (a host Tensor, a GPUBuffer, a native pointer). The loop
  * owns everything else: feed validation, value lifetimes, kept values, host ops, stats and
@@ -36,6 +55,14 @@ export interface DeviceOps<H> {
    * tensors through the communicator (inputs downloaded, outputs uploaded).
    */
   collective?(node: GraphNode, inputs: H[], inputDecls: ValueDecl[], outputs: (ValueDecl | null)[], communicator: Communicator): (H | null)[] | null;
+  /**
+   * Records the run `program` describes, node by node in its order, on the session's weights
+   * (and this rank's communicator), so that a run is one replay call: no per-node call from the
+   * loop. null: the device cannot (a host op, a collective on host tensors), and the loop runs
+   * node by node. Each node's output is a fresh value every replay; lifetimes are the device's
+   * (a value lives until the last node reading it has run), as on the node-by-node path.
+   */
+  record?(program: RunProgram, weights: ReadonlyMap<ValueId, H>, communicator?: Communicator): RecordedRun<H> | null;
   download(decl: ValueDecl, h: H): Promise<Tensor>;
   free(h: H): void;
   /** waits for queued device work and raises its errors (the loop calls it every few nodes and at the end) */

@@ -2,7 +2,7 @@ import type { DeviceCounters, EngineStats, PreparedGraph, RunOptions, RunResult,
 import type { Communicator } from '../collectives/communicator.ts';
 import { cpuKernel } from '../reference/kernels/index.ts';
 import { bytesPerElement, numel, shapeStr, type Tensor } from '../tensor/tensor.ts';
-import type { DeviceOps } from './deviceOps.ts';
+import type { DeviceOps, RecordedRun } from './deviceOps.ts';
 import type { Graph, GraphNode, ValueDecl, ValueId } from './graph.ts';
 import { getOpDef } from './ops/registry.ts';
 import { rowRanges } from './rowRanges.ts';
@@ -82,6 +82,8 @@ export class GraphSession<H> implements PreparedGraph {
   private prepareSeconds = 0;
   private weightLoad: WeightLoadStats | undefined;
   private readonly plan: MemoryPlan;
+  /** the device's recordings of this graph's run (DeviceOps.record), by the values a run returns; null: it cannot */
+  private readonly recordings = new Map<string, RecordedRun<H> | null>();
   private transfers: EngineStats['transfers'] = { inputBytes: 0, outputBytes: 0, stagingToDeviceBytes: 0, stagingFromDeviceBytes: 0 };
 
   private constructor(
@@ -117,6 +119,7 @@ export class GraphSession<H> implements PreparedGraph {
       reserve: device.reserve?.bind(device),
       trim: device.trim?.bind(device),
       counters: device.counters?.bind(device),
+      record: device.record?.bind(device),
     };
   }
 
@@ -172,6 +175,8 @@ export class GraphSession<H> implements PreparedGraph {
     if (this.disposed) return;
     this.disposed = true;
     await this.queue;
+    for (const r of this.recordings.values()) r?.release();
+    this.recordings.clear();
     for (const h of [...this.weights.values(), ...this.resident.values()]) this.device.free(h);
     this.weights.clear();
     this.resident.clear();
@@ -230,22 +235,33 @@ export class GraphSession<H> implements PreparedGraph {
         if (h === undefined) throw new Error(`value '${id}' is read before any node produced it`);
         return h;
       };
-      for (const [i, node] of graph.nodes.entries()) {
-        try {
-          await this.runNode(node, env, handle);
-        } catch (e) {
-          throw withNodeContext(e, `${nodeLabel(node)}: `);
+      const readBack = keepAll ? null : [...new Set([...graph.outputs, ...(Array.isArray(options.keep) ? options.keep : [])])];
+      const recorded = readBack && !options.syncEachNode ? this.recording([...new Set([...readBack, ...(options.keepOnDevice ?? [])])]) : null;
+      if (recorded) {
+        // the whole run in one call; the loop's order and lifetimes are in the recording
+        const outs = recorded.run.replay(graph.inputs.map((id) => env.get(id)!));
+        for (const id of graph.inputs) device.free(env.get(id)!);
+        env.clear();
+        recorded.outputs.forEach((id, i) => env.set(id, outs[i]));
+        for (const node of graph.nodes) counter.count(node);
+        options.onNode?.(graph.nodes.length, graph.nodes.length);
+      } else {
+        for (const [i, node] of graph.nodes.entries()) {
+          try {
+            await this.runNode(node, env, handle);
+          } catch (e) {
+            throw withNodeContext(e, `${nodeLabel(node)}: `);
+          }
+          counter.count(node);
+          if (!keepAll) this.release(node, i, env, keep);
+          if (options.syncEachNode || (i + 1) % (device.syncEveryNodes ?? SYNC_EVERY_NODES) === 0) await device.sync?.();
+          options.onNode?.(i + 1, graph.nodes.length);
+          await options.turn?.();
         }
-        counter.count(node);
-        if (!keepAll) this.release(node, i, env, keep);
-        if (options.syncEachNode || (i + 1) % (device.syncEveryNodes ?? SYNC_EVERY_NODES) === 0) await device.sync?.();
-        options.onNode?.(i + 1, graph.nodes.length);
-        await options.turn?.();
       }
       await device.sync?.();
       const values = new Map<ValueId, Tensor>();
-      const readBack = keepAll ? [...env.keys()] : [...graph.outputs, ...(Array.isArray(options.keep) ? options.keep : [])];
-      for (const id of readBack) {
+      for (const id of readBack ?? [...env.keys()]) {
         const h = env.get(id);
         if (h === undefined) throw new Error(`${this.options.backend}: requested value '${id}' was never computed`);
         const t = await device.download(graph.values[id], h);
@@ -274,6 +290,15 @@ export class GraphSession<H> implements PreparedGraph {
     } finally {
       for (const h of env.values()) device.free(h);
     }
+  }
+
+  /** the device's recording of a run returning `outputs` (made once, DeviceOps.record), or null where it cannot record */
+  private recording(outputs: ValueId[]): { run: RecordedRun<H>; outputs: ValueId[] } | null {
+    if (!this.device.record) return null;
+    const key = outputs.join('\0');
+    if (!this.recordings.has(key)) this.recordings.set(key, this.device.record({ graph: this.graph, inputs: this.graph.inputs, outputs }, this.weights, this.options.communicator));
+    const run = this.recordings.get(key)!;
+    return run ? { run, outputs } : null;
   }
 
   private async runNode(node: GraphNode, env: Map<ValueId, H>, handle: (id: ValueId) => H): Promise<void> {
