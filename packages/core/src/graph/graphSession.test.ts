@@ -10,6 +10,7 @@ import type { Tensor } from '../tensor/tensor.ts';
 import type { WeightSource } from '../model/weightSource.ts';
 import { runOnce } from '../backend/backend.ts';
 import { GraphBuilder } from './graphBuilder.ts';
+import { cpuCollectiveKernel, cpuKernel } from '../reference/kernels/index.ts';
 import { resolveWeightRows } from '../model/resolveWeight.ts';
 
 // The one execution loop: weights uploaded once per session, values freed after their last
@@ -167,5 +168,96 @@ describe('GraphSession row-gathered weights', () => {
     const s = await open(source('f32', []));
     await expect(s.run(feeds)).rejects.toThrow("cpu: rows of weight 'table' is f32[3,2], the graph declares bf16[3,2] for 'w:table'");
     await s.dispose();
+  });
+});
+
+describe('GraphSession with a device that records runs (DeviceOps.record)', () => {
+  /**
+   * The CPU device plus a recording: a replay runs every node synchronously with the CPU
+   * kernels, in the program's order, on the weights it was given (as a native queue would,
+   * later); what the loop asked is counted.
+   */
+  function recordingDevice(canRecord = true) {
+    const calls = { record: 0, replay: 0, release: 0, runNode: 0, outputs: [] as string[][] };
+    const device: DeviceOps<Tensor> = {
+      ...CPU_DEVICE,
+      runNode: async (...a) => {
+        calls.runNode++;
+        return CPU_DEVICE.runNode(...a);
+      },
+      record: (program, weights) => {
+        calls.record++;
+        calls.outputs.push([...program.outputs]);
+        if (!canRecord) return null;
+        const { graph } = program;
+        return {
+          replay: (inputs) => {
+            calls.replay++;
+            const env = new Map<string, Tensor>(weights);
+            program.inputs.forEach((id, i) => env.set(id, inputs[i]));
+            for (const node of graph.nodes) {
+              const ins = node.inputs.map((id) => (id === null ? null : env.get(id)!));
+              if (node.rank === null) {
+                const ports = ins.length / graph.tp;
+                const perRank = Array.from({ length: graph.tp }, (_, r) => ins.slice(r * ports, (r + 1) * ports) as Tensor[]);
+                const out = cpuCollectiveKernel(node.op)(perRank, { ...node.attrs, tp: graph.tp });
+                const outPorts = node.outputs.length / graph.tp;
+                node.outputs.forEach((id, k) => env.set(id!, out[Math.floor(k / outPorts)][k % outPorts]));
+              } else {
+                cpuKernel(node.op)(ins, node.attrs).forEach((t, k) => node.outputs[k] !== null && env.set(node.outputs[k]!, t));
+              }
+            }
+            return program.outputs.map((id) => env.get(id)!);
+          },
+          release: () => {
+            calls.release++;
+          },
+        };
+      },
+    };
+    return { device, calls };
+  }
+
+  it('records once per set of returned values, replays every run in one call, and gives the node-by-node bits', async () => {
+    const { device, calls } = recordingDevice();
+    const session = await GraphSession.open(p.graph, device, loadWeight(p.weights), { backend: 'recording cpu' });
+    const expected = await runOnce(new CpuBackend(), p.graph, p.feeds, p.weights);
+    const a = await session.run(p.feeds);
+    const b = await session.run(p.feeds);
+    expect(calls).toMatchObject({ record: 1, replay: 2, runNode: 0 });
+    for (const [id, t] of expected.values) {
+      expect(a.values.get(id)!.data, id).toEqual(t.data);
+      expect(b.values.get(id)!.data, id).toEqual(t.data);
+    }
+    // the same stats as the node-by-node loop's (they come from the graph)
+    expect(a.stats.hcRowsPerRank).toEqual(expected.stats.hcRowsPerRank);
+    expect(a.stats.commBytesPerRank).toEqual(expected.stats.commBytesPerRank);
+    // another value asked for is another recording; the progress callback hears the whole run once
+    const seen: number[][] = [];
+    const extra = p.graph.nodes[3].outputs[0]!;
+    const c = await session.run(p.feeds, { keep: [extra], onNode: (i, n) => seen.push([i, n]) });
+    expect(c.values.has(extra)).toBe(true);
+    expect(calls.record).toBe(2);
+    expect(calls.outputs[1]).toEqual([...p.graph.outputs, extra]);
+    expect(seen).toEqual([[p.graph.nodes.length, p.graph.nodes.length]]);
+    await session.dispose();
+    expect(calls.release).toBe(2);
+  });
+
+  it("runs node by node where the device cannot record, and for keep 'all' and syncEachNode", async () => {
+    const refusing = recordingDevice(false);
+    const s1 = await GraphSession.open(p.graph, refusing.device, loadWeight(p.weights), { backend: 'recording cpu' });
+    await s1.run(p.feeds);
+    await s1.run(p.feeds);
+    // asked once: a device that cannot record is not asked again for the same run
+    expect(refusing.calls).toMatchObject({ record: 1, replay: 0, runNode: 2 * p.graph.nodes.filter((n) => n.rank !== null).length });
+    await s1.dispose();
+    const { device, calls } = recordingDevice();
+    const s2 = await GraphSession.open(p.graph, device, loadWeight(p.weights), { backend: 'recording cpu' });
+    await s2.run(p.feeds, { keep: 'all' });
+    await s2.run(p.feeds, { syncEachNode: true });
+    expect(calls).toMatchObject({ record: 0, replay: 0 });
+    expect(calls.runNode).toBeGreaterThan(0);
+    await s2.dispose();
   });
 });
