@@ -1,5 +1,6 @@
 // GPU kernels of the GEMMs in the reference's order (GemmMode::Exact): `linear`
-// (layers/linearMath.ts) and `fp8LinearPtpc` (layers/fp8Linear.ts). Each output is summed by
+// (layers/linearMath.ts), its grouped form (each row against its group's weight: the MoE's
+// experts, one launch for all) and `fp8LinearPtpc` (layers/fp8Linear.ts). Each output is summed by
 // one thread over k = 0..K-1 in order, one fp32 add at a time, so a GPU run is bit-exact with
 // the CPU reference. The product of two bf16 (or two e4m3) values has at most 16 significant
 // bits: the reference's fround(acc + x*w), product and sum in double, equals the exact sum
@@ -30,38 +31,67 @@ struct alignas(16) Bf16x8 {
 HCSP_HD float lowBf16(uint32_t u) { return hcsp::bitsFloat(u << 16); }
 HCSP_HD float highBf16(uint32_t u) { return hcsp::bitsFloat(u & 0xffff0000u); }
 
+/** one output of `linear`: bf(sum_k xr[k] * wr[k]), k = 0..inF-1 in order (every bf16 GEMM kernel here computes its outputs with this) */
+HCSP_HD uint16_t linearDot(const uint16_t* xr, const uint16_t* wr, int64_t inF) {
+  float acc = 0.0f;
+  for (int64_t k = 0; k < inF; k++) acc = HCSP_GEMM_FMA(bf16ToF32(xr[k]), bf16ToF32(wr[k]), acc);
+  return f32ToBf16(acc);
+}
+
+/** linearDot reading 8 bf16 at a time, the same adds in the same order: xr and wr 16-byte aligned, inF a multiple of 8 */
+HCSP_HD uint16_t linearDotV8(const uint16_t* xr, const uint16_t* wr, int64_t inF) {
+  const Bf16x8* xv8 = reinterpret_cast<const Bf16x8*>(xr);
+  const Bf16x8* wv8 = reinterpret_cast<const Bf16x8*>(wr);
+  float acc = 0.0f;
+  for (int64_t gk = 0; gk < inF / 8; gk++) {
+    const Bf16x8 xv = xv8[gk];
+    const Bf16x8 wv = wv8[gk];
+    // little-endian words: element 2j is the low half of word j, 2j+1 the high half
+    for (int j = 0; j < 4; j++) {
+      acc = HCSP_GEMM_FMA(lowBf16(xv.v[j]), lowBf16(wv.v[j]), acc);
+      acc = HCSP_GEMM_FMA(highBf16(xv.v[j]), highBf16(wv.v[j]), acc);
+    }
+  }
+  return f32ToBf16(acc);
+}
+
 }  // namespace
 
 HCSP_GLOBAL void hcsp_gemm_linear_bf16(const uint16_t* x, const uint16_t* w, uint16_t* y, int64_t rows, int64_t inF, int64_t outF) {
   HCSP_GRID_STRIDE(i, rows * outF) {
     const int64_t t = i / outF;
     const int64_t o = i - t * outF;
-    const uint16_t* xr = x + t * inF;
-    const uint16_t* wr = w + o * inF;
-    float acc = 0.0f;
-    for (int64_t k = 0; k < inF; k++) acc = HCSP_GEMM_FMA(bf16ToF32(xr[k]), bf16ToF32(wr[k]), acc);
-    y[i] = f32ToBf16(acc);
+    y[i] = linearDot(x + t * inF, w + o * inF, inF);
   }
 }
 
 HCSP_GLOBAL void hcsp_gemm_linear_bf16_v8(const uint16_t* x, const uint16_t* w, uint16_t* y, int64_t rows, int64_t inF, int64_t outF) {
-  const int64_t groups = inF / 8;
   HCSP_GRID_STRIDE(i, rows * outF) {
     const int64_t t = i / outF;
     const int64_t o = i - t * outF;
-    const Bf16x8* xr = reinterpret_cast<const Bf16x8*>(x + t * inF);
-    const Bf16x8* wr = reinterpret_cast<const Bf16x8*>(w + o * inF);
-    float acc = 0.0f;
-    for (int64_t gk = 0; gk < groups; gk++) {
-      const Bf16x8 xv = xr[gk];
-      const Bf16x8 wv = wr[gk];
-      // little-endian words: element 2j is the low half of word j, 2j+1 the high half
-      for (int j = 0; j < 4; j++) {
-        acc = HCSP_GEMM_FMA(lowBf16(xv.v[j]), lowBf16(wv.v[j]), acc);
-        acc = HCSP_GEMM_FMA(highBf16(xv.v[j]), highBf16(wv.v[j]), acc);
-      }
-    }
-    y[i] = f32ToBf16(acc);
+    y[i] = linearDotV8(x + t * inF, w + o * inF, inF);
+  }
+}
+
+// the row count is the device's (*rows): the grid is sized for the most rows, the threads past
+// the last row's outputs find nothing to do
+HCSP_GLOBAL void hcsp_gemm_grouped_bf16(const uint16_t* x, const uint16_t* w, const int32_t* rowGroup, const int32_t* rows, uint16_t* y, int64_t inF,
+                                        int64_t outF) {
+  const int64_t n = *rows;
+  HCSP_GRID_STRIDE(i, n * outF) {
+    const int64_t t = i / outF;
+    const int64_t o = i - t * outF;
+    y[i] = linearDot(x + t * inF, w + (static_cast<int64_t>(rowGroup[t]) * outF + o) * inF, inF);
+  }
+}
+
+HCSP_GLOBAL void hcsp_gemm_grouped_bf16_v8(const uint16_t* x, const uint16_t* w, const int32_t* rowGroup, const int32_t* rows, uint16_t* y, int64_t inF,
+                                           int64_t outF) {
+  const int64_t n = *rows;
+  HCSP_GRID_STRIDE(i, n * outF) {
+    const int64_t t = i / outF;
+    const int64_t o = i - t * outF;
+    y[i] = linearDotV8(x + t * inF, w + (static_cast<int64_t>(rowGroup[t]) * outF + o) * inF, inF);
   }
 }
 

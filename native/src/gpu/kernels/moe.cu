@@ -1,10 +1,12 @@
 // GPU kernels of the MoE ops (core graph/ops/moeOps.ts), operation for operation as
 // reference/kernels/moeKernels.ts and layers/moe/moeMath.ts (and the host port,
 // host/kernels/moe_kernels.cc): the router's softmax and top-k per token, the routed sum of a
-// rank's experts (the routed rows gathered and grouped by expert; the expert GEMMs are the
-// `linear` op's, gemm.cu, called per expert by the launcher; the SwiGLU between them; then
-// each token's contributions added in ascending expert index), the SwiGLU op and the
-// shared-expert combine. Every sum the reference orders is summed by one thread in that order.
+// rank's experts (the routed rows laid out on the device from the routing ids, gathered and
+// grouped by expert; the expert GEMMs are gemm.cu's grouped `linear`, one launch for all
+// experts; the SwiGLU between them; then each token's contributions added in ascending expert
+// index), the SwiGLU op and the shared-expert combine. Every sum the reference orders is summed
+// by one thread in that order. The routed rows' count lives on the device: the kernels after
+// the layout read it there and the threads past it do nothing.
 #include "moe.h"
 
 #include "../../numerics/bf16.h"
@@ -62,21 +64,73 @@ HCSP_GLOBAL void hcsp_moe_route(const uint16_t* logits, float* p, int32_t* ids, 
   }
 }
 
-HCSP_GLOBAL void hcsp_moe_gather_rows(const uint16_t* x, const int32_t* rowToken, uint16_t* xe, int64_t rows, int64_t hidden) {
-  HCSP_GRID_STRIDE(i, rows * hidden) {
+HCSP_GLOBAL void hcsp_moe_layout(const int32_t* ids, int32_t* first, int32_t* rowToken, int32_t* rowPair, int32_t* rowExpert, int32_t* pairRow, int64_t tokens,
+                                 int64_t topK, int64_t firstExpert, int64_t numLocal) {
+  const int64_t pairs = tokens * topK;
+  HCSP_GRID_STRIDE(e, numLocal + 1) {
+    int64_t r = 0;
+    for (int64_t p = 0; p < pairs; p++) {
+      const int64_t local = static_cast<int64_t>(ids[p]) - firstExpert;
+      if (local >= 0 && local < e) r++;
+    }
+    first[e] = static_cast<int32_t>(r);
+    if (e == numLocal) continue;
+    for (int64_t p = 0; p < pairs; p++) {
+      if (static_cast<int64_t>(ids[p]) - firstExpert != e) continue;
+      rowToken[r] = static_cast<int32_t>(p / topK);
+      rowPair[r] = static_cast<int32_t>(p);
+      rowExpert[r] = static_cast<int32_t>(e);
+      pairRow[p] = static_cast<int32_t>(r);
+      r++;
+    }
+  }
+}
+
+HCSP_GLOBAL void hcsp_moe_token_rows(const int32_t* ids, const int32_t* pairRow, int32_t* tokenRows, int64_t tokens, int64_t topK, int64_t firstExpert,
+                                     int64_t numLocal) {
+  HCSP_GRID_STRIDE(t, tokens) {
+    int32_t* mine = tokenRows + t * topK;
+    int64_t n = 0;
+    // insertion in ascending row order
+    for (int64_t k = 0; k < topK; k++) {
+      const int64_t local = static_cast<int64_t>(ids[t * topK + k]) - firstExpert;
+      if (local < 0 || local >= numLocal) continue;
+      const int32_t r = pairRow[t * topK + k];
+      int64_t j = n;
+      for (; j > 0 && mine[j - 1] > r; j--) mine[j] = mine[j - 1];
+      mine[j] = r;
+      n++;
+    }
+    for (int64_t s = n; s < topK; s++) mine[s] = -1;
+  }
+}
+
+HCSP_GLOBAL void hcsp_moe_gather_rows(const uint16_t* x, const int32_t* rowToken, const int32_t* rows, uint16_t* xe, int64_t hidden) {
+  const int64_t n = *rows;
+  HCSP_GRID_STRIDE(i, n * hidden) {
     const int64_t r = i / hidden;
     xe[i] = x[static_cast<int64_t>(rowToken[r]) * hidden + (i - r * hidden)];
   }
 }
 
+namespace hcsp_moe {
+/** output i of the SwiGLU of rows [gate (I) | up (I)] */
+HCSP_HD uint16_t swiglu(const uint16_t* gateUp, int64_t i, int64_t inter) {
+  const int64_t t = i / inter;
+  const int64_t c = i - t * inter;
+  const uint16_t* base = gateUp + t * 2 * inter;
+  const float act = roundBf16(hcsp::fp32::siluF32(bf16ToF32(base[c])));
+  return f32ToBf16(act * bf16ToF32(base[inter + c]));
+}
+}  // namespace hcsp_moe
+
 HCSP_GLOBAL void hcsp_moe_swiglu(const uint16_t* gateUp, uint16_t* h, int64_t rows, int64_t inter) {
-  HCSP_GRID_STRIDE(i, rows * inter) {
-    const int64_t t = i / inter;
-    const int64_t c = i - t * inter;
-    const uint16_t* base = gateUp + t * 2 * inter;
-    const float act = roundBf16(hcsp::fp32::siluF32(bf16ToF32(base[c])));
-    h[i] = f32ToBf16(act * bf16ToF32(base[inter + c]));
-  }
+  HCSP_GRID_STRIDE(i, rows * inter) h[i] = hcsp_moe::swiglu(gateUp, i, inter);
+}
+
+HCSP_GLOBAL void hcsp_moe_swiglu_rows(const uint16_t* gateUp, uint16_t* h, const int32_t* rows, int64_t inter) {
+  const int64_t n = *rows;
+  HCSP_GRID_STRIDE(i, n * inter) h[i] = hcsp_moe::swiglu(gateUp, i, inter);
 }
 
 HCSP_GLOBAL void hcsp_moe_routed_sum(const uint16_t* o, const int32_t* tokenRows, const int32_t* rowPair, const uint16_t* weights, float* routed, int64_t tokens,

@@ -2,7 +2,8 @@
 // share (ops/gemm_checks.h): `linear` and `fp8LinearPtpc`.
 // GemmMode::Exact runs the reference-order kernels (kernels/gemm.cu, bit-exact with the CPU
 // reference); GemmMode::Vendor the vendor's BLASLt (blaslt.h: hipBLASLt / cuBLASLt, their own
-// orders; the emulated device never gets this mode).
+// orders; the emulated device never gets this mode). The grouped GEMM (the MoE's experts) is the
+// exact kernel in both modes: its row count is on the device.
 #include <string>
 
 #include "../../host/kernels/kernel_args.h"
@@ -49,6 +50,17 @@ void gemmLinearBf16(const GpuContext& g, const uint16_t* x, int64_t rows, int64_
     case GemmMode::Blas: break;
   }
   noGemm("linear", g.gemm);
+}
+
+void gemmGroupedLinearBf16(const GpuContext& g, const uint16_t* x, int64_t maxRows, int64_t inF, const uint16_t* w, int64_t outF, const int32_t* rowGroup,
+                           const int32_t* rows, uint16_t* y) {
+  if (maxRows == 0 || outF == 0) return;
+  if (g.gemm == GemmMode::Blas) noGemm("moeExperts", g.gemm);
+  if (inF % 8 == 0 && aligned16(x) && aligned16(w)) {
+    HCSP_LAUNCH(g.rt, hcsp_gemm_grouped_bf16_v8, maxRows * outF, x, w, rowGroup, rows, y, inF, outF);
+  } else {
+    HCSP_LAUNCH(g.rt, hcsp_gemm_grouped_bf16, maxRows * outF, x, w, rowGroup, rows, y, inF, outF);
+  }
 }
 
 void gemmFp8LinearPtpc(const GpuContext& g, const uint8_t* q, const float* sx, int64_t rows, int64_t inF, const uint8_t* qW, const float* sw, int64_t outF,

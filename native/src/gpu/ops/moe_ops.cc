@@ -1,17 +1,20 @@
 // Launchers of the MoE ops on the GPU devices, with the checks and messages the host kernels
 // share (ops/moe_checks.h); the arithmetic is in kernels/moe.cu.
 //
-// moeExperts reads the routing ids on the host (T x topK int32, like embed's ids) to lay out
-// the routed rows: the (token, k) pairs this rank owns, grouped by local expert in ascending
-// order and, within an expert, in ascending (t, k) as the reference gathers them; and, per
-// token, the rows of its contributions in the reference's order of adds (ascending expert,
-// then k). Each expert's two GEMMs are the `linear` op's (gemmLinearBf16 of kernels/gemm.h: the
-// reference order in exact mode, the vendor's BLASLt in vendor mode) on its rows; they are per
-// row, so gathering rows changes no bit.
+// moeExperts stays on the device: nothing is read back and nothing waited for. Kernels lay
+// out the routed rows from the routing ids (the (token, k) pairs this rank owns, grouped by
+// local expert in ascending order and, within an expert, in ascending (t, k) as the reference
+// gathers them; per token, the rows of its contributions in the reference's order of adds:
+// ascending expert, then k), and the row count stays in device memory. Every routed buffer is
+// sized for the worst case, T x topK rows, known on the host; the kernels after the layout read
+// the count and leave the rest alone. The experts' two GEMMs are one grouped launch each
+// (gemm.cu's hcsp_gemm_grouped_bf16: each row against its expert's weight, computed exactly as
+// the `linear` op's exact kernel computes a row), in every GEMM mode: a vendor BLASLt GEMM needs
+// its M on the host, so in vendor mode too the MoE's experts run the exact kernel (grouped
+// vendor GEMMs: issue 24). Their bits are the CPU reference's.
 #include <algorithm>
+#include <cstdint>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include "../../host/kernels/kernel_args.h"
 #include "../../ops/moe_checks.h"
@@ -21,13 +24,6 @@
 
 namespace hcsp::gpu {
 namespace {
-
-/** int32 values copied into a new tensor of this GPU's memory */
-TensorPtr uploadI32(const GpuContext& g, const std::vector<int32_t>& v) {
-  TensorPtr t = g.alloc(DType::I32, {static_cast<int64_t>(v.size())});
-  if (!v.empty()) g.rt.copyIn(t->raw(), v.data(), v.size() * sizeof(int32_t));
-  return t;
-}
 
 Outputs moeRoute(const Inputs& in, const GpuContext& g) {
   const ops::MoeRouteArgs a = ops::checkMoeRoute(in, g.attrs);
@@ -49,69 +45,36 @@ Outputs moeSwiGlu(const Inputs& in, const GpuContext& g) {
 
 Outputs moeExperts(const Inputs& in, const GpuContext& g) {
   const ops::MoeExpertsArgs a = ops::checkMoeExperts(in, g.attrs);
-  const int64_t T = a.T, H = a.H, topK = a.topK, firstExpert = a.firstExpert, numLocal = a.numLocal, inter = a.inter;
-  const Tensor& x = a.x;
-  const Tensor& ids = a.ids;
-  const Tensor& weights = a.weights;
-  const Tensor& gateUp = a.gateUp;
-  const Tensor& down = a.down;
-
+  const int64_t T = a.T, H = a.H, topK = a.topK, firstExpert = a.firstExpert, inter = a.inter;
+  const int64_t numLocal = std::max<int64_t>(0, a.numLocal);
+  // the most routed rows a rank can own: every pair (t, k) (row numbers are int32 on the device)
+  const int64_t maxRows = T * topK;
+  if (maxRows > INT32_MAX) fail(ErrorKind::Shape, "moeExperts: " + std::to_string(maxRows) + " routing pairs (T x topK) exceed the GPU layout's int32 rows");
   TensorPtr routed = g.alloc(DType::F32, {T, H});
-  // the routing ids (T x topK int32) on the host, to lay out the routed rows
-  std::vector<int32_t> idh(static_cast<size_t>(T * topK));
-  if (!idh.empty()) g.rt.copyOut(idh.data(), ids.raw(), idh.size() * sizeof(int32_t));
-  // pairs (t, k) per local expert, t ascending
-  std::vector<std::vector<int64_t>> pairs(static_cast<size_t>(std::max<int64_t>(0, numLocal)));
-  int64_t rows = 0;
-  for (int64_t t = 0; t < T; t++) {
-    for (int64_t k = 0; k < topK; k++) {
-      const int64_t local = static_cast<int64_t>(idh[t * topK + k]) - firstExpert;
-      if (local >= 0 && local < numLocal) {
-        pairs[local].push_back(t * topK + k);
-        rows++;
-      }
-    }
-  }
-  if (rows == 0) return {routed};
-  // row r of the routed rows: its token and its pair (t * topK + k), the rows of local expert e
-  // at [first[e], first[e + 1]); per token its rows in the order the reference adds them
-  // (-1 after the last)
-  std::vector<int32_t> rowToken(rows), rowPair(rows), tokenRows(static_cast<size_t>(T * topK), -1);
-  std::vector<int64_t> first(static_cast<size_t>(numLocal + 1), 0), filled(static_cast<size_t>(T), 0);
-  int64_t r = 0;
-  for (int64_t local = 0; local < numLocal; local++) {
-    first[local] = r;
-    for (const int64_t tk : pairs[local]) {
-      const int64_t t = tk / topK;
-      rowToken[r] = static_cast<int32_t>(t);
-      rowPair[r] = static_cast<int32_t>(tk);
-      tokenRows[t * topK + filled[t]++] = static_cast<int32_t>(r);
-      r++;
-    }
-  }
-  first[numLocal] = r;
-  TensorPtr rowTokenT = uploadI32(g, rowToken);
-  TensorPtr rowPairT = uploadI32(g, rowPair);
-  TensorPtr tokenRowsT = uploadI32(g, tokenRows);
-  TensorPtr xe = g.alloc(DType::BF16, {rows, H});
-  TensorPtr gu = g.alloc(DType::BF16, {rows, 2 * inter});
-  TensorPtr h = g.alloc(DType::BF16, {rows, inter});
-  TensorPtr o = g.alloc(DType::BF16, {rows, H});
-  HCSP_LAUNCH(g.rt, hcsp_moe_gather_rows, rows * H, x.bf16(), rowTokenT->data<int32_t>(), xe->bf16(), rows, H);
-  // each expert's GEMMs on its own rows, as the `linear` op computes them (gemm.cu)
-  for (int64_t local = 0; local < numLocal; local++) {
-    const int64_t n = first[local + 1] - first[local];
-    if (n == 0) continue;
-    gemmLinearBf16(g, xe->bf16() + first[local] * H, n, H, gateUp.bf16() + local * 2 * inter * H, 2 * inter, gu->bf16() + first[local] * 2 * inter);
-  }
-  HCSP_LAUNCH(g.rt, hcsp_moe_swiglu, rows * inter, gu->bf16(), h->bf16(), rows, inter);
-  for (int64_t local = 0; local < numLocal; local++) {
-    const int64_t n = first[local + 1] - first[local];
-    if (n == 0) continue;
-    gemmLinearBf16(g, h->bf16() + first[local] * inter, n, inter, down.bf16() + local * H * inter, H, o->bf16() + first[local] * H);
-  }
-  HCSP_LAUNCH(g.rt, hcsp_moe_routed_sum, T * H, o->bf16(), tokenRowsT->data<int32_t>(), rowPairT->data<int32_t>(), weights.bf16(), routed->data<float>(), T, H,
-              topK);
+  // the layout on the device: first[numLocal] is the row count every kernel after it reads
+  TensorPtr first = g.alloc(DType::I32, {numLocal + 1});
+  TensorPtr rowToken = g.alloc(DType::I32, {maxRows});
+  TensorPtr rowPair = g.alloc(DType::I32, {maxRows});
+  TensorPtr rowExpert = g.alloc(DType::I32, {maxRows});
+  TensorPtr pairRow = g.alloc(DType::I32, {maxRows});
+  TensorPtr tokenRows = g.alloc(DType::I32, {T, topK});
+  const int32_t* ids = a.ids.data<int32_t>();
+  const int32_t* rows = first->data<int32_t>() + numLocal;
+  HCSP_LAUNCH(g.rt, hcsp_moe_layout, numLocal + 1, ids, first->data<int32_t>(), rowToken->data<int32_t>(), rowPair->data<int32_t>(), rowExpert->data<int32_t>(),
+              pairRow->data<int32_t>(), T, topK, firstExpert, numLocal);
+  HCSP_LAUNCH(g.rt, hcsp_moe_token_rows, T, ids, pairRow->data<int32_t>(), tokenRows->data<int32_t>(), T, topK, firstExpert, numLocal);
+  // the routed rows at their worst case: the grid covers it, the device's count bounds the work
+  TensorPtr xe = g.alloc(DType::BF16, {maxRows, H});
+  TensorPtr gu = g.alloc(DType::BF16, {maxRows, 2 * inter});
+  TensorPtr h = g.alloc(DType::BF16, {maxRows, inter});
+  TensorPtr o = g.alloc(DType::BF16, {maxRows, H});
+  HCSP_LAUNCH(g.rt, hcsp_moe_gather_rows, maxRows * H, a.x.bf16(), rowToken->data<int32_t>(), rows, xe->bf16(), H);
+  gemmGroupedLinearBf16(g, xe->bf16(), maxRows, H, a.gateUp.bf16(), 2 * inter, rowExpert->data<int32_t>(), rows, gu->bf16());
+  HCSP_LAUNCH(g.rt, hcsp_moe_swiglu_rows, maxRows * inter, gu->bf16(), h->bf16(), rows, inter);
+  gemmGroupedLinearBf16(g, h->bf16(), maxRows, inter, a.down.bf16(), H, rowExpert->data<int32_t>(), rows, o->bf16());
+  // every output written: a token no local expert serves sums nothing (0)
+  HCSP_LAUNCH(g.rt, hcsp_moe_routed_sum, T * H, o->bf16(), tokenRows->data<int32_t>(), rowPair->data<int32_t>(), a.weights.bf16(), routed->data<float>(), T,
+              H, topK);
   return {routed};
 }
 
