@@ -91,8 +91,16 @@ Napi::Value replay(const Napi::CallbackInfo& info) {
     if (!info[1].IsArray()) fail(ErrorKind::Size, "replay: inputs must be an array of tensors");
     Napi::Array jsIn = info[1].As<Napi::Array>();
     std::vector<engine::SlotPtr> inputs(jsIn.Length());
-    for (uint32_t i = 0; i < jsIn.Length(); i++) inputs[i] = JsTensor::unwrapSlot(jsIn.Get(i), "replay: input " + std::to_string(i));
-    std::vector<engine::SlotPtr> outs = program->replay(inputs);
+    for (uint32_t i = 0; i < jsIn.Length(); i++) {
+      inputs[i] = JsTensor::unwrapSlot(jsIn.Get(i), "replay: input " + std::to_string(i));
+      for (uint32_t k = 0; k < i; k++) {
+        if (inputs[k] == inputs[i]) fail(ErrorKind::Size, "replay: inputs " + std::to_string(k) + " and " + std::to_string(i) + " are the same tensor");
+      }
+    }
+    // the run takes its inputs: no handle of this thread's keeps one alive while the queue runs,
+    // so each goes back to the pool after its last reader, as on the node-by-node path
+    for (uint32_t i = 0; i < jsIn.Length(); i++) JsTensor::takeSlot(jsIn.Get(i), "replay: input " + std::to_string(i));
+    std::vector<engine::SlotPtr> outs = program->replay(std::move(inputs));
     Napi::Array result = Napi::Array::New(info.Env(), outs.size());
     for (uint32_t i = 0; i < outs.size(); i++) result.Set(i, JsTensor::wrapSlot(info.Env(), outs[i]));
     return result;

@@ -13,7 +13,7 @@ namespace hcsp::addon {
  * slots: number, fixed: [slot, NativeTensor][], inputs: number[], outputs: number[]) -> Program
  */
 Napi::Value recordProgram(const Napi::CallbackInfo& info);
-/** replay(program, inputs: NativeTensor[]) -> NativeTensor[]: the outputs, queued */
+/** replay(program, inputs: NativeTensor[]) -> NativeTensor[]: the outputs, queued; the input handles are taken (freed here) */
 Napi::Value replay(const Napi::CallbackInfo& info);
 /** releaseProgram(program) */
 Napi::Value releaseProgram(const Napi::CallbackInfo& info);

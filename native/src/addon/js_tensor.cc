@@ -69,6 +69,12 @@ Napi::Value JsTensor::freed(const Napi::CallbackInfo& info) { return Napi::Boole
 
 Napi::Value JsTensor::computed(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), slot_ && slot_->ready()); }
 
+engine::SlotPtr JsTensor::takeSlot(const Napi::Value& value, const std::string& what) {
+  engine::SlotPtr slot = unwrapSlot(value, what);
+  Unwrap(value.As<Napi::Object>())->slot_.reset();
+  return slot;
+}
+
 void freeTensor(const Napi::CallbackInfo& info) {
   if (info.Length() < 1 || !info[0].IsObject() || !info[0].As<Napi::Object>().InstanceOf(instanceData(info.Env()).tensor.Value())) {
     throw jsError(info.Env(), Error(ErrorKind::DType, "free: the argument is not a native tensor"));

@@ -20,6 +20,8 @@ class JsTensor : public Napi::ObjectWrap<JsTensor> {
   static TensorPtr unwrap(const Napi::Value& value, const std::string& what);
   /** the slot behind a JS value (computed or queued), or an error naming `what` */
   static engine::SlotPtr unwrapSlot(const Napi::Value& value, const std::string& what);
+  /** unwrapSlot(), the JS handle then freed: the caller owns the value (a replay's inputs) */
+  static engine::SlotPtr takeSlot(const Napi::Value& value, const std::string& what);
 
   explicit JsTensor(const Napi::CallbackInfo& info);
 

@@ -53,7 +53,7 @@ Program::Program(std::vector<Step> steps, int32_t slots, std::vector<std::pair<i
   }
 }
 
-std::vector<SlotPtr> Program::replay(const std::vector<SlotPtr>& inputs) const {
+std::vector<SlotPtr> Program::replay(std::vector<SlotPtr> inputs) const {
   if (!steps_) fail(ErrorKind::Runtime, "replay: the program was released");
   if (inputs.size() != inputs_.size()) fail(ErrorKind::Size, "replay: " + std::to_string(inputs.size()) + " inputs given, the program has " + std::to_string(inputs_.size()));
   std::vector<SlotPtr> slots(static_cast<size_t>(slots_));
@@ -87,6 +87,7 @@ std::vector<SlotPtr> Program::replay(const std::vector<SlotPtr>& inputs) const {
   outs.reserve(outputs_.size());
   for (int32_t i : outputs_) outs.push_back(slots[static_cast<size_t>(i)]);
   slots.clear();
+  inputs.clear();
   ExecQueue::instance().enqueueBatch(std::move(jobs));
   return outs;
 }

@@ -43,8 +43,12 @@ class Program {
    */
   Program(std::vector<Step> steps, int32_t slots, std::vector<std::pair<int32_t, SlotPtr>> fixed, std::vector<int32_t> inputs, std::vector<int32_t> outputs);
 
-  /** enqueues one run: `inputs` (the run's, in the order given at recording) in their slots; returns the output slots, queued */
-  std::vector<SlotPtr> replay(const std::vector<SlotPtr>& inputs) const;
+  /**
+   * enqueues one run: `inputs` (the run's, in the order given at recording) in their slots;
+   * returns the output slots, queued. The program lets go of every value it made before the
+   * queue can run a step, so the steps' own references decide when each is freed.
+   */
+  std::vector<SlotPtr> replay(std::vector<SlotPtr> inputs) const;
   /** the steps recorded */
   size_t size() const { return steps_ ? steps_->size() : 0; }
   /** lets go of the steps and the fixed values (the session's weights); replay() then fails. Queued jobs keep what they hold. */

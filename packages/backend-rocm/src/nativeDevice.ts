@@ -1,4 +1,4 @@
-import { getOpDef, nodeLabel, type DeviceOps, type GraphNode, type RecordedRun, type RunProgram, type Tensor, type TensorData, type ValueDecl, type ValueId } from '@hcsp/core';
+import { getOpDef, nodeLabel, withNodeContext, type DeviceOps, type GraphNode, type RecordedRun, type RunProgram, type Tensor, type TensorData, type ValueDecl, type ValueId } from '@hcsp/core';
 import type { GemmMode, GpuDevice, NativeAddon, NativeTensor, OutputDecl, PreparedNode } from './nativeAddon.ts';
 import { native, nativeSync } from './nativeErrors.ts';
 import { NcclCommunicator } from './comm/ncclCommunicator.ts';
@@ -74,24 +74,28 @@ export function nativeDeviceOps(addon: NativeAddon, gemm: GemmMode, gpu: GpuDevi
     const nccl = communicator instanceof NcclCommunicator && gpu !== null && communicator.gpu === gpu ? communicator : null;
     let firstCollective: GraphNode | null = null;
     const steps: unknown[] = [];
+    const decls = (ids: (ValueId | null)[]) => ids.map((id) => (id === null ? null : graph.values[id]));
     for (const node of graph.nodes) {
-      const decls = (ids: (ValueId | null)[]) => ids.map((id) => (id === null ? null : graph.values[id]));
-      if (node.rank === null && graph.rank === undefined) {
-        // every simulated rank at once: ports per rank
-        const ports = node.inputs.length / graph.tp;
-        const outPorts = node.outputs.length / graph.tp;
-        const perRank = <T>(xs: T[], n: number) => Array.from({ length: graph.tp }, (_, r) => xs.slice(r * n, (r + 1) * n));
-        const prepared = nodeOf(node, () => perRank(decls(node.outputs), outPorts).map((ds) => ds.map(declOf)), true);
-        steps.push({ node: prepared, in: perRank(node.inputs.map(slotOf), ports), out: perRank(node.outputs.map(slotOf), outPorts) });
-      } else if (node.rank === null) {
-        if (!nccl) return null;
-        firstCollective ??= node;
-        const step = nativeSync(() => nccl.collectiveStep(node, nodeLabel(node), decls(node.inputs) as ValueDecl[], decls(node.outputs)));
-        steps.push({ collective: step, in: [node.inputs.map(slotOf)], out: [node.outputs.map(slotOf)] });
-      } else {
-        if (getOpDef(node.op).host && !runsHostOp(node.op)) return null;
-        const prepared = nodeOf(node, () => decls(node.outputs).map(declOf), false);
-        steps.push({ node: prepared, in: [node.inputs.map(slotOf)], out: [node.outputs.map(slotOf)] });
+      try {
+        if (node.rank === null && graph.rank === undefined) {
+          // every simulated rank at once: ports per rank
+          const ports = node.inputs.length / graph.tp;
+          const outPorts = node.outputs.length / graph.tp;
+          const perRank = <T>(xs: T[], n: number) => Array.from({ length: graph.tp }, (_, r) => xs.slice(r * n, (r + 1) * n));
+          const prepared = nodeOf(node, () => perRank(decls(node.outputs), outPorts).map((ds) => ds.map(declOf)), true);
+          steps.push({ node: prepared, in: perRank(node.inputs.map(slotOf), ports), out: perRank(node.outputs.map(slotOf), outPorts) });
+        } else if (node.rank === null) {
+          if (!nccl) return null;
+          firstCollective ??= node;
+          const step = nativeSync(() => nccl.collectiveStep(node, nodeLabel(node), decls(node.inputs) as ValueDecl[], decls(node.outputs)));
+          steps.push({ collective: step, in: [node.inputs.map(slotOf)], out: [node.outputs.map(slotOf)] });
+        } else {
+          if (getOpDef(node.op).host && !runsHostOp(node.op)) return null;
+          const prepared = nodeOf(node, () => decls(node.outputs).map(declOf), false);
+          steps.push({ node: prepared, in: [node.inputs.map(slotOf)], out: [node.outputs.map(slotOf)] });
+        }
+      } catch (e) {
+        throw withNodeContext(e, `${nodeLabel(node)}: `);
       }
     }
     const outputs = program.outputs.map(slotOf);
@@ -100,7 +104,11 @@ export function nativeDeviceOps(addon: NativeAddon, gemm: GemmMode, gpu: GpuDevi
     return {
       replay: (ins) => {
         if (nccl && first) {
-          nccl.checkUsable(first);
+          try {
+            nccl.checkUsable(first);
+          } catch (e) {
+            throw withNodeContext(e, `${nodeLabel(first)}: `);
+          }
           enqueued ??= { comm: nccl, first: nodeLabel(first) };
         }
         return nativeSync(() => addon.replay(recorded, ins));

@@ -17,7 +17,10 @@ export interface RunProgram {
 
 /** A run a device recorded: each run is one replay call (a CUDA graph's launch, for a queue). */
 export interface RecordedRun<H> {
-  /** enqueues a whole run on its input handles (RunProgram.inputs' order) and returns the outputs' handles (RunProgram.outputs' order), queued */
+  /**
+   * enqueues a whole run on its input handles (RunProgram.inputs' order), which it takes (the
+   * caller no longer frees them), and returns the outputs' handles (RunProgram.outputs' order), queued
+   */
   replay(inputs: H[]): H[];
   /** lets go of the recording and of the weights it holds */
   release(): void;

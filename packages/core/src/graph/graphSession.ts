@@ -34,12 +34,12 @@ export function nodeLabel(node: GraphNode): string {
 }
 
 /**
- * The error with the node in front of its message; a typed error (a subclass of Error) as a
- * copy of its class, so a backend's typed errors, e.g. out of memory, stay catchable by
- * class. Never the error itself: a backend may throw one stored error again and again (a
+ * The error with `where` (a node's label and ': ') in front of its message; a typed error (a
+ * subclass of Error) as a copy of its class, so a backend's typed errors, e.g. out of memory,
+ * stay catchable by class. Never the error itself: a backend may throw one stored error again and again (a
  * lost device).
  */
-function withNodeContext(e: unknown, where: string): Error {
+export function withNodeContext(e: unknown, where: string): Error {
   if (!(e instanceof Error)) return new Error(where + String(e));
   if (Object.getPrototypeOf(e) === Error.prototype) return new Error(where + e.message);
   const copy = Object.create(Object.getPrototypeOf(e)) as Error;
@@ -240,7 +240,7 @@ export class GraphSession<H> implements PreparedGraph {
       if (recorded) {
         // the whole run in one call; the loop's order and lifetimes are in the recording
         const outs = recorded.run.replay(graph.inputs.map((id) => env.get(id)!));
-        for (const id of graph.inputs) device.free(env.get(id)!);
+        // the replay took the inputs
         env.clear();
         recorded.outputs.forEach((id, i) => env.set(id, outs[i]));
         for (const node of graph.nodes) counter.count(node);
