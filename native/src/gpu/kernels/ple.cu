@@ -3,11 +3,16 @@
 // computes them with layers/ple/pleMath.ts (and the host port, host/kernels/ple_kernels.cc).
 // Where pleMath.ts computes in JavaScript doubles without Math.fround (sumsq + v*v,
 // acc + w*x, sumsq / groupSize) these compute in double and round to float where it rounds.
-// (pleNgramIds and pleNgramEmbed are host ops.)
+// pleNgramIds (a host op the native devices run themselves: 64-bit integers, DeviceOps.runsHostOp)
+// with the host kernel's per-position code (numerics/ple_ngram.h) and pleNgramEmbedShard, the
+// vocab-parallel table's lookup; their bad values are device checks (checks.h). (pleNgramEmbed,
+// the gathered table's lookup, stays a host op.)
 #include "ple.h"
 
 #include "../../numerics/bf16.h"
 #include "../../numerics/fp32_math.h"
+#include "../../numerics/ple_ngram.h"
+#include "checks.h"
 
 using hcsp::bf16ToF32;
 using hcsp::f32ToBf16;
@@ -78,5 +83,29 @@ HCSP_GLOBAL void hcsp_ple_conv_silu(const uint16_t* gNormed, const uint16_t* g, 
     }
     const float act = roundBf16(hcsp::fp32::siluF32(roundBf16(acc)));
     y[i] = f32ToBf16(bf16ToF32(g[i]) + act);
+  }
+}
+
+HCSP_GLOBAL void hcsp_ple_ngram_ids(const int32_t* tokens, int32_t* ids, unsigned long long* tokenFailed, unsigned long long* productFailed, int64_t T, HcspPleHash h) {
+  const int64_t heads = static_cast<int64_t>(h.ngramSize - 1) * h.headsPerNgram;
+  HCSP_GRID_STRIDE(t, T) {
+    if (!(tokens[t] >= 0 && tokens[t] < h.vocabBound)) hcspCheckFail(tokenFailed, t, tokens[t]);
+    int32_t badS;
+    int64_t badId;
+    hcspPleNgramRow(tokens, t, h.eos, h.ngramSize, h.headsPerNgram, h.multipliers, h.maxIds, h.sizes, h.offsets, ids + t * heads, &badS, &badId);
+    if (badS >= 0 && productFailed) hcspCheckFail(productFailed, t * h.ngramSize + badS, static_cast<int32_t>(badId));
+  }
+}
+
+HCSP_GLOBAL void hcsp_ple_ngram_embed_shard(const int32_t* ids, const uint16_t* table, uint16_t* e, unsigned long long* failed, int64_t n, int64_t headDim,
+                                            int64_t rowStart, int64_t rows, int64_t tableBound) {
+  HCSP_GRID_STRIDE(k, n * headDim) {
+    const int64_t i = k / headDim;
+    const int64_t j = k - i * headDim;
+    const int64_t id = ids[i];
+    const bool inTable = id >= 0 && id < tableBound;
+    if (!inTable && j == 0) hcspCheckFail(failed, i, static_cast<int32_t>(id));
+    const int64_t local = id - rowStart;
+    e[k] = inTable && local >= 0 && local < rows ? table[local * headDim + j] : HCSP_BF16_NEGATIVE_ZERO;
   }
 }

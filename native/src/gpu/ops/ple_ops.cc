@@ -1,8 +1,11 @@
 // Launchers of the PLE device ops on the GPU devices (pleRms1pNorm, pleGate, pleGatedValue,
-// pleConvSilu), with the checks and messages the host kernels share (ops/ple_checks.h); the
-// arithmetic is in kernels/ple.cu. pleNgramIds and pleNgramEmbed are host ops.
+// pleConvSilu, pleNgramEmbedShard, and pleNgramIds: a host op the native devices run
+// themselves), with the checks and messages the host kernels share (ops/ple_checks.h); the
+// arithmetic is in kernels/ple.cu. pleNgramEmbed (the gathered table's lookup) is a host op.
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "../../host/kernels/js_text.h"
 #include "../../host/kernels/kernel_args.h"
@@ -50,8 +53,62 @@ Outputs pleConvSilu(const Inputs& in, const GpuContext& g) {
   return {y};
 }
 
+/**
+ * pleNgramIds: one thread per position, the hash's constants in the launch's arguments (no
+ * upload, nothing to free). The tokens' vocabulary check, and the products' int64 check where a
+ * multiplier lets a token overflow, are device checks raised at the run's sync (in that order:
+ * the reference checks every token before it hashes).
+ */
+Outputs pleNgramIds(const Inputs& in, const GpuContext& g) {
+  const ops::PleNgramIdsArgs a = ops::checkPleNgramIds(in, g.attrs);
+  if (a.ngramSize > HCSP_PLE_MAX_NGRAM || a.heads > HCSP_PLE_MAX_HEADS) {
+    fail(ErrorKind::Unsupported, "pleNgramIds: ngramSize " + std::to_string(a.ngramSize) + " with " + std::to_string(a.heads) + " heads; the GPU kernel takes at most " +
+                                     std::to_string(HCSP_PLE_MAX_NGRAM) + " and " + std::to_string(HCSP_PLE_MAX_HEADS));
+  }
+  HcspPleHash h{};
+  std::copy(a.multipliers.begin(), a.multipliers.end(), h.multipliers);
+  std::copy(a.maxIds.begin(), a.maxIds.end(), h.maxIds);
+  std::copy(a.sizes.begin(), a.sizes.end(), h.sizes);
+  std::copy(a.offsets.begin(), a.offsets.end(), h.offsets);
+  h.eos = a.eos;
+  h.vocabBound = a.vocabBound;
+  h.ngramSize = a.ngramSize;
+  h.headsPerNgram = a.headsPerNgram;
+  TensorPtr ids = g.alloc(DType::I32, {a.T, a.heads});
+  if (a.T == 0) return {ids};
+  const std::string vocabText = a.vocabText;
+  unsigned long long* tokenFailed = g.rt.deviceCheck("pleNgramIds", a.T, 1, [vocabText](const uint64_t* w) { ops::failPleToken(checkDetail(w[0]), checkPosition(w[0]), vocabText); });
+  unsigned long long* productFailed = nullptr;
+  if (a.productsCanWrap) {
+    const int64_t n = a.ngramSize;
+    const std::vector<std::string> digits = a.multiplierDigits;
+    productFailed = g.rt.deviceCheck("pleNgramIds", a.T * n, 1, [digits, n](const uint64_t* w) {
+      ops::failPleProduct(digits, checkDetail(w[0]), static_cast<int32_t>(checkPosition(w[0]) % n));
+    });
+  }
+  HCSP_LAUNCH(g.rt, hcsp_ple_ngram_ids, a.T, a.tokens.data<int32_t>(), ids->data<int32_t>(), tokenFailed, productFailed, a.T, h);
+  return {ids};
+}
+
+/** pleNgramEmbedShard: one thread per output element; an id outside the table is a device check raised at the run's sync */
+Outputs pleNgramEmbedShard(const Inputs& in, const GpuContext& g) {
+  const ops::PleShardArgs a = ops::checkPleNgramEmbedShard(in, g.attrs);
+  const int64_t n = a.T * a.heads;
+  TensorPtr e = g.alloc(DType::BF16, {a.T, a.heads * a.headDim});
+  if (n == 0) return {e};
+  const int64_t heads = a.heads;
+  const std::string tableRowsText = a.tableRowsText;
+  unsigned long long* failed = g.rt.deviceCheck("pleNgramEmbedShard", n, 1, [heads, tableRowsText](const uint64_t* w) {
+    ops::failPleNgramId(checkDetail(w[0]), checkPosition(w[0]), heads, tableRowsText);
+  });
+  HCSP_LAUNCH(g.rt, hcsp_ple_ngram_embed_shard, n * a.headDim, a.ids.data<int32_t>(), a.table.bf16(), e->bf16(), failed, n, a.headDim, a.rowStart, a.rows, a.tableBound);
+  return {e};
+}
+
 }  // namespace
 
+HCSP_GPU_OP(pleNgramIds, pleNgramIds);
+HCSP_GPU_OP(pleNgramEmbedShard, pleNgramEmbedShard);
 HCSP_GPU_OP(pleRms1pNorm, pleRms1pNorm);
 HCSP_GPU_OP(pleGate, pleGate);
 HCSP_GPU_OP(pleGatedValue, pleGatedValue);

@@ -1,16 +1,22 @@
 // Host kernels of the PLE ops (core graph/ops/pleOps.ts) that run on the device:
 // pleRms1pNorm, pleGate, pleGatedValue and pleConvSilu, as reference/kernels/pleKernels.ts
-// computes them with layers/ple/pleMath.ts, rounding for rounding. (pleNgramIds and
-// pleNgramEmbed are host ops: core's graph loop runs them on host tensors itself.)
+// computes them with layers/ple/pleMath.ts, rounding for rounding; pleNgramIds (a host op the
+// native devices run themselves: DeviceOps.runsHostOp) as layers/ple/pleHash.ts, with the GPU
+// kernels' per-position code (numerics/ple_ngram.h), and pleNgramEmbedShard, the
+// vocab-parallel table's lookup. (pleNgramEmbed, the gathered table's, stays in core's loop.)
 // Where pleMath.ts computes in JavaScript doubles without Math.fround (sum + v*v, acc + w*x,
 // sumsq / groupSize), this computes in double and rounds to float where it rounds. Threads
 // split rows; each output is computed by one thread in the reference's order. The checks and
 // their messages are shared with the GPU launchers (ops/ple_checks.h).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
+#include <mutex>
 
 #include "../../numerics/bf16.h"
 #include "../../numerics/fp32_math.h"
+#include "../../numerics/ple_ngram.h"
 #include "js_text.h"
 #include "kernel_args.h"
 #include "../../ops/ple_checks.h"
@@ -144,8 +150,82 @@ Outputs pleConvSilu(const Inputs& in, const KernelContext& ctx) {
   return {y};
 }
 
+/**
+ * The first failure of a loop split over the pool's threads (each range scans in order): the
+ * lowest position noted and its detail, what the reference's one in-order loop reports first.
+ */
+class FirstFailure {
+ public:
+  void note(int64_t position, int64_t detail) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (position < position_) {
+      position_ = position;
+      detail_ = detail;
+    }
+  }
+  bool failed() const { return position_ != std::numeric_limits<int64_t>::max(); }
+  int64_t position() const { return position_; }
+  int64_t detail() const { return detail_; }
+
+ private:
+  std::mutex mutex_;
+  int64_t position_ = std::numeric_limits<int64_t>::max();
+  int64_t detail_ = 0;
+};
+
+/**
+ * pleNgramIds: each position's row from at most ngramSize - 1 tokens back (ple_ngram.h), the
+ * positions split over the threads. A token outside the vocabulary fails first (the reference
+ * checks every token before it hashes), then the first product that leaves int64.
+ */
+Outputs pleNgramIds(const Inputs& in, const KernelContext& ctx) {
+  const ops::PleNgramIdsArgs a = ops::checkPleNgramIds(in, ctx.attrs);
+  const int64_t T = a.T, n = a.ngramSize;
+  TensorPtr ids = makeTensor(DType::I32, {T, a.heads});
+  const int32_t* tokens = a.tokens.data<int32_t>();
+  int32_t* out = ids->data<int32_t>();
+  FirstFailure badToken, badProduct;
+  ctx.pool.parallelFor(T, rowGrain(std::max<int64_t>(1, a.heads) * n), [&](int64_t t0, int64_t t1) {
+    for (int64_t i = t0; i < t1; i++) {
+      if (!(tokens[i] >= 0 && tokens[i] < a.vocabBound)) badToken.note(i, tokens[i]);
+      int32_t badS;
+      int64_t badId;
+      hcspPleNgramRow(tokens, i, a.eos, a.ngramSize, a.headsPerNgram, a.multipliers.data(), a.maxIds.data(), a.sizes.data(), a.offsets.data(), out + i * a.heads, &badS, &badId);
+      if (badS >= 0) badProduct.note(i * n + badS, badId);
+    }
+  });
+  if (badToken.failed()) ops::failPleToken(badToken.detail(), badToken.position(), a.vocabText);
+  if (badProduct.failed()) ops::failPleProduct(a.multiplierDigits, badProduct.detail(), static_cast<int32_t>(badProduct.position() % n));
+  return {ids};
+}
+
+/** pleNgramEmbedShard: per (position, head), its row when the id falls in the slice, else bf16 -0.0; the first id outside the table fails */
+Outputs pleNgramEmbedShard(const Inputs& in, const KernelContext& ctx) {
+  const ops::PleShardArgs a = ops::checkPleNgramEmbedShard(in, ctx.attrs);
+  const int64_t n = a.T * a.heads, hd = a.headDim;
+  TensorPtr e = makeTensor(DType::BF16, {a.T, a.heads * hd});
+  const int32_t* ids = a.ids.data<int32_t>();
+  const uint16_t* table = a.table.bf16();
+  uint16_t* out = e->bf16();
+  FirstFailure bad;
+  ctx.pool.parallelFor(n, rowGrain(hd), [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; i++) {
+      const int64_t id = ids[i];
+      const bool inTable = id >= 0 && id < a.tableBound;
+      if (!inTable) bad.note(i, id);
+      const int64_t local = id - a.rowStart;
+      if (inTable && local >= 0 && local < a.rows) std::memcpy(out + i * hd, table + local * hd, static_cast<size_t>(hd) * sizeof(uint16_t));
+      else std::fill(out + i * hd, out + (i + 1) * hd, HCSP_BF16_NEGATIVE_ZERO);
+    }
+  });
+  if (bad.failed()) ops::failPleNgramId(bad.detail(), bad.position(), a.heads, a.tableRowsText);
+  return {e};
+}
+
 }  // namespace
 
+HCSP_KERNEL(pleNgramIds, pleNgramIds);
+HCSP_KERNEL(pleNgramEmbedShard, pleNgramEmbedShard);
 HCSP_KERNEL(pleRms1pNorm, pleRms1pNorm);
 HCSP_KERNEL(pleGate, pleGate);
 HCSP_KERNEL(pleGatedValue, pleGatedValue);
