@@ -3,8 +3,9 @@
 // table) on the host device and the emulated GPU, bit for bit against core's CPU kernels; their
 // bad values refused with the reference's messages, on the GPU by device checks raised at the
 // run's sync naming the node (native/src/gpu/kernels/ple.cu, native/src/ops/ple_checks.h).
-import { bf16ToF32, cpuKernel, f32ToBf16, FLASH_NEXT, pleNgramIdsAttrs, pleShape, SMALL, TINY, type ModelConfig, type Tensor } from '@hcsp/core';
+import { bf16ToF32, cpuKernel, f32ToBf16, FLASH_NEXT, MODEL_SUB_LAYERS, pleNgramIdsAttrs, pleShape, preparePrefill, SMALL, TINY, type Backend, type ModelConfig, type Tensor } from '@hcsp/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bytesOf, referenceOutputs, repeatedRuns } from '../../../test/support/engineRuns.ts';
 import { loadNativeAddon, type GpuDevice, type NativeTensor } from './nativeAddon.ts';
 import { nativeDeviceOps } from './nativeDevice.ts';
 import { createRocmBackend, type RocmBackend } from './rocmBackend.ts';
@@ -256,4 +257,27 @@ describe('the PLE lookup on the native devices', () => {
     expect(errors.host).toBe(`L1.ple.lookup (pleNgramEmbedShard, rank 1): pleNgramEmbedShard: ple: n-gram id ${2304 + 3 * 16 + 9} (position 3, head 9) is outside the table [0, 2304)`);
     expect(errors.emulated).toBe(errors.host);
   });
+
+  it('a vocab-parallel prefill runs the whole PLE on the device: on its second run no host op, no staging either way, one host sync, the reference\'s bits', async () => {
+    const p = preparePrefill({ config: TINY, tokens: 64, tp: 2, sp: 'on', reduce: 'ring', seed: 0, subLayers: MODEL_SUB_LAYERS, env: {}, pleTable: 'vocabParallel' });
+    const ops = new Set(p.graph.nodes.map((n) => n.op));
+    expect(ops.has('pleNgramIds') && ops.has('pleNgramEmbedShard') && !ops.has('pleNgramEmbed')).toBe(true);
+    const reference = await referenceOutputs(p);
+    for (const device of ['host', 'emulated'] as const) {
+      const b = device === 'emulated' ? backend : await createRocmBackend({ device });
+      try {
+        const [, second] = await repeatedRuns(b as Backend, p, 2);
+        for (const [id, t] of reference) expect(bytesOf(second.values.get(id)!).equals(bytesOf(t)), `${device}: ${id}`).toBe(true);
+        const e = second.engine;
+        expect({ hostOpSeconds: e.hostOpSeconds, toDevice: e.transfers.stagingToDeviceBytes, fromDevice: e.transfers.stagingFromDeviceBytes }, device).toEqual({
+          hostOpSeconds: 0,
+          toDevice: 0,
+          fromDevice: 0,
+        });
+        expect(e.device!.hostSyncs, device).toBe(1);
+      } finally {
+        if (b !== backend) await b.dispose();
+      }
+    }
+  }, 120_000);
 });
