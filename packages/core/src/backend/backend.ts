@@ -27,8 +27,10 @@ export interface DeviceCounters {
 export interface EngineStats {
   /** opening the session: weights read and uploaded, the memory plan reserved */
   prepareSeconds: number;
-  /** host time in the run outside waits and host ops: recording the nodes */
+  /** host time in the run outside waits and host ops: enqueueing the nodes (or the recording's replay) */
   enqueueSeconds: number;
+  /** the run was one replay of the device's recording of it (DeviceOps.record), not a call per node */
+  recorded: boolean;
   /** host time waiting for the device (syncs, downloads) */
   waitSeconds: number;
   /** host time in host ops (core's CPU kernels, e.g. the PLE lookup) and a rank's communicator calls */

@@ -5,6 +5,7 @@ import { ENGINE_STATS_NUMBERS, engineStatsFromNumbers, engineStatsToNumbers } fr
 const stats: EngineStats = {
   prepareSeconds: 1.5,
   enqueueSeconds: 0.25,
+  recorded: true,
   waitSeconds: 0.125,
   hostOpSeconds: 0.0625,
   transfers: { inputBytes: 1, outputBytes: 2, stagingToDeviceBytes: 3, stagingFromDeviceBytes: 4 },

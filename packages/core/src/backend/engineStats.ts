@@ -18,7 +18,7 @@ const TRANSFER_KEYS: readonly (keyof EngineStats['transfers'])[] = ['inputBytes'
 const PLAN_KEYS: readonly (keyof EngineStats['memoryPlan'])[] = ['poolBytes', 'peakBytes', 'blocks'];
 
 /** how many numbers engineStatsToNumbers gives */
-export const ENGINE_STATS_NUMBERS = 4 + TRANSFER_KEYS.length + 1 + DEVICE_KEYS.length + PLAN_KEYS.length;
+export const ENGINE_STATS_NUMBERS = 5 + TRANSFER_KEYS.length + 1 + DEVICE_KEYS.length + PLAN_KEYS.length;
 
 export function engineStatsToNumbers(e: EngineStats): number[] {
   return [
@@ -26,6 +26,7 @@ export function engineStatsToNumbers(e: EngineStats): number[] {
     e.enqueueSeconds,
     e.waitSeconds,
     e.hostOpSeconds,
+    e.recorded ? 1 : 0,
     ...TRANSFER_KEYS.map((k) => e.transfers[k]),
     e.device === null ? 0 : 1,
     ...DEVICE_KEYS.map((k) => e.device?.[k] ?? 0),
@@ -41,9 +42,10 @@ export function engineStatsFromNumbers(v: ArrayLike<number>): EngineStats {
   const enqueueSeconds = next();
   const waitSeconds = next();
   const hostOpSeconds = next();
+  const recorded = next() === 1;
   const transfers = Object.fromEntries(TRANSFER_KEYS.map((k) => [k, next()])) as EngineStats['transfers'];
   const hasDevice = next() === 1;
   const device = Object.fromEntries(DEVICE_KEYS.map((k) => [k, next()])) as unknown as DeviceCounters;
   const memoryPlan = Object.fromEntries(PLAN_KEYS.map((k) => [k, next()])) as EngineStats['memoryPlan'];
-  return { prepareSeconds, enqueueSeconds, waitSeconds, hostOpSeconds, transfers, device: hasDevice ? device : null, memoryPlan };
+  return { prepareSeconds, enqueueSeconds, recorded, waitSeconds, hostOpSeconds, transfers, device: hasDevice ? device : null, memoryPlan };
 }

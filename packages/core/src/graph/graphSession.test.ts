@@ -204,7 +204,7 @@ describe('GraphSession with a device that records runs (DeviceOps.record)', () =
                 const outPorts = node.outputs.length / graph.tp;
                 node.outputs.forEach((id, k) => env.set(id!, out[Math.floor(k / outPorts)][k % outPorts]));
               } else {
-                cpuKernel(node.op)(ins, node.attrs).forEach((t, k) => node.outputs[k] !== null && env.set(node.outputs[k]!, t));
+                cpuKernel(node.op)(ins, node.attrs).forEach((t, k) => node.outputs[k] !== null && t !== null && env.set(node.outputs[k]!, t));
               }
             }
             return program.outputs.map((id) => env.get(id)!);
@@ -225,6 +225,7 @@ describe('GraphSession with a device that records runs (DeviceOps.record)', () =
     const a = await session.run(p.feeds);
     const b = await session.run(p.feeds);
     expect(calls).toMatchObject({ record: 1, replay: 2, runNode: 0 });
+    expect([a.stats.engine!.recorded, b.stats.engine!.recorded]).toEqual([true, true]);
     for (const [id, t] of expected.values) {
       expect(a.values.get(id)!.data, id).toEqual(t.data);
       expect(b.values.get(id)!.data, id).toEqual(t.data);
@@ -254,8 +255,8 @@ describe('GraphSession with a device that records runs (DeviceOps.record)', () =
     await s1.dispose();
     const { device, calls } = recordingDevice();
     const s2 = await GraphSession.open(p.graph, device, loadWeight(p.weights), { backend: 'recording cpu' });
-    await s2.run(p.feeds, { keep: 'all' });
-    await s2.run(p.feeds, { syncEachNode: true });
+    expect((await s2.run(p.feeds, { keep: 'all' })).stats.engine!.recorded).toBe(false);
+    expect((await s2.run(p.feeds, { syncEachNode: true })).stats.engine!.recorded).toBe(false);
     expect(calls).toMatchObject({ record: 0, replay: 0 });
     expect(calls.runNode).toBeGreaterThan(0);
     await s2.dispose();

@@ -279,6 +279,7 @@ export class GraphSession<H> implements PreparedGraph {
       const engine: EngineStats = {
         prepareSeconds: this.prepareSeconds,
         enqueueSeconds: Math.max(0, seconds - this.waitSeconds - this.hostOpSeconds),
+        recorded: recorded !== null,
         waitSeconds: this.waitSeconds,
         hostOpSeconds: this.hostOpSeconds,
         transfers: this.transfers,
