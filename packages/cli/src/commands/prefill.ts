@@ -114,7 +114,7 @@ function engineLine(e: EngineStats, who: string, runs: number): string {
   const device = d
     ? `${d.kernelLaunches} launches, ${d.hostSyncs} host syncs, ${d.deviceAllocations} device allocations, ${d.deviceFrees} frees, ${d.memsets} memsets, ${formatBytes(d.bytesToDevice)} to and ${formatBytes(d.bytesFromDevice)} from the device`
     : 'no device counters';
-  return `  engine (${who}, run ${runs} of ${runs}): ${device}; host enqueue ${(e.enqueueSeconds * 1000).toFixed(1)} ms, wait ${(e.waitSeconds * 1000).toFixed(1)} ms; prepare ${e.prepareSeconds.toFixed(2)} s; memory plan ${formatBytes(e.memoryPlan.poolBytes)} in ${e.memoryPlan.blocks} blocks`;
+  return `  engine (${who}, run ${runs} of ${runs}): ${device}; host enqueue ${(e.enqueueSeconds * 1000).toFixed(1)} ms${e.recorded ? ' (one replay of the recorded run)' : ' (node by node)'}, wait ${(e.waitSeconds * 1000).toFixed(1)} ms; prepare ${e.prepareSeconds.toFixed(2)} s; memory plan ${formatBytes(e.memoryPlan.poolBytes)} in ${e.memoryPlan.blocks} blocks`;
 }
 
 /** the vendor GEMM's plans and fallbacks on the rocm backend's GPU device (null elsewhere) */
