@@ -19,50 +19,52 @@ struct alignas(16) Unit128 {
   uint32_t v[4];
 };
 
+/** rank r's source buffer (a device address from the launch's arguments) */
 template <class T>
-HCSP_HD const T* rankBuffer(const uint64_t* table, int64_t r) {
-  return reinterpret_cast<const T*>(static_cast<uintptr_t>(table[r]));
+HCSP_HD const T* rankBuffer(const HcspRankTable& ranks, int64_t r) {
+  return reinterpret_cast<const T*>(static_cast<uintptr_t>(ranks.srcs[r]));
 }
 
+/** rank r's destination buffer */
 template <class T>
-HCSP_HD T* rankOutput(const uint64_t* table, int64_t r) {
-  return reinterpret_cast<T*>(static_cast<uintptr_t>(table[r]));
+HCSP_HD T* rankOutput(const HcspRankTable& ranks, int64_t r) {
+  return reinterpret_cast<T*>(static_cast<uintptr_t>(ranks.dsts[r]));
 }
 
 HCSP_HD uint16_t addBf16(uint16_t a, uint16_t b) { return f32ToBf16(bf16ToF32(a) + bf16ToF32(b)); }
 
-/** element i of the sum over the tp buffers of `srcs`, in `algorithm`'s order (`owner`: the ring position) */
-HCSP_HD uint16_t reduceElement(const uint64_t* srcs, int64_t tp, int64_t algorithm, int64_t owner, int64_t i) {
+/** element i of the sum over the tp source buffers, in `algorithm`'s order (`owner`: the ring position) */
+HCSP_HD uint16_t reduceElement(const HcspRankTable& ranks, int64_t tp, int64_t algorithm, int64_t owner, int64_t i) {
   if (algorithm == HCSP_REDUCE_RING) {
-    uint16_t acc = rankBuffer<uint16_t>(srcs, (owner + 1) % tp)[i];
-    for (int64_t hop = 2; hop <= tp; hop++) acc = addBf16(rankBuffer<uint16_t>(srcs, (owner + hop) % tp)[i], acc);
+    uint16_t acc = rankBuffer<uint16_t>(ranks, (owner + 1) % tp)[i];
+    for (int64_t hop = 2; hop <= tp; hop++) acc = addBf16(rankBuffer<uint16_t>(ranks, (owner + hop) % tp)[i], acc);
     return acc;
   }
   if (algorithm == HCSP_REDUCE_ONESHOT) {
-    if (tp == 1) return rankBuffer<uint16_t>(srcs, 0)[i];
-    float acc = bf16ToF32(rankBuffer<uint16_t>(srcs, 0)[i]);
-    for (int64_t r = 1; r < tp; r++) acc = acc + bf16ToF32(rankBuffer<uint16_t>(srcs, r)[i]);
+    if (tp == 1) return rankBuffer<uint16_t>(ranks, 0)[i];
+    float acc = bf16ToF32(rankBuffer<uint16_t>(ranks, 0)[i]);
+    for (int64_t r = 1; r < tp; r++) acc = acc + bf16ToF32(rankBuffer<uint16_t>(ranks, r)[i]);
     return f32ToBf16(acc);
   }
-  uint16_t acc = rankBuffer<uint16_t>(srcs, 0)[i];
-  for (int64_t r = 1; r < tp; r++) acc = addBf16(acc, rankBuffer<uint16_t>(srcs, r)[i]);
+  uint16_t acc = rankBuffer<uint16_t>(ranks, 0)[i];
+  for (int64_t r = 1; r < tp; r++) acc = addBf16(acc, rankBuffer<uint16_t>(ranks, r)[i]);
   return acc;
 }
 
 /** the ring position that owns element i (ringAllReduce.ts ringBlocks, from the host's descriptor) */
-HCSP_HD int64_t ringOwner(const int64_t* ring, int64_t tp, int64_t i) {
-  const int64_t loopSize = ring[HCSP_RING_LOOP_SIZE];
+HCSP_HD int64_t ringOwner(const HcspRingLayout& ring, int64_t tp, int64_t i) {
+  const int64_t loopSize = ring.loopSize;
   const int64_t loopOffset = (i / loopSize) * loopSize;
-  const int64_t chunk = loopOffset >= ring[HCSP_RING_LAST_LOOP] ? ring[HCSP_RING_LAST_CHUNK] : ring[HCSP_RING_FULL_CHUNK];
+  const int64_t chunk = loopOffset >= ring.lastLoop ? ring.lastChunk : ring.fullChunk;
   return ((i - loopOffset) / chunk) % tp;
 }
 
 template <class T>
-HCSP_HD void allGather(const uint64_t* srcs, const uint64_t* dsts, int64_t tp, int64_t shardUnits) {
+HCSP_HD void allGather(const HcspRankTable& ranks, int64_t tp, int64_t shardUnits) {
   HCSP_GRID_STRIDE(i, tp * shardUnits) {
     const int64_t r = i / shardUnits;
-    const T v = rankBuffer<T>(srcs, r)[i - r * shardUnits];
-    for (int64_t d = 0; d < tp; d++) rankOutput<T>(dsts, d)[i] = v;
+    const T v = rankBuffer<T>(ranks, r)[i - r * shardUnits];
+    for (int64_t d = 0; d < tp; d++) rankOutput<T>(ranks, d)[i] = v;
   }
 }
 
@@ -82,25 +84,25 @@ HCSP_GLOBAL void hcsp_collective_copy_u128(const void* x, void* y, int64_t n) {
   HCSP_GRID_STRIDE(i, n) { ys[i] = xs[i]; }
 }
 
-HCSP_GLOBAL void hcsp_collective_all_gather_u16(const uint64_t* srcs, const uint64_t* dsts, int64_t tp, int64_t shardUnits) {
-  allGather<uint16_t>(srcs, dsts, tp, shardUnits);
+HCSP_GLOBAL void hcsp_collective_all_gather_u16(HcspRankTable ranks, int64_t tp, int64_t shardUnits) {
+  allGather<uint16_t>(ranks, tp, shardUnits);
 }
 
-HCSP_GLOBAL void hcsp_collective_all_gather_u32(const uint64_t* srcs, const uint64_t* dsts, int64_t tp, int64_t shardUnits) {
-  allGather<uint32_t>(srcs, dsts, tp, shardUnits);
+HCSP_GLOBAL void hcsp_collective_all_gather_u32(HcspRankTable ranks, int64_t tp, int64_t shardUnits) {
+  allGather<uint32_t>(ranks, tp, shardUnits);
 }
 
-HCSP_GLOBAL void hcsp_collective_all_reduce_bf16(const uint64_t* srcs, const uint64_t* dsts, int64_t tp, int64_t n, int64_t algorithm, const int64_t* ring) {
+HCSP_GLOBAL void hcsp_collective_all_reduce_bf16(HcspRankTable ranks, int64_t tp, int64_t n, int64_t algorithm, HcspRingLayout ring) {
   HCSP_GRID_STRIDE(i, n) {
     const int64_t owner = algorithm == HCSP_REDUCE_RING ? ringOwner(ring, tp, i) : 0;
-    const uint16_t v = reduceElement(srcs, tp, algorithm, owner, i);
-    for (int64_t d = 0; d < tp; d++) rankOutput<uint16_t>(dsts, d)[i] = v;
+    const uint16_t v = reduceElement(ranks, tp, algorithm, owner, i);
+    for (int64_t d = 0; d < tp; d++) rankOutput<uint16_t>(ranks, d)[i] = v;
   }
 }
 
-HCSP_GLOBAL void hcsp_collective_reduce_scatter_bf16(const uint64_t* srcs, const uint64_t* dsts, int64_t tp, int64_t shardElems, int64_t algorithm) {
+HCSP_GLOBAL void hcsp_collective_reduce_scatter_bf16(HcspRankTable ranks, int64_t tp, int64_t shardElems, int64_t algorithm) {
   HCSP_GRID_STRIDE(i, tp * shardElems) {
     const int64_t r = i / shardElems;
-    rankOutput<uint16_t>(dsts, r)[i - r * shardElems] = reduceElement(srcs, tp, algorithm, r, i);
+    rankOutput<uint16_t>(ranks, r)[i - r * shardElems] = reduceElement(ranks, tp, algorithm, r, i);
   }
 }

@@ -2,9 +2,9 @@
 // messages the host kernels share (ops/collective_checks.h, the reference's): shard, pad and
 // trim per rank, and the collectives of the ranks simulated on this one GPU, every rank's
 // buffers in its memory (inputs[rank][0] -> outputs[rank][0]). A collective's kernel gets the
-// ranks' buffers as a small device table of their addresses; the ring all-reduce's block layout
-// is computed here, on the host, as reduce::RingLayout does (reduce_order.h), and passed down
-// as a four-number descriptor.
+// ranks' buffer addresses and the ring all-reduce's block layout (computed here, on the host,
+// as reduce::RingLayout does, reduce_order.h) by value in its launch's arguments: nothing is
+// uploaded or allocated for them, so a collective moves no byte between the host and the device.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -30,22 +30,27 @@ int64_t algorithmCode(reduce::Algorithm a) {
   return HCSP_REDUCE_ORDERED;
 }
 
+uint64_t address(const void* p) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p)); }
+
 /**
- * A device copy of `values` (int64 / uint64 words) in a scratch tensor of this GPU. The caller
- * may drop it once the kernels that read it are launched, with no wait: a block back in the
- * pool is handed out again only to work the device orders after them (a kernel on the same
- * stream; a copy in, which hipMemcpy / cuMemcpyHtoD make on the null stream, behind the
- * stream's queued kernels).
+ * Each rank's output, from `alloc()`, into `outs`, and the table of the ranks' input and output
+ * addresses. The table holds HCSP_COLLECTIVE_MAX_RANKS ranks: more is refused before anything
+ * is allocated.
  */
-template <class T>
-TensorPtr deviceWords(const GpuContext& g, const std::vector<T>& values) {
-  static_assert(sizeof(T) == 8, "device tables hold 64-bit words");
-  TensorPtr t = g.alloc(DType::I32, {static_cast<int64_t>(values.size()) * 2});
-  if (!values.empty()) g.rt.copyIn(t->raw(), values.data(), values.size() * sizeof(T));
+template <class Alloc>
+HcspRankTable rankTable(const std::string& op, const std::vector<const Tensor*>& xs, std::vector<Outputs>& outs, Alloc alloc) {
+  if (xs.size() > HCSP_COLLECTIVE_MAX_RANKS) {
+    fail(ErrorKind::Unsupported,
+         op + ": tp " + std::to_string(xs.size()) + " is more ranks than the GPU collective kernels take (at most " + std::to_string(HCSP_COLLECTIVE_MAX_RANKS) + ")");
+  }
+  HcspRankTable t{};
+  for (size_t r = 0; r < xs.size(); r++) {
+    outs.push_back({alloc()});
+    t.srcs[r] = address(xs[r]->raw());
+    t.dsts[r] = address(outs.back()[0]->raw());
+  }
   return t;
 }
-
-uint64_t address(const void* p) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p)); }
 
 /** dst[0, bytes) = src[0, bytes) on the device, in the widest units the addresses and the size allow */
 void copyDevice(const GpuContext& g, void* dst, const void* src, int64_t bytes) {
@@ -61,12 +66,12 @@ void copyDevice(const GpuContext& g, void* dst, const void* src, int64_t bytes) 
 }
 
 /**
- * The ring layout's descriptor (collectives.h HCSP_RING_*), by reduce::RingLayout's formulas:
+ * The ring layout's descriptor (collectives.h HcspRingLayout), by reduce::RingLayout's formulas:
  * loops of channels*tp*chunkElems elements; a full loop's blocks hold chunkElems elements, the
  * last loop's realChunk = min(chunkElems, alignUp(ceil((n-L) / (channels*tp)), 16)). `layout`
  * (which made the checks) confirms the descriptor's blocks at the last loop's start.
  */
-std::vector<int64_t> ringDescriptor(int64_t n, int tp, double channelsAttr, double chunkAttr, const reduce::RingLayout& layout) {
+HcspRingLayout ringDescriptor(int64_t n, int tp, double channelsAttr, double chunkAttr, const reduce::RingLayout& layout) {
   const double cap = static_cast<double>(n) + reduce::RING_ALIGN_ELEMS + 1;
   const int64_t channels = static_cast<int64_t>(std::min(channelsAttr, cap));
   const int64_t chunkElems = static_cast<int64_t>(std::min(chunkAttr, cap));
@@ -88,7 +93,7 @@ std::vector<int64_t> ringDescriptor(int64_t n, int tp, double channelsAttr, doub
       fail(ErrorKind::Runtime, "allReduce: the ring descriptor disagrees with the ring layout (n " + std::to_string(n) + ", tp " + std::to_string(tp) + ")");
     }
   }
-  return {loopSize, fullChunk, lastLoop, lastChunk};
+  return HcspRingLayout{loopSize, fullChunk, lastLoop, lastChunk};
 }
 
 std::vector<Outputs> allReduce(const std::vector<Inputs>& inputs, const GpuContext& g) {
@@ -97,22 +102,15 @@ std::vector<Outputs> allReduce(const std::vector<Inputs>& inputs, const GpuConte
   const reduce::Algorithm algorithm = a.algorithm;
   const int tp = a.tp;
   const int64_t n = a.n;
-  std::vector<int64_t> ring{1, 1, 0, 1};
+  HcspRingLayout ring{1, 1, 0, 1};
   if (algorithm == reduce::Algorithm::Ring) {
     const reduce::RingLayout layout(n, tp, a.channels, a.chunkElems);
     ring = ringDescriptor(n, tp, a.channels, a.chunkElems, layout);
   }
   std::vector<Outputs> outs;
-  std::vector<uint64_t> srcs, dsts;
-  for (int r = 0; r < tp; r++) {
-    outs.push_back({g.alloc(DType::BF16, xs[0]->shape())});
-    srcs.push_back(address(xs[r]->raw()));
-    dsts.push_back(address(outs.back()[0]->raw()));
-  }
+  const HcspRankTable ranks = rankTable("allReduce", xs, outs, [&] { return g.alloc(DType::BF16, xs[0]->shape()); });
   if (n == 0) return outs;
-  const TensorPtr srcTable = deviceWords(g, srcs), dstTable = deviceWords(g, dsts), ringTable = deviceWords(g, ring);
-  HCSP_LAUNCH(g.rt, hcsp_collective_all_reduce_bf16, n, srcTable->data<uint64_t>(), dstTable->data<uint64_t>(), tp, n, algorithmCode(algorithm),
-              ringTable->data<int64_t>());
+  HCSP_LAUNCH(g.rt, hcsp_collective_all_reduce_bf16, n, ranks, tp, n, algorithmCode(algorithm), ring);
   return outs;
 }
 
@@ -124,16 +122,9 @@ std::vector<Outputs> reduceScatter(const std::vector<Inputs>& inputs, const GpuC
   const Shape& outShape = a.outShape;
   const int64_t shardElems = a.shardElems;
   std::vector<Outputs> outs;
-  std::vector<uint64_t> srcs, dsts;
-  for (int r = 0; r < tp; r++) {
-    outs.push_back({g.alloc(DType::BF16, outShape)});
-    srcs.push_back(address(xs[r]->raw()));
-    dsts.push_back(address(outs.back()[0]->raw()));
-  }
+  const HcspRankTable ranks = rankTable("reduceScatter", xs, outs, [&] { return g.alloc(DType::BF16, outShape); });
   if (shardElems == 0) return outs;
-  const TensorPtr srcTable = deviceWords(g, srcs), dstTable = deviceWords(g, dsts);
-  HCSP_LAUNCH(g.rt, hcsp_collective_reduce_scatter_bf16, tp * shardElems, srcTable->data<uint64_t>(), dstTable->data<uint64_t>(), tp, shardElems,
-              algorithmCode(algorithm));
+  HCSP_LAUNCH(g.rt, hcsp_collective_reduce_scatter_bf16, tp * shardElems, ranks, tp, shardElems, algorithmCode(algorithm));
   return outs;
 }
 
@@ -143,18 +134,12 @@ std::vector<Outputs> allGather(const std::vector<Inputs>& inputs, const GpuConte
   const int tp = static_cast<int>(xs.size());
   const int64_t shardBytes = static_cast<int64_t>(xs[0]->bytes());
   std::vector<Outputs> outs;
-  std::vector<uint64_t> srcs, dsts;
-  for (int r = 0; r < tp; r++) {
-    outs.push_back({g.alloc(a.dtype, a.outShape)});
-    srcs.push_back(address(xs[r]->raw()));
-    dsts.push_back(address(outs.back()[0]->raw()));
-  }
+  const HcspRankTable ranks = rankTable("allGather", xs, outs, [&] { return g.alloc(a.dtype, a.outShape); });
   if (shardBytes == 0) return outs;
-  const TensorPtr srcTable = deviceWords(g, srcs), dstTable = deviceWords(g, dsts);
   if (shardBytes % 4 == 0) {
-    HCSP_LAUNCH(g.rt, hcsp_collective_all_gather_u32, tp * (shardBytes / 4), srcTable->data<uint64_t>(), dstTable->data<uint64_t>(), tp, shardBytes / 4);
+    HCSP_LAUNCH(g.rt, hcsp_collective_all_gather_u32, tp * (shardBytes / 4), ranks, tp, shardBytes / 4);
   } else {
-    HCSP_LAUNCH(g.rt, hcsp_collective_all_gather_u16, tp * (shardBytes / 2), srcTable->data<uint64_t>(), dstTable->data<uint64_t>(), tp, shardBytes / 2);
+    HCSP_LAUNCH(g.rt, hcsp_collective_all_gather_u16, tp * (shardBytes / 2), ranks, tp, shardBytes / 2);
   }
   return outs;
 }
