@@ -1,7 +1,6 @@
 import { MODEL_SUB_LAYERS, preparePrefill, PRESETS, runOnce, type Backend, type EngineStats, type PrefillOptions, type Tensor } from '@hcsp/core';
 import { CpuBackend } from '@hcsp/core';
 
-/** The prefill cases the engine tests run: SP on and off, tp 2 and 4, FP8, MTP, QSA dropping tokens. */
 /** a case's prefill: a preset's name and the options that differ from the defaults below */
 export interface EngineCaseOptions {
   config: string;
@@ -9,13 +8,21 @@ export interface EngineCaseOptions {
   tp: number;
   sp: PrefillOptions['sp'];
   fp8?: PrefillOptions['fp8'];
+  /** where the PLE table lives (PrefillOptions.pleTable): the rocm backend's production path keeps it vocab-parallel */
+  pleTable: 'gathered' | 'vocabParallel';
 }
 
+/**
+ * The prefill cases the engine tests run: SP on and off, tp 2 and 4, FP8, MTP, QSA dropping
+ * tokens, the PLE table vocab-parallel (every node on the device: the run is recorded) and
+ * gathered (its lookup a host op: node by node, staged through the host).
+ */
 export const ENGINE_CASES: readonly { name: string; options: EngineCaseOptions }[] = [
-  { name: 'tiny tp 2 SP on (MTP, PLE)', options: { config: 'tiny', tokens: 64, tp: 2, sp: 'on' } },
-  { name: 'tiny tp 2 SP off', options: { config: 'tiny', tokens: 64, tp: 2, sp: 'off' } },
-  { name: 'tiny tp 4 SP on, FP8 e4m3fnuz, padding rows (T 70)', options: { config: 'tiny', tokens: 70, tp: 4, sp: 'on', fp8: 'e4m3fnuz' } },
-  { name: 'small tp 4 SP on, QSA dropping tokens', options: { config: 'small', tokens: 300, tp: 4, sp: 'on' } },
+  { name: 'tiny tp 2 SP on (MTP, PLE)', options: { config: 'tiny', tokens: 64, tp: 2, sp: 'on', pleTable: 'vocabParallel' } },
+  { name: 'tiny tp 2 SP off', options: { config: 'tiny', tokens: 64, tp: 2, sp: 'off', pleTable: 'vocabParallel' } },
+  { name: 'tiny tp 4 SP on, FP8 e4m3fnuz, padding rows (T 70)', options: { config: 'tiny', tokens: 70, tp: 4, sp: 'on', fp8: 'e4m3fnuz', pleTable: 'vocabParallel' } },
+  { name: 'small tp 4 SP on, QSA dropping tokens', options: { config: 'small', tokens: 300, tp: 4, sp: 'on', pleTable: 'vocabParallel' } },
+  { name: 'tiny tp 2 SP on, the PLE table gathered (a host op)', options: { config: 'tiny', tokens: 64, tp: 2, sp: 'on', pleTable: 'gathered' } },
 ];
 
 export function prefillOf(options: EngineCaseOptions) {
