@@ -194,6 +194,11 @@ engine::Step collectiveStep(const std::shared_ptr<NcclCommunicator>& comm, const
     if (&x->memory() != rt.get()) fail(ErrorKind::Runtime, "input x is in " + x->memory().name() + " memory; the communicator's device is " + rt->name());
     // the run's planned block: from the device's pool, ordered after the kernels of its last holder by the one stream
     auto t = std::make_shared<Tensor>(y->dtype(), y->shape(), rt, Init::Uninitialized);
+    if (rt->dryRun()) {
+      // a session's warm-up: the block taken, no call (every rank warms up alone)
+      y->fill(std::move(t));
+      return;
+    }
     if (kind == "allReduce") comm->enqueueAllReduceBf16(x->raw(), t->raw(), x->numel(), label);
     else if (kind == "reduceScatter") comm->enqueueReduceScatterBf16(x->raw(), t->raw(), x->numel(), label);
     else comm->enqueueAllGather(x->raw(), t->raw(), static_cast<int64_t>(x->bytes()), static_cast<int>(dtypeBytes(x->dtype())), x->dtype() == DType::F32, label);

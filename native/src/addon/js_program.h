@@ -13,7 +13,11 @@ namespace hcsp::addon {
  * slots: number, fixed: [slot, NativeTensor][], inputs: number[], outputs: number[]) -> Program
  */
 Napi::Value recordProgram(const Napi::CallbackInfo& info);
-/** replay(program, inputs: NativeTensor[]) -> NativeTensor[]: the outputs, queued; the input handles are taken (freed here) */
+/**
+ * replay(program, inputs: NativeTensor[], dryRunOn?: GpuDevice | null) -> NativeTensor[]: the
+ * outputs, queued; the input handles are taken (freed here). With dryRunOn, a dry run on that
+ * device (host/memory.h Memory::setDryRun): no kernel, every block taken.
+ */
 Napi::Value replay(const Napi::CallbackInfo& info);
 /** releaseProgram(program) */
 Napi::Value releaseProgram(const Napi::CallbackInfo& info);

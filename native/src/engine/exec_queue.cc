@@ -22,9 +22,9 @@ void ExecQueue::enqueue(std::string label, Job job) {
   if (idle_) wake_.notify_one();
 }
 
-void ExecQueue::enqueueBatch(std::vector<std::pair<std::string, Job>> jobs) {
+void ExecQueue::enqueueBatch(std::vector<BatchJob> jobs) {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (auto& [label, job] : jobs) jobs_.push_back(Entry{std::move(label), std::move(job), ++enqueued_, false});
+  for (BatchJob& j : jobs) jobs_.push_back(Entry{std::move(j.label), std::move(j.job), ++enqueued_, j.always});
   if (idle_ && !jobs.empty()) wake_.notify_one();
 }
 

@@ -36,8 +36,14 @@ class ExecQueue {
    * A job that throws latches the first error; while one is latched, jobs are skipped.
    */
   void enqueue(std::string label, Job job);
-  /** enqueue() of each (label, job) in order, under one lock and at most one wake-up (a recorded run's replay) */
-  void enqueueBatch(std::vector<std::pair<std::string, Job>> jobs);
+  /** a job of a batch; `always`: it runs even while an error is latched (a batch's own clean-up) */
+  struct BatchJob {
+    std::string label;
+    Job job;
+    bool always = false;
+  };
+  /** enqueue() of each job in order, under one lock and at most one wake-up (a recorded run's replay) */
+  void enqueueBatch(std::vector<BatchJob> jobs);
   /** waits until every job enqueued so far has run; returns the latched error (cleared) if any */
   bool drain(JobError* error);
   /** runs `job` after everything enqueued so far and waits for it; its own exception propagates */

@@ -53,7 +53,7 @@ Program::Program(std::vector<Step> steps, int32_t slots, std::vector<std::pair<i
   }
 }
 
-std::vector<SlotPtr> Program::replay(std::vector<SlotPtr> inputs) const {
+std::vector<SlotPtr> Program::replay(std::vector<SlotPtr> inputs, Memory* dry) const {
   if (!steps_) fail(ErrorKind::Runtime, "replay: the program was released");
   if (inputs.size() != inputs_.size()) fail(ErrorKind::Size, "replay: " + std::to_string(inputs.size()) + " inputs given, the program has " + std::to_string(inputs_.size()));
   std::vector<SlotPtr> slots(static_cast<size_t>(slots_));
@@ -70,8 +70,9 @@ std::vector<SlotPtr> Program::replay(std::vector<SlotPtr> inputs) const {
     }
     return g;
   };
-  std::vector<std::pair<std::string, ExecQueue::Job>> jobs;
-  jobs.reserve(steps_->size());
+  std::vector<ExecQueue::BatchJob> jobs;
+  jobs.reserve(steps_->size() + 2);
+  if (dry) jobs.push_back({"dry run", [dry] { dry->setDryRun(true); }, true});
   for (size_t k = 0; k < steps_->size(); k++) {
     const Step& s = (*steps_)[k];
     for (size_t r = 0; r < s.out.size(); r++) {
@@ -81,8 +82,9 @@ std::vector<SlotPtr> Program::replay(std::vector<SlotPtr> inputs) const {
       }
     }
     // the step's own references: the program's table lets go of a value at the end of this call
-    jobs.emplace_back(s.label, [steps = steps_, k, in = grid(s.in), out = grid(s.out)] { (*steps)[k].run(in, out); });
+    jobs.push_back({s.label, [steps = steps_, k, in = grid(s.in), out = grid(s.out)] { (*steps)[k].run(in, out); }});
   }
+  if (dry) jobs.push_back({"dry run", [dry] { dry->setDryRun(false); }, true});
   std::vector<SlotPtr> outs;
   outs.reserve(outputs_.size());
   for (int32_t i : outputs_) outs.push_back(slots[static_cast<size_t>(i)]);

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "../host/memory.h"
 #include "tensor_slot.h"
 
 namespace hcsp::engine {
@@ -46,9 +47,11 @@ class Program {
   /**
    * enqueues one run: `inputs` (the run's, in the order given at recording) in their slots;
    * returns the output slots, queued. The program lets go of every value it made before the
-   * queue can run a step, so the steps' own references decide when each is freed.
+   * queue can run a step, so the steps' own references decide when each is freed. With `dry`,
+   * a dry run on that device (Memory::setDryRun): every block taken as a run takes it, no
+   * kernel launched (a session's warm-up).
    */
-  std::vector<SlotPtr> replay(std::vector<SlotPtr> inputs) const;
+  std::vector<SlotPtr> replay(std::vector<SlotPtr> inputs, Memory* dry = nullptr) const;
   /** the steps recorded */
   size_t size() const { return steps_ ? steps_->size() : 0; }
   /** lets go of the steps and the fixed values (the session's weights); replay() then fails. Queued jobs keep what they hold. */

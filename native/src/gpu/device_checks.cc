@@ -27,7 +27,9 @@ unsigned long long* DeviceChecks::add(GpuRuntime& rt, const std::string& op, int
   }
   Block& b = blocks_.back();
   unsigned long long* mine = b.slots + b.used;
-  checks_.push_back(Check{engine::ExecQueue::runningLabel(), op, blocks_.size() - 1, b.used, std::move(raise)});
+  // a dry run takes the slots a run takes (the pool then holds their blocks) but registers no
+  // check: its clear kernel was not launched, and the sync reads only registered slots
+  if (!rt.dryRun()) checks_.push_back(Check{engine::ExecQueue::runningLabel(), op, blocks_.size() - 1, b.used, std::move(raise)});
   b.used += static_cast<size_t>(slots);
   return mine;
 }
@@ -51,7 +53,11 @@ void DeviceChecks::raiseFirst(GpuRuntime& rt) {
     blocks.swap(blocks_);
     checks.swap(checks_);
   }
-  if (checks.empty()) return;
+  if (checks.empty()) {
+    // slots taken with no check to read (a dry run's): back to the pool
+    release(rt, blocks);
+    return;
+  }
   std::vector<std::vector<uint64_t>> words(blocks.size());
   try {
     for (size_t i = 0; i < blocks.size(); i++) {

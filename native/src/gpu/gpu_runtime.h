@@ -93,7 +93,7 @@ template <class... P, class... A>
 void launch(GpuRuntime& rt, const char* name, void (*fn)(P...), int64_t threads, A&&... args) {
   static_assert(sizeof...(P) == sizeof...(A), "kernel launched with the wrong number of arguments");
   std::tuple<P...> typed(static_cast<P>(std::forward<A>(args))...);
-  if (threads <= 0) return;
+  if (threads <= 0 || rt.dryRun()) return;
   rt.countLaunch();
   if (rt.emulated()) {
     rt.runEmulated([&] { std::apply(fn, typed); });

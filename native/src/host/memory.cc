@@ -171,6 +171,7 @@ void Memory::copyOut(void* dst, const void* src, size_t bytes) {
 }
 
 void Memory::fillZero(void* dst, size_t bytes) {
+  if (dryRun()) return;
   memsets_.fetch_add(1, std::memory_order_relaxed);
   rawFill(dst, 0, bytes);
 }

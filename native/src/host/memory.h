@@ -76,6 +76,14 @@ class Memory {
   void setLimit(int64_t bytes);
 
   DeviceCounters counters() const;
+  /**
+   * A dry run (a session's warm-up, engine/program.h): kernels are not launched, zeros not
+   * written, vendor GEMMs and collectives not called, but every tensor a run makes is allocated
+   * and freed as the run would, so the pool ends up holding each block a run takes (its
+   * kernels' scratch included) before the first run. Set and cleared by the queue's worker.
+   */
+  void setDryRun(bool on) { dryRun_.store(on, std::memory_order_relaxed); }
+  bool dryRun() const { return dryRun_.load(std::memory_order_relaxed); }
   void countLaunch() { launches_.fetch_add(1, std::memory_order_relaxed); }
   void countSync() { syncs_.fetch_add(1, std::memory_order_relaxed); }
   /** a host -> device copy made outside copyIn (the weight loader's asynchronous copies), counted as copyIn counts */
@@ -109,6 +117,7 @@ class Memory {
   std::vector<Region> regions_;
   std::atomic<int64_t> launches_{0}, syncs_{0}, deviceAllocations_{0}, deviceFrees_{0}, memsets_{0};
   std::atomic<int64_t> copiesIn_{0}, bytesIn_{0}, copiesOut_{0}, bytesOut_{0};
+  std::atomic<bool> dryRun_{false};
 };
 
 /**

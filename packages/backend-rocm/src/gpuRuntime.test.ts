@@ -6,6 +6,7 @@ import { FakeGpuFolder, saveEnv } from '../../../test/support/fakeGpuLibraries.t
 import { addonPath, type GpuDevice, loadNativeAddon, type NativeTensor } from './nativeAddon.ts';
 import { GpuRuntimeUnavailableError, NativeError, NativeOutOfMemoryError, NativeUnsupportedError, native } from './nativeErrors.ts';
 import { createRocmBackend } from './rocmBackend.ts';
+import { GraphBuilder, SyntheticWeightSource } from '@hcsp/core';
 
 // The host side of the hip and cuda devices (native/src/gpu/hip_runtime.cc, cuda_runtime.cc,
 // blaslt.cc) without a GPU: the runtime probes' messages, and the devices opened over small fake
@@ -548,6 +549,30 @@ for (const K of KINDS) {
         // kept for the device's life
         expect([count(/^desc destroy$/gm), count(/^layout destroy$/gm), count(/^pref destroy$/gm)]).toEqual([0, 0, 0]);
       });
+    });
+
+    it('a session plans its vendor GEMMs when it opens (its recorded run warmed up: no kernel, no matmul), and its first run allocates nothing', async () => {
+      K.use();
+      process.env[K.blasEnv] = lib(K.blasLib);
+      const count = (re: RegExp) => (logText().match(re) ?? []).length;
+      const backend = await createRocmBackend({ device: K.kind, codeObjects: basic(), gemm: 'vendor' });
+      try {
+        const b = new GraphBuilder(1);
+        const x = b.input('x', [5, 24], 'bf16');
+        const w = b.weight({ name: 'w' }, [7, 24]);
+        const y = b.value('r0/y', [5, 7], 'bf16', 0);
+        b.node({ op: 'linear', rank: 0, layer: 0, scope: 'l', inputs: [x, w], outputs: [y], attrs: {} });
+        b.markOutput(y);
+        const [heuristics, matmuls] = [count(/^heuristic /gm), count(/^matmul /gm)];
+        const session = await backend.prepare(b.build(), new SyntheticWeightSource([{ name: 'w', shape: [7, 24], dtype: 'bf16', init: { kind: 'normal', std: 1 } }], 1));
+        expect([count(/^heuristic /gm) - heuristics, count(/^matmul /gm) - matmuls]).toEqual([1, 0]);
+        const r = await session.run(new Map([[x, { dtype: 'bf16', shape: [5, 24], data: bf16Values(120, 3) }]]));
+        expect([count(/^heuristic /gm) - heuristics, count(/^matmul /gm) - matmuls]).toEqual([1, 1]);
+        expect(r.stats.engine).toMatchObject({ recorded: true, device: { deviceAllocations: 0, deviceFrees: 0, hostSyncs: 1 } });
+        await session.dispose();
+      } finally {
+        await backend.dispose();
+      }
     });
 
     it('a shape the library has no algorithm for runs the exact kernel, said once on stderr and listed; the plans go with the device', () => {

@@ -151,8 +151,12 @@ export interface NativeAddon {
     inputs: readonly number[],
     outputs: readonly number[],
   ): RecordedProgram;
-  /** one run of a recorded program: every step enqueued in one call on fresh slots, `inputs` in theirs; the outputs, queued */
-  replay(program: RecordedProgram, inputs: readonly NativeTensor[]): NativeTensor[];
+  /**
+   * one run of a recorded program: every step enqueued in one call on fresh slots, `inputs` in
+   * theirs (taken: their handles freed); the outputs, queued. `dryRunOn`: a dry run on that
+   * device, no kernel launched, every block taken as a run takes it (a session's warm-up)
+   */
+  replay(program: RecordedProgram, inputs: readonly NativeTensor[], dryRunOn?: GpuDevice | null): NativeTensor[];
   /** lets go of a program's steps and of the weights it holds */
   releaseProgram(program: RecordedProgram): void;
   /** queued nodes fill their outputs with empty placeholders instead of running: for timing the host side of a run alone, never for values anyone reads */

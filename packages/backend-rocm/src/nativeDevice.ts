@@ -114,6 +114,20 @@ export function nativeDeviceOps(addon: NativeAddon, gemm: GemmMode, gpu: GpuDevi
         return nativeSync(() => addon.replay(recorded, ins));
       },
       release: () => addon.releaseProgram(recorded),
+      // a GPU's warm-up (its kernels' scratch and vendor GEMM plans at open); the host device's
+      // kernels compute where they allocate, so it warms up on its first run instead
+      ...(gpu
+        ? {
+            warm: async (ins: NativeTensor[]) => {
+              const outs = nativeSync(() => addon.replay(recorded, ins, gpu));
+              try {
+                await deviceSync();
+              } finally {
+                for (const h of outs) addon.free(h);
+              }
+            },
+          }
+        : {}),
     };
   };
   return {

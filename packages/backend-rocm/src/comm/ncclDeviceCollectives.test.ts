@@ -183,18 +183,18 @@ for (const K of KINDS) {
       expect(comm.bytesSent()).toEqual({ allReduce: 2 * once.allReduce, reduceScatter: 2 * once.reduceScatter, allGather: 2 * once.allGather });
     });
 
-    it('a collective the declarations do not fit is refused naming the node, before its call', async () => {
+    it('a collective the declarations do not fit is refused naming the node, before its call (when the session records its run, at open)', async () => {
       const tp = 4;
       const { comm, open } = await setUp(tp, 1);
       const uneven = rankPart(tp, 1, 8, 12);
       uneven.values.x.shape = [6, 12];
       uneven.values.b.shape = [6, 12];
-      const a = await (await open(uneven, comm)).run(new Map([['x', bf16([6, 12], 1)]])).catch((x: unknown) => x);
+      const a = await open(uneven, comm).catch((x: unknown) => x);
       expect((a as Error).message).toBe('test.rs (reduceScatter): reduceScatter: 6 rows of shape [6,12] are not divisible by tp 4');
       const misdeclared = rankPart(tp, 1, 8, 12);
       misdeclared.values.d.shape = [4, 12];
       misdeclared.values.e.shape = [4, 12];
-      const b = await (await open(misdeclared, comm)).run(new Map([['x', bf16([8, 12], 1)]])).catch((x: unknown) => x);
+      const b = await open(misdeclared, comm).catch((x: unknown) => x);
       expect((b as Error).message).toBe("test.ag (allGather): allGather: the graph declares bf16[4,12] for 'd', the collective gives bf16[8,12]");
       expect(fake.logText()).not.toMatch(/^ncclReduceScatter .*send=72/m);
       expect(fake.logText()).not.toMatch(/^ncclAllGather /m);

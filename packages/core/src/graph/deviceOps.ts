@@ -24,6 +24,13 @@ export interface RecordedRun<H> {
   replay(inputs: H[]): H[];
   /** lets go of the recording and of the weights it holds */
   release(): void;
+  /**
+   * A dry run of the recording on inputs of the declared shapes (their bytes unread): no
+   * kernel runs, but every block a run takes, the kernels' own scratch included, is taken and
+   * given back to the device's pool, and what is planned per shape (a vendor GEMM's algorithm)
+   * is planned. A session warms up when it opens, so its first run allocates nothing.
+   */
+  warm?(inputs: H[]): Promise<void>;
 }
 
 /**

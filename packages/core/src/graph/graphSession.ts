@@ -1,7 +1,7 @@
 import type { DeviceCounters, EngineStats, PreparedGraph, RunOptions, RunResult, WeightLoadStats } from '../backend/backend.ts';
 import type { Communicator } from '../collectives/communicator.ts';
 import { cpuKernel } from '../reference/kernels/index.ts';
-import { bytesPerElement, numel, shapeStr, type Tensor } from '../tensor/tensor.ts';
+import { bytesPerElement, numel, shapeStr, zeros, type Tensor } from '../tensor/tensor.ts';
 import type { DeviceOps, RecordedRun } from './deviceOps.ts';
 import type { Graph, GraphNode, ValueDecl, ValueId } from './graph.ts';
 import { getOpDef } from './ops/registry.ts';
@@ -146,6 +146,8 @@ export class GraphSession<H> implements PreparedGraph {
       s.weightLoad = { seconds, bytes, gbPerSecond: seconds > 0 ? bytes / seconds / 1e9 : 0, tensors: ids.length, native: placed.size, js: ids.length - placed.size };
       await device.prepared?.(graph, s.weights);
       await device.reserve?.(s.plan);
+      // a plain run's recording, made and warmed up now (a run keeping more values gets its own at its first run)
+      await s.recording([...new Set(graph.outputs)]);
     } catch (e) {
       await s.dispose();
       throw e;
@@ -220,6 +222,9 @@ export class GraphSession<H> implements PreparedGraph {
     for (const id of keep) if (!graph.values[id]) throw new Error(`${this.options.backend}: requested value '${id}' is not in the graph`);
     const env = new Map<ValueId, H>();
     const counter = new RunStatsCounter(graph);
+    const readBack = keepAll ? null : [...new Set([...graph.outputs, ...(Array.isArray(options.keep) ? options.keep : [])])];
+    // a run returning values no run returned before is recorded (and warmed up) first, outside its counters
+    const recorded = readBack && !options.syncEachNode ? await this.recording([...new Set([...readBack, ...(options.keepOnDevice ?? [])])]) : null;
     const countersBefore = device.counters?.() ?? null;
     this.waitSeconds = 0;
     this.hostOpSeconds = 0;
@@ -235,8 +240,6 @@ export class GraphSession<H> implements PreparedGraph {
         if (h === undefined) throw new Error(`value '${id}' is read before any node produced it`);
         return h;
       };
-      const readBack = keepAll ? null : [...new Set([...graph.outputs, ...(Array.isArray(options.keep) ? options.keep : [])])];
-      const recorded = readBack && !options.syncEachNode ? this.recording([...new Set([...readBack, ...(options.keepOnDevice ?? [])])]) : null;
       if (recorded) {
         // the whole run in one call; the loop's order and lifetimes are in the recording
         const outs = recorded.run.replay(graph.inputs.map((id) => env.get(id)!));
@@ -293,11 +296,23 @@ export class GraphSession<H> implements PreparedGraph {
     }
   }
 
-  /** the device's recording of a run returning `outputs` (made once, DeviceOps.record), or null where it cannot record */
-  private recording(outputs: ValueId[]): { run: RecordedRun<H>; outputs: ValueId[] } | null {
+  /**
+   * The device's recording of a run returning `outputs` (DeviceOps.record), made once and
+   * warmed up then (RecordedRun.warm: a dry run on inputs of zeros, so that the first run takes
+   * no block the pool lacks); null where the device cannot record.
+   */
+  private async recording(outputs: ValueId[]): Promise<{ run: RecordedRun<H>; outputs: ValueId[] } | null> {
     if (!this.device.record) return null;
     const key = outputs.join('\0');
-    if (!this.recordings.has(key)) this.recordings.set(key, this.device.record({ graph: this.graph, inputs: this.graph.inputs, outputs }, this.weights, this.options.communicator));
+    if (!this.recordings.has(key)) {
+      const run = this.device.record({ graph: this.graph, inputs: this.graph.inputs, outputs }, this.weights, this.options.communicator);
+      this.recordings.set(key, run);
+      if (run?.warm) {
+        const inputs: H[] = [];
+        for (const id of this.graph.inputs) inputs.push(await this.device.upload(this.graph.values[id], zeros(this.graph.values[id].dtype, this.graph.values[id].shape)));
+        await run.warm(inputs);
+      }
+    }
     const run = this.recordings.get(key)!;
     return run ? { run, outputs } : null;
   }
