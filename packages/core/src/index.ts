@@ -5,6 +5,7 @@ export * from './numerics/fp32Math.ts';
 export * from './numerics/fp8.ts';
 export * from './numerics/quant.ts';
 export * from './numerics/ulp.ts';
+export * from './numerics/canonicalSum.ts';
 export * from './numerics/rng.ts';
 export * from './numerics/rowScaledError.ts';
 export * from './config/modelConfig.ts';
