@@ -22,6 +22,7 @@
 #include "js_nccl.h"
 #include "js_program.h"
 #include "js_tensor.h"
+#include "js_test_kernels.h"
 #include "promise_worker.h"
 #include "run_worker.h"
 
@@ -226,6 +227,7 @@ Napi::Object init(Napi::Env env, Napi::Object exports) {
   exports.Set("gpuRuntime", Napi::Function::New(env, gpuRuntime));
   exports.Set("exitNow", Napi::Function::New(env, exitNow));
   exports.Set("loadWeights", Napi::Function::New(env, loadWeights));
+  exports.Set("testKernel", Napi::Function::New(env, testKernel));
   registerNccl(env, exports);
   return exports;
 }

@@ -131,10 +131,18 @@ CUfunction CudaRuntime::function(const char* name) {
 
 void CudaRuntime::launchByName(const char* name, int64_t threads, void** args) {
   if (threads <= 0) return;
+  launchGrid(name, launchBlocks(threads), kBlock, args);
+}
+
+void CudaRuntime::launchBlocksByName(const char* name, int64_t blocks, int blockThreads, void** args) {
+  if (blocks <= 0) return;
+  launchGrid(name, blocks, static_cast<unsigned>(blockThreads), args);
+}
+
+void CudaRuntime::launchGrid(const char* name, int64_t blocks, unsigned blockThreads, void** args) {
   makeCurrent();
   CUfunction f = function(name);
-  const int64_t blocks = launchBlocks(threads);
-  CUresult e = api_.cuLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, kBlock, 1, 1, 0, stream_, args, nullptr);
+  CUresult e = api_.cuLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, blockThreads, 1, 1, 0, stream_, args, nullptr);
   if (e != CUDA_SUCCESS) raise("cuLaunchKernel", e, std::string("for kernel ") + name);
 }
 

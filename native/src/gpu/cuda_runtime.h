@@ -40,6 +40,7 @@ class CudaRuntime : public ModuleRuntime {
   void rawCopyOut(void* dst, const void* src, size_t bytes) override;
   void rawFill(void* dst, uint8_t byte, size_t bytes) override;
   void launchByName(const char* name, int64_t threads, void** args) override;
+  void launchBlocksByName(const char* name, int64_t blocks, int blockThreads, void** args) override;
   void rawSynchronize() override;
   DeviceMemoryInfo memoryInfo() override;
 
@@ -67,6 +68,8 @@ class CudaRuntime : public ModuleRuntime {
     cuda::CUmodule module = nullptr;
   };
   cuda::CUfunction function(const char* name);
+  /** kernel `name` over `blocks` blocks of `blockThreads` threads on the device's stream */
+  void launchGrid(const char* name, int64_t blocks, unsigned blockThreads, void** args);
   void loadCodeObjects(const std::string& folder);
 
   void* library_;

@@ -9,6 +9,7 @@
 
 #include "../host/errors.h"
 #include "../host/thread_pool.h"
+#include "emulated_blocks.h"
 
 namespace hcsp::gpu {
 
@@ -37,6 +38,12 @@ class EmulatedRuntime : public GpuRuntime {
 
   void launchByName(const char* name, int64_t, void**) override {
     fail(ErrorKind::Runtime, std::string("emulated runtime: kernel ") + name + " must be called, not launched by name");
+  }
+  void launchBlocksByName(const char* name, int64_t, int, void**) override {
+    fail(ErrorKind::Runtime, std::string("emulated runtime: kernel ") + name + " must be called, not launched by name");
+  }
+  void runEmulatedBlocks(const char* name, int64_t blocks, int blockThreads, const std::function<void()>& body) override {
+    runBlocksEmulated(name, blocks, blockThreads, body);
   }
 
   void runEmulated(const std::function<void()>& body) override {

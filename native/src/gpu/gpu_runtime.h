@@ -12,6 +12,7 @@
 #include <tuple>
 #include <utility>
 
+#include "../host/errors.h"
 #include "../host/memory.h"
 #include "device_checks.h"
 
@@ -41,8 +42,15 @@ class GpuRuntime : public Memory {
    * Errors name the call and the kernel.
    */
   virtual void launchByName(const char* name, int64_t threads, void** args) = 0;
+  /**
+   * Launches block kernel `name` (vendor.h) as `blocks` blocks of `blockThreads` threads
+   * (checked by launchBlocks below); `args` as launchByName's. Errors name the call and the kernel.
+   */
+  virtual void launchBlocksByName(const char* name, int64_t blocks, int blockThreads, void** args) = 0;
   /** runs an emulated kernel on the host's threads (emulated runtime only) */
   virtual void runEmulated(const std::function<void()>& body) = 0;
+  /** runs an emulated block kernel: every thread of every block runs body (emulated runtime only; emulated_blocks.h) */
+  virtual void runEmulatedBlocks(const char* name, int64_t blocks, int blockThreads, const std::function<void()>& body) = 0;
   /** waits for queued work; raises its errors (counted: a host sync) */
   void synchronize() {
     countSync();
@@ -76,10 +84,18 @@ class GpuRuntime : public Memory {
 };
 
 namespace detail {
-template <class Tuple, size_t... I>
-void launchTuple(GpuRuntime& rt, const char* name, int64_t threads, Tuple& t, std::index_sequence<I...>) {
+/** launch(argv): the addresses of the tuple's elements in order, null-terminated */
+template <class Tuple, class Launch, size_t... I>
+void launchTuple(Tuple& t, const Launch& launch, std::index_sequence<I...>) {
   void* argv[] = {static_cast<void*>(&std::get<I>(t))..., nullptr};
-  rt.launchByName(name, threads, argv);
+  launch(argv);
+}
+/** a block launch's grid and block as launchBlocks documents them, else an Attr error naming the kernel */
+inline void checkBlockLaunch(const char* name, int64_t blocks, int blockThreads) {
+  if (blockThreads < 64 || blockThreads > 256 || blockThreads % 64 != 0) {
+    fail(ErrorKind::Attr, std::string("kernel ") + name + ": a block of " + std::to_string(blockThreads) + " threads (a block launch takes 64, 128, 192 or 256)");
+  }
+  if (blocks < 0 || blocks > INT32_MAX) fail(ErrorKind::Attr, std::string("kernel ") + name + ": a grid of " + std::to_string(blocks) + " blocks (at most 2^31 - 1)");
 }
 }  // namespace detail
 
@@ -99,10 +115,31 @@ void launch(GpuRuntime& rt, const char* name, void (*fn)(P...), int64_t threads,
     rt.runEmulated([&] { std::apply(fn, typed); });
     return;
   }
-  detail::launchTuple(rt, name, threads, typed, std::index_sequence_for<P...>{});
+  detail::launchTuple(typed, [&](void** argv) { rt.launchByName(name, threads, argv); }, std::index_sequence_for<P...>{});
+}
+
+/**
+ * One launch of a block kernel (vendor.h): `blocks` blocks (at most 2^31 - 1; none: nothing
+ * runs) of `blockThreads` threads, a multiple of 64 up to 256 (whole CDNA wavefronts, whole
+ * pairs of NVIDIA warps, within HCSP_GLOBAL's launch bounds). As launch() otherwise.
+ */
+template <class... P, class... A>
+void launchBlocks(GpuRuntime& rt, const char* name, void (*fn)(P...), int64_t blocks, int blockThreads, A&&... args) {
+  static_assert(sizeof...(P) == sizeof...(A), "kernel launched with the wrong number of arguments");
+  detail::checkBlockLaunch(name, blocks, blockThreads);
+  std::tuple<P...> typed(static_cast<P>(std::forward<A>(args))...);
+  if (blocks == 0 || rt.dryRun()) return;
+  rt.countLaunch();
+  if (rt.emulated()) {
+    rt.runEmulatedBlocks(name, blocks, blockThreads, [&] { std::apply(fn, typed); });
+    return;
+  }
+  detail::launchTuple(typed, [&](void** argv) { rt.launchBlocksByName(name, blocks, blockThreads, argv); }, std::index_sequence_for<P...>{});
 }
 
 }  // namespace hcsp::gpu
 
 /** HCSP_LAUNCH(rt, hcsp_add_bf16, n, a, b, y, n): the kernel by its own name, both ways */
 #define HCSP_LAUNCH(rt, kernel, threads, ...) ::hcsp::gpu::launch(rt, #kernel, &kernel, threads, __VA_ARGS__)
+/** HCSP_LAUNCH_BLOCKS(rt, hcsp_canonical_sumsq_bf16, blocks, 256, x, out, rows, n): a block kernel, both ways */
+#define HCSP_LAUNCH_BLOCKS(rt, kernel, blocks, blockThreads, ...) ::hcsp::gpu::launchBlocks(rt, #kernel, &kernel, blocks, blockThreads, __VA_ARGS__)

@@ -133,10 +133,18 @@ hipFunction_t HipRuntime::function(const char* name) {
 
 void HipRuntime::launchByName(const char* name, int64_t threads, void** args) {
   if (threads <= 0) return;
+  launchGrid(name, launchBlocks(threads), kBlock, args);
+}
+
+void HipRuntime::launchBlocksByName(const char* name, int64_t blocks, int blockThreads, void** args) {
+  if (blocks <= 0) return;
+  launchGrid(name, blocks, static_cast<unsigned>(blockThreads), args);
+}
+
+void HipRuntime::launchGrid(const char* name, int64_t blocks, unsigned blockThreads, void** args) {
   makeCurrent();
   hipFunction_t f = function(name);
-  const int64_t blocks = launchBlocks(threads);
-  hipError_t e = api_.hipModuleLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, kBlock, 1, 1, 0, stream_, args, nullptr);
+  hipError_t e = api_.hipModuleLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, blockThreads, 1, 1, 0, stream_, args, nullptr);
   if (e != hipSuccess) raise("hipModuleLaunchKernel", e, std::string("for kernel ") + name);
 }
 

@@ -39,6 +39,7 @@ class HipRuntime : public ModuleRuntime {
   void rawCopyOut(void* dst, const void* src, size_t bytes) override;
   void rawFill(void* dst, uint8_t byte, size_t bytes) override;
   void launchByName(const char* name, int64_t threads, void** args) override;
+  void launchBlocksByName(const char* name, int64_t blocks, int blockThreads, void** args) override;
   void rawSynchronize() override;
   DeviceMemoryInfo memoryInfo() override;
 
@@ -64,6 +65,8 @@ class HipRuntime : public ModuleRuntime {
     hip::hipModule_t module = nullptr;
   };
   hip::hipFunction_t function(const char* name);
+  /** kernel `name` over `blocks` blocks of `blockThreads` threads on the device's stream */
+  void launchGrid(const char* name, int64_t blocks, unsigned blockThreads, void** args);
   void loadCodeObjects(const std::string& folder);
 
   void* library_;

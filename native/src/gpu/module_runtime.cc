@@ -35,6 +35,9 @@ std::string gibText(size_t bytes) {
 }
 
 void ModuleRuntime::runEmulated(const std::function<void()>&) { fail(ErrorKind::Runtime, "the " + kind() + " device runs kernels by name, not emulated"); }
+void ModuleRuntime::runEmulatedBlocks(const char*, int64_t, int, const std::function<void()>&) {
+  fail(ErrorKind::Runtime, "the " + kind() + " device runs kernels by name, not emulated");
+}
 
 std::vector<ModuleRuntime::CodeImage> ModuleRuntime::readCodeObjects(const std::string& root, const char* ext, const char* vendor) {
   namespace fs = std::filesystem;

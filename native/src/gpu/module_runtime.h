@@ -1,7 +1,7 @@
 // What the two vendor GPU devices (hip_runtime.h, cuda_runtime.h) share: a library opened at run
 // time, the code objects of the device's architecture read from <codeObjects>/<arch>/*.<ext>,
-// kernels found by name in them and cached, launches of 256-thread blocks with grids capped per
-// compute unit / multiprocessor, scratch memory counted by the Memory base, a release error kept
+// kernels found by name in them and cached, grid-stride launches of 256-thread blocks with grids
+// capped per compute unit / multiprocessor (block launches take the kernel's grid), scratch memory counted by the Memory base, a release error kept
 // for the next synchronize, and one extension slot per device (blaslt.cc's state). The vendor
 // calls (and so every message naming one) stay in each runtime.
 #pragma once
@@ -37,6 +37,7 @@ class ModuleRuntime : public GpuRuntime {
   std::string describe() const override { return describe_; }
   std::string arch() const override { return arch_; }
   void runEmulated(const std::function<void()>& body) override;
+  void runEmulatedBlocks(const char* name, int64_t blocks, int blockThreads, const std::function<void()>& body) override;
 
   /** device memory outside tensors (workspaces), counted against the limit as `what` */
   void* allocateScratch(size_t bytes, const std::string& what);

@@ -191,6 +191,13 @@ export interface NativeAddon {
    * error names the file and the tensor and leaves nothing allocated.
    */
   loadWeights(files: readonly (string | { path: string; identity?: string })[], requests: readonly WeightLoadRequest[], gpu: GpuDevice | null, options?: { chunkBytes?: number; lanes?: number }): Promise<WeightLoadResult>;
+  /**
+   * A GPU kernel no op launches yet, run once for its tests (native/src/addon/js_test_kernels.h):
+   * 'canonicalSumSqBf16' gives f32 [rows], each row's sum of squares of x (bf16 [rows, n] on
+   * gpu) in the canonical order, computed in blocks of blockThreads threads (64, 128, 192 or
+   * 256; 1-4 rows each), `blocks` of them (default one per row group). Synchronous.
+   */
+  testKernel(name: 'canonicalSumSqBf16', gpu: GpuDevice, x: NativeTensor, options: { blockThreads: number; blocks?: number }): NativeTensor;
   /** std::_Exit(code): ends the process at once, without exit handlers (a job with a lost peer) */
   exitNow(code: number): never;
 }
