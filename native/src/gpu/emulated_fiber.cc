@@ -4,7 +4,7 @@
 
 namespace hcsp::gpu {
 
-#if defined(__x86_64__)
+#if defined(HCSP_FIBER_X86_64)
 
 // hcsp_fiber_switch(void** save, void* load): pushes what the System V ABI has a callee keep
 // (rbp, rbx, r12-r15, MXCSR and the x87 control word), stores rsp in *save, takes load as rsp,

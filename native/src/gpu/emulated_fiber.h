@@ -5,11 +5,14 @@
 // x87 control word pushed on the running stack, the stack pointers exchanged): tens of
 // nanoseconds. glibc's swapcontext also saves and restores the signal mask, a system call at
 // every switch (about a microsecond measured here), which a block's barriers would pay 2 x 6
-// times per thread; it stays the portable way on other architectures.
+// times per thread; it stays the portable way on other architectures (and on x86-64 when built
+// with -DHCSP_FIBER_UCONTEXT, which its test does to run that path too).
 #pragma once
 #include <cstddef>
 
-#if !defined(__x86_64__)
+#if defined(__x86_64__) && !defined(HCSP_FIBER_UCONTEXT)
+#define HCSP_FIBER_X86_64 1
+#else
 #include <ucontext.h>
 #endif
 
@@ -17,7 +20,7 @@ namespace hcsp::gpu {
 
 /** a suspended fiber, or a thread's own context while one of its fibers runs; never moved while in use */
 struct FiberContext {
-#if defined(__x86_64__)
+#if defined(HCSP_FIBER_X86_64)
   /** the stack pointer its registers were pushed below */
   void* sp = nullptr;
 #else
