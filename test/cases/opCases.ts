@@ -82,7 +82,39 @@ export const OP_CASES: OpCase[] = [
   ...attentionOpCases(),
   ...headOpCases(),
   ...fp8OpCases(),
+  ...canonicalOrderCases(),
 ];
+
+/**
+ * The HC norm's sum of squares in canonical reduction order v1 (core numerics/canonicalSum.ts):
+ * a row where the sequential order gives other bits (4096 then ones, with weights that put the
+ * outputs on bf16 ties; core's combineNorm.test.ts has the bits by hand), and random rows of
+ * whole 512-term steps and of a partial step (H 2560 and 1030) with the pending combine. Their
+ * own seed, so the cases above keep their inputs.
+ */
+function canonicalOrderCases(): OpCase[] {
+  const own = new Rng(2205);
+  const rand = (shape: number[], std: number): Tensor => ({ dtype: 'bf16', shape, data: own.fillBf16Normal(shape.reduce((a, d) => a * d, 1), std) });
+  const bits = (shape: number[], value: (j: number) => number): Tensor => ({ dtype: 'bf16', shape, data: Uint16Array.from({ length: shape.reduce((a, d) => a * d, 1) }, (_, j) => f32ToBf16(value(j))) });
+  const attrs = { streams: 2, eps: 1e-6, contract: 'atom' };
+  const h = 1024;
+  return [
+    {
+      name: 'hcCombineNorm canonical order: 4096 then ones',
+      op: 'hcCombineNorm',
+      tp: 1,
+      inputs: [bits([1, 2 * h], (j) => (j % h === 0 ? 4096 : 1)), null, null, bits([2 * h], (j) => (1 + 2 * (j % 4)) * 2 ** -8)],
+      attrs,
+    },
+    ...[2560, 1030].map((hh): OpCase => ({
+      name: `hcCombineNorm canonical order: H ${hh}, pending combine`,
+      op: 'hcCombineNorm',
+      tp: 1,
+      inputs: [rand([3, 2 * hh], 3), rand([3, hh], 3), rand([3, 2], 1), rand([2 * hh], 0.05)],
+      attrs,
+    })),
+  ];
+}
 
 /** The PLE ops on the tiny config's layer-1 constants (ids through the host op, with an EOS). */
 function pleOpCases(): OpCase[] {

@@ -88,6 +88,20 @@ describe('WGSL kernels are bit-exact with the CPU reference', () => {
       // a zero (padding) row stays zero
       await checkPerRank('hcCombineNorm', [bf16Rand([1, n * h], 0), bf16Rand([1, h], 0), bf16Rand([1, n], 0), w], attrs);
     });
+    it(`hcCombineNorm ${contract}: the sum of squares in canonical order v1 (64 lanes, then the butterfly)`, async () => {
+      const attrs = { streams: 2, eps: 1e-6, contract };
+      // 4096 then ones: in j order every 1 is lost against 2^24, in v1 only lane 0's 15 are
+      // (core's combineNorm.test.ts computes the bits by hand); weights put the outputs on bf16 ties
+      const h = 1024;
+      const row = Array.from({ length: 2 * h }, (_, j) => (j % h === 0 ? 4096 : 1));
+      const pinned: Tensor = { dtype: 'bf16', shape: [1, 2 * h], data: Uint16Array.from(row, (v) => f32ToBf16(v)) };
+      const ties: Tensor = { dtype: 'bf16', shape: [2 * h], data: Uint16Array.from({ length: 2 * h }, (_, j) => f32ToBf16((1 + 2 * (j % 4)) * 2 ** -8)) };
+      await checkPerRank('hcCombineNorm', [pinned, null, null, ties], attrs);
+      // whole 512-term steps, a partial step with a partial chunk, and the pending combine
+      for (const hh of [2560, 1030]) {
+        await checkPerRank('hcCombineNorm', [bf16Rand([3, 2 * hh], 3), bf16Rand([3, hh], 3), bf16Rand([3, 2], 8), bf16Rand([2 * hh], 0.5)], attrs);
+      }
+    });
     it(`hcGatedMean ${contract}`, async () => {
       await checkPerRank('hcGatedMean', [bf16Rand([3, 4 * 5], 6), bf16Rand([3, 4 * 5], 2)], { streams: 4, contract });
     });

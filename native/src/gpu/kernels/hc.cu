@@ -2,17 +2,19 @@
 // reference/kernels/hcKernels.ts with the math of hc/combineNorm.ts and hc/mix.ts, under both
 // rounding contracts ('atom' rounds once per stored value, 'hf' where HF's bf16 torch ops
 // store a tensor). One thread per output element, except the norm's sum of squares: one
-// thread per (row, stream) pair sums its H squares in j order (hcsp_hc_norm_rstd), and the
+// thread per (row, stream) pair sums its H squares in canonical order v1
+// (numerics/canonical_sum.h: 64 lane sums, then the butterfly; hcsp_hc_norm_rstd), and the
 // elementwise pass then reads that pair's rstd. The gated mean's sum over streams is one
 // thread's, s in order.
 //
 // Rounding: the reference's JS arithmetic on two fp32 operands rounded by Math.fround is one
 // correctly rounded fp32 operation here (fp32 on fp32 operands through double, then rounded
 // to fp32, equals the fp32 operation: 53 >= 2*24 + 2); the norm's v*v is not an fp32 value
-// (bf16 squares can fall below fp32's range), so that sum stays in double as the reference's.
+// (bf16 squares can fall below fp32's range), so its adds go through double as the reference's.
 #include "hc.h"
 
 #include "../../numerics/bf16.h"
+#include "../../numerics/canonical_sum.h"
 #include "../../numerics/fp32_math.h"
 
 using hcsp::bf16ToF32;
@@ -54,16 +56,11 @@ HCSP_GLOBAL void hcsp_hc_combine(const uint16_t* x, const uint16_t* y, const flo
   }
 }
 
-/** sumsq = fl(sumsq + v*v) over j in order (v*v and the sum in double, as the reference's JS), rstd = rsqrt(fl(fl(sumsq / H) + eps)) */
+/** sumsq = sum_j v*v in canonical order v1 (each add fl(acc + v*v) through double, as the reference's JS), rstd = rsqrt(fl(fl(sumsq / H) + eps)) */
 HCSP_GLOBAL void hcsp_hc_norm_rstd(const uint16_t* x, float* rstd, int64_t pairs, int64_t h, float eps) {
   const double hd = static_cast<double>(h);
   HCSP_GRID_STRIDE(p, pairs) {
-    const uint16_t* xs = x + p * h;
-    float sumsq = 0.0f;
-    for (int64_t j = 0; j < h; j++) {
-      const double v = bf16ToF32(xs[j]);
-      sumsq = static_cast<float>(static_cast<double>(sumsq) + v * v);
-    }
+    const float sumsq = hcsp::canonical::sumSquaresBf16(x + p * h, h);
     const float mean = static_cast<float>(static_cast<double>(sumsq) / hd);
     rstd[p] = hcsp::fp32::rsqrtF32(mean + eps);
   }

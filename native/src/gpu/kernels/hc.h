@@ -11,7 +11,7 @@ HCSP_GLOBAL void hcsp_hc_copy_bf16(const uint16_t* x, uint16_t* y, int64_t count
 HCSP_GLOBAL void hcsp_hc_inject_scales(const uint16_t* raw, float* inj, int64_t count, int64_t n, int32_t hf);
 /** out[t, s*H + j] = bf(x + y[t, j] * inj[t, s]) over rows*n*h; out may be x */
 HCSP_GLOBAL void hcsp_hc_combine(const uint16_t* x, const uint16_t* y, const float* inj, uint16_t* out, int64_t rows, int64_t n, int64_t h, int32_t hf);
-/** rstd[p] = rsqrt(sum_j x[p*H + j]^2 / H + eps), one thread per (row, stream) pair p, j in order */
+/** rstd[p] = rsqrt(sum_j x[p*H + j]^2 / H + eps), one thread per (row, stream) pair p, the sum in canonical order v1 */
 HCSP_GLOBAL void hcsp_hc_norm_rstd(const uint16_t* x, float* rstd, int64_t pairs, int64_t h, float eps);
 /** normed[i] = bf(fl(x[i] * rstd[i / H]) * fl(1 + w[i % width])) over rows*width */
 HCSP_GLOBAL void hcsp_hc_norm_apply(const uint16_t* x, const float* rstd, const uint16_t* w, uint16_t* normed, int64_t count, int64_t width, int64_t h);

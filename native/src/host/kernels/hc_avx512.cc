@@ -1,10 +1,10 @@
 // AVX-512 forms of the HC kernels' loops (hc_kernels.cc), chosen at run time when gemmIsa() is
 // Avx512 (this file alone carries AVX-512 flags, native/CMakeLists.txt). Every lane is one
-// output element (or one independent (row, stream) sum of squares) and runs exactly the scalar
-// operation sequence: the 16-lane exp / sigmoid / bf16 rounding below are vec_math.h's 4-lane
-// forms at 16 lanes (the same constants and the same correctly rounded fp32 steps; no FMA:
-// this file is compiled without -mfma and with -ffp-contract=off). Loop tails use the scalar
-// originals.
+// output element and runs exactly the scalar operation sequence: the 16-lane exp / sigmoid /
+// bf16 rounding below are vec_math.h's 4-lane forms at 16 lanes (the same constants and the
+// same correctly rounded fp32 steps; no FMA: this file is compiled without -mfma and with
+// -ffp-contract=off). The norm's sum of squares is canonical_sumsq.h's (canonical order v1,
+// its FMAs only on exact bf16 squares). Loop tails use the scalar originals.
 #include "hc_avx512.h"
 
 // GCC 12 warns inside its own AVX-512 conversion intrinsics (_mm512_undefined_* operands)
@@ -15,6 +15,7 @@
 
 #include "../../numerics/bf16.h"
 #include "../../numerics/fp32_math.h"
+#include "canonical_sumsq.h"
 
 namespace hcsp::hcavx512 {
 namespace {
@@ -117,57 +118,6 @@ void combineRow(const uint16_t* xIn, uint16_t* xOut, const uint16_t* y, const ui
   }
 }
 
-constexpr int CHAINS = 32;  // (row, stream) sums side by side: two 16-lane gathers per element pair
-
-/**
- * Sums of squares of `count` (<= CHAINS) rows of h values at base + c * h, each
- * sumsq = fl(sumsq + v*v) over j in order with v*v and the add in double (as hc_kernels.cc's
- * sumsqChains): lane c holds sum c; one 32-bit gather brings elements j and j + 1 of 16 sums.
- */
-void sumsqStrided(const uint16_t* base, int count, int64_t h, float* out) {
-  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  const __m512i idx = _mm512_mullo_epi32(lane, _mm512_set1_epi32(static_cast<int32_t>(h * 2)));
-  const __mmask16 m0 = count >= 16 ? 0xffff : static_cast<__mmask16>((1u << count) - 1u);
-  const __mmask16 m1 = count >= 32 ? 0xffff : count <= 16 ? 0 : static_cast<__mmask16>((1u << (count - 16)) - 1u);
-  const uint16_t* base1 = base + 16 * h;
-  const __m512i hiMask = _mm512_set1_epi32(static_cast<int32_t>(0xffff0000u));
-  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
-  auto step = [](__m256 s, __m256 v) {
-    const __m512d vd = _mm512_cvtps_pd(v);
-    return _mm512_cvtpd_ps(_mm512_add_pd(_mm512_cvtps_pd(s), _mm512_mul_pd(vd, vd)));
-  };
-  int64_t j = 0;
-  for (; j + 1 < h; j += 2) {
-    const __m512i g0 = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m0, idx, base + j, 1);
-    const __m512i g1 = m1 ? _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m1, idx, base1 + j, 1) : _mm512_setzero_si512();
-    const __m512 a0 = _mm512_castsi512_ps(_mm512_slli_epi32(g0, 16));
-    const __m512 b0 = _mm512_castsi512_ps(_mm512_and_si512(g0, hiMask));
-    const __m512 a1 = _mm512_castsi512_ps(_mm512_slli_epi32(g1, 16));
-    const __m512 b1 = _mm512_castsi512_ps(_mm512_and_si512(g1, hiMask));
-    s0 = step(s0, _mm512_castps512_ps256(a0));
-    s1 = step(s1, _mm512_extractf32x8_ps(a0, 1));
-    s2 = step(s2, _mm512_castps512_ps256(a1));
-    s3 = step(s3, _mm512_extractf32x8_ps(a1, 1));
-    s0 = step(s0, _mm512_castps512_ps256(b0));
-    s1 = step(s1, _mm512_extractf32x8_ps(b0, 1));
-    s2 = step(s2, _mm512_castps512_ps256(b1));
-    s3 = step(s3, _mm512_extractf32x8_ps(b1, 1));
-  }
-  float s[CHAINS];
-  _mm256_storeu_ps(s, s0);
-  _mm256_storeu_ps(s + 8, s1);
-  _mm256_storeu_ps(s + 16, s2);
-  _mm256_storeu_ps(s + 24, s3);
-  for (int c = 0; c < count; c++) {
-    float sc = s[c];
-    for (int64_t k = j; k < h; k++) {
-      const double v = bf16ToF32(base[c * h + k]);
-      sc = static_cast<float>(static_cast<double>(sc) + v * v);
-    }
-    out[c] = sc;
-  }
-}
-
 }  // namespace
 
 void combineRange(const uint16_t* xd, const uint16_t* bd, const uint16_t* rd, uint16_t* yd, int64_t n, int64_t h,
@@ -180,46 +130,21 @@ void combineNormRange(const uint16_t* xd, const uint16_t* yd, const uint16_t* rd
                       int64_t n, int64_t h, Contract contract, float epsF, int64_t t0, int64_t t1) {
   const int64_t width = n * h;
   const double hd = static_cast<double>(h);
-  // the gathers' byte offsets (up to 15 * 2h) must fit in 32 bits
-  const bool gather = h <= (int64_t{1} << 26);
-  const int64_t block = n >= CHAINS ? 1 : CHAINS / n;
-  for (int64_t tb = t0; tb < t1; tb += block) {
-    const int64_t te = tb + block < t1 ? tb + block : t1;
-    for (int64_t t = tb; t < te; t++) {
-      if (yd) {
-        combineRow(xd + t * width, xo + t * width, yd + t * h, rd + t * n, n, h, contract);
-      } else {
-        std::memcpy(xo + t * width, xd + t * width, width * 2);
-      }
+  for (int64_t t = t0; t < t1; t++) {
+    if (yd) {
+      combineRow(xd + t * width, xo + t * width, yd + t * h, rd + t * n, n, h, contract);
+    } else {
+      std::memcpy(xo + t * width, xd + t * width, width * 2);
     }
-    const int64_t pairs = (te - tb) * n;  // pair i: row tb + i / n, stream i % n, at xo + tb * width + i * h
-    for (int64_t g = 0; g < pairs; g += CHAINS) {
-      const int count = static_cast<int>(pairs - g < CHAINS ? pairs - g : CHAINS);
-      const uint16_t* p0 = xo + tb * width + g * h;
-      float sums[CHAINS];
-      if (gather) {
-        sumsqStrided(p0, count, h, sums);
-      } else {
-        for (int c = 0; c < count; c++) {
-          float sc2 = 0.0f;
-          for (int64_t j = 0; j < h; j++) {
-            const double v = bf16ToF32(p0[c * h + j]);
-            sc2 = static_cast<float>(static_cast<double>(sc2) + v * v);
-          }
-          sums[c] = sc2;
-        }
-      }
-      for (int c = 0; c < count; c++) {
-        const int64_t s = (g + c) % n;
-        const float rstd = fp32::rsqrtF32(static_cast<float>(static_cast<double>(sums[c]) / hd) + epsF);
-        const F rv = splat(rstd);
-        const uint16_t* xs = p0 + c * h;
-        const float* ss = sc + s * h;
-        uint16_t* ns = no + tb * width + (g + c) * h;
-        int64_t j = 0;
-        for (; j + W <= h; j += W) storeBf16(ns + j, (loadBf16(xs + j) * rv) * loadF(ss + j));
-        for (; j < h; j++) ns[j] = f32ToBf16((bf16ToF32(xs[j]) * rstd) * ss[j]);
-      }
+    for (int64_t s = 0; s < n; s++) {
+      const uint16_t* xs = xo + t * width + s * h;
+      const float rstd = fp32::rsqrtF32(static_cast<float>(static_cast<double>(canonical::sumSquaresBf16Avx512(xs, h)) / hd) + epsF);
+      const F rv = splat(rstd);
+      const float* ss = sc + s * h;
+      uint16_t* ns = no + t * width + s * h;
+      int64_t j = 0;
+      for (; j + W <= h; j += W) storeBf16(ns + j, (loadBf16(xs + j) * rv) * loadF(ss + j));
+      for (; j < h; j++) ns[j] = f32ToBf16((bf16ToF32(xs[j]) * rstd) * ss[j]);
     }
   }
 }

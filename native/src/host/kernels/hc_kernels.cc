@@ -3,7 +3,8 @@
 // per-element rounding order under both contracts ('atom' rounds once per stored value,
 // 'hf' rounds where HF's bf16 torch ops store a tensor). Rows are independent and split
 // over the pool; every output element is computed by one thread in the reference's order
-// (the sum over j of the norm and the sum over streams of the gated mean stay sequential).
+// (the norm's sum of squares in canonical order v1 on the vector unit, canonical_sumsq.h;
+// the gated mean's short sum over the streams in order).
 #include <cstring>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "../../ops/hc_checks.h"
 #include "vec_math.h"
 #include "hc_avx512.h"
+#include "canonical_sumsq.h"
 #include "../cpu_features.h"
 
 namespace hcsp {
@@ -42,39 +44,6 @@ void combineRow(const uint16_t* xIn, uint16_t* xOut, const uint16_t* y, const ui
     } else {
       for (int64_t j = 0; j < h; j++) os[j] = f32ToBf16(bf16ToF32(xs[j]) + roundBf16(bf16ToF32(y[j]) * inj));
     }
-  }
-}
-
-/**
- * Sums of squares of `C` stream rows of H values, each sumsq = fl(sumsq + v*v) over j in order
- * with v*v and the sum in double (the reference's JS arithmetic), rounded to fp32 per step.
- * The C sums are independent chains; running them side by side hides the add latency.
- */
-template <int C>
-void sumsqChains(const uint16_t* const* p, int64_t h, float* out) {
-  float s[C];
-  for (int c = 0; c < C; c++) s[c] = 0.0f;
-  for (int64_t j = 0; j < h; j++) {
-    for (int c = 0; c < C; c++) {
-      const double v = bf16ToF32(p[c][j]);
-      s[c] = static_cast<float>(static_cast<double>(s[c]) + v * v);
-    }
-  }
-  for (int c = 0; c < C; c++) out[c] = s[c];
-}
-
-constexpr int MAX_CHAINS = 8;
-
-void sumsq(const uint16_t* const* p, int count, int64_t h, float* out) {
-  switch (count) {
-    case 1: return sumsqChains<1>(p, h, out);
-    case 2: return sumsqChains<2>(p, h, out);
-    case 3: return sumsqChains<3>(p, h, out);
-    case 4: return sumsqChains<4>(p, h, out);
-    case 5: return sumsqChains<5>(p, h, out);
-    case 6: return sumsqChains<6>(p, h, out);
-    case 7: return sumsqChains<7>(p, h, out);
-    default: return sumsqChains<8>(p, h, out);
   }
 }
 
@@ -114,35 +83,22 @@ Outputs hcCombineNorm(const Inputs& in, const KernelContext& ctx) {
   uint16_t* no = normed->bf16();
   const float* sc = scale.data();
   const double hd = static_cast<double>(h);
-  // rows in blocks of up to MAX_CHAINS / n, their (row, stream) sums of squares side by side
-  const int64_t block = n >= MAX_CHAINS ? 1 : MAX_CHAINS / n;
-  const bool avx512 = gemmIsa() == Isa::Avx512;
+  const Isa isa = gemmIsa();
   ctx.pool.parallelFor(rows, rowGrain(width), [&](int64_t t0, int64_t t1) {
-    if (avx512) return hcavx512::combineNormRange(xd, yd, rd, xo, no, sc, n, h, contract, epsF, t0, t1);
-    for (int64_t tb = t0; tb < t1; tb += block) {
-      const int64_t te = tb + block < t1 ? tb + block : t1;
-      for (int64_t t = tb; t < te; t++) {
-        if (yd) {
-          combineRow(xd + t * width, xo + t * width, yd + t * h, rd + t * n, n, h, contract);
-        } else {
-          std::memcpy(xo + t * width, xd + t * width, width * 2);
-        }
+    if (isa == Isa::Avx512) return hcavx512::combineNormRange(xd, yd, rd, xo, no, sc, n, h, contract, epsF, t0, t1);
+    for (int64_t t = t0; t < t1; t++) {
+      if (yd) {
+        combineRow(xd + t * width, xo + t * width, yd + t * h, rd + t * n, n, h, contract);
+      } else {
+        std::memcpy(xo + t * width, xd + t * width, width * 2);
       }
-      const int64_t pairs = (te - tb) * n;  // pair i: row tb + i / n, stream i % n, at xo + tb * width + i * h
-      for (int64_t g = 0; g < pairs; g += MAX_CHAINS) {
-        const int count = static_cast<int>(pairs - g < MAX_CHAINS ? pairs - g : MAX_CHAINS);
-        const uint16_t* p[MAX_CHAINS];
-        float sums[MAX_CHAINS];
-        for (int c = 0; c < count; c++) p[c] = xo + tb * width + (g + c) * h;
-        sumsq(p, count, h, sums);
-        for (int c = 0; c < count; c++) {
-          const int64_t s = (g + c) % n;
-          const float rstd = fp32::rsqrtF32(static_cast<float>(static_cast<double>(sums[c]) / hd) + epsF);
-          const uint16_t* xs = p[c];
-          const float* ss = sc + s * h;
-          uint16_t* ns = no + tb * width + (g + c) * h;
-          for (int64_t j = 0; j < h; j++) ns[j] = f32ToBf16((bf16ToF32(xs[j]) * rstd) * ss[j]);
-        }
+      for (int64_t s = 0; s < n; s++) {
+        const uint16_t* xs = xo + t * width + s * h;
+        const float sumsq = canonical::sumSquaresBf16(isa, xs, h);
+        const float rstd = fp32::rsqrtF32(static_cast<float>(static_cast<double>(sumsq) / hd) + epsF);
+        const float* ss = sc + s * h;
+        uint16_t* ns = no + t * width + s * h;
+        for (int64_t j = 0; j < h; j++) ns[j] = f32ToBf16((bf16ToF32(xs[j]) * rstd) * ss[j]);
       }
     }
   });

@@ -128,3 +128,34 @@ describe('HC combine-norm (ATOM contract)', () => {
     expect(() => combineNorm(x, y, null, w, rows, H, N, EPS, 'atom')).toThrow(/together/);
   });
 });
+
+describe('HC combine-norm: the sum of squares in canonical reduction order v1', () => {
+  // One row, two streams of H = 1024: 4096 then 1023 ones; every weight 3 * 2^-8, so the scale
+  // fl(1 + w) = 1.01171875 puts X * rstd * scale on a bf16 tie when rstd is exactly 2^-7.
+  // In j order each 1 meets 2^24 alone and is lost (2^24 + 1 ties to the even 2^24): sumsq
+  // 2^24, mean 2^14, rstd 2^-7, and the ties round to even: 1 -> 2^-7 * 1.015625, 4096 -> 32.5.
+  // In v1 lane 0 holds 4096^2 and loses its 15 ones, lanes 1-63 hold 16 ones each and the
+  // butterfly adds them exactly: sumsq 2^24 + 1008, mean 16384.984375, rstd just below 2^-7,
+  // so every product falls just below its tie: 1 -> 2^-7 * 1.0078125, 4096 -> 32.25.
+  const h = 1024;
+  const n = 2;
+  const row = new Float32Array(n * h).fill(1);
+  row[0] = 4096;
+  row[h] = 4096;
+  const x = f32ArrayToBf16(row);
+  const w = f32ArrayToBf16(new Float32Array(n * h).fill(3 * 2 ** -8));
+
+  it('gives the hand-computed v1 values, not the sequential ones', () => {
+    const got = Array.from(combineNorm(x, null, null, w, 1, h, n, EPS, 'atom').normed, bf16ToF32);
+    const v1 = (j: number) => (j % h === 0 ? 32.25 : 2 ** -7 * 1.0078125);
+    const sequential = (j: number) => (j % h === 0 ? 32.5 : 2 ** -7 * 1.015625);
+    expect(got).toEqual(Array.from({ length: n * h }, (_, j) => v1(j)));
+    expect(got.filter((v, j) => v === sequential(j))).toEqual([]);
+  });
+
+  it('the same under the HF contract and after a zero pending combine', () => {
+    const want = combineNorm(x, null, null, w, 1, h, n, EPS, 'atom').normed;
+    expect(combineNorm(x, null, null, w, 1, h, n, EPS, 'hf').normed).toEqual(want);
+    expect(combineNorm(x, new Uint16Array(h), new Uint16Array(n), w, 1, h, n, EPS, 'atom').normed).toEqual(want);
+  });
+});

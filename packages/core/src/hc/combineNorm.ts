@@ -1,4 +1,5 @@
 import { bf16ToF32, f32ToBf16, roundBf16 } from '../numerics/bf16.ts';
+import { canonicalSumF32 } from '../numerics/canonicalSum.ts';
 import { rsqrtF32, sigmoidF32 } from '../numerics/fp32Math.ts';
 import type { HcContract } from './hcContract.ts';
 
@@ -46,7 +47,9 @@ export interface CombineNormResult {
  * Combine-norm of model.md, per row and stream: the pending combine (when blockOut and raw
  * are given), then the grouped RMS norm with weight (1 + w), the same under both contracts
  * (HF's Qwen4ExpTextRMSNorm also computes in fp32 and rounds once):
- *   sumsq = sum_j X[j]^2 (fp32, j in order; bf16 squares are exact), rstd = 1/sqrt(sumsq/H + eps)
+ *   sumsq = sum_j X[j]^2 in fp32 in canonical reduction order v1 (numerics/canonicalSum.ts:
+ *   64 lanes of 8-term chunks, then the xor butterfly; bf16 squares are exact, so each add
+ *   is one rounding), rstd = 1/sqrt(sumsq/H + eps)
  *   normed = bf(fl(fl(X * rstd) * fl(1 + w)))
  * Zero rows stay zero: the eps keeps rstd finite and 0 * rstd = 0.
  */
@@ -76,11 +79,10 @@ export function combineNorm(
     if (blockOut && raw) combineRow(x, t * width, blockOut, t * h, raw, t * n, n, h, contract);
     for (let s = 0; s < n; s++) {
       const base = t * width + s * h;
-      let sumsq = 0;
-      for (let j = 0; j < h; j++) {
+      const sumsq = canonicalSumF32(h, (j) => {
         const v = bf16ToF32(x[base + j]);
-        sumsq = fr(sumsq + v * v);
-      }
+        return v * v;
+      });
       const rstd = rsqrtF32(fr(fr(sumsq / h) + epsF));
       for (let j = 0; j < h; j++) normed[base + j] = f32ToBf16(fr(fr(bf16ToF32(x[base + j]) * rstd) * scale[s * h + j]));
     }
