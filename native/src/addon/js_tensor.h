@@ -34,19 +34,6 @@ class JsTensor : public Napi::ObjectWrap<JsTensor> {
   Napi::Value computed(const Napi::CallbackInfo& info);
   engine::SlotPtr slot_;
   friend void freeTensor(const Napi::CallbackInfo& info);
-
-/** a shape from JavaScript: an array of non-negative integers; errors start with `what` */
-Shape readShape(const Napi::Value& v, const std::string& what);
-
-/** upload's arguments (dtype, shape, data: TypedArray, gpu?), checked: the bytes where JavaScript holds them */
-struct UploadArgs {
-  DType dtype;
-  Shape shape;
-  const uint8_t* bytes;
-  size_t size;
-  std::shared_ptr<gpu::GpuRuntime> gpu;
-};
-UploadArgs readUpload(const Napi::CallbackInfo& info, const std::string& what);
 };
 
 void freeTensor(const Napi::CallbackInfo& info);
