@@ -23,6 +23,23 @@ HCSP_HD float butterfly(float* v) {
   return v[0];
 }
 
+/** The v1 sum of n terms: add(acc, j) returns fl(acc + term j) (fp32). One lane after another,
+ *  each lane's chunks in order, then the butterfly: for kernels where one thread owns a whole
+ *  reduction (short rows, the exact one-thread kernels) and for the host's scalar paths. */
+template <class AddTerm>
+HCSP_HD float sumTerms(int64_t n, const AddTerm& add) {
+  float lanes[LANES];
+  for (int l = 0; l < LANES; l++) {
+    float acc = 0.0f;
+    for (int64_t base = static_cast<int64_t>(l) * CHUNK; base < n; base += STEP) {
+      const int64_t end = n - base < CHUNK ? n : base + CHUNK;
+      for (int64_t j = base; j < end; j++) acc = add(acc, j);
+    }
+    lanes[l] = acc;
+  }
+  return butterfly(lanes);
+}
+
 /** fround(acc + v*v) for a bf16 v: v*v is exact in double and the double sum, rounded to
  *  float, is the correctly rounded fp32 sum (an FMA's rounding: the vector paths use fma) */
 HCSP_HD float addSquareBf16(float acc, uint16_t bits) {

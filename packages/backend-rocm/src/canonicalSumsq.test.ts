@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadNativeAddon } from './nativeAddon.ts';
 
 // The native sums of squares in canonical order v1 (native/src/numerics/canonical_sum.h, the
-// scalar definition the GPU kernels and the host's portable path run; host/kernels/
-// canonical_sumsq.h, its AVX2 and AVX-512 forms), compiled into a probe that prints the raw
+// scalar definition the GPU kernels and the host's portable path run, and its generic one-thread
+// form sumTerms; host/kernels/canonical_sumsq.h, its AVX2 and AVX-512 forms), compiled into a probe that prints the raw
 // fp32 sums, against core's canonicalSumF32 bit for bit on arrays built so that any other
 // order, lane layout or rounding gives other bits: the HC norm's outputs show only 8 bits of
 // the sum, so this is where a wrong lane or an unfused square would show.
@@ -31,7 +31,7 @@ afterAll(() => {
 });
 
 /** each path's fp32 bits per array (null: a path this CPU lacks) */
-function runProbe(arrays: Uint16Array[]): { scalar: number; avx2: number | null; avx512: number | null }[] {
+function runProbe(arrays: Uint16Array[]): { scalar: number; avx2: number | null; avx512: number | null; sumTerms: number }[] {
   const parts: Buffer[] = [];
   for (const a of arrays) {
     const head = Buffer.alloc(4);
@@ -44,8 +44,8 @@ function runProbe(arrays: Uint16Array[]): { scalar: number; avx2: number | null;
     .trim()
     .split('\n')
     .map((line) => {
-      const [s, a2, a5] = line.split(' ').map((w) => (w === '-' ? null : parseInt(w, 16)));
-      return { scalar: s!, avx2: a2, avx512: a5 };
+      const [s, a2, a5, terms] = line.split(' ').map((w) => (w === '-' ? null : parseInt(w, 16)));
+      return { scalar: s!, avx2: a2, avx512: a5, sumTerms: terms! };
     });
 }
 
@@ -113,6 +113,7 @@ describe('native sums of squares in canonical order v1', () => {
     const [r] = runProbe([Uint16Array.from({ length: 9 }, () => 0x3f80)]);
     const isa = loadNativeAddon().info().isa;
     expect(r.scalar).toBe(bitsOf(9));
+    expect(r.sumTerms).toBe(bitsOf(9));
     expect(r.avx2 !== null).toBe(isa === 'avx2' || isa === 'avx512');
     expect(r.avx512 !== null).toBe(isa === 'avx512');
   });

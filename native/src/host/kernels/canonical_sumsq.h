@@ -8,7 +8,8 @@
 // the correctly rounded fl(acc + v*v) of the scalar definition. A last partial step is
 // zero-padded (+0 terms leave a lane sum, never -0, unchanged). Then the scalar butterfly.
 // The ISA is the process's choice (cpu_features.h); the vector code is compiled per function
-// with target attributes. Private to the HC kernels.
+// with target attributes. Used by every host kernel whose reduction is a sum of bf16 squares
+// (the RMS and l2 norms).
 #pragma once
 #include <immintrin.h>
 

@@ -13,6 +13,7 @@ import { CANONICAL_CHUNK, CANONICAL_LANES } from '@hcsp/core';
 import type { KernelBinding, KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL, ROUND_BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { buf, preamble } from '../wgsl/bindings.wgsl.ts';
+import { canonicalButterflyWgsl } from '../wgsl/canonicalSum.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
 import { contractOf, injectScaleWgsl } from './elementwiseBf16.ts';
 import { f32Bits, flatDispatch, flatInvocation, requireIntAttr, requireTensor, readInput, writeOutput } from './planParts.ts';
@@ -71,12 +72,7 @@ fn main(${wg.params}) {
       }
     }
   }
-  lanes[lid] = acc;
-  for (var m = ${LANES / 2}u; m > 0u; m = m >> 1u) {
-    workgroupBarrier();
-    if (lid < m) { lanes[lid] = lanes[lid] + lanes[lid + m]; }
-  }
-  workgroupBarrier();
+  ${canonicalButterflyWgsl('lanes', 'lid', 'acc')}
   let rstd = rsqrt_f32(lanes[0] / f32(u.h) + u.eps);
   let wb = s * hw;
   for (var i = 0u; i < steps; i = i + 1u) {
