@@ -19,7 +19,7 @@ function checkRopeDims(r: ShapeRule, ropeDims: number, headDim: number): void {
 
 export const attnHeadNormRopeBf16 = defineOp({
   name: 'attnHeadNormRopeBf16',
-  doc: "Per head (columns offset..offset+headDim of each stride-wide block of x): n = bf(fr(x * rsqrt(mean(x^2) + eps)) * fr(1 + w)), then NeoX RoPE on the first ropeDims dims with row r's bf16 cos/sin (tables [rows, ropeDims/2]), each product and the sum rounded to bf16 as HF and ATOM do: bf(bf(n1 c) + bf(-n2 s)), bf(bf(n2 c) + bf(n1 s)). Out [rows, heads*headDim].",
+  doc: "Per head (columns offset..offset+headDim of each stride-wide block of x): n = bf(fr(x * rsqrt(fr(ss / headDim) + eps)) * fr(1 + w)), ss = sum_d x_d^2 in fp32 in canonical reduction order v1 (numerics/canonicalSum.ts: 64 lanes of 8-term chunks 512 apart, then the xor butterfly), then NeoX RoPE on the first ropeDims dims with row r's bf16 cos/sin (tables [rows, ropeDims/2]), each product and the sum rounded to bf16 as HF and ATOM do: bf(bf(n1 c) + bf(-n2 s)), bf(bf(n2 c) + bf(n1 s)). Out [rows, heads*headDim].",
   inputs: [
     { name: 'x', dtypes: ['bf16'] },
     { name: 'w', dtypes: ['bf16'] },
@@ -42,7 +42,7 @@ export const attnHeadNormRopeBf16 = defineOp({
 
 export const qsaBlockKeys = defineOp({
   name: 'qsaBlockKeys',
-  doc: 'QSA block keys of the raw indexer keys kRaw [T, headDim]: for b < nb = floor(T / compressRatio), pooled = bf(fr(sum of rows b*ratio.. in row order) / ratio), then RMS1p with w and RoPE at position ratio*b as attnHeadNormRopeBf16 (tables [T, ropeDims/2]). Out [nb, headDim].',
+  doc: 'QSA block keys of the raw indexer keys kRaw [T, headDim]: for b < nb = floor(T / compressRatio), pooled = bf(fr(sum of rows b*ratio.. in row order) / ratio), then RMS1p with w (its sum of squares in canonical order v1) and RoPE at position ratio*b as attnHeadNormRopeBf16 (tables [T, ropeDims/2]). Out [nb, headDim].',
   inputs: [
     { name: 'kRaw', dtypes: ['bf16'] },
     { name: 'w', dtypes: ['bf16'] },
@@ -103,7 +103,7 @@ export const qsaKeptCount = defineOp({
 
 export const attnCausalQsa = defineOp({
   name: 'attnCausalQsa',
-  doc: "o = bf(softmax(q k^T * scale) v) per query head over row t's kept keys (the tokens of its listed blocks, then the tail floor((t+1)/ratio)*ratio..t, ascending; blocks i32 [T, width] as qsaSelect writes them), GQA map h -> h / (heads/kvHeads); fp32 two-pass softmax (max, exp, sum in key order), o = fr(sum_j p_j v_j) / l. Equal to dense causal attention when no row drops a block.",
+  doc: "o = bf(softmax(q k^T * scale) v) per query head over row t's kept keys (the tokens of its listed blocks, then the tail floor((t+1)/ratio)*ratio..t, ascending; blocks i32 [T, width] as qsaSelect writes them), GQA map h -> h / (heads/kvHeads); fp32 two-pass softmax: m = max_j s_j, p_j = exp(fr(s_j - m)), l = sum of p_0..p_{n-1} (the kept keys in list order) in canonical reduction order v1 (numerics/canonicalSum.ts), o = fr(sum_j p_j v_j) / l with the q.k dots (d order) and the p.v sums (key order) sequential. Equal to dense causal attention when no row drops a block.",
   inputs: [
     { name: 'q', dtypes: ['bf16'] },
     { name: 'k', dtypes: ['bf16'] },

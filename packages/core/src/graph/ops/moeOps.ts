@@ -6,7 +6,7 @@ import { info, num, ShapeRule } from './shapeRules.ts';
 // its own experts and shared slice and returns a partial sum (no reduction inside).
 export const moeRoute = defineOp({
   name: 'moeRoute',
-  doc: 'Softmax of bf16 logits [T,E] in fp32 (max-subtracted, exp, sum in expert order), top-k largest first with ties to the lower expert index, renormalized over the k in top-k order when normTopkProb, w = bf(.). ids [T,K] i32, weights [T,K] bf16.',
+  doc: 'Softmax of bf16 logits [T,E] in fp32 (max-subtracted, exp, the sum over experts 0..E-1 in canonical reduction order v1, numerics/canonicalSum.ts), top-k largest first with ties to the lower expert index, renormalized over the k (summed sequentially in top-k order) when normTopkProb, w = bf(.). ids [T,K] i32, weights [T,K] bf16.',
   inputs: [{ name: 'logits', dtypes: ['bf16'] }],
   outputs: [
     { name: 'ids', dtypes: ['i32'] },

@@ -276,3 +276,54 @@ describe('attention causality', () => {
     expect(() => attnHeadNormRopeBf16(z, z, z, z, 1, { heads: 1, headDim: HD, stride: HD, offset: 1 }, ROPE, 1e-6, { start: 0, step: 1 })).toThrow(/offset 1 .* overruns stride/);
   });
 });
+
+describe('attention reductions in canonical reduction order v1', () => {
+  const bf = (n: number, value: (i: number) => number) => Uint16Array.from({ length: n }, (_, i) => f32ToBf16(value(i)));
+
+  it("the head norm's sum of squares: 4096 then ones over headDim 256", () => {
+    // x = 4096, then 255 ones; w = 3 * 2^-8, so fl(1 + w) = 1 + 3 * 2^-8 puts x * rstd * (1 + w)
+    // on a bf16 tie when rstd is exactly 2^-8. In d order each 1 meets 2^24 alone and is lost
+    // (2^24 + 1 ties to the even 2^24): ss 2^24, mean 2^16, rstd 2^-8, and the ties round to
+    // even: 4096 -> 16.25, 1 -> 2^-8 * 1.015625. In v1 lane 0 holds 4096^2 and loses its 7 ones,
+    // lanes 1-31 hold 8 ones each and the butterfly adds them exactly: ss 2^24 + 248, rstd just
+    // below 2^-8, so every product falls just below its tie: 4096 -> 16.125, 1 -> 2^-8 * 1.0078125.
+    const hd = 256;
+    const x = bf(2 * hd, (d) => (d % hd === 0 ? 4096 : 1));
+    const w = bf(hd, () => 3 * 2 ** -8);
+    const none = new Uint16Array(0);
+    // two heads at stride 256 (the second a copy), no rotation: the normed values themselves
+    const got = Array.from(attnHeadNormRopeBf16(x, w, none, none, 1, { heads: 2, headDim: hd, stride: hd, offset: 0 }, 0, 1e-6, { start: 0, step: 1 }), bf16ToF32);
+    const v1 = (d: number) => (d % hd === 0 ? 16.125 : 2 ** -8 * 1.0078125);
+    const sequential = (d: number) => (d % hd === 0 ? 16.25 : 2 ** -8 * 1.015625);
+    expect(got).toEqual(Array.from({ length: 2 * hd }, (_, d) => v1(d)));
+    expect(got.filter((v, d) => v === sequential(d))).toEqual([]);
+  });
+
+  it("the softmax's sum l over 512 kept keys: two at the max, 510 tiny ones", () => {
+    // headDim 2, scale 1, q = [1, 0]; keys 0 and 1 are [0, 0] (s = 0 = m, p = 1), keys 2.. are
+    // [-16, 0] (p = expF32(-16) ~ 1.1254e-7, below half an ulp of 2: 2^-23 ~ 1.1921e-7).
+    // v0 = [1, 1], v1 = 3 * 2^-8, the rest 0: acc = 1 + 3 * 2^-8 exactly (the dots and the
+    // value sums keep their sequential order). In key order l = 2 and every tiny p is lost,
+    // so o = bf(0.5 + 3 * 2^-9), a tie, to even: 0.5 + 2^-7. In v1 lane 0 (keys 0-7) loses its
+    // six, but lanes 1.. hold eight tiny p each and the butterfly adds them to l = 2 + ~5.7e-5,
+    // so o falls below the tie: 0.5 + 2^-8. Every row t >= 9 shows it (row 8's lane 1 holds one
+    // tiny p, lost against 2 in the butterfly too; row 0 is v0 alone).
+    const T = 512;
+    const hd = 2;
+    const q = bf(T * hd, (i) => (i % hd === 0 ? 1 : 0));
+    const k = bf(T * hd, (i) => (i >= 2 * hd && i % hd === 0 ? -16 : 0));
+    const v = bf(T * hd, (i) => (i < hd ? 1 : i < 2 * hd ? 3 * 2 ** -8 : 0));
+    const o = Array.from(attnCausal(q, k, v, T, 1, 1, hd, 1), bf16ToF32);
+    const want = (t: number) => (t < 1 ? 1 : t < 9 ? 0.5 + 2 ** -7 : 0.5 + 2 ** -8);
+    expect(o).toEqual(Array.from({ length: T * hd }, (_, i) => want(Math.floor(i / hd))));
+    // the QSA op with nothing dropped is the same sum
+    const width = T / 4;
+    const blocks = Int32Array.from({ length: T * width }, (_, i) => {
+      const t = Math.floor(i / width);
+      const j = i % width;
+      return j < Math.floor((t + 1) / 4) ? j : -1;
+    });
+    const sel: QsaSelection = { blocks, r0: 0, rows: T, width, compressRatio: 4 };
+    expect(Array.from(attnCausalQsa(q, k, v, T, 1, 1, hd, 1, sel), bf16ToF32)).toEqual(o);
+  });
+});

@@ -1,4 +1,5 @@
 import { bf16ArrayToF32, f32ToBf16, roundBf16 } from '../../numerics/bf16.ts';
+import { canonicalSumF32 } from '../../numerics/canonicalSum.ts';
 import { expF32, rsqrtF32, sigmoidF32 } from '../../numerics/fp32Math.ts';
 import { checkQsaSelection, qsaKeptPositions, type QsaSelection } from './qsaSelection.ts';
 
@@ -29,13 +30,13 @@ function checkHeadLayout(layout: HeadLayout, ropeDims: number): void {
 }
 
 /**
- * One head of HF Qwen4ExpTextRMSNorm (RMS1p) into n: fp32 x^2 summed in d order, then
- * n[d] = bf( fr(x * rsqrt(fr(ss / hd) + eps)) * fr(1 + w) ). The reference returns bf16
- * (`type_as(x)`), which is what RoPE then reads.
+ * One head of HF Qwen4ExpTextRMSNorm (RMS1p) into n: ss = sum_d x^2 in fp32 in canonical
+ * reduction order v1 (numerics/canonicalSum.ts; bf16 squares are exact, so each add is one
+ * rounding), then n[d] = bf( fr(x * rsqrt(fr(ss / hd) + eps)) * fr(1 + w) ). The reference
+ * returns bf16 (`type_as(x)`), which is what RoPE then reads.
  */
 function rmsNorm1pHead(xf: Float32Array, base: number, hd: number, onePlusW: Float32Array, epsF: number, n: Float32Array): void {
-  let ss = 0;
-  for (let d = 0; d < hd; d++) ss = fr(ss + xf[base + d] * xf[base + d]);
+  const ss = canonicalSumF32(hd, (d) => xf[base + d] * xf[base + d]);
   const r = rsqrtF32(fr(fr(ss / hd) + epsF));
   for (let d = 0; d < hd; d++) n[d] = roundBf16(fr(xf[base + d] * r) * onePlusW[d]);
 }
@@ -47,7 +48,7 @@ export interface RopePositions {
 }
 
 /**
- * Per-head RMS1p norm, then NeoX RoPE on the first ropeDims dims rounded as HF's
+ * Per-head RMS1p norm (the sum of squares in canonical order v1), then NeoX RoPE on the first ropeDims dims rounded as HF's
  * apply_rotary_pos_emb in bf16 and ATOM's _qsa_mrope_kernel do it: with c, s the bf16
  * table entries of the row's position (ropeTablesBf16) and half = ropeDims / 2, i < half,
  *   out[i]        = bf( bf(n[i] * c) + bf(-n[i+half] * s) )
@@ -113,8 +114,11 @@ export function attnHeadNormRopeBf16(
  * (ascending positions), fp32, two-pass (not online) softmax. Query head h reads KV head
  * floor(h / (heads / kvHeads)) (GQA; per rank). For query t with keys j in list order:
  *   s_j = fr(dot_d(q_t, k_j) * scale) (dot in d order; bf16 products exact)
- *   m = max_j s_j;  p_j = exp(fr(s_j - m));  l = sum_j p_j (list order)
+ *   m = max_j s_j (order-free);  p_j = exp(fr(s_j - m))
+ *   l = sum_j p_j in canonical reduction order v1 over the terms p_0..p_{n-1} (list order
+ *       numbers them; numerics/canonicalSum.ts)
  *   o[d] = bf( fr( (sum_j fr(p_j * v_j[d]), list order) / l ) )
+ * The dots and the value sums are GEMM-like: each keeps its sequential order.
  */
 function attnOverKeys(
   q: Uint16Array,
@@ -154,11 +158,8 @@ function attnOverKeys(
         p[i] = fr(dot * scaleF);
         if (p[i] > m) m = p[i];
       }
-      let l = 0;
-      for (let i = 0; i < n; i++) {
-        p[i] = expF32(fr(p[i] - m));
-        l = fr(l + p[i]);
-      }
+      for (let i = 0; i < n; i++) p[i] = expF32(fr(p[i] - m));
+      const l = canonicalSumF32(n, (i) => p[i]);
       acc.fill(0);
       for (let i = 0; i < n; i++) {
         const vb = (keys[i] * kvHeads + kvh) * hd;

@@ -83,6 +83,20 @@ describe('moeRoute', () => {
     expect(bf16ToF32(r.weights[0])).toBe(0.75);
   });
 
+  it('sums the softmax over the experts in canonical reduction order v1 (512 experts)', () => {
+    // logits: expert 0 at 0 (p = 1), expert 1 at -2^-8 (p = e = expF32(-2^-8) = 0.99610138),
+    // experts 2..511 at -17 (p = expF32(-17) ~ 4.14e-8, below half an ulp of 1: 2^-24 ~ 5.96e-8).
+    // In expert order sum = fl(1 + e) and every tiny p is lost, so expert 1's probability is
+    // fl(e / (1 + e)) = 0.4990234375, exactly the bf16 tie between 0.498046875 and 0.5: to even,
+    // 0.5. In v1 lane 0 (experts 0-7) loses its six, lanes 1-63 hold eight each and the butterfly
+    // adds them: sum ~ 1 + e + 2.1e-5, so the probability falls below the tie: 0.498046875.
+    // Without renormalization the weights are the probabilities themselves.
+    const logits = f32ArrayToBf16(Array.from({ length: 512 }, (_, e) => (e === 0 ? 0 : e === 1 ? -(2 ** -8) : -17)));
+    const r = moeRoute(logits, 1, 512, 2, false);
+    expect([...r.ids]).toEqual([0, 1]);
+    expect([...r.weights].map(bf16ToF32)).toEqual([0.5, 0.498046875]);
+  });
+
   it('rejects a topK outside [1, E] naming it', () => {
     expect(() => moeRoute(new Uint16Array(4), 1, 4, 5, true)).toThrow(/topK 5/);
     expect(() => moeRoute(new Uint16Array(3), 1, 4, 2, true)).toThrow(/router logits has 3 values, expected 4/);

@@ -1,4 +1,5 @@
 import { bf16ArrayToF32, bf16ToF32, f32ToBf16, roundBf16 } from '../../numerics/bf16.ts';
+import { canonicalSumF32 } from '../../numerics/canonicalSum.ts';
 import { expF32, sigmoidF32, siluF32 } from '../../numerics/fp32Math.ts';
 import { linearBf16 } from '../linearMath.ts';
 
@@ -20,8 +21,8 @@ export interface MoeRouting {
 }
 
 /**
- * Router after the logits GEMM: softmax in fp32 (max-subtracted, expF32, sum over experts
- * in index order 0..E-1, p = e / sum), top-k by probability, largest first, ties broken by
+ * Router after the logits GEMM: softmax in fp32 (max-subtracted, expF32, the sum over the
+ * experts e = 0..E-1 in canonical reduction order v1 (numerics/canonicalSum.ts), p = e / sum), top-k by probability, largest first, ties broken by
  * the lower expert index (torch.topk leaves ties unspecified; this is the order a stable
  * descending sort gives), then norm_topk_prob: p_k / sum of the k chosen probabilities
  * (fp32, summed in the top-k order), and one rounding w = bf(.). HF computes the softmax,
@@ -39,11 +40,8 @@ export function moeRoute(logits: Uint16Array, tokens: number, numExperts: number
     const row = t * numExperts;
     let max = -Infinity;
     for (let e = 0; e < numExperts; e++) max = Math.max(max, bf16ToF32(logits[row + e]));
-    let sum = 0;
-    for (let e = 0; e < numExperts; e++) {
-      p[e] = expF32(fr(bf16ToF32(logits[row + e]) - max));
-      sum = fr(sum + p[e]);
-    }
+    for (let e = 0; e < numExperts; e++) p[e] = expF32(fr(bf16ToF32(logits[row + e]) - max));
+    const sum = canonicalSumF32(numExperts, (e) => p[e]);
     for (let e = 0; e < numExperts; e++) p[e] = fr(p[e] / sum);
     taken.fill(0);
     for (let k = 0; k < topK; k++) {
