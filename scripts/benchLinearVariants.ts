@@ -1,7 +1,7 @@
 // Measures the tiled linear kernel on Chromium's SwiftShader for the two HC GEMM shapes
 // ([T,10240] x [10240,324]^T and [T,320] x [320,10240]^T), checking sampled outputs
 // against a sequential-k fp32 sum. Usage:
-//   npx tsx scripts/benchLinearVariants.ts [T] [reps] [r4c4w4cols-vec4u1 ...]
+//   npx tsx scripts/benchLinearVariants.ts [T] [reps] [r4c4w4cols-vec4u1 | wg-r8c8-t1x8-k16 ...]
 // It runs the plans on the WebGPU backend's own device host (headless Chromium), so the
 // figures are those of the executor the backend uses.
 // Variants run interleaved, one rep each per round (A B C A B C ...), so that a change in
@@ -11,11 +11,13 @@
 import { loadavg } from 'node:os';
 import { ChromiumHost } from '@hcsp/backend-webgpu';
 import { bf16ToF32, f32ToBf16 } from '@hcsp/core';
-import { DEFAULT_LINEAR_TILING, planLinear, tilingName, type LinearTiling } from '@hcsp/kernels-wgsl';
+import { DEFAULT_LINEAR_TILING, planLinear, tilingName, type LinearTiling, type WorkgroupTiling } from '@hcsp/kernels-wgsl';
 
-function parseTiling(s: string): LinearTiling {
+function parseTiling(s: string): LinearTiling | WorkgroupTiling {
+  const g = /^wg-r(\d+)c(\d+)-t(\d+)x(\d+)-k(\d+)$/.exec(s);
+  if (g) return { kind: 'workgroup', rows: +g[1], cols: +g[2], wgRows: +g[3], wgCols: +g[4], kTile: +g[5] };
   const m = /^r(\d+)c(\d+)w(\d+)(cols|rows)-(u32|vec4)u(\d+)(ch)?$/.exec(s);
-  if (!m) throw new Error(`benchLinear: tiling '${s}' is not like r4c4w4cols-vec4u1`);
+  if (!m) throw new Error(`benchLinear: tiling '${s}' is not like r4c4w4cols-vec4u1 or wg-r8c8-t1x8-k16`);
   return { rows: +m[1], cols: +m[2], wgSize: +m[3], fast: m[4] as LinearTiling['fast'], load: m[5] as LinearTiling['load'], unroll: +m[6], chain: m[7] === 'ch' };
 }
 

@@ -20,7 +20,7 @@ import { QUANT_WGSL_KERNELS } from './kernels/quantKernels.ts';
 import { GDN_ATTENTION_WGSL_KERNELS } from './kernels/subLayerKernels.ts';
 
 export * from './kernelProgram.ts';
-export { planLinear, tilingName, DEFAULT_LINEAR_TILING, type LinearTiling } from './kernels/linear.ts';
+export { planLinear, tilingName, DEFAULT_LINEAR_TILING, DEFAULT_WORKGROUP_TILING, type LinearTiling, type WorkgroupTiling } from './kernels/linear.ts';
 
 /** Every WGSL planner, keyed by core's declared ops (duplicates and undeclared names are refused). */
 export const WGSL_KERNELS = new KernelTable<KernelPlanner>('webgpu', [{

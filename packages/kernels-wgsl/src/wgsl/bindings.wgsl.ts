@@ -11,7 +11,7 @@ export interface BufferDecl {
   /** what it is bound to; its access is the WGSL access mode */
   from: KernelBinding;
   /** array element type */
-  type: 'u32' | 'f32' | 'i32' | 'vec4<u32>';
+  type: 'u32' | 'f32' | 'i32' | 'vec4<u32>' | 'atomic<u32>';
   /** name of the bf16 element accessor `fn <accessor>(i: u32) -> f32` to declare, if any */
   accessor?: string;
 }
