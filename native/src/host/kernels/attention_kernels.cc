@@ -6,7 +6,7 @@
 //
 // Rounding, step for step as the reference: where it rounds with Math.fround the step is a
 // float operation here; where JavaScript computes an expression of two operations without
-// rounding in between (the RMS sum fr(ss + x*x), the dot products fr(dot + q*k)) it is done
+// rounding in between (the dot products fr(dot + q*k)) it is done
 // in double and rounded once, as JavaScript does. A single double operation on two floats
 // rounded to float equals the float operation (products of floats are exact in double; sums
 // and quotients round innocuously twice), so those are written as float operations.
@@ -19,6 +19,10 @@
 // read in place by the rows that keep every key; a row that drops blocks gathers its kept
 // keys into panels of its own), so no sum is reordered. The value sums vectorize across d,
 // and the softmax's exps run expF32's own steps per lane (attention_simd.h).
+//
+// Two reductions follow the canonical order v1 (numerics/canonical_sum.h), not a sequential
+// one: the head norm's sum of squares (canonical_sumsq.h, SIMD by the process's ISA) and the
+// softmax's l over the kept keys (canonical::sumTerms over p_i, i the key's list index).
 //
 // Rows are split over the pool (attention and the selection: rows paired small with large so
 // the causal triangle's ranges cost alike); each output is computed by one thread in the
@@ -36,6 +40,7 @@
 #include "../../numerics/bf16.h"
 #include "../../numerics/fp32_math.h"
 #include "attention_simd.h"
+#include "canonical_sumsq.h"
 #include "kernel_args.h"
 #include "../../ops/attention_checks.h"
 
@@ -168,20 +173,17 @@ struct NormRope {
   float epsF;
   const uint16_t* cos;
   const uint16_t* sin;
+  Isa isa;  // the sum of squares' vector path
 };
 
 /**
  * One head: x (bf16, hd values) -> y (bf16, hd values), table row tb = position * half.
- * ss = fr(ss + x*x) in d order (double: JavaScript's x*x is not rounded before the add);
+ * ss = sum_d x*x in canonical order v1 (each add one rounding: bf16 squares are exact);
  * r = rsqrt(fr(fr(ss / hd) + eps)); n[d] = bf(fr(x*r) * fr(1 + w)); then the rotation.
  */
 inline void normRopeHead(const NormRope& p, const uint16_t* x, int64_t tb, float* n, uint16_t* y) {
   const int64_t hd = p.hd, half = p.ropeDims / 2;
-  float ss = 0.0f;
-  for (int64_t d = 0; d < hd; d++) {
-    const double v = bf16ToF32(x[d]);
-    ss = static_cast<float>(static_cast<double>(ss) + v * v);
-  }
+  const float ss = canonical::sumSquaresBf16(p.isa, x, hd);
   const float mean = static_cast<float>(static_cast<double>(ss) / static_cast<double>(hd));
   const float r = fp32::rsqrtF32(mean + p.epsF);
   for (int64_t d = 0; d < hd; d++) n[d] = roundBf16((bf16ToF32(x[d]) * r) * p.onePlusW[d]);
@@ -209,7 +211,7 @@ Outputs attnHeadNormRopeBf16(const Inputs& in, const KernelContext& ctx) {
   const int64_t rows = a.rows, heads = a.heads, hd = a.hd, stride = a.stride, offset = a.offset, ropeDims = a.ropeDims;
   const Tensor& x = a.x;
   const std::vector<float> opw = onePlus(a.w);
-  const NormRope p{heads, hd, stride, offset, ropeDims, opw.data(), a.epsF, a.cos.bf16(), a.sin.bf16()};
+  const NormRope p{heads, hd, stride, offset, ropeDims, opw.data(), a.epsF, a.cos.bf16(), a.sin.bf16(), gemmIsa()};
   TensorPtr y = makeTensor(DType::BF16, {rows, heads * hd});
   const uint16_t* xd = x.bf16();
   uint16_t* yd = y->bf16();
@@ -229,7 +231,7 @@ Outputs qsaBlockKeys(const Inputs& in, const KernelContext& ctx) {
   const ops::BlockKeysArgs a = ops::checkBlockKeys(in, ctx.attrs);
   const int64_t dh = a.dh, ratio = a.ratio, ropeDims = a.ropeDims, nb = a.nb;
   const std::vector<float> opw = onePlus(a.w);
-  const NormRope p{1, dh, dh, 0, ropeDims, opw.data(), a.epsF, a.cos.bf16(), a.sin.bf16()};
+  const NormRope p{1, dh, dh, 0, ropeDims, opw.data(), a.epsF, a.cos.bf16(), a.sin.bf16(), gemmIsa()};
   TensorPtr kb = makeTensor(DType::BF16, {nb, dh});
   const uint16_t* kd = a.kRaw.bf16();
   uint16_t* out = kb->bf16();
@@ -450,7 +452,7 @@ Outputs attnCausalQsa(const Inputs& in, const KernelContext& ctx) {
           float* sg = s.data() + g * T;
           for (int64_t i = 0; i < n; i++) sg[i] = sg[i] * scaleF;
         }
-        // m = max s_i; p_i = exp(fr(s_i - m)); l = sum p_i (list order; the heads' sums interleaved)
+        // m = max s_i; p_i = exp(fr(s_i - m)); l = sum p_i in canonical order v1 (i the list index)
         for (int64_t g = 0; g < group; g++) {
           float* sg = s.data() + g * T;
           float m = NEG_INF;
@@ -458,10 +460,7 @@ Outputs attnCausalQsa(const Inputs& in, const KernelContext& ctx) {
             if (sg[i] > m) m = sg[i];
           }
           attn::expShifted(isa, sg, n, m);
-          l[g] = 0.0f;
-        }
-        for (int64_t i = 0; i < n; i++) {
-          for (int64_t g = 0; g < group; g++) l[g] = l[g] + s[g * T + i];
+          l[g] = canonical::sumTerms(n, [sg](float acc, int64_t i) { return acc + sg[i]; });
         }
         // o[d] = bf(fr((sum_i fr(p_i * v_i[d]), list order) / l))
         sums(isa, true, group, s.data(), T, n, vf.data() + kvh * hd, kvHeads * hd, PANEL, keys.data(), hd, acc.data(), hd);

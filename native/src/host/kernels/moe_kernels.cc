@@ -1,6 +1,6 @@
 // Host kernels of the MoE ops (core graph/ops/moeOps.ts), operation for operation as
-// reference/kernels/moeKernels.ts and layers/moe/moeMath.ts: softmax and top-k routing in
-// fp32 with the reference's tie rule, the routed sum of a rank's experts (each expert's
+// reference/kernels/moeKernels.ts and layers/moe/moeMath.ts: softmax (its sum over the experts
+// in canonical order v1, numerics/canonical_sum.h) and top-k routing in fp32 with the reference's tie rule, the routed sum of a rank's experts (each expert's
 // GEMMs through gemm::linearBf16, the `linear` op's order; contributions added per token in
 // ascending expert index), the SwiGLU and the shared-expert combine.
 #include <algorithm>
@@ -12,6 +12,7 @@
 
 #include "../gemm/linear.h"
 #include "../../numerics/bf16.h"
+#include "../../numerics/canonical_sum.h"
 #include "../../numerics/fp32_math.h"
 #include "kernel_args.h"
 #include "../../ops/moe_checks.h"
@@ -52,11 +53,10 @@ Outputs moeRoute(const Inputs& in, const KernelContext& ctx) {
       const uint16_t* row = ld + t * E;
       float max = -std::numeric_limits<float>::infinity();
       for (int64_t e = 0; e < E; e++) max = jsMax(max, bf16ToF32(row[e]));
-      float sum = 0.0f;
-      for (int64_t e = 0; e < E; e++) {
-        p[e] = fp32::expF32(bf16ToF32(row[e]) - max);
-        sum = sum + p[e];
-      }
+      for (int64_t e = 0; e < E; e++) p[e] = fp32::expF32(bf16ToF32(row[e]) - max);
+      // the softmax's sum over the experts in canonical order v1
+      const float* pe = p.data();
+      const float sum = canonical::sumTerms(E, [pe](float acc, int64_t e) { return acc + pe[e]; });
       for (int64_t e = 0; e < E; e++) p[e] = p[e] / sum;
       std::fill(taken.begin(), taken.end(), 0);
       for (int64_t k = 0; k < topK; k++) {

@@ -8,7 +8,8 @@
 //   pass 1: s_i = fr(dot_d(q_t, k_i) * scale) over the kept keys (d in order, exact bf16
 //           products), m = running max from -inf with the CPU's `s_i > m` test
 //   pass 2: s_i recomputed (same operations, same bits), p_i = exp(fr(s_i - m)),
-//           l = l + p_i and acc_d = acc_d + fr(p_i * v_id), both in key order
+//           acc_d = acc_d + fr(p_i * v_id) in key order, and p_i added to lane (i / 8) % 64
+//           of l's canonical order v1 (core numerics/canonicalSum.ts), then its butterfly
 //   o_d = bf(fr(acc_d / l))
 // When a row keeps every token (0..t) this is dense causal attention, bit for bit.
 // Recomputing the scores instead of storing p keeps memory O(1) per row for any T. The q
@@ -19,6 +20,7 @@
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { buf, preamble } from '../wgsl/bindings.wgsl.ts';
+import { canonicalSerialAddWgsl, canonicalSerialButterflyWgsl } from '../wgsl/canonicalSum.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
 import { f32Bits, flatDispatch, flatMain, readInput, requireFloatAttr, requireIntAttr, requirePort, requireRows, writeOutput } from './planParts.ts';
 
@@ -73,17 +75,19 @@ ${flatMain(
     if (s > m) { m = s; }
   }
   var acc: array<f32, ${hd}>;
-  var l: f32 = 0.0;
+  var lanes: array<f32, 64>;
   for (var i = 0u; i < kept; i = i + 1u) {
     let kvw = (keyAt(t, i, sel, tail0) * u.kvHeads + kvh) * HW;
     let p = exp_f32(score(kvw, scale) - m);
-    l = l + p;
+    ${canonicalSerialAddWgsl('lanes', 'i', 'p')}
     for (var j = 0u; j < HW; j = j + 1u) {
       let vv = v[kvw + j];
       acc[2u * j] = acc[2u * j] + p * bf16_lo(vv);
       acc[2u * j + 1u] = acc[2u * j + 1u] + p * bf16_hi(vv);
     }
   }
+  ${canonicalSerialButterflyWgsl('lanes')}
+  let l = lanes[0];
   for (var i = 0u; i < HW; i = i + 1u) { o[qw + i] = pack_bf16(acc[2u * i] / l, acc[2u * i + 1u] / l); }`,
 )}`;
 }

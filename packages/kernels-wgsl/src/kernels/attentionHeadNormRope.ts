@@ -1,7 +1,8 @@
 // attnHeadNormRopeBf16: per (row, head), RMS1p norm then NeoX RoPE on the first ropeDims
 // dims with bf16 cos/sin tables, rounded as HF and ATOM round (core
 // attentionMath.attnHeadNormRopeBf16):
-//   r = rsqrt(fr(ss / headDim) + eps), ss = sum_d x_d^2 in d order (exact bf16 squares)
+//   r = rsqrt(fr(ss / headDim) + eps), ss = sum_d x_d^2 in canonical order v1 (exact bf16
+//   squares; core numerics/canonicalSum.ts), the invocation's 64 lane sums in a private array
 //   n_d = bf(fr(x_d * r) * fr(1 + w_d))
 //   i < half:  out_i = bf(bf(n_i c) + bf(-n_{i+half} s)),  out_{i+half} = bf(bf(n_{i+half} c) + bf(n_i s))
 //   d >= ropeDims: out_d = n_d
@@ -12,6 +13,7 @@
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL, ROUND_BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { bf16Buf, buf, type BufferDecl, preamble } from '../wgsl/bindings.wgsl.ts';
+import { canonicalSerialAddWgsl, canonicalSerialButterflyWgsl } from '../wgsl/canonicalSum.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
 import { f32Bits, flatDispatch, flatMain, readInput, requireFloatAttr, requireIntAttr, requirePort, requireRows, writeOutput } from './planParts.ts';
 
@@ -46,9 +48,10 @@ fn ropedAt(d: u32, tb: u32) -> f32 {
   return nv[d];
 }
 fn normRope(yb: u32, tb: u32) {
-  var ss: f32 = 0.0;
-  for (var d = 0u; d < HD; d = d + 1u) { ss = ss + hv[d] * hv[d]; }
-  let r = rsqrt_f32(ss / f32(HD) + bitcast<f32>(u.eps));
+  var lanes: array<f32, 64>;
+  for (var d = 0u; d < HD; d = d + 1u) { ${canonicalSerialAddWgsl('lanes', 'd', 'hv[d] * hv[d]')} }
+  ${canonicalSerialButterflyWgsl('lanes')}
+  let r = rsqrt_f32(lanes[0] / f32(HD) + bitcast<f32>(u.eps));
   for (var d = 0u; d < HD; d = d + 1u) { nv[d] = rbf((hv[d] * r) * (1.0 + wAt(d))); }
   for (var d = 0u; d < HD; d = d + 2u) { y[(yb + d) >> 1u] = pack_bf16(ropedAt(d, tb), ropedAt(d + 1u, tb)); }
 }`;

@@ -1,6 +1,6 @@
 // moeRoute: the router after the logits GEMM, as core's moeRoute (layers/moe/moeMath.ts):
-// per token, softmax in fp32 (max-subtracted, exp_f32, sum over experts in index order,
-// p = e / sum), top-k by a selection loop that keeps the lower index on ties (strict >,
+// per token, softmax in fp32 (max-subtracted, exp_f32, the sum over experts in canonical
+// order v1: expert e into lane (e / 8) % 64 of a private array, then the butterfly; p = e / sum), top-k by a selection loop that keeps the lower index on ties (strict >,
 // a taken-bit mask, so even NaN probabilities are chosen in the CPU's order), renormalized
 // over the k in top-k order when normTopkProb, one rounding to bf16. Tokens are independent:
 // each invocation routes two consecutive tokens, so it writes the 2K packed weights of its
@@ -10,6 +10,7 @@
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { bf16Buf, buf, preamble } from '../wgsl/bindings.wgsl.ts';
+import { canonicalSerialAddWgsl, canonicalSerialButterflyWgsl } from '../wgsl/canonicalSum.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
 import { dims2, flatDispatch, flatMain, readInput, requireIntAttr, requireShape, requireTyped, writeOutput } from './planParts.ts';
 
@@ -34,11 +35,13 @@ fn route(t: u32, slot: u32) {
     let v = logits_f32(row + e);
     if (v > mx || is_nan_f32(v)) { mx = v; }
   }
-  var sum: f32 = 0.0;
+  var lanes: array<f32, 64>;
   for (var e = 0u; e < E; e = e + 1u) {
     p[e] = exp_f32(logits_f32(row + e) - mx);
-    sum = sum + p[e];
+    ${canonicalSerialAddWgsl('lanes', 'e', 'p[e]')}
   }
+  ${canonicalSerialButterflyWgsl('lanes')}
+  let sum = lanes[0];
   for (var e = 0u; e < E; e = e + 1u) { p[e] = p[e] / sum; }
   var taken: array<u32, ${Math.ceil(E / 32)}>;
   for (var k = 0u; k < K; k = k + 1u) {

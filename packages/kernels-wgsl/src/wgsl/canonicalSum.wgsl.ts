@@ -35,3 +35,21 @@ export function canonicalButterflyWgsl(sums: string, lane: string, value: string
   }
   workgroupBarrier();`;
 }
+
+/**
+ * v1 in one invocation whose terms come one at a time in index order (a softmax's p_j as it
+ * computes them, a head's squares): term j goes to lane (j / 8) % 64, so each lane still adds
+ * its chunks in order. `lanes` is a function-scope `var lanes: array<f32, 64>;` (zeroed by
+ * its declaration); this is the statement adding `term`, term j's fp32 value.
+ */
+export function canonicalSerialAddWgsl(lanes: string, j: string, term: string): string {
+  const lane = `(${j} >> ${Math.log2(CANONICAL_CHUNK)}u) & ${CANONICAL_LANES - 1}u`;
+  return `${lanes}[${lane}] = ${lanes}[${lane}] + ${term};`;
+}
+
+/** v1's butterfly over one invocation's `lanes` (canonicalSerialAddWgsl's): statements after which `lanes[0]` is the total. */
+export function canonicalSerialButterflyWgsl(lanes: string): string {
+  return `for (var cm = ${CANONICAL_LANES / 2}u; cm > 0u; cm = cm >> 1u) {
+    for (var cl = 0u; cl < cm; cl = cl + 1u) { ${lanes}[cl] = ${lanes}[cl] + ${lanes}[cl + cm]; }
+  }`;
+}
