@@ -198,6 +198,19 @@ export interface NativeAddon {
    * 256; 1-4 rows each), `blocks` of them (default one per row group). Synchronous.
    */
   testKernel(name: 'canonicalSumSqBf16', gpu: GpuDevice, x: NativeTensor, options: { blockThreads: number; blocks?: number }): NativeTensor;
+  /**
+   * `linear` of x (bf16 [rows, inF] on gpu) and w (bf16 [outF, inF]) by the tiled exact GEMM in
+   * blocks of blockThreads threads (64-256; default: the launcher's), `blocks` of them (default:
+   * one per tile), or by the one-thread-per-output baseline (kernel 'oneThread'). Synchronous.
+   */
+  testKernel(name: 'gemmLinearBf16', gpu: GpuDevice, x: NativeTensor, options: { w: NativeTensor; blockThreads?: number; blocks?: number; kernel?: 'tiled' | 'oneThread' }): NativeTensor;
+  /** the grouped exact GEMM: w [groups * outF, inF], rowGroup i32 [x's rows], rows i32 [1] (the row count the kernel reads); y bf16 [x's rows, outF], rows past the count zero */
+  testKernel(
+    name: 'gemmGroupedBf16',
+    gpu: GpuDevice,
+    x: NativeTensor,
+    options: { w: NativeTensor; outF: number; rowGroup: NativeTensor; rows: NativeTensor; blockThreads?: number; blocks?: number },
+  ): NativeTensor;
   /** std::_Exit(code): ends the process at once, without exit handlers (a job with a lost peer) */
   exitNow(code: number): never;
 }
