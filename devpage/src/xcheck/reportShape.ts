@@ -172,7 +172,11 @@ export function validateXcheckReport(value: unknown): XcheckReport {
   let golden: XcheckReport['golden'] = null;
   if (o.golden !== undefined && o.golden !== null) {
     const g = obj(o.golden, 'golden');
-    golden = { file: str(g, 'file', 'golden'), unused: o.golden && g.unused !== undefined ? arr(g.unused, 'golden.unused').map(String) : [] };
+    golden = {
+      file: str(g, 'file', 'golden'),
+      unused: g.unused !== undefined ? arr(g.unused, 'golden.unused').map(String) : [],
+      notCompared: g.notCompared !== undefined ? arr(g.notCompared, 'golden.notCompared').map(String) : [],
+    };
   }
   return {
     ok: o.ok,

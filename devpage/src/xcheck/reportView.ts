@@ -166,7 +166,7 @@ export function renderXcheckReport(report: XcheckReport, metric: XcheckMetric, s
         ),
       )
     : null;
-  const golden = report.golden ? h('p', { class: 'muted' }, `Golden file ${report.golden.file}${report.golden.unused.length ? `; in it but not compared: ${report.golden.unused.join(', ')}` : ''}`) : null;
+  const golden = report.golden ? h('p', { class: 'muted' }, `Golden file ${report.golden.file}${report.golden.unused.length ? `; in it but not compared: ${report.golden.unused.join(', ')}` : ''}${report.golden.notCompared.length ? `; the run's but not in it, not compared: ${report.golden.notCompared.join(', ')}` : ''}`) : null;
   return h(
     'div',
     { class: 'xc-report' },

@@ -102,7 +102,7 @@ describe('hcsp xcheck', () => {
     writeSafetensorsFile(golden, tensors);
 
     const r = await xcheck({ compare: 'cpu:sp=off', golden });
-    expect(r.golden).toEqual({ file: golden, unused: [] });
+    expect(r.golden).toEqual({ file: golden, unused: [], notCompared: [] });
     const pair = r.pairs.find((p) => p.a === `golden:${golden}`)!;
     const differing = pair.tensors.filter((t) => t.differing > 0);
     expect(differing.map((t) => t.name)).toEqual([name]);
@@ -115,25 +115,41 @@ describe('hcsp xcheck', () => {
     expect(t.exact).toMatchObject({ fartherA: 1, fartherB: 0, attributed: 'a' });
   });
 
-  it('a golden file with a missing tensor or a wrong shape is refused before anything runs', async () => {
-    const dump = join(dir, 'run.safetensors');
-    const keep = (drop: string, transpose?: string) => {
+  it('a golden without some of the run\'s tensors (an HF dump has no mtp.logits) compares the rest and lists the others; a wrong shape or dtype is refused before anything runs', async () => {
+    const dump = join(dir, 'for-missing.safetensors');
+    await runPrefillCommand({ backend: 'cpu', config: 'tiny', tokens: '40', tp: '2', seed: '3', sp: 'off', reduce: 'ring', stack: 'model', quiet: true, json: true, dump });
+    const keep = (drop: string[], transpose?: string) => {
       const m = readDump(dump);
-      m.delete(drop);
+      for (const d of drop) m.delete(d);
       if (transpose) {
         const t = m.get(transpose) as Tensor;
         m.set(transpose, { ...t, shape: [t.shape[1], t.shape[0]] });
       }
       return m;
     };
-    const missing = join(dir, 'missing.safetensors');
-    writeSafetensorsFile(missing, keep('layers.1.mlp.out'));
-    await expect(xcheck({ compare: 'cpu:sp=off', golden: missing })).rejects.toThrow(
-      `--golden ${missing}: 1 of the run's tensors is missing: layers.1.mlp.out (README "Golden dumps" lists what a dump holds)`,
-    );
+    const noMtp = join(dir, 'no-mtp.safetensors');
+    writeSafetensorsFile(noMtp, keep(['mtp.logits', 'layers.1.mlp.out']));
+    const { report: r, text } = await runXcheckCommand({ ...base, compare: 'cpu:sp=off', golden: noMtp, exact: false });
+    expect(r.golden).toEqual({ file: noMtp, unused: [], notCompared: ['layers.1.mlp.out', 'mtp.logits'] });
+    const pair = r.pairs.find((p) => p.a === `golden:${noMtp}`)!;
+    const names = pair.tensors.map((t) => t.name);
+    expect(names).not.toContain('mtp.logits');
+    expect(names).toContain('logits');
+    expect(names).toContain('layers.2.mlp.out');
+    expect(pair.differing).toBe(0);
+    expect(text).toContain(`golden ${noMtp}: 2 of the run's tensors not in it, not compared: layers.1.mlp.out, mtp.logits\n`);
+    const json = JSON.parse((await runXcheckCommand({ ...base, compare: 'cpu:sp=off', golden: noMtp, exact: false, json: true })).text);
+    expect(json.golden.notCompared).toEqual(['layers.1.mlp.out', 'mtp.logits']);
+
     const wrong = join(dir, 'wrong.safetensors');
-    writeSafetensorsFile(wrong, keep('', 'final.mixed'));
+    writeSafetensorsFile(wrong, keep(['mtp.logits'], 'final.mixed'));
     await expect(xcheck({ compare: 'cpu:sp=off', golden: wrong })).rejects.toThrow(`--golden ${wrong}: tensor 'final.mixed' has shape [${TINY.hiddenSize},40], the run's is [40,${TINY.hiddenSize}]`);
+    const dtype = join(dir, 'dtype.safetensors');
+    const m = keep([]);
+    const logits = m.get('logits') as Tensor;
+    m.set('logits', { dtype: 'f32', shape: logits.shape, data: Float32Array.from(logits.data as Uint16Array, bf16ToF32) });
+    writeSafetensorsFile(dtype, m);
+    await expect(xcheck({ compare: 'cpu:sp=off', golden: dtype })).rejects.toThrow(`--golden ${dtype}: tensor 'logits' is f32, the run's is bf16`);
   });
 
   it('NaN in a golden dump fails --max-ulp whatever its value (reported, exit 1); a golden of all-NaN tensors is not "ok"', async () => {

@@ -86,6 +86,10 @@ export function xcheckSummary(report: XcheckReport): string {
       lines.push(`    ${t.name}: ${t.differing}/${t.count} differ, max ${t.maxUlp ?? '-'} ulp (row-scaled ${t.rowUlp?.toFixed(2) ?? '-'}), max abs ${t.maxAbs.toExponential(2)}${side}`);
     }
   }
+  if (report.golden?.notCompared.length) {
+    const n = report.golden.notCompared;
+    lines.push(`golden ${report.golden.file}: ${n.length} of the run's tensors not in it, not compared: ${n.slice(0, 8).join(', ')}${n.length > 8 ? `, ... (${n.length - 8} more)` : ''}`);
+  }
   if (report.maxUlpGate !== null) lines.push(report.ok ? `within --max-ulp ${report.maxUlpGate}` : `EXCEEDS --max-ulp ${report.maxUlpGate}`);
   return `${lines.join('\n')}\n`;
 }

@@ -122,7 +122,7 @@ describe('renderXcheckHtml', () => {
   });
 
   it('escapes tensor names, specs, config and weights', async () => {
-    const html = await renderXcheckHtml(report({ golden: { file: '/tmp/<golden>.safetensors', unused: ['a&b'] } }));
+    const html = await renderXcheckHtml(report({ golden: { file: '/tmp/<golden>.safetensors', unused: ['a&b'], notCompared: ['mtp.logits'] } }));
     expect(html).toContain('<td class="name">&lt;b&gt;&amp;</td>');
     expect(html).not.toContain('<b>&');
     expect(html).toContain('native:threads=2&amp;&lt;x&gt;');
@@ -131,6 +131,7 @@ describe('renderXcheckHtml', () => {
     expect(html).toContain('random (seed 7) &lt;none&gt;');
     expect(html).toContain('/tmp/&lt;golden&gt;.safetensors');
     expect(html).toContain('<code>a&amp;b</code>');
+    expect(html).toContain("the run's but not in the file, not compared: <code>mtp.logits</code>");
     expect(escapeHtml(`<a href="x">'&'</a>`)).toBe('&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;');
   });
 

@@ -278,7 +278,8 @@ export async function renderXcheckHtml(report: XcheckReport): Promise<string> {
   if (report.golden) {
     meta.push([
       'golden',
-      `<code>${esc(report.golden.file)}</code>${report.golden.unused.length ? `; in the file but not compared (the run has no such value): ${report.golden.unused.map((m) => `<code>${esc(m)}</code>`).join(', ')}` : ''}`,
+      `<code>${esc(report.golden.file)}</code>${report.golden.unused.length ? `; in the file but not compared (the run has no such value): ${report.golden.unused.map((m) => `<code>${esc(m)}</code>`).join(', ')}` : ''}` +
+        `${report.golden.notCompared.length ? `; the run's but not in the file, not compared: ${report.golden.notCompared.map((m) => `<code>${esc(m)}</code>`).join(', ')}` : ''}`,
     ]);
   }
   const runs =

@@ -50,10 +50,11 @@ export interface XcheckReport {
   pairs: XcheckPair[];
   /**
    * --golden: the run compared against the file (a: the file, b: the first SPEC); `unused`: the
-   * file's tensors the run has no value of that name for, not compared (every name the run
-   * dumps must be in the file: a missing one is refused before the run)
+   * file's tensors the run has no value of that name for; `notCompared`: the run's golden-dump
+   * names the file lacks (an HF dump has no mtp.logits). Neither is compared; a tensor both
+   * have with another shape or dtype is refused before the run.
    */
-  golden: { file: string; unused: string[] } | null;
+  golden: { file: string; unused: string[]; notCompared: string[] } | null;
 }
 
 /** The layer and rank a named tensor belongs to: layers.{i}.… ; embed: -1; final/logits/mtp: `exitLayer`; `.r{k}` suffix: rank k. */
