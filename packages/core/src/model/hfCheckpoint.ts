@@ -12,8 +12,10 @@
 //   quantization_config.weight_block_size, default 128 x 128):  w = bf(fl(q * s[block]))
 //   (the dequantization of DeepSeek-style block FP8: an fp32 product, then the model's
 //   bf16); one global `weight_scale` [1] (the PLE table, ATOM _fp8_embedding_kernel):
-//   w = bf(q * bf(s)), the product of two bf16 values exact in fp32. e4m3fn and e4m3fnuz
-//   decode exactly (numerics/fp8.ts).
+//   w = bf(q * bf(s)), the product of two bf16 values exact in fp32; per-channel
+//   `weight_scale` [N, 1] (the PTPC-FP8 release, fp8PerChannel.ts): w = bf(fl(q * s[o])).
+//   e4m3fn and e4m3fnuz decode exactly (numerics/fp8.ts). An FP8 tensor where the
+//   reference keeps bf16 (the router, GDN input projections, ...) is refused.
 // - fp32 tensors the model reads as bf16 (A_log, norm weights may be stored in fp32) are
 //   rounded to bf16 to nearest even, as HF's and ATOM's loaders do when they copy them into
 //   bf16 parameters; bf16 tensors read as fp32 widen exactly.
@@ -30,9 +32,10 @@ import { coreDtypeOf, type SafetensorsDtype } from '../io/safetensors.ts';
 import { MODEL_SUB_LAYERS } from '../layers/modelSubLayers.ts';
 import { pleBuffers } from '../layers/ple/pleWeights.ts';
 import { bf16ToF32, f32ToBf16, roundBf16 } from '../numerics/bf16.ts';
-import { fp8ArrayToF32, type Fp8Format } from '../numerics/fp8.ts';
+import type { Fp8Format } from '../numerics/fp8.ts';
 import { checkAxisSlice } from '../tensor/axisSlice.ts';
 import { numel, sameShape, shapeStr, type DType, type Tensor } from '../tensor/tensor.ts';
+import { fp8ScaledTable as scaledTable, fp8WhereBf16Problem, isPerChannelScaleShape, perChannelScaleProblem, readFp8PerChannel } from './fp8PerChannel.ts';
 import { modelWeightSpecs } from './modelWeights.ts';
 import { SafetensorsWeightSource } from './safetensorsWeights.ts';
 import type { PlannedReadFindings, WeightFilePlan, WeightInfo, WeightSource } from './weightSource.ts';
@@ -208,12 +211,6 @@ function converted(p: Provider, to: DType): Provider {
   return { info: { shape: p.info.shape, dtype: to }, stored: p.stored, read: async (slice) => convert(await p.read(slice)) };
 }
 
-/** The bf16 result of each of the 256 fp8 bit patterns times one scale: bf(fl(q * s)). */
-function scaledTable(format: Fp8Format, scale: number): Uint16Array {
-  const values = fp8ArrayToF32(Uint8Array.from({ length: 256 }, (_, b) => b), format);
-  return Uint16Array.from(values, (v) => f32ToBf16(Math.fround(v * scale)));
-}
-
 /**
  * FP8 with 2-D block scales: w[r, c] = bf(fl(q[r, c] * s[r / bn, c / bk])), through one
  * 256-entry table per block (the same arithmetic, done once per bit pattern).
@@ -249,6 +246,15 @@ function fp8Blocks(raw: SafetensorsWeightSource, stored: string, scaleName: stri
       });
       return { dtype: 'bf16', shape: [rows.length, cols.length], data: out };
     },
+  };
+}
+
+/** FP8 with one scale per output channel (per-channel `weight_scale`): w[o, k] = bf(fl(q[o, k] * s[o])). */
+function fp8PerChannel(raw: SafetensorsWeightSource, stored: string, scaleName: string, format: Fp8Format): Provider {
+  return {
+    info: { shape: raw.entry(stored).shape, dtype: 'bf16' },
+    stored: [stored, scaleName],
+    read: async (slice) => ({ dtype: 'bf16', ...(await readFp8PerChannel(raw, stored, scaleName, format, slice)) }),
   };
 }
 
@@ -389,6 +395,7 @@ function build(raw: SafetensorsWeightSource, path: string, config: ModelConfig, 
     return null;
   };
   const globalScales = new Map<string, number>();
+  const perChannelScales = new Set<string>();
   // tensors hcsp has no dtype for (the PLE's int64 buffers, F16, ...): only checked or unused
   const unloadable = new Map<string, string>();
   const baseProvider = (name: string, stored: string): Provider | null => {
@@ -399,10 +406,13 @@ function build(raw: SafetensorsWeightSource, path: string, config: ModelConfig, 
       unloadable.set(name, stored);
       return null;
     }
+    const bf16Only = fp8WhereBf16Problem(name);
+    if (bf16Only) return fail(`${where(stored)}: ${e.dtype} where the model reads bf16: ${bf16Only}`);
     const base = name.replace(/\.weight$/, '');
     const inv = storedOf(`${base}.weight_scale_inv`);
+    const own = storedOf(`${base}.weight_scale`);
     // the PLE table's shards share the table's one scale
-    const global = storedOf(`${base}.weight_scale`) ?? storedOf(`${name.replace(/\.shard_\d+\.weight$/, '')}.weight_scale`);
+    const global = own ?? storedOf(`${name.replace(/\.shard_\d+\.weight$/, '')}.weight_scale`);
     if (inv !== undefined) {
       const s = raw.entry(inv);
       const want = e.shape.length === 2 ? [Math.ceil(e.shape[0] / block[0]), Math.ceil(e.shape[1] / block[1])] : null;
@@ -412,9 +422,17 @@ function build(raw: SafetensorsWeightSource, path: string, config: ModelConfig, 
       }
       return fp8Blocks(raw, stored, inv, format, block);
     }
+    if (own !== undefined && e.shape.length === 2 && (isPerChannelScaleShape(raw.entry(own).shape, e.shape) || (numel(raw.entry(own).shape) === e.shape[0] && e.shape[0] > 1))) {
+      const s = raw.entry(own);
+      const problem = perChannelScaleProblem(s.dtype, s.shape, e.dtype, e.shape);
+      if (problem) return fail(`${where(own)}: ${problem}`);
+      perChannelScales.add(own);
+      return fp8PerChannel(raw, stored, own, format);
+    }
     if (global !== undefined) {
       const s = raw.entry(global);
-      if (s.dtype !== 'F32' || numel(s.shape) !== 1) return fail(`${where(global)}: a global FP8 scale must be one F32 value, got ${s.dtype}${shapeStr(s.shape)}`);
+      const perChannel = e.shape.length === 2 && global === own ? `; per-channel scales of ${e.dtype}${shapeStr(e.shape)} are F32${shapeStr([e.shape[0], 1])}` : '';
+      if (s.dtype !== 'F32' || numel(s.shape) !== 1) return fail(`${where(global)}: a global FP8 scale must be one F32 value, got ${s.dtype}${shapeStr(s.shape)}${perChannel}`);
       const value = globalScales.get(global) ?? new Float32Array(raw.readRawBytes(global).buffer)[0];
       globalScales.set(global, value);
       if (!(value > 0 && value < Infinity)) return fail(`${where(global)}: the FP8 scale ${value} is not finite and positive`);
@@ -424,11 +442,15 @@ function build(raw: SafetensorsWeightSource, path: string, config: ModelConfig, 
   };
 
   const providers = new Map<string, Provider>();
+  const refused = new Set<string>();
   const groups = new Map<string, Map<number, Partial<Record<'gate_proj' | 'up_proj' | 'down_proj', Provider>>>>();
   for (const [name, stored] of byModel) {
     if (SCALE_SUFFIXES.some((s) => name.endsWith(s))) continue;
     const m = PER_EXPERT.exec(name);
+    const before = problems.length;
     const p = baseProvider(name, stored);
+    // already said why: not also 'missing'
+    if (!p && problems.length > before) refused.add(name);
     if (!p) continue;
     if (!m) {
       providers.set(name, p);
@@ -486,7 +508,7 @@ function build(raw: SafetensorsWeightSource, path: string, config: ModelConfig, 
     const p = providers.get(spec.name);
     const odd = unloadable.get(spec.name);
     if (odd !== undefined) problems.push(`${where(odd)}: wrong dtype ${raw.entry(odd).dtype}, the model reads it as ${spec.dtype}`);
-    else if (!p && !groupProblem.has(spec.name)) problems.push(`missing tensor '${spec.name}' (in ${path})`);
+    else if (!p && !groupProblem.has(spec.name) && !refused.has(spec.name)) problems.push(`missing tensor '${spec.name}' (in ${path})`);
     if (!p) continue;
     const label = p.stored.length === 1 ? where(p.stored[0]) : `tensor '${spec.name}' (from ${p.stored.length} checkpoint tensors)`;
     if (!sameShape(p.info.shape, spec.shape)) {
@@ -525,9 +547,11 @@ function build(raw: SafetensorsWeightSource, path: string, config: ModelConfig, 
   if (problems.length > 0) throw new CheckpointProblemsError(problems);
   const fp8Used = [...used].filter((st) => FP8_FORMAT[raw.entry(st).dtype] !== undefined).length;
   const blockScaled = [...used].filter((st) => st.endsWith('.weight_scale_inv')).length;
-  const fp8Count = { blocks: blockScaled, global: fp8Used - blockScaled };
+  const channelScaled = [...used].filter((st) => perChannelScales.has(st)).length;
+  const fp8Count = { blocks: blockScaled, channels: channelScaled, global: fp8Used - blockScaled - channelScaled };
   const conversions: string[] = [];
   if (fp8Count.blocks > 0) conversions.push(`${fp8Count.blocks} FP8 tensors with ${block[0]}x${block[1]} block scales dequantized to bf16 as bf(fl(q * s))`);
+  if (fp8Count.channels > 0) conversions.push(`${fp8Count.channels} FP8 tensors with per-channel scales dequantized to bf16 as bf(fl(q * s[o]))`);
   if (fp8Count.global > 0) conversions.push(`${fp8Count.global} FP8 tensors with a global scale dequantized to bf16 as bf(q * bf(s))`);
   if (roundedF32 > 0) conversions.push(`${roundedF32} fp32 tensors read as bf16 (round to nearest even)`);
   return {
