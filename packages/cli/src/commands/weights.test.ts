@@ -185,7 +185,7 @@ describe('hcsp weights: the output folder', () => {
 
   it('bad options fail before anything is written', async () => {
     const out = join(root, 'never');
-    await expect(runWeightsCommand({ ...base, out, layout: 'gguf' })).rejects.toThrow('--layout must be hf or fp8-release, got "gguf"');
+    await expect(runWeightsCommand({ ...base, out, layout: 'gguf' })).rejects.toThrow('--layout must be hf or fp8-release or ptpc-fp8, got "gguf"');
     await expect(runWeightsCommand({ ...base, out, shards: '0' })).rejects.toThrow(/--shards is too small: at least 1/);
     await expect(runWeightsCommand({ ...base, out, shards: '100000' })).rejects.toThrow(/--shards is too large/);
     await expect(runWeightsCommand({ ...base, out, shards: '5000' })).rejects.toThrow(/--shards 5000 exceeds the \d+ tensor groups to write/);

@@ -14,6 +14,8 @@
 // (cvt: round to nearest even, saturating at +-448). hfCheckpoint.ts dequantizes on read,
 // w' = bf(fl(q * s)) and bf(q * bf(s)), so a prefill on this folder is exactly a prefill on
 // the synthetic weights with those tensors replaced by w'.
+// --layout ptpc-fp8: the Qwen3.8-Flash-Next-PTPC-FP8 release, per-output-channel FP8
+// (ptpcFp8Layout.ts).
 //
 // The folder is written to a temporary sibling and renamed into place: an error leaves
 // nothing behind, and an existing non-empty folder is replaced only with --force.
@@ -25,8 +27,9 @@ import { errnoReason, hfTextConfigJson, resolveModelConfig, writeSafetensorsFile
 import { parseIntStrict } from '../parseArgs.ts';
 import { markTempFolder, sweepStaleTempFiles, TEMP_FOLDER_MARKER, tempPathFor } from '../output/tempFiles.ts';
 import { onInterrupt } from '../signals.ts';
+import { ptpcFp8ConfigJson, ptpcFp8Groups } from './ptpcFp8Layout.ts';
 
-export const WEIGHTS_LAYOUTS = ['hf', 'fp8-release'] as const;
+export const WEIGHTS_LAYOUTS = ['hf', 'fp8-release', 'ptpc-fp8'] as const;
 export type WeightsLayout = (typeof WEIGHTS_LAYOUTS)[number];
 
 const BLOCK = 128;
@@ -166,6 +169,7 @@ function assignShards(groups: readonly Group[], shards: number): number[] {
 function configJson(config: ModelConfig, layout: WeightsLayout): unknown {
   const text = hfTextConfigJson(config);
   if (layout === 'hf') return text;
+  if (layout === 'ptpc-fp8') return ptpcFp8ConfigJson(text);
   const { architectures: _, ...inner } = text;
   return {
     architectures: ['Qwen4ExpForConditionalGeneration'],
@@ -217,7 +221,7 @@ export async function writeModelFolder(o: ModelFolderOptions): Promise<ModelFold
     throw new Error(`config '${o.config.name}': tensor '${largest.name}' has ${numel(largest.shape)} elements; the synthetic generator holds a tensor whole, at most ${MAX_TENSOR_ELEMENTS}`);
   }
   const synthetic = new SyntheticWeightSource(specs, o.seed);
-  const groups = o.layout === 'hf' ? hfGroups(specs, synthetic) : fp8ReleaseGroups(specs, synthetic);
+  const groups = o.layout === 'hf' ? hfGroups(specs, synthetic) : o.layout === 'ptpc-fp8' ? ptpcFp8Groups(specs, synthetic) : fp8ReleaseGroups(specs, synthetic);
   const shardOf = assignShards(groups, o.shards);
   const files = Array.from({ length: o.shards }, (_, k) => `model-${String(k + 1).padStart(5, '0')}-of-${String(o.shards).padStart(5, '0')}.safetensors`);
 
@@ -295,7 +299,7 @@ export function registerWeights(program: Command): void {
     .requiredOption('--config <name|path>', 'a preset (flash-next, small, tiny), a config.json or a model folder')
     .requiredOption('--out <dir>', 'the model folder to write (must not exist or be empty, unless --force)')
     .option('--seed <n>', 'seed of the synthetic weights (prefill --seed uses the same)', '0')
-    .option('--layout <layout>', 'hf (stacked experts, bf16) | fp8-release (per-expert FP8 with block scales, FP8 PLE table)', 'hf')
+    .option('--layout <layout>', 'hf (stacked experts, bf16) | fp8-release (per-expert FP8 with block scales, FP8 PLE table) | ptpc-fp8 (FP8 with per-channel scales, FP8 PLE table)', 'hf')
     .option('--shards <n>', 'number of .safetensors shards', '1')
     .option('--force', 'replace a non-empty --out folder')
     .action(async (opts: WeightsOptions) => {

@@ -477,7 +477,8 @@ function build(raw: SafetensorsWeightSource, path: string, config: ModelConfig, 
       const parts = experts.get(e) ?? {};
       const missing = (['gate_proj', 'up_proj', 'down_proj'] as const).filter((k) => !parts[k]);
       if (missing.length > 0) {
-        problems.push(`missing tensor '${g}.${e}.${missing[0]}.weight' (the per-expert layout of ${g} in ${path})`);
+        const part = `${g}.${e}.${missing[0]}.weight`;
+        if (!refused.has(part)) problems.push(`missing tensor '${part}' (the per-expert layout of ${g} in ${path})`);
         break;
       }
       const [gate, up, dn] = [parts.gate_proj!, parts.up_proj!, parts.down_proj!];
@@ -493,7 +494,7 @@ function build(raw: SafetensorsWeightSource, path: string, config: ModelConfig, 
       rows.push([converted(gate, 'bf16'), converted(up, 'bf16')]);
       down.push([converted(dn, 'bf16')]);
     }
-    if (problems.length > before) {
+    if (problems.length > before || rows.length < E) {
       groupProblem.add(`${g}.gate_up_proj`).add(`${g}.down_proj`);
       continue;
     }
