@@ -152,6 +152,31 @@ describe('hcsp xcheck', () => {
     await expect(xcheck({ compare: 'cpu:sp=off', golden: dtype })).rejects.toThrow(`--golden ${dtype}: tensor 'logits' is f32, the run's is bf16`);
   });
 
+  it('the dump carries each MoE layer\'s routed expert ids (int32); a golden whose router chose another expert says "routing differs at rows ..." for that layer', async () => {
+    const dump = join(dir, 'for-routing.safetensors');
+    await runPrefillCommand({ backend: 'cpu', config: 'tiny', tokens: '40', tp: '2', seed: '3', sp: 'off', reduce: 'ring', stack: 'model', quiet: true, json: true, dump });
+    const f = openSafetensorsFile(dump);
+    try {
+      for (let l = 0; l < TINY.numLayers; l++) expect(f.entry(`layers.${l}.mlp.topk_ids`)).toMatchObject({ dtype: 'I32', shape: [40, TINY.moe.topK] });
+    } finally {
+      f.close();
+    }
+    const tensors = readDump(dump);
+    // row 5 of layer 1 routed to an expert the run did not choose (as another engine's flip would)
+    const ids = (tensors.get('layers.1.mlp.topk_ids') as Tensor).data as Int32Array;
+    const K = TINY.moe.topK;
+    const row = Array.from(ids.subarray(5 * K, 6 * K));
+    ids[5 * K + K - 1] = Array.from({ length: TINY.moe.numExperts }, (_, e) => e).find((e) => !row.includes(e))!;
+    const flipped = join(dir, 'flipped.safetensors');
+    writeSafetensorsFile(flipped, tensors);
+    const { report: r, text } = await runXcheckCommand({ ...base, compare: 'cpu:sp=off,cpu:sp=on', golden: flipped, exact: false });
+    const pair = r.pairs.find((p) => p.a === `golden:${flipped}`)!;
+    expect(pair.routing).toEqual([{ layer: 1, rows: [5], count: 40 }]);
+    expect(pair.tensors.find((t) => t.name === 'layers.1.mlp.topk_ids')!.differing).toBe(1);
+    expect(r.pairs.find((p) => p.a === 'cpu:sp=on')!.routing).toEqual([]);
+    expect(text).toMatch(/\n  layer 1: 1\/\d+ differ, max \S+ row-scaled ulp; routing differs at rows 5 \(1 of 40\)\n/);
+  });
+
   it('NaN in a golden dump fails --max-ulp whatever its value (reported, exit 1); a golden of all-NaN tensors is not "ok"', async () => {
     const dump = join(dir, 'for-nan.safetensors');
     await runPrefillCommand({ backend: 'cpu', config: 'tiny', tokens: '40', tp: '2', seed: '3', sp: 'off', reduce: 'ring', stack: 'model', quiet: true, json: true, dump });

@@ -6,7 +6,7 @@
 // written. The runs compute on this thread and turn its event loop (runXcheck.ts): a
 // signal ends them within a second (exit 128 + its number, nothing written).
 import type { Command } from 'commander';
-import { maxRowUlp, MODEL_SUB_LAYERS, modelWeightSpecs, nonFiniteCount, overGate, REDUCE_ALGORITHMS, STAND_IN_SUB_LAYERS, type ReduceAlgorithm, type SpMode, type XcheckPair, type XcheckReport, type XcheckTensor } from '@hcsp/core';
+import { maxRowUlp, MODEL_SUB_LAYERS, modelWeightSpecs, nonFiniteCount, overGate, REDUCE_ALGORITHMS, routingText, STAND_IN_SUB_LAYERS, type ReduceAlgorithm, type SpMode, type XcheckPair, type XcheckReport, type XcheckTensor } from '@hcsp/core';
 import { CheckpointProblemsError, openCheckpoint, resolveModelConfig, type CheckpointWeightSource } from '@hcsp/core/node';
 import { checkpointProblemsError } from '../checkpoint/weightProblems.ts';
 import { CONFIG_HELP, DEFAULT_CONFIG, DEFAULT_TP, TP_HELP } from '../defaults.ts';
@@ -72,8 +72,11 @@ export function xcheckSummary(report: XcheckReport): string {
       l.rowUlp = Math.max(l.rowUlp, t.rowUlp ?? 0);
       byLayer.set(t.layer, l);
     }
+    const routing = new Map((pair.routing ?? []).map((d) => [d.layer, d]));
     for (const [layer, l] of [...byLayer].sort((p, q) => p[0] - q[0])) {
-      if (l.differing > 0) lines.push(`  layer ${layer}: ${l.differing}/${l.count} differ, max ${l.rowUlp.toFixed(2)} row-scaled ulp`);
+      const flip = routing.get(layer);
+      // a flip's rows differ by another expert choice, not by arithmetic
+      if (l.differing > 0) lines.push(`  layer ${layer}: ${l.differing}/${l.count} differ, max ${l.rowUlp.toFixed(2)} row-scaled ulp${flip ? `; ${routingText(flip)}` : ''}`);
     }
     const nonFinite = pair.tensors.filter((t) => nonFiniteCount(t) > 0);
     if (nonFinite.length > 0) {

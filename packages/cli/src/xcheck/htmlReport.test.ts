@@ -121,6 +121,13 @@ describe('renderXcheckHtml', () => {
     expect(new Set(urls)).toEqual(new Set(['http://www.w3.org/2000/svg', 'http://www.w3.org/1999/xlink']));
   });
 
+  it('says in which rows of which layer the routers chose other experts', async () => {
+    const r = report();
+    r.pairs[0].routing = [{ layer: 1, rows: [3, 9], count: 16 }];
+    expect(await renderXcheckHtml(r)).toContain('<li>layer 1: routing differs at rows 3, 9 (2 of 16): the MoE output of those rows follows another expert choice, not arithmetic</li>');
+    expect(await renderXcheckHtml(report())).not.toContain('routing differs');
+  });
+
   it('escapes tensor names, specs, config and weights', async () => {
     const html = await renderXcheckHtml(report({ golden: { file: '/tmp/<golden>.safetensors', unused: ['a&b'], notCompared: ['mtp.logits'] } }));
     expect(html).toContain('<td class="name">&lt;b&gt;&amp;</td>');

@@ -4,7 +4,7 @@
 // differences against depth (max ulp and the differing fraction per layer), heatmaps (layer x
 // tensor, layer x rank, layer x rows) and a table of every tensor with each side's error
 // against the float64 evaluation when it ran.
-import { nonFiniteCount, overGate, type XcheckPair, type XcheckReport, type XcheckTensor } from '@hcsp/core';
+import { nonFiniteCount, overGate, routingText, type XcheckPair, type XcheckReport, type XcheckTensor } from '@hcsp/core';
 import { checkOutputDir, writeOutputDir, type OutputDir } from '../output/outputDir.ts';
 import { heatmapSvg, linePlotSvg } from '../output/svgPlot.ts';
 
@@ -231,6 +231,7 @@ async function pairSection(pair: XcheckPair, report: XcheckReport, index: number
     nonFinite.length === 0
       ? ''
       : `<li class="nonfinite">NaN or Inf (over any --max-ulp, on either side): ${nonFinite.map((t) => `<code>${esc(t.name)}</code> (a ${num(t.nonFinite.a)}, b ${num(t.nonFinite.b)})`).join(', ')}</li>`,
+    ...(pair.routing ?? []).map((d) => `<li>layer ${num(d.layer)}: ${esc(routingText(d))}: the MoE output of those rows follows another expert choice, not arithmetic</li>`),
     gate === null ? '' : `<li>over --max-ulp ${num(gate)}: ${over.length === 0 ? 'none' : over.map((t) => `<code>${esc(t.name)}</code>`).join(', ')}</li>`,
   ].join('');
   return (

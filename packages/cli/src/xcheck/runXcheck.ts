@@ -13,6 +13,7 @@ import {
   modelWeightSpecs,
   preparePrefill,
   ropeTablesExact,
+  routingDifferences,
   runOnce,
   shapeStr,
   SyntheticWeightSource,
@@ -202,13 +203,14 @@ function exactRopeFeeds(config: ModelConfig, prepared: PreparedPrefill): Map<str
   return out;
 }
 
-function pairOf(a: string, b: string, tensors: XcheckPair['tensors']): XcheckPair {
+function pairOf(a: string, b: string, tensors: XcheckPair['tensors'], routing: XcheckPair['routing']): XcheckPair {
   return {
     a,
     b,
     tensors,
     differing: tensors.reduce((acc, t) => acc + t.differing, 0),
     maxUlp: tensors.reduce((acc, t) => Math.max(acc, t.maxUlp ?? 0), 0),
+    routing,
   };
 }
 
@@ -237,12 +239,12 @@ export async function runXcheck(x: XcheckInputs): Promise<XcheckReport> {
   for (const { spec, prepared } of others) {
     const r = await runSpec(x, spec, prepared);
     runs.push(r.run);
-    pairs.push(pairOf(spec.text, x.specs[0].text, (await compare(r.named, first.named, exitLayer, exact)).tensors));
+    pairs.push(pairOf(spec.text, x.specs[0].text, (await compare(r.named, first.named, exitLayer, exact)).tensors, routingDifferences(r.named, first.named)));
   }
   let golden: XcheckReport['golden'] = null;
   if (x.golden) {
     const d = await compare(x.golden.tensors, first.named, exitLayer, exact);
-    pairs.push(pairOf(`golden:${x.golden.file}`, x.specs[0].text, d.tensors));
+    pairs.push(pairOf(`golden:${x.golden.file}`, x.specs[0].text, d.tensors, routingDifferences(x.golden.tensors, first.named)));
     golden = { file: x.golden.file, unused: d.onlyIn.a, notCompared };
   }
   const ok = x.maxUlp === null || overGate(pairs, x.maxUlp).length === 0;

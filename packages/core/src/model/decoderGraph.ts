@@ -8,6 +8,7 @@ import type { HcContract } from '../hc/hcContract.ts';
 import { hcPrefix } from './hcWeights.ts';
 import type { ExtraInputs, SubLayerBuilders } from './subLayerBuilders.ts';
 import { QSA_BLOCKS } from '../layers/attention/qsaGraph.ts';
+import { MOE_TOPK_IDS } from '../layers/moe/moeGraph.ts';
 import { buildLmHead, type LogitsRows } from '../layers/mtp/lmHeadGraph.ts';
 import { mtpDraftExtraInputs, mtpDraftLayerBuilder, mtpHostLayer } from '../layers/mtp/mtpDraftLayer.ts';
 import { buildMtpInput } from '../layers/mtp/mtpGraph.ts';
@@ -302,6 +303,8 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
         const kept = keptCountsOf(b, config, layer, T);
         if (kept) dump(`${name}.attn.kept`, kept);
       }
+      // the router's choice, so that a comparison tells a routing flip from arithmetic
+      if (sub === 'mlp' && o.dump && b.has(`r0/${scope}/${MOE_TOPK_IDS}`)) dump(`${name}.mlp.topk_ids`, `r0/${scope}/${MOE_TOPK_IDS}`);
     }
   }
 

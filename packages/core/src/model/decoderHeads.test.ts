@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { TINY } from '../config/presets.ts';
 import { MODEL_SUB_LAYERS } from '../layers/modelSubLayers.ts';
+import { MOE_TOPK_IDS } from '../layers/moe/moeGraph.ts';
+import { moeRoute } from '../layers/moe/moeMath.ts';
 import { mtpLayerInput } from '../layers/mtp/mtpMath.ts';
 import { bf16ToF32, f32ToBf16 } from '../numerics/bf16.ts';
 import { runOnce } from '../backend/backend.ts';
@@ -133,6 +135,7 @@ describe('golden dump values', () => {
     `layers.${layer}.attn.out`,
     `layers.${layer}.mlp_hc.mixed`,
     `layers.${layer}.mlp.out`,
+    `layers.${layer}.mlp.topk_ids`,
   ];
 
   it('are all there with issue 8 shapes, gathered under SP, and bit-identical to the unsharded run at tp 2', async () => {
@@ -143,7 +146,7 @@ describe('golden dump values', () => {
     const heads = TINY.ple.headsPerNgram * (TINY.ple.ngramSize - 1);
     const want: Record<string, number[]> = { embed: [T, H], 'final.in': [T, WIDTH], 'final.mixed': [T, H], logits: [1, V], 'mtp.logits': [1, V] };
     for (let l = 0; l < TINY.numLayers; l++) {
-      for (const n of names(TINY.ple.layerIds.includes(l), l)) want[n] = n.endsWith('.in') || n.endsWith('ple.out') ? [T, WIDTH] : n.endsWith('ngram_ids') ? [T, heads] : [T, H];
+      for (const n of names(TINY.ple.layerIds.includes(l), l)) want[n] = n.endsWith('.in') || n.endsWith('ple.out') ? [T, WIDTH] : n.endsWith('ngram_ids') ? [T, heads] : n.endsWith('topk_ids') ? [T, TINY.moe.topK] : [T, H];
     }
     // attn.kept is dumped when the attention emits a per-row 'kept' count
     const kept = Object.keys(d).filter((n) => n.endsWith('.attn.kept'));
@@ -158,6 +161,20 @@ describe('golden dump values', () => {
     const e = on.get(d.embed).data as Uint16Array;
     const x0 = on.get(d['layers.0.in']).data as Uint16Array;
     for (let t = 0; t < T; t++) for (let s = 0; s < TINY.hc.count; s++) expect(Array.from(x0.subarray(t * WIDTH + s * H, t * WIDTH + (s + 1) * H))).toEqual(Array.from(e.subarray(t * H, (t + 1) * H)));
+  });
+
+  it('mlp.topk_ids is each layer\'s router choice: rank 0\'s moeRoute ids of its router logits, the same on every rank, under SP too', async () => {
+    const layers = Array.from({ length: TINY.numLayers }, (_, l) => l);
+    const keep = layers.flatMap((l) => [`r0/L${l}.mlp/router`, `r1/L${l}.mlp/${MOE_TOPK_IDS}`]);
+    const { p, get } = await run({ tp: 2, sp: 'on', dump: true }, keep);
+    for (const l of layers) {
+      const ids = get(p.outputs.dumpValues[`layers.${l}.mlp.topk_ids`]);
+      expect(ids.dtype).toBe('i32');
+      const logits = get(`r0/L${l}.mlp/router`).data as Uint16Array;
+      const want = moeRoute(logits, T, TINY.moe.numExperts, TINY.moe.topK, TINY.moe.normTopkProb).ids;
+      expect(Array.from(ids.data), `layer ${l}`).toEqual(Array.from(want));
+      expect(Array.from(get(`r1/L${l}.mlp/${MOE_TOPK_IDS}`).data), `layer ${l}`).toEqual(Array.from(want));
+    }
   });
 
   it('cost nothing when not requested: no dump gathers, no extra outputs', async () => {

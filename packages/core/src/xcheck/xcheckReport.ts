@@ -1,5 +1,6 @@
 // What `hcsp xcheck` reports (its --json object, the HTML report's data, what the dev page
 // reads): the runs compared, and per pair of runs every named tensor's differences.
+import type { RoutingDifference } from './routingDiff.ts';
 import type { TensorDiff } from './tensorDiff.ts';
 
 /** One run of the comparison: a SPEC as the user wrote it and what it resolved to. */
@@ -32,6 +33,8 @@ export interface XcheckPair {
   /** differing elements over all tensors, and the largest ulp distance */
   differing: number;
   maxUlp: number;
+  /** the MoE layers whose routers chose other experts for some rows (layers.{i}.mlp.topk_ids); absent in older reports */
+  routing?: RoutingDifference[];
 }
 
 export interface XcheckReport {

@@ -4,6 +4,9 @@ import type { SubLayerContext } from '../subLayerContext.ts';
 import { subLayerNodes } from '../subLayerNodes.ts';
 import { moeRankPartition, moeRankWeights } from './moeWeights.ts';
 
+/** the router's [T, topK] i32 expert ids, `r{rank}/{scope}/topk_ids` (replicated: every rank routes all T rows) */
+export const MOE_TOPK_IDS = 'topk_ids';
+
 /**
  * Appends rank ctx.rank's MoE nodes for x [T, H] (bf16, replicated) and returns the rank's
  * PARTIAL [T, H] output: router (replicated) -> routed sum over the rank's experts, shared
@@ -19,7 +22,7 @@ export function buildMoe(b: GraphBuilder, ctx: SubLayerContext, x: ValueId): Val
   const { value, node, linear } = subLayerNodes(b, ctx);
 
   const logits = linear('router', x, b.weight(w.router, [E, H]), E);
-  const ids = value('topk_ids', [T, topK], 'i32');
+  const ids = value(MOE_TOPK_IDS, [T, topK], 'i32');
   const weights = value('topk_weights', [T, topK]);
   node('moeRoute', 'route', [logits], [ids, weights], { topK, normTopkProb });
   const routed = value('routed', [T, H], 'f32');

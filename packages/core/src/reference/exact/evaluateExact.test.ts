@@ -11,6 +11,7 @@ import { MODEL_SUB_LAYERS } from '../../layers/modelSubLayers.ts';
 import { bf16ToF32 } from '../../numerics/bf16.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
 import { CpuBackend } from '../cpuBackend.ts';
+import { routingDifferences } from '../../xcheck/routingDiff.ts';
 import { evaluateExact, widenTensor } from './evaluateExact.ts';
 import type { ExactTensor } from './exactTensor.ts';
 import { EXACT_COLLECTIVE_KERNELS, EXACT_KERNELS } from './index.ts';
@@ -234,6 +235,12 @@ function expectModelDumpClose(r: Run, label: string): void {
     const ex = r.exact.get(id)!;
     expect(ex.dtype, name).toBe(ref.dtype);
     expect(ex.shape, name).toEqual(ref.shape);
+    if (name.endsWith('.mlp.topk_ids')) {
+      // the router's choice differs from the float64 one exactly on the rows found flipped (near-ties)
+      const rows = routingDifferences(new Map([[name, { tensor: ex as unknown as Tensor, rowStart: 0 }]]), new Map([[name, { tensor: ref, rowStart: 0 }]]))[0]?.rows ?? [];
+      expect(rows, name).toEqual([...(flips.get(Number(/^layers\.(\d+)\./.exec(name)![1])) ?? [])].sort((a, b) => a - b));
+      continue;
+    }
     if (ref.dtype === 'i32') {
       expect(Array.from(ex.data), name).toEqual(Array.from(ref.data));
       continue;
