@@ -45,13 +45,13 @@ function writeFolder(dir: string, tensors: ReadonlyMap<string, Tensor>, config: 
 const ptpcConfig = () => JSON.parse(readFileSync(join(ptpc, 'config.json'), 'utf8'));
 let variants = 0;
 /** The written folder with some tensors replaced or removed (undefined), as a new folder. */
-async function variant(change: Record<string, Tensor | undefined>): Promise<string> {
+async function variant(change: Record<string, Tensor | undefined>, config: unknown = ptpcConfig()): Promise<string> {
   const t = await readAll(ptpc);
   for (const [n, v] of Object.entries(change)) {
     if (v === undefined) t.delete(n);
     else t.set(n, v);
   }
-  return writeFolder(join(root, `variant-${variants++}`), t, ptpcConfig());
+  return writeFolder(join(root, `variant-${variants++}`), t, config);
 }
 
 function openError(folder: string): string {
@@ -152,8 +152,8 @@ describe('a malformed PTPC-FP8 folder: one error naming the tensor', () => {
   });
   it('a scale of the wrong shape: transposed, one too few, per-tensor-like [N, 2]', async () => {
     expect(openError(await variant({ [`${W}.weight_scale`]: f32([1, 16], Array(16).fill(1)) }))).toMatch(/1 problem: .*tensor '.*experts\.3\.up_proj\.weight_scale': per-channel scales of F8_E4M3\[16,32\] must be F32\[16,1\] \(or F32\[16\]\), got F32\[1,16\]/);
-    expect(openError(await variant({ [`${W}.weight_scale`]: f32([15, 1], Array(15).fill(1)) }))).toMatch(/tensor '.*experts\.3\.up_proj\.weight_scale': a global FP8 scale must be one F32 value, got F32\[15,1\]; per-channel scales of F8_E4M3\[16,32\] are F32\[16,1\]/);
-    expect(openError(await variant({ [`${W}.weight_scale`]: f32([16, 2], Array(32).fill(1)) }))).toMatch(/tensor '.*experts\.3\.up_proj\.weight_scale': a global FP8 scale must be one F32 value, got F32\[16,2\]/);
+    expect(openError(await variant({ [`${W}.weight_scale`]: f32([15, 1], Array(15).fill(1)) }))).toMatch(/tensor '.*experts\.3\.up_proj\.weight_scale': a global FP8 scale must be one F32 or BF16 value, got F32\[15,1\]; per-channel scales of F8_E4M3\[16,32\] are F32\[16,1\]/);
+    expect(openError(await variant({ [`${W}.weight_scale`]: f32([16, 2], Array(32).fill(1)) }))).toMatch(/tensor '.*experts\.3\.up_proj\.weight_scale': a global FP8 scale must be one F32 or BF16 value, got F32\[16,2\]/);
   });
   it('a scale of the wrong dtype', async () => {
     expect(openError(await variant({ [`${W}.weight_scale`]: { dtype: 'bf16', shape: [16, 1], data: new Uint16Array(16).fill(0x3f80) } }))).toMatch(/tensor '.*experts\.3\.up_proj\.weight_scale': per-channel scales of F8_E4M3\[16,32\] must be F32\[16,1\] \(or F32\[16\]\), got BF16\[16,1\]/);
@@ -175,6 +175,14 @@ describe('a malformed PTPC-FP8 folder: one error naming the tensor', () => {
       await expect(runPrefillCommand({ ...base, weights: folder } as never)).rejects.toThrow(/experts\.3\.up_proj\.weight_scale' holds .* at row 7/);
     }, 60_000);
   }
+  it('a config.json declaring 128x128 block FP8 over per-channel tensors', async () => {
+    const config = ptpcConfig();
+    config.quantization_config.weight_block_size = [128, 128];
+    const m = openError(await variant({}, config));
+    expect(m).toMatch(/tensor 'model\.language_model\.layers\.0\.mlp\.experts\.0\.gate_proj\.weight_scale': per-channel FP8 scales, but .*variant-\d+\/config\.json declares 128x128 block FP8 \(quantization_config\.weight_block_size\): the config and the tensors describe different checkpoints/);
+    // the same tensors under the folder's own PTPC config load
+    openCheckpoint(await variant({}), PRESETS.tiny).source.close();
+  });
   it('FP8 where the model reads bf16 (the router)', async () => {
     const gate = 'model.language_model.layers.0.mlp.gate';
     const folder = await variant({ [`${gate}.weight`]: { dtype: 'fp8e4m3fn', shape: [8, 32], data: new Uint8Array(256) }, [`${gate}.weight_scale`]: f32([8, 1], Array(8).fill(1)) });

@@ -122,7 +122,7 @@ describe('per-channel FP8 weight scales (the PTPC-FP8 release)', () => {
       new RegExp(`1 problem: .*m\\d+/model\\.safetensors: tensor '${s.replace(/\./g, '\\.')}': per-channel scales of F8_E4M3\\[5,7\\] must be F32\\[5,1\\] \\(or F32\\[5\\]\\), got F32\\[1,5\\]`),
     );
     expect(openError([fp8(), { name: s, dtype: 'BF16', shape: [N, 1], bytes: bytes(new Uint16Array(N)) }], specs)).toMatch(/tensor '.*\.weight_scale': per-channel scales of F8_E4M3\[5,7\] must be F32\[5,1\] \(or F32\[5\]\), got BF16\[5,1\]/);
-    expect(openError([fp8(), f32Raw(s, [N, 2], [...scales, ...scales])], specs)).toMatch(/tensor '.*\.weight_scale': a global FP8 scale must be one F32 value, got F32\[5,2\]; per-channel scales of F8_E4M3\[5,7\] are F32\[5,1\]/);
+    expect(openError([fp8(), f32Raw(s, [N, 2], [...scales, ...scales])], specs)).toMatch(/tensor '.*\.weight_scale': a global FP8 scale must be one F32 or BF16 value, got F32\[5,2\]; per-channel scales of F8_E4M3\[5,7\] are F32\[5,1\]/);
     expect(openError([fp8()], specs)).toMatch(/tensor 'model\.layers\.0\.mlp\.shared_expert\.up_proj\.weight': F8_E4M3 has no scale tensor/);
   });
 
@@ -166,5 +166,17 @@ describe('per-channel FP8 weight scales (the PTPC-FP8 release)', () => {
     for (const n of names) expect((await c.source.read(n)).data).toEqual(expected([0, 1, 2, 3, 4], [0, 1, 2, 3, 4, 5, 6]));
     expect(c.conversions).toEqual(['4 FP8 tensors with per-channel scales dequantized to bf16 as bf(fl(q * s[o]))']);
     c.source.close();
+  });
+
+  it("a BF16 global table scale (the Qwen/Qwen3.8-Flash-Next-FP8 release's) reads as bf(q * s), s exact in bf16", async () => {
+    const t = 'model.layers.1.ple.ple_embedding.ngram_embedding';
+    // s = bf16 0x3c23 (0.00994873046875), q = 0x41 (2.25): 2.25 * s is exact in fp32, then rounded to bf16 once
+    const s = 0x3c23;
+    const c = openCheckpoint(folderWith([fp8(`${t}.shard_0.weight`, [1, 2], Uint8Array.of(0x41, 0xc1)), { name: `${t}.weight_scale`, dtype: 'BF16', shape: [1], bytes: bytes(Uint16Array.of(s)) }]), TINY, { specs: [spec(`${t}.shard_0.weight`, [1, 2])] });
+    const v = f32ToBf16(Math.fround(2.25 * bf16ToF32(s)));
+    expect([...((await c.source.read(`${t}.shard_0.weight`)).data as Uint16Array)]).toEqual([v, v | 0x8000]);
+    expect(c.conversions).toEqual(['1 FP8 tensors with a global scale dequantized to bf16 as bf(q * bf(s))']);
+    c.source.close();
+    expect(openError([fp8(`${t}.shard_0.weight`, [1, 2], Uint8Array.of(0x41, 0xc1)), { name: `${t}.weight_scale`, dtype: 'F16', shape: [1], bytes: new Uint8Array(2) }], [spec(`${t}.shard_0.weight`, [1, 2])])).toMatch(/tensor '.*ngram_embedding\.weight_scale': a global FP8 scale must be one F32 or BF16 value, got F16\[1\]/);
   });
 });

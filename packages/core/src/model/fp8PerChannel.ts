@@ -6,7 +6,7 @@
 // Also the tensors the reference keeps in bf16 whatever the checkpoint's quantization:
 // an FP8 one there is refused (ATOM would refuse or mis-load it).
 import type { WeightSlice } from '../graph/graph.ts';
-import { f32ToBf16 } from '../numerics/bf16.ts';
+import { bf16ToF32, f32ToBf16 } from '../numerics/bf16.ts';
 import { fp8ArrayToF32, type Fp8Format } from '../numerics/fp8.ts';
 import { sameShape, shapeStr } from '../tensor/tensor.ts';
 import type { SafetensorsWeightSource } from './safetensorsWeights.ts';
@@ -29,6 +29,20 @@ export function isPerChannelScaleShape(scaleShape: readonly number[], weightShap
 export function perChannelScaleProblem(scaleDtype: string, scaleShape: readonly number[], weightDtype: string, weightShape: readonly number[]): string | null {
   if (scaleDtype === 'F32' && isPerChannelScaleShape(scaleShape, weightShape)) return null;
   return `per-channel scales of ${weightDtype}${shapeStr(weightShape)} must be F32${shapeStr([weightShape[0], 1])} (or F32${shapeStr([weightShape[0]])}), got ${scaleDtype}${shapeStr(scaleShape)}`;
+}
+
+/** Whether config.json's quantization_config (top level or text_config) declares block FP8. */
+export function configDeclaresBlocks(json: unknown): boolean {
+  const top = (json ?? {}) as Record<string, unknown>;
+  const text = (top.text_config ?? {}) as Record<string, unknown>;
+  const q = (top.quantization_config ?? text.quantization_config) as Record<string, unknown> | undefined | null;
+  return q !== undefined && q !== null && q.weight_block_size !== undefined && q.weight_block_size !== null;
+}
+
+/** The value of a one-element F32 or BF16 scale tensor from its stored bytes (little-endian). */
+export function globalScaleValue(bytes: Uint8Array, dtype: 'F32' | 'BF16' | string): number {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return dtype === 'BF16' ? bf16ToF32(view.getUint16(0, true)) : view.getFloat32(0, true);
 }
 
 function rangeList(ranges: readonly [number, number][]): number[] {

@@ -288,7 +288,7 @@ describe('openCheckpoint: malformed checkpoints, one error naming tensor and fil
     expect(openError([fp8], [spec('w.weight', [200, 300])])).toMatch(/tensor 'w.weight': F8_E4M3 has no scale tensor \('w.weight_scale_inv' or '.weight_scale'\)/);
     expect(openError([fp8, f32Raw('w.weight_scale_inv', [1, 3], [1, 1, 1])], [])).toMatch(/tensor 'w.weight_scale_inv': block scales of F8_E4M3\[200,300\] in 128x128 blocks must be F32\[2,3\], got F32\[1,3\]/);
     expect(openError([fp8, f32Raw('w.weight_scale', [1], [0])], [])).toMatch(/tensor 'w.weight_scale': the FP8 scale 0 is not finite and positive/);
-    expect(openError([fp8, f32Raw('w.weight_scale', [2], [1, 1])], [])).toMatch(/a global FP8 scale must be one F32 value, got F32\[2\]/);
+    expect(openError([fp8, f32Raw('w.weight_scale', [2], [1, 1])], [])).toMatch(/a global FP8 scale must be one F32 or BF16 value, got F32\[2\]/);
   });
   it('a NaN block scale, when the tensor is read', async () => {
     const d = folder();

@@ -35,7 +35,7 @@ import { bf16ToF32, f32ToBf16, roundBf16 } from '../numerics/bf16.ts';
 import type { Fp8Format } from '../numerics/fp8.ts';
 import { checkAxisSlice } from '../tensor/axisSlice.ts';
 import { numel, sameShape, shapeStr, type DType, type Tensor } from '../tensor/tensor.ts';
-import { fp8ScaledTable as scaledTable, fp8WhereBf16Problem, isPerChannelScaleShape, perChannelScaleProblem, readFp8PerChannel } from './fp8PerChannel.ts';
+import { configDeclaresBlocks, fp8ScaledTable as scaledTable, fp8WhereBf16Problem, globalScaleValue, isPerChannelScaleShape, perChannelScaleProblem, readFp8PerChannel } from './fp8PerChannel.ts';
 import { modelWeightSpecs } from './modelWeights.ts';
 import { SafetensorsWeightSource } from './safetensorsWeights.ts';
 import type { PlannedReadFindings, WeightFilePlan, WeightInfo, WeightSource } from './weightSource.ts';
@@ -356,6 +356,8 @@ export function openCheckpoint(path: string, config: ModelConfig, options: Check
   const located = locateCheckpoint(path);
   const configFile = folderConfigPath(path);
   let block = DEFAULT_BLOCK;
+  // the config.json that declares block FP8, if one does
+  let blocksDeclaredBy: string | null = null;
   if (configFile) {
     const json = readJsonFile(configFile);
     const own = parseHfConfig(json, configFile);
@@ -364,10 +366,11 @@ export function openCheckpoint(path: string, config: ModelConfig, options: Check
       throw new Error(`config/checkpoint mismatch: ${configFile} describes another model than config '${config.name}' (${config.name} vs checkpoint): ${diffs.join(', ')}`);
     }
     block = blockShape(json, configFile);
+    if (configDeclaresBlocks(json)) blocksDeclaredBy = configFile;
   }
   const raw = SafetensorsWeightSource.open(located);
   try {
-    const opened = build(raw, path, config, options.specs ?? modelWeightSpecs(config, MODEL_SUB_LAYERS), block);
+    const opened = build(raw, path, config, options.specs ?? modelWeightSpecs(config, MODEL_SUB_LAYERS), block, blocksDeclaredBy);
     const index = typeof located === 'string' && located.endsWith('.index.json') ? [located] : [];
     return { ...opened, inputs: [...index, ...(configFile ? [configFile] : []), ...opened.files] };
   } catch (e) {
@@ -376,7 +379,7 @@ export function openCheckpoint(path: string, config: ModelConfig, options: Check
   }
 }
 
-function build(raw: SafetensorsWeightSource, path: string, config: ModelConfig, specs: readonly WeightSpec[], block: [number, number]): Omit<OpenedCheckpoint, 'inputs'> {
+function build(raw: SafetensorsWeightSource, path: string, config: ModelConfig, specs: readonly WeightSpec[], block: [number, number], blocksDeclaredBy: string | null): Omit<OpenedCheckpoint, 'inputs'> {
   const problems: string[] = [];
   const where = (stored: string) => `${raw.fileOfTensor(stored)}: tensor '${stored}'`;
 
@@ -426,14 +429,16 @@ function build(raw: SafetensorsWeightSource, path: string, config: ModelConfig, 
       const s = raw.entry(own);
       const problem = perChannelScaleProblem(s.dtype, s.shape, e.dtype, e.shape);
       if (problem) return fail(`${where(own)}: ${problem}`);
+      if (blocksDeclaredBy) return fail(`${where(own)}: per-channel FP8 scales, but ${blocksDeclaredBy} declares ${block[0]}x${block[1]} block FP8 (quantization_config.weight_block_size): the config and the tensors describe different checkpoints`);
       perChannelScales.add(own);
       return fp8PerChannel(raw, stored, own, format);
     }
     if (global !== undefined) {
       const s = raw.entry(global);
       const perChannel = e.shape.length === 2 && global === own ? `; per-channel scales of ${e.dtype}${shapeStr(e.shape)} are F32${shapeStr([e.shape[0], 1])}` : '';
-      if (s.dtype !== 'F32' || numel(s.shape) !== 1) return fail(`${where(global)}: a global FP8 scale must be one F32 value, got ${s.dtype}${shapeStr(s.shape)}${perChannel}`);
-      const value = globalScales.get(global) ?? new Float32Array(raw.readRawBytes(global).buffer)[0];
+      // BF16 in the Qwen/Qwen3.8-Flash-Next-FP8 release; ATOM copies either into an F32 parameter
+      if ((s.dtype !== 'F32' && s.dtype !== 'BF16') || numel(s.shape) !== 1) return fail(`${where(global)}: a global FP8 scale must be one F32 or BF16 value, got ${s.dtype}${shapeStr(s.shape)}${perChannel}`);
+      const value = globalScales.get(global) ?? globalScaleValue(raw.readRawBytes(global), s.dtype);
       globalScales.set(global, value);
       if (!(value > 0 && value < Infinity)) return fail(`${where(global)}: the FP8 scale ${value} is not finite and positive`);
       return fp8Global(raw, stored, global, format, value);
