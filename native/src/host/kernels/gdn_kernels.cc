@@ -1,6 +1,8 @@
 // Host kernels of the GatedDeltaNet ops (core graph/ops/gdnOps.ts), operation for operation
 // as reference/kernels/gdnKernels.ts and layers/gdn/gdnMath.ts: every fp32 step rounded
-// (float arithmetic, no contraction), every sum in the reference's order. The recurrence is
+// (float arithmetic, no contraction), every sum in the reference's order: the l2 norms' and the
+// gated norm's sums of squares in canonical order v1 on the vector unit (canonical_sumsq.h),
+// the conv's taps and the state products in index order. The recurrence is
 // sequential over tokens and runs one value head per task (each head's state is its own);
 // the other ops split rows. Loops that the reference writes output-by-output over an inner
 // sum are written here as the same per-output accumulators updated side by side, which
@@ -11,6 +13,7 @@
 
 #include "../../numerics/bf16.h"
 #include "../../numerics/fp32_math.h"
+#include "canonical_sumsq.h"
 #include "kernel_args.h"
 #include "../../ops/gdn_checks.h"
 
@@ -95,13 +98,9 @@ Outputs gdnGates(const Inputs& in, const KernelContext& ctx) {
   return {g, beta};
 }
 
-/** dst[i] = (src[i] * rsqrt(sum_i src[i]^2 + eps)) * scale, the sum in i order */
-inline void l2NormScaled(const uint16_t* src, int64_t n, float eps, float scale, float* dst) {
-  float ss = 0.0f;
-  for (int64_t i = 0; i < n; i++) {
-    const float v = bf16ToF32(src[i]);
-    ss = static_cast<float>(static_cast<double>(ss) + static_cast<double>(v) * static_cast<double>(v));  // JS: fr(ss + v*v), the product unrounded
-  }
+/** dst[i] = (src[i] * rsqrt(sum_i src[i]^2 + eps)) * scale, the sum in canonical order v1 */
+inline void l2NormScaled(Isa isa, const uint16_t* src, int64_t n, float eps, float scale, float* dst) {
+  const float ss = canonical::sumSquaresBf16(isa, src, n);
   const float r = fp32::rsqrtF32(ss + eps);
   for (int64_t i = 0; i < n; i++) dst[i] = (bf16ToF32(src[i]) * r) * scale;
 }
@@ -124,12 +123,13 @@ Outputs gdnRecurrence(const Inputs& in, const KernelContext& ctx) {
   // the l2-normalized q (scaled) and k of every token and key head, as the reference
   // computes them at the start of each token's step
   Scratch qn(T * kOff), kn(T * kOff);
+  const Isa isa = gemmIsa();
   ctx.pool.parallelFor(T, 8, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; t++) {
       const uint16_t* row = x + t * channels;
       for (int64_t kh = 0; kh < keyHeads; kh++) {
-        l2NormScaled(row + kh * dk, dk, epsF, scaleF, qn.data() + t * kOff + kh * dk);
-        l2NormScaled(row + kOff + kh * dk, dk, epsF, 1.0f, kn.data() + t * kOff + kh * dk);
+        l2NormScaled(isa, row + kh * dk, dk, epsF, scaleF, qn.data() + t * kOff + kh * dk);
+        l2NormScaled(isa, row + kOff + kh * dk, dk, epsF, 1.0f, kn.data() + t * kOff + kh * dk);
       }
     }
   });
@@ -200,14 +200,11 @@ Outputs gdnGatedNorm(const Inputs& in, const KernelContext& ctx) {
   TensorPtr y = makeTensor(DType::BF16, {T, heads * headDim});
   uint16_t* yd = y->bf16();
   if (headDim <= 0) return {y};
+  const Isa isa = gemmIsa();
   ctx.pool.parallelFor(T * heads, 64, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; r++) {
       const int64_t base = r * headDim;
-      float ss = 0.0f;
-      for (int64_t j = 0; j < headDim; j++) {
-        const float v = bf16ToF32(od[base + j]);
-        ss = static_cast<float>(static_cast<double>(ss) + static_cast<double>(v) * static_cast<double>(v));  // JS: fr(ss + v*v), the product unrounded
-      }
+      const float ss = canonical::sumSquaresBf16(isa, od + base, headDim);
       const float rs = fp32::rsqrtF32(ss / dim + epsF);
       for (int64_t j = 0; j < headDim; j++) {
         const float normed = roundBf16(bf16ToF32(od[base + j]) * rs);

@@ -4,9 +4,11 @@
 // native devices run themselves: DeviceOps.runsHostOp) as layers/ple/pleHash.ts, with the GPU
 // kernels' per-position code (numerics/ple_ngram.h), and pleNgramEmbedShard, the
 // vocab-parallel table's lookup. (pleNgramEmbed, the gathered table's, stays in core's loop.)
-// Where pleMath.ts computes in JavaScript doubles without Math.fround (sum + v*v, acc + w*x,
+// Where pleMath.ts computes in JavaScript doubles without Math.fround (acc + w*x,
 // sumsq / groupSize), this computes in double and rounds to float where it rounds. Threads
-// split rows; each output is computed by one thread in the reference's order. The checks and
+// split rows; each output is computed by one thread in the reference's order: the norm's sum
+// of squares and the gate's dot in canonical order v1 (numerics/canonical_sum.h; the squares
+// on the vector unit, canonical_sumsq.h), the conv's taps in index order. The checks and
 // their messages are shared with the GPU launchers (ops/ple_checks.h).
 #include <algorithm>
 #include <cmath>
@@ -15,8 +17,10 @@
 #include <mutex>
 
 #include "../../numerics/bf16.h"
+#include "../../numerics/canonical_sum.h"
 #include "../../numerics/fp32_math.h"
 #include "../../numerics/ple_ngram.h"
+#include "canonical_sumsq.h"
 #include "js_text.h"
 #include "kernel_args.h"
 #include "../../ops/ple_checks.h"
@@ -28,8 +32,8 @@ namespace {
 int64_t rowGrain(int64_t width) { return std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(1, width)); }
 
 /**
- * pleRms1pNorm: per row and group, sumsq = fr(sumsq + v*v) in order (the sum in double, then
- * rounded), rstd = rsqrt(fr(fr(sumsq / groupSize) + fr(eps))), y = bf(fr(fr(x * rstd) * fr(1 + w))).
+ * pleRms1pNorm: per row and group, sumsq = sum v*v in canonical order v1 (exact squares, one
+ * rounding per add), rstd = rsqrt(fr(fr(sumsq / groupSize) + fr(eps))), y = bf(fr(fr(x * rstd) * fr(1 + w))).
  */
 Outputs pleRms1pNorm(const Inputs& in, const KernelContext& ctx) {
   const ops::PleNormArgs a = ops::checkPleRms1pNorm(in, ctx.attrs);
@@ -42,15 +46,12 @@ Outputs pleRms1pNorm(const Inputs& in, const KernelContext& ctx) {
   TensorPtr y = makeTensor(DType::BF16, x.shape());
   const uint16_t* xd = x.bf16();
   uint16_t* yd = y->bf16();
+  const Isa isa = gemmIsa();
   ctx.pool.parallelFor(rows, rowGrain(width), [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; t++) {
       for (int64_t g = 0; g < groups; g++) {
         const int64_t base = t * width + g * groupSize;
-        float sumsq = 0;
-        for (int64_t j = 0; j < groupSize; j++) {
-          const double v = bf16ToF32(xd[base + j]);
-          sumsq = static_cast<float>(static_cast<double>(sumsq) + v * v);
-        }
+        const float sumsq = canonical::sumSquaresBf16(isa, xd + base, groupSize);
         const float mean = static_cast<float>(static_cast<double>(sumsq) / static_cast<double>(groupSize));
         const float rstd = fp32::rsqrtF32(mean + epsF);
         for (int64_t j = 0; j < groupSize; j++) yd[base + j] = f32ToBf16((bf16ToF32(xd[base + j]) * rstd) * scale[g * groupSize + j]);
@@ -64,7 +65,7 @@ Outputs pleRms1pNorm(const Inputs& in, const KernelContext& ctx) {
 constexpr float PLE_GATE_SQRT_FLOOR = static_cast<float>(1e-6);
 
 /**
- * pleGate: per row t and stream s, acc = fr(acc + bf(k_j * q_j)) in j order,
+ * pleGate: per row t and stream s, acc = the fp32 sum of bf(k_j * q_j) in canonical order v1,
  * score = bf(bf(acc) / sqrt(H)), root = bf(sqrt(bf(max(|score|, 1e-6)))),
  * gate = bf(sigmoid(sign(score) * root)), sign(0) (and NaN) = 0.
  */
@@ -81,8 +82,7 @@ Outputs pleGate(const Inputs& in, const KernelContext& ctx) {
   ctx.pool.parallelFor(rows * streams, rowGrain(hidden), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; r++) {
       const int64_t o = r * hidden;
-      float acc = 0;
-      for (int64_t j = 0; j < hidden; j++) acc = acc + roundBf16(bf16ToF32(kd[o + j]) * bf16ToF32(qd[o + j]));
+      const float acc = canonical::sumTerms(hidden, [&](float sum, int64_t j) { return sum + roundBf16(bf16ToF32(kd[o + j]) * bf16ToF32(qd[o + j])); });
       const float score = roundBf16(roundBf16(acc) / sqrtH);
       const float mag = std::fabs(score);
       const float clamped = mag != mag ? mag : (mag > PLE_GATE_SQRT_FLOOR ? mag : PLE_GATE_SQRT_FLOOR);  // Math.max: NaN wins

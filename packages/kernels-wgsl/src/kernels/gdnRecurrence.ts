@@ -1,8 +1,11 @@
 // gdnRecurrence: the gated delta rule from a zero fp32 state (core gdnMath.gdnRecurrence),
 // in two dispatches:
-// 1. l2norm: q and k of every token and key head normalized once, parallel over (t, vector):
-//    qk[t, n, i] = fr(fr(x_i * rsqrt(sum_i x_i^2 + eps)) * scale) with scale 1 for k (n >= KH),
-//    into an f32 scratch [T, 2 * KH * DK]. (k's `* 1` is exact, as the CPU's fr(v * 1).)
+// 1. l2norm: q and k of every token and key head normalized once, one workgroup of 64
+//    invocations per (t, vector): qk[t, n, i] = fr(fr(x_i * rsqrt(sum_i x_i^2 + eps)) * scale)
+//    with scale 1 for k (n >= KH), into an f32 scratch [T, 2 * KH * DK]. (k's `* 1` is exact,
+//    as the CPU's fr(v * 1).) The sum of squares in canonical reduction order v1: invocation l
+//    is v1's lane l (its 8-element chunks at 8l + 512i), the lane sums meet in v1's butterfly
+//    through workgroup memory; then the invocations write the vector's elements strided by 64.
 // 2. recurrence: sequential in t, parallel over (value head h, column pair j0 = 2p): the
 //    CPU's state column S[:, j] is only ever combined with itself, k, q, v_j and the head's
 //    gates, so each invocation keeps S[:, j0] and S[:, j0 + 1] in private arrays and writes
@@ -17,10 +20,12 @@
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { bf16Buf, buf, preamble } from '../wgsl/bindings.wgsl.ts';
+import { CANONICAL_WORKGROUP, canonicalButterflyWgsl, canonicalLaneLoopWgsl } from '../wgsl/canonicalSum.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
 import {
   f32Bits,
   flatDispatch,
+  flatInvocation,
   flatMain,
   readInput,
   readScratch,
@@ -32,31 +37,34 @@ import {
   writeScratch,
 } from './planParts.ts';
 
-const NORM_WG = 64;
+const NORM_WG = CANONICAL_WORKGROUP;
 const QK = 'qkNorm';
 const L2NORM = preamble(['C', 'KH', 'DK', 'vectors', 'eps', 'scale', 'groupsX'], [bf16Buf('qkv', readInput(0), 'qkvAt'), buf('qk', writeScratch(QK), 'f32')]);
 
-const L2NORM_WGSL = `${BF16_WGSL}
+const L2NORM_WGSL = (() => {
+  const wg = flatInvocation(NORM_WG, 'u.groupsX');
+  return `${BF16_WGSL}
 ${FP32_MATH_WGSL}
 ${L2NORM.wgsl}
-${flatMain(
-  NORM_WG,
-  'u.vectors',
-  `let perRow = 2u * u.KH;
-  let t = inv / perRow;
-  let nv = inv % perRow;
+var<workgroup> lanes: array<f32, ${NORM_WG}>;
+@compute @workgroup_size(${NORM_WG})
+fn main(${wg.params}) {
+  let vec = wid.x + wid.y * u.groupsX;
+  if (vec >= u.vectors) { return; }
+  let perRow = 2u * u.KH;
+  let t = vec / perRow;
+  let nv = vec % perRow;
   let src = t * u.C + nv * u.DK;
   var ss: f32 = 0.0;
-  for (var i = 0u; i < u.DK; i = i + 1u) {
-    let xi = qkvAt(src + i);
-    ss = ss + xi * xi;
-  }
-  let r = rsqrt_f32(ss + bitcast<f32>(u.eps));
+  ${canonicalLaneLoopWgsl('lid', 'u.DK', (i) => `let xi = qkvAt(src + ${i}); ss = ss + xi * xi;`)}
+  ${canonicalButterflyWgsl('lanes', 'lid', 'ss')}
+  let r = rsqrt_f32(lanes[0] + bitcast<f32>(u.eps));
   var scale: f32 = 1.0;
   if (nv < u.KH) { scale = bitcast<f32>(u.scale); }
-  let dst = inv * u.DK;
-  for (var i = 0u; i < u.DK; i = i + 1u) { qk[dst + i] = (qkvAt(src + i) * r) * scale; }`,
-)}`;
+  let dst = vec * u.DK;
+  for (var i = lid; i < u.DK; i = i + ${NORM_WG}u) { qk[dst + i] = (qkvAt(src + i) * r) * scale; }
+}`;
+})();
 
 const REC_WG = 32;
 const RECURRENCE = preamble(
@@ -139,7 +147,8 @@ export const gdnRecurrencePlanner: KernelPlanner = (inputs, outputs, attrs) => {
   return {
     scratch: [{ name: QK, words: vectors * DK }],
     dispatches: [
-      flatDispatch('gdn-l2norm', L2NORM_WGSL, L2NORM.bindings, vectors, NORM_WG, [C, KH, DK, vectors, f32Bits(eps), f32Bits(scale)]),
+      // one workgroup per vector
+      flatDispatch('gdn-l2norm', L2NORM_WGSL, L2NORM.bindings, vectors * NORM_WG, NORM_WG, [C, KH, DK, vectors, f32Bits(eps), f32Bits(scale)]),
       flatDispatch(`gdn-recurrence-dk${DK}`, recurrenceWgsl(DK), RECURRENCE.bindings, VH * pairs, REC_WG, [T, C, KH, VH, DV, VH / KH, pairs]),
     ],
   };

@@ -157,3 +157,51 @@ describe('PLE planners reject bad input', () => {
     );
   });
 });
+
+describe('PLE WGSL kernels: the long sums in canonical reduction order v1 (64 lanes, then the butterfly)', () => {
+  it('pleRms1pNorm: 4096 then ones (groups of 1024) gives core\'s hand-computed outputs (pleMath.test.ts), not the sequential ones', async () => {
+    const h = 1024;
+    const row = Array.from({ length: 2 * h }, (_, j) => (j % h === 0 ? 4096 : 1));
+    const [y] = await expectBitExact('pleRms1pNorm', [bf([1, 2 * h], row), bf([2 * h], new Array(2 * h).fill(3 * 2 ** -8))], { groups: 2, eps: 1e-6 });
+    // in j order: 32.5 and 2^-7 * 1.015625
+    expect(Array.from(y!.data as Uint16Array)).toEqual(Array.from(f32ArrayToBf16(row.map((v) => (v === 4096 ? 32.25 : 2 ** -7 * 1.0078125)))));
+  });
+
+  it('pleRms1pNorm: groups of whole steps, of a partial step with a partial chunk, and of odd width', async () => {
+    for (const [groups, gs] of [
+      [2, 2560],
+      [3, 1030],
+      [2, 1031],
+    ]) {
+      await expectBitExact('pleRms1pNorm', [bf16Normal(rng, [3, groups * gs], 2), bf16Normal(rng, [groups * gs], 0.1)], { groups, eps });
+    }
+  });
+
+  it('pleGate: a dot of 2^24, 2558 ones and -2^24 (H 2560) gives core\'s hand-computed gates, not the sequential ones', async () => {
+    const h = 2560;
+    const k = new Array(2 * h).fill(1);
+    const q = new Array(2 * h).fill(1);
+    for (const [j, kj] of [
+      [0, 4096],
+      [h - 1, -4096],
+      [h, -4096],
+      [2 * h - 1, 4096],
+    ]) {
+      k[j] = kj;
+      q[j] = 4096;
+    }
+    for (let j = h + 1; j < 2 * h - 1; j++) k[j] = -1;
+    const [gate] = await expectBitExact('pleGate', [bf([1, 2 * h], k), bf([1, 2 * h], q)], { streams: 2 });
+    // in j order both sums are 0: gates 0.5
+    expect(Array.from(gate!.data as Uint16Array)).toEqual(Array.from(f32ArrayToBf16([1, 224 * 2 ** -18])));
+  });
+
+  it('pleGate: H of whole steps and of a partial step; an odd number of gates (a word holding one)', async () => {
+    for (const [T, streams, h] of [
+      [2, 2, 2560],
+      [3, 3, 1030],
+    ]) {
+      await expectBitExact('pleGate', [bf16Normal(rng, [T, streams * h], 1), bf16Normal(rng, [T, streams * h], 1)], { streams });
+    }
+  });
+});

@@ -1,46 +1,38 @@
 // pleRms1pNorm: grouped RMS1p norm, as core's pleRms1pNorm (layers/ple/pleMath.ts). Two
-// dispatches: one invocation per (row, group) sums the squares in fp32 over j in order
-// (bf16 squares are exact) and stores rstd = 1/sqrt(fp32(sumsq / groupSize) + eps) (two
-// correctly rounded steps, rsqrt_f32); then one invocation per output word computes
-// y = bf((x * rstd) * (1 + w)), 1 + w rounded to fp32 as the CPU's scale. Splitting keeps
-// every invocation's work small and lets groups of odd width share words without two
-// invocations writing one.
+// dispatches: one workgroup of 64 invocations per (row, group) sums the squares in fp32 in
+// canonical reduction order v1 (invocation l is v1's lane l, adding the squares of its 8-element
+// chunks at 8l + 512i; bf16 squares are exact; the lane sums meet in v1's butterfly through
+// workgroup memory) and stores rstd = 1/sqrt(fp32(sumsq / groupSize) + eps) (two correctly
+// rounded steps, rsqrt_f32); then one invocation per output word computes
+// y = bf((x * rstd) * (1 + w)), 1 + w rounded to fp32 as the CPU's scale. The apply stays its
+// own word pass because groups of odd width share words (no two workgroups may write one).
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { bf16Buf, buf, preamble } from '../wgsl/bindings.wgsl.ts';
+import { CANONICAL_WORKGROUP, canonicalButterflyWgsl, canonicalLaneLoopWgsl } from '../wgsl/canonicalSum.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
-import {
-  dims2,
-  f32Bits,
-  flatDispatch,
-  flatMain,
-  readInput,
-  readScratch,
-  requireIntAttr,
-  requireShape,
-  requireTyped,
-  writeScratch,
-} from './planParts.ts';
+import { dims2, f32Bits, flatDispatch, flatInvocation, readInput, readScratch, requireIntAttr, requireShape, requireTyped, writeScratch } from './planParts.ts';
 import { wordKernel } from './wordKernel.ts';
 
 const RSTD = 'rstd';
-const WG = 64;
+const WG = CANONICAL_WORKGROUP;
 
 const RSTD_PREAMBLE = preamble(['rows', 'groups', 'gs', 'width', 'eps: f32', 'groupsX'], [bf16Buf('x', readInput(0)), buf('rstd', writeScratch(RSTD))]);
 
 const RSTD_WGSL = (() => {
+  const wg = flatInvocation(WG, 'u.groupsX');
   return `${FP32_MATH_WGSL}
 ${RSTD_PREAMBLE.wgsl}
-${flatMain(
-  WG,
-  'u.rows * u.groups',
-  `let base = (inv / u.groups) * u.width + (inv % u.groups) * u.gs;
+var<workgroup> lanes: array<f32, ${WG}>;
+@compute @workgroup_size(${WG})
+fn main(${wg.params}) {
+  let seg = wid.x + wid.y * u.groupsX;
+  if (seg >= u.rows * u.groups) { return; }
+  let base = (seg / u.groups) * u.width + (seg % u.groups) * u.gs;
   var sumsq: f32 = 0.0;
-  for (var j = 0u; j < u.gs; j = j + 1u) {
-    let v = x_f32(base + j);
-    sumsq = sumsq + v * v;
-  }
-  rstd[inv] = bitcast<u32>(rsqrt_f32(sumsq / f32(u.gs) + u.eps));`,
-)}`;
+  ${canonicalLaneLoopWgsl('lid', 'u.gs', (j) => `let v = x_f32(base + ${j}); sumsq = sumsq + v * v;`)}
+  ${canonicalButterflyWgsl('lanes', 'lid', 'sumsq')}
+  if (lid == 0u) { rstd[seg] = bitcast<u32>(rsqrt_f32(lanes[0] / f32(u.gs) + u.eps)); }
+}`;
 })();
 
 export const pleRms1pNormPlanner: KernelPlanner = (inputs, outputs, attrs) => {
@@ -56,7 +48,8 @@ export const pleRms1pNormPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   requireShape(weight, [width], 'pleRms1pNorm: weight');
   requireShape(y, [T, width], 'pleRms1pNorm: y');
   if (T * width === 0) return { scratch: [], dispatches: [] };
-  const rstd = flatDispatch('pleRms1pNorm-rstd', RSTD_WGSL, RSTD_PREAMBLE.bindings, T * groups, WG, [T, groups, gs, width, f32Bits(eps)]);
+  // one workgroup per (row, group)
+  const rstd = flatDispatch('pleRms1pNorm-rstd', RSTD_WGSL, RSTD_PREAMBLE.bindings, T * groups * WG, WG, [T, groups, gs, width, f32Bits(eps)]);
   const body = `let c = i % u.p0;
   let r = bitcast<f32>(rstd[(i / u.p0) * u.p2 + c / u.p1]);
   return (x_f32(i) * r) * (1.0 + w_f32(c));`;

@@ -54,7 +54,7 @@ export const gdnGates = defineOp({
 
 export const gdnRecurrence = defineOp({
   name: 'gdnRecurrence',
-  doc: 'Gated delta rule from a zero fp32 state per value head (key head h / (valueHeads/keyHeads)): q,k = l2norm (fp32, l2Eps), q *= scale; S = exp(g) S; u = S^T k; S += k (x) (beta (v - u)); o = bf(S^T q). qkv is the conv output [T, q|k|v]; sums over the key dim in order; products rounded before adds.',
+  doc: 'Gated delta rule from a zero fp32 state per value head (key head h / (valueHeads/keyHeads)): q,k = l2norm (fp32, l2Eps), q *= scale; S = exp(g) S; u = S^T k; S += k (x) (beta (v - u)); o = bf(S^T q). qkv is the conv output [T, q|k|v]; the l2 norms\' sums of squares in fp32 in canonical reduction order v1 (numerics/canonicalSum.ts: 64 lanes of 8-term chunks 512 apart, then the xor butterfly), the state products (u, o) over the key dim in order; products rounded before adds.',
   inputs: [
     { name: 'qkv', dtypes: ['bf16'] },
     { name: 'g', dtypes: ['f32'] },
@@ -78,7 +78,7 @@ export const gdnRecurrence = defineOp({
 
 export const gdnGatedNorm = defineOp({
   name: 'gdnGatedNorm',
-  doc: 'Per value head: y = bf(bf(bf(o * rsqrt(mean(o^2) + eps)) * w) * sigmoid(z)), the sum of squares in order; w [headDim] is a plain weight.',
+  doc: 'Per value head: y = bf(bf(bf(o * rsqrt(mean(o^2) + eps)) * w) * sigmoid(z)), the sum of squares in fp32 in canonical reduction order v1 (numerics/canonicalSum.ts: 64 lanes of 8-term chunks 512 apart, then the xor butterfly); w [headDim] is a plain weight.',
   inputs: [
     { name: 'o', dtypes: ['bf16'] },
     { name: 'z', dtypes: ['bf16'] },

@@ -87,7 +87,7 @@ export const pleNgramEmbedShard = defineOp({
 
 export const pleRms1pNorm = defineOp({
   name: 'pleRms1pNorm',
-  doc: 'Grouped RMS1p norm (norm_key, norm_query, norm_conv): per row and group of width/groups columns, rstd = 1/sqrt(fp32(sum x^2 in order / groupSize) + eps) (two correctly rounded steps), y = bf((x * rstd) * fp32(1 + w)), one rounding; w [width] stored as an offset from 0.',
+  doc: 'Grouped RMS1p norm (norm_key, norm_query, norm_conv): per row and group of width/groups columns, rstd = 1/sqrt(fp32(sum x^2 / groupSize) + eps) with the sum in fp32 in canonical reduction order v1 (numerics/canonicalSum.ts: 64 lanes of 8-term chunks 512 apart, then the xor butterfly) (two correctly rounded steps), y = bf((x * rstd) * fp32(1 + w)), one rounding; w [width] stored as an offset from 0.',
   inputs: [
     { name: 'x', dtypes: ['bf16'] },
     { name: 'weight', dtypes: ['bf16'] },
@@ -107,7 +107,7 @@ export const pleRms1pNorm = defineOp({
 
 export const pleGate = defineOp({
   name: 'pleGate',
-  doc: 'Per row t and stream s, from the normed key k and query q [T, n*H] (stream s = columns s*H..): p_j = bf(k_j q_j), sc = bf(bf(fp32 sum of p_j in j order) / fp32(sqrt(H))), root = bf(sqrt(bf(max(|sc|, fp32(1e-6))))), gate = bf(sigmoid(sign(sc) * root)) with sign(0) = 0 -> gate [T, n] bf16.',
+  doc: 'Per row t and stream s, from the normed key k and query q [T, n*H] (stream s = columns s*H..): p_j = bf(k_j q_j), sc = bf(bf(fp32 sum of p_j in canonical reduction order v1) / fp32(sqrt(H))), root = bf(sqrt(bf(max(|sc|, fp32(1e-6))))), gate = bf(sigmoid(sign(sc) * root)) with sign(0) = 0 -> gate [T, n] bf16.',
   inputs: [
     { name: 'k', dtypes: ['bf16'] },
     { name: 'q', dtypes: ['bf16'] },

@@ -227,3 +227,41 @@ describe('gdnMath causality and carried state', () => {
     expect(() => gdnRecurrence(new Uint16Array(0), new Float32Array(0), new Uint16Array(0), 0, { ...HEADS, valueHeads: 5 }, scale, 1e-6)).toThrow(/value heads 5/);
   });
 });
+
+describe('gdnMath: the sums of squares in canonical reduction order v1', () => {
+  const bf = (values: number[]) => f32ArrayToBf16(Float32Array.from(values));
+
+  it('the l2 norm of k: 4096 then 127 ones (keyDim 128) gives the hand-computed v1 outputs, not the sequential ones', () => {
+    // k = [4096, 1 x 127]: in i order each 1 meets 2^24 alone and is lost (2^24 + 1 ties to the
+    // even 2^24), so sumsq = 2^24 and k's norm is exactly 1 at i = 0. In v1 lanes 0-15 own the 16
+    // chunks: lane 0 loses its 7 ones, lanes 1-15 keep 8 each and the butterfly adds them exactly:
+    // sumsq = 2^24 + 120, r just below 2^-12, k_0 = 1 - 60 * 2^-24.
+    // q = [4096, 0 ...] normalizes to exactly [1, 0 ...] either way; g = 0 (decay 1), beta 1.5 and
+    // v = [1 + 2^-7, 1 + 5 * 2^-7], so from the zero state o_j = bf(k_0 * 1.5 * v_j) where 1.5 v_j
+    // is a bf16 tie (1.51171875, 1.55859375): with k_0 = 1 it rounds to even (1.515625, 1.5625),
+    // with k_0 just below 1 it rounds down (1.5078125, 1.5546875).
+    const dk = 128;
+    const q = [4096, ...new Array(dk - 1).fill(0)];
+    const k = [4096, ...new Array(dk - 1).fill(1)];
+    const qkv = bf([...q, ...k, 1 + 2 ** -7, 1 + 5 * 2 ** -7]);
+    const { o } = gdnRecurrence(qkv, new Float32Array([0]), bf([1.5]), 1, { keyHeads: 1, valueHeads: 1, keyDim: dk, valueDim: 2 }, 1, GDN_L2NORM_EPS);
+    expect(Array.from(o, bf16ToF32)).toEqual([1.5078125, 1.5546875]);
+    // k = [4096, 0 ...] normalizes to exactly [1, 0 ...] in any order: the ties round to even, as the sequential sum's k does
+    const inLane0 = bf([...q, 4096, ...new Array(dk - 1).fill(0), 1 + 2 ** -7, 1 + 5 * 2 ** -7]);
+    const exact = gdnRecurrence(inLane0, new Float32Array([0]), bf([1.5]), 1, { keyHeads: 1, valueHeads: 1, keyDim: dk, valueDim: 2 }, 1, GDN_L2NORM_EPS);
+    expect(Array.from(exact.o, bf16ToF32)).toEqual([1.515625, 1.5625]);
+  });
+
+  it('the gated norm: 4096 then 2^18 - 1 ones gives the hand-computed v1 outputs, not the sequential ones', () => {
+    // headDim 2^18. In j order every 1 is lost against 2^24: sumsq 2^24, mean 2^6, r = 1/8 exactly,
+    // so with w = 1 and z = 0 (sigmoid 0.5): y = [4096 / 8 / 2, 1 / 8 / 2] = [256, 0.0625].
+    // In v1 lane 0 loses its 4095 ones and lanes 1-63 keep 4096 each: sumsq 2^24 + 258048,
+    // mean 64.984375, r = 0.12406... (0.76% below 1/8, more than a bf16 half ulp):
+    // bf(4096 r) = 508 (508.18), bf(r) = 0.1240234375 (2 ulps below 1/8), halved by the gate.
+    const hd = 2 ** 18;
+    const o = bf([4096, ...new Array(hd - 1).fill(1)]);
+    const y = gdnGatedNorm(o, new Uint16Array(hd), bf(new Array(hd).fill(1)), 1, 1, hd, 1e-6);
+    expect(bf16ToF32(y[0])).toBe(254);
+    expect(new Set(Array.from(y.subarray(1), bf16ToF32))).toEqual(new Set([0.06201171875]));
+  });
+});

@@ -1,4 +1,5 @@
 import { bf16ArrayToF32, f32ToBf16, roundBf16 } from '../../numerics/bf16.ts';
+import { canonicalSumF32 } from '../../numerics/canonicalSum.ts';
 import { expF32, rsqrtF32, sigmoidF32, siluF32, softplusF32 } from '../../numerics/fp32Math.ts';
 
 // GatedDeltaNet (model.md "Linear attention (GatedDeltaNet)"), CPU reference on typed
@@ -83,11 +84,12 @@ export function gdnGates(b: Uint16Array, a: Uint16Array, aLog: Uint16Array, dtBi
 
 /**
  * l2-normalize `n` values of `src` at `off` into `dst` and multiply by `scale`:
- * dst[i] = fr(fr(src[i] * rsqrt(sum_i src[i]^2 + eps)) * scale), sum in i order.
+ * dst[i] = fr(fr(src[i] * rsqrt(sum_i src[i]^2 + eps)) * scale), the sum in fp32 in canonical
+ * reduction order v1 (numerics/canonicalSum.ts; the values are bf16, so each square is exact
+ * and each add one rounding).
  */
 function l2NormScaled(src: Float32Array, off: number, n: number, eps: number, scale: number, dst: Float32Array): void {
-  let ss = 0;
-  for (let i = 0; i < n; i++) ss = fr(ss + src[off + i] * src[off + i]);
+  const ss = canonicalSumF32(n, (i) => src[off + i] * src[off + i]);
   const r = rsqrtF32(fr(ss + eps));
   for (let i = 0; i < n; i++) dst[i] = fr(fr(src[off + i] * r) * scale);
 }
@@ -98,7 +100,8 @@ function l2NormScaled(src: Float32Array, off: number, n: number, eps: number, sc
  *   q, k = l2norm(q), l2norm(k) (fp32, eps 1e-6); q *= scale
  *   S = exp(g) S;  u_j = sum_i S_ij k_i;  S_ij += k_i * (beta (v_j - u_j));  o_j = bf(sum_i S_ij q_i)
  * S is fp32 [keyDim, valueDim] per head, from zero or from `state` ([valueHeads, keyDim,
- * valueDim], carried from an earlier call); every sum runs over i = 0..keyDim-1 in order.
+ * valueDim], carried from an earlier call). The l2 norms' sums of squares run in canonical
+ * reduction order v1; the state products (u_j, o_j: GEMM-like) over i = 0..keyDim-1 in order.
  * qkv is the conv output [T, C] laid out [q | k | v], head-contiguous.
  * Returns o [T, valueHeads * valueDim] (bf16) and the state after the last token.
  */
@@ -172,7 +175,8 @@ export function gdnRecurrence(
 /**
  * Gated RMS norm per value head, with model.md's roundings and sigmoid gate:
  * y = bf( bf( bf(o * rsqrt(mean(o^2) + eps)) * w ) * sigmoid(z) ), mean = fr(sum_j o_j^2 / dv)
- * with the sum in j order; w is a plain weight (not 1 + w).
+ * with the sum in fp32 in canonical reduction order v1 (bf16 squares are exact); w is a plain
+ * weight (not 1 + w).
  */
 export function gdnGatedNorm(o: Uint16Array, z: Uint16Array, w: Uint16Array, tokens: number, heads: number, headDim: number, eps: number): Uint16Array {
   const n = tokens * heads * headDim;
@@ -185,8 +189,7 @@ export function gdnGatedNorm(o: Uint16Array, z: Uint16Array, w: Uint16Array, tok
   const epsF = fr(eps);
   const y = new Uint16Array(n);
   for (let base = 0; base < n; base += headDim) {
-    let ss = 0;
-    for (let j = 0; j < headDim; j++) ss = fr(ss + of[base + j] * of[base + j]);
+    const ss = canonicalSumF32(headDim, (j) => of[base + j] * of[base + j]);
     const r = rsqrtF32(fr(fr(ss / headDim) + epsF));
     for (let j = 0; j < headDim; j++) {
       const normed = roundBf16(of[base + j] * r);

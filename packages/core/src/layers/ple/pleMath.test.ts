@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { getConfig } from '../../config/presets.ts';
 import { resolveWeight } from '../../model/resolveWeight.ts';
 import { SyntheticWeightSource } from '../../model/syntheticWeights.ts';
-import { bf16ArrayToF32, f32ArrayToBf16, roundBf16 } from '../../numerics/bf16.ts';
+import { bf16ArrayToF32, bf16ToF32, f32ArrayToBf16, roundBf16 } from '../../numerics/bf16.ts';
 import { Rng } from '../../numerics/rng.ts';
 import { compareBf16 } from '../../numerics/ulp.ts';
 import { pleNgramIds } from './pleHash.ts';
@@ -208,5 +208,43 @@ describe('PLE math', () => {
     const ch1 = Array.from({ length: T }, (_, t) => out[t * C + 1]);
     const sum = [0x3f9e, 0x4010, 0x4057, 0x408e];
     expect(ch1).toEqual([1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4].map((k) => sum[k - 1]));
+  });
+});
+
+describe('PLE math: the long sums in canonical reduction order v1', () => {
+  it('RMS1p: 4096 then ones (groups of 1024) gives the hand-computed v1 outputs, not the sequential ones', () => {
+    // As the HC norm's pinned row (hc/combineNorm.test.ts): in j order every 1 is lost against
+    // 2^24 (sumsq 2^24, rstd exactly 2^-7) and w = 3 * 2^-8 puts every output on a bf16 tie that
+    // rounds to even: 4096 -> 32.5, 1 -> 2^-7 * 1.015625. In v1 lane 0 loses only its 15 ones,
+    // sumsq = 2^24 + 1008, rstd falls just below 2^-7 and every output just below its tie:
+    // 4096 -> 32.25, 1 -> 2^-7 * 1.0078125.
+    const h = 1024;
+    const row = Array.from({ length: 2 * h }, (_, j) => (j % h === 0 ? 4096 : 1));
+    const y = Array.from(pleRms1pNorm(bf(row), 1, 2, h, bf(new Array(2 * h).fill(3 * 2 ** -8)), 1e-6), bf16ToF32);
+    expect(y).toEqual(row.map((v) => (v === 4096 ? 32.25 : 2 ** -7 * 1.0078125)));
+  });
+
+  it('the gate: a dot of 2^24, 2558 ones and -2^24 (H 2560) gives the hand-computed v1 gates, not the sequential ones', () => {
+    // Stream 0: products 2^24 (j = 0), ones, -2^24 (j = 2559). In j order every 1 is lost against
+    // 2^24 and the last term cancels it: sum 0, gate sigmoid(0) = 0.5. In v1 lane 0 (chunks at 0,
+    // 512, ..., 2048) loses its 39 ones, lane 63 holds 39 ones then -2^24 (exact: below 2^24 the
+    // spacing is 1), the other lanes 40 ones each, and the butterfly adds them all exactly: sum
+    // 2519, bf 2512, score bf(2512 / sqrt(2560)) = 49.75, root bf(sqrt(49.75)) = 7.0625,
+    // gate bf(sigmoid(7.0625)) = 1. Stream 1 is stream 0 negated (key -1 and -4096 at j = 0):
+    // 0.5 in order, bf(sigmoid(-7.0625)) = 224 * 2^-18 in v1.
+    const H = 2560;
+    const k = new Array(2 * H).fill(1);
+    const q = new Array(2 * H).fill(1);
+    for (const [j, kj] of [
+      [0, 4096],
+      [H - 1, -4096],
+      [H, -4096],
+      [2 * H - 1, 4096],
+    ]) {
+      k[j] = kj;
+      q[j] = 4096;
+    }
+    for (let j = H + 1; j < 2 * H - 1; j++) k[j] = -1;
+    expect(Array.from(pleGate(bf(k), bf(q), 1, 2, H), bf16ToF32)).toEqual([1, 224 * 2 ** -18]);
   });
 });

@@ -1,4 +1,5 @@
 import { bf16ArrayToF32, bf16ToF32, f32ToBf16, roundBf16 } from '../../numerics/bf16.ts';
+import { canonicalSumF32 } from '../../numerics/canonicalSum.ts';
 import { rsqrtF32, sigmoidF32, siluF32, sqrtF32 } from '../../numerics/fp32Math.ts';
 import { linearBf16 } from '../linearMath.ts';
 import { pleNgramIds, type PleHashParams } from './pleHash.ts';
@@ -7,8 +8,10 @@ import { pleNgramIds, type PleHashParams } from './pleHash.ts';
 // HF modeling_qwen4_exp.py `Qwen4ExpTextPLELayer.forward` (eager bf16 torch ops) and ATOM
 // atom/model_ops/qwen4_exp/ple.py (`Qwen4ExpPLELayer.gated_memory`, `ple_gate`,
 // `dilated_causal_conv1d`). bf16 values travel as Uint16Array bit patterns; fp32 is
-// emulated with Math.fround after every operation; sums run in index order. Every value the
-// reference stores in bf16 is rounded here at the same point.
+// emulated with Math.fround after every operation. The long sums (the norms' sums of squares,
+// the gate's dot over H) run in canonical reduction order v1 (numerics/canonicalSum.ts), the
+// short ones (the conv's taps) in index order. Every value the reference stores in bf16 is
+// rounded here at the same point.
 const fr = Math.fround;
 
 function checkLength(what: string, arr: ArrayLike<number>, expected: number): void {
@@ -56,8 +59,8 @@ export function pleNgramEmbedShard(ids: Int32Array, heads: number, slice: Uint16
 
 /**
  * RMS1p, grouped (HF `Qwen4ExpTextRMSNorm(group_size=H)`, ATOM `Qwen4ExpGroupedRMSNorm`),
- * per row and group of groupSize columns: sumsq = sum x^2 (fp32, in order; bf16 squares are
- * exact), rstd = 1/sqrt(sumsq/groupSize + eps), y = bf(x * rstd * (1 + w)): fp32 products in
+ * per row and group of groupSize columns: sumsq = sum x^2 (fp32 in canonical reduction order
+ * v1; bf16 squares are exact, so each add is one rounding), rstd = 1/sqrt(sumsq/groupSize + eps), y = bf(x * rstd * (1 + w)): fp32 products in
  * that order, one rounding. w is stored as an offset from 0 (checkpoint zeros = identity).
  */
 export function pleRms1pNorm(x: Uint16Array, rows: number, groups: number, groupSize: number, weight: Uint16Array, eps: number): Uint16Array {
@@ -70,11 +73,10 @@ export function pleRms1pNorm(x: Uint16Array, rows: number, groups: number, group
   for (let t = 0; t < rows; t++) {
     for (let g = 0; g < groups; g++) {
       const base = t * width + g * groupSize;
-      let sumsq = 0;
-      for (let j = 0; j < groupSize; j++) {
+      const sumsq = canonicalSumF32(groupSize, (j) => {
         const v = bf16ToF32(x[base + j]);
-        sumsq = fr(sumsq + v * v);
-      }
+        return v * v;
+      });
       const rstd = rsqrtF32(fr(fr(sumsq / groupSize) + epsF));
       for (let j = 0; j < groupSize; j++) y[base + j] = f32ToBf16(fr(fr(bf16ToF32(x[base + j]) * rstd) * scale[g * groupSize + j]));
     }
@@ -90,7 +92,7 @@ export const PLE_GATE_SQRT_FLOOR = fr(1e-6);
  * [T, n*H], stream-major). Each line is one eager bf16 op of HF (ATOM's `_ple_gate_kernel`
  * keeps every rounding):
  *   p_j = bf(k_j * q_j)                   products rounded before the sum
- *   s   = bf(sum_j p_j)                   fp32 accumulation, j in order, one rounding
+ *   s   = bf(sum_j p_j)                   fp32 accumulation in canonical reduction order v1, one rounding
  *   s   = bf(s / sqrt(H))                 sqrt(H) rounded to fp32 once
  *   a   = bf(max(|s|, 1e-6))              (redundant after the line above unless |s| < 1e-6)
  *   g   = sign(s) * bf(sqrt(a))           sign(0) = 0, so a zero score gives gate 0.5
@@ -103,8 +105,7 @@ export function pleGate(kNormed: Uint16Array, qNormed: Uint16Array, rows: number
   const gate = new Uint16Array(rows * streams);
   for (let r = 0; r < rows * streams; r++) {
     const o = r * hidden;
-    let acc = 0;
-    for (let j = 0; j < hidden; j++) acc = fr(acc + roundBf16(fr(bf16ToF32(kNormed[o + j]) * bf16ToF32(qNormed[o + j]))));
+    const acc = canonicalSumF32(hidden, (j) => roundBf16(fr(bf16ToF32(kNormed[o + j]) * bf16ToF32(qNormed[o + j]))));
     const score = roundBf16(fr(roundBf16(acc) / sqrtH));
     const root = roundBf16(sqrtF32(roundBf16(Math.max(Math.abs(score), PLE_GATE_SQRT_FLOOR))));
     const g = score > 0 ? root : score < 0 ? -root : 0;
