@@ -22,7 +22,7 @@
 import { existsSync, lstatSync, mkdirSync, readdirSync, readlinkSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { bf16ToF32, f32ToFp8, MODEL_SUB_LAYERS, modelWeightSpecs, numel, roundBf16, SyntheticWeightSource, type ModelConfig, type Tensor, type WeightSpec } from '@hcsp/core';
+import { bf16ToF32, f32ToFp8, MODEL_SUB_LAYERS, modelWeightSpecs, numel, pleBuffers, roundBf16, SyntheticWeightSource, type ModelConfig, type RawFileTensor, type Tensor, type WeightSpec } from '@hcsp/core';
 import { errnoReason, hfTextConfigJson, resolveModelConfig, writeSafetensorsFile } from '@hcsp/core/node';
 import { parseIntStrict } from '../parseArgs.ts';
 import { markTempFolder, sweepStaleTempFiles, TEMP_FOLDER_MARKER, tempPathFor } from '../output/tempFiles.ts';
@@ -56,7 +56,7 @@ export interface ModelFolderSummary {
 /** Tensors written together (one checkpoint spec's), made only when their shard is written. */
 interface Group {
   bytes: number;
-  make(): [string, Tensor][];
+  make(): [string, Tensor | RawFileTensor][];
 }
 
 /** Per 128 x 128 block of a [N, K] bf16 matrix: s = fl(amax / 448), q = cvt(fl(w / s)). */
@@ -82,8 +82,12 @@ function multimodalName(name: string): string {
   return name.startsWith('model.') ? `model.language_model.${name.slice('model.'.length)}` : name;
 }
 
-function hfGroups(specs: readonly WeightSpec[], w: SyntheticWeightSource): Group[] {
-  return specs.map((s) => ({ bytes: numel(s.shape) * (s.dtype === 'f32' ? 4 : 2), make: () => [[s.name, w.tensor(s.name)]] }));
+/** The HF state dict: the specs' tensors and the int64 buffers HF persists (the PLE's `nn.Buffer`s, modeling_qwen4_exp.py). */
+function hfGroups(config: ModelConfig, specs: readonly WeightSpec[], w: SyntheticWeightSource): Group[] {
+  const buffers = config.ple.layerIds.flatMap((layer) => pleBuffers(config, layer)).map(
+    (b): Group => ({ bytes: b.values.byteLength, make: () => [[b.name, { fileDtype: 'I64', shape: b.shape, bytes: new Uint8Array(b.values.buffer, b.values.byteOffset, b.values.byteLength) }]] }),
+  );
+  return [...specs.map((s) => ({ bytes: numel(s.shape) * (s.dtype === 'f32' ? 4 : 2), make: (): [string, Tensor][] => [[s.name, w.tensor(s.name)]] })), ...buffers];
 }
 
 function fp8ReleaseGroups(specs: readonly WeightSpec[], w: SyntheticWeightSource): Group[] {
@@ -167,7 +171,8 @@ function assignShards(groups: readonly Group[], shards: number): number[] {
 }
 
 function configJson(config: ModelConfig, layout: WeightsLayout): unknown {
-  const text = hfTextConfigJson(config);
+  // an hf folder names its layers as HF's configuration accepts them; the releases as they ship
+  const text = hfTextConfigJson(config, layout === 'hf' ? 'hf' : 'release');
   if (layout === 'hf') return text;
   if (layout === 'ptpc-fp8') return ptpcFp8ConfigJson(text);
   const { architectures: _, ...inner } = text;
@@ -221,7 +226,7 @@ export async function writeModelFolder(o: ModelFolderOptions): Promise<ModelFold
     throw new Error(`config '${o.config.name}': tensor '${largest.name}' has ${numel(largest.shape)} elements; the synthetic generator holds a tensor whole, at most ${MAX_TENSOR_ELEMENTS}`);
   }
   const synthetic = new SyntheticWeightSource(specs, o.seed);
-  const groups = o.layout === 'hf' ? hfGroups(specs, synthetic) : o.layout === 'ptpc-fp8' ? ptpcFp8Groups(specs, synthetic) : fp8ReleaseGroups(specs, synthetic);
+  const groups = o.layout === 'hf' ? hfGroups(o.config, specs, synthetic) : o.layout === 'ptpc-fp8' ? ptpcFp8Groups(specs, synthetic) : fp8ReleaseGroups(specs, synthetic);
   const shardOf = assignShards(groups, o.shards);
   const files = Array.from({ length: o.shards }, (_, k) => `model-${String(k + 1).padStart(5, '0')}-of-${String(o.shards).padStart(5, '0')}.safetensors`);
 
@@ -236,7 +241,7 @@ export async function writeModelFolder(o: ModelFolderOptions): Promise<ModelFold
     markTempFolder(tmp);
     const weightMap: Record<string, string> = {};
     for (let k = 0; k < o.shards; k++) {
-      const shard = new Map<string, Tensor>();
+      const shard = new Map<string, Tensor | RawFileTensor>();
       for (const [i, g] of groups.entries()) {
         if (shardOf[i] !== k) continue;
         for (const [name, t] of g.make()) shard.set(name, t);
@@ -245,7 +250,7 @@ export async function writeModelFolder(o: ModelFolderOptions): Promise<ModelFold
       writeSafetensorsFile(join(tmp, files[k]), shard, { format: 'pt' });
       for (const [name, t] of shard) {
         weightMap[name] = files[k];
-        bytes += t.data.byteLength;
+        bytes += 'fileDtype' in t ? t.bytes.byteLength : t.data.byteLength;
       }
       tensors += shard.size;
     }

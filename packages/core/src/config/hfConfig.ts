@@ -15,7 +15,9 @@ import { ConfigError, validateConfig } from './validate.ts';
 
 // HF's layer types (validate_architecture) plus the ones ATOM accepts: its Qwen4ExpDecoderLayer
 // notes that the checkpoint writes "full_attention" for the QSA layers and that another
-// transformers version writes "qwen_sparse_attention".
+// transformers version writes "qwen_sparse_attention". HF's configuration (configuration_qwen4_exp.py,
+// Qwen4ExpTextConfig) accepts only linear_attention, hybrid_indexed (a QSA layer that is also a
+// PLE layer) and deepseek_sparse_attention (the other QSA layers): what hcsp writes (hfLayerTypes).
 const LAYER_TYPES: Readonly<Record<string, LayerKind>> = {
   linear_attention: 'linear_attention',
   full_attention: 'attention',
@@ -281,8 +283,21 @@ export function parseHfConfig(json: unknown, label: string, name = label): Model
   }
 }
 
-/** The HF text config (Qwen4ExpTextConfig form, every field written) of a ModelConfig. */
-export function hfTextConfigJson(c: ModelConfig): Json {
+/**
+ * layer_types as HF's Qwen4ExpTextConfig derives them when absent (__post_init__): linear_attention,
+ * else hybrid_indexed on a PLE layer and deepseek_sparse_attention on the others; 'release': the
+ * published checkpoint's "full_attention" for every QSA layer (ATOM reads it; HF refuses it).
+ */
+export function hfLayerTypes(c: ModelConfig, names: 'hf' | 'release' = 'hf'): string[] {
+  return Array.from({ length: c.numLayers }, (_, i) => {
+    if (layerKind(c, i) !== 'attention') return 'linear_attention';
+    if (names === 'release') return 'full_attention';
+    return c.ple.layerIds.includes(i) ? 'hybrid_indexed' : 'deepseek_sparse_attention';
+  });
+}
+
+/** The HF text config (Qwen4ExpTextConfig form, every field written) of a ModelConfig; `names`: hfLayerTypes. */
+export function hfTextConfigJson(c: ModelConfig, names: 'hf' | 'release' = 'hf'): Json {
   const a = c.attention;
   const factor = a.ropeDims / a.headDim;
   if (Math.trunc(a.headDim * factor) !== a.ropeDims) throw new ConfigError(`config '${c.name}': ${a.ropeDims} rotary dims of ${a.headDim} have no exact partial_rotary_factor`);
@@ -292,7 +307,7 @@ export function hfTextConfigJson(c: ModelConfig): Json {
     dtype: 'bfloat16',
     hidden_size: c.hiddenSize,
     num_hidden_layers: c.numLayers,
-    layer_types: Array.from({ length: c.numLayers }, (_, i) => (layerKind(c, i) === 'attention' ? 'full_attention' : 'linear_attention')),
+    layer_types: hfLayerTypes(c, names),
     rms_norm_eps: c.rmsNormEps,
     vocab_size: c.vocabSize,
     eos_token_id: c.eosTokenId,
