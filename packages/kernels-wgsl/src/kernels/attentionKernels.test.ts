@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { attnCausal, FLASH_NEXT, qsaIndexerDims, Rng, ropeTablesBf16, SMALL, TINY, tensor, type ModelConfig, type OpName, type Tensor } from '@hcsp/core';
 import { bf16Normal, expectOpMatchesCpu, useChromiumGpu } from '../../../../test/support/wgslKernelSuite.ts';
+import { canonicalAttnMoeCases } from '../../../../test/cases/canonicalAttnMoeCases.ts';
 import type { TensorInfo } from '../kernelProgram.ts';
 import { GDN_ATTENTION_WGSL_KERNELS } from './subLayerKernels.ts';
 
@@ -223,4 +224,14 @@ describe('attention planners reject bad input with a message naming it', () => {
     const bk = { headDim: 8, compressRatio: 4, ropeDims: 4, eps: 1e-6 };
     expect(() => planners.qsaBlockKeys!([info([20, 8]), info([8]), info([20, 2]), info([20, 2])], [info([4, 8])], bk)).toThrow(/kb is \[4,8\], expected \[5,8\]/);
   });
+});
+
+describe('attention reductions in canonical order v1: the head norm, the softmax sum l', () => {
+  // the pinned inputs (core's attentionMath.test.ts has their bits by hand; the sequential order
+  // gives other bits) and random ones past one 512-term step
+  for (const c of canonicalAttnMoeCases().filter((x) => x.op !== 'moeRoute')) {
+    it(c.name, async () => {
+      await expectSameBits(c.op, c.inputs, c.attrs);
+    });
+  }
 });

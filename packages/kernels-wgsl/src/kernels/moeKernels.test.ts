@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SMALL, f32ToBf16, Rng, type Tensor, cpuKernel, type OpName } from '@hcsp/core';
 import { bf16Normal, expectOpMatchesCpu, useChromiumGpu } from '../../../../test/support/wgslKernelSuite.ts';
+import { canonicalAttnMoeCases } from '../../../../test/cases/canonicalAttnMoeCases.ts';
 import { moeExpertsPlanner } from './moeExperts.ts';
 import { moeRoutePlanner } from './moeRoute.ts';
 import { moeSwiGluPlanner } from './moeSwiGlu.ts';
@@ -97,4 +98,14 @@ describe('MoE planners reject bad shapes', () => {
       ),
     ).toThrow(`gateUp is [${E * 2 * I},${H + 1}]`);
   });
+});
+
+describe("moeRoute: the softmax's sum over the experts in canonical order v1", () => {
+  // 512 experts with a probability on a bf16 tie (core's moeMath.test.ts: the sequential order
+  // rounds it the other way), and 600 random experts
+  for (const c of canonicalAttnMoeCases().filter((x) => x.op === 'moeRoute')) {
+    it(c.name, async () => {
+      await expectBitExact(c.op, c.inputs as Tensor[], c.attrs);
+    });
+  }
 });
