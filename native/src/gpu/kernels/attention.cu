@@ -6,15 +6,21 @@
 // and the sigmoid output gate.
 //
 // Rounding: where the reference rounds with Math.fround the step is a float operation; where
-// JavaScript evaluates x + y * z without rounding the product (the RMS sum fr(ss + x*x), the
-// dot products fr(dot + q*k)) it is done here in double and rounded once to float, as
-// JavaScript does (the product of two floats is exact in double; with contraction off it is
-// never fused). Every sum is one thread's, in the reference's order.
+// JavaScript evaluates x + y * z without rounding the product (the dot products
+// fr(dot + q*k)) it is done here in double and rounded once to float, as JavaScript does (the
+// product of two floats is exact in double; with contraction off it is never fused). Two sums
+// follow the canonical order v1 (reduce.h, numerics/canonical_sum.h): the head norm's sum of
+// squares, a block kernel with one 64-thread row group per (row, head) (lane sums by FMA on
+// exact bf16 squares, then the butterfly), and the softmax's l, the one-thread attention
+// kernel's canonical::sumTerms over its stored p. Every other sum is one thread's, in the
+// reference's order.
 #include "attention.h"
 
 #include "../../numerics/bf16.h"
+#include "../../numerics/canonical_sum.h"
 #include "../../numerics/fp32_math.h"
 #include "checks.h"
+#include "reduce.h"
 
 using hcsp::bf16ToF32;
 using hcsp::f32ToBf16;
@@ -76,33 +82,45 @@ struct KeptKeys {
 
 HCSP_GLOBAL void hcsp_attention_norm_rope_bf16(const uint16_t* x, const uint16_t* w, const uint16_t* cos, const uint16_t* sin, uint16_t* y, int64_t rows,
                                                int64_t heads, int64_t hd, int64_t stride, int64_t offset, int64_t ropeDims, float epsF, int64_t step) {
+  HCSP_SHARED(float, exchange, HCSP_CANONICAL_MAX_ROWS * HCSP_CANONICAL_EXCHANGE);
+  const int lane = hcspCanonicalLane();
+  const int group = hcspCanonicalRowGroup();
+  const int64_t perBlock = HCSP_BLOCK_THREADS() / HCSP_CANONICAL_LANES;
+  const int64_t items = rows * heads;
   const int64_t half = ropeDims / 2;
-  HCSP_GRID_STRIDE(i, rows * heads) {
-    const int64_t r = i / heads;
-    const uint16_t* xr = x + i * stride + offset;  // (r * heads + h) * stride + offset
-    uint16_t* yr = y + i * hd;
-    // ss = fr(ss + x*x) in d order; r = rsqrt(fr(fr(ss / hd) + eps))
-    float ss = 0.0f;
-    for (int64_t d = 0; d < hd; d++) {
-      const float v = bf16ToF32(xr[d]);
-      ss = addProductD(ss, v, v);
+  // the loop's bounds are the block's, so every thread reaches every barrier; a group past the
+  // last (row, head) reads and writes nothing
+  for (int64_t first = HCSP_BLOCK_ID() * perBlock; first < items; first += HCSP_BLOCK_COUNT() * perBlock) {
+    const int64_t i = first + group;  // the (row, head) item r * heads + h
+    const bool mine = i < items;
+    const uint16_t* xr = x + (mine ? i : 0) * stride + offset;
+    // ss = sum_d x*x in canonical order v1: this lane's chunks, then the row group's butterfly
+    float part = 0.0f;
+    if (mine) {
+      part = hcspCanonicalLaneSum(lane, hd, [&](float acc, int64_t d) {
+        const float v = bf16ToF32(xr[d]);
+        return HCSP_FMAF(v, v, acc);
+      });
     }
+    const float ss = hcspCanonicalButterfly(part, lane, exchange + group * HCSP_CANONICAL_EXCHANGE);
+    if (!mine) continue;
+    // r = rsqrt(fr(fr(ss / hd) + eps)); n[d] = bf(fr(x * r) * fr(1 + w)), computed where it is read
     const float mean = static_cast<float>(static_cast<double>(ss) / static_cast<double>(hd));
     const float rs = hcsp::fp32::rsqrtF32(mean + epsF);
-    // n[d] = bf(fr(x * r) * fr(1 + w)), computed where it is read
-#define HCSP_ATTN_NORMED(d) roundBf16((bf16ToF32(xr[d]) * rs) * (1.0f + bf16ToF32(w[d])))
-    const int64_t tb = r * step * half;
-    for (int64_t k = 0; k < half; k++) {
+    auto normed = [&](int64_t d) { return roundBf16((bf16ToF32(xr[d]) * rs) * (1.0f + bf16ToF32(w[d]))); };
+    uint16_t* yr = y + i * hd;
+    const int64_t tb = (i / heads) * step * half;
+    // the rotation's pairs (k, k + half) and the dims past ropeDims, spread over the lanes
+    for (int64_t k = lane; k < half; k += HCSP_CANONICAL_LANES) {
       const float c = bf16ToF32(cos[tb + k]);
       const float s = bf16ToF32(sin[tb + k]);
-      const float x1 = HCSP_ATTN_NORMED(k);
-      const float x2 = HCSP_ATTN_NORMED(k + half);
+      const float x1 = normed(k);
+      const float x2 = normed(k + half);
       // bf16 x bf16 is exact; one rounding to float, then to bf16
       yr[k] = f32ToBf16(roundBf16(x1 * c) + roundBf16(-x2 * s));
       yr[k + half] = f32ToBf16(roundBf16(x2 * c) + roundBf16(x1 * s));
     }
-    for (int64_t d = ropeDims; d < hd; d++) yr[d] = f32ToBf16(HCSP_ATTN_NORMED(d));
-#undef HCSP_ATTN_NORMED
+    for (int64_t d = ropeDims + lane; d < hd; d += HCSP_CANONICAL_LANES) yr[d] = f32ToBf16(normed(d));
   }
 }
 
@@ -236,7 +254,7 @@ HCSP_GLOBAL void hcsp_attention_check_selection(const int32_t* blocks, int32_t* 
 
 /**
  * For query t, head h (KV head h / group), keys j in list order:
- *   s_j = fr(dot_d(q, k_j) * scale);  m = max_j s_j;  p_j = exp(fr(s_j - m));  l = sum_j p_j
+ *   s_j = fr(dot_d(q, k_j) * scale);  m = max_j s_j;  p_j = exp(fr(s_j - m));  l = sum_j p_j in canonical order v1
  *   o[d] = bf(fr((sum_j fr(p_j * v_j[d]), list order) / l))
  * The values are accumulated TILE output dims at a time (each o[d] still one sum in j order).
  */
@@ -268,12 +286,9 @@ HCSP_GLOBAL void hcsp_attention_causal_qsa(const uint16_t* q, const uint16_t* k,
       pi[n * chunkItems] = s;
       if (s > m) m = s;
     }
-    float l = 0.0f;
-    for (int64_t n = 0; n < count; n++) {
-      const float e = hcsp::fp32::expF32(pi[n * chunkItems] - m);
-      pi[n * chunkItems] = e;
-      l = l + e;
-    }
+    for (int64_t n = 0; n < count; n++) pi[n * chunkItems] = hcsp::fp32::expF32(pi[n * chunkItems] - m);
+    // l = sum_n p_n in canonical order v1 (n the key's list index)
+    const float l = hcsp::canonical::sumTerms(count, [&](float acc, int64_t n) { return acc + pi[n * chunkItems]; });
     for (int64_t d0 = 0; d0 < hd; d0 += TILE) {
       const int64_t wTile = hd - d0 < TILE ? hd - d0 : TILE;
       float acc[TILE];

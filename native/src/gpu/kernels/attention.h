@@ -3,10 +3,13 @@
 #include "../vendor.h"
 
 /**
- * Per-head RMS1p norm + NeoX RoPE (attentionMath.ts attnHeadNormRopeBf16), one thread per
- * (row, head): x [rows, heads * stride] (head h of row r at (r * heads + h) * stride + offset),
- * y [rows, heads * hd]; row r's table row is position r * step (step = compress ratio for the
- * QSA block keys). epsF = fr(eps).
+ * Per-head RMS1p norm + NeoX RoPE (attentionMath.ts attnHeadNormRopeBf16), a block kernel
+ * (reduce.h): one 64-thread row group per (row, head), R = blockThreads / 64 of them per block
+ * (1-4; a grid of fewer blocks loops), the sum of squares in canonical order v1 and the norm's
+ * apply and the rotation in the same pass: x [rows, heads * stride] (head h of row r at
+ * (r * heads + h) * stride + offset), y [rows, heads * hd]; row r's table row is position
+ * r * step (step = compress ratio for the QSA block keys). epsF = fr(eps). The bits depend only
+ * on the inputs, not on the block size or the grid.
  */
 HCSP_GLOBAL void hcsp_attention_norm_rope_bf16(const uint16_t* x, const uint16_t* w, const uint16_t* cos, const uint16_t* sin, uint16_t* y, int64_t rows,
                                                int64_t heads, int64_t hd, int64_t stride, int64_t offset, int64_t ropeDims, float epsF, int64_t step);

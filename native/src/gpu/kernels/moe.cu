@@ -5,11 +5,13 @@
 // grouped by expert; the expert GEMMs are gemm.cu's grouped `linear`, one launch for all
 // experts; the SwiGLU between them; then each token's contributions added in ascending expert
 // index), the SwiGLU op and the shared-expert combine. Every sum the reference orders is summed
-// by one thread in that order. The routed rows' count lives on the device: the kernels after
+// by one thread in that order; the router's softmax sum over the experts in canonical order v1
+// (numerics/canonical_sum.h sumTerms). The routed rows' count lives on the device: the kernels after
 // the layout read it there and the threads past it do nothing.
 #include "moe.h"
 
 #include "../../numerics/bf16.h"
+#include "../../numerics/canonical_sum.h"
 #include "../../numerics/fp32_math.h"
 
 using hcsp::bf16ToF32;
@@ -31,12 +33,10 @@ HCSP_GLOBAL void hcsp_moe_route(const uint16_t* logits, float* p, int32_t* ids, 
     const uint16_t* row = logits + t * experts;
     float max = -HCSP_INFF();
     for (int64_t e = 0; e < experts; e++) max = hcsp_moe::jsMax(max, bf16ToF32(row[e]));
-    float sum = 0.0f;
-    for (int64_t e = 0; e < experts; e++) {
-      const float pe = hcsp::fp32::expF32(bf16ToF32(row[e]) - max);
-      p[e * tokens + t] = pe;
-      sum = sum + pe;
-    }
+    for (int64_t e = 0; e < experts; e++) p[e * tokens + t] = hcsp::fp32::expF32(bf16ToF32(row[e]) - max);
+    // the softmax's sum over the experts in canonical order v1, by this thread (the token's
+    // top-k selection after it is this thread's too)
+    const float sum = hcsp::canonical::sumTerms(experts, [&](float acc, int64_t e) { return acc + p[e * tokens + t]; });
     for (int64_t e = 0; e < experts; e++) p[e * tokens + t] = p[e * tokens + t] / sum;
     int32_t* mine = ids + t * topK;
     for (int64_t k = 0; k < topK; k++) {

@@ -3,7 +3,7 @@
 #include "../vendor.h"
 
 /**
- * Softmax (fp32, max-subtracted) and top-k with the reference's tie rule, one thread per token;
+ * Softmax (fp32, max-subtracted, the sum over the experts in canonical order v1) and top-k with the reference's tie rule, one thread per token;
  * p is fp32 scratch [E, T] (expert-major, so consecutive tokens' threads touch consecutive words).
  */
 HCSP_GLOBAL void hcsp_moe_route(const uint16_t* logits, float* p, int32_t* ids, uint16_t* weights, int64_t tokens, int64_t experts, int64_t topK,

@@ -12,6 +12,7 @@
 #include "../../ops/attention_checks.h"
 #include "../gpu_op_registry.h"
 #include "../kernels/attention.h"
+#include "../kernels/reduce.h"
 
 namespace hcsp::gpu {
 namespace {
@@ -25,11 +26,20 @@ int64_t chunkFor(int64_t total, int64_t perRowBytes) {
   return std::max<int64_t>(1, std::min(total, fit));
 }
 
+/** the norm + RoPE block kernel over rows x heads items, one 64-thread row group each (g.blockRows of them per block) */
+void launchNormRope(const GpuContext& g, const uint16_t* x, const uint16_t* w, const uint16_t* cos, const uint16_t* sin, uint16_t* y, int64_t rows, int64_t heads,
+                    int64_t hd, int64_t stride, int64_t offset, int64_t ropeDims, float epsF, int64_t step) {
+  const int64_t items = rows * heads;
+  if (items == 0) return;
+  const int perBlock = g.blockRows(items);
+  HCSP_LAUNCH_BLOCKS(g.rt, hcsp_attention_norm_rope_bf16, (items + perBlock - 1) / perBlock, perBlock * HCSP_CANONICAL_LANES, x, w, cos, sin, y, rows, heads, hd,
+                     stride, offset, ropeDims, epsF, step);
+}
+
 Outputs attnHeadNormRopeBf16(const Inputs& in, const GpuContext& g) {
   const ops::HeadNormRopeArgs a = ops::checkHeadNormRope(in, g.attrs);
   TensorPtr y = g.alloc(DType::BF16, {a.rows, a.heads * a.hd});
-  HCSP_LAUNCH(g.rt, hcsp_attention_norm_rope_bf16, a.rows * a.heads, a.x.bf16(), a.w.bf16(), a.cos.bf16(), a.sin.bf16(), y->bf16(), a.rows, a.heads, a.hd, a.stride,
-              a.offset, a.ropeDims, a.epsF, int64_t{1});
+  launchNormRope(g, a.x.bf16(), a.w.bf16(), a.cos.bf16(), a.sin.bf16(), y->bf16(), a.rows, a.heads, a.hd, a.stride, a.offset, a.ropeDims, a.epsF, 1);
   return {y};
 }
 
@@ -41,8 +51,7 @@ Outputs qsaBlockKeys(const Inputs& in, const GpuContext& g) {
   // pool_b = bf(fr(sum_j k_raw[b*ratio + j], j order) / ratio), then RMS1p + RoPE at position b * ratio
   TensorPtr pooled = g.alloc(DType::BF16, {nb, dh});
   HCSP_LAUNCH(g.rt, hcsp_attention_pool_blocks_bf16, nb * dh, a.kRaw.bf16(), pooled->bf16(), nb, dh, ratio);
-  HCSP_LAUNCH(g.rt, hcsp_attention_norm_rope_bf16, nb, pooled->bf16(), a.w.bf16(), a.cos.bf16(), a.sin.bf16(), kb->bf16(), nb, int64_t{1}, dh, dh, int64_t{0},
-              a.ropeDims, a.epsF, ratio);
+  launchNormRope(g, pooled->bf16(), a.w.bf16(), a.cos.bf16(), a.sin.bf16(), kb->bf16(), nb, 1, dh, dh, 0, a.ropeDims, a.epsF, ratio);
   return {kb};
 }
 
