@@ -11,7 +11,10 @@
 //    save_pretrained writes it (the PLE table as `split_ngram_parts` row chunks, torch.chunk).
 // The other stored version of the configuration (626859fc...: layer types linear_attention and
 // qwen_sparse_attention only, "full_attention" renamed on load, PLE on linear layers only) is
-// not this one; see hfConfigProblems.
+// not this one. PreTrainedConfig.validate_layer_type (configuration_utils.py) also wants one
+// entry per layer; its ALLOWED_LAYER_TYPES as stored (008e5743...) has deepseek_sparse_attention
+// and linear_attention but not hybrid_indexed (nor qwen_sparse_attention): that list is not
+// checked here, the model's own validate_architecture is.
 
 type Json = Record<string, unknown>;
 
@@ -141,8 +144,8 @@ export function hfConfigProblems(text: string): string[] {
   const layerTypes = c.layer_types as string[];
   const unsupported = [...new Set(layerTypes.filter((t) => !(HF_LAYER_TYPES as readonly string[]).includes(t)))].sort();
   if (unsupported.length) problems.push(`Unsupported Qwen4-Exp layer types: ${JSON.stringify(unsupported)}`);
-  // Qwen4ExpTextDecoderLayer reads config.layer_types[layer_idx] for every layer
-  if (layerTypes.length < n('num_hidden_layers')) problems.push(`layer_types has ${layerTypes.length} entries for ${n('num_hidden_layers')} layers`);
+  // PreTrainedConfig.validate_layer_type (configuration_utils.py)
+  if (layerTypes.length !== n('num_hidden_layers')) problems.push(`num_hidden_layers (${n('num_hidden_layers')}) must be equal to the number of layer_types (${layerTypes.length})`);
   const gate = (c.output_gate_type as string | null) ?? (c.hidden_act as string);
   if (!['sigmoid', 'silu'].includes(gate)) problems.push(`Unsupported Qwen4-Exp output gate activation: ${gate}`);
   if (n('hc_count') <= 1) problems.push(`Qwen4-Exp requires hc_count > 1, got ${n('hc_count')}`);
