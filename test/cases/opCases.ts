@@ -1,4 +1,5 @@
 import { f32ToBf16, fp8Info, getOpDef, GraphBuilder, pleNgramIdsAttrs, pleShape, quantizeBf16RowsFp8, Rng, ropeTablesBf16, TINY, type Graph, type OpName, type Tensor } from '@hcsp/core';
+import { gdnPleCanonicalCases } from './gdnPleCanonicalCases.ts';
 import { canonicalAttnMoeCases } from './canonicalAttnMoeCases.ts';
 
 // Single-op graphs over seeded random inputs: the per-op half of the cross-backend suite.
@@ -84,6 +85,7 @@ export const OP_CASES: OpCase[] = [
   ...headOpCases(),
   ...fp8OpCases(),
   ...canonicalOrderCases(),
+  ...gdnPleCanonicalCases(),
   ...canonicalAttnMoeCases(),
 ];
 

@@ -1,10 +1,13 @@
 // GPU kernels of the GatedDeltaNet ops (core graph/ops/gdnOps.ts), operation for operation as
 // reference/kernels/gdnKernels.ts and layers/gdn/gdnMath.ts (and the host port,
 // host/kernels/gdn_kernels.cc): every fp32 step rounded (contraction is off on every target),
-// every sum by one thread in the reference's order. Where gdnMath.ts adds an unrounded product
-// (fr(acc + w*x), fr(ss + v*v): the product and the add in JavaScript doubles, then one
-// rounding) these compute in double too: a bf16 product is exact in double, while an fp32
-// product below fp32's normal range would be rounded before the add.
+// every sum in the reference's order. Where gdnMath.ts adds an unrounded product
+// (fr(acc + w*x): the product and the add in JavaScript doubles, then one rounding) these
+// compute in double too: a bf16 product is exact in double, while an fp32 product below fp32's
+// normal range would be rounded before the add. The sums of squares follow canonical order v1
+// (reduce.h, numerics/canonical_sum.h): the l2 norms one thread per (token, key head) with the
+// scalar definition, the gated norm a block kernel of one 64-thread row group per (token,
+// head) row, its squares added by FMA (exact bf16 squares: the reference's fl(acc + v*v)).
 //
 // The recurrence is sequential over tokens, but its state columns are independent: u_j,
 // delta_j, the update of S_ij (i = 0..dk-1) and o_j read only column j of S_h. So one thread
@@ -13,7 +16,9 @@
 #include "gdn.h"
 
 #include "../../numerics/bf16.h"
+#include "../../numerics/canonical_sum.h"
 #include "../../numerics/fp32_math.h"
+#include "reduce.h"
 
 using hcsp::bf16ToF32;
 using hcsp::f32ToBf16;
@@ -46,13 +51,9 @@ HCSP_GLOBAL void hcsp_gdn_gates(const uint16_t* b, const uint16_t* a, const uint
 }
 
 namespace hcsp_gdn {
-/** dst[d] = (src[d] * rsqrt(sum_d src[d]^2 + eps)) * scale, the sum in d order */
+/** dst[d] = (src[d] * rsqrt(sum_d src[d]^2 + eps)) * scale, the sum in canonical order v1 */
 HCSP_HD void l2NormScaled(const uint16_t* src, int64_t n, float eps, float scale, float* dst) {
-  float ss = 0.0f;
-  for (int64_t d = 0; d < n; d++) {
-    const double v = bf16ToF32(src[d]);
-    ss = static_cast<float>(static_cast<double>(ss) + v * v);
-  }
+  const float ss = hcsp::canonical::sumSquaresBf16(src, n);
   const float r = hcsp::fp32::rsqrtF32(ss + eps);
   for (int64_t d = 0; d < n; d++) dst[d] = (bf16ToF32(src[d]) * r) * scale;
 }
@@ -109,25 +110,34 @@ HCSP_GLOBAL void hcsp_gdn_recurrence(const uint16_t* qkv, const float* qn, const
   }
 }
 
-HCSP_GLOBAL void hcsp_gdn_norm_rstd(const uint16_t* o, float* rstd, int64_t rows, int64_t headDim, float eps) {
+HCSP_GLOBAL void hcsp_gdn_gated_norm(const uint16_t* o, const uint16_t* z, const uint16_t* w, uint16_t* y, int64_t rows, int64_t headDim, float eps) {
+  HCSP_SHARED(float, exchange, HCSP_CANONICAL_MAX_ROWS * HCSP_CANONICAL_EXCHANGE);
+  const int lane = hcspCanonicalLane();
+  const int group = hcspCanonicalRowGroup();
+  const int64_t rowsPerBlock = HCSP_BLOCK_THREADS() / HCSP_CANONICAL_LANES;
   const float dim = static_cast<float>(headDim);
-  HCSP_GRID_STRIDE(r, rows) {
-    const uint16_t* row = o + r * headDim;
-    float ss = 0.0f;
-    for (int64_t j = 0; j < headDim; j++) {
-      const double v = bf16ToF32(row[j]);
-      ss = static_cast<float>(static_cast<double>(ss) + v * v);
+  // the loop's bounds are the block's, so every thread reaches every barrier; a group past the
+  // last row adds nothing and writes nothing
+  for (int64_t first = HCSP_BLOCK_ID() * rowsPerBlock; first < rows; first += HCSP_BLOCK_COUNT() * rowsPerBlock) {
+    const int64_t r = first + group;
+    const bool live = r < rows;
+    float part = 0.0f;
+    if (live) {
+      const uint16_t* row = o + r * headDim;
+      part = hcspCanonicalLaneSum(lane, headDim, [&](float acc, int64_t j) {
+        const float v = bf16ToF32(row[j]);
+        return HCSP_FMAF(v, v, acc);
+      });
     }
-    rstd[r] = hcsp::fp32::rsqrtF32(ss / dim + eps);
-  }
-}
-
-HCSP_GLOBAL void hcsp_gdn_gated_norm(const uint16_t* o, const uint16_t* z, const uint16_t* w, const float* rstd, uint16_t* y, int64_t n, int64_t headDim) {
-  HCSP_GRID_STRIDE(i, n) {
-    const int64_t r = i / headDim;
-    const int64_t j = i - r * headDim;
-    const float normed = roundBf16(bf16ToF32(o[i]) * rstd[r]);
-    const float weighted = roundBf16(normed * bf16ToF32(w[j]));
-    y[i] = f32ToBf16(weighted * hcsp::fp32::sigmoidF32(bf16ToF32(z[i])));
+    const float ss = hcspCanonicalButterfly(part, lane, exchange + group * HCSP_CANONICAL_EXCHANGE);
+    if (live) {
+      const float rs = hcsp::fp32::rsqrtF32(ss / dim + eps);
+      for (int64_t j = lane; j < headDim; j += HCSP_CANONICAL_LANES) {
+        const int64_t i = r * headDim + j;
+        const float normed = roundBf16(bf16ToF32(o[i]) * rs);
+        const float weighted = roundBf16(normed * bf16ToF32(w[j]));
+        y[i] = f32ToBf16(weighted * hcsp::fp32::sigmoidF32(bf16ToF32(z[i])));
+      }
+    }
   }
 }

@@ -3,13 +3,16 @@
 #include "../vendor.h"
 
 /**
- * rstd[s] = rsqrt(fr(sumsq / groupSize) + eps) of segment s (groupSize values at s * groupSize),
- * sumsq = fr(sumsq + v*v) in order (the add in double, as pleMath's JavaScript); one thread per segment
+ * y = bf(fr(x * rstd) * fr(1 + w[c])) over [rows, width], per segment s (the groupSize values at
+ * s * groupSize; width = groups * groupSize) rstd = rsqrt(fr(sumsq / groupSize) + eps), sumsq in
+ * canonical order v1: a block kernel (reduce.h), one segment per 64 threads, 1-4 per block; a
+ * grid of fewer blocks than segments' groups loops over them
  */
-HCSP_GLOBAL void hcsp_ple_rms1p_rstd(const uint16_t* x, float* rstd, int64_t segments, int64_t groupSize, float eps);
-/** y[t, c] = bf(fr(x * rstd) * fr(1 + w[c])), one thread per element of [rows, width] */
-HCSP_GLOBAL void hcsp_ple_rms1p_apply(const uint16_t* x, const uint16_t* w, const float* rstd, uint16_t* y, int64_t n, int64_t width, int64_t groupSize);
-/** gate[s] = bf(sigmoid(sign(score) * bf(sqrt(bf(max(|score|, 1e-6)))))), score = bf(bf(sum_j bf(k*q)) / sqrtH); one thread per (row, stream) */
+HCSP_GLOBAL void hcsp_ple_rms1p_norm(const uint16_t* x, const uint16_t* w, uint16_t* y, int64_t segments, int64_t width, int64_t groupSize, float eps);
+/**
+ * gate[s] = bf(sigmoid(sign(score) * bf(sqrt(bf(max(|score|, 1e-6)))))), score = bf(bf(sum_j bf(k*q)) / sqrtH), the sum in
+ * canonical order v1: a block kernel (reduce.h), one (row, stream) per 64 threads, 1-4 per block
+ */
 HCSP_GLOBAL void hcsp_ple_gate(const uint16_t* k, const uint16_t* q, uint16_t* gate, int64_t segments, int64_t hidden, float sqrtH);
 /** y[t, s*H + j] = bf(gate[t, s] * value[t, j]), one thread per element */
 HCSP_GLOBAL void hcsp_ple_gated_value(const uint16_t* gate, const uint16_t* value, uint16_t* y, int64_t rows, int64_t streams, int64_t hidden);

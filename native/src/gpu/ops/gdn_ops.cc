@@ -1,11 +1,13 @@
 // Launchers of the GatedDeltaNet ops on the GPU devices, with the checks and messages the host
-// kernels share (ops/gdn_checks.h); the arithmetic is in kernels/gdn.cu.
+// kernels share (ops/gdn_checks.h); the arithmetic is in kernels/gdn.cu. The gated norm is a
+// block kernel (one 64-thread row group per row, g.blockRows of them per block).
 #include <string>
 
 #include "../../host/kernels/kernel_args.h"
 #include "../../ops/gdn_checks.h"
 #include "../gpu_op_registry.h"
 #include "../kernels/gdn.h"
+#include "../kernels/reduce.h"
 
 namespace hcsp::gpu {
 namespace {
@@ -46,13 +48,15 @@ Outputs gdnRecurrence(const Inputs& in, const GpuContext& g) {
 
 Outputs gdnGatedNorm(const Inputs& in, const GpuContext& g) {
   const ops::GdnGatedNormArgs a = ops::checkGdnGatedNorm(in, g.attrs);
-  const int64_t T = a.T, heads = a.heads, headDim = a.headDim, n = a.n;
+  const int64_t T = a.T, heads = a.heads, headDim = a.headDim;
   const Tensor& o = a.o;
   TensorPtr y = g.alloc(DType::BF16, {T, heads * headDim});
   if (headDim <= 0) return {y};
-  TensorPtr rstd = g.alloc(DType::F32, {T * heads});
-  HCSP_LAUNCH(g.rt, hcsp_gdn_norm_rstd, T * heads, o.bf16(), rstd->data<float>(), T * heads, headDim, a.epsF);
-  HCSP_LAUNCH(g.rt, hcsp_gdn_gated_norm, n, o.bf16(), a.z.bf16(), a.w.bf16(), rstd->data<float>(), y->bf16(), n, headDim);
+  // one block-kernel launch: a 64-thread row group per (token, head) row, g.blockRows of them per block
+  const int64_t rows = T * heads;
+  const int perBlock = g.blockRows(rows);
+  HCSP_LAUNCH_BLOCKS(g.rt, hcsp_gdn_gated_norm, hcspBlocksFor(rows, perBlock), perBlock * HCSP_CANONICAL_LANES, o.bf16(), a.z.bf16(), a.w.bf16(), y->bf16(), rows,
+                     headDim, a.epsF);
   return {y};
 }
 

@@ -1,7 +1,9 @@
 // Launchers of the PLE device ops on the GPU devices (pleRms1pNorm, pleGate, pleGatedValue,
 // pleConvSilu, pleNgramEmbedShard, and pleNgramIds: a host op the native devices run
 // themselves), with the checks and messages the host kernels share (ops/ple_checks.h); the
-// arithmetic is in kernels/ple.cu. pleNgramEmbed (the gathered table's lookup) is a host op.
+// arithmetic is in kernels/ple.cu (the norm and the gate: block kernels, one 64-thread row
+// group per reduction, g.blockRows of them per block). pleNgramEmbed (the gathered table's
+// lookup) is a host op.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -13,6 +15,7 @@
 #include "../../numerics/fp32_math.h"
 #include "../gpu_op_registry.h"
 #include "../kernels/ple.h"
+#include "../kernels/reduce.h"
 
 namespace hcsp::gpu {
 namespace {
@@ -22,9 +25,12 @@ Outputs pleRms1pNorm(const Inputs& in, const GpuContext& g) {
   const int64_t rows = a.rows, width = a.width, groupSize = a.groupSize, groups = a.groups;
   const Tensor& x = a.x;
   TensorPtr y = g.alloc(DType::BF16, x.shape());
-  TensorPtr rstd = g.alloc(DType::F32, {rows * groups});
-  HCSP_LAUNCH(g.rt, hcsp_ple_rms1p_rstd, rows * groups, x.bf16(), rstd->data<float>(), rows * groups, groupSize, a.epsF);
-  HCSP_LAUNCH(g.rt, hcsp_ple_rms1p_apply, rows * width, x.bf16(), a.weight.bf16(), rstd->data<float>(), y->bf16(), rows * width, width, groupSize);
+  // one block-kernel launch: a 64-thread row group per (row, group) segment, g.blockRows of them per block
+  const int64_t segments = rows * groups;
+  if (segments == 0 || groupSize == 0) return {y};
+  const int perBlock = g.blockRows(segments);
+  HCSP_LAUNCH_BLOCKS(g.rt, hcsp_ple_rms1p_norm, hcspBlocksFor(segments, perBlock), perBlock * HCSP_CANONICAL_LANES, x.bf16(), a.weight.bf16(), y->bf16(), segments,
+                     width, groupSize, a.epsF);
   return {y};
 }
 
@@ -33,7 +39,11 @@ Outputs pleGate(const Inputs& in, const GpuContext& g) {
   const int64_t rows = a.rows, hidden = a.hidden, streams = a.streams;
   const float sqrtH = fp32::sqrtF32(static_cast<float>(hidden));
   TensorPtr gate = g.alloc(DType::BF16, {rows, streams});
-  HCSP_LAUNCH(g.rt, hcsp_ple_gate, rows * streams, a.k.bf16(), a.q.bf16(), gate->bf16(), rows * streams, hidden, sqrtH);
+  // one block-kernel launch: a 64-thread row group per (row, stream), g.blockRows of them per block
+  const int64_t segments = rows * streams;
+  const int perBlock = g.blockRows(segments);
+  HCSP_LAUNCH_BLOCKS(g.rt, hcsp_ple_gate, hcspBlocksFor(segments, perBlock), perBlock * HCSP_CANONICAL_LANES, a.k.bf16(), a.q.bf16(), gate->bf16(), segments, hidden,
+                     sqrtH);
   return {gate};
 }
 
