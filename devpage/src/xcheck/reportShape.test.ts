@@ -29,6 +29,13 @@ const minimalReport = () => ({
 });
 
 describe('xcheck report shape', () => {
+  it('reads the golden file\'s tensors not compared either way (older reports have no notCompared)', () => {
+    const golden = { file: 'hf.safetensors', unused: ['extra'], notCompared: ['mtp.logits'] };
+    expect(validateXcheckReport({ ...minimalReport(), golden }).golden).toEqual(golden);
+    expect(validateXcheckReport({ ...minimalReport(), golden: { file: 'old.safetensors' } }).golden).toEqual({ file: 'old.safetensors', unused: [], notCompared: [] });
+    expect(() => validateXcheckReport({ ...minimalReport(), golden: { file: 'x', notCompared: 'mtp.logits' } })).toThrow(ReportShapeError);
+  });
+
   it("accepts the issue's minimal --json object, placing ranks by name and filling the rest", () => {
     const r = validateXcheckReport(minimalReport());
     expect(r.config).toBe('?');
