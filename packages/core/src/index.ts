@@ -50,6 +50,7 @@ export * from './model/modelWeights.ts';
 export * from './model/subLayerBuilders.ts';
 export * from './model/decoderGraph.ts';
 export * from './model/prefill.ts';
+export * from './model/fp8WeightLinears.ts';
 export * from './layers/mtp/lmHead.ts';
 export * from './layers/mtp/lmHeadGraph.ts';
 export * from './layers/mtp/mtpDraftLayer.ts';

@@ -1,6 +1,6 @@
 // NaN and Inf in tensors read from files (inputs, checkpoint weights): counted, so the CLI
 // can warn (or refuse, with --reject-nonfinite) instead of letting them pass silently.
-import type { PlannedReadFindings, Tensor, WeightFilePlan, WeightInfo, WeightSlice, WeightSource } from '@hcsp/core';
+import type { Fp8WeightLookup, Fp8WeightParts, PlannedReadFindings, Tensor, WeightFilePlan, WeightInfo, WeightSlice, WeightSource } from '@hcsp/core';
 
 export interface NonFiniteCount {
   nan: number;
@@ -43,11 +43,11 @@ export function describeNonFinite(name: string, c: NonFiniteCount): string {
  * slices read (a slice read by several ranks counts once). With `reject`, the first one
  * fails the read.
  */
-export class NonFiniteWatch implements WeightSource {
+export class NonFiniteWatch implements WeightSource, Fp8WeightLookup {
   private readonly bySlice = new Map<string, { name: string; count: NonFiniteCount }>();
 
   constructor(
-    private readonly inner: WeightSource,
+    private readonly inner: WeightSource & Fp8WeightLookup,
     private readonly label: string,
     private readonly reject: boolean,
   ) {}
@@ -58,6 +58,11 @@ export class NonFiniteWatch implements WeightSource {
 
   info(name: string): WeightInfo {
     return this.inner.info(name);
+  }
+
+  /** the inner source's FP8 weights, read through this watch like any other tensor */
+  fp8PerChannel(name: string): Fp8WeightParts | null {
+    return this.inner.fp8PerChannel?.(name) ?? null;
   }
 
   async read(name: string, slice?: WeightSlice): Promise<Tensor> {

@@ -5,7 +5,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { bf16ToF32, f32ToBf16, fp8ToF32, MODEL_SUB_LAYERS, modelWeightSpecs, PRESETS, PRODUCTION_QUANT_STYLE, quantizeBf16RowsFp8, SyntheticWeightSource, type Tensor } from '@hcsp/core';
+import { bf16ToF32, CpuBackend, f32ToBf16, fp8ToF32, MODEL_SUB_LAYERS, modelWeightSpecs, preparePrefill, PRESETS, PRODUCTION_QUANT_STYLE, quantizeBf16RowsFp8, runOnce, SyntheticWeightSource, type Tensor, type WeightSource } from '@hcsp/core';
 import { hfTextConfigJson, openCheckpoint, resolveModelConfig, SafetensorsWeightSource, writeSafetensorsFile } from '@hcsp/core/node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runPrefillCommand } from './prefill.ts';
@@ -64,6 +64,28 @@ function openError(folder: string): string {
 }
 
 const W = 'model.language_model.layers.0.mlp.experts.3.up_proj';
+
+let dequantizedFolder: string | undefined;
+/** The tiny folder's weights as read (FP8 dequantized) written as an hf folder, once. */
+async function dequantizedHf(): Promise<string> {
+  if (dequantizedFolder) return dequantizedFolder;
+  const c = openCheckpoint(ptpc, PRESETS.tiny);
+  try {
+    const dequantized = new Map<string, Tensor>();
+    for (const s of modelWeightSpecs(PRESETS.tiny, MODEL_SUB_LAYERS)) dequantized.set(s.name, await c.source.read(s.name));
+    dequantizedFolder = writeFolder(join(root, 'tiny-dequantized-hf'), dequantized, hfTextConfigJson(PRESETS.tiny));
+    return dequantizedFolder;
+  } finally {
+    c.source.close();
+  }
+}
+
+/** A tiny prefill (tp 2, cpu) on `weights` (default: the synthetic ones): its final streams h, graph and FP8 linears. */
+async function prefill(weights?: WeightSource, fp8Weights?: 'device' | 'dequantize') {
+  const p = preparePrefill({ config: PRESETS.tiny, tokens: 24, tp: 2, sp: 'off', reduce: 'ring', seed: SEED, subLayers: MODEL_SUB_LAYERS, weights, ...(fp8Weights ? { fp8Weights } : {}) });
+  const r = await runOnce(new CpuBackend(), p.graph, p.feeds, p.weights, { keep: [p.outputs.h] });
+  return { h: r.values.get(p.outputs.h)!.data, graph: p.graph, linears: p.fp8WeightLinears };
+}
 const f32 = (shape: number[], values: number[]): Tensor => ({ dtype: 'f32', shape, data: Float32Array.from(values) });
 
 describe('hcsp weights --layout ptpc-fp8', () => {
@@ -131,19 +153,69 @@ describe('hcsp weights --layout ptpc-fp8', () => {
     }, 120_000);
   }
 
-  it('tiny: a prefill on the folder equals a prefill on the same weights dequantized into an hf folder (cpu), and differs from the bf16 synthetic weights', async () => {
+  it('tiny: dequantized on read, a prefill on the folder equals one on the same weights dequantized into an hf folder (cpu), and differs from the bf16 synthetic weights', async () => {
     const config = PRESETS.tiny;
     const c = openCheckpoint(ptpc, config);
-    const dequantized = new Map<string, Tensor>();
-    for (const s of modelWeightSpecs(config, MODEL_SUB_LAYERS)) dequantized.set(s.name, await c.source.read(s.name));
-    c.source.close();
-    const hf = writeFolder(join(root, 'tiny-dequantized-hf'), dequantized, hfTextConfigJson(config));
-    const base = { backend: 'cpu', config: 'tiny', tp: '2', tokens: '16', sp: 'off', reduce: 'ring', seed: String(SEED), stack: 'model', json: true, quiet: true };
-    const run = async (weights?: string) => JSON.parse(await runPrefillCommand({ ...base, ...(weights ? { weights } : {}) } as never)) as { outputSha256: string };
-    const fromPtpc = await run(ptpc);
-    expect(fromPtpc.outputSha256).toBe((await run(hf)).outputSha256);
-    expect(fromPtpc.outputSha256).not.toBe((await run()).outputSha256);
+    const h = openCheckpoint(await dequantizedHf(), config);
+    try {
+      const deq = await prefill(c.source, 'dequantize');
+      expect(deq.linears).toBe(0);
+      expect(deq.h).toEqual((await prefill(h.source)).h);
+      expect(deq.h).not.toEqual((await prefill()).h);
+    } finally {
+      c.source.close();
+      h.source.close();
+    }
   }, 120_000);
+
+  it('tiny: by default the FP8 linears run as PTPC GEMMs on the stored FP8 bytes and scales (cpu); the CLI does the same', async () => {
+    const config = PRESETS.tiny;
+    const c = openCheckpoint(ptpc, config);
+    try {
+      const deq = await prefill(c.source, 'dequantize');
+      const dev = await prefill(c.source);
+      // every linear over per-channel FP8 weights: attention q, k, v, o, GDN out_proj, the shared expert, the PLE projections
+      const fp8Scopes = new Set(dev.graph.nodes.filter((n) => n.op === 'fp8LinearPtpc').map((n) => n.scope.replace(/^L\d+\./, '')));
+      expect([...fp8Scopes].sort()).toEqual(['attn.k', 'attn.out', 'attn.qgate', 'attn.v', 'mlp.shared_down', 'mlp.shared_gate_up', 'mtp.attn.k', 'mtp.attn.out', 'mtp.attn.qgate', 'mtp.attn.v', 'mtp.mlp.shared_down', 'mtp.mlp.shared_gate_up', 'ple.key_proj', 'ple.value_proj']);
+      expect(dev.graph.nodes.filter((n) => n.op === 'fp8LinearPtpc')).toHaveLength(dev.linears);
+      expect(dev.linears).toBe(deq.graph.nodes.filter((n) => n.op === 'linear').length - dev.graph.nodes.filter((n) => n.op === 'linear').length);
+      // per rank (tp 2): 4 per attention layer, 1 per GDN layer, 2 shared-expert GEMMs per layer (MTP's included), 2 PLE projections
+      const attention = Math.floor(config.numLayers / config.fullAttentionInterval);
+      const layers = config.numLayers + (config.mtp ? 1 : 0);
+      expect(dev.linears / 2).toBe(4 * (attention + (config.mtp ? 1 : 0)) + (config.numLayers - attention) + 2 * layers + 2 * config.ple.layerIds.length);
+      // what the device holds: those weights as FP8 bytes + F32 scales, none of them as bf16
+      const weightBytes = (g: typeof dev.graph, dtype?: string) => Object.values(g.values).filter((v) => v.kind === 'weight' && (!dtype || v.dtype === dtype)).reduce((a, v) => a + v.shape.reduce((x, y) => x * y, 1) * (v.dtype === 'bf16' ? 2 : v.dtype === 'f32' ? 4 : 1), 0);
+      expect(weightBytes(dev.graph, 'fp8e4m3fn')).toBeGreaterThan(0);
+      expect(weightBytes(dev.graph)).toBeLessThan(weightBytes(deq.graph));
+      const bf16Names = Object.values(dev.graph.values).filter((v) => v.kind === 'weight' && v.dtype === 'bf16').map((v) => v.weight!.name);
+      expect(bf16Names.filter((n) => c.source.fp8PerChannel(n) !== null && !/\.mlp\.experts\./.test(n))).toEqual([]);
+      // FP8 GEMMs round differently from bf16 GEMMs on the dequantized weights, but not far
+      expect(dev.h).not.toEqual(deq.h);
+      const a = Array.from(dev.h as Uint16Array, bf16ToF32);
+      const b = Array.from(deq.h as Uint16Array, bf16ToF32);
+      const scale = Math.max(...b.map(Math.abs));
+      expect(Math.max(...a.map((v, i) => Math.abs(v - b[i])))).toBeLessThan(0.1 * scale);
+    } finally {
+      c.source.close();
+    }
+    const base = { backend: 'cpu', config: 'tiny', tp: '2', tokens: '24', sp: 'off', reduce: 'ring', seed: String(SEED), stack: 'model', json: true, quiet: true };
+    const cli = JSON.parse(await runPrefillCommand({ ...base, weights: ptpc } as never)) as { outputSha256: string };
+    const hf = JSON.parse(await runPrefillCommand({ ...base, weights: await dequantizedHf() } as never)) as { outputSha256: string };
+    expect(cli.outputSha256).not.toBe(hf.outputSha256);
+  }, 120_000);
+
+  it('tiny: the host and emulated devices give the cpu reference bits from the FP8 folder, and load fewer bytes than from the dequantized hf folder', async () => {
+    const base = { config: 'tiny', tp: '2', tokens: '24', sp: 'off', reduce: 'ring', seed: String(SEED), stack: 'model', json: true, quiet: true };
+    type Summary = { outputSha256: string; weightLoad: { bytes: number } };
+    const run = async (o: Record<string, string>) => JSON.parse(await runPrefillCommand({ ...base, ...o } as never)) as Summary;
+    const cpu = await run({ backend: 'cpu', weights: ptpc });
+    for (const device of ['host', 'emulated']) {
+      const fp8 = await run({ backend: 'rocm', device, weights: ptpc });
+      expect(fp8.outputSha256, device).toBe(cpu.outputSha256);
+      const bf16 = await run({ backend: 'rocm', device, weights: await dequantizedHf() });
+      expect(fp8.weightLoad.bytes, device).toBeLessThan(bf16.weightLoad.bytes);
+    }
+  }, 240_000);
 });
 
 describe('a malformed PTPC-FP8 folder: one error naming the tensor', () => {

@@ -94,6 +94,15 @@ describe('per-channel FP8 weight scales (the PTPC-FP8 release)', () => {
         expect(rows.data).toEqual(expected([1, 3, 4], cols));
         const colSlice = await c.source.read(W, { axis: 1, ranges: [[2, 5]] });
         expect(colSlice.data).toEqual(expected(all, [2, 3, 4]));
+        // the stored form served for the FP8 GEMM: the bytes as stored (a plain file read) and the scales as F32 [N]
+        const parts = c.source.fp8PerChannel(W)!;
+        expect(parts.format).toBe('e4m3fn');
+        const q = await c.source.read(parts.q, { axis: 0, ranges: [[1, 3]] });
+        expect([q.dtype, q.shape, [...(q.data as Uint8Array)]]).toEqual(['fp8e4m3fn', [2, K], [...qBits.subarray(K, 3 * K)]]);
+        expect(c.source.filePlan(parts.q)).not.toBeNull();
+        const sc = await c.source.read(parts.scale, { axis: 0, ranges: [[1, 2], [4, 5]] });
+        expect([sc.dtype, sc.shape, [...(sc.data as Float32Array)]]).toEqual(['f32', [2], [Math.fround(scales[1]), Math.fround(scales[4])]]);
+        expect(c.source.fp8PerChannel('model.layers.0.mlp.shared_expert.down_proj.weight')).toBeNull();
         // the global-scale rule, bf(q * bf(s)), gives other bits for these scales
         const global = Uint16Array.from(all.flatMap((r) => cols.map((k) => f32ToBf16(Math.fround(fp8ToF32(qBits[r * K + k], 'e4m3fn') * bf16ToF32(f32ToBf16(scales[r])))))));
         expect(whole.data).not.toEqual(global);
@@ -138,6 +147,8 @@ describe('per-channel FP8 weight scales (the PTPC-FP8 release)', () => {
       await expect(c.source.read(W)).rejects.toThrow(new RegExp(`model\\.safetensors: tensor '${s.replace(/\./g, '\\.')}' holds ${String(bad).replace('+', '')} at row 3: per-channel FP8 scales must be finite and > 0`));
       // a slice not covering the row is refused as well: the scale tensor is bad as a whole
       await expect(c.source.read(W, { axis: 0, ranges: [[0, 1]] })).rejects.toThrow(/at row 3/);
+      // and so are the scales served for the FP8 GEMM (keepFp8Weights)
+      await expect(c.source.read(c.source.fp8PerChannel(W)!.scale, { axis: 0, ranges: [[0, 1]] })).rejects.toThrow(/at row 3: per-channel FP8 scales must be finite and > 0/);
       c.source.close();
     });
   }

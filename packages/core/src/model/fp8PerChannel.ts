@@ -49,6 +49,12 @@ function rangeList(ranges: readonly [number, number][]): number[] {
   return ranges.flatMap(([a, b]) => Array.from({ length: b - a }, (_, i) => a + i));
 }
 
+/** Every per-channel scale finite and > 0, or an error naming the scale tensor, its file and the row. */
+export function checkPerChannelScales(raw: SafetensorsWeightSource, scaleName: string, s: Float32Array): void {
+  const bad = s.findIndex((v) => !(v > 0 && v < Infinity));
+  if (bad >= 0) throw new Error(`${raw.fileOfTensor(scaleName)}: tensor '${scaleName}' holds ${s[bad]} at row ${bad}: per-channel FP8 scales must be finite and > 0`);
+}
+
 /**
  * Reads `stored` (FP8 [N, K]) with its per-channel scale tensor as bf16, a slice reading
  * only the bytes it covers. Every scale must be finite and > 0 (a zero row's scale is 1 in
@@ -58,8 +64,7 @@ export async function readFp8PerChannel(raw: SafetensorsWeightSource, stored: st
   const [N, K] = raw.entry(stored).shape;
   const q = (await raw.read(stored, slice)).data as Uint8Array;
   const s = (await raw.read(scaleName)).data as Float32Array;
-  const bad = s.findIndex((v) => !(v > 0 && v < Infinity));
-  if (bad >= 0) throw new Error(`${raw.fileOfTensor(scaleName)}: tensor '${scaleName}' holds ${s[bad]} at row ${bad}: per-channel FP8 scales must be finite and > 0`);
+  checkPerChannelScales(raw, scaleName, s);
   const rows = slice?.axis === 0 ? rangeList(slice.ranges) : rangeList([[0, N]]);
   const cols = slice?.axis === 1 ? rangeList(slice.ranges).length : K;
   const out = new Uint16Array(rows.length * cols);

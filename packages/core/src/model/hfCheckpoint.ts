@@ -35,7 +35,8 @@ import { bf16ToF32, f32ToBf16, roundBf16 } from '../numerics/bf16.ts';
 import type { Fp8Format } from '../numerics/fp8.ts';
 import { checkAxisSlice } from '../tensor/axisSlice.ts';
 import { numel, sameShape, shapeStr, type DType, type Tensor } from '../tensor/tensor.ts';
-import { configDeclaresBlocks, fp8ScaledTable as scaledTable, fp8WhereBf16Problem, globalScaleValue, isPerChannelScaleShape, perChannelScaleProblem, readFp8PerChannel } from './fp8PerChannel.ts';
+import { checkPerChannelScales, configDeclaresBlocks, fp8ScaledTable as scaledTable, fp8WhereBf16Problem, globalScaleValue, isPerChannelScaleShape, perChannelScaleProblem, readFp8PerChannel } from './fp8PerChannel.ts';
+import type { Fp8WeightLookup, Fp8WeightParts } from './fp8WeightLinears.ts';
 import { modelWeightSpecs } from './modelWeights.ts';
 import { SafetensorsWeightSource } from './safetensorsWeights.ts';
 import type { PlannedReadFindings, WeightFilePlan, WeightInfo, WeightSource } from './weightSource.ts';
@@ -59,11 +60,17 @@ interface Provider {
 }
 
 /** The model's view of a checkpoint; close() when done. */
-export class CheckpointWeightSource implements WeightSource {
+export class CheckpointWeightSource implements WeightSource, Fp8WeightLookup {
   constructor(
     private readonly raw: SafetensorsWeightSource,
     private readonly providers: ReadonlyMap<string, Provider>,
+    private readonly fp8Parts: ReadonlyMap<string, Fp8WeightParts> = new Map(),
   ) {}
+
+  /** where a per-channel FP8 weight's stored bytes and scales are served (keepFp8Weights), or null */
+  fp8PerChannel(name: string): Fp8WeightParts | null {
+    return this.fp8Parts.get(name) ?? null;
+  }
 
   has(name: string): boolean {
     return this.providers.has(name);
@@ -258,6 +265,20 @@ function fp8PerChannel(raw: SafetensorsWeightSource, stored: string, scaleName: 
   };
 }
 
+/** A per-channel FP8 weight's scales as F32 [N] (stored [N, 1] or [N]), checked when read. */
+function perChannelScaleProvider(raw: SafetensorsWeightSource, scaleName: string, n: number): Provider {
+  return {
+    info: { shape: [n], dtype: 'f32' },
+    stored: [scaleName],
+    async read(slice) {
+      const s = (await raw.read(scaleName)).data as Float32Array;
+      checkPerChannelScales(raw, scaleName, s);
+      const rows = slice ? slice.ranges.flatMap(([a, b]) => [...s.subarray(a, b)]) : [...s];
+      return { dtype: 'f32', shape: [rows.length], data: Float32Array.from(rows) };
+    },
+  };
+}
+
 /** FP8 with one global scale: w = bf(q * bf(s)) (the product of two bf16 values is exact in fp32). */
 function fp8Global(raw: SafetensorsWeightSource, stored: string, scaleName: string, format: Fp8Format, scale: number): Provider {
   const table = scaledTable(format, roundBf16(scale));
@@ -399,6 +420,8 @@ function build(raw: SafetensorsWeightSource, path: string, config: ModelConfig, 
   };
   const globalScales = new Map<string, number>();
   const perChannelScales = new Set<string>();
+  const fp8Parts = new Map<string, Fp8WeightParts>();
+  const fp8Providers = new Map<string, Provider>();
   // tensors hcsp has no dtype for (the PLE's int64 buffers, F16, ...): only checked or unused
   const unloadable = new Map<string, string>();
   const baseProvider = (name: string, stored: string): Provider | null => {
@@ -431,6 +454,9 @@ function build(raw: SafetensorsWeightSource, path: string, config: ModelConfig, 
       if (problem) return fail(`${where(own)}: ${problem}`);
       if (blocksDeclaredBy) return fail(`${where(own)}: per-channel FP8 scales, but ${blocksDeclaredBy} declares ${block[0]}x${block[1]} block FP8 (quantization_config.weight_block_size): the config and the tensors describe different checkpoints`);
       perChannelScales.add(own);
+      const parts = { q: `${name}#fp8`, scale: `${name}#fp8_scale`, format };
+      fp8Parts.set(name, parts);
+      fp8Providers.set(parts.q, plain(raw, stored)).set(parts.scale, perChannelScaleProvider(raw, own, e.shape[0]));
       return fp8PerChannel(raw, stored, own, format);
     }
     if (global !== undefined) {
@@ -561,7 +587,7 @@ function build(raw: SafetensorsWeightSource, path: string, config: ModelConfig, 
   if (fp8Count.global > 0) conversions.push(`${fp8Count.global} FP8 tensors with a global scale dequantized to bf16 as bf(q * bf(s))`);
   if (roundedF32 > 0) conversions.push(`${roundedF32} fp32 tensors read as bf16 (round to nearest even)`);
   return {
-    source: new CheckpointWeightSource(raw, providers),
+    source: new CheckpointWeightSource(raw, new Map([...providers, ...fp8Providers]), fp8Parts),
     unused: raw.names().filter((s) => !used.has(s)).sort(),
     conversions,
     files: raw.fileNames(),

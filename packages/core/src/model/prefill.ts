@@ -11,6 +11,7 @@ import { readSpMinTokens } from '../sp/gate.ts';
 import { planForward, type SpPlan } from '../sp/plan.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import { buildDecoderGraph, type DecoderOutputs, type RingParams } from './decoderGraph.ts';
+import { keepFp8Weights } from './fp8WeightLinears.ts';
 import { modelWeightSpecs } from './modelWeights.ts';
 import type { SubLayerBuilders } from './subLayerBuilders.ts';
 import { SyntheticWeightSource } from './syntheticWeights.ts';
@@ -54,6 +55,12 @@ export interface PrefillOptions {
   ids?: Int32Array;
   /** a checkpoint; default: seeded synthetic weights */
   weights?: WeightSource;
+  /**
+   * linears whose weights the checkpoint stores as per-channel FP8: 'device' (default) runs
+   * them as FP8 GEMMs on the stored bytes (fp8WeightLinears.ts), 'dequantize' as bf16 GEMMs
+   * on weights dequantized on read
+   */
+  fp8Weights?: 'device' | 'dequantize';
   /** where ATOM_QWEN4_EXP_SP_MIN_TOKENS is read for sp 'auto' */
   env?: Record<string, string | undefined>;
 }
@@ -65,6 +72,8 @@ export interface PreparedPrefill {
   feeds: Map<ValueId, Tensor>;
   weights: WeightSource;
   tokenIds: Int32Array;
+  /** linears run as FP8 GEMMs on the checkpoint's FP8 weights */
+  fp8WeightLinears: number;
 }
 
 /** Seeded token ids, uniform over the vocabulary (EOS included, as in real packed batches). */
@@ -99,7 +108,7 @@ export function preparePrefill(o: PrefillOptions): PreparedPrefill {
     throw new Error(`prefill: quant=fused needs the unsharded path with T <= ${HC_QUANT_ROWS_MAX} (the mix quantizes at most that many rows); this plan (SP ${planned.sp ? 'on' : 'off'}, T ${o.tokens}) quantizes separately`);
   }
   const plan = o.quant ? { ...planned, quant: o.quant } : planned;
-  const { graph, outputs, extra } = buildDecoderGraph({
+  const { graph: built, outputs, extra } = buildDecoderGraph({
     config: o.config,
     plan,
     reduce: o.reduce,
@@ -114,10 +123,11 @@ export function preparePrefill(o: PrefillOptions): PreparedPrefill {
     pleTable: o.pleTable,
   });
   const weights = o.weights ?? new SyntheticWeightSource(modelWeightSpecs(o.config, o.subLayers), o.seed);
+  const { graph, linears: fp8WeightLinears } = o.fp8Weights === 'dequantize' ? { graph: built, linears: 0 } : keepFp8Weights(built, weights);
   const tokenIds = o.ids ?? seededTokenIds(o.config, o.tokens, o.seed);
   if (tokenIds.length !== o.tokens) throw new Error(`prefill: ${tokenIds.length} token ids given for ${o.tokens} tokens`);
   const bad = tokenIds.findIndex((v) => !(v >= 0 && v < o.config.vocabSize));
   if (bad >= 0) throw new Error(`prefill: token id ${tokenIds[bad]} at position ${bad} is outside the vocabulary [0, ${o.config.vocabSize}) of config '${o.config.name}'`);
   const feeds = new Map<ValueId, Tensor>([['ids', { dtype: 'i32', shape: [o.tokens], data: tokenIds }], ...extra.feeds(tokenIds)]);
-  return { plan, graph, outputs, feeds, weights, tokenIds };
+  return { plan, graph, outputs, feeds, weights, tokenIds, fp8WeightLinears };
 }

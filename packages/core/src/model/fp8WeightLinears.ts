@@ -1,0 +1,111 @@
+// FP8 stays FP8 (issue 23 item 2, the linears): a checkpoint that stores a linear's weight
+// as FP8 with per-output-channel scales (the PTPC-FP8 release, docs/ptpc-fp8-release.md)
+// runs that linear as ATOM's PTPC GEMM, not as a bf16 GEMM on weights dequantized in
+// JavaScript: the activation rows are quantized per token by the separate kernel's
+// arithmetic (ATOM LinearBase per_Token: get_hip_quant(per_Token) = per_token_quant_hip,
+// 'reciprocal'), and fp8LinearPtpc multiplies them with the stored FP8 bytes and scales.
+// The weight reaches the backend as its FP8 bytes (copied as stored: a plain file read) and
+// its F32 scales; the dequantized bf16 weight is no longer part of the graph.
+// A weight concatenated from several (the shared expert's gate and up) is rewritten when
+// every part is per-channel FP8 of one format: the FP8 parts and their scales concatenated
+// alike. Not rewritten (they stay bf16 GEMMs on dequantized weights): a weight read through
+// a reshape or a row gather, and the routed experts (the MoE op has no FP8 form yet). The scale order is CK's MultiplyMultiply ('weightFirst'), as the GDN FP8
+// projection uses; production's tuned table may pick CK-tile for some shapes.
+import type { Graph, GraphNode, ValueDecl, ValueId, WeightRef, WeightSlice } from '../graph/graph.ts';
+import { fp8Info, type Fp8Format } from '../numerics/fp8.ts';
+import { PRODUCTION_QUANT_STYLE } from '../numerics/quant.ts';
+import type { PtpcScaleOrder } from '../layers/fp8Linear.ts';
+import type { WeightSource } from './weightSource.ts';
+
+export const FP8_WEIGHT_SCALE_ORDER: PtpcScaleOrder = 'weightFirst';
+
+/** Where a weight's stored FP8 bytes and per-channel scales are served, under their own names. */
+export interface Fp8WeightParts {
+  /** the FP8 tensor [N, K] as stored */
+  q: string;
+  /** the scales as F32 [N] */
+  scale: string;
+  format: Fp8Format;
+}
+
+/** A weight source that can serve a weight's stored FP8 form (CheckpointWeightSource). */
+export interface Fp8WeightLookup {
+  fp8PerChannel?(name: string): Fp8WeightParts | null;
+}
+
+function weightId(ref: WeightRef): ValueId {
+  // the id GraphBuilder.weight gives a ref
+  return ref.slice ? `w:${ref.name}#${ref.slice.axis}:${ref.slice.ranges.map((r) => r.join('-')).join('+')}` : `w:${ref.name}`;
+}
+
+export interface Fp8WeightRewrite {
+  graph: Graph;
+  /** linears now run as FP8 GEMMs */
+  linears: number;
+}
+
+/**
+ * Rewrites every `linear` whose weight `source` stores as per-channel FP8 into
+ * quantFp8PerToken(x) + fp8LinearPtpc(q, sx, qW, sw); an activation shared by several such
+ * linears (q, k, v) is quantized once. Weight values no node reads any more are dropped.
+ */
+export function keepFp8Weights(graph: Graph, source: WeightSource & Fp8WeightLookup): Fp8WeightRewrite {
+  if (!source.fp8PerChannel) return { graph, linears: 0 };
+  const values: Record<ValueId, ValueDecl> = { ...graph.values };
+  const nodes: Omit<GraphNode, 'id'>[] = [];
+  const quantized = new Map<string, [ValueId, ValueId]>();
+  let linears = 0;
+  const declareWeight = (ref: WeightRef, shape: number[], dtype: ValueDecl['dtype']): ValueId => {
+    const id = weightId(ref);
+    const have = values[id];
+    if (have && (have.dtype !== dtype || have.shape.join(',') !== shape.join(','))) throw new Error(`graph: weight '${ref.name}' ('${id}') is declared ${have.dtype}[${have.shape.join(',')}], needed as ${dtype}[${shape.join(',')}]`);
+    if (!have) values[id] = { id, shape, dtype, rank: null, kind: 'weight', weight: ref };
+    return id;
+  };
+  const lookup = source.fp8PerChannel.bind(source);
+  /** the FP8 form of a weight ref: its q and scale refs (without the slice) and format, or null */
+  const fp8Of = (ref: WeightRef): { q: WeightRef; scale: WeightRef; format: Fp8Format } | null => {
+    if (ref.reshape || ref.gather) return null;
+    if (!ref.concat) {
+      const p = lookup(ref.name);
+      return p ? { q: { name: p.q }, scale: { name: p.scale }, format: p.format } : null;
+    }
+    const ps = ref.concat.map(lookup);
+    if (ps.some((p) => !p || p.format !== ps[0]!.format)) return null;
+    const got = ps as Fp8WeightParts[];
+    return { q: { name: `${ref.name}#fp8`, concat: got.map((p) => p.q) }, scale: { name: `${ref.name}#fp8_scale`, concat: got.map((p) => p.scale) }, format: got[0].format };
+  };
+  for (const n of graph.nodes) {
+    const w = n.op === 'linear' ? values[n.inputs[1]!] : undefined;
+    const ref = w?.kind === 'weight' ? w.weight : undefined;
+    const parts = ref ? fp8Of(ref) : null;
+    if (!parts || !ref || !w) {
+      nodes.push(n);
+      continue;
+    }
+    const x = n.inputs[0]!;
+    const [T, K] = values[x].shape;
+    const [outF] = w.shape;
+    const dtype = fp8Info(parts.format).dtype;
+    const key = `${x}|${parts.format}`;
+    let xq = quantized.get(key);
+    if (!xq) {
+      xq = [`${x}~fp8_q`, `${x}~fp8_scale`];
+      values[xq[0]] = { id: xq[0], shape: [T, K], dtype, rank: n.rank, kind: 'intermediate' };
+      values[xq[1]] = { id: xq[1], shape: [T], dtype: 'f32', rank: n.rank, kind: 'intermediate' };
+      nodes.push({ op: 'quantFp8PerToken', rank: n.rank, inputs: [x], outputs: [...xq], attrs: { format: parts.format, style: PRODUCTION_QUANT_STYLE.separate }, scope: `${n.scope}_x_quant`, layer: n.layer });
+      quantized.set(key, xq);
+    }
+    // a column-parallel slice (rows) takes its rows' scales; a row-parallel one (columns) all of them
+    const rowSlice: WeightSlice | undefined = ref.slice?.axis === 0 ? ref.slice : undefined;
+    const qW = declareWeight({ ...parts.q, ...(ref.slice ? { slice: ref.slice } : {}) }, [...w.shape], dtype);
+    const sw = declareWeight({ ...parts.scale, ...(rowSlice ? { slice: rowSlice } : {}) }, [outF], 'f32');
+    nodes.push({ op: 'fp8LinearPtpc', rank: n.rank, inputs: [xq[0], xq[1], qW, sw], outputs: n.outputs, attrs: { format: parts.format, scaleOrder: FP8_WEIGHT_SCALE_ORDER }, scope: n.scope, layer: n.layer });
+    linears++;
+  }
+  if (linears === 0) return { graph, linears };
+  const read = new Set<ValueId>([...graph.outputs]);
+  for (const n of nodes) for (const id of n.inputs) if (id !== null) read.add(id);
+  for (const [id, v] of Object.entries(values)) if (v.kind === 'weight' && !read.has(id)) delete values[id];
+  return { graph: { ...graph, values, nodes: nodes.map((n, id) => ({ ...n, id })) }, linears };
+}
