@@ -280,6 +280,8 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
       ids: opts.ids ? resolve(opts.ids) : `seeded (seed ${seed})`,
       fp8,
       quant: fp8 ? prepared.plan.quant : null,
+      // linears run as FP8 GEMMs on the checkpoint's own FP8 weights (per-channel scales)
+      fp8WeightLinears: prepared.fp8WeightLinears,
       qsaSelection: opts.qsaSelection ?? 'replicated',
       pleTable: pleTable === 'vocabParallel' ? 'vocab-parallel' : 'gathered',
       qsa,
@@ -320,7 +322,7 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
     if (opts.json) return `${JSON.stringify(summary)}\n`;
     const lines = [
       `prefill ${config.name} (${stack}) on ${summary.device}${rank ? `, ${tp} ${rank.mode === 'mpi' ? 'MPI' : rank.library.split(' ')[0]} ranks (${rank.library.split(',')[0]})` : ''}: T=${tokens}, tp=${tp}, SP ${summary.sp ? `on (C=${summary.chunk} rows/rank from layer ${summary.spStartLayer})` : `off (${summary.reason})`}, reduce=${reduce}`,
-      `  weights: ${summary.weights}${nonFinite.size > 0 ? ` (${nonFinite.size} tensors hold NaN/Inf)` : ''}`,
+      `  weights: ${summary.weights}${nonFinite.size > 0 ? ` (${nonFinite.size} tensors hold NaN/Inf)` : ''}${summary.fp8WeightLinears > 0 ? `; ${summary.fp8WeightLinears} linears as FP8 GEMMs on its FP8 weights` : ''}`,
       `  ${seconds.toFixed(3)} s, ${summary.tokensPerSecond.toFixed(1)} tokens/s`,
       `  output sha256 ${summary.outputSha256}; next token ${nextTokens.at(-1)}`,
       `  QSA: ${qsa.layers} layers, ${qsa.rowsDropping} of ${tokens} rows drop tokens, ${qsa.droppedPairs} (query, key) pairs dropped per layer`,

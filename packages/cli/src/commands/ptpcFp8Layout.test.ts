@@ -199,9 +199,13 @@ describe('hcsp weights --layout ptpc-fp8', () => {
       c.source.close();
     }
     const base = { backend: 'cpu', config: 'tiny', tp: '2', tokens: '24', sp: 'off', reduce: 'ring', seed: String(SEED), stack: 'model', json: true, quiet: true };
-    const cli = JSON.parse(await runPrefillCommand({ ...base, weights: ptpc } as never)) as { outputSha256: string };
-    const hf = JSON.parse(await runPrefillCommand({ ...base, weights: await dequantizedHf() } as never)) as { outputSha256: string };
+    const cli = JSON.parse(await runPrefillCommand({ ...base, weights: ptpc } as never)) as { outputSha256: string; fp8WeightLinears: number };
+    const hf = JSON.parse(await runPrefillCommand({ ...base, weights: await dequantizedHf() } as never)) as { outputSha256: string; fp8WeightLinears: number };
     expect(cli.outputSha256).not.toBe(hf.outputSha256);
+    const again = openCheckpoint(ptpc, config);
+    expect([cli.fp8WeightLinears, hf.fp8WeightLinears]).toEqual([(await prefill(again.source)).linears, 0]);
+    again.source.close();
+    expect(await runPrefillCommand({ ...base, json: false, weights: ptpc } as never)).toMatch(/ weights: .*tiny-ptpc; \d+ linears as FP8 GEMMs on its FP8 weights\n/);
   }, 120_000);
 
   it('tiny: the host and emulated devices give the cpu reference bits from the FP8 folder, and load fewer bytes than from the dequantized hf folder', async () => {
