@@ -6,7 +6,7 @@
 // written. The runs compute on this thread and turn its event loop (runXcheck.ts): a
 // signal ends them within a second (exit 128 + its number, nothing written).
 import type { Command } from 'commander';
-import { maxRowUlp, MODEL_SUB_LAYERS, modelWeightSpecs, nonFiniteCount, overGate, REDUCE_ALGORITHMS, routingText, STAND_IN_SUB_LAYERS, type ReduceAlgorithm, type SpMode, type XcheckPair, type XcheckReport, type XcheckTensor } from '@hcsp/core';
+import { attributionText, maxRowUlp, MODEL_SUB_LAYERS, pairVerdict, tensorGroup, ulpText, modelWeightSpecs, nonFiniteCount, overGate, REDUCE_ALGORITHMS, routingText, STAND_IN_SUB_LAYERS, type ReduceAlgorithm, type SpMode, type XcheckPair, type XcheckReport, type XcheckTensor } from '@hcsp/core';
 import { CheckpointProblemsError, openCheckpoint, resolveModelConfig, type CheckpointWeightSource } from '@hcsp/core/node';
 import { checkpointProblemsError } from '../checkpoint/weightProblems.ts';
 import { CONFIG_HELP, DEFAULT_CONFIG, DEFAULT_TP, TP_HELP } from '../defaults.ts';
@@ -57,36 +57,52 @@ function nonFiniteText(pair: XcheckPair, t: XcheckTensor): string {
   return `${t.nonFinite.a} NaN/Inf in ${pair.a}, ${t.nonFinite.b} in ${pair.b}`;
 }
 
-/** The text summary: per pair, the layers where the runs differ and the worst tensors. */
+/** A layer's name in the text: the same group names as the report and the dev page (embed, L{i}, final, mtp). */
+function groupOf(t: XcheckTensor): string {
+  return tensorGroup(t.name);
+}
+
+/** The text summary: per pair the verdict first, then where it starts, grows, the noise floor, the flips, and the worst tensors. */
 export function xcheckSummary(report: XcheckReport): string {
   const lines = [`xcheck ${report.config}: T=${report.tokens}, tp=${report.tp}, layers ${report.layers[0]}:${report.layers[1]}, weights ${report.weights}${report.exact ? ', float64 attribution' : ''}`];
   for (const run of report.runs) lines.push(`  run ${run.spec}: ${run.device}; SP ${run.sp ? `on (C=${run.chunk})` : 'off'}, reduce ${run.reduce}, ${run.seconds.toFixed(3)} s`);
   for (const pair of report.pairs) {
+    const v = pair.verdict ?? pairVerdict(pair);
     const differing = pair.tensors.filter((t) => t.differing > 0);
-    lines.push(`${pair.a} against ${pair.b}: ${differing.length} of ${pair.tensors.length} tensors differ, ${pair.differing} elements, max ${maxRowUlp(pair).toFixed(2)} row-scaled ulp`);
-    const byLayer = new Map<number, { differing: number; count: number; rowUlp: number }>();
+    lines.push(`${pair.a} (a) against ${pair.b} (b):`);
+    lines.push(`  verdict: ${v.line}`);
+    if (v.first) {
+      lines.push(`  first difference (graph order): ${v.first.name}, ${v.first.op}${v.first.at ? `, row ${v.first.at.row} col ${v.first.at.col}` : ''}: ${ulpText(v.first.rowUlp)} row-scaled ulp${v.first.floor ? `; each side's own error against float64 there: a ${ulpText(v.first.floor.a)}, b ${ulpText(v.first.floor.b)}` : ''}`);
+    }
+    if (v.growth) lines.push(`  grows most at ${v.growth.name} (${v.growth.kind}: ${v.growth.op}): ${ulpText(v.growth.from)} -> ${ulpText(v.growth.rowUlp)} row-scaled ulp`);
+    if (v.noiseFloor) lines.push(`  noise floor (each side's largest own error against float64): a ${ulpText(v.noiseFloor.a)}, b ${ulpText(v.noiseFloor.b)} row-scaled ulp`);
+    const attribution = attributionText(v, pair);
+    if (attribution) lines.push(`  ${attribution}`);
+    for (const f of v.routing) lines.push(`  routing flips, layer ${f.layer}: ${f.rows.length} of ${f.count} rows (${routingText(f)})`);
+    for (const f of v.selection) lines.push(`  QSA selection flips, layer ${f.layer}: ${f.rows.length} of ${f.count} rows keep another number of blocks`);
+    lines.push(`  ${differing.length} of ${pair.tensors.length} tensors differ, ${pair.differing} elements, max ${maxRowUlp(pair).toFixed(2)} row-scaled ulp`);
+    const byGroup = new Map<string, { differing: number; count: number; rowUlp: number }>();
     for (const t of pair.tensors) {
-      const l = byLayer.get(t.layer) ?? { differing: 0, count: 0, rowUlp: 0 };
+      const l = byGroup.get(groupOf(t)) ?? { differing: 0, count: 0, rowUlp: 0 };
       l.differing += t.differing;
       l.count += t.count;
       l.rowUlp = Math.max(l.rowUlp, t.rowUlp ?? 0);
-      byLayer.set(t.layer, l);
+      byGroup.set(groupOf(t), l);
     }
-    const routing = new Map((pair.routing ?? []).map((d) => [d.layer, d]));
-    for (const [layer, l] of [...byLayer].sort((p, q) => p[0] - q[0])) {
-      const flip = routing.get(layer);
-      // a flip's rows differ by another expert choice, not by arithmetic
-      if (l.differing > 0) lines.push(`  layer ${layer}: ${l.differing}/${l.count} differ, max ${l.rowUlp.toFixed(2)} row-scaled ulp${flip ? `; ${routingText(flip)}` : ''}`);
-    }
+    for (const [group, l] of byGroup) if (l.differing > 0) lines.push(`    ${group}: ${l.differing}/${l.count} differ, max ${l.rowUlp.toFixed(2)} row-scaled ulp`);
     const nonFinite = pair.tensors.filter((t) => nonFiniteCount(t) > 0);
     if (nonFinite.length > 0) {
       lines.push(`  ${nonFinite.length} tensor${nonFinite.length > 1 ? 's hold' : ' holds'} NaN or Inf (a failure under any --max-ulp):`);
       for (const t of nonFinite.slice(0, 8)) lines.push(`    ${t.name}: ${nonFiniteText(pair, t)}`);
       if (nonFinite.length > 8) lines.push(`    ... (${nonFinite.length - 8} more)`);
     }
-    for (const t of [...differing].sort((p, q) => (q.rowUlp ?? Infinity) - (p.rowUlp ?? Infinity)).slice(0, 8)) {
-      const side = t.exact?.attributed ? `; farther from float64: ${t.exact.attributed === 'a' ? pair.a : t.exact.attributed === 'b' ? pair.b : 'neither (tie)'} (${t.exact.fartherA} vs ${t.exact.fartherB} elements)` : '';
-      lines.push(`    ${t.name}: ${t.differing}/${t.count} differ, max ${t.maxUlp ?? '-'} ulp (row-scaled ${t.rowUlp?.toFixed(2) ?? '-'}), max abs ${t.maxAbs.toExponential(2)}${side}`);
+    // integer values (router ids, kept counts) are the flips above
+    const floats = differing.filter((t) => t.rowUlp !== null);
+    if (floats.length > 0) lines.push('  largest (row-scaled):');
+    for (const t of [...floats].sort((p, q) => (q.rowUlp ?? 0) - (p.rowUlp ?? 0)).slice(0, 8)) {
+      const e = t.exact;
+      const side = e?.attributed ? `; own error against float64 a ${ulpText(e.a.maxUlp)}, b ${ulpText(e.b.maxUlp)}; farther by count: ${e.attributed === 'a' ? pair.a : e.attributed === 'b' ? pair.b : 'tie'} (${e.fartherA} vs ${e.fartherB} elements)` : '';
+      lines.push(`    ${t.name}: ${t.rowUlp?.toFixed(2) ?? '-'} row-scaled ulp (elementwise max ${t.maxUlp ?? '-'}), ${t.differing}/${t.count} differ, max abs ${t.maxAbs.toExponential(2)}${side}`);
     }
   }
   if (report.golden?.notCompared.length) {
@@ -107,11 +123,11 @@ export function gateFailure(report: XcheckReport): string {
 }
 
 /** The command: a signal from its start on ends it as an interruption (signals.ts). */
-export function runXcheckCommand(opts: XcheckCliOptions): Promise<{ report: XcheckReport; text: string }> {
+export function runXcheckCommand(opts: XcheckCliOptions): Promise<{ report: XcheckReport; text: string; notice?: string }> {
   return interruptible(() => xcheck(opts));
 }
 
-async function xcheck(opts: XcheckCliOptions): Promise<{ report: XcheckReport; text: string }> {
+async function xcheck(opts: XcheckCliOptions): Promise<{ report: XcheckReport; text: string; notice?: string }> {
   // the output before any work: a report that cannot be written is refused now, not after the runs
   const reportDir = opts.report === undefined ? null : checkXcheckReport(opts.report, opts.force === true);
   const config = resolveModelConfig(opts.config);
@@ -162,11 +178,15 @@ async function xcheck(opts: XcheckCliOptions): Promise<{ report: XcheckReport; t
     });
     const text = opts.json ? `${JSON.stringify(report)}\n` : xcheckSummary(report);
     if (reportDir) {
+      let files: { json: string; html: string };
       try {
-        await writeXcheckReport(reportDir, report);
+        files = await writeXcheckReport(reportDir, report);
       } catch (e) {
         throw new ResultsNotSavedError((e as Error).message, text);
       }
+      // the path last, where the eye ends; --json keeps stdout one JSON object and says it on stderr
+      const where = `report: ${files.html} (data: ${files.json})\n`;
+      return { report, text: opts.json ? text : `${text}${where}`, notice: opts.json ? where : undefined };
     }
     return { report, text };
   } finally {
@@ -197,8 +217,9 @@ export function registerXcheck(program: Command): void {
     .option('--quiet', 'no progress on stderr')
     .option('--json', 'print one JSON object')
     .action(async (opts: XcheckCliOptions) => {
-      const { report, text } = await printResultsOnSaveFailure(() => runXcheckCommand(opts));
+      const { report, text, notice } = await printResultsOnSaveFailure(() => runXcheckCommand(opts));
       process.stdout.write(text);
+      if (notice) process.stderr.write(notice);
       if (!report.ok) throw new Error(gateFailure(report));
     });
 }

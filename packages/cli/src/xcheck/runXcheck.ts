@@ -11,10 +11,12 @@ import {
   namedValues,
   overGate,
   modelWeightSpecs,
+  pairVerdict,
   preparePrefill,
   ropeTablesExact,
   routingDifferences,
   runOnce,
+  selectionFlips,
   shapeStr,
   SyntheticWeightSource,
   type AlignedTensor,
@@ -203,15 +205,19 @@ function exactRopeFeeds(config: ModelConfig, prepared: PreparedPrefill): Map<str
   return out;
 }
 
-function pairOf(a: string, b: string, tensors: XcheckPair['tensors'], routing: XcheckPair['routing']): XcheckPair {
-  return {
+/** A pair of runs compared: its tensors, routing and QSA selection flips, and the verdict on them. */
+function pairOf(a: string, b: string, tensors: XcheckPair['tensors'], na: ReadonlyMap<string, AlignedTensor>, nb: ReadonlyMap<string, AlignedTensor>): XcheckPair {
+  const pair: XcheckPair = {
     a,
     b,
     tensors,
     differing: tensors.reduce((acc, t) => acc + t.differing, 0),
     maxUlp: tensors.reduce((acc, t) => Math.max(acc, t.maxUlp ?? 0), 0),
-    routing,
+    routing: routingDifferences(na, nb),
+    selection: selectionFlips(na, nb),
   };
+  pair.verdict = pairVerdict(pair);
+  return pair;
 }
 
 /** Runs every SPEC (the first is the one compared against) and compares; the float64 evaluation of the first SPEC's graph attributes the differences. */
@@ -239,12 +245,12 @@ export async function runXcheck(x: XcheckInputs): Promise<XcheckReport> {
   for (const { spec, prepared } of others) {
     const r = await runSpec(x, spec, prepared);
     runs.push(r.run);
-    pairs.push(pairOf(spec.text, x.specs[0].text, (await compare(r.named, first.named, exitLayer, exact)).tensors, routingDifferences(r.named, first.named)));
+    pairs.push(pairOf(spec.text, x.specs[0].text, (await compare(r.named, first.named, exitLayer, exact)).tensors, r.named, first.named));
   }
   let golden: XcheckReport['golden'] = null;
   if (x.golden) {
     const d = await compare(x.golden.tensors, first.named, exitLayer, exact);
-    pairs.push(pairOf(`golden:${x.golden.file}`, x.specs[0].text, d.tensors, routingDifferences(x.golden.tensors, first.named)));
+    pairs.push(pairOf(`golden:${x.golden.file}`, x.specs[0].text, d.tensors, x.golden.tensors, first.named));
     golden = { file: x.golden.file, unused: d.onlyIn.a, notCompared };
   }
   const ok = x.maxUlp === null || overGate(pairs, x.maxUlp).length === 0;

@@ -2,3 +2,5 @@ export * from './tensorDiff.ts';
 export * from './xcheckReport.ts';
 export * from './namedValues.ts';
 export * from './routingDiff.ts';
+export * from './flipDiff.ts';
+export * from './verdict.ts';

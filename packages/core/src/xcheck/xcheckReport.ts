@@ -2,6 +2,7 @@
 // reads): the runs compared, and per pair of runs every named tensor's differences.
 import type { RoutingDifference } from './routingDiff.ts';
 import type { TensorDiff } from './tensorDiff.ts';
+import type { PairVerdict } from './verdict.ts';
 
 /** One run of the comparison: a SPEC as the user wrote it and what it resolved to. */
 export interface XcheckRun {
@@ -35,6 +36,10 @@ export interface XcheckPair {
   maxUlp: number;
   /** the MoE layers whose routers chose other experts for some rows (layers.{i}.mlp.topk_ids); absent in older reports */
   routing?: RoutingDifference[];
+  /** the QSA layers where some row keeps another number of blocks (layers.{i}.attn.kept); absent in older reports */
+  selection?: RoutingDifference[];
+  /** the verdict (verdict.ts: pairVerdict); absent in older reports (a reader recomputes it) */
+  verdict?: PairVerdict;
 }
 
 export interface XcheckReport {
