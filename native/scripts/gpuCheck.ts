@@ -31,6 +31,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRocmBackend, NcclCommunicator, NcclUnavailableError, type RocmBackend } from '@hcsp/backend-rocm';
 import { hcMixBenchGraph, median } from '../../packages/cli/src/commands/bench.ts';
+import { deviceGemmRunner, exactGemmStep, hcMixGemmShapes } from './exactGemmStep.ts';
 import { layerCases } from '../../test/cases/layerCases.ts';
 import { OP_CASES, opCaseGraph } from '../../test/cases/opCases.ts';
 import { beyondTolerance, describeDifferences, diffRuns } from '../../test/compareRuns.ts';
@@ -282,6 +283,14 @@ async function table(): Promise<string[]> {
       const tf = (2 * T * inF * outF) / s / 1e12;
       lines.push(`  [${T},${inF}] x [${inF},${outF}]`.padEnd(28) + `${m.padEnd(8)} ${tf.toFixed(3).padStart(8)}  ${((tf / bestTflops) * 100).toFixed(1).padStart(6)}%`);
     }
+  }
+  // the tiled exact GEMM at the HC mix's shapes (T = 4096; 64 rows on the emulated device) against
+  // the vendor GEMM and the one-thread kernel in this run, with its thresholds (exactGemmStep.ts)
+  const exactGemm = await exactGemmStep(deviceGemmRunner(addon, gpu.gpu!), hcMixGemmShapes(FLASH_NEXT, device === 'emulated' ? 64 : 4096), device !== 'emulated');
+  lines.push(...exactGemm.lines);
+  for (const f of exactGemm.failures) {
+    failures++;
+    say(`FAIL ${f}`);
   }
   // SP on vs off: HC time per rank of the HC-only stack's first layers at tp 4
   const hcOps = new Set(['hcCombineNorm', 'hcScaledSilu', 'hcGatedMean', 'hcCombine', 'hcExpand']);
