@@ -165,9 +165,12 @@ describe('the tiled exact GEMM on the emulated device', () => {
     try {
       const before = addon.counters(gpu);
       const [y] = await addon.run('linear', [x, w], {}, 'exact', gpu);
-      expect(addon.counters(gpu).kernelLaunches - before.kernelLaunches).toBe(1);
-      expect(new Uint16Array(addon.download(y!))).toEqual(linearBf16(decode(xBits), decode(wBits), rows, inF, outF));
-      addon.free(y!);
+      try {
+        expect(addon.counters(gpu).kernelLaunches - before.kernelLaunches).toBe(1);
+        expect(new Uint16Array(addon.download(y!))).toEqual(linearBf16(decode(xBits), decode(wBits), rows, inF, outF));
+      } finally {
+        addon.free(y!);
+      }
     } finally {
       addon.free(x);
       addon.free(w);
@@ -177,8 +180,17 @@ describe('the tiled exact GEMM on the emulated device', () => {
   it('the grouped GEMM: each row is linear on its group\'s weight, rows past the device\'s count untouched, tiles spanning groups', () => {
     const groups = 3;
     const [inF, outF, maxRows] = [45, 70, 40];
-    const wBits = randomBf16(groups * outF * inF, 31, 14);
-    const xBits = randomBf16(maxRows * inF, 32, 14);
+    const wBits = randomBf16(groups * outF * inF, 31, 4);
+    const xBits = randomBf16(maxRows * inF, 32, 4);
+    // products of 2^24 at k = 3 and -2^24 at k = 40 (as in the K = 10240 case): a sum by slabs rounds otherwise
+    for (let t = 0; t < maxRows; t++) {
+      xBits[t * inF + 3] = f32ToBf16(2 ** 16);
+      xBits[t * inF + 40] = f32ToBf16(-(2 ** 16));
+    }
+    for (let o = 0; o < groups * outF; o++) {
+      wBits[o * inF + 3] = f32ToBf16(2 ** 8);
+      wBits[o * inF + 40] = f32ToBf16(2 ** 8);
+    }
     // sorted runs that cross the 16-row tiles, a one-row run, and an unsorted tail
     const rowGroup = Int32Array.from({ length: maxRows }, (_, t) => (t < 14 ? 0 : t < 15 ? 2 : t < 33 ? 1 : t % 3));
     const w = addon.upload('bf16', [groups * outF, inF], wBits, gpu);
