@@ -2,9 +2,10 @@
 // GPU, (1) the cross-backend comparison of the rocm backend's GPU device against the CPU
 // reference: every op case and every sub-layer case bit-exact with the reference-order GEMM,
 // within the declared tolerance with the vendor GEMM, and the small config's whole stack at
-// tp 4 (SP on and off); (2) a table last: each HC kernel's time and GB/s at full HC
-// dimensions against a device copy timed in the same run, each GEMM's TFLOP/s against the
-// vendor GEMM's best on a square shape, and SP-on HC time per rank against SP-off. Between the
+// tp 4 (SP on and off); (2) a table last: the fused HC kernels' GB/s at full HC dimensions,
+// T = 4096, against a device copy timed in the same run (each must reach 70% of it), each
+// GEMM's TFLOP/s against the vendor GEMM's best on a square shape, and SP-on HC time per rank
+// against SP-off at tp 2 (at most 1/tp + 15%); gpuCheckHc.ts has the HC steps. Between the
 // two, one real RCCL/NCCL rank (world size 1) through the nccl communicator: its library's
 // version, all-reduce, reduce-scatter and all-gather of a small bf16 tensor equal to the input
 // bit for bit (nothing is added at world size 1), through the host-data calls and through the
@@ -14,14 +15,11 @@
 import {
   CpuBackend,
   FLASH_NEXT,
-  hcPrefix,
-  hcWeightSpecs,
   MODEL_SUB_LAYERS,
   preparePrefill,
   Rng,
   runOnce,
   SMALL,
-  STAND_IN_SUB_LAYERS,
   SyntheticWeightSource,
   type Backend,
   type Graph,
@@ -30,7 +28,8 @@ import {
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRocmBackend, NcclCommunicator, NcclUnavailableError, type RocmBackend } from '@hcsp/backend-rocm';
-import { hcMixBenchGraph, median } from '../../packages/cli/src/commands/bench.ts';
+import { median } from '../../packages/cli/src/commands/bench.ts';
+import { hcBandwidthStep, spStep } from './gpuCheckHc.ts';
 import { deviceGemmRunner, exactGemmStep, hcMixGemmShapes } from './exactGemmStep.ts';
 import { layerCases } from '../../test/cases/layerCases.ts';
 import { OP_CASES, opCaseGraph } from '../../test/cases/opCases.ts';
@@ -186,38 +185,6 @@ async function ncclRank(): Promise<string> {
   }
 }
 
-/** seconds of one prepared graph run, median of reps after a warm-up */
-async function timeGraph(backend: Backend, graph: Graph, feeds: Map<string, Tensor>, weights: SyntheticWeightSource, reps = 5): Promise<{ total: number; byOp: Map<string, number> }> {
-  const prepared = await backend.prepare(graph, weights);
-  await prepared.run(feeds);
-  const totals: number[] = [];
-  const perOp = new Map<string, number[]>();
-  for (let r = 0; r < reps; r++) {
-    let last = performance.now();
-    const start = last;
-    const times = new Map<string, number>();
-    await prepared.run(feeds, {
-      // each node waited for: the marks are the device's time per node (a run otherwise waits once, at its end)
-      syncEachNode: true,
-      onNode: (done) => {
-        const now = performance.now();
-        const op = graph.nodes[done - 1].op;
-        times.set(op, (times.get(op) ?? 0) + (now - last) / 1000);
-        last = now;
-      },
-    });
-    totals.push((performance.now() - start) / 1000);
-    for (const [op, s] of times) perOp.set(op, [...(perOp.get(op) ?? []), s]);
-  }
-  await prepared.dispose();
-  return { total: median(totals), byOp: new Map([...perOp].map(([op, v]) => [op, median(v)])) };
-}
-
-function streams(T: number): Map<string, Tensor> {
-  const width = FLASH_NEXT.hc.count * FLASH_NEXT.hiddenSize;
-  return new Map([['streams', { dtype: 'bf16', shape: [T, width], data: new Rng(T).fillBf16Normal(T * width, 1) }]]);
-}
-
 async function table(): Promise<string[]> {
   const gpu = (await createRocmBackend({ device, gemm: device === 'emulated' ? 'exact' : 'vendor' })) as RocmBackend;
   const addon = gpu.addon;
@@ -235,23 +202,13 @@ async function table(): Promise<string[]> {
   addon.free(src);
   const copyGbps = (2 * copyElems * 2) / median(copyTimes.slice(1)) / 1e9;
   lines.push(`device copy: ${copyGbps.toFixed(1)} GB/s (1 GiB reshape, read + write, median of 5)`);
-  const T = 16384;
-  const weights = new SyntheticWeightSource(hcWeightSpecs(FLASH_NEXT, hcPrefix(0, 'attn'), true), 0);
-  const mix = hcMixBenchGraph(FLASH_NEXT, T);
-  const timed = await timeGraph(gpu, mix, streams(T), weights);
-  const width = FLASH_NEXT.hc.count * FLASH_NEXT.hiddenSize;
-  // the bytes each HC kernel must move at T rows (bf16): reads + writes
-  const hcBytes: Record<string, number> = {
-    hcCombineNorm: T * width * 2 * 3,
-    hcScaledSilu: T * (FLASH_NEXT.hc.lowRank + FLASH_NEXT.hc.count) * 2 * 2,
-    hcGatedMean: T * width * 2 * 2 + T * FLASH_NEXT.hiddenSize * 2,
-  };
-  lines.push(`HC kernels at T=${T}, full dimensions (${FLASH_NEXT.name}):`, '  kernel          seconds    GB/s   of copy');
-  for (const [op, bytes] of Object.entries(hcBytes)) {
-    const s = timed.byOp.get(op);
-    if (s === undefined) continue;
-    lines.push(`  ${op.padEnd(15)} ${s.toFixed(5).padStart(8)} ${(bytes / s / 1e9).toFixed(1).padStart(7)}  ${((bytes / s / 1e9 / copyGbps) * 100).toFixed(0).padStart(5)}%`);
+  // the fused HC kernels at T = 4096 against the copy (issue 22's threshold)
+  for (const v of await hcBandwidthStep(gpu, copyGbps)) {
+    lines.push(v.line);
+    if (!v.pass) failures++;
   }
+  const T = 16384;
+  const width = FLASH_NEXT.hc.count * FLASH_NEXT.hiddenSize;
   // GEMMs: the HC mix's two shapes, each GEMM mode, against the vendor GEMM's best on a square shape
   const gemmTime = async (rows: number, inF: number, outF: number, gemm: 'exact' | 'vendor'): Promise<number> => {
     const rng = new Rng(rows + inF);
@@ -292,15 +249,10 @@ async function table(): Promise<string[]> {
     failures++;
     say(`FAIL ${f}`);
   }
-  // SP on vs off: HC time per rank of the HC-only stack's first layers at tp 4
-  const hcOps = new Set(['hcCombineNorm', 'hcScaledSilu', 'hcGatedMean', 'hcCombine', 'hcExpand']);
-  const spTimes: Record<string, number> = {};
-  for (const sp of ['off', 'on'] as const) {
-    const p = preparePrefill({ config: SMALL, tokens: 8192, tp: 4, sp, reduce: 'ring', seed: 2, subLayers: STAND_IN_SUB_LAYERS });
-    const t = await timeGraph(gpu, p.graph, p.feeds, p.weights as SyntheticWeightSource, 3);
-    spTimes[sp] = [...t.byOp].filter(([op]) => hcOps.has(op)).reduce((a, [, s]) => a + s, 0) / 4;
-  }
-  lines.push(`SP: HC time per rank, small hc-only stack, T=8192, tp 4: off ${spTimes.off.toFixed(4)} s, on ${spTimes.on.toFixed(4)} s, on/off ${(spTimes.on / spTimes.off).toFixed(3)} (expect about 1/tp = 0.25)`);
+  // SP on vs off: HC time per rank of an HC stack at Flash-Next dimensions, tp 2 (issue 22's threshold)
+  const sp = await spStep(gpu);
+  lines.push(sp.line);
+  if (!sp.pass) failures++;
   await gpu.dispose();
   return lines;
 }

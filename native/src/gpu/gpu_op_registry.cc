@@ -1,8 +1,10 @@
 #include "gpu_op_registry.h"
 
+#include <cstdlib>
 #include <map>
 
 #include "../host/errors.h"
+#include "kernels/reduce.h"
 
 namespace hcsp::gpu {
 
@@ -35,6 +37,16 @@ const GpuCollectiveOp& findGpuCollectiveOp(const std::string& op) {
   auto it = collectives().find(op);
   if (it == collectives().end()) fail(ErrorKind::Unsupported, "the GPU devices have no collective kernel for op '" + op + "'");
   return it->second;
+}
+
+int GpuContext::blockRows(int64_t rows) const {
+  const char* forced = std::getenv("HCSP_GPU_BLOCK_ROWS");
+  if (forced == nullptr || forced[0] == '\0') return hcspRowsPerBlock(rows);
+  const std::string v(forced);
+  if (v.size() != 1 || v[0] < '1' || v[0] > '0' + HCSP_CANONICAL_MAX_ROWS) {
+    fail(ErrorKind::Attr, "HCSP_GPU_BLOCK_ROWS must be 1, 2, 3 or 4 (rows of 64 threads per block), got '" + v + "'");
+  }
+  return v[0] - '0';
 }
 
 std::vector<std::string> gpuOpNames() {

@@ -18,6 +18,12 @@ struct GpuContext {
   std::shared_ptr<GpuRuntime> runtime;
   const Attrs& attrs;
   GemmMode gemm;
+  /**
+   * rows per block (64 threads each) of a row-per-group block kernel (reduce.h) over `rows`
+   * row groups: HCSP_GPU_BLOCK_ROWS (1-4) where set, so that a test can hold a kernel to the
+   * same bits under each block size, else hcspRowsPerBlock's choice
+   */
+  int blockRows(int64_t rows) const;
   /** an output or scratch tensor in this GPU's memory that the op's kernels write whole before reading */
   TensorPtr alloc(DType dtype, Shape shape) const { return std::make_shared<Tensor>(dtype, std::move(shape), runtime, Init::Uninitialized); }
   /** one that starts at zero (an accumulator, a list filled in part) */

@@ -1,17 +1,22 @@
 // GPU kernels of the FP8 PTPC quantization ops (core graph/ops/quantOps.ts) but
 // fp8LinearPtpc (a GEMM), as reference/kernels/quantKernels.ts with numerics/quant.ts and
-// numerics/fp8.ts. A row's quantization is two kernels: one thread per row takes the amax in
-// column order (rowAmax: the first NaN makes it NaN) and writes the row's scale, 'divide'
-// fl(amax / max) or 'reciprocal' fl(amax * fl(1 / max)) (1 for a zero row); then one thread
-// per element writes q = cvt(fl(x / s)) or cvt(fl(x * fl(1 / s))). The fused gated mean's
-// values come first from their own elementwise kernel (hcGatedMean's 'atom' order).
+// numerics/fp8.ts. Block kernels (vendor.h), one row per 64-thread row group, each lane walking
+// its chunks of 8 columns (reduce.h's layout: 16-byte loads, the lanes' chunks side by side):
+// the row's amax is each lane's over its values then a butterfly over the lanes (a maximum is
+// exact in any order; the first NaN by column wins, as the reference's in-order scan: the
+// lowest index is order-free too), the row's scale 'divide' fl(amax / max) or 'reciprocal'
+// fl(amax * fl(1 / max)) (1 for a zero row), then q = cvt(fl(x / s)) or cvt(fl(x * fl(1 / s)))
+// over the lane's chunks again. The fused gated mean writes its bf16 values (hcGatedMean's
+// 'atom' order, gated_mean.h) and takes their amax in the same pass, one launch per call.
 // Every step is one correctly rounded fp32 operation on fp32 operands, which equals the
 // reference's double arithmetic rounded by Math.fround (53 >= 2*24 + 2).
 #include "quant.h"
 
 #include "../../numerics/bf16.h"
-#include "../../numerics/fp32_math.h"
 #include "../../numerics/fp8.h"
+#include "chunk.h"
+#include "gated_mean.h"
+#include "reduce.h"
 
 using hcsp::bf16ToF32;
 using hcsp::f32ToBf16;
@@ -36,15 +41,33 @@ HCSP_HD uint8_t toFp8(float v) {
   return hcsp::f32ToFp8(v, f);
 }
 
-/** the scale of one bf16 row: amax in column order (a NaN anywhere makes it NaN), 1 for a zero row */
-template <bool FNUZ>
-HCSP_HD float rowScale(const uint16_t* row, int64_t cols, int32_t reciprocal) {
-  float amax = 0.0f;
-  for (int64_t j = 0; j < cols; j++) {
-    const float a = HCSP_FABSF(bf16ToF32(row[j]));
-    if (a > amax || a != a) amax = a;
-    if (amax != amax) break;
+/** a lane's (or lanes') part of a row's amax: the largest magnitude, or the first NaN (lowest column) */
+struct AmaxPart {
+  float value;
+  /** the column of the first NaN seen, NO_NAN for none */
+  int64_t nanAt;
+};
+constexpr int64_t NO_NAN = INT64_MAX;
+
+/** |v| at column j into the part: a NaN only where it is the first, a larger magnitude only while no NaN */
+HCSP_HD void addMagnitude(AmaxPart& part, float v, int64_t j) {
+  const float a = HCSP_FABSF(v);
+  if (a != a) {
+    if (j < part.nanAt) part = {a, j};
+  } else if (part.nanAt == NO_NAN && a > part.value) {
+    part.value = a;
   }
+}
+
+/** two parts over disjoint columns: the earlier NaN, else the larger magnitude (commutative and associative) */
+HCSP_HD AmaxPart combineAmax(const AmaxPart& a, const AmaxPart& b) {
+  if (a.nanAt != b.nanAt) return a.nanAt < b.nanAt ? a : b;
+  return {a.value > b.value ? a.value : b.value, a.nanAt};
+}
+
+/** the scale of a row with absolute maximum amax: 1 for a zero row */
+template <bool FNUZ>
+HCSP_HD float scaleOf(float amax, int32_t reciprocal) {
   if (amax == 0.0f) return 1.0f;
   // a NaN row's scale is its first NaN's magnitude, quieted (the reference's IEEE division on
   // the host); written out, since a GPU's multiply or divide may return its canonical NaN
@@ -53,29 +76,90 @@ HCSP_HD float rowScale(const uint16_t* row, int64_t cols, int32_t reciprocal) {
   return amax / fp8Max<FNUZ>();
 }
 
-}  // namespace
-
-HCSP_GLOBAL void hcsp_quant_row_scales(const uint16_t* x, float* scale, int64_t rows, int64_t cols, int32_t fnuz, int32_t reciprocal) {
-  HCSP_GRID_STRIDE(t, rows) { scale[t] = fnuz ? rowScale<true>(x + t * cols, cols, reciprocal) : rowScale<false>(x + t * cols, cols, reciprocal); }
+/** the row's amax from every lane's part: all threads of the block call it (the butterfly's barriers) */
+HCSP_DEVICE float rowAmax(AmaxPart part, int lane, AmaxPart* exchange) { return hcspButterfly(part, lane, exchange, [](const AmaxPart& a, const AmaxPart& b) { return combineAmax(a, b); }).value;
 }
 
-HCSP_GLOBAL void hcsp_quant_rows_fp8(const uint16_t* x, const float* scale, uint8_t* q, int64_t rows, int64_t cols, int32_t fnuz, int32_t reciprocal) {
-  HCSP_GRID_STRIDE(i, rows * cols) {
-    const float s = scale[i / cols];
-    const float v = bf16ToF32(x[i]);
-    const float y = reciprocal ? v * (1.0f / s) : v / s;
-    q[i] = fnuz ? toFp8<true>(y) : toFp8<false>(y);
+/** q of the lane's chunks of bf16 row xr (cols values) with the row's scale s, into qr */
+HCSP_DEVICE void quantizeLane(const uint16_t* xr, uint8_t* qr, int lane, int64_t cols, float s, int32_t fnuz, int32_t reciprocal, bool vec) {
+  // the reference's fl(1 / s) for 'reciprocal' (the same bits on every lane)
+  const float inv = 1.0f / s;
+  hcspCanonicalLaneChunks(lane, cols, 0, [&](int, int64_t base, int count) {
+    const HcspBf16Chunk c = hcspLoadChunk(xr + base, count, vec && count == HCSP_CANONICAL_CHUNK);
+    HcspFp8Chunk o;
+    for (int k = 0; k < HCSP_CANONICAL_CHUNK; k++) {
+      const float v = bf16ToF32(c.v[k]);
+      const float y = reciprocal ? v * inv : v / s;
+      o.v[k] = fnuz ? toFp8<true>(y) : toFp8<false>(y);
+    }
+    hcspStoreFp8Chunk(qr + base, o, count, vec && count == HCSP_CANONICAL_CHUNK);
+    return 0;
+  });
+}
+
+}  // namespace
+
+HCSP_GLOBAL void hcsp_quant_rows_fp8(const uint16_t* x, float* scale, uint8_t* q, int64_t rows, int64_t cols, int32_t fnuz, int32_t reciprocal) {
+  HCSP_SHARED(AmaxPart, exchange, HCSP_CANONICAL_MAX_ROWS * HCSP_CANONICAL_EXCHANGE);
+  const int lane = hcspCanonicalLane();
+  const int group = hcspCanonicalRowGroup();
+  const int64_t rowsPerBlock = HCSP_BLOCK_THREADS() / HCSP_CANONICAL_LANES;
+  const bool vec = cols % HCSP_CANONICAL_CHUNK == 0 && hcspAligned16(x) && hcspAligned16(q);
+  // the loop's bounds are the block's, so every thread reaches every barrier
+  for (int64_t first = HCSP_BLOCK_ID() * rowsPerBlock; first < rows; first += HCSP_BLOCK_COUNT() * rowsPerBlock) {
+    const int64_t t = first + group;
+    const bool mine = t < rows;
+    AmaxPart part = {0.0f, NO_NAN};
+    if (mine) {
+      part = hcspCanonicalLaneChunks(lane, cols, part, [&](AmaxPart acc, int64_t base, int count) {
+        const HcspBf16Chunk c = hcspLoadChunk(x + t * cols + base, count, vec && count == HCSP_CANONICAL_CHUNK);
+        for (int k = 0; k < HCSP_CANONICAL_CHUNK; k++) {
+          if (k < count) addMagnitude(acc, bf16ToF32(c.v[k]), base + k);
+        }
+        return acc;
+      });
+    }
+    const float amax = rowAmax(part, lane, exchange + group * HCSP_CANONICAL_EXCHANGE);
+    if (mine) {
+      const float s = fnuz ? scaleOf<true>(amax, reciprocal) : scaleOf<false>(amax, reciprocal);
+      if (lane == 0) scale[t] = s;
+      quantizeLane(x + t * cols, q + t * cols, lane, cols, s, fnuz, reciprocal, vec);
+    }
   }
 }
 
-/** gatedMeanF32 of quantKernels.ts: acc = fl(acc + fl(sig * normed)), s in order; x = bf(fl(acc / n)) (hc.cu's hcsp_hc_gated_mean, 'atom') */
-HCSP_GLOBAL void hcsp_quant_gated_mean(const uint16_t* up, const uint16_t* normed, uint16_t* x, int64_t rows, int64_t n, int64_t h) {
-  const float nf = static_cast<float>(n);
-  HCSP_GRID_STRIDE(i, rows * h) {
-    const int64_t t = i / h;
-    const int64_t base = t * n * h + (i - t * h);
-    float acc = 0.0f;
-    for (int64_t s = 0; s < n; s++) acc = acc + hcsp::fp32::sigmoidF32(bf16ToF32(up[base + s * h])) * bf16ToF32(normed[base + s * h]);
-    x[i] = f32ToBf16(acc / nf);
+HCSP_GLOBAL void hcsp_quant_gated_mean_fp8(const uint16_t* up, const uint16_t* normed, uint16_t* x, uint8_t* q, float* scale, int64_t rows, int64_t n, int64_t h, int32_t fnuz,
+                                          int32_t reciprocal) {
+  HCSP_SHARED(AmaxPart, exchange, HCSP_CANONICAL_MAX_ROWS * HCSP_CANONICAL_EXCHANGE);
+  const int lane = hcspCanonicalLane();
+  const int group = hcspCanonicalRowGroup();
+  const int64_t rowsPerBlock = HCSP_BLOCK_THREADS() / HCSP_CANONICAL_LANES;
+  const bool vec = h % HCSP_CANONICAL_CHUNK == 0 && hcspAligned16(up) && hcspAligned16(normed) && hcspAligned16(x) && hcspAligned16(q);
+  for (int64_t first = HCSP_BLOCK_ID() * rowsPerBlock; first < rows; first += HCSP_BLOCK_COUNT() * rowsPerBlock) {
+    const int64_t t = first + group;
+    const bool mine = t < rows;
+    AmaxPart part = {0.0f, NO_NAN};
+    if (mine) {
+      // the gated means written as bf16, their amax taken in the same pass (over the bf16 values, as the reference)
+      part = hcspCanonicalLaneChunks(lane, h, part, [&](AmaxPart acc, int64_t base, int count) {
+        const bool whole = vec && count == HCSP_CANONICAL_CHUNK;
+        float mean[HCSP_CANONICAL_CHUNK];
+        hcspGatedMeanChunk(up, normed, t, n, h, base, count, whole, 0, mean);
+        HcspBf16Chunk c;
+        for (int k = 0; k < HCSP_CANONICAL_CHUNK; k++) c.v[k] = f32ToBf16(mean[k]);
+        hcspStoreChunk(x + t * h + base, c, count, whole);
+        for (int k = 0; k < HCSP_CANONICAL_CHUNK; k++) {
+          if (k < count) addMagnitude(acc, bf16ToF32(c.v[k]), base + k);
+        }
+        return acc;
+      });
+    }
+    const float amax = rowAmax(part, lane, exchange + group * HCSP_CANONICAL_EXCHANGE);
+    if (mine) {
+      const float s = fnuz ? scaleOf<true>(amax, reciprocal) : scaleOf<false>(amax, reciprocal);
+      if (lane == 0) scale[t] = s;
+      // the lane's own bf16 values, just written by this thread
+      quantizeLane(x + t * h, q + t * h, lane, h, s, fnuz, reciprocal, vec);
+    }
   }
 }

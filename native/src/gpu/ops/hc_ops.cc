@@ -1,13 +1,15 @@
 // Launchers of the hyper-connection ops on the GPU devices, with the checks and messages the
 // host kernels share (ops/hc_checks.h, as reference/kernels/hcKernels.ts and hc/combineNorm.ts).
-// The combine's inject scales (one per row and stream) and the norm's rstd (one per row and
-// stream) go through f32 scratch tensors in the GPU's memory.
+// The combine-norm and the gated mean are one block-kernel launch each (64 threads per (row,
+// stream) pair or row, g.blockRows of them per block); the unfused combine's inject scales go
+// through an f32 scratch tensor in the GPU's memory.
 #include <string>
 
 #include "../../host/kernels/kernel_args.h"
 #include "../../ops/hc_checks.h"
 #include "../gpu_op_registry.h"
 #include "../kernels/hc.h"
+#include "../kernels/reduce.h"
 
 namespace hcsp::gpu {
 namespace {
@@ -33,23 +35,17 @@ Outputs hcExpand(const Inputs& in, const GpuContext& g) {
 
 Outputs hcCombineNorm(const Inputs& in, const GpuContext& g) {
   const ops::HcCombineNormArgs a = ops::checkHcCombineNorm(in, g.attrs);
-  const int64_t rows = a.rows, n = a.n, h = a.h, width = a.width;
+  const int64_t rows = a.rows, n = a.n, h = a.h;
   const int32_t hf = hfFlag(a.contract);
   const Tensor& xT = a.x;
   const Tensor* blockOut = a.blockOut;
 
   TensorPtr xOut = g.alloc(DType::BF16, xT.shape());
   TensorPtr normed = g.alloc(DType::BF16, xT.shape());
-  const int64_t count = rows * width, pairs = rows * n;
-  if (blockOut) {
-    TensorPtr inj = injectScales(*a.raw, pairs, n, hf, g);
-    HCSP_LAUNCH(g.rt, hcsp_hc_combine, count, xT.bf16(), blockOut->bf16(), inj->data<float>(), xOut->bf16(), rows, n, h, hf);
-  } else {
-    HCSP_LAUNCH(g.rt, hcsp_hc_copy_bf16, count, xT.bf16(), xOut->bf16(), count);
-  }
-  TensorPtr rstd = g.alloc(DType::F32, {pairs});
-  HCSP_LAUNCH(g.rt, hcsp_hc_norm_rstd, pairs, xOut->bf16(), rstd->data<float>(), pairs, h, a.epsF);
-  HCSP_LAUNCH(g.rt, hcsp_hc_norm_apply, count, xOut->bf16(), rstd->data<float>(), a.w.bf16(), normed->bf16(), count, width, h);
+  const int64_t pairs = rows * n;
+  const int perBlock = g.blockRows(pairs);
+  HCSP_LAUNCH_BLOCKS(g.rt, hcsp_hc_combine_norm, hcspBlocksFor(pairs, perBlock), perBlock * HCSP_CANONICAL_LANES, xT.bf16(), blockOut ? blockOut->bf16() : nullptr,
+                     blockOut ? a.raw->bf16() : nullptr, a.w.bf16(), xOut->bf16(), normed->bf16(), pairs, n, h, a.epsF, hf);
   return {xOut, normed};
 }
 
@@ -67,7 +63,9 @@ Outputs hcGatedMean(const Inputs& in, const GpuContext& g) {
   const ops::HcGatedMeanArgs a = ops::checkHcGatedMean(in, g.attrs);
   const int64_t rows = a.rows, n = a.n, h = a.h;
   TensorPtr x = g.alloc(DType::BF16, {rows, h});
-  HCSP_LAUNCH(g.rt, hcsp_hc_gated_mean, rows * h, a.up.bf16(), a.normed.bf16(), x->bf16(), rows, n, h, hfFlag(a.contract));
+  const int perBlock = g.blockRows(rows);
+  HCSP_LAUNCH_BLOCKS(g.rt, hcsp_hc_gated_mean, hcspBlocksFor(rows, perBlock), perBlock * HCSP_CANONICAL_LANES, a.up.bf16(), a.normed.bf16(), x->bf16(), rows, n, h,
+                     hfFlag(a.contract));
   return {x};
 }
 

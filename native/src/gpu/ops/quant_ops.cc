@@ -1,7 +1,8 @@
 // Launchers of the FP8 PTPC quantization ops on the GPU devices but fp8LinearPtpc (a GEMM),
 // with the checks and messages the host kernels share (ops/quant_checks.h, as
-// reference/kernels/quantKernels.ts): per row, the scale kernel (one thread per row) then
-// the elementwise fp8 kernel; the fused op writes its bf16 gated means first.
+// reference/kernels/quantKernels.ts): one block-kernel launch per call, 64 threads per row
+// (amax, scale and q of the row), g.blockRows rows per block; the fused op's launch also
+// writes its bf16 gated means, their amax taken in the same pass.
 #include <string>
 
 #include "../../host/kernels/kernel_args.h"
@@ -9,6 +10,7 @@
 #include "../../ops/quant_checks.h"
 #include "../gpu_op_registry.h"
 #include "../kernels/quant.h"
+#include "../kernels/reduce.h"
 
 namespace hcsp::gpu {
 namespace {
@@ -21,8 +23,9 @@ Outputs quantizeRows(const uint16_t* x, int64_t rows, int64_t cols, const Fp8For
   const int32_t fnuz = f.fnuz ? 1 : 0;
   TensorPtr q = g.alloc(fp8DType(f), {rows, cols});
   TensorPtr scale = g.alloc(DType::F32, {rows});
-  HCSP_LAUNCH(g.rt, hcsp_quant_row_scales, rows, x, scale->data<float>(), rows, cols, fnuz, reciprocal);
-  HCSP_LAUNCH(g.rt, hcsp_quant_rows_fp8, rows * cols, x, scale->data<float>(), q->data<uint8_t>(), rows, cols, fnuz, reciprocal);
+  const int perBlock = g.blockRows(rows);
+  HCSP_LAUNCH_BLOCKS(g.rt, hcsp_quant_rows_fp8, hcspBlocksFor(rows, perBlock), perBlock * HCSP_CANONICAL_LANES, x, scale->data<float>(), q->data<uint8_t>(), rows, cols, fnuz,
+                     reciprocal);
   return {q, scale};
 }
 
@@ -35,9 +38,12 @@ Outputs hcGatedMeanQuant(const Inputs& in, const GpuContext& g) {
   const ops::GatedMeanQuantArgs a = ops::checkHcGatedMeanQuant(in, g.attrs);
   const int64_t rows = a.rows, n = a.n, h = a.h;
   TensorPtr x = g.alloc(DType::BF16, {rows, h});
-  HCSP_LAUNCH(g.rt, hcsp_quant_gated_mean, rows * h, a.up.bf16(), a.normed.bf16(), x->bf16(), rows, n, h);
-  Outputs qs = quantizeRows(x->bf16(), rows, h, a.f, reciprocalFlag(a.style), g);
-  return {x, qs[0], qs[1]};
+  TensorPtr q = g.alloc(fp8DType(a.f), {rows, h});
+  TensorPtr scale = g.alloc(DType::F32, {rows});
+  const int perBlock = g.blockRows(rows);
+  HCSP_LAUNCH_BLOCKS(g.rt, hcsp_quant_gated_mean_fp8, hcspBlocksFor(rows, perBlock), perBlock * HCSP_CANONICAL_LANES, a.up.bf16(), a.normed.bf16(), x->bf16(),
+                     q->data<uint8_t>(), scale->data<float>(), rows, n, h, a.f.fnuz ? 1 : 0, reciprocalFlag(a.style));
+  return {x, q, scale};
 }
 
 Outputs fp8QuantWeightPerChannel(const Inputs& in, const GpuContext& g) {
