@@ -1,6 +1,6 @@
 // NaN and Inf in tensors read from files (inputs, checkpoint weights): counted, so the CLI
 // can warn (or refuse, with --reject-nonfinite) instead of letting them pass silently.
-import type { Fp8WeightLookup, Fp8WeightParts, PlannedReadFindings, Tensor, WeightFilePlan, WeightInfo, WeightSlice, WeightSource } from '@hcsp/core';
+import type { Fp8Format, Fp8WeightLookup, Fp8WeightParts, PlannedReadFindings, Tensor, WeightFilePlan, WeightInfo, WeightSlice, WeightSource } from '@hcsp/core';
 
 export interface NonFiniteCount {
   nan: number;
@@ -61,8 +61,8 @@ export class NonFiniteWatch implements WeightSource, Fp8WeightLookup {
   }
 
   /** the inner source's FP8 weights, read through this watch like any other tensor */
-  fp8PerChannel(name: string): Fp8WeightParts | null {
-    return this.inner.fp8PerChannel?.(name) ?? null;
+  fp8PerChannel(name: string, format?: Fp8Format): Fp8WeightParts | null {
+    return this.inner.fp8PerChannel?.(name, format) ?? null;
   }
 
   async read(name: string, slice?: WeightSlice): Promise<Tensor> {

@@ -208,6 +208,30 @@ describe('hcsp weights --layout ptpc-fp8', () => {
     expect(await runPrefillCommand({ ...base, json: false, weights: ptpc } as never)).toMatch(/ weights: .*tiny-ptpc; \d+ linears as FP8 GEMMs on its FP8 weights\n/);
   }, 120_000);
 
+  it('tiny, --fp8 e4m3fnuz (gfx942): the checkpoint e4m3fn weights run as e4m3fnuz (same bits, -0 -> 0, scales x2), on cpu and the host device alike', async () => {
+    const c = openCheckpoint(ptpc, PRESETS.tiny);
+    try {
+      const p = preparePrefill({ config: PRESETS.tiny, tokens: 24, tp: 2, sp: 'off', reduce: 'ring', seed: SEED, subLayers: MODEL_SUB_LAYERS, weights: c.source, fp8: 'e4m3fnuz' });
+      const gemms = p.graph.nodes.filter((n) => n.op === 'fp8LinearPtpc');
+      expect(p.fp8WeightLinears).toBeGreaterThan(0);
+      expect(new Set(gemms.map((n) => n.attrs.format))).toEqual(new Set(['e4m3fnuz']));
+      const fp8Weights = Object.values(p.graph.values).filter((v) => v.kind === 'weight' && v.dtype.startsWith('fp8'));
+      expect(fp8Weights.length).toBeGreaterThan(0);
+      // the converted tensors (a concatenation: each part)
+      expect(fp8Weights.filter((v) => v.dtype !== 'fp8e4m3fnuz' || !(v.weight!.concat ?? [v.weight!.name]).every((n) => n.endsWith('#fp8_e4m3fnuz')))).toEqual([]);
+    } finally {
+      c.source.close();
+    }
+    const base = { config: 'tiny', tp: '2', tokens: '24', sp: 'off', reduce: 'ring', seed: String(SEED), stack: 'model', json: true, quiet: true, weights: ptpc, fp8: 'e4m3fnuz' };
+    type Summary = { outputSha256: string; fp8WeightLinears: number };
+    const cpu = JSON.parse(await runPrefillCommand({ ...base, backend: 'cpu' } as never)) as Summary;
+    const host = JSON.parse(await runPrefillCommand({ ...base, backend: 'rocm', device: 'host' } as never)) as Summary;
+    expect(cpu.fp8WeightLinears).toBeGreaterThan(0);
+    expect(host.outputSha256).toBe(cpu.outputSha256);
+    const fn = JSON.parse(await runPrefillCommand({ ...base, backend: 'cpu', fp8: 'e4m3fn' } as never)) as Summary;
+    expect(fn.outputSha256).not.toBe(cpu.outputSha256);
+  }, 240_000);
+
   it('tiny: the host and emulated devices give the cpu reference bits from the FP8 folder, and load fewer bytes than from the dequantized hf folder', async () => {
     const base = { config: 'tiny', tp: '2', tokens: '24', sp: 'off', reduce: 'ring', seed: String(SEED), stack: 'model', json: true, quiet: true };
     type Summary = { outputSha256: string; weightLoad: { bytes: number } };

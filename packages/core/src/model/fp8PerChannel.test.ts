@@ -103,6 +103,18 @@ describe('per-channel FP8 weight scales (the PTPC-FP8 release)', () => {
         const sc = await c.source.read(parts.scale, { axis: 0, ranges: [[1, 2], [4, 5]] });
         expect([sc.dtype, sc.shape, [...(sc.data as Float32Array)]]).toEqual(['f32', [2], [Math.fround(scales[1]), Math.fround(scales[4])]]);
         expect(c.source.fp8PerChannel('model.layers.0.mlp.shared_expert.down_proj.weight')).toBeNull();
+        // as e4m3fnuz (ATOM normalize_e4m3fn_to_e4m3fnuz): the same bits but -0 -> 0, the scales doubled; every value the same
+        const fnuz = c.source.fp8PerChannel(W, 'e4m3fnuz')!;
+        expect(fnuz.format).toBe('e4m3fnuz');
+        const qz = await c.source.read(fnuz.q);
+        const sz = (await c.source.read(fnuz.scale)).data as Float32Array;
+        expect(qz.dtype).toBe('fp8e4m3fnuz');
+        expect([...(qz.data as Uint8Array)]).toEqual([...qBits].map((b) => (b === 0x80 ? 0 : b)));
+        expect(qBits.includes(0x80)).toBe(true);
+        expect([...sz]).toEqual(scales.map((v) => Math.fround(v) * 2));
+        // (+0 for -0: the one change)
+        for (let i = 0; i < N * K; i++) expect(fp8ToF32(qz.data[i], 'e4m3fnuz') * sz[Math.floor(i / K)]).toBe(fp8ToF32(qBits[i], 'e4m3fn') * Math.fround(scales[Math.floor(i / K)]) + 0);
+        expect(c.source.fp8PerChannel(W, 'e4m3fn')).toEqual(parts);
         // the global-scale rule, bf(q * bf(s)), gives other bits for these scales
         const global = Uint16Array.from(all.flatMap((r) => cols.map((k) => f32ToBf16(Math.fround(fp8ToF32(qBits[r * K + k], 'e4m3fn') * bf16ToF32(f32ToBf16(scales[r])))))));
         expect(whole.data).not.toEqual(global);

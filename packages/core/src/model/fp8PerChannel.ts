@@ -45,6 +45,11 @@ export function globalScaleValue(bytes: Uint8Array, dtype: 'F32' | 'BF16' | stri
   return dtype === 'BF16' ? bf16ToF32(view.getUint16(0, true)) : view.getFloat32(0, true);
 }
 
+/** e4m3fn bytes as e4m3fnuz (ATOM normalize_e4m3fn_to_e4m3fnuz): the same bits, 0x80 (-0; fnuz's NaN) -> 0. */
+export function fnBytesAsFnuz(t: { shape: readonly number[]; data: unknown }): { shape: number[]; data: Uint8Array } {
+  return { shape: [...t.shape], data: Uint8Array.from(t.data as Uint8Array, (b) => (b === 0x80 ? 0 : b)) };
+}
+
 function rangeList(ranges: readonly [number, number][]): number[] {
   return ranges.flatMap(([a, b]) => Array.from({ length: b - a }, (_, i) => a + i));
 }

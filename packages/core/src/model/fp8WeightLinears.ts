@@ -28,9 +28,9 @@ export interface Fp8WeightParts {
   format: Fp8Format;
 }
 
-/** A weight source that can serve a weight's stored FP8 form (CheckpointWeightSource). */
+/** A weight source that can serve a weight's stored FP8 form, or that form in `format` (CheckpointWeightSource). */
 export interface Fp8WeightLookup {
-  fp8PerChannel?(name: string): Fp8WeightParts | null;
+  fp8PerChannel?(name: string, format?: Fp8Format): Fp8WeightParts | null;
 }
 
 function weightId(ref: WeightRef): ValueId {
@@ -46,10 +46,11 @@ export interface Fp8WeightRewrite {
 
 /**
  * Rewrites every `linear` whose weight `source` stores as per-channel FP8 into
- * quantFp8PerToken(x) + fp8LinearPtpc(q, sx, qW, sw); an activation shared by several such
- * linears (q, k, v) is quantized once. Weight values no node reads any more are dropped.
+ * quantFp8PerToken(x) + fp8LinearPtpc(q, sx, qW, sw), in `format` (the target's; default:
+ * the checkpoint's); an activation shared by several such linears (q, k, v) is quantized
+ * once. Weight values no node reads any more are dropped.
  */
-export function keepFp8Weights(graph: Graph, source: WeightSource & Fp8WeightLookup): Fp8WeightRewrite {
+export function keepFp8Weights(graph: Graph, source: WeightSource & Fp8WeightLookup, format?: Fp8Format): Fp8WeightRewrite {
   if (!source.fp8PerChannel) return { graph, linears: 0 };
   const values: Record<ValueId, ValueDecl> = { ...graph.values };
   const nodes: Omit<GraphNode, 'id'>[] = [];
@@ -62,7 +63,7 @@ export function keepFp8Weights(graph: Graph, source: WeightSource & Fp8WeightLoo
     if (!have) values[id] = { id, shape, dtype, rank: null, kind: 'weight', weight: ref };
     return id;
   };
-  const lookup = source.fp8PerChannel.bind(source);
+  const lookup = (name: string) => source.fp8PerChannel!(name, format);
   /** the FP8 form of a weight ref: its q and scale refs (without the slice) and format, or null */
   const fp8Of = (ref: WeightRef): { q: WeightRef; scale: WeightRef; format: Fp8Format } | null => {
     if (ref.reshape || ref.gather) return null;

@@ -35,7 +35,7 @@ import { bf16ToF32, f32ToBf16, roundBf16 } from '../numerics/bf16.ts';
 import type { Fp8Format } from '../numerics/fp8.ts';
 import { checkAxisSlice } from '../tensor/axisSlice.ts';
 import { numel, sameShape, shapeStr, type DType, type Tensor } from '../tensor/tensor.ts';
-import { checkPerChannelScales, configDeclaresBlocks, fp8ScaledTable as scaledTable, fp8WhereBf16Problem, globalScaleValue, isPerChannelScaleShape, perChannelScaleProblem, readFp8PerChannel } from './fp8PerChannel.ts';
+import { checkPerChannelScales, configDeclaresBlocks, fnBytesAsFnuz, fp8ScaledTable as scaledTable, fp8WhereBf16Problem, globalScaleValue, isPerChannelScaleShape, perChannelScaleProblem, readFp8PerChannel } from './fp8PerChannel.ts';
 import type { Fp8WeightLookup, Fp8WeightParts } from './fp8WeightLinears.ts';
 import { modelWeightSpecs } from './modelWeights.ts';
 import { SafetensorsWeightSource } from './safetensorsWeights.ts';
@@ -67,9 +67,16 @@ export class CheckpointWeightSource implements WeightSource, Fp8WeightLookup {
     private readonly fp8Parts: ReadonlyMap<string, Fp8WeightParts> = new Map(),
   ) {}
 
-  /** where a per-channel FP8 weight's stored bytes and scales are served (keepFp8Weights), or null */
-  fp8PerChannel(name: string): Fp8WeightParts | null {
-    return this.fp8Parts.get(name) ?? null;
+  /**
+   * where a per-channel FP8 weight's bytes and scales are served (keepFp8Weights), as stored
+   * or in `format`, or null: e4m3fn converts to e4m3fnuz as ATOM's
+   * normalize_e4m3fn_to_e4m3fnuz does (the same bits, 0x80 -> 0, scales x2: exact)
+   */
+  fp8PerChannel(name: string, format?: Fp8Format): Fp8WeightParts | null {
+    const p = this.fp8Parts.get(name);
+    if (!p || format === undefined || format === p.format) return p ?? null;
+    if (p.format === 'e4m3fn' && format === 'e4m3fnuz') return { q: `${name}#fp8_e4m3fnuz`, scale: `${name}#fp8_e4m3fnuz_scale`, format };
+    throw new Error(`checkpoint tensor '${name}' is ${p.format} FP8: it cannot run as ${format} (only e4m3fn converts to e4m3fnuz, as in ATOM)`);
   }
 
   has(name: string): boolean {
@@ -279,6 +286,23 @@ function perChannelScaleProvider(raw: SafetensorsWeightSource, scaleName: string
   };
 }
 
+/** e4m3fn bytes read as e4m3fnuz: the same bits (each value halves), -0 (0x80, fnuz's NaN) -> 0. */
+function asFnuz(p: Provider): Provider {
+  return { info: { shape: p.info.shape, dtype: 'fp8e4m3fnuz' }, stored: p.stored, read: async (slice) => ({ dtype: 'fp8e4m3fnuz', ...fnBytesAsFnuz(await p.read(slice)) }) };
+}
+
+/** Scales times 2 (exact): the e4m3fnuz weights' scales. */
+function doubled(p: Provider): Provider {
+  return {
+    info: p.info,
+    stored: p.stored,
+    async read(slice) {
+      const t = await p.read(slice);
+      return { ...t, data: Float32Array.from(t.data as Float32Array, (v) => v * 2) };
+    },
+  };
+}
+
 /** FP8 with one global scale: w = bf(q * bf(s)) (the product of two bf16 values is exact in fp32). */
 function fp8Global(raw: SafetensorsWeightSource, stored: string, scaleName: string, format: Fp8Format, scale: number): Provider {
   const table = scaledTable(format, roundBf16(scale));
@@ -457,6 +481,7 @@ function build(raw: SafetensorsWeightSource, path: string, config: ModelConfig, 
       const parts = { q: `${name}#fp8`, scale: `${name}#fp8_scale`, format };
       fp8Parts.set(name, parts);
       fp8Providers.set(parts.q, plain(raw, stored)).set(parts.scale, perChannelScaleProvider(raw, own, e.shape[0]));
+      if (format === 'e4m3fn') fp8Providers.set(`${name}#fp8_e4m3fnuz`, asFnuz(plain(raw, stored))).set(`${name}#fp8_e4m3fnuz_scale`, doubled(perChannelScaleProvider(raw, own, e.shape[0])));
       return fp8PerChannel(raw, stored, own, format);
     }
     if (global !== undefined) {

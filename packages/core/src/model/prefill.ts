@@ -57,8 +57,9 @@ export interface PrefillOptions {
   weights?: WeightSource;
   /**
    * linears whose weights the checkpoint stores as per-channel FP8: 'device' (default) runs
-   * them as FP8 GEMMs on the stored bytes (fp8WeightLinears.ts), 'dequantize' as bf16 GEMMs
-   * on weights dequantized on read
+   * them as FP8 GEMMs on the stored bytes (fp8WeightLinears.ts; in `fp8`'s format when
+   * given, e4m3fn converting to e4m3fnuz), 'dequantize' as bf16 GEMMs on weights dequantized
+   * on read
    */
   fp8Weights?: 'device' | 'dequantize';
   /** where ATOM_QWEN4_EXP_SP_MIN_TOKENS is read for sp 'auto' */
@@ -123,7 +124,7 @@ export function preparePrefill(o: PrefillOptions): PreparedPrefill {
     pleTable: o.pleTable,
   });
   const weights = o.weights ?? new SyntheticWeightSource(modelWeightSpecs(o.config, o.subLayers), o.seed);
-  const { graph, linears: fp8WeightLinears } = o.fp8Weights === 'dequantize' ? { graph: built, linears: 0 } : keepFp8Weights(built, weights);
+  const { graph, linears: fp8WeightLinears } = o.fp8Weights === 'dequantize' ? { graph: built, linears: 0 } : keepFp8Weights(built, weights, o.fp8 ?? undefined);
   const tokenIds = o.ids ?? seededTokenIds(o.config, o.tokens, o.seed);
   if (tokenIds.length !== o.tokens) throw new Error(`prefill: ${tokenIds.length} token ids given for ${o.tokens} tokens`);
   const bad = tokenIds.findIndex((v) => !(v >= 0 && v < o.config.vocabSize));
