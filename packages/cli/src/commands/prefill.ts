@@ -348,7 +348,7 @@ export function registerPrefill(program: Command): void {
     .option('--tokens <n>', 'tokens in the prefill (default 1100, or the length of --ids)')
     .option('--ids <file.json>', "a prompt's token ids: a JSON array of integers (default: seeded ids)")
     .option('--dump <file.safetensors>', 'write the golden dump (README: "Golden dumps"), gathered to all T rows; - for stdout')
-    .option('--fp8 <format>', 'the FP8 PTPC path on the GDN input projection, and the format of a checkpoint\'s own FP8 linears: e4m3fnuz (MI300/MI308X) | e4m3fn')
+    .option('--fp8 <format>', "the FP8 PTPC path on the GDN input projection, and the format of a checkpoint's own FP8 linears: e4m3fnuz (MI300/MI308X) | e4m3fn")
     .option('--qsa-selection <mode>', 'replicated (every rank selects for all rows, as ATOM) | row-sharded (each rank its SP rows, all-gathered)', 'replicated')
     .option(
       '--ple-table <placement>',
