@@ -101,14 +101,18 @@ describe('fused HC and quant block kernels on the emulated device, every block s
     });
   }
 
-  it('hcCombineNorm: a row whose sum of squares shows the canonical order (4096 then ones), a zero row, wide magnitudes', async () => {
+  it('hcCombineNorm: rows whose outputs show the canonical order (4096 then ones onto bf16 ties), a zero row, wide magnitudes', async () => {
+    // 4096 then ones with weights that put the normed values on bf16 ties (core's combineNorm.test.ts):
+    // a lane summing its chunk's 8 terms in another order, or the row summed in order, gives other bits
+    const tie = 1024;
+    const x = tensor('bf16', [1, 2 * tie], bfBits(Array.from({ length: 2 * tie }, (_, j) => (j % tie === 0 ? 4096 : 1))));
+    const tieW = tensor('bf16', [2 * tie], bfBits(Array.from({ length: 2 * tie }, (_, j) => (1 + 2 * (j % 4)) * 2 ** -8)));
+    await expectReference(gpu, 'hcCombineNorm', [x, null, null, tieW], { streams: 2, eps: 1e-6, contract: 'atom' }, '4096 then ones');
     const h = 2560;
-    const big = new Array<number>(h).fill(1);
-    big[0] = 4096;
     const wide = Array.from({ length: h }, (_, j) => (j % 7 === 0 ? 2 ** 60 : 2 ** -60) * (j % 2 ? -1 : 1));
-    const x = tensor('bf16', [1, 4 * h], bfBits([...big, ...new Array<number>(h).fill(0), ...wide, ...big.map((v) => -v)]));
+    const rows = tensor('bf16', [1, 4 * h], bfBits([...new Array<number>(h).fill(0), ...wide, ...wide.map((v) => -v / 3), ...new Array<number>(h).fill(-1)]));
     const w = tensor('bf16', [4 * h], new Rng(seed++).fillBf16Normal(4 * h, 0.05));
-    await expectReference(gpu, 'hcCombineNorm', [x, null, null, w], { streams: 4, eps: 1e-6, contract: 'atom' }, 'order-sensitive rows');
+    await expectReference(gpu, 'hcCombineNorm', [rows, null, null, w], { streams: 4, eps: 1e-6, contract: 'atom' }, 'zero and wide rows');
   });
 
   for (const format of ['e4m3fnuz', 'e4m3fn'] as const) {
