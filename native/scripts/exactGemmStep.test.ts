@@ -26,19 +26,19 @@ describe('gpu-check tiled exact GEMM step', () => {
     expect(failures).toEqual([]);
     expect(run.calls).toEqual(['exact 4096x10240x324', 'oneThread 4096x10240x324', 'vendor 4096x10240x324', 'exact 4096x320x10240', 'oneThread 4096x320x10240', 'vendor 4096x320x10240']);
     expect(lines[0]).toBe("tiled exact GEMM (thresholds: >= 2% of the vendor GEMM's TFLOP/s, >= 4x the one-thread kernel's, the one-thread kernel's bits):");
-    expect(lines[2]).toMatch(/^ {2}\[4096,10240\] x \[10240,324\] +20\.000 +5\.000 +1000\.000 +2\.0% +4\.0x {2}pass$/);
+    expect(lines[2]).toMatch(/^ {2}\[4096,10240\] x \[10240,324\] +20\.0 +5\.00 +1000 +2\.0% +4\.0x {2}pass$/);
     expect(lines).toHaveLength(4);
   });
 
   it('fails a shape under either threshold or with other bits, naming the shape and the figures', async () => {
     const slow = await exactGemmStep(fakeRunner({ exact: 19, oneThread: 1, vendor: 1000 }), SHAPES, true);
     expect(slow.failures).toEqual([
-      "tiled exact GEMM [4096,10240] x [10240,324]: 19.000 TFLOP/s is under 2% of the vendor's 1000.000",
-      "tiled exact GEMM [4096,320] x [320,10240]: 19.000 TFLOP/s is under 2% of the vendor's 1000.000",
+      "tiled exact GEMM [4096,10240] x [10240,324]: 19.0 TFLOP/s is under 2% of the vendor's 1000",
+      "tiled exact GEMM [4096,320] x [320,10240]: 19.0 TFLOP/s is under 2% of the vendor's 1000",
     ]);
     expect(slow.lines[2]).toMatch(/FAIL$/);
     const barely = await exactGemmStep(fakeRunner({ exact: 20, oneThread: 5.5, vendor: 100 }), SHAPES.slice(0, 1), true);
-    expect(barely.failures).toEqual(["tiled exact GEMM [4096,10240] x [10240,324]: 20.000 TFLOP/s is under 4x the one-thread kernel's 5.500"]);
+    expect(barely.failures).toEqual(["tiled exact GEMM [4096,10240] x [10240,324]: 20.0 TFLOP/s is under 4x the one-thread kernel's 5.50"]);
     const wrong = await exactGemmStep(fakeRunner({ exact: 50, oneThread: 1, vendor: 100 }, (k) => Uint16Array.of(1, 2, k === 'exact' ? 4 : 3)), SHAPES.slice(1), true);
     expect(wrong.failures).toEqual(["tiled exact GEMM [4096,320] x [320,10240]: its bits differ from the one-thread kernel's"]);
   });
@@ -48,7 +48,7 @@ describe('gpu-check tiled exact GEMM step', () => {
     const { lines, failures } = await exactGemmStep(run, SHAPES, false);
     expect(failures).toEqual([]);
     expect(run.calls.some((c) => c.startsWith('vendor'))).toBe(false);
-    expect(lines[2]).toMatch(/ +0\.001 +0\.002 +- +- +0\.5x {2}pass$/);
+    expect(lines[2]).toMatch(/ +0\.00100 +0\.00200 +- +- +0\.5x {2}pass$/);
     expect(EXACT_GEMM_THRESHOLDS).toEqual({ ofVendor: 0.02, overOneThread: 4 });
   });
 

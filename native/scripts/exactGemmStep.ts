@@ -30,6 +30,8 @@ export function hcMixGemmShapes(config: ModelConfig = FLASH_NEXT, rows = 4096): 
 }
 
 const tflops = (rows: number, inF: number, outF: number, seconds: number) => (2 * rows * inF * outF) / seconds / 1e12;
+/** 3 significant digits (a CPU's GFLOP/s show), whole numbers from 100 */
+const fmt = (v: number) => (v >= 100 ? v.toFixed(0) : v.toPrecision(3));
 const sameBits = (a: Uint16Array, b: Uint16Array) => a.length === b.length && a.every((v, i) => v === b[i]);
 
 /**
@@ -41,7 +43,7 @@ export async function exactGemmStep(run: GemmRunner, shapes: [number, number, nu
   const t = EXACT_GEMM_THRESHOLDS;
   const lines = [
     `tiled exact GEMM (${vendor ? `thresholds: >= ${t.ofVendor * 100}% of the vendor GEMM's TFLOP/s, >= ${t.overOneThread}x the one-thread kernel's, the one-thread kernel's bits` : "no vendor GEMM, no thresholds: the one-thread kernel's bits"}):`,
-    '  shape                          exact  one-thread   vendor  of vendor  x one-thread',
+    '  shape (TFLOP/s)                exact  one-thread   vendor  of vendor  x one-thread',
   ];
   const failures: string[] = [];
   for (const [rows, inF, outF] of shapes) {
@@ -54,11 +56,11 @@ export async function exactGemmStep(run: GemmRunner, shapes: [number, number, nu
     const v = vendorRun ? tflops(rows, inF, outF, vendorRun.seconds) : null;
     const bad: string[] = [];
     if (!sameBits(exact.bits, oneThread.bits)) bad.push("its bits differ from the one-thread kernel's");
-    if (v !== null && e < t.ofVendor * v) bad.push(`${e.toFixed(3)} TFLOP/s is under ${t.ofVendor * 100}% of the vendor's ${v.toFixed(3)}`);
-    if (vendor && e < t.overOneThread * o) bad.push(`${e.toFixed(3)} TFLOP/s is under ${t.overOneThread}x the one-thread kernel's ${o.toFixed(3)}`);
+    if (v !== null && e < t.ofVendor * v) bad.push(`${fmt(e)} TFLOP/s is under ${t.ofVendor * 100}% of the vendor's ${fmt(v)}`);
+    if (vendor && e < t.overOneThread * o) bad.push(`${fmt(e)} TFLOP/s is under ${t.overOneThread}x the one-thread kernel's ${fmt(o)}`);
     for (const b of bad) failures.push(`tiled exact GEMM ${shape}: ${b}`);
     lines.push(
-      `  ${shape.padEnd(28)}${e.toFixed(3).padStart(8)}${o.toFixed(3).padStart(12)}${(v === null ? '-' : v.toFixed(3)).padStart(9)}${(v === null ? '-' : `${((e / v) * 100).toFixed(1)}%`).padStart(11)}${`${(e / o).toFixed(1)}x`.padStart(14)}  ${bad.length ? 'FAIL' : 'pass'}`,
+      `  ${shape.padEnd(28)}${fmt(e).padStart(8)}${fmt(o).padStart(12)}${(v === null ? '-' : fmt(v)).padStart(9)}${(v === null ? '-' : `${((e / v) * 100).toFixed(1)}%`).padStart(11)}${`${(e / o).toFixed(1)}x`.padStart(14)}  ${bad.length ? 'FAIL' : 'pass'}`,
     );
   }
   return { lines, failures };

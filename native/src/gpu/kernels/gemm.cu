@@ -18,8 +18,14 @@ using hcsp::f32ToBf16;
 
 #if defined(HCSP_GPU_CUDA)
 #define HCSP_GEMM_FMA(a, b, c) __fmaf_rn(a, b, c)
-#else
+#elif defined(HCSP_GPU_HIP)
 #define HCSP_GEMM_FMA(a, b, c) __builtin_fmaf(a, b, c)
+#else
+// the emulated device: the reference's own formula, product and sum in double rounded once to
+// float (the same bits, as above). The host build has no -mfma, so fmaf would be a library call
+// around which every accumulator of a register tile is spilled (the tiled kernels ran at half the
+// one-thread kernel's speed that way)
+#define HCSP_GEMM_FMA(a, b, c) static_cast<float>(static_cast<double>(c) + static_cast<double>(a) * static_cast<double>(b))
 #endif
 
 namespace {
