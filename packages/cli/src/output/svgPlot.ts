@@ -20,6 +20,18 @@ export interface PlotAxis {
   domain?: [number, number];
   /** whole-number ticks only (layers, ranks, token counts) */
   integer?: boolean;
+  /** the ticks, exactly these values (e.g. powers of ten on a log axis: logTicks) */
+  ticks?: number[];
+  /** a tick's label by its value (e.g. -1: 'embed'); other ticks keep their number */
+  tickLabels?: ReadonlyMap<number, string>;
+}
+
+/** Powers of ten from below `min` to above `max` (both > 0): readable ticks of a log axis. */
+export function logTicks(min: number, max: number): number[] {
+  if (!(min > 0) || !(max >= min) || !Number.isFinite(max)) return [];
+  const out: number[] = [];
+  for (let e = Math.floor(Math.log10(min)); e <= Math.ceil(Math.log10(max)); e++) out.push(Number(`1e${e}`));
+  return out;
 }
 
 export interface PlotSeries {
@@ -56,9 +68,12 @@ export interface Heatmap {
     label: string;
     /** a Vega colour scheme name (default 'viridis') */
     scheme?: string;
+    /** log: continuous from the smallest positive value to the largest (the colour bar labelled at both ends and the powers of ten between); 0 cells drawn grey */
     scale?: AxisScale;
     domain?: [number, number];
   };
+  /** each cell's hover text (an SVG <title>), values' shape; default: its labels and value */
+  notes?: (string | null)[][];
   /** pixels per cell (default 14 x 14) */
   cell?: [number, number];
   /** the prefix of the SVG's ids (see render) */
@@ -96,6 +111,8 @@ async function render(spec: TopLevelSpec, idPrefix: string | undefined): Promise
     for (const m of svg.matchAll(/\bid="([^"]+)"/g)) if (!ids.has(m[1])) ids.set(m[1], `${prefix}${ids.size}`);
     const to = (id: string): string => ids.get(id) ?? id;
     return svg
+      // a mark's aria-label as an SVG <title> too: what a viewer shows on hover
+      .replace(/<(path|circle|rect|line|text)\b([^>]*?\baria-label="([^"]*)"[^>]*?role="graphics-symbol"[^>]*?)\/>/g, (_m, tag: string, attrs: string, label: string) => `<${tag}${attrs}><title>${label}</title></${tag}>`)
       .replace(/\bid="([^"]+)"/g, (_m, id: string) => `id="${to(id)}"`)
       .replace(/url\(#([^)]+)\)/g, (_m, id: string) => `url(#${to(id)})`)
       .replace(/href="#([^"]+)"/g, (_m, id: string) => `href="#${to(id)}"`);
@@ -123,7 +140,7 @@ export async function linePlotSvg(plot: LinePlot): Promise<string> {
   for (const s of plot.series) {
     s.points.forEach(([x, y], order) => {
       const fits = (v: number, scale: AxisScale): boolean => Number.isFinite(v) && (scale !== 'log' || v > 0);
-      if (fits(x, xScale) && fits(y, yScale)) values.push({ x, y, series: s.name, order, label: `${s.name}: ${plot.x.label} ${x}, ${plot.y.label} ${y}` });
+      if (fits(x, xScale) && fits(y, yScale)) values.push({ x, y, series: s.name, order, label: `${s.name}: ${plot.x.label} ${plot.x.tickLabels?.get(x) ?? x}, ${plot.y.label} ${y}` });
       else dropped++;
     });
   }
@@ -132,7 +149,11 @@ export async function linePlotSvg(plot: LinePlot): Promise<string> {
     ...(axis.domain ? { domain: axis.domain } : {}),
     ...(scale === 'linear' && !isY ? { zero: false } : {}),
   });
-  const axisOf = (axis: PlotAxis): Record<string, unknown> => (axis.integer ? { format: 'd', tickMinStep: 1 } : {});
+  const axisOf = (axis: PlotAxis): Record<string, unknown> => ({
+    ...(axis.integer ? { format: 'd', tickMinStep: 1 } : {}),
+    ...(axis.ticks ? { values: axis.ticks, format: axis.integer ? 'd' : '~g' } : {}),
+    ...(axis.tickLabels && axis.tickLabels.size ? { labelExpr: [...axis.tickLabels].map(([v, l]) => `datum.value === ${v} ? ${JSON.stringify(l)} : `).join('') + 'datum.label' } : {}),
+  });
   const spec: TopLevelSpec = {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     title: {
@@ -171,36 +192,53 @@ export async function heatmapSvg(map: Heatmap): Promise<string> {
     throw new Error(`heatmap ${JSON.stringify(map.title)}: values must be ${map.y.labels.length} rows of ${map.x.labels.length}`);
   }
   const scale = map.colour.scale ?? 'linear';
-  const values: { x: string; y: string; v: number }[] = [];
+  const values: { x: string; y: string; v: number; note: string }[] = [];
+  const zeros: { x: string; y: string; v: number; note: string }[] = [];
   let dropped = 0;
   map.values.forEach((row, yi) =>
     row.forEach((v, xi) => {
       if (v === null) return;
-      if (Number.isFinite(v) && (scale !== 'log' || v > 0)) values.push({ x: map.x.labels[xi], y: map.y.labels[yi], v });
+      const cell = { x: map.x.labels[xi], y: map.y.labels[yi], v, note: map.notes?.[yi]?.[xi] ?? `${map.x.label} ${map.x.labels[xi]}, ${map.y.label} ${map.y.labels[yi]}: ${map.colour.label} ${v}` };
+      if (!Number.isFinite(v)) dropped++;
+      else if (scale === 'log' && v === 0) zeros.push(cell);
+      else if (scale !== 'log' || v > 0) values.push(cell);
       else dropped++;
     }),
   );
   const [cw, ch] = map.cell ?? [14, 14];
+  // a log scale spans the data's positive range exactly (no rounding out to nice values), its bar labelled at both ends
+  const lo = values.reduce((m, c) => Math.min(m, c.v), Infinity);
+  const hi = values.reduce((m, c) => Math.max(m, c.v), -Infinity);
+  const domain = map.colour.domain ?? (scale === 'log' && values.length ? ([lo, hi] as [number, number]) : undefined);
+  const legendValues = scale === 'log' && domain ? [domain[0], ...logTicks(domain[0], domain[1]).filter((t) => t > domain[0] * 1.5 && t < domain[1] / 1.5), domain[1]] : undefined;
+  const notes = [
+    dropped ? `${dropped} cell${dropped === 1 ? '' : 's'} not shown (not finite, or < 0 on a log scale)` : '',
+    zeros.length ? `grey: 0 (${zeros.length} cell${zeros.length === 1 ? '' : 's'})` : '',
+  ].filter(Boolean);
+  const xEnc = { field: 'x', type: 'ordinal', title: map.x.label, scale: { domain: map.x.labels }, axis: { labelAngle: 0, labelOverlap: 'parity' } };
+  const yEnc = { field: 'y', type: 'ordinal', title: map.y.label, scale: { domain: map.y.labels }, axis: { labelLimit: 260 } };
   const spec: TopLevelSpec = {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
-    title: {
-      text: map.title,
-      ...(dropped ? { subtitle: `${dropped} cell${dropped === 1 ? '' : 's'} not shown (not finite, or <= 0 on a log scale)` } : {}),
-    },
+    title: { text: map.title, ...(notes.length ? { subtitle: notes.join('; ') } : {}) },
     width: Math.max(1, map.x.labels.length) * cw,
     height: Math.max(1, map.y.labels.length) * ch,
-    data: { values },
-    mark: { type: 'rect' },
-    encoding: {
-      x: { field: 'x', type: 'ordinal', title: map.x.label, scale: { domain: map.x.labels }, axis: { labelAngle: 0, labelOverlap: 'parity' } },
-      y: { field: 'y', type: 'ordinal', title: map.y.label, scale: { domain: map.y.labels }, axis: { labelLimit: 260 } },
-      color: {
-        field: 'v',
-        type: 'quantitative',
-        title: map.colour.label,
-        scale: { type: scale, scheme: map.colour.scheme ?? 'viridis', ...(map.colour.domain ? { domain: map.colour.domain } : {}) },
+    encoding: { x: xEnc, y: yEnc, description: { field: 'note' } },
+    layer: [
+      {
+        data: { values },
+        mark: { type: 'rect' },
+        encoding: {
+          color: {
+            field: 'v',
+            type: 'quantitative',
+            title: map.colour.label,
+            scale: { type: scale, scheme: map.colour.scheme ?? 'viridis', ...(domain ? { domain, nice: false } : {}) },
+            legend: { type: 'gradient', ...(legendValues ? { values: legendValues, format: '~g' } : {}), gradientLength: Math.max(120, Math.min(260, map.y.labels.length * ch)) },
+          },
+        },
       },
-    },
+      { data: { values: zeros }, mark: { type: 'rect', fill: '#d9dde3' } },
+    ],
     config: { ...CONFIG, view: { stroke: null } },
   } as TopLevelSpec;
   return render(spec, map.idPrefix);

@@ -98,14 +98,15 @@ describe('renderXcheckHtml', () => {
     const points = [...(plot as string).matchAll(/aria-label="([^"]*)"[^>]*aria-roledescription="point"/g)].map((m) => m[1]);
     expect(points).toHaveLength(LAYERS + 2);
     // layer 2: in (20 of 4096), two partials (10 each), attn.out (40): 80 of 4 x 4096 elements.
-    expect(points).toContain(`differing / compared: layer 2, differing fraction ${80 / (4 * 4096)}`);
-    expect(points).toContain('differing / compared: layer -1, differing fraction 0');
-    // The ulp plot: a max and a row-ulp series, and the gate.
-    const ulp = svgs(html).find((s) => s.includes('largest bf16 ulp distance by layer')) as string;
-    expect(ulp).toContain('max ulp: layer 5, bf16 ulps 10');
+    expect(points).toContain(`differing / compared: layer L2, differing fraction ${80 / (4 * 4096)}`);
+    expect(points).toContain('differing / compared: layer embed, differing fraction 0');
+    // The ulp plot: the row-scaled distance beside each side's float64 error, and the gate.
+    const ulp = svgs(html).find((s) => s.includes('largest row-scaled ulp distance by layer')) as string;
+    expect(ulp).toContain('a against b (row-scaled ulp): layer L5, row-scaled bf16 ulps (log) 5');
+    expect(ulp).toContain('a against float64 (noise floor): layer L5, row-scaled bf16 ulps (log) 10.5');
     expect(ulp).toContain('--max-ulp 4');
     // Heatmaps: layer x tensor, layer x rank, layer x rows.
-    expect(html).toContain('max bf16 ulp, layer x tensor');
+    expect(html).toContain('row-scaled ulp, layer x tensor');
     expect(html).toContain('layer x rank');
     expect(html).toContain('layer x rows');
   });
@@ -124,7 +125,7 @@ describe('renderXcheckHtml', () => {
   it('says in which rows of which layer the routers chose other experts', async () => {
     const r = report();
     r.pairs[0].routing = [{ layer: 1, rows: [3, 9], count: 16 }];
-    expect(await renderXcheckHtml(r)).toContain('<li>layer 1: routing differs at rows 3, 9 (2 of 16): the MoE output of those rows follows another expert choice, not arithmetic</li>');
+    expect(await renderXcheckHtml(r)).toContain('<li>routing flips, layer 1: routing differs at rows 3, 9 (2 of 16): the MoE output of those rows follows another expert choice, not arithmetic</li>');
     expect(await renderXcheckHtml(report())).not.toContain('routing differs');
   });
 
@@ -145,7 +146,7 @@ describe('renderXcheckHtml', () => {
   it('has the header and a row per tensor, over the gate marked, with each side against float64', async () => {
     const r = report();
     const html = await renderXcheckHtml(r);
-    expect(html).toContain('<span class="badge fail">failed</span>');
+    expect(html).toContain('<span class="badge fail">failed: 1 pair compared, 22 of 27 tensors differ; over --max-ulp 4</span>');
     expect(html).toContain('<dt>tokens (T)</dt><dd>16</dd>');
     expect(html).toContain('<dt>tp</dt><dd>2</dd>');
     expect(html).toContain('<dt>seed</dt><dd>7</dd>');
@@ -166,16 +167,16 @@ describe('renderXcheckHtml', () => {
     expect(html).toContain('<td>8.5 ulp<br><span class="small">abs 0.001, mean 2.000e-4</span></td>');
     expect(html).toContain('a<br><span class="small">a 80, b 0</span>');
     expect(html).toContain('row 3, col 7<br><span class="small">a 1.008, b 1</span>');
-    expect(html).toContain('first tensor (in graph order) that differs: <code>layers.1.in</code>');
+    expect(html).toContain('first difference in graph order: <code>layers.1.in</code> (the layer input, row 3, col 7): 0.5 row-scaled ulp');
   });
 
   it('renders a report without float64, gate, pairs or float values', async () => {
     const r = report({ ok: true, exact: false, maxUlpGate: null });
     r.pairs[0].tensors = r.pairs[0].tensors.slice(0, 3).map((t) => ({ ...t, exact: null, maxUlp: null, meanUlp: null, rowUlp: null }));
     const html = await renderXcheckHtml(r);
-    expect(html).toContain('<span class="badge ok">ok</span>');
+    expect(html).toContain('<span class="badge ran">ran: 1 pair compared, 0 of 3 tensors differ</span>');
     expect(html).toContain('<dt>float64 attribution</dt><dd>not run</dd>');
-    expect(html).not.toContain('largest bf16 ulp distance');
+    expect(html).not.toContain('largest row-scaled ulp distance');
     expect(html).toContain('fraction of elements differing by layer');
     const empty = await renderXcheckHtml(report({ pairs: [] }));
     expect(empty).toContain('No pairs compared.');
@@ -220,5 +221,58 @@ describe('writeXcheckReport', () => {
     expect(html).toContain('<td class="nonfinite">a 3, b 0</td>');
     expect(html).toMatch(new RegExp(`<tr class="over"><td class="name">${t.name.replace(/\./g, '\\.')}</td>`));
     expect(html).toContain(`NaN or Inf (over any --max-ulp, on either side): <code>${t.name}</code> (a 3, b 0)`);
+  });
+});
+
+describe('plots that read', () => {
+  /** A heatmap's colour bar: its labels (bottom to top as drawn) and its gradient's end colours; the cells' fills and hover texts. */
+  function heatmap(svg: string) {
+    const legend = /role-legend-label[^>]*>([\s\S]*?)<\/g>/.exec(svg)![1];
+    const labels = [...legend.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((m) => m[1]);
+    const stops = [...svg.matchAll(/<stop offset="([^"]+)" stop-color="([^"]+)"/g)].map((m) => ({ offset: Number(m[1]), color: m[2] }));
+    const cells = [...svg.matchAll(/<path aria-label="([^"]*)" role="graphics-symbol" aria-roledescription="rect mark"[^>]*fill="([^"]+)"><title>([^<]*)<\/title>/g)].map((m) => ({ label: m[1], fill: m[2], title: m[3] }));
+    return { labels, low: stops[0], high: stops[stops.length - 1], cells };
+  }
+
+  it("the layer x tensor heatmap's log colour scale spans exactly the data's row-scaled range, labelled at both ends, every cell with its hover value", async () => {
+    const r = report();
+    // a wide range, not a power of ten at either end
+    r.pairs[0].tensors.find((t) => t.name === 'layers.5.attn.out')!.rowUlp = 714.75;
+    r.pairs[0].tensors.find((t) => t.name === 'layers.1.in')!.rowUlp = 0.0625;
+    const svg = svgs(await renderXcheckHtml(r)).find((s) => s.includes('row-scaled ulp, layer x tensor'))!;
+    const m = heatmap(svg);
+    const positive = r.pairs[0].tensors.filter((t) => t.rank === null).map((t) => t.rowUlp as number).filter((v) => v > 0);
+    expect(Math.min(...positive)).toBe(0.0625);
+    expect(Math.max(...positive)).toBe(714.75);
+    // the bar's ends are the data's smallest and largest value; the powers of ten between label it
+    expect(m.labels[0]).toBe('0.0625');
+    expect(m.labels[m.labels.length - 1]).toBe('714.75');
+    expect(m.labels.slice(1, -1)).toEqual(['0.1', '1', '10', '100']);
+    // the smallest cell takes the bar's bottom colour, the largest its top one
+    const cell = (name: string) => m.cells.find((c) => c.title.startsWith(`${name}:`))!;
+    expect(cell('layers.1.in').fill).toBe(m.low.color);
+    expect(cell('layers.5.attn.out').fill).toBe(m.high.color);
+    expect(m.low.offset).toBe(0);
+    expect(m.high.offset).toBe(1);
+    expect(cell('layers.5.attn.out').title).toBe('layers.5.attn.out: 715 row-scaled ulp, 100 of 4096 differ; own error against float64 a 10.5, b 0.5');
+    // 0 (bit-identical) is its own grey, not the scale's bottom
+    expect(cell('embed').fill).toBe('#d9dde3');
+  });
+
+  it('the ulp plot has log ticks at powers of ten; places are named embed, L{i}, final, mtp; the table is worst first', async () => {
+    const r = report();
+    r.pairs[0].tensors.push({ ...r.pairs[0].tensors[1], name: 'mtp.logits', layer: LAYERS, rowUlp: 3 });
+    const html = await renderXcheckHtml(r);
+    const ulp = svgs(html).find((s) => s.includes('largest row-scaled ulp distance by layer'))!;
+    const axis = (title: string) => [...new RegExp(`aria-label="${title}[^"]*"[\\s\\S]*?role-axis-label[^>]*>([\\s\\S]*?)</g>`).exec(ulp)![1].matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((m) => m[1]);
+    expect(axis('Y-axis')).toEqual(['0.1', '1', '10', '100']);
+    expect(axis('X-axis')).toEqual(['embed', 'L0', 'L1', 'L2', 'L3', 'L4', 'L5', 'final', 'mtp']);
+    expect(html).not.toContain('layer -1');
+    const order = [...html.matchAll(/<tr(?: class="[^"]*")?><td class="name">([^<]*)<\/td><td>(\d+)<\/td><td>([^<]*)<\/td>/g)].map((m) => ({ name: m[1], place: m[3] }));
+    expect(order[0]).toEqual({ name: 'layers.5.attn.out', place: 'L5' });
+    expect(order.find((o) => o.name === 'mtp.logits')!.place).toBe('mtp');
+    expect(order.find((o) => o.name === 'embed')!.place).toBe('embed');
+    const ulps = [...html.matchAll(/<tr(?: class="[^"]*")?><td class="name">[^<]*<\/td>(?:<td>[^<]*<\/td>){6}<td[^>]*>[^<]*<\/td><td>([^<]*)<\/td>/g)].map((m) => Number(m[1]));
+    expect(ulps).toEqual([...ulps].sort((a, b) => b - a));
   });
 });

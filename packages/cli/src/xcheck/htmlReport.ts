@@ -1,12 +1,14 @@
 // The report of `hcsp xcheck --report DIR`: DIR/report.json (the --json object) and
 // DIR/index.html, one self-contained page (inline CSS and SVG charts, no scripts, fonts or
 // URLs: it opens offline, from a copied folder or a mail attachment). Per pair of runs: the
-// differences against depth (max ulp and the differing fraction per layer), heatmaps (layer x
-// tensor, layer x rank, layer x rows) and a table of every tensor with each side's error
-// against the float64 evaluation when it ran.
-import { nonFiniteCount, overGate, routingText, type XcheckPair, type XcheckReport, type XcheckTensor } from '@hcsp/core';
+// verdict first (verdict.ts), then the row-scaled difference against depth beside each side's
+// own error against float64 (the noise floor) on log axes ticked at powers of ten, heatmaps
+// (layer x tensor, layer x rank, layer x rows) on continuous log colour scales spanning the
+// data with a labelled colour bar, hover values (SVG <title>), and a table of every tensor,
+// worst first. Places are named once: embed, L{i}, final, mtp (tensorGroup).
+import { attributionText, nonFiniteCount, overGate, pairVerdict, routingText, tensorGroup, ulpText, type XcheckPair, type XcheckReport, type XcheckTensor } from '@hcsp/core';
 import { checkOutputDir, writeOutputDir, type OutputDir } from '../output/outputDir.ts';
-import { heatmapSvg, linePlotSvg } from '../output/svgPlot.ts';
+import { heatmapSvg, linePlotSvg, logTicks } from '../output/svgPlot.ts';
 
 /** Text as HTML (element content and quoted attribute values alike). */
 export function escapeHtml(s: string): string {
@@ -30,13 +32,22 @@ function fraction(v: number): string {
   return v > 0.999 ? v.toFixed(6) : num(v);
 }
 
-function layerLabel(layer: number): string {
-  return layer < 0 ? 'embed' : String(layer);
+/** A tensor's place: embed, L{i}, final or mtp, the names the terminal and the dev page use. */
+function placeOf(t: XcheckTensor): string {
+  return tensorGroup(t.name);
 }
 
-/** The tensor's kind: its name without the `layers.{i}.` prefix. */
+/** The places in depth order: embed, the layers, final, mtp. */
+function placeOrder(p: string): number {
+  if (p === 'embed') return -1;
+  if (p === 'final') return 1e6;
+  if (p === 'mtp') return 1e6 + 1;
+  return Number(p.slice(1));
+}
+
+/** The tensor's kind: its name without the `layers.{i}.` or `mtp.` prefix (the MTP head's steps share the layers' rows). */
 function kindOf(name: string): string {
-  return name.replace(/^layers\.\d+\./, '');
+  return name.replace(/^layers\.\d+\./, '').replace(/^mtp\./, '');
 }
 
 /** The pair's tensors over --max-ulp, by core's rule (the one `hcsp xcheck` gates on). */
@@ -44,10 +55,12 @@ function overOf(pair: XcheckPair, gate: number | null): Set<XcheckTensor> {
   return new Set(gate === null ? [] : overGate([pair], gate).map((o) => o.tensor));
 }
 
-interface LayerStats {
-  layer: number;
-  maxUlp: number | null;
+interface PlaceStats {
+  place: string;
   rowUlp: number | null;
+  /** each side's largest own row-scaled error against float64 (null: not evaluated) */
+  floorA: number | null;
+  floorB: number | null;
   differing: number;
   count: number;
 }
@@ -58,17 +71,29 @@ function maxOrNull(a: number | null, b: number | null): number | null {
   return Math.max(a, b);
 }
 
-function perLayer(tensors: readonly XcheckTensor[]): LayerStats[] {
-  const by = new Map<number, LayerStats>();
+function perPlace(tensors: readonly XcheckTensor[]): PlaceStats[] {
+  const by = new Map<string, PlaceStats>();
   for (const t of tensors) {
-    const s = by.get(t.layer) ?? { layer: t.layer, maxUlp: null, rowUlp: null, differing: 0, count: 0 };
-    s.maxUlp = maxOrNull(s.maxUlp, t.maxUlp);
+    const p = placeOf(t);
+    const s = by.get(p) ?? { place: p, rowUlp: null, floorA: null, floorB: null, differing: 0, count: 0 };
     s.rowUlp = maxOrNull(s.rowUlp, t.rowUlp);
+    // integer values (router ids) have no rounding error to stand for a floor
+    if (t.exact && t.rowUlp !== null) {
+      s.floorA = maxOrNull(s.floorA, t.exact.a.maxUlp);
+      s.floorB = maxOrNull(s.floorB, t.exact.b.maxUlp);
+    }
     s.differing += t.differing;
     s.count += t.count;
-    by.set(t.layer, s);
+    by.set(p, s);
   }
-  return [...by.values()].sort((x, y) => x.layer - y.layer);
+  return [...by.values()].sort((x, y) => placeOrder(x.place) - placeOrder(y.place));
+}
+
+/** How bad a tensor is, for sorting: NaN/Inf first, then row-scaled ulp (an integer tensor that differs just after), then differing count. */
+function severity(t: XcheckTensor): [number, number] {
+  if (nonFiniteCount(t) > 0) return [Infinity, t.differing];
+  if (t.rowUlp === null) return [t.differing > 0 ? 0.5 : 0, t.differing];
+  return [t.rowUlp, t.differing];
 }
 
 /** A grid of the largest value per (x, y) key; null where no tensor gives one. */
@@ -92,69 +117,89 @@ function firstSeen(names: Iterable<string>): string[] {
 async function pairCharts(pair: XcheckPair, gate: number | null, index: number): Promise<string[]> {
   const out: string[] = [];
   const id = (): string => `p${index + 1}c${out.length + 1}-`;
-  const layers = perLayer(pair.tensors);
+  const places = perPlace(pair.tensors);
   const label = `pair ${index + 1}`;
-  const ulpLayers = layers.filter((l) => l.maxUlp !== null);
-  if (ulpLayers.length > 0) {
-    const series = [
-      { name: 'max ulp', points: ulpLayers.map((l) => [l.layer, l.maxUlp as number] as [number, number]) },
-      { name: 'row ulp', points: layers.filter((l) => l.rowUlp !== null).map((l) => [l.layer, l.rowUlp as number] as [number, number]) },
-    ];
-    if (gate !== null) {
-      series.push({ name: `--max-ulp ${gate}`, points: [[layers[0].layer, gate], [layers[layers.length - 1].layer, gate]] });
+  // x: one position per place in depth order, labelled by its name
+  const xs = places.map((p) => p.place);
+  const xAxis = { label: 'layer', integer: true, ticks: xs.map((_, i) => i), tickLabels: new Map(xs.map((p, i) => [i, p])) };
+  const ulpPlaces = places.filter((p) => p.rowUlp !== null);
+  if (ulpPlaces.length > 0) {
+    const pts = (v: (p: PlaceStats) => number | null): [number, number][] => places.flatMap((p, i) => (v(p) === null ? [] : [[i, v(p) as number] as [number, number]]));
+    const series = [{ name: 'a against b (row-scaled ulp)', points: pts((p) => p.rowUlp) }];
+    if (places.some((p) => p.floorA !== null)) {
+      series.push({ name: 'a against float64 (noise floor)', points: pts((p) => p.floorA) }, { name: 'b against float64 (noise floor)', points: pts((p) => p.floorB) });
     }
+    if (gate !== null && gate > 0) series.push({ name: `--max-ulp ${gate}`, points: [[0, gate], [xs.length - 1, gate]] });
+    const ys = series.flatMap((x) => x.points.map((q) => q[1])).filter((v) => v > 0 && Number.isFinite(v));
     out.push(
       await linePlotSvg({
-        title: `${label}: largest bf16 ulp distance by layer (embed = -1; max over the layer's tensors)`,
-        x: { label: 'layer', integer: true },
-        y: { label: 'bf16 ulps', scale: 'symlog' },
+        title: `${label}: largest row-scaled ulp distance by layer, beside each side's own error against float64`,
+        x: xAxis,
+        y: { label: 'row-scaled bf16 ulps (log)', scale: 'log', ticks: ys.length ? logTicks(Math.min(...ys), Math.max(...ys)) : undefined },
         series,
         idPrefix: id(),
       }),
     );
   }
-  if (layers.length > 0) {
+  if (places.length > 0) {
     out.push(
       await linePlotSvg({
-        title: `${label}: fraction of elements differing by layer (embed = -1)`,
-        x: { label: 'layer', integer: true },
+        title: `${label}: fraction of elements differing by layer`,
+        x: xAxis,
         y: { label: 'differing fraction' },
-        series: [{ name: 'differing / compared', points: layers.map((l) => [l.layer, l.count > 0 ? l.differing / l.count : 0]) }],
+        series: [{ name: 'differing / compared', points: places.map((p, i) => [i, p.count > 0 ? p.differing / p.count : 0]) }],
         idPrefix: id(),
       }),
     );
   }
-  const floats = pair.tensors.filter((t) => t.maxUlp !== null);
-  const xs = firstSeen(layers.map((l) => layerLabel(l.layer)));
-  if (floats.length > 0 && xs.length > 1) {
+  const floats = pair.tensors.filter((t) => t.rowUlp !== null);
+  const note = (t: XcheckTensor): string =>
+    `${t.name}: ${ulpText(t.rowUlp)} row-scaled ulp, ${t.differing} of ${t.count} differ${t.exact ? `; own error against float64 a ${ulpText(t.exact.a.maxUlp)}, b ${ulpText(t.exact.b.maxUlp)}` : ''}`;
+  /** the worst tensor per cell, and its hover text */
+  const cells = (items: readonly XcheckTensor[], xOf: (t: XcheckTensor) => string, yOf: (t: XcheckTensor) => string, cx: string[], cy: string[]) => {
+    const values = grid(items, xOf, yOf, (t) => t.rowUlp, cx, cy);
+    const notes: (string | null)[][] = cy.map(() => cx.map(() => null));
+    const worst: (XcheckTensor | null)[][] = cy.map(() => cx.map(() => null));
+    for (const t of items) {
+      const i = cy.indexOf(yOf(t));
+      const j = cx.indexOf(xOf(t));
+      if (i < 0 || j < 0) continue;
+      if (worst[i][j] === null || (t.rowUlp ?? 0) > (worst[i][j]!.rowUlp ?? 0)) worst[i][j] = t;
+      notes[i][j] = note(worst[i][j]!);
+    }
+    return { values, notes };
+  };
+  const fx = firstSeen(perPlace(floats).map((p) => p.place));
+  if (floats.length > 0 && fx.length > 1) {
     const kinds = firstSeen(floats.map((t) => kindOf(t.name)));
     out.push(
       await heatmapSvg({
-        title: `${label}: max bf16 ulp, layer x tensor`,
-        x: { label: 'layer', labels: xs },
+        title: `${label}: row-scaled ulp, layer x tensor`,
+        x: { label: 'layer', labels: fx },
         y: { label: 'tensor', labels: kinds },
-        values: grid(floats, (t) => layerLabel(t.layer), (t) => kindOf(t.name), (t) => t.maxUlp, xs, kinds),
-        colour: { label: 'max ulp', scale: 'symlog' },
+        ...cells(floats, placeOf, (t) => kindOf(t.name), fx, kinds),
+        colour: { label: 'row-scaled ulp (log)', scale: 'log' },
         idPrefix: id(),
       }),
     );
   }
   const ranked = floats.filter((t) => t.rank !== null);
   if (ranked.length > 0) {
-    const rxs = firstSeen(ranked.map((t) => t.layer).sort((a, b) => a - b).map(layerLabel));
+    const rxs = firstSeen(perPlace(ranked).map((p) => p.place));
     const ranks = [...new Set(ranked.map((t) => t.rank as number))].sort((a, b) => a - b).map((r) => `rank ${r}`);
     out.push(
       await heatmapSvg({
-        title: `${label}: max bf16 ulp of each rank's own values (partials, collective outputs), layer x rank`,
+        title: `${label}: row-scaled ulp of each rank's own values (partials, collective outputs), layer x rank`,
         x: { label: 'layer', labels: rxs },
         y: { label: 'rank', labels: ranks },
-        values: grid(ranked, (t) => layerLabel(t.layer), (t) => `rank ${t.rank}`, (t) => t.maxUlp, rxs, ranks),
-        colour: { label: 'max ulp', scale: 'symlog' },
+        ...cells(ranked, placeOf, (t) => `rank ${t.rank}`, rxs, ranks),
+        colour: { label: 'row-scaled ulp (log)', scale: 'log' },
         idPrefix: id(),
       }),
     );
   }
   // Where along the sequence: the row buckets of the values of all T rows, when they share one bucketing.
+  // The buckets carry the elementwise distance only (TensorDiff.rows): it says which rows, not how far in rows' units.
   const full = floats.filter((t) => t.rank === null && t.rows.maxUlp.length > 1);
   if (full.length > 0) {
     const key = (t: XcheckTensor): string => `${t.rows.rowStart}/${t.rows.bucketRows}/${t.rows.maxUlp.length}`;
@@ -163,20 +208,20 @@ async function pairCharts(pair: XcheckPair, gate: number | null, index: number):
     const common = [...counts.entries()].sort((a, b) => b[1] - a[1])[0][0];
     const same = full.filter((t) => key(t) === common);
     const { rowStart, bucketRows } = same[0].rows;
-    const buckets = same[0].rows.maxUlp.map((_, i) => `${rowStart + i * bucketRows}`);
-    const ys = firstSeen(perLayer(same).map((l) => layerLabel(l.layer)));
+    const buckets = same[0].rows.differing.map((_, i) => `${rowStart + i * bucketRows}`);
+    const ys = firstSeen(perPlace(same).map((p) => p.place));
     const values = ys.map(() => buckets.map((): number | null => null));
     for (const t of same) {
-      const i = ys.indexOf(layerLabel(t.layer));
-      t.rows.maxUlp.forEach((v, j) => (values[i][j] = maxOrNull(values[i][j], v)));
+      const i = ys.indexOf(placeOf(t));
+      t.rows.differing.forEach((v, j) => (values[i][j] = (values[i][j] ?? 0) + v));
     }
     out.push(
       await heatmapSvg({
-        title: `${label}: max bf16 ulp by rows (${bucketRows} row${bucketRows === 1 ? '' : 's'} a cell, from row ${rowStart}), layer x rows`,
+        title: `${label}: differing elements by rows (${bucketRows} row${bucketRows === 1 ? '' : 's'} a cell, from row ${rowStart}), layer x rows`,
         x: { label: 'first row of the cell', labels: buckets },
         y: { label: 'layer', labels: ys },
         values,
-        colour: { label: 'max ulp', scale: 'symlog' },
+        colour: { label: 'differing elements (log)', scale: 'log' },
         cell: [Math.max(6, Math.min(14, Math.floor(640 / buckets.length))), 12],
         idPrefix: id(),
       }),
@@ -190,7 +235,7 @@ function exactCell(e: { maxUlp: number; maxAbs: number; meanAbs: number } | unde
   return `<td>${num(e.maxUlp)} ulp<br><span class="small">abs ${num(e.maxAbs)}, mean ${num(e.meanAbs)}</span></td>`;
 }
 
-function tensorRow(t: XcheckTensor, over: ReadonlySet<XcheckTensor>): string {
+function tensorRow(t: XcheckTensor, order: number, over: ReadonlySet<XcheckTensor>): string {
   const farther =
     t.exact === null
       ? '–'
@@ -201,10 +246,10 @@ function tensorRow(t: XcheckTensor, over: ReadonlySet<XcheckTensor>): string {
   const cls = [over.has(t) ? 'over' : '', t.differing === 0 && nonFiniteCount(t) === 0 ? 'same' : ''].filter(Boolean).join(' ');
   return (
     `<tr${cls ? ` class="${cls}"` : ''}>` +
-    `<td class="name">${esc(t.name)}</td><td>${esc(layerLabel(t.layer))}</td><td>${t.rank === null ? '–' : t.rank}</td>` +
+    `<td class="name">${esc(t.name)}</td><td>${order}</td><td>${esc(placeOf(t))}</td><td>${t.rank === null ? '–' : t.rank}</td>` +
     `<td>${num(t.count)}</td><td>${num(t.differing)}</td><td>${fraction(t.exactFraction)}</td>` +
     `<td${nonFiniteCount(t) > 0 ? ' class="nonfinite"' : ''}>${nonFiniteCount(t) > 0 ? `a ${num(t.nonFinite.a)}, b ${num(t.nonFinite.b)}` : '0'}</td>` +
-    `<td>${num(t.maxUlp)}</td><td>${num(t.meanUlp)}</td><td>${num(t.rowUlp)}</td><td>${num(t.maxAbs)}</td><td>${num(t.maxRel)}</td>` +
+    `<td>${num(t.rowUlp)}</td><td>${num(t.maxUlp)}</td><td>${num(t.meanUlp)}</td><td>${num(t.maxAbs)}</td><td>${num(t.maxRel)}</td>` +
     exactCell(t.exact?.a) +
     exactCell(t.exact?.b) +
     `<td>${farther}</td><td>${first}</td></tr>`
@@ -212,8 +257,8 @@ function tensorRow(t: XcheckTensor, over: ReadonlySet<XcheckTensor>): string {
 }
 
 const TABLE_HEAD =
-  '<thead><tr><th>tensor</th><th>layer</th><th>rank</th><th>count</th><th>differing</th><th>exact fraction</th><th>NaN/Inf</th>' +
-  '<th>max ulp</th><th>mean ulp</th><th>row ulp</th><th>max abs</th><th>max rel</th>' +
+  '<thead><tr><th>tensor</th><th>graph order</th><th>layer</th><th>rank</th><th>count</th><th>differing</th><th>exact fraction</th><th>NaN/Inf</th>' +
+  '<th>row-scaled ulp</th><th>max ulp (elementwise)</th><th>mean ulp</th><th>max abs</th><th>max rel</th>' +
   '<th>a vs float64</th><th>b vs float64</th><th>farther from float64</th><th>first differing</th></tr></thead>';
 
 async function pairSection(pair: XcheckPair, report: XcheckReport, index: number): Promise<string> {
@@ -221,26 +266,42 @@ async function pairSection(pair: XcheckPair, report: XcheckReport, index: number
   const overSet = overOf(pair, gate);
   const over = pair.tensors.filter((t) => overSet.has(t));
   const maxRowUlp = pair.tensors.reduce<number | null>((m, t) => maxOrNull(m, t.rowUlp), null);
-  const firstDiff = pair.tensors.find((t) => t.differing > 0);
   const nonFinite = pair.tensors.filter((t) => nonFiniteCount(t) > 0);
   const compared = pair.tensors.reduce((s, t) => s + t.count, 0);
   const charts = await pairCharts(pair, gate, index);
+  const v = pair.verdict ?? pairVerdict(pair);
+  const attribution = attributionText(v, pair);
   const summary = [
-    `<li>${pair.tensors.length} tensors, ${num(compared)} elements compared, ${num(pair.differing)} differing${compared > 0 ? ` (${fraction(pair.differing / compared)})` : ''}; largest distance ${num(pair.maxUlp)} bf16 ulps, row-scaled ${num(maxRowUlp)}</li>`,
-    `<li>first tensor (in graph order) that differs: ${firstDiff ? `<code>${esc(firstDiff.name)}</code>` : 'none: the runs are bit-identical'}</li>`,
+    v.first
+      ? `<li>first difference in graph order: <code>${esc(v.first.name)}</code> (${esc(v.first.op)}${v.first.at ? `, row ${v.first.at.row}, col ${v.first.at.col}` : ''}): ${num(v.first.rowUlp)} row-scaled ulp${v.first.floor ? `; each side's own error against float64 there: a ${num(v.first.floor.a)}, b ${num(v.first.floor.b)}` : ''}</li>`
+      : '<li>first difference: none, the runs are bit-identical</li>',
+    v.growth ? `<li>grows most at <code>${esc(v.growth.name)}</code> (${esc(v.growth.kind)}: ${esc(v.growth.op)}): ${num(v.growth.from)} to ${num(v.growth.rowUlp)} row-scaled ulp</li>` : '',
+    v.noiseFloor ? `<li>noise floor (each side's largest own error against float64): a ${num(v.noiseFloor.a)}, b ${num(v.noiseFloor.b)} row-scaled ulp</li>` : '',
+    attribution ? `<li>${esc(attribution)}</li>` : '',
+    ...(pair.routing ?? []).map((d) => `<li>routing flips, layer ${num(d.layer)}: ${esc(routingText(d))}: the MoE output of those rows follows another expert choice, not arithmetic</li>`),
+    ...(pair.selection ?? []).map((d) => `<li>QSA selection flips, layer ${num(d.layer)}: ${d.rows.length} of ${d.count} rows keep another number of blocks</li>`),
+    `<li>${pair.tensors.length} tensors, ${num(compared)} elements compared, ${num(pair.differing)} differing${compared > 0 ? ` (${fraction(pair.differing / compared)})` : ''}; largest row-scaled distance ${num(maxRowUlp)} (elementwise ${num(pair.maxUlp)} bf16 ulps)</li>`,
     nonFinite.length === 0
       ? ''
       : `<li class="nonfinite">NaN or Inf (over any --max-ulp, on either side): ${nonFinite.map((t) => `<code>${esc(t.name)}</code> (a ${num(t.nonFinite.a)}, b ${num(t.nonFinite.b)})`).join(', ')}</li>`,
-    ...(pair.routing ?? []).map((d) => `<li>layer ${num(d.layer)}: ${esc(routingText(d))}: the MoE output of those rows follows another expert choice, not arithmetic</li>`),
     gate === null ? '' : `<li>over --max-ulp ${num(gate)}: ${over.length === 0 ? 'none' : over.map((t) => `<code>${esc(t.name)}</code>`).join(', ')}</li>`,
   ].join('');
+  // worst first; the graph order in its own column
+  const rows = pair.tensors
+    .map((t, i) => ({ t, i }))
+    .sort((x, y) => {
+      const [sx, dx] = severity(x.t);
+      const [sy, dy] = severity(y.t);
+      return sy - sx || dy - dx || x.i - y.i;
+    });
   return (
     `<section><h2>Pair ${index + 1}: <code>${esc(pair.a)}</code> against <code>${esc(pair.b)}</code></h2>` +
     `<p class="small">a = <code>${esc(pair.a)}</code>, b = <code>${esc(pair.b)}</code>; ulp: bf16 units in the last place between a and b; ` +
-    `row ulp: |a - b| in ulps of the largest |b| of its row; float64 columns: each side's error against the float64 evaluation${report.exact ? '' : ' (not run)'}.</p>` +
+    `row-scaled ulp: |a - b| in bf16 ulps of the largest |b| of its row (the unit of a reordered sum); float64 columns: each side's own row-scaled error against the float64 evaluation${report.exact ? '' : ' (not run)'}. Hover a point or cell for its values.</p>` +
+    `<p class="verdict ${v.kind}"><strong>Verdict:</strong> ${esc(v.line)}</p>` +
     `<ul>${summary}</ul>` +
     `<div class="charts">${charts.map((svg) => `<figure>${svg}</figure>`).join('')}</div>` +
-    `<div class="scroll"><table>${TABLE_HEAD}<tbody>${pair.tensors.map((t) => tensorRow(t, overSet)).join('')}</tbody></table></div>` +
+    `<h3>Every tensor, worst first</h3><div class="scroll"><table>${TABLE_HEAD}<tbody>${rows.map(({ t, i }) => tensorRow(t, i + 1, overSet)).join('')}</tbody></table></div>` +
     `</section>`
   );
 }
@@ -251,7 +312,8 @@ h1{font-size:1.5em;margin:0 0 .5em}h2{font-size:1.2em;margin-top:2em;border-top:
 code{font-family:monospace;font-size:.95em}
 .small{font-size:.85em;color:#555}
 .badge{display:inline-block;padding:.1em .6em;border-radius:.3em;font-weight:bold;color:#fff}
-.ok{background:#2a7d2a}.fail{background:#b22}
+.ran{background:#3a5f8f}.fail{background:#b22}
+.verdict{font-size:1.05em;padding:.4em .6em;border-left:.3em solid #3a5f8f;background:#f4f7fb}.verdict.beyond{border-color:#b22;background:#fdf0f0}
 dl.meta{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}dl.meta dt{font-weight:bold}dl.meta dd{margin:0}
 table{border-collapse:collapse;font-size:.85em;margin:.5em 0}
 th,td{border:1px solid #ccc;padding:.2em .4em;text-align:right;vertical-align:top}
@@ -262,9 +324,17 @@ tr.over td{background:#fde2e2}tr.same td{color:#777}.nonfinite{color:#b22;font-w
 .charts{display:flex;flex-wrap:wrap;gap:1em}figure{margin:0}
 `;
 
+/** What the run checked, not a bare "ok": "ran: 2 pairs compared, 140 of 193 tensors differ" (and the gate's outcome). */
+export function badgeText(report: XcheckReport): string {
+  const tensors = report.pairs.reduce((n, p) => n + p.tensors.length, 0);
+  const differ = report.pairs.reduce((n, p) => n + p.tensors.filter((t) => t.differing > 0 || nonFiniteCount(t) > 0).length, 0);
+  const gate = report.maxUlpGate === null ? '' : report.ok ? `; within --max-ulp ${num(report.maxUlpGate)}` : `; over --max-ulp ${num(report.maxUlpGate)}`;
+  return `${report.ok ? 'ran' : 'failed'}: ${report.pairs.length} pair${report.pairs.length === 1 ? '' : 's'} compared, ${differ} of ${tensors} tensors differ${gate}`;
+}
+
 /** The report as one self-contained HTML page. */
 export async function renderXcheckHtml(report: XcheckReport): Promise<string> {
-  const status = report.ok ? '<span class="badge ok">ok</span>' : '<span class="badge fail">failed</span>';
+  const status = `<span class="badge ${report.ok ? 'ran' : 'fail'}">${esc(badgeText(report))}</span>`;
   const meta: [string, string][] = [
     ['config', esc(report.config)],
     ['tokens (T)', num(report.tokens)],
@@ -274,7 +344,7 @@ export async function renderXcheckHtml(report: XcheckReport): Promise<string> {
     ['weights', esc(report.weights)],
     ['float64 attribution', report.exact ? 'ran (each side’s error against the float64 evaluation of the first SPEC’s graph)' : 'not run'],
     ['--max-ulp gate', report.maxUlpGate === null ? 'none' : num(report.maxUlpGate)],
-    ['result', report.ok ? 'ok' : `failed: tensors over --max-ulp ${num(report.maxUlpGate)} (or holding NaN or Inf)`],
+    ['result', report.ok ? `the runs completed${report.maxUlpGate === null ? ' (no --max-ulp gate)' : `, within --max-ulp ${num(report.maxUlpGate)}`}` : `failed: tensors over --max-ulp ${num(report.maxUlpGate)} (or holding NaN or Inf)`],
   ];
   if (report.golden) {
     meta.push([

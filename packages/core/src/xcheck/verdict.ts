@@ -185,7 +185,7 @@ export function pairVerdict(pair: XcheckPair): PairVerdict {
   }
   const kind: PairVerdict['kind'] = first === null ? 'identical' : beyond ? 'beyond' : withExact.length === 0 ? 'unjudged' : 'rounding';
   const v: PairVerdict = { kind, tensors: pair.tensors.length, differingTensors: differ.length, first, growth, beyond, noiseFloor, routing, selection, attribution, line: '' };
-  v.line = verdictLine(v, pair);
+  v.line = verdictLine(v);
   return v;
 }
 
@@ -197,8 +197,8 @@ function atText(t: VerdictTensor): string {
   return t.at ? ` row ${t.at.row}, col ${t.at.col}` : '';
 }
 
-/** The verdict as one line (a = the compared run, b = the first SPEC's). */
-export function verdictLine(v: PairVerdict, pair: Pick<XcheckPair, 'a' | 'b'>): string {
+/** The verdict as one line (a: the compared run, b: the first SPEC's). */
+export function verdictLine(v: PairVerdict): string {
   if (v.kind === 'identical') return `bit-identical: none of ${v.tensors} tensors differ`;
   const first = v.first!;
   const firstText = `${first.name} (${first.op};${atText(first)}) at ${ulpText(first.rowUlp)} row-scaled ulp`;
