@@ -198,7 +198,7 @@ export async function heatmapSvg(map: Heatmap): Promise<string> {
   map.values.forEach((row, yi) =>
     row.forEach((v, xi) => {
       if (v === null) return;
-      const cell = { x: map.x.labels[xi], y: map.y.labels[yi], v, note: map.notes?.[yi]?.[xi] ?? `${map.x.label} ${map.x.labels[xi]}, ${map.y.label} ${map.y.labels[yi]}: ${map.colour.label} ${v}` };
+      const cell = { x: map.x.labels[xi], y: map.y.labels[yi], v, note: map.notes?.[yi]?.[xi] ?? `${map.x.label}: ${map.x.labels[xi]}; ${map.y.label}: ${map.y.labels[yi]}; ${map.colour.label}: ${v}` };
       if (!Number.isFinite(v)) dropped++;
       else if (scale === 'log' && v === 0) zeros.push(cell);
       else if (scale !== 'log' || v > 0) values.push(cell);
