@@ -49,7 +49,7 @@ const random = (shape: number[]) => bf16Tensor(shape, () => (rand() * 2 - 1) * 2
 const around = (n: number) => [...new Set([1, Math.max(1, n - 1), n, n + 1, 2 * n + 3])];
 
 // A second workgroup tiling with several invocation rows (x reads with a runtime index)
-const MULTI_ROW: WorkgroupTiling = { kind: 'workgroup', rows: 2, cols: 4, wgRows: 4, wgCols: 2, kTile: 6 };
+const MULTI_ROW: WorkgroupTiling = { kind: 'workgroup', rows: 2, cols: 4, wgRows: 4, wgCols: 2, kTile: 8 };
 
 describe('linear: the workgroup-tiled kernel keeps the reference k order on every shape', () => {
   for (const tl of [DEFAULT_WORKGROUP_TILING, MULTI_ROW]) {
@@ -106,7 +106,7 @@ describe('linear planner', () => {
   it('refuses a workgroup tiling that does not fit, naming the value', () => {
     const io = [[{ shape: [2, 4], dtype: 'bf16' }, { shape: [2, 4], dtype: 'bf16' }], [{ shape: [2, 2], dtype: 'bf16' }]] as const;
     const plan = (tl: WorkgroupTiling) => planLinear([...io[0]], [...io[1]], tl);
-    expect(() => plan({ ...DEFAULT_WORKGROUP_TILING, kTile: 5 })).toThrow('linear tiling: kTile = 5 is not an even integer in [2, 256]');
+    expect(() => plan({ ...DEFAULT_WORKGROUP_TILING, kTile: 6 })).toThrow("gemm tiling: kTile = 6 is not a multiple of 4 in [4, 256]");
     expect(() => plan({ ...DEFAULT_WORKGROUP_TILING, wgRows: 16, wgCols: 32 })).toThrow('wgRows x wgCols = 16 x 32 is not a workgroup of 1 to 256 invocations');
     expect(() => plan({ ...DEFAULT_WORKGROUP_TILING, kTile: 256 })).toThrow(/the tiles need 73728 bytes of workgroup memory, more than 16384/);
   });

@@ -32,6 +32,9 @@ import type { KernelBinding, KernelDispatch, KernelPlan, KernelPlanner, TensorIn
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { buf, type BufferDecl, preamble } from '../wgsl/bindings.wgsl.ts';
 import { flatDispatch, flatMain, numelOf, readInput, requireTyped, writeOutput } from './planParts.ts';
+import { checkWorkgroupTiling, DEFAULT_WORKGROUP_TILING, tiledGemmDispatch, workgroupTilingName, type GemmOperands, type WorkgroupTiling } from './tiledGemm.ts';
+
+export { DEFAULT_WORKGROUP_TILING, type WorkgroupTiling };
 
 export interface LinearTiling {
   kind?: 'register';
@@ -142,148 +145,6 @@ ${flatMain(
   return { wgsl, bindings: pre.bindings };
 }
 
-export interface WorkgroupTiling {
-  kind: 'workgroup';
-  /** rows of x per invocation (strided by wgRows inside the workgroup's tile) */
-  rows: number;
-  /** outputs per invocation, as cols / 2 adjacent pairs (strided by 2 wgCols) */
-  cols: number;
-  /** invocations along the tile's rows */
-  wgRows: number;
-  /** invocations along the tile's outputs */
-  wgCols: number;
-  /** k elements of x and w staged in workgroup memory per step (even) */
-  kTile: number;
-}
-
-export const DEFAULT_WORKGROUP_TILING: WorkgroupTiling = { kind: 'workgroup', rows: 8, cols: 8, wgRows: 1, wgCols: 8, kTile: 16 };
-
-/** WebGPU's guaranteed maxComputeWorkgroupStorageSize. */
-const WORKGROUP_BYTES = 16384;
-
-function checkWorkgroupTiling(tl: WorkgroupTiling): void {
-  const int = (v: number, min: number, max: number) => Number.isInteger(v) && v >= min && v <= max;
-  if (!int(tl.rows, 1, 32)) throw new Error(`linear tiling: rows = ${tl.rows} is not an integer in [1, 32]`);
-  if (!int(tl.cols, 2, 32) || tl.cols % 2 !== 0) throw new Error(`linear tiling: cols = ${tl.cols} is not an even integer in [2, 32]`);
-  if (!int(tl.wgRows, 1, 256) || !int(tl.wgCols, 1, 256) || tl.wgRows * tl.wgCols > 256) {
-    throw new Error(`linear tiling: wgRows x wgCols = ${tl.wgRows} x ${tl.wgCols} is not a workgroup of 1 to 256 invocations`);
-  }
-  if (!int(tl.kTile, 2, 256) || tl.kTile % 2 !== 0) throw new Error(`linear tiling: kTile = ${tl.kTile} is not an even integer in [2, 256]`);
-  const bytes = 4 * tl.kTile * (tl.rows * tl.wgRows + tl.cols * tl.wgCols);
-  if (bytes > WORKGROUP_BYTES) throw new Error(`linear tiling: the tiles need ${bytes} bytes of workgroup memory, more than ${WORKGROUP_BYTES}`);
-}
-
-// Workgroup-tiled path, any shape: a workgroup owns a BT x BO tile of y (BT = rows * wgRows,
-// BO = cols * wgCols) and walks k in steps of kTile. Each step stages x[t0.., k0..] and
-// w[o0.., k0..] in workgroup memory, k-major, as fp32 bits (bf16 << 16), then every
-// invocation adds kTile products into each of its rows x cols accumulators, k ascending, so
-// every output's sum is the reference's: k = 0..K-1, one fp32 add at a time. Terms past K
-// are staged as x = +0, w = -0: their product -0 leaves any sum unchanged (acc + -0 == acc
-// for every acc, -0 and NaN included), so edge tiles add nothing; rows and outputs past T
-// and O are computed from clamped loads and never stored.
-// Invocation (tr, tc) owns rows t0 + tr + r * wgRows and output pairs o0 + 2 (tc + p * wgCols)
-// + {0, 1}: neighbouring invocations read neighbouring workgroup words (no bank conflicts on
-// a GPU), and with one invocation row (wgRows = 1) every x read has a constant index, which
-// SwiftShader turns into one scalar load and a broadcast instead of a per-lane gather.
-// A pair is one whole y word when O is even; with O odd a word can straddle two tiles, so
-// each half is written by atomicAnd/atomicOr on its own 16 bits (disjoint bits: the two
-// writers commute).
-function workgroupKernel(tl: WorkgroupTiling, evenK: boolean, evenO: boolean): { wgsl: string; bindings: KernelBinding[] } {
-  const { rows: R, cols: C, wgRows: WT, wgCols: WO, kTile: KT } = tl;
-  const BT = R * WT;
-  const BO = C * WO;
-  const WG = WT * WO;
-  const pre = preamble(['T', 'K', 'O', 'tilesO', 'tiles', 'groupsX'], [buf('x', readInput(0)), buf('w', readInput(1)), buf('y', writeOutput(0), evenO ? 'u32' : 'atomic<u32>')]);
-  // staging: e-th unit of a tile (a word of two k, or one element when K is odd) -> (row, kk)
-  const stage = (src: string, dst: string, tileRows: number, first: string, limit: string, pad: string): string[] => {
-    const per = evenK ? KT / 2 : KT;
-    const units = tileRows * per;
-    const out: string[] = [];
-    for (let i = 0; i < Math.ceil(units / WG); i++) {
-      const body: string[] = [];
-      body.push(`let e = lid + ${i * WG}u;`);
-      body.push(`let row = e / ${per}u;`);
-      body.push(`let j = e % ${per}u;`);
-      body.push(`let rr = min(${first} + row, ${limit} - 1u);`);
-      if (evenK) {
-        body.push(`let k = k0 + 2u * j;`);
-        body.push(`let v = ${src}[select(0u, (rr * u.K + k) / 2u, k < u.K)];`);
-        body.push(`${dst}[2u * j * ${tileRows}u + row] = select(${pad}, v << 16u, k < u.K);`);
-        body.push(`${dst}[(2u * j + 1u) * ${tileRows}u + row] = select(${pad}, v & 0xffff0000u, k < u.K);`);
-      } else {
-        body.push(`let k = k0 + j;`);
-        body.push(`let i = select(0u, rr * u.K + k, k < u.K);`);
-        body.push(`let v = (${src}[i >> 1u] >> ((i & 1u) * 16u)) << 16u;`);
-        body.push(`${dst}[j * ${tileRows}u + row] = select(${pad}, v, k < u.K);`);
-      }
-      out.push(units % WG !== 0 && (i + 1) * WG > units ? `if (lid + ${i * WG}u < ${units}u) {\n      ${body.join('\n      ')}\n    }` : `{\n      ${body.join('\n      ')}\n    }`);
-    }
-    return out;
-  };
-  const cur: string[][] = [];
-  for (let r = 0; r < R; r++) cur.push(Array.from({ length: C }, (_, c) => `a${r}_${c}`));
-  const mul: string[] = [];
-  const xRow = (r: number) => (WT === 1 ? `${r}u` : `tr + ${r * WT}u`);
-  const wCol = (c: number) => `wc + ${2 * (c >> 1) * WO + (c & 1)}u`;
-  for (let kk = 0; kk < KT; kk++) {
-    for (let r = 0; r < R; r++) mul.push(`let xv${r}_${kk} = bitcast<f32>(xs[${kk * BT}u + ${xRow(r)}]);`);
-    for (let c = 0; c < C; c++) mul.push(`let wv${c}_${kk} = bitcast<f32>(ws[${kk * BO}u + ${wCol(c)}]);`);
-    for (let r = 0; r < R; r++)
-      for (let c = 0; c < C; c++) {
-        const next = `s${r}_${c}_${kk}`;
-        mul.push(`let ${next} = ${cur[r][c]} + xv${r}_${kk} * wv${c}_${kk};`);
-        cur[r][c] = next;
-      }
-  }
-  for (let r = 0; r < R; r++) for (let c = 0; c < C; c++) mul.push(`a${r}_${c} = ${cur[r][c]};`);
-  const decl: string[] = [];
-  for (let r = 0; r < R; r++) for (let c = 0; c < C; c++) decl.push(`var a${r}_${c}: f32 = 0.0;`);
-  const store: string[] = [];
-  for (let r = 0; r < R; r++) {
-    store.push(`{`, `  let t = t0 + ${xRow(r)};`, `  if (t < u.T) {`);
-    for (let p = 0; p < C / 2; p++) {
-      const o = `o0 + wc + ${2 * p * WO}u`;
-      if (evenO) {
-        store.push(`    if (${o} < u.O) { y[(t * u.O + ${o}) >> 1u] = pack_bf16(a${r}_${2 * p}, a${r}_${2 * p + 1}); }`);
-      } else {
-        for (let h = 0; h < 2; h++) store.push(`    if (${o} + ${h}u < u.O) { store_half(t * u.O + ${o} + ${h}u, f32_to_bf16(a${r}_${2 * p + h})); }`);
-      }
-    }
-    store.push(`  }`, `}`);
-  }
-  const storeHalf = evenO
-    ? ''
-    : `fn store_half(i: u32, bits: u32) {
-  let s = (i & 1u) * 16u;
-  atomicAnd(&y[i >> 1u], ~(0xffffu << s));
-  atomicOr(&y[i >> 1u], bits << s);
-}`;
-  const wgsl = `${BF16_WGSL}
-${pre.wgsl}
-${storeHalf}
-var<workgroup> xs: array<u32, ${KT * BT}>;
-var<workgroup> ws: array<u32, ${KT * BO}>;
-@compute @workgroup_size(${WG})
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-  let tile = wid.x + wid.y * u.groupsX;
-  if (tile >= u.tiles) { return; }
-  let t0 = (tile / u.tilesO) * ${BT}u;
-  let o0 = (tile % u.tilesO) * ${BO}u;
-  let tr = lid / ${WO}u;
-  let wc = 2u * (lid % ${WO}u);
-  ${decl.join('\n  ')}
-  for (var k0 = 0u; k0 < u.K; k0 = k0 + ${KT}u) {
-    ${stage('x', 'xs', BT, 't0', 'u.T', '0u').join('\n    ')}
-    ${stage('w', 'ws', BO, 'o0', 'u.O', '0x80000000u').join('\n    ')}
-    workgroupBarrier();
-    ${mul.join('\n    ')}
-    workgroupBarrier();
-  }
-  ${store.join('\n  ')}
-}`;
-  return { wgsl, bindings: pre.bindings };
-}
-
 function checkShapes(inputs: (TensorInfo | null)[], outputs: (TensorInfo | null)[]): { T: number; K: number; O: number } {
   const x = requireTyped(inputs[0], 'linear: input x', 'bf16');
   const w = requireTyped(inputs[1], 'linear: input w', 'bf16');
@@ -303,21 +164,22 @@ function checkShapes(inputs: (TensorInfo | null)[], outputs: (TensorInfo | null)
 
 /** A tiling's short name, e.g. r4c4w4cols-vec4u1 or wg-r8c8-t1x8-k16 (the benchmark's variant syntax). */
 export function tilingName(tl: LinearTiling | WorkgroupTiling): string {
-  if ('kind' in tl && tl.kind === 'workgroup') return `wg-r${tl.rows}c${tl.cols}-t${tl.wgRows}x${tl.wgCols}-k${tl.kTile}`;
+  if ('kind' in tl && tl.kind === 'workgroup') return workgroupTilingName(tl);
   const r = tl as LinearTiling;
   return `r${r.rows}c${r.cols}w${r.wgSize}${r.fast}-${r.load}u${r.unroll}${r.chain ? 'ch' : ''}`;
 }
 
+// bf16 operands: an element's fp32 value is its bits << 16 (exact, no flushing)
+const BF16_OPERANDS: GemmOperands = {
+  bits: 16,
+  decode: (b) => `${b} << 16u`,
+  buffers: [buf('x', readInput(0)), buf('w', readInput(1))],
+  wgsl: BF16_WGSL,
+  outBits: 'f32_to_bf16(acc)',
+};
+
 function workgroupDispatch(tl: WorkgroupTiling, T: number, K: number, O: number): KernelDispatch {
-  checkWorkgroupTiling(tl);
-  const evenK = K % 2 === 0;
-  const evenO = O % 2 === 0;
-  const tilesO = Math.ceil(O / (tl.cols * tl.wgCols));
-  const tiles = tilesO * Math.ceil(T / (tl.rows * tl.wgRows));
-  const wg = tl.wgRows * tl.wgCols;
-  const kernel = workgroupKernel(tl, evenK, evenO);
-  const key = `linear-${tilingName(tl)}-${evenK ? 'word' : 'elem'}-${evenO ? 'pairs' : 'atomic'}`;
-  return flatDispatch(key, kernel.wgsl, kernel.bindings, tiles * wg, wg, [T, K, O, tilesO, tiles]);
+  return tiledGemmDispatch('linear', BF16_OPERANDS, tl, T, K, O);
 }
 
 /**
