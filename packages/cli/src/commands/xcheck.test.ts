@@ -174,7 +174,8 @@ describe('hcsp xcheck', () => {
     expect(pair.routing).toEqual([{ layer: 1, rows: [5], count: 40 }]);
     expect(pair.tensors.find((t) => t.name === 'layers.1.mlp.topk_ids')!.differing).toBe(1);
     expect(r.pairs.find((p) => p.a === 'cpu:sp=on')!.routing).toEqual([]);
-    expect(text).toMatch(/\n  layer 1: 1\/\d+ differ, max \S+ row-scaled ulp; routing differs at rows 5 \(1 of 40\)\n/);
+    expect(text).toMatch(/\n  routing flips, layer 1: 1 of 40 rows \(routing differs at rows 5 \(1 of 40\)\)\n/);
+    expect(pair.verdict!.routing).toEqual([{ layer: 1, rows: [5], count: 40 }]);
   });
 
   it('NaN in a golden dump fails --max-ulp whatever its value (reported, exit 1); a golden of all-NaN tensors is not "ok"', async () => {
@@ -220,6 +221,18 @@ describe('hcsp xcheck', () => {
     await expect(xcheck({ compare: 'cpu,cpu:quant=fused' })).rejects.toThrow('quant=fused places the FP8 quantization: it needs fp8=<format>');
   });
 
+  it('SP on against off, ring, at tp 4 (tiny, T 64): the verdict is rounding reordering, first at layers.2.attn.out (the reduce-scatter against the all-reduce), within each side\'s float64 error', async () => {
+    const { report: r, text } = await runXcheckCommand({ ...base, config: 'tiny', tokens: '64', tp: '4', seed: '0', compare: 'cpu:sp=on,cpu:sp=off', reduce: 'ring', exact: true });
+    const v = r.pairs[0].verdict!;
+    // checked against the run: layers 0 and 1 are bit-identical, layer 2's attention output is the first to differ (1 row-scaled ulp at row 8, col 0; each side ~32 from float64)
+    expect(v).toMatchObject({ kind: 'rounding', beyond: null, first: { name: 'layers.2.attn.out', at: { row: 8, col: 0 } } });
+    expect(v.first!.rowUlp).toBeLessThanOrEqual(2);
+    expect(Math.min(v.first!.floor!.a, v.first!.floor!.b)).toBeGreaterThan(v.first!.rowUlp!);
+    expect(r.pairs[0].tensors.filter((t) => t.layer < 2 && t.differing > 0)).toEqual([]);
+    expect(v.line).toMatch(/^expected rounding reordering at layers\.2\.attn\.out \(the attention sub-layer's output \(after its collective\); row 8, col 0\) at 1 row-scaled ulp/);
+    expect(text).toContain(`\ncpu:sp=off (a) against cpu:sp=on (b):\n  verdict: ${v.line}\n`);
+  }, 300_000);
+
   it('the compiled command: --json is one object, --max-ulp gates the exit status, --report writes the HTML with its plots', () => {
     const cli = fileURLToPath(new URL('../../bin/hcsp.js', import.meta.url));
     const report = join(dir, 'report');
@@ -228,6 +241,9 @@ describe('hcsp xcheck', () => {
     const open = run(['--json', '--report', report]);
     expect(open.status, open.stderr).toBe(0);
     const json = JSON.parse(open.stdout) as XcheckReport;
+    // --json keeps stdout one object: the report's path goes to stderr; the verdict is in the object
+    expect(open.stderr).toBe(`report: ${join(report, 'index.html')} (data: ${join(report, 'report.json')})\n`);
+    expect(json.pairs[0].verdict).toMatchObject({ kind: 'unjudged', first: { name: expect.any(String) } });
     // at tp 4 the reduce-scatter and the all-reduce add in different orders: the runs differ
     expect(json.pairs[0].differing).toBeGreaterThan(0);
     for (const k of ['name', 'layer', 'count', 'differing', 'exactFraction', 'maxUlp', 'maxAbs']) expect(json.pairs[0].tensors[0]).toHaveProperty(k);
@@ -238,7 +254,11 @@ describe('hcsp xcheck', () => {
     const gated = run(['--max-ulp', '0.5']);
     expect(gated.status).toBe(1);
     expect(gated.stderr).toMatch(/^hcsp: xcheck: \d+ tensors exceed --max-ulp 0\.5: the largest, \S+ \(cpu:sp=on against cpu:sp=off\), [\d.]+ row-scaled ulp\n$/);
-    const wide = run(['--max-ulp', '1000']);
+    const textReport = join(dir, 'report-text');
+    const wide = run(['--max-ulp', '1000', '--report', textReport]);
     expect(wide.status, wide.stderr).toBe(0);
+    // the verdict leads each pair; the report's path ends the output
+    expect(wide.stdout).toMatch(/\ncpu:sp=on \(a\) against cpu:sp=off \(b\):\n  verdict: first difference at \S+ \(/);
+    expect(wide.stdout.endsWith(`within --max-ulp 1000\nreport: ${join(textReport, 'index.html')} (data: ${join(textReport, 'report.json')})\n`)).toBe(true);
   });
 });
