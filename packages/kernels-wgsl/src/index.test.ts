@@ -52,7 +52,7 @@ describe('WGSL kernel table', () => {
 });
 
 describe('WGSL kernels are bit-exact with the CPU reference', () => {
-  it('linear (tiled path with edge tiles, and the generic path)', async () => {
+  it('linear (register-tiled path with edge tiles, and the workgroup-tiled path for odd K and O)', async () => {
     for (const [T, K, O] of [
       [5, 24, 6],
       [9, 40, 10],
