@@ -31,7 +31,10 @@ describe('live xcheck on the CPU reference', () => {
     expect(grid.cells.filter((c) => c.tensor.layer < 2).every((c) => c.value === 0)).toBe(true);
     expect(pair.tensors.find((t) => t.name === 'layers.3.in')!.differing).toBeGreaterThan(0);
     const kinds = kindGrid(pair, 'fraction');
-    expect(kinds.rows.map((r) => r.label)).toEqual(['embed', 'L0', 'L1', 'L2', 'L3', 'L4 (exit)']);
+    expect(kinds.rows.map((r) => r.label)).toEqual(['embed', 'L0', 'L1', 'L2', 'L3', 'final', 'mtp']);
+    // the verdict and the flips come with the live report as with the CLI's
+    expect(pair.verdict).toMatchObject({ kind: 'unjudged', first: { name: pair.tensors.find((t) => t.differing > 0)!.name } });
+    expect(pair.routing).toEqual(expect.any(Array));
     expect(kinds.cols.map((c) => c.label)).toContain('attn_hc.mixed');
   });
 

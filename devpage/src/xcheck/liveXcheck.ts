@@ -6,6 +6,9 @@
 import {
   collectNamed,
   diffNamed,
+  pairVerdict,
+  routingFlips,
+  selectionFlips,
   getConfig,
   MODEL_SUB_LAYERS,
   namedValueIds,
@@ -127,8 +130,10 @@ export function liveReport(r: LiveRequest, a: LiveSideResult, b: LiveSideResult)
         tensors,
         differing: tensors.reduce((n, t) => n + t.differing, 0),
         maxUlp: tensors.reduce((m, t) => Math.max(m, t.maxUlp ?? 0), 0),
+        routing: routingFlips(new Map(a.named), new Map(b.named)),
+        selection: selectionFlips(new Map(a.named), new Map(b.named)),
       },
-    ],
+    ].map((p) => ({ ...p, verdict: pairVerdict(p) })),
     golden: null,
   };
 }

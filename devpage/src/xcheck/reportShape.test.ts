@@ -1,7 +1,7 @@
 import type { XcheckTensor } from '@hcsp/core';
 import { describe, expect, it } from 'vitest';
 import { parseXcheckReport, ReportShapeError, validateXcheckReport } from './reportShape.ts';
-import { attribution, kindGrid, metricColor, metricValue, rankGrid, stepLabel, tensorKind, worstTensors } from './xcheckHeatmap.ts';
+import { attribution, barTicks, kindGrid, metricColor, metricDomain, metricValue, rankGrid, scalePosition, stepLabel, tensorKind, worstTensors } from './xcheckHeatmap.ts';
 
 /** the minimal --json tensor */
 const minimal = (name: string, layer: number, differing: number, maxUlp: number | null, count = 100) => ({ name, layer, count, differing, exactFraction: (count - differing) / count, maxUlp, maxAbs: differing ? 0.5 : 0 });
@@ -106,14 +106,14 @@ describe('xcheck grids', () => {
 
   it('layer x kind: the embedding, the layers and the exit, blank where a layer has no such value', () => {
     const g = kindGrid(pair, 'ulp');
-    expect(g.rows.map((r) => r.label)).toEqual(['embed', 'L0', 'L1', 'L2 (exit)']);
+    expect(g.rows.map((r) => r.label)).toEqual(['embed', 'L0', 'L1', 'final']);
     expect(g.cols.map((c) => c.label)).toEqual(['embed', 'in', 'attn.out', 'ple.ngram_ids', 'final.mixed', 'logits']);
     expect(g.cells).toHaveLength(6);
     // ids differ: no ulp distance, the worst class
     const ids = g.cells.find((c) => c.tensor.name === 'layers.1.ple.ngram_ids')!;
     expect(ids.value).toBe(Infinity);
-    expect(metricColor(ids.value, 'ulp')).toBe('#111827');
-    expect(metricColor(0, 'fraction')).toBe('#eef2f5');
+    expect(metricColor(ids.value, [1, 2])).toBe('#111827');
+    expect(metricColor(0, [1, 2])).toBe('#eef2f5');
     expect(tensorKind('layers.12.attn_hc.mixed')).toBe('attn_hc.mixed');
   });
 
@@ -124,8 +124,42 @@ describe('xcheck grids', () => {
     expect(metricValue(rowScaled, 'rowUlp')).toBe(0.5);
     // the minimal report has no row-scaled figure: unknown where bf16 values differ, 0 where none do, the worst class for ids
     expect(metricValue(pair.tensors[2], 'rowUlp')).toBeNull();
-    expect(metricColor(null, 'rowUlp')).toBe('#d1d5db');
+    expect(metricColor(null, [1, 2])).toBe('#d1d5db');
     expect(metricValue(pair.tensors[1], 'rowUlp')).toBe(0);
     expect(metricValue(pair.tensors[7], 'rowUlp')).toBe(Infinity);
+  });
+});
+
+describe('the verdict, the flips and the colour scale', () => {
+  it('reads routing and QSA selection flips (none when absent) and computes the verdict from the tensors', () => {
+    const raw = minimalReport() as Record<string, unknown> & { pairs: Record<string, unknown>[] };
+    const old = validateXcheckReport(raw).pairs[0];
+    expect(old.routing).toEqual([]);
+    expect(old.selection).toEqual([]);
+    // no float64 in the minimal report: the first difference, not judged
+    expect(old.verdict).toMatchObject({ kind: 'unjudged', first: { name: 'layers.0.attn.out' } });
+    raw.pairs[0].routing = [{ layer: 0, rows: [3, 9], count: 100 }];
+    raw.pairs[0].selection = [{ layer: 1, rows: [2], count: 100 }];
+    // a verdict in the file is not trusted: recomputed
+    raw.pairs[0].verdict = { kind: 'identical' };
+    const pair = validateXcheckReport(raw).pairs[0];
+    expect(pair.verdict!.routing).toEqual([{ layer: 0, rows: [3, 9], count: 100 }]);
+    expect(pair.verdict!.selection).toEqual([{ layer: 1, rows: [2], count: 100 }]);
+    expect(pair.verdict!.kind).toBe('unjudged');
+    raw.pairs[0].routing = [{ layer: 0, rows: 'x', count: 100 }];
+    expect(() => validateXcheckReport(raw)).toThrow('not an xcheck report: pairs[0].routing[0].rows must be an array, got string "x"');
+  });
+
+  it('colours on a continuous log scale from the smallest positive value to the real maximum, not classes ending at 16', () => {
+    const values = [0, 0.0625, 2, 714.75, null, Infinity];
+    const domain = metricDomain(values)!;
+    expect(domain).toEqual([0.0625, 714.75]);
+    expect(metricColor(0.0625, domain)).toBe('#440154');
+    expect(metricColor(714.75, domain)).toBe('#fde725');
+    // 20 and 700 (both "> 16" before) now differ
+    expect(metricColor(20, domain)).not.toBe(metricColor(700, domain));
+    expect(scalePosition(Math.sqrt(0.0625 * 714.75), domain)).toBeCloseTo(0.5, 12);
+    expect(barTicks(domain)).toEqual([0.0625, 0.1, 1, 10, 100, 714.75]);
+    expect(metricDomain([0, null])).toBeNull();
   });
 });

@@ -4,7 +4,7 @@
 // fields the issue fixes (ok, pairs[{a, b, tensors[{name, layer, count, differing,
 // exactFraction, maxUlp, maxAbs}]}]) are required; the rest of XcheckReport is optional and
 // filled with neutral values when absent.
-import { tensorPlace, type XcheckPair, type XcheckReport, type XcheckRun, type XcheckTensor } from '@hcsp/core';
+import { pairVerdict, tensorPlace, type RoutingDifference, type XcheckPair, type XcheckReport, type XcheckRun, type XcheckTensor } from '@hcsp/core';
 
 export class ReportShapeError extends Error {
   constructor(message: string) {
@@ -128,6 +128,16 @@ function tensor(v: unknown, path: string, exitLayer: number): XcheckTensor {
   };
 }
 
+/** routing / selection flips: [{layer, rows, count}] (absent in older reports: none) */
+function flips(v: unknown, path: string): RoutingDifference[] {
+  if (v === undefined) return [];
+  return arr(v, path).map((x, i) => {
+    const o = obj(x, `${path}[${i}]`);
+    const rows = arr(o.rows, `${path}[${i}].rows`).map((r, j) => (typeof r === 'number' ? r : fail(`${path}[${i}].rows[${j}]`, 'a number', r)));
+    return { layer: num(o, 'layer', `${path}[${i}]`) as number, rows, count: num(o, 'count', `${path}[${i}]`, { nonNegative: true }) as number };
+  });
+}
+
 function run(v: unknown, path: string): XcheckRun {
   const o = obj(v, path);
   const options: Record<string, string> = {};
@@ -158,13 +168,18 @@ export function validateXcheckReport(value: unknown): XcheckReport {
     const po = obj(p, path);
     const tensors = arr(po.tensors, `${path}.tensors`).map((t, j) => tensor(t, `${path}.tensors[${j}]`, exitLayer));
     const maxUlp = tensors.reduce((m, t) => Math.max(m, t.maxUlp ?? 0), 0);
-    return {
+    const pair: XcheckPair = {
       a: str(po, 'a', path),
       b: str(po, 'b', path),
       tensors,
       differing: (num(po, 'differing', path, { optional: true }) as number | undefined) ?? tensors.reduce((n, t) => n + t.differing, 0),
       maxUlp: (num(po, 'maxUlp', path, { optional: true }) as number | undefined) ?? maxUlp,
+      routing: flips(po.routing, `${path}.routing`),
+      selection: flips(po.selection, `${path}.selection`),
     };
+    // computed here from what was checked, whatever the file says (an older report has none)
+    pair.verdict = pairVerdict(pair);
+    return pair;
   });
   const layers: [number, number] = layersRaw
     ? (layersRaw.map((x, i) => (typeof x === 'number' ? x : fail(`layers[${i}]`, 'a number', x))) as [number, number])

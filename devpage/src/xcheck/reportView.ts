@@ -2,9 +2,9 @@
 // pair the layer x rank heatmap of each rank's own values, the layer x tensor-kind heatmap of
 // the values of all T rows, the attribution against float64 when the report has it, and a
 // table of the worst tensors.
-import type { XcheckPair, XcheckReport, XcheckTensor } from '@hcsp/core';
+import { attributionText, pairVerdict, tensorGroup, type XcheckPair, type XcheckReport, type XcheckTensor } from '@hcsp/core';
 import { h, s } from '../view/dom.ts';
-import { attribution, kindGrid, metricClasses, metricColor, pairHeadline, rankGrid, UNKNOWN_COLOR, worstTensors, XCHECK_METRICS, type GridModel, type XcheckMetric } from './xcheckHeatmap.ts';
+import { attribution, barGradient, barTicks, BEYOND_COLOR, IDENTICAL_COLOR, kindGrid, metricColor, metricDomain, pairHeadline, rankGrid, scalePosition, UNKNOWN_COLOR, worstTensors, XCHECK_METRICS, type GridModel, type XcheckMetric } from './xcheckHeatmap.ts';
 
 const CELL_H = 16;
 const LABEL_W = 110;
@@ -28,7 +28,7 @@ function metricText(t: XcheckTensor): string {
 }
 
 /** One heatmap grid as SVG: row labels left, rotated column labels on top, one rect per cell (class xc-cell). */
-export function renderGrid(model: GridModel, metric: XcheckMetric, kind: 'rank' | 'kind', caption: string): HTMLElement {
+export function renderGrid(model: GridModel, domain: readonly [number, number] | null, kind: 'rank' | 'kind', caption: string): HTMLElement {
   const cellW = Math.max(10, Math.min(44, Math.floor((MAX_W - LABEL_W - 20) / Math.max(1, model.cols.length))));
   const width = LABEL_W + model.cols.length * cellW + 20;
   const height = HEADER_H + model.rows.length * CELL_H + 4;
@@ -54,7 +54,7 @@ export function renderGrid(model: GridModel, metric: XcheckMetric, kind: 'rank' 
           y,
           width: cellW - 1,
           height: CELL_H - 1,
-          fill: metricColor(c.value, metric),
+          fill: metricColor(c.value, domain),
           class: c.tensor.differing > 0 ? 'xc-cell xc-differs' : 'xc-cell',
           'data-name': c.tensor.name,
           'data-layer': c.tensor.layer,
@@ -74,9 +74,28 @@ export function renderGrid(model: GridModel, metric: XcheckMetric, kind: 'rank' 
   return h('figure', { class: 'xc-figure' }, svg, h('figcaption', {}, caption));
 }
 
-export function renderLegend(metric: XcheckMetric): HTMLElement {
+/** The colour bar of a pair's grids: continuous on a log scale from the smallest positive value to the real maximum, labelled at both ends and the powers of ten between. */
+export function renderLegend(metric: XcheckMetric, domain: readonly [number, number] | null): HTMLElement {
   const label = XCHECK_METRICS.find((m) => m.value === metric)!.label;
-  return h('div', { class: 'legend xc-legend' }, h('span', {}, `${label}:`), ...metricClasses(metric).map((c) => h('span', {}, h('i', { style: `background:${c.color}` }), c.label)), h('span', {}, h('i', { style: `background:${UNKNOWN_COLOR}` }), 'not in the report'), h('span', {}, h('i', { class: 'xc-none' }), 'not compared'));
+  const swatch = (color: string, text: string): HTMLElement => h('span', {}, h('i', { style: `background:${color}` }), text);
+  const bar = domain
+    ? h(
+        'span',
+        { class: 'xc-colorbar', 'data-min': domain[0], 'data-max': domain[1], title: `${label}: ${fmt(domain[0])} to ${fmt(domain[1])}, log scale` },
+        h('span', { class: 'xc-bar', style: `background:${barGradient()}` }),
+        ...barTicks(domain).map((t) => h('span', { class: 'xc-tick', style: `left:${(100 * scalePosition(t, domain)).toFixed(2)}%` }, fmt(t))),
+      )
+    : h('span', { class: 'muted' }, 'no positive value');
+  return h(
+    'div',
+    { class: 'legend xc-legend' },
+    h('span', {}, `${label} (log):`),
+    bar,
+    swatch(IDENTICAL_COLOR, '0 (bit-identical)'),
+    swatch(BEYOND_COLOR, 'a non-float value differs'),
+    swatch(UNKNOWN_COLOR, 'not in the report'),
+    h('span', {}, h('i', { class: 'xc-none' }), 'not compared'),
+  );
 }
 
 function worstTable(pair: XcheckPair, withExact: boolean): HTMLElement {
@@ -87,7 +106,7 @@ function worstTable(pair: XcheckPair, withExact: boolean): HTMLElement {
   const rows = worst.map((t) => {
     const cells: (HTMLElement | string)[] = [
       h('td', { class: 'step' }, t.name),
-      h('td', { class: 'num' }, String(t.layer)),
+      h('td', { class: 'num' }, tensorGroup(t.name)),
       h('td', { class: 'num' }, t.rank === null ? 'all' : `r${t.rank}`),
       h('td', { class: 'num' }, String(t.count)),
       h('td', { class: 'num' }, String(t.differing)),
@@ -132,17 +151,26 @@ function attributionBlock(pair: XcheckPair): HTMLElement {
 function renderPair(pair: XcheckPair, index: number, metric: XcheckMetric, exact: boolean): HTMLElement {
   const ranks = rankGrid(pair, metric);
   const kinds = kindGrid(pair, metric);
+  // one scale for both grids of the pair, to their real maximum
+  const domain = metricDomain([...ranks.cells, ...kinds.cells].map((c) => c.value));
+  const v = pair.verdict ?? pairVerdict(pair);
+  const at = attributionText(v, pair);
+  const flips = [...v.routing.map((f) => `routing flips at layer ${f.layer}: ${f.rows.length} of ${f.count} rows`), ...v.selection.map((f) => `QSA selection flips at layer ${f.layer}: ${f.rows.length} of ${f.count} rows`)];
   return h(
     'section',
     { class: 'xc-pair', 'data-pair': index },
-    h('h3', {}, `${pair.a} against ${pair.b}`),
+    h('h3', {}, `${pair.a} (a) against ${pair.b} (b)`),
+    h('p', { class: `xc-verdict ${v.kind}` }, h('strong', {}, 'Verdict: '), v.line),
     h('p', { class: 'headline xc-headline' }, pairHeadline(pair)),
+    at ? h('p', { class: 'xc-attribution-sides' }, at) : null,
+    flips.length ? h('ul', { class: 'xc-flips' }, ...flips.map((f) => h('li', {}, f))) : null,
     attributionBlock(pair),
+    renderLegend(metric, domain),
     ranks.cells.length
-      ? renderGrid(ranks, metric, 'rank', `Each rank's own values per sub-layer step (rows, graph order): its partial sums before the collective and the collective's output on that rank (columns grouped by rank). A cell's rows are the ones that rank holds.`)
+      ? renderGrid(ranks, domain, 'rank', `Each rank's own values per sub-layer step (rows, graph order): its partial sums before the collective and the collective's output on that rank (columns grouped by rank). A cell's rows are the ones that rank holds.`)
       : h('p', { class: 'muted' }, 'No per-rank values (`*.partial.r{k}`, `*.out.r{k}`) in this pair.'),
     kinds.cells.length
-      ? renderGrid(kinds, metric, 'kind', 'Values of all T rows (the golden-dump names) per layer (rows) and tensor kind (columns); blank: that layer has no such value.')
+      ? renderGrid(kinds, domain, 'kind', 'Values of all T rows (the golden-dump names) per layer (rows) and tensor kind (columns); blank: that layer has no such value.')
       : h('p', { class: 'muted' }, 'No values of all T rows in this pair.'),
     h('h4', {}, 'Worst tensors'),
     worstTable(pair, exact),
@@ -173,7 +201,6 @@ export function renderXcheckReport(report: XcheckReport, metric: XcheckMetric, s
     h('p', { class: 'xc-source' }, `${source}: ${facts.join(', ')}; ${report.pairs.length} pair${report.pairs.length === 1 ? '' : 's'}${report.exact ? ', with the float64 evaluation' : ''}.`),
     runs,
     golden,
-    renderLegend(metric),
     ...report.pairs.map((p, i) => renderPair(p, i, metric, report.exact)),
   );
 }

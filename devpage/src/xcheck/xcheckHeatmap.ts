@@ -2,7 +2,7 @@
 // grid of each rank's own values (`{step}.partial.r{k}` / `{step}.out.r{k}`), a layer x
 // tensor-kind grid of the values of all T rows, the worst tensors, and the attribution
 // against the float64 evaluation when the report has it.
-import type { XcheckPair, XcheckTensor } from '@hcsp/core';
+import { tensorGroup, type XcheckPair, type XcheckTensor } from '@hcsp/core';
 
 /**
  * What a cell's colour shows: the fraction of elements whose bits differ, the largest bf16
@@ -34,50 +34,68 @@ export function metricValue(t: XcheckTensor, metric: XcheckMetric): number | nul
 
 /** The fill of a value the report does not carry. */
 export const UNKNOWN_COLOR = '#d1d5db';
+/** The fill of 0: bit-identical. */
+export const IDENTICAL_COLOR = '#eef2f5';
+/** The fill of a difference no ulp figure measures (a non-float value that differs): beyond the scale. */
+export const BEYOND_COLOR = '#111827';
 
-export interface ColorClass {
-  max: number;
-  color: string;
-  label: string;
+// viridis at 9 even stops: perceptually even, readable in grey
+const VIRIDIS = ['#440154', '#472d7b', '#3b528b', '#2c728e', '#21918c', '#28ae80', '#5ec962', '#addc30', '#fde725'];
+
+/** The colour scale's range: the smallest positive and the largest finite value (null: none), so that the scale ends at the real maximum. */
+export function metricDomain(values: readonly (number | null)[]): [number, number] | null {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const v of values) {
+    if (v === null || !Number.isFinite(v) || v <= 0) continue;
+    lo = Math.min(lo, v);
+    hi = Math.max(hi, v);
+  }
+  return hi >= lo ? [lo, hi] : null;
 }
 
-const FRACTION_CLASSES: readonly ColorClass[] = [
-  { max: 0, color: '#eef2f5', label: 'bit-identical' },
-  { max: 0.001, color: '#fde68a', label: '<= 0.1%' },
-  { max: 0.01, color: '#fbbf24', label: '<= 1%' },
-  { max: 0.1, color: '#f97316', label: '<= 10%' },
-  { max: 0.5, color: '#dc2626', label: '<= 50%' },
-  { max: Infinity, color: '#581c87', label: '> 50%' },
-];
-
-const ULP_CLASSES: readonly ColorClass[] = [
-  { max: 0, color: '#eef2f5', label: 'bit-identical' },
-  { max: 1, color: '#fde68a', label: '1 ulp' },
-  { max: 2, color: '#fbbf24', label: '<= 2' },
-  { max: 4, color: '#f97316', label: '<= 4' },
-  { max: 16, color: '#dc2626', label: '<= 16' },
-  { max: 256, color: '#991b1b', label: '<= 256' },
-  { max: Infinity, color: '#111827', label: '> 256 (or a non-bf16 value differs)' },
-];
-
-const ROW_ULP_CLASSES: readonly ColorClass[] = [
-  { max: 0, color: '#eef2f5', label: 'bit-identical' },
-  { max: 0.5, color: '#fde68a', label: '<= 0.5' },
-  { max: 1, color: '#fbbf24', label: '<= 1' },
-  { max: 2, color: '#f97316', label: '<= 2' },
-  { max: 4, color: '#dc2626', label: '<= 4' },
-  { max: 16, color: '#991b1b', label: '<= 16' },
-  { max: Infinity, color: '#111827', label: '> 16 (or a non-float value differs)' },
-];
-
-export function metricClasses(metric: XcheckMetric): readonly ColorClass[] {
-  return metric === 'fraction' ? FRACTION_CLASSES : metric === 'ulp' ? ULP_CLASSES : ROW_ULP_CLASSES;
+/** Where a value sits on the log scale over `domain`, 0 to 1. */
+export function scalePosition(value: number, domain: readonly [number, number]): number {
+  const [lo, hi] = domain;
+  if (hi <= lo) return 1;
+  return Math.min(1, Math.max(0, Math.log(value / lo) / Math.log(hi / lo)));
 }
 
-export function metricColor(value: number | null, metric: XcheckMetric): string {
+function mix(a: string, b: string, f: number): string {
+  const c = (s: string, i: number): number => parseInt(s.slice(1 + 2 * i, 3 + 2 * i), 16);
+  return `#${[0, 1, 2].map((i) => Math.round(c(a, i) + (c(b, i) - c(a, i)) * f).toString(16).padStart(2, '0')).join('')}`;
+}
+
+/** The colour of a position 0 to 1 on the bar. */
+export function barColor(position: number): string {
+  const x = position * (VIRIDIS.length - 1);
+  const i = Math.min(VIRIDIS.length - 2, Math.floor(x));
+  return mix(VIRIDIS[i], VIRIDIS[i + 1], x - i);
+}
+
+/** The CSS gradient of the bar, left (domain[0]) to right (domain[1]). */
+export function barGradient(): string {
+  return `linear-gradient(to right, ${VIRIDIS.join(', ')})`;
+}
+
+/** A cell's fill: continuous on a log scale over `domain`; 0, unknown and unmeasured differences apart. */
+export function metricColor(value: number | null, domain: readonly [number, number] | null): string {
   if (value === null) return UNKNOWN_COLOR;
-  if (!(value >= 0)) throw new Error(`xcheck heatmap: a ${metric} value must be >= 0, got ${value}`);
-  return metricClasses(metric).find((c) => value <= c.max)!.color;
+  if (!(value >= 0)) throw new Error(`xcheck heatmap: a value must be >= 0, got ${value}`);
+  if (value === 0) return IDENTICAL_COLOR;
+  if (!Number.isFinite(value) || domain === null) return BEYOND_COLOR;
+  return barColor(scalePosition(value, domain));
+}
+
+/** The bar's labels: its two ends and the powers of ten between them. */
+export function barTicks(domain: readonly [number, number]): number[] {
+  const [lo, hi] = domain;
+  const between: number[] = [];
+  for (let e = Math.ceil(Math.log10(lo)); e <= Math.floor(Math.log10(hi)); e++) {
+    const t = Number(`1e${e}`);
+    if (t > lo * 1.5 && t < hi / 1.5) between.push(t);
+  }
+  return hi > lo ? [lo, ...between, hi] : [lo];
 }
 
 export interface GridCell {
@@ -140,26 +158,27 @@ export function rankGrid(pair: XcheckPair, metric: XcheckMetric): GridModel {
   };
 }
 
-/** `layers.3.attn_hc.mixed` -> `attn_hc.mixed`; names outside a layer (embed, final.in, logits, mtp.logits) are their own kind. */
+/** `layers.3.attn_hc.mixed` -> `attn_hc.mixed`, `mtp.logits` -> `logits` (in the mtp row); names outside a layer (embed, final.in, logits) are their own kind. */
 export function tensorKind(name: string): string {
-  return name.replace(/^layers\.\d+\./, '');
+  return name.replace(/^layers\.\d+\./, '').replace(/^mtp\./, '');
 }
 
 /**
- * Rows: the layers (the embedding as -1, the exit layer last), columns: the kinds of the
- * values of all T rows, in the order they first appear; a cell where that layer has that value.
+ * Rows: the places (embed, the layers, final, mtp), columns: the kinds of the values of all T
+ * rows, in the order they first appear; a cell where that place has that value.
  */
 export function kindGrid(pair: XcheckPair, metric: XcheckMetric): GridModel {
   const all = pair.tensors.filter((t) => t.rank === null);
-  const layers = [...new Set(all.map((t) => t.layer))].sort((x, y) => x - y);
+  // rows: the places in depth order, named as everywhere (embed, L{i}, final, mtp)
+  const order = (p: string): number => (p === 'embed' ? -1 : p === 'final' ? 1e6 : p === 'mtp' ? 1e6 + 1 : Number(p.slice(1)));
+  const places = [...new Set(all.map((t) => tensorGroup(t.name)))].sort((x, y) => order(x) - order(y));
   const kinds: string[] = [];
   for (const t of all) if (!kinds.includes(tensorKind(t.name))) kinds.push(tensorKind(t.name));
-  const exitLayers = new Set(all.filter((t) => !t.name.startsWith('layers.') && t.name !== 'embed' && t.name !== 'input_ids').map((t) => t.layer));
-  const label = (l: number): string => (l < 0 ? 'embed' : exitLayers.has(l) ? `L${l} (exit)` : `L${l}`);
+  const layerOf = new Map(all.map((t) => [tensorGroup(t.name), t.layer]));
   return {
-    rows: layers.map((l) => ({ label: label(l), layer: l })),
+    rows: places.map((p) => ({ label: p, layer: layerOf.get(p)! })),
     cols: kinds.map((k) => ({ label: k, rank: null })),
-    cells: all.map((t) => ({ row: layers.indexOf(t.layer), col: kinds.indexOf(tensorKind(t.name)), tensor: t, value: metricValue(t, metric) })),
+    cells: all.map((t) => ({ row: places.indexOf(tensorGroup(t.name)), col: kinds.indexOf(tensorKind(t.name)), tensor: t, value: metricValue(t, metric) })),
   };
 }
 
