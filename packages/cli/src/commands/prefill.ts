@@ -9,6 +9,7 @@ import { Option, type Command } from 'commander';
 import {
   CpuBackend,
   FP8_FORMATS,
+  rankGraph,
   MODEL_SUB_LAYERS,
   modelWeightSpecs,
   preparePrefill,
@@ -44,6 +45,9 @@ import { oneOf, parseIntStrict, parseTokens } from '../parseArgs.ts';
 import { nodeProgress } from '../progress.ts';
 import { interruptible } from '../signals.ts';
 import { planWithFloor, SP_OFF_REASON } from '../sp/planWithFloor.ts';
+import { chromeTrace } from '../trace/chromeTrace.ts';
+import { gatherTimings } from '../trace/gatherTimings.ts';
+import { NodeTimer, type RunTiming } from '../trace/nodeTimer.ts';
 
 interface PrefillCliOptions extends BackendChoiceFlags {
   backend: string;
@@ -62,6 +66,7 @@ interface PrefillCliOptions extends BackendChoiceFlags {
   rejectNonfinite?: boolean;
   ids?: string;
   dump?: string;
+  trace?: string;
   fp8?: string;
   qsaSelection?: string;
   pleTable?: string;
@@ -181,6 +186,9 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
     // Every file the run reads, the checkpoint's shards, index and config.json included.
     const inputs = [opts.ids, ...(Object.hasOwn(PRESETS, opts.config) ? [] : [opts.config, join(opts.config, 'config.json')]), opts.weights, ...checkpointInputs];
     const dumpTarget = opts.dump === undefined ? null : resolveOutputTarget(opts.dump, '--dump', inputs.filter((p): p is string => p !== undefined));
+    if (opts.trace === '-') throw new Error('--trace -: the trace is a file (--trace FILE.json); standard output carries the summary');
+    const traceTarget = opts.trace === undefined ? null : resolveOutputTarget(opts.trace, '--trace', inputs.filter((p): p is string => p !== undefined));
+    if (traceTarget?.kind === 'file' && dumpTarget?.kind === 'file' && traceTarget.path === dumpTarget.path) throw new Error(`--trace ${opts.trace}: the same file as --dump ${opts.dump}`);
     const estimate = estimatePrefillMemory({ config, tokens, tp, sp, reduce, subLayers, pleTable, env: process.env, checkpoint: watch !== undefined });
     checkMemory(`prefill of ${config.name} at tp ${tp} with T ${tokens}`, estimate, limit);
     const prepared = preparePrefill({
@@ -215,6 +223,20 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
     // under mpirun, rank 0's progress stands for all
     const progress = nodeProgress(`prefill ${config.name} tp${tp} T=${tokens}${rank ? ` (rank ${rank.rank})` : ''}`, { quiet: opts.quiet || (rank !== null && rank.rank !== 0) });
     const runSeconds: number[] = [];
+    // --trace: the last run's node times, this process's (its part's, as a rank)
+    const timer = traceTarget ? new NodeTimer() : null;
+    const traced: { timing: RunTiming | null } = { timing: null };
+    const traceNodes = rank ? rankGraph(prepared.graph, rank.rank).nodes.length : prepared.graph.nodes.length;
+    const onNode = (done: number, total: number) => {
+      timer?.onNode(done);
+      progress.onNode(done, total);
+    };
+    const timed = {
+      beforeRun: () => timer?.begin(),
+      afterRun: (r: RunResult) => {
+        if (timer) traced.timing = timer.end(r.stats.engine?.recorded === true, traceNodes);
+      },
+    };
     const run = async (): Promise<RunResult & Partial<RankRunExtras>> => {
       try {
         const keep = [...selections.map((s) => s.id), ...Object.values(prepared.outputs.dumpValues), ...(prepared.outputs.mtp ? [prepared.outputs.mtp.logits, prepared.outputs.mtp.draftTokens] : []), prepared.outputs.logits, prepared.outputs.nextTokens];
@@ -223,7 +245,9 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
           try {
             let result: RunResult | null = null;
             for (let i = 0; i < runs; i++) {
-              result = await session.run(prepared.feeds, { onNode: progress.onNode, keep });
+              timed.beforeRun();
+              result = await session.run(prepared.feeds, { onNode, keep });
+              timed.afterRun(result);
               runSeconds.push(result.stats.seconds);
             }
             return { ...result!, enginePerRank: result!.stats.engine ? [result!.stats.engine] : undefined };
@@ -233,7 +257,7 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
         }
         // every rank is ready (or all end together): only then does any rank enter a collective
         await rank.startTogether(null, planDigest(prepared.graph, prepared.feeds));
-        return await rank.run(backend, prepared.graph, prepared.feeds, prepared.weights, { onNode: progress.onNode, keep, runs, weightBytesRead: () => checkpoint?.bytesRead() ?? 0 });
+        return await rank.run(backend, prepared.graph, prepared.feeds, prepared.weights, { onNode, keep, runs, weightBytesRead: () => checkpoint?.bytesRead() ?? 0, ...timed });
       } finally {
         progress.stop();
         await backend.dispose();
@@ -242,6 +266,9 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
     // The CPU reference computes on this thread, so no signal handler could run before it
     // ends: the default disposition stays (Ctrl-C ends it at once; it has nothing to clean up).
     const result = backend instanceof CpuBackend ? await run() : await interruptible(run);
+    // every rank sends its timing to rank 0, which writes the whole job's trace
+    const { timing } = traced;
+    const timings = timing === null ? null : rank ? await gatherTimings(rank.control, timing) : [timing];
     const nonFinite = watch?.found() ?? new Map();
     for (const [name, count] of nonFinite) process.stderr.write(`hcsp: warning: ${opts.weights}: ${describeNonFinite(name, count)}\n`);
     // every output is rank 0's: the other ranks are done
@@ -253,6 +280,10 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
     if (dumpTarget) {
       const layout = layoutSafetensors(dumpTensors(prepared, result.values), { producer: 'hcsp prefill', config: config.name, tp: String(tp), sp: String(prepared.plan.sp) });
       await writeOutput(dumpTarget, [layout.header, ...layout.order.map((o) => o.bytes)], '--dump', opts.dump!);
+    }
+    if (traceTarget && timings) {
+      const trace = chromeTrace({ graph: prepared.graph, mode: rank ? 'ranks' : 'sim', timings, device: `${backend.name}: ${device}` });
+      await writeOutput(traceTarget, [Buffer.from(JSON.stringify(trace))], '--trace', opts.trace!);
     }
     const mtp = prepared.outputs.mtpState ? result.values.get(prepared.outputs.mtpState)! : null;
     const { seconds, hcRowsPerRank, commBytesPerRank } = result.stats;
@@ -291,6 +322,7 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
       mtpLogitsSha256: mtpOut ? sha256(result.values.get(mtpOut.logits)!) : null,
       mtpDraftTokens: mtpOut ? Array.from(result.values.get(mtpOut.draftTokens)!.data as Int32Array) : null,
       dump: dumpTarget ? (dumpTarget.kind === 'stdout' ? '-' : resolve(opts.dump!)) : null,
+      trace: opts.trace ? resolve(opts.trace) : null,
       outputSha256: sha256(h),
       mtpStateSha256: mtp ? sha256(mtp) : null,
       hcRowsPerRank,
@@ -329,6 +361,7 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
       `  HC rows per rank: ${hcRowsPerRank.join(', ')}`,
       `  bytes sent per rank: all-reduce ${commBytesPerRank[0].allReduce}, all-gather ${commBytesPerRank[0].allGather}, reduce-scatter ${commBytesPerRank[0].reduceScatter}`,
       ...(summary.engine ?? []).map((e, i) => engineLine(e, rank ? `rank ${i}` : tp > 1 ? `ranks 0-${tp - 1}` : 'rank 0', runs)),
+      ...(summary.trace ? [`  trace: ${summary.trace} (a Chrome trace: open it in Perfetto's UI, ui.perfetto.dev, "Open trace file", or chrome://tracing)`] : []),
     ];
     return `${lines.join('\n')}\n`;
   } finally {
@@ -348,6 +381,7 @@ export function registerPrefill(program: Command): void {
     .option('--tokens <n>', 'tokens in the prefill (default 1100, or the length of --ids)')
     .option('--ids <file.json>', "a prompt's token ids: a JSON array of integers (default: seeded ids)")
     .option('--dump <file.safetensors>', 'write the golden dump (README: "Golden dumps"), gathered to all T rows; - for stdout')
+    .option('--trace <file.json>', "write the run's timeline as a Chrome trace: a track per rank, every node with its op, shapes and bytes, every collective on each rank with the bytes it sends, flows between the ranks (under hcsp launch rank 0 writes every rank's)")
     .option('--fp8 <format>', "the FP8 PTPC path on the GDN input projection, and the format of a checkpoint's own FP8 linears: e4m3fnuz (MI300/MI308X) | e4m3fn")
     .option('--qsa-selection <mode>', 'replicated (every rank selects for all rows, as ATOM) | row-sharded (each rank its SP rows, all-gathered)', 'replicated')
     .option(

@@ -249,7 +249,14 @@ export class PrefillRank {
     graph: Graph,
     feeds: Map<ValueId, Tensor>,
     weights: WeightSource,
-    options: RunOptions & { keep: ValueId[]; weightBytesRead: () => number; runs: number },
+    options: RunOptions & {
+      keep: ValueId[];
+      weightBytesRead: () => number;
+      runs: number;
+      /** right before and after each run (prefill --trace times the last) */
+      beforeRun?: () => void;
+      afterRun?: (result: RunResult) => void;
+    },
   ): Promise<RunResult & RankRunExtras> {
     if (!this.started) throw new Error('prefill rank: run() before the start-up agreement (startTogether)');
     const r = this.rank;
@@ -268,8 +275,11 @@ export class PrefillRank {
     try {
       const rankFeeds = new Map([...feeds].filter(([id]) => part.inputs.includes(id)));
       // the statistics are the last run's
-      do result = await prepared.run(rankFeeds, { ...options, keep });
-      while (--runs > 0);
+      do {
+        options.beforeRun?.();
+        result = await prepared.run(rankFeeds, { ...options, keep });
+        options.afterRun?.(result);
+      } while (--runs > 0);
     } finally {
       await prepared.dispose();
     }

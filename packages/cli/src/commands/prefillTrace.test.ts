@@ -1,0 +1,110 @@
+// `prefill --trace FILE.json` (issue 25): a Chrome trace with a track per rank, every collective
+// a slice on each rank with the bytes it sends (the run summary's accounting), one flow through
+// the ranks' slices of each collective; for simulated ranks at tp 2 and 4 and for a 2-rank
+// `hcsp launch` job; a bad path fails before the run and leaves nothing behind.
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// @ts-expect-error: plain JavaScript, run by node at `npm ci` (no types)
+import { buildCli } from '../../scripts/build.mjs';
+import { runPrefillCommand } from './prefill.ts';
+import { newSecret } from '../launch/rendezvousSecret.ts';
+import { expectNothingLeft, freePort, launch as launchJob } from '../../../../test/support/launchJobs.ts';
+import type { ChromeTrace, TraceEvent } from '../trace/chromeTrace.ts';
+
+const CLI = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = join(CLI, '..', '..');
+const outdir = join(CLI, 'dist', `test-trace-${process.pid}`);
+const bundle = join(outdir, 'hcsp.js');
+const dir = mkdtempSync(join(tmpdir(), 'hcsp-trace-'));
+process.env.HCSP_RENDEZVOUS_SECRET = newSecret();
+
+beforeAll(async () => {
+  mkdirSync(outdir, { recursive: true });
+  await buildCli({ outdir });
+});
+afterAll(() => {
+  rmSync(outdir, { recursive: true, force: true });
+  rmSync(dir, { recursive: true, force: true });
+});
+
+type CommBytes = { allReduce: number; allGather: number; reduceScatter: number };
+
+/** Checks the trace of a tp-rank run against its summary's bytes; returns the collective slices per rank. */
+function checkTrace(path: string, tp: number, commBytesPerRank: CommBytes[]): Map<number, TraceEvent>[] {
+  const trace = JSON.parse(readFileSync(path, 'utf8')) as ChromeTrace;
+  expect(Array.isArray(trace.traceEvents)).toBe(true);
+  const ev = trace.traceEvents;
+  for (const e of ev) {
+    expect(['X', 'M', 's', 't', 'f']).toContain(e.ph);
+    expect(Number.isInteger(e.pid) && Number.isInteger(e.tid)).toBe(true);
+    if (e.ph !== 'M') expect(Number.isFinite(e.ts)).toBe(true);
+    if (e.ph === 'X') expect(e.dur! >= 0).toBe(true);
+  }
+  // one process track per rank, named
+  const names = ev.filter((e) => e.ph === 'M' && e.name === 'process_name').map((e) => [e.pid, (e.args as { name: string }).name]);
+  expect(names).toEqual([...Array(tp).keys()].map((r) => [r, `rank ${r}`]));
+  const collectives = [...Array(tp).keys()].map((r) => new Map(ev.filter((e) => e.ph === 'X' && e.cat === 'collective' && e.pid === r).map((e) => [(e.args as { node: number }).node, e])));
+  const nodes = [...Array(tp).keys()].map((r) => ev.filter((e) => e.ph === 'X' && e.cat === 'node' && e.pid === r));
+  for (let r = 0; r < tp; r++) {
+    expect(nodes[r].length).toBeGreaterThan(0);
+    for (const n of nodes[r]) expect(n.args).toMatchObject({ op: n.name, inputs: expect.any(Array), outputs: expect.any(Array), bytesOut: expect.any(Number) });
+    // the same collectives on every rank, in the same order
+    expect([...collectives[r].keys()]).toEqual([...collectives[0].keys()]);
+    const sent: CommBytes = { allReduce: 0, allGather: 0, reduceScatter: 0 };
+    for (const c of collectives[r].values()) sent[c.name as keyof CommBytes] += (c.args as { bytesSent: number }).bytesSent;
+    expect(sent).toEqual(commBytesPerRank[r]);
+  }
+  expect(collectives[0].size).toBeGreaterThan(0);
+  // one flow per collective: 's' on rank 0, 't' on the middle ranks, 'f' on the last, each inside that rank's slice
+  for (const id of collectives[0].keys()) {
+    const flow = ev.filter((e) => ['s', 't', 'f'].includes(e.ph) && e.id === id).sort((a, b) => a.pid - b.pid);
+    expect(flow.map((e) => [e.ph, e.pid])).toEqual([...Array(tp).keys()].map((r) => [r === 0 ? 's' : r === tp - 1 ? 'f' : 't', r]));
+    for (const f of flow) {
+      const slice = collectives[f.pid].get(id)!;
+      expect(f.tid).toBe(slice.tid);
+      expect(f.ts! >= slice.ts! && f.ts! <= slice.ts! + slice.dur!).toBe(true);
+    }
+  }
+  return collectives;
+}
+
+describe('prefill --trace: simulated ranks', () => {
+  for (const tp of [2, 4]) {
+    it(`tp ${tp}, SP on: a track per rank, each collective on every rank with the summary's bytes, flows linking them`, async () => {
+      const path = join(dir, `sim-${tp}.json`);
+      const summary = JSON.parse(await runPrefillCommand({ backend: 'cpu', config: 'tiny', tokens: '40', seed: '3', stack: 'model', json: true, quiet: true, tp: String(tp), sp: 'on', reduce: 'ring', trace: path }));
+      expect(summary.trace).toBe(path);
+      checkTrace(path, tp, summary.commBytesPerRank);
+    }, 120_000);
+  }
+
+  it('a bad path: one error naming it, before the run, nothing written', async () => {
+    const missing = join(dir, 'no-such-dir', 't.json');
+    await expect(runPrefillCommand({ backend: 'cpu', config: 'tiny', tokens: '40', seed: '0', stack: 'model', json: true, quiet: true, tp: '2', sp: 'on', reduce: 'ring', trace: missing })).rejects.toThrow(
+      new RegExp(`^--trace ${missing}: `),
+    );
+    expect(existsSync(join(dir, 'no-such-dir'))).toBe(false);
+    await expect(runPrefillCommand({ backend: 'cpu', config: 'tiny', tokens: '40', seed: '0', stack: 'model', json: true, quiet: true, tp: '2', sp: 'on', reduce: 'ring', trace: dir })).rejects.toThrow(/^--trace .*director/);
+    expect(readdirSync(dir).filter((f) => !f.startsWith('sim-'))).toEqual([]);
+  });
+});
+
+describe('prefill --trace: a 2-rank hcsp launch job', () => {
+  it('rank 0 writes both ranks: the same collectives on both, flows linking them, the bytes each rank sent', async () => {
+    const path = join(dir, 'launch.json');
+    const job = launchJob(bundle, ROOT, ['--nproc-per-node', '2', '--master-port', String(await freePort())], [
+      'prefill', '--backend', 'cpu', '--comm', 'mpi', '--config', 'tiny', '--tokens', '40', '--seed', '3', '--tp', '2', '--sp', 'on', '--json', '--quiet', '--trace', path,
+    ]);
+    const r = await job.done;
+    expect(r.status, r.stderr).toBe(0);
+    const summary = JSON.parse(r.stdout);
+    const collectives = checkTrace(path, 2, summary.commBytesPerRank);
+    // each rank timed its own part: the slices of one collective stand at each rank's own times
+    const [first] = collectives[0].keys();
+    expect(collectives[0].get(first)!.args).toMatchObject({ op: collectives[1].get(first)!.name });
+    await expectNothingLeft(job.mark);
+  }, 180_000);
+});
