@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { readSpFloor } from '@hcsp/core';
 import { resolveModelConfig } from '@hcsp/core/node';
 import type { SpFloor, SpPlan } from '@hcsp/core';
-import { CONFIG_HELP, DEFAULT_CONFIG, DEFAULT_TP, SP_ENV_HELP, TP_HELP } from '../defaults.ts';
+import { configOption, SP_ENV_HELP, tpOption } from '../defaults.ts';
 import { parseIntStrict, parseLayerRange } from '../parseArgs.ts';
 import { planWithFloor } from '../sp/planWithFloor.ts';
 
@@ -62,13 +62,13 @@ export function registerPlan(program: Command): void {
     .command('plan')
     .description('show the sequence-parallel plan of one forward: gate decision, shards, padding, quant path')
     .requiredOption('--tokens <T>', 'tokens in the forward (positive integer)')
-    .option('--tp <N>', TP_HELP, DEFAULT_TP)
+    .addOption(tpOption('<N>'))
     .option('--sp-min-tokens <M>', 'token floor for sharding, 0 disables (default: the variable, see Environment)')
     .option('--capturing', 'the forward is being captured as a graph', false)
     .option('--layers <A:B>', 'decoder layers [A, B) of this pipeline stage (default: all)')
     .option('--mtp', 'the MTP head runs after the forward', false)
     .option('--json', 'print one JSON object', false)
-    .option('--config <name>', CONFIG_HELP, DEFAULT_CONFIG)
+    .addOption(configOption())
     .addHelpText('after', SP_ENV_HELP)
     .action((opts: PlanOptions) => {
       const p = planFromOptions(opts, process.env);

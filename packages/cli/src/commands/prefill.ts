@@ -37,7 +37,7 @@ import { resolveOutputTarget } from '../output/outputTarget.ts';
 import { writeOutput } from '../output/safeOutputFile.ts';
 import { layoutSafetensors } from '@hcsp/core';
 import { describeNonFinite, NonFiniteWatch } from '../checkpoint/nonFinite.ts';
-import { CONFIG_HELP, DEFAULT_CONFIG, DEFAULT_TP, SP_ENV_HELP, TP_HELP } from '../defaults.ts';
+import { configOption, SP_ENV_HELP, tpOption } from '../defaults.ts';
 import { formatBytes } from '../guards/byteSize.ts';
 import { checkMemory, MAX_MEMORY_HELP, memoryLimit } from '../guards/memoryGuard.ts';
 import { estimatePrefillMemory } from '../guards/prefillMemory.ts';
@@ -376,8 +376,8 @@ export function registerPrefill(program: Command): void {
     .addOption(new Option('--backend <name>', `executor: ${backendNames().join('|')}`).default('cpu'))
     .addOption(deviceOption())
     .addOption(gemmOption())
-    .option('--config <name>', CONFIG_HELP, DEFAULT_CONFIG)
-    .option('--tp <n>', TP_HELP, DEFAULT_TP)
+    .addOption(configOption())
+    .addOption(tpOption('<n>'))
     .option('--tokens <n>', 'tokens in the prefill (default 1100, or the length of --ids)')
     .option('--ids <file.json>', "a prompt's token ids: a JSON array of integers (default: seeded ids)")
     .option('--dump <file.safetensors>', 'write the golden dump (README: "Golden dumps"), gathered to all T rows; - for stdout')
