@@ -2,7 +2,8 @@
 // (layers/linearMath.ts), its grouped form (each row against its group's weight: the MoE's
 // experts, one launch for all) and `fp8LinearPtpc` (layers/fp8Linear.ts). Each output is summed by
 // one thread over k = 0..K-1 in order, one fp32 add at a time, so a GPU run is bit-exact with
-// the CPU reference. The product of two bf16 (or two e4m3) values has at most 16 significant
+// the CPU reference; the bf16 kernels tile the operands in shared memory (below), each thread
+// keeping 16 such sums. The product of two bf16 (or two e4m3) values has at most 16 significant
 // bits: the reference's fround(acc + x*w), product and sum in double, equals the exact sum
 // rounded once, which is what a fused multiply-add computes (the host GEMM's argument,
 // host/gemm/gemm_kernels.h); a separate fp32 multiply would round a product below fp32's
