@@ -3,7 +3,8 @@
 // products are exact in fp32, so fused or separate multiply-add give the same bits.
 // Tiled path (K a multiple of the k step, O even): each invocation owns a rows x cols
 // register tile and walks k a load unit at a time with no shared memory and no barriers.
-// Other shapes take a one-word-per-invocation path.
+// Other shapes take the workgroup-tiled kernel of tiledGemm.ts (x and w k-tiles in workgroup
+// memory, the same k order), which also takes any shape when asked for by its tiling.
 //
 // Why this default (r8c8, u32 loads, let-chains, workgroup 8, cols fastest): SwiftShader runs
 // a workgroup's invocations as 4-wide SIMD lanes, and every storage load with a runtime
@@ -28,6 +29,15 @@
 //   T=256, load 8-11: r8c8 u32u1ch w4 / w8 / w32 / w64 within noise of each other (x0.95-1.2).
 // The machine was never idle, so single numbers swing up to 2x between rounds; the ranking
 // above held across rounds. The GEMMs stay ~40x under OpenBLAS on the same cores.
+// The workgroup-tiled kernel (tiledGemm.ts) against this default, T=256, 3 interleaved rounds,
+// load 10-11 (2026-12-02), GFLOP/s median (best) of [T,10240]x[10240,324]^T / [T,320]x[320,10240]^T:
+//   r8c8w8cols-u32u1ch (default)  2.27 (3.03) / 2.02 (2.22)
+//   wg-r8c8-t1x8-k16              0.72 (0.72) / 0.41 (0.55)   x0.31 / x0.27
+//   wg-r16c4-t1x16-k8             0.95 (1.17) / 0.57 (1.17)   x0.41 / x0.39
+//   wg-r4c4-t4x4-k16              0.51 (0.59) / 0.32 (0.48)   x0.17 / x0.19
+// SwiftShader runs a workgroup on one CPU thread: staging buys no reuse across cores, costs
+// a scatter per staged word and two coroutine switches per k step, and the staged w reads are
+// per-lane gathers as before; so the register tiling stays the default wherever it applies.
 import type { KernelBinding, KernelDispatch, KernelPlan, KernelPlanner, TensorInfo } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { buf, type BufferDecl, preamble } from '../wgsl/bindings.wgsl.ts';
