@@ -2,7 +2,8 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parseIntStrict, parseLayerRange } from '../parseArgs.ts';
-import { planFromOptions } from './plan.ts';
+import { formatPlan, planFromOptions, planReport } from './plan.ts';
+import { runPrefillCommand } from './prefill.ts';
 
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 const ENV_VAR = 'ATOM_QWEN4_EXP_SP_MIN_TOKENS';
@@ -165,5 +166,33 @@ describe('hcsp plan (spawned)', () => {
       expectFailure(r, args.length === 2 ? '--tokens' : '--bogus');
       expect(r.status).toBe(2);
     }
+  });
+});
+
+describe('the collectives of one forward, and why SP is on (issue 25)', () => {
+  it("each collective's count and bytes per rank add up to what a prefill of the same forward sends, per kind", async () => {
+    const r = planReport(opts({ config: 'tiny', tokens: '1100', tp: '2', mtp: true }), {});
+    expect(r.plan.sp).toBe(true);
+    const run = JSON.parse(await runPrefillCommand({ backend: 'cpu', config: 'tiny', tokens: '1100', seed: '0', stack: 'model', json: true, quiet: true, tp: '2', sp: 'auto', reduce: 'ring' }));
+    const sent = { allReduce: 0, allGather: 0, reduceScatter: 0 };
+    for (const c of r.traffic.collectives) sent[c.op] += c.count * c.bytesPerRank;
+    expect(sent).toEqual(run.commBytesPerRank[0]);
+    expect(r.traffic.totalBytesPerRank).toBe(sent.allReduce + sent.allGather + sent.reduceScatter);
+    // the same forward unsharded: every sub-layer all-reduces
+    expect(r.spOffTraffic!.collectives.filter((c) => c.op === 'reduceScatter')).toEqual([]);
+  }, 120_000);
+
+  it('prints the table in readable bytes, the SP-off total beside it, and says why SP is on', () => {
+    const text = formatPlan(planReport(opts({ config: 'small', tokens: '3000', tp: '4' }), {}));
+    expect(text).toContain(
+      `  why: tp 4 > 1; T 3000 >= 1024, the default token floor (${ENV_VAR} is unset); T 3000 > HC_QUANT_ROWS_MAX 1024 (one quantization path); not capturing a graph; layers 2-7 follow the stage's last PLE layer`,
+    );
+    expect(text).toMatch(/^\s*collective\s+where\s+layers\s+per rank in -> out\s+algorithm\s+count\s+sent per rank\s+total per rank$/m);
+    expect(text).toMatch(/^reduceScatter\s+L\*\.attn\.reduce_scatter\s+2-7\s+bf16\[3000,128\] -> bf16\[750,128\]\s+ring\s+6\s+562\.5 KiB\s+3\.3 MiB$/m);
+    expect(text).toMatch(/^one forward: [\d.]+ MiB sent per rank \(without the MTP head.*; with SP off: [\d.]+ MiB$/m);
+    const off = formatPlan(planReport(opts({ config: 'small', tokens: '300', tp: '4', spMinTokens: '4096' }), {}));
+    expect(off).toContain('sequence parallel: off (T 300 < --sp-min-tokens 4096)');
+    expect(off).not.toContain('why:');
+    expect(off).toMatch(/^ allReduce\s+L\*\.attn\.all_reduce\s+0-7\s/m);
   });
 });
