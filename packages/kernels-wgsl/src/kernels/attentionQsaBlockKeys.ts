@@ -1,14 +1,15 @@
-// qsaBlockKeys: the QSA indexer's block keys (core qsaIndexer.qsaBlockKeys). One workgroup
-// per block b < nb = floor(T / ratio), its invocations the lanes of canonical order v1: per
-// dim c of its lane's chunks, an invocation sums rows b*ratio .. b*ratio + ratio - 1 of kRaw
-// in row order (fp32) and stages pooled_c = bf(fr(sum / ratio)); then the RMS1p norm (its sum
-// of squares in v1) and RoPE of attnHeadNormRopeBf16 (normRopeWgsl) at position ratio * b.
+// qsaBlockKeys: the QSA indexer's block keys (core qsaIndexer.qsaBlockKeys). One invocation
+// per block b < nb = floor(T / ratio): per dim c the fp32 sum of rows b*ratio .. b*ratio +
+// ratio - 1 of kRaw in row order, pooled_c = bf(fr(sum / ratio)), then the RMS1p norm and
+// RoPE of attnHeadNormRopeBf16 (normRopeWgsl) at position ratio * b.
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL, ROUND_BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { bf16Buf, preamble } from '../wgsl/bindings.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
-import { checkNormRopeDims, NORM_ROPE_WG, normRopeBuffers, normRopeMain, normRopeWgsl, stageHeadWgsl } from './attentionHeadNormRope.ts';
-import { f32Bits, flatDispatch, readInput, requireFloatAttr, requireIntAttr, requirePort, requireRows } from './planParts.ts';
+import { checkNormRopeDims, normRopeBuffers, normRopeWgsl } from './attentionHeadNormRope.ts';
+import { f32Bits, flatDispatch, flatMain, readInput, requireFloatAttr, requireIntAttr, requirePort, requireRows } from './planParts.ts';
+
+const WG = 64;
 
 const BLOCK_KEYS = preamble(['ratio', 'ropeDims', 'blocks', 'eps', 'groupsX'], normRopeBuffers(bf16Buf('k', readInput(0), 'kAt')));
 
@@ -18,15 +19,16 @@ ${FP32_MATH_WGSL}
 ${ROUND_BF16_WGSL}
 ${BLOCK_KEYS.wgsl}
 ${normRopeWgsl(hd)}
-${normRopeMain(
+${flatMain(
+  WG,
   'u.blocks',
-  `let first = item * u.ratio; // the block's first row, and its RoPE position
-  ${stageHeadWgsl(
-    (c) => `var sum: f32 = 0.0;
-    for (var j = 0u; j < u.ratio; j = j + 1u) { sum = sum + kAt((first + j) * HD + ${c}); }
-    hv[${c}] = rbf(sum / f32(u.ratio));`,
-  )}
-  normRope(lid, item * HD, first * (u.ropeDims / 2u));`,
+  `let first = inv * u.ratio; // the block's first row, and its RoPE position
+  for (var c = 0u; c < HD; c = c + 1u) {
+    var sum: f32 = 0.0;
+    for (var j = 0u; j < u.ratio; j = j + 1u) { sum = sum + kAt((first + j) * HD + c); }
+    hv[c] = rbf(sum / f32(u.ratio));
+  }
+  normRope(inv * HD, first * (u.ropeDims / 2u));`,
 )}`;
 }
 
@@ -44,5 +46,5 @@ export const qsaBlockKeysPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   const nb = Math.floor(T / ratio);
   requirePort(outputs[0], `${op}: output kb`, 'bf16', [nb, hd]);
   if (nb === 0) return { scratch: [], dispatches: [] };
-  return { scratch: [], dispatches: [flatDispatch(`qsa-block-keys-hd${hd}`, blockKeysWgsl(hd), BLOCK_KEYS.bindings, nb * NORM_ROPE_WG, NORM_ROPE_WG, [ratio, ropeDims, nb, f32Bits(eps)])] };
+  return { scratch: [], dispatches: [flatDispatch(`qsa-block-keys-hd${hd}`, blockKeysWgsl(hd), BLOCK_KEYS.bindings, nb, WG, [ratio, ropeDims, nb, f32Bits(eps)])] };
 };
