@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { builtInDevice } from '@hcsp/core';
 import { formatModel, modelReport, type ModelOptions, resolveDevice } from './model.ts';
 
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
@@ -105,4 +106,62 @@ describe('hcsp model (the command)', () => {
     expect(r.stdout).toBe('');
     expect(r.stderr).toMatch(/^hcsp: device .*typo\.json: figures\.hbmTbps is not a known figure[^\n]*\n$/);
   }, 60_000);
+});
+
+describe('hcsp model: the gain\'s range, the layer kinds, what fits (issue 25)', () => {
+  it("the gain's range spans the gains of the device priced at its figures' ends; a device without ranges has none", () => {
+    const r = modelReport(opts({ mtp: false }));
+    const f = r.forecast!;
+    expect(f.gainRange.low).toBeLessThan(f.gain);
+    expect(f.gainRange.high).toBeGreaterThan(f.gain);
+    expect(f.gainRange.figures).toContain('hbmTBps');
+    expect(f.gainRange.figures).not.toContain('memoryGB');
+    // the same forward on devices whose figures sit at their ranges' ends: every gain inside the range
+    const figures = builtInDevice('mi308x').figures;
+    for (const end of [0, 1] as const) {
+      const path = join(dir, `ends-${end}.json`);
+      const at = Object.fromEntries(Object.entries(figures).filter(([, v]) => v).map(([k, v]) => [k, v!.range ? v!.range[end] : v!.value]));
+      writeFileSync(path, JSON.stringify({ name: `ends-${end}`, topology: 'mesh', figures: at }));
+      const g = modelReport(opts({ mtp: false, device: path })).forecast!;
+      expect(g.gain).toBeGreaterThanOrEqual(f.gainRange.low - 1e-12);
+      expect(g.gain).toBeLessThanOrEqual(f.gainRange.high + 1e-12);
+      // measured figures carry no range
+      expect(g.gainRange).toEqual({ low: g.gain, high: g.gain, figures: [] });
+      expect(formatModel(modelReport(opts({ mtp: false, device: path, json: false })))).toContain("(the device's figures carry no ranges)");
+    }
+    expect(formatModel(r)).toMatch(/gain \(tokens\/s SP on \/ SP off\): 1\.\d{3}x, 1\.\d{3}x-1\.\d{3}x over the ranges of the device's figures \(matrixBf16Tflops, /);
+  }, 120_000);
+
+  it('the per-layer table is grouped by layer kind, sharded apart from unsharded, the sums kept', () => {
+    const r = modelReport(opts({ mtp: false }));
+    const f = r.forecast!;
+    const text = formatModel(r);
+    const sharded = f.off.layers.filter((l) => l.kind === 'linear_attention' && l.layer >= f.on.spStartLayer!);
+    const sum = sharded.reduce((s, l) => s + l.seconds, 0);
+    expect(text).toMatch(new RegExp(`^  linear_attention \\(sharded\\)\\s+L2, L4, L5, \\.\\.\\. L46\\s+${sharded.length}\\s+${(sum * 1e3).toFixed(1)}\\s`, 'm'));
+    expect(text).toMatch(/^ {2}linear_attention \(unsharded\)\s+L0, L1\s+2\s/m);
+    expect(text).toMatch(/^ {2}attention \(sharded\)\s+L3, L7, L11, \.\.\. L47\s+12\s/m);
+    // no row per decoder layer any more
+    expect(text).not.toMatch(/^ {2}L12\s/m);
+  }, 60_000);
+
+  it('flags the sweep cells whose rank-0 activations and weights do not fit the device', () => {
+    const path = join(dir, 'small-memory.json');
+    // a device of 40 GB: flash-next's weights fit at tp 4 and 8 but not every cell's activations
+    writeFileSync(path, JSON.stringify({ ...measured, name: 'small-memory', figures: { ...measured.figures, memoryGB: 40 } }));
+    const r = modelReport(opts({ sweep: true, mtp: false, device: path }));
+    const text = formatModel(r);
+    const rows = r.sweep!;
+    expect(rows.some((s) => s.fit.on.fits)).toBe(true);
+    expect(rows.some((s) => !s.fit.on.fits)).toBe(true);
+    for (const s of rows) {
+      for (const side of [s.fit.off, s.fit.on]) expect(side.fits).toBe(side.activationBytes + side.weightBytes <= 40e9);
+      const line = text.split('\n').find((l) => new RegExp(`^  ${s.tp}\\s+${s.isl}\\s`).test(l))!;
+      expect(line.endsWith('does not fit'), line).toBe(!s.fit.off.fits || !s.fit.on.fits);
+    }
+    // the activations grow with the tokens of a forward
+    const tp4 = rows.filter((s) => s.tp === 4).map((s) => s.fit.on.activationBytes);
+    expect(tp4).toEqual([...tp4].sort((a, b) => a - b));
+    expect(tp4[0]).toBeLessThan(tp4.at(-1)!);
+  }, 120_000);
 });

@@ -22,6 +22,9 @@ import {
   type SweepRow,
 } from '@hcsp/core';
 import { JSON_LIMITS, JsonInputError, readJsonInput, resolveModelConfig } from '@hcsp/core/node';
+import { deviceFit, type DeviceFit } from '../costModel/deviceFit.ts';
+import { gainRange, type GainRange } from '../costModel/gainRange.ts';
+import { formatBytes } from '../guards/byteSize.ts';
 import { oneOf, parseIntStrict } from '../parseArgs.ts';
 
 export interface ModelOptions {
@@ -56,9 +59,13 @@ export interface ModelReport {
   device: { name: string; description: string; origin: string; topology: string; figures: Device['figures'] };
   efficiency: Efficiency & { from: 'device file' | 'calibration' };
   calibration: Calibration;
-  forecast?: ReturnType<typeof forecastJson>;
-  sweep?: SweepRow[];
+  forecast?: ReturnType<typeof forecastJson> & { gainRange: GainRange; fit: { off: DeviceFit; on: DeviceFit } };
+  /** each cell with whether one forward's activations and weights fit the device (rank 0, SP off and on) */
+  sweep?: (SweepRow & { fit: { off: DeviceFit; on: DeviceFit } })[];
 }
+
+/** the device's memory in bytes (memoryGB as 1e9 bytes: the smaller reading of a data sheet's GB) */
+const memoryBytes = (device: Device) => device.figures.memoryGB.value * 1e9;
 
 function sideJson(s: SideCost) {
   return {
@@ -94,10 +101,15 @@ export function modelReport(opts: ModelOptions): ModelReport {
     calibration: cal,
   };
   const input = { config, device, concurrency, mtp: opts.mtp, efficiency, env: process.env, ...variant };
-  if (opts.sweep) return { ...base, sweep: sweep(input, SWEEP_TP, SWEEP_ISL) };
+  const fit = (tokens: number, tp: number) => ({
+    off: deviceFit(config, tokens, tp, 'off', opts.mtp, memoryBytes(device), variant),
+    on: deviceFit(config, tokens, tp, 'on', opts.mtp, memoryBytes(device), variant),
+  });
+  if (opts.sweep) return { ...base, sweep: sweep(input, SWEEP_TP, SWEEP_ISL).map((row) => ({ ...row, fit: fit(row.tokens, row.tp) })) };
   const tp = parseIntStrict(opts.tp, '--tp', { min: 1 });
   const isl = parseIntStrict(opts.isl, '--isl', { min: 1 });
-  return { ...base, forecast: forecastJson(forecast({ ...input, tp, isl })) };
+  const f = forecast({ ...input, tp, isl });
+  return { ...base, forecast: { ...forecastJson(f), gainRange: gainRange({ ...input, tp, isl }, efficiency), fit: fit(f.input.tokens, tp) } };
 }
 
 const ms = (s: number) => (s * 1e3).toFixed(1);
@@ -128,6 +140,39 @@ function calibrationLines(r: ModelReport): string[] {
   ];
 }
 
+function fitText(f: DeviceFit, side: string): string {
+  return `${side} ${formatBytes(f.activationBytes)} activations + ${formatBytes(f.weightBytes)} weights${f.fits ? '' : ' (does not fit)'}`;
+}
+
+function sweepFit(fit: { off: DeviceFit; on: DeviceFit }): string {
+  const total = (f: DeviceFit) => formatBytes(f.activationBytes + f.weightBytes);
+  const sides = fit.off.fits === fit.on.fits ? (fit.on.fits ? '' : ' does not fit') : fit.on.fits ? ' SP off does not fit' : ' SP on does not fit';
+  return `${total(fit.off)} / ${total(fit.on)}${sides}`;
+}
+
+/** the per-layer costs grouped by layer kind, and apart from them the layers SP on leaves unsharded, embed, exit and mtp */
+function layerGroups(f: NonNullable<ModelReport['forecast']>): string[][] {
+  const groups = new Map<string, { labels: string[]; off: number; on: number; offHc: number; onHc: number }>();
+  const start = f.on.spStartLayer;
+  f.off.layers.forEach((l, k) => {
+    const on = f.on.layers.find((x) => x.label === l.label) ?? f.on.layers[k];
+    const key = l.kind === null ? l.label : `${l.kind}${start === null ? '' : l.layer < start ? ' (unsharded)' : ' (sharded)'}`;
+    const g = groups.get(key) ?? { labels: [], off: 0, on: 0, offHc: 0, onHc: 0 };
+    g.labels.push(l.label);
+    g.off += l.seconds;
+    g.on += on.seconds;
+    g.offHc += l.byClass.hc;
+    g.onHc += on.byClass.hc;
+    groups.set(key, g);
+  });
+  const rows = [['kind', 'layers', 'count', 'off ms', 'on ms', 'on/off', 'off HC', 'on HC']];
+  for (const [kind, g] of groups) {
+    const labels = g.labels.length > 4 ? `${g.labels.slice(0, 3).join(', ')}, ... ${g.labels.at(-1)}` : g.labels.join(', ');
+    rows.push([kind, labels, String(g.labels.length), ms(g.off), ms(g.on), g.off > 0 ? (g.on / g.off).toFixed(3) : '-', ms(g.offHc), ms(g.onHc)]);
+  }
+  return rows;
+}
+
 export function formatModel(r: ModelReport): string {
   const out: string[] = [];
   if (r.forecast) {
@@ -143,20 +188,21 @@ export function formatModel(r: ModelReport): string {
     rows.push(['input tokens/s (TP group)', f.off.tokensPerSecond.toFixed(0), f.on.tokensPerSecond.toFixed(0), '']);
     out.push(...table(rows));
     out.push('');
-    out.push(`predicted input-throughput gain (tokens/s SP on / SP off): ${f.gain.toFixed(3)}x`);
+    const g = f.gainRange;
+    out.push(
+      `predicted input-throughput gain (tokens/s SP on / SP off): ${f.gain.toFixed(3)}x${g.figures.length > 0 ? `, ${g.low.toFixed(3)}x-${g.high.toFixed(3)}x over the ranges of the device's figures (${g.figures.join(', ')})` : " (the device's figures carry no ranges)"}`,
+    );
+    out.push(`memory of rank 0: ${fitText(f.fit.off, 'SP off')}; ${fitText(f.fit.on, 'SP on')}; the device holds ${r.device.figures.memoryGB.value} GB (${formatBytes(r.device.figures.memoryGB.value * 1e9)})`);
     out.push('');
-    const lrows = [['layer', 'kind', 'off ms', 'on ms', 'off HC', 'on HC']];
-    f.off.layers.forEach((l, k) => {
-      const on = f.on.layers.find((x) => x.label === l.label) ?? f.on.layers[k];
-      lrows.push([l.label, l.kind ?? '-', ms(l.seconds), ms(on.seconds), ms(l.byClass.hc), ms(on.byClass.hc)]);
-    });
-    out.push('per layer (per rank):');
-    out.push(...table(lrows).map((s) => `  ${s}`));
+    out.push('per layer kind (per rank; ms summed over the group\'s layers):');
+    out.push(...table(layerGroups(f)).map((s) => `  ${s}`));
   }
   if (r.sweep) {
-    const rows = [['tp', 'ISL', 'tokens', 'SP off ms', 'SP on ms', 'HC off', 'HC on', 'gain', 'auto']];
-    for (const s of r.sweep) rows.push([String(s.tp), String(s.isl), String(s.tokens), ms(s.offSeconds), ms(s.onSeconds), pct(s.hcShareOff), pct(s.hcShareOn), `${s.gain.toFixed(3)}x`, s.auto ? 'on' : 'off']);
-    out.push('sweep (per rank, one forward of ISL x concurrency tokens):');
+    const rows = [['tp', 'ISL', 'tokens', 'SP off ms', 'SP on ms', 'HC off', 'HC on', 'gain', 'auto', 'rank 0 memory (off / on)']];
+    for (const s of r.sweep) {
+      rows.push([String(s.tp), String(s.isl), String(s.tokens), ms(s.offSeconds), ms(s.onSeconds), pct(s.hcShareOff), pct(s.hcShareOn), `${s.gain.toFixed(3)}x`, s.auto ? 'on' : 'off', sweepFit(s.fit)]);
+    }
+    out.push(`sweep (per rank, one forward of ISL x concurrency tokens; memory: activations at the engine's peak plus weights, against the device's ${r.device.figures.memoryGB.value} GB, ${formatBytes(r.device.figures.memoryGB.value * 1e9)}):`);
     out.push(...table(rows).map((s) => `  ${s}`));
   }
   out.push('');

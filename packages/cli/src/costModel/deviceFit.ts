@@ -1,0 +1,27 @@
+// Whether one forward fits a device (`hcsp model`): rank 0's part of the graph the cost model
+// prices (model/decoderGraph.ts, built without tensors), its activations at the engine's own
+// peak (graph/memoryPlan.ts: the most bytes of values alive at once in the node loop) and the
+// weights it holds, against the device's memory. Rows of the PLE table read from the host as
+// the ids need them are not held.
+import { buildCostGraph, bytesPerElement, numel, planMemory, rankGraph, type GraphVariant, type ModelConfig } from '@hcsp/core';
+
+export interface DeviceFit {
+  /** the most activation bytes alive at once on rank 0 */
+  activationBytes: number;
+  /** weight bytes rank 0 holds */
+  weightBytes: number;
+  /** activations and weights within the device's memory */
+  fits: boolean;
+}
+
+/** `memoryBytes`: the device's memory (figures.memoryGB x 1e9) */
+export function deviceFit(config: ModelConfig, tokens: number, tp: number, sp: 'off' | 'on', mtp: boolean, memoryBytes: number, variant: GraphVariant = {}): DeviceFit {
+  const { graph } = buildCostGraph(config, tokens, tp, sp, mtp, {}, variant);
+  const part = rankGraph(graph, 0);
+  const activationBytes = planMemory(part).peakBytes;
+  let weightBytes = 0;
+  for (const v of Object.values(part.values)) {
+    if (v.kind === 'weight' && v.weight?.gather !== 'rows') weightBytes += numel(v.shape) * bytesPerElement(v.dtype);
+  }
+  return { activationBytes, weightBytes, fits: activationBytes + weightBytes <= memoryBytes };
+}
