@@ -358,8 +358,8 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
       `  ${seconds.toFixed(3)} s, ${summary.tokensPerSecond.toFixed(1)} tokens/s`,
       `  output sha256 ${summary.outputSha256}; next token ${nextTokens.at(-1)}`,
       `  QSA: ${qsa.layers} layers, ${qsa.rowsDropping} of ${tokens} rows drop tokens, ${qsa.droppedPairs} (query, key) pairs dropped per layer`,
-      `  HC rows per rank: ${hcRowsPerRank.join(', ')}`,
-      `  bytes sent per rank: all-reduce ${commBytesPerRank[0].allReduce}, all-gather ${commBytesPerRank[0].allGather}, reduce-scatter ${commBytesPerRank[0].reduceScatter}`,
+      `  HC rows per rank (rows each rank ran through its HC combine-norms, summed over the forward; SP divides them): ${hcRowsPerRank.join(', ')}`,
+      `  sent per rank: all-reduce ${formatBytes(commBytesPerRank[0].allReduce)}, all-gather ${formatBytes(commBytesPerRank[0].allGather)}, reduce-scatter ${formatBytes(commBytesPerRank[0].reduceScatter)} (--json: bytes)`,
       ...(summary.engine ?? []).map((e, i) => engineLine(e, rank ? `rank ${i}` : tp > 1 ? `ranks 0-${tp - 1}` : 'rank 0', runs)),
       ...(summary.trace ? [`  trace: ${summary.trace} (a Chrome trace: open it in Perfetto's UI, ui.perfetto.dev, "Open trace file", or chrome://tracing)`] : []),
     ];

@@ -81,6 +81,28 @@ describe('prefill --trace: simulated ranks', () => {
     }, 120_000);
   }
 
+  it('a recorded replay (rocm, host device): one replay slice per rank, the nodes untimed and said to be', async () => {
+    const path = join(dir, 'sim-replay.json');
+    const summary = JSON.parse(await runPrefillCommand({ backend: 'rocm', device: 'host', config: 'tiny', tokens: '40', seed: '3', stack: 'model', json: true, quiet: true, tp: '2', sp: 'on', reduce: 'ring', trace: path }));
+    expect(summary.engine[0].recorded).toBe(true);
+    checkTrace(path, 2, summary.commBytesPerRank);
+    const trace = JSON.parse(readFileSync(path, 'utf8')) as ChromeTrace;
+    const runs = trace.traceEvents.filter((e) => e.cat === 'run');
+    expect(runs.map((e) => [e.name, e.pid])).toEqual([['recorded replay', 0], ['recorded replay', 1]]);
+    expect(runs[0].dur).toBeGreaterThan(0);
+    const nodes = trace.traceEvents.filter((e) => e.ph === 'X' && e.cat !== 'run');
+    for (const n of nodes) expect([n.ts, n.dur]).toEqual([runs[0].ts, 0]);
+    expect(trace.otherData.time).toMatch(/^not measured: the run was one recorded replay/);
+  }, 120_000);
+
+  it("the text summary names the trace and how to open it, and states bytes in readable units", async () => {
+    const path = join(dir, 'sim-text.json');
+    const text = await runPrefillCommand({ backend: 'cpu', config: 'tiny', tokens: '40', seed: '3', stack: 'model', quiet: true, tp: '2', sp: 'on', reduce: 'ring', trace: path });
+    expect(text).toContain(`  trace: ${path} (a Chrome trace: open it in Perfetto's UI, ui.perfetto.dev, "Open trace file", or chrome://tracing)`);
+    expect(text).toMatch(/^ {2}sent per rank: all-reduce 15\.0 KiB, all-gather 11\.0 KiB, reduce-scatter 5\.0 KiB \(--json: bytes\)$/m);
+    expect(text).toMatch(/^ {2}HC rows per rank \(rows each rank ran through its HC combine-norms, summed over the forward; SP divides them\): 480, 480$/m);
+  }, 120_000);
+
   it('a bad path: one error naming it, before the run, nothing written', async () => {
     const missing = join(dir, 'no-such-dir', 't.json');
     await expect(runPrefillCommand({ backend: 'cpu', config: 'tiny', tokens: '40', seed: '0', stack: 'model', json: true, quiet: true, tp: '2', sp: 'on', reduce: 'ring', trace: missing })).rejects.toThrow(
@@ -89,6 +111,7 @@ describe('prefill --trace: simulated ranks', () => {
     expect(existsSync(join(dir, 'no-such-dir'))).toBe(false);
     await expect(runPrefillCommand({ backend: 'cpu', config: 'tiny', tokens: '40', seed: '0', stack: 'model', json: true, quiet: true, tp: '2', sp: 'on', reduce: 'ring', trace: dir })).rejects.toThrow(/^--trace .*director/);
     expect(readdirSync(dir).filter((f) => !f.startsWith('sim-'))).toEqual([]);
+    await expect(runPrefillCommand({ backend: 'cpu', config: 'tiny', tokens: '40', seed: '0', stack: 'model', json: true, quiet: true, tp: '2', sp: 'on', reduce: 'ring', trace: '-' })).rejects.toThrow(/^--trace -: the trace is a file/);
   });
 });
 
