@@ -164,6 +164,9 @@ export function chromeTrace(input: TraceInput): ChromeTrace {
       ranks: mode === 'sim' ? `${tp} simulated in one process (--comm sim): a rank's track has gaps where the other ranks' nodes ran` : `${tp} processes, each timing its own part`,
       time: timings.some((t) => t.recorded) ? REPLAY_TIME : NODE_TIME,
       originEpochMicros: origin,
+      ...(timings.some((t) => t.unreported > 0)
+        ? { unreported: `${timings.map((t) => t.unreported).join(', ')} nodes (per ${mode === 'sim' ? 'process' : 'rank'}) reported their end only after the run returned: each such node ends with the next node reported, or the run` }
+        : {}),
     },
   };
 }

@@ -7,17 +7,19 @@ import type { RunTiming } from './nodeTimer.ts';
 
 /** float64s per gather: 512 KiB, 683 KiB as the store's base64 */
 const CHUNK = 1 << 16;
+/** startUs, endUs, recorded, node count, unreported */
+const HEAD = 5;
 
 function pack(t: RunTiming): Float64Array {
-  const out = new Float64Array(4 + t.nodeEndsUs.length);
-  out.set([t.startUs, t.endUs, t.recorded ? 1 : 0, t.nodeEndsUs.length]);
-  out.set(t.nodeEndsUs, 4);
+  const out = new Float64Array(HEAD + t.nodeEndsUs.length);
+  out.set([t.startUs, t.endUs, t.recorded ? 1 : 0, t.nodeEndsUs.length, t.unreported]);
+  out.set(t.nodeEndsUs, HEAD);
   return out;
 }
 
 function unpack(v: Float64Array): RunTiming {
   const n = v[3];
-  return { startUs: v[0], endUs: v[1], recorded: v[2] === 1, nodeEndsUs: v.slice(4, 4 + n) };
+  return { startUs: v[0], endUs: v[1], recorded: v[2] === 1, nodeEndsUs: v.slice(HEAD, HEAD + n), unreported: v[4] };
 }
 
 /** every rank's timing, in rank order (every rank gets them all) */

@@ -18,6 +18,8 @@ export interface RunTiming {
   recorded: boolean;
   /** node i of the run's graph ended at nodeEndsUs[i] (node by node only) */
   nodeEndsUs: Float64Array;
+  /** nodes whose end was not reported before the run returned (a backend in another process reports progress by message): each ends with the next node reported, or the run */
+  unreported: number;
 }
 
 export class NodeTimer {
@@ -38,8 +40,17 @@ export class NodeTimer {
   /** after the run; `recorded`: the engine's EngineStats.recorded (absent where a backend keeps none) */
   end(recorded: boolean, nodes: number): RunTiming {
     const endUs = epochMicros();
-    const timed = this.ends.filter((t) => t !== undefined).length;
-    if (!recorded && (timed !== nodes || this.ends.length !== nodes)) throw new Error(`--trace: the run reported ${timed} of its ${nodes} nodes one by one`);
-    return { startUs: this.startUs, endUs, recorded, nodeEndsUs: recorded ? new Float64Array(0) : Float64Array.from(this.ends) };
+    if (recorded) return { startUs: this.startUs, endUs, recorded, nodeEndsUs: new Float64Array(0), unreported: 0 };
+    // a node ended no later than the next one reported
+    const ends = new Float64Array(nodes);
+    let unreported = 0;
+    let next = endUs;
+    for (let i = nodes - 1; i >= 0; i--) {
+      const t = this.ends[i];
+      if (t === undefined) unreported++;
+      else next = Math.min(next, t);
+      ends[i] = next;
+    }
+    return { startUs: this.startUs, endUs, recorded, nodeEndsUs: ends, unreported };
   }
 }
