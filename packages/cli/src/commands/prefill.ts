@@ -187,7 +187,8 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
     const inputs = [opts.ids, ...(Object.hasOwn(PRESETS, opts.config) ? [] : [opts.config, join(opts.config, 'config.json')]), opts.weights, ...checkpointInputs];
     const dumpTarget = opts.dump === undefined ? null : resolveOutputTarget(opts.dump, '--dump', inputs.filter((p): p is string => p !== undefined));
     if (opts.trace === '-') throw new Error('--trace -: the trace is a file (--trace FILE.json); standard output carries the summary');
-    const traceTarget = opts.trace === undefined ? null : resolveOutputTarget(opts.trace, '--trace', inputs.filter((p): p is string => p !== undefined));
+    // rank 0 writes the job's trace (on another node its folder need not exist)
+    const traceTarget = opts.trace === undefined || (rank && rank.rank !== 0) ? null : resolveOutputTarget(opts.trace, '--trace', inputs.filter((p): p is string => p !== undefined));
     if (traceTarget?.kind === 'file' && dumpTarget?.kind === 'file' && traceTarget.path === dumpTarget.path) throw new Error(`--trace ${opts.trace}: the same file as --dump ${opts.dump}`);
     const estimate = estimatePrefillMemory({ config, tokens, tp, sp, reduce, subLayers, pleTable, env: process.env, checkpoint: watch !== undefined });
     checkMemory(`prefill of ${config.name} at tp ${tp} with T ${tokens}`, estimate, limit);
@@ -224,7 +225,7 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
     const progress = nodeProgress(`prefill ${config.name} tp${tp} T=${tokens}${rank ? ` (rank ${rank.rank})` : ''}`, { quiet: opts.quiet || (rank !== null && rank.rank !== 0) });
     const runSeconds: number[] = [];
     // --trace: the last run's node times, this process's (its part's, as a rank)
-    const timer = traceTarget ? new NodeTimer() : null;
+    const timer = opts.trace !== undefined ? new NodeTimer() : null;
     const traced: { timing: RunTiming | null } = { timing: null };
     const traceNodes = rank ? rankGraph(prepared.graph, rank.rank).nodes.length : prepared.graph.nodes.length;
     const onNode = (done: number, total: number) => {

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildCli } from '../../scripts/build.mjs';
 import { runPrefillCommand } from './prefill.ts';
 import { newSecret } from '../launch/rendezvousSecret.ts';
-import { expectNothingLeft, freePort, launch as launchJob } from '../../../../test/support/launchJobs.ts';
+import { expectNothingLeft, freePort, hcspLines, launch as launchJob } from '../../../../test/support/launchJobs.ts';
 import type { ChromeTrace, TraceEvent } from '../trace/chromeTrace.ts';
 
 const CLI = fileURLToPath(new URL('../..', import.meta.url));
@@ -130,4 +130,18 @@ describe('prefill --trace: a 2-rank hcsp launch job', () => {
     expect(collectives[0].get(first)!.args).toMatchObject({ op: collectives[1].get(first)!.name });
     await expectNothingLeft(job.mark);
   }, 180_000);
+
+  it('a bad path: rank 0 says so before the run, the job ends, nothing written, no process left', async () => {
+    const bad = join(dir, 'no-such-dir', 'launch.json');
+    const job = launchJob(bundle, ROOT, ['--nproc-per-node', '2', '--master-port', String(await freePort())], [
+      'prefill', '--backend', 'cpu', '--comm', 'mpi', '--config', 'tiny', '--tokens', '40', '--tp', '2', '--json', '--quiet', '--trace', bad,
+    ]);
+    const r = await job.done;
+    expect(r.status).not.toBe(0);
+    expect(r.stdout).toBe('');
+    expect(hcspLines(r.stderr).filter((l) => l.includes('--trace'))).toEqual([expect.stringMatching(new RegExp(`^hcsp: rank 0 of 2: --trace ${bad}: `))]);
+    expect(existsSync(join(dir, 'no-such-dir'))).toBe(false);
+    await expectNothingLeft(job.mark);
+  }, 180_000);
 });
+
