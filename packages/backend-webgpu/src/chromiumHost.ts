@@ -11,6 +11,7 @@ import { pageBundle, WGSL_KERNEL_MODULE, type KernelModule } from './pageBundle.
 import { type PageApi, type PageJob, type PageRunOptions, type WirePlan } from './pageProtocol.ts';
 import type { KernelPlan } from '@hcsp/kernels-wgsl';
 import { tensorFromWordBytes, tensorWordBytes } from './tensorBytes.ts';
+import { readSizedBody } from './sizedBody.ts';
 
 export type ChromiumHostFailure = 'no-chromium' | 'launch-failed' | 'no-webgpu' | 'interrupted';
 
@@ -36,6 +37,18 @@ export interface ChromiumHostOptions {
 
 export interface ChromiumRunOptions extends RunOptions {
   timeoutMs?: number;
+}
+
+/** Where one run's wall time went, for benchmarks (see lastRunSeconds()). */
+export interface ChromiumRunSeconds {
+  /** Node's clock: prepared.run's page call, from the call to the page's answer */
+  total: number;
+  /** the page's clock: the session's run (kernels and GPU readback) and the result POSTs */
+  pageRun: number;
+  pagePost: number;
+  /** Node's clock: receiving the result bodies */
+  nodeReceive: number;
+  postedBytes: number;
 }
 
 /** What the page fetches for one job (a prepared graph, or one raw plan) and what it posts back. */
@@ -200,6 +213,9 @@ export class ChromiumHost {
   private pageErrors: string[] = [];
   private closed = false;
   private queue: Promise<unknown> = Promise.resolve();
+  /** Node's time receiving result bodies (from their headers to their last byte), summed over the current run */
+  private receiveSeconds = 0;
+  private lastTimes: ChromiumRunSeconds | null = null;
 
   private constructor(
     private readonly server: Server,
@@ -389,6 +405,11 @@ export class ChromiumHost {
     });
   }
 
+  /** Where the last completed prepared.run's time went (null before one). */
+  lastRunSeconds(): ChromiumRunSeconds | null {
+    return this.lastTimes;
+  }
+
   /** null when the WGSL compiles into a compute pipeline in the page, else the messages. */
   compileErrors(wgsl: string): Promise<string | null> {
     return this.serialized(() => this.inPage('a compile check', (page) => page.evaluate((w) => (window as unknown as PageApi).hcspCompileErrors(w), wgsl)));
@@ -399,11 +420,15 @@ export class ChromiumHost {
     job.onNode = options.onNode;
     try {
       const runOptions: PageRunOptions = { keep: options.keep, keepOnDevice: options.keepOnDevice, reportProgress: options.onNode !== undefined };
+      this.receiveSeconds = 0;
+      const t0 = performance.now();
       const summary = await this.inPage(
         `run of job ${id} (${graph.nodes.length} nodes)`,
         (page) => page.evaluate(([j, o]) => (window as unknown as PageApi).hcspRun(j, o), [id, runOptions] as const),
         options.timeoutMs,
       );
+      const p = summary.pageSeconds;
+      this.lastTimes = { total: (performance.now() - t0) / 1000, pageRun: p.run, pagePost: p.post, nodeReceive: this.receiveSeconds, postedBytes: p.postedBytes };
       const values = new Map<ValueId, Tensor>();
       for (const vid of summary.posted) values.set(vid, this.result(job, graph, vid));
       return { values, stats: summary.stats };
@@ -528,7 +553,10 @@ export class ChromiumHost {
       res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': bytes.byteLength });
       res.end(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
     } else if (kind === 'result' && req.method === 'POST' && valueId !== undefined) {
-      job.results.set(valueId, await readBody(req));
+      const t0 = performance.now();
+      const body = await readSizedBody(req, `chromium host: result '${valueId}' of job ${m[1]}`);
+      this.receiveSeconds += (performance.now() - t0) / 1000;
+      job.results.set(valueId, body);
       res.writeHead(204);
       res.end();
     } else {

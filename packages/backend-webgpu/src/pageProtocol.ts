@@ -5,7 +5,8 @@ import type { KernelDispatch, KernelPlan } from '@hcsp/kernels-wgsl';
 // through page.evaluate (it would be JSON/base64 over CDP): the graph is GET
 // /job/<job>/graph, inputs and weights are GET /job/<job>/tensor/<value id> (a row-gathered
 // weight's rows: POST there with the JSON row ranges as the body) and results are POSTed to
-// /job/<job>/result/<value id>, raw word-layout bytes both ways (results can be tens of MB).
+// /job/<job>/result/<value id>, raw word-layout bytes both ways (results can be tens of MB;
+// a result's body is a Blob with its Content-Length, which the host checks).
 // A job is one prepared graph; it runs many times.
 
 export interface PageJob {
@@ -22,6 +23,14 @@ export interface PageRunSummary {
   stats: RunStats;
   /** ids of the results the page POSTed */
   posted: ValueId[];
+  /** the page's clock: the session's run (kernels, GPU readback) and the result POSTs */
+  pageSeconds: PageSeconds;
+}
+
+export interface PageSeconds {
+  run: number;
+  post: number;
+  postedBytes: number;
 }
 
 /** The functions the page installs on window. */
