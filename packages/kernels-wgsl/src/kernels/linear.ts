@@ -181,8 +181,6 @@ export function tilingName(tl: LinearTiling | WorkgroupTiling): string {
 
 // bf16 operands: an element's fp32 value is its bits << 16 (exact, no flushing)
 const BF16_OPERANDS: GemmOperands = {
-  bits: 16,
-  decode: (b) => `${b} << 16u`,
   buffers: [buf('x', readInput(0)), buf('w', readInput(1))],
   wgsl: BF16_WGSL,
   outBits: 'f32_to_bf16(acc)',

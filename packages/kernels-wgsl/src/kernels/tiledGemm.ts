@@ -1,7 +1,7 @@
-// The workgroup-tiled exact GEMM y[t,o] = out(sum_k x[t,k] * w[o,k]) (w [O,K]) shared by
-// linear (bf16) and fp8LinearPtpc (fp8): every output's sum is the reference's, k = 0..K-1
-// ascending, one fp32 add at a time from +0, on exact products (bf16 x bf16 and fp8 x fp8
-// products fit in fp32), so fused or separate multiply-adds give the same bits.
+// The workgroup-tiled exact GEMM y[t,o] = out(sum_k x[t,k] * w[o,k]) (w [O,K]) of bf16 x and
+// w, used by linear: every output's sum is the reference's, k = 0..K-1 ascending, one fp32
+// add at a time from +0, on exact products (a bf16 x bf16 product fits in fp32), so fused or
+// separate multiply-adds give the same bits.
 // A workgroup owns a BT x BO tile of y (BT = rows * wgRows, BO = cols * wgCols) and walks k in
 // steps of kTile. Each step stages x[t0.., k0..] and w[o0.., k0..] in workgroup memory,
 // k-major, as the elements' fp32 bits, then every invocation adds kTile products into each
@@ -33,7 +33,7 @@ export interface WorkgroupTiling {
   wgRows: number;
   /** invocations along the tile's outputs */
   wgCols: number;
-  /** k elements of x and w staged in workgroup memory per step (a multiple of 4: whole fp8 words) */
+  /** k elements of x and w staged in workgroup memory per step (a multiple of 4) */
   kTile: number;
 }
 
@@ -58,15 +58,11 @@ export function workgroupTilingName(tl: WorkgroupTiling): string {
   return `wg-r${tl.rows}c${tl.cols}-t${tl.wgRows}x${tl.wgCols}-k${tl.kTile}`;
 }
 
-/** What a GEMM's operands are and what it writes. */
+/** x's and w's buffers (bf16, two per u32 word, element i in the low half of word i / 2 when i is even) and what the GEMM writes. */
 export interface GemmOperands {
-  /** bits per element of x and w, packed in u32 words (element i in bits (i % n) * bits of word i / n) */
-  bits: 8 | 16;
-  /** WGSL u32 expression: the fp32 bits of one element whose bits are the u32 `b` */
-  decode: (b: string) => string;
   /** x then w (named 'x' and 'w'), then any other inputs the output needs; y is appended */
   buffers: BufferDecl[];
-  /** WGSL the decode and outBits need (must include BF16_WGSL's f32_to_bf16) */
+  /** WGSL that outBits needs (must include BF16_WGSL's f32_to_bf16) */
   wgsl: string;
   /** WGSL u32 expression: output (t, o)'s bf16 bits from its sum `acc` */
   outBits: string;
@@ -77,27 +73,25 @@ function tiledGemmKernel(ops: GemmOperands, tl: WorkgroupTiling, wordK: boolean,
   const BT = R * WT;
   const BO = C * WO;
   const WG = WT * WO;
-  const perWord = 32 / ops.bits;
-  const mask = ops.bits === 16 ? '0xffffu' : '0xffu';
   const pre = preamble(['T', 'K', 'O', 'tilesO', 'tiles', 'groupsX'], [...ops.buffers, buf('y', writeOutput(0), evenO ? 'u32' : 'atomic<u32>')]);
-  // the e-th staging unit of a tile: a word of perWord k's (when K is a multiple of it) or one element
+  // the e-th staging unit of a tile: a word of two k's (when K is even) or one element; a
+  // bf16's fp32 bits are its 16 bits shifted up
   const stage = (src: string, dst: string, tileRows: number, first: string, limit: string, pad: string): string[] => {
-    const per = wordK ? KT / perWord : KT;
+    const per = wordK ? KT / 2 : KT;
     const units = tileRows * per;
     const out: string[] = [];
     for (let i = 0; i < Math.ceil(units / WG); i++) {
       const body = [`let e = lid + ${i * WG}u;`, `let row = e / ${per}u;`, `let j = e % ${per}u;`, `let rr = min(${first} + row, ${limit} - 1u);`];
       if (wordK) {
-        body.push(`let k = k0 + ${perWord}u * j;`, `let v = ${src}[select(0u, (rr * u.K + k) / ${perWord}u, k < u.K)];`);
-        for (let h = 0; h < perWord; h++) {
-          body.push(`${dst}[(${perWord}u * j + ${h}u) * ${tileRows}u + row] = select(${pad}, ${ops.decode(`((v >> ${h * ops.bits}u) & ${mask})`)}, k < u.K);`);
-        }
+        body.push(`let k = k0 + 2u * j;`, `let v = ${src}[select(0u, (rr * u.K + k) / 2u, k < u.K)];`);
+        body.push(`${dst}[(2u * j) * ${tileRows}u + row] = select(${pad}, v << 16u, k < u.K);`);
+        body.push(`${dst}[(2u * j + 1u) * ${tileRows}u + row] = select(${pad}, v & 0xffff0000u, k < u.K);`);
       } else {
         body.push(
           `let k = k0 + j;`,
           `let i = select(0u, rr * u.K + k, k < u.K);`,
-          `let b = (${src}[i / ${perWord}u] >> ((i % ${perWord}u) * ${ops.bits}u)) & ${mask};`,
-          `${dst}[j * ${tileRows}u + row] = select(${pad}, ${ops.decode('b')}, k < u.K);`,
+          `let b = (${src}[i / 2u] >> ((i % 2u) * 16u)) & 0xffffu;`,
+          `${dst}[j * ${tileRows}u + row] = select(${pad}, b << 16u, k < u.K);`,
         );
       }
       const guarded = units % WG !== 0 && (i + 1) * WG > units;
@@ -175,8 +169,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 /** The dispatch of y [T,O] = x [T,K] w [O,K]^T under `tl`; `name` starts its pipeline key. */
 export function tiledGemmDispatch(name: string, ops: GemmOperands, tl: WorkgroupTiling, T: number, K: number, O: number): KernelDispatch {
   checkWorkgroupTiling(tl);
-  const perWord = 32 / ops.bits;
-  const wordK = K % perWord === 0;
+  const wordK = K % 2 === 0;
   const evenO = O % 2 === 0;
   const tilesO = Math.ceil(O / (tl.cols * tl.wgCols));
   const tiles = tilesO * Math.ceil(T / (tl.rows * tl.wgRows));
