@@ -15,15 +15,9 @@
 // (numerics/quant.ts 'reciprocal'). The table: s = fl(amax / 448) over the whole table,
 // q = cvt(fl(w / bf(s))), as the fp8-release layout writes it. hfCheckpoint.ts reads them
 // back as bf(fl(q * s[o])) and bf(q * bf(s)).
-import { bf16ToF32, f32ToFp8, numel, PRODUCTION_QUANT_STYLE, quantizeBf16RowsFp8, roundBf16, type SyntheticWeightSource, type Tensor, type WeightSpec } from '@hcsp/core';
+import { PRODUCTION_QUANT_STYLE, quantizeBf16RowsFp8, type SyntheticWeightSource, type Tensor, type WeightSpec } from '@hcsp/core';
+import { fp8ReleaseGroups, multimodalName, type TensorGroup } from './fp8ReleaseGroups.ts';
 
-const E4M3FN_MAX = 448;
-
-/** Tensors written together (one checkpoint spec's), made only when their shard is written. */
-export interface TensorGroup {
-  bytes: number;
-  make(): [string, Tensor][];
-}
 
 // model names of the 2-D linears written FP8 with per-channel scales
 const PER_CHANNEL: readonly RegExp[] = [/\.mlp\.shared_expert\.(gate|up|down)_proj\.weight$/, /\.self_attn\.(q|k|v|o)_proj\.weight$/, /\.linear_attn\.out_proj\.weight$/, /\.ple\.(key|value)_proj\.weight$/];
@@ -45,10 +39,6 @@ const NOT_CONVERTED = [
   'mtp.fc_hidden',
 ];
 
-function releasedName(name: string): string {
-  return name.startsWith('model.') ? `model.language_model.${name.slice('model.'.length)}` : name;
-}
-
 /** One bf16 matrix [rows, cols] as FP8 e4m3fn + F32 [rows, 1] per-channel scales, under `base`. */
 function perChannel(base: string, w: Uint16Array, rows: number, cols: number): [string, Tensor][] {
   const { q, scale } = quantizeBf16RowsFp8(w, rows, cols, 'e4m3fn', PRODUCTION_QUANT_STYLE.separate);
@@ -59,62 +49,15 @@ function perChannel(base: string, w: Uint16Array, rows: number, cols: number): [
 }
 
 export function ptpcFp8Groups(specs: readonly WeightSpec[], w: SyntheticWeightSource): TensorGroup[] {
-  const groups: TensorGroup[] = [];
-  const tableScales = new Map<string, number>();
-  const tableScale = (table: string): number => {
-    let s = tableScales.get(table);
-    if (s === undefined) {
-      let amax = 0;
-      for (const spec of specs) {
-        if (!spec.name.startsWith(`${table}.shard_`)) continue;
-        for (const v of w.tensor(spec.name).data as Uint16Array) amax = Math.max(amax, Math.abs(bf16ToF32(v)));
-      }
-      s = amax === 0 ? 1 : Math.fround(amax / E4M3FN_MAX);
-      tableScales.set(table, s);
-    }
-    return s;
-  };
-  for (const spec of specs) {
-    const experts = /^(.+\.mlp\.experts)\.(gate_up_proj|down_proj)$/.exec(spec.name);
-    const shard = /^(.+\.ngram_embedding)\.shard_\d+\.weight$/.exec(spec.name);
-    if (experts) {
-      const [E, rows, cols] = spec.shape;
-      const parts = experts[2] === 'gate_up_proj' ? ['gate_proj', 'up_proj'] : ['down_proj'];
-      const partRows = rows / parts.length;
-      groups.push({
-        bytes: E * rows * cols + E * rows * 4,
-        make: () => {
-          const data = w.tensor(spec.name).data as Uint16Array;
-          const out: [string, Tensor][] = [];
-          for (let e = 0; e < E; e++) {
-            parts.forEach((part, k) => {
-              const start = (e * rows + k * partRows) * cols;
-              out.push(...perChannel(releasedName(`${experts[1]}.${e}.${part}`), data.subarray(start, start + partRows * cols), partRows, cols));
-            });
-          }
-          return out;
-        },
-      });
-    } else if (shard) {
-      const table = shard[1];
-      groups.push({
-        bytes: numel(spec.shape),
-        make: () => {
-          const s = roundBf16(tableScale(table));
-          const data = Uint8Array.from(w.tensor(spec.name).data as Uint16Array, (v) => f32ToFp8(Math.fround(bf16ToF32(v) / s), 'e4m3fn'));
-          const out: [string, Tensor][] = [[releasedName(spec.name), { dtype: 'fp8e4m3fn', shape: spec.shape, data }]];
-          if (spec.name === `${table}.shard_0.weight`) out.push([releasedName(`${table}.weight_scale`), { dtype: 'f32', shape: [1], data: Float32Array.of(tableScale(table)) }]);
-          return out;
-        },
-      });
-    } else if (spec.shape.length === 2 && PER_CHANNEL.some((re) => re.test(spec.name))) {
+  return fp8ReleaseGroups(specs, w, {
+    expertPart: perChannel,
+    expertPartBytes: (rows, cols) => rows * cols + rows * 4,
+    other: (spec) => {
+      if (spec.shape.length !== 2 || !PER_CHANNEL.some((re) => re.test(spec.name))) return null;
       const [rows, cols] = spec.shape;
-      groups.push({ bytes: rows * cols + rows * 4, make: () => perChannel(releasedName(spec.name.replace(/\.weight$/, '')), w.tensor(spec.name).data as Uint16Array, rows, cols) });
-    } else {
-      groups.push({ bytes: numel(spec.shape) * (spec.dtype === 'f32' ? 4 : 2), make: () => [[releasedName(spec.name), w.tensor(spec.name)]] });
-    }
-  }
-  return groups;
+      return { bytes: rows * cols + rows * 4, make: () => perChannel(multimodalName(spec.name.replace(/\.weight$/, '')), w.tensor(spec.name).data as Uint16Array, rows, cols) };
+    },
+  });
 }
 
 /** config.json of the release: the text config under text_config and the PTPC quantization_config. */

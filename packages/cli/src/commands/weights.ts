@@ -22,18 +22,18 @@
 import { existsSync, lstatSync, mkdirSync, readdirSync, readlinkSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { bf16ToF32, f32ToFp8, MODEL_SUB_LAYERS, modelWeightSpecs, numel, pleBuffers, roundBf16, SyntheticWeightSource, type ModelConfig, type RawFileTensor, type Tensor, type WeightSpec } from '@hcsp/core';
+import { bf16ToF32, f32ToFp8, MODEL_SUB_LAYERS, modelWeightSpecs, numel, pleBuffers, SyntheticWeightSource, type ModelConfig, type RawFileTensor, type Tensor, type WeightSpec } from '@hcsp/core';
 import { errnoReason, hfTextConfigJson, resolveModelConfig, writeSafetensorsFile } from '@hcsp/core/node';
 import { parseIntStrict } from '../parseArgs.ts';
 import { markTempFolder, sweepStaleTempFiles, TEMP_FOLDER_MARKER, tempPathFor } from '../output/tempFiles.ts';
 import { onInterrupt } from '../signals.ts';
+import { E4M3FN_MAX, fp8ReleaseGroups } from './fp8ReleaseGroups.ts';
 import { ptpcFp8ConfigJson, ptpcFp8Groups } from './ptpcFp8Layout.ts';
 
 export const WEIGHTS_LAYOUTS = ['hf', 'fp8-release', 'ptpc-fp8'] as const;
 export type WeightsLayout = (typeof WEIGHTS_LAYOUTS)[number];
 
 const BLOCK = 128;
-const E4M3FN_MAX = 448;
 // the synthetic generator holds a tensor whole, in float64 while drawing it
 const MAX_TENSOR_ELEMENTS = 2 ** 27;
 
@@ -78,10 +78,6 @@ function quantizeBlocks(w: Uint16Array, N: number, K: number): { q: Tensor; s: T
   return { q: { dtype: 'fp8e4m3fn', shape: [N, K], data: q }, s: { dtype: 'f32', shape: [sr, sc], data: s } };
 }
 
-function multimodalName(name: string): string {
-  return name.startsWith('model.') ? `model.language_model.${name.slice('model.'.length)}` : name;
-}
-
 /** The HF state dict: the specs' tensors and the int64 buffers HF persists (the PLE's `nn.Buffer`s, modeling_qwen4_exp.py). */
 function hfGroups(config: ModelConfig, specs: readonly WeightSpec[], w: SyntheticWeightSource): Group[] {
   const buffers = config.ple.layerIds.flatMap((layer) => pleBuffers(config, layer)).map(
@@ -90,63 +86,18 @@ function hfGroups(config: ModelConfig, specs: readonly WeightSpec[], w: Syntheti
   return [...specs.map((s) => ({ bytes: numel(s.shape) * (s.dtype === 'f32' ? 4 : 2), make: (): [string, Tensor][] => [[s.name, w.tensor(s.name)]] })), ...buffers];
 }
 
-function fp8ReleaseGroups(specs: readonly WeightSpec[], w: SyntheticWeightSource): Group[] {
-  const groups: Group[] = [];
-  // the PLE table's one scale, over all its shards
-  const tableScales = new Map<string, number>();
-  const tableScale = (table: string): number => {
-    let s = tableScales.get(table);
-    if (s === undefined) {
-      let amax = 0;
-      for (const spec of specs) {
-        if (!spec.name.startsWith(`${table}.shard_`)) continue;
-        for (const v of w.tensor(spec.name).data as Uint16Array) amax = Math.max(amax, Math.abs(bf16ToF32(v)));
-      }
-      s = amax === 0 ? 1 : Math.fround(amax / E4M3FN_MAX);
-      tableScales.set(table, s);
-    }
-    return s;
-  };
-  for (const spec of specs) {
-    const experts = /^(.+\.mlp\.experts)\.(gate_up_proj|down_proj)$/.exec(spec.name);
-    const shard = /^(.+\.ngram_embedding)\.shard_\d+\.weight$/.exec(spec.name);
-    if (experts) {
-      const [E, rows, cols] = spec.shape;
-      const parts = experts[2] === 'gate_up_proj' ? ['gate_proj', 'up_proj'] : ['down_proj'];
-      const partRows = rows / parts.length;
-      groups.push({
-        bytes: E * rows * cols + E * parts.length * Math.ceil(partRows / BLOCK) * Math.ceil(cols / BLOCK) * 4,
-        make: () => {
-          const data = w.tensor(spec.name).data as Uint16Array;
-          const out: [string, Tensor][] = [];
-          for (let e = 0; e < E; e++) {
-            parts.forEach((part, k) => {
-              const start = (e * rows + k * partRows) * cols;
-              const { q, s } = quantizeBlocks(data.subarray(start, start + partRows * cols), partRows, cols);
-              const name = multimodalName(`${experts[1]}.${e}.${part}`);
-              out.push([`${name}.weight`, q], [`${name}.weight_scale_inv`, s]);
-            });
-          }
-          return out;
-        },
-      });
-    } else if (shard) {
-      const table = shard[1];
-      groups.push({
-        bytes: numel(spec.shape),
-        make: () => {
-          const s = roundBf16(tableScale(table));
-          const data = Uint8Array.from(w.tensor(spec.name).data as Uint16Array, (v) => f32ToFp8(Math.fround(bf16ToF32(v) / s), 'e4m3fn'));
-          const out: [string, Tensor][] = [[multimodalName(spec.name), { dtype: 'fp8e4m3fn', shape: spec.shape, data }]];
-          if (spec.name === `${table}.shard_0.weight`) out.push([multimodalName(`${table}.weight_scale`), { dtype: 'f32', shape: [1], data: Float32Array.of(tableScale(table)) }]);
-          return out;
-        },
-      });
-    } else {
-      groups.push({ bytes: numel(spec.shape) * (spec.dtype === 'f32' ? 4 : 2), make: () => [[multimodalName(spec.name), w.tensor(spec.name)]] });
-    }
-  }
-  return groups;
+/** The fp8-release layout: the routed experts' parts with 128 x 128 block scales (`weight_scale_inv`). */
+function blockFp8Groups(specs: readonly WeightSpec[], w: SyntheticWeightSource): Group[] {
+  return fp8ReleaseGroups(specs, w, {
+    expertPart: (base, data, rows, cols) => {
+      const { q, s } = quantizeBlocks(data, rows, cols);
+      return [
+        [`${base}.weight`, q],
+        [`${base}.weight_scale_inv`, s],
+      ];
+    },
+    expertPartBytes: (rows, cols) => rows * cols + Math.ceil(rows / BLOCK) * Math.ceil(cols / BLOCK) * 4,
+  });
 }
 
 /** Consecutive groups per shard, by bytes, none empty. */
@@ -226,7 +177,7 @@ export async function writeModelFolder(o: ModelFolderOptions): Promise<ModelFold
     throw new Error(`config '${o.config.name}': tensor '${largest.name}' has ${numel(largest.shape)} elements; the synthetic generator holds a tensor whole, at most ${MAX_TENSOR_ELEMENTS}`);
   }
   const synthetic = new SyntheticWeightSource(specs, o.seed);
-  const groups = o.layout === 'hf' ? hfGroups(o.config, specs, synthetic) : o.layout === 'ptpc-fp8' ? ptpcFp8Groups(specs, synthetic) : fp8ReleaseGroups(specs, synthetic);
+  const groups = o.layout === 'hf' ? hfGroups(o.config, specs, synthetic) : o.layout === 'ptpc-fp8' ? ptpcFp8Groups(specs, synthetic) : blockFp8Groups(specs, synthetic);
   const shardOf = assignShards(groups, o.shards);
   const files = Array.from({ length: o.shards }, (_, k) => `model-${String(k + 1).padStart(5, '0')}-of-${String(o.shards).padStart(5, '0')}.safetensors`);
 
