@@ -16,6 +16,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 
 /** What every fake starts with: the includes, the log, the environment knobs, bf16, kernel lookup and the one kernel, error texts. */
 export const FAKE_COMMON = String.raw`
@@ -451,4 +452,24 @@ export function saveEnv(keys: readonly string[]): () => void {
       else process.env[k] = saved[k];
     }
   };
+}
+
+/**
+ * The fake runtimes for one describe block: the folder made and its runtimes compiled before
+ * the block's tests and removed after them; `env`'s variables put back and the launch log
+ * cleared after each test.
+ */
+export function useFakeGpuRuntimes(prefix: string, env: readonly string[]): FakeGpuFolder {
+  const fake = new FakeGpuFolder(prefix);
+  const restoreEnv = saveEnv(env);
+  beforeAll(() => {
+    fake.create();
+    fake.compileRuntimes();
+  }, 60_000);
+  afterAll(() => fake.remove());
+  afterEach(() => {
+    restoreEnv();
+    rmSync(fake.log(), { force: true });
+  });
+  return fake;
 }

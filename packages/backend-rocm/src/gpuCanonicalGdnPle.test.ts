@@ -8,10 +8,9 @@
 // The inputs: core's hand-computed rows, where the sequential order gives other bits, and
 // random rows of whole 512-term steps, of a partial step with a partial chunk, and row counts
 // that fill no block size evenly. Over the fake hip runtime: the launches' grid and block.
-import { rmSync } from 'node:fs';
 import { cpuKernel, f32ToBf16, GDN_L2NORM_EPS, Rng, type Tensor } from '@hcsp/core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { FakeGpuFolder, saveEnv } from '../../../test/support/fakeGpuLibraries.ts';
+import { afterEach, describe, expect, it } from 'vitest';
+import { saveEnv, useFakeGpuRuntimes } from '../../../test/support/fakeGpuLibraries.ts';
 import { loadNativeAddon, type GpuDevice } from './nativeAddon.ts';
 
 const addon = loadNativeAddon();
@@ -151,17 +150,7 @@ describe('GDN and PLE reductions in canonical order v1 on the host and the emula
 });
 
 describe('GDN and PLE block launches over the fake hip runtime', () => {
-  const fake = new FakeGpuFolder('hcsp-gpugdnple-');
-  const restoreEnv = saveEnv(['HCSP_HIP_LIB', 'FAKE_GPU_LOG', 'HCSP_GPU_BLOCK_ROWS']);
-  beforeAll(() => {
-    fake.create();
-    fake.compileRuntimes();
-  }, 60_000);
-  afterAll(() => fake.remove());
-  afterEach(() => {
-    restoreEnv();
-    rmSync(fake.log(), { force: true });
-  });
+  const fake = useFakeGpuRuntimes('hcsp-gpugdnple-', ['HCSP_HIP_LIB', 'FAKE_GPU_LOG', 'HCSP_GPU_BLOCK_ROWS']);
 
   it('each norm and the gate is one block launch of 64-thread row groups, as many per block as the launcher (or HCSP_GPU_BLOCK_ROWS) says', async () => {
     process.env.HCSP_HIP_LIB = fake.lib('fakehip.so');

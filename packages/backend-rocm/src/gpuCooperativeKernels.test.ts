@@ -6,10 +6,9 @@
 // order v1 (core numerics/canonicalSum.ts), one row per 64 threads, run through the addon's
 // testKernel(). Over the fake hip and cuda runtimes: a block launch reaches the vendor with the
 // kernel's grid and block.
-import { rmSync } from 'node:fs';
 import { bf16ToF32, canonicalSumF32, f32ToBf16 } from '@hcsp/core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { FakeGpuFolder, saveEnv } from '../../../test/support/fakeGpuLibraries.ts';
+import { describe, expect, it } from 'vitest';
+import { useFakeGpuRuntimes } from '../../../test/support/fakeGpuLibraries.ts';
 import { mulberry32 } from '../../../test/support/mulberry32.ts';
 import { loadNativeAddon, type GpuDevice, type NativeTensor } from './nativeAddon.ts';
 
@@ -187,17 +186,7 @@ describe('block kernels on the emulated device: hcsp_canonical_sumsq_bf16', () =
 });
 
 describe('block launches over the fake hip and cuda runtimes', () => {
-  const fake = new FakeGpuFolder('hcsp-gpucoop-');
-  const restoreEnv = saveEnv(['HCSP_HIP_LIB', 'HCSP_CUDA_LIB', 'FAKE_GPU_LOG']);
-  beforeAll(() => {
-    fake.create();
-    fake.compileRuntimes();
-  }, 60_000);
-  afterAll(() => fake.remove());
-  afterEach(() => {
-    restoreEnv();
-    rmSync(fake.log(), { force: true });
-  });
+  const fake = useFakeGpuRuntimes('hcsp-gpucoop-', ['HCSP_HIP_LIB', 'HCSP_CUDA_LIB', 'FAKE_GPU_LOG']);
 
   for (const [kind, arch, ext, runtime] of [
     ['hip', 'gfx942', 'hsaco', 'fakehip.so'],

@@ -6,10 +6,9 @@
 // size (HCSP_GPU_BLOCK_ROWS 1-4 rows of 64 threads, and the launcher's own choice): both
 // contracts, pending and not, rows not a multiple of 8 or 512 columns, (row, stream) pairs not a
 // multiple of the rows per block. Over the fake hip runtime: the launch's grid and block.
-import { rmSync } from 'node:fs';
 import { cpuKernel, f32ToBf16, Rng, type Tensor } from '@hcsp/core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { FakeGpuFolder, saveEnv } from '../../../test/support/fakeGpuLibraries.ts';
+import { afterEach, describe, expect, it } from 'vitest';
+import { saveEnv, useFakeGpuRuntimes } from '../../../test/support/fakeGpuLibraries.ts';
 import { loadNativeAddon, type GpuDevice } from './nativeAddon.ts';
 
 const addon = loadNativeAddon();
@@ -155,17 +154,7 @@ describe('fused HC and quant block kernels on the emulated device, every block s
 });
 
 describe('fused HC block launches over the fake hip runtime', () => {
-  const fake = new FakeGpuFolder('hcsp-gpufused-');
-  const restoreEnv = saveEnv(['HCSP_HIP_LIB', 'FAKE_GPU_LOG', 'HCSP_GPU_BLOCK_ROWS']);
-  beforeAll(() => {
-    fake.create();
-    fake.compileRuntimes();
-  }, 60_000);
-  afterAll(() => fake.remove());
-  afterEach(() => {
-    restoreEnv();
-    rmSync(fake.log(), { force: true });
-  });
+  const fake = useFakeGpuRuntimes('hcsp-gpufused-', ['HCSP_HIP_LIB', 'FAKE_GPU_LOG', 'HCSP_GPU_BLOCK_ROWS']);
 
   it('the grid fills an 80-CU device at T/tp = 1024 (4096 HC pairs: 1024 blocks of 4), smaller launches take fewer rows per block', async () => {
     process.env.HCSP_HIP_LIB = fake.lib('fakehip.so');
