@@ -37,7 +37,7 @@ function copyGraph(): { graph: Graph; feeds: Map<ValueId, Tensor>; words: Uint32
 }
 
 describe('ChromiumHost result transfer (headless Chromium WebGPU)', () => {
-  it('a 16 MiB result comes back bit-identical, its POST within 2.5 s, with the run split by side', async () => {
+  it('a 16 MiB result comes back bit-identical, with the run split by side', async () => {
     const host = await bounded(ChromiumHost.launch({ kernels: TEST_KERNELS, startTimeoutMs: 30_000, runTimeoutMs: 60_000 }), 40_000, 'launching Chromium');
     try {
       const { graph, feeds, words } = copyGraph();
@@ -52,9 +52,8 @@ describe('ChromiumHost result transfer (headless Chromium WebGPU)', () => {
         expect(t.postedBytes).toBe(N * 4);
         expect(t.nodeReceive).toBeLessThanOrEqual(t.pagePost);
         expect(t.pageRun + t.pagePost).toBeLessThanOrEqual(t.total);
-        // Measured at load 6: ArrayBuffer bodies (the old POST) took 4.3 s for these 16 MiB,
-        // Blob bodies 0.3-0.8 s for 21-26 MB
-        expect(t.pagePost).toBeLessThan(2.5);
+        // its speed is the bench's to measure (scripts/benchHcMixTransfer.ts), not a timed test's:
+        // at load 6 ArrayBuffer bodies (the old POST) took 4.3 s for these 16 MiB, Blob bodies 0.3-0.8 s for 21-26 MB
       } finally {
         await prepared.dispose();
       }
