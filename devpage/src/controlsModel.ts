@@ -1,7 +1,7 @@
 // The page's controls as typed values: the raw form strings in, the plan view's and the run
 // view's inputs out, or an error naming the bad field and value.
 import { getConfig, REDUCE_ALGORITHMS, type ReduceAlgorithm, type SpMode } from '@hcsp/core';
-import type { PlanControls } from './plan/planView.ts';
+import { planFromControls, type PlanControls } from './plan/planView.ts';
 import type { RunRequest, SubLayerChoice } from './run/runComparison.ts';
 
 /** Field names of the form (the `name` attribute of each control). */
@@ -20,6 +20,24 @@ export interface RawControls {
   /** run b's algorithm; 'same' = run a's */
   bReduce: string;
 }
+
+/**
+ * What the page shows on first load: the CLI's defaults (config small, tp 4, seed 0) with the
+ * README's xcheck example (T 300, SP forced on), so the first picture is the sharded forward
+ * (75 rows per rank) and a run matches `hcsp prefill --tokens 300 --sp on`.
+ */
+export const DEFAULT_CONTROLS: RawControls = {
+  config: 'small',
+  tokens: '300',
+  tp: '4',
+  sp: 'on',
+  reduce: 'ring',
+  seed: '0',
+  minTokens: '',
+  subLayers: 'stand-in',
+  bSp: 'off',
+  bReduce: 'same',
+};
 
 export interface Controls {
   plan: PlanControls;
@@ -47,10 +65,9 @@ export function readControls(raw: RawControls): Controls {
   const subLayers = oneOf<SubLayerChoice>(raw.subLayers, 'sub-layers', ['stand-in', 'model']);
   const bSp = oneOf<'on' | 'off'>(raw.bSp, 'run b SP', ['on', 'off']);
   const bReduce = raw.bReduce === 'same' ? reduce : oneOf<ReduceAlgorithm>(raw.bReduce, 'run b reduce', REDUCE_ALGORITHMS);
-  // The run view compares the sharded forward (SP forced on: the testing path that skips
-  // the token thresholds, so small T can be sharded) with run b.
-  return {
-    plan: { config, tokens, tp, sp, reduce, minTokensEnv: raw.minTokens.trim() === '' ? undefined : raw.minTokens },
-    run: { config: config.name, tokens, tp, seed, subLayers, a: { sp: 'on', reduce }, b: { sp: bSp, reduce: bReduce } },
-  };
+  const plan: PlanControls = { config, tokens, tp, sp, reduce, minTokensEnv: raw.minTokens.trim() === '' ? undefined : raw.minTokens };
+  // Run a is the forward the plan describes: its SP mode resolved the way the plan resolves it
+  // ('auto' reads the gate and the variable), so the run shards exactly when the plan does.
+  const aSp = planFromControls(plan).sp ? 'on' : 'off';
+  return { plan, run: { config: config.name, tokens, tp, seed, subLayers, a: { sp: aSp, reduce }, b: { sp: bSp, reduce: bReduce } } };
 }

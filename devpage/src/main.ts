@@ -2,7 +2,7 @@
 // config), and on "run" sends the two CPU reference forwards to a worker and draws the
 // comparison.
 import { PRESETS, REDUCE_ALGORITHMS } from '@hcsp/core';
-import { readControls, type RawControls } from './controlsModel.ts';
+import { DEFAULT_CONTROLS, readControls, type RawControls } from './controlsModel.ts';
 import { planView } from './plan/planView.ts';
 import { modelSubLayers, RUNNABLE_CONFIGS } from './run/runComparison.ts';
 import type { WorkerReply, WorkerRequest } from './run/runProtocol.ts';
@@ -35,6 +35,8 @@ function fillOptions(): void {
   }
   // the full model's sub-layers, once @hcsp/core exports them
   if (modelSubLayers()) field('subLayers').append(h('option', { value: 'model' }, 'full model (attention/GDN, MoE, PLE)'));
+  // one source for the first load's values (the unit test checks them against the CLI's)
+  for (const [name, value] of Object.entries(DEFAULT_CONTROLS)) field(name as keyof RawControls).value = value;
 }
 
 function raw(): RawControls {
