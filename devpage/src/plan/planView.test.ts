@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { FLASH_NEXT, SP_MIN_TOKENS_ENV } from '@hcsp/core';
+import { FLASH_NEXT, getConfig, SP_MIN_TOKENS_ENV } from '@hcsp/core';
+import { formatBytes } from '../view/format.ts';
 import { planView, type PlanControls } from './planView.ts';
 
 const flash = (over: Partial<PlanControls>): PlanControls => ({ config: FLASH_NEXT, tokens: 16384, tp: 8, sp: 'auto', reduce: 'ring', minTokensEnv: undefined, ...over });
@@ -21,22 +22,36 @@ describe('planView', () => {
     expect(v.hcRowsPerStep).toBe(2048);
   });
 
-  it('predicts each collective with its shapes and bytes, and all-reduce = reduce-scatter + all-gather in bytes', () => {
+  it('lists every collective of the forward as `hcsp plan` does, with shapes and bytes; all-reduce = reduce-scatter + all-gather in bytes', () => {
     const v = planView(flash({ tokens: 16384 }));
-    const [ar, ag, rs, exit] = v.collectives;
-    expect([ar.kind, ar.count, ar.inShape, ar.outShape]).toEqual(['allReduce', 4, [16384, H], [16384, H]]);
-    expect([ag.kind, ag.count, ag.inShape, ag.outShape]).toEqual(['allGather', 92, [2048, H], [16384, H]]);
-    expect([rs.kind, rs.count, rs.inShape, rs.outShape]).toEqual(['reduceScatter', 92, [16384, H], [2048, H]]);
-    expect([exit.kind, exit.count, exit.inShape]).toEqual(['allGather', 1, [2048, 4 * H]]);
+    const find = (where: string) => v.collectives.find((c) => c.where === where)!;
+    const ar = find('L*.attn.all_reduce');
+    const ag = find('L*.attn_in.all_gather');
+    const rs = find('L*.attn.reduce_scatter');
+    expect([ar.op, ar.count, ar.input, ar.output]).toEqual(['allReduce', 2, `bf16[16384,${H}]`, `bf16[16384,${H}]`]);
+    expect([ag.op, ag.count, ag.input, ag.output]).toEqual(['allGather', 46, `bf16[2048,${H}]`, `bf16[16384,${H}]`]);
+    expect([rs.op, rs.count, rs.input, rs.output]).toEqual(['reduceScatter', 46, `bf16[16384,${H}]`, `bf16[2048,${H}]`]);
     // ring accounting: all-reduce 2 (tp-1)/tp S, reduce-scatter and all-gather (tp-1)/tp S
     expect(ar.bytesPerRank).toBe(((2 * 7) / 8) * 16384 * H * bf16);
     expect(ag.bytesPerRank + rs.bytesPerRank).toBe(ar.bytesPerRank);
-    expect(v.totalBytesPerRank).toBe(4 * ar.bytesPerRank + 92 * (ag.bytesPerRank + rs.bytesPerRank) + exit.bytesPerRank);
+    // the MTP head's collectives are in the forward's total
+    expect(v.collectives.filter((c) => c.where.startsWith('mtp')).length).toBeGreaterThan(0);
+    expect(v.totalBytesPerRank).toBe(v.collectives.reduce((s, c) => s + c.count * c.bytesPerRank, 0));
+  });
+
+  it("small, T 300, tp 4, SP on: the forward's bytes are the run's (MTP head included, 2.21 MiB) beside SP off's", () => {
+    const v = planView({ config: getConfig('small'), tokens: 300, tp: 4, sp: 'on', reduce: 'ring', minTokensEnv: undefined });
+    expect(v.collectives.map((c) => c.where)).toContain('mtp.attn.all_reduce');
+    expect(formatBytes(v.totalBytesPerRank)).toBe('2.21 MiB');
+    const off = planView({ config: getConfig('small'), tokens: 300, tp: 4, sp: 'off', reduce: 'ring', minTokensEnv: undefined });
+    expect(off.spOffBytesPerRank).toBeNull();
+    expect(v.spOffBytesPerRank).toBe(off.totalBytesPerRank);
+    expect(v.spOffBytesPerRank).not.toBe(v.totalBytesPerRank);
   });
 
   it('one-shot all-reduce sends the whole buffer to every peer', () => {
     const v = planView(flash({ tokens: 16384, reduce: 'oneshot' }));
-    expect(v.collectives[0].bytesPerRank).toBe(7 * 16384 * H * bf16);
+    expect(v.collectives.find((c) => c.where === 'L*.attn.all_reduce')!.bytesPerRank).toBe(7 * 16384 * H * bf16);
   });
 
   it('leaves the streams replicated, with the gate reason, at T <= 1024 in auto mode', () => {
@@ -45,7 +60,11 @@ describe('planView', () => {
     expect(v.plan.reason).toContain('HC_QUANT_ROWS_MAX 1024');
     expect(v.plan.quant).toBe('fused');
     expect(v.bands.every((b) => b.start === 0 && b.end === 1024 && b.padRows === 0)).toBe(true);
-    expect(v.collectives.map((c) => [c.kind, c.count])).toEqual([['allReduce', 96]]);
+    expect(v.collectives.filter((c) => c.where.startsWith('L*')).map((c) => [c.op, c.where, c.count])).toEqual([
+      ['allReduce', 'L*.attn.all_reduce', 48],
+      ['allReduce', 'L*.mlp.all_reduce', 48],
+    ]);
+    expect(v.collectives.some((c) => c.op !== 'allReduce' && c.where.startsWith('L*'))).toBe(false);
     expect(v.gatherText).toContain('never sharded');
   });
 

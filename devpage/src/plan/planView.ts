@@ -1,18 +1,11 @@
 // The plan view's model: an SP plan turned into what the page draws (row bands per rank,
-// padding, where sharding starts, the quant path, the exit gather) and the collectives one
-// sub-layer issues with the bytes each rank sends. Pure: no DOM, no execution, so it works
-// for flash-next too.
-import {
-  bytesPerElement,
-  commBytesOf,
-  HC_QUANT_ROWS_MAX,
-  planForMode,
-  type CollectiveOp,
-  type ModelConfig,
-  type ReduceAlgorithm,
-  type SpMode,
-  type SpPlan,
-} from '@hcsp/core';
+// padding, where sharding starts, the quant path, the exit gather) and every collective of one
+// forward with the bytes each rank sends, beside SP off's total. Pure: no DOM, no execution
+// (the graph is built, never run), so it works for flash-next too.
+import { HC_QUANT_ROWS_MAX, planForMode, type ModelConfig, type ReduceAlgorithm, type SpMode, type SpPlan } from '@hcsp/core';
+// `hcsp plan`'s own accounting (the decoder graph prefill builds, MTP head included), so the
+// page's bytes are the run's and the CLI's.
+import { planTraffic, type PlanCollective } from '../../../packages/cli/src/sp/planCollectives.ts';
 
 /** One rank's lane in the row-band diagram, in padded row coordinates. */
 export interface RowBand {
@@ -27,20 +20,6 @@ export interface RowBand {
   padRows: number;
 }
 
-/** One collective of a sub-layer (or the exit) as the plan predicts it. */
-export interface PlannedCollective {
-  where: string;
-  kind: CollectiveOp;
-  algorithm: ReduceAlgorithm | null;
-  /** per-rank [rows, cols] in and out */
-  inShape: [number, number];
-  outShape: [number, number];
-  /** bytes each rank sends once (collectives/commBytes.ts accounting) */
-  bytesPerRank: number;
-  /** how often it runs in the forward */
-  count: number;
-}
-
 export interface PlanView {
   plan: SpPlan;
   /** x extent of the diagram: C * tp when sharded, T otherwise */
@@ -51,9 +30,12 @@ export interface PlanView {
   unshardedSubLayers: number;
   quantText: string;
   gatherText: string;
-  collectives: PlannedCollective[];
+  /** every collective of one forward, as `hcsp plan` lists them (the MTP head's too) */
+  collectives: PlanCollective[];
   /** bytes each rank sends over the whole forward */
   totalBytesPerRank: number;
+  /** the same forward with SP off (null when this plan is not sharded: it is that forward) */
+  spOffBytesPerRank: number | null;
   /** rows each rank runs through one sharded HC step (C), against T unsharded */
   hcRowsPerStep: number;
 }
@@ -83,31 +65,16 @@ export function planBands(plan: SpPlan): RowBand[] {
   return plan.shards.map((s) => ({ rank: s.rank, start: s.start, realEnd: s.start + s.realRows, end: s.end, realRows: s.realRows, padRows: s.padRows }));
 }
 
-function collective(where: string, kind: CollectiveOp, algorithm: ReduceAlgorithm | null, inShape: [number, number], outShape: [number, number], tp: number, count: number): PlannedCollective {
-  const bf16 = bytesPerElement('bf16');
-  const bytesPerRank = commBytesOf(kind, algorithm, inShape[0] * inShape[1] * bf16, outShape[0] * outShape[1] * bf16, tp);
-  return { where, kind, algorithm, inShape, outShape, bytesPerRank, count };
-}
-
 /** The plan view of one set of controls. */
 export function planView(c: PlanControls): PlanView {
   const plan = planFromControls(c);
   const { tokens: T, tp, chunk: C } = plan;
   const H = c.config.hiddenSize;
-  const nH = c.config.hc.count * H;
   const [first, end] = plan.layers;
   const shardedLayers = plan.sp ? end - plan.spStartLayer! : 0;
   const unshardedLayers = end - first - shardedLayers;
-  const collectives: PlannedCollective[] = [];
-  if (tp > 1 && unshardedLayers > 0) {
-    collectives.push(collective('unsharded sub-layer output', 'allReduce', c.reduce, [T, H], [T, H], tp, unshardedLayers * 2));
-  }
-  if (plan.sp && shardedLayers > 0) {
-    collectives.push(collective('sharded sub-layer input x', 'allGather', null, [C, H], [C * tp, H], tp, shardedLayers * 2));
-    collectives.push(collective('sharded sub-layer output (padded)', 'reduceScatter', c.reduce, [C * tp, H], [C, H], tp, shardedLayers * 2));
-    const exitWidth = plan.gather === 'hc_state' ? nH : H;
-    collectives.push(collective(`exit: ${plan.gather === 'hc_state' ? 'pre-mixer HC state' : 'mixer output'}`, 'allGather', null, [C, exitWidth], [C * tp, exitWidth], tp, 1));
-  }
+  const traffic = planTraffic(c.config, plan, c.reduce);
+  const spOff = plan.sp ? planTraffic(c.config, planForMode(c.config, T, tp, 'off', {}, c.config.mtp), c.reduce) : null;
   const quantText =
     plan.quant === 'fused'
       ? `fused hc_gated_mean_quant (unsharded, T ${T} <= ${HC_QUANT_ROWS_MAX})`
@@ -126,8 +93,9 @@ export function planView(c: PlanControls): PlanView {
     unshardedSubLayers: unshardedLayers * 2,
     quantText,
     gatherText,
-    collectives,
-    totalBytesPerRank: collectives.reduce((s, k) => s + k.bytesPerRank * k.count, 0),
+    collectives: traffic.collectives,
+    totalBytesPerRank: traffic.totalBytesPerRank,
+    spOffBytesPerRank: spOff?.totalBytesPerRank ?? null,
     hcRowsPerStep: plan.sp ? C : T,
   };
 }

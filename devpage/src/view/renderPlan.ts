@@ -5,6 +5,7 @@ import type { PlanView } from '../plan/planView.ts';
 import { h } from './dom.ts';
 import { formatBytes } from './format.ts';
 import { renderBands } from './renderBands.ts';
+import { layerList } from '../../../packages/cli/src/sp/planCollectives.ts';
 
 function facts(v: PlanView): HTMLElement {
   const { plan } = v;
@@ -21,24 +22,30 @@ function facts(v: PlanView): HTMLElement {
 }
 
 function collectives(v: PlanView): HTMLElement {
-  if (v.collectives.length === 0) return h('p', { class: 'muted' }, 'No collectives (tp 1).');
-  const head = h('tr', {}, ...['where', 'collective', 'algorithm', 'per rank in', 'per rank out', 'bytes sent / rank', 'times', 'total / rank'].map((t) => h('th', {}, t)));
+  if (v.collectives.length === 0) return h('p', { class: 'muted' }, `No collectives (tp ${v.plan.tp}).`);
+  const head = h('tr', {}, ...['where', 'collective', 'algorithm', 'layers', 'per rank in', 'per rank out', 'bytes sent / rank', 'times', 'total / rank'].map((t) => h('th', {}, t)));
   const body = v.collectives.map((c) =>
     h(
       'tr',
       {},
       h('td', {}, c.where),
-      h('td', {}, c.kind),
+      h('td', {}, c.op),
       h('td', {}, c.algorithm ?? '-'),
-      h('td', { class: 'num' }, `[${c.inShape.join(', ')}]`),
-      h('td', { class: 'num' }, `[${c.outShape.join(', ')}]`),
+      h('td', {}, layerList(c.layers)),
+      h('td', { class: 'num' }, c.input),
+      h('td', { class: 'num' }, c.output),
       h('td', { class: 'num' }, formatBytes(c.bytesPerRank)),
       h('td', { class: 'num' }, `x ${c.count}`),
       h('td', { class: 'num' }, formatBytes(c.bytesPerRank * c.count)),
     ),
   );
-  const total = h('tr', { class: 'total' }, h('td', { colspan: 7 }, 'one forward'), h('td', { class: 'num' }, formatBytes(v.totalBytesPerRank)));
-  return h('table', { class: 'grid' }, h('thead', {}, head), h('tbody', {}, ...body, total));
+  const total = h('tr', { class: 'total' }, h('td', { colspan: 8 }, 'one forward'), h('td', { class: 'num plan-total' }, formatBytes(v.totalBytesPerRank)));
+  const rows = [...body, total];
+  if (v.spOffBytesPerRank !== null) {
+    const ratio = v.spOffBytesPerRank > 0 ? ` (SP on sends ${(v.totalBytesPerRank / v.spOffBytesPerRank).toFixed(2)}x)` : '';
+    rows.push(h('tr', { class: 'total' }, h('td', { colspan: 8 }, `the same forward with SP off${ratio}`), h('td', { class: 'num plan-sp-off' }, formatBytes(v.spOffBytesPerRank))));
+  }
+  return h('table', { class: 'grid' }, h('thead', {}, head), h('tbody', {}, ...rows));
 }
 
 export function renderPlan(v: PlanView): HTMLElement {
@@ -47,7 +54,7 @@ export function renderPlan(v: PlanView): HTMLElement {
     { class: 'plan' },
     facts(v),
     renderBands(v),
-    h('h3', {}, 'Collectives of one forward (bf16, nccl-tests ring accounting)'),
+    h('h3', {}, 'Collectives of one forward, MTP head included (as `hcsp plan` lists them; bytes each rank sends, nccl-tests accounting)'),
     collectives(v),
     h('p', { class: 'muted' }, `Token floor: ${SP_MIN_TOKENS_ENV} (unset = 1024, 0 disables). Sharding also needs T > 1024 so both paths quantize alike.`),
   );
