@@ -35,19 +35,22 @@ describe('dev page in Chromium', () => {
     await page.goto(url);
 
     // plan view: flash-next, T = 16381, tp 8, auto: sharded, 3 padding rows on rank 7
+    await page.selectOption('select[name=sp]', 'auto');
     await page.selectOption('select[name=config]', 'flash-next');
     await page.fill('input[name=tokens]', '16381');
     await page.selectOption('select[name=tp]', '8');
-    await expect.poll(() => page.locator('#plan .lane-note.pad').textContent()).toBe('2045 rows + 3 pad');
+    // the plan builds flash-next's graph for its bytes: seconds on a loaded machine
+    await expect.poll(() => page.locator('#plan .lane-note.pad').textContent(), { timeout: 20_000 }).toBe('2045 rows + 3 pad');
     expect(await page.locator('#run').isDisabled()).toBe(true);
     expect(await page.locator('#plan .facts').textContent()).toContain('layer 2 (after the last PLE layer)');
 
     // a bad variable value is reported, naming it
     await page.fill('input[name=minTokens]', '12abc');
-    await expect.poll(() => page.locator('#error').textContent()).toContain('ATOM_QWEN4_EXP_SP_MIN_TOKENS must be a non-negative decimal integer');
+    await expect.poll(() => page.locator('#error').textContent(), { timeout: 20_000 }).toContain('ATOM_QWEN4_EXP_SP_MIN_TOKENS must be a non-negative decimal integer');
     await page.fill('input[name=minTokens]', '');
 
     // run view: small, T = 37, tp 4, ring: SP on differs from SP off somewhere, padding stays zero
+    await page.selectOption('select[name=sp]', 'on');
     await page.selectOption('select[name=config]', 'small');
     await page.fill('input[name=tokens]', '37');
     await page.selectOption('select[name=tp]', '4');
@@ -62,6 +65,36 @@ describe('dev page in Chromium', () => {
     if (process.env.DEVPAGE_SCREENSHOT) await page.screenshot({ path: process.env.DEVPAGE_SCREENSHOT, fullPage: true });
     expect(errors).toEqual([]);
   }, 60_000);
+
+  it("first load: the CLI's defaults sharded over four ranks; one control change redraws the plan and drives the run", async () => {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(url);
+    // small, T 300, tp 4, SP on, seed 0: four coloured bands of 75 rows, the MTP head's collectives in the total
+    expect(await page.locator('input[name=seed]').inputValue()).toBe('0');
+    await expect.poll(() => page.locator('#plan svg.bands text.lane-note').allTextContents(), { timeout: 20_000 }).toEqual(['75 rows', '75 rows', '75 rows', '75 rows']);
+    // each rank's real rows in its own colour (unsharded, all four would be the same grey)
+    const fills = await page.locator('#plan svg.bands rect').evaluateAll((rs) => rs.filter((r) => /^rank \d+: rows /.test(r.querySelector('title')?.textContent ?? '')).map((r) => r.getAttribute('fill')));
+    expect(fills).toHaveLength(4);
+    expect(new Set(fills).size).toBe(4);
+    expect(await page.locator('#plan .plan-total').textContent()).toBe('2.21 MiB');
+    expect(await page.locator('#plan table.grid').textContent()).toContain('mtp.attn.all_reduce');
+    expect(await page.locator('#plan .plan-sp-off').textContent()).toMatch(/ MiB$/);
+
+    // one change (T 301): the plan shows the padding, and the run runs that forward, sharded
+    await page.fill('input[name=tokens]', '301');
+    await expect.poll(() => page.locator('#plan svg.bands text.lane-note').allTextContents(), { timeout: 20_000 }).toEqual(['76 rows', '76 rows', '76 rows', '73 rows + 3 pad']);
+    await page.click('#run');
+    await expect.poll(() => page.locator('#progress').textContent(), { timeout: 30_000, interval: 200 }).toMatch(/^(Done|Run failed)/);
+    expect(await page.locator('#run-view .headline').textContent()).toMatch(/^small, T = 301, tp 4, seed 0, .*Run a \(SP on, ring\) against run b \(SP off, ring\)/);
+    // the SP selector drives run a: off, both runs unsharded and equal
+    await page.selectOption('select[name=sp]', 'off');
+    await expect.poll(() => page.locator('#plan svg.bands text.lane-note').first().textContent(), { timeout: 20_000 }).toBe('all 301 rows (replicated)');
+    await page.click('#run');
+    await expect.poll(() => page.locator('#run-view .headline').textContent(), { timeout: 30_000, interval: 200 }).toMatch(/Run a \(SP off, ring\) against run b \(SP off, ring\): All \d+ compared points are bit-identical\./);
+    expect(errors).toEqual([]);
+  }, 90_000);
 
   it('runs the full model: PLE, attention, GDN and MoE steps, padding, ring differs at tp 4, one-shot and tp 2 do not', async () => {
     const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });

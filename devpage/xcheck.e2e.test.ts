@@ -51,10 +51,10 @@ describe('dev page xcheck in Chromium', () => {
     const errors = collectErrors(page);
     await page.goto(url);
     expect(await page.locator('#xc-webgpu').isHidden()).toBe(true);
-    await page.selectOption('select[name=xcConfig]', 'tiny');
-    await page.fill('input[name=xcTokens]', '37');
-    await page.selectOption('select[name=xcTp]', '4');
-    await page.selectOption('select[name=xcReduce]', 'ring');
+    await page.selectOption('select[name=config]', 'tiny');
+    await page.fill('input[name=tokens]', '37');
+    await page.selectOption('select[name=tp]', '4');
+    await page.selectOption('select[name=reduce]', 'ring');
     await page.selectOption('select[name=xcPair]', 'sp');
     await page.selectOption('select[name=xcBackend]', 'webgpu');
     await page.click('#xc-run');
@@ -89,11 +89,12 @@ describe('dev page xcheck in Chromium', () => {
     const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
     const errors = collectErrors(page);
     await page.goto(url);
-    await page.fill('input[name=xcTokens]', '19');
-    await page.selectOption('select[name=xcTp]', '2');
+    await page.selectOption('select[name=config]', 'tiny');
+    await page.fill('input[name=tokens]', '19');
+    await page.selectOption('select[name=tp]', '2');
     await page.selectOption('select[name=xcPair]', 'backends');
     expect(await page.locator('select[name=xcBackend]').isDisabled()).toBe(true);
-    await page.selectOption('select[name=xcSp]', 'on');
+    await page.selectOption('select[name=sp]', 'on');
     await page.click('#xc-run');
     await expect.poll(() => page.locator('#xc-status').textContent(), { timeout: 45_000, interval: 250 }).toMatch(/^(Ran|Live run failed)/);
     expect(await page.locator('#xc-error').textContent()).toBe('');
@@ -128,6 +129,18 @@ describe('dev page xcheck in Chromium', () => {
     expect(await page.locator('#xc-view .xc-attribution').textContent()).toMatch(/^Against the float64 evaluation \(1 tensors\): 1 differing tensors are attributed to cpu:sp=on/);
     expect(await page.locator('#xc-view table.xc-worst td.xc-attr.a').count()).toBe(1);
 
+    // a click on a cell opens that tensor's rows and its float64 attribution
+    const detail = page.locator('#xc-view .xc-pair .xc-detail');
+    expect(await detail.isHidden()).toBe(true);
+    await page.locator(`#xc-view rect.xc-cell[data-name="${differing.name}"]`).first().click();
+    await detail.waitFor({ state: 'visible' });
+    expect(await detail.locator('h4').textContent()).toContain(differing.name);
+    expect(await detail.locator('.xc-detail-exact').textContent()).toMatch(/^own error against float64: a \(cpu:sp=on\) 3 row-scaled ulp .*run a is farther from float64 on \d+ of \d+ differing elements/);
+    expect(await detail.locator('table.xc-detail-rows tbody tr').count()).toBeGreaterThan(0);
+    expect(await detail.locator('table.xc-detail-rows tbody tr').count()).toBe(differing.rows.differing.filter((d) => d > 0).length);
+    await detail.locator('.xc-detail-close').click();
+    expect(await detail.isHidden()).toBe(true);
+
     // a bad file: the message names the field, and the drawn report stays
     const bad = JSON.parse(json);
     bad.pairs[0].tensors[2].differing = 'many';
@@ -160,6 +173,7 @@ describe('dev page xcheck in Chromium', () => {
       const page = await plain.newPage({ viewport: { width: 1400, height: 1000 } });
       const errors = collectErrors(page);
       await page.goto(url);
+      await page.selectOption('select[name=config]', 'tiny');
       const note = page.locator('#xc-webgpu');
       // Debian's chromium without the flags has navigator.gpu but no adapter: the run says so when WebGPU is asked for
       if (await page.evaluate(() => 'gpu' in navigator && !!navigator.gpu)) {
@@ -171,8 +185,8 @@ describe('dev page xcheck in Chromium', () => {
       expect(await note.textContent()).toMatch(/WebGPU is unavailable/);
       await page.click('#xc-use-cpu');
       expect(await page.locator('select[name=xcBackend]').inputValue()).toBe('cpu');
-      await page.fill('input[name=xcTokens]', '19');
-      await page.selectOption('select[name=xcTp]', '2');
+      await page.fill('input[name=tokens]', '19');
+      await page.selectOption('select[name=tp]', '2');
       await page.click('#xc-run');
       await expect.poll(() => page.locator('#xc-status').textContent(), { timeout: 20_000, interval: 200 }).toMatch(/^(Ran|Live run failed)/);
       expect(await page.locator('#xc-status .xc-ran').textContent()).toMatch(/^Ran on the CPU reference \(worker\): run a cpu:sp=on:reduce=\w+ [\d.]+ s, run b cpu:sp=off/);

@@ -115,7 +115,12 @@ cancelButton.addEventListener('click', () => {
   progressBox.textContent = 'Cancelled.';
 });
 
-form.addEventListener('input', updatePlan);
+// the plan builds the forward's graph for its bytes (about a second for flash-next): once typing pauses
+let planTimer: ReturnType<typeof setTimeout> | undefined;
+form.addEventListener('input', () => {
+  clearTimeout(planTimer);
+  planTimer = setTimeout(updatePlan, 150);
+});
 form.addEventListener('submit', (e) => {
   e.preventDefault();
   try {
@@ -134,4 +139,7 @@ form.addEventListener('submit', (e) => {
 
 fillOptions();
 updatePlan();
-installXcheckPanel();
+installXcheckPanel(() => {
+  const { run } = readControls(raw());
+  return { config: run.config, tokens: run.tokens, tp: run.tp, seed: run.seed, reduce: run.a.reduce, sp: run.a.sp };
+});

@@ -89,8 +89,9 @@ export function renderRun(report: RunReport): HTMLElement {
   const headline = differing.length
     ? `${differing.length} of ${diffs.length} compared points differ (first at ${title(differing[0].step)}); worst ${fmtUlp(worst)} row-scale ulp.`
     : `All ${diffs.length} compared points are bit-identical.`;
-  // the heatmap's columns follow the sharded run's rows (run a is always sharded)
-  const model = heatmapModel(diffs, a.plan.tokens, a.plan.chunk, a.plan.tp, a.plan.sp, HEATMAP_MAX_BINS);
+  // the heatmap's columns follow the sharded run's rows (run a's when both are, none when neither is)
+  const sharded = a.plan.sp ? a.plan : b.plan;
+  const model = heatmapModel(diffs, sharded.tokens, sharded.chunk, sharded.tp, sharded.sp, HEATMAP_MAX_BINS);
   return h(
     'div',
     { class: 'run' },

@@ -4,6 +4,7 @@
 // table of the worst tensors.
 import { attributionText, pairVerdict, tensorGroup, type XcheckPair, type XcheckReport, type XcheckTensor } from '@hcsp/core';
 import { h, s } from '../view/dom.ts';
+import { tensorDetail } from './tensorDetail.ts';
 import { attribution, barGradient, barTicks, BEYOND_COLOR, IDENTICAL_COLOR, kindGrid, metricColor, metricDomain, pairHeadline, rankGrid, scalePosition, UNKNOWN_COLOR, worstTensors, XCHECK_METRICS, type GridModel, type XcheckMetric } from './xcheckHeatmap.ts';
 
 const CELL_H = 16;
@@ -56,6 +57,7 @@ export function renderGrid(model: GridModel, domain: readonly [number, number] |
           height: CELL_H - 1,
           fill: metricColor(c.value, domain),
           class: c.tensor.differing > 0 ? 'xc-cell xc-differs' : 'xc-cell',
+          tabindex: 0,
           'data-name': c.tensor.name,
           'data-layer': c.tensor.layer,
           'data-rank': c.tensor.rank ?? undefined,
@@ -148,6 +150,25 @@ function attributionBlock(pair: XcheckPair): HTMLElement {
   );
 }
 
+/** The clicked tensor's row-level differences and float64 attribution. */
+function renderDetail(pair: XcheckPair, name: string): HTMLElement[] {
+  const d = tensorDetail(pair, name);
+  const rows = d.rows.length
+    ? h(
+        'table',
+        { class: 'grid xc-detail-rows' },
+        h('thead', {}, h('tr', {}, ...['rows', 'differing elements', 'max ulp'].map((t) => h('th', {}, t)))),
+        h('tbody', {}, ...d.rows.map((r) => h('tr', {}, h('td', {}, r.end - r.start === 1 ? `row ${r.start}` : `rows [${r.start}, ${r.end})`), h('td', { class: 'num' }, String(r.differing)), h('td', { class: 'num' }, fmt(r.maxUlp))))),
+      )
+    : h('p', { class: 'muted' }, 'No row differs: bit-identical.');
+  return [
+    h('h4', {}, d.name, ' ', h('button', { type: 'button', class: 'xc-detail-close' }, 'close')),
+    h('p', {}, d.summary, d.first ? `; ${d.first}` : ''),
+    h('p', { class: 'xc-detail-exact' }, d.attribution ?? 'No float64 evaluation of this tensor in the report (xcheck --exact adds it).'),
+    rows,
+  ];
+}
+
 function renderPair(pair: XcheckPair, index: number, metric: XcheckMetric, exact: boolean): HTMLElement {
   const ranks = rankGrid(pair, metric);
   const kinds = kindGrid(pair, metric);
@@ -156,7 +177,15 @@ function renderPair(pair: XcheckPair, index: number, metric: XcheckMetric, exact
   const v = pair.verdict ?? pairVerdict(pair);
   const at = attributionText(v, pair);
   const flips = [...v.routing.map((f) => `routing flips at layer ${f.layer}: ${f.rows.length} of ${f.count} rows`), ...v.selection.map((f) => `QSA selection flips at layer ${f.layer}: ${f.rows.length} of ${f.count} rows`)];
-  return h(
+  const detail = h('div', { class: 'xc-detail', hidden: true, 'aria-live': 'polite' });
+  const open = (target: EventTarget | null): void => {
+    const cell = (target as Element | null)?.closest?.('rect.xc-cell');
+    if (cell) {
+      detail.replaceChildren(...renderDetail(pair, cell.getAttribute('data-name')!));
+      detail.hidden = false;
+    } else if ((target as Element | null)?.closest?.('.xc-detail-close')) detail.hidden = true;
+  };
+  const section = h(
     'section',
     { class: 'xc-pair', 'data-pair': index },
     h('h3', {}, `${pair.a} (a) against ${pair.b} (b)`),
@@ -167,14 +196,20 @@ function renderPair(pair: XcheckPair, index: number, metric: XcheckMetric, exact
     attributionBlock(pair),
     renderLegend(metric, domain),
     ranks.cells.length
-      ? renderGrid(ranks, domain, 'rank', `Each rank's own values per sub-layer step (rows, graph order): its partial sums before the collective and the collective's output on that rank (columns grouped by rank). A cell's rows are the ones that rank holds.`)
+      ? renderGrid(ranks, domain, 'rank', `Each rank's own values per sub-layer step (rows, graph order): its partial sums before the collective and the collective's output on that rank (columns grouped by rank). A cell's rows are the ones that rank holds. Click a cell for that tensor's rows and its float64 attribution.`)
       : h('p', { class: 'muted' }, 'No per-rank values (`*.partial.r{k}`, `*.out.r{k}`) in this pair.'),
     kinds.cells.length
-      ? renderGrid(kinds, domain, 'kind', 'Values of all T rows (the golden-dump names) per layer (rows) and tensor kind (columns); blank: that layer has no such value.')
+      ? renderGrid(kinds, domain, 'kind', 'Values of all T rows (the golden-dump names) per layer (rows) and tensor kind (columns); blank: that layer has no such value. Click a cell for its rows.')
       : h('p', { class: 'muted' }, 'No values of all T rows in this pair.'),
+    detail,
     h('h4', {}, 'Worst tensors'),
     worstTable(pair, exact),
   );
+  section.addEventListener('click', (e) => open(e.target));
+  section.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter') open(e.target);
+  });
+  return section;
 }
 
 /** `source`: where the report came from, e.g. "file report.json" or "live run". */

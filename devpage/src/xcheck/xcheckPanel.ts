@@ -1,7 +1,7 @@
 // The dev page's xcheck section: loads a report file (input or drag and drop) and runs the
 // comparison live, a WebGPU side on the browser's own device in the page and a CPU side in a
 // worker, then draws either with reportView.ts and says which backend ran.
-import { REDUCE_ALGORITHMS, type ReduceAlgorithm, type XcheckReport } from '@hcsp/core';
+import type { ReduceAlgorithm, XcheckReport } from '@hcsp/core';
 import { h } from '../view/dom.ts';
 import { openBrowserWebGpu, webGpuMissing, type BrowserWebGpu } from './browserWebGpu.ts';
 import { checkLiveRequest, liveReport, liveSides, runLiveSide, sideSpec, type LiveRequest, type LiveSide, type LiveSideResult } from './liveXcheck.ts';
@@ -18,7 +18,19 @@ function byId<T extends HTMLElement>(id: string): T {
 
 const PROGRESS_INTERVAL_MS = 100;
 
-export function installXcheckPanel(): void {
+/** The run inputs the page's one set of controls gives (the xcheck form adds only the pair and backend). */
+export interface SharedRunControls {
+  config: string;
+  tokens: number;
+  tp: number;
+  seed: number;
+  reduce: ReduceAlgorithm;
+  /** the SP mode the page's controls resolve to: both sides of the 'backends' pair */
+  sp: 'on' | 'off';
+}
+
+/** `shared` reads the page's controls at run time (it throws, naming the field, on a bad value). */
+export function installXcheckPanel(shared: () => SharedRunControls): void {
   const form = byId<HTMLFormElement>('xc-controls');
   const status = byId<HTMLDivElement>('xc-status');
   const errorBox = byId<HTMLDivElement>('xc-error');
@@ -28,7 +40,6 @@ export function installXcheckPanel(): void {
   const dropZone = byId<HTMLElement>('xc-drop');
   const field = <T extends HTMLInputElement | HTMLSelectElement>(name: string): T => form.elements.namedItem(name) as T;
 
-  for (const alg of REDUCE_ALGORITHMS) field<HTMLSelectElement>('xcReduce').append(h('option', { value: alg }, alg));
   for (const m of XCHECK_METRICS) field<HTMLSelectElement>('xcMetric').append(h('option', { value: m.value }, m.label));
 
   let current: { report: XcheckReport; source: string } | null = null;
@@ -41,11 +52,9 @@ export function installXcheckPanel(): void {
     errorBox.textContent = message ?? '';
   };
 
-  // the pair decides which of backend / SP applies
+  // the backend applies to the SP pair only (the other pair runs both)
   const syncPair = (): void => {
-    const pair = field<HTMLSelectElement>('xcPair').value;
-    field<HTMLSelectElement>('xcBackend').disabled = pair !== 'sp';
-    field<HTMLSelectElement>('xcSp').disabled = pair !== 'backends';
+    field<HTMLSelectElement>('xcBackend').disabled = field<HTMLSelectElement>('xcPair').value !== 'sp';
   };
 
   const offerCpu = (why: string): void => {
@@ -160,14 +169,9 @@ export function installXcheckPanel(): void {
 
   const request = (): LiveRequest => {
     const r: LiveRequest = {
-      config: field<HTMLSelectElement>('xcConfig').value,
-      tokens: Number(field<HTMLInputElement>('xcTokens').value),
-      tp: Number(field<HTMLSelectElement>('xcTp').value),
-      seed: Number(field<HTMLInputElement>('xcSeed').value),
-      reduce: field<HTMLSelectElement>('xcReduce').value as ReduceAlgorithm,
+      ...shared(),
       pair: field<HTMLSelectElement>('xcPair').value as LiveRequest['pair'],
       backend: field<HTMLSelectElement>('xcBackend').value as LiveRequest['backend'],
-      sp: field<HTMLSelectElement>('xcSp').value as LiveRequest['sp'],
     };
     checkLiveRequest(r);
     return r;
