@@ -2,10 +2,9 @@
 // padding, where sharding starts, the quant path, the exit gather) and every collective of one
 // forward with the bytes each rank sends, beside SP off's total. Pure: no DOM, no execution
 // (the graph is built, never run), so it works for flash-next too.
-import { HC_QUANT_ROWS_MAX, planForMode, type ModelConfig, type ReduceAlgorithm, type SpMode, type SpPlan } from '@hcsp/core';
+import { HC_QUANT_ROWS_MAX, type ModelConfig, type PlanCollective, planForMode, planTraffic, type ReduceAlgorithm, type SpMode, type SpPlan } from '@hcsp/core';
 // `hcsp plan`'s own accounting (the decoder graph prefill builds, MTP head included), so the
 // page's bytes are the run's and the CLI's.
-import { planTraffic, type PlanCollective } from '../../../packages/cli/src/sp/planCollectives.ts';
 
 /** One rank's lane in the row-band diagram, in padded row coordinates. */
 export interface RowBand {

@@ -1,11 +1,10 @@
 // The plan view: the gate decision, where sharding starts, the quant path, the exit gather,
 // the row bands and the collectives one forward issues.
-import { SP_MIN_TOKENS_ENV } from '@hcsp/core';
+import { layerList, SP_MIN_TOKENS_ENV } from '@hcsp/core';
 import type { PlanView } from '../plan/planView.ts';
 import { h } from './dom.ts';
 import { formatBytes } from './format.ts';
 import { renderBands } from './renderBands.ts';
-import { layerList } from '../../../packages/cli/src/sp/planCollectives.ts';
 
 function facts(v: PlanView): HTMLElement {
   const { plan } = v;

@@ -64,6 +64,7 @@ export * from './reference/cpuKernel.ts';
 export * from './reference/cpuBackend.ts';
 export * from './sp/gate.ts';
 export * from './sp/plan.ts';
+export * from './sp/planCollectives.ts';
 export * from './layers/modelSubLayers.ts';
 export * from './collectives/allGather.ts';
 export * from './model/hcWeights.ts';

@@ -1,13 +1,11 @@
 // `hcsp plan`: the sequence-parallel plan of one forward (gate decision, shards, padding,
 // quantization path, exit gather), as JSON or a short summary.
 import type { Command } from 'commander';
-import { readSpFloor } from '@hcsp/core';
+import { layerList, type ModelConfig, planTraffic, type PlanTraffic, readSpFloor, type SpFloor, type SpPlan } from '@hcsp/core';
 import { resolveModelConfig } from '@hcsp/core/node';
-import type { ModelConfig, SpFloor, SpPlan } from '@hcsp/core';
 import { configOption, SP_ENV_HELP, tpOption } from '../defaults.ts';
 import { parseIntStrict, parseLayerRange } from '../parseArgs.ts';
 import { formatBytes } from '../guards/byteSize.ts';
-import { layerList, planTraffic, type PlanTraffic } from '../sp/planCollectives.ts';
 import { planWithFloor } from '../sp/planWithFloor.ts';
 import { spOnReason } from '../sp/spOnReason.ts';
 

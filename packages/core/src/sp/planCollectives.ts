@@ -2,20 +2,15 @@
 // the run builds (model/decoderGraph.ts, the real sub-layers, the MTP head where the plan has
 // it; no weights, no tensors), its collective nodes grouped by kind, place and shapes, with
 // the bytes each rank sends (collectives/commBytes.ts, the run summary's accounting).
-import {
-  buildDecoderGraph,
-  bytesPerElement,
-  commBytesOf,
-  MODEL_SUB_LAYERS,
-  numel,
-  RING_DEFAULT_CHANNELS,
-  RING_DEFAULT_CHUNK_ELEMS,
-  type CollectiveOp,
-  type Graph,
-  type ModelConfig,
-  type ReduceAlgorithm,
-  type SpPlan,
-} from '@hcsp/core';
+import type { ModelConfig } from '../config/modelConfig.ts';
+import { commBytesOf, type CollectiveOp } from '../collectives/commBytes.ts';
+import { RING_DEFAULT_CHANNELS, RING_DEFAULT_CHUNK_ELEMS } from '../collectives/ringAllReduce.ts';
+import type { Graph } from '../graph/graph.ts';
+import type { ReduceAlgorithm } from '../graph/ops/spOps.ts';
+import { MODEL_SUB_LAYERS } from '../layers/modelSubLayers.ts';
+import { buildDecoderGraph } from '../model/decoderGraph.ts';
+import { bytesPerElement, numel } from '../tensor/tensor.ts';
+import type { SpPlan } from './plan.ts';
 
 export interface PlanCollective {
   op: CollectiveOp;
