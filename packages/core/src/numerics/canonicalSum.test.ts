@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CANONICAL_LANES, canonicalButterfly, canonicalLaneSums, canonicalSumF32 } from './canonicalSum.ts';
+import { mulberry32 } from '../../../../test/support/mulberry32.ts';
 
 const fr = Math.fround;
 const sequential = (n: number, term: (j: number) => number): number => {
@@ -62,5 +63,17 @@ describe('canonical reduction order v1', () => {
     expect(sequential(2560, squares)).toBe(2 ** 24);
     expect(canonicalSumF32(2560, squares)).toBe(2 ** 24 + 63 * 40);
     expect(() => canonicalSumF32(-1, () => 0)).toThrow('canonical sum: -1 terms');
+  });
+
+  it('canonicalSumF32 (in place, no arrays) is the butterfly of the lane sums, bit for bit, also when a term sums itself', () => {
+    const rng = mulberry32(22);
+    for (const n of [1, 7, 8, 63, 511, 512, 513, 1030, 2560, 3001]) {
+      const t = Float32Array.from({ length: n }, () => Math.fround((rng() - 0.5) * 2 ** Math.floor(rng() * 40 - 20)));
+      const term = (j: number) => t[j];
+      expect(canonicalSumF32(n, term)).toBe(canonicalButterfly(canonicalLaneSums(n, term)));
+      // a term that is itself a canonical sum (the scratch lanes are the outer call's)
+      const nested = (j: number) => canonicalSumF32(3, (k) => t[(j + k) % n]);
+      expect(canonicalSumF32(n, nested)).toBe(canonicalButterfly(canonicalLaneSums(n, nested)));
+    }
   });
 });

@@ -48,7 +48,36 @@ export function canonicalButterfly(lanes: Float32Array): number {
   return v[0];
 }
 
-/** The fp32 sum of term(j), j in [0, n), in canonical order v1 (term values are fp32). */
+/** lane sums of canonicalSumF32, reused (the reference calls it once per row, head or token); a term that itself sums gets its own */
+const scratch = new Float32Array(CANONICAL_LANES);
+let scratchInUse = false;
+
+/**
+ * The fp32 sum of term(j), j in [0, n), in canonical order v1 (term values are fp32): the same
+ * adds as canonicalButterfly(canonicalLaneSums(n, term)), without their arrays. At butterfly
+ * step m only lanes l < m still feed lane 0, and for them l xor m = l + m, which this step
+ * does not overwrite, so the butterfly runs in place.
+ */
 export function canonicalSumF32(n: number, term: (j: number) => number): number {
-  return canonicalButterfly(canonicalLaneSums(n, term));
+  if (!Number.isInteger(n) || n < 0) throw new Error(`canonical sum: ${n} terms`);
+  const outer = !scratchInUse;
+  const v = outer ? scratch : new Float32Array(CANONICAL_LANES);
+  scratchInUse = true;
+  try {
+    const step = CANONICAL_LANES * CANONICAL_CHUNK;
+    for (let l = 0; l < CANONICAL_LANES; l++) {
+      let acc = 0;
+      for (let base = l * CANONICAL_CHUNK; base < n; base += step) {
+        const end = Math.min(base + CANONICAL_CHUNK, n);
+        for (let j = base; j < end; j++) acc = fr(acc + term(j));
+      }
+      v[l] = acc;
+    }
+    for (let m = CANONICAL_LANES / 2; m >= 1; m >>= 1) {
+      for (let l = 0; l < m; l++) v[l] = fr(v[l] + v[l + m]);
+    }
+    return v[0];
+  } finally {
+    if (outer) scratchInUse = false;
+  }
 }
