@@ -21,10 +21,9 @@ export const CANONICAL_LANES = 64;
 /** the consecutive terms a lane adds before the next lane's chunk */
 export const CANONICAL_CHUNK = 8;
 
-/** The 64 lane sums of v1 before the butterfly (each in fp32): term(j) for j in [0, n). */
-export function canonicalLaneSums(n: number, term: (j: number) => number): Float32Array {
+/** lanes[l] = lane l's sum of term(j), j in [0, n), before the butterfly */
+function fillLaneSums(n: number, term: (j: number) => number, lanes: Float32Array): void {
   if (!Number.isInteger(n) || n < 0) throw new Error(`canonical sum: ${n} terms`);
-  const lanes = new Float32Array(CANONICAL_LANES);
   const step = CANONICAL_LANES * CANONICAL_CHUNK;
   for (let l = 0; l < CANONICAL_LANES; l++) {
     let acc = 0;
@@ -34,6 +33,12 @@ export function canonicalLaneSums(n: number, term: (j: number) => number): Float
     }
     lanes[l] = acc;
   }
+}
+
+/** The 64 lane sums of v1 before the butterfly (each in fp32): term(j) for j in [0, n). */
+export function canonicalLaneSums(n: number, term: (j: number) => number): Float32Array {
+  const lanes = new Float32Array(CANONICAL_LANES);
+  fillLaneSums(n, term, lanes);
   return lanes;
 }
 
@@ -59,20 +64,11 @@ let scratchInUse = false;
  * does not overwrite, so the butterfly runs in place.
  */
 export function canonicalSumF32(n: number, term: (j: number) => number): number {
-  if (!Number.isInteger(n) || n < 0) throw new Error(`canonical sum: ${n} terms`);
   const outer = !scratchInUse;
   const v = outer ? scratch : new Float32Array(CANONICAL_LANES);
   scratchInUse = true;
   try {
-    const step = CANONICAL_LANES * CANONICAL_CHUNK;
-    for (let l = 0; l < CANONICAL_LANES; l++) {
-      let acc = 0;
-      for (let base = l * CANONICAL_CHUNK; base < n; base += step) {
-        const end = Math.min(base + CANONICAL_CHUNK, n);
-        for (let j = base; j < end; j++) acc = fr(acc + term(j));
-      }
-      v[l] = acc;
-    }
+    fillLaneSums(n, term, v);
     for (let m = CANONICAL_LANES / 2; m >= 1; m >>= 1) {
       for (let l = 0; l < m; l++) v[l] = fr(v[l] + v[l + m]);
     }
