@@ -414,6 +414,9 @@ export class FakeGpuFolder {
     }
   };
 
+  /** each logged launch of `kernel` as "grid=X,Y,Z block=X,Y,Z", in order */
+  readonly launches = (kernel: string): string[] => [...this.logText().matchAll(new RegExp(`^launch ${kernel} (grid=\\S+ block=\\S+)`, 'gm'))].map((m) => m[1]);
+
   /** the fake HIP and CUDA runtimes: <folder>/fakehip.so and fakecuda.so */
   compileRuntimes(): void {
     this.compile('fakehip', FAKE_HIP);

@@ -157,7 +157,6 @@ describe('GDN and PLE block launches over the fake hip runtime', () => {
     process.env.FAKE_GPU_LOG = fake.log();
     const kernels = { 'gdn.hsaco': ['hcsp_gdn_gated_norm'], 'ple.hsaco': ['hcsp_ple_rms1p_norm', 'hcsp_ple_gate'] };
     const gpu = addon.openGpu('hip', { codeObjects: fake.codeObjects('hip-gdnple', 'gfx942', kernels) });
-    const launches = (kernel: string) => [...fake.logText().matchAll(new RegExp(`^launch ${kernel} (grid=\\S+ block=\\S+)`, 'gm'))].map((m) => m[1]);
     const run = async (op: string, shapes: number[][], attrs: Record<string, unknown>) => {
       const inputs = shapes.map((s) => addon.upload('bf16', s, new Uint16Array(s.reduce((a, d) => a * d, 1)), gpu));
       try {
@@ -177,7 +176,7 @@ describe('GDN and PLE block launches over the fake hip runtime', () => {
     process.env.HCSP_GPU_BLOCK_ROWS = '3';
     await all(50);
     for (const k of ['hcsp_gdn_gated_norm', 'hcsp_ple_rms1p_norm', 'hcsp_ple_gate']) {
-      expect(launches(k), k).toEqual(['grid=1024,1,1 block=256,1,1', 'grid=100,1,1 block=64,1,1', 'grid=34,1,1 block=192,1,1']);
+      expect(fake.launches(k), k).toEqual(['grid=1024,1,1 block=256,1,1', 'grid=100,1,1 block=64,1,1', 'grid=34,1,1 block=192,1,1']);
     }
   });
 });

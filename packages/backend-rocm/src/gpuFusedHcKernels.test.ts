@@ -161,7 +161,6 @@ describe('fused HC block launches over the fake hip runtime', () => {
     process.env.FAKE_GPU_LOG = fake.log();
     const kernels = { 'hc.hsaco': ['hcsp_hc_combine_norm', 'hcsp_hc_gated_mean'], 'quant.hsaco': ['hcsp_quant_rows_fp8', 'hcsp_quant_gated_mean_fp8'] };
     const gpu = addon.openGpu('hip', { codeObjects: fake.codeObjects('hip-fused', 'gfx942', kernels) });
-    const launches = (kernel: string) => [...fake.logText().matchAll(new RegExp(`^launch ${kernel} (grid=\\S+ block=\\S+)`, 'gm'))].map((m) => m[1]);
     const run = async (op: string, shapes: number[][], attrs: Record<string, unknown>) => {
       const inputs = shapes.map((s) => addon.upload('bf16', s, new Uint16Array(s.reduce((a, d) => a * d, 1)), gpu));
       try {
@@ -179,7 +178,7 @@ describe('fused HC block launches over the fake hip runtime', () => {
     process.env.HCSP_GPU_BLOCK_ROWS = '3';
     await run('hcCombineNorm', [[1024, 32], [1024, 8], [1024, 4], [32]], { streams: 4, eps: 1e-6, contract: 'atom' });
     // 4096 pairs: 4 per block; 1024 rows: 2 per block (256 blocks of 4 would leave an 80-CU device 3 each); 400 pairs, 100 rows: 1
-    expect(launches('hcsp_hc_combine_norm')).toEqual(['grid=1024,1,1 block=256,1,1', 'grid=400,1,1 block=64,1,1', 'grid=1366,1,1 block=192,1,1']);
-    for (const k of ['hcsp_hc_gated_mean', 'hcsp_quant_rows_fp8', 'hcsp_quant_gated_mean_fp8']) expect(launches(k), k).toEqual(['grid=512,1,1 block=128,1,1', 'grid=100,1,1 block=64,1,1']);
+    expect(fake.launches('hcsp_hc_combine_norm')).toEqual(['grid=1024,1,1 block=256,1,1', 'grid=400,1,1 block=64,1,1', 'grid=1366,1,1 block=192,1,1']);
+    for (const k of ['hcsp_hc_gated_mean', 'hcsp_quant_rows_fp8', 'hcsp_quant_gated_mean_fp8']) expect(fake.launches(k), k).toEqual(['grid=512,1,1 block=128,1,1', 'grid=100,1,1 block=64,1,1']);
   });
 });

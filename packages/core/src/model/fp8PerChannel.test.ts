@@ -1,48 +1,24 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TINY } from '../config/presets.ts';
-import { safetensorsItemBytes, type SafetensorsDtype } from '../io/safetensors.ts';
 import { bf16ToF32, f32ToBf16 } from '../numerics/bf16.ts';
 import { fp8ToF32 } from '../numerics/fp8.ts';
 import { numel } from '../tensor/tensor.ts';
 import { openCheckpoint } from './hfCheckpoint.ts';
+import { type RawEntry, writeRawSafetensors } from '../../../../test/support/rawSafetensors.ts';
 import type { WeightSpec } from './weightSpec.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'hcsp-fp8pc-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 let folders = 0;
 
-interface RawEntry {
-  name: string;
-  dtype: SafetensorsDtype;
-  shape: number[];
-  bytes: Uint8Array;
-}
-
 /** A model folder holding one .safetensors file written from the format, byte by byte. */
 function folderWith(entries: RawEntry[]): string {
   const d = join(root, `m${folders++}`);
   mkdirSync(d);
-  const header: Record<string, unknown> = {};
-  let offset = 0;
-  for (const e of entries) {
-    expect(e.bytes.length).toBe(numel(e.shape) * safetensorsItemBytes(e.dtype));
-    header[e.name] = { dtype: e.dtype, shape: e.shape, data_offsets: [offset, offset + e.bytes.length] };
-    offset += e.bytes.length;
-  }
-  const text = JSON.stringify(header);
-  const json = new TextEncoder().encode(text.padEnd(Math.ceil(text.length / 8) * 8, ' '));
-  const out = new Uint8Array(8 + json.length + offset);
-  new DataView(out.buffer).setBigUint64(0, BigInt(json.length), true);
-  out.set(json, 8);
-  let at = 8 + json.length;
-  for (const e of entries) {
-    out.set(e.bytes, at);
-    at += e.bytes.length;
-  }
-  writeFileSync(join(d, 'model.safetensors'), out);
+  writeRawSafetensors(join(d, 'model.safetensors'), entries);
   return d;
 }
 

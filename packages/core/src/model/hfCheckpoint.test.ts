@@ -6,8 +6,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { hfTextConfigJson } from '../config/hfConfig.ts';
 import { SMALL, TINY } from '../config/presets.ts';
 import type { WeightRef, WeightSlice } from '../graph/graph.ts';
-import { safetensorsItemBytes, type SafetensorsDtype } from '../io/safetensors.ts';
 import { writeSafetensorsFile } from '../io/safetensorsFile.ts';
+import { type RawEntry, writeRawSafetensors } from '../../../../test/support/rawSafetensors.ts';
 import { moeRankWeights } from '../layers/moe/moeWeights.ts';
 import { pleBuffers } from '../layers/ple/pleWeights.ts';
 import { numel, type Tensor } from '../tensor/tensor.ts';
@@ -26,34 +26,6 @@ function folder(): string {
   const d = join(root, `m${folders++}`);
   mkdirSync(d);
   return d;
-}
-
-interface RawEntry {
-  name: string;
-  dtype: SafetensorsDtype;
-  shape: number[];
-  bytes: Uint8Array;
-}
-
-/** A .safetensors file written byte by byte from the format (any dtype, int64 included). */
-function writeRaw(path: string, entries: RawEntry[]): void {
-  const header: Record<string, unknown> = {};
-  let offset = 0;
-  for (const e of entries) {
-    expect(e.bytes.length).toBe(numel(e.shape) * safetensorsItemBytes(e.dtype));
-    header[e.name] = { dtype: e.dtype, shape: e.shape, data_offsets: [offset, offset + e.bytes.length] };
-    offset += e.bytes.length;
-  }
-  const json = new TextEncoder().encode(JSON.stringify(header).padEnd(Math.ceil(JSON.stringify(header).length / 8) * 8, ' '));
-  const out = new Uint8Array(8 + json.length + offset);
-  new DataView(out.buffer).setBigUint64(0, BigInt(json.length), true);
-  out.set(json, 8);
-  let at = 8 + json.length;
-  for (const e of entries) {
-    out.set(e.bytes, at);
-    at += e.bytes.length;
-  }
-  writeFileSync(path, out);
 }
 
 const bytes = (a: ArrayBufferView) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
@@ -81,7 +53,7 @@ function perExpertFile(path: string, multimodal = false, skip?: string): void {
       if (name !== skip) entries.push(bf16Raw(name, [...shape], partBits(e, k)));
     }
   }
-  writeRaw(path, entries);
+  writeRawSafetensors(path, entries);
 }
 
 describe('openCheckpoint: layouts', () => {
@@ -109,7 +81,7 @@ describe('openCheckpoint: layouts', () => {
 
   it('reads model.language_model.* as model.*, and lists what the model does not read', async () => {
     const d = folder();
-    writeRaw(join(d, 'model.safetensors'), [
+    writeRawSafetensors(join(d, 'model.safetensors'), [
       bf16Raw('model.language_model.embed_tokens.weight', [2, 2], (i) => 0x3f80 + i),
       bf16Raw('model.visual.blocks.0.attn.qkv.weight', [2], () => 0),
       bf16Raw('mtp.fc_hidden.weight', [2, 2], () => 0),
@@ -166,7 +138,7 @@ describe('openCheckpoint: layouts', () => {
 
   it('a rank of tp 4 reads only its quarter of a stacked expert tensor', async () => {
     const d = folder();
-    writeRaw(join(d, 'model.safetensors'), [bf16Raw(`${P}.gate_up_proj`, [E, 2 * I, H], (i) => i), bf16Raw(`${P}.down_proj`, [E, H, I], (i) => i)]);
+    writeRawSafetensors(join(d, 'model.safetensors'), [bf16Raw(`${P}.gate_up_proj`, [E, 2 * I, H], (i) => i), bf16Raw(`${P}.down_proj`, [E, H, I], (i) => i)]);
     const c = openCheckpoint(d, TINY, { specs: STACKED });
     for (let rank = 0; rank < 4; rank++) {
       const w = moeRankWeights(TINY, 0, rank, 4);
@@ -193,7 +165,7 @@ describe('openCheckpoint: dtypes and FP8', () => {
     // exact product would round up to 0x3f81. Block (1, 2) scale fround(0.1): 2.25 * s rounds
     // to 0.225000 in fp32 and to 0x3e66 in bf16. The other blocks: 2^k, exact.
     const s = new Float32Array([new Float32Array(new Uint32Array([0x3f6471c8]).buffer)[0], 0.5, 0.25, 2, 4, 0.1]);
-    writeRaw(join(d, 'model.safetensors'), [
+    writeRawSafetensors(join(d, 'model.safetensors'), [
       { name: 'model.layers.0.self_attn.q_proj.weight', dtype: 'F8_E4M3', shape: [200, 300], bytes: q },
       { name: 'model.layers.0.self_attn.q_proj.weight_scale_inv', dtype: 'F32', shape: [2, 3], bytes: bytes(s) },
     ]);
@@ -220,7 +192,7 @@ describe('openCheckpoint: dtypes and FP8', () => {
     const t = 'model.layers.1.ple.ple_embedding.ngram_embedding';
     // q = 2.25 (0x41 in e4m3fn), s = fround(0.1) -> bf(s) = 0.10009765625: 2.25 * bf(s) =
     // 0.2252197265625 exactly, bf16 0x3e67 (with the fp32 scale it would be 0x3e66)
-    writeRaw(join(d, 'model.safetensors'), [
+    writeRawSafetensors(join(d, 'model.safetensors'), [
       { name: `${t}.shard_0.weight`, dtype: 'F8_E4M3', shape: [2, 2], bytes: Uint8Array.of(0x41, 0xc1, 0x00, 0x38) },
       { name: `${t}.shard_1.weight`, dtype: 'F8_E4M3', shape: [1, 2], bytes: Uint8Array.of(0x41, 0x41) },
       f32Raw(`${t}.weight_scale`, [1], [0.1]),
@@ -239,7 +211,7 @@ describe('openCheckpoint: dtypes and FP8', () => {
   it('reads fp32 tensors the model wants in bf16 rounded to nearest even, and bf16 as fp32 exactly', async () => {
     const d = folder();
     // 1 + 2^-8 is a bf16 tie (to even: 1.0); 1 + 2^-8 + 2^-20 rounds up to 1 + 2^-7
-    writeRaw(join(d, 'model.safetensors'), [f32Raw('model.layers.0.linear_attn.A_log', [3], [1 + 2 ** -8, 1 + 2 ** -8 + 2 ** -20, -2.5]), bf16Raw('widen', [1], () => 0x3fc0)]);
+    writeRawSafetensors(join(d, 'model.safetensors'), [f32Raw('model.layers.0.linear_attn.A_log', [3], [1 + 2 ** -8, 1 + 2 ** -8 + 2 ** -20, -2.5]), bf16Raw('widen', [1], () => 0x3fc0)]);
     const c = openCheckpoint(d, TINY, { specs: [spec('model.layers.0.linear_attn.A_log', [3]), spec('widen', [1], 'f32')] });
     expect([...((await c.source.read('model.layers.0.linear_attn.A_log')).data as Uint16Array)]).toEqual([0x3f80, 0x3f81, 0xc020]);
     expect(await c.source.read('widen')).toEqual({ dtype: 'f32', shape: [1], data: Float32Array.of(1.5) });
@@ -251,12 +223,12 @@ describe('openCheckpoint: dtypes and FP8', () => {
     const bufs = pleBuffers(TINY, 1);
     const raw = bufs.map((b): RawEntry => ({ name: `model.language_model.${b.name.slice('model.'.length)}`, dtype: 'I64', shape: b.shape, bytes: bytes(b.values) }));
     const good = folder();
-    writeRaw(join(good, 'model.safetensors'), raw);
+    writeRawSafetensors(join(good, 'model.safetensors'), raw);
     expect(openCheckpoint(good, TINY, { specs: [] }).unused).toEqual([]);
     const bad = folder();
     const wrong = BigInt64Array.from(bufs[1].values);
     wrong[3] += 1n;
-    writeRaw(join(bad, 'model.safetensors'), [raw[0], { ...raw[1], bytes: bytes(wrong) }, raw[2]]);
+    writeRawSafetensors(join(bad, 'model.safetensors'), [raw[0], { ...raw[1], bytes: bytes(wrong) }, raw[2]]);
     expect(() => openCheckpoint(bad, TINY, { specs: [] })).toThrow(/config\/checkpoint mismatch: .*tensor 'model.language_model.layers.1.ple.ple_embedding.ngram_heads_vocab_sizes' is \[101, 103, 107, 110, .*derives \[101, 103, 107, 109,/);
   });
 });
@@ -264,7 +236,7 @@ describe('openCheckpoint: dtypes and FP8', () => {
 /** The one error openCheckpoint throws for a folder holding `entries`. */
 function openError(entries: RawEntry[], specs: WeightSpec[], config = TINY): string {
   const d = folder();
-  writeRaw(join(d, 'model.safetensors'), entries);
+  writeRawSafetensors(join(d, 'model.safetensors'), entries);
   try {
     openCheckpoint(d, config, { specs }).source.close();
   } catch (e) {
@@ -292,7 +264,7 @@ describe('openCheckpoint: malformed checkpoints, one error naming tensor and fil
   });
   it('a NaN block scale, when the tensor is read', async () => {
     const d = folder();
-    writeRaw(join(d, 'model.safetensors'), [{ name: 'w.weight', dtype: 'F8_E4M3', shape: [2, 2], bytes: new Uint8Array(4) }, f32Raw('w.weight_scale_inv', [1, 1], [NaN])]);
+    writeRawSafetensors(join(d, 'model.safetensors'), [{ name: 'w.weight', dtype: 'F8_E4M3', shape: [2, 2], bytes: new Uint8Array(4) }, f32Raw('w.weight_scale_inv', [1, 1], [NaN])]);
     const c = openCheckpoint(d, TINY, { specs: [spec('w.weight', [2, 2])] });
     await expect(c.source.read('w.weight')).rejects.toThrow(/model\.safetensors: tensor 'w.weight_scale_inv' holds NaN at 0: block scales must be finite and >= 0/);
     c.source.close();
@@ -304,7 +276,7 @@ describe('openCheckpoint: malformed checkpoints, one error naming tensor and fil
     const extra = [bf16Raw(`${P}.8.gate_proj.weight`, [I, H], () => 0)];
     const e2 = folder();
     perExpertFile(join(e2, 'a.safetensors'));
-    writeRaw(join(e2, 'b.safetensors'), [...extra, bf16Raw(`${P}.down_proj`, [E, H, I], () => 0)]);
+    writeRawSafetensors(join(e2, 'b.safetensors'), [...extra, bf16Raw(`${P}.down_proj`, [E, H, I], () => 0)]);
     const m = (() => {
       try {
         openCheckpoint(e2, TINY, { specs: STACKED });
@@ -321,7 +293,7 @@ describe('openCheckpoint: malformed checkpoints, one error naming tensor and fil
   it('a truncated shard and a corrupt header, naming the file', () => {
     const d = folder();
     const path = join(d, 'model-00001-of-00001.safetensors');
-    writeRaw(path, [bf16Raw('a', [64], () => 1)]);
+    writeRawSafetensors(path, [bf16Raw('a', [64], () => 1)]);
     truncateSync(path, statSync(path).size - 10);
     expect(() => openCheckpoint(d, TINY, { specs: [spec('a', [64])] })).toThrow(new RegExp(`${path}: truncated file: tensor 'a' needs`));
     const fd = openSync(path, 'w');
@@ -332,14 +304,14 @@ describe('openCheckpoint: malformed checkpoints, one error naming tensor and fil
   });
   it('an index naming a missing shard, or a tensor in another shard', () => {
     const d = folder();
-    writeRaw(join(d, 'model-00001-of-00002.safetensors'), [bf16Raw('a', [1], () => 0)]);
+    writeRawSafetensors(join(d, 'model-00001-of-00002.safetensors'), [bf16Raw('a', [1], () => 0)]);
     writeFileSync(join(d, 'model.safetensors.index.json'), JSON.stringify({ weight_map: { a: 'model-00001-of-00002.safetensors', b: 'model-00002-of-00002.safetensors', c: 'model-00002-of-00002.safetensors' } }));
     expect(() => openCheckpoint(d, TINY, { specs: [] })).toThrow(/model.safetensors.index.json: names shard .*model-00002-of-00002.safetensors \(for tensor 'b' and 1 more\), which does not exist/);
   });
   it('a folder whose config.json describes another model', () => {
     const d = folder();
     writeFileSync(join(d, 'config.json'), JSON.stringify(hfTextConfigJson(TINY)));
-    writeRaw(join(d, 'model.safetensors'), [bf16Raw('a', [1], () => 0)]);
+    writeRawSafetensors(join(d, 'model.safetensors'), [bf16Raw('a', [1], () => 0)]);
     expect(() => openCheckpoint(d, SMALL, { specs: [] })).toThrow(/config\/checkpoint mismatch: .*config.json describes another model than config 'small' \(small vs checkpoint\): hiddenSize 128 vs 32, numLayers 8 vs 4/);
     expect(openCheckpoint(d, TINY, { specs: [] }).unused).toEqual(['a']);
   });
@@ -367,8 +339,8 @@ describe('openCheckpoint: an index names only files in its model folder', () => 
     const d = folder();
     const idx = join(d, 'model.safetensors.index.json');
     // a valid shard just outside the folder: it would load silently
-    writeRaw(join(root, 'outside.safetensors'), [bf16Raw('a', [1], () => 0)]);
-    writeRaw(join(d, 'model-00001-of-00001.safetensors'), [bf16Raw('b', [1], () => 0)]);
+    writeRawSafetensors(join(root, 'outside.safetensors'), [bf16Raw('a', [1], () => 0)]);
+    writeRawSafetensors(join(d, 'model-00001-of-00001.safetensors'), [bf16Raw('b', [1], () => 0)]);
     index(d, { a: '../outside.safetensors', b: 'model-00001-of-00001.safetensors' });
     expect(errorOf(d)).toBe(`${idx}: names shard "../outside.safetensors" (for tensor 'a'), which is outside the model folder ${d}`);
     index(d, { 'lm_head.weight': '../../../../etc/passwd' });
@@ -392,7 +364,7 @@ describe('openCheckpoint: an index names only files in its model folder', () => 
     const snapshot = join(repo, 'snapshots', 'abc123');
     mkdirSync(join(repo, 'blobs'), { recursive: true });
     mkdirSync(snapshot, { recursive: true });
-    writeRaw(join(repo, 'blobs', 'f00d'), [bf16Raw('a', [1], () => 0)]);
+    writeRawSafetensors(join(repo, 'blobs', 'f00d'), [bf16Raw('a', [1], () => 0)]);
     symlinkSync('../../blobs/f00d', join(snapshot, 'model-00001-of-00001.safetensors'));
     index(snapshot, { a: 'model-00001-of-00001.safetensors' });
     expect(errorOf(snapshot)).toBe('opened');
@@ -418,7 +390,7 @@ describe('openCheckpoint: an index names only files in its model folder', () => 
 
   it('a fifo as the index or as config.json is refused at once', () => {
     const d = folder();
-    writeRaw(join(d, 'model.safetensors'), [bf16Raw('a', [1], () => 0)]);
+    writeRawSafetensors(join(d, 'model.safetensors'), [bf16Raw('a', [1], () => 0)]);
     /** A fifo with a writer waiting on it: a reader that opened it would get `{}` rather than hang this test. */
     const fifoWithWriter = (path: string) => {
       expect(spawnSync('mkfifo', [path]).status).toBe(0);
@@ -521,7 +493,7 @@ describe('filePlan: a plain read as file byte runs, for a native loader', () => 
   it('concatenated refs: row slices across the parts, column slices of each, reshaped; one read per part', async () => {
     const d = folder();
     const file = join(d, 'cat.safetensors');
-    writeRaw(file, [bf16Raw('x', [3, 4], (i) => 100 + i), bf16Raw('y', [5, 4], (i) => 200 + i)]);
+    writeRawSafetensors(file, [bf16Raw('x', [3, 4], (i) => 100 + i), bf16Raw('y', [5, 4], (i) => 200 + i)]);
     const s = SafetensorsWeightSource.open(file);
     const refs: WeightRef[] = [
       { name: 'xy', concat: ['x', 'y'] },
@@ -547,7 +519,7 @@ describe('filePlan: a plain read as file byte runs, for a native loader', () => 
 
   it('no plan where the read converts (FP8, fp32 read as bf16) or no file backs it', async () => {
     const d = folder();
-    writeRaw(join(d, 'model.safetensors'), [
+    writeRawSafetensors(join(d, 'model.safetensors'), [
       { name: 'q.weight', dtype: 'F8_E4M3', shape: [2, 2], bytes: Uint8Array.of(0x38, 0x38, 0x38, 0x38) },
       f32Raw('q.weight_scale_inv', [1, 1], [1]),
       f32Raw('n.weight', [2], [1, 2]),
