@@ -20,7 +20,7 @@ Napi::Object statsObject(Napi::Env env, const AllocatorStats& s) {
 
 Napi::Function JsGpu::define(Napi::Env env) {
   Napi::Function f = DefineClass(env, "GpuDevice",
-                                 {InstanceAccessor<&JsGpu::kind>("kind"), InstanceAccessor<&JsGpu::arch>("arch"), InstanceMethod<&JsGpu::describe>("describe"),
+                                 {InstanceAccessor<&JsGpu::kind>("kind"), InstanceAccessor<&JsGpu::arch>("arch"), InstanceAccessor<&JsGpu::kernels>("kernels"), InstanceMethod<&JsGpu::describe>("describe"),
                                   InstanceMethod<&JsGpu::stats>("stats"), InstanceMethod<&JsGpu::setMemoryLimit>("setMemoryLimit"),
                                   InstanceMethod<&JsGpu::synchronize>("synchronize"), InstanceMethod<&JsGpu::memoryInfo>("memoryInfo"),
                                   InstanceMethod<&JsGpu::vendorGemm>("vendorGemm")});
@@ -48,6 +48,9 @@ Napi::Value JsGpu::kind(const Napi::CallbackInfo& info) {
 }
 Napi::Value JsGpu::arch(const Napi::CallbackInfo& info) {
   return guarded(info.Env(), [&]() -> Napi::Value { return Napi::String::New(info.Env(), runtime_->arch()); });
+}
+Napi::Value JsGpu::kernels(const Napi::CallbackInfo& info) {
+  return Napi::String::New(info.Env(), runtime_->kernels() == gpu::KernelMode::Fast ? "fast" : "exact");
 }
 Napi::Value JsGpu::describe(const Napi::CallbackInfo& info) {
   return guarded(info.Env(), [&]() -> Napi::Value { return Napi::String::New(info.Env(), runtime_->describe()); });
@@ -114,6 +117,11 @@ Napi::Value openGpu(const Napi::CallbackInfo& info) {
       Napi::Object o = info[1].As<Napi::Object>();
       if (o.Has("device") && o.Get("device").IsNumber()) options.device = o.Get("device").As<Napi::Number>().Int32Value();
       if (o.Has("codeObjects") && o.Get("codeObjects").IsString()) options.codeObjects = o.Get("codeObjects").As<Napi::String>().Utf8Value();
+      if (o.Has("kernels") && !o.Get("kernels").IsUndefined()) {
+        const std::string k = o.Get("kernels").IsString() ? o.Get("kernels").As<Napi::String>().Utf8Value() : "(not a string)";
+        if (k != "exact" && k != "fast") fail(ErrorKind::Attr, "openGpu: kernels must be 'exact' or 'fast', got '" + k + "'");
+        options.kernels = k == "fast" ? gpu::KernelMode::Fast : gpu::KernelMode::Exact;
+      }
     }
     auto runtime = gpu::openRuntime(kind, options);
     auto ext = Napi::External<std::shared_ptr<gpu::GpuRuntime>>::New(env, &runtime);

@@ -18,6 +18,7 @@ class JsGpu : public Napi::ObjectWrap<JsGpu> {
  private:
   Napi::Value kind(const Napi::CallbackInfo& info);
   Napi::Value arch(const Napi::CallbackInfo& info);
+  Napi::Value kernels(const Napi::CallbackInfo& info);
   Napi::Value describe(const Napi::CallbackInfo& info);
   Napi::Value stats(const Napi::CallbackInfo& info);
   Napi::Value setMemoryLimit(const Napi::CallbackInfo& info);
@@ -27,7 +28,7 @@ class JsGpu : public Napi::ObjectWrap<JsGpu> {
   std::shared_ptr<gpu::GpuRuntime> runtime_;
 };
 
-/** openGpu(kind, { device?, codeObjects? }) -> GpuDevice */
+/** openGpu(kind, { device?, codeObjects?, kernels?: 'exact' | 'fast' }) -> GpuDevice */
 Napi::Value openGpu(const Napi::CallbackInfo& info);
 
 Napi::Object statsObject(Napi::Env env, const AllocatorStats& s);

@@ -24,6 +24,8 @@ struct GpuContext {
    * same bits under each block size, else hcspRowsPerBlock's choice
    */
   int blockRows(int64_t rows) const;
+  /** the production kernels (KernelMode::Fast) rather than the reference-order ones */
+  bool fastKernels() const { return rt.kernels() == KernelMode::Fast; }
   /** an output or scratch tensor in this GPU's memory that the op's kernels write whole before reading */
   TensorPtr alloc(DType dtype, Shape shape) const { return std::make_shared<Tensor>(dtype, std::move(shape), runtime, Init::Uninitialized); }
   /** one that starts at zero (an accumulator, a list filled in part) */

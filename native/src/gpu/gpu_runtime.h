@@ -18,6 +18,14 @@
 
 namespace hcsp::gpu {
 
+/**
+ * Which kernels a GPU op launches. Exact: the reference-order kernels, bit-exact with the CPU
+ * reference (the debugging path). Fast: the production algorithms (chunked GatedDeltaNet,
+ * tiled attention, grouped MoE), which reorder long sums and are compared with the reference
+ * within their declared tolerance. An op with one kernel launches it in both modes.
+ */
+enum class KernelMode { Exact, Fast };
+
 /** a device's memory as its runtime reports it now */
 struct DeviceMemoryInfo {
   uint64_t freeBytes;
@@ -69,6 +77,9 @@ class GpuRuntime : public Memory {
     }
     checks_.raiseFirst(*this);
   }
+  /** which kernels this device's ops launch (chosen when it is opened: OpenOptions::kernels) */
+  KernelMode kernels() const { return kernels_; }
+  void setKernels(KernelMode mode) { kernels_ = mode; }
   /** slots for a check on data by the running node's kernels (DeviceChecks::add) */
   unsigned long long* deviceCheck(const std::string& op, int64_t positions, int slots, DeviceChecks::Raise raise) {
     return checks_.add(*this, op, positions, slots, std::move(raise));
@@ -81,6 +92,7 @@ class GpuRuntime : public Memory {
 
  private:
   DeviceChecks checks_;
+  KernelMode kernels_ = KernelMode::Exact;
 };
 
 namespace detail {

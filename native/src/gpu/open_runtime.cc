@@ -32,11 +32,16 @@ std::string defaultCodeObjects() {
 }  // namespace
 
 std::shared_ptr<GpuRuntime> openRuntime(const std::string& kind, const OpenOptions& options) {
-  if (kind == "emulated") return openEmulatedRuntime();
+  std::shared_ptr<GpuRuntime> rt;
+  if (kind == "emulated") rt = openEmulatedRuntime();
   if (kind == "hip" || kind == "cuda") {
     OpenOptions o = options;
     if (o.codeObjects.empty()) o.codeObjects = defaultCodeObjects();
-    return kind == "hip" ? openHipRuntime(o) : openCudaRuntime(o);
+    rt = kind == "hip" ? openHipRuntime(o) : openCudaRuntime(o);
+  }
+  if (rt) {
+    rt->setKernels(options.kernels);
+    return rt;
   }
   fail(ErrorKind::Attr, "unknown GPU kind '" + kind + "' (expected emulated, hip or cuda)");
 }

@@ -12,6 +12,8 @@ struct OpenOptions {
   int device = 0;
   /** the folder holding <arch>/<family>.hsaco|.cubin (native/build/gpu by default) */
   std::string codeObjects;
+  /** the ops' kernels: the reference-order ones unless asked for the production ones */
+  KernelMode kernels = KernelMode::Exact;
 };
 
 std::shared_ptr<GpuRuntime> openRuntime(const std::string& kind, const OpenOptions& options);

@@ -33,6 +33,8 @@ export interface GpuRuntimeProbe {
 }
 
 export type GemmMode = 'exact' | 'blas' | 'vendor';
+/** a GPU device's kernels: the production ones ('fast') or the reference-order ones ('exact', bit-exact) */
+export type KernelMode = 'exact' | 'fast';
 
 /** an NCCL collective as a step of a recorded run (NcclComm.step; opaque) */
 export type NcclStep = { readonly __ncclStep: unique symbol };
@@ -53,6 +55,8 @@ export interface OutputDecl {
 export interface GpuDevice {
   readonly kind: 'hip' | 'cuda' | 'emulated';
   readonly arch: string;
+  /** which kernels its ops launch, as openGpu was asked */
+  readonly kernels: KernelMode;
   describe(): string;
   stats(): AllocatorStats;
   setMemoryLimit(bytes: number): void;
@@ -178,7 +182,7 @@ export interface NativeAddon {
   packForGemm(t: NativeTensor, kind: 'linear' | 'fp8'): Promise<{ panelBytes: number; releasedBytes: number }>;
   /** ops with a host kernel, and with a GPU launcher */
   kernels(): { perRank: string[]; collective: string[]; gpuPerRank: string[]; gpuCollective: string[] };
-  openGpu(kind: 'hip' | 'cuda' | 'emulated', options?: { device?: number; codeObjects?: string }): GpuDevice;
+  openGpu(kind: 'hip' | 'cuda' | 'emulated', options?: { device?: number; codeObjects?: string; kernels?: KernelMode }): GpuDevice;
   stats(): AllocatorStats;
   setMemoryLimit(bytes: number): void;
   info(): { isa: string; threads: number; napiVersion: number };

@@ -142,6 +142,19 @@ describe('rocm backend on the host device', () => {
     expect(b.describe()).toMatch(/auto picked host: hip: no HIP runtime found: tried \/nonexistent\/libamdhip64\.so .*; cuda: no CUDA runtime found/);
   });
 
+  it('kernels: GPU devices launch the production kernels unless asked for the reference-order ones; the host device has only those', async () => {
+    const fast = await createRocmBackend({ device: 'emulated' });
+    expect([fast.kernels, fast.gpu?.kernels]).toEqual(['fast', 'fast']);
+    expect(fast.describe()).toMatch(/production \(fast\) kernels/);
+    const exact = await createRocmBackend({ device: 'emulated', kernels: 'exact' });
+    expect([exact.kernels, exact.gpu?.kernels]).toEqual(['exact', 'exact']);
+    expect(Object.values(exact.precision).every((c) => c.maxUlp === 0)).toBe(true);
+    expect((await createRocmBackend({ device: 'host' })).kernels).toBe('exact');
+    await expect(createRocmBackend({ device: 'host', kernels: 'fast' })).rejects.toThrow(/host device has only the reference-order kernels/);
+    await expect(createRocmBackend({ device: 'emulated', kernels: 'quick' as never })).rejects.toThrow(/unknown kernels mode 'quick' \(known: fast, exact\)/);
+    expect(() => addon.openGpu('emulated', { kernels: 'quick' as never })).toThrow(/openGpu: kernels must be 'exact' or 'fast', got 'quick'/);
+  });
+
   it('the BLAS GEMM mode loads OpenBLAS with its core type set', async () => {
     const b = await createRocmBackend({ device: 'host', gemm: 'blas' });
     expect(b.describe()).toMatch(/OpenBLAS sgemm \(libopenblas\.so\.0, OPENBLAS_CORETYPE=\w+\)/);

@@ -16,13 +16,15 @@ import { checkDeviceMemory, estimateDeviceMemory } from './deviceMemoryGuard.ts'
 import { gpuMasks, selectGpu, type GpuSelection } from './gpuSelection.ts';
 import { nativeDeviceOps } from './nativeDevice.ts';
 import { nativeWeightLoads, weightLoaderMode } from './nativeWeightLoader.ts';
-import { loadNativeAddon, type GemmMode, type GpuDevice, type GpuRuntimeProbe, type NativeAddon, type NativeTensor } from './nativeAddon.ts';
+import { loadNativeAddon, type GemmMode, type GpuDevice, type GpuRuntimeProbe, type KernelMode, type NativeAddon, type NativeTensor } from './nativeAddon.ts';
+import { withFastKernels } from './fastKernelsPrecision.ts';
 import { GpuRuntimeUnavailableError, native, typedNativeError } from './nativeErrors.ts';
 
 export type RocmDevice = 'host' | 'emulated' | 'hip' | 'cuda';
 export type RocmDeviceChoice = RocmDevice | 'auto';
 export const ROCM_DEVICES: readonly RocmDeviceChoice[] = ['host', 'emulated', 'hip', 'cuda', 'auto'];
 export const GEMM_MODES: readonly GemmMode[] = ['exact', 'blas', 'vendor'];
+export const KERNEL_MODES: readonly KernelMode[] = ['fast', 'exact'];
 
 /** The GEMM modes each device has, its default first. */
 export const DEVICE_GEMMS: Readonly<Record<RocmDevice, readonly GemmMode[]>> = {
@@ -44,6 +46,13 @@ export interface RocmBackendOptions {
    * (hip, cuda): hipBLASLt / cuBLASLt. Default: the device's first (DEVICE_GEMMS).
    */
   gemm?: GemmMode;
+  /**
+   * GPU devices: 'fast' (the default) launches the production kernels (chunked GatedDeltaNet,
+   * tiled attention, grouped MoE; declared tolerances, fastKernelsPrecision.ts), 'exact' the
+   * reference-order ones, bit-exact with the CPU reference. The host device has only the
+   * reference-order kernels: 'exact'.
+   */
+  kernels?: KernelMode;
   /** the device's memory limit in bytes (0: none); beyond it an allocation is a NativeOutOfMemoryError */
   memoryLimitBytes?: number;
   /** hip, cuda: the folder of the kernels' code objects (<folder>/<arch>/*.hsaco, *.cubin); default native/build/gpu beside the addon */
@@ -119,6 +128,8 @@ async function packGemmWeights(addon: NativeAddon, graph: Graph, weights: Readon
 export interface RocmBackend extends Backend {
   readonly device: RocmDevice;
   readonly gemm: GemmMode;
+  /** the GPU ops' kernels (always 'exact' on the host device) */
+  readonly kernels: KernelMode;
   readonly addon: NativeAddon;
   /** the open GPU (null on the host device) */
   readonly gpu: GpuDevice | null;
@@ -147,13 +158,13 @@ interface OpenedGpu {
  * that has GPUs but none for this rank's index throws: a misconfigured rank, never a reason
  * for 'auto' to run elsewhere.
  */
-function openGpu(addon: NativeAddon, kind: 'hip' | 'cuda', codeObjects: string | undefined): OpenedGpu | string {
+function openGpu(addon: NativeAddon, kind: 'hip' | 'cuda', codeObjects: string | undefined, kernels: KernelMode): OpenedGpu | string {
   const probe = addon.gpuRuntime(kind);
   const why = gpuUnavailable(kind, probe);
   if (why) return why;
   const selection = selectGpu(kind, probe.devices);
   try {
-    return { gpu: addon.openGpu(kind, { device: selection.index, ...(codeObjects === undefined ? {} : { codeObjects }) }), selection };
+    return { gpu: addon.openGpu(kind, { device: selection.index, kernels, ...(codeObjects === undefined ? {} : { codeObjects }) }), selection };
   } catch (e) {
     return (typedNativeError(e) as Error).message;
   }
@@ -166,6 +177,13 @@ export async function createRocmBackend(options: RocmBackendOptions = {}): Promi
   if (options.gemm !== undefined && !GEMM_MODES.includes(options.gemm)) {
     throw new Error(`rocm backend: unknown gemm mode '${String(options.gemm)}' (known: ${GEMM_MODES.join(', ')})`);
   }
+  if (options.kernels !== undefined && !KERNEL_MODES.includes(options.kernels)) {
+    throw new Error(`rocm backend: unknown kernels mode '${String(options.kernels)}' (known: ${KERNEL_MODES.join(', ')})`);
+  }
+  if (choice === 'host' && options.kernels === 'fast') {
+    throw new Error("rocm backend: the host device has only the reference-order kernels (kernels 'exact'); 'fast' applies to the GPU devices (hip, cuda, emulated)");
+  }
+  const kernels = options.kernels ?? 'fast';
   if (options.memoryLimitBytes !== undefined && !(Number.isInteger(options.memoryLimitBytes) && options.memoryLimitBytes >= 0)) {
     throw new Error(`rocm backend: memoryLimitBytes must be an integer >= 0, got ${options.memoryLimitBytes}`);
   }
@@ -176,12 +194,12 @@ export async function createRocmBackend(options: RocmBackendOptions = {}): Promi
   let gpu: GpuDevice | null = null;
   let selection: GpuSelection | null = null;
   if (choice === 'hip' || choice === 'cuda') {
-    const opened = openGpu(addon, choice, options.codeObjects);
+    const opened = openGpu(addon, choice, options.codeObjects, kernels);
     if (typeof opened === 'string') throw new GpuRuntimeUnavailableError(choice, `rocm backend, device ${choice}: ${opened}`);
     [device, gpu, selection] = [choice, opened.gpu, opened.selection];
   } else if (choice === 'auto') {
     for (const kind of ['hip', 'cuda'] as const) {
-      const opened = openGpu(addon, kind, options.codeObjects);
+      const opened = openGpu(addon, kind, options.codeObjects, kernels);
       if (typeof opened !== 'string') {
         [device, gpu, selection] = [kind, opened.gpu, opened.selection];
         break;
@@ -189,7 +207,7 @@ export async function createRocmBackend(options: RocmBackendOptions = {}): Promi
       autoNotes.push(`${kind}: ${opened}`);
     }
   } else if (choice === 'emulated') {
-    [device, gpu] = ['emulated', await native(() => addon.openGpu('emulated'))];
+    [device, gpu] = ['emulated', await native(() => addon.openGpu('emulated', { kernels }))];
   }
   const gemm = options.gemm ?? DEVICE_GEMMS[device][0];
   if (!DEVICE_GEMMS[device].includes(gemm)) {
@@ -226,6 +244,7 @@ export async function createRocmBackend(options: RocmBackendOptions = {}): Promi
     const { limitBytes, liveBytes } = gpu.stats();
     checkDeviceMemory(graph, estimate, { device: deviceName, freeBytes, totalBytes, limitBytes, liveBytes });
   };
+  const gemmPrecision = gemm === 'blas' ? BLAS_GEMM_PRECISION : gemm === 'vendor' ? VENDOR_GEMM_PRECISION : exactPrecision(EXACT_NOTE);
   const picked = choice === 'auto' ? ` (auto picked ${device}${autoNotes.length ? `: ${autoNotes.join('; ')}` : ''})` : '';
   return {
     name: 'rocm',
@@ -233,8 +252,9 @@ export async function createRocmBackend(options: RocmBackendOptions = {}): Promi
     gemm,
     addon,
     gpu,
-    precision: gemm === 'blas' ? BLAS_GEMM_PRECISION : gemm === 'vendor' ? VENDOR_GEMM_PRECISION : exactPrecision(EXACT_NOTE),
-    describe: () => `rocm on ${where}, ${gemmText}${picked}`,
+    kernels: gpu ? kernels : 'exact',
+    precision: gpu?.kernels === 'fast' ? withFastKernels(gemmPrecision) : gemmPrecision,
+    describe: () => `rocm on ${where}, ${gemmText}${gpu ? `, ${gpu.kernels === 'fast' ? 'production (fast) kernels' : 'reference-order kernels'}` : ''}${picked}`,
     prepare: async (graph: Graph, weights: WeightSource, session: Partial<SessionOptions> = {}): Promise<PreparedGraph> => {
       await guardDevice(graph, session);
       // checkpoint weights stored as the graph reads them: one batch through the native loader

@@ -1,13 +1,14 @@
 import { Option } from 'commander';
 import { checkBackendOptions, findBackend, type BackendOptions } from '@hcsp/backends';
 
-// The options that pick a backend's device and GEMM (--device, --gemm): they belong to the
+// The options that pick a backend's device, GEMM and kernels (--device, --gemm, --kernels): they belong to the
 // backends that declare them (the native one today); given to another they are an error, not
 // ignored.
 
 export interface BackendChoiceFlags {
   device?: string;
   gemm?: string;
+  kernels?: string;
 }
 
 export function deviceOption(): Option {
@@ -18,11 +19,18 @@ export function gemmOption(): Option {
   return new Option('--gemm <mode>', "rocm backend's GEMM: exact (the reference's order, bit-exact; the default on host and emulated) | blas (host: OpenBLAS sgemm) | vendor (hip, cuda: hipBLASLt / cuBLASLt; the default there); blas and vendor have a declared tolerance");
 }
 
+export function kernelsOption(): Option {
+  return new Option(
+    '--kernels <mode>',
+    "rocm backend's GPU kernels: fast (the default on hip, cuda and emulated: chunked GatedDeltaNet, tiled attention, grouped MoE, within a declared tolerance) | exact (the reference-order kernels, bit-exact with the CPU reference; the host device's only kind)",
+  );
+}
+
 /** The backend's options from the flags, checked against what the backend declares. */
 export function backendOptionsFromFlags(backend: string, flags: BackendChoiceFlags): BackendOptions {
   const entry = findBackend(backend);
   const options: Record<string, string> = {};
-  for (const [flag, value] of [['device', flags.device], ['gemm', flags.gemm]] as const) {
+  for (const [flag, value] of [['device', flags.device], ['gemm', flags.gemm], ['kernels', flags.kernels]] as const) {
     if (value === undefined) continue;
     if (!entry.options[flag]) throw new Error(`--${flag} applies to a backend with devices (rocm), not --backend ${backend}`);
     options[flag] = value;

@@ -28,7 +28,7 @@ import {
 import { CheckpointProblemsError, JSON_LIMITS, JsonInputError, openCheckpoint, readJsonInput, resolveModelConfig, unusedTensorsWarning, type CheckpointWeightSource } from '@hcsp/core/node';
 import type { RocmBackend, VendorGemmStats } from '@hcsp/backend-rocm';
 import { backendNames, createBackend, findBackend } from '@hcsp/backends';
-import { backendOptionsFromFlags, deviceOption, gemmOption, type BackendChoiceFlags } from '../backendChoice.ts';
+import { backendOptionsFromFlags, deviceOption, gemmOption, kernelsOption, type BackendChoiceFlags } from '../backendChoice.ts';
 import { checkpointProblemsError } from '../checkpoint/weightProblems.ts';
 import { dumpTensors, qsaDropStats } from './prefillDump.ts';
 import { checkRankBackend, COMM_MODES, planDigest, QuietRankExit, runPrefillRanked, type CommMode, type PrefillRank, type RankRunExtras } from './prefillRanked.ts';
@@ -377,6 +377,7 @@ export function registerPrefill(program: Command): void {
     .addOption(new Option('--backend <name>', `executor: ${backendNames().join('|')}`).default('cpu'))
     .addOption(deviceOption())
     .addOption(gemmOption())
+    .addOption(kernelsOption())
     .addOption(configOption())
     .addOption(tpOption('<n>'))
     .option('--tokens <n>', 'tokens in the prefill (default 1100, or the length of --ids)')

@@ -123,7 +123,7 @@ export type BackendPrecision = Readonly<Record<ToleranceClass, ClassPrecision>>;
 /** Every class bit-exact, for a backend that keeps the reference's order everywhere. */
 export function exactPrecision(note: string): BackendPrecision {
   const c = { maxUlp: 0, note };
-  return { gemm: c, reduction: c, elementwise: c, quant: c };
+  return { gemm: c, reduction: c, sequence: c, elementwise: c, quant: c };
 }
 
 /** What every executor (cpu reference, webgpu, native) provides. */

@@ -112,7 +112,7 @@ export const attnCausalQsa = defineOp({
   ],
   outputs: [{ name: 'o', dtypes: ['bf16'] }],
   attrs: { heads: { kind: 'int', min: 1 }, kvHeads: { kind: 'int', min: 1 }, headDim: { kind: 'int', min: 1 }, scale: 'float', compressRatio: { kind: 'int', min: 1 }, width: { kind: 'int', min: 1 } },
-  opClass: 'reduction',
+  opClass: 'sequence',
   shape: (ins, a) => {
     const r = new ShapeRule('attnCausalQsa');
     const kv = num(a, 'kvHeads') * num(a, 'headDim');

@@ -62,7 +62,7 @@ export const gdnRecurrence = defineOp({
   ],
   outputs: [{ name: 'o', dtypes: ['bf16'] }],
   attrs: { keyHeads: 'int', valueHeads: 'int', keyDim: 'int', valueDim: 'int', scale: 'float', l2Eps: 'float' },
-  opClass: 'reduction',
+  opClass: 'sequence',
   shape: (ins, a) => {
     const r = new ShapeRule('gdnRecurrence');
     const kd = num(a, 'keyHeads') * num(a, 'keyDim');

@@ -29,10 +29,12 @@ export interface ValueInfo {
 /**
  * Which tolerance applies where a backend's accumulation order departs from the
  * reference (Backend.precision): 'data' ops move bits (gathers, shards, copies, gathers
- * of rows) and are bit-exact on every backend, always.
+ * of rows) and are bit-exact on every backend, always. 'sequence' ops carry state or sums
+ * along the tokens (the GatedDeltaNet recurrence, causal attention): a production kernel
+ * (chunked, tiled) reorders those sums, which no per-row reduction does.
  */
-export type OpClass = 'gemm' | 'reduction' | 'elementwise' | 'quant' | 'data';
-export const TOLERANCE_CLASSES = ['gemm', 'reduction', 'elementwise', 'quant'] as const;
+export type OpClass = 'gemm' | 'reduction' | 'sequence' | 'elementwise' | 'quant' | 'data';
+export const TOLERANCE_CLASSES = ['gemm', 'reduction', 'sequence', 'elementwise', 'quant'] as const;
 export type ToleranceClass = (typeof TOLERANCE_CLASSES)[number];
 
 /**
