@@ -20,6 +20,8 @@ struct GdnConvArgs {
   const Tensor& x;
   const Tensor& w;
   int64_t T, channels, kernel;
+  /** the 'hf-eager' contract: the conv sum rounded to bf16 before the SiLU (absent: false) */
+  bool roundConv;
 };
 
 inline GdnConvArgs checkGdnConvSilu(const Inputs& in, const Attrs& attrs) {
@@ -33,7 +35,7 @@ inline GdnConvArgs checkGdnConvSilu(const Inputs& in, const Attrs& attrs) {
   const int64_t channels = w.dim(0);
   const int64_t T = rows2d(x, "x", op, channels);
   gdnCheckLength("conv weight", w.numel(), channels * kernel);
-  return {x, w, T, channels, kernel};
+  return {x, w, T, channels, kernel, attrs.boolean("roundConv", false)};
 }
 
 struct GdnGatesArgs {

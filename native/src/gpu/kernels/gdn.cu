@@ -24,7 +24,7 @@ using hcsp::bf16ToF32;
 using hcsp::f32ToBf16;
 using hcsp::roundBf16;
 
-HCSP_GLOBAL void hcsp_gdn_conv_silu(const uint16_t* x, const uint16_t* w, uint16_t* y, int64_t tokens, int64_t channels, int64_t kernel) {
+HCSP_GLOBAL void hcsp_gdn_conv_silu(const uint16_t* x, const uint16_t* w, uint16_t* y, int64_t tokens, int64_t channels, int64_t kernel, int32_t roundConv) {
   const int64_t past = kernel - 1;
   HCSP_GRID_STRIDE(i, tokens * channels) {
     const int64_t t = i / channels;
@@ -36,7 +36,7 @@ HCSP_GLOBAL void hcsp_gdn_conv_silu(const uint16_t* x, const uint16_t* w, uint16
       const float xv = r >= 0 ? bf16ToF32(x[r * channels + c]) : 0.0f;
       acc = static_cast<float>(static_cast<double>(acc) + static_cast<double>(bf16ToF32(w[c * kernel + j])) * xv);
     }
-    y[i] = f32ToBf16(hcsp::fp32::siluF32(acc));
+    y[i] = f32ToBf16(hcsp::fp32::siluF32(roundConv ? roundBf16(acc) : acc));
   }
 }
 

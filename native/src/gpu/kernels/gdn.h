@@ -3,7 +3,8 @@
 #include "../vendor.h"
 
 /** y[t,c] = bf(silu(sum_j w[c,j] * x[t-K+1+j, c])), one thread per output, rows before 0 are zeros */
-HCSP_GLOBAL void hcsp_gdn_conv_silu(const uint16_t* x, const uint16_t* w, uint16_t* y, int64_t tokens, int64_t channels, int64_t kernel);
+// roundConv 1: the conv sum rounded to bf16 before the SiLU (the 'hf-eager' contract)
+HCSP_GLOBAL void hcsp_gdn_conv_silu(const uint16_t* x, const uint16_t* w, uint16_t* y, int64_t tokens, int64_t channels, int64_t kernel, int32_t roundConv);
 /** g = -exp(A_log) * softplus(a + dt_bias) (fp32), beta = bf(sigmoid(b)); one thread per (t, head) */
 HCSP_GLOBAL void hcsp_gdn_gates(const uint16_t* b, const uint16_t* a, const uint16_t* aLog, const uint16_t* dtBias, float* g, uint16_t* beta, int64_t n,
                                 int64_t heads);

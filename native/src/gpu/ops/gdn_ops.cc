@@ -16,7 +16,7 @@ Outputs gdnConvSilu(const Inputs& in, const GpuContext& g) {
   const ops::GdnConvArgs a = ops::checkGdnConvSilu(in, g.attrs);
   const int64_t T = a.T, channels = a.channels;
   TensorPtr y = g.alloc(DType::BF16, {T, channels});
-  HCSP_LAUNCH(g.rt, hcsp_gdn_conv_silu, T * channels, a.x.bf16(), a.w.bf16(), y->bf16(), T, channels, a.kernel);
+  HCSP_LAUNCH(g.rt, hcsp_gdn_conv_silu, T * channels, a.x.bf16(), a.w.bf16(), y->bf16(), T, channels, a.kernel, a.roundConv ? 1 : 0);
   return {y};
 }
 

@@ -60,7 +60,7 @@ Outputs gdnConvSilu(const Inputs& in, const KernelContext& ctx) {
           // the reference adds the unrounded product (JS doubles): exact here too, for products below fp32's normal range
           acc = static_cast<float>(static_cast<double>(acc) + static_cast<double>(bf16ToF32(wd[c * kernel + j])) * static_cast<double>(xv));
         }
-        yd[t * channels + c] = f32ToBf16(fp32::siluF32(acc));
+        yd[t * channels + c] = f32ToBf16(fp32::siluF32(args.roundConv ? roundBf16(acc) : acc));
       }
     }
   });

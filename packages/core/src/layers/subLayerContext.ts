@@ -30,4 +30,10 @@ export interface SubLayerContext {
    * ATOM does under TP. Both give the same kept sets, bit for bit.
    */
   qsaRowChunk?: number;
+  /**
+   * The 'hf-eager' rounding contract (hc/hcContract.ts): the sub-layer rounds where HF's eager
+   * PyTorch paths store bf16 (op attributes chosen here, e.g. gdnConvSilu roundConv). Absent:
+   * the fused kernels' roundings ('atom' and 'hf').
+   */
+  eager?: boolean;
 }

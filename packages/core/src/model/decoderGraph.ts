@@ -4,7 +4,7 @@ import type { SpPlan } from '../sp/plan.ts';
 import { GraphBuilder } from '../graph/graphBuilder.ts';
 import type { ReduceAlgorithm } from '../graph/ops/spOps.ts';
 import { buildHcCombine, buildHcMix, type HcStepContext, type PendingCombine } from '../hc/hcGraph.ts';
-import type { HcContract } from '../hc/hcContract.ts';
+import { hcContractOf, type RoundingContract } from '../hc/hcContract.ts';
 import { hcPrefix } from './hcWeights.ts';
 import type { ExtraInputs, SubLayerBuilders } from './subLayerBuilders.ts';
 import { QSA_BLOCKS } from '../layers/attention/qsaGraph.ts';
@@ -34,7 +34,7 @@ export interface DecoderGraphOptions {
   plan: SpPlan;
   reduce: ReduceAlgorithm;
   ring: RingParams;
-  contract: HcContract;
+  contract: RoundingContract;
   subLayers: SubLayerBuilders;
   /** rows of the LM and MTP logits: the last position (default, as generation) or all T */
   logits?: LogitsRows;
@@ -157,7 +157,7 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
   const streamsPerStep: ValueId[][] = [];
   const dumpValues: Record<string, ValueId> = {};
   const rankValues: Record<string, RankValue> = {};
-  const hcCtx = (r: number, layer: number, prefix: string, scope: string): HcStepContext => ({ config, rank: r, rows, prefix, scope, layer, contract: o.contract });
+  const hcCtx = (r: number, layer: number, prefix: string, scope: string): HcStepContext => ({ config, rank: r, rows, prefix, scope, layer, contract: hcContractOf(o.contract) });
   const subCtx = (layer: number, r: number, scope: string, fp8?: SubLayerContext['fp8']): SubLayerContext => ({
     config,
     layer,
@@ -167,6 +167,7 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
     scope,
     ...(fp8 ? { fp8 } : {}),
     ...(o.qsaSelection === 'rowSharded' && rows !== T ? { qsaRowChunk: rows } : {}),
+    ...(o.contract === 'hf-eager' ? { eager: true } : {}),
   });
   const embedded = ranks.map((r) => {
     const e = b.value(`r${r}/embed/e`, [T, h], 'bf16', r);

@@ -3,7 +3,7 @@ import type { ModelConfig } from '../config/modelConfig.ts';
 import { RING_DEFAULT_CHANNELS, RING_DEFAULT_CHUNK_ELEMS } from '../collectives/ringAllReduce.ts';
 import type { Graph, ValueId } from '../graph/graph.ts';
 import type { ReduceAlgorithm } from '../graph/ops/spOps.ts';
-import type { HcContract } from '../hc/hcContract.ts';
+import type { RoundingContract } from '../hc/hcContract.ts';
 import type { LogitsRows } from '../layers/mtp/lmHeadGraph.ts';
 import type { Fp8Format } from '../numerics/fp8.ts';
 import { Rng } from '../numerics/rng.ts';
@@ -29,7 +29,7 @@ export interface PrefillOptions {
   ring?: RingParams;
   seed: number;
   subLayers: SubLayerBuilders;
-  contract?: HcContract;
+  contract?: RoundingContract;
   mtp?: boolean;
   /** rows of the LM and MTP logits: the last position (default) or all */
   logits?: LogitsRows;

@@ -2,12 +2,13 @@
 // order from +0, rows before 0 read as zeros (core gdnMath.gdnConvSilu). The w * 0 products
 // of those rows are still added, as the CPU does, so even a non-finite weight gives its bits.
 // bf16 x bf16 products are exact in fp32: only the order of the adds matters.
+// roundConv (the 'hf-eager' contract): the sum is rounded to bf16 before the SiLU.
 // One invocation per output word (two elements), any T, C, K.
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { readInput, requireIntAttr, requirePort, requireRows } from './planParts.ts';
 import { wordKernel } from './wordKernel.ts';
 
-// u.p0 = C, u.p1 = K
+// u.p0 = C, u.p1 = K, u.p2 = roundConv (0 or 1)
 const CONV_SILU_BODY = `let t = i / u.p0;
   let c = i % u.p0;
   var acc: f32 = 0.0;
@@ -17,6 +18,7 @@ const CONV_SILU_BODY = `let t = i / u.p0;
     if (t + 1u + j >= u.p1) { xv = x_f32((t + 1u + j - u.p1) * u.p0 + c); }
     acc = acc + w_f32(c * u.p1 + j) * xv;
   }
+  if (u.p2 != 0u) { acc = rbf(acc); }
   return silu_f32(acc);`;
 
 export const gdnConvSiluPlanner: KernelPlanner = (inputs, outputs, attrs) => {
@@ -33,5 +35,5 @@ export const gdnConvSiluPlanner: KernelPlanner = (inputs, outputs, attrs) => {
     { name: 'x', from: readInput(0), dtype: 'bf16' as const },
     { name: 'w', from: readInput(1), dtype: 'bf16' as const },
   ];
-  return { scratch: [], dispatches: [wordKernel('gdn-conv-silu', ins, n, [C, K], CONV_SILU_BODY)] };
+  return { scratch: [], dispatches: [wordKernel('gdn-conv-silu', ins, n, [C, K, attrs.roundConv === true ? 1 : 0], CONV_SILU_BODY)] };
 };

@@ -6,13 +6,13 @@ import { info, num, ShapeRule } from './shapeRules.ts';
 // are `linear` nodes. Head counts in attrs are the rank's own (TP-local).
 export const gdnConvSilu = defineOp({
   name: 'gdnConvSilu',
-  doc: 'y[t,c] = bf(silu(sum_{j<K} w[c,j] * x[t-K+1+j, c])), causal depthwise conv (zeros before row 0), fp32 accumulation in j order, one rounding. w is [C,1,K].',
+  doc: "y[t,c] = bf(silu(sum_{j<K} w[c,j] * x[t-K+1+j, c])), causal depthwise conv (zeros before row 0), fp32 accumulation in j order, one rounding. w is [C,1,K]. roundConv (the 'hf-eager' contract; absent = false): the conv sum is rounded to bf16 before the SiLU, y = bf(silu(bf(sum))), as HF's torch fallback stores the bf16 conv1d output before ACT2FN.",
   inputs: [
     { name: 'x', dtypes: ['bf16'] },
     { name: 'w', dtypes: ['bf16'] },
   ],
   outputs: [{ name: 'y', dtypes: ['bf16'] }],
-  attrs: { kernel: 'int' },
+  attrs: { kernel: 'int', roundConv: { kind: 'bool', optional: true } },
   opClass: 'reduction',
   shape: (ins, a) => {
     const r = new ShapeRule('gdnConvSilu');

@@ -52,7 +52,7 @@ export function buildGdn(b: GraphBuilder, ctx: SubLayerContext, x: ValueId): Val
 
   const qkv = inProj('qkv', w.qkv, channels);
   const conv = value('conv', [T, channels]);
-  node('gdnConvSilu', 'conv', [qkv, b.weight(w.conv, [channels, 1, convKernel])], [conv], { kernel: convKernel });
+  node('gdnConvSilu', 'conv', [qkv, b.weight(w.conv, [channels, 1, convKernel])], [conv], { kernel: convKernel, ...(ctx.eager ? { roundConv: true } : {}) });
   const z = inProj('z', w.z, vh * dv);
   const bProj = linear('b', x, b.weight(w.b, [vh, H]), vh);
   const aProj = linear('a', x, b.weight(w.a, [vh, H]), vh);

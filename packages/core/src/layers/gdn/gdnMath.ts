@@ -34,9 +34,11 @@ function checkLength(what: string, arr: ArrayLike<number>, expected: number): vo
  * in j order, rows before the start are zeros (or `history`, the K-1 rows that precede
  * row 0, oldest first, for a continuation). Model.md does not place a rounding between
  * the conv and the silu; the fused kernel HF calls keeps it in fp32, so one rounding.
+ * `roundConv` (the 'hf-eager' contract): HF's torch fallback (causal_conv1d_fn without the
+ * kernel) stores F.conv1d's bf16 output and applies ACT2FN to it, so bf(silu(bf(acc))).
  * w is the checkpoint's [C, 1, K] flattened to [C, K].
  */
-export function gdnConvSilu(x: Uint16Array, w: Uint16Array, tokens: number, channels: number, kernel: number, history?: Uint16Array): Uint16Array {
+export function gdnConvSilu(x: Uint16Array, w: Uint16Array, tokens: number, channels: number, kernel: number, history?: Uint16Array, roundConv = false): Uint16Array {
   checkLength('conv input', x, tokens * channels);
   checkLength('conv weight', w, channels * kernel);
   const past = kernel - 1;
@@ -52,7 +54,7 @@ export function gdnConvSilu(x: Uint16Array, w: Uint16Array, tokens: number, chan
       let acc = 0;
       // bf16 x bf16 products are exact in fp32: only the order of the adds matters
       for (let j = 0; j < kernel; j++) acc = fr(acc + wf[c * kernel + j] * rows[(t + j) * channels + c]);
-      y[t * channels + c] = f32ToBf16(siluF32(acc));
+      y[t * channels + c] = f32ToBf16(siluF32(roundConv ? roundBf16(acc) : acc));
     }
   }
   return y;

@@ -18,7 +18,7 @@ export const gdnKernels: CpuKernelTable = {
         throw new Error(`${op}: weight is [${w.shape.join(',')}], expected [C,1,${kernel}]`);
       }
       const T = rows2d(x, 'x', op, channels);
-      return [tensor('bf16', [T, channels], gdnConvSilu(x.data as Uint16Array, w.data as Uint16Array, T, channels, kernel))];
+      return [tensor('bf16', [T, channels], gdnConvSilu(x.data as Uint16Array, w.data as Uint16Array, T, channels, kernel, undefined, attrs.roundConv === true))];
     },
     gdnGates: (inputs) => {
       const op = 'gdnGates';
