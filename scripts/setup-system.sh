@@ -6,11 +6,12 @@
 # and clang-19 + lld-19 (gfx942) for the GPU kernels' compile checks (nvcc comes with the
 # CUDA toolkit, not from Debian: native/scripts/build-gpu-kernels.sh names it when missing);
 # Open MPI (libopenmpi-dev to build the MPI addon hcsp_mpi.node, openmpi-bin for mpirun) for
-# the multi-process host-device ranks (--comm mpi) and their tests.
+# the multi-process host-device ranks (--comm mpi) and their tests; clang-format-19 for the C++
+# format check (npm run lint).
 # Installs only what is missing; runs apt-get update at most once; never prompts.
 set -euo pipefail
 
-PACKAGES=(chromium libvulkan1 g++ make cmake libopenblas0-pthread hipcc clang-19 lld-19 libopenmpi-dev openmpi-bin)
+PACKAGES=(chromium libvulkan1 g++ make cmake libopenblas0-pthread hipcc clang-19 lld-19 libopenmpi-dev openmpi-bin clang-format-19)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
