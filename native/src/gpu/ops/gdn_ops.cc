@@ -7,6 +7,7 @@
 #include "../../ops/gdn_checks.h"
 #include "../gpu_op_registry.h"
 #include "../kernels/gdn.h"
+#include "../kernels/gdn_chunked.h"
 #include "../kernels/reduce.h"
 
 namespace hcsp::gpu {
@@ -29,8 +30,36 @@ Outputs gdnGates(const Inputs& in, const GpuContext& g) {
   return {gt, beta};
 }
 
+/**
+ * The chunked recurrence (kernels/gdn_chunked.cu): the shared l2 norms, the per-(head, chunk)
+ * solve, then the state pass over chunks, one block per (head, tile of state columns). Scratch:
+ * qn, kn [T, keyHeads*dk], G [vh, T], W [vh, T, dk], U [vh, T, dv], P [vh, chunks, 64, 64] (fp32).
+ */
+Outputs gdnRecurrenceChunked(const ops::GdnRecurrenceArgs& a, const GpuContext& g) {
+  const int64_t T = a.T, keyHeads = a.keyHeads, valueHeads = a.valueHeads, dk = a.dk, dv = a.dv, channels = a.channels;
+  const int64_t kOff = keyHeads * dk;
+  const int64_t chunks = (T + HCSP_GDN_CHUNK - 1) / HCSP_GDN_CHUNK;
+  const int64_t tiles = (dv + HCSP_GDN_COLS - 1) / HCSP_GDN_COLS;
+  TensorPtr o = g.alloc(DType::BF16, {T, valueHeads * dv});
+  if (T == 0 || valueHeads == 0 || dv == 0) return {o};
+  TensorPtr qn = g.alloc(DType::F32, {T, kOff});
+  TensorPtr kn = g.alloc(DType::F32, {T, kOff});
+  TensorPtr G = g.alloc(DType::F32, {valueHeads, T});
+  TensorPtr W = g.alloc(DType::F32, {valueHeads, T, dk});
+  TensorPtr U = g.alloc(DType::F32, {valueHeads, T, dv});
+  TensorPtr P = g.alloc(DType::F32, {valueHeads, chunks, HCSP_GDN_CHUNK, HCSP_GDN_CHUNK});
+  HCSP_LAUNCH(g.rt, hcsp_gdn_l2norm, T * keyHeads, a.qkv.bf16(), qn->data<float>(), kn->data<float>(), T, channels, keyHeads, dk, a.epsF, a.scaleF);
+  HCSP_LAUNCH_BLOCKS(g.rt, hcsp_gdn_chunk_prep, valueHeads * chunks, 256, a.qkv.bf16(), qn->data<float>(), kn->data<float>(), a.g.data<float>(), a.beta.bf16(),
+                     G->data<float>(), W->data<float>(), U->data<float>(), P->data<float>(), T, channels, keyHeads, valueHeads, dk, dv);
+  HCSP_LAUNCH_BLOCKS(g.rt, hcsp_gdn_chunk_state, valueHeads * tiles, 256, qn->data<float>(), kn->data<float>(), G->data<float>(), W->data<float>(),
+                     U->data<float>(), P->data<float>(), o->bf16(), T, keyHeads, valueHeads, dk, dv);
+  return {o};
+}
+
 Outputs gdnRecurrence(const Inputs& in, const GpuContext& g) {
   const ops::GdnRecurrenceArgs a = ops::checkGdnRecurrence(in, g.attrs);
+  // a key dim beyond the state pass's shared tile runs the reference-order kernel
+  if (g.fastKernels() && a.dk <= HCSP_GDN_MAX_KEY_DIM) return gdnRecurrenceChunked(a, g);
   const int64_t T = a.T, keyHeads = a.keyHeads, valueHeads = a.valueHeads, dk = a.dk, dv = a.dv, channels = a.channels;
   const Tensor& qkv = a.qkv;
   const int64_t kOff = keyHeads * dk;
