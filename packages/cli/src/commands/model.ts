@@ -3,6 +3,7 @@
 // and on, the HC share, the predicted input-throughput gain, the calibration, and a sweep.
 import type { Command } from 'commander';
 import {
+  ALL_PHYSICS_TERMS,
   builtInDevice,
   BUILT_IN_DEVICES,
   calibration,
@@ -15,6 +16,8 @@ import {
   OP_CLASS_TITLES,
   OP_CLASSES,
   parseDevice,
+  PHYSICS_TERMS,
+  type PhysicsTerm,
   type SideCost,
   sweep,
   SWEEP_ISL,
@@ -38,6 +41,8 @@ export interface ModelOptions {
   config: string;
   mtpDrafter: string;
   qsaSelection: string;
+  engine: string;
+  kernels: string;
 }
 
 /** A built-in device by name, or a device description file (JSON) by path. */
@@ -59,9 +64,18 @@ export interface ModelReport {
   device: { name: string; description: string; origin: string; topology: string; figures: Device['figures'] };
   efficiency: Efficiency & { from: 'device file' | 'calibration' };
   calibration: Calibration;
-  forecast?: ReturnType<typeof forecastJson> & { gainRange: GainRange; fit: { off: DeviceFit; on: DeviceFit } };
+  forecast?: ReturnType<typeof forecastJson> & { gainRange: GainRange; fit: { off: DeviceFit; on: DeviceFit }; terms: TermEffect[] };
   /** each cell with whether one forward's activations and weights fit the device (rank 0, SP off and on) */
   sweep?: (SweepRow & { fit: { off: DeviceFit; on: DeviceFit } })[];
+}
+
+/** What one physics term moves: the gain with every term and with all but this one (each calibrated anew). */
+export interface TermEffect {
+  term: PhysicsTerm;
+  description: string;
+  gainWithout: number;
+  /** gain with all terms - gain without this one */
+  contribution: number;
 }
 
 /** the device's memory in bytes (memoryGB as 1e9 bytes: the smaller reading of a data sheet's GB) */
@@ -93,6 +107,8 @@ export function modelReport(opts: ModelOptions): ModelReport {
   const mtpDrafter = oneOf(opts.mtpDrafter, ['gathered', 'sharded'] as const, '--mtp-drafter');
   const qsa = oneOf(opts.qsaSelection, ['replicated', 'row-sharded'] as const, '--qsa-selection');
   const variant = { mtpDrafter, qsaSelection: qsa === 'row-sharded' ? ('rowSharded' as const) : ('replicated' as const) };
+  const engine = oneOf(opts.engine ?? 'roofline', ['roofline', 'hcsp'] as const, '--engine');
+  const kernels = oneOf(opts.kernels ?? 'fast', ['fast', 'exact'] as const, '--kernels');
   const cal = calibration(config);
   const efficiency = efficiencyFor({ device, config });
   const base = {
@@ -100,7 +116,7 @@ export function modelReport(opts: ModelOptions): ModelReport {
     efficiency: { ...efficiency, from: device.efficiency ? ('device file' as const) : ('calibration' as const) },
     calibration: cal,
   };
-  const input = { config, device, concurrency, mtp: opts.mtp, efficiency, env: process.env, ...variant };
+  const input = { config, device, concurrency, mtp: opts.mtp, efficiency, env: process.env, ...variant, engine, ...(engine === 'hcsp' ? { kernels } : {}) };
   const fit = (tokens: number, tp: number) => ({
     off: deviceFit(config, tokens, tp, 'off', opts.mtp, memoryBytes(device), variant),
     on: deviceFit(config, tokens, tp, 'on', opts.mtp, memoryBytes(device), variant),
@@ -109,7 +125,13 @@ export function modelReport(opts: ModelOptions): ModelReport {
   const tp = parseIntStrict(opts.tp, '--tp', { min: 1 });
   const isl = parseIntStrict(opts.isl, '--isl', { min: 1 });
   const f = forecast({ ...input, tp, isl });
-  return { ...base, forecast: { ...forecastJson(f), gainRange: gainRange({ ...input, tp, isl }, efficiency), fit: fit(f.input.tokens, tp) } };
+  const terms = ALL_PHYSICS_TERMS.map((term): TermEffect => {
+    const rest = ALL_PHYSICS_TERMS.filter((t) => t !== term);
+    const eff = device.efficiency ?? calibration(config, rest).efficiency;
+    const gainWithout = forecast({ ...input, tp, isl, terms: rest, efficiency: eff }).gain;
+    return { term, description: PHYSICS_TERMS[term], gainWithout, contribution: f.gain - gainWithout };
+  });
+  return { ...base, forecast: { ...forecastJson(f), gainRange: gainRange({ ...input, tp, isl }, efficiency), fit: fit(f.input.tokens, tp), terms } };
 }
 
 const ms = (s: number) => (s * 1e3).toFixed(1);
@@ -178,6 +200,7 @@ export function formatModel(r: ModelReport): string {
   if (r.forecast) {
     const f = r.forecast;
     const i = f.input;
+    out.push(`engine ${i.engine}${i.engine === 'hcsp' ? ` (kernels ${i.kernels}: this project's GPU path, one sequence of the forward's rows)` : ' (an ATOM-class production path)'}`);
     out.push(`config ${i.config}, tp ${i.tp}, ISL ${i.isl} x concurrency ${i.concurrency} = ${i.tokens} tokens per forward, MTP ${i.mtp ? 'on' : 'off'}${i.mtp ? ` (drafter ${i.mtpDrafter})` : ''}, QSA selection ${i.qsaSelection}`);
     out.push(`SP on: streams sharded from layer ${f.on.spStartLayer}, ${f.on.chunk} rows per rank; production gate (auto): ${f.auto.sp ? 'on' : `off (${f.auto.reason})`}`);
     out.push('');
@@ -192,6 +215,7 @@ export function formatModel(r: ModelReport): string {
     out.push(
       `predicted input-throughput gain (tokens/s SP on / SP off): ${f.gain.toFixed(3)}x${g.figures.length > 0 ? `, ${g.low.toFixed(3)}x-${g.high.toFixed(3)}x over the ranges of the device's figures (${g.figures.join(', ')})` : " (the device's figures carry no ranges)"}`,
     );
+    out.push(`terms beyond the roofline (gain with all, without the term, each calibrated anew): ${f.terms.map((t) => `${t.term} ${t.contribution >= 0 ? '+' : ''}${(t.contribution * 100).toFixed(2)} pts`).join(', ')}`);
     out.push(`memory of rank 0: ${fitText(f.fit.off, 'SP off')}; ${fitText(f.fit.on, 'SP on')}; the device holds ${r.device.figures.memoryGB.value} GB (${formatBytes(r.device.figures.memoryGB.value * 1e9)})`);
     out.push('');
     out.push('per layer kind (per rank; ms summed over the group\'s layers):');
@@ -210,7 +234,9 @@ export function formatModel(r: ModelReport): string {
   out.push('');
   out.push(...deviceLines(r));
   out.push('');
-  out.push('model: roofline per kernel (max of FLOPs / rate, fewest bytes / HBM bandwidth) / efficiency + launch overhead; collectives: latency + bus bytes / link; MoE with balanced routing; attention per request; no overlap of kernels or of compute with communication.');
+  out.push(
+    "model: per kernel max(FLOPs / rate, memory latency + fewest bytes / HBM bandwidth) / efficiency + launch overhead, library GEMMs with wave quantization over the CUs, tile padding and the library's measured fraction of peak; collectives: latency + bus bytes / usable link bandwidth; MoE with balanced routing; attention per request (roofline engine); no overlap of kernels or of compute with communication. --engine hcsp: each declared kernel (core costModel/engines/hcspKernels.ts) at the slowest of the roofline, its FLOPs at the rate its threads can issue, its bytes and its serial chain, plus launches and host syncs.",
+  );
   return out.join('\n') + '\n';
 }
 
@@ -226,6 +252,8 @@ export function registerModel(program: Command): void {
     .option('--sweep', `sweep tp ${SWEEP_TP.join(', ')} x ISL ${SWEEP_ISL.join(', ')} (at --concurrency)`, false)
     .option('--mtp-drafter <where>', "the MTP drafter's HC work under SP: gathered (the SP change) or sharded (the follow-up)", 'gathered')
     .option('--qsa-selection <how>', 'the QSA indexer under SP: replicated (as ATOM) or row-sharded (the follow-up)', 'replicated')
+    .option('--engine <name>', "roofline (an ATOM-class production path) or hcsp (this project's GPU kernels as built)", 'roofline')
+    .option('--kernels <mode>', "with --engine hcsp: fast (the production algorithms) or exact (the reference-order kernels)", 'fast')
     .option('--json', 'print one JSON object (every device figure with its source)', false)
     .option('--config <name>', 'model configuration (a preset or a Hugging Face config.json)', 'flash-next')
     .action((opts: ModelOptions) => {

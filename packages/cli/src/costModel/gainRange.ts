@@ -5,7 +5,7 @@
 // every figure at its end of lower and of higher gain. The range spans all those prices
 // (the gain is taken as monotone in each figure within its range; the corners and the single
 // ends are all priced, so a figure whose direction flips still widens the range).
-import { buildCostGraph, priceGraph, type Device, type DeviceFigureName, type Efficiency, type ForecastInput } from '@hcsp/core';
+import { buildCostGraph, engineOptions, priceGraph, type Device, type DeviceFigureName, type Efficiency, type ForecastInput } from '@hcsp/core';
 
 export interface GainRange {
   low: number;
@@ -26,7 +26,7 @@ export function gainRange(i: ForecastInput, efficiency: Efficiency): GainRange {
   const off = buildCostGraph(i.config, tokens, i.tp, 'off', i.mtp, i.env, variant).graph;
   const on = buildCostGraph(i.config, tokens, i.tp, 'on', i.mtp, i.env, variant).graph;
   const gain = (device: Device) => {
-    const o = { config: i.config, device, efficiency, requests: i.concurrency, requestTokens: i.isl };
+    const o = { config: i.config, device, efficiency, requests: i.concurrency, requestTokens: i.isl, ...engineOptions(i) };
     // as core's forecast writes it (tokens/s on over off), to the last bit
     return tokens / priceGraph(on, o).seconds / (tokens / priceGraph(off, o).seconds);
   };

@@ -26,8 +26,22 @@ export const DEVICE_FIGURES = {
   linkPeerGBps: "per-peer link bandwidth, one direction, GB/s (topology 'mesh' only: a collective over tp GPUs uses tp-1 links)",
   collectiveLatencyUs: 'latency floor of one collective, us',
   kernelLaunchUs: 'launch overhead per kernel, us',
+  gemmTileRows: "rows of the GEMM library's output tile (wave quantization and tile padding)",
+  gemmTileCols: "columns of the GEMM library's output tile",
+  gemmFraction: "the GEMM library's achieved fraction of the matrix peak at a well-shaped large GEMM (measured), in (0, 1]",
+  memoryLatencyUs: 'HBM load-to-use latency, us (the memory ramp of every kernel; one round trip of a latency-bound step)',
+  clockGHz: 'engine clock while computing, GHz (dependent-operation latency of latency-bound kernels)',
+  dependentOpCycles: 'cycles between two dependent vector operations of one thread',
+  lanesPerCu: 'threads one CU (SM) must hold to issue on every vector lane each cycle',
+  hostSyncUs: "one host synchronization with the device (hcsp's engine), us",
 } as const;
 export type DeviceFigureName = keyof typeof DEVICE_FIGURES;
+/**
+ * Figures a file may leave out: the mesh's per-peer links (switch topology), and the physics
+ * terms' figures (issue 27): without its figures a term is not applied (the roofline's
+ * value), and `--engine hcsp` names the figures it lacks.
+ */
+export type OptionalFigureName = 'linkPeerGBps' | 'gemmTileRows' | 'gemmTileCols' | 'gemmFraction' | 'memoryLatencyUs' | 'clockGHz' | 'dependentOpCycles' | 'lanesPerCu' | 'hostSyncUs';
 const REQUIRED: readonly DeviceFigureName[] = ['matrixBf16Tflops', 'matrixFp8Tflops', 'vectorFp32Tflops', 'hbmTBps', 'memoryGB', 'computeUnits', 'linkGBps', 'collectiveLatencyUs', 'kernelLaunchUs'];
 
 /** How the GPUs are linked: 'switch' (NVSwitch: every GPU its full link bandwidth to any peer set) or 'mesh' (xGMI: one link per peer). */
@@ -46,7 +60,7 @@ export interface Device {
   name: string;
   description: string;
   topology: LinkTopology;
-  figures: Record<DeviceFigureName, DeviceFigure | undefined> & Record<Exclude<DeviceFigureName, 'linkPeerGBps'>, DeviceFigure>;
+  figures: Record<DeviceFigureName, DeviceFigure | undefined> & Record<Exclude<DeviceFigureName, OptionalFigureName>, DeviceFigure>;
   /** where the description came from: 'built-in' or the file path */
   origin: string;
   /** efficiency factors a measured file may carry (absent: the model's calibration decides) */
@@ -78,6 +92,10 @@ export function parseDevice(json: unknown, origin: string): Device {
   const figs = o.figures as Record<string, unknown>;
   for (const k of Object.keys(figs)) if (!Object.hasOwn(DEVICE_FIGURES, k)) fail(`figures.${k}`, `is not a known figure (known: ${Object.keys(DEVICE_FIGURES).join(', ')})`);
   const figures = {} as Record<DeviceFigureName, DeviceFigure | undefined>;
+  const fraction = (name: DeviceFigureName, v: number, f: string): number => {
+    if (name === 'gemmFraction' && v > 1) fail(f, `must be a fraction in (0, 1], got ${v}`);
+    return v;
+  };
   const need = topology === 'mesh' ? [...REQUIRED, 'linkPeerGBps' as const] : REQUIRED;
   for (const name of Object.keys(DEVICE_FIGURES) as DeviceFigureName[]) {
     const raw = figs[name];
@@ -91,13 +109,13 @@ export function parseDevice(json: unknown, origin: string): Device {
       return v as number;
     };
     if (typeof raw === 'number') {
-      figures[name] = { value: positive(raw, field), source: `measured: ${origin}`, published: false };
+      figures[name] = { value: fraction(name, positive(raw, field), field), source: `measured: ${origin}`, published: false };
       continue;
     }
     if (!isObject(raw)) fail(field, `must be a number or {"value": number, "source": string}, got ${JSON.stringify(raw)}`);
     const r = raw as Record<string, unknown>;
     for (const k of Object.keys(r)) if (!['value', 'source', 'published', 'range'].includes(k)) fail(`${field}.${k}`, 'is not a figure field (value, source, published, range)');
-    const value = positive(r.value, `${field}.value`);
+    const value = fraction(name, positive(r.value, `${field}.value`), `${field}.value`);
     if (r.source !== undefined && (typeof r.source !== 'string' || r.source === '')) fail(`${field}.source`, 'must be a non-empty string');
     if (r.published !== undefined && typeof r.published !== 'boolean') fail(`${field}.published`, 'must be true or false');
     let range: [number, number] | undefined;

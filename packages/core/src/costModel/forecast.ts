@@ -19,10 +19,11 @@ import { MODEL_SUB_LAYERS } from '../layers/modelSubLayers.ts';
 import { buildDecoderGraph } from '../model/decoderGraph.ts';
 import { planForMode, type SpMode } from '../model/prefill.ts';
 import type { SpPlan } from '../sp/plan.ts';
-import { type ClassTotals, type OpClassName, type PricedGraph, priceGraph } from './costModel.ts';
+import { type ClassTotals, type EngineOptions, type OpClassName, type PricedGraph, priceGraph } from './costModel.ts';
 import { builtInDevice, type Device, type Efficiency } from './device.ts';
+import type { PhysicsTerm } from './physics.ts';
 
-export interface ForecastInput {
+export interface ForecastInput extends EngineOptions {
   config: ModelConfig;
   device: Device;
   tp: number;
@@ -62,7 +63,7 @@ export interface SideCost {
 }
 
 export interface Forecast {
-  input: { device: string; tp: number; isl: number; concurrency: number; tokens: number; mtp: boolean; config: string; mtpDrafter: 'gathered' | 'sharded'; qsaSelection: 'replicated' | 'rowSharded' };
+  input: { device: string; tp: number; isl: number; concurrency: number; tokens: number; mtp: boolean; config: string; mtpDrafter: 'gathered' | 'sharded'; qsaSelection: 'replicated' | 'rowSharded'; engine: 'roofline' | 'hcsp'; kernels: 'exact' | 'fast' | null };
   efficiency: Efficiency;
   off: SideCost;
   on: SideCost;
@@ -96,11 +97,16 @@ function checkInput(i: ForecastInput): number {
   return tokens;
 }
 
+/** The engine options of a forecast input (absent: the defaults). */
+export function engineOptions(i: EngineOptions): EngineOptions {
+  return { ...(i.engine ? { engine: i.engine } : {}), ...(i.kernels ? { kernels: i.kernels } : {}), ...(i.terms ? { terms: i.terms } : {}) };
+}
+
 /** Prices one side: the plan of `sp` ('off' or 'on'), rank 0. */
 export function priceSide(i: ForecastInput, sp: 'off' | 'on', efficiency: Efficiency): SideCost {
   const tokens = checkInput(i);
   const { plan, graph } = buildCostGraph(i.config, tokens, i.tp, sp, i.mtp, i.env, { mtpDrafter: i.mtpDrafter, qsaSelection: i.qsaSelection });
-  const priced = priceGraph(graph, { config: i.config, device: i.device, efficiency, requests: i.concurrency, requestTokens: i.isl });
+  const priced = priceGraph(graph, { config: i.config, device: i.device, efficiency, requests: i.concurrency, requestTokens: i.isl, ...engineOptions(i) });
   return {
     sp: plan.sp,
     plan,
@@ -113,8 +119,8 @@ export function priceSide(i: ForecastInput, sp: 'off' | 'on', efficiency: Effici
 }
 
 /** The efficiency factors in force: given, else the device file's, else the calibration's. */
-export function efficiencyFor(i: Pick<ForecastInput, 'efficiency' | 'device' | 'config'>): Efficiency {
-  return i.efficiency ?? i.device.efficiency ?? calibration(i.config).efficiency;
+export function efficiencyFor(i: Pick<ForecastInput, 'efficiency' | 'device' | 'config' | 'terms'>): Efficiency {
+  return i.efficiency ?? i.device.efficiency ?? calibration(i.config, i.terms).efficiency;
 }
 
 /** SP off vs SP on for one forward. */
@@ -125,7 +131,7 @@ export function forecast(i: ForecastInput): Forecast {
   const on = priceSide(i, 'on', efficiency);
   const auto = planForMode(i.config, tokens, i.tp, 'auto', i.env ?? {}, i.mtp);
   return {
-    input: { device: i.device.name, tp: i.tp, isl: i.isl, concurrency: i.concurrency, tokens, mtp: i.mtp, config: i.config.name, mtpDrafter: i.mtpDrafter ?? 'gathered', qsaSelection: i.qsaSelection ?? 'replicated' },
+    input: { device: i.device.name, tp: i.tp, isl: i.isl, concurrency: i.concurrency, tokens, mtp: i.mtp, config: i.config.name, mtpDrafter: i.mtpDrafter ?? 'gathered', qsaSelection: i.qsaSelection ?? 'replicated', engine: i.engine ?? 'roofline', kernels: i.engine === 'hcsp' ? (i.kernels ?? 'fast') : null },
     efficiency,
     off,
     on,
@@ -169,13 +175,15 @@ const calibrations = new Map<string, Calibration>();
  * form: eta = A (1 - s) / (s (R + Lh) - Lh), where A is the HC kernels' roofline time, Lh their
  * launch time and R everything else on the rank at the fact's point (SP off).
  */
-export function calibration(config: ModelConfig): Calibration {
-  const cached = calibrations.get(config.name);
+export function calibration(config: ModelConfig, terms?: readonly PhysicsTerm[]): Calibration {
+  const key = `${config.name}/${terms ? [...terms].sort().join(',') : 'all'}`;
+  const cached = calibrations.get(key);
   if (cached) return cached;
   const f = CALIBRATION_FACT;
   const device = builtInDevice(f.device);
   const peak: Efficiency = { hc: 1, other: 1 };
-  const side = priceSide({ config, device, tp: f.tp, isl: f.isl, concurrency: f.concurrency, mtp: f.mtp }, f.sp, peak);
+  const at = { config, device, tp: f.tp, isl: f.isl, concurrency: f.concurrency, mtp: f.mtp, ...(terms ? { terms } : {}) };
+  const side = priceSide(at, f.sp, peak);
   const launch = device.figures.kernelLaunchUs.value * 1e-6;
   let A = 0;
   let Lh = 0;
@@ -190,7 +198,7 @@ export function calibration(config: ModelConfig): Calibration {
   if (!(denom > 0)) throw new Error(`calibration: launches alone exceed the ${s * 100}% HC share`);
   const hc = (A * (1 - s)) / denom;
   const efficiency: Efficiency = { hc, other: 1 };
-  const fitted = priceSide({ config, device, tp: f.tp, isl: f.isl, concurrency: f.concurrency, mtp: f.mtp }, f.sp, efficiency);
+  const fitted = priceSide(at, f.sp, efficiency);
   const c: Calibration = {
     fact: f,
     efficiency,
@@ -202,7 +210,7 @@ export function calibration(config: ModelConfig): Calibration {
       `solving HC(eta)/(HC(eta) + rest) = ${s} in closed form gives eta_hc = ${hc.toFixed(3)}${Math.abs(hc - 1) < 0.05 ? ' (about 1: the roofline alone reproduces the fact; the HC kernels ran about as close to their roofline as the rest did)' : hc > 1 ? ' (> 1: the rest, priced at its roofline, must have run further below it than HC did)' : ' (< 1: the HC kernels ran further below their roofline than the rest)'}. ` +
       `The same factors are used for every device unless its file carries its own.`,
   };
-  calibrations.set(config.name, c);
+  calibrations.set(key, c);
   return c;
 }
 

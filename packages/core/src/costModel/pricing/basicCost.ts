@@ -7,7 +7,8 @@ export const BASIC_COSTS: Record<string, PriceFn> = {
   linear: (n, ctx) => {
     const [m, k] = shapeOf(ctx, n.inputs[0]);
     const [o] = shapeOf(ctx, n.inputs[1]);
-    return cost({ matrixFlops: 2 * m * o * k, ...ioBytes(n, ctx) });
+    const flops = 2 * m * o * k;
+    return cost({ matrixFlops: flops, ...ioBytes(n, ctx), gemms: [{ rows: [m], n: o, flops, fp8: false }] });
   },
   add: (n, ctx) => cost({ vectorFlops: outElems(n, ctx), ...ioBytes(n, ctx) }),
   sliceCols: copyCost,

@@ -26,7 +26,31 @@ export const MOE_COSTS: Record<string, PriceFn> = {
     const touched = Math.min(local, pairs);
     const perExpert = (bytesOf(ctx, n.inputs[3]) + bytesOf(ctx, n.inputs[4])) / local;
     const act = bytesOf(ctx, n.inputs[0]) + bytesOf(ctx, n.inputs[1]) + bytesOf(ctx, n.inputs[2]) + bytesOf(ctx, n.outputs[0]);
-    return cost({ matrixFlops: pairs * (2 * h * 2 * i + 2 * i * h), vectorFlops: pairs * (5 * i + 3 * h), actBytes: act, weightBytes: touched * perExpert });
+    // production's fused MoE: one grouped launch per projection over the local experts, each expert pairs / local rows
+    const groups = pairs >= local ? new Array<number>(local).fill(pairs / local) : [pairs];
+    const gemms = [
+      { rows: groups, n: 2 * i, flops: pairs * 2 * h * 2 * i, fp8: false },
+      { rows: groups, n: h, flops: pairs * 2 * i * h, fp8: false },
+    ];
+    return cost({ matrixFlops: pairs * (2 * h * 2 * i + 2 * i * h), vectorFlops: pairs * (5 * i + 3 * h), actBytes: act, weightBytes: touched * perExpert, gemms });
+  },
+  /**
+   * moeExperts on FP8 weights: the same pairs and weight-touch assumption; both GEMMs on the
+   * FP8 matrix units, plus the epilogue scales (4 per pair output), the SwiGLU and the
+   * per-pair quantization of h (amax and scale, 3 I) on the vector units; weights read as
+   * their FP8 bytes and per-row scales.
+   */
+  moeExpertsFp8Ptpc: (n, ctx) => {
+    const [rows, h] = shapeOf(ctx, n.inputs[0]);
+    const k = shapeOf(ctx, n.inputs[2])[1];
+    const local = num(n, 'numLocal');
+    const i = num(n, 'intermediate');
+    const e = ctx.config.moe.numExperts;
+    const pairs = (rows * k * local) / e;
+    const touched = Math.min(local, pairs);
+    const perExpert = [4, 5, 6, 7].reduce((s, p) => s + bytesOf(ctx, n.inputs[p]), 0) / local;
+    const act = [0, 1, 2, 3].reduce((s, p) => s + bytesOf(ctx, n.inputs[p]), 0) + bytesOf(ctx, n.outputs[0]);
+    return cost({ fp8Flops: pairs * (2 * h * 2 * i + 2 * i * h), vectorFlops: pairs * (5 * i + 3 * i + 4 * (2 * i + h) + 3 * h), actBytes: act, weightBytes: touched * perExpert });
   },
   moeSwiGlu: (n, ctx) => cost({ vectorFlops: outElems(n, ctx) * 6, ...ioBytes(n, ctx) }),
   moeCombine: (n, ctx) => cost({ vectorFlops: outElems(n, ctx) * 3, ...ioBytes(n, ctx) }),

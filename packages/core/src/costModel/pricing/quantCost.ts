@@ -16,6 +16,7 @@ export const QUANT_COSTS: Record<string, PriceFn> = {
   fp8LinearPtpc: (n, ctx) => {
     const [m, k] = shapeOf(ctx, n.inputs[0]);
     const [o] = shapeOf(ctx, n.inputs[2]);
-    return cost({ fp8Flops: 2 * m * o * k, vectorFlops: m * o * 2, ...ioBytes(n, ctx) });
+    const flops = 2 * m * o * k;
+    return cost({ fp8Flops: flops, vectorFlops: m * o * 2, ...ioBytes(n, ctx), gemms: [{ rows: [m], n: o, flops, fp8: true }] });
   },
 };

@@ -21,6 +21,17 @@ export interface OpCost {
   kernels: number;
   /** collectives: bytes this rank sends over the links (nccl-tests bus accounting) */
   busBytes: number;
+  /** the library GEMMs among the matrix FLOPs (their shapes, for wave quantization and tile padding) */
+  gemms?: GemmPart[];
+}
+
+/** One library GEMM launch: groups of rows (one group: a plain GEMM; several: grouped, e.g. per expert) x n output columns. */
+export interface GemmPart {
+  rows: readonly number[];
+  n: number;
+  /** its FLOPs (part of matrixFlops, or of fp8Flops when fp8) */
+  flops: number;
+  fp8: boolean;
 }
 
 export interface PricingContext {
