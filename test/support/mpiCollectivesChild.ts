@@ -11,6 +11,7 @@ import {
   reduceScatter,
   ringBlocks,
   type GraphNode,
+  type OpName,
   type ReduceAlgorithm,
   type Tensor,
 } from '@hcsp/core';
@@ -28,7 +29,7 @@ function bf16Data(seed: number, n: number): Uint16Array {
   return Uint16Array.from({ length: n }, () => f32ToBf16((rng() < 0.5 ? -1 : 1) * 2 ** Math.floor(rng() * 20 - 10) * (1 + rng())));
 }
 
-function node(id: number, op: string, attrs: Record<string, unknown>): GraphNode {
+function node(id: number, op: OpName, attrs: Record<string, unknown>): GraphNode {
   return { id, op, rank: null, inputs: [], outputs: [], attrs, scope: `test.case${id}`, layer: -1 };
 }
 

@@ -6,7 +6,7 @@
 // JSON line (the call, how long it waited, its event loop's ticks meanwhile) and ends at once
 // (exitNow, as the CLI does), so mpirun ends the job. 'finalize': rank 0 calls MPI_Finalize,
 // which waits for rank 1 on the JavaScript thread, where only the addon's stall guard can end it.
-import type { GraphNode } from '@hcsp/core';
+import type { GraphNode, OpName } from '@hcsp/core';
 import { CollectiveWatchdog } from '../../packages/backend-rocm/src/comm/collectiveWatchdog.ts';
 import { MpiCommunicator } from '../../packages/backend-rocm/src/comm/mpiCommunicator.ts';
 
@@ -20,7 +20,7 @@ const watchdog = new CollectiveWatchdog(limitMs, (call) => {
 });
 const comm = MpiCommunicator.open({ watchdog });
 holder.comm = comm;
-const node = (id: number, op: string): GraphNode => ({ id, op, rank: null, inputs: [], outputs: [], attrs: { tp: comm.tp, algorithm: 'ring' }, scope: `test.${mode}`, layer: -1 });
+const node = (id: number, op: OpName): GraphNode => ({ id, op, rank: null, inputs: [], outputs: [], attrs: { tp: comm.tp, algorithm: 'ring' }, scope: `test.${mode}`, layer: -1 });
 
 await comm.collective(node(1, 'allGather'), [{ dtype: 'f32', shape: [1], data: Float32Array.of(comm.rank) }]);
 if (comm.rank === 1) process.kill(process.pid, 'SIGSTOP');

@@ -42,7 +42,7 @@ function smallGraph(): Graph {
       v('e0', [4, 8], 'f32', 0, 'intermediate'),
     ].map((d) => [d.id, d]),
   );
-  const node = (id: number, rank: number | null, inputs: string[], outputs: string[]): GraphNode => ({ id, op: 'test', rank, inputs, outputs, attrs: {}, scope: `n${id}`, layer: 0 });
+  const node = (id: number, rank: number | null, inputs: string[], outputs: string[]): GraphNode => ({ id, op: 'add', rank, inputs, outputs, attrs: {}, scope: `n${id}`, layer: 0 });
   return {
     tp: 2,
     values,

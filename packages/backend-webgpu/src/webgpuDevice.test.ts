@@ -1,5 +1,5 @@
 /// <reference types="@webgpu/types" />
-import { KernelTable, type GraphNode, type ValueDecl } from '@hcsp/core';
+import { KernelTable, type GraphNode, type OpName, type ValueDecl } from '@hcsp/core';
 import type { KernelPlanner } from '@hcsp/kernels-wgsl';
 import { describe, expect, it } from 'vitest';
 import { WebGpuDevice } from './webgpuDevice.ts';
@@ -32,7 +32,7 @@ const planner: KernelPlanner = () => ({
 });
 const kernels = new KernelTable<KernelPlanner>('test', [{ hcExpand: planner, allReduce: planner }]);
 const decl = (id: string, shape: number[], rank: number | null): ValueDecl => ({ id, shape, dtype: 'bf16', rank, kind: 'intermediate' });
-const node = (op: string, rank: number | null): GraphNode => ({ id: 0, op, rank, inputs: [], outputs: [], attrs: {}, scope: 's', layer: 0 });
+const node = (op: OpName, rank: number | null): GraphNode => ({ id: 0, op, rank, inputs: [], outputs: [], attrs: {}, scope: 's', layer: 0 });
 
 describe('WebGpuDevice error paths', () => {
   it('a node whose kernel fails frees the output buffers it allocated', async () => {

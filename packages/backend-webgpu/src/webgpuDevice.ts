@@ -154,7 +154,7 @@ export class WebGpuDevice implements DeviceOps<GPUBuffer> {
    * as the graph's nodes. `reps` > 1 repeats it; seconds are per repetition, submit to done.
    */
   async runPlan(plan: KernelPlan, inputs: (Uint32Array | null)[], outputWords: number[], reps = 1): Promise<{ outputs: Uint32Array[]; seconds: number[] }> {
-    const node: GraphNode = { id: -1, op: 'plan', rank: 0, inputs: [], outputs: [], attrs: {}, scope: plan.dispatches[0]?.key ?? 'empty plan', layer: -1 };
+    const node = { id: -1, op: 'plan', scope: plan.dispatches[0]?.key ?? 'empty plan' };
     const ins: (GPUBuffer | null)[] = [];
     const outs: GPUBuffer[] = [];
     try {
@@ -191,10 +191,13 @@ export class WebGpuDevice implements DeviceOps<GPUBuffer> {
     }
   }
 
-  /** Encodes a plan's dispatches; returns the scratch and uniform buffers to free after submit. */
+  /**
+   * Encodes a plan's dispatches; returns the scratch and uniform buffers to free after submit.
+   * `node` names them in labels and errors (a graph node, or runPlan's plan outside any graph).
+   */
   private async encodePlan(
     encoder: GPUCommandEncoder,
-    node: GraphNode,
+    node: Pick<GraphNode, 'id' | 'scope'> & { op: string },
     plan: KernelPlan,
     inputs: (GPUBuffer | null)[],
     outputs: (GPUBuffer | null)[],

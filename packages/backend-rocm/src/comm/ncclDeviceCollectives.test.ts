@@ -1,5 +1,5 @@
 import { rmSync } from 'node:fs';
-import { commBytesOf, nodeLabel, type Communicator, type Graph, type GraphNode, type PreparedGraph, type RunResult, type Tensor, type ValueDecl } from '@hcsp/core';
+import { commBytesOf, nodeLabel, type Communicator, type Graph, type GraphNode, type OpName, type PreparedGraph, type RunResult, type Tensor, type ValueDecl } from '@hcsp/core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FAKE_CUDA, FAKE_HIP, FAKE_NCCL, FakeGpuFolder, saveEnv } from '../../../../test/support/fakeGpuLibraries.ts';
 import { NO_WEIGHTS } from '../../../../test/support/noWeights.ts';
@@ -61,7 +61,7 @@ function rankPart(tp: number, rank: number, rows: number, cols: number): Graph {
     d: v('d', [rows, cols], 'intermediate', rank),
     e: v('e', [rows, cols], 'intermediate', rank),
   };
-  const node = (id: number, op: string, inputs: string[], outputs: string[], attrs: Record<string, unknown>, r: number | null, scope: string): GraphNode => ({
+  const node = (id: number, op: OpName, inputs: string[], outputs: string[], attrs: Record<string, unknown>, r: number | null, scope: string): GraphNode => ({
     id,
     op,
     rank: r,

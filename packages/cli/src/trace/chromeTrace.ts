@@ -13,7 +13,7 @@
 // Simulated ranks (--comm sim) run every rank's nodes in this one process in graph order, so a
 // rank's track has gaps where the others' nodes ran; launched ranks (--comm mpi|nccl) each
 // time their own part, on clocks that agree on one machine (epoch microseconds).
-import { bytesPerElement, commBytesOf, numel, rankGraph, type CollectiveOp, type Graph, type GraphNode, type ReduceAlgorithm } from '@hcsp/core';
+import { bytesPerElement, commBytesOf, isCollectiveOp, numel, rankGraph, type CollectiveOp, type Graph, type GraphNode, type ReduceAlgorithm } from '@hcsp/core';
 import type { RunTiming } from './nodeTimer.ts';
 
 export interface TraceEvent {
@@ -35,7 +35,6 @@ export interface ChromeTrace {
   otherData: Record<string, string | number>;
 }
 
-const COLLECTIVES = new Set(['allReduce', 'allGather', 'reduceScatter']);
 /** the thread of the run's own slice, and of the device stream's nodes */
 const RUN_TID = 0;
 const STREAM_TID = 1;
@@ -81,7 +80,7 @@ function nodeArgs(graph: Graph, node: GraphNode, r: number, time: string): Recor
     bytesOut: outputs.reduce((s, id) => s + bytesOf(graph, id), 0),
     time,
   };
-  if (COLLECTIVES.has(node.op)) {
+  if (isCollectiveOp(node.op)) {
     const op = node.op as CollectiveOp;
     const algorithm = op === 'allGather' ? null : ((node.attrs.algorithm as ReduceAlgorithm | undefined) ?? null);
     args.algorithm = algorithm;
@@ -112,7 +111,7 @@ export function chromeTrace(input: TraceInput): ChromeTrace {
   // collective node id -> each rank's slice [ts, dur]
   const meets = new Map<number, { op: string; at: ([number, number] | undefined)[] }>();
   const place = (node: GraphNode, r: number, ts: number, dur: number, time: string) => {
-    const collective = COLLECTIVES.has(node.op);
+    const collective = isCollectiveOp(node.op);
     events.push({ name: node.op, cat: collective ? 'collective' : 'node', ph: 'X', pid: r, tid: STREAM_TID, ts, dur, args: nodeArgs(graph, node, r, time) });
     if (!collective) return;
     const m = meets.get(node.id) ?? { op: node.op, at: new Array(tp) };

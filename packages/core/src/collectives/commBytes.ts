@@ -1,4 +1,5 @@
 import type { ReduceAlgorithm } from '../graph/ops/spOps.ts';
+import type { CollectiveOpName } from '../graph/ops/registry.ts';
 import { checkReduceAlgorithm } from './reduceOrder.ts';
 
 // Bytes SENT per rank by one collective, with nccl-tests' ring accounting (its "bus
@@ -15,7 +16,8 @@ import { checkReduceAlgorithm } from './reduceOrder.ts';
 //   chain reduce plus chain broadcast also sends 2*(tp-1)/tp * S per rank on average).
 // - all-gather adds nothing, so it takes no algorithm (pass null).
 
-export type CollectiveOp = 'allReduce' | 'reduceScatter' | 'allGather';
+/** a declared collective (spOps.ts) */
+export type CollectiveOp = CollectiveOpName;
 
 function checkBytes(value: number, name: string): void {
   if (!Number.isInteger(value) || value < 0) throw new Error(`commBytesOf: ${name} must be a non-negative integer, got ${value}`);

@@ -1,5 +1,6 @@
 import type { AxisSlice } from '../tensor/axisSlice.ts';
 import type { DType } from '../tensor/tensor.ts';
+import type { OpName } from './ops/registry.ts';
 
 // The op graph is plain data (JSON-serializable): the dev page draws it, the harness diffs
 // it, every backend executes it. Nodes belong to one rank, or (collectives) to all ranks.
@@ -36,7 +37,8 @@ export interface ValueDecl {
 
 export interface GraphNode {
   id: number;
-  op: string;
+  /** a declared op's name (ops/registry.ts): comparisons with a misspelled name do not compile */
+  op: OpName;
   /** the rank that runs it; null for a collective (runs on all ranks in lockstep) */
   rank: number | null;
   /** value ids; null for an absent optional input. A collective lists each rank's ports in

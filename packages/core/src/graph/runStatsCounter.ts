@@ -1,5 +1,6 @@
 import type { CommBytes, RunStats } from '../backend/backend.ts';
 import { commBytesOf } from '../collectives/commBytes.ts';
+import { isCollectiveOp } from './ops/registry.ts';
 import type { ReduceAlgorithm } from './ops/spOps.ts';
 import { bytesPerElement, numel } from '../tensor/tensor.ts';
 import type { Graph, GraphNode } from './graph.ts';
@@ -24,7 +25,7 @@ export class RunStatsCounter {
       this.hcRowsPerRank[node.rank] += values[node.inputs[0]!].shape[0];
     }
     const op = node.op;
-    if (op === 'allReduce' || op === 'allGather' || op === 'reduceScatter') {
+    if (isCollectiveOp(op)) {
       const bytes = (id: string | null): number => (id === null ? 0 : numel(values[id].shape) * bytesPerElement(values[id].dtype));
       // a rank's part of a graph lists only its own ports
       const ranks = this.graph.rank === undefined ? [...Array(tp).keys()] : [this.graph.rank];

@@ -6,6 +6,7 @@ import type { ModelConfig } from '../config/modelConfig.ts';
 import { commBytesOf, type CollectiveOp } from '../collectives/commBytes.ts';
 import { RING_DEFAULT_CHANNELS, RING_DEFAULT_CHUNK_ELEMS } from '../collectives/ringAllReduce.ts';
 import type { Graph } from '../graph/graph.ts';
+import { isCollectiveOp } from '../graph/ops/registry.ts';
 import type { ReduceAlgorithm } from '../graph/ops/spOps.ts';
 import { MODEL_SUB_LAYERS } from '../layers/modelSubLayers.ts';
 import { buildDecoderGraph } from '../model/decoderGraph.ts';
@@ -34,8 +35,6 @@ export interface PlanTraffic {
   totalBytesPerRank: number;
 }
 
-const COLLECTIVES = new Set<string>(['allReduce', 'allGather', 'reduceScatter']);
-
 function graphOf(config: ModelConfig, plan: SpPlan, reduce: ReduceAlgorithm): Graph {
   return buildDecoderGraph({ config, plan, reduce, ring: { channels: RING_DEFAULT_CHANNELS, chunkElems: RING_DEFAULT_CHUNK_ELEMS }, contract: 'atom', subLayers: MODEL_SUB_LAYERS }).graph;
 }
@@ -46,8 +45,8 @@ export function planTraffic(config: ModelConfig, plan: SpPlan, reduce: ReduceAlg
   const decl = (id: string | null | undefined) => (id ? graph.values[id] : undefined);
   const groups = new Map<string, PlanCollective>();
   for (const node of graph.nodes) {
-    if (!COLLECTIVES.has(node.op)) continue;
-    const op = node.op as CollectiveOp;
+    const op = node.op;
+    if (!isCollectiveOp(op)) continue;
     const input = decl(node.inputs[0]);
     const output = decl(node.outputs[0]);
     if (!input || !output) throw new Error(`plan: collective node ${node.id} (${node.scope}) has no rank 0 ports`);

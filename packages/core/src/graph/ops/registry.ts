@@ -1,4 +1,4 @@
-import type { OpDef } from './opDef.ts';
+import type { CollectiveLayout, OpDef } from './opDef.ts';
 import * as attentionOps from './attentionOps.ts';
 import * as basicOps from './basicOps.ts';
 import * as gdnOps from './gdnOps.ts';
@@ -21,6 +21,8 @@ type DeclsOf<M> = { [K in keyof M]: M[K] extends OpDef ? M[K] : never }[keyof M]
 export type DeclaredOp = Family extends infer M ? (M extends unknown ? DeclsOf<M> : never) : never;
 /** The name of a declared op: graph builders and kernel tables are typed by it. */
 export type OpName = DeclaredOp['name'];
+/** The collectives: the ops whose declaration gives a `collective` layout. */
+export type CollectiveOpName = Extract<DeclaredOp, { collective: CollectiveLayout }>['name'];
 
 function isOpDef(v: unknown): v is OpDef {
   return typeof v === 'object' && v !== null && typeof (v as OpDef).name === 'string' && typeof (v as OpDef).shape === 'function';
@@ -43,6 +45,11 @@ export function getOpDef(name: string): OpDef {
   const def = BY_NAME.get(name);
   if (!def) throw new Error(`unknown op '${name}'`);
   return def;
+}
+
+/** Whether `op` is a declared collective (its declaration has a `collective` layout). */
+export function isCollectiveOp(op: string): op is CollectiveOpName {
+  return BY_NAME.get(op)?.collective !== undefined;
 }
 
 export function allOpDefs(): readonly OpDef[] {

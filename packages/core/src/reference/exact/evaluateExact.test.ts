@@ -3,6 +3,7 @@ import { runOnce } from '../../backend/backend.ts';
 import { SMALL, TINY } from '../../config/presets.ts';
 import type { ModelConfig } from '../../config/modelConfig.ts';
 import type { Graph } from '../../graph/graph.ts';
+import type { OpName } from '../../graph/ops/registry.ts';
 import { STAND_IN_SUB_LAYERS } from '../../layers/standIn/standInSubLayers.ts';
 import { preparePrefill, type PreparedPrefill, type SpMode } from '../../model/prefill.ts';
 import type { SubLayerBuilders } from '../../model/subLayerBuilders.ts';
@@ -125,7 +126,7 @@ describe('evaluateExact', () => {
   it('refuses a rank part of a graph and names an op without a float64 kernel', async () => {
     const p = preparePrefill({ config: TINY, tokens: T, tp: 2, sp: 'on', reduce: 'ring', seed: 7, subLayers: STAND_IN_SUB_LAYERS });
     await expect(evaluateExact({ ...p.graph, rank: 1 }, p.feeds, p.weights)).rejects.toThrow(/rank 1's part; only a whole graph/);
-    const bogus: Graph = { ...p.graph, nodes: [{ ...p.graph.nodes[0], op: 'noSuchOp' }] };
+    const bogus: Graph = { ...p.graph, nodes: [{ ...p.graph.nodes[0], op: 'noSuchOp' as OpName }] }; // a graph read from JSON can name anything
     await expect(evaluateExact(bogus, p.feeds, p.weights)).rejects.toThrow(/no float64 kernel for op 'noSuchOp'/);
   });
 
