@@ -29,5 +29,26 @@ export function hfEagerHandCases(): HandCase[] {
       expected: [0x3fe1, 0x3fe4],
       contrast: [0x3fe1, 0x3fe3],
     },
+    // one token routed to experts [2, 1, 0] (k order), weights 1; every expert's gate row is
+    // 32 and its up row 1/32, so h = bf(bf(silu(32)) * 1/32) = 1 (silu(32) = 32 in fp32) and
+    // o_e = bf(1 * down_e) = down_e: o = [1, 2^-8, 2^-8] for experts 0, 1, 2.
+    //   atom: 1 + 2^-8 + 2^-8 = 1 + 2^-7 = 1.0078125 in fp32 (any order);
+    //   hf-eager, ascending expert as HF's loop: bf(1 + 2^-8) = 1 (a tie, to even), bf(1 + 2^-8) = 1;
+    //   (the k order e2, e1, e0 would give bf(2^-7 + 1) = 1.0078125, the atom value).
+    {
+      name: 'hf-eager moeExperts bf16Accumulate: index_add_ into bf16, experts ascending',
+      op: 'moeExperts',
+      tp: 1,
+      inputs: [
+        bf([1, 1], [1]),
+        { dtype: 'i32', shape: [1, 3], data: Int32Array.from([2, 1, 0]) },
+        bf([1, 3], [1, 1, 1]),
+        bf([6, 1], [32, 1 / 32, 32, 1 / 32, 32, 1 / 32]),
+        bf([3, 1], [1, 2 ** -8, 2 ** -8]),
+      ],
+      attrs: { firstExpert: 0, numLocal: 3, intermediate: 1, bf16Accumulate: true },
+      expected: [1],
+      contrast: [1.0078125],
+    },
   ];
 }

@@ -60,6 +60,8 @@ struct MoeExpertsArgs {
   const Tensor& gateUp;
   const Tensor& down;
   int64_t T, H, topK, firstExpert, numLocal, inter;
+  /** the 'hf-eager' contract: each add of the routed sum rounded to bf16 (absent: false) */
+  bool bf16Accumulate;
 };
 
 inline MoeExpertsArgs checkMoeExperts(const Inputs& in, const Attrs& attrs) {
@@ -83,7 +85,7 @@ inline MoeExpertsArgs checkMoeExperts(const Inputs& in, const Attrs& attrs) {
   moeCheckLength("routing weights", weights.numel(), T * topK);
   moeCheckLength("stacked gate_up", gateUp.numel(), numLocal * 2 * inter * H);
   moeCheckLength("stacked down", down.numel(), numLocal * H * inter);
-  return {x, ids, weights, gateUp, down, T, H, topK, firstExpert, numLocal, inter};
+  return {x, ids, weights, gateUp, down, T, H, topK, firstExpert, numLocal, inter, attrs.boolean("bf16Accumulate", false)};
 }
 
 struct MoeCombineArgs {

@@ -134,7 +134,7 @@ HCSP_GLOBAL void hcsp_moe_swiglu_rows(const uint16_t* gateUp, uint16_t* h, const
 }
 
 HCSP_GLOBAL void hcsp_moe_routed_sum(const uint16_t* o, const int32_t* tokenRows, const int32_t* rowPair, const uint16_t* weights, float* routed, int64_t tokens,
-                                     int64_t hidden, int64_t topK) {
+                                     int64_t hidden, int64_t topK, int32_t bf16Acc) {
   HCSP_GRID_STRIDE(i, tokens * hidden) {
     const int64_t t = i / hidden;
     const int64_t j = i - t * hidden;
@@ -145,6 +145,8 @@ HCSP_GLOBAL void hcsp_moe_routed_sum(const uint16_t* o, const int32_t* tokenRows
       if (r < 0) break;
       const float w = bf16ToF32(weights[rowPair[r]]);
       acc = acc + roundBf16(bf16ToF32(o[r * hidden + j]) * w);
+      // hf-eager: HF's bf16 index_add_ accumulator rounds each add
+      if (bf16Acc) acc = roundBf16(acc);
     }
     routed[i] = acc;
   }

@@ -74,7 +74,7 @@ Outputs moeExperts(const Inputs& in, const GpuContext& g) {
   gemmGroupedLinearBf16(g, h->bf16(), maxRows, inter, a.down.bf16(), H, rowExpert->data<int32_t>(), rows, o->bf16());
   // every output written: a token no local expert serves sums nothing (0)
   HCSP_LAUNCH(g.rt, hcsp_moe_routed_sum, T * H, o->bf16(), tokenRows->data<int32_t>(), rowPair->data<int32_t>(), a.weights.bf16(), routed->data<float>(), T,
-              H, topK);
+              H, topK, a.bf16Accumulate ? 1 : 0);
   return {routed};
 }
 

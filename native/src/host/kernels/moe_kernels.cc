@@ -146,9 +146,14 @@ Outputs moeExperts(const Inputs& in, const KernelContext& ctx) {
         const int64_t tk = mine[i];
         const int64_t t = tk / topK;
         const float w = bf16ToF32(wd[tk]);
-        float* a = acc + t * H;
+        float* acc_t = acc + t * H;
         const uint16_t* oi = o.data() + i * H;
-        for (int64_t j = j0; j < j1; j++) a[j] = a[j] + roundBf16(bf16ToF32(oi[j]) * w);
+        if (a.bf16Accumulate) {
+          // hf-eager: HF's bf16 index_add_ accumulator, each add rounded
+          for (int64_t j = j0; j < j1; j++) acc_t[j] = roundBf16(acc_t[j] + roundBf16(bf16ToF32(oi[j]) * w));
+        } else {
+          for (int64_t j = j0; j < j1; j++) acc_t[j] = acc_t[j] + roundBf16(bf16ToF32(oi[j]) * w);
+        }
       }
     });
   }

@@ -97,7 +97,7 @@ ${flatMain(
 }
 
 /** Dispatch 2's WGSL and bindings. */
-function routedKernel(vec: boolean): { wgsl: string; bindings: KernelBinding[] } {
+function routedKernel(vec: boolean, bf16Acc: boolean): { wgsl: string; bindings: KernelBinding[] } {
   const pre = preamble(UNIFORMS, [
     buf('ids', readInput(1), 'i32'),
     bf16Buf('wts', readInput(2)),
@@ -110,7 +110,8 @@ function routedKernel(vec: boolean): { wgsl: string; bindings: KernelBinding[] }
   const acc = Array.from({ length: TILE }, (_, c) => `var acc${c}: f32 = 0.0;`);
   const perStep: string[] = [];
   for (let c = 0; c < TILE; c++) perStep.push(`let wo${c} = (local * u.H + min(j0 + ${c}u, u.H - 1u)) * u.I;`, `var o${c}: f32 = 0.0;`);
-  const add = Array.from({ length: TILE }, (_, c) => `acc${c} = acc${c} + rbf(rbf(o${c}) * wk);`);
+  // bf16Acc (hf-eager): each add rounded to bf16, as HF's bf16 index_add_ accumulator
+  const add = Array.from({ length: TILE }, (_, c) => (bf16Acc ? `acc${c} = rbf(acc${c} + rbf(rbf(o${c}) * wk));` : `acc${c} = acc${c} + rbf(rbf(o${c}) * wk);`));
   const store = Array.from({ length: TILE }, (_, c) => `if (j0 + ${c}u < u.H) { routed[t * u.H + j0 + ${c}u] = bitcast<u32>(acc${c}); }`);
   const wgsl = `${BF16_WGSL}
 ${pre.wgsl}
@@ -174,12 +175,13 @@ export const moeExpertsPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   const hVec = H % 8 === 0;
   const rVec = I % 8 === 0;
   const h = hKernel(hVec);
-  const r = routedKernel(rVec);
+  const bf16Acc = attrs.bf16Accumulate === true;
+  const r = routedKernel(rVec, bf16Acc);
   return {
     scratch: [{ name: H_SCRATCH, words: Math.max(1, T * K * hw) }],
     dispatches: [
       flatDispatch(`moeExperts-h${hVec ? '-vec4' : ''}`, h.wgsl, h.bindings, T * K * iTiles, WG, [...common, iTiles, T * K * iTiles]),
-      flatDispatch(`moeExperts-routed${rVec ? '-vec4' : ''}`, r.wgsl, r.bindings, T * jTiles, WG, [...common, jTiles, T * jTiles]),
+      flatDispatch(`moeExperts-routed${rVec ? '-vec4' : ''}${bf16Acc ? '-bf16acc' : ''}`, r.wgsl, r.bindings, T * jTiles, WG, [...common, jTiles, T * jTiles]),
     ],
   };
 };

@@ -24,7 +24,7 @@ export const moeRoute = defineOp({
 
 export const moeExperts = defineOp({
   name: 'moeExperts',
-  doc: 'Routed sum over experts [firstExpert, firstExpert+numLocal) (gateUp [numLocal*2I,H], down [numLocal*H,I] stacked): per routed (t,e), h = bf(bf(silu(g)) * u) of Linear(x_t, gate_up_e), o = Linear(h, down_e), acc_t += bf(o * w) in fp32, experts in ascending index. Output routed [T,H] f32, unrounded.',
+  doc: 'Routed sum over experts [firstExpert, firstExpert+numLocal) (gateUp [numLocal*2I,H], down [numLocal*H,I] stacked): per routed (t,e), h = bf(bf(silu(g)) * u) of Linear(x_t, gate_up_e), o = Linear(h, down_e), acc_t += bf(o * w) in fp32, experts in ascending index. Output routed [T,H] f32, unrounded. bf16Accumulate (the \'hf-eager\' contract; absent = false): acc_t = bf(acc_t + bf(o * w)), each add rounded to bf16 as HF\'s experts loop adds into its bf16 accumulator with index_add_ (experts in ascending index, the fp32 add then one rounding).',
   inputs: [
     { name: 'x', dtypes: ['bf16'] },
     { name: 'ids', dtypes: ['i32'] },
@@ -33,7 +33,7 @@ export const moeExperts = defineOp({
     { name: 'down', dtypes: ['bf16'] },
   ],
   outputs: [{ name: 'routed', dtypes: ['f32'] }],
-  attrs: { firstExpert: 'int', numLocal: 'int', intermediate: 'int' },
+  attrs: { firstExpert: 'int', numLocal: 'int', intermediate: 'int', bf16Accumulate: { kind: 'bool', optional: true } },
   opClass: 'gemm',
   shape: (ins, a) => {
     const r = new ShapeRule('moeExperts');

@@ -31,7 +31,7 @@ export function buildMoe(b: GraphBuilder, ctx: SubLayerContext, x: ValueId): Val
     'experts',
     [x, ids, weights, b.weight(w.expertsGateUp, [numLocal * 2 * I, H]), b.weight(w.expertsDown, [numLocal * H, I])],
     [routed],
-    { firstExpert, numLocal, intermediate: I },
+    { firstExpert, numLocal, intermediate: I, ...(ctx.eager ? { bf16Accumulate: true } : {}) },
   );
   const sharedGu = linear('shared_gate_up', x, b.weight(w.sharedGateUp, [2 * sharedWidth, H]), 2 * sharedWidth);
   const sharedH = value('shared_h', [T, sharedWidth]);

@@ -92,9 +92,12 @@ export interface MoeLocalExperts {
  * grouped by expert and only routed (token, expert) pairs are computed: expert e gathers
  * its tokens (ascending t), gate_up = Linear(x_e, W_gu), h = swiglu, o_e = Linear(h, W_down),
  * each GEMM with the `linear` op's contract (fp32, k in order, one rounding per output),
- * which is per row, so gathering rows does not change any bit.
+ * which is per row, so gathering rows does not change any bit. `bf16Accumulate` (the
+ * 'hf-eager' contract): each add rounded to bf16, acc = bf(acc + bf(o_e * w_k)), as HF's
+ * experts loop index_add_s into a bf16 accumulator (the sum is then bf16-exact, so
+ * moeCombine's rounding of it changes nothing).
  */
-export function moeRoutedSum(x: Float32Array, tokens: number, hidden: number, routing: MoeRouting, topK: number, experts: MoeLocalExperts): Float32Array {
+export function moeRoutedSum(x: Float32Array, tokens: number, hidden: number, routing: MoeRouting, topK: number, experts: MoeLocalExperts, bf16Accumulate = false): Float32Array {
   const { firstExpert, numLocal, intermediate: inter } = experts;
   checkLength('x', x, tokens * hidden);
   checkLength('routing ids', routing.ids, tokens * topK);
@@ -128,7 +131,8 @@ export function moeRoutedSum(x: Float32Array, tokens: number, hidden: number, ro
       const w = bf16ToF32(routing.weights[tk]);
       for (let j = 0; j < hidden; j++) {
         const contrib = roundBf16(fr(bf16ToF32(o[i * hidden + j]) * w));
-        acc[t * hidden + j] = fr(acc[t * hidden + j] + contrib);
+        const sum = fr(acc[t * hidden + j] + contrib);
+        acc[t * hidden + j] = bf16Accumulate ? roundBf16(sum) : sum;
       }
     });
   }

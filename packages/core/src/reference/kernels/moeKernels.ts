@@ -27,7 +27,7 @@ export const moeKernels: CpuKernelTable = {
         intermediate: attrs.intermediate as number,
         gateUp: bf16ArrayToF32(gateUp!.data as Uint16Array),
         down: bf16ArrayToF32(down!.data as Uint16Array),
-      });
+      }, attrs.bf16Accumulate === true);
       return [{ dtype: 'f32', shape: [T, H], data: routed }];
     },
     moeSwiGlu: ([gateUp]) => {
