@@ -13,7 +13,14 @@ interface FastKernelTolerance extends ClassPrecision {
 export const FAST_KERNEL_TOLERANCES: Readonly<Record<string, FastKernelTolerance>> = {
   gdnRecurrence: { opClass: 'sequence', maxUlp: 0, note: 'gdnRecurrence: the reference-order kernel in both modes (no chunked kernel yet)' },
   attnCausalQsa: { opClass: 'sequence', maxUlp: 0, note: 'attnCausalQsa: the reference-order kernel in both modes (no tiled kernel yet)' },
-  moeExperts: { opClass: 'gemm', maxUlp: 0, note: 'moeExperts: the reference-order grouped kernel in both modes (no fast grouped GEMM yet)' },
+  moeExperts: {
+    opClass: 'gemm',
+    maxUlp: 2,
+    note:
+      'moeExperts: the grouped GEMMs (moe_grouped.cu) sum each output over 32-term k tiles, the tiles added once each (fp32); that moves a sum far less than half a bf16 ulp, ' +
+      'so a difference is an intermediate (gate, up, h or o) rounding to the other bf16 neighbour, which moves one weighted contribution by at most 1 ulp of it, so at most 1 ulp of the row\'s largest output; ' +
+      'measured at most 1 (mean 0.0007) row-scaled ulp on the emulated device (gpuGroupedMoe.test.ts); 2 allows two such flips in one output, the bound the vendor GEMM declares',
+  },
 };
 
 /** `base` (the GEMM mode's precision) with each fast kernel's tolerance folded into its class */

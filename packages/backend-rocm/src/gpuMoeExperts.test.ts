@@ -101,7 +101,7 @@ describe('moeExperts on the emulated GPU', () => {
   let backend: RocmBackend;
   let gpu: GpuDevice;
   beforeAll(async () => {
-    backend = await createRocmBackend({ device: 'emulated' });
+    backend = await createRocmBackend({ device: 'emulated', kernels: 'exact' });
     gpu = backend.gpu!;
   });
   afterAll(async () => {

@@ -11,7 +11,8 @@
 // (gemm.cu's hcsp_gemm_grouped_bf16: each row against its expert's weight, computed exactly as
 // the `linear` op's exact kernel computes a row), in every GEMM mode: a vendor BLASLt GEMM needs
 // its M on the host, so in vendor mode too the MoE's experts run the exact kernel (grouped
-// vendor GEMMs: issue 24). Their bits are the CPU reference's.
+// vendor GEMMs: issue 24). Their bits are the CPU reference's. With the fast kernels
+// (g.fastKernels()) the experts are moe_grouped.cu's grouped GEMMs on the same layout instead.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -21,6 +22,7 @@
 #include "../gpu_op_registry.h"
 #include "../kernels/gemm.h"
 #include "../kernels/moe.h"
+#include "../kernels/moe_grouped.h"
 
 namespace hcsp::gpu {
 namespace {
@@ -63,6 +65,25 @@ Outputs moeExperts(const Inputs& in, const GpuContext& g) {
   HCSP_LAUNCH(g.rt, hcsp_moe_layout, numLocal + 1, ids, first->data<int32_t>(), rowToken->data<int32_t>(), rowPair->data<int32_t>(), rowExpert->data<int32_t>(),
               pairRow->data<int32_t>(), T, topK, firstExpert, numLocal);
   HCSP_LAUNCH(g.rt, hcsp_moe_token_rows, T, ids, pairRow->data<int32_t>(), tokenRows->data<int32_t>(), T, topK, firstExpert, numLocal);
+  // every output written: a token no local expert serves sums nothing (0)
+  const auto routedSum = [&](const TensorPtr& o) {
+    HCSP_LAUNCH(g.rt, hcsp_moe_routed_sum, T * H, o->bf16(), tokenRows->data<int32_t>(), rowPair->data<int32_t>(), a.weights.bf16(), routed->data<float>(), T,
+                H, topK, a.bf16Accumulate ? 1 : 0);
+  };
+  if (g.fastKernels()) {
+    // the fast grouped GEMMs (kernels/moe_grouped.h): expert-pure M-tiles, x gathered and the
+    // SwiGLU applied inside the gate-up GEMM; the same routed sum
+    const int64_t tiles = moeGroupedMaxTiles(maxRows, numLocal);
+    TensorPtr tileExpert = g.alloc(DType::I32, {tiles});
+    TensorPtr tileRow = g.alloc(DType::I32, {tiles});
+    TensorPtr tileCount = g.alloc(DType::I32, {1});
+    TensorPtr h = g.alloc(DType::BF16, {maxRows, inter});
+    TensorPtr o = g.alloc(DType::BF16, {maxRows, H});
+    moeGroupedExpertsBf16(g.rt, a.x.bf16(), rowToken->data<int32_t>(), first->data<int32_t>(), maxRows, numLocal, H, inter, a.gateUp.bf16(), a.down.bf16(),
+                          tileExpert->data<int32_t>(), tileRow->data<int32_t>(), tileCount->data<int32_t>(), h->bf16(), o->bf16());
+    routedSum(o);
+    return {routed};
+  }
   // the routed rows at their worst case: the grid covers it, the device's count bounds the work
   TensorPtr xe = g.alloc(DType::BF16, {maxRows, H});
   TensorPtr gu = g.alloc(DType::BF16, {maxRows, 2 * inter});
@@ -72,9 +93,7 @@ Outputs moeExperts(const Inputs& in, const GpuContext& g) {
   gemmGroupedLinearBf16(g, xe->bf16(), maxRows, H, a.gateUp.bf16(), 2 * inter, rowExpert->data<int32_t>(), rows, gu->bf16());
   HCSP_LAUNCH(g.rt, hcsp_moe_swiglu_rows, maxRows * inter, gu->bf16(), h->bf16(), rows, inter);
   gemmGroupedLinearBf16(g, h->bf16(), maxRows, inter, a.down.bf16(), H, rowExpert->data<int32_t>(), rows, o->bf16());
-  // every output written: a token no local expert serves sums nothing (0)
-  HCSP_LAUNCH(g.rt, hcsp_moe_routed_sum, T * H, o->bf16(), tokenRows->data<int32_t>(), rowPair->data<int32_t>(), a.weights.bf16(), routed->data<float>(), T,
-              H, topK, a.bf16Accumulate ? 1 : 0);
+  routedSum(o);
   return {routed};
 }
 
