@@ -104,6 +104,9 @@ Napi::Value JsGpu::vendorGemm(const Napi::CallbackInfo& info) {
       list.Set(static_cast<uint32_t>(i), e);
     }
     o.Set("fallbacks", list);
+    o.Set("invariantPlans", static_cast<double>(s.invariantPlans));
+    o.Set("invariantRowCounts", static_cast<double>(s.invariantRowCounts));
+    o.Set("refusedCandidates", static_cast<double>(s.refusedCandidates));
     return o;
   });
 }

@@ -17,7 +17,8 @@ GemmMode parseGemmMode(Napi::Env env, const Napi::Value& v) {
   if (s == "exact") return GemmMode::Exact;
   if (s == "blas") return GemmMode::Blas;
   if (s == "vendor") return GemmMode::Vendor;
-  throw jsError(env, Error(ErrorKind::Attr, "gemm mode must be 'exact', 'blas' or 'vendor', got '" + s + "'"));
+  if (s == "vendor-invariant") return GemmMode::VendorInvariant;
+  throw jsError(env, Error(ErrorKind::Attr, "gemm mode must be 'exact', 'blas', 'vendor' or 'vendor-invariant', got '" + s + "'"));
 }
 
 namespace {
@@ -74,7 +75,7 @@ struct OpCall {
           if (!panelPort || gpu || gemm != GemmMode::Exact) {
             fail(ErrorKind::Runtime, "input port " + std::to_string(p) + " (" + dtypeName(t->dtype()) + shapeStr(t->shape()) +
                                          ") is a weight released after packing for the exact GEMM; only linear's w and fp8LinearPtpc's qW read it, with gemm 'exact'" +
-                                         (gemm != GemmMode::Exact ? std::string(" (this run is '") + (gemm == GemmMode::Blas ? "blas" : "vendor") + "')" : std::string()));
+                                         (gemm != GemmMode::Exact ? std::string(" (this run is '") + gemmModeName(gemm) + "')" : std::string()));
           }
         }
       }

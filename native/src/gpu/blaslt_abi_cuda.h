@@ -9,6 +9,9 @@
 //   cublasLt.h   cublasLtMatmulAlgo_t, cublasLtMatmulHeuristicResult_t, cublasLtMatmulDescAttributes_t,
 //                cublasLtMatmulMatrixScale_t, cublasLtMatmulPreferenceAttributes_t, prototypes
 //   cublas_api.h cublasStatus_t, cublasOperation_t, cublasComputeType_t
+//                cublasLtMatmulAlgoConfigAttributes_t, cublasLtReductionScheme_t, cublasLtMatmulAlgoCheck and
+//                cublasLtMatmulAlgoConfigGetAttribute (the row-invariant plans; values also in NVIDIA's nvmath-python
+//                bindings docs, nvmath.bindings.cublasLt.MatmulAlgoConfigAttribute / ReductionScheme)
 // and cudaDataType from library_types.h of the CUDA 13.0 toolkit installed here
 // (/usr/local/cuda-13.0/include, NVIDIA's nvidia-cuda-runtime 13.0.96 wheel).
 // libcublasLt.so.12 is assumed to share these values (not checked against a 12.x header: none of
@@ -69,6 +72,17 @@ constexpr cublasLtMatmulMatrixScale_t CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F
 using cublasLtMatmulPreferenceAttributes_t = int;
 constexpr cublasLtMatmulPreferenceAttributes_t CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1;  // uint64_t
 
+// cublasLtMatmulAlgoConfigAttributes_t (cublasLt.h), read from a heuristic's algorithm by the
+// row-invariant plans: "SPLITK_NUM: number of K splits, if != 1, SPLITK_NUM parts of matrix
+// multiplication will be computed in parallel, and then results accumulated according to
+// REDUCTION_SCHEME" (uint32_t, default 1); REDUCTION_SCHEME uint32_t, default NONE; ID int32_t
+using cublasLtMatmulAlgoConfigAttributes_t = int;
+constexpr cublasLtMatmulAlgoConfigAttributes_t CUBLASLT_ALGO_CONFIG_ID = 0;
+constexpr cublasLtMatmulAlgoConfigAttributes_t CUBLASLT_ALGO_CONFIG_SPLITK_NUM = 2;
+constexpr cublasLtMatmulAlgoConfigAttributes_t CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME = 3;
+// cublasLtReductionScheme_t: NONE = "dot-product shall be performed in one sequence"
+constexpr uint32_t CUBLASLT_REDUCTION_SCHEME_NONE = 0;
+
 using cublasLtHandle_t = struct cublasLtContext*;
 using cublasLtMatmulDesc_t = struct cublasLtMatmulDescOpaque*;
 using cublasLtMatrixLayout_t = struct cublasLtMatrixLayoutOpaque*;
@@ -111,6 +125,12 @@ using cublasLtMatmulAlgoGetHeuristic_t = cublasStatus_t (*)(cublasLtHandle_t lig
                                                            cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc,
                                                            cublasLtMatmulPreference_t preference, int requestedAlgoCount,
                                                            cublasLtMatmulHeuristicResult_t heuristicResultsArray[], int* returnAlgoCount);
+using cublasLtMatmulAlgoConfigGetAttribute_t = cublasStatus_t (*)(const cublasLtMatmulAlgo_t* algo, cublasLtMatmulAlgoConfigAttributes_t attr, void* buf,
+                                                                  size_t sizeInBytes, size_t* sizeWritten);
+/** "CUBLAS_STATUS_SUCCESS doesn't fully guarantee algo will run ...; but if cublasLtMatmulAlgoCheck fails, the algo will not run" */
+using cublasLtMatmulAlgoCheck_t = cublasStatus_t (*)(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc, cublasLtMatrixLayout_t Adesc,
+                                                    cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc,
+                                                    const cublasLtMatmulAlgo_t* algo, cublasLtMatmulHeuristicResult_t* result);
 using cublasLtMatmul_t = cublasStatus_t (*)(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc, const void* alpha, const void* A,
                                            cublasLtMatrixLayout_t Adesc, const void* B, cublasLtMatrixLayout_t Bdesc, const void* beta, const void* C,
                                            cublasLtMatrixLayout_t Cdesc, void* D, cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t* algo,
@@ -133,6 +153,9 @@ struct CuBlasLtApi {
   cublasLtMatmulPreferenceSetAttribute_t cublasLtMatmulPreferenceSetAttribute = nullptr;
   cublasLtMatmulAlgoGetHeuristic_t cublasLtMatmulAlgoGetHeuristic = nullptr;
   cublasLtMatmul_t cublasLtMatmul = nullptr;
+  /** bound when present; the row-invariant plans need them (GemmMode::VendorInvariant), plain vendor plans do not */
+  cublasLtMatmulAlgoConfigGetAttribute_t cublasLtMatmulAlgoConfigGetAttribute = nullptr;
+  cublasLtMatmulAlgoCheck_t cublasLtMatmulAlgoCheck = nullptr;
 };
 
 }  // namespace hcsp::gpu::cublaslt

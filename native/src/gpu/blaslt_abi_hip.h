@@ -16,6 +16,11 @@
 //       library/include/hipblas.h at rocm-6.0.0 00c06764f33fda20ff96dea2b5b8e7dc91f96b0c (the same values for ROCm 6)
 //   ROCm/HIP include/hip/library_types.h c5e11fcac8249ce4f7e70157588ff9661a870b59 (hipDataType) and
 //       rocm-6.0.0 f7c33a4cbb660011cf9429b8b65d631066cd51d2 (no HIP_R_8F_E4M3 yet; the fnuz types are 1000/1001)
+//   the same hipblaslt.h at 006d2e0ffee296bb4b0b5af671a69866880e17fc:
+//       HIPBLASLT_MATMUL_DESC_UNIFORM_SUMMATION_ORDER_EXT = 105; TensileLite's ContractionSolution.cpp:
+//       a solution's split-k ("GSU") is problem.getParams().gsu() if set (C++ ext API only) else
+//       calculateAutoGSU(problem, hardware), which for a solution with GlobalSplitU -1 depends on the
+//       workgroup count, so on M and N: one solution index is not enough for row-count invariance
 //   hipblasLtMatmulDescSetAttribute's size checks (A/B_SCALE_MODE read sizeof(hipblasLtMatmulMatrixScale_t)
 //       = 4 bytes; TRANSA/TRANSB int32_t): rocblaslt_auxiliary.cpp, ROCm/rocm-libraries
 //       projects/hipblaslt/library/src/amd_detail/rocblaslt/src (stored copy)
@@ -64,6 +69,13 @@ constexpr hipblasLtMatmulDescAttributes_t HIPBLASLT_MATMUL_DESC_A_SCALE_POINTER 
 constexpr hipblasLtMatmulDescAttributes_t HIPBLASLT_MATMUL_DESC_B_SCALE_POINTER = 6;  // const void*
 constexpr hipblasLtMatmulDescAttributes_t HIPBLASLT_MATMUL_DESC_A_SCALE_MODE = 31;    // hipblasLtMatmulMatrixScale_t (hipBLASLt 1.x)
 constexpr hipblasLtMatmulDescAttributes_t HIPBLASLT_MATMUL_DESC_B_SCALE_MODE = 32;
+// int32_t, 0 or 1 (the newest hipBLASLt; older ones refuse it with INVALID_VALUE): "Request a
+// uniform summation order across the M dimension ... Enabling the mode restricts kernel selection and
+// the launch configuration ... hipblasLtMatmul() returns HIPBLAS_STATUS_INVALID_VALUE when no
+// uniform-safe configuration exists for the resolved launch rather than silently producing a
+// non-uniform result". TensileLite then zeroes StaggerU (the per-workgroup rotation of the k loop)
+// and admits only split-k / stream-K partitions it proves uniform.
+constexpr hipblasLtMatmulDescAttributes_t HIPBLASLT_MATMUL_DESC_UNIFORM_SUMMATION_ORDER_EXT = 105;
 
 // hipblasLtMatmulMatrixScale_t (hipblaslt.h, hipBLASLt 1.x): OUTER_VEC_32F = "single-precision
 // vectors ... A and B ... M and N elements respectively, and each (i, j)-th element of product of
@@ -80,7 +92,11 @@ using hipblasLtMatmulDesc_t = struct hipblasLtMatmulDescOpaque*;
 using hipblasLtMatrixLayout_t = struct hipblasLtMatrixLayoutOpaque*;
 using hipblasLtMatmulPreference_t = struct hipblasLtMatmulPreferenceOpaque*;
 
-/** hipblasLtMatmulAlgo_t: uint8_t data[16]; size_t max_workspace_bytes */
+/**
+ * hipblasLtMatmulAlgo_t: uint8_t data[16]; size_t max_workspace_bytes. Its first 4 bytes are the
+ * solution index (an int, negative when none) that hipblaslt_ext::getIndexFromAlgo returns
+ * (PyTorch's tunable hipBLASLt reads it the same way when the library lacks that function)
+ */
 struct hipblasLtMatmulAlgo_t {
   uint8_t data[16];
   size_t max_workspace_bytes;

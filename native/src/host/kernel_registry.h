@@ -15,9 +15,22 @@ class ThreadPool;
 
 /**
  * How a GEMM is computed: the reference's k order (bit-exact), OpenBLAS on the host device,
- * or the GPU vendor's BLASLt (hipBLASLt / cuBLASLt) on a GPU device (other orders).
+ * or the GPU vendor's BLASLt (hipBLASLt / cuBLASLt) on a GPU device (other orders): Vendor lets
+ * the library choose per shape (M included), VendorInvariant pins one algorithm per (N, K,
+ * dtype) for every M, so a row's bits do not depend on how many rows the GEMM has (gpu/blaslt.h).
  */
-enum class GemmMode { Exact, Blas, Vendor };
+enum class GemmMode { Exact, Blas, Vendor, VendorInvariant };
+
+/** the mode's name as the addon and the CLI spell it */
+inline const char* gemmModeName(GemmMode m) {
+  switch (m) {
+    case GemmMode::Exact: return "exact";
+    case GemmMode::Blas: return "blas";
+    case GemmMode::Vendor: return "vendor";
+    case GemmMode::VendorInvariant: return "vendor-invariant";
+  }
+  return "?";
+}
 
 struct KernelContext {
   const Attrs& attrs;

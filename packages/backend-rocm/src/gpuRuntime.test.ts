@@ -3,6 +3,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FakeGpuFolder, saveEnv } from '../../../test/support/fakeGpuLibraries.ts';
+import { FAKE_BLASLT } from '../../../test/support/fakeBlasLt.ts';
 import { addonPath, type GpuDevice, loadNativeAddon, type NativeTensor } from './nativeAddon.ts';
 import { GpuRuntimeUnavailableError, NativeError, NativeOutOfMemoryError, NativeUnsupportedError, native } from './nativeErrors.ts';
 import { createRocmBackend } from './rocmBackend.ts';
@@ -11,7 +12,7 @@ import { GraphBuilder, SyntheticWeightSource } from '@hcsp/core';
 // The host side of the hip and cuda devices (native/src/gpu/hip_runtime.cc, cuda_runtime.cc,
 // blaslt.cc) without a GPU: the runtime probes' messages, and the devices opened over small fake
 // vendor libraries compiled here (a libamdhip64 and a libcuda from test/support/fakeGpuLibraries.ts,
-// a hipBLASLt and a cuBLASLt, whose "device" memory is host memory, whose "code objects" are text
+// a hipBLASLt and a cuBLASLt from test/support/fakeBlasLt.ts, whose "device" memory is host memory, whose "code objects" are text
 // files listing kernel names, and whose launches and GEMMs compute on the host). They check what this machine can check: the
 // symbols bound, device discovery, code-object loading and kernel lookup by name, grids, the
 // kernel arguments as passed, memory through the Memory base (counts, limits, out of memory),
@@ -21,130 +22,6 @@ import { GraphBuilder, SyntheticWeightSource } from '@hcsp/core';
 // and layouts (taken from the vendors' headers, cited in the ABI headers), the real kernels.
 
 const addon = loadNativeAddon();
-
-// One fake BLASLt, built twice: -DFAKE_HIP (hipBLASLt's names and values) or cuBLASLt's. Its
-// matmul is BLAS's D = op(A) op(B) on column-major layouts, k in order in fp32 (bf16 and fp8
-// products are exact), then D(i,j) *= scaleA[i], then *= scaleB[j] for the outer-vector mode.
-// It logs each descriptor's, layout's and preference's creation and destruction and each
-// heuristic query; FAKE_NO_ALGO lists shapes its heuristic has no algorithm for.
-const FAKE_BLASLT = String.raw`
-#ifdef FAKE_HIP
-#define P(name) hipblasLt##name
-enum { OP_N = 111, OP_T = 112, A_TRANSA = 0, A_TRANSB = 1, A_ASCALE = 5, A_BSCALE = 6, A_AMODE = 31, A_BMODE = 32, INVALID = 3, E4M3FNUZ = 1000 };
-typedef struct { uint8_t data[16]; size_t maxWorkspace; } Algo;
-#else
-#define P(name) cublasLt##name
-enum { OP_N = 0, OP_T = 1, A_TRANSA = 3, A_TRANSB = 4, A_ASCALE = 17, A_BSCALE = 18, A_AMODE = 31, A_BMODE = 32, INVALID = 7, E4M3FNUZ = -1, NOT_SUPPORTED = 15 };
-typedef struct { uint64_t data[8]; } Algo;
-size_t cublasLtGetVersion(void) { return 130101; }
-const char* cublasLtGetStatusName(int s) { return s == 7 ? "CUBLAS_STATUS_INVALID_VALUE" : s == 15 ? "CUBLAS_STATUS_NOT_SUPPORTED" : "CUBLAS_STATUS_OTHER"; }
-const char* cublasLtGetStatusString(int s) { return "the fake refused it"; }
-#endif
-enum { BF16 = 14, E4M3 = 28, OUTER_VEC = 3 };
-typedef struct { Algo algo; size_t workspaceSize; int state; float waves; int reserved[4]; } Result;
-typedef struct { int compute, scaleType, transA, transB, modeA, modeB; const float* sa; const float* sb; } Desc;
-typedef struct { int type; uint64_t rows, cols; int64_t ld; } Layout;
-
-static float elem(const Layout* l, const void* p, int64_t i) {
-  if (l->type == BF16) return b2f(((const uint16_t*)p)[i]);
-  return fp8ToF32(((const uint8_t*)p)[i], l->type == E4M3FNUZ);
-}
-
-int P(Create)(void** h) { *h = malloc(8); note("create"); return 0; }
-int P(Destroy)(void* h) { free(h); note("destroy"); return 0; }
-int P(MatmulDescCreate)(Desc** d, int compute, int scale) {
-  *d = (Desc*)calloc(1, sizeof(Desc));
-  (*d)->compute = compute;
-  (*d)->scaleType = scale;
-  (*d)->transA = (*d)->transB = OP_N;
-  note("desc compute=%d scale=%d", compute, scale);
-  return 0;
-}
-int P(MatmulDescDestroy)(Desc* d) { free(d); note("desc destroy"); return 0; }
-int P(MatmulDescSetAttribute)(Desc* d, int attr, const void* buf, size_t n) {
-  if ((attr == A_TRANSA || attr == A_TRANSB || attr == A_AMODE || attr == A_BMODE) && n == 4) {
-    int v = *(const int*)buf;
-    if (attr == A_TRANSA) d->transA = v;
-    else if (attr == A_TRANSB) d->transB = v;
-    else if (envInt("FAKE_NO_SCALE_MODE", 0)) return INVALID;
-    else if (attr == A_AMODE) d->modeA = v;
-    else d->modeB = v;
-    note("attr %d = %d", attr, v);
-    return 0;
-  }
-  if ((attr == A_ASCALE || attr == A_BSCALE) && n == sizeof(void*)) {
-    if (attr == A_ASCALE) d->sa = *(const float* const*)buf;
-    else d->sb = *(const float* const*)buf;
-    note("attr %d = pointer", attr);
-    return 0;
-  }
-  note("attr %d refused (%zu bytes)", attr, n);
-  return INVALID;
-}
-int P(MatrixLayoutCreate)(Layout** l, int type, uint64_t rows, uint64_t cols, int64_t ld) {
-  *l = (Layout*)calloc(1, sizeof(Layout));
-  (*l)->type = type; (*l)->rows = rows; (*l)->cols = cols; (*l)->ld = ld;
-  note("layout type=%d rows=%llu cols=%llu ld=%lld", type, (unsigned long long)rows, (unsigned long long)cols, (long long)ld);
-  return 0;
-}
-int P(MatrixLayoutDestroy)(Layout* l) { free(l); note("layout destroy"); return 0; }
-int P(MatmulPreferenceCreate)(void** p) { *p = calloc(1, 8); note("pref create"); return 0; }
-int P(MatmulPreferenceDestroy)(void* p) { free(p); note("pref destroy"); return 0; }
-int P(MatmulPreferenceSetAttribute)(void* p, int attr, const void* buf, size_t n) {
-  if (attr != 1 || n != 8) return INVALID;
-  note("workspace %llu", (unsigned long long)*(const uint64_t*)buf);
-  return 0;
-}
-/* FAKE_NO_ALGO: "m,n,k m,n,k ..." (D's rows, D's columns, k), shapes the heuristic has no algorithm for */
-static int noAlgo(int64_t m, int64_t n, int64_t k) {
-  const char* s = getenv("FAKE_NO_ALGO");
-  long long a, b, c;
-  int used;
-  while (s && sscanf(s, " %lld,%lld,%lld%n", &a, &b, &c, &used) == 3) {
-    if (a == m && b == n && c == k) return 1;
-    s += used;
-  }
-  return 0;
-}
-int P(MatmulAlgoGetHeuristic)(void* h, Desc* d, Layout* a, Layout* b, Layout* c, Layout* dd, void* pref, int requested, Result* res, int* count) {
-  memset(res, 0, sizeof(Result));
-  int64_t k = d->transA == OP_T ? a->rows : a->cols;
-  note("heuristic m=%llu n=%llu k=%lld", (unsigned long long)dd->rows, (unsigned long long)dd->cols, (long long)k);
-  *count = 0;
-#ifdef FAKE_HIP
-  if (noAlgo(dd->rows, dd->cols, k)) return 0;  /* hipBLASLt: success, no algorithm returned */
-#else
-  if (noAlgo(dd->rows, dd->cols, k)) return NOT_SUPPORTED;  /* cuBLASLt's answer */
-#endif
-  res->algo.data[0] = 42;
-  *count = 1;
-  return 0;
-}
-int P(Matmul)(void* h, Desc* d, const void* alpha, const void* A, Layout* la, const void* B, Layout* lb, const void* beta, const void* C, Layout* lc,
-              void* D, Layout* ld, const Algo* algo, void* ws, size_t wsBytes, void* stream) {
-  if (*(const float*)alpha != 1.0f || *(const float*)beta != 0.0f || algo->data[0] != 42 || !ws || C != D || lc != ld || ld->type != BF16) return INVALID;
-  int64_t m = ld->rows, n = ld->cols;
-  int64_t k = d->transA == OP_T ? la->rows : la->cols;
-  int64_t am = d->transA == OP_T ? la->cols : la->rows;
-  int64_t bk = d->transB == OP_T ? lb->cols : lb->rows, bn = d->transB == OP_T ? lb->rows : lb->cols;
-  if (am != m || bk != k || bn != n) { note("matmul shapes disagree"); return INVALID; }
-  note("matmul m=%lld n=%lld k=%lld transA=%d transB=%d ws=%zu", (long long)m, (long long)n, (long long)k, d->transA, d->transB, wsBytes);
-  for (int64_t j = 0; j < n; j++) {
-    for (int64_t i = 0; i < m; i++) {
-      float acc = 0.0f;
-      for (int64_t l = 0; l < k; l++) {
-        float a = elem(la, A, d->transA == OP_T ? l + i * la->ld : i + l * la->ld);
-        float b = elem(lb, B, d->transB == OP_T ? j + l * lb->ld : l + j * lb->ld);
-        acc = acc + a * b;
-      }
-      if (d->modeA == OUTER_VEC) acc = acc * d->sa[i];
-      if (d->modeB == OUTER_VEC) acc = acc * d->sb[j];
-      ((uint16_t*)D)[i + j * ld->ld] = f2b(acc);
-    }
-  }
-  return 0;
-}
-`;
 
 const fake = new FakeGpuFolder('hcsp-gpurt-');
 const { lib, log, logText } = fake;
@@ -523,7 +400,7 @@ for (const K of KINDS) {
         expect(calls()).toEqual([1, 3, 1, 1, 2]);
         await linear(3, 24, 7, 25);
         expect(calls()).toEqual([2, 6, 2, 2, 3]);
-        expect(gpu.vendorGemm()).toEqual({ plans: 2, heuristicQueries: 2, fallbacks: [] });
+        expect(gpu.vendorGemm()).toEqual({ plans: 2, heuristicQueries: 2, fallbacks: [], invariantPlans: 0, invariantRowCounts: 0, refusedCandidates: 0 });
 
         const fmt = K.kind === 'hip' ? 'e4m3fnuz' : 'e4m3fn';
         const attrs = { format: fmt, scaleOrder: 'weightFirst' };
@@ -545,7 +422,7 @@ for (const K of KINDS) {
         await fp8(2); // other scales: the second call's pointers, set on the planned descriptor
         expect(calls()).toEqual([3, 9, 3, 3, 5]);
         expect(count(new RegExp(`^attr ${K.kind === 'hip' ? 5 : 17} = pointer$`, 'gm'))).toBe(2);
-        expect(gpu.vendorGemm()).toEqual({ plans: 3, heuristicQueries: 3, fallbacks: [] });
+        expect(gpu.vendorGemm()).toEqual({ plans: 3, heuristicQueries: 3, fallbacks: [], invariantPlans: 0, invariantRowCounts: 0, refusedCandidates: 0 });
         // kept for the device's life
         expect([count(/^desc destroy$/gm), count(/^layout destroy$/gm), count(/^pref destroy$/gm)]).toEqual([0, 0, 0]);
       });
@@ -644,6 +521,9 @@ for (const K of KINDS) {
       ]);
       expect(stats).toEqual({
         plans: 1,
+        invariantPlans: 0,
+        invariantRowCounts: 0,
+        refusedCandidates: 0,
         heuristicQueries: 3,
         fallbacks: [
           { op: 'linear', m: 5, n: 7, k: 24, dtype: 'bf16' },

@@ -32,7 +32,7 @@ export interface GpuRuntimeProbe {
   detail: string;
 }
 
-export type GemmMode = 'exact' | 'blas' | 'vendor';
+export type GemmMode = 'exact' | 'blas' | 'vendor' | 'vendor-invariant';
 /** a GPU device's kernels: the production ones ('fast') or the reference-order ones ('exact', bit-exact) */
 export type KernelMode = 'exact' | 'fast';
 
@@ -82,6 +82,12 @@ export interface VendorGemmStats {
   /** calls of the library's heuristic: one per shape planned */
   heuristicQueries: number;
   fallbacks: GemmFallback[];
+  /** gemm 'vendor-invariant': plans whose one algorithm serves every row count of their (N, K, dtype) */
+  invariantPlans: number;
+  /** the (plan, row count) pairs those plans checked and ran */
+  invariantRowCounts: number;
+  /** heuristic candidates they refused (split-k, stream-K: a k partition that can depend on M) */
+  refusedCandidates: number;
 }
 
 /** one weight for the native loader: its bytes are `ranges`' bytes of the files, in order */

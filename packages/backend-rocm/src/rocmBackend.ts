@@ -23,15 +23,15 @@ import { GpuRuntimeUnavailableError, native, typedNativeError } from './nativeEr
 export type RocmDevice = 'host' | 'emulated' | 'hip' | 'cuda';
 export type RocmDeviceChoice = RocmDevice | 'auto';
 export const ROCM_DEVICES: readonly RocmDeviceChoice[] = ['host', 'emulated', 'hip', 'cuda', 'auto'];
-export const GEMM_MODES: readonly GemmMode[] = ['exact', 'blas', 'vendor'];
+export const GEMM_MODES: readonly GemmMode[] = ['exact', 'blas', 'vendor', 'vendor-invariant'];
 export const KERNEL_MODES: readonly KernelMode[] = ['fast', 'exact'];
 
 /** The GEMM modes each device has, its default first. */
 export const DEVICE_GEMMS: Readonly<Record<RocmDevice, readonly GemmMode[]>> = {
   host: ['exact', 'blas'],
   emulated: ['exact'],
-  hip: ['vendor', 'exact'],
-  cuda: ['vendor', 'exact'],
+  hip: ['vendor', 'vendor-invariant', 'exact'],
+  cuda: ['vendor', 'vendor-invariant', 'exact'],
 };
 
 export interface RocmBackendOptions {
@@ -43,7 +43,10 @@ export interface RocmBackendOptions {
   device?: RocmDeviceChoice;
   /**
    * 'exact': the reference's k order, bit-exact; 'blas' (host): OpenBLAS sgemm; 'vendor'
-   * (hip, cuda): hipBLASLt / cuBLASLt. Default: the device's first (DEVICE_GEMMS).
+   * (hip, cuda): hipBLASLt / cuBLASLt, the library's free choice per shape; 'vendor-invariant'
+   * (hip, cuda): the same libraries with one algorithm per (N, K, dtype) for every row count, so
+   * a row's bits do not depend on how many rows the GEMM has (SP on and off agree). Default: the
+   * device's first (DEVICE_GEMMS).
    */
   gemm?: GemmMode;
   /**
@@ -85,6 +88,21 @@ export const VENDOR_GEMM_PRECISION: BackendPrecision = {
   gemm: {
     maxUlp: 2,
     note: 'hipBLASLt / cuBLASLt accumulate each output in fp32 in their own tile and split-k order; bounded by 2 bf16 ulps of the row\'s largest output (as for OpenBLAS)',
+  },
+};
+
+/**
+ * hipBLASLt / cuBLASLt with one algorithm per (N, K, dtype), chosen once and kept for every row
+ * count (native/src/gpu/blaslt.h): the same library kernels as 'vendor', so the same bound
+ * against the reference; and a row's bits do not depend on the GEMM's row count.
+ */
+export const VENDOR_INVARIANT_GEMM_PRECISION: BackendPrecision = {
+  ...exactPrecision(EXACT_NOTE),
+  gemm: {
+    maxUlp: 2,
+    note:
+      'hipBLASLt / cuBLASLt with one algorithm per (N, K, dtype) for every row count (no split-k, no stream-K candidates): each output summed in fp32 in that kernel\'s tile order, ' +
+      'bounded by 2 bf16 ulps of the row\'s largest output as for vendor; a row gets the same bits on T rows and on T/tp (SP on and off agree)',
   },
 };
 
@@ -229,6 +247,8 @@ export async function createRocmBackend(options: RocmBackendOptions = {}): Promi
       ? `OpenBLAS sgemm (${addon.blas().path}, OPENBLAS_CORETYPE=${addon.blas().coretype || 'unset'})`
       : gemm === 'vendor'
         ? (device === 'hip' ? 'hipBLASLt' : 'cuBLASLt')
+        : gemm === 'vendor-invariant'
+          ? `${device === 'hip' ? 'hipBLASLt' : 'cuBLASLt'} (row-count-invariant: one algorithm per N, K)`
         : gpu
           ? 'reference-order GEMM kernel'
           : `exact ${info.isa} GEMM`;
@@ -239,12 +259,19 @@ export async function createRocmBackend(options: RocmBackendOptions = {}): Promi
   // a GPU's session must fit in the device's free memory: refused before any weight is uploaded
   const guardDevice = async (graph: Graph, session: Partial<SessionOptions>): Promise<void> => {
     if (!gpu || !selection) return;
-    const estimate = estimateDeviceMemory(graph, { ncclCommunicator: session.communicator instanceof NcclCommunicator, vendorGemm: gemm === 'vendor' });
+    const estimate = estimateDeviceMemory(graph, { ncclCommunicator: session.communicator instanceof NcclCommunicator, vendorGemm: gemm === 'vendor' || gemm === 'vendor-invariant' });
     const { freeBytes, totalBytes } = await native(() => gpu!.memoryInfo());
     const { limitBytes, liveBytes } = gpu.stats();
     checkDeviceMemory(graph, estimate, { device: deviceName, freeBytes, totalBytes, limitBytes, liveBytes });
   };
-  const gemmPrecision = gemm === 'blas' ? BLAS_GEMM_PRECISION : gemm === 'vendor' ? VENDOR_GEMM_PRECISION : exactPrecision(EXACT_NOTE);
+  const gemmPrecision =
+    gemm === 'blas'
+      ? BLAS_GEMM_PRECISION
+      : gemm === 'vendor'
+        ? VENDOR_GEMM_PRECISION
+        : gemm === 'vendor-invariant'
+          ? VENDOR_INVARIANT_GEMM_PRECISION
+          : exactPrecision(EXACT_NOTE);
   const picked = choice === 'auto' ? ` (auto picked ${device}${autoNotes.length ? `: ${autoNotes.join('; ')}` : ''})` : '';
   return {
     name: 'rocm',

@@ -16,7 +16,7 @@ export function deviceOption(): Option {
 }
 
 export function gemmOption(): Option {
-  return new Option('--gemm <mode>', "rocm backend's GEMM: exact (the reference's order, bit-exact; the default on host and emulated) | blas (host: OpenBLAS sgemm) | vendor (hip, cuda: hipBLASLt / cuBLASLt; the default there); blas and vendor have a declared tolerance");
+  return new Option('--gemm <mode>', "rocm backend's GEMM: exact (the reference's order, bit-exact; the default on host and emulated) | blas (host: OpenBLAS sgemm) | vendor (hip, cuda: hipBLASLt / cuBLASLt, the library's choice per shape; the default there) | vendor-invariant (hip, cuda: the same libraries, one algorithm per (N, K) for every row count, so SP on and off give the same bits; xcheck's default on hip and cuda); blas and the vendor modes have a declared tolerance");
 }
 
 export function kernelsOption(): Option {

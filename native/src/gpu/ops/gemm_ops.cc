@@ -2,8 +2,9 @@
 // share (ops/gemm_checks.h): `linear` and `fp8LinearPtpc`.
 // GemmMode::Exact runs the reference-order kernels (kernels/gemm.cu, bf16 ones tiled in shared
 // memory; bit-exact with the CPU reference); GemmMode::Vendor the vendor's BLASLt (blaslt.h: hipBLASLt / cuBLASLt, their own
-// orders; the emulated device never gets this mode). The grouped GEMM (the MoE's experts) is the
-// exact kernel in both modes: its row count is on the device.
+// orders; the emulated device never gets this mode); GemmMode::VendorInvariant the same libraries
+// with one algorithm per (N, K, dtype) for every row count (blaslt.h). The grouped GEMM (the MoE's
+// experts) is the exact kernel in every mode: its row count is on the device.
 #include <string>
 
 #include "../../host/kernels/kernel_args.h"
@@ -17,17 +18,8 @@ namespace hcsp::gpu {
 
 namespace {
 
-const char* gemmModeName(GemmMode m) {
-  switch (m) {
-    case GemmMode::Exact: return "exact";
-    case GemmMode::Blas: return "blas";
-    case GemmMode::Vendor: return "vendor";
-  }
-  return "?";
-}
-
 [[noreturn]] void noGemm(const char* op, GemmMode m) {
-  fail(ErrorKind::Unsupported, std::string(op) + ": the GPU devices have no '" + gemmModeName(m) + "' GEMM (they have: vendor, exact)");
+  fail(ErrorKind::Unsupported, std::string(op) + ": the GPU devices have no '" + gemmModeName(m) + "' GEMM (they have: vendor, vendor-invariant, exact)");
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -78,7 +70,8 @@ void gemmLinearBf16(const GpuContext& g, const uint16_t* x, int64_t rows, int64_
   if (rows == 0 || outF == 0) return;
   switch (g.gemm) {
     case GemmMode::Vendor:
-      if (vendorLinearBf16(g.rt, x, rows, inF, w, outF, y)) return;
+    case GemmMode::VendorInvariant:
+      if (vendorLinearBf16(g.rt, x, rows, inF, w, outF, y, g.gemm == GemmMode::VendorInvariant)) return;
       [[fallthrough]];  // the library has no algorithm for this shape (blaslt.h said so)
     case GemmMode::Exact:
       gemmLinearBf16Exact(g.rt, x, rows, inF, w, outF, y);
@@ -113,7 +106,8 @@ void gemmFp8LinearPtpc(const GpuContext& g, const uint8_t* q, const float* sx, i
   if (rows == 0 || outF == 0) return;
   switch (g.gemm) {
     case GemmMode::Vendor:
-      if (vendorFp8LinearPtpc(g.rt, q, sx, rows, inF, qW, sw, outF, fnuz, y)) return;
+    case GemmMode::VendorInvariant:
+      if (vendorFp8LinearPtpc(g.rt, q, sx, rows, inF, qW, sw, outF, fnuz, y, g.gemm == GemmMode::VendorInvariant)) return;
       [[fallthrough]];  // the library has no algorithm for this shape (blaslt.h said so)
     case GemmMode::Exact:
       HCSP_LAUNCH(g.rt, hcsp_gemm_fp8_ptpc, rows * outF, q, sx, qW, sw, y, rows, inF, outF, fnuz ? 1 : 0, weightFirst ? 1 : 0);

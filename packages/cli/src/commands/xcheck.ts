@@ -198,7 +198,7 @@ export function registerXcheck(program: Command): void {
   program
     .command('xcheck')
     .description('run the same prefill on several backends/options (SPECs) and compare every named tensor against the first, attributing each difference against a float64 evaluation of the graph')
-    .requiredOption('--compare <specs>', 'comma-separated SPECs backend[:key=value...]: keys sp=auto|on|off, reduce=ring|oneshot|ordered, contract=atom|hf, fp8=e4m3fnuz|e4m3fn, quant=fused|separate, and the backend\'s own (rocm: device=, gemm=, kernels=); e.g. cpu:sp=off,cpu:sp=on')
+    .requiredOption('--compare <specs>', 'comma-separated SPECs backend[:key=value...]: keys sp=auto|on|off, reduce=ring|oneshot|ordered, contract=atom|hf|hf-eager, fp8=e4m3fnuz|e4m3fn, quant=fused|separate, and the backend\'s own (rocm: device=, gemm=, kernels=; gemm defaults to vendor-invariant on device=hip|cuda); e.g. cpu:sp=off,cpu:sp=on')
     .option('--config <name>', CONFIG_HELP, DEFAULT_CONFIG)
     .option('--weights <path>', 'a Hugging Face model folder or .safetensors file (default: synthetic weights)')
     .option('--tokens <n>', 'tokens in the prefill (default 1100, or the golden dump\'s)')

@@ -1,8 +1,9 @@
 // One SPEC of `hcsp xcheck --compare`: a backend and its options, and how the run differs
 // from the others (the SP mode, the reduction order, the HC contract, the FP8 path), e.g.
 // `cpu:sp=off`, `cpu:sp=on:reduce=ring`, `webgpu:sp=on`, `rocm:device=host:gemm=blas`,
-// `cpu:contract=hf`, `cpu:fp8=e4m3fnuz:quant=separate`.
-import { FP8_FORMATS, REDUCE_ALGORITHMS, type Fp8Format, type HcContract, type ReduceAlgorithm, type SpMode } from '@hcsp/core';
+// `cpu:contract=hf`, `cpu:contract=hf-eager` (to compare with an HF dump made by PyTorch's
+// eager paths), `cpu:fp8=e4m3fnuz:quant=separate`.
+import { FP8_FORMATS, REDUCE_ALGORITHMS, ROUNDING_CONTRACTS, type Fp8Format, type ReduceAlgorithm, type RoundingContract, type SpMode } from '@hcsp/core';
 import { checkBackendOptions, findBackend, type BackendOptions } from '@hcsp/backends';
 
 export interface XcheckSpec {
@@ -12,7 +13,7 @@ export interface XcheckSpec {
   backendOptions: BackendOptions;
   sp: SpMode;
   reduce: ReduceAlgorithm;
-  contract: HcContract;
+  contract: RoundingContract;
   fp8: Fp8Format | null;
   quant: 'fused' | 'separate' | null;
 }
@@ -21,7 +22,7 @@ export interface XcheckSpec {
 const RUN_KEYS: Record<string, readonly string[]> = {
   sp: ['auto', 'on', 'off'],
   reduce: REDUCE_ALGORITHMS,
-  contract: ['atom', 'hf'],
+  contract: ROUNDING_CONTRACTS,
   fp8: Object.keys(FP8_FORMATS),
   quant: ['fused', 'separate'],
 };
@@ -56,7 +57,7 @@ export function parseXcheckSpec(text: string, defaults: { sp: SpMode; reduce: Re
   }
   let checked: BackendOptions;
   try {
-    checked = checkBackendOptions(entry, backendOptions);
+    checked = checkBackendOptions(entry, withXcheckGpuGemm(entry.name, backendOptions));
   } catch (e) {
     throw new Error(`--compare: SPEC ${JSON.stringify(text)}: ${(e as Error).message}`);
   }
@@ -67,10 +68,22 @@ export function parseXcheckSpec(text: string, defaults: { sp: SpMode; reduce: Re
     backendOptions: checked,
     sp: (run.sp as SpMode | undefined) ?? defaults.sp,
     reduce: (run.reduce as ReduceAlgorithm | undefined) ?? defaults.reduce,
-    contract: (run.contract as HcContract | undefined) ?? 'atom',
+    contract: (run.contract as RoundingContract | undefined) ?? 'atom',
     fp8: (run.fp8 as Fp8Format | undefined) ?? null,
     quant: (run.quant as 'fused' | 'separate' | undefined) ?? null,
   };
+}
+
+/**
+ * xcheck's GEMM on a GPU device when a SPEC names none: 'vendor-invariant' (one vendor algorithm
+ * per (N, K) for every row count), so two GPU SPECs that differ in SP or tp compare the same
+ * rows' same bits, not the library's per-M choices; `gemm=vendor` in the SPEC asks for those.
+ */
+export const XCHECK_GPU_GEMM = 'vendor-invariant';
+
+function withXcheckGpuGemm(backend: string, options: Record<string, string>): Record<string, string> {
+  const gpu = backend === 'rocm' && (options.device === 'hip' || options.device === 'cuda');
+  return gpu && options.gemm === undefined ? { ...options, gemm: XCHECK_GPU_GEMM } : options;
 }
 
 /** `--compare A,B[,...]`: at least two SPECs */
