@@ -50,7 +50,12 @@ export const MOE_COSTS: Record<string, PriceFn> = {
     const touched = Math.min(local, pairs);
     const perExpert = [4, 5, 6, 7].reduce((s, p) => s + bytesOf(ctx, n.inputs[p]), 0) / local;
     const act = [0, 1, 2, 3].reduce((s, p) => s + bytesOf(ctx, n.inputs[p]), 0) + bytesOf(ctx, n.outputs[0]);
-    return cost({ fp8Flops: pairs * (2 * h * 2 * i + 2 * i * h), vectorFlops: pairs * (5 * i + 3 * i + 4 * (2 * i + h) + 3 * h), actBytes: act, weightBytes: touched * perExpert });
+    const groups = pairs >= local ? new Array<number>(local).fill(pairs / local) : [pairs];
+    const gemms = [
+      { rows: groups, n: 2 * i, flops: pairs * 2 * h * 2 * i, fp8: true },
+      { rows: groups, n: h, flops: pairs * 2 * i * h, fp8: true },
+    ];
+    return cost({ fp8Flops: pairs * (2 * h * 2 * i + 2 * i * h), vectorFlops: pairs * (5 * i + 3 * i + 4 * (2 * i + h) + 3 * h), actBytes: act, weightBytes: touched * perExpert, gemms });
   },
   moeSwiGlu: (n, ctx) => cost({ vectorFlops: outElems(n, ctx) * 6, ...ioBytes(n, ctx) }),
   moeCombine: (n, ctx) => cost({ vectorFlops: outElems(n, ctx) * 3, ...ioBytes(n, ctx) }),
