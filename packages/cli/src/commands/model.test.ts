@@ -53,6 +53,24 @@ describe('hcsp model (in process)', () => {
     expect(text).toMatch(/matrixBf16Tflops 344\.1 \(not published; range 280-344\.1\)/);
   }, 60_000);
 
+  it('--engine hcsp prices the same graph as this project runs it: never faster than the roofline; each physics term reported', () => {
+    const small = { tp: '2', isl: '1024', concurrency: '2' };
+    const roof = modelReport(opts(small)).forecast!;
+    expect(roof.input.engine).toBe('roofline');
+    expect(roof.terms.map((t) => t.term)).toEqual(['gemmWaves', 'gemmLibrary', 'memoryRamp']);
+    for (const t of roof.terms) expect(t.contribution).toBeCloseTo(roof.gain - t.gainWithout, 12);
+    for (const kernels of ['fast', 'exact']) {
+      const r = modelReport(opts({ ...small, engine: 'hcsp', kernels }));
+      const f = r.forecast!;
+      expect(f.input).toMatchObject({ engine: 'hcsp', kernels });
+      expect(f.off.seconds).toBeGreaterThan(roof.off.seconds);
+      expect(f.on.seconds).toBeGreaterThan(roof.on.seconds);
+      expect(formatModel(r)).toMatch(new RegExp(`^engine hcsp \\(kernels ${kernels}: this project's GPU path`, 'm'));
+    }
+    expect(() => modelReport(opts({ engine: 'atom' }))).toThrow("--engine must be one of roofline|hcsp, got 'atom'");
+    expect(() => modelReport(opts({ engine: 'hcsp', kernels: 'quick' }))).toThrow("--kernels must be one of fast|exact, got 'quick'");
+  }, 120_000);
+
   it('the gain grows with tp (4096 x 32, MTP on)', () => {
     const gains = ['2', '4', '8'].map((tp) => modelReport(opts({ tp })).forecast!.gain);
     expect(gains[0]).toBeLessThan(gains[1]);

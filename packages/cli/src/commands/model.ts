@@ -41,8 +41,10 @@ export interface ModelOptions {
   config: string;
   mtpDrafter: string;
   qsaSelection: string;
-  engine: string;
-  kernels: string;
+  /** roofline (default) or hcsp */
+  engine?: string;
+  /** with --engine hcsp: fast (default) or exact */
+  kernels?: string;
 }
 
 /** A built-in device by name, or a device description file (JSON) by path. */
