@@ -7,7 +7,7 @@ import { loadavg } from 'node:os';
 import { ChromiumHost } from '@hcsp/backend-webgpu';
 import { FLASH_NEXT, numel } from '@hcsp/core';
 import { storageWords, WGSL_KERNELS } from '@hcsp/kernels-wgsl';
-import { hcMixBenchGraph } from '../packages/cli/src/commands/bench.ts';
+import { hcMixBenchGraph } from '@hcsp/bench';
 
 const median = (v: number[]) => {
   const s = [...v].sort((a, b) => a - b);

@@ -7,7 +7,7 @@
 import { loadavg } from 'node:os';
 import { ChromiumHost } from '@hcsp/backend-webgpu';
 import { FLASH_NEXT, hcPrefix, hcWeightSpecs, Rng, SyntheticWeightSource, type Tensor, type ValueId } from '@hcsp/core';
-import { hcMixBenchGraph, hcMixFlops } from '../packages/cli/src/commands/bench.ts';
+import { hcMixBenchGraph, hcMixFlops } from '@hcsp/bench';
 
 const T = Number(process.argv[2] ?? 1024);
 const reps = Number(process.argv[3] ?? 3);

@@ -28,7 +28,7 @@ import {
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRocmBackend, NcclCommunicator, NcclUnavailableError, type RocmBackend } from '@hcsp/backend-rocm';
-import { median } from '../../packages/cli/src/commands/bench.ts';
+import { median } from '@hcsp/bench';
 import { hcBandwidthStep, spStep } from './gpuCheckHc.ts';
 import { deviceGemmRunner, exactGemmStep, hcMixGemmShapes } from './exactGemmStep.ts';
 import { layerCases } from '../../test/cases/layerCases.ts';

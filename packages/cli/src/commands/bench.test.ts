@@ -1,70 +1,57 @@
-import { FLASH_NEXT, TINY } from '@hcsp/core';
-import { describe, expect, it } from 'vitest';
-import { hcMixBenchGraph, hcMixBytes, hcMixFlops, hcMixGemms, median, parseBenchOptions, parseTokenList } from './bench.ts';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { SuiteReport } from '@hcsp/bench';
+import { afterAll, describe, expect, it } from 'vitest';
 
-const RAW = { tokens: '1024,4096', reps: '3', cpuReps: '1', seed: '0' };
+const dir = mkdtempSync(join(tmpdir(), 'hcsp-bench-suite-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-describe('bench option parsing', () => {
-  it('reads the token list and counts', () => {
-    expect(parseTokenList('1024,4096')).toEqual([1024, 4096]);
-    expect(parseTokenList('7')).toEqual([7]);
-    expect(parseBenchOptions({ ...RAW, json: true })).toEqual({ tokens: [1024, 4096], reps: 3, cpuReps: 1, seed: 0, json: true, quiet: false, maxMemory: undefined });
-    expect(parseBenchOptions(RAW).json).toBe(false);
-    expect(parseBenchOptions({ ...RAW, quiet: true, maxMemory: '8G' })).toMatchObject({ quiet: true, maxMemory: '8G' });
+describe('the command', () => {
+  const main = fileURLToPath(new URL('../main.ts', import.meta.url));
+  const hcsp = (args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', main, 'bench', ...args], { encoding: 'utf8', timeout: 300_000 });
+
+  it('--suite --quick --json: one JSON object on stdout, the files written', () => {
+    const out = join(dir, 'cli');
+    const r = hcsp(['--suite', '--quick', '--json', '--quiet', '--backends', 'cpu', '--no-prefill', '--out', out]);
+    expect(r.status, r.stderr).toBe(0);
+    const json = JSON.parse(r.stdout) as SuiteReport;
+    expect(json.results.map((m) => `${m.case}@${m.tokens}`)).toEqual(['hc-mix@16', 'hc-mix@32', 'hc-mix@64', 'hc-combine@16', 'hc-combine@32', 'hc-combine@64', 'layer@32']);
+    expect(json.files).toEqual({ json: join(out, 'bench.json'), plot: join(out, 'time-vs-T.svg') });
+    expect(JSON.parse(readFileSync(join(out, 'bench.json'), 'utf8')).results).toHaveLength(7);
   });
 
-  it('rejects bad values, naming them', () => {
-    expect(() => parseTokenList('1024,,4096')).toThrow(/--tokens entry must be an integer .*got ""/);
-    expect(() => parseTokenList('0')).toThrow(/--tokens entry .*got "0"/);
-    expect(() => parseTokenList('1e3')).toThrow(/got "1e3"/);
-    expect(() => parseTokenList('8,8')).toThrow(/--tokens "8,8" lists a token count twice/);
-    expect(() => parseBenchOptions({ ...RAW, reps: '0' })).toThrow(/--reps .*got "0"/);
-    expect(() => parseBenchOptions({ ...RAW, cpuReps: 'x' })).toThrow(/--cpu-reps .*got "x"/);
-    expect(() => parseBenchOptions({ ...RAW, seed: '-1' })).toThrow(/--seed .*got "-1"/);
-    expect(() => parseBenchOptions({ ...RAW, maxMemory: 'lots' })).toThrow(/--max-memory must be a positive size .*got "lots"/);
-  });
-});
-
-describe('bench flop and byte counts', () => {
-  it('flash-next GEMMs are W_cat [10240 -> 324] and up [320 -> 10240]', () => {
-    expect(hcMixGemms(FLASH_NEXT)).toEqual([
-      [10240, 324],
-      [320, 10240],
-    ]);
-    expect(hcMixFlops(FLASH_NEXT, 1024)).toBe(2 * 1024 * (10240 * 324 + 320 * 10240));
-    expect(hcMixFlops(FLASH_NEXT, 1024)).toBe(13_505_658_880);
-  });
-
-  it('bytes: every tensor of the five ops once at bf16 size, summed by hand for flash-next', () => {
-    const T = 1024;
-    const nh = 10240;
-    const combineNorm = T * nh + nh + 2 * T * nh;
-    const down = T * nh + 324 * nh + T * 324;
-    const silu = T * 324 + T * 320 + T * 4;
-    const up = T * 320 + nh * 320 + T * nh;
-    const mean = 2 * T * nh + T * 2560;
-    expect(hcMixBytes(FLASH_NEXT, T)).toBe(2 * (combineNorm + down + silu + up + mean));
-    // linear in T apart from the weights
-    const perToken = hcMixBytes(FLASH_NEXT, 2) - hcMixBytes(FLASH_NEXT, 1);
-    expect(hcMixBytes(FLASH_NEXT, 3)).toBe(hcMixBytes(FLASH_NEXT, 1) + 2 * perToken);
+  it('--out is checked before the suite runs: a file as its folder, /proc, a symbolic link as bench.json (its target untouched)', () => {
+    const file = join(dir, 'a-file');
+    writeFileSync(file, 'x');
+    const victim = join(dir, 'victim');
+    writeFileSync(victim, 'the user\'s file');
+    const linked = join(dir, 'linked');
+    mkdirSync(linked);
+    symlinkSync(victim, join(linked, 'bench.json'));
+    const cases: [string, string][] = [
+      [join(file, 'out'), `${file} is a file, not a folder`],
+      ['/proc/hcsp-bench', "is under /proc (the kernel's and devices' files), not a place for files"],
+      [linked, `${join(linked, 'bench.json')} is a symbolic link; it is not followed (remove it, or give another folder)`],
+    ];
+    for (const [out, why] of cases) {
+      const r = hcsp(['--suite', '--quick', '--backends', 'cpu', '--no-prefill', '--out', out]);
+      // the error alone: no progress line, so nothing ran before it
+      expect(r.stderr, out).toBe(`hcsp: --out ${out}: ${why}\n`);
+      expect(r.status).toBe(1);
+      expect(r.stdout).toBe('');
+    }
+    expect(readFileSync(victim, 'utf8')).toBe('the user\'s file');
   });
 
-  it('median of odd and even counts', () => {
-    expect(median([3, 1, 2])).toBe(2);
-    expect(median([4, 1, 3, 2])).toBe(2.5);
-    expect(() => median([])).toThrow(/no values/);
-  });
-});
-
-describe('bench graph', () => {
-  it('is the tp-1 mix: combine-norm, linear, scaled silu, linear, gated mean, with x, streams and raw out', () => {
-    const g = hcMixBenchGraph(TINY, 5);
-    expect(g.tp).toBe(1);
-    expect(g.nodes.map((n) => n.op)).toEqual(['hcCombineNorm', 'linear', 'hcScaledSilu', 'linear', 'hcGatedMean']);
-    expect(g.outputs.map((id) => g.values[id].shape)).toEqual([
-      [5, TINY.hiddenSize],
-      [5, TINY.hc.count * TINY.hiddenSize],
-      [5, TINY.hc.count],
-    ]);
+  it("options of the single-purpose bench are refused with --suite, the suite's without it", () => {
+    const a = hcsp(['--suite', '--host-reps', '2']);
+    expect(a.status).toBe(1);
+    expect(a.stderr).toMatch(/hcsp: bench --suite: --host-reps \(the suite takes --reps/);
+    const b = hcsp(['--budget', '5']);
+    expect(b.status).toBe(1);
+    expect(b.stderr).toMatch(/hcsp: bench: --budget belongs to --suite/);
   });
 });

@@ -1,0 +1,157 @@
+// What a graph costs: GEMM shapes and flops, the bytes of every other node, the tensors that
+// must be live, and the fewest bytes it must move.
+import { bytesPerElement, lastUses, numel, type Graph, type ModelConfig, type ValueId } from '@hcsp/core';
+
+export interface GemmShape {
+  /** rows of x */
+  T: number;
+  /** x [T, K], w [O, K], y [T, O] */
+  K: number;
+  O: number;
+}
+
+export const shapeKey = (s: GemmShape): string => `${s.T}x${s.K}x${s.O}`;
+export const bytesOf = (d: { shape: readonly number[]; dtype: Parameters<typeof bytesPerElement>[0] }): number => numel(d.shape) * bytesPerElement(d.dtype);
+
+export interface GraphCost {
+  /** each distinct linear shape and how many nodes have it */
+  gemms: { shape: GemmShape; count: number }[];
+  gemmFlops: number;
+  /** every non-linear node's inputs and outputs at their storage size, once per node */
+  otherBytes: number;
+  /** graph inputs uploaded and outputs read back (each a copy: read once, written once) */
+  ioBytes: number;
+}
+
+export function graphCost(graph: Graph, readBack: readonly ValueId[] = graph.outputs): GraphCost {
+  const gemms = new Map<string, { shape: GemmShape; count: number }>();
+  let gemmFlops = 0;
+  let otherBytes = 0;
+  for (const node of graph.nodes) {
+    if (node.op === 'linear') {
+      const x = graph.values[node.inputs[0]!].shape;
+      const w = graph.values[node.inputs[1]!].shape;
+      const shape = { T: numel(x.slice(0, -1)), K: x.at(-1)!, O: w[0] };
+      const e = gemms.get(shapeKey(shape)) ?? { shape, count: 0 };
+      e.count++;
+      gemms.set(shapeKey(shape), e);
+      gemmFlops += 2 * shape.T * shape.K * shape.O;
+      continue;
+    }
+    for (const id of [...node.inputs, ...node.outputs]) if (id !== null) otherBytes += bytesOf(graph.values[id]);
+  }
+  const ioBytes = [...graph.inputs, ...new Set(readBack)].reduce((s, id) => s + bytesOf(graph.values[id]), 0);
+  return { gemms: [...gemms.values()], gemmFlops, otherBytes, ioBytes };
+}
+
+export interface LiveBytes {
+  /** every weight value the graph reads, once (the device holds each for the whole run) */
+  weights: number;
+  /** graph inputs */
+  inputs: number;
+  /** most input and intermediate bytes alive at once (GraphSession's freeing: after the last reader; kept values to the end) */
+  activationPeak: number;
+  /** weights + activationPeak */
+  total: number;
+}
+
+/** The bytes that must be live on the device to run the graph once, keeping `keep` to the end. */
+export function liveBytes(graph: Graph, keep: readonly ValueId[] = graph.outputs): LiveBytes {
+  let weights = 0;
+  const seen = new Set<ValueId>();
+  for (const node of graph.nodes) {
+    for (const id of node.inputs) {
+      const d = id === null ? undefined : graph.values[id];
+      if (d?.kind !== 'weight' || seen.has(d.id)) continue;
+      seen.add(d.id);
+      // a row-gathered weight is read only at the rows its ids name
+      weights += d.weight?.gather === 'rows' ? Math.min(d.shape[0], numel(graph.values[node.inputs[0]!].shape)) * (bytesOf(d) / d.shape[0]) : bytesOf(d);
+    }
+  }
+  const last = lastUses(graph);
+  const kept = new Set(keep);
+  const live = new Map<ValueId, number>();
+  let total = 0;
+  const add = (id: ValueId): void => {
+    const b = bytesOf(graph.values[id]);
+    live.set(id, b);
+    total += b;
+  };
+  const drop = (id: ValueId): void => {
+    const b = live.get(id);
+    if (b === undefined || kept.has(id)) return;
+    live.delete(id);
+    total -= b;
+  };
+  for (const id of graph.inputs) add(id);
+  const inputs = total;
+  let peak = total;
+  graph.nodes.forEach((node, i) => {
+    for (const id of node.outputs) if (id !== null) add(id);
+    peak = Math.max(peak, total);
+    for (const id of node.inputs) if (id !== null && graph.values[id].kind !== 'weight' && last.get(id) === i) drop(id);
+    for (const id of node.outputs) if (id !== null && !last.has(id)) drop(id);
+  });
+  return { weights, inputs, activationPeak: peak, total: weights + peak };
+}
+
+/**
+ * The bytes the exact host GEMMs hold beyond each weight once (native/src/host/gemm/panels.h:
+ * a weight's panel is its values as bf16, about its bytes for a bf16 weight, twice them for an
+ * fp8 one). A weight only GEMMs read (`panelOnly`: rocm's panelOnlyWeights) is packed when the
+ * session opens and its own bytes freed, so it is held once, as its panel, the largest one
+ * twice while it is packed; a weight other ops read too keeps its bytes beside the panel its
+ * first GEMM makes.
+ */
+export function gemmPanelExtraBytes(graph: Graph, panelOnly: ReadonlySet<ValueId>): number {
+  const gemmPorts: Record<string, number> = { linear: 1, fp8LinearPtpc: 2 };
+  const ids = new Set(graph.nodes.filter((n) => n.op in gemmPorts).map((n) => n.inputs[gemmPorts[n.op]]!));
+  let extra = 0;
+  let packing = 0;
+  for (const id of ids) {
+    const d = graph.values[id];
+    if (d.kind !== 'weight') continue;
+    const panel = numel(d.shape) * 2;
+    if (!panelOnly.has(id)) extra += panel;
+    else {
+      extra += panel - bytesOf(d);
+      packing = Math.max(packing, panel);
+    }
+  }
+  return extra + packing;
+}
+
+/**
+ * Flops counted: 2*T*K*O per linear and fp8LinearPtpc node; per moeExperts node the expected
+ * routed work 2 * rows * topK * (local experts / experts) * 3 * I * H (gate+up and down of each
+ * routed token, routing taken as uniform). Attention, GatedDeltaNet, norms and other
+ * elementwise ops are not counted.
+ */
+export function matrixFlops(graph: Graph, config: ModelConfig): number {
+  let flops = 0;
+  for (const node of graph.nodes) {
+    if (node.op === 'linear' || node.op === 'fp8LinearPtpc') {
+      const x = graph.values[node.inputs[0]!].shape;
+      const w = graph.values[node.inputs[node.op === 'linear' ? 1 : 2]!].shape;
+      flops += 2 * numel(x.slice(0, -1)) * x.at(-1)! * w[0];
+    } else if (node.op === 'moeExperts') {
+      const [rows, h] = graph.values[node.inputs[0]!].shape;
+      const local = Number(node.attrs.numLocal);
+      const i = Number(node.attrs.intermediate);
+      flops += 2 * rows * config.moe.topK * (local / config.moe.numExperts) * 3 * i * h;
+    }
+  }
+  return flops;
+}
+
+/**
+ * The fewest bytes a case must move: every graph input read once, every weight value read once
+ * (a row-gathered table only at the rows its ids name), every output written once, at storage
+ * size; intermediates are taken to stay on chip. All ranks' together (they share this device).
+ */
+export function minimumBytes(graph: Graph, keep: readonly ValueId[] = []): number {
+  const size = (id: ValueId): number => numel(graph.values[id].shape) * bytesPerElement(graph.values[id].dtype);
+  const inputs = graph.inputs.reduce((s, id) => s + size(id), 0);
+  const outputs = [...new Set([...graph.outputs, ...keep])].reduce((s, id) => s + size(id), 0);
+  return inputs + liveBytes(graph).weights + outputs;
+}
