@@ -57,6 +57,7 @@ describe('hcsp model (in process)', () => {
     const small = { tp: '2', isl: '1024', concurrency: '2' };
     const roof = modelReport(opts(small)).forecast!;
     expect(roof.input.engine).toBe('roofline');
+    expect(roof.fit.off.scratchBytes).toBe(0);
     expect(roof.terms.map((t) => t.term)).toEqual(['gemmWaves', 'gemmLibrary', 'memoryRamp']);
     for (const t of roof.terms) expect(t.contribution).toBeCloseTo(roof.gain - t.gainWithout, 12);
     for (const kernels of ['fast', 'exact']) {
@@ -65,6 +66,12 @@ describe('hcsp model (in process)', () => {
       expect(f.input).toMatchObject({ engine: 'hcsp', kernels });
       expect(f.off.seconds).toBeGreaterThan(roof.off.seconds);
       expect(f.on.seconds).toBeGreaterThan(roof.on.seconds);
+      // what hcsp's kernels allocate is counted in the fit; the roofline engine has none
+      expect(f.fit.off.fits).toBe(f.fit.off.activationBytes + f.fit.off.scratchBytes + f.fit.off.weightBytes <= 192e9);
+      if (kernels === 'fast') {
+        // the chunked GDN's fp32 G, W, U [24 local value heads, 2048, 1 + 128 + 128] and P [24, 32 chunks, 64, 64]
+        expect(f.fit.off.scratchBytes).toBe(24 * 2048 * 257 * 4 + 24 * 32 * 64 * 64 * 4);
+      }
       expect(formatModel(r)).toMatch(new RegExp(`^engine hcsp \\(kernels ${kernels}: this project's GPU path`, 'm'));
     }
     expect(() => modelReport(opts({ engine: 'atom' }))).toThrow("--engine must be one of roofline|hcsp, got 'atom'");

@@ -119,9 +119,10 @@ export function modelReport(opts: ModelOptions): ModelReport {
     calibration: cal,
   };
   const input = { config, device, concurrency, mtp: opts.mtp, efficiency, env: process.env, ...variant, engine, ...(engine === 'hcsp' ? { kernels } : {}) };
+  const hcspKernels = engine === 'hcsp' ? kernels : undefined;
   const fit = (tokens: number, tp: number) => ({
-    off: deviceFit(config, tokens, tp, 'off', opts.mtp, memoryBytes(device), variant),
-    on: deviceFit(config, tokens, tp, 'on', opts.mtp, memoryBytes(device), variant),
+    off: deviceFit(config, tokens, tp, 'off', opts.mtp, memoryBytes(device), variant, hcspKernels),
+    on: deviceFit(config, tokens, tp, 'on', opts.mtp, memoryBytes(device), variant, hcspKernels),
   });
   if (opts.sweep) return { ...base, sweep: sweep(input, SWEEP_TP, SWEEP_ISL).map((row) => ({ ...row, fit: fit(row.tokens, row.tp) })) };
   const tp = parseIntStrict(opts.tp, '--tp', { min: 1 });
@@ -165,11 +166,11 @@ function calibrationLines(r: ModelReport): string[] {
 }
 
 function fitText(f: DeviceFit, side: string): string {
-  return `${side} ${formatBytes(f.activationBytes)} activations + ${formatBytes(f.weightBytes)} weights${f.fits ? '' : ' (does not fit)'}`;
+  return `${side} ${formatBytes(f.activationBytes)} activations${f.scratchBytes > 0 ? ` + ${formatBytes(f.scratchBytes)} kernel scratch` : ''} + ${formatBytes(f.weightBytes)} weights${f.fits ? '' : ' (does not fit)'}`;
 }
 
 function sweepFit(fit: { off: DeviceFit; on: DeviceFit }): string {
-  const total = (f: DeviceFit) => formatBytes(f.activationBytes + f.weightBytes);
+  const total = (f: DeviceFit) => formatBytes(f.activationBytes + f.scratchBytes + f.weightBytes);
   const sides = fit.off.fits === fit.on.fits ? (fit.on.fits ? '' : ' does not fit') : fit.on.fits ? ' SP off does not fit' : ' SP on does not fit';
   return `${total(fit.off)} / ${total(fit.on)}${sides}`;
 }

@@ -5,4 +5,4 @@ export * from './costModel.ts';
 export * from './forecast.ts';
 export { PRICING_FAMILIES, priceNode, unpricedOps, qsaKept, qsaSums, type OpCost, type PricingContext, type PriceFn } from './pricing/index.ts';
 export * from './physics.ts';
-export { HCSP_KERNELS, KERNELS_MODES, type HcspKernel, type HcspKernelFn, type KernelsMode } from './engines/hcspKernels.ts';
+export { HCSP_KERNELS, hcspScratchPeak, KERNELS_MODES, type HcspKernel, type HcspKernelFn, type KernelsMode } from './engines/hcspKernels.ts';

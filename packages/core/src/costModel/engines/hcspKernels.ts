@@ -35,6 +35,8 @@ export interface HcspKernel {
   stepMemoryTrips: number;
   /** host synchronizations (the engine waits for the device) */
   hostSyncs: number;
+  /** device memory the kernels allocate for the op beyond its inputs and outputs (held while it runs) */
+  scratchBytes: number;
 }
 
 export type HcspKernelFn = (node: GraphNode, ctx: PricingContext) => HcspKernel;
@@ -65,6 +67,7 @@ export const HCSP_KERNELS: Record<string, Partial<Record<KernelsMode, HcspKernel
         stepOps: 3 * dk,
         stepMemoryTrips: 1,
         hostSyncs: 0,
+        scratchBytes: vh * dk * dv * 4,
       };
     },
     /**
@@ -95,6 +98,7 @@ export const HCSP_KERNELS: Record<string, Partial<Record<KernelsMode, HcspKernel
         stepOps: 3 * dk,
         stepMemoryTrips: 1,
         hostSyncs: 0,
+        scratchBytes: scratch,
       };
     },
   },
@@ -124,6 +128,8 @@ export const HCSP_KERNELS: Record<string, Partial<Record<KernelsMode, HcspKernel
         stepOps: 2 * hd,
         stepMemoryTrips: 0,
         hostSyncs: 0,
+        // the per-thread score scratch, at most attention_ops.cc's SCRATCH_BUDGET (256 MiB) per launch
+        scratchBytes: Math.min(pairs * 4, 256 * 2 ** 20),
       };
     },
     /**
@@ -153,6 +159,7 @@ export const HCSP_KERNELS: Record<string, Partial<Record<KernelsMode, HcspKernel
         stepOps: 32 * (hd / 8 + 3),
         stepMemoryTrips: 1,
         hostSyncs: 0,
+        scratchBytes: 0,
       };
     },
   },
@@ -162,17 +169,18 @@ export const HCSP_KERNELS: Record<string, Partial<Record<KernelsMode, HcspKernel
      * per projection): every routed row against its expert's weight in fp32 FMAs in k order,
      * weights read once per row tile of 4. Balanced routing as the roofline's.
      */
-    exact: (n, ctx) => moeKernel(n, ctx, 'native/src/gpu/kernels/moe.cu + gemm.cu (hcsp_gemm_grouped_bf16)', 4, 6),
+    exact: (n, ctx) => moeKernel(n, ctx, 'native/src/gpu/kernels/moe.cu + gemm.cu (hcsp_gemm_grouped_bf16)', 4, 6, 3),
     /**
      * moe_grouped.cu: rows sorted by expert, M-tiles of 64 (HCSP_MOE_TILE_M) that never
      * straddle two experts (each expert's last tile padded), gate-up with the SwiGLU fused,
      * then down; fp32 FMAs; a block stages its expert's weight slab once per M-tile.
      */
-    fast: (n, ctx) => moeKernel(n, ctx, 'native/src/gpu/kernels/moe_grouped.cu', 64, 5),
+    fast: (n, ctx) => moeKernel(n, ctx, 'native/src/gpu/kernels/moe_grouped.cu', 64, 5, 1),
   },
 };
 
-function moeKernel(n: GraphNode, ctx: PricingContext, source: string, tileRows: number, launches: number): HcspKernel {
+/** `rowBuffers`: the [T x topK, I] bf16 buffers the kernels allocate for the routed rows (worst case, moe_ops.cc): gate-up out, h (exact) or h alone (fast, SwiGLU fused) */
+function moeKernel(n: GraphNode, ctx: PricingContext, source: string, tileRows: number, launches: number, rowBuffers: number): HcspKernel {
   const [rows, h] = shapeOf(ctx, n.inputs[0]);
   const k = shapeOf(ctx, n.inputs[1])[1];
   const local = num(n, 'numLocal');
@@ -196,7 +204,19 @@ function moeKernel(n: GraphNode, ctx: PricingContext, source: string, tileRows: 
     stepOps: 0,
     stepMemoryTrips: 0,
     hostSyncs: 0,
+    // the routed rows' token and pair ids (i32 each) and the bf16 row buffers, sized for all T x topK pairs
+    scratchBytes: rows * k * (8 + rowBuffers * i * 2),
   };
+}
+
+/** The most scratch one declared kernel of `part` (a rank's part of a graph) allocates: the hcsp engine's memory beyond the graph's values. */
+export function hcspScratchPeak(nodes: readonly GraphNode[], ctx: PricingContext, kernels: KernelsMode): number {
+  let peak = 0;
+  for (const node of nodes) {
+    const declared = HCSP_KERNELS[node.op]?.[kernels];
+    if (declared) peak = Math.max(peak, declared(node, ctx).scratchBytes);
+  }
+  return peak;
 }
 
 /** The engine's collectives: the device-buffer path of the nccl communicator, one host sync each (native/src/gpu/nccl_communicator.cc). */
