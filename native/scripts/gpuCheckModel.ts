@@ -4,7 +4,7 @@
 // measured. gpuCheck.ts wires both in; gpuCheckModel.test.ts holds them to hand-computed cases.
 //
 // A kernel is described by what it ran: an op of the decoder graph at T rows (priced as that
-// op's first node in the graph the cost model builds at T rows, tp 1, SP off, one sequence:
+// op's first node, or its first in `layer`, in the graph the cost model builds at T rows, tp 1, SP off, one sequence:
 // the GPU check's Flash-Next shapes), a GEMM (m x k by k x n; the vendor library's, or the
 // exact kernel's fp32 FMAs), or a device copy (bytes read + written).
 import { renameSync, writeFileSync } from 'node:fs';
@@ -22,7 +22,7 @@ import {
 } from '@hcsp/core';
 
 export type KernelShape =
-  | { op: string; tokens: number; kernels: KernelsMode }
+  | { op: string; tokens: number; kernels: KernelsMode; layer?: number }
   | { gemm: [m: number, k: number, n: number]; vendor: boolean }
   | { copyBytes: number };
 
@@ -63,8 +63,8 @@ export function predictKernel(shape: KernelShape, device: Device, config: ModelC
     priced = priceGraph(graph, { config, device, efficiency: PEAK, requests: 1, requestTokens: shape.tokens, engine: 'hcsp', kernels: shape.kernels });
     graphs.set(key, priced);
   }
-  const node = priced.nodes.find((x) => x.op === shape.op);
-  if (!node) throw new Error(`gpu-check model: op '${shape.op}' is not in the ${config.name} graph`);
+  const node = priced.nodes.find((x) => x.op === shape.op && (shape.layer === undefined || x.layer === shape.layer));
+  if (!node) throw new Error(`gpu-check model: op '${shape.op}' is not in the ${config.name} graph${shape.layer === undefined ? '' : ` at layer ${shape.layer}`}`);
   return node.seconds;
 }
 
