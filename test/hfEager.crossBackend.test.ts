@@ -28,4 +28,4 @@ describeWithBackends('hf-eager rounding points and top-k ties, by hand', (backen
 });
 
 /** the attributes the cases set to get HF's rule; without them each op follows ATOM's */
-const HF_ATTRS = new Set(['roundConv', 'roundScores', 'bf16Accumulate', 'ties']);
+const HF_ATTRS = new Set(['roundConv', 'eagerSoftmax', 'bf16Accumulate', 'ties']);

@@ -50,5 +50,27 @@ export function hfEagerHandCases(): HandCase[] {
       expected: [1],
       contrast: [1.0078125],
     },
+    // one head of dim 2, two rows, blocks of 4 (both rows keep their tail 0..t), scale 1.
+    // Row 0 attends to key 0 only: p = 1, o = v0 = [1, 3] (0x3f80, 0x4040) under both rules.
+    // Row 1, q = [1, 1], k0 = [1, 2^-9], k1 = [0, 0.5], v0 = [1, 3], v1 = [-2, 0.25]:
+    //   atom: s = [1 + 2^-9, 0.5], e = [1, exp(-0.501953125) = 0.605347], l = 1.605347,
+    //     o0 = (1 - 2 * 0.605347) / l = -0.131243 -> 0xbe06; o1 = (3 + 0.25 * 0.605347) / l = 1.963 -> 0x3ffb
+    //   hf-eager: s = [bf(1 + 2^-9) = 1, 0.5], e = [1, exp(-0.5) = 0.606531], l = 1.606531,
+    //     p = bf(e / l) = [bf(0.622459) = 0.62109375, bf(0.377541) = 0.376953125],
+    //     o0 = bf(0.62109375 - 0.75390625) = bf(-0.1328125) = 0xbe08; o1 = bf(1.86328125 + 0.09423828125) = 1.9609375 (0x3ffb)
+    {
+      name: 'hf-eager attnCausalQsa eagerSoftmax: bf16 scores and probabilities',
+      op: 'attnCausalQsa',
+      tp: 1,
+      inputs: [
+        bf([2, 2], [1, 1, 1, 1]),
+        bf([2, 2], [1, 2 ** -9, 0, 0.5]),
+        bf([2, 2], [1, 3, -2, 0.25]),
+        { dtype: 'i32', shape: [2, 1], data: Int32Array.from([-1, -1]) },
+      ],
+      attrs: { heads: 1, kvHeads: 1, headDim: 2, scale: 1, compressRatio: 4, width: 1, eagerSoftmax: true },
+      expected: [0x3f80, 0x4040, 0xbe08, 0x3ffb],
+      contrast: [0x3f80, 0x4040, 0xbe06, 0x3ffb],
+    },
   ];
 }

@@ -188,6 +188,8 @@ struct CausalQsaArgs {
   const Tensor& blocks;
   int64_t T, heads, kvHeads, hd, width, ratio;
   float scaleF;
+  /** the 'hf-eager' contract: HF's eager attention roundings (attentionMath.ts attnOverKeys) */
+  bool eagerSoftmax;
 };
 
 inline CausalQsaArgs checkCausalQsa(const Inputs& in, const Attrs& attrs) {
@@ -211,7 +213,7 @@ inline CausalQsaArgs checkCausalQsa(const Inputs& in, const Attrs& attrs) {
     fail(ErrorKind::Attr, "QSA selection: r0 0, rows " + num(T) + ", width " + num(width) + ", compressRatio " + num(ratio) + " are not valid");
   }
   if (kvHeads == 0 || heads % kvHeads != 0) fail(ErrorKind::Attr, "attention: heads " + num(heads) + " are not a multiple of KV heads " + num(kvHeads));
-  return {q, k, v, blocksT, T, heads, kvHeads, hd, width, ratio, scaleF};
+  return {q, k, v, blocksT, T, heads, kvHeads, hd, width, ratio, scaleF, attrs.boolean("eagerSoftmax", false)};
 }
 
 /**

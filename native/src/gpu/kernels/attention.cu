@@ -260,7 +260,7 @@ HCSP_GLOBAL void hcsp_attention_check_selection(const int32_t* blocks, int32_t* 
  */
 HCSP_GLOBAL void hcsp_attention_causal_qsa(const uint16_t* q, const uint16_t* k, const uint16_t* v, const int32_t* blocks, const int32_t* bad, uint16_t* o, float* p,
                                            int64_t heads, int64_t kvHeads, int64_t hd, int64_t width, int64_t ratio, float scaleF, int64_t itemBase,
-                                           int64_t chunkItems) {
+                                           int64_t chunkItems, int32_t eager) {
   constexpr int64_t TILE = 8;
   const int64_t group = heads / kvHeads;
   HCSP_GRID_STRIDE(i, chunkItems) {
@@ -282,13 +282,20 @@ HCSP_GLOBAL void hcsp_attention_causal_qsa(const uint16_t* q, const uint16_t* k,
     float m = -HCSP_INFF();
     for (int64_t n = 0; n < count; n++) {
       const int64_t j = keys.next();
-      const float s = dotBf16(qr, k + (j * kvHeads + kvh) * hd, hd) * scaleF;
+      const float dot = dotBf16(qr, k + (j * kvHeads + kvh) * hd, hd);
+      // hf-eager: matmul(q, k^T) stores bf16, `* scaling` stores bf16 again
+      const float s = eager ? roundBf16(roundBf16(dot) * scaleF) : dot * scaleF;
       pi[n * chunkItems] = s;
       if (s > m) m = s;
     }
     for (int64_t n = 0; n < count; n++) pi[n * chunkItems] = hcsp::fp32::expF32(pi[n * chunkItems] - m);
     // l = sum_n p_n in canonical order v1 (n the key's list index)
     const float l = hcsp::canonical::sumTerms(count, [&](float acc, int64_t n) { return acc + pi[n * chunkItems]; });
+    if (eager) {
+      // hf-eager: torch's softmax multiplies by 1 / l, .to(bf16) stores p; o is then not divided
+      const float r = 1.0f / l;
+      for (int64_t n = 0; n < count; n++) pi[n * chunkItems] = roundBf16(pi[n * chunkItems] * r);
+    }
     for (int64_t d0 = 0; d0 < hd; d0 += TILE) {
       const int64_t wTile = hd - d0 < TILE ? hd - d0 : TILE;
       float acc[TILE];
@@ -304,7 +311,7 @@ HCSP_GLOBAL void hcsp_attention_causal_qsa(const uint16_t* q, const uint16_t* k,
           for (int64_t u = 0; u < wTile; u++) acc[u] = acc[u] + pn * bf16ToF32(vr[u]);
         }
       }
-      for (int64_t u = 0; u < wTile; u++) orow[d0 + u] = f32ToBf16(acc[u] / l);
+      for (int64_t u = 0; u < wTile; u++) orow[d0 + u] = f32ToBf16(eager ? acc[u] : acc[u] / l);
     }
   }
 }

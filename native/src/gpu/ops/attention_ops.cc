@@ -112,7 +112,7 @@ Outputs attnCausalQsa(const Inputs& in, const GpuContext& g) {
   for (int64_t base = 0; base < items; base += chunk) {
     const int64_t n = std::min(chunk, items - base);
     HCSP_LAUNCH(g.rt, hcsp_attention_causal_qsa, n, a.q.bf16(), a.k.bf16(), a.v.bf16(), blocks, bad->data<int32_t>(), out->bf16(), p->data<float>(), heads, kvHeads,
-                hd, width, ratio, a.scaleF, base, n);
+                hd, width, ratio, a.scaleF, base, n, a.eagerSoftmax ? 1 : 0);
   }
   return {out};
 }

@@ -390,6 +390,7 @@ Outputs attnCausalQsa(const Inputs& in, const KernelContext& ctx) {
   const ops::CausalQsaArgs a = ops::checkCausalQsa(in, ctx.attrs);
   const int64_t T = a.T, heads = a.heads, kvHeads = a.kvHeads, hd = a.hd, width = a.width, ratio = a.ratio;
   const float scaleF = a.scaleF;
+  const bool eager = a.eagerSoftmax;
   const Tensor& q = a.q;
   const Tensor& k = a.k;
   const Tensor& v = a.v;
@@ -450,7 +451,12 @@ Outputs attnCausalQsa(const Inputs& in, const KernelContext& ctx) {
         sums(isa, exact, group, qf.data(), hd, hd, kbase, PANEL, hd * PANEL, nullptr, n, s.data(), T);
         for (int64_t g = 0; g < group; g++) {
           float* sg = s.data() + g * T;
-          for (int64_t i = 0; i < n; i++) sg[i] = sg[i] * scaleF;
+          if (eager) {
+            // hf-eager: matmul(q, k^T) stores bf16, `* scaling` stores bf16 again
+            for (int64_t i = 0; i < n; i++) sg[i] = roundBf16(roundBf16(sg[i]) * scaleF);
+          } else {
+            for (int64_t i = 0; i < n; i++) sg[i] = sg[i] * scaleF;
+          }
         }
         // m = max s_i; p_i = exp(fr(s_i - m)); l = sum p_i in canonical order v1 (i the list index)
         for (int64_t g = 0; g < group; g++) {
@@ -461,13 +467,18 @@ Outputs attnCausalQsa(const Inputs& in, const KernelContext& ctx) {
           }
           attn::expShifted(isa, sg, n, m);
           l[g] = canonical::sumTerms(n, [sg](float acc, int64_t i) { return acc + sg[i]; });
+          if (eager) {
+            // hf-eager: torch's softmax multiplies by 1 / l, .to(bf16) stores p
+            const float r = 1.0f / l[g];
+            for (int64_t i = 0; i < n; i++) sg[i] = roundBf16(sg[i] * r);
+          }
         }
         // o[d] = bf(fr((sum_i fr(p_i * v_i[d]), list order) / l))
         sums(isa, true, group, s.data(), T, n, vf.data() + kvh * hd, kvHeads * hd, PANEL, keys.data(), hd, acc.data(), hd);
         for (int64_t g = 0; g < group; g++) {
           uint16_t* orow = od + (t * heads + kvh * group + g) * hd;
           const float* a = acc.data() + g * hd;
-          for (int64_t d = 0; d < hd; d++) orow[d] = f32ToBf16(a[d] / l[g]);
+          for (int64_t d = 0; d < hd; d++) orow[d] = f32ToBf16(eager ? a[d] : a[d] / l[g]);
         }
       }
     }

@@ -12,13 +12,16 @@
 //           of l's canonical order v1 (core numerics/canonicalSum.ts), then its butterfly
 //   o_d = bf(fr(acc_d / l))
 // When a row keeps every token (0..t) this is dense causal attention, bit for bit.
+// eagerSoftmax (the 'hf-eager' contract, core attentionMath): s_i = bf(fr(bf(dot) * scale)),
+// and p_i = bf(fr(exp(fr(s_i - m)) * fr(1 / l))) needs l first, so the sum takes a pass of its
+// own and the value pass recomputes p_i (same bits); o_d = bf(acc_d), no division.
 // Recomputing the scores instead of storing p keeps memory O(1) per row for any T. The q
 // row and acc live in private arrays of HD (compiled in); headDim must be even so the row's
 // k/v/o words are whole. `p * v + acc` is written as separate WGSL * and + (never fma),
 // which SwiftShader keeps unfused (numerics.md). A malformed block list (the CPU reference
 // throws on one) is read as it is, clamped to the buffers by WebGPU's robust access.
 import type { KernelPlanner } from '../kernelProgram.ts';
-import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
+import { BF16_WGSL, ROUND_BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { buf, preamble } from '../wgsl/bindings.wgsl.ts';
 import { canonicalSerialAddWgsl, canonicalSerialButterflyWgsl } from '../wgsl/canonicalSum.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
@@ -31,8 +34,42 @@ const CAUSAL_QSA = preamble(
   [buf('q', readInput(0)), buf('k', readInput(1)), buf('v', readInput(2)), buf('blocks', readInput(3), 'i32'), buf('o', writeOutput(0))],
 );
 
-function causalQsaWgsl(hd: number): string {
+// the sum and the value pass in one (p_i does not depend on l)
+const FUSED_PASS = `for (var i = 0u; i < kept; i = i + 1u) {
+    let kvw = (keyAt(t, i, sel, tail0) * u.kvHeads + kvh) * HW;
+    let p = exp_f32(score(kvw, scale) - m);
+    ${canonicalSerialAddWgsl('lanes', 'i', 'p')}
+    for (var j = 0u; j < HW; j = j + 1u) {
+      let vv = v[kvw + j];
+      acc[2u * j] = acc[2u * j] + p * bf16_lo(vv);
+      acc[2u * j + 1u] = acc[2u * j + 1u] + p * bf16_hi(vv);
+    }
+  }
+  ${canonicalSerialButterflyWgsl('lanes')}
+  let l = lanes[0];
+  for (var i = 0u; i < HW; i = i + 1u) { o[qw + i] = pack_bf16(acc[2u * i] / l, acc[2u * i + 1u] / l); }`;
+
+// eagerSoftmax: l first, then p_i = bf(fr(e_i * fr(1 / l))) in the value pass
+const EAGER_PASSES = `for (var i = 0u; i < kept; i = i + 1u) {
+    let e = exp_f32(score((keyAt(t, i, sel, tail0) * u.kvHeads + kvh) * HW, scale) - m);
+    ${canonicalSerialAddWgsl('lanes', 'i', 'e')}
+  }
+  ${canonicalSerialButterflyWgsl('lanes')}
+  let r = 1.0 / lanes[0];
+  for (var i = 0u; i < kept; i = i + 1u) {
+    let kvw = (keyAt(t, i, sel, tail0) * u.kvHeads + kvh) * HW;
+    let p = rbf(exp_f32(score(kvw, scale) - m) * r);
+    for (var j = 0u; j < HW; j = j + 1u) {
+      let vv = v[kvw + j];
+      acc[2u * j] = acc[2u * j] + p * bf16_lo(vv);
+      acc[2u * j + 1u] = acc[2u * j + 1u] + p * bf16_hi(vv);
+    }
+  }
+  for (var i = 0u; i < HW; i = i + 1u) { o[qw + i] = pack_bf16(acc[2u * i], acc[2u * i + 1u]); }`;
+
+function causalQsaWgsl(hd: number, eager: boolean): string {
   return `${BF16_WGSL}
+${ROUND_BF16_WGSL}
 ${FP32_MATH_WGSL}
 const HW: u32 = ${hd / 2}u; // words per head row
 ${CAUSAL_QSA.wgsl}
@@ -44,7 +81,7 @@ fn score(kw: u32, scale: f32) -> f32 {
     dot = dot + qv[2u * i] * bf16_lo(kk);
     dot = dot + qv[2u * i + 1u] * bf16_hi(kk);
   }
-  return dot * scale;
+  ${eager ? 'return rbf(rbf(dot) * scale);' : 'return dot * scale;'}
 }
 // the position of row t's kept key i (header); sel = n * ratio, tail0 = nb * ratio
 fn keyAt(t: u32, i: u32, sel: u32, tail0: u32) -> u32 {
@@ -76,19 +113,7 @@ ${flatMain(
   }
   var acc: array<f32, ${hd}>;
   var lanes: array<f32, 64>;
-  for (var i = 0u; i < kept; i = i + 1u) {
-    let kvw = (keyAt(t, i, sel, tail0) * u.kvHeads + kvh) * HW;
-    let p = exp_f32(score(kvw, scale) - m);
-    ${canonicalSerialAddWgsl('lanes', 'i', 'p')}
-    for (var j = 0u; j < HW; j = j + 1u) {
-      let vv = v[kvw + j];
-      acc[2u * j] = acc[2u * j] + p * bf16_lo(vv);
-      acc[2u * j + 1u] = acc[2u * j + 1u] + p * bf16_hi(vv);
-    }
-  }
-  ${canonicalSerialButterflyWgsl('lanes')}
-  let l = lanes[0];
-  for (var i = 0u; i < HW; i = i + 1u) { o[qw + i] = pack_bf16(acc[2u * i] / l, acc[2u * i + 1u] / l); }`,
+  ${eager ? EAGER_PASSES : FUSED_PASS}`,
 )}`;
 }
 
@@ -110,5 +135,6 @@ export const attnCausalQsaPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   const rows = T * heads;
   if (rows === 0) return { scratch: [], dispatches: [] };
   const uniforms = [heads, kvHeads, heads / kvHeads, rows, f32Bits(scale), ratio, width];
-  return { scratch: [], dispatches: [flatDispatch(`attn-causal-qsa-hd${hd}`, causalQsaWgsl(hd), CAUSAL_QSA.bindings, rows, WG, uniforms)] };
+  const eager = attrs.eagerSoftmax === true;
+  return { scratch: [], dispatches: [flatDispatch(`attn-causal-qsa-hd${hd}${eager ? '-eager' : ''}`, causalQsaWgsl(hd, eager), CAUSAL_QSA.bindings, rows, WG, uniforms)] };
 };

@@ -103,7 +103,7 @@ export const qsaKeptCount = defineOp({
 
 export const attnCausalQsa = defineOp({
   name: 'attnCausalQsa',
-  doc: "o = bf(softmax(q k^T * scale) v) per query head over row t's kept keys (the tokens of its listed blocks, then the tail floor((t+1)/ratio)*ratio..t, ascending; blocks i32 [T, width] as qsaSelect writes them), GQA map h -> h / (heads/kvHeads); fp32 two-pass softmax: m = max_j s_j, p_j = exp(fr(s_j - m)), l = sum of p_0..p_{n-1} (the kept keys in list order) in canonical reduction order v1 (numerics/canonicalSum.ts), o = fr(sum_j p_j v_j) / l with the q.k dots (d order) and the p.v sums (key order) sequential. Equal to dense causal attention when no row drops a block.",
+  doc: "o = bf(softmax(q k^T * scale) v) per query head over row t's kept keys (the tokens of its listed blocks, then the tail floor((t+1)/ratio)*ratio..t, ascending; blocks i32 [T, width] as qsaSelect writes them), GQA map h -> h / (heads/kvHeads); fp32 two-pass softmax: m = max_j s_j, p_j = exp(fr(s_j - m)), l = sum of p_0..p_{n-1} (the kept keys in list order) in canonical reduction order v1 (numerics/canonicalSum.ts), o = fr(sum_j p_j v_j) / l with the q.k dots (d order) and the p.v sums (key order) sequential. Equal to dense causal attention when no row drops a block. eagerSoftmax (the 'hf-eager' contract; absent = false): HF's eager_attention_forward on bf16 tensors, s_j = bf(fl(bf(q.k_j) * scale)), the same m, exponentials and l, then p_j = bf(fl(p_j * fl(1/l))) (torch's CPU softmax multiplies by the reciprocal; .to(bf16)) and o = bf(sum_j p_j v_j) without the division.",
   inputs: [
     { name: 'q', dtypes: ['bf16'] },
     { name: 'k', dtypes: ['bf16'] },
@@ -111,7 +111,7 @@ export const attnCausalQsa = defineOp({
     { name: 'blocks', dtypes: ['i32'] },
   ],
   outputs: [{ name: 'o', dtypes: ['bf16'] }],
-  attrs: { heads: { kind: 'int', min: 1 }, kvHeads: { kind: 'int', min: 1 }, headDim: { kind: 'int', min: 1 }, scale: 'float', compressRatio: { kind: 'int', min: 1 }, width: { kind: 'int', min: 1 } },
+  attrs: { heads: { kind: 'int', min: 1 }, kvHeads: { kind: 'int', min: 1 }, headDim: { kind: 'int', min: 1 }, scale: 'float', compressRatio: { kind: 'int', min: 1 }, width: { kind: 'int', min: 1 }, eagerSoftmax: { kind: 'bool', optional: true } },
   opClass: 'sequence',
   shape: (ins, a) => {
     const r = new ShapeRule('attnCausalQsa');

@@ -44,7 +44,7 @@ function attentionCore(b: GraphBuilder, ctx: SubLayerContext, x: ValueId, rope: 
   const kr = normRope('krope', k, b.weight(w.kNorm, [hd]), kvh, hd);
   const o = value('core', [T, qh * hd]);
   // scale = headDim^-0.5 rounded to fp32 on the host (exactly 1/16 for head_dim 256)
-  node('attnCausalQsa', 'core', [q, kr, v, blocks], [o], { heads: qh, kvHeads: kvh, headDim: hd, scale: Math.fround(hd ** -0.5), compressRatio, width });
+  node('attnCausalQsa', 'core', [q, kr, v, blocks], [o], { heads: qh, kvHeads: kvh, headDim: hd, scale: Math.fround(hd ** -0.5), compressRatio, width, ...(ctx.eager ? { eagerSoftmax: true } : {}) });
   const y = value('gated', [T, qh * hd]);
   node('attnOutputGate', 'gate', [o, qg], [y], { heads: qh, headDim: hd });
   return linear('out', y, b.weight(w.o, [H, qh * hd]), H);

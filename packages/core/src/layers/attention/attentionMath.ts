@@ -119,6 +119,11 @@ export function attnHeadNormRopeBf16(
  *       numbers them; numerics/canonicalSum.ts)
  *   o[d] = bf( fr( (sum_j fr(p_j * v_j[d]), list order) / l ) )
  * The dots and the value sums are GEMM-like: each keeps its sequential order.
+ * `eagerSoftmax` (the 'hf-eager' contract) follows HF's eager_attention_forward on bf16
+ * tensors: matmul(q, k^T) stores bf16 and `* scaling` stores bf16 again, softmax(dtype=float32)
+ * multiplies by the reciprocal of the sum (torch's CPU softmax) and .to(bf16) stores p:
+ *   s_j = bf(fr(bf(dot_j) * scale)); p_j = exp(fr(s_j - m)) as above, l as above;
+ *   p_j = bf(fr(p_j * fr(1 / l)));  o[d] = bf( sum_j fr(p_j * v_j[d]), list order ) (no division)
  */
 function attnOverKeys(
   q: Uint16Array,
@@ -130,6 +135,7 @@ function attnOverKeys(
   headDim: number,
   scale: number,
   keysOf: (t: number, out: Int32Array) => number,
+  eagerSoftmax = false,
 ): Uint16Array {
   if (heads % kvHeads !== 0) throw new Error(`attention: heads ${heads} are not a multiple of KV heads ${kvHeads}`);
   const hd = headDim;
@@ -155,17 +161,21 @@ function attnOverKeys(
         const kb = (keys[i] * kvHeads + kvh) * hd;
         let dot = 0;
         for (let d = 0; d < hd; d++) dot = fr(dot + qf[qb + d] * kf[kb + d]);
-        p[i] = fr(dot * scaleF);
+        p[i] = eagerSoftmax ? roundBf16(fr(roundBf16(dot) * scaleF)) : fr(dot * scaleF);
         if (p[i] > m) m = p[i];
       }
       for (let i = 0; i < n; i++) p[i] = expF32(fr(p[i] - m));
       const l = canonicalSumF32(n, (i) => p[i]);
+      if (eagerSoftmax) {
+        const r = fr(1 / l);
+        for (let i = 0; i < n; i++) p[i] = roundBf16(fr(p[i] * r));
+      }
       acc.fill(0);
       for (let i = 0; i < n; i++) {
         const vb = (keys[i] * kvHeads + kvh) * hd;
         for (let d = 0; d < hd; d++) acc[d] = fr(acc[d] + fr(p[i] * vf[vb + d]));
       }
-      for (let d = 0; d < hd; d++) o[qb + d] = f32ToBf16(fr(acc[d] / l));
+      for (let d = 0; d < hd; d++) o[qb + d] = f32ToBf16(eagerSoftmax ? acc[d] : fr(acc[d] / l));
     }
   }
   return o;
@@ -198,12 +208,13 @@ export function attnCausalQsa(
   headDim: number,
   scale: number,
   selection: QsaSelection,
+  eagerSoftmax = false,
 ): Uint16Array {
   checkQsaSelection(selection);
   if (selection.r0 !== 0 || selection.rows !== tokens) {
     throw new Error(`attention: the QSA selection covers rows [${selection.r0}, ${selection.r0 + selection.rows}), expected [0, ${tokens})`);
   }
-  return attnOverKeys(q, k, v, tokens, heads, kvHeads, headDim, scale, (t, out) => qsaKeptPositions(selection, t, out));
+  return attnOverKeys(q, k, v, tokens, heads, kvHeads, headDim, scale, (t, out) => qsaKeptPositions(selection, t, out), eagerSoftmax);
 }
 
 /**

@@ -94,7 +94,7 @@ export const attentionKernels: CpuKernelTable = {
         throw new Error(`${op}: k/v/blocks have ${k.shape[0]}/${v.shape[0]}/${blocks.shape[0]} rows, q has ${T}`);
       }
       const selection = { r0: 0, rows: T, width, compressRatio: attr(attrs, 'compressRatio', op), blocks: blocks.data as Int32Array };
-      const o = attnCausalQsa(q.data as Uint16Array, k.data as Uint16Array, v.data as Uint16Array, T, heads, kvHeads, hd, attr(attrs, 'scale', op), selection);
+      const o = attnCausalQsa(q.data as Uint16Array, k.data as Uint16Array, v.data as Uint16Array, T, heads, kvHeads, hd, attr(attrs, 'scale', op), selection, attrs.eagerSoftmax === true);
       return [tensor('bf16', [T, heads * hd], o)];
     },
     attnOutputGate: (inputs, attrs) => {
