@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { f32ToBf16, runHcStep } from '@hcsp/core';
-import type { HcStepOutputs, Tensor } from '@hcsp/core';
+import { f32ToBf16, hcContractOf, runHcStep } from '@hcsp/core';
+import type { HcStepOutputs, RoundingContract, Tensor } from '@hcsp/core';
 import { openSafetensorsFile, writeSafetensorsFile } from '@hcsp/core/node';
 import { HC_OUTPUT_NAMES, runHcCommand } from './hc.ts';
 
@@ -86,7 +86,7 @@ function bits(t: Tensor): number[] {
 }
 
 /** Runs the CLI on `tensors` and checks its outputs against runHcStep called directly. */
-async function runGood(tensors: Record<string, Tensor>, contract: 'atom' | 'hf'): Promise<Map<string, Tensor>> {
+async function runGood(tensors: Record<string, Tensor>, contract: RoundingContract): Promise<Map<string, Tensor>> {
   const { input, output } = writeInput(tensors);
   const r = await hcsp(['--in', input, '--out', output, '--contract', contract]);
   expect(r.stderr).toBe('');
@@ -104,7 +104,7 @@ async function runGood(tensors: Record<string, Tensor>, contract: 'atom' | 'hf')
       wInject: tensors['block_inject_weight.weight'],
       wUp: tensors['input_mix_weight_up.weight'],
     },
-    { contract },
+    { contract: hcContractOf(contract) },
   );
   const shapes: Record<keyof HcStepOutputs, number[]> = {
     hNew: [T, W], normed: [T, W], d: [T, R + 4], gate: [T, R], up: [T, W], mixed: [T, H], raw: [T, 4],
@@ -138,6 +138,13 @@ describe.concurrent('hcsp hc: good inputs', () => {
     const w = weights();
     const got = await runGood({ ...w, ...pending(randomBf16([T, H], 1, 9)) }, 'hf');
     expect(bits(got.get('h_new')!)).not.toEqual(bits(w.h));
+  });
+
+  it('the hf-eager contract rounds the HC step as hf (its eager points are in the sub-layers), not as atom', async () => {
+    const w = { ...weights(), ...pending(randomBf16([T, H], 1, 9)) };
+    const eager = await runGood(w, 'hf-eager');
+    const atom = await runGood(w, 'atom');
+    expect(bits(eager.get('h_new')!)).not.toEqual(bits(atom.get('h_new')!));
   });
 });
 

@@ -2,8 +2,8 @@
 // CPU reference, over tensors dumped from a PyTorch engine under ATOM's names, written back
 // as .safetensors for a bit-level diff against the engine's own outputs.
 import { Option, type Command } from 'commander';
-import { layoutSafetensors, parseHcContract, runHcStep, shapeStr } from '@hcsp/core';
-import type { HcContract, HcStepOutputs, Tensor } from '@hcsp/core';
+import { hcContractOf, layoutSafetensors, parseRoundingContract, ROUNDING_CONTRACTS, runHcStep, shapeStr } from '@hcsp/core';
+import type { HcStepOutputs, RoundingContract, Tensor } from '@hcsp/core';
 import { SafetensorsWeightSource } from '@hcsp/core/node';
 import type { ExpectedTensor } from '@hcsp/core/node';
 import { countNonFinite, describeNonFinite } from '../checkpoint/nonFinite.ts';
@@ -81,7 +81,7 @@ function expectedInputs(source: SafetensorsWeightSource, inPath: string): { spec
 
 export interface HcRun {
   outputs: HcStepOutputs;
-  contract: HcContract;
+  contract: RoundingContract;
   /** inputs holding NaN/Inf (warned about unless --reject-nonfinite refused them) */
   warnings: string[];
 }
@@ -91,7 +91,7 @@ export interface HcRun {
  * (atomically, only after the step succeeded).
  */
 export async function runHcCommand(opts: HcOptions): Promise<HcRun> {
-  const contract = parseHcContract(opts.contract);
+  const contract = parseRoundingContract(opts.contract);
   const target = resolveOutputTarget(opts.out, '--out', [opts.in]);
   const source = SafetensorsWeightSource.open(opts.in);
   const warnings: string[] = [];
@@ -121,7 +121,7 @@ export async function runHcCommand(opts: HcOptions): Promise<HcRun> {
         wInject: get(HC_INPUT_NAMES.wInject),
         wUp: get(HC_INPUT_NAMES.wUp),
       },
-      { contract, streams: STREAMS },
+      { contract: hcContractOf(contract), streams: STREAMS },
     );
   } finally {
     source.close();
@@ -142,7 +142,7 @@ export function registerHc(program: Command): void {
       '--out <file>',
       'output: h_new, normed, d, gate, up, mixed, raw (bf16), written atomically only when the step succeeds; a new or existing regular file (never a device, fifo, socket, directory or the input), or - for standard output',
     )
-    .addOption(new Option('--contract <contract>', 'rounding contract: atom (production) or hf (Hugging Face reference)').choices(['atom', 'hf']).default('atom'))
+    .addOption(new Option('--contract <contract>', 'rounding contract: atom (production), hf (Hugging Face reference) or hf-eager (HF\'s eager torch paths; the HC step rounds as hf)').choices([...ROUNDING_CONTRACTS]).default('atom'))
     .option('--reject-nonfinite', 'refuse inputs holding NaN or Inf (default: warn on stderr)')
     .action(async (opts: HcOptions) => {
       const { outputs, contract, warnings } = await runHcCommand(opts);

@@ -213,6 +213,15 @@ describe('hcsp xcheck', () => {
     expect(overGate(r.pairs, 1000).length).toBe(floats.length);
   });
 
+  it('contract=hf-eager runs HF\'s eager roundings: against hf the HC mix before the first sub-layer agrees and the first difference is that sub-layer\'s output; the run reports its contract', async () => {
+    const r = await xcheck({ compare: 'cpu:contract=hf,cpu:contract=hf-eager', tp: '1', exact: false });
+    expect(r.runs.map((x) => x.options.contract)).toEqual(['hf', 'hf-eager']);
+    const [pair] = r.pairs;
+    for (const name of ['embed', 'layers.0.in', 'layers.0.attn_hc.mixed']) expect(pair.tensors.find((t) => t.name === name)?.differing, name).toBe(0);
+    expect(pair.verdict?.first?.name).toBe('layers.0.attn.out');
+    await expect(xcheck({ compare: 'cpu,cpu:contract=torch' })).rejects.toThrow('--compare: SPEC "cpu:contract=torch": contract must be one of atom|hf|hf-eager, got "torch"');
+  });
+
   it('bad SPECs are refused, naming the SPEC and the key', async () => {
     await expect(xcheck({ compare: 'cpu:sp=off' })).rejects.toThrow('--compare needs at least two SPECs, comma-separated (got "cpu:sp=off")');
     await expect(xcheck({ compare: 'cpu,cpu:colour=red' })).rejects.toThrow('--compare: SPEC "cpu:colour=red": unknown key "colour" (keys: sp, reduce, contract, fp8, quant)');
