@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { FLASH_NEXT, SMALL } from '../../config/presets.ts';
 import { allOpDefs } from '../../graph/ops/registry.ts';
-import { priceGraph } from '../costModel.ts';
+import { hcspKernelSeconds, priceGraph } from '../costModel.ts';
 import { builtInDevice, parseDevice } from '../device.ts';
 import { buildCostGraph } from '../forecast.ts';
 import { HCSP_KERNELS, KERNELS_MODES } from './hcspKernels.ts';
@@ -38,6 +38,15 @@ describe('--engine hcsp: the declared kernels (issue 27)', () => {
       }
     }, 60_000);
   }
+
+  it('a declared kernel is never priced below the roofline of its op: the floor, then its launches and syncs', () => {
+    const device = builtInDevice('mi308x');
+    const nothing = { source: 'x', launches: 2, threads: 1, vectorFlops: 0, fp64Flops: 0, bytes: 0, chain: 0, stepOps: 0, stepMemoryTrips: 0, hostSyncs: 1, scratchBytes: 0 };
+    // 1 ms of roofline, 2 launches of 5 us, one 20 us host sync
+    expect(hcspKernelSeconds(nothing, 1e-3, device)).toBeCloseTo(1e-3 + 10e-6 + 20e-6, 15);
+    // one thread of the 80 x 256 the vector units need: 1 GFLOP at 43 TFLOP/s / 20480
+    expect(hcspKernelSeconds({ ...nothing, vectorFlops: 1e9, hostSyncs: 0 }, 0, device)).toBeCloseTo((1e9 / 43e12) * 20480 + 10e-6, 12);
+  });
 
   it("the GDN recurrence's serial chain: T dependent steps exact, T/64 chunks fast (hand-computed)", () => {
     const device = builtInDevice('mi308x');
