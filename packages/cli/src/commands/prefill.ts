@@ -190,7 +190,7 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
     // rank 0 writes the job's trace (on another node its folder need not exist)
     const traceTarget = opts.trace === undefined || (rank && rank.rank !== 0) ? null : resolveOutputTarget(opts.trace, '--trace', inputs.filter((p): p is string => p !== undefined));
     if (traceTarget?.kind === 'file' && dumpTarget?.kind === 'file' && traceTarget.path === dumpTarget.path) throw new Error(`--trace ${opts.trace}: the same file as --dump ${opts.dump}`);
-    const estimate = estimatePrefillMemory({ config, tokens, tp, sp, reduce, subLayers, pleTable, env: process.env, checkpoint: watch !== undefined });
+    const estimate = estimatePrefillMemory({ config, tokens, tp, sp, reduce, subLayers, pleTable, env: process.env, checkpoint: watch !== undefined, ...(watch ? { fp8Weights: { source: watch, ...(fp8 ? { format: fp8 } : {}) } } : {}) });
     checkMemory(`prefill of ${config.name} at tp ${tp} with T ${tokens}`, estimate, limit);
     const prepared = preparePrefill({
       config,

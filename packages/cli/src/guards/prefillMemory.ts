@@ -1,15 +1,21 @@
 // The prefill's graph, built as preparePrefill builds it but without its feeds (token ids,
 // RoPE tables: T-sized allocations), so that its memory can be judged before any of it.
+// The linears a checkpoint stores as per-channel FP8 are rewritten as preparePrefill
+// rewrites them (keepFp8Weights), so they count as their FP8 bytes and F32 scales, not bf16.
 import {
   buildDecoderGraph,
+  keepFp8Weights,
   modelWeightSpecs,
   planForMode,
   RING_DEFAULT_CHANNELS,
   RING_DEFAULT_CHUNK_ELEMS,
+  type Fp8Format,
+  type Fp8WeightLookup,
   type ModelConfig,
   type ReduceAlgorithm,
   type SpMode,
   type SubLayerBuilders,
+  type WeightSource,
 } from '@hcsp/core';
 import { estimateGraphMemory, type MemoryEstimate } from './memoryEstimate.ts';
 
@@ -25,6 +31,11 @@ export interface PrefillShape {
   env: Record<string, string | undefined>;
   /** weights from a checkpoint (each rank reads its slice) instead of synthetic ones */
   checkpoint: boolean;
+  /**
+   * the weight source preparePrefill will read, when it can serve FP8 weights (a checkpoint),
+   * and the FP8 format the run asks for (--fp8; absent: the checkpoint's)
+   */
+  fp8Weights?: { source: WeightSource & Fp8WeightLookup; format?: Fp8Format };
 }
 
 export function estimatePrefillMemory(p: PrefillShape): MemoryEstimate {
@@ -38,5 +49,6 @@ export function estimatePrefillMemory(p: PrefillShape): MemoryEstimate {
     subLayers: p.subLayers,
     pleTable: p.pleTable,
   });
-  return estimateGraphMemory(graph, p.checkpoint ? { kind: 'checkpoint' } : { kind: 'synthetic', specs: modelWeightSpecs(p.config, p.subLayers) });
+  const run = p.fp8Weights ? keepFp8Weights(graph, p.fp8Weights.source, p.fp8Weights.format).graph : graph;
+  return estimateGraphMemory(run, p.checkpoint ? { kind: 'checkpoint' } : { kind: 'synthetic', specs: modelWeightSpecs(p.config, p.subLayers) });
 }

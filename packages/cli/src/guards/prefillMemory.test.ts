@@ -1,0 +1,44 @@
+// The prefill memory guard on a checkpoint whose linears are per-channel FP8 (the PTPC-FP8
+// release): it counts them as the run holds them, FP8 bytes plus F32 scales, not as bf16.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MODEL_SUB_LAYERS, modelWeightSpecs, numel, preparePrefill, PRESETS } from '@hcsp/core';
+import { openCheckpoint } from '@hcsp/core/node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeModelFolder } from '../commands/weights.ts';
+import { estimateGraphMemory } from './memoryEstimate.ts';
+import { estimatePrefillMemory } from './prefillMemory.ts';
+
+const root = mkdtempSync(join(tmpdir(), 'hcsp-prefill-memory-'));
+const folder = join(root, 'tiny-ptpc');
+const config = PRESETS.tiny;
+beforeAll(async () => {
+  await writeModelFolder({ config, seed: 3, out: folder, layout: 'ptpc-fp8', shards: 1, force: false });
+}, 120_000);
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+describe('estimatePrefillMemory on a PTPC-FP8 checkpoint', () => {
+  it('counts the FP8 linears as FP8 bytes + F32 scales: the estimate of the graph preparePrefill runs, N*K - 4N bytes less per linear than bf16', () => {
+    const { source } = openCheckpoint(folder, config, { specs: modelWeightSpecs(config, MODEL_SUB_LAYERS) });
+    try {
+      const shape = { config, tokens: 24, tp: 1, sp: 'off', reduce: 'ring', subLayers: MODEL_SUB_LAYERS, env: {}, checkpoint: true } as const;
+      const asBf16 = estimatePrefillMemory(shape);
+      const guarded = estimatePrefillMemory({ ...shape, fp8Weights: { source } });
+      const prepared = preparePrefill({ ...shape, seed: 3, weights: source });
+      expect(prepared.fp8WeightLinears).toBeGreaterThan(0);
+      expect(guarded.rankWeights).toBe(estimateGraphMemory(prepared.graph, { kind: 'checkpoint' }).rankWeights);
+      // each FP8 linear's [N, K] weight: 2NK bytes as bf16, NK + 4N as FP8 + scales
+      let saved = 0;
+      for (const n of prepared.graph.nodes) {
+        if (n.op !== 'fp8LinearPtpc') continue;
+        const [N, K] = prepared.graph.values[n.inputs[2]!].shape;
+        expect(numel(prepared.graph.values[n.inputs[3]!].shape)).toBe(N);
+        saved += 2 * N * K - (N * K + 4 * N);
+      }
+      expect(asBf16.rankWeights - guarded.rankWeights).toBe(saved);
+    } finally {
+      source.close();
+    }
+  }, 60_000);
+});
