@@ -27,6 +27,7 @@ import {
   type ValueId,
 } from '@hcsp/core';
 import { measureCeilings, roofline, type Ceilings } from './ceilings.ts';
+import { timeDeviceKernel } from './deviceKernel.ts';
 import { firstDifference } from './firstDifference.ts';
 import { bytesOf, gemmPanelExtraBytes, graphCost, liveBytes, shapeKey, type GemmShape, type GraphCost } from './graphCost.ts';
 import { hcMixBenchGraph, hcMixWeightSpecs, linearBenchGraph } from './graphs.ts';
@@ -282,20 +283,7 @@ export async function runHostBench(opts: HostBenchOptions, deps: HostBenchDeps =
         const x = randomBf16([T, shape.K], opts.seed + 7 * T + which);
         const feeds = new Map<ValueId, Tensor>([['x', x]]);
         const w = await resolveWeight(mixWeights, graph.values[graph.nodes[0].inputs[1]!].weight!);
-        const kernel = async (mode: 'exact' | 'blas'): Promise<number[]> => {
-          const xh = addon.upload('bf16', x.shape, x.data);
-          const wh = addon.upload('bf16', w.shape, w.data);
-          try {
-            const once = async () => {
-              for (const t of await addon.run('linear', [xh, wh], {}, mode)) if (t) addon.free(t);
-            };
-            await once();
-            return await timed(opts.reps, once);
-          } finally {
-            addon.free(xh);
-            addon.free(wh);
-          }
-        };
+        const kernel = (mode: 'exact' | 'blas'): Promise<number[]> => timeDeviceKernel({ addon, gpu: null, mode }, 'linear', [x, w], {}, opts.reps);
         const viaGraph = async (backend: RocmBackend): Promise<number[]> => {
           const p: PreparedGraph = await backend.prepare(graph, mixWeights);
           try {

@@ -1,6 +1,7 @@
 // @hcsp/bench: the benchmarks the hcsp command's `bench` runs, their graphs, counts, timing and
 // this machine's ceilings.
 export * from './ceilings.ts';
+export * from './deviceKernel.ts';
 export * from './firstDifference.ts';
 export * from './graphCost.ts';
 export * from './graphs.ts';

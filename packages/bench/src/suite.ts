@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import { cpus, loadavg } from 'node:os';
 import type { RocmBackend } from '@hcsp/backend-rocm';
 import { createBackend } from '@hcsp/backends';
-import { type Backend, type PreparedGraph, type RunResult, type ValueId } from '@hcsp/core';
+import type { Backend, PreparedGraph, RunResult, ValueId } from '@hcsp/core';
 import { collectGarbage } from './collectGarbage.ts';
 import { NO_HOOKS, type BenchHooks } from './hooks.ts';
 import { SUITE_BACKENDS, isSoftwareAdapter, type SuiteBackend } from './suiteBackends.ts';

@@ -1,8 +1,9 @@
 // The ceilings the suite's cases are set against: this machine's (numpy, copies; the native
 // host device's GEMMs without numpy), and a GPU's own.
-import type { GemmMode, GpuDevice, NativeAddon, NativeTensor, RocmBackend } from '@hcsp/backend-rocm';
+import type { RocmBackend } from '@hcsp/backend-rocm';
 import { formatBytes } from '@hcsp/core';
 import { measureCeilings } from './ceilings.ts';
+import { timeDeviceKernel, type KernelDevice } from './deviceKernel.ts';
 import type { GemmShape } from './graphCost.ts';
 import type { SuiteOptions } from './suiteOptions.ts';
 import { tiledNormal } from './tiledWeights.ts';
@@ -20,50 +21,19 @@ export interface SuiteCeilings {
   copies: { what: string; gbps: number }[];
 }
 
-interface DeviceMeasureDeps {
-  addon: NativeAddon;
-  gpu: GpuDevice | null;
-  mode: GemmMode;
+/** GFLOP/s of the device's linear kernel at [n, n] x [n, n] (bf16 in, fp32 accumulation), median of reps */
+export async function deviceGemmGflops(d: KernelDevice, n: number, reps: number): Promise<number> {
+  const x = { shape: [n, n], data: tiledNormal(n * n, 11) };
+  const w = { shape: [n, n], data: tiledNormal(n * n, 12) };
+  return (2 * n * n * n) / median(await timeDeviceKernel(d, 'linear', [x, w], {}, reps)) / 1e9;
 }
 
-/** median seconds of addon.run(op) on tensors already on the device (output freed each time) */
-async function timeKernel(d: DeviceMeasureDeps, op: string, inputs: NativeTensor[], attrs: Record<string, unknown>, reps: number): Promise<number> {
-  const once = async (): Promise<void> => {
-    for (const t of await d.addon.run(op, inputs, attrs, d.mode, d.gpu)) if (t) d.addon.free(t);
-    d.gpu?.synchronize();
-  };
-  await once();
-  const ts: number[] = [];
-  for (let i = 0; i < reps; i++) {
-    const t0 = performance.now();
-    await once();
-    ts.push((performance.now() - t0) / 1000);
-  }
-  return median(ts);
-}
-
-/** GFLOP/s of the device's linear kernel at [n, n] x [n, n] (bf16 in, fp32 accumulation) */
-export async function deviceGemmGflops(d: DeviceMeasureDeps, n: number, reps: number): Promise<number> {
-  const x = d.addon.upload('bf16', [n, n], tiledNormal(n * n, 11), d.gpu);
-  const w = d.addon.upload('bf16', [n, n], tiledNormal(n * n, 12), d.gpu);
-  try {
-    return (2 * n * n * n) / (await timeKernel(d, 'linear', [x, w], {}, reps)) / 1e9;
-  } finally {
-    d.addon.free(x);
-    d.addon.free(w);
-  }
-}
-
-/** GB/s (read + written) of the device's trim of a bf16 tensor of `bytes` to all its rows: a copy */
-export async function deviceCopyGBps(d: DeviceMeasureDeps, bytes: number, reps: number): Promise<number> {
+/** GB/s (read + written) of the device's trim of a bf16 tensor of `bytes` to all its rows: a copy, median of reps */
+export async function deviceCopyGBps(d: KernelDevice, bytes: number, reps: number): Promise<number> {
   const cols = 4096;
   const rows = Math.max(1, Math.floor(bytes / (2 * cols)));
-  const x = d.addon.upload('bf16', [rows, cols], new Uint16Array(rows * cols), d.gpu);
-  try {
-    return (2 * rows * cols * 2) / (await timeKernel(d, 'trim', [x], { rows }, reps)) / 1e9;
-  } finally {
-    d.addon.free(x);
-  }
+  const x = { shape: [rows, cols], data: new Uint16Array(rows * cols) };
+  return (2 * rows * cols * 2) / median(await timeDeviceKernel(d, 'trim', [x], { rows }, reps)) / 1e9;
 }
 
 function best<T extends { gbps?: number; gflops?: number }>(xs: T[], key: 'gbps' | 'gflops'): T | null {
@@ -127,7 +97,7 @@ export async function machineCeilings(opts: SuiteOptions, say: (line: string) =>
 
 /** A GPU's own ceilings: its vendor GEMM at n^3 and a device copy (trim) of `bytes`. */
 export async function gpuCeilings(backend: RocmBackend, n: number, bytes: number): Promise<SuiteCeilings> {
-  const d: DeviceMeasureDeps = { addon: backend.addon, gpu: backend.gpu, mode: backend.gemm };
+  const d: KernelDevice = { addon: backend.addon, gpu: backend.gpu, mode: backend.gemm };
   const gemms: SuiteCeilings['gemms'] = [];
   const copies: SuiteCeilings['copies'] = [];
   const notes: string[] = [];

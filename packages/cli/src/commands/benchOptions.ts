@@ -132,8 +132,8 @@ export function parseSuiteOptions(raw: SuiteCliOptions, given: (key: keyof Suite
     if (new Set(backends).size !== backends.length) throw new Error(`--backends ${JSON.stringify(raw.backends)} lists a backend twice`);
   }
   const leftOut = new Set<string>();
-  if (raw.webgpu === false) ['webgpu', 'cpu'].forEach((l) => leftOut.add(l));
-  if (raw.host === false) SUITE_BACKENDS.filter((b) => b.options.device === 'host').forEach((b) => leftOut.add(b.label));
+  if (raw.webgpu === false) for (const l of ['webgpu', 'cpu']) leftOut.add(l);
+  if (raw.host === false) for (const b of SUITE_BACKENDS.filter((x) => x.options.device === 'host')) leftOut.add(b.label);
   const chosen = (backends ?? SUITE_BACKENDS.map((b) => b.label)).filter((l) => !leftOut.has(l));
   if (chosen.length === 0) throw new Error('bench --suite: every backend is left out (--backends, --no-webgpu, --no-host)');
   return {
