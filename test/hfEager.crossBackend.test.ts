@@ -1,11 +1,11 @@
 import { expect, it } from 'vitest';
 import { runOnce, SyntheticWeightSource } from '@hcsp/core';
 import { describeWithBackends } from './backends.ts';
-import { hfEagerHandCases } from './cases/hfEagerCases.ts';
+import { hfEagerHandCases, topkTieHandCases } from './cases/hfEagerCases.ts';
 import { opCaseGraph } from './cases/opCases.ts';
 
-// The 'hf-eager' rounding points and the top-k tie rules on every backend, against bits
-// worked out by hand (test/cases/hfEagerCases.ts); the same inputs without the attribute give
+// The 'hf-eager' rounding points and the top-k tie rule on every backend, against bits worked
+// out by hand (test/cases/hfEagerCases.ts); the same inputs without an hf-eager attribute give
 // the other bits, so a backend that ignores the attribute fails.
 const noWeights = new SyntheticWeightSource([], 0);
 
@@ -15,11 +15,12 @@ async function port0(run: () => Promise<Map<string, { data: ArrayLike<number> }>
 }
 
 describeWithBackends('hf-eager rounding points and top-k ties, by hand', (backend) => {
-  for (const c of hfEagerHandCases()) {
+  for (const c of [...hfEagerHandCases(), ...topkTieHandCases()]) {
     it(c.name, async () => {
       const { graph, feeds } = opCaseGraph(c);
       const out = graph.outputs[0];
       expect(await port0(async () => (await runOnce(backend(), graph, feeds, noWeights)).values, out)).toEqual(c.expected);
+      if (!c.contrast) return;
       const plain = { ...c, attrs: Object.fromEntries(Object.entries(c.attrs).filter(([k]) => !HF_ATTRS.has(k))) };
       const g2 = opCaseGraph(plain);
       expect(await port0(async () => (await runOnce(backend(), g2.graph, g2.feeds, noWeights)).values, g2.graph.outputs[0])).toEqual(c.contrast);
@@ -28,4 +29,4 @@ describeWithBackends('hf-eager rounding points and top-k ties, by hand', (backen
 });
 
 /** the attributes the cases set to get HF's rule; without them each op follows ATOM's */
-const HF_ATTRS = new Set(['roundConv', 'eagerSoftmax', 'bf16Accumulate', 'ties']);
+const HF_ATTRS = new Set(['roundConv', 'eagerSoftmax', 'bf16Accumulate']);

@@ -1,14 +1,14 @@
 import { f32ToBf16, type Tensor } from '@hcsp/core';
 import type { OpCase } from './opCases.ts';
 
-// The 'hf-eager' contract's rounding points and the top-k tie rules, on inputs whose expected
+// The 'hf-eager' contract's rounding points and the top-k tie rule, on inputs whose expected
 // bits are worked out by hand in the comments (not by the code under test): each case's
 // `expected` holds output port 0's bf16/f32/i32 values, and `contrast` names the bits the
-// other rule gives, so the case fails if the attribute is ignored.
+// same inputs give without the case's hf-eager attribute, so the case fails if it is ignored.
 export interface HandCase extends OpCase {
   expected: number[];
-  /** the output of the same inputs without the attribute (atom rounding / lowest index) */
-  contrast: number[];
+  /** the output of the same inputs without the hf-eager attribute (the atom roundings) */
+  contrast?: number[];
 }
 
 const bf = (shape: number[], values: number[]): Tensor => ({ dtype: 'bf16', shape, data: Uint16Array.from(values, f32ToBf16) });
@@ -71,6 +71,37 @@ export function hfEagerHandCases(): HandCase[] {
       attrs: { heads: 1, kvHeads: 1, headDim: 2, scale: 1, compressRatio: 4, width: 1, eagerSoftmax: true },
       expected: [0x3f80, 0x4040, 0xbe08, 0x3ffb],
       contrast: [0x3f80, 0x4040, 0xbe06, 0x3ffb],
+    },
+  ];
+}
+
+/**
+ * Exactly equal router logits and QSA block scores: ATOM's rule, largest first and ties to the
+ * lower index (aiter's topk_softmax argmax reduce keeps the lower expert on equal values; the
+ * QSA indexer's stable top-k), the default of moeRoute and qsaSelect on every backend.
+ */
+export function topkTieHandCases(): HandCase[] {
+  return [
+    // row 0: logits [0, 1, 0, 1, 1, 0], top 2: experts 1, 3 and 4 share the largest probability -> [1, 3];
+    // row 1: six equal logits, top 2 -> [0, 1]
+    {
+      name: 'moeRoute ties: equal logits go to the lower expert, largest first',
+      op: 'moeRoute',
+      tp: 1,
+      inputs: [bf([2, 6], [0, 1, 0, 1, 1, 0, 5, 5, 5, 5, 5, 5])],
+      attrs: { topK: 2, normTopkProb: true },
+      expected: [1, 3, 0, 1],
+    },
+    // one indexer head of dim 2, q = [1, 0], block keys [s_b, 0] with s = [1, 2, 2, 1, 2, 0.5, 2, 2]:
+    // score_b = relu(s_b) / fr(sqrt(2)), five blocks tie at the largest; rows at positions 14
+    // (7 complete blocks: 0..6) and 15 (8 blocks) keep the top 3 -> blocks 1, 2, 4 (ascending)
+    {
+      name: 'qsaSelect ties: equal block scores go to the lower block',
+      op: 'qsaSelect',
+      tp: 1,
+      inputs: [bf([2, 2], [1, 0, 1, 0]), bf([8, 2], [1, 0, 2, 0, 2, 0, 1, 0, 2, 0, 0.5, 0, 2, 0, 2, 0])],
+      attrs: { nHeads: 1, headDim: 2, compressRatio: 2, width: 3, r0: 14, tokens: 16 },
+      expected: [1, 2, 4, 1, 2, 4],
     },
   ];
 }
