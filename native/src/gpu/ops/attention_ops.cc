@@ -12,6 +12,7 @@
 #include "../../ops/attention_checks.h"
 #include "../gpu_op_registry.h"
 #include "../kernels/attention.h"
+#include "../kernels/attention_tiled.h"
 #include "../kernels/reduce.h"
 
 namespace hcsp::gpu {
@@ -104,6 +105,14 @@ Outputs attnCausalQsa(const Inputs& in, const GpuContext& g) {
 
   TensorPtr out = g.alloc(DType::BF16, {T, heads * hd});
   if (T == 0 || heads == 0 || hd == 0) return {out};
+  // the fast kernel: flash-style over the kept keys (kernels/attention_tiled.cu); its shared
+  // tiles take head dims up to HCSP_TILED_ATTN_MAX_HD, larger ones (and the hf-eager roundings) run the exact kernel below
+  if (g.fastKernels() && hd <= HCSP_TILED_ATTN_MAX_HD && !a.eagerSoftmax) {
+    const int64_t tiles = (T + HCSP_TILED_ATTN_ROWS - 1) / HCSP_TILED_ATTN_ROWS;
+    HCSP_LAUNCH_BLOCKS(g.rt, hcsp_attention_tiled_qsa, tiles * heads, HCSP_TILED_ATTN_THREADS, a.q.bf16(), a.k.bf16(), a.v.bf16(), blocks, bad->data<int32_t>(),
+                       out->bf16(), T, heads, kvHeads, hd, width, ratio, a.scaleF);
+    return {out};
+  }
   // each (row, head) keeps its scores/probabilities, at most min(T, width * ratio + ratio - 1) of them
   const int64_t keptMax = std::min(T, (width + 1) * ratio);
   const int64_t items = T * heads;

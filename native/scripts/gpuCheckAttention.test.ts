@@ -1,0 +1,51 @@
+import { CpuBackend, FLASH_NEXT, runOnce, SMALL } from '@hcsp/core';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createRocmBackend, type RocmBackend } from '@hcsp/backend-rocm';
+import { attentionChainGraph, attentionKeptFlops, attentionMinBytes, attentionStep, attentionVerdict, keptKeys } from './gpuCheckAttention.ts';
+
+describe('gpu-check tiled attention threshold', () => {
+  it('passes within 3x of its math at the matrix ceiling and fails past it', () => {
+    // 300 TFLOP in 1 s against a 900 TFLOP/s ceiling: exactly 3x its math
+    expect(attentionVerdict(1, 300e12, 1e9, 900)).toEqual({ pass: true, line: expect.stringMatching(/^ {2}attnCausalQsa +1\.000000 s +300\.00 TFLOP\/s +1\.0 GB\/s {2}3\.00x its math at 900\.0 TFLOP\/s {2}pass$/) });
+    expect(attentionVerdict(1.01, 300e12, 1e9, 900)).toEqual({ pass: false, line: expect.stringMatching(/3\.03x its math at 900\.0 TFLOP\/s {2}FAIL \(over 3x\)$/) });
+    expect(attentionVerdict(0, 1e12, 1, 900).pass).toBe(false);
+    expect(attentionVerdict(-1e-3, 1e12, 1, 900).pass).toBe(false);
+  });
+
+  it('the FLOPs count only the kept keys', () => {
+    // ratio 4, width 512: row t keeps min(512, floor((t+1)/4)) blocks and its tail
+    expect([0, 2, 3, 4, 2047, 2048, 4095].map((t) => keptKeys(t, 4, 512))).toEqual([1, 3, 4, 5, 2048, 2049, 2048]);
+    let keys = 0;
+    for (let t = 0; t < 4096; t++) keys += t < 2048 ? t + 1 : 2048 + ((t + 1) % 4);
+    expect(attentionKeptFlops(FLASH_NEXT, 4096)).toBe(4 * 256 * 24 * keys);
+    // q read and o written [4096, 24*256], k and v [4096, 2*256] bf16; the selection [4096, 512] i32
+    expect(attentionMinBytes(FLASH_NEXT, 4096)).toBe(2 * (2 * 4096 * 6144 + 2 * 4096 * 512) + 4 * 4096 * 512);
+  });
+});
+
+describe('gpu-check tiled attention step on the emulated device', () => {
+  let backend: RocmBackend;
+  afterAll(async () => backend?.dispose());
+
+  it('the chained graph gives the CPU reference\'s bits with the exact kernels', async () => {
+    backend = (await createRocmBackend({ device: 'emulated', gemm: 'exact', kernels: 'exact' })) as RocmBackend;
+    // small at T 80: rows past 67 drop blocks
+    const { graph, weights } = attentionChainGraph(SMALL, 80, 3);
+    const want = await runOnce(new CpuBackend(), graph, new Map(), weights, { keep: 'all' });
+    const got = await runOnce(backend, graph, new Map(), weights, { keep: 'all' });
+    expect(graph.nodes.filter((n) => n.op === 'attnCausalQsa')).toHaveLength(3);
+    for (const [id, t] of want.values) expect(Buffer.from(got.values.get(id)!.data.buffer).equals(Buffer.from(t.data.buffer)), id).toBe(true);
+    await backend.dispose();
+  }, 60_000);
+
+  it('the step times the fast kernel and judges it against the ceiling', async () => {
+    backend = (await createRocmBackend({ device: 'emulated', gemm: 'exact', kernels: 'fast' })) as RocmBackend;
+    const fast = await attentionStep(backend, 1e-12, { config: SMALL, T: 64, reps: 3, runs: 1 });
+    expect(fast[0]!.line).toMatch(/^tiled attention \(attnCausalQsa, kernels fast\) at T=64, small: 8 heads \/ 2 KV heads, hd 32, QSA 16 blocks of 4; 0\.0 GFLOP over the kept keys \(within 3x of its math at the matrix ceiling\):$/);
+    expect(fast[1]!.line).toMatch(/^ {2}attnCausalQsa +-?\d+\.\d+ s/);
+    // a ceiling no device reaches: the step cannot pass
+    const slow = await attentionStep(backend, 1e12, { config: SMALL, T: 64, reps: 2, runs: 1 });
+    expect(slow[1]!.pass).toBe(false);
+    expect(slow[1]!.line).toMatch(/FAIL \(over 3x\)$/);
+  }, 120_000);
+});
