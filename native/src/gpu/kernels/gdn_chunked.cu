@@ -21,9 +21,9 @@
 using hcsp::bf16ToF32;
 using hcsp::f32ToBf16;
 
-HCSP_GLOBAL void hcsp_gdn_chunk_prep(const uint16_t* qkv, const float* qn, const float* kn, const float* g, const uint16_t* beta, float* G, float* W, float* U,
+HCSP_GLOBAL void hcsp_gdn_chunk_prep(const uint16_t* qkv, const float* qn, const float* kn, const float* g, const uint16_t* beta, double* G, float* W, float* U,
                                      float* P, int64_t tokens, int64_t channels, int64_t keyHeads, int64_t valueHeads, int64_t keyDim, int64_t valueDim) {
-  HCSP_SHARED(float, gcum, HCSP_GDN_CHUNK);
+  HCSP_SHARED(double, gcum, HCSP_GDN_CHUNK);
   HCSP_SHARED(float, betas, HCSP_GDN_CHUNK);
   HCSP_SHARED(float, A, HCSP_GDN_CHUNK * HCSP_GDN_CHUNK);
   const int64_t C = HCSP_GDN_CHUNK;
@@ -40,9 +40,9 @@ HCSP_GLOBAL void hcsp_gdn_chunk_prep(const uint16_t* qkv, const float* qn, const
     const int64_t L = tokens - t0 < C ? tokens - t0 : C;
     const int64_t kb = (h / group) * keyDim;
     if (tid == 0) {
-      float acc = 0.0f;
+      double acc = 0.0;
       for (int64_t r = 0; r < L; r++) {
-        acc = acc + g[(t0 + r) * valueHeads + h];
+        acc = acc + static_cast<double>(g[(t0 + r) * valueHeads + h]);
         gcum[r] = acc;
         G[h * tokens + t0 + r] = acc;
         betas[r] = bf16ToF32(beta[(t0 + r) * valueHeads + h]);
@@ -56,7 +56,7 @@ HCSP_GLOBAL void hcsp_gdn_chunk_prep(const uint16_t* qkv, const float* qn, const
       const float* kr = kn + (t0 + r) * kOff + kb;
       const float* ks = kn + (t0 + s) * kOff + kb;
       const float* qr = qn + (t0 + r) * kOff + kb;
-      const float decay = hcsp::fp32::expF32(gcum[r] - gcum[s]);
+      const float decay = hcsp::fp32::expF32(static_cast<float>(gcum[r] - gcum[s]));
       float qk = 0.0f;
       for (int64_t i = 0; i < keyDim; i++) qk = HCSP_FMAF(qr[i], ks[i], qk);
       P[(blk * C + r) * C + s] = qk * decay;
@@ -73,7 +73,7 @@ HCSP_GLOBAL void hcsp_gdn_chunk_prep(const uint16_t* qkv, const float* qn, const
       float x[HCSP_GDN_CHUNK];
       for (int64_t r = 0; r < L; r++) {
         const int64_t t = t0 + r;
-        float acc = isW ? (betas[r] * hcsp::fp32::expF32(gcum[r])) * kn[t * kOff + kb + col] : betas[r] * bf16ToF32(qkv[t * channels + vOff + h * valueDim + (col - keyDim)]);
+        float acc = isW ? (betas[r] * hcsp::fp32::expF32(static_cast<float>(gcum[r]))) * kn[t * kOff + kb + col] : betas[r] * bf16ToF32(qkv[t * channels + vOff + h * valueDim + (col - keyDim)]);
         for (int64_t s = 0; s < r; s++) acc = HCSP_FMAF(-A[r * C + s], x[s], acc);
         x[r] = acc;
         if (isW) {
@@ -88,7 +88,7 @@ HCSP_GLOBAL void hcsp_gdn_chunk_prep(const uint16_t* qkv, const float* qn, const
   }
 }
 
-HCSP_GLOBAL void hcsp_gdn_chunk_state(const float* qn, const float* kn, const float* G, const float* W, const float* U, const float* P, uint16_t* o,
+HCSP_GLOBAL void hcsp_gdn_chunk_state(const float* qn, const float* kn, const double* G, const float* W, const float* U, const float* P, uint16_t* o,
                                       int64_t tokens, int64_t keyHeads, int64_t valueHeads, int64_t keyDim, int64_t valueDim) {
   const int64_t J = HCSP_GDN_COLS;
   const int64_t C = HCSP_GDN_CHUNK;
@@ -110,11 +110,11 @@ HCSP_GLOBAL void hcsp_gdn_chunk_state(const float* qn, const float* kn, const fl
     for (int64_t c = 0; c < chunks; c++) {
       const int64_t t0 = c * C;
       const int64_t L = tokens - t0 < C ? tokens - t0 : C;
-      const float* Gc = G + h * tokens + t0;
+      const double* Gc = G + h * tokens + t0;
       // exp(G_r): the entering state's decay to token r; exp(G_last - G_r): token r's to the chunk's end
       for (int64_t r = tid; r < L; r += nt) {
-        decayIn[r] = hcsp::fp32::expF32(Gc[r]);
-        decayOut[r] = hcsp::fp32::expF32(Gc[L - 1] - Gc[r]);
+        decayIn[r] = hcsp::fp32::expF32(static_cast<float>(Gc[r]));
+        decayOut[r] = hcsp::fp32::expF32(static_cast<float>(Gc[L - 1] - Gc[r]));
       }
       HCSP_BARRIER();
       // delta = U - W S

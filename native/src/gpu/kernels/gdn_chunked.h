@@ -18,7 +18,7 @@
  * P[r][s] = (q_r . k_s) exp(G_r - G_s) for s <= r. Writes G [vh, T], W [vh, T, dk],
  * U [vh, T, dv] and P [vh, chunks, CHUNK, CHUNK] (fp32; P's upper triangle unwritten).
  */
-HCSP_GLOBAL void hcsp_gdn_chunk_prep(const uint16_t* qkv, const float* qn, const float* kn, const float* g, const uint16_t* beta, float* G, float* W, float* U,
+HCSP_GLOBAL void hcsp_gdn_chunk_prep(const uint16_t* qkv, const float* qn, const float* kn, const float* g, const uint16_t* beta, double* G, float* W, float* U,
                                      float* P, int64_t tokens, int64_t channels, int64_t keyHeads, int64_t valueHeads, int64_t keyDim, int64_t valueDim);
 
 /**
@@ -27,5 +27,5 @@ HCSP_GLOBAL void hcsp_gdn_chunk_prep(const uint16_t* qkv, const float* qn, const
  * memory, the chunks in order: delta = U - W S; o = bf(exp(G) (Q S) + P delta);
  * S = exp(G_last) S + sum_s exp(G_last - G_s) k_s delta_s^T.
  */
-HCSP_GLOBAL void hcsp_gdn_chunk_state(const float* qn, const float* kn, const float* G, const float* W, const float* U, const float* P, uint16_t* o,
+HCSP_GLOBAL void hcsp_gdn_chunk_state(const float* qn, const float* kn, const double* G, const float* W, const float* U, const float* P, uint16_t* o,
                                       int64_t tokens, int64_t keyHeads, int64_t valueHeads, int64_t keyDim, int64_t valueDim);

@@ -33,7 +33,7 @@ Outputs gdnGates(const Inputs& in, const GpuContext& g) {
 /**
  * The chunked recurrence (kernels/gdn_chunked.cu): the shared l2 norms, the per-(head, chunk)
  * solve, then the state pass over chunks, one block per (head, tile of state columns). Scratch:
- * qn, kn [T, keyHeads*dk], G [vh, T], W [vh, T, dk], U [vh, T, dv], P [vh, chunks, 64, 64] (fp32).
+ * qn, kn [T, keyHeads*dk], G [vh, T] (double), W [vh, T, dk], U [vh, T, dv], P [vh, chunks, 64, 64] (fp32).
  */
 Outputs gdnRecurrenceChunked(const ops::GdnRecurrenceArgs& a, const GpuContext& g) {
   const int64_t T = a.T, keyHeads = a.keyHeads, valueHeads = a.valueHeads, dk = a.dk, dv = a.dv, channels = a.channels;
@@ -44,14 +44,17 @@ Outputs gdnRecurrenceChunked(const ops::GdnRecurrenceArgs& a, const GpuContext& 
   if (T == 0 || valueHeads == 0 || dv == 0) return {o};
   TensorPtr qn = g.alloc(DType::F32, {T, kOff});
   TensorPtr kn = g.alloc(DType::F32, {T, kOff});
-  TensorPtr G = g.alloc(DType::F32, {valueHeads, T});
+  // G is double (the cumulative log decays: their differences keep fp32's relative precision);
+  // no F64 dtype, so two fp32 words per value
+  TensorPtr G = g.alloc(DType::F32, {valueHeads, T, 2});
+  double* Gd = reinterpret_cast<double*>(G->data<float>());
   TensorPtr W = g.alloc(DType::F32, {valueHeads, T, dk});
   TensorPtr U = g.alloc(DType::F32, {valueHeads, T, dv});
   TensorPtr P = g.alloc(DType::F32, {valueHeads, chunks, HCSP_GDN_CHUNK, HCSP_GDN_CHUNK});
   HCSP_LAUNCH(g.rt, hcsp_gdn_l2norm, T * keyHeads, a.qkv.bf16(), qn->data<float>(), kn->data<float>(), T, channels, keyHeads, dk, a.epsF, a.scaleF);
   HCSP_LAUNCH_BLOCKS(g.rt, hcsp_gdn_chunk_prep, valueHeads * chunks, 256, a.qkv.bf16(), qn->data<float>(), kn->data<float>(), a.g.data<float>(), a.beta.bf16(),
-                     G->data<float>(), W->data<float>(), U->data<float>(), P->data<float>(), T, channels, keyHeads, valueHeads, dk, dv);
-  HCSP_LAUNCH_BLOCKS(g.rt, hcsp_gdn_chunk_state, valueHeads * tiles, 256, qn->data<float>(), kn->data<float>(), G->data<float>(), W->data<float>(),
+                     Gd, W->data<float>(), U->data<float>(), P->data<float>(), T, channels, keyHeads, valueHeads, dk, dv);
+  HCSP_LAUNCH_BLOCKS(g.rt, hcsp_gdn_chunk_state, valueHeads * tiles, 256, qn->data<float>(), kn->data<float>(), Gd, W->data<float>(),
                      U->data<float>(), P->data<float>(), o->bf16(), T, keyHeads, valueHeads, dk, dv);
   return {o};
 }

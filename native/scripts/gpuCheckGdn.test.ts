@@ -1,0 +1,51 @@
+import { CpuBackend, FLASH_NEXT, runOnce, SMALL } from '@hcsp/core';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createRocmBackend, type RocmBackend } from '@hcsp/backend-rocm';
+import { gdnChainGraph, gdnChunkedFlops, gdnMinBytes, gdnStep, gdnVerdict } from './gpuCheckGdn.ts';
+
+describe('gpu-check chunked GatedDeltaNet threshold', () => {
+  it('passes within 3x of its math at the matrix ceiling and fails past it', () => {
+    // 300 TFLOP in 1 s against a 900 TFLOP/s ceiling: exactly 3x its math
+    expect(gdnVerdict(1, 300e12, 1e9, 900)).toEqual({ pass: true, line: expect.stringMatching(/^ {2}gdnRecurrence +1\.000000 s +300\.00 TFLOP\/s +1\.0 GB\/s {2}3\.00x its math at 900\.0 TFLOP\/s {2}pass$/) });
+    expect(gdnVerdict(1.01, 300e12, 1e9, 900)).toEqual({ pass: false, line: expect.stringMatching(/3\.03x its math at 900\.0 TFLOP\/s {2}FAIL \(over 3x\)$/) });
+    expect(gdnVerdict(0, 1e12, 1, 900).pass).toBe(false);
+    expect(gdnVerdict(-1e-3, 1e12, 1, 900).pass).toBe(false);
+  });
+
+  it('the FLOPs are the chunk algorithm\'s at Flash-Next dimensions, T = 4096, and count a partial last chunk', () => {
+    // per value head and chunk of 64 (dk = dv = 128): the solve 2 (2016 dk + 2080 dk + 2016 (dk + dv)),
+    // the state pass 2 (2 * 64 dv dk + 2080 dv + dk dv 64); 64 chunks, 48 value heads
+    const perChunk = 2 * (2016 * 128 + 2080 * 128 + 2016 * 256) + 2 * (2 * 64 * 128 * 128 + 2080 * 128 + 128 * 128 * 64);
+    expect(gdnChunkedFlops(FLASH_NEXT, 4096)).toBe(48 * 64 * perChunk);
+    // T 65: a whole chunk and one token (L = 1: P's one q.k, no substitution; 2 dv dk + dv + dk dv per head)
+    expect(gdnChunkedFlops(FLASH_NEXT, 65) - gdnChunkedFlops(FLASH_NEXT, 64)).toBe(48 * 2 * (128 + 2 * 128 * 128 + 128 + 128 * 128));
+    // qkv [4096, 2*16*128 + 48*128] read, g (f32) and beta (bf16) [4096, 48], o [4096, 48*128] written
+    expect(gdnMinBytes(FLASH_NEXT, 4096)).toBe(2 * 4096 * 10240 + 6 * 4096 * 48 + 2 * 4096 * 6144);
+  });
+});
+
+describe('gpu-check chunked GatedDeltaNet step on the emulated device', () => {
+  let backend: RocmBackend;
+  afterAll(async () => backend?.dispose());
+
+  it("the chained graph gives the CPU reference's bits with the exact kernels", async () => {
+    backend = (await createRocmBackend({ device: 'emulated', gemm: 'exact', kernels: 'exact' })) as RocmBackend;
+    const { graph, weights } = gdnChainGraph(SMALL, 70, 3);
+    const want = await runOnce(new CpuBackend(), graph, new Map(), weights, { keep: 'all' });
+    const got = await runOnce(backend, graph, new Map(), weights, { keep: 'all' });
+    expect(graph.nodes.filter((n) => n.op === 'gdnRecurrence')).toHaveLength(3);
+    for (const [id, t] of want.values) expect(Buffer.from(got.values.get(id)!.data.buffer).equals(Buffer.from(t.data.buffer)), id).toBe(true);
+    await backend.dispose();
+  }, 60_000);
+
+  it('the step times the fast kernel and judges it against the ceiling', async () => {
+    backend = (await createRocmBackend({ device: 'emulated', gemm: 'exact', kernels: 'fast' })) as RocmBackend;
+    const fast = await gdnStep(backend, 1e-12, { config: SMALL, T: 70, reps: 3, runs: 1 });
+    expect(fast[0]!.line).toMatch(/^chunked GatedDeltaNet \(gdnRecurrence, kernels fast\) at T=70, small: 4 key \/ 12 value heads, dk 16 dv 16, chunks of 64; 0\.0 GFLOP \(within 3x of its math at the matrix ceiling\):$/);
+    expect(fast[1]!.line).toMatch(/^ {2}gdnRecurrence +-?\d+\.\d+ s/);
+    // a ceiling no device reaches: the step cannot pass
+    const slow = await gdnStep(backend, 1e12, { config: SMALL, T: 70, reps: 2, runs: 1 });
+    expect(slow[1]!.pass).toBe(false);
+    expect(slow[1]!.line).toMatch(/FAIL \(over 3x\)$/);
+  }, 120_000);
+});

@@ -1,0 +1,128 @@
+// The GPU check's chunked-GatedDeltaNet step (issue 24): gdnRecurrence's fast kernel
+// (kernels/gdn_chunked.cu) at Flash-Next's linear-attention shapes (16 key heads, 48 value
+// heads, key and value dims 128), T = 4096, tp 1 on one GPU. Its FLOPs are the chunk
+// algorithm's (gdnChunkedFlops), and it passes when its time is within GDN_MATH_FACTOR of that
+// math at the device's matrix ceiling (the best GEMM TFLOP/s the check measures in the same
+// run). gpuCheck.ts runs it; gpuCheckGdn.test.ts runs it on the emulated device at small shapes.
+//
+// g and beta come from gdnGates on synthetic gate inputs (so g is a real log decay); the
+// recurrence runs `reps` times on the same operands in one recorded run, and the per-launch
+// time is the difference of a reps run and a one-launch run over the extra launches, so the
+// gates, the run's sync and its read-back cancel out.
+import { FLASH_NEXT, GraphBuilder, SyntheticWeightSource, type Backend, type Graph, type ModelConfig, type WeightSpec } from '@hcsp/core';
+
+/** the kernel must run within this factor of its chunk math at the matrix ceiling */
+export const GDN_MATH_FACTOR = 3;
+/** tokens per chunk (kernels/gdn_chunked.h HCSP_GDN_CHUNK) */
+export const GDN_CHUNK = 64;
+
+export interface Verdict {
+  line: string;
+  pass: boolean;
+}
+
+/** gdnRecurrence's attributes for a config at tp 1 */
+export function gdnAttrs(config: ModelConfig): { keyHeads: number; valueHeads: number; keyDim: number; valueDim: number; scale: number; l2Eps: number } {
+  const { numKeyHeads, numValueHeads, keyHeadDim, valueHeadDim } = config.linearAttention;
+  return { keyHeads: numKeyHeads, valueHeads: numValueHeads, keyDim: keyHeadDim, valueDim: valueHeadDim, scale: Math.fround(keyHeadDim ** -0.5), l2Eps: 1e-6 };
+}
+
+/**
+ * The chunk algorithm's FLOPs at T tokens (a multiply and an add each 2), per value head and
+ * chunk of L tokens: the solve's A and P (L(L-1)/2 and L(L+1)/2 key-dim dots), its forward
+ * substitution over the dk + dv columns (L(L-1)/2 each); the state pass's delta = U - W S and
+ * Q S (L dv dk each), P delta (L(L+1)/2 dv) and the state update (dk dv L).
+ */
+export function gdnChunkedFlops(config: ModelConfig, T: number): number {
+  const { valueHeads, keyDim: dk, valueDim: dv } = gdnAttrs(config);
+  let perHead = 0;
+  for (let t0 = 0; t0 < T; t0 += GDN_CHUNK) {
+    const L = Math.min(GDN_CHUNK, T - t0);
+    const tri = (L * (L - 1)) / 2;
+    const triDiag = (L * (L + 1)) / 2;
+    perHead += 2 * (tri * dk + triDiag * dk + tri * (dk + dv));
+    perHead += 2 * (2 * L * dv * dk + triDiag * dv + dk * dv * L);
+  }
+  return valueHeads * perHead;
+}
+
+/** the bytes the op must move at least: qkv, g and beta read, o written */
+export function gdnMinBytes(config: ModelConfig, T: number): number {
+  const { keyHeads, valueHeads, keyDim, valueDim } = gdnAttrs(config);
+  return 2 * T * (2 * keyHeads * keyDim + valueHeads * valueDim) + 6 * T * valueHeads + 2 * T * valueHeads * valueDim;
+}
+
+/** the verdict: seconds against the chunk math at the matrix ceiling */
+export function gdnVerdict(seconds: number, flops: number, bytes: number, matrixTflops: number): Verdict {
+  const tflops = flops / seconds / 1e12;
+  const mathSeconds = flops / (matrixTflops * 1e12);
+  const factor = seconds / mathSeconds;
+  const pass = Number.isFinite(factor) && factor > 0 && factor <= GDN_MATH_FACTOR;
+  const line =
+    `  gdnRecurrence ${seconds.toFixed(6).padStart(9)} s ${tflops.toFixed(2).padStart(8)} TFLOP/s ${(bytes / seconds / 1e9).toFixed(1).padStart(8)} GB/s  ` +
+    `${factor.toFixed(2)}x its math at ${matrixTflops.toFixed(1)} TFLOP/s  ${pass ? 'pass' : `FAIL (over ${GDN_MATH_FACTOR}x)`}`;
+  return { line, pass };
+}
+
+/** gdnGates from synthetic b, a, A_log and dt_bias, then gdnRecurrence `reps` times on one synthetic qkv; the output is the last result's first column */
+export function gdnChainGraph(config: ModelConfig, T: number, reps: number): { graph: Graph; weights: SyntheticWeightSource } {
+  const a = gdnAttrs(config);
+  const C = 2 * a.keyHeads * a.keyDim + a.valueHeads * a.valueDim;
+  const b = new GraphBuilder(1, { check: 'gdnRecurrence chain', tokens: T, reps });
+  const specs: WeightSpec[] = [];
+  const weight = (name: string, shape: number[], std: number) => {
+    specs.push({ name, shape, dtype: 'bf16', init: { kind: 'normal', std } });
+    return b.weight({ name }, shape);
+  };
+  const qkv = weight('qkv', [T, C], 1);
+  const g = b.value('g', [T, a.valueHeads], 'f32', 0);
+  const beta = b.value('beta', [T, a.valueHeads], 'bf16', 0);
+  const gateIns = [weight('b', [T, a.valueHeads], 1), weight('a', [T, a.valueHeads], 1), weight('aLog', [a.valueHeads], 0.5), weight('dtBias', [a.valueHeads], 0.5)];
+  b.node({ op: 'gdnGates', rank: 0, layer: 0, scope: 'gates', inputs: gateIns, outputs: [g, beta], attrs: {} });
+  let o = '';
+  for (let r = 0; r < reps; r++) {
+    o = b.value(`o${r}`, [T, a.valueHeads * a.valueDim], 'bf16', 0);
+    b.node({ op: 'gdnRecurrence', rank: 0, layer: 0, scope: `recurrence.${r}`, inputs: [qkv, g, beta], outputs: [o], attrs: a });
+  }
+  const out = b.value('column', [T, 1], 'bf16', 0);
+  b.node({ op: 'sliceCols', rank: 0, layer: 0, scope: 'read back', inputs: [o], outputs: [out], attrs: { start: 0, end: 1 } });
+  b.markOutput(out);
+  return { graph: b.build(), weights: new SyntheticWeightSource(specs, 13) };
+}
+
+/** the median recorded run's seconds (after a warm-up) of a chain of reps */
+async function timeRuns(backend: Backend, config: ModelConfig, T: number, reps: number, runs: number): Promise<number> {
+  const { graph, weights } = gdnChainGraph(config, T, reps);
+  const prepared = await backend.prepare(graph, weights);
+  try {
+    await prepared.run(new Map());
+    const times: number[] = [];
+    for (let r = 0; r < runs; r++) {
+      const t0 = performance.now();
+      await prepared.run(new Map());
+      times.push((performance.now() - t0) / 1000);
+    }
+    times.sort((x, y) => x - y);
+    return times[times.length >> 1];
+  } finally {
+    await prepared.dispose();
+  }
+}
+
+/** the step: one launch's seconds (a reps run less a one-launch run, over reps - 1) against the matrix ceiling; the header first */
+export async function gdnStep(backend: Backend, matrixTflops: number, options: { config?: ModelConfig; T?: number; reps?: number; runs?: number } = {}): Promise<Verdict[]> {
+  const config = options.config ?? FLASH_NEXT;
+  const T = options.T ?? 4096;
+  const reps = Math.max(2, options.reps ?? 6);
+  const runs = options.runs ?? 5;
+  const a = gdnAttrs(config);
+  const long = await timeRuns(backend, config, T, reps, runs);
+  const one = await timeRuns(backend, config, T, 1, runs);
+  // a negative difference (noise on a tiny run) is no time at all: the verdict fails it
+  const seconds = (long - one) / (reps - 1);
+  const flops = gdnChunkedFlops(config, T);
+  const header =
+    `chunked GatedDeltaNet (gdnRecurrence, kernels fast) at T=${T}, ${config.name}: ${a.keyHeads} key / ${a.valueHeads} value heads, dk ${a.keyDim} dv ${a.valueDim}, chunks of ${GDN_CHUNK}; ` +
+    `${(flops / 1e9).toFixed(1)} GFLOP (within ${GDN_MATH_FACTOR}x of its math at the matrix ceiling):`;
+  return [{ line: header, pass: true }, gdnVerdict(seconds, flops, gdnMinBytes(config, T), matrixTflops)];
+}
