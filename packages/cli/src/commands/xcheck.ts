@@ -146,10 +146,8 @@ async function xcheck(opts: XcheckCliOptions): Promise<{ report: XcheckReport; t
   }
   const layers = opts.layers ? parseLayerRange(opts.layers, '--layers') : ([0, config.numLayers] as [number, number]);
   if (layers[1] > config.numLayers) throw new Error(`--layers ${opts.layers}: config '${config.name}' has ${config.numLayers} layers`);
-  // from the configuration alone, before the inputs and weights of any SPEC are made
   const limit = memoryLimit(opts.maxMemory);
-  const stages = estimateXcheckMemory({ config, subLayers, tokens, tp, layers, specs, exact: opts.exact, checkpoint: opts.weights !== undefined, env: process.env });
-  for (const stage of stages) checkMemory(`${stage.what}: prefill of ${config.name} at tp ${tp} with T ${tokens}`, stage.estimate, limit);
+  // the checkpoint's headers only (its FP8 linears count as FP8 in the estimate); no weight is read yet
   let checkpoint: CheckpointWeightSource | undefined;
   if (opts.weights) {
     try {
@@ -160,6 +158,9 @@ async function xcheck(opts: XcheckCliOptions): Promise<{ report: XcheckReport; t
     }
   }
   try {
+    // from the configuration alone, before the inputs and weights of any SPEC are made
+    const stages = estimateXcheckMemory({ config, subLayers, tokens, tp, layers, specs, exact: opts.exact, checkpoint: opts.weights !== undefined, ...(checkpoint ? { fp8Weights: checkpoint } : {}), env: process.env });
+    for (const stage of stages) checkMemory(`${stage.what}: prefill of ${config.name} at tp ${tp} with T ${tokens}`, stage.estimate, limit);
     const report = await runXcheck({
       config,
       subLayers,

@@ -2,8 +2,25 @@
 // is allocated (no token ids, RoPE tables or weights): every SPEC's graph is built as
 // preparePrefill builds it (with its named values kept to the end), and the run holds
 // besides its own graph what the comparison keeps: the first SPEC's named values while the
-// others run, and their float64 values once the float64 evaluation ran.
-import { buildDecoderGraph, bytesPerElement, modelWeightSpecs, numel, planForMode, RING_DEFAULT_CHANNELS, RING_DEFAULT_CHUNK_ELEMS, type Graph, type ModelConfig, type SubLayerBuilders, type ValueId } from '@hcsp/core';
+// others run, and their float64 values once the float64 evaluation ran. A checkpoint's
+// per-channel FP8 linears are rewritten as preparePrefill rewrites them (keepFp8Weights), so
+// they count as their FP8 bytes and F32 scales.
+import {
+  buildDecoderGraph,
+  bytesPerElement,
+  keepFp8Weights,
+  modelWeightSpecs,
+  numel,
+  planForMode,
+  RING_DEFAULT_CHANNELS,
+  RING_DEFAULT_CHUNK_ELEMS,
+  type Fp8WeightLookup,
+  type Graph,
+  type ModelConfig,
+  type SubLayerBuilders,
+  type ValueId,
+  type WeightSource,
+} from '@hcsp/core';
 import { estimateGraphMemory, GARBAGE_FACTOR, type MemoryEstimate } from '../guards/memoryEstimate.ts';
 import type { XcheckSpec } from './xcheckSpec.ts';
 
@@ -22,6 +39,8 @@ export interface XcheckShape {
   exact: boolean;
   /** weights from a checkpoint (each rank reads its slice) instead of synthetic ones */
   checkpoint: boolean;
+  /** the opened checkpoint, whose FP8 linears each SPEC's run keeps as FP8 (in the SPEC's fp8 format when it has one) */
+  fp8Weights?: WeightSource & Fp8WeightLookup;
   env: Record<string, string | undefined>;
 }
 
@@ -43,7 +62,8 @@ function namedIds(spec: XcheckSpec, x: XcheckShape): { graph: Graph; named: Valu
     dump: true,
     fp8: spec.fp8,
   });
-  return { graph, named: [...Object.values(outputs.dumpValues), ...Object.values(outputs.rankValues).map((v) => v.id)] };
+  const run = x.fp8Weights ? keepFp8Weights(graph, x.fp8Weights, spec.fp8 ?? undefined).graph : graph;
+  return { graph: run, named: [...Object.values(outputs.dumpValues), ...Object.values(outputs.rankValues).map((v) => v.id)] };
 }
 
 /** the total as estimateGraphMemory makes it */
