@@ -1,6 +1,7 @@
 import { f32ToBf16, fp8Info, getOpDef, GraphBuilder, pleNgramIdsAttrs, pleShape, quantizeBf16RowsFp8, Rng, ropeTablesBf16, TINY, type Graph, type OpName, type Tensor } from '@hcsp/core';
 import { gdnPleCanonicalCases } from './gdnPleCanonicalCases.ts';
 import { canonicalAttnMoeCases } from './canonicalAttnMoeCases.ts';
+import { moeFp8OpCases } from './moeFp8Cases.ts';
 
 // Single-op graphs over seeded random inputs: the per-op half of the cross-backend suite.
 export interface OpCase {
@@ -87,6 +88,7 @@ export const OP_CASES: OpCase[] = [
   ...canonicalOrderCases(),
   ...gdnPleCanonicalCases(),
   ...canonicalAttnMoeCases(),
+  ...moeFp8OpCases(),
 ];
 
 /**

@@ -188,7 +188,14 @@ describe('hcsp weights --layout ptpc-fp8', () => {
       expect(weightBytes(dev.graph, 'fp8e4m3fn')).toBeGreaterThan(0);
       expect(weightBytes(dev.graph)).toBeLessThan(weightBytes(deq.graph));
       const bf16Names = Object.values(dev.graph.values).filter((v) => v.kind === 'weight' && v.dtype === 'bf16').map((v) => v.weight!.name);
-      expect(bf16Names.filter((n) => c.source.fp8PerChannel(n) !== null && !/\.mlp\.experts\./.test(n))).toEqual([]);
+      expect(bf16Names.filter((n) => c.source.fp8PerChannel(n) !== null)).toEqual([]);
+      // the routed experts too: every MoE (MTP's included) on every rank runs moeExpertsFp8Ptpc on the stored bytes, no bf16 expert weight is left
+      expect(dev.graph.nodes.filter((n) => n.op === 'moeExperts')).toEqual([]);
+      expect(dev.graph.nodes.filter((n) => n.op === 'moeExpertsFp8Ptpc')).toHaveLength(2 * layers);
+      expect(bf16Names.filter((n) => /\.mlp\.experts\./.test(n))).toEqual([]);
+      const expertBytes = Object.values(dev.graph.values).filter((v) => v.kind === 'weight' && /\.mlp\.experts\./.test(v.weight!.name) && v.dtype === 'fp8e4m3fn');
+      expect(expertBytes).toHaveLength(2 * 2 * layers);
+      expect(expertBytes.every((v) => (v.weight!.concat ?? []).every((n) => /\.mlp\.experts\.\d+\.(gate|up|down)_proj\.weight#fp8$/.test(n)))).toBe(true);
       // FP8 GEMMs round differently from bf16 GEMMs on the dequantized weights, but not far
       expect(dev.h).not.toEqual(deq.h);
       const a = Array.from(dev.h as Uint16Array, bf16ToF32);

@@ -135,7 +135,55 @@ describe('keepFp8Weights: linears over per-channel FP8 weights run as PTPC GEMMs
     b.markOutput('y');
     const graph = b.build();
     const plain: WeightSource = { has: () => true, info: () => ({ shape: [N, K], dtype: 'bf16' }), read: async () => plainW };
-    expect(keepFp8Weights(graph, plain)).toEqual({ graph, linears: 0 });
-    expect(keepFp8Weights(graph, { ...plain, fp8PerChannel: () => null })).toEqual({ graph, linears: 0 });
+    expect(keepFp8Weights(graph, plain)).toEqual({ graph, linears: 0, experts: 0 });
+    expect(keepFp8Weights(graph, { ...plain, fp8PerChannel: () => null })).toEqual({ graph, linears: 0, experts: 0 });
+  });
+});
+
+describe('keepFp8Weights: the routed experts', () => {
+  const [H, I] = [8, 4];
+  /** a rank's moeExperts over experts [2, 4) of '<g>' as moeRankWeights refers to them */
+  function expertsGraph() {
+    const b = new GraphBuilder(1);
+    b.input('x', [T, H], 'bf16');
+    b.input('ids', [T, 2], 'i32');
+    b.input('w', [T, 2], 'bf16');
+    b.value('routed', [T, H], 'f32', 0);
+    const experts = { axis: 0, ranges: [[2, 4]] as [number, number][] };
+    const gu = b.weight({ name: 'g.gate_up_proj', slice: experts, reshape: [2 * 2 * I, H] }, [2 * 2 * I, H]);
+    const dn = b.weight({ name: 'g.down_proj', slice: experts, reshape: [2 * H, I] }, [2 * H, I]);
+    b.node({ op: 'moeExperts', rank: 0, inputs: ['x', 'ids', 'w', gu, dn], outputs: ['routed'], attrs: { firstExpert: 2, numLocal: 2, intermediate: I }, scope: 'experts', layer: 0 });
+    b.markOutput('routed');
+    return b.build();
+  }
+  const lookup = (fp8: (name: string) => boolean): WeightSource & Fp8WeightLookup => ({
+    has: () => true,
+    info: (): WeightInfo => ({ shape: [4, 2 * I, H], dtype: 'bf16' }),
+    read: async () => plainW,
+    fp8PerChannel: (name: string): Fp8WeightParts | null => (fp8(name) ? { q: `${name}#fp8`, scale: `${name}#fp8_scale`, format: 'e4m3fn' } : null),
+  });
+
+  it("the rank's experts' stored FP8 parts, gate and up of each expert then the downs, on x quantized per token", () => {
+    const r = keepFp8Weights(expertsGraph(), lookup(() => true));
+    expect(r).toMatchObject({ linears: 0, experts: 1 });
+    expect(r.graph.nodes.map((n) => n.op)).toEqual(['quantFp8PerToken', 'moeExpertsFp8Ptpc']);
+    const node = r.graph.nodes[1]!;
+    expect(node.attrs).toEqual({ firstExpert: 2, numLocal: 2, intermediate: I, format: 'e4m3fn', style: 'reciprocal', scaleOrder: 'weightFirst' });
+    const ref = (i: number) => r.graph.values[node.inputs[i]!]!;
+    expect([4, 5, 6, 7].map((i) => [ref(i).dtype, ref(i).shape])).toEqual([
+      ['fp8e4m3fn', [2 * 2 * I, H]],
+      ['f32', [2 * 2 * I]],
+      ['fp8e4m3fn', [2 * H, I]],
+      ['f32', [2 * H]],
+    ]);
+    expect(ref(4).weight!.concat).toEqual(['g.2.gate_proj.weight#fp8', 'g.2.up_proj.weight#fp8', 'g.3.gate_proj.weight#fp8', 'g.3.up_proj.weight#fp8']);
+    expect(ref(7).weight!.concat).toEqual(['g.2.down_proj.weight#fp8_scale', 'g.3.down_proj.weight#fp8_scale']);
+    // the bf16 stacks are gone
+    expect(Object.values(r.graph.values).filter((v) => v.kind === 'weight' && v.dtype === 'bf16')).toEqual([]);
+  });
+
+  it('one expert of the rank not FP8: the bf16 op stays', () => {
+    const graph = expertsGraph();
+    expect(keepFp8Weights(graph, lookup((n) => n !== 'g.3.down_proj.weight'))).toEqual({ graph, linears: 0, experts: 0 });
   });
 });

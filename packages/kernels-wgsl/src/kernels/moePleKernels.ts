@@ -6,6 +6,7 @@ import type { KernelsFor } from '@hcsp/core';
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { moeCombinePlanner } from './moeCombine.ts';
 import { moeExpertsPlanner } from './moeExperts.ts';
+import { moeExpertsFp8PtpcPlanner } from './moeExpertsFp8Ptpc.ts';
 import { moeRoutePlanner } from './moeRoute.ts';
 import { moeSwiGluPlanner } from './moeSwiGlu.ts';
 import { pleConvSiluPlanner } from './pleConvSilu.ts';
@@ -17,6 +18,7 @@ import { pleRms1pNormPlanner } from './pleRms1pNorm.ts';
 export const MOE_PLE_WGSL_KERNELS: KernelsFor<KernelPlanner> = {
   moeRoute: moeRoutePlanner,
   moeExperts: moeExpertsPlanner,
+  moeExpertsFp8Ptpc: moeExpertsFp8PtpcPlanner,
   moeSwiGlu: moeSwiGluPlanner,
   moeCombine: moeCombinePlanner,
   pleNgramEmbedShard: pleNgramEmbedShardPlanner,

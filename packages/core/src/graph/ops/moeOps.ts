@@ -1,5 +1,7 @@
 import { defineOp } from './opDef.ts';
 import { info, num, ShapeRule } from './shapeRules.ts';
+import { fp8Info, type Fp8Format } from '../../numerics/fp8.ts';
+import { QUANT_STYLES } from '../../numerics/quant.ts';
 
 // MoE ops (model.md "MoE"). The router logits, the shared expert's projections and its
 // gate logit use the `linear` op; these are the rest. Under TP/EP every rank runs them on
@@ -46,6 +48,53 @@ export const moeExperts = defineOp({
     const i = num(a, 'intermediate');
     r.mat(ins, 3, 'gateUp', h, local * 2 * i);
     r.mat(ins, 4, 'down', i, local * h);
+    return [info([rows, h], 'f32')];
+  },
+});
+
+export const moeExpertsFp8Ptpc = defineOp({
+  name: 'moeExpertsFp8Ptpc',
+  doc: "moeExperts on FP8 PTPC weights (aiter fused_moe per_Token, 2 stages): x comes quantized per token (xq, sx); the experts' gate_up qGateUp [numLocal*2I,H] and down qDown [numLocal*H,I] are fp8 with one f32 scale per row (sGateUp, sDown). Per routed (t,e): g, u = scaled(sum_k dec(xq[t,k]) * dec(qW[c,k])) in fp32, k in order, scales in scaleOrder ('weightFirst': fl(fl(acc * sw) * sx)), not rounded; h = bf(fl(silu(g) * u)); h quantized per (t,e) row (style, as quantFp8PerToken) to (qh, sh); o = scaled(sum_i dec(qh[i]) * dec(qDown[j,i])) likewise; acc_t += bf(fl(o * w)) in fp32, experts in ascending index. Output routed [T,H] f32, unrounded.",
+  inputs: [
+    { name: 'xq', dtypes: ['fp8e4m3fn', 'fp8e4m3fnuz'] },
+    { name: 'sx', dtypes: ['f32'] },
+    { name: 'ids', dtypes: ['i32'] },
+    { name: 'weights', dtypes: ['bf16'] },
+    { name: 'qGateUp', dtypes: ['fp8e4m3fn', 'fp8e4m3fnuz'] },
+    { name: 'sGateUp', dtypes: ['f32'] },
+    { name: 'qDown', dtypes: ['fp8e4m3fn', 'fp8e4m3fnuz'] },
+    { name: 'sDown', dtypes: ['f32'] },
+  ],
+  outputs: [{ name: 'routed', dtypes: ['f32'] }],
+  attrs: {
+    firstExpert: 'int',
+    numLocal: 'int',
+    intermediate: 'int',
+    format: { kind: 'string', oneOf: ['e4m3fn', 'e4m3fnuz'] },
+    style: { kind: 'string', oneOf: QUANT_STYLES },
+    scaleOrder: { kind: 'string', oneOf: ['weightFirst', 'tokenFirst'] },
+  },
+  opClass: 'gemm',
+  shape: (ins, a) => {
+    const r = new ShapeRule('moeExpertsFp8Ptpc');
+    const dtype = fp8Info(a.format as Fp8Format).dtype;
+    const [rows, h] = r.mat(ins, 0, 'xq');
+    const ids = r.port(ins, 2, 'ids');
+    r.matrix(ids, 'ids');
+    r.rows(ids, 'ids', rows);
+    r.same(r.port(ins, 3, 'weights'), ids, 'weights');
+    const local = num(a, 'numLocal');
+    const i = num(a, 'intermediate');
+    r.mat(ins, 4, 'qGateUp', h, local * 2 * i);
+    r.mat(ins, 6, 'qDown', i, local * h);
+    for (const [port, name] of [[0, 'xq'], [4, 'qGateUp'], [6, 'qDown']] as const) {
+      const v = r.port(ins, port, name);
+      if (v.dtype !== dtype) r.fail(`input '${name}' is ${v.dtype}, expected ${dtype} (format '${String(a.format)}')`);
+    }
+    for (const [port, name, n] of [[1, 'sx', rows], [5, 'sGateUp', local * 2 * i], [7, 'sDown', local * h]] as const) {
+      const s = r.port(ins, port, name);
+      if (s.shape.length !== 1 || s.shape[0] !== n) r.fail(`input '${name}' is [${s.shape.join(',')}], expected [${n}]`);
+    }
     return [info([rows, h], 'f32')];
   },
 });

@@ -1,5 +1,5 @@
 import { dims2, floatInput } from './exactInputs.ts';
-import type { ExactKernelTable } from './exactTensor.ts';
+import type { ExactKernelTable, ExactTensor } from './exactTensor.ts';
 
 // Float64 kernels of the MoE ops (graph/ops/moeOps.ts): the math of layers/moe/moeMath.ts
 // (and the `linear` GEMMs it calls inside moeExperts) in plain double arithmetic, with none
@@ -105,6 +105,26 @@ export const moeExact: ExactKernelTable = {
         }
       }
       return [{ dtype: 'f32', shape: [T, H], data: routed }];
+    },
+    // moeExperts on the dequantized operands (q * s per row): the exact evaluation does not
+    // quantize (quantExact.ts), so h is not quantized either and no scale order applies
+    moeExpertsFp8Ptpc: (inputs, attrs) => {
+      const op = 'moeExpertsFp8Ptpc';
+      const format = attrs.format;
+      if (format !== 'e4m3fn' && format !== 'e4m3fnuz') throw new Error(`${op}: format must be 'e4m3fn' or 'e4m3fnuz', got '${String(format)}'`);
+      const deq = (qi: number, qName: string, si: number): ExactTensor => {
+        const q = floatInput(inputs, qi, qName, op);
+        const s = floatInput(inputs, si, `${qName} scales`, op);
+        const [rows, cols] = dims2(q, `${op} ${qName}`);
+        if (s.shape.length !== 1 || s.shape[0] !== rows) throw new Error(`${op}: ${qName} scales must be [${rows}], got [${s.shape.join(',')}]`);
+        const v = new Float64Array(rows * cols);
+        for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) v[r * cols + c] = q.data[r * cols + c] * s.data[r];
+        return { dtype: 'bf16', shape: [rows, cols], data: v };
+      };
+      const x = deq(0, 'xq', 1);
+      const gateUp = deq(4, 'qGateUp', 5);
+      const down = deq(6, 'qDown', 7);
+      return moeExact.perRank!.moeExperts!([x, inputs[2], inputs[3], gateUp, down], attrs);
     },
     // h = silu(gate) * up of rows [gate (I) | up (I)]
     moeSwiGlu: (inputs) => {
