@@ -322,7 +322,7 @@ std::unique_ptr<HipPlan> hipPlan(HipLtState& st, const Problem& p, hl::hipDataTy
       st.book.refusedCandidates++;
     }
     if (found >= 1 && pick == found) {
-      st.book.noAlgorithm("hipBLASLt", st.rt, p, "each of its " + std::to_string(found) + " candidates needs workspace (split-k or stream-K)");
+      st.book.noAlgorithm("hipBLASLt", st.rt, p, "none of its " + std::to_string(found) + " candidates runs with no workspace (split-k and stream-K solutions need some)");
       return g;
     }
   }
@@ -559,7 +559,7 @@ std::unique_ptr<CudaPlan> cudaPlan(CudaLtState& st, const Problem& p, cl::cudaDa
       st.book.refusedCandidates++;
     }
     if (found >= 1 && pick == found) {
-      st.book.noAlgorithm("cuBLASLt", st.rt, p, "each of its " + std::to_string(found) + " candidates splits k or needs more workspace");
+      st.book.noAlgorithm("cuBLASLt", st.rt, p, "none of its " + std::to_string(found) + " candidates sums each output's k in one sequence (no split-k) within the workspace");
       return g;
     }
   }
