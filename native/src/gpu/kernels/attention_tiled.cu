@@ -9,8 +9,9 @@
 // bits (bf16 x bf16 is exact in fp32, so the d-order FMA chain rounds as fr(dot + q*k) does,
 // then fr(dot * scale)); the differences are the online softmax's (p_j = exp(fr(s_j - m)) with m
 // the running max, earlier tiles rescaled by exp(m_old - m_new) when it grows), the sum l
-// (tile partials of 4, then 8 lanes, then across tiles) and the p.v sums (one FMA per key, key
-// order, rescaled per tile) against the reference's canonical l and sequential fr(acc + fr(p v)).
+// (tile partials of 4, then 8 lanes, then l = fma(l, alpha, tile)) and the p.v sums (each
+// tile's from zero, one FMA per key in key order, then acc = fma(acc, alpha, tile): a blocked
+// sum) against the reference's canonical l and sequential fr(acc + fr(p v)) over every key.
 #include "attention_tiled.h"
 
 #include "../../numerics/bf16.h"
@@ -170,21 +171,26 @@ HCSP_GLOBAL void hcsp_attention_tiled_qsa(const uint16_t* q, const uint16_t* k, 
 
     float tileSum = sSum[r * LANES];
     for (int i = 1; i < LANES; i++) tileSum = tileSum + sSum[r * LANES + i];
-    l = l * alpha + tileSum;
+    l = HCSP_FMAF(l, alpha, tileSum);
     m = mNew;
     const float* pr = sP + r * P_PITCH;
-    // (each output dim its own chain in key order; one p read serves the lane's dims)
+    // the tile's p.v sums from zero (each output dim its own chain in key order; one p read
+    // serves the lane's dims), then acc = acc * alpha + tile in one rounding: a blocked sum,
+    // whose rounding error grows with keys/32 + 32 terms, not with the keys
+    float tileAcc[DIMS_PER_LANE];
     HCSP_TILED_UNROLL
-    for (int u = 0; u < DIMS_PER_LANE; u++) acc[u] = acc[u] * alpha;
+    for (int u = 0; u < DIMS_PER_LANE; u++) tileAcc[u] = 0.0f;
     for (int64_t jj = 0; jj < keysHere; jj++) {
       if (!((rowMask >> jj) & 1u)) continue;  // a key the row does not keep adds nothing (not even 0 * inf)
       const float p = pr[jj];
       const uint16_t* vr = sKV + jj * PITCH + lane;
       HCSP_TILED_UNROLL
       for (int u = 0; u < DIMS_PER_LANE; u++) {
-        if (lane + LANES * u < hd) acc[u] = HCSP_FMAF(p, bf16ToF32(vr[LANES * u]), acc[u]);
+        if (lane + LANES * u < hd) tileAcc[u] = HCSP_FMAF(p, bf16ToF32(vr[LANES * u]), tileAcc[u]);
       }
     }
+    HCSP_TILED_UNROLL
+    for (int u = 0; u < DIMS_PER_LANE; u++) acc[u] = HCSP_FMAF(acc[u], alpha, tileAcc[u]);
   }
 
   const int64_t t = t0 + r;
