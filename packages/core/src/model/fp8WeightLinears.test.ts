@@ -182,6 +182,12 @@ describe('keepFp8Weights: the routed experts', () => {
     expect(Object.values(r.graph.values).filter((v) => v.kind === 'weight' && v.dtype === 'bf16')).toEqual([]);
   });
 
+  it("the 'hf-eager' contract's bf16 accumulation (HF's bf16 experts loop): the bf16 op stays", () => {
+    const graph = expertsGraph();
+    const eager = { ...graph, nodes: graph.nodes.map((n) => ({ ...n, attrs: { ...n.attrs, bf16Accumulate: true } })) };
+    expect(keepFp8Weights(eager, lookup(() => true))).toEqual({ graph: eager, linears: 0, experts: 0 });
+  });
+
   it('one expert of the rank not FP8: the bf16 op stays', () => {
     const graph = expertsGraph();
     expect(keepFp8Weights(graph, lookup((n) => n !== 'g.3.down_proj.weight'))).toEqual({ graph, linears: 0, experts: 0 });

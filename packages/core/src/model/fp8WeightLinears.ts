@@ -120,6 +120,8 @@ export function keepFp8Weights(graph: Graph, source: WeightSource & Fp8WeightLoo
     return { q: { name: `${label}#fp8`, concat: got.map((p) => p.q) }, scale: { name: `${label}#fp8_scale`, concat: got.map((p) => p.scale) }, format: got[0].format };
   };
   const rewriteExperts = (n: GraphNode): boolean => {
+    // the 'hf-eager' contract's bf16 accumulator is HF's bf16 experts loop: no FP8 form
+    if (n.attrs.bf16Accumulate === true) return false;
     const [x, ids, weights, gu, dn] = n.inputs;
     const [wGu, wDn] = [values[gu!], values[dn!]];
     if (wGu?.kind !== 'weight' || wDn?.kind !== 'weight' || !wGu.weight || !wDn.weight) return false;
@@ -139,7 +141,7 @@ export function keepFp8Weights(graph: Graph, source: WeightSource & Fp8WeightLoo
       rank: n.rank,
       inputs: [xq[0], xq[1], ids!, weights!, qGu, sGu, qDn, sDn],
       outputs: n.outputs,
-      attrs: { ...n.attrs, format: g.format, style: PRODUCTION_QUANT_STYLE.separate, scaleOrder: FP8_WEIGHT_SCALE_ORDER },
+      attrs: { firstExpert: n.attrs.firstExpert, numLocal: n.attrs.numLocal, intermediate: n.attrs.intermediate, format: g.format, style: PRODUCTION_QUANT_STYLE.separate, scaleOrder: FP8_WEIGHT_SCALE_ORDER },
       scope: n.scope,
       layer: n.layer,
     });
