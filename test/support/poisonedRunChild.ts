@@ -6,7 +6,7 @@ import { bytesOf, ENGINE_CASES, prefillOf, referenceOutputs, repeatedRuns } from
 
 const device = process.argv[2] as 'host' | 'emulated';
 if (process.env.HCSP_POISON_UNINITIALIZED !== '1') throw new Error('poisonedRunChild: run with HCSP_POISON_UNINITIALIZED=1');
-const backend = await createRocmBackend({ device });
+const backend = await createRocmBackend({ device, kernels: 'exact' });
 for (const c of ENGINE_CASES) {
   const p = prefillOf(c.options);
   const reference = await referenceOutputs(p);

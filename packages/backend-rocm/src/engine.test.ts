@@ -38,7 +38,7 @@ function deviceCheckSlots(g: Graph): number {
 describe.each(['host', 'emulated'] as const)('the engine on the %s device', (device) => {
   let backend: RocmBackend;
   beforeAll(async () => {
-    backend = await createRocmBackend({ device });
+    backend = await createRocmBackend({ device, kernels: 'exact' });
   });
   afterAll(async () => {
     await backend?.dispose();

@@ -8,13 +8,17 @@
 // growing with T faster than the reference's; `kernels: 'exact'` the reference's bits. Over the
 // fake hip and cuda runtimes: the fast launches by name.
 import { bf16ToF32, cpuKernel, diffTensors, exactKernel, f32ToBf16, roundBf16, siluF32, type Tensor } from '@hcsp/core';
-import { afterEach, afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FakeGpuFolder, saveEnv } from '../../../test/support/fakeGpuLibraries.ts';
 import { mulberry32 } from '../../../test/support/mulberry32.ts';
 import { FAST_KERNEL_TOLERANCES } from './fastKernelsPrecision.ts';
 import { loadNativeAddon, type GpuDevice, type NativeTensor } from './nativeAddon.ts';
 
 const addon = loadNativeAddon();
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
+const POISON_CHILD = fileURLToPath(new URL('../../../test/support/groupedMoePoisonChild.ts', import.meta.url));
 
 interface Routing {
   T: number;
@@ -278,6 +282,24 @@ describe('moeExperts fast grouped GEMMs on the emulated GPU', () => {
     const empty = [inputs[0]!, inputs[1]!, inputs[2]!, { ...inputs[3]!, shape: [0, c.H], data: new Uint16Array(0) }, { ...inputs[4]!, shape: [0, c.inter], data: new Uint16Array(0) }];
     expect(Array.from(await runOn(fast, empty, none))).toEqual(new Array(c.T * c.H).fill(0));
   });
+});
+
+describe('moeExperts fast kernels under HCSP_POISON_UNINITIALIZED', () => {
+  it('the same bits with every new scratch tensor filled with 0xFF: no kernel reads what it did not write', () => {
+    const run = (poison: boolean): string => {
+      const r = spawnSync(process.execPath, ['--import', 'tsx', POISON_CHILD], {
+        cwd: ROOT,
+        encoding: 'utf8',
+        env: { ...process.env, HCSP_POISON_UNINITIALIZED: poison ? '1' : '0' },
+        timeout: 60_000,
+      });
+      expect(r.status, r.stderr).toBe(0);
+      return r.stdout.trim();
+    };
+    const clean = run(false);
+    expect(clean).toMatch(/^[0-9a-f]{64} 0$/);
+    expect(run(true)).toBe(clean);
+  }, 130_000);
 });
 
 describe('moeExperts fast kernels over the fake hip and cuda runtimes', () => {
