@@ -6,13 +6,16 @@ import { gdnChainGraph, gdnChunkedFlops, gdnMinBytes, gdnStep, gdnVerdict } from
 describe('gpu-check chunked GatedDeltaNet threshold', () => {
   it('passes within 3x of its math at the matrix ceiling and fails past it', () => {
     // 300 TFLOP in 1 s against a 900 TFLOP/s ceiling: exactly 3x its math
-    expect(gdnVerdict(1, 300e12, 1e9, 900)).toEqual({ pass: true, line: expect.stringMatching(/^ {2}gdnRecurrence +1\.000000 s +300\.00 TFLOP\/s +1\.0 GB\/s {2}3\.00x its math at 900\.0 TFLOP\/s {2}pass$/) });
+    expect(gdnVerdict(1, 300e12, 1e9, 900)).toEqual({
+      pass: true,
+      line: expect.stringMatching(/^ {2}gdnRecurrence +1\.000000 s +300\.00 TFLOP\/s +1\.0 GB\/s {2}3\.00x its math at 900\.0 TFLOP\/s {2}pass$/),
+    });
     expect(gdnVerdict(1.01, 300e12, 1e9, 900)).toEqual({ pass: false, line: expect.stringMatching(/3\.03x its math at 900\.0 TFLOP\/s {2}FAIL \(over 3x\)$/) });
     expect(gdnVerdict(0, 1e12, 1, 900).pass).toBe(false);
     expect(gdnVerdict(-1e-3, 1e12, 1, 900).pass).toBe(false);
   });
 
-  it('the FLOPs are the chunk algorithm\'s at Flash-Next dimensions, T = 4096, and count a partial last chunk', () => {
+  it("the FLOPs are the chunk algorithm's at Flash-Next dimensions, T = 4096, and count a partial last chunk", () => {
     // per value head and chunk of 64 (dk = dv = 128): the solve 2 (2016 dk + 2080 dk + 2016 (dk + dv)),
     // the state pass 2 (2 * 64 dv dk + 2080 dv + dk dv 64); 64 chunks, 48 value heads
     const perChunk = 2 * (2016 * 128 + 2080 * 128 + 2016 * 256) + 2 * (2 * 64 * 128 * 128 + 2080 * 128 + 128 * 128 * 64);
@@ -41,7 +44,9 @@ describe('gpu-check chunked GatedDeltaNet step on the emulated device', () => {
   it('the step times the fast kernel and judges it against the ceiling', async () => {
     backend = (await createRocmBackend({ device: 'emulated', gemm: 'exact', kernels: 'fast' })) as RocmBackend;
     const fast = await gdnStep(backend, 1e-12, { config: SMALL, T: 70, reps: 3, runs: 1 });
-    expect(fast[0]!.line).toMatch(/^chunked GatedDeltaNet \(gdnRecurrence, kernels fast\) at T=70, small: 4 key \/ 12 value heads, dk 16 dv 16, chunks of 64; 0\.0 GFLOP \(within 3x of its math at the matrix ceiling\):$/);
+    expect(fast[0]!.line).toMatch(
+      /^chunked GatedDeltaNet \(gdnRecurrence, kernels fast\) at T=70, small: 4 key \/ 12 value heads, dk 16 dv 16, chunks of 64; 0\.0 GFLOP \(within 3x of its math at the matrix ceiling\):$/,
+    );
     expect(fast[1]!.line).toMatch(/^ {2}gdnRecurrence +-?\d+\.\d+ s/);
     // a ceiling no device reaches: the step cannot pass
     const slow = await gdnStep(backend, 1e12, { config: SMALL, T: 70, reps: 2, runs: 1 });

@@ -77,7 +77,12 @@ export function gdnChainGraph(config: ModelConfig, T: number, reps: number): { g
   const qkv = weight('qkv', [T, C], 1);
   const g = b.value('g', [T, a.valueHeads], 'f32', 0);
   const beta = b.value('beta', [T, a.valueHeads], 'bf16', 0);
-  const gateIns = [weight('b', [T, a.valueHeads], 1), weight('a', [T, a.valueHeads], 1), weight('aLog', [a.valueHeads], 0.5), weight('dtBias', [a.valueHeads], 0.5)];
+  const gateIns = [
+    weight('b', [T, a.valueHeads], 1),
+    weight('a', [T, a.valueHeads], 1),
+    weight('aLog', [a.valueHeads], 0.5),
+    weight('dtBias', [a.valueHeads], 0.5),
+  ];
   b.node({ op: 'gdnGates', rank: 0, layer: 0, scope: 'gates', inputs: gateIns, outputs: [g, beta], attrs: {} });
   let o = '';
   for (let r = 0; r < reps; r++) {
@@ -110,7 +115,11 @@ async function timeRuns(backend: Backend, config: ModelConfig, T: number, reps: 
 }
 
 /** the step: one launch's seconds (a reps run less a one-launch run, over reps - 1) against the matrix ceiling; the header first */
-export async function gdnStep(backend: Backend, matrixTflops: number, options: { config?: ModelConfig; T?: number; reps?: number; runs?: number } = {}): Promise<Verdict[]> {
+export async function gdnStep(
+  backend: Backend,
+  matrixTflops: number,
+  options: { config?: ModelConfig; T?: number; reps?: number; runs?: number } = {},
+): Promise<Verdict[]> {
   const config = options.config ?? FLASH_NEXT;
   const T = options.T ?? 4096;
   const reps = Math.max(2, options.reps ?? 6);

@@ -31,10 +31,14 @@ function inputs(T: number, h: Heads, decay: Decay, seed: number): { ins: Tensor[
   const g = new Float32Array(T * h.valueHeads);
   // mild: per-token decay factors 0.6-1 (what the model's gates give); strong: 0.0003-0.1
   for (let i = 0; i < g.length; i++) g[i] = decay === 'none' ? 0 : decay === 'mild' ? -0.5 * rng.nextFloat() : -(2.3 + 6 * rng.nextFloat());
-  const beta = tensor('bf16', [T, h.valueHeads], rng.fillBf16Normal(T * h.valueHeads, 1).map((b) => {
-    const x = new Float32Array(new Uint32Array([b << 16]).buffer)[0]!;
-    return new Uint16Array(new Float32Array([1 / (1 + Math.exp(-x))]).buffer)[1]!;
-  }));
+  const beta = tensor(
+    'bf16',
+    [T, h.valueHeads],
+    rng.fillBf16Normal(T * h.valueHeads, 1).map((b) => {
+      const x = new Float32Array(new Uint32Array([b << 16]).buffer)[0]!;
+      return new Uint16Array(new Float32Array([1 / (1 + Math.exp(-x))]).buffer)[1]!;
+    }),
+  );
   return { ins: [qkv, tensor('f32', [T, h.valueHeads], g), beta], attrs: { ...h, scale: Math.fround(h.keyDim ** -0.5), l2Eps: GDN_L2NORM_EPS } };
 }
 
@@ -144,7 +148,7 @@ describe('chunked gdnRecurrence (kernels fast) on the emulated device', () => {
     }, 120_000);
   }
 
-  it('at full head dims (128) over 1000 tokens its error against float64 does not grow with T faster than the reference\'s', async () => {
+  it("at full head dims (128) over 1000 tokens its error against float64 does not grow with T faster than the reference's", async () => {
     const ratios: number[] = [];
     for (const T of [100, 1000]) {
       const { ins, attrs } = inputs(T, wide, 'mild', 7 + T);
