@@ -15,12 +15,21 @@ const limitMs = Number(process.argv[3]);
 let ticks = 0;
 const holder: { comm: MpiCommunicator | null } = { comm: null };
 const watchdog = new CollectiveWatchdog(limitMs, (call) => {
-  process.stdout.write(JSON.stringify({ rank: holder.comm!.rank, what: call.what, waitedMs: call.waitedMs, ticks }) + '\n');
+  process.stdout.write(`${JSON.stringify({ rank: holder.comm!.rank, what: call.what, waitedMs: call.waitedMs, ticks })}\n`);
   holder.comm!.exitNow(3);
 });
 const comm = MpiCommunicator.open({ watchdog });
 holder.comm = comm;
-const node = (id: number, op: OpName): GraphNode => ({ id, op, rank: null, inputs: [], outputs: [], attrs: { tp: comm.tp, algorithm: 'ring' }, scope: `test.${mode}`, layer: -1 });
+const node = (id: number, op: OpName): GraphNode => ({
+  id,
+  op,
+  rank: null,
+  inputs: [],
+  outputs: [],
+  attrs: { tp: comm.tp, algorithm: 'ring' },
+  scope: `test.${mode}`,
+  layer: -1,
+});
 
 await comm.collective(node(1, 'allGather'), [{ dtype: 'f32', shape: [1], data: Float32Array.of(comm.rank) }]);
 if (comm.rank === 1) process.kill(process.pid, 'SIGSTOP');
@@ -29,4 +38,4 @@ await new Promise((r) => setTimeout(r, 200));
 setInterval(() => ticks++, 10).unref();
 if (mode === 'collective') await comm.collective(node(2, 'allReduce'), [{ dtype: 'bf16', shape: [4], data: new Uint16Array(4) }]);
 await comm.finalize();
-process.stdout.write(JSON.stringify({ rank: comm.rank, finished: true }) + '\n');
+process.stdout.write(`${JSON.stringify({ rank: comm.rank, finished: true })}\n`);

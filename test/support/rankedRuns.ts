@@ -3,6 +3,7 @@
 // bytes each communicator really sent, which must be the simulated accounting's.
 import { expect } from 'vitest';
 
+// biome-ignore lint/suspicious/noExplicitAny: two commands' parsed --json outputs, walked freely by the expectations
 export function expectSameRankedRun(ranked: Record<string, any>, sim: Record<string, any>, tp: number, startedBy: 'mpirun' | 'launch' | 'alone'): void {
   expect(ranked.comm).toBe('mpi');
   expect(sim.comm).toBe('sim');

@@ -2,7 +2,17 @@
 // reduction algorithms) and reduces the two runs to what the run view shows. Pure compute,
 // no DOM: the page calls it inside a Web Worker, the tests call it directly.
 import * as core from '@hcsp/core';
-import { CpuBackend, getConfig, preparePrefill, REDUCE_ALGORITHMS, type ReduceAlgorithm, type RunStats, type SpPlan, type SubLayerBuilders, runOnce } from '@hcsp/core';
+import {
+  CpuBackend,
+  getConfig,
+  preparePrefill,
+  REDUCE_ALGORITHMS,
+  type ReduceAlgorithm,
+  type RunStats,
+  type SpPlan,
+  type SubLayerBuilders,
+  runOnce,
+} from '@hcsp/core';
 import { stepStreams } from './stepStreams.ts';
 import { streamDiff, type RunCapture, type StepDiff } from './streamDiff.ts';
 import { stepTraffic, type StepTraffic } from './stepTraffic.ts';
@@ -50,7 +60,7 @@ export const RUN_MAX_TOKENS = 2048;
  * null until then. Looked up by name so the page builds either way.
  */
 export function modelSubLayers(): SubLayerBuilders | null {
-  const found = (core as Record<string, unknown>)['MODEL_SUB_LAYERS'];
+  const found = (core as Record<string, unknown>).MODEL_SUB_LAYERS;
   return found === undefined ? null : (found as SubLayerBuilders);
 }
 
@@ -72,7 +82,10 @@ function checkRequest(r: RunRequest): void {
     throw new Error(`tokens must be an integer in [1, ${RUN_MAX_TOKENS}] for a run, got ${r.tokens}`);
   }
   if (!Number.isSafeInteger(r.seed)) throw new Error(`seed must be an integer, got ${r.seed}`);
-  for (const [name, side] of [['a', r.a], ['b', r.b]] as const) {
+  for (const [name, side] of [
+    ['a', r.a],
+    ['b', r.b],
+  ] as const) {
     if (side.sp !== 'on' && side.sp !== 'off') throw new Error(`run ${name}: sp must be 'on' or 'off', got ${JSON.stringify(side.sp)}`);
     if (!REDUCE_ALGORITHMS.includes(side.reduce)) {
       throw new Error(`run ${name}: reduce must be one of ${REDUCE_ALGORITHMS.join(', ')}, got ${JSON.stringify(side.reduce)}`);
@@ -91,9 +104,19 @@ export async function runComparison(request: RunRequest, onProgress: ProgressFn 
   const runSide = async (name: 'a' | 'b', side: RunSide): Promise<{ capture: RunCapture; report: RunSideReport }> => {
     const p = preparePrefill({ config, tokens: request.tokens, tp: request.tp, sp: side.sp, reduce: side.reduce, seed: request.seed, subLayers });
     // keep only the compared values: keeping all of them takes the tab past a GiB at T 2048
-    const keep = [...stepStreams(p.graph, p.outputs.streamsPerStep).flatMap((st) => st.perRank), p.outputs.h, ...(p.outputs.mtpState === null ? [] : [p.outputs.mtpState])];
+    const keep = [
+      ...stepStreams(p.graph, p.outputs.streamsPerStep).flatMap((st) => st.perRank),
+      p.outputs.h,
+      ...(p.outputs.mtpState === null ? [] : [p.outputs.mtpState]),
+    ];
     const result = await runOnce(backend, p.graph, p.feeds, p.weights, { keep, onNode: (done, total) => onProgress(name, done, total) });
-    const capture: RunCapture = { plan: p.plan, graph: p.graph, streamsPerStep: p.outputs.streamsPerStep, exits: { h: p.outputs.h, mtpState: p.outputs.mtpState }, values: result.values };
+    const capture: RunCapture = {
+      plan: p.plan,
+      graph: p.graph,
+      streamsPerStep: p.outputs.streamsPerStep,
+      exits: { h: p.outputs.h, mtpState: p.outputs.mtpState },
+      values: result.values,
+    };
     return { capture, report: { side, plan: p.plan, stats: result.stats, traffic: stepTraffic(p.graph), nodes: p.graph.nodes.length } };
   };
   const a = await runSide('a', request.a);

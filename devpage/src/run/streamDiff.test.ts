@@ -15,22 +15,49 @@ const graphWith = (ids: string[][]): Graph => ({
   inputs: [],
   outputs: [],
   meta: {},
-  nodes: ids.flatMap((perRank, i) => perRank.map((id, r) => ({ id: i * 2 + r, op: 'hcCombineNorm', rank: r, inputs: [], outputs: [id], attrs: {}, scope: `L${i}.attn_hc.combine_norm`, layer: i }))),
+  nodes: ids.flatMap((perRank, i) =>
+    perRank.map((id, r) => ({
+      id: i * 2 + r,
+      op: 'hcCombineNorm',
+      rank: r,
+      inputs: [],
+      outputs: [id],
+      attrs: {},
+      scope: `L${i}.attn_hc.combine_norm`,
+      layer: i,
+    })),
+  ),
 });
 
 function capture(shards: Uint16Array[], full: Uint16Array): RunCapture {
   const values = new Map<string, Tensor>();
-  shards.forEach((d, r) => values.set(`s${r}`, { dtype: 'bf16', shape: [3, 2], data: d }));
-  [0, 1].forEach((r) => values.set(`f${r}`, { dtype: 'bf16', shape: [T, 2], data: full }));
+  shards.forEach((d, r) => {
+    values.set(`s${r}`, { dtype: 'bf16', shape: [3, 2], data: d });
+  });
+  [0, 1].forEach((r) => {
+    values.set(`f${r}`, { dtype: 'bf16', shape: [T, 2], data: full });
+  });
   values.set('h', { dtype: 'bf16', shape: [T, 2], data: full });
-  return { plan, graph: graphWith([['f0', 'f1'], ['s0', 's1']]), streamsPerStep: [['f0', 'f1'], ['s0', 's1']], exits: { h: 'h', mtpState: null }, values };
+  return {
+    plan,
+    graph: graphWith([
+      ['f0', 'f1'],
+      ['s0', 's1'],
+    ]),
+    streamsPerStep: [
+      ['f0', 'f1'],
+      ['s0', 's1'],
+    ],
+    exits: { h: 'h', mtpState: null },
+    values,
+  };
 }
 
 const rows = (ts: number[]): Uint16Array => bf(ts.flatMap((t) => (t < T ? rowVals(t) : [0, 0])));
 const full = rows([0, 1, 2, 3, 4]);
 
 describe('globalRows', () => {
-  it('puts rank r\'s shard at rows [r*C, r*C + real) and checks padding and replicas', () => {
+  it("puts rank r's shard at rows [r*C, r*C + real) and checks padding and replicas", () => {
     const run = capture([rows([0, 1, 2]), rows([3, 4, 5])], full);
     const g = globalRows(run, ['s0', 's1']);
     expect(g).toMatchObject({ cols: 2, sharded: true, padNonZero: 0, replicaMismatch: 0 });
@@ -60,7 +87,7 @@ describe('globalRows', () => {
 });
 
 describe('streamDiff', () => {
-  it('locates a difference in rank 1\'s shard at its global row, in row-scale ulps', () => {
+  it("locates a difference in rank 1's shard at its global row, in row-scale ulps", () => {
     const shard1 = rows([3, 4, 5]);
     // row 4 (rank 1, local row 1): 4.25 -> 4.3125, one bf16 ulp at the row scale 4.25 is 2^-5
     shard1[3] = f32ToBf16(4.3125);
@@ -76,7 +103,15 @@ describe('streamDiff', () => {
 });
 
 describe('runComparison (tiny, stand-in sub-layers)', () => {
-  const req = (tp: number, reduce: 'ring' | 'oneshot' | 'ordered') => ({ config: 'tiny', tokens: 37, tp, seed: 7, subLayers: 'stand-in' as const, a: { sp: 'on' as const, reduce }, b: { sp: 'off' as const, reduce } });
+  const req = (tp: number, reduce: 'ring' | 'oneshot' | 'ordered') => ({
+    config: 'tiny',
+    tokens: 37,
+    tp,
+    seed: 7,
+    subLayers: 'stand-in' as const,
+    a: { sp: 'on' as const, reduce },
+    b: { sp: 'off' as const, reduce },
+  });
 
   it('at tp 2 the diff table is all zeros: every algorithm rounds a + b once', async () => {
     for (const reduce of ['ring', 'oneshot', 'ordered'] as const) {
@@ -112,6 +147,8 @@ describe('runComparison (tiny, stand-in sub-layers)', () => {
   it('rejects flash-next, a T past the bound and an unknown algorithm, naming the value', async () => {
     await expect(runComparison({ ...req(2, 'ring'), config: 'flash-next' })).rejects.toThrow("config 'flash-next' cannot be run in the page");
     await expect(runComparison({ ...req(2, 'ring'), tokens: 5000 })).rejects.toThrow('got 5000');
-    await expect(runComparison({ ...req(2, 'ring'), b: { sp: 'off', reduce: 'tree' as 'ring' } })).rejects.toThrow('run b: reduce must be one of ring, oneshot, ordered, got "tree"');
+    await expect(runComparison({ ...req(2, 'ring'), b: { sp: 'off', reduce: 'tree' as 'ring' } })).rejects.toThrow(
+      'run b: reduce must be one of ring, oneshot, ordered, got "tree"',
+    );
   });
 });

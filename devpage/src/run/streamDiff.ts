@@ -47,7 +47,7 @@ export interface StepDiff {
   replicaMismatchB: number;
 }
 
-function valueOf(run: RunCapture, id: ValueId): Tensor {
+function valueAt(run: RunCapture, id: ValueId): Tensor {
   const t = run.values.get(id);
   if (!t) throw new Error(`stream diff: value '${id}' was not kept by the run (list it in the run's keep)`);
   if (t.dtype !== 'bf16' || t.shape.length !== 2) throw new Error(`stream diff: '${id}' is ${t.dtype}[${t.shape}], expected a bf16 [rows, cols] tensor`);
@@ -58,7 +58,7 @@ function valueOf(run: RunCapture, id: ValueId): Tensor {
 export function globalRows(run: RunCapture, perRank: ValueId[]): GlobalRows {
   const { tokens: T, chunk: C, tp } = run.plan;
   if (perRank.length !== tp) throw new Error(`stream diff: a step lists ${perRank.length} values for tp ${tp}`);
-  const tensors = perRank.map((id) => valueOf(run, id));
+  const tensors = perRank.map((id) => valueAt(run, id));
   const [rows, cols] = tensors[0].shape;
   tensors.forEach((t, r) => {
     if (t.shape[0] !== rows || t.shape[1] !== cols) throw new Error(`stream diff: rank ${r}'s '${perRank[r]}' is [${t.shape}], rank 0's '${perRank[0]}' is [${rows},${cols}]`);
@@ -142,7 +142,7 @@ export function streamDiff(a: RunCapture, b: RunCapture): StepDiff[] {
   });
   const exit = (name: string, idA: ValueId, idB: ValueId): StepDiff => {
     const whole = (run: RunCapture, id: ValueId): GlobalRows => {
-      const t = valueOf(run, id);
+      const t = valueAt(run, id);
       if (t.shape[0] !== T) throw new Error(`stream diff: exit '${id}' has ${t.shape[0]} rows, expected T ${T}`);
       return { data: t.data as Uint16Array, cols: t.shape[1], sharded: false, padNonZero: 0, replicaMismatch: 0 };
     };

@@ -21,9 +21,22 @@ function totals(name: string, r: RunSideReport): HTMLElement {
     { class: 'run-totals' },
     h('h4', {}, `run ${name}: ${sideLabel(r.side)}`),
     // SP off reaches the planner as "variable = 0", so its gate reason would name the variable
-    h('p', {}, `${r.plan.sp ? `sharded from layer ${r.plan.spStartLayer}, C = ${r.plan.chunk}` : r.side.sp === 'off' ? 'not sharded (SP off)' : `not sharded (${r.plan.reason})`}; ${r.nodes} graph nodes in ${r.stats.seconds.toFixed(2)} s`),
+    h(
+      'p',
+      {},
+      `${r.plan.sp ? `sharded from layer ${r.plan.spStartLayer}, C = ${r.plan.chunk}` : r.side.sp === 'off' ? 'not sharded (SP off)' : `not sharded (${r.plan.reason})`}; ${r.nodes} graph nodes in ${r.stats.seconds.toFixed(2)} s`,
+    ),
     h('p', {}, `HC rows / rank: ${perRank(r.stats.hcRowsPerRank)}`),
-    ...kinds.map((k) => h('p', {}, `${k} bytes sent / rank: ${perRank(bytes.map((b) => b[k]), formatBytes)}`)),
+    ...kinds.map((k) =>
+      h(
+        'p',
+        {},
+        `${k} bytes sent / rank: ${perRank(
+          bytes.map((b) => b[k]),
+          formatBytes,
+        )}`,
+      ),
+    ),
   );
 }
 
@@ -41,7 +54,12 @@ function trafficCell(t: StepTraffic | null): HTMLElement {
     'td',
     {},
     ...t.collectives.map((c) =>
-      h('div', { class: 'coll' }, h('b', {}, c.kind), `${c.algorithm ? ` (${c.algorithm})` : ''} [${c.inShape.join(',')}]→[${c.outShape.join(',')}] · ${sent(c)}`),
+      h(
+        'div',
+        { class: 'coll' },
+        h('b', {}, c.kind),
+        `${c.algorithm ? ` (${c.algorithm})` : ''} [${c.inShape.join(',')}]→[${c.outShape.join(',')}] · ${sent(c)}`,
+      ),
     ),
   );
 }
@@ -49,14 +67,17 @@ function trafficCell(t: StepTraffic | null): HTMLElement {
 type Title = (step: string) => string;
 
 function rowOf(r: StepRow, title: Title): HTMLElement[] {
-  const hc = (t: StepTraffic | null) => h('td', { class: 'num' }, t && t.hcRowsPerRank.some((v) => v > 0) ? perRank(t.hcRowsPerRank) : '-');
+  const hc = (t: StepTraffic | null) => h('td', { class: 'num' }, t?.hcRowsPerRank.some((v) => v > 0) ? perRank(t.hcRowsPerRank) : '-');
   const diffs = r.diffs.length ? r.diffs : [null];
   return diffs.map((d, i) => {
     const first = i === 0;
     const span = diffs.length;
     // the step's traffic cells span its diff lines (the exit has two: MTP state and h)
     const cells: HTMLElement[] = first ? [h('td', { class: 'step' }, title(r.step)), trafficCell(r.a), hc(r.a), trafficCell(r.b), hc(r.b)] : [];
-    if (span > 1) cells.forEach((c) => c.setAttribute('rowspan', String(span)));
+    if (span > 1)
+      cells.forEach((c) => {
+        c.setAttribute('rowspan', String(span));
+      });
     if (!d) return h('tr', {}, ...cells, h('td', { colspan: 5, class: 'muted' }, 'no stream compared'));
     const pad = d.padNonZeroA + d.padNonZeroB;
     const rep = d.replicaMismatchA + d.replicaMismatchB;
@@ -76,7 +97,22 @@ function rowOf(r: StepRow, title: Title): HTMLElement[] {
 function table(report: RunReport, title: Title): HTMLElement {
   const a = sideLabel(report.a.side);
   const b = sideLabel(report.b.side);
-  const head = h('tr', {}, ...['step', `collectives a (${a})`, 'HC rows a', `collectives b (${b})`, 'HC rows b', 'compared', 'differing', 'max row-ulp', 'padding rows', 'rank replicas'].map((t) => h('th', {}, t)));
+  const head = h(
+    'tr',
+    {},
+    ...[
+      'step',
+      `collectives a (${a})`,
+      'HC rows a',
+      `collectives b (${b})`,
+      'HC rows b',
+      'compared',
+      'differing',
+      'max row-ulp',
+      'padding rows',
+      'rank replicas',
+    ].map((t) => h('th', {}, t)),
+  );
   return h('table', { class: 'grid steps' }, h('thead', {}, head), h('tbody', {}, ...stepTable(report).flatMap((r) => rowOf(r, title))));
 }
 
@@ -95,10 +131,18 @@ export function renderRun(report: RunReport): HTMLElement {
   return h(
     'div',
     { class: 'run' },
-    h('p', { class: 'headline' }, `${request.config}, T = ${request.tokens}, tp ${request.tp}, seed ${request.seed}, sub-layers: ${report.subLayersName}. Run a (${sideLabel(a.side)}) against run b (${sideLabel(b.side)}): ${headline}`),
+    h(
+      'p',
+      { class: 'headline' },
+      `${request.config}, T = ${request.tokens}, tp ${request.tp}, seed ${request.seed}, sub-layers: ${report.subLayersName}. Run a (${sideLabel(a.side)}) against run b (${sideLabel(b.side)}): ${headline}`,
+    ),
     h('div', { class: 'totals' }, totals('a', a), totals('b', b)),
     renderHeatmap(model, title),
-    h('p', { class: 'muted' }, 'Each step compares the streams entering it (after the previous sub-layer\'s combine; a PLE step: before the PLE adds to them); the exit compares the gathered MTP state and the mixer output h. A PLE layer issues no collective: every rank computes it on all T rows.'),
+    h(
+      'p',
+      { class: 'muted' },
+      "Each step compares the streams entering it (after the previous sub-layer's combine; a PLE step: before the PLE adds to them); the exit compares the gathered MTP state and the mixer output h. A PLE layer issues no collective: every rank computes it on all T rows.",
+    ),
     table(report, title),
   );
 }

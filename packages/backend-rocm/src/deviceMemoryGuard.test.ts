@@ -157,7 +157,11 @@ describe('a Flash-Next rank on a device with too little memory (fake runtime)', 
   const need = weightBytes + planBytes + VENDOR_BLAS_WORKSPACE_BYTES;
   const peer: Communicator = { rank: 0, tp: 4, collective: () => Promise.reject(new Error('test: no collective runs')) };
   let reads = 0;
-  const counted: WeightSource = { ...NO_WEIGHTS, read: (...a) => (reads++, NO_WEIGHTS.read(...a)) };
+  const counted: WeightSource = { ...NO_WEIGHTS, read: (...a) => {
+      reads++;
+      return NO_WEIGHTS.read(...a);
+    },
+  };
 
   it('is refused at prepare, naming what it needs and what the device has, before any weight is read or allocated', async () => {
     // about a quarter of the model's 239 GiB of bf16 weights, with the replicated ones

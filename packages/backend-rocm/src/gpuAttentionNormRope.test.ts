@@ -16,12 +16,24 @@ const addon = loadNativeAddon();
 /** the launcher's choice, then every block of 1-4 row groups */
 const BLOCK_ROWS = [undefined, '1', '2', '3', '4'] as const;
 
-const bytes = (v: ArrayBufferView | ArrayBuffer): Uint8Array => (v instanceof ArrayBuffer ? new Uint8Array(v) : new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
+const bytes = (v: ArrayBufferView | ArrayBuffer): Uint8Array =>
+  v instanceof ArrayBuffer ? new Uint8Array(v) : new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
 
 let seed = 7;
 /** seeded bf16 normal values */
-const bf = (shape: number[], std = 1): Tensor => ({ dtype: 'bf16', shape, data: new Rng(seed++).fillBf16Normal(shape.reduce((a, d) => a * d, 1), std) });
-const bits = (shape: number[], value: (j: number) => number): Tensor => ({ dtype: 'bf16', shape, data: Uint16Array.from({ length: shape.reduce((a, d) => a * d, 1) }, (_, j) => f32ToBf16(value(j))) });
+const bf = (shape: number[], std = 1): Tensor => ({
+  dtype: 'bf16',
+  shape,
+  data: new Rng(seed++).fillBf16Normal(
+    shape.reduce((a, d) => a * d, 1),
+    std,
+  ),
+});
+const bits = (shape: number[], value: (j: number) => number): Tensor => ({
+  dtype: 'bf16',
+  shape,
+  data: Uint16Array.from({ length: shape.reduce((a, d) => a * d, 1) }, (_, j) => f32ToBf16(value(j))),
+});
 
 /** the op on the emulated GPU with HCSP_GPU_BLOCK_ROWS = blockRows: its outputs' bytes */
 async function onGpu(gpu: GpuDevice, op: string, inputs: Tensor[], attrs: Record<string, unknown>, blockRows: string | undefined): Promise<Uint8Array[]> {
@@ -47,7 +59,9 @@ async function expectReference(gpu: GpuDevice, op: string, inputs: Tensor[], att
     const got = await onGpu(gpu, op, inputs, attrs, blockRows);
     const where = `${label}, HCSP_GPU_BLOCK_ROWS ${blockRows ?? 'unset'}`;
     expect(got.length, where).toBe(want.length);
-    got.forEach((g, port) => expect(Buffer.from(g).equals(Buffer.from(want[port])), `${where}, port ${port}`).toBe(true));
+    got.forEach((g, port) => {
+      expect(Buffer.from(g).equals(Buffer.from(want[port])), `${where}, port ${port}`).toBe(true);
+    });
   }
 }
 

@@ -19,11 +19,24 @@ const BLOCK_ROWS = [undefined, '1', '2', '3', '4'] as const;
 
 const bytes = (v: ArrayBufferView): Uint8Array => new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
 const tensor = (dtype: Tensor['dtype'], shape: number[], data: Tensor['data']): Tensor => ({ dtype, shape, data });
-const bits = (shape: number[], values: number[]): Tensor => tensor('bf16', shape, Uint16Array.from(values, (v) => f32ToBf16(v)));
+const bits = (shape: number[], values: number[]): Tensor =>
+  tensor(
+    'bf16',
+    shape,
+    Uint16Array.from(values, (v) => f32ToBf16(v)),
+  );
 
 let seed = 1;
 /** seeded bf16 normal values */
-const bf = (shape: number[], std = 1): Tensor => tensor('bf16', shape, new Rng(seed++).fillBf16Normal(shape.reduce((a, d) => a * d, 1), std));
+const bf = (shape: number[], std = 1): Tensor =>
+  tensor(
+    'bf16',
+    shape,
+    new Rng(seed++).fillBf16Normal(
+      shape.reduce((a, d) => a * d, 1),
+      std,
+    ),
+  );
 
 /** the op on `device` (null: the host) with HCSP_GPU_BLOCK_ROWS = blockRows: its outputs' bytes and its kernel launches */
 async function runOn(device: GpuDevice | null, op: string, inputs: Tensor[], attrs: Record<string, unknown>, blockRows: string | undefined) {
@@ -46,17 +59,28 @@ async function runOn(device: GpuDevice | null, op: string, inputs: Tensor[], att
 }
 
 /** the op's outputs equal the reference's byte for byte on the host and on the emulated GPU under every block size; returns the reference's outputs */
-async function expectReference(gpu: GpuDevice, op: string, inputs: Tensor[], attrs: Record<string, unknown>, label: string, gpuLaunches: number): Promise<Tensor[]> {
+async function expectReference(
+  gpu: GpuDevice,
+  op: string,
+  inputs: Tensor[],
+  attrs: Record<string, unknown>,
+  label: string,
+  gpuLaunches: number,
+): Promise<Tensor[]> {
   const ref = cpuKernel(op)(inputs, attrs) as Tensor[];
   const want = ref.map((t) => Buffer.from(bytes(t.data)));
   const host = await runOn(null, op, inputs, attrs, undefined);
-  host.results.forEach((got, port) => expect(Buffer.from(got).equals(want[port]), `${label} on the host, port ${port}`).toBe(true));
+  host.results.forEach((got, port) => {
+    expect(Buffer.from(got).equals(want[port]), `${label} on the host, port ${port}`).toBe(true);
+  });
   for (const blockRows of BLOCK_ROWS) {
     const { results, launches } = await runOn(gpu, op, inputs, attrs, blockRows);
     const where = `${label}, emulated, HCSP_GPU_BLOCK_ROWS ${blockRows ?? 'unset'}`;
     expect(launches, where).toBe(gpuLaunches);
     expect(results.length, where).toBe(want.length);
-    results.forEach((got, port) => expect(Buffer.from(got).equals(want[port]), `${where}, port ${port}`).toBe(true));
+    results.forEach((got, port) => {
+      expect(Buffer.from(got).equals(want[port]), `${where}, port ${port}`).toBe(true);
+    });
   }
   return ref;
 }
@@ -71,7 +95,14 @@ describe('GDN and PLE reductions in canonical order v1 on the host and the emula
   it("pleRms1pNorm: core's hand-computed row (4096 then ones), then groups of whole steps, of a partial step and chunk, of odd width", async () => {
     const h = 1024;
     const row = Array.from({ length: 2 * h }, (_, j) => (j % h === 0 ? 4096 : 1));
-    const [y] = await expectReference(gpu, 'pleRms1pNorm', [bits([1, 2 * h], row), bits([2 * h], new Array(2 * h).fill(3 * 2 ** -8))], { groups: 2, eps: 1e-6 }, 'pinned', 1);
+    const [y] = await expectReference(
+      gpu,
+      'pleRms1pNorm',
+      [bits([1, 2 * h], row), bits([2 * h], new Array(2 * h).fill(3 * 2 ** -8))],
+      { groups: 2, eps: 1e-6 },
+      'pinned',
+      1,
+    );
     // in j order: 32.5 and 2^-7 * 1.015625 (core's pleMath.test.ts)
     expect(f32Values(y!)).toEqual(row.map((v) => (v === 4096 ? 32.25 : 2 ** -7 * 1.0078125)));
     // segments (rows x groups): 6, 9, 7 and 13: none a multiple of 4, and 3 only once
@@ -129,7 +160,14 @@ describe('GDN and PLE reductions in canonical order v1 on the host and the emula
       [3, 3, 1030],
       [5, 1, 128],
     ]) {
-      await expectReference(gpu, 'gdnGatedNorm', [bf([T, heads * headDim], 3), bf([T, heads * headDim]), bf([headDim], 0.1)], { heads, headDim, eps: 1e-6 }, `${T}x${heads}x${headDim}`, 1);
+      await expectReference(
+        gpu,
+        'gdnGatedNorm',
+        [bf([T, heads * headDim], 3), bf([T, heads * headDim]), bf([headDim], 0.1)],
+        { heads, headDim, eps: 1e-6 },
+        `${T}x${heads}x${headDim}`,
+        1,
+      );
     }
   });
 
@@ -144,8 +182,19 @@ describe('GDN and PLE reductions in canonical order v1 on the host and the emula
     expect(f32Values(o!)).toEqual([1.5078125, 1.5546875]);
     const h = { keyHeads: 2, valueHeads: 4, keyDim: 517, valueDim: 4 };
     const C = 2 * h.keyHeads * h.keyDim + h.valueHeads * h.valueDim;
-    const gates = tensor('f32', [3, 4], Float32Array.from({ length: 12 }, (_, i) => -0.1 * (i + 1)));
-    await expectReference(gpu, 'gdnRecurrence', [bf([3, C], 3), gates, bf([3, 4])], { ...h, scale: Math.fround(h.keyDim ** -0.5), l2Eps: GDN_L2NORM_EPS }, 'keyDim 517', 2);
+    const gates = tensor(
+      'f32',
+      [3, 4],
+      Float32Array.from({ length: 12 }, (_, i) => -0.1 * (i + 1)),
+    );
+    await expectReference(
+      gpu,
+      'gdnRecurrence',
+      [bf([3, C], 3), gates, bf([3, 4])],
+      { ...h, scale: Math.fround(h.keyDim ** -0.5), l2Eps: GDN_L2NORM_EPS },
+      'keyDim 517',
+      2,
+    );
   });
 });
 
@@ -168,7 +217,14 @@ describe('GDN and PLE block launches over the fake hip runtime', () => {
     const all = async (rows: number) => {
       await run('gdnGatedNorm', [[rows, 2 * 8], [rows, 2 * 8], [8]], { heads: 2, headDim: 8, eps: 1e-6 });
       await run('pleRms1pNorm', [[rows, 2 * 8], [2 * 8]], { groups: 2, eps: 1e-6 });
-      await run('pleGate', [[rows, 2 * 8], [rows, 2 * 8]], { streams: 2 });
+      await run(
+        'pleGate',
+        [
+          [rows, 2 * 8],
+          [rows, 2 * 8],
+        ],
+        { streams: 2 },
+      );
     };
     // 2048 rows x 2: 4096 reductions, 4 per block; 50 x 2: one per block
     await all(2048);

@@ -50,8 +50,22 @@ for (const tp of [2, 4]) {
     CASES.push({ op: 'reduceScatter', tp, dtype: 'bf16', shape: [8, 27], attrs: { algorithm }, note: '' });
   }
   // loops of channels * tp * chunkElems with a last, partial loop: 999 is no multiple of the chunk or the loop
-  CASES.push({ op: 'allReduce', tp, dtype: 'bf16', shape: [37, 27], attrs: { algorithm: 'ring', channels: 2, chunkElems: 48 }, note: 'several loops, the last partial' });
-  CASES.push({ op: 'allReduce', tp, dtype: 'bf16', shape: [3, 333], attrs: { algorithm: 'ring', channels: 3, chunkElems: 64 }, note: 'three channels, the last loop partial' });
+  CASES.push({
+    op: 'allReduce',
+    tp,
+    dtype: 'bf16',
+    shape: [37, 27],
+    attrs: { algorithm: 'ring', channels: 2, chunkElems: 48 },
+    note: 'several loops, the last partial',
+  });
+  CASES.push({
+    op: 'allReduce',
+    tp,
+    dtype: 'bf16',
+    shape: [3, 333],
+    attrs: { algorithm: 'ring', channels: 3, chunkElems: 64 },
+    note: 'three channels, the last loop partial',
+  });
   CASES.push({ op: 'allGather', tp, dtype: 'bf16', shape: [3, 5], attrs: {}, note: 'odd shard bytes: 2-byte units' });
   CASES.push({ op: 'allGather', tp, dtype: 'f32', shape: [4, 6], attrs: {}, note: '' });
   CASES.push({ op: 'allGather', tp, dtype: 'i32', shape: [2, 7], attrs: {}, note: '' });
@@ -97,7 +111,14 @@ describe('collectives of simulated ranks on the emulated GPU', () => {
         ) as NativeTensor[][];
         held.push(...outs.map(([y]) => y!));
         await addon.sync(gpu);
-        expect(moved(addon.counters(gpu), c0)).toEqual({ hostSyncs: 1, copiesToDevice: 0, bytesToDevice: 0, copiesFromDevice: 0, bytesFromDevice: 0, memsets: 0 });
+        expect(moved(addon.counters(gpu), c0)).toEqual({
+          hostSyncs: 1,
+          copiesToDevice: 0,
+          bytesToDevice: 0,
+          copiesFromDevice: 0,
+          bytesFromDevice: 0,
+          memsets: 0,
+        });
         outs.forEach(([y], r) => {
           expect([...y!.shape], `rank ${r}`).toEqual(want[r]![0]!.shape);
           expect(Buffer.from(addon.download(y!)).equals(bytes(want[r]![0]!)), `rank ${r}'s bits`).toBe(true);
@@ -152,7 +173,9 @@ describe('collectives of simulated ranks on the emulated GPU', () => {
         gpu,
       );
       held.push(...outs.map(([y]) => y!));
-      outs.forEach(([y], r) => expect(Buffer.from(addon.download(y!)).equals(bytes(want[r]![0]!)), `rank ${r}`).toBe(true));
+      outs.forEach(([y], r) => {
+        expect(Buffer.from(addon.download(y!)).equals(bytes(want[r]![0]!)), `rank ${r}`).toBe(true);
+      });
     } finally {
       for (const t of held) addon.free(t);
       await addon.sync(gpu);

@@ -82,7 +82,10 @@ const bytes = (t: NativeTensor) => Array.from(new Uint8Array(addon.download(t)))
 async function withTensors<T>(fn: (keep: (t: NativeTensor) => NativeTensor) => Promise<T>): Promise<T> {
   const live: NativeTensor[] = [];
   try {
-    return await fn((t) => (live.push(t), t));
+    return await fn((t) => {
+      live.push(t);
+      return t;
+    });
   } finally {
     for (const t of live) if (!t.freed) addon.free(t);
   }

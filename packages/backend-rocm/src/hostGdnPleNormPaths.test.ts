@@ -77,11 +77,20 @@ function cases(): OpRun[] {
   out.push({
     name: 'gdnGatedNorm: 4096 then 2^18 - 1 ones',
     op: 'gdnGatedNorm',
-    inputs: [bf16([1, hd], [4096, ...new Array<number>(hd - 1).fill(1)]), bf16([1, hd], new Array<number>(hd).fill(0)), bf16([hd], new Array<number>(hd).fill(1))],
+    inputs: [
+      bf16([1, hd], [4096, ...new Array<number>(hd - 1).fill(1)]),
+      bf16([1, hd], new Array<number>(hd).fill(0)),
+      bf16([hd], new Array<number>(hd).fill(1)),
+    ],
     attrs: { heads: 1, headDim: hd, eps: 1e-6 },
   });
   const ones = Array.from({ length: 2048 }, (_, j) => (j % 1024 === 0 ? 4096 : 1));
-  out.push({ name: 'pleRms1pNorm: 4096 then ones', op: 'pleRms1pNorm', inputs: [bf16([1, 2048], ones), bf16([2048], new Array<number>(2048).fill(3 * 2 ** -8))], attrs: { groups: 2, eps: 1e-6 } });
+  out.push({
+    name: 'pleRms1pNorm: 4096 then ones',
+    op: 'pleRms1pNorm',
+    inputs: [bf16([1, 2048], ones), bf16([2048], new Array<number>(2048).fill(3 * 2 ** -8))],
+    attrs: { groups: 2, eps: 1e-6 },
+  });
   // lengths off the 512-term step and the 8-term chunk, shorter than a chunk, whole steps
   for (const n of [1, 7, 24, 517, 1030, 2560]) {
     const h = { keyHeads: 2, valueHeads: 2, keyDim: n, valueDim: 2 };
@@ -89,13 +98,32 @@ function cases(): OpRun[] {
     out.push({
       name: `gdnRecurrence: keyDim ${n}`,
       op: 'gdnRecurrence',
-      inputs: [bf16([2, C], normal(2 * C, 2)), { dtype: 'f32', shape: [2, 2], data: Float32Array.from(normal(4, 0.1), (v) => -Math.abs(v)) }, bf16([2, 2], normal(4, 1))],
+      inputs: [
+        bf16([2, C], normal(2 * C, 2)),
+        { dtype: 'f32', shape: [2, 2], data: Float32Array.from(normal(4, 0.1), (v) => -Math.abs(v)) },
+        bf16([2, 2], normal(4, 1)),
+      ],
       attrs: { ...h, scale: Math.fround(n ** -0.5), l2Eps: GDN_L2NORM_EPS },
     });
     const even = n + (n % 2);
-    out.push({ name: `gdnGatedNorm: headDim ${even}`, op: 'gdnGatedNorm', inputs: [bf16([3, 2 * even], normal(6 * even, 3)), bf16([3, 2 * even], normal(6 * even, 1)), bf16([even], normal(even, 0.1))], attrs: { heads: 2, headDim: even, eps: 1e-6 } });
-    out.push({ name: `pleRms1pNorm: groups of ${n}`, op: 'pleRms1pNorm', inputs: [bf16([3, 2 * n], normal(6 * n, 2)), bf16([2 * n], normal(2 * n, 0.1))], attrs: { groups: 2, eps: 1e-6 } });
-    out.push({ name: `pleGate: H ${n}`, op: 'pleGate', inputs: [bf16([3, 2 * n], normal(6 * n, 1)), bf16([3, 2 * n], normal(6 * n, 1))], attrs: { streams: 2 } });
+    out.push({
+      name: `gdnGatedNorm: headDim ${even}`,
+      op: 'gdnGatedNorm',
+      inputs: [bf16([3, 2 * even], normal(6 * even, 3)), bf16([3, 2 * even], normal(6 * even, 1)), bf16([even], normal(even, 0.1))],
+      attrs: { heads: 2, headDim: even, eps: 1e-6 },
+    });
+    out.push({
+      name: `pleRms1pNorm: groups of ${n}`,
+      op: 'pleRms1pNorm',
+      inputs: [bf16([3, 2 * n], normal(6 * n, 2)), bf16([2 * n], normal(2 * n, 0.1))],
+      attrs: { groups: 2, eps: 1e-6 },
+    });
+    out.push({
+      name: `pleGate: H ${n}`,
+      op: 'pleGate',
+      inputs: [bf16([3, 2 * n], normal(6 * n, 1)), bf16([3, 2 * n], normal(6 * n, 1))],
+      attrs: { streams: 2 },
+    });
   }
   // specials: a square that overflows, inf, NaN, -0, a square below fp32's normal range
   const special = normal(4 * 520, 1);
@@ -104,8 +132,18 @@ function cases(): OpRun[] {
   special[1040 + 513] = NaN;
   special[1560 + 100] = -0;
   special[1560 + 101] = 1.5 * 2 ** -75;
-  out.push({ name: 'pleRms1pNorm: specials', op: 'pleRms1pNorm', inputs: [bf16([1, 4 * 520], special), bf16([4 * 520], normal(4 * 520, 0.1))], attrs: { groups: 4, eps: 1e-6 } });
-  out.push({ name: 'gdnGatedNorm: specials', op: 'gdnGatedNorm', inputs: [bf16([1, 4 * 520], special), bf16([1, 4 * 520], normal(4 * 520, 1)), bf16([520], normal(520, 0.1))], attrs: { heads: 4, headDim: 520, eps: 1e-6 } });
+  out.push({
+    name: 'pleRms1pNorm: specials',
+    op: 'pleRms1pNorm',
+    inputs: [bf16([1, 4 * 520], special), bf16([4 * 520], normal(4 * 520, 0.1))],
+    attrs: { groups: 4, eps: 1e-6 },
+  });
+  out.push({
+    name: 'gdnGatedNorm: specials',
+    op: 'gdnGatedNorm',
+    inputs: [bf16([1, 4 * 520], special), bf16([1, 4 * 520], normal(4 * 520, 1)), bf16([520], normal(520, 0.1))],
+    attrs: { heads: 4, headDim: 520, eps: 1e-6 },
+  });
   return out;
 }
 
@@ -119,7 +157,9 @@ describe('host GDN and PLE norms: every vector path gives the reference bits (ca
     for (const isa of isas) {
       const got = onHost(isa, all);
       expect(got.isa).toBe(isa);
-      all.forEach((c, i) => expect(got.results[i], `${c.name}, HCSP_NATIVE_ISA=${isa}`).toEqual(want[i]));
+      all.forEach((c, i) => {
+        expect(got.results[i], `${c.name}, HCSP_NATIVE_ISA=${isa}`).toEqual(want[i]);
+      });
     }
   }, 240_000);
 });

@@ -8,7 +8,7 @@ import { chromiumExecutable, CHROMIUM_WEBGPU_ARGS } from './chromiumFlags.ts';
 import { chromium, type Browser, type BrowserServer, type Page } from 'playwright-core';
 import { hostTensor } from './hostTensors.ts';
 import { pageBundle, WGSL_KERNEL_MODULE, type KernelModule } from './pageBundle.ts';
-import { type PageApi, type PageJob, type PageRunOptions, type WirePlan } from './pageProtocol.ts';
+import type { PageApi, PageJob, PageRunOptions, WirePlan } from './pageProtocol.ts';
 import type { KernelPlan } from '@hcsp/kernels-wgsl';
 import { tensorFromWordBytes, tensorWordBytes } from './tensorBytes.ts';
 import { readSizedBody } from './sizedBody.ts';
@@ -286,10 +286,17 @@ export class ChromiumHost {
       let adapter: string;
       try {
         await page.waitForFunction(() => typeof (window as unknown as Partial<PageApi>).hcspInit === 'function', undefined, { timeout: startMs });
-        adapter = await within(page.evaluate(() => (window as unknown as PageApi).hcspInit()), startMs, 'requesting the WebGPU device');
+        adapter = await within(
+          page.evaluate(() => (window as unknown as PageApi).hcspInit()),
+          startMs,
+          'requesting the WebGPU device',
+        );
       } catch (e) {
         const extra = early.length > 0 ? `; page errors: ${early.join('; ')}` : '';
-        throw new ChromiumHostError('no-webgpu', `no WebGPU adapter in headless Chromium (flags ${CHROMIUM_WEBGPU_ARGS.join(' ')}): ${(e as Error).message}${extra}`);
+        throw new ChromiumHostError(
+          'no-webgpu',
+          `no WebGPU adapter in headless Chromium (flags ${CHROMIUM_WEBGPU_ARGS.join(' ')}): ${(e as Error).message}${extra}`,
+        );
       }
       const self = new ChromiumHost(server, browserServer, page, adapter, options.runTimeoutMs ?? 30 * 60_000, folder);
       host.current = self;
@@ -316,7 +323,9 @@ export class ChromiumHost {
     };
     this.jobs.set(id, job);
     try {
-      await this.serialized(() => this.inPage(`preparing job ${id} (${graph.nodes.length} nodes)`, (page) => page.evaluate((j) => (window as unknown as PageApi).hcspPrepare(j), id)));
+      await this.serialized(() =>
+        this.inPage(`preparing job ${id} (${graph.nodes.length} nodes)`, (page) => page.evaluate((j) => (window as unknown as PageApi).hcspPrepare(j), id)),
+      );
     } catch (e) {
       this.jobs.delete(id);
       throw e;
@@ -343,7 +352,9 @@ export class ChromiumHost {
         alive();
         return this.serialized(async () => {
           job.results.clear();
-          await this.inPage(`reading '${vid}' of job ${id}`, (page) => page.evaluate(([j, v]) => (window as unknown as PageApi).hcspRead(j, v), [id, vid] as const));
+          await this.inPage(`reading '${vid}' of job ${id}`, (page) =>
+            page.evaluate(([j, v]) => (window as unknown as PageApi).hcspRead(j, v), [id, vid] as const),
+          );
           return this.result(job, graph, vid);
         });
       },
@@ -353,7 +364,8 @@ export class ChromiumHost {
         // after the runs and reads already queued, which still fetch this job's tensors
         await this.serialized(async () => {
           try {
-            if (!this.closed && !this.failure) await this.inPage(`disposing job ${id}`, (page) => page.evaluate((j) => (window as unknown as PageApi).hcspDispose(j), id));
+            if (!this.closed && !this.failure)
+              await this.inPage(`disposing job ${id}`, (page) => page.evaluate((j) => (window as unknown as PageApi).hcspDispose(j), id));
           } finally {
             this.jobs.delete(id);
           }
@@ -389,7 +401,13 @@ export class ChromiumHost {
       try {
         const wire: WirePlan = { scratch: plan.scratch, dispatches: plan.dispatches.map((d) => ({ ...d, uniforms: Array.from(d.uniforms) })) };
         const seconds = await this.inPage(`plan ${id}`, (page) =>
-          page.evaluate(([j, p, present, words, r]) => (window as unknown as PageApi).hcspRunPlan(j, p, present, words, r), [id, wire, inputs.map((w) => w !== null), outputWords, reps] as const),
+          page.evaluate(([j, p, present, words, r]) => (window as unknown as PageApi).hcspRunPlan(j, p, present, words, r), [
+            id,
+            wire,
+            inputs.map((w) => w !== null),
+            outputWords,
+            reps,
+          ] as const),
         );
         const outputs = outputWords.map((w, i) => {
           const b = job.results.get(String(i));
@@ -428,7 +446,13 @@ export class ChromiumHost {
         options.timeoutMs,
       );
       const p = summary.pageSeconds;
-      this.lastTimes = { total: (performance.now() - t0) / 1000, pageRun: p.run, pagePost: p.post, nodeReceive: this.receiveSeconds, postedBytes: p.postedBytes };
+      this.lastTimes = {
+        total: (performance.now() - t0) / 1000,
+        pageRun: p.run,
+        pagePost: p.post,
+        nodeReceive: this.receiveSeconds,
+        postedBytes: p.postedBytes,
+      };
       const values = new Map<ValueId, Tensor>();
       for (const vid of summary.posted) values.set(vid, this.result(job, graph, vid));
       return { values, stats: summary.stats };

@@ -27,16 +27,20 @@ export class GpuMemory {
     }
     this.device.pushErrorScope('out-of-memory');
     this.device.pushErrorScope('validation');
-    let buffer: GPUBuffer;
+    let buffer: GPUBuffer | undefined;
+    let thrown: unknown = null;
     try {
       buffer = this.device.createBuffer({ label, size: bytes, usage });
-    } finally {
-      const validation = this.guard.race(this.device.popErrorScope());
-      const oom = this.guard.race(this.device.popErrorScope());
-      const [v, o] = await Promise.all([validation, oom]);
-      if (o) throw new Error(`webgpu (${this.guard.host}): out of memory allocating buffer '${label}' of ${bytes} bytes: ${o.message}`);
-      if (v) throw new Error(`webgpu (${this.guard.host}): cannot allocate buffer '${label}' of ${bytes} bytes: ${v.message}`);
+    } catch (e) {
+      thrown = e;
     }
+    // the scopes are popped whatever createBuffer did; their errors say more than its exception
+    const validation = this.guard.race(this.device.popErrorScope());
+    const oom = this.guard.race(this.device.popErrorScope());
+    const [v, o] = await Promise.all([validation, oom]);
+    if (o) throw new Error(`webgpu (${this.guard.host}): out of memory allocating buffer '${label}' of ${bytes} bytes: ${o.message}`);
+    if (v) throw new Error(`webgpu (${this.guard.host}): cannot allocate buffer '${label}' of ${bytes} bytes: ${v.message}`);
+    if (thrown !== null || buffer === undefined) throw thrown;
     return buffer;
   }
 

@@ -104,7 +104,10 @@ export class WebGpuDevice implements DeviceOps<GPUBuffer> {
     }
     const inDecl = inDecls[0][0];
     const outDecl = outDecls[0][0];
-    for (const [ds, d0] of [[inDecls, inDecl], [outDecls, outDecl]] as const) {
+    for (const [ds, d0] of [
+      [inDecls, inDecl],
+      [outDecls, outDecl],
+    ] as const) {
       for (const [d] of ds) {
         if (d.dtype !== d0.dtype || shapeStr(d.shape) !== shapeStr(d0.shape)) {
           throw new Error(`webgpu: ${where}: value '${d.id}' is ${d.dtype}${shapeStr(d.shape)}, rank 0's is ${d0.dtype}${shapeStr(d0.shape)}`);
@@ -119,13 +122,14 @@ export class WebGpuDevice implements DeviceOps<GPUBuffer> {
     // Stacking and scattering copy whole u32 words per rank: a rank's share must end on a
     // word boundary, or the packed element order of the stacked tensor would not match.
     if (tp > 1 && (inRankBytes % 4 !== 0 || outRankBytes % 4 !== 0)) {
-      throw new Error(`webgpu: ${where}: per-rank tensors ${inDecl.dtype}${shapeStr(inDecl.shape)} -> ${outDecl.dtype}${shapeStr(outDecl.shape)} are not whole u32 words`);
+      throw new Error(
+        `webgpu: ${where}: per-rank tensors ${inDecl.dtype}${shapeStr(inDecl.shape)} -> ${outDecl.dtype}${shapeStr(outDecl.shape)} are not whole u32 words`,
+      );
     }
-    const plan = this.planner(node)(
-      [{ shape: [tp, ...inDecl.shape], dtype: inDecl.dtype }],
-      [{ shape: resultShape, dtype: outDecl.dtype }],
-      { ...node.attrs, tp },
-    );
+    const plan = this.planner(node)([{ shape: [tp, ...inDecl.shape], dtype: inDecl.dtype }], [{ shape: resultShape, dtype: outDecl.dtype }], {
+      ...node.attrs,
+      tp,
+    });
     const inWords = wordBytesOf(inDecl.dtype, inDecl.shape);
     const own: GPUBuffer[] = [];
     const rankOuts: GPUBuffer[] = [];
@@ -136,10 +140,14 @@ export class WebGpuDevice implements DeviceOps<GPUBuffer> {
       own.push(result);
       for (const [d] of outDecls) rankOuts.push(await this.alloc(d));
       const encoder = this.device.createCommandEncoder({ label: `${node.op} ${node.scope}` });
-      inputs.forEach(([b], r) => encoder.copyBufferToBuffer(b, 0, stacked, r * inWords, inWords));
+      inputs.forEach(([b], r) => {
+        encoder.copyBufferToBuffer(b, 0, stacked, r * inWords, inWords);
+      });
       const temps = await this.encodePlan(encoder, node, plan, [stacked], [result]);
       const outWords = wordBytesOf(outDecl.dtype, outDecl.shape);
-      rankOuts.forEach((b, r) => encoder.copyBufferToBuffer(result, scatter ? r * outRankBytes : 0, b, 0, outWords));
+      rankOuts.forEach((b, r) => {
+        encoder.copyBufferToBuffer(result, scatter ? r * outRankBytes : 0, b, 0, outWords);
+      });
       this.submit(encoder, [...temps, ...own], where);
     } catch (e) {
       for (const b of [...own, ...rankOuts]) b.destroy();
@@ -158,7 +166,8 @@ export class WebGpuDevice implements DeviceOps<GPUBuffer> {
     const ins: (GPUBuffer | null)[] = [];
     const outs: GPUBuffer[] = [];
     try {
-      for (const [i, w] of inputs.entries()) ins.push(w ? await this.memory.upload(`plan input ${i}`, new Uint8Array(w.buffer, w.byteOffset, Math.max(4, w.byteLength))) : null);
+      for (const [i, w] of inputs.entries())
+        ins.push(w ? await this.memory.upload(`plan input ${i}`, new Uint8Array(w.buffer, w.byteOffset, Math.max(4, w.byteLength))) : null);
       for (const [i, w] of outputWords.entries()) outs.push(await this.memory.alloc(`plan output ${i}`, Math.max(4, w * 4), STORAGE_USAGE));
       const seconds: number[] = [];
       for (let r = 0; r < reps; r++) {
@@ -232,7 +241,9 @@ export class WebGpuDevice implements DeviceOps<GPUBuffer> {
         }
         const [x, y, z] = d.workgroups;
         if ([x, y, z].some((g) => !(Number.isInteger(g) && g >= 0 && g <= maxGroups))) {
-          throw new Error(`webgpu: kernel '${d.key}' for op '${node.op}' dispatches [${d.workgroups.join(',')}] workgroups; each must be an integer in [0, ${maxGroups}]`);
+          throw new Error(
+            `webgpu: kernel '${d.key}' for op '${node.op}' dispatches [${d.workgroups.join(',')}] workgroups; each must be an integer in [0, ${maxGroups}]`,
+          );
         }
         if (x * y * z === 0) continue;
         pass.setPipeline(pipeline);

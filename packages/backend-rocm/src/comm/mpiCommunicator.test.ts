@@ -39,6 +39,7 @@ function processesWith(entry: string): number[] {
   }).map(Number);
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: parsed JSON output, walked freely by the expectations
 function lines(stdout: string): Record<string, any>[] {
   return stdout
     .split('\n')

@@ -36,18 +36,46 @@ afterAll(() => rmSync(outdir, { recursive: true, force: true }));
 const launch = (launchArgs: string[], rankArgs: string[], env: Record<string, string> = {}) => launchJob(bundle, ROOT, launchArgs, rankArgs, env);
 
 const prefillArgs = (o: { tp: number; sp: string; seed?: number }) => [
-  'prefill', '--backend', 'rocm', '--device', 'host', '--comm', 'mpi', '--reduce', 'ordered',
-  '--config', 'tiny', '--tokens', '40', '--seed', String(o.seed ?? 3), '--tp', String(o.tp), '--sp', o.sp, '--json', '--quiet',
+  'prefill',
+  '--backend',
+  'rocm',
+  '--device',
+  'host',
+  '--comm',
+  'mpi',
+  '--reduce',
+  'ordered',
+  '--config',
+  'tiny',
+  '--tokens',
+  '40',
+  '--seed',
+  String(o.seed ?? 3),
+  '--tp',
+  String(o.tp),
+  '--sp',
+  o.sp,
+  '--json',
+  '--quiet',
 ];
 
 function inProcess(o: { tp: number; sp: string }) {
-  return runPrefillCommand({ backend: 'rocm', device: 'host', config: 'tiny', tokens: '40', seed: '3', stack: 'model', json: true, quiet: true, tp: String(o.tp), sp: o.sp, reduce: 'ordered' }).then(
-    (s) => JSON.parse(s),
-  );
+  return runPrefillCommand({
+    backend: 'rocm',
+    device: 'host',
+    config: 'tiny',
+    tokens: '40',
+    seed: '3',
+    stack: 'model',
+    json: true,
+    quiet: true,
+    tp: String(o.tp),
+    sp: o.sp,
+    reduce: 'ordered',
+  }).then((s) => JSON.parse(s));
 }
 
-
-describe('hcsp launch: one process per rank, met at rank 0\'s rendezvous, equals the in-process run', () => {
+describe("hcsp launch: one process per rank, met at rank 0's rendezvous, equals the in-process run", () => {
   for (const tp of [2, 4]) {
     for (const sp of ['on', 'off']) {
       it(`--nproc-per-node ${tp} -- prefill --comm mpi --reduce ordered --tp ${tp} --sp ${sp}: same outputSha256 and the accounted bytes per rank`, async () => {
@@ -63,15 +91,34 @@ describe('hcsp launch: one process per rank, met at rank 0\'s rendezvous, equals
     }
   }
 
-  it('with a checkpoint, each rank reads only its part\'s slices: the same output, less than the whole run reads', async () => {
+  it("with a checkpoint, each rank reads only its part's slices: the same output, less than the whole run reads", async () => {
     const dir = join(outdir, 'tiny-weights');
-    const w = spawnSync(process.execPath, [bundle, 'weights', '--config', 'tiny', '--seed', '3', '--out', dir], { cwd: ROOT, encoding: 'utf8', timeout: JOB_TIMEOUT_MS });
+    const w = spawnSync(process.execPath, [bundle, 'weights', '--config', 'tiny', '--seed', '3', '--out', dir], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: JOB_TIMEOUT_MS,
+    });
     expect(w.status, w.stderr).toBe(0);
     const args = [...prefillArgs({ tp: 2, sp: 'on' }), '--weights', dir];
     const r = await launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], args).done;
     expect(r.status, r.stderr).toBe(0);
     const launched = JSON.parse(r.stdout);
-    const sim = JSON.parse(await runPrefillCommand({ backend: 'rocm', device: 'host', config: 'tiny', tokens: '40', seed: '3', stack: 'model', json: true, quiet: true, tp: '2', sp: 'on', reduce: 'ordered', weights: dir }));
+    const sim = JSON.parse(
+      await runPrefillCommand({
+        backend: 'rocm',
+        device: 'host',
+        config: 'tiny',
+        tokens: '40',
+        seed: '3',
+        stack: 'model',
+        json: true,
+        quiet: true,
+        tp: '2',
+        sp: 'on',
+        reduce: 'ordered',
+        weights: dir,
+      }),
+    );
     expect(launched.outputSha256).toBe(sim.outputSha256);
     const [r0, r1] = launched.world.weightBytesReadPerRank;
     // the in-process run reads every rank's slices; a rank reads the replicated weights and its own half of the sharded ones
@@ -84,7 +131,11 @@ describe('hcsp launch: one process per rank, met at rank 0\'s rendezvous, equals
 
   it('two "nodes" (two launchers, --nnodes 2, loopback master) give the one-node, 4-process result', async () => {
     const port = String(await freePort());
-    const node = (k: number) => launch(['--nnodes', '2', '--node-rank', String(k), '--nproc-per-node', '2', '--master-addr', '127.0.0.1', '--master-port', port], prefillArgs({ tp: 4, sp: 'on' }));
+    const node = (k: number) =>
+      launch(
+        ['--nnodes', '2', '--node-rank', String(k), '--nproc-per-node', '2', '--master-addr', '127.0.0.1', '--master-port', port],
+        prefillArgs({ tp: 4, sp: 'on' }),
+      );
     const [n0, n1] = [node(0), node(1)];
     const [r0, r1] = await Promise.all([n0.done, n1.done]);
     expect(r0.status, r0.stderr).toBe(0);
@@ -112,9 +163,13 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
     expect(r.stdout).toBe('');
     expect(r.status).toBe(128 + 9);
     const lines = hcspLines(r.stderr);
-    expect(lines).toContain(`hcsp launch: rank 2 (local rank 2, pid ${victim.pid}) was killed by SIGKILL; stopping ranks 0, 1, 3 of this node if they do not end within 3 s`);
+    expect(lines).toContain(
+      `hcsp launch: rank 2 (local rank 2, pid ${victim.pid}) was killed by SIGKILL; stopping ranks 0, 1, 3 of this node if they do not end within 3 s`,
+    );
     for (const rank of [0, 1, 3]) {
-      expect(lines).toContain(`hcsp: rank ${rank} of 4: the job ended: rank 2 (pid ${victim.pid} on ${lines.join('').match(/on ([^:)]+)\)/)![1]}) was lost: its connection to the rendezvous store closed before it finished (it crashed or was killed)`);
+      expect(lines).toContain(
+        `hcsp: rank ${rank} of 4: the job ended: rank 2 (pid ${victim.pid} on ${lines.join('').match(/on ([^:)]+)\)/)![1]}) was lost: its connection to the rendezvous store closed before it finished (it crashed or was killed)`,
+      );
     }
     // the others end by themselves, told by the store, well before the launcher's 3 s grace
     expect(secondsToFail).toBeLessThan(3);
@@ -132,7 +187,9 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
     let victim: { pid: number } | undefined;
     try {
       await waitFor('rank 0 running the graph', () => /\(rank 0\): \d+\/\d+ ops/.test(progress));
-      victim = marked(job.mark).filter(isRank).find((p) => p.rank === '1');
+      victim = marked(job.mark)
+        .filter(isRank)
+        .find((p) => p.rank === '1');
       expect(victim).toBeDefined();
       const stoppedAt = performance.now();
       process.kill(victim!.pid, 'SIGSTOP');
@@ -145,8 +202,12 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
         /^hcsp: rank 0 of 2: no progress for 6\.\d s in node \d+ \((allReduce|reduceScatter|allGather) L\d+\.[\w.]+\), the collective timeout \(--collective-timeout, HCSP_COLLECTIVE_TIMEOUT\): a peer is stopped, hung or far behind$/,
       );
       expect(lines[1]).toBe('hcsp: rank 0 of 2: rank 1 did not answer within 2 s (stopped, or hung); ending the job');
-      expect(lines[2]).toMatch(/^hcsp launch: rank 0 \(local rank 0, pid \d+\) exited with code 1; stopping rank 1 of this node if it does not end within 3 s$/);
-      expect(lines[3]).toBe(`hcsp launch: rank 1 (local rank 1, pid ${victim!.pid}) is stopped (SIGSTOP or a debugger): it cannot end by itself, killing it now`);
+      expect(lines[2]).toMatch(
+        /^hcsp launch: rank 0 \(local rank 0, pid \d+\) exited with code 1; stopping rank 1 of this node if it does not end within 3 s$/,
+      );
+      expect(lines[3]).toBe(
+        `hcsp launch: rank 1 (local rank 1, pid ${victim!.pid}) is stopped (SIGSTOP or a debugger): it cannot end by itself, killing it now`,
+      );
       expect(lines).toHaveLength(4);
       // the limit, the 2 s the ranks get to answer, and what rank 0 computed before it waited
       expect(seconds).toBeLessThan(limit + 2 + 4);
@@ -164,13 +225,20 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
   });
 
   it('a bad --collective-timeout is one usage error naming the value, from rank 0, before the ranks meet', async () => {
-    const r = await launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], [...prefillArgs({ tp: 2, sp: 'on' }), '--collective-timeout', '0']).done;
+    const r = await launch(
+      ['--nproc-per-node', '2', '--master-port', String(await freePort())],
+      [...prefillArgs({ tp: 2, sp: 'on' }), '--collective-timeout', '0'],
+    ).done;
     expect(r.status).toBe(1);
     const lines = hcspLines(r.stderr).filter((l) => l.startsWith('hcsp:'));
     expect(lines).toEqual(['hcsp: --collective-timeout is too small: at least 0.001 s, got "0"']);
-    const env = await launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], prefillArgs({ tp: 2, sp: 'on' }), { HCSP_COLLECTIVE_TIMEOUT: '1e3' }).done;
+    const env = await launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], prefillArgs({ tp: 2, sp: 'on' }), {
+      HCSP_COLLECTIVE_TIMEOUT: '1e3',
+    }).done;
     expect(env.status).toBe(1);
-    expect(hcspLines(env.stderr).filter((l) => l.startsWith('hcsp:'))).toEqual([`hcsp: HCSP_COLLECTIVE_TIMEOUT must be a positive number of seconds, at most 2147483.647 (setTimeout's limit), got "1e3"`]);
+    expect(hcspLines(env.stderr).filter((l) => l.startsWith('hcsp:'))).toEqual([
+      `hcsp: HCSP_COLLECTIVE_TIMEOUT must be a positive number of seconds, at most 2147483.647 (setTimeout's limit), got "1e3"`,
+    ]);
   });
 
   it('a launcher killed outright (SIGKILL): its ranks end by themselves (their IPC channel closes), none is left', async () => {
@@ -194,7 +262,10 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
   });
 
   it('a rendezvous that never completes (node-rank 1 never started) times out on node 0, naming the missing ranks and node', async () => {
-    const job = launch(['--nnodes', '2', '--nproc-per-node', '2', '--master-port', String(await freePort()), '--rendezvous-timeout', '2'], prefillArgs({ tp: 4, sp: 'on' }));
+    const job = launch(
+      ['--nnodes', '2', '--nproc-per-node', '2', '--master-port', String(await freePort()), '--rendezvous-timeout', '2'],
+      prefillArgs({ tp: 4, sp: 'on' }),
+    );
     const r = await job.done;
     expect(r.status).toBe(1);
     expect(r.stdout).toBe('');
@@ -207,11 +278,16 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
 
   it('a node whose master never comes up: its ranks time out, naming where they looked', async () => {
     const port = await freePort();
-    const job = launch(['--nnodes', '2', '--node-rank', '1', '--nproc-per-node', '1', '--master-port', String(port), '--rendezvous-timeout', '2'], prefillArgs({ tp: 2, sp: 'on' }));
+    const job = launch(
+      ['--nnodes', '2', '--node-rank', '1', '--nproc-per-node', '1', '--master-port', String(port), '--rendezvous-timeout', '2'],
+      prefillArgs({ tp: 2, sp: 'on' }),
+    );
     const r = await job.done;
     expect(r.status).toBe(1);
     expect(hcspLines(r.stderr)[0]).toMatch(
-      new RegExp(`^hcsp: rank 1: no rendezvous store at 127\\.0\\.0\\.1:${port} after 2 s \\(.*ECONNREFUSED.*\\): rank 0 serves it; is rank 0's node \\(--node-rank 0\\) started, with this --master-addr and --master-port\\?$`),
+      new RegExp(
+        `^hcsp: rank 1: no rendezvous store at 127\\.0\\.0\\.1:${port} after 2 s \\(.*ECONNREFUSED.*\\): rank 0 serves it; is rank 0's node \\(--node-rank 0\\) started, with this --master-addr and --master-port\\?$`,
+      ),
     );
     expect(r.seconds).toBeLessThan(30);
   });
@@ -225,7 +301,9 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
       const r = await job.done;
       expect(r.status).toBe(1);
       const lines = hcspLines(r.stderr);
-      expect(lines).toContain(`hcsp: rank 0 cannot serve the rendezvous store: MASTER_PORT ${port} on 127.0.0.1 is in use (another job, or a second node started with --node-rank 0?): choose another --master-port`);
+      expect(lines).toContain(
+        `hcsp: rank 0 cannot serve the rendezvous store: MASTER_PORT ${port} on 127.0.0.1 is in use (another job, or a second node started with --node-rank 0?): choose another --master-port`,
+      );
       expect(lines.some((l) => l.startsWith('hcsp launch: rank 0 (local rank 0, pid '))).toBe(true);
       // the launcher stops the rank left waiting on the squatter: the grace, then SIGTERM
       expect(r.seconds).toBeLessThan(20);
@@ -243,7 +321,14 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
     expect(r0.status).not.toBe(0);
     expect(r1.status).not.toBe(0);
     const all = [...hcspLines(r0.stderr), ...hcspLines(r1.stderr)];
-    expect(all.some((l) => /^hcsp: the ranks disagree on the world size: rank [345] \(pid \d+ on .+\) has WORLD_SIZE 6, rank 0 has 4 \(every node's launcher needs the same --nnodes and --nproc-per-node\)$/.test(l)), all.join('\n')).toBe(true);
+    expect(
+      all.some((l) =>
+        /^hcsp: the ranks disagree on the world size: rank [345] \(pid \d+ on .+\) has WORLD_SIZE 6, rank 0 has 4 \(every node's launcher needs the same --nnodes and --nproc-per-node\)$/.test(
+          l,
+        ),
+      ),
+      all.join('\n'),
+    ).toBe(true);
     expect(Math.max(r0.seconds, r1.seconds)).toBeLessThan(30);
     await expectNothingLeft(n0.mark);
     await expectNothingLeft(n1.mark);
@@ -256,14 +341,18 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
     const [r0, r1] = await Promise.all([node(0, 3).done, node(1, 4).done]);
     expect(r0.status).toBe(1);
     expect(r1.status).toBe(1);
-    expect(hcspLines(r0.stderr)[0]).toMatch(/^hcsp: --comm mpi: the ranks planned different graphs \(digests of the graph and its feeds: rank 0: [0-9a-f]{12}, rank 1: [0-9a-f]{12}\); every rank needs the same command line and inputs$/);
+    expect(hcspLines(r0.stderr)[0]).toMatch(
+      /^hcsp: --comm mpi: the ranks planned different graphs \(digests of the graph and its feeds: rank 0: [0-9a-f]{12}, rank 1: [0-9a-f]{12}\); every rank needs the same command line and inputs$/,
+    );
     expect(hcspLines(r1.stderr).filter((l) => l.startsWith('hcsp:'))).toEqual([]);
   });
 
   it('a world size that does not match --tp is one clear error', async () => {
     const r = await launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], prefillArgs({ tp: 4, sp: 'on' })).done;
     expect(r.status).toBe(1);
-    expect(hcspLines(r.stderr)).toContain('hcsp: --comm mpi: --tp 4 does not match WORLD_SIZE 2: hcsp launch starts --nnodes x --nproc-per-node ranks, one per TP rank');
+    expect(hcspLines(r.stderr)).toContain(
+      'hcsp: --comm mpi: --tp 4 does not match WORLD_SIZE 2: hcsp launch starts --nnodes x --nproc-per-node ranks, one per TP rank',
+    );
   });
 
   it('a rank that fails after the start-up agreement ends the job through the store: its peer, waiting at a collective, ends naming it', async () => {
@@ -276,7 +365,15 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
         new Promise<{ status: number | null; stderr: string }>((resolve) => {
           const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/prefillRankFailChild.ts'], {
             cwd: ROOT,
-            env: { ...process.env, OMPI_ALLOW_RUN_AS_ROOT: '1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM: '1', RANK: String(rank), WORLD_SIZE: '2', MASTER_ADDR: '127.0.0.1', MASTER_PORT: port },
+            env: {
+              ...process.env,
+              OMPI_ALLOW_RUN_AS_ROOT: '1',
+              OMPI_ALLOW_RUN_AS_ROOT_CONFIRM: '1',
+              RANK: String(rank),
+              WORLD_SIZE: '2',
+              MASTER_ADDR: '127.0.0.1',
+              MASTER_PORT: port,
+            },
             stdio: ['ignore', 'ignore', 'pipe'],
           });
           let stderr = '';
@@ -299,16 +396,28 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
   it('bad launcher options are refused before any rank starts', () => {
     const run = (args: string[]) => spawnSync(process.execPath, [bundle, 'launch', ...args], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
     const cases: [string[], string][] = [
-      [['--nproc-per-node', '2', '--', 'plan'], 'hcsp: hcsp launch runs `prefill ... --comm mpi|nccl` as ranks, got "plan": write `hcsp launch [options] -- prefill ...`'],
-      [['--nproc-per-node', '2', '--', 'prefill', '--tp', '2'], "hcsp: hcsp launch: the ranks' prefill needs --comm mpi (host ranks) or --comm nccl (GPU ranks), got no --comm (sim, every rank in one process)"],
+      [
+        ['--nproc-per-node', '2', '--', 'plan'],
+        'hcsp: hcsp launch runs `prefill ... --comm mpi|nccl` as ranks, got "plan": write `hcsp launch [options] -- prefill ...`',
+      ],
+      [
+        ['--nproc-per-node', '2', '--', 'prefill', '--tp', '2'],
+        "hcsp: hcsp launch: the ranks' prefill needs --comm mpi (host ranks) or --comm nccl (GPU ranks), got no --comm (sim, every rank in one process)",
+      ],
       [['--nproc-per-node', '0', '--', ...prefillArgs({ tp: 2, sp: 'on' })], 'hcsp: --nproc-per-node is too small: at least 1, got "0"'],
-      [['--nproc-per-node', '2', '--nnodes', '2', '--node-rank', '2', '--', ...prefillArgs({ tp: 4, sp: 'on' })], 'hcsp: --node-rank is too large: at most 1, got "2"'],
-      [['--nproc-per-node', '2', '--master-port', '70000', '--', ...prefillArgs({ tp: 2, sp: 'on' })], 'hcsp: --master-port is too large: at most 65535, got "70000"'],
+      [
+        ['--nproc-per-node', '2', '--nnodes', '2', '--node-rank', '2', '--', ...prefillArgs({ tp: 4, sp: 'on' })],
+        'hcsp: --node-rank is too large: at most 1, got "2"',
+      ],
+      [
+        ['--nproc-per-node', '2', '--master-port', '70000', '--', ...prefillArgs({ tp: 2, sp: 'on' })],
+        'hcsp: --master-port is too large: at most 65535, got "70000"',
+      ],
     ];
     for (const [args, message] of cases) {
       const r = run(args);
       expect(r.status, args.join(' ')).toBe(1);
-      expect(r.stderr).toBe(message + '\n');
+      expect(r.stderr).toBe(`${message}\n`);
     }
   });
 });
@@ -320,9 +429,13 @@ describe('hcsp launch -- prefill --comm nccl: GPU ranks on RCCL/NCCL', () => {
     expect(r.status).toBe(1);
     const lines = hcspLines(r.stderr).filter((l) => l.startsWith('hcsp:'));
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^hcsp: --comm nccl runs on a GPU \(--backend rocm --device hip or cuda\), not on rocm on the host device \(\d+ threads\), exact \w+ GEMM$/);
+    expect(lines[0]).toMatch(
+      /^hcsp: --comm nccl runs on a GPU \(--backend rocm --device hip or cuda\), not on rocm on the host device \(\d+ threads\), exact \w+ GEMM$/,
+    );
     const cpu = await launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], [...args.slice(0, 2), 'cpu', ...args.slice(5)]).done;
     expect(cpu.status).toBe(1);
-    expect(hcspLines(cpu.stderr).filter((l) => l.startsWith('hcsp:'))).toEqual(["hcsp: --comm nccl runs a rank's part on --backend rocm with --device hip or cuda, not --backend cpu"]);
+    expect(hcspLines(cpu.stderr).filter((l) => l.startsWith('hcsp:'))).toEqual([
+      "hcsp: --comm nccl runs a rank's part on --backend rocm with --device hip or cuda, not --backend cpu",
+    ]);
   });
 });

@@ -21,12 +21,16 @@ const DEFAULT_MASTER_PORT = '29500';
 /** What the ranks run: `prefill` with a multi-process communicator (the commands that are ranks). */
 function checkRankCommand(command: string[]): void {
   if (command[0] !== 'prefill') {
-    throw new Error(`hcsp launch runs \`prefill ... --comm mpi|nccl\` as ranks, got ${JSON.stringify(command.join(' '))}: write \`hcsp launch [options] -- prefill ...\``);
+    throw new Error(
+      `hcsp launch runs \`prefill ... --comm mpi|nccl\` as ranks, got ${JSON.stringify(command.join(' '))}: write \`hcsp launch [options] -- prefill ...\``,
+    );
   }
   const at = command.indexOf('--comm');
   const comm = at >= 0 ? command[at + 1] : command.find((a) => a.startsWith('--comm='))?.slice('--comm='.length);
   if (comm !== 'mpi' && comm !== 'nccl') {
-    throw new Error(`hcsp launch: the ranks' prefill needs --comm mpi (host ranks) or --comm nccl (GPU ranks), got ${comm === undefined ? 'no --comm (sim, every rank in one process)' : `--comm ${comm}`}`);
+    throw new Error(
+      `hcsp launch: the ranks' prefill needs --comm mpi (host ranks) or --comm nccl (GPU ranks), got ${comm === undefined ? 'no --comm (sim, every rank in one process)' : `--comm ${comm}`}`,
+    );
   }
 }
 
@@ -45,17 +49,23 @@ export function parseLaunchOptions(opts: LaunchCliOptions, command: string[], en
 export function registerLaunch(program: Command): void {
   program
     .command('launch')
-    .description('start this node\'s ranks, one process each, with torchrun\'s environment (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT): hcsp launch --nproc-per-node 4 -- prefill --comm mpi ...')
+    .description(
+      "start this node's ranks, one process each, with torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT): hcsp launch --nproc-per-node 4 -- prefill --comm mpi ...",
+    )
     .argument('<command...>', 'after --: the hcsp command each rank runs (prefill ... --comm mpi|nccl)')
     .requiredOption('--nproc-per-node <n>', 'ranks on this node (one per GPU)')
-    .option('--nnodes <m>', 'nodes in the job (more than one: every node\'s launcher needs the same HCSP_RENDEZVOUS_SECRET in its environment)', '1')
-    .option('--node-rank <k>', 'this node\'s index (ranks k*n .. k*n+n-1); node 0 runs rank 0, which serves the rendezvous', '0')
-    .option('--master-addr <host>', 'node 0\'s address, where rank 0 serves the rendezvous store', '127.0.0.1')
-    .option('--master-port <port>', 'the rendezvous store\'s TCP port', DEFAULT_MASTER_PORT)
-    .option('--rendezvous-timeout <s>', 'seconds for every rank to join (then the ranks end, naming who is missing); a positive number, at most 2147483.647', String(DEFAULT_RENDEZVOUS_TIMEOUT_S))
+    .option('--nnodes <m>', "nodes in the job (more than one: every node's launcher needs the same HCSP_RENDEZVOUS_SECRET in its environment)", '1')
+    .option('--node-rank <k>', "this node's index (ranks k*n .. k*n+n-1); node 0 runs rank 0, which serves the rendezvous", '0')
+    .option('--master-addr <host>', "node 0's address, where rank 0 serves the rendezvous store", '127.0.0.1')
+    .option('--master-port <port>', "the rendezvous store's TCP port", DEFAULT_MASTER_PORT)
+    .option(
+      '--rendezvous-timeout <s>',
+      'seconds for every rank to join (then the ranks end, naming who is missing); a positive number, at most 2147483.647',
+      String(DEFAULT_RENDEZVOUS_TIMEOUT_S),
+    )
     .action(async (command: string[], opts: LaunchCliOptions) => {
       const o = parseLaunchOptions(opts, command);
-      const status = await launchRanks(o, (line) => process.stderr.write(line + '\n'));
+      const status = await launchRanks(o, (line) => process.stderr.write(`${line}\n`));
       if (status !== 0) process.exit(status);
     });
 }

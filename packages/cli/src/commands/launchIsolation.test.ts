@@ -33,12 +33,45 @@ afterAll(() => rmSync(outdir, { recursive: true, force: true }));
 const launch = (launchArgs: string[], rankArgs: string[], env: Record<string, string> = {}) => launchJob(bundle, ROOT, launchArgs, rankArgs, env);
 
 const prefillArgs = (tp: number) => [
-  'prefill', '--backend', 'rocm', '--device', 'host', '--comm', 'mpi', '--reduce', 'ordered',
-  '--config', 'tiny', '--tokens', '40', '--seed', '3', '--tp', String(tp), '--sp', 'on', '--json', '--quiet',
+  'prefill',
+  '--backend',
+  'rocm',
+  '--device',
+  'host',
+  '--comm',
+  'mpi',
+  '--reduce',
+  'ordered',
+  '--config',
+  'tiny',
+  '--tokens',
+  '40',
+  '--seed',
+  '3',
+  '--tp',
+  String(tp),
+  '--sp',
+  'on',
+  '--json',
+  '--quiet',
 ];
 
 async function inProcess(tp: number) {
-  return JSON.parse(await runPrefillCommand({ backend: 'rocm', device: 'host', config: 'tiny', tokens: '40', seed: '3', stack: 'model', json: true, quiet: true, tp: String(tp), sp: 'on', reduce: 'ordered' }));
+  return JSON.parse(
+    await runPrefillCommand({
+      backend: 'rocm',
+      device: 'host',
+      config: 'tiny',
+      tokens: '40',
+      seed: '3',
+      stack: 'model',
+      json: true,
+      quiet: true,
+      tp: String(tp),
+      sp: 'on',
+      reduce: 'ordered',
+    }),
+  );
 }
 
 /** a process's environment, as a map */
@@ -88,15 +121,15 @@ async function strangers(port: number, scripts: ((s: Socket, nonce: string) => v
 }
 
 const hello = (fields: Record<string, unknown>) => (s: Socket) =>
-  s.write(JSON.stringify({ t: 'hello', magic: 'hcsp-rendezvous/2', host: 'stranger', pid: 4242, nonce: 'n', proof: '0'.repeat(64), ...fields }) + '\n');
+  s.write(`${JSON.stringify({ t: 'hello', magic: 'hcsp-rendezvous/2', host: 'stranger', pid: 4242, nonce: 'n', proof: '0'.repeat(64), ...fields })}\n`);
 /** the hellos of issue 21: a taken or missing rank, a world of another size, no proof, a wrong one; old-protocol ones; a 40 MiB line without newline */
 const attacks = (worldSize: number) => [
   hello({ rank: 0, worldSize }),
   hello({ rank: worldSize - 1, worldSize }),
   hello({ rank: 1, worldSize: 999 }),
   hello({ rank: 1, worldSize, proof: undefined }),
-  (s: Socket) => s.write(JSON.stringify({ t: 'hello', magic: 'hcsp-rendezvous/1', rank: 0, worldSize, host: 'stranger', pid: 4242 }) + '\n'),
-  (s: Socket) => s.write(JSON.stringify({ t: 'set', key: 'mpi/port', value: 'evil' }) + '\n'),
+  (s: Socket) => s.write(`${JSON.stringify({ t: 'hello', magic: 'hcsp-rendezvous/1', rank: 0, worldSize, host: 'stranger', pid: 4242 })}\n`),
+  (s: Socket) => s.write(`${JSON.stringify({ t: 'set', key: 'mpi/port', value: 'evil' })}\n`),
   (s: Socket) => s.write('x'.repeat(40 << 20)),
 ];
 
@@ -104,7 +137,8 @@ describe('hcsp launch: strangers at the rendezvous store leave a running job unt
   it('--nnodes 2 with node 1 not started yet: strangers claim the missing ranks 2 and 3 and rank 0, with a bad world size, no or a wrong secret, a line without end; then node 1 joins and the job gives the in-process result', async () => {
     const port = await freePort();
     const env = { HCSP_RENDEZVOUS_SECRET: newSecret() };
-    const node = (k: number) => launch(['--nnodes', '2', '--node-rank', String(k), '--nproc-per-node', '2', '--master-port', String(port)], prefillArgs(4), env);
+    const node = (k: number) =>
+      launch(['--nnodes', '2', '--node-rank', String(k), '--nproc-per-node', '2', '--master-port', String(port)], prefillArgs(4), env);
     const n0 = node(0);
     // rank 0's store is up, node 0's ranks are in it
     await waitFor('rank 0 serving the store', () => marked(n0.mark).filter(isRank).length === 2);
@@ -126,7 +160,7 @@ describe('hcsp launch: strangers at the rendezvous store leave a running job unt
     await expectNothingLeft(n1.mark);
   });
 
-  it('after the world is complete (rank 1 held by SIGSTOP): strangers\' hellos and a second launch on the same port change nothing; the second launch fails naming the port in use', async () => {
+  it("after the world is complete (rank 1 held by SIGSTOP): strangers' hellos and a second launch on the same port change nothing; the second launch fails naming the port in use", async () => {
     const port = await freePort();
     const job = launch(['--nproc-per-node', '2', '--master-port', String(port)], prefillArgs(2));
     // rank 0 starts ompi-server once every rank is in the store
@@ -154,8 +188,12 @@ describe('hcsp launch: strangers at the rendezvous store leave a running job unt
     }
     expect(second!.status).toBe(1);
     const lines = hcspLines(second!.stderr);
-    expect(lines).toContain(`hcsp: rank 0 cannot serve the rendezvous store: MASTER_PORT ${port} on 127.0.0.1 is in use (another job, or a second node started with --node-rank 0?): choose another --master-port`);
-    expect(lines).toContain(`hcsp: rank 1: the rendezvous store at 127.0.0.1:${port} refused this rank's HCSP_RENDEZVOUS_SECRET: the port serves another job, or this node's secret is not rank 0's node's`);
+    expect(lines).toContain(
+      `hcsp: rank 0 cannot serve the rendezvous store: MASTER_PORT ${port} on 127.0.0.1 is in use (another job, or a second node started with --node-rank 0?): choose another --master-port`,
+    );
+    expect(lines).toContain(
+      `hcsp: rank 1: the rendezvous store at 127.0.0.1:${port} refused this rank's HCSP_RENDEZVOUS_SECRET: the port serves another job, or this node's secret is not rank 0's node's`,
+    );
     const r = await job.done;
     expect(r.status, r.stderr).toBe(0);
     expect(hcspLines(r.stderr)).toEqual([]);
@@ -184,7 +222,10 @@ describe('hcsp launch: a launch leaves $TMPDIR as it found it', () => {
 
       // killed once Open MPI runs (its helpers have written their session folders)
       const killed = launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], longArgs, { TMPDIR: dir });
-      const victim = await waitFor('orted and rank 1', () => marked(killed.mark).some((p) => p.cmd.startsWith('orted')) && marked(killed.mark).find((p) => isRank(p) && p.rank === '1'));
+      const victim = await waitFor(
+        'orted and rank 1',
+        () => marked(killed.mark).some((p) => p.cmd.startsWith('orted')) && marked(killed.mark).find((p) => isRank(p) && p.rank === '1'),
+      );
       await new Promise((r) => setTimeout(r, 1000));
       process.kill(victim.pid, 'SIGKILL');
       expect((await killed.done).status).toBe(128 + 9);
@@ -220,7 +261,7 @@ describe('hcsp launch: its options', () => {
     for (const [value, message] of cases) {
       const r = run(['--nproc-per-node', '2', '--rendezvous-timeout', value, '--', ...prefillArgs(2)]);
       expect(r.status, value).toBe(1);
-      expect(r.stderr).toBe(message + '\n');
+      expect(r.stderr).toBe(`${message}\n`);
     }
   });
 
@@ -239,6 +280,8 @@ describe('hcsp launch: its options', () => {
     );
     const short = run(args, { HCSP_RENDEZVOUS_SECRET: 'hunter2' });
     expect(short.status).toBe(1);
-    expect(short.stderr).toBe('hcsp: HCSP_RENDEZVOUS_SECRET has 7 characters: it needs 32 to 1024 (e.g. export HCSP_RENDEZVOUS_SECRET=$(openssl rand -hex 32), the same on every node)\n');
+    expect(short.stderr).toBe(
+      'hcsp: HCSP_RENDEZVOUS_SECRET has 7 characters: it needs 32 to 1024 (e.g. export HCSP_RENDEZVOUS_SECRET=$(openssl rand -hex 32), the same on every node)\n',
+    );
   });
 });

@@ -151,7 +151,7 @@ function deviceLines(r: ModelReport): string[] {
     if (!f) continue;
     lines.push(`  ${key} ${f.value}${f.published ? '' : f.range ? ` (not published; range ${f.range[0]}-${f.range[1]})` : ' (not published)'}`);
   }
-  lines.push('  (every figure\'s source: --json, device.figures.*.source)');
+  lines.push("  (every figure's source: --json, device.figures.*.source)");
   return lines;
 }
 
@@ -203,12 +203,24 @@ export function formatModel(r: ModelReport): string {
   if (r.forecast) {
     const f = r.forecast;
     const i = f.input;
-    out.push(`engine ${i.engine}${i.engine === 'hcsp' ? ` (kernels ${i.kernels}: this project's GPU path, one sequence of the forward's rows)` : ' (an ATOM-class production path)'}`);
-    out.push(`config ${i.config}, tp ${i.tp}, ISL ${i.isl} x concurrency ${i.concurrency} = ${i.tokens} tokens per forward, MTP ${i.mtp ? 'on' : 'off'}${i.mtp ? ` (drafter ${i.mtpDrafter})` : ''}, QSA selection ${i.qsaSelection}`);
-    out.push(`SP on: streams sharded from layer ${f.on.spStartLayer}, ${f.on.chunk} rows per rank; production gate (auto): ${f.auto.sp ? 'on' : `off (${f.auto.reason})`}`);
+    out.push(
+      `engine ${i.engine}${i.engine === 'hcsp' ? ` (kernels ${i.kernels}: this project's GPU path, one sequence of the forward's rows)` : ' (an ATOM-class production path)'}`,
+    );
+    out.push(
+      `config ${i.config}, tp ${i.tp}, ISL ${i.isl} x concurrency ${i.concurrency} = ${i.tokens} tokens per forward, MTP ${i.mtp ? 'on' : 'off'}${i.mtp ? ` (drafter ${i.mtpDrafter})` : ''}, QSA selection ${i.qsaSelection}`,
+    );
+    out.push(
+      `SP on: streams sharded from layer ${f.on.spStartLayer}, ${f.on.chunk} rows per rank; production gate (auto): ${f.auto.sp ? 'on' : `off (${f.auto.reason})`}`,
+    );
     out.push('');
     const rows = [['per rank, one forward', 'SP off ms', 'SP on ms', 'on/off']];
-    for (const c of OP_CLASSES) rows.push([OP_CLASS_TITLES[c], ms(f.off.byClass[c].seconds), ms(f.on.byClass[c].seconds), f.off.byClass[c].seconds > 0 ? (f.on.byClass[c].seconds / f.off.byClass[c].seconds).toFixed(3) : '-']);
+    for (const c of OP_CLASSES)
+      rows.push([
+        OP_CLASS_TITLES[c],
+        ms(f.off.byClass[c].seconds),
+        ms(f.on.byClass[c].seconds),
+        f.off.byClass[c].seconds > 0 ? (f.on.byClass[c].seconds / f.off.byClass[c].seconds).toFixed(3) : '-',
+      ]);
     rows.push(['total', ms(f.off.seconds), ms(f.on.seconds), (f.on.seconds / f.off.seconds).toFixed(3)]);
     rows.push(['HC share', pct(f.off.hcShare), pct(f.on.hcShare), '']);
     rows.push(['input tokens/s (TP group)', f.off.tokensPerSecond.toFixed(0), f.on.tokensPerSecond.toFixed(0), '']);
@@ -218,18 +230,35 @@ export function formatModel(r: ModelReport): string {
     out.push(
       `predicted input-throughput gain (tokens/s SP on / SP off): ${f.gain.toFixed(3)}x${g.figures.length > 0 ? `, ${g.low.toFixed(3)}x-${g.high.toFixed(3)}x over the ranges of the device's figures (${g.figures.join(', ')})` : " (the device's figures carry no ranges)"}`,
     );
-    out.push(`terms beyond the roofline (gain with all, without the term, each calibrated anew): ${f.terms.map((t) => `${t.term} ${t.contribution >= 0 ? '+' : ''}${(t.contribution * 100).toFixed(2)} pts`).join(', ')}`);
-    out.push(`memory of rank 0: ${fitText(f.fit.off, 'SP off')}; ${fitText(f.fit.on, 'SP on')}; the device holds ${r.device.figures.memoryGB.value} GB (${formatBytes(r.device.figures.memoryGB.value * 1e9)})`);
+    out.push(
+      `terms beyond the roofline (gain with all, without the term, each calibrated anew): ${f.terms.map((t) => `${t.term} ${t.contribution >= 0 ? '+' : ''}${(t.contribution * 100).toFixed(2)} pts`).join(', ')}`,
+    );
+    out.push(
+      `memory of rank 0: ${fitText(f.fit.off, 'SP off')}; ${fitText(f.fit.on, 'SP on')}; the device holds ${r.device.figures.memoryGB.value} GB (${formatBytes(r.device.figures.memoryGB.value * 1e9)})`,
+    );
     out.push('');
-    out.push('per layer kind (per rank; ms summed over the group\'s layers):');
+    out.push("per layer kind (per rank; ms summed over the group's layers):");
     out.push(...table(layerGroups(f)).map((s) => `  ${s}`));
   }
   if (r.sweep) {
     const rows = [['tp', 'ISL', 'tokens', 'SP off ms', 'SP on ms', 'HC off', 'HC on', 'gain', 'auto', 'rank 0 memory (off / on)']];
     for (const s of r.sweep) {
-      rows.push([String(s.tp), String(s.isl), String(s.tokens), ms(s.offSeconds), ms(s.onSeconds), pct(s.hcShareOff), pct(s.hcShareOn), `${s.gain.toFixed(3)}x`, s.auto ? 'on' : 'off', sweepFit(s.fit)]);
+      rows.push([
+        String(s.tp),
+        String(s.isl),
+        String(s.tokens),
+        ms(s.offSeconds),
+        ms(s.onSeconds),
+        pct(s.hcShareOff),
+        pct(s.hcShareOn),
+        `${s.gain.toFixed(3)}x`,
+        s.auto ? 'on' : 'off',
+        sweepFit(s.fit),
+      ]);
     }
-    out.push(`sweep (per rank, one forward of ISL x concurrency tokens; memory: activations at the engine's peak plus weights, against the device's ${r.device.figures.memoryGB.value} GB, ${formatBytes(r.device.figures.memoryGB.value * 1e9)}):`);
+    out.push(
+      `sweep (per rank, one forward of ISL x concurrency tokens; memory: activations at the engine's peak plus weights, against the device's ${r.device.figures.memoryGB.value} GB, ${formatBytes(r.device.figures.memoryGB.value * 1e9)}):`,
+    );
     out.push(...table(rows).map((s) => `  ${s}`));
   }
   out.push('');
@@ -240,7 +269,7 @@ export function formatModel(r: ModelReport): string {
   out.push(
     "model: per kernel max(FLOPs / rate, memory latency + fewest bytes / HBM bandwidth) / efficiency + launch overhead, library GEMMs with wave quantization over the CUs, tile padding and the library's measured fraction of peak; collectives: latency + bus bytes / usable link bandwidth; MoE with balanced routing; attention per request (roofline engine); no overlap of kernels or of compute with communication. --engine hcsp: each declared kernel (core costModel/engines/hcspKernels.ts) at the slowest of the roofline, its FLOPs at the rate its threads can issue, its bytes and its serial chain, plus launches and host syncs.",
   );
-  return out.join('\n') + '\n';
+  return `${out.join('\n')}\n`;
 }
 
 export function registerModel(program: Command): void {
@@ -256,11 +285,11 @@ export function registerModel(program: Command): void {
     .option('--mtp-drafter <where>', "the MTP drafter's HC work under SP: gathered (the SP change) or sharded (the follow-up)", 'gathered')
     .option('--qsa-selection <how>', 'the QSA indexer under SP: replicated (as ATOM) or row-sharded (the follow-up)', 'replicated')
     .option('--engine <name>', "roofline (an ATOM-class production path) or hcsp (this project's GPU kernels as built)", 'roofline')
-    .option('--kernels <mode>', "with --engine hcsp: fast (the production algorithms) or exact (the reference-order kernels)", 'fast')
+    .option('--kernels <mode>', 'with --engine hcsp: fast (the production algorithms) or exact (the reference-order kernels)', 'fast')
     .option('--json', 'print one JSON object (every device figure with its source)', false)
     .option('--config <name>', 'model configuration (a preset or a Hugging Face config.json)', 'flash-next')
     .action((opts: ModelOptions) => {
       const r = modelReport(opts);
-      process.stdout.write(opts.json ? JSON.stringify(r) + '\n' : formatModel(r));
+      process.stdout.write(opts.json ? `${JSON.stringify(r)}\n` : formatModel(r));
     });
 }

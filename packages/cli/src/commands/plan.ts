@@ -34,7 +34,9 @@ function planWithInputs(opts: PlanOptions, env: Record<string, string | undefine
   const tp = parseIntStrict(opts.tp, '--tp', { min: 1 });
   const fromEnv = readSpFloor(env);
   const floor: SpFloor =
-    opts.spMinTokens === undefined ? fromEnv : { minTokens: parseIntStrict(opts.spMinTokens, '--sp-min-tokens', { min: 0 }), source: { kind: 'option', name: '--sp-min-tokens' } };
+    opts.spMinTokens === undefined
+      ? fromEnv
+      : { minTokens: parseIntStrict(opts.spMinTokens, '--sp-min-tokens', { min: 0 }), source: { kind: 'option', name: '--sp-min-tokens' } };
   const layers = opts.layers === undefined ? undefined : parseLayerRange(opts.layers, '--layers');
   const input = { config, tokens, tp, capturing: opts.capturing, layers, mtp: opts.mtp };
   return { plan: planWithFloor({ ...input, minTokens: floor.minTokens }, floor.source), config, floor };
@@ -56,8 +58,16 @@ export function planReport(opts: PlanOptions, env: Record<string, string | undef
   const { plan, config, floor } = planWithInputs(opts, env);
   const layers = opts.layers === undefined ? undefined : parseLayerRange(opts.layers, '--layers');
   // the same forward with the floor at 0: the gate's "sharding disabled"
-  const off = plan.sp ? planWithFloor({ config, tokens: plan.tokens, tp: plan.tp, capturing: opts.capturing, layers, mtp: opts.mtp, minTokens: 0 }, floor.source) : null;
-  return { plan, spOnReason: spOnReason(plan, floor), traffic: planTraffic(config, plan), spOffTraffic: off ? planTraffic(config, off) : null, mtpLeftOut: config.mtp && !opts.mtp };
+  const off = plan.sp
+    ? planWithFloor({ config, tokens: plan.tokens, tp: plan.tp, capturing: opts.capturing, layers, mtp: opts.mtp, minTokens: 0 }, floor.source)
+    : null;
+  return {
+    plan,
+    spOnReason: spOnReason(plan, floor),
+    traffic: planTraffic(config, plan),
+    spOffTraffic: off ? planTraffic(config, off) : null,
+    mtpLeftOut: config.mtp && !opts.mtp,
+  };
 }
 
 function table(rows: (string | number)[][]): string {
@@ -70,9 +80,18 @@ function collectivesTable(r: PlanReport): string[] {
   if (traffic.collectives.length === 0) return [`collectives: none (tp ${plan.tp})`];
   const rows: (string | number)[][] = [['collective', 'where', 'layers', 'per rank in -> out', 'algorithm', 'count', 'sent per rank', 'total per rank']];
   for (const c of traffic.collectives) {
-    rows.push([c.op, c.where, layerList(c.layers), `${c.input} -> ${c.output}`, c.algorithm ?? '-', c.count, formatBytes(c.bytesPerRank), formatBytes(c.bytesPerRank * c.count)]);
+    rows.push([
+      c.op,
+      c.where,
+      layerList(c.layers),
+      `${c.input} -> ${c.output}`,
+      c.algorithm ?? '-',
+      c.count,
+      formatBytes(c.bytesPerRank),
+      formatBytes(c.bytesPerRank * c.count),
+    ]);
   }
-  const total = `one forward: ${formatBytes(traffic.totalBytesPerRank)} sent per rank${r.mtpLeftOut ? " (without the MTP head, which prefill runs for this config: --mtp adds its collectives)" : ''}`;
+  const total = `one forward: ${formatBytes(traffic.totalBytesPerRank)} sent per rank${r.mtpLeftOut ? ' (without the MTP head, which prefill runs for this config: --mtp adds its collectives)' : ''}`;
   return [
     "collectives of one forward (the graph prefill builds, --reduce ring; bytes each rank sends, nccl-tests' bus accounting):",
     table(rows),
@@ -98,7 +117,7 @@ export function formatPlan(r: PlanReport): string {
   for (const s of p.shards) rows.push([s.rank, s.start, s.end, s.realRows, s.padRows]);
   lines.push(table(rows));
   lines.push(...collectivesTable(r));
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }
 
 export function registerPlan(program: Command): void {
@@ -116,7 +135,13 @@ export function registerPlan(program: Command): void {
     .addHelpText('after', SP_ENV_HELP)
     .action((opts: PlanOptions) => {
       const r = planReport(opts, process.env);
-      const json = { ...r.plan, spOnReason: r.spOnReason, collectives: r.traffic.collectives, commBytesPerRank: r.traffic.totalBytesPerRank, spOffCommBytesPerRank: r.spOffTraffic?.totalBytesPerRank ?? null };
-      process.stdout.write(opts.json ? JSON.stringify(json) + '\n' : formatPlan(r));
+      const json = {
+        ...r.plan,
+        spOnReason: r.spOnReason,
+        collectives: r.traffic.collectives,
+        commBytesPerRank: r.traffic.totalBytesPerRank,
+        spOffCommBytesPerRank: r.spOffTraffic?.totalBytesPerRank ?? null,
+      };
+      process.stdout.write(opts.json ? `${JSON.stringify(json)}\n` : formatPlan(r));
     });
 }

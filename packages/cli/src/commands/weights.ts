@@ -22,7 +22,19 @@
 import { existsSync, lstatSync, mkdirSync, readdirSync, readlinkSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { bf16ToF32, f32ToFp8, MODEL_SUB_LAYERS, modelWeightSpecs, numel, pleBuffers, SyntheticWeightSource, type ModelConfig, type RawFileTensor, type Tensor, type WeightSpec } from '@hcsp/core';
+import {
+  bf16ToF32,
+  f32ToFp8,
+  MODEL_SUB_LAYERS,
+  modelWeightSpecs,
+  numel,
+  pleBuffers,
+  SyntheticWeightSource,
+  type ModelConfig,
+  type RawFileTensor,
+  type Tensor,
+  type WeightSpec,
+} from '@hcsp/core';
 import { errnoReason, hfTextConfigJson, resolveModelConfig, writeSafetensorsFile } from '@hcsp/core/node';
 import { parseIntStrict } from '../parseArgs.ts';
 import { markTempFolder, sweepStaleTempFiles, TEMP_FOLDER_MARKER, tempPathFor } from '../output/tempFiles.ts';
@@ -80,10 +92,18 @@ function quantizeBlocks(w: Uint16Array, N: number, K: number): { q: Tensor; s: T
 
 /** The HF state dict: the specs' tensors and the int64 buffers HF persists (the PLE's `nn.Buffer`s, modeling_qwen4_exp.py). */
 function hfGroups(config: ModelConfig, specs: readonly WeightSpec[], w: SyntheticWeightSource): Group[] {
-  const buffers = config.ple.layerIds.flatMap((layer) => pleBuffers(config, layer)).map(
-    (b): Group => ({ bytes: b.values.byteLength, make: () => [[b.name, { fileDtype: 'I64', shape: b.shape, bytes: new Uint8Array(b.values.buffer, b.values.byteOffset, b.values.byteLength) }]] }),
-  );
-  return [...specs.map((s) => ({ bytes: numel(s.shape) * (s.dtype === 'f32' ? 4 : 2), make: (): [string, Tensor][] => [[s.name, w.tensor(s.name)]] })), ...buffers];
+  const buffers = config.ple.layerIds
+    .flatMap((layer) => pleBuffers(config, layer))
+    .map(
+      (b): Group => ({
+        bytes: b.values.byteLength,
+        make: () => [[b.name, { fileDtype: 'I64', shape: b.shape, bytes: new Uint8Array(b.values.buffer, b.values.byteOffset, b.values.byteLength) }]],
+      }),
+    );
+  return [
+    ...specs.map((s) => ({ bytes: numel(s.shape) * (s.dtype === 'f32' ? 4 : 2), make: (): [string, Tensor][] => [[s.name, w.tensor(s.name)]] })),
+    ...buffers,
+  ];
 }
 
 /** The fp8-release layout: the routed experts' parts with 128 x 128 block scales (`weight_scale_inv`). */
@@ -174,10 +194,13 @@ export async function writeModelFolder(o: ModelFolderOptions): Promise<ModelFold
   const specs = modelWeightSpecs(o.config, MODEL_SUB_LAYERS);
   const largest = specs.reduce((a, s) => (numel(s.shape) > numel(a.shape) ? s : a));
   if (numel(largest.shape) > MAX_TENSOR_ELEMENTS) {
-    throw new Error(`config '${o.config.name}': tensor '${largest.name}' has ${numel(largest.shape)} elements; the synthetic generator holds a tensor whole, at most ${MAX_TENSOR_ELEMENTS}`);
+    throw new Error(
+      `config '${o.config.name}': tensor '${largest.name}' has ${numel(largest.shape)} elements; the synthetic generator holds a tensor whole, at most ${MAX_TENSOR_ELEMENTS}`,
+    );
   }
   const synthetic = new SyntheticWeightSource(specs, o.seed);
-  const groups = o.layout === 'hf' ? hfGroups(o.config, specs, synthetic) : o.layout === 'ptpc-fp8' ? ptpcFp8Groups(specs, synthetic) : blockFp8Groups(specs, synthetic);
+  const groups =
+    o.layout === 'hf' ? hfGroups(o.config, specs, synthetic) : o.layout === 'ptpc-fp8' ? ptpcFp8Groups(specs, synthetic) : blockFp8Groups(specs, synthetic);
   const shardOf = assignShards(groups, o.shards);
   const files = Array.from({ length: o.shards }, (_, k) => `model-${String(k + 1).padStart(5, '0')}-of-${String(o.shards).padStart(5, '0')}.safetensors`);
 
@@ -206,8 +229,8 @@ export async function writeModelFolder(o: ModelFolderOptions): Promise<ModelFold
       tensors += shard.size;
     }
     const sorted = Object.fromEntries(Object.entries(weightMap).sort(([a], [b]) => (a < b ? -1 : 1)));
-    writeFileSync(join(tmp, 'model.safetensors.index.json'), JSON.stringify({ metadata: { total_size: bytes }, weight_map: sorted }, null, 2) + '\n');
-    writeFileSync(join(tmp, 'config.json'), JSON.stringify(configJson(o.config, o.layout), null, 2) + '\n');
+    writeFileSync(join(tmp, 'model.safetensors.index.json'), `${JSON.stringify({ metadata: { total_size: bytes }, weight_map: sorted }, null, 2)}\n`);
+    writeFileSync(join(tmp, 'config.json'), `${JSON.stringify(configJson(o.config, o.layout), null, 2)}\n`);
     // The marker goes last, in the same synchronous stretch as the renames.
     rmSync(join(tmp, TEMP_FOLDER_MARKER));
     if (existsSync(out)) {
@@ -243,7 +266,8 @@ export async function runWeightsCommand(opts: WeightsOptions): Promise<string> {
   const config = resolveModelConfig(opts.config);
   const seed = parseIntStrict(opts.seed, '--seed', { min: 0 });
   const shards = parseIntStrict(opts.shards, '--shards', { min: 1, max: 99999 });
-  if (!(WEIGHTS_LAYOUTS as readonly string[]).includes(opts.layout)) throw new Error(`--layout must be ${WEIGHTS_LAYOUTS.join(' or ')}, got ${JSON.stringify(opts.layout)}`);
+  if (!(WEIGHTS_LAYOUTS as readonly string[]).includes(opts.layout))
+    throw new Error(`--layout must be ${WEIGHTS_LAYOUTS.join(' or ')}, got ${JSON.stringify(opts.layout)}`);
   const s = await writeModelFolder({ config, seed, out: opts.out, layout: opts.layout as WeightsLayout, shards, force: opts.force ?? false });
   return `wrote ${s.out}: ${s.tensors} tensors, ${s.bytes} bytes in ${s.files.length} shard${s.files.length > 1 ? 's' : ''} (layout ${opts.layout}, config ${config.name}, seed ${seed})\n`;
 }
@@ -255,7 +279,11 @@ export function registerWeights(program: Command): void {
     .requiredOption('--config <name|path>', 'a preset (flash-next, small, tiny), a config.json or a model folder')
     .requiredOption('--out <dir>', 'the model folder to write (must not exist or be empty, unless --force)')
     .option('--seed <n>', 'seed of the synthetic weights (prefill --seed uses the same)', '0')
-    .option('--layout <layout>', 'hf (stacked experts, bf16) | fp8-release (per-expert FP8 with block scales, FP8 PLE table) | ptpc-fp8 (FP8 with per-channel scales, FP8 PLE table)', 'hf')
+    .option(
+      '--layout <layout>',
+      'hf (stacked experts, bf16) | fp8-release (per-expert FP8 with block scales, FP8 PLE table) | ptpc-fp8 (FP8 with per-channel scales, FP8 PLE table)',
+      'hf',
+    )
     .option('--shards <n>', 'number of .safetensors shards', '1')
     .option('--force', 'replace a non-empty --out folder')
     .action(async (opts: WeightsOptions) => {

@@ -61,8 +61,20 @@ describe('hcsp xcheck', () => {
     const [pair] = r.pairs;
     expect(pair.tensors.length).toBeGreaterThan(40);
     // golden-dump names and each rank's partials and collective outputs
-    for (const name of ['embed', 'layers.0.in', 'layers.1.attn_hc.mixed', 'layers.2.mlp.out', 'final.mixed', 'logits', 'layers.3.attn.partial.r1', 'layers.3.mlp.out.r0']) {
-      expect(pair.tensors.some((t) => t.name === name), name).toBe(true);
+    for (const name of [
+      'embed',
+      'layers.0.in',
+      'layers.1.attn_hc.mixed',
+      'layers.2.mlp.out',
+      'final.mixed',
+      'logits',
+      'layers.3.attn.partial.r1',
+      'layers.3.mlp.out.r0',
+    ]) {
+      expect(
+        pair.tensors.some((t) => t.name === name),
+        name,
+      ).toBe(true);
     }
     for (const t of pair.tensors) {
       expect(t.differing, t.name).toBe(0);
@@ -82,7 +94,19 @@ describe('hcsp xcheck', () => {
 
   it('a one-ulp change planted in one element of a golden dump is found in that tensor and layer only, and attributed to the planted side', async () => {
     const dump = join(dir, 'run.safetensors');
-    await runPrefillCommand({ backend: 'cpu', config: 'tiny', tokens: '40', tp: '2', seed: '3', sp: 'off', reduce: 'ring', stack: 'model', quiet: true, json: true, dump });
+    await runPrefillCommand({
+      backend: 'cpu',
+      config: 'tiny',
+      tokens: '40',
+      tp: '2',
+      seed: '3',
+      sp: 'off',
+      reduce: 'ring',
+      stack: 'model',
+      quiet: true,
+      json: true,
+      dump,
+    });
     // the element to plant: layers.2.attn.out[7, 11], moved one ulp away from its float64 value
     const name = 'layers.2.attn.out';
     const [row, col] = [7, 11];
@@ -115,9 +139,21 @@ describe('hcsp xcheck', () => {
     expect(t.exact).toMatchObject({ fartherA: 1, fartherB: 0, attributed: 'a' });
   });
 
-  it('a golden without some of the run\'s tensors (an HF dump has no mtp.logits) compares the rest and lists the others; a wrong shape or dtype is refused before anything runs', async () => {
+  it("a golden without some of the run's tensors (an HF dump has no mtp.logits) compares the rest and lists the others; a wrong shape or dtype is refused before anything runs", async () => {
     const dump = join(dir, 'for-missing.safetensors');
-    await runPrefillCommand({ backend: 'cpu', config: 'tiny', tokens: '40', tp: '2', seed: '3', sp: 'off', reduce: 'ring', stack: 'model', quiet: true, json: true, dump });
+    await runPrefillCommand({
+      backend: 'cpu',
+      config: 'tiny',
+      tokens: '40',
+      tp: '2',
+      seed: '3',
+      sp: 'off',
+      reduce: 'ring',
+      stack: 'model',
+      quiet: true,
+      json: true,
+      dump,
+    });
     const keep = (drop: string[], transpose?: string) => {
       const m = readDump(dump);
       for (const d of drop) m.delete(d);
@@ -143,7 +179,9 @@ describe('hcsp xcheck', () => {
 
     const wrong = join(dir, 'wrong.safetensors');
     writeSafetensorsFile(wrong, keep(['mtp.logits'], 'final.mixed'));
-    await expect(xcheck({ compare: 'cpu:sp=off', golden: wrong })).rejects.toThrow(`--golden ${wrong}: tensor 'final.mixed' has shape [${TINY.hiddenSize},40], the run's is [40,${TINY.hiddenSize}]`);
+    await expect(xcheck({ compare: 'cpu:sp=off', golden: wrong })).rejects.toThrow(
+      `--golden ${wrong}: tensor 'final.mixed' has shape [${TINY.hiddenSize},40], the run's is [40,${TINY.hiddenSize}]`,
+    );
     const dtype = join(dir, 'dtype.safetensors');
     const m = keep([]);
     const logits = m.get('logits') as Tensor;
@@ -154,7 +192,19 @@ describe('hcsp xcheck', () => {
 
   it('the dump carries each MoE layer\'s routed expert ids (int32); a golden whose router chose another expert says "routing differs at rows ..." for that layer', async () => {
     const dump = join(dir, 'for-routing.safetensors');
-    await runPrefillCommand({ backend: 'cpu', config: 'tiny', tokens: '40', tp: '2', seed: '3', sp: 'off', reduce: 'ring', stack: 'model', quiet: true, json: true, dump });
+    await runPrefillCommand({
+      backend: 'cpu',
+      config: 'tiny',
+      tokens: '40',
+      tp: '2',
+      seed: '3',
+      sp: 'off',
+      reduce: 'ring',
+      stack: 'model',
+      quiet: true,
+      json: true,
+      dump,
+    });
     const f = openSafetensorsFile(dump);
     try {
       for (let l = 0; l < TINY.numLayers; l++) expect(f.entry(`layers.${l}.mlp.topk_ids`)).toMatchObject({ dtype: 'I32', shape: [40, TINY.moe.topK] });
@@ -174,13 +224,25 @@ describe('hcsp xcheck', () => {
     expect(pair.routing).toEqual([{ layer: 1, rows: [5], count: 40 }]);
     expect(pair.tensors.find((t) => t.name === 'layers.1.mlp.topk_ids')!.differing).toBe(1);
     expect(r.pairs.find((p) => p.a === 'cpu:sp=on')!.routing).toEqual([]);
-    expect(text).toMatch(/\n  routing flips, layer 1: 1 of 40 rows \(routing differs at rows 5 \(1 of 40\)\)\n/);
+    expect(text).toMatch(/\n {2}routing flips, layer 1: 1 of 40 rows \(routing differs at rows 5 \(1 of 40\)\)\n/);
     expect(pair.verdict!.routing).toEqual([{ layer: 1, rows: [5], count: 40 }]);
   });
 
   it('NaN in a golden dump fails --max-ulp whatever its value (reported, exit 1); a golden of all-NaN tensors is not "ok"', async () => {
     const dump = join(dir, 'for-nan.safetensors');
-    await runPrefillCommand({ backend: 'cpu', config: 'tiny', tokens: '40', tp: '2', seed: '3', sp: 'off', reduce: 'ring', stack: 'model', quiet: true, json: true, dump });
+    await runPrefillCommand({
+      backend: 'cpu',
+      config: 'tiny',
+      tokens: '40',
+      tp: '2',
+      seed: '3',
+      sp: 'off',
+      reduce: 'ring',
+      stack: 'model',
+      quiet: true,
+      json: true,
+      dump,
+    });
     const nanBits = 0x7fc0;
     const finalNan = join(dir, 'final-nan.safetensors');
     const tensors = readDump(dump);
@@ -188,12 +250,37 @@ describe('hcsp xcheck', () => {
     (final.data as Uint16Array).fill(nanBits);
     writeSafetensorsFile(finalNan, tensors);
     const cli = fileURLToPath(new URL('../../bin/hcsp.js', import.meta.url));
-    const gated = spawnSync(process.execPath, [cli, 'xcheck', '--config', 'tiny', '--tp', '2', '--seed', '3', '--compare', 'cpu:sp=off', '--golden', finalNan, '--max-ulp', '0', '--quiet', '--no-exact'], { encoding: 'utf8', timeout: 300_000 });
+    const gated = spawnSync(
+      process.execPath,
+      [
+        cli,
+        'xcheck',
+        '--config',
+        'tiny',
+        '--tp',
+        '2',
+        '--seed',
+        '3',
+        '--compare',
+        'cpu:sp=off',
+        '--golden',
+        finalNan,
+        '--max-ulp',
+        '0',
+        '--quiet',
+        '--no-exact',
+      ],
+      { encoding: 'utf8', timeout: 300_000 },
+    );
     expect(gated.status).toBe(1);
     const count = final.shape.reduce((a, b) => a * b, 1);
-    expect(gated.stderr).toBe(`hcsp: xcheck: 1 tensor exceeds --max-ulp 0: the largest, final.mixed (golden:${finalNan} against cpu:sp=off), holds NaN or Inf (${count} NaN/Inf in golden:${finalNan}, 0 in cpu:sp=off)\n`);
+    expect(gated.stderr).toBe(
+      `hcsp: xcheck: 1 tensor exceeds --max-ulp 0: the largest, final.mixed (golden:${finalNan} against cpu:sp=off), holds NaN or Inf (${count} NaN/Inf in golden:${finalNan}, 0 in cpu:sp=off)\n`,
+    );
     expect(gated.stdout).toContain(`EXCEEDS --max-ulp 0`);
-    expect(gated.stdout).toContain(`  1 tensor holds NaN or Inf (a failure under any --max-ulp):\n    final.mixed: ${count} NaN/Inf in golden:${finalNan}, 0 in cpu:sp=off\n`);
+    expect(gated.stdout).toContain(
+      `  1 tensor holds NaN or Inf (a failure under any --max-ulp):\n    final.mixed: ${count} NaN/Inf in golden:${finalNan}, 0 in cpu:sp=off\n`,
+    );
 
     // every float tensor NaN: each one over a gate of any size
     const allNan = join(dir, 'all-nan.safetensors');
@@ -213,32 +300,47 @@ describe('hcsp xcheck', () => {
     expect(overGate(r.pairs, 1000).length).toBe(floats.length);
   });
 
-  it('contract=hf-eager runs HF\'s eager roundings: against hf the HC mix before the first sub-layer agrees and the first difference is that sub-layer\'s output; the run reports its contract', async () => {
+  it("contract=hf-eager runs HF's eager roundings: against hf the HC mix before the first sub-layer agrees and the first difference is that sub-layer's output; the run reports its contract", async () => {
     const r = await xcheck({ compare: 'cpu:contract=hf,cpu:contract=hf-eager', tp: '1', exact: false });
     expect(r.runs.map((x) => x.options.contract)).toEqual(['hf', 'hf-eager']);
     const [pair] = r.pairs;
     for (const name of ['embed', 'layers.0.in', 'layers.0.attn_hc.mixed']) expect(pair.tensors.find((t) => t.name === name)?.differing, name).toBe(0);
     expect(pair.verdict?.first?.name).toBe('layers.0.attn.out');
-    await expect(xcheck({ compare: 'cpu,cpu:contract=torch' })).rejects.toThrow('--compare: SPEC "cpu:contract=torch": contract must be one of atom|hf|hf-eager, got "torch"');
+    await expect(xcheck({ compare: 'cpu,cpu:contract=torch' })).rejects.toThrow(
+      '--compare: SPEC "cpu:contract=torch": contract must be one of atom|hf|hf-eager, got "torch"',
+    );
   });
 
   it('bad SPECs are refused, naming the SPEC and the key', async () => {
     await expect(xcheck({ compare: 'cpu:sp=off' })).rejects.toThrow('--compare needs at least two SPECs, comma-separated (got "cpu:sp=off")');
-    await expect(xcheck({ compare: 'cpu,cpu:colour=red' })).rejects.toThrow('--compare: SPEC "cpu:colour=red": unknown key "colour" (keys: sp, reduce, contract, fp8, quant)');
+    await expect(xcheck({ compare: 'cpu,cpu:colour=red' })).rejects.toThrow(
+      '--compare: SPEC "cpu:colour=red": unknown key "colour" (keys: sp, reduce, contract, fp8, quant)',
+    );
     await expect(xcheck({ compare: 'cpu,cpu:sp=maybe' })).rejects.toThrow('--compare: SPEC "cpu:sp=maybe": sp must be one of auto|on|off, got "maybe"');
     await expect(xcheck({ compare: 'cpu,rocm:device=moon' })).rejects.toThrow(/--compare: SPEC "rocm:device=moon": .*device/);
     await expect(xcheck({ compare: 'cpu,cpu:quant=fused' })).rejects.toThrow('quant=fused places the FP8 quantization: it needs fp8=<format>');
   });
 
-  it('SP on against off, ring, at tp 4 (tiny, T 64): the verdict is rounding reordering, first at layers.2.attn.out (the reduce-scatter against the all-reduce), within each side\'s float64 error', async () => {
-    const { report: r, text } = await runXcheckCommand({ ...base, config: 'tiny', tokens: '64', tp: '4', seed: '0', compare: 'cpu:sp=on,cpu:sp=off', reduce: 'ring', exact: true });
+  it("SP on against off, ring, at tp 4 (tiny, T 64): the verdict is rounding reordering, first at layers.2.attn.out (the reduce-scatter against the all-reduce), within each side's float64 error", async () => {
+    const { report: r, text } = await runXcheckCommand({
+      ...base,
+      config: 'tiny',
+      tokens: '64',
+      tp: '4',
+      seed: '0',
+      compare: 'cpu:sp=on,cpu:sp=off',
+      reduce: 'ring',
+      exact: true,
+    });
     const v = r.pairs[0].verdict!;
     // checked against the run: layers 0 and 1 are bit-identical, layer 2's attention output is the first to differ (1 row-scaled ulp at row 8, col 0; each side ~32 from float64)
     expect(v).toMatchObject({ kind: 'rounding', beyond: null, first: { name: 'layers.2.attn.out', at: { row: 8, col: 0 } } });
     expect(v.first!.rowUlp).toBeLessThanOrEqual(2);
     expect(Math.min(v.first!.floor!.a, v.first!.floor!.b)).toBeGreaterThan(v.first!.rowUlp!);
     expect(r.pairs[0].tensors.filter((t) => t.layer < 2 && t.differing > 0)).toEqual([]);
-    expect(v.line).toMatch(/^expected rounding reordering at layers\.2\.attn\.out \(the attention sub-layer's output \(after its collective\); row 8, col 0\) at 1 row-scaled ulp/);
+    expect(v.line).toMatch(
+      /^expected rounding reordering at layers\.2\.attn\.out \(the attention sub-layer's output \(after its collective\); row 8, col 0\) at 1 row-scaled ulp/,
+    );
     expect(text).toContain(`\ncpu:sp=off (a) against cpu:sp=on (b):\n  verdict: ${v.line}\n`);
   }, 300_000);
 
@@ -246,7 +348,27 @@ describe('hcsp xcheck', () => {
     const cli = fileURLToPath(new URL('../../bin/hcsp.js', import.meta.url));
     const report = join(dir, 'report');
     const run = (extra: string[]) =>
-      spawnSync(process.execPath, [cli, 'xcheck', '--config', 'tiny', '--tokens', '40', '--tp', '4', '--seed', '3', '--compare', 'cpu:sp=off,cpu:sp=on', '--quiet', '--no-exact', ...extra], { encoding: 'utf8', timeout: 300_000 });
+      spawnSync(
+        process.execPath,
+        [
+          cli,
+          'xcheck',
+          '--config',
+          'tiny',
+          '--tokens',
+          '40',
+          '--tp',
+          '4',
+          '--seed',
+          '3',
+          '--compare',
+          'cpu:sp=off,cpu:sp=on',
+          '--quiet',
+          '--no-exact',
+          ...extra,
+        ],
+        { encoding: 'utf8', timeout: 300_000 },
+      );
     const open = run(['--json', '--report', report]);
     expect(open.status, open.stderr).toBe(0);
     const json = JSON.parse(open.stdout) as XcheckReport;
@@ -262,12 +384,14 @@ describe('hcsp xcheck', () => {
     expect(JSON.parse(readFileSync(join(report, 'report.json'), 'utf8'))).toEqual(json);
     const gated = run(['--max-ulp', '0.5']);
     expect(gated.status).toBe(1);
-    expect(gated.stderr).toMatch(/^hcsp: xcheck: \d+ tensors exceed --max-ulp 0\.5: the largest, \S+ \(cpu:sp=on against cpu:sp=off\), [\d.]+ row-scaled ulp\n$/);
+    expect(gated.stderr).toMatch(
+      /^hcsp: xcheck: \d+ tensors exceed --max-ulp 0\.5: the largest, \S+ \(cpu:sp=on against cpu:sp=off\), [\d.]+ row-scaled ulp\n$/,
+    );
     const textReport = join(dir, 'report-text');
     const wide = run(['--max-ulp', '1000', '--report', textReport]);
     expect(wide.status, wide.stderr).toBe(0);
     // the verdict leads each pair; the report's path ends the output
-    expect(wide.stdout).toMatch(/\ncpu:sp=on \(a\) against cpu:sp=off \(b\):\n  verdict: first difference at \S+ \(/);
+    expect(wide.stdout).toMatch(/\ncpu:sp=on \(a\) against cpu:sp=off \(b\):\n {2}verdict: first difference at \S+ \(/);
     expect(wide.stdout.endsWith(`within --max-ulp 1000\nreport: ${join(textReport, 'index.html')} (data: ${join(textReport, 'report.json')})\n`)).toBe(true);
   });
 });

@@ -115,7 +115,9 @@ export function estimateGraphMemory(graph: Graph, origin: WeightOrigin): MemoryE
       if (d.rank !== null) liveByRank[d.rank] += bytes;
     }
     activationPeak = Math.max(activationPeak, liveTotal + scratch);
-    liveByRank.forEach((b, r) => (ranks[r].activationPeak = Math.max(ranks[r].activationPeak, b + (node.rank === r ? scratch : 0))));
+    liveByRank.forEach((b, r) => {
+      ranks[r].activationPeak = Math.max(ranks[r].activationPeak, b + (node.rank === r ? scratch : 0));
+    });
     for (const id of node.outputs) if (id !== null && !last.has(id) && !kept.has(id)) free(id);
     for (const id of node.inputs) if (id !== null && last.get(id) === i && !kept.has(id)) free(id);
   });

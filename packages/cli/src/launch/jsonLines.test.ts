@@ -6,7 +6,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { readJsonLines, type Message } from './jsonLines.ts';
 
 const closers: (() => void)[] = [];
-afterEach(() => closers.splice(0).forEach((c) => c()));
+afterEach(() =>
+  closers.splice(0).forEach((c) => {
+    c();
+  }),
+);
 
 /** a connected pair: what the test writes on `writer` is read by readJsonLines on the other end */
 async function pair(maxLine: number): Promise<{ writer: Socket; messages: Message[]; bad: Promise<string> }> {
@@ -34,7 +38,11 @@ describe('readJsonLines', () => {
   it('joins a message split across reads, a multi-byte character included', async () => {
     const { writer, messages } = await pair(100);
     const bytes = Buffer.from('{"t":"set","value":"é€"}\n{"t":"bye"}\n');
-    for (const cut of [[0, 5], [5, 21], [21, bytes.length]]) {
+    for (const cut of [
+      [0, 5],
+      [5, 21],
+      [21, bytes.length],
+    ]) {
       writer.write(bytes.subarray(cut[0], cut[1]));
       await tick();
     }
@@ -59,7 +67,7 @@ describe('readJsonLines', () => {
       ['{"t":3}', 'not a message: "{\\"t\\":3}"'],
     ]) {
       const { writer, bad } = await pair(100);
-      writer.write(line + '\n');
+      writer.write(`${line}\n`);
       expect(await bad).toBe(why);
     }
   });

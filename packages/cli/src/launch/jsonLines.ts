@@ -55,5 +55,5 @@ export function readJsonLines(socket: Socket, maxLine: number, onMessage: (m: Me
 
 /** writes one message (nothing once the socket is gone) */
 export function sendJsonLine(socket: Socket, m: Message): void {
-  if (!socket.destroyed) socket.write(JSON.stringify(m) + '\n');
+  if (!socket.destroyed) socket.write(`${JSON.stringify(m)}\n`);
 }

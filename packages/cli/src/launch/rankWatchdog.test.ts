@@ -73,7 +73,10 @@ describe('a stuck rank under hcsp launch (an in-process rendezvous store of thre
       [0, 1, 2].map((rank) => RendezvousClient.join({ host: '127.0.0.1', port, rank, worldSize: 3, secret: 'a test job', timeoutMs: 10_000 }, (m) => aborted.set(rank, m))),
     );
     const stderr: string[] = [];
-    vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => (stderr.push(String(chunk)), true));
+    vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
+      stderr.push(String(chunk));
+      return true;
+    });
     const exited: number[] = [];
     const exit = ((code: number) => void exited.push(code)) as (code: number) => never;
     // rank 0 and rank 1 wait in the same all-reduce; rank 2 is stopped: it never answers
@@ -110,7 +113,10 @@ describe('a stuck rank under hcsp launch (an in-process rendezvous store of thre
 describe('a rank whose own timer fires late', () => {
   it('says that this process itself was held (stopped, then continued), not a peer', async () => {
     const stderr: string[] = [];
-    vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => (stderr.push(String(chunk)), true));
+    vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
+      stderr.push(String(chunk));
+      return true;
+    });
     const exited: number[] = [];
     // under mpirun, no store: the line, then the end
     const rank = new RankWatchdog(1, 2, 100, ((code: number) => void exited.push(code)) as (code: number) => never);

@@ -51,7 +51,7 @@ function stranger(port: number, script: (s: Socket, challengeNonce: string) => v
 }
 
 const hello = (s: Socket, fields: Record<string, unknown>): void => {
-  s.write(JSON.stringify({ t: 'hello', magic: MAGIC, host: 'stranger', pid: 4242, nonce: 'n', ...fields }) + '\n');
+  s.write(`${JSON.stringify({ t: 'hello', magic: MAGIC, host: 'stranger', pid: 4242, nonce: 'n', ...fields })}\n`);
 };
 
 interface TestJob {
@@ -79,7 +79,10 @@ async function store(worldSize: number, options: Partial<StoreServerOptions> = {
     secret,
     aborts,
     join: (rank, o = {}) =>
-      RendezvousClient.join({ host: HOST, port, rank, worldSize: o.worldSize ?? worldSize, secret: o.secret ?? secret, timeoutMs: options.timeoutMs ?? 30_000 }, (m) => aborts.push(m)),
+      RendezvousClient.join(
+        { host: HOST, port, rank, worldSize: o.worldSize ?? worldSize, secret: o.secret ?? secret, timeoutMs: options.timeoutMs ?? 30_000 },
+        (m) => aborts.push(m),
+      ),
   };
 }
 
@@ -117,7 +120,7 @@ describe('the rendezvous store: strangers are closed alone, the job goes on', ()
     await expectJobGoesOn(job, clients);
   });
 
-  it('after the world is complete: a process with the job\'s secret is refused, saying why; strangers are closed; the job goes on', async () => {
+  it("after the world is complete: a process with the job's secret is refused, saying why; strangers are closed; the job goes on", async () => {
     const job = await store(2);
     const clients = await Promise.all([job.join(0), job.join(1)]);
     await expect(job.join(1)).rejects.toThrow(
@@ -189,7 +192,7 @@ describe('a rank and what answers on the port', () => {
         sent.push(c);
         answer(s, JSON.parse(c.split('\n')[0]));
       });
-      s.write(JSON.stringify({ t: 'challenge', magic: MAGIC, nonce: 'abc' }) + '\n');
+      s.write(`${JSON.stringify({ t: 'challenge', magic: MAGIC, nonce: 'abc' })}\n`);
     });
     await new Promise<void>((resolve) => server.listen(0, HOST, resolve));
     return { port: (server.address() as AddressInfo).port, sent, close: () => server.close() };
@@ -197,11 +200,13 @@ describe('a rank and what answers on the port', () => {
 
   it('never sends the secret, and believes nothing from a store that cannot prove it knows it', async () => {
     const secret = newSecret();
-    const fake = await impostor((s) => s.write(JSON.stringify({ t: 'welcome', proof: 'f'.repeat(64) }) + '\n' + JSON.stringify({ t: 'ready' }) + '\n'));
+    const fake = await impostor((s) => s.write(`${JSON.stringify({ t: 'welcome', proof: 'f'.repeat(64) })}\n${JSON.stringify({ t: 'ready' })}\n`));
     try {
       const joined = RendezvousClient.join({ host: HOST, port: fake.port, rank: 1, worldSize: 2, secret, timeoutMs: 5000 }, () => {});
       await expect(joined).rejects.toThrow(
-        new RegExp(`^rank 1: what answers at 127\\.0\\.0\\.1:${fake.port} is not this job's rendezvous store \\(it did not prove that it knows the job's HCSP_RENDEZVOUS_SECRET\\): another program on this --master-port\\?$`),
+        new RegExp(
+          `^rank 1: what answers at 127\\.0\\.0\\.1:${fake.port} is not this job's rendezvous store \\(it did not prove that it knows the job's HCSP_RENDEZVOUS_SECRET\\): another program on this --master-port\\?$`,
+        ),
       );
       const sent = fake.sent.join('');
       expect(JSON.parse(sent.split('\n')[0])).toMatchObject({ t: 'hello', rank: 1, worldSize: 2 });

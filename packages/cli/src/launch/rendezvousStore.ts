@@ -118,9 +118,17 @@ export class RendezvousServer {
       server.once('error', (e: NodeJS.ErrnoException) => {
         const where = `${options.host}:${options.port}`;
         if (e.code === 'EADDRINUSE') {
-          reject(new RendezvousError(`rank 0 cannot serve the rendezvous store: MASTER_PORT ${options.port} on ${options.host} is in use (another job, or a second node started with --node-rank 0?): choose another --master-port`));
+          reject(
+            new RendezvousError(
+              `rank 0 cannot serve the rendezvous store: MASTER_PORT ${options.port} on ${options.host} is in use (another job, or a second node started with --node-rank 0?): choose another --master-port`,
+            ),
+          );
         } else if (e.code === 'EADDRNOTAVAIL') {
-          reject(new RendezvousError(`rank 0 cannot serve the rendezvous store at ${where}: MASTER_ADDR ${options.host} is not an address of this machine (${hostname()}); rank 0 runs on the node with --node-rank 0`));
+          reject(
+            new RendezvousError(
+              `rank 0 cannot serve the rendezvous store at ${where}: MASTER_ADDR ${options.host} is not an address of this machine (${hostname()}); rank 0 runs on the node with --node-rank 0`,
+            ),
+          );
         } else {
           reject(new RendezvousError(`rank 0 cannot serve the rendezvous store at ${where}: ${e.message}`));
         }
@@ -232,11 +240,17 @@ export class RendezvousServer {
       return null;
     }
     if (this.ready) {
-      this.refuse(socket, `the job's world of ${size} is complete: rank ${rank} (pid ${pid} on ${host}) came late (a second launcher with this --master-addr, --master-port and ${SECRET_ENV}?)`);
+      this.refuse(
+        socket,
+        `the job's world of ${size} is complete: rank ${rank} (pid ${pid} on ${host}) came late (a second launcher with this --master-addr, --master-port and ${SECRET_ENV}?)`,
+      );
       return null;
     }
     if (worldSize !== size) {
-      this.abort(`the ranks disagree on the world size: rank ${rank} (pid ${pid} on ${host}) has WORLD_SIZE ${worldSize}, rank 0 has ${size} (every node's launcher needs the same --nnodes and --nproc-per-node)`, socket);
+      this.abort(
+        `the ranks disagree on the world size: rank ${rank} (pid ${pid} on ${host}) has WORLD_SIZE ${worldSize}, rank 0 has ${size} (every node's launcher needs the same --nnodes and --nproc-per-node)`,
+        socket,
+      );
       return null;
     }
     if (!Number.isInteger(rank) || (rank as number) < 0 || (rank as number) >= size) {
@@ -281,8 +295,13 @@ export class RendezvousServer {
     const missing = Array.from({ length: this.options.worldSize }, (_, r) => r).filter((r) => !this.members.has(r));
     const per = this.options.ranksPerNode;
     const nodes = per ? [...new Set(missing.map((r) => Math.floor(r / per)))] : [];
-    const nodeText = nodes.length > 0 ? ` (node-rank${nodes.length > 1 ? 's' : ''} ${nodes.join(', ')}: ${nodes.length > 1 ? 'are their launchers' : 'is its launcher'} started, with the same --master-addr and --master-port?)` : '';
-    this.abort(`the rendezvous timed out after ${this.options.timeoutMs / 1000} s: rank${missing.length > 1 ? 's' : ''} ${missing.join(', ')} of ${this.options.worldSize} never joined${nodeText}`);
+    const nodeText =
+      nodes.length > 0
+        ? ` (node-rank${nodes.length > 1 ? 's' : ''} ${nodes.join(', ')}: ${nodes.length > 1 ? 'are their launchers' : 'is its launcher'} started, with the same --master-addr and --master-port?)`
+        : '';
+    this.abort(
+      `the rendezvous timed out after ${this.options.timeoutMs / 1000} s: rank${missing.length > 1 ? 's' : ''} ${missing.join(', ')} of ${this.options.worldSize} never joined${nodeText}`,
+    );
   }
 
   /** tells every rank (and `also`, a refused newcomer of the job) that the job cannot go on, once */
@@ -388,11 +407,20 @@ export class RendezvousClient {
         else resolve();
       };
       const timer = setTimeout(
-        () => settle(new RendezvousError(`rank ${options.rank}: the rendezvous at ${where} did not complete within ${options.timeoutMs / 1000} s (rank 0 names the missing ranks)`)),
+        () =>
+          settle(
+            new RendezvousError(
+              `rank ${options.rank}: the rendezvous at ${where} did not complete within ${options.timeoutMs / 1000} s (rank 0 names the missing ranks)`,
+            ),
+          ),
         timerMs(deadline - Date.now() + 2000),
       );
       const impostor = (): void => {
-        settle(new RendezvousError(`rank ${options.rank}: what answers at ${where} is not this job's rendezvous store (it did not prove that it knows the job's ${SECRET_ENV}): another program on this --master-port?`));
+        settle(
+          new RendezvousError(
+            `rank ${options.rank}: what answers at ${where} is not this job's rendezvous store (it did not prove that it knows the job's ${SECRET_ENV}): another program on this --master-port?`,
+          ),
+        );
         socket.destroy();
       };
       readJsonLines(
@@ -403,11 +431,28 @@ export class RendezvousClient {
             if (storeNonce === null && m.t === 'challenge' && m.magic === MAGIC && typeof m.nonce === 'string') {
               storeNonce = m.nonce;
               const { rank, worldSize, secret } = options;
-              send(socket, { t: 'hello', magic: MAGIC, rank, worldSize, host: hostname(), pid: process.pid, nonce, proof: proof(secret, 'hello', MAGIC, storeNonce, nonce, String(rank), String(worldSize)) });
-            } else if (storeNonce !== null && m.t === 'welcome' && sameProof(m.proof, proof(options.secret, 'welcome', MAGIC, nonce, storeNonce, String(options.rank)))) {
+              send(socket, {
+                t: 'hello',
+                magic: MAGIC,
+                rank,
+                worldSize,
+                host: hostname(),
+                pid: process.pid,
+                nonce,
+                proof: proof(secret, 'hello', MAGIC, storeNonce, nonce, String(rank), String(worldSize)),
+              });
+            } else if (
+              storeNonce !== null &&
+              m.t === 'welcome' &&
+              sameProof(m.proof, proof(options.secret, 'welcome', MAGIC, nonce, storeNonce, String(options.rank)))
+            ) {
               welcomed = true;
             } else if (storeNonce !== null && m.t === 'refused') {
-              settle(new RendezvousError(`rank ${options.rank}: the rendezvous store at ${where} refused this rank's ${SECRET_ENV}: the port serves another job, or this node's secret is not rank 0's node's`));
+              settle(
+                new RendezvousError(
+                  `rank ${options.rank}: the rendezvous store at ${where} refused this rank's ${SECRET_ENV}: the port serves another job, or this node's secret is not rank 0's node's`,
+                ),
+              );
               socket.destroy();
             } else {
               impostor();
@@ -494,7 +539,7 @@ export class RendezvousClient {
         clearTimeout(timer);
         resolve();
       });
-      this.socket.write(JSON.stringify({ t: 'fail', message }) + '\n');
+      this.socket.write(`${JSON.stringify({ t: 'fail', message })}\n`);
     });
   }
 

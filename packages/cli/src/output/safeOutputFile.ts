@@ -119,7 +119,7 @@ export async function writeOutputs(files: readonly OutputFile[], option: string)
           return null;
         }
       })();
-      const same = existing ? now !== null && now.isFile() && now.dev === existing.dev && now.ino === existing.ino : now === null;
+      const same = existing ? now?.isFile() && now.dev === existing.dev && now.ino === existing.ino : now === null;
       if (!same) {
         await removeTemps();
         throw new Error(`${option} ${t.given}: ${path} changed while the output was written; nothing was replaced`);

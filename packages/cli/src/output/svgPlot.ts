@@ -152,7 +152,7 @@ export async function linePlotSvg(plot: LinePlot): Promise<string> {
   const axisOf = (axis: PlotAxis): Record<string, unknown> => ({
     ...(axis.integer ? { format: 'd', tickMinStep: 1 } : {}),
     ...(axis.ticks ? { values: axis.ticks, format: axis.integer ? 'd' : '~g' } : {}),
-    ...(axis.tickLabels && axis.tickLabels.size ? { labelExpr: [...axis.tickLabels].map(([v, l]) => `datum.value === ${v} ? ${JSON.stringify(l)} : `).join('') + 'datum.label' } : {}),
+    ...(axis.tickLabels?.size ? { labelExpr: `${[...axis.tickLabels].map(([v, l]) => `datum.value === ${v} ? ${JSON.stringify(l)} : `).join('')}datum.label` } : {}),
   });
   const spec: TopLevelSpec = {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
@@ -195,7 +195,7 @@ export async function heatmapSvg(map: Heatmap): Promise<string> {
   const values: { x: string; y: string; v: number; note: string }[] = [];
   const zeros: { x: string; y: string; v: number; note: string }[] = [];
   let dropped = 0;
-  map.values.forEach((row, yi) =>
+  map.values.forEach((row, yi) => {
     row.forEach((v, xi) => {
       if (v === null) return;
       const cell = { x: map.x.labels[xi], y: map.y.labels[yi], v, note: map.notes?.[yi]?.[xi] ?? `${map.x.label}: ${map.x.labels[xi]}; ${map.y.label}: ${map.y.labels[yi]}; ${map.colour.label}: ${v}` };
@@ -203,8 +203,8 @@ export async function heatmapSvg(map: Heatmap): Promise<string> {
       else if (scale === 'log' && v === 0) zeros.push(cell);
       else if (scale !== 'log' || v > 0) values.push(cell);
       else dropped++;
-    }),
-  );
+    });
+  });
   const [cw, ch] = map.cell ?? [14, 14];
   // a log scale spans the data's positive range exactly (no rounding out to nice values), its bar labelled at both ends
   const lo = values.reduce((m, c) => Math.min(m, c.v), Infinity);

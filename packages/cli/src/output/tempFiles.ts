@@ -63,7 +63,7 @@ function isStaleOwnTemp(dir: string, name: string): boolean {
   if (!st.isDirectory()) return false;
   const marker = join(dir, name, TEMP_FOLDER_MARKER);
   const mst = lstatSync(marker, { throwIfNoEntry: false });
-  return mst !== undefined && mst.isFile() && mst.size < 4096 && readFileSync(marker, 'utf8') === name;
+  return mst?.isFile() === true && mst.size < 4096 && readFileSync(marker, 'utf8') === name;
 }
 
 /** Removes this host's hcsp temporaries in `dir` whose process no longer exists; returns their paths. */

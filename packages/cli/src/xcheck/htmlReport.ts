@@ -6,7 +6,18 @@
 // (layer x tensor, layer x rank, layer x rows) on continuous log colour scales spanning the
 // data with a labelled colour bar, hover values (SVG <title>), and a table of every tensor,
 // worst first. Places are named once: embed, L{i}, final, mtp (tensorGroup).
-import { attributionText, nonFiniteCount, overGate, pairVerdict, routingText, tensorGroup, ulpText, type XcheckPair, type XcheckReport, type XcheckTensor } from '@hcsp/core';
+import {
+  attributionText,
+  nonFiniteCount,
+  overGate,
+  pairVerdict,
+  routingText,
+  tensorGroup,
+  ulpText,
+  type XcheckPair,
+  type XcheckReport,
+  type XcheckTensor,
+} from '@hcsp/core';
 import { checkOutputDir, writeOutputDir, type OutputDir } from '../output/outputDir.ts';
 import { heatmapSvg, linePlotSvg, logTicks } from '../output/svgPlot.ts';
 
@@ -97,7 +108,14 @@ function severity(t: XcheckTensor): [number, number] {
 }
 
 /** A grid of the largest value per (x, y) key; null where no tensor gives one. */
-function grid<T>(items: readonly T[], xOf: (t: T) => string, yOf: (t: T) => string, vOf: (t: T) => number | null, xs: string[], ys: string[]): (number | null)[][] {
+function grid<T>(
+  items: readonly T[],
+  xOf: (t: T) => string,
+  yOf: (t: T) => string,
+  vOf: (t: T) => number | null,
+  xs: string[],
+  ys: string[],
+): (number | null)[][] {
   const values: (number | null)[][] = ys.map(() => xs.map(() => null));
   const xi = new Map(xs.map((x, i) => [x, i]));
   const yi = new Map(ys.map((y, i) => [y, i]));
@@ -124,12 +142,23 @@ async function pairCharts(pair: XcheckPair, gate: number | null, index: number):
   const xAxis = { label: 'layer', integer: true, ticks: xs.map((_, i) => i), tickLabels: new Map(xs.map((p, i) => [i, p])) };
   const ulpPlaces = places.filter((p) => p.rowUlp !== null);
   if (ulpPlaces.length > 0) {
-    const pts = (v: (p: PlaceStats) => number | null): [number, number][] => places.flatMap((p, i) => (v(p) === null ? [] : [[i, v(p) as number] as [number, number]]));
+    const pts = (v: (p: PlaceStats) => number | null): [number, number][] =>
+      places.flatMap((p, i) => (v(p) === null ? [] : [[i, v(p) as number] as [number, number]]));
     const series = [{ name: 'a against b (row-scaled ulp)', points: pts((p) => p.rowUlp) }];
     if (places.some((p) => p.floorA !== null)) {
-      series.push({ name: 'a against float64 (noise floor)', points: pts((p) => p.floorA) }, { name: 'b against float64 (noise floor)', points: pts((p) => p.floorB) });
+      series.push(
+        { name: 'a against float64 (noise floor)', points: pts((p) => p.floorA) },
+        { name: 'b against float64 (noise floor)', points: pts((p) => p.floorB) },
+      );
     }
-    if (gate !== null && gate > 0) series.push({ name: `--max-ulp ${gate}`, points: [[0, gate], [xs.length - 1, gate]] });
+    if (gate !== null && gate > 0)
+      series.push({
+        name: `--max-ulp ${gate}`,
+        points: [
+          [0, gate],
+          [xs.length - 1, gate],
+        ],
+      });
     const ys = series.flatMap((x) => x.points.map((q) => q[1])).filter((v) => v > 0 && Number.isFinite(v));
     out.push(
       await linePlotSvg({
@@ -213,7 +242,9 @@ async function pairCharts(pair: XcheckPair, gate: number | null, index: number):
     const values = ys.map(() => buckets.map((): number | null => null));
     for (const t of same) {
       const i = ys.indexOf(placeOf(t));
-      t.rows.differing.forEach((v, j) => (values[i][j] = (values[i][j] ?? 0) + v));
+      t.rows.differing.forEach((v, j) => {
+        values[i][j] = (values[i][j] ?? 0) + v;
+      });
     }
     out.push(
       await heatmapSvg({
@@ -275,11 +306,20 @@ async function pairSection(pair: XcheckPair, report: XcheckReport, index: number
     v.first
       ? `<li>first difference in graph order: <code>${esc(v.first.name)}</code> (${esc(v.first.op)}${v.first.at ? `, row ${v.first.at.row}, col ${v.first.at.col}` : ''}): ${num(v.first.rowUlp)} row-scaled ulp${v.first.floor ? `; each side's own error against float64 there: a ${num(v.first.floor.a)}, b ${num(v.first.floor.b)}` : ''}</li>`
       : '<li>first difference: none, the runs are bit-identical</li>',
-    v.growth ? `<li>grows most at <code>${esc(v.growth.name)}</code> (${esc(v.growth.kind)}: ${esc(v.growth.op)}): ${num(v.growth.from)} to ${num(v.growth.rowUlp)} row-scaled ulp</li>` : '',
-    v.noiseFloor ? `<li>noise floor (each side's largest own error against float64): a ${num(v.noiseFloor.a)}, b ${num(v.noiseFloor.b)} row-scaled ulp</li>` : '',
+    v.growth
+      ? `<li>grows most at <code>${esc(v.growth.name)}</code> (${esc(v.growth.kind)}: ${esc(v.growth.op)}): ${num(v.growth.from)} to ${num(v.growth.rowUlp)} row-scaled ulp</li>`
+      : '',
+    v.noiseFloor
+      ? `<li>noise floor (each side's largest own error against float64): a ${num(v.noiseFloor.a)}, b ${num(v.noiseFloor.b)} row-scaled ulp</li>`
+      : '',
     attribution ? `<li>${esc(attribution)}</li>` : '',
-    ...(pair.routing ?? []).map((d) => `<li>routing flips, layer ${num(d.layer)}: ${esc(routingText(d))}: the MoE output of those rows follows another expert choice, not arithmetic</li>`),
-    ...(pair.selection ?? []).map((d) => `<li>QSA selection flips, layer ${num(d.layer)}: ${d.rows.length} of ${d.count} rows keep another number of blocks</li>`),
+    ...(pair.routing ?? []).map(
+      (d) =>
+        `<li>routing flips, layer ${num(d.layer)}: ${esc(routingText(d))}: the MoE output of those rows follows another expert choice, not arithmetic</li>`,
+    ),
+    ...(pair.selection ?? []).map(
+      (d) => `<li>QSA selection flips, layer ${num(d.layer)}: ${d.rows.length} of ${d.count} rows keep another number of blocks</li>`,
+    ),
     `<li>${pair.tensors.length} tensors, ${num(compared)} elements compared, ${num(pair.differing)} differing${compared > 0 ? ` (${fraction(pair.differing / compared)})` : ''}; largest row-scaled distance ${num(maxRowUlp)} (elementwise ${num(pair.maxUlp)} bf16 ulps)</li>`,
     nonFinite.length === 0
       ? ''
@@ -344,7 +384,12 @@ export async function renderXcheckHtml(report: XcheckReport): Promise<string> {
     ['weights', esc(report.weights)],
     ['float64 attribution', report.exact ? 'ran (each side’s error against the float64 evaluation of the first SPEC’s graph)' : 'not run'],
     ['--max-ulp gate', report.maxUlpGate === null ? 'none' : num(report.maxUlpGate)],
-    ['result', report.ok ? `the runs completed${report.maxUlpGate === null ? ' (no --max-ulp gate)' : `, within --max-ulp ${num(report.maxUlpGate)}`}` : `failed: tensors over --max-ulp ${num(report.maxUlpGate)} (or holding NaN or Inf)`],
+    [
+      'result',
+      report.ok
+        ? `the runs completed${report.maxUlpGate === null ? ' (no --max-ulp gate)' : `, within --max-ulp ${num(report.maxUlpGate)}`}`
+        : `failed: tensors over --max-ulp ${num(report.maxUlpGate)} (or holding NaN or Inf)`,
+    ],
   ];
   if (report.golden) {
     meta.push([
@@ -359,7 +404,13 @@ export async function renderXcheckHtml(report: XcheckReport): Promise<string> {
       .map(
         (r) =>
           `<tr><td class="text">${esc(r.spec)}</td><td class="text">${esc(r.backend)}</td><td class="text">${esc(r.device)}</td>` +
-          `<td class="text">${esc(Object.entries(r.options).map(([k, v]) => `${k}=${v}`).join(' ')) || '–'}</td>` +
+          `<td class="text">${
+            esc(
+              Object.entries(r.options)
+                .map(([k, v]) => `${k}=${v}`)
+                .join(' '),
+            ) || '–'
+          }</td>` +
           `<td>${r.sp ? 'on' : 'off'}</td><td>${num(r.chunk)}</td><td class="text">${esc(r.reduce)}</td><td>${num(r.seconds)}</td></tr>`,
       )
       .join('') +

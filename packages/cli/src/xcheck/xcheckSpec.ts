@@ -31,7 +31,7 @@ const RUN_KEYS: Record<string, readonly string[]> = {
 export function parseXcheckSpec(text: string, defaults: { sp: SpMode; reduce: ReduceAlgorithm }): XcheckSpec {
   const [name, ...parts] = text.split(':');
   if (!name) throw new Error(`--compare: empty backend in SPEC ${JSON.stringify(text)} (write backend[:key=value...], e.g. cpu:sp=on)`);
-  let entry;
+  let entry: ReturnType<typeof findBackend>;
   try {
     entry = findBackend(name);
   } catch (e) {

@@ -20,7 +20,9 @@ export function allGather(inputs: readonly Tensor[]): Tensor[] {
   const shardElems = numel(shape);
   const outShape = [shape[0] * inputs.length, ...shape.slice(1)];
   const gathered = allocData(dtype, shardElems * inputs.length);
-  inputs.forEach((t, r) => gathered.set(t.data, r * shardElems));
+  inputs.forEach((t, r) => {
+    gathered.set(t.data, r * shardElems);
+  });
   return inputs.map((_, r) => ({
     dtype,
     shape: [...outShape],

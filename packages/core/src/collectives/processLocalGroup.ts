@@ -29,7 +29,8 @@ export function processLocalGroup(tp: number): LocalCommunicator[] {
   const settle = (): void => {
     if (left.size > 0 && waiting.size > 0) {
       const [r, why] = [...left.entries()][0];
-      for (const a of waiting.values()) a.reject(new Error(`rank ${r} left the group (${why}) while others wait at node ${a.node.id} (${a.node.op} ${a.node.scope})`));
+      for (const a of waiting.values())
+        a.reject(new Error(`rank ${r} left the group (${why}) while others wait at node ${a.node.id} (${a.node.op} ${a.node.scope})`));
       waiting.clear();
       return;
     }
@@ -48,7 +49,9 @@ export function processLocalGroup(tp: number): LocalCommunicator[] {
         arrivals.map((a) => a.inputs),
         { ...node.attrs, tp },
       );
-      arrivals.forEach((a, r) => a.resolve(outs[r]));
+      arrivals.forEach((a, r) => {
+        a.resolve(outs[r]);
+      });
     } catch (e) {
       for (const a of arrivals) a.reject(e as Error);
     }

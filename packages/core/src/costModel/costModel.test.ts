@@ -183,6 +183,7 @@ describe('devices', () => {
   });
 
   it('a bad device file is a clear error naming the field', () => {
+    // biome-ignore lint/suspicious/noExplicitAny: a device file's parsed JSON, edited field by field
     const cases: [(j: Record<string, any>) => void, RegExp][] = [
       [(j) => delete j.figures.hbmTBps, /device lab\.json: figures\.hbmTBps is missing/],
       [(j) => (j.figures.hbmTBps = -1), /figures\.hbmTBps must be a positive finite number, got -1/],

@@ -36,7 +36,9 @@ function countingDevice(): { device: DeviceOps<Tensor>; counts: { upload: number
     runNode: async (n, i, id, o) => track(await CPU_DEVICE.runNode(n, i, id, o)),
     runCollective: async (n, i, id, o) => {
       const out = await CPU_DEVICE.runCollective(n, i, id, o);
-      out.forEach((ports) => track(ports));
+      out.forEach((ports) => {
+        track(ports);
+      });
       return out;
     },
     download: CPU_DEVICE.download,
@@ -101,8 +103,15 @@ describe('GraphSession', () => {
   });
 
   it('refuses a weight whose checkpoint tensor does not match the declaration', async () => {
-    const wrong: WeightSource = { ...p.weights, has: (n) => p.weights.has(n), info: (n) => p.weights.info(n), read: async () => ({ dtype: 'bf16', shape: [1], data: new Uint16Array(1) }) };
-    await expect(GraphSession.open(p.graph, CPU_DEVICE, loadWeight(wrong), { backend: 'cpu' })).rejects.toThrow(/cpu: weight '.+' is bf16\[1\], the graph declares bf16\[/);
+    const wrong: WeightSource = {
+      ...p.weights,
+      has: (n) => p.weights.has(n),
+      info: (n) => p.weights.info(n),
+      read: async () => ({ dtype: 'bf16', shape: [1], data: new Uint16Array(1) }),
+    };
+    await expect(GraphSession.open(p.graph, CPU_DEVICE, loadWeight(wrong), { backend: 'cpu' })).rejects.toThrow(
+      /cpu: weight '.+' is bf16\[1\], the graph declares bf16\[/,
+    );
   });
 
   it('reads a kept value only after the runs asked for before it (a later run frees it)', async () => {
@@ -194,7 +203,9 @@ describe('GraphSession with a device that records runs (DeviceOps.record)', () =
           replay: (inputs) => {
             calls.replay++;
             const env = new Map<string, Tensor>(weights);
-            program.inputs.forEach((id, i) => env.set(id, inputs[i]));
+            program.inputs.forEach((id, i) => {
+              env.set(id, inputs[i]);
+            });
             for (const node of graph.nodes) {
               const ins = node.inputs.map((id) => (id === null ? null : env.get(id)!));
               if (node.rank === null) {
@@ -202,9 +213,13 @@ describe('GraphSession with a device that records runs (DeviceOps.record)', () =
                 const perRank = Array.from({ length: graph.tp }, (_, r) => ins.slice(r * ports, (r + 1) * ports) as Tensor[]);
                 const out = cpuCollectiveKernel(node.op)(perRank, { ...node.attrs, tp: graph.tp });
                 const outPorts = node.outputs.length / graph.tp;
-                node.outputs.forEach((id, k) => env.set(id!, out[Math.floor(k / outPorts)][k % outPorts]));
+                node.outputs.forEach((id, k) => {
+                  env.set(id!, out[Math.floor(k / outPorts)][k % outPorts]);
+                });
               } else {
-                cpuKernel(node.op)(ins, node.attrs).forEach((t, k) => node.outputs[k] !== null && t !== null && env.set(node.outputs[k]!, t));
+                cpuKernel(node.op)(ins, node.attrs).forEach((t, k) => {
+                  node.outputs[k] !== null && t !== null && env.set(node.outputs[k]!, t);
+                });
               }
             }
             return program.outputs.map((id) => env.get(id)!);

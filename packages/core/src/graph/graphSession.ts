@@ -143,7 +143,14 @@ export class GraphSession<H> implements PreparedGraph {
       }
       const seconds = (performance.now() - loadStart) / 1000;
       const bytes = ids.reduce((n, id) => n + numel(graph.values[id].shape) * bytesPerElement(graph.values[id].dtype), 0);
-      s.weightLoad = { seconds, bytes, gbPerSecond: seconds > 0 ? bytes / seconds / 1e9 : 0, tensors: ids.length, native: placed.size, js: ids.length - placed.size };
+      s.weightLoad = {
+        seconds,
+        bytes,
+        gbPerSecond: seconds > 0 ? bytes / seconds / 1e9 : 0,
+        tensors: ids.length,
+        native: placed.size,
+        js: ids.length - placed.size,
+      };
       await device.prepared?.(graph, s.weights);
       await device.reserve?.(s.plan);
       // a plain run's recording, made and warmed up now (a run keeping more values gets its own at its first run)
@@ -193,7 +200,8 @@ export class GraphSession<H> implements PreparedGraph {
     }
     for (const node of graph.nodes) {
       for (const id of [...node.inputs, ...node.outputs]) {
-        if (id !== null && !graph.values[id]) throw new Error(`${this.options.backend}: node ${node.id} (${node.op} at ${node.scope}) uses undeclared value '${id}'`);
+        if (id !== null && !graph.values[id])
+          throw new Error(`${this.options.backend}: node ${node.id} (${node.op} at ${node.scope}) uses undeclared value '${id}'`);
       }
     }
   }
@@ -245,7 +253,9 @@ export class GraphSession<H> implements PreparedGraph {
         const outs = recorded.run.replay(graph.inputs.map((id) => env.get(id)!));
         // the replay took the inputs
         env.clear();
-        recorded.outputs.forEach((id, i) => env.set(id, outs[i]));
+        recorded.outputs.forEach((id, i) => {
+          env.set(id, outs[i]);
+        });
         for (const node of graph.nodes) counter.count(node);
         options.onNode?.(graph.nodes.length, graph.nodes.length);
       } else {
@@ -309,7 +319,8 @@ export class GraphSession<H> implements PreparedGraph {
       this.recordings.set(key, run);
       if (run?.warm) {
         const inputs: H[] = [];
-        for (const id of this.graph.inputs) inputs.push(await this.device.upload(this.graph.values[id], zeros(this.graph.values[id].dtype, this.graph.values[id].shape)));
+        for (const id of this.graph.inputs)
+          inputs.push(await this.device.upload(this.graph.values[id], zeros(this.graph.values[id].dtype, this.graph.values[id].shape)));
         await run.warm(inputs);
       }
     }
@@ -339,9 +350,19 @@ export class GraphSession<H> implements PreparedGraph {
     } else if (node.rank === null || (def.host && !device.runsHostOp?.(node.op))) {
       // a rank's side of a collective on the device's buffers, when the device can (DeviceOps.collective)
       const onDevice =
-        node.rank === null ? (device.collective?.(node, node.inputs.map((id) => handle(id!)), node.inputs.map((id) => decl(id)!), node.outputs.map(decl), this.options.communicator!) ?? null) : null;
+        node.rank === null
+          ? (device.collective?.(
+              node,
+              node.inputs.map((id) => handle(id!)),
+              node.inputs.map((id) => decl(id)!),
+              node.outputs.map(decl),
+              this.options.communicator!,
+            ) ?? null)
+          : null;
       if (onDevice) {
-        node.outputs.forEach((id, p) => set(id, onDevice[p] ?? null));
+        node.outputs.forEach((id, p) => {
+          set(id, onDevice[p] ?? null);
+        });
         return;
       }
       // else a rank's side of a collective (through its communicator), or a host op: on host tensors
@@ -358,8 +379,15 @@ export class GraphSession<H> implements PreparedGraph {
         set(id, await device.upload(graph.values[id], t));
       }
     } else {
-      const outs = await device.runNode(node, node.inputs.map((id) => (id === null ? null : handle(id))), node.inputs.map(decl), node.outputs.map(decl));
-      node.outputs.forEach((id, p) => set(id, outs[p] ?? null));
+      const outs = await device.runNode(
+        node,
+        node.inputs.map((id) => (id === null ? null : handle(id))),
+        node.inputs.map(decl),
+        node.outputs.map(decl),
+      );
+      node.outputs.forEach((id, p) => {
+        set(id, outs[p] ?? null);
+      });
     }
   }
 
@@ -372,7 +400,9 @@ export class GraphSession<H> implements PreparedGraph {
     const gather = getOpDef(node.op).gathersRows;
     const table = gather ? graph.values[node.inputs[gather.table]!] : null;
     const ins = await Promise.all(
-      node.inputs.map((id, i) => (id === null || (table && i === gather!.table && table.weight?.gather === 'rows') ? null : device.download(graph.values[id], handle(id)))),
+      node.inputs.map((id, i) =>
+        id === null || (table && i === gather!.table && table.weight?.gather === 'rows') ? null : device.download(graph.values[id], handle(id)),
+      ),
     );
     for (const t of ins) this.transfers.stagingFromDeviceBytes += t?.data.byteLength ?? 0;
     if (table?.weight?.gather === 'rows') {

@@ -60,7 +60,7 @@ const FROM_CORE_DTYPE: Record<DType, SafetensorsDtype> = {
 };
 
 export function isSafetensorsDtype(s: string): s is SafetensorsDtype {
-  return Object.prototype.hasOwnProperty.call(DTYPE_ITEM_BYTES, s);
+  return Object.hasOwn(DTYPE_ITEM_BYTES, s);
 }
 
 export function safetensorsItemBytes(dtype: SafetensorsDtype): number {
@@ -194,7 +194,9 @@ export function parseSafetensorsHeader(json: Uint8Array, fileBytes: number, labe
   let previous: SafetensorsEntry | null = null;
   for (const e of entries) {
     if (e.begin < cursor) {
-      throw new Error(`${label}: malformed header: tensor '${e.name}' (bytes [${e.begin},${e.end})) overlaps tensor '${previous?.name}' (bytes [${previous?.begin},${previous?.end}))`);
+      throw new Error(
+        `${label}: malformed header: tensor '${e.name}' (bytes [${e.begin},${e.end})) overlaps tensor '${previous?.name}' (bytes [${previous?.begin},${previous?.end}))`,
+      );
     }
     if (e.begin > cursor) {
       throw new Error(`${label}: malformed header: tensor '${e.name}' starts at data byte ${e.begin}, leaving a gap after byte ${cursor}`);
@@ -411,7 +413,8 @@ export function int64FileTensor(shape: readonly number[], values: ArrayLike<numb
 
 function fileBytesOf(name: string, t: Tensor | RawFileTensor): { st: SafetensorsDtype; bytes: Uint8Array } {
   if ('fileDtype' in t) {
-    if (t.bytes.length !== numel(t.shape) * safetensorsItemBytes(t.fileDtype)) throw new Error(`tensor '${name}': ${t.bytes.length} bytes for ${t.fileDtype}${shapeStr(t.shape)}`);
+    if (t.bytes.length !== numel(t.shape) * safetensorsItemBytes(t.fileDtype))
+      throw new Error(`tensor '${name}': ${t.bytes.length} bytes for ${t.fileDtype}${shapeStr(t.shape)}`);
     return { st: t.fileDtype, bytes: t.bytes };
   }
   return { st: FROM_CORE_DTYPE[t.dtype], bytes: tensorBytes(name, t) };

@@ -49,10 +49,15 @@ function firstMax(row: Uint16Array): number {
   return best;
 }
 
-const same = (a: Tensor, b: Tensor) => a.dtype === b.dtype && a.shape.join() === b.shape.join() && Buffer.from(a.data.buffer, a.data.byteOffset, a.data.byteLength).equals(Buffer.from(b.data.buffer, b.data.byteOffset, b.data.byteLength));
+const same = (a: Tensor, b: Tensor) =>
+  a.dtype === b.dtype &&
+  a.shape.join() === b.shape.join() &&
+  Buffer.from(a.data.buffer, a.data.byteOffset, a.data.byteLength).equals(Buffer.from(b.data.buffer, b.data.byteOffset, b.data.byteLength));
 
 describe('LM head', () => {
-  it.each([1, 2])('tp %i (vocab rows split over the ranks): logits of every row and their argmax equal a direct computation from h and lm_head.weight', async (tp) => {
+  it.each([
+    1, 2,
+  ])('tp %i (vocab rows split over the ranks): logits of every row and their argmax equal a direct computation from h and lm_head.weight', async (tp) => {
     const { p, get, weights } = await run({ tp, logits: 'all' });
     const h = get(p.outputs.h).data as Uint16Array;
     const logits = get(p.outputs.logits);
@@ -85,14 +90,24 @@ describe('MTP head', () => {
 
     const table = weights.tensor('model.embed_tokens.weight').data as Uint16Array;
     const embedded = new Uint16Array(T * H);
-    draftIds.forEach((id, t) => embedded.set(table.subarray(id * H, (id + 1) * H), t * H));
+    draftIds.forEach((id, t) => {
+      embedded.set(table.subarray(id * H, (id + 1) * H), t * H);
+    });
     const w = (name: string) => weights.tensor(`mtp.${name}.weight`).data as Uint16Array;
-    const x0 = mtpLayerInput(embedded, get(p.outputs.mtpState!).data as Uint16Array, {
-      normEmbedding: w('pre_fc_norm_embedding'),
-      normHidden: w('pre_fc_norm_hidden'),
-      fcEmbedding: w('fc_embedding'),
-      fcHidden: w('fc_hidden'),
-    }, T, H, TINY.hc.count, TINY.rmsNormEps);
+    const x0 = mtpLayerInput(
+      embedded,
+      get(p.outputs.mtpState!).data as Uint16Array,
+      {
+        normEmbedding: w('pre_fc_norm_embedding'),
+        normHidden: w('pre_fc_norm_hidden'),
+        fcEmbedding: w('fc_embedding'),
+        fcHidden: w('fc_hidden'),
+      },
+      T,
+      H,
+      TINY.hc.count,
+      TINY.rmsNormEps,
+    );
     expect(Buffer.from((get('r0/mtp/x0').data as Uint16Array).buffer).equals(Buffer.from(x0.buffer))).toBe(true);
 
     const hm = get('r0/mtp.mixer/x').data as Uint16Array;
@@ -113,7 +128,14 @@ describe('MTP head', () => {
     }
     const names = [...read];
     expect(names.filter((n) => !n.startsWith('mtp.') && n !== 'model.embed_tokens.weight' && n !== 'lm_head.weight')).toEqual([]);
-    for (const n of ['mtp.layers.0.self_attn.q_proj.weight', 'mtp.layers.0.self_attn.indexer.index_qk_proj.weight', 'mtp.layers.0.mlp.gate.weight', 'mtp.layers.0.attn_hyper_connection.W_cat', 'mtp.hyper_connection_mixer.input_mix_weight_up.weight', 'mtp.fc_hidden.weight']) {
+    for (const n of [
+      'mtp.layers.0.self_attn.q_proj.weight',
+      'mtp.layers.0.self_attn.indexer.index_qk_proj.weight',
+      'mtp.layers.0.mlp.gate.weight',
+      'mtp.layers.0.attn_hyper_connection.W_cat',
+      'mtp.hyper_connection_mixer.input_mix_weight_up.weight',
+      'mtp.fc_hidden.weight',
+    ]) {
       expect(names).toContain(n);
     }
     // the draft layer's nodes carry ATOM's layer_num = num_hidden_layers
@@ -146,11 +168,17 @@ describe('golden dump values', () => {
     const heads = TINY.ple.headsPerNgram * (TINY.ple.ngramSize - 1);
     const want: Record<string, number[]> = { embed: [T, H], 'final.in': [T, WIDTH], 'final.mixed': [T, H], logits: [1, V], 'mtp.logits': [1, V] };
     for (let l = 0; l < TINY.numLayers; l++) {
-      for (const n of names(TINY.ple.layerIds.includes(l), l)) want[n] = n.endsWith('.in') || n.endsWith('ple.out') ? [T, WIDTH] : n.endsWith('ngram_ids') ? [T, heads] : n.endsWith('topk_ids') ? [T, TINY.moe.topK] : [T, H];
+      for (const n of names(TINY.ple.layerIds.includes(l), l))
+        want[n] =
+          n.endsWith('.in') || n.endsWith('ple.out') ? [T, WIDTH] : n.endsWith('ngram_ids') ? [T, heads] : n.endsWith('topk_ids') ? [T, TINY.moe.topK] : [T, H];
     }
     // attn.kept is dumped when the attention emits a per-row 'kept' count
     const kept = Object.keys(d).filter((n) => n.endsWith('.attn.kept'));
-    expect(Object.keys(d).filter((n) => !n.endsWith('.attn.kept')).sort()).toEqual(Object.keys(want).sort());
+    expect(
+      Object.keys(d)
+        .filter((n) => !n.endsWith('.attn.kept'))
+        .sort(),
+    ).toEqual(Object.keys(want).sort());
     for (const [n, shape] of Object.entries(want)) expect(on.get(d[n]).shape, n).toEqual(shape);
     for (const n of kept) expect(on.get(d[n]).shape[0], n).toBe(T);
     for (const n of Object.keys(d)) expect(same(on.get(d[n]), off.get(off.p.outputs.dumpValues[n])), n).toBe(true);
@@ -160,10 +188,12 @@ describe('golden dump values', () => {
     expect(same(on.get(d['final.in']), on.get(on.p.outputs.mtpState!))).toBe(true);
     const e = on.get(d.embed).data as Uint16Array;
     const x0 = on.get(d['layers.0.in']).data as Uint16Array;
-    for (let t = 0; t < T; t++) for (let s = 0; s < TINY.hc.count; s++) expect(Array.from(x0.subarray(t * WIDTH + s * H, t * WIDTH + (s + 1) * H))).toEqual(Array.from(e.subarray(t * H, (t + 1) * H)));
+    for (let t = 0; t < T; t++)
+      for (let s = 0; s < TINY.hc.count; s++)
+        expect(Array.from(x0.subarray(t * WIDTH + s * H, t * WIDTH + (s + 1) * H))).toEqual(Array.from(e.subarray(t * H, (t + 1) * H)));
   });
 
-  it('mlp.topk_ids is each layer\'s router choice: rank 0\'s moeRoute ids of its router logits, the same on every rank, under SP too', async () => {
+  it("mlp.topk_ids is each layer's router choice: rank 0's moeRoute ids of its router logits, the same on every rank, under SP too", async () => {
     const layers = Array.from({ length: TINY.numLayers }, (_, l) => l);
     const keep = layers.flatMap((l) => [`r0/L${l}.mlp/router`, `r1/L${l}.mlp/${MOE_TOPK_IDS}`]);
     const { p, get } = await run({ tp: 2, sp: 'on', dump: true }, keep);

@@ -144,7 +144,7 @@ export interface OpenedCheckpoint {
 
 /** The .safetensors file(s) or index a path names: a file, an index, or a model folder. */
 export function locateCheckpoint(path: string): string | string[] {
-  let st;
+  let st: ReturnType<typeof statSync>;
   try {
     st = statSync(path);
   } catch (e) {

@@ -66,7 +66,7 @@ export interface TensorDiff {
   rows: { rowStart: number; bucketRows: number; differing: number[]; maxUlp: number[] };
 }
 
-function valueOf(t: Tensor, i: number): number {
+function valueAt(t: Tensor, i: number): number {
   switch (t.dtype) {
     case 'bf16':
       return bf16ToF32((t.data as Uint16Array)[i]);
@@ -151,15 +151,15 @@ export function diffTensors(name: string, a: AlignedTensor, b: AlignedTensor, op
     const ib = (row - b.rowStart) * cols;
     // the row's scale from its finite values: one NaN must not make every distance NaN
     let rowMax = 0;
-    for (let c = 0; c < cols; c++) rowMax = finiteMax(rowMax, valueOf(tb, ib + c));
+    for (let c = 0; c < cols; c++) rowMax = finiteMax(rowMax, valueAt(tb, ib + c));
     const rowUnit = bf16UlpAt(rowMax);
     let exactMax = 0;
     if (exact) for (let c = 0; c < cols; c++) exactMax = finiteMax(exactMax, exact.tensor.data[(row - exact.rowStart) * cols + c]);
     const exactUnit = bf16UlpAt(exactMax);
     const bucket = Math.floor(r / bucketRows);
     for (let c = 0; c < cols; c++) {
-      const va = valueOf(ta, ia + c);
-      const vb = valueOf(tb, ib + c);
+      const va = valueAt(ta, ia + c);
+      const vb = valueAt(tb, ib + c);
       const same = ua[ia + c] === ub[ib + c];
       const finite = Number.isFinite(va) && Number.isFinite(vb);
       if (!Number.isFinite(va)) nonFinite.a++;

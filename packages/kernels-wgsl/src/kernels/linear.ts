@@ -42,7 +42,14 @@ import type { KernelBinding, KernelDispatch, KernelPlan, KernelPlanner, TensorIn
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { buf, type BufferDecl, preamble } from '../wgsl/bindings.wgsl.ts';
 import { flatDispatch, flatMain, numelOf, readInput, requireTyped, writeOutput } from './planParts.ts';
-import { checkWorkgroupTiling, DEFAULT_WORKGROUP_TILING, tiledGemmDispatch, workgroupTilingName, type GemmOperands, type WorkgroupTiling } from './tiledGemm.ts';
+import {
+  checkWorkgroupTiling,
+  DEFAULT_WORKGROUP_TILING,
+  tiledGemmDispatch,
+  workgroupTilingName,
+  type GemmOperands,
+  type WorkgroupTiling,
+} from './tiledGemm.ts';
 
 export { DEFAULT_WORKGROUP_TILING, type WorkgroupTiling };
 
@@ -137,8 +144,8 @@ function tiledKernel(tl: LinearTiling): { wgsl: string; bindings: KernelBinding[
   }
   const tileOf =
     tl.fast === 'cols'
-      ? 'let o0 = (inv % u.tilesO) * ' + C + 'u;\n  let t0 = (inv / u.tilesO) * ' + R + 'u;'
-      : 'let t0 = (inv % u.tilesT) * ' + R + 'u;\n  let o0 = (inv / u.tilesT) * ' + C + 'u;';
+      ? `let o0 = (inv % u.tilesO) * ${C}u;\n  let t0 = (inv / u.tilesO) * ${R}u;`
+      : `let t0 = (inv % u.tilesT) * ${R}u;\n  let o0 = (inv / u.tilesT) * ${C}u;`;
   const wgsl = `${BF16_WGSL}
 ${pre.wgsl}
 ${flatMain(

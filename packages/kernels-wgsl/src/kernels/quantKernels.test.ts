@@ -16,9 +16,15 @@ const CASES = FORMATS.flatMap((format) => STYLES.map((style) => ({ format, style
 const fr = Math.fround;
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);
-const bitsOf = (x: number): number => ((f32[0] = x), u32[0]);
-const valueOf = (bits: number): number => ((u32[0] = bits), f32[0]);
-const bf16Value = (b: number): number => valueOf(b << 16);
+const bitsOf = (x: number): number => {
+  f32[0] = x;
+  return u32[0];
+};
+const valueOfBits = (bits: number): number => {
+  u32[0] = bits;
+  return f32[0];
+};
+const bf16Value = (b: number): number => valueOfBits(b << 16);
 
 const gpu = useChromiumGpu();
 
@@ -103,7 +109,7 @@ describe('fp8.wgsl', () => {
       const plan = pairPlan(`test-fp8-${format}`, fp8EncodeWgsl(format), 'y[i] = f32_bits_to_fp8(a[i]) | (b[i] & u.w0);', n);
       const { outputs } = await gpu().runPlan(plan, [x, x], [n]);
       const want = new Uint32Array(n);
-      for (let i = 0; i < n; i++) want[i] = f32ToFp8(valueOf(x[i]), format);
+      for (let i = 0; i < n; i++) want[i] = f32ToFp8(valueOfBits(x[i]), format);
       const d = diffWords(outputs[0], want, (i) => `x bits 0x${x[i].toString(16)}`);
       expect(d.count, d.first).toBe(0);
     });
@@ -136,7 +142,7 @@ function amaxPairs(n: number, seed: number): { amax: Uint32Array; x: Uint32Array
     else a = ((rng.int(1, 255) << 23) | (rng.nextU32() & 0x7fffff)) >>> 0;
     amax[i] = a;
     const k = rng.int(0, 20);
-    const av = valueOf(a);
+    const av = valueOfBits(a);
     let xb: number;
     if (k === 0) xb = rng.int(0, 2) ? 0x8000 : 0;
     else if (k === 1) xb = (rng.int(0, 2) << 15) | 0x7f80; // inf x (the fused kernel's bf(v) can overflow)
@@ -153,13 +159,13 @@ describe('row state and element quantization (WGSL rowQuantWgsl) vs core', () =>
     for (const style of STYLES) {
       let subnormal = 0, zero = 0, invInf = 0, special = 0, ties = 0;
       for (const a of amax) {
-        const s = perTokenScale(valueOf(a), 'e4m3fn', style);
+        const s = perTokenScale(valueOfBits(a), 'e4m3fn', style);
         if (s === 0) zero++;
         else if (s < 2 ** -126) subnormal++;
         if (s !== 0 && fr(1 / s) === Infinity) invInf++;
         if (a >= 0x7f800000) special++;
         // exact scale in units of 2^-149 (doubles hold the 48-bit product): a half-way case
-        const units = (style === 'divide' ? valueOf(a) / 448 : valueOf(a) * fr(1 / 448)) * 2 ** 149;
+        const units = (style === 'divide' ? valueOfBits(a) / 448 : valueOfBits(a) * fr(1 / 448)) * 2 ** 149;
         if (s < 2 ** -126 && units - Math.floor(units) === 0.5) ties++;
       }
       expect(Math.min(subnormal, zero, invInf, special), style).toBeGreaterThan(100);
@@ -184,7 +190,7 @@ describe('row state and element quantization (WGSL rowQuantWgsl) vs core', () =>
       for (let i = 0; i < n; i++) {
         gotQ[i] = outputs[0][2 * i];
         gotS[i] = outputs[0][2 * i + 1];
-        const s = perTokenScale(valueOf(amax[i]), format, style);
+        const s = perTokenScale(valueOfBits(amax[i]), format, style);
         wantS[i] = s;
         const xv = bf16Value(x[i]);
         wantQ[i] = f32ToFp8(style === 'divide' ? fr(xv / s) : fr(xv * fr(1 / s)), format);

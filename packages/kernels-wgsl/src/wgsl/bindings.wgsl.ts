@@ -35,7 +35,9 @@ export interface Preamble {
 /** `fields`: struct U's fields in order, each `name` (a u32) or `name: <type>`. */
 export function preamble(fields: readonly string[], buffers: readonly BufferDecl[]): Preamble {
   const lines = [`struct U { ${fields.map((f) => (f.includes(':') ? f : `${f}: u32`)).join(', ')} }`];
-  buffers.forEach((b, i) => lines.push(`@group(0) @binding(${i}) var<storage, ${b.from.access}> ${b.name}: array<${b.type}>;`));
+  buffers.forEach((b, i) => {
+    lines.push(`@group(0) @binding(${i}) var<storage, ${b.from.access}> ${b.name}: array<${b.type}>;`);
+  });
   lines.push(`@group(0) @binding(${buffers.length}) var<uniform> u: U;`);
   for (const b of buffers) if (b.accessor) lines.push(bf16Element(b.name, b.accessor));
   return { wgsl: lines.join('\n'), bindings: buffers.map((b) => b.from) };

@@ -30,10 +30,14 @@ describe('--engine hcsp: the declared kernels (issue 27)', () => {
         for (const kernels of ['fast', 'exact'] as const) {
           const h = priceGraph(graph, { ...base, engine: 'hcsp', kernels });
           expect(h.seconds).toBeGreaterThan(roof.seconds);
-          h.nodes.forEach((n, k) => expect(n.seconds).toBeGreaterThanOrEqual(roof.nodes[k].seconds));
+          h.nodes.forEach((n, k) => {
+            expect(n.seconds).toBeGreaterThanOrEqual(roof.nodes[k].seconds);
+          });
           // every collective waits for the host once more
           const coll = h.nodes.filter((n) => n.cls === 'collective');
-          coll.forEach((n) => expect(n.seconds).toBeCloseTo(roof.nodes.find((r) => r.id === n.id)!.seconds + 20e-6, 12));
+          coll.forEach((n) => {
+            expect(n.seconds).toBeCloseTo(roof.nodes.find((r) => r.id === n.id)!.seconds + 20e-6, 12);
+          });
         }
       }
     }, 60_000);
@@ -41,7 +45,19 @@ describe('--engine hcsp: the declared kernels (issue 27)', () => {
 
   it('a declared kernel is never priced below the roofline of its op: the floor, then its launches and syncs', () => {
     const device = builtInDevice('mi308x');
-    const nothing = { source: 'x', launches: 2, threads: 1, vectorFlops: 0, fp64Flops: 0, bytes: 0, chain: 0, stepOps: 0, stepMemoryTrips: 0, hostSyncs: 1, scratchBytes: 0 };
+    const nothing = {
+      source: 'x',
+      launches: 2,
+      threads: 1,
+      vectorFlops: 0,
+      fp64Flops: 0,
+      bytes: 0,
+      chain: 0,
+      stepOps: 0,
+      stepMemoryTrips: 0,
+      hostSyncs: 1,
+      scratchBytes: 0,
+    };
     // 1 ms of roofline, 2 launches of 5 us, one 20 us host sync
     expect(hcspKernelSeconds(nothing, 1e-3, device)).toBeCloseTo(1e-3 + 10e-6 + 20e-6, 15);
     // one thread of the 80 x 256 the vector units need: 1 GFLOP at 43 TFLOP/s / 20480
@@ -53,7 +69,9 @@ describe('--engine hcsp: the declared kernels (issue 27)', () => {
     const tokens = 65536;
     const { graph } = buildCostGraph(FLASH_NEXT, tokens, 4, 'off', false);
     const at = (kernels: 'exact' | 'fast') =>
-      priceGraph(graph, { config: FLASH_NEXT, device, efficiency: PEAK, requests: 1, requestTokens: tokens, engine: 'hcsp', kernels }).nodes.find((n) => n.op === 'gdnRecurrence')!.seconds;
+      priceGraph(graph, { config: FLASH_NEXT, device, efficiency: PEAK, requests: 1, requestTokens: tokens, engine: 'hcsp', kernels }).nodes.find(
+        (n) => n.op === 'gdnRecurrence',
+      )!.seconds;
     // one step: 3 dk = 384 dependent operations x 8 cycles at 2.1 GHz, plus one 1 us memory round trip
     const step = (384 * 8) / 2.1e9 + 1e-6;
     expect(at('exact')).toBeGreaterThanOrEqual(tokens * step);
@@ -62,7 +80,22 @@ describe('--engine hcsp: the declared kernels (issue 27)', () => {
   }, 60_000);
 
   it('a device file without the engine figures names them', () => {
-    const json = JSON.parse(JSON.stringify({ name: 'x', figures: { matrixBf16Tflops: 1, matrixFp8Tflops: 1, vectorFp32Tflops: 1, hbmTBps: 1, memoryGB: 1, computeUnits: 1, linkGBps: 1, collectiveLatencyUs: 1, kernelLaunchUs: 1 } }));
+    const json = JSON.parse(
+      JSON.stringify({
+        name: 'x',
+        figures: {
+          matrixBf16Tflops: 1,
+          matrixFp8Tflops: 1,
+          vectorFp32Tflops: 1,
+          hbmTBps: 1,
+          memoryGB: 1,
+          computeUnits: 1,
+          linkGBps: 1,
+          collectiveLatencyUs: 1,
+          kernelLaunchUs: 1,
+        },
+      }),
+    );
     const device = parseDevice(json, 'x.json');
     const { graph } = buildCostGraph(SMALL, 64, 2, 'off', false);
     expect(() => priceGraph(graph, { config: SMALL, device, efficiency: PEAK, requests: 1, requestTokens: 64, engine: 'hcsp' })).toThrow(

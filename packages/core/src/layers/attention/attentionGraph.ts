@@ -8,7 +8,10 @@ import { buildQsaSelect, gatherQsaSelections, type RopeInputs } from './qsaGraph
 
 function checkRope(b: GraphBuilder, ctx: SubLayerContext, rope: RopeInputs): void {
   const half = ctx.config.attention.ropeDims / 2;
-  for (const [name, v] of [['cos', rope.cos], ['sin', rope.sin]] as const) {
+  for (const [name, v] of [
+    ['cos', rope.cos],
+    ['sin', rope.sin],
+  ] as const) {
     const shape = b.shapeOf(v);
     if (shape.length !== 2 || shape[0] !== ctx.tokens || shape[1] !== half) {
       throw new Error(`attention: RoPE ${name} table '${v}' is [${shape.join(',')}], expected [${ctx.tokens},${half}]`);
@@ -33,7 +36,14 @@ function attentionCore(b: GraphBuilder, ctx: SubLayerContext, x: ValueId, rope: 
   const { value, node, linear } = subLayerNodes(b, ctx);
   const normRope = (name: string, input: ValueId, normWeight: ValueId, heads: number, stride: number) => {
     const y = value(name, [T, heads * hd]);
-    node('attnHeadNormRopeBf16', name, [input, normWeight, rope.cos, rope.sin], [y], { heads, headDim: hd, stride, offset: 0, ropeDims, eps: config.rmsNormEps });
+    node('attnHeadNormRopeBf16', name, [input, normWeight, rope.cos, rope.sin], [y], {
+      heads,
+      headDim: hd,
+      stride,
+      offset: 0,
+      ropeDims,
+      eps: config.rmsNormEps,
+    });
     return y;
   };
 
@@ -44,7 +54,15 @@ function attentionCore(b: GraphBuilder, ctx: SubLayerContext, x: ValueId, rope: 
   const kr = normRope('krope', k, b.weight(w.kNorm, [hd]), kvh, hd);
   const o = value('core', [T, qh * hd]);
   // scale = headDim^-0.5 rounded to fp32 on the host (exactly 1/16 for head_dim 256)
-  node('attnCausalQsa', 'core', [q, kr, v, blocks], [o], { heads: qh, kvHeads: kvh, headDim: hd, scale: Math.fround(hd ** -0.5), compressRatio, width, ...(ctx.eager ? { eagerSoftmax: true } : {}) });
+  node('attnCausalQsa', 'core', [q, kr, v, blocks], [o], {
+    heads: qh,
+    kvHeads: kvh,
+    headDim: hd,
+    scale: Math.fround(hd ** -0.5),
+    compressRatio,
+    width,
+    ...(ctx.eager ? { eagerSoftmax: true } : {}),
+  });
   const y = value('gated', [T, qh * hd]);
   node('attnOutputGate', 'gate', [o, qg], [y], { heads: qh, headDim: hd });
   return linear('out', y, b.weight(w.o, [H, qh * hd]), H);
@@ -58,7 +76,8 @@ function attentionCore(b: GraphBuilder, ctx: SubLayerContext, x: ValueId, rope: 
  * once: buildAttentionRanks.
  */
 export function buildAttention(b: GraphBuilder, ctx: SubLayerContext, x: ValueId, rope: RopeInputs): ValueId {
-  if (ctx.qsaRowChunk !== undefined && ctx.tp > 1) throw new Error('attention: a row-sharded QSA selection all-gathers across ranks: build it with buildAttentionRanks');
+  if (ctx.qsaRowChunk !== undefined && ctx.tp > 1)
+    throw new Error('attention: a row-sharded QSA selection all-gathers across ranks: build it with buildAttentionRanks');
   checkRope(b, ctx, rope);
   return attentionCore(b, ctx, x, rope, buildQsaSelect(b, ctx, x, rope));
 }
@@ -70,10 +89,16 @@ export function buildAttention(b: GraphBuilder, ctx: SubLayerContext, x: ValueId
  */
 export function buildAttentionRanks(b: GraphBuilder, ctxs: readonly SubLayerContext[], xs: readonly ValueId[], rope: RopeInputs): ValueId[] {
   const { tp, qsaRowChunk } = ctxs[0];
-  if (ctxs.length !== tp || xs.length !== tp || ctxs.some((c, r) => c.rank !== r || c.tp !== tp || c.qsaRowChunk !== qsaRowChunk || c.layer !== ctxs[0].layer)) {
+  if (
+    ctxs.length !== tp ||
+    xs.length !== tp ||
+    ctxs.some((c, r) => c.rank !== r || c.tp !== tp || c.qsaRowChunk !== qsaRowChunk || c.layer !== ctxs[0].layer)
+  ) {
     throw new Error(`attention: buildAttentionRanks needs one context and one x per rank 0..${tp - 1} of one layer`);
   }
-  ctxs.forEach((ctx) => checkRope(b, ctx, rope));
+  ctxs.forEach((ctx) => {
+    checkRope(b, ctx, rope);
+  });
   const selections = ctxs.map((ctx, r) => buildQsaSelect(b, ctx, xs[r], rope));
   const blocks = qsaRowChunk !== undefined && tp > 1 ? gatherQsaSelections(b, ctxs, selections) : selections;
   return ctxs.map((ctx, r) => attentionCore(b, ctx, xs[r], rope, blocks[r]));

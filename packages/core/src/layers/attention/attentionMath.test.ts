@@ -38,7 +38,9 @@ describe('attentionMath against float64', () => {
     const o = attnCausal(q, k, v, T, HEADS, KV, HD, scale);
     const [qf, kf, vf] = [q, k, v].map(bf16ArrayToF32);
     let maxV = 0;
-    vf.forEach((a) => (maxV = Math.max(maxV, Math.abs(a))));
+    vf.forEach((a) => {
+      maxV = Math.max(maxV, Math.abs(a));
+    });
     // the fp32 sums over at most T keys carry < 2 T 2^-24 of max|v|; 2^-16 max|v| covers it
     const atol = 2 ** -16 * maxV;
     let beyondOneUlp = 0;
@@ -86,14 +88,13 @@ describe('attentionMath against float64', () => {
 // ((29 d + 11) mod 31 - 15) / 8, w[d] = ((5 d) mod 7 - 3) / 16, eps 1e-6, Flash-Next's RoPE
 // (64 dims, theta 1e7) at position 3000, every product and sum rounded to bf16.
 const ROPE_3000 = [
-  0x3f08, 0x3f10, 0x3fb1, 0x3fbc, 0xbf4d, 0x3fb3, 0xbfa5, 0x3f2a, 0xbfba, 0x3e10, 0x3e92, 0x3f3d, 0x3e22, 0xbe08, 0x3e92, 0x3f19,
-  0x3e8c, 0xbe08, 0xbf29, 0xbf7a, 0xbf96, 0xbfc0, 0x3fdb, 0x3fa9, 0x3f79, 0x3f88, 0x3f36, 0x3ed8, 0x3e3b, 0x39aa, 0xbe66, 0xbec9,
-  0x3f34, 0x3f8a, 0xbd20, 0xbcc0, 0x4010, 0xbff5, 0x3fc9, 0x3fe2, 0xbf7f, 0x3f9e, 0x3f46, 0xbe58, 0x3eae, 0xbd68, 0x3e97, 0xbec2,
-  0xbf63, 0xbf88, 0xbfdc, 0xbfda, 0xbfd2, 0x3fe1, 0x3fc2, 0x3f8c, 0x3f3f, 0x3f45, 0x3ee8, 0x3e4b, 0x39d7, 0xbe75, 0xbed8, 0xbf0c,
-  0xbf81, 0xbf90, 0xbf97, 0xbfef, 0x3fe5, 0x3faf, 0x3f81, 0x3f92, 0x3f49, 0x3efc, 0x3ecd, 0x3df5, 0xbdd8, 0xbe8c, 0xbf22, 0xbf49,
-  0xbf63, 0xbfbc, 0xbfc7, 0xbfca, 0x3fa4, 0x3fc2, 0x3f90, 0x3f49, 0x3f4d, 0x3ef5, 0x3e58, 0x0000, 0xbe81, 0xbee6, 0xbf17, 0xbf89,
-  0xbf99, 0xbfa2, 0xbfa4, 0x3ff3, 0x3fbb, 0x3f8a, 0x3f9a, 0x3f56, 0x3f07, 0x3e8c, 0x3e01, 0xbde6, 0xbe97, 0xbf2b, 0xbf56, 0xbf73,
-  0xbf81, 0xbfd2, 0xbfd8, 0x3fb0, 0x3fcd, 0x3f99, 0x3f58, 0x3f0c, 0x3f01, 0x3e66, 0x0000, 0xbe89, 0xbef5, 0xbf22, 0xbf3b, 0xbfa2,
+  0x3f08, 0x3f10, 0x3fb1, 0x3fbc, 0xbf4d, 0x3fb3, 0xbfa5, 0x3f2a, 0xbfba, 0x3e10, 0x3e92, 0x3f3d, 0x3e22, 0xbe08, 0x3e92, 0x3f19, 0x3e8c, 0xbe08, 0xbf29,
+  0xbf7a, 0xbf96, 0xbfc0, 0x3fdb, 0x3fa9, 0x3f79, 0x3f88, 0x3f36, 0x3ed8, 0x3e3b, 0x39aa, 0xbe66, 0xbec9, 0x3f34, 0x3f8a, 0xbd20, 0xbcc0, 0x4010, 0xbff5,
+  0x3fc9, 0x3fe2, 0xbf7f, 0x3f9e, 0x3f46, 0xbe58, 0x3eae, 0xbd68, 0x3e97, 0xbec2, 0xbf63, 0xbf88, 0xbfdc, 0xbfda, 0xbfd2, 0x3fe1, 0x3fc2, 0x3f8c, 0x3f3f,
+  0x3f45, 0x3ee8, 0x3e4b, 0x39d7, 0xbe75, 0xbed8, 0xbf0c, 0xbf81, 0xbf90, 0xbf97, 0xbfef, 0x3fe5, 0x3faf, 0x3f81, 0x3f92, 0x3f49, 0x3efc, 0x3ecd, 0x3df5,
+  0xbdd8, 0xbe8c, 0xbf22, 0xbf49, 0xbf63, 0xbfbc, 0xbfc7, 0xbfca, 0x3fa4, 0x3fc2, 0x3f90, 0x3f49, 0x3f4d, 0x3ef5, 0x3e58, 0x0000, 0xbe81, 0xbee6, 0xbf17,
+  0xbf89, 0xbf99, 0xbfa2, 0xbfa4, 0x3ff3, 0x3fbb, 0x3f8a, 0x3f9a, 0x3f56, 0x3f07, 0x3e8c, 0x3e01, 0xbde6, 0xbe97, 0xbf2b, 0xbf56, 0xbf73, 0xbf81, 0xbfd2,
+  0xbfd8, 0x3fb0, 0x3fcd, 0x3f99, 0x3f58, 0x3f0c, 0x3f01, 0x3e66, 0x0000, 0xbe89, 0xbef5, 0xbf22, 0xbf3b, 0xbfa2,
 ];
 // dims where bf(fr(n c) -/+ fr(n' s)) (products not rounded) gives another bf16
 const ROPE_3000_UNROUNDED_DIFFERS = [4, 7, 9, 10, 13, 17, 21, 34, 35, 41, 43, 45, 54];
@@ -135,7 +136,9 @@ describe('attnHeadNormRopeBf16 (HF / ATOM rounding)', () => {
       const one = attnHeadNormRopeBf16(xs.subarray(r * HD128, (r + 1) * HD128), w, cos, sin, 1, head, 64, 1e-6, { start: 2992 + 4 * r, step: 0 });
       expect(y.subarray(r * HD128, (r + 1) * HD128)).toEqual(one);
     }
-    expect(() => attnHeadNormRopeBf16(xs, w, cos, sin, rows, head, 64, 1e-6, { start: 2993, step: 4 })).toThrow(/position 3001 is past the 3001-position RoPE table/);
+    expect(() => attnHeadNormRopeBf16(xs, w, cos, sin, rows, head, 64, 1e-6, { start: 2993, step: 4 })).toThrow(
+      /position 3001 is past the 3001-position RoPE table/,
+    );
   });
 
   it('q layout with interleaved gate, random heads: within 2 ulps of a float64 chain with the same bf16 rounding points', () => {
@@ -234,7 +237,9 @@ describe('attnCausalQsa', () => {
   it('rejects a selection that does not cover the rows', () => {
     const r = run(20, 7);
     const { q, k, v } = r;
-    expect(() => attnCausalQsa(q.subarray(0, 19 * qh * hd), k.subarray(0, 19 * kvh * hd), v.subarray(0, 19 * kvh * hd), 19, qh, kvh, hd, scale, r.sel)).toThrow(/covers rows \[0, 20\), expected \[0, 19\)/);
+    expect(() => attnCausalQsa(q.subarray(0, 19 * qh * hd), k.subarray(0, 19 * kvh * hd), v.subarray(0, 19 * kvh * hd), 19, qh, kvh, hd, scale, r.sel)).toThrow(
+      /covers rows \[0, 20\), expected \[0, 19\)/,
+    );
     const bad = { ...r.sel, blocks: r.sel.blocks.map((b, i) => (i === 4 * r.sel.width ? 1 : b)) };
     expect(() => attnCausalQsa(q, k, v, 20, qh, kvh, hd, scale, bad)).toThrow(/row 4 entry 0 is block 1, expected ascending blocks in \[0, 1\)/);
   });
@@ -273,7 +278,9 @@ describe('attention causality', () => {
     const z = new Uint16Array(0);
     expect(() => attnCausal(z, z, z, 1, 3, 2, HD, 0.25)).toThrow(/heads 3 are not a multiple of KV heads 2/);
     expect(() => attnCausal(new Uint16Array(7), z, z, 1, HEADS, KV, HD, 0.25)).toThrow(/q has 7 values/);
-    expect(() => attnHeadNormRopeBf16(z, z, z, z, 1, { heads: 1, headDim: HD, stride: HD, offset: 1 }, ROPE, 1e-6, { start: 0, step: 1 })).toThrow(/offset 1 .* overruns stride/);
+    expect(() => attnHeadNormRopeBf16(z, z, z, z, 1, { heads: 1, headDim: HD, stride: HD, offset: 1 }, ROPE, 1e-6, { start: 0, step: 1 })).toThrow(
+      /offset 1 .* overruns stride/,
+    );
   });
 });
 
@@ -292,7 +299,10 @@ describe('attention reductions in canonical reduction order v1', () => {
     const w = bf(hd, () => 3 * 2 ** -8);
     const none = new Uint16Array(0);
     // two heads at stride 256 (the second a copy), no rotation: the normed values themselves
-    const got = Array.from(attnHeadNormRopeBf16(x, w, none, none, 1, { heads: 2, headDim: hd, stride: hd, offset: 0 }, 0, 1e-6, { start: 0, step: 1 }), bf16ToF32);
+    const got = Array.from(
+      attnHeadNormRopeBf16(x, w, none, none, 1, { heads: 2, headDim: hd, stride: hd, offset: 0 }, 0, 1e-6, { start: 0, step: 1 }),
+      bf16ToF32,
+    );
     const v1 = (d: number) => (d % hd === 0 ? 16.125 : 2 ** -8 * 1.0078125);
     const sequential = (d: number) => (d % hd === 0 ? 16.25 : 2 ** -8 * 1.015625);
     expect(got).toEqual(Array.from({ length: 2 * hd }, (_, d) => v1(d)));

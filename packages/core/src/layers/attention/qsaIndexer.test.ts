@@ -19,11 +19,42 @@ describe('QSA indexer against an independent computation', () => {
   // theta 1e4, blocks of 4, 2 blocks kept, T = 30; qk[t][c] = ((7t + 13c + (tc mod 5))
   // mod 17 - 8) / 4, q_layernorm w[d] = ((3d) mod 5 - 2) / 8, k_layernorm ((7d) mod 9 - 4) / 16.
   // Row 14's second and third best blocks tie exactly: the lower index (1) is kept.
-  const EXPECTED = [[-1, -1], [-1, -1], [-1, -1], [0, -1], [0, -1], [0, -1], [0, -1], [0, 1], [0, 1], [0, 1], [0, 1], [0, 1], [0, 1], [0, 2], [0, 1], [1, 2], [2, 3], [0, 1], [0, 2], [1, 2], [0, 2], [3, 4], [0, 1], [4, 5], [1, 2], [0, 3], [2, 3], [0, 4], [3, 5], [1, 2]];
+  const EXPECTED = [
+    [-1, -1],
+    [-1, -1],
+    [-1, -1],
+    [0, -1],
+    [0, -1],
+    [0, -1],
+    [0, -1],
+    [0, 1],
+    [0, 1],
+    [0, 1],
+    [0, 1],
+    [0, 1],
+    [0, 1],
+    [0, 2],
+    [0, 1],
+    [1, 2],
+    [2, 3],
+    [0, 1],
+    [0, 2],
+    [1, 2],
+    [0, 2],
+    [3, 4],
+    [0, 1],
+    [4, 5],
+    [1, 2],
+    [0, 3],
+    [2, 3],
+    [0, 4],
+    [3, 5],
+    [1, 2],
+  ];
   const d: QsaIndexerDims = { nHeads: 2, headDim: 8, ropeDims: 4, compressRatio: 4, width: 2, eps: 1e-6 };
   const T = 30;
   const C = (d.nHeads + 1) * d.headDim;
-  const qk = bf16Of(T * C, (i) => ((((i / C) | 0) * 7 + (i % C) * 13 + ((((i / C) | 0) * (i % C)) % 5)) % 17 - 8) / 4);
+  const qk = bf16Of(T * C, (i) => (((((i / C) | 0) * 7 + (i % C) * 13 + ((((i / C) | 0) * (i % C)) % 5)) % 17) - 8) / 4);
   const qNorm = bf16Of(8, (i) => (((i * 3) % 5) - 2) / 8);
   const kNorm = bf16Of(8, (i) => (((i * 7) % 9) - 4) / 16);
   const [cos, sin] = tablesOf(4, 1e4, T);
@@ -86,7 +117,9 @@ describe('QSA indexer, hand-built scores', () => {
     const scores = qsaBlockScores(q, kb, 25, 26, 6, d);
     const expected = [0, Math.SQRT1_2, 1, Math.SQRT1_2, 0, 2 / Math.sqrt(5)].map((r) => Math.sqrt(8) * r);
     // bf16 normed values: a relative error of a few 2^-9
-    expected.forEach((e, b) => expect(Math.abs(scores[b] - e)).toBeLessThan(0.02 * e + 1e-6));
+    expected.forEach((e, b) => {
+      expect(Math.abs(scores[b] - e)).toBeLessThan(0.02 * e + 1e-6);
+    });
     expect(scores[1]).toBe(scores[3]);
     expect(scores[0]).toBe(0);
     expect(scores[4]).toBe(0);
@@ -113,7 +146,12 @@ describe('QSA indexer under sequence parallelism', () => {
   });
 
   it('row shards (each rank its own rows, all k_raw) concatenate to the replicated selection, bit for bit', () => {
-    const splits: number[][] = [[0, 75, 150], [0, 50, 100, 150], [0, 38, 76, 114, 150], [0, 1, 67, 68, 149, 150]];
+    const splits: number[][] = [
+      [0, 75, 150],
+      [0, 50, 100, 150],
+      [0, 38, 76, 114, 150],
+      [0, 1, 67, 68, 149, 150],
+    ];
     for (const bounds of splits) {
       const parts = bounds.slice(1).map((r1, i) => qsaIndexerSelect(qk, qNorm, kNorm, cos, sin, T, bounds[i], r1, d));
       const gathered = concatQsaSelections(parts);

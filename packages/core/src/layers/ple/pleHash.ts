@@ -158,7 +158,9 @@ export function pleNgramIds(tokens: Int32Array, p: PleHashParams, context?: Int3
   const hist = new Int32Array(c + tokens.length);
   hist.set(ctx);
   hist.set(tokens, c);
-  hist.forEach((id, i) => checkToken(id, p.vocabSize, i < c ? `at context position ${i}` : `at position ${i - c}`));
+  hist.forEach((id, i) => {
+    checkToken(id, p.vocabSize, i < c ? `at context position ${i}` : `at position ${i - c}`);
+  });
   const sizes = p.vocabSizes.map((v) => BigInt(v));
   const product = (id: number, s: number): bigint => {
     const v = BigInt(id) * p.multipliers[s];

@@ -20,7 +20,11 @@ describe('SP exact kernels against the CPU reference', () => {
       // sum_r |x_r| per element of the (unscattered) sum
       const tp = c.tp;
       const sumAbs = summing ? new Float64Array(inputs[0]!.data.length) : null;
-      if (sumAbs) for (const x of inputs) (x!.data as Float64Array).forEach((v, i) => (sumAbs[i] += Math.abs(v)));
+      if (sumAbs)
+        for (const x of inputs)
+          (x!.data as Float64Array).forEach((v, i) => {
+            sumAbs[i] += Math.abs(v);
+          });
       for (const [p, r] of ref.entries()) {
         const e = exact[p]!;
         expect(e.dtype).toBe(r!.dtype);

@@ -70,7 +70,9 @@ const allGatherExact: ExactCollectiveKernel = (inputs) => {
   const { dtype, shape } = xs[0];
   const n = xs[0].data.length;
   const gathered = allocExact(dtype, n * xs.length);
-  xs.forEach((x, r) => gathered.set(x.data as never, r * n));
+  xs.forEach((x, r) => {
+    gathered.set(x.data as never, r * n);
+  });
   return xs.map((_, r) => [{ dtype, shape: [shape[0] * xs.length, ...shape.slice(1)], data: r === 0 ? gathered : gathered.slice() }]);
 };
 

@@ -39,7 +39,10 @@ async function runBoth(config: ModelConfig, subLayers: SubLayerBuilders, sp: SpM
   const keep = [...Object.values(p.outputs.dumpValues), ...routeNodes(p.graph).flatMap((n) => [n.inputs[0]!, n.outputs[0]!])];
   const { values } = await runOnce(cpu, p.graph, p.feeds, p.weights, { keep });
   const progress: number[] = [];
-  const exact = await evaluateExact(p.graph, p.feeds, p.weights, { keep, onNode: (done, total) => (done === total || done % 50 === 0) && progress.push(done / total) });
+  const exact = await evaluateExact(p.graph, p.feeds, p.weights, {
+    keep,
+    onNode: (done, total) => (done === total || done % 50 === 0) && progress.push(done / total),
+  });
   return { p, ref: values, exact, progress };
 }
 
@@ -92,7 +95,7 @@ function dumpBound(name: string, config: ModelConfig): number {
 
 function expectDumpClose(r: Run, config: ModelConfig, label: string): void {
   const rows = compareDump(r);
-  console.log(`${label}: ` + rows.map((x) => `${x.name} ${x.ints === undefined ? x.rel.toExponential(2) : x.ints ? 'ids equal' : 'ids differ'}`).join(', '));
+  console.log(`${label}: ${rows.map((x) => `${x.name} ${x.ints === undefined ? x.rel.toExponential(2) : x.ints ? 'ids equal' : 'ids differ'}`).join(', ')}`);
   for (const x of rows) {
     if (x.ints !== undefined) expect(x.ints, `${x.name}: integer values must equal the reference's`).toBe(true);
     else expect(x.rel, x.name).toBeLessThanOrEqual(dumpBound(x.name, config));
@@ -238,7 +241,8 @@ function expectModelDumpClose(r: Run, label: string): void {
     expect(ex.shape, name).toEqual(ref.shape);
     if (name.endsWith('.mlp.topk_ids')) {
       // the router's choice differs from the float64 one exactly on the rows found flipped (near-ties)
-      const rows = routingDifferences(new Map([[name, { tensor: ex as unknown as Tensor, rowStart: 0 }]]), new Map([[name, { tensor: ref, rowStart: 0 }]]))[0]?.rows ?? [];
+      const rows =
+        routingDifferences(new Map([[name, { tensor: ex as unknown as Tensor, rowStart: 0 }]]), new Map([[name, { tensor: ref, rowStart: 0 }]]))[0]?.rows ?? [];
       expect(rows, name).toEqual([...(flips.get(Number(/^layers\.(\d+)\./.exec(name)![1])) ?? [])].sort((a, b) => a - b));
       continue;
     }
@@ -307,11 +311,14 @@ describe('evaluateExact on the tiny model stack: weights and the FP8 path', () =
       expect(mine.length, d.weight!.name).toBeGreaterThan(0);
       // only row slices, never a whole part, and far fewer rows than the table has
       for (const r of mine) expect(r.rows, r.name).not.toBeNull();
-      expect(mine.reduce((a, r) => a + r.rows!, 0), d.weight!.name).toBeLessThan(d.shape[0] / 4);
+      expect(
+        mine.reduce((a, r) => a + r.rows!, 0),
+        d.weight!.name,
+      ).toBeLessThan(d.shape[0] / 4);
     }
   });
 
-  it('does not quantize: the FP8 graph (fused and separate quantization) evaluates to the bf16 graph\'s values', async () => {
+  it("does not quantize: the FP8 graph (fused and separate quantization) evaluates to the bf16 graph's values", async () => {
     for (const sp of ['off', 'on'] as const) {
       const evaluate = async (fp8: 'e4m3fnuz' | null) => {
         const p = preparePrefill({ config: TINY, tokens: T, tp: 2, sp, reduce: 'ring', seed: 7, subLayers: MODEL_SUB_LAYERS, dump: true, fp8 });

@@ -83,9 +83,16 @@ function nodeError(e: unknown, node: GraphNode): Error {
  * reference's roundings, on the same feeds and weights. A rank's part of a graph is refused:
  * its collectives need the other ranks' partials, which only the whole graph holds.
  */
-export async function evaluateExact(graph: Graph, feeds: ReadonlyMap<ValueId, Tensor>, weights: WeightSource, options: EvaluateExactOptions = {}): Promise<Map<ValueId, ExactTensor>> {
+export async function evaluateExact(
+  graph: Graph,
+  feeds: ReadonlyMap<ValueId, Tensor>,
+  weights: WeightSource,
+  options: EvaluateExactOptions = {},
+): Promise<Map<ValueId, ExactTensor>> {
   if (graph.rank !== undefined) {
-    throw new Error(`exact evaluation: the graph is rank ${graph.rank}'s part; only a whole graph (every rank, graph.rank unset) can be evaluated, since its collectives need every rank's partials`);
+    throw new Error(
+      `exact evaluation: the graph is rank ${graph.rank}'s part; only a whole graph (every rank, graph.rank unset) can be evaluated, since its collectives need every rank's partials`,
+    );
   }
   if (!(Number.isInteger(graph.tp) && graph.tp >= 1)) throw new Error(`exact evaluation: graph tp ${graph.tp} is not a positive integer`);
   for (const node of graph.nodes) {
@@ -106,7 +113,8 @@ export async function evaluateExact(graph: Graph, feeds: ReadonlyMap<ValueId, Te
   for (const id of graph.inputs) {
     const given = options.exactFeeds?.get(id);
     const fed = feeds.get(id)!;
-    if (given && given.shape.join() !== fed.shape.join()) throw new Error(`exact evaluation: the float64 feed of '${id}' has shape [${given.shape}], the feed [${fed.shape}]`);
+    if (given && given.shape.join() !== fed.shape.join())
+      throw new Error(`exact evaluation: the float64 feed of '${id}' has shape [${given.shape}], the feed [${fed.shape}]`);
     env.set(id, given ?? widenTensor(fed));
   }
 
@@ -170,7 +178,9 @@ export async function evaluateExact(graph: Graph, feeds: ReadonlyMap<ValueId, Te
         for (let r = 0; r < tp; r++) for (let p = 0; p < outPorts; p++) set(node.outputs[r * outPorts + p], outs[r]?.[p]);
       } else {
         const outs = exactKernel(node.op)(await inputsOf(node, node.inputs), node.attrs);
-        node.outputs.forEach((id, p) => set(id, outs[p]));
+        node.outputs.forEach((id, p) => {
+          set(id, outs[p]);
+        });
       }
     } catch (e) {
       throw nodeError(e, node);
