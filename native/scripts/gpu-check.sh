@@ -66,4 +66,4 @@ else
 fi
 
 # 5. The check program
-HCSP_NATIVE_ADDON="$addon" exec "$node_bin" "$prep/gpu-check.mjs" --device "$kind"
+HCSP_NATIVE_ADDON="$addon" exec "$node_bin" "$prep/gpu-check.mjs" --device "$kind" --device-out "${HCSP_GPU_CHECK_DEVICE_OUT:-$prep/measured-device.json}"

@@ -1,8 +1,9 @@
 // The GPU check program (native/scripts/gpu-check.sh runs its bundle): on a machine with a
 // GPU, (1) the cross-backend comparison of the rocm backend's GPU device against the CPU
-// reference: every op case and every sub-layer case bit-exact with the reference-order GEMM,
-// within the declared tolerance with the vendor GEMM, and the small config's whole stack at
-// tp 4 (SP on and off); (2) a table last: the fused HC kernels' GB/s at full HC dimensions,
+// reference: every op case and every sub-layer case bit-exact with the reference-order GEMM and
+// kernels, within the declared tolerance with the fast kernels and the vendor GEMMs (vendor,
+// vendor-invariant), and the small config's whole stack at tp 4 (SP on and off); (2) a table
+// last: the fused HC kernels' GB/s at full HC dimensions,
 // T = 4096, against a device copy timed in the same run (each must reach 70% of it), each
 // GEMM's TFLOP/s against the vendor GEMM's best on a square shape, and SP-on HC time per rank
 // against SP-off at tp 2 (at most 1/tp + 15%); gpuCheckHc.ts has the HC steps. Between the
@@ -11,11 +12,17 @@
 // bit for bit (nothing is added at world size 1), through the host-data calls and through the
 // engine's device-buffer path (no staging, one host sync), and the seconds it took; a missing
 // library is a failed step listing what was tried. Then the engine step: a Flash-Next layer
-// pair run twice, its second run's counters.
+// pair run twice, its second run's counters. After the HC steps in the table: issue 24's fast
+// kernels (chunked GDN, tiled attention, grouped MoE bf16 and FP8) against their thresholds,
+// the cost model's prediction beside each measured kernel (gpuCheckModel.ts; --device-out FILE
+// writes the measured device description), and SP on vs off at tp 2 bit for bit with the
+// row-count-invariant vendor GEMM.
 import {
+  builtInDevice,
   CpuBackend,
   FLASH_NEXT,
   MODEL_SUB_LAYERS,
+  parseDevice,
   preparePrefill,
   Rng,
   runOnce,
@@ -23,6 +30,7 @@ import {
   SyntheticWeightSource,
   type Backend,
   type Graph,
+  type RunResult,
   type Tensor,
 } from '@hcsp/core';
 import { existsSync, readdirSync } from 'node:fs';
@@ -30,6 +38,13 @@ import { join } from 'node:path';
 import { createRocmBackend, NcclCommunicator, NcclUnavailableError, type RocmBackend } from '@hcsp/backend-rocm';
 import { median } from '@hcsp/bench';
 import { hcBandwidthStep, spStep } from './gpuCheckHc.ts';
+import { gdnStep } from './gpuCheckGdn.ts';
+import { attentionStep } from './gpuCheckAttention.ts';
+import { moeStep } from './gpuCheckMoe.ts';
+import { moeFp8Step } from './gpuCheckMoeFp8.ts';
+import { spInvariantStep } from './gpuCheckInvariant.ts';
+import { formatModelRows, measuredDeviceJson, measuredVsPredicted, writeMeasuredDevice, type MeasuredKernel } from './gpuCheckModel.ts';
+import type { Verdict } from './gpuCheckVerdict.ts';
 import { deviceGemmRunner, exactGemmStep, hcMixGemmShapes } from './exactGemmStep.ts';
 import { layerCases } from '../../test/cases/layerCases.ts';
 import { OP_CASES, opCaseGraph } from '../../test/cases/opCases.ts';
@@ -45,38 +60,43 @@ const reference = new CpuBackend();
 const noWeights = new SyntheticWeightSource([], 0);
 let failures = 0;
 
-async function compare(label: string, backend: Backend, graph: Graph, feeds: Map<string, Tensor>, weights: SyntheticWeightSource): Promise<void> {
-  const expected = await runOnce(reference, graph, feeds, weights, { keep: 'all' });
+// the reference's run of each case, computed once for the several GEMM and kernel modes compared with it
+const expectedRuns = new Map<string, Promise<RunResult>>();
+
+async function compare(label: string, mode: string, backend: Backend, graph: Graph, feeds: Map<string, Tensor>, weights: SyntheticWeightSource): Promise<void> {
+  if (!expectedRuns.has(label)) expectedRuns.set(label, runOnce(reference, graph, feeds, weights, { keep: 'all' }));
+  const expected = await expectedRuns.get(label)!;
   const actual = await runOnce(backend, graph, feeds, weights, { keep: 'all' });
   const bad = beyondTolerance(diffRuns(graph, expected, actual).differences, backend);
   if (bad.length) {
     failures++;
-    say(`FAIL ${label}\n${describeDifferences(bad)}`);
+    say(`FAIL ${label} (${mode})\n${describeDifferences(bad)}`);
   }
 }
 
-async function crossBackend(gemm: 'exact' | 'vendor'): Promise<string> {
-  if (device === 'emulated' && gemm === 'vendor') return 'vendor GEMM: not on the emulated device';
-  const backend = await createRocmBackend({ device, gemm });
+async function crossBackend(gemm: 'exact' | 'vendor' | 'vendor-invariant', kernels: 'exact' | 'fast'): Promise<string> {
+  const what = `${gemm} GEMM, ${kernels} kernels`;
+  if (device === 'emulated' && gemm !== 'exact') return `${what}: not on the emulated device`;
+  const backend = await createRocmBackend({ device, gemm, kernels });
   const before = failures;
   let cases = 0;
   for (const c of OP_CASES) {
     const { graph, feeds } = opCaseGraph(c);
-    await compare(`op ${c.name} (${gemm})`, backend, graph, feeds, noWeights);
+    await compare(`op ${c.name}`, what, backend, graph, feeds, noWeights);
     cases++;
   }
   for (const c of layerCases()) {
-    await compare(`layer ${c.name} (${gemm})`, backend, c.graph, c.feeds, c.weights);
+    await compare(`layer ${c.name}`, what, backend, c.graph, c.feeds, c.weights);
     cases++;
   }
   for (const sp of ['on', 'off'] as const) {
     const p = preparePrefill({ config: SMALL, tokens: 1100, tp: 4, sp, reduce: 'ring', seed: 1, subLayers: MODEL_SUB_LAYERS });
-    await compare(`small stack tp 4 SP ${sp} (${gemm})`, backend, p.graph, p.feeds, p.weights as SyntheticWeightSource);
+    await compare(`small stack tp 4 SP ${sp}`, what, backend, p.graph, p.feeds, p.weights as SyntheticWeightSource);
     cases++;
   }
   await backend.dispose();
   const bad = failures - before;
-  return `${gemm} GEMM: ${cases - bad}/${cases} cases ${gemm === 'exact' ? 'bit-exact' : 'within the declared tolerance'} against the CPU reference`;
+  return `${what}: ${cases - bad}/${cases} cases ${gemm === 'exact' && kernels === 'exact' ? 'bit-exact' : 'within the declared tolerance'} against the CPU reference`;
 }
 
 /** where a pip wheel or the ROCm tree keeps the library, when the loader's path does not have it */
@@ -253,7 +273,43 @@ async function table(): Promise<string[]> {
   const sp = await spStep(gpu);
   lines.push(sp.line);
   if (!sp.pass) failures++;
+  // issue 24's production kernels (kernels 'fast') at Flash-Next shapes, T 4096, tp 1 (the small
+  // config on the emulated device), each against its threshold; their seconds go to the model's table
+  const measured: MeasuredKernel[] = [
+    { name: 'device copy (1 GiB)', seconds: median(copyTimes.slice(1)), shape: { copyBytes: 2 * copyElems * 2 } },
+    { name: `${modes[0]} GEMM ${square}^3`, seconds: best, shape: { gemm: [square, square, square], vendor: modes[0] === 'vendor' } },
+  ];
+  const small = device === 'emulated' ? { config: SMALL, T: 96, runs: 2 } : {};
+  const kernelSteps: [op: string, run: () => Promise<Verdict[]>][] = [
+    ['gdnRecurrence', () => gdnStep(gpu, bestTflops, small)],
+    ['attnCausalQsa', () => attentionStep(gpu, bestTflops, small)],
+    ['moeExperts', () => moeStep(gpu, copyGbps, small)],
+    ['moeExpertsFp8Ptpc', () => moeFp8Step(gpu, copyGbps, small)],
+  ];
+  for (const [op, run] of kernelSteps) {
+    for (const v of await run()) {
+      lines.push(v.line);
+      if (!v.pass) failures++;
+      // the model prices the graph's ops; the FP8 experts are not in the bf16 graph it builds
+      if (v.seconds !== undefined && op !== 'moeExpertsFp8Ptpc') measured.push({ name: `${op} (fast)`, seconds: v.seconds, shape: { op, tokens: small.T ?? 4096, kernels: 'fast' } });
+    }
+  }
   await gpu.dispose();
+  // the cost model (hcsp model --engine hcsp) against what this run measured, on a device made of this run's ceilings
+  const base = builtInDevice(device === 'hip' ? 'mi308x' : 'h200');
+  const deviceJson = measuredDeviceJson(base, { copyGBps: copyGbps, matrixBf16Tflops: bestTflops }, `gpu-check ${new Date().toISOString().slice(0, 10)} on ${device}`);
+  const modelDevice = parseDevice(deviceJson, 'gpu-check');
+  lines.push(...formatModelRows(measuredVsPredicted(measured, modelDevice, small.config ?? FLASH_NEXT), modelDevice));
+  const deviceOut = args.get('device-out');
+  if (deviceOut) {
+    writeMeasuredDevice(deviceOut, deviceJson);
+    lines.push(`measured device description written to ${deviceOut} (hcsp model --device ${deviceOut})`);
+  }
+  // SP on vs off at tp 2 on one device, final outputs bit for bit: vendor-invariant must be identical (issue 24 item 4)
+  for (const v of await spInvariantStep(device)) {
+    lines.push(v.line);
+    if (!v.pass) failures++;
+  }
   return lines;
 }
 
@@ -311,7 +367,15 @@ async function engineStep(): Promise<string[]> {
 
 const started = performance.now();
 say(`cross-backend comparison on ${device}`);
-const summary = [await crossBackend('exact'), await crossBackend('vendor')];
+const summary: string[] = [];
+for (const [gemm, kernels] of [
+  ['exact', 'exact'],
+  ['exact', 'fast'],
+  ['vendor', 'fast'],
+  ['vendor-invariant', 'fast'],
+] as const) {
+  summary.push(await crossBackend(gemm, kernels));
+}
 say('one NCCL rank');
 summary.push(await ncclRank());
 say('engine');

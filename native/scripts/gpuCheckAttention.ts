@@ -11,14 +11,11 @@
 // the per-launch time is the difference of a long and a one-launch chain over the extra
 // launches, so the selection, the run's sync and its read-back cancel out.
 import { FLASH_NEXT, GraphBuilder, qsaIndexerDims, SyntheticWeightSource, type Backend, type Graph, type ModelConfig, type WeightSpec } from '@hcsp/core';
+import type { Verdict } from './gpuCheckVerdict.ts';
 
 /** the kernel must run within this factor of its kept-key math at the matrix ceiling */
 export const ATTN_MATH_FACTOR = 3;
 
-export interface Verdict {
-  line: string;
-  pass: boolean;
-}
 
 /** attnCausalQsa's attributes for a config at tp 1 */
 export function attentionAttrs(config: ModelConfig): { heads: number; kvHeads: number; headDim: number; scale: number; compressRatio: number; width: number } {
@@ -125,5 +122,5 @@ export async function attentionStep(backend: Backend, matrixTflops: number, opti
   const header =
     `tiled attention (attnCausalQsa, kernels fast) at T=${T}, ${config.name}: ${a.heads} heads / ${a.kvHeads} KV heads, hd ${a.headDim}, QSA ${a.width} blocks of ${a.compressRatio}; ` +
     `${(flops / 1e9).toFixed(1)} GFLOP over the kept keys (within ${ATTN_MATH_FACTOR}x of its math at the matrix ceiling):`;
-  return [{ line: header, pass: true }, attentionVerdict(seconds, flops, attentionMinBytes(config, T), matrixTflops)];
+  return [{ line: header, pass: true }, { ...attentionVerdict(seconds, flops, attentionMinBytes(config, T), matrixTflops), seconds }];
 }

@@ -10,16 +10,13 @@
 // time is the difference of a reps run and a one-launch run over the extra launches, so the
 // gates, the run's sync and its read-back cancel out.
 import { FLASH_NEXT, GraphBuilder, SyntheticWeightSource, type Backend, type Graph, type ModelConfig, type WeightSpec } from '@hcsp/core';
+import type { Verdict } from './gpuCheckVerdict.ts';
 
 /** the kernel must run within this factor of its chunk math at the matrix ceiling */
 export const GDN_MATH_FACTOR = 3;
 /** tokens per chunk (kernels/gdn_chunked.h HCSP_GDN_CHUNK) */
 export const GDN_CHUNK = 64;
 
-export interface Verdict {
-  line: string;
-  pass: boolean;
-}
 
 /** gdnRecurrence's attributes for a config at tp 1 */
 export function gdnAttrs(config: ModelConfig): { keyHeads: number; valueHeads: number; keyDim: number; valueDim: number; scale: number; l2Eps: number } {
@@ -133,5 +130,5 @@ export async function gdnStep(
   const header =
     `chunked GatedDeltaNet (gdnRecurrence, kernels fast) at T=${T}, ${config.name}: ${a.keyHeads} key / ${a.valueHeads} value heads, dk ${a.keyDim} dv ${a.valueDim}, chunks of ${GDN_CHUNK}; ` +
     `${(flops / 1e9).toFixed(1)} GFLOP (within ${GDN_MATH_FACTOR}x of its math at the matrix ceiling):`;
-  return [{ line: header, pass: true }, gdnVerdict(seconds, flops, gdnMinBytes(config, T), matrixTflops)];
+  return [{ line: header, pass: true }, { ...gdnVerdict(seconds, flops, gdnMinBytes(config, T), matrixTflops), seconds }];
 }

@@ -20,6 +20,7 @@ import {
   type ModelConfig,
   type WeightSpec,
 } from '@hcsp/core';
+import type { Verdict } from './gpuCheckVerdict.ts';
 
 /** the fraction of the device copy bandwidth (bytes read + written per second) each HC kernel must reach */
 export const HC_COPY_FRACTION = 0.7;
@@ -28,10 +29,6 @@ export const SP_SLACK = 0.15;
 /** the HC ops whose time the SP step sums */
 export const HC_OPS: ReadonlySet<string> = new Set(['hcCombineNorm', 'hcScaledSilu', 'hcGatedMean', 'hcCombine', 'hcExpand']);
 
-export interface Verdict {
-  line: string;
-  pass: boolean;
-}
 
 /** the bytes an HC kernel must move at T rows (bf16 reads + writes; the weights and logits too) */
 export function hcKernelBytes(op: 'hcCombineNorm' | 'hcGatedMean', config: ModelConfig, T: number): number {

@@ -9,11 +9,8 @@
 // gpuCheckInvariant.test.ts runs it on the emulated device at small shapes.
 import { FLASH_NEXT, MODEL_SUB_LAYERS, preparePrefill, runOnce, SMALL, type ModelConfig, type SpMode, type Tensor } from '@hcsp/core';
 import { createRocmBackend, type GemmMode, type KernelMode } from '@hcsp/backend-rocm';
+import type { Verdict } from './gpuCheckVerdict.ts';
 
-export interface InvariantVerdict {
-  line: string;
-  pass: boolean;
-}
 
 export interface InvariantStepOptions {
   config?: ModelConfig;
@@ -34,7 +31,7 @@ export function differingOutputs(a: Outputs, b: Outputs): string[] {
 }
 
 /** the step's line for one GEMM mode: required modes fail when SP on and off differ */
-export function invariantVerdict(gemm: GemmMode, required: boolean, differing: string[], compared: number, seconds: number): InvariantVerdict {
+export function invariantVerdict(gemm: GemmMode, required: boolean, differing: string[], compared: number, seconds: number): Verdict {
   const same = differing.length === 0;
   const pass = same || !required;
   const what = same ? `bit-identical (${compared} outputs)` : `differ in ${differing.join(', ')}`;
@@ -53,7 +50,7 @@ export function invariantModes(device: 'hip' | 'cuda' | 'emulated'): { gemm: Gem
 }
 
 /** SP on vs off at tp 2 on one device, per GEMM mode: a header line, then one verdict per mode */
-export async function spInvariantStep(device: 'hip' | 'cuda' | 'emulated', options: InvariantStepOptions = {}): Promise<InvariantVerdict[]> {
+export async function spInvariantStep(device: 'hip' | 'cuda' | 'emulated', options: InvariantStepOptions = {}): Promise<Verdict[]> {
   const gpu = device !== 'emulated';
   const config = options.config ?? (gpu ? FLASH_NEXT : SMALL);
   const tokens = options.tokens ?? (gpu ? 4096 : 80);
@@ -61,7 +58,7 @@ export async function spInvariantStep(device: 'hip' | 'cuda' | 'emulated', optio
   const prepared = (sp: SpMode) =>
     preparePrefill({ config, tokens, tp: 2, sp, reduce: 'ring', seed: 7, subLayers: MODEL_SUB_LAYERS, ...(layers ? { layers } : {}) });
   const span = layers ? `layers ${layers[0]}-${layers[1] - 1}` : 'all layers';
-  const out: InvariantVerdict[] = [{ line: `SP on vs off, tp 2 on one ${device} device: ${config.name} ${span}, T=${tokens}, final outputs compared bit for bit`, pass: true }];
+  const out: Verdict[] = [{ line: `SP on vs off, tp 2 on one ${device} device: ${config.name} ${span}, T=${tokens}, final outputs compared bit for bit`, pass: true }];
   for (const { gemm, required } of invariantModes(device)) {
     const t0 = performance.now();
     const backend = await createRocmBackend({ device, gemm, ...(options.kernels ? { kernels: options.kernels } : {}) });

@@ -13,14 +13,11 @@
 // minutes to draw.
 import { FLASH_NEXT, Rng, type ModelConfig } from '@hcsp/core';
 import type { NativeTensor, RocmBackend } from '@hcsp/backend-rocm';
+import type { Verdict } from './gpuCheckVerdict.ts';
 
 /** the MoE's time may be at most this many times its weight bytes at the copy bandwidth */
 export const MOE_COPY_FACTOR = 2;
 
-export interface Verdict {
-  line: string;
-  pass: boolean;
-}
 
 /** the bytes of the experts' weights a rank reads (bf16 gate-up [2I, H] and down [H, I] per expert) */
 export function moeWeightBytes(config: ModelConfig, numLocal = config.moe.numExperts): number {
@@ -96,6 +93,6 @@ export async function moeStep(backend: RocmBackend, copyGbps: number, options: {
   const seconds = await timeMoeExperts(backend, config, T, options.runs);
   return [
     { line: header, pass: true },
-    moeVerdict('moeExperts', seconds, bytes, moeFlops(config, T), copyGbps),
+    { ...moeVerdict('moeExperts', seconds, bytes, moeFlops(config, T), copyGbps), seconds },
   ];
 }

@@ -11,7 +11,8 @@
 // quantizer, e4m3fn), the op run through the addon with its one sync per run.
 import { FLASH_NEXT, quantizeBf16RowsFp8, Rng, type ModelConfig } from '@hcsp/core';
 import type { NativeTensor, RocmBackend } from '@hcsp/backend-rocm';
-import { moeFlops, moeVerdict, MOE_COPY_FACTOR, type Verdict } from './gpuCheckMoe.ts';
+import { moeFlops, moeVerdict, MOE_COPY_FACTOR } from './gpuCheckMoe.ts';
+import type { Verdict } from './gpuCheckVerdict.ts';
 
 /** the bytes of the experts' FP8 weights a rank reads: gate-up [2I, H] and down [H, I] per expert, one byte each, and their F32 scales */
 export function moeFp8WeightBytes(config: ModelConfig, numLocal = config.moe.numExperts): number {
@@ -78,6 +79,6 @@ export async function moeFp8Step(backend: RocmBackend, copyGbps: number, options
   const seconds = await timeMoeExpertsFp8(backend, config, T, options.runs);
   return [
     { line: header, pass: true },
-    moeVerdict('moeExpertsFp8Ptpc', seconds, bytes, moeFlops(config, T), copyGbps),
+    { ...moeVerdict('moeExpertsFp8Ptpc', seconds, bytes, moeFlops(config, T), copyGbps), seconds },
   ];
 }
