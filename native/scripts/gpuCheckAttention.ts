@@ -11,6 +11,7 @@
 // the per-launch time is the difference of a long and a one-launch chain over the extra
 // launches, so the selection, the run's sync and its read-back cancel out.
 import { FLASH_NEXT, GraphBuilder, qsaIndexerDims, SyntheticWeightSource, type Backend, type Graph, type ModelConfig, type WeightSpec } from '@hcsp/core';
+import { medianRunSeconds } from './gpuCheckTiming.ts';
 import type { Verdict } from './gpuCheckVerdict.ts';
 
 /** the kernel must run within this factor of its kept-key math at the matrix ceiling */
@@ -91,20 +92,7 @@ export function attentionChainGraph(config: ModelConfig, T: number, reps: number
 /** the median recorded run's seconds (after a warm-up) of a chain of reps */
 async function timeRuns(backend: Backend, config: ModelConfig, T: number, reps: number, runs: number): Promise<number> {
   const { graph, weights } = attentionChainGraph(config, T, reps);
-  const prepared = await backend.prepare(graph, weights);
-  try {
-    await prepared.run(new Map());
-    const times: number[] = [];
-    for (let r = 0; r < runs; r++) {
-      const t0 = performance.now();
-      await prepared.run(new Map());
-      times.push((performance.now() - t0) / 1000);
-    }
-    times.sort((x, y) => x - y);
-    return times[times.length >> 1];
-  } finally {
-    await prepared.dispose();
-  }
+  return medianRunSeconds(backend, graph, weights, runs);
 }
 
 /** the step: one launch's seconds (a reps chain less a one-launch chain, over reps - 1) against the matrix ceiling; the header first */

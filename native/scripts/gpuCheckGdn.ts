@@ -10,6 +10,7 @@
 // time is the difference of a reps run and a one-launch run over the extra launches, so the
 // gates, the run's sync and its read-back cancel out.
 import { FLASH_NEXT, GraphBuilder, SyntheticWeightSource, type Backend, type Graph, type ModelConfig, type WeightSpec } from '@hcsp/core';
+import { medianRunSeconds } from './gpuCheckTiming.ts';
 import type { Verdict } from './gpuCheckVerdict.ts';
 
 /** the kernel must run within this factor of its chunk math at the matrix ceiling */
@@ -95,20 +96,7 @@ export function gdnChainGraph(config: ModelConfig, T: number, reps: number): { g
 /** the median recorded run's seconds (after a warm-up) of a chain of reps */
 async function timeRuns(backend: Backend, config: ModelConfig, T: number, reps: number, runs: number): Promise<number> {
   const { graph, weights } = gdnChainGraph(config, T, reps);
-  const prepared = await backend.prepare(graph, weights);
-  try {
-    await prepared.run(new Map());
-    const times: number[] = [];
-    for (let r = 0; r < runs; r++) {
-      const t0 = performance.now();
-      await prepared.run(new Map());
-      times.push((performance.now() - t0) / 1000);
-    }
-    times.sort((x, y) => x - y);
-    return times[times.length >> 1];
-  } finally {
-    await prepared.dispose();
-  }
+  return medianRunSeconds(backend, graph, weights, runs);
 }
 
 /** the step: one launch's seconds (a reps run less a one-launch run, over reps - 1) against the matrix ceiling; the header first */

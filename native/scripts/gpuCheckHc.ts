@@ -20,6 +20,7 @@ import {
   type ModelConfig,
   type WeightSpec,
 } from '@hcsp/core';
+import { medianRunSeconds } from './gpuCheckTiming.ts';
 import type { Verdict } from './gpuCheckVerdict.ts';
 
 /** the fraction of the device copy bandwidth (bytes read + written per second) each HC kernel must reach */
@@ -104,20 +105,7 @@ export function hcChainGraph(op: 'hcCombineNorm' | 'hcGatedMean', config: ModelC
 /** seconds per launch of the chained op: the median recorded run (after a warm-up) over reps */
 export async function timeChain(backend: Backend, op: 'hcCombineNorm' | 'hcGatedMean', config: ModelConfig, T: number, reps: number, runs = 5): Promise<number> {
   const { graph, weights } = hcChainGraph(op, config, T, reps);
-  const prepared = await backend.prepare(graph, weights);
-  try {
-    await prepared.run(new Map());
-    const times: number[] = [];
-    for (let r = 0; r < runs; r++) {
-      const t0 = performance.now();
-      await prepared.run(new Map());
-      times.push((performance.now() - t0) / 1000);
-    }
-    times.sort((a, b) => a - b);
-    return times[times.length >> 1] / reps;
-  } finally {
-    await prepared.dispose();
-  }
+  return (await medianRunSeconds(backend, graph, weights, runs)) / reps;
 }
 
 /** step 1: each fused HC kernel's line against the copy bandwidth; the header first */

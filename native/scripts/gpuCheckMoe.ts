@@ -13,6 +13,7 @@
 // minutes to draw.
 import { FLASH_NEXT, Rng, type ModelConfig } from '@hcsp/core';
 import type { NativeTensor, RocmBackend } from '@hcsp/backend-rocm';
+import { warmMedianSeconds } from './gpuCheckTiming.ts';
 import type { Verdict } from './gpuCheckVerdict.ts';
 
 /** the MoE's time may be at most this many times its weight bytes at the copy bandwidth */
@@ -67,15 +68,10 @@ export async function timeMoeExperts(backend: RocmBackend, config: ModelConfig, 
     const route = (await addon.run('moeRoute', [logits], { topK, normTopkProb }, backend.gemm, gpu)) as NativeTensor[];
     held.push(...route);
     const attrs = { firstExpert: 0, numLocal: E, intermediate: I };
-    const times: number[] = [];
-    for (let r = 0; r <= runs; r++) {
-      const t0 = performance.now();
+    return await warmMedianSeconds(runs, async () => {
       const [routed] = (await addon.run('moeExperts', [x, route[0]!, route[1]!, gateUp, down], attrs, backend.gemm, gpu)) as NativeTensor[];
-      times.push((performance.now() - t0) / 1000);
       addon.free(routed!);
-    }
-    const sorted = times.slice(1).sort((a, b) => a - b);
-    return sorted[sorted.length >> 1]!;
+    });
   } finally {
     for (const t of held) addon.free(t);
   }

@@ -12,6 +12,7 @@
 import { FLASH_NEXT, quantizeBf16RowsFp8, Rng, type ModelConfig } from '@hcsp/core';
 import type { NativeTensor, RocmBackend } from '@hcsp/backend-rocm';
 import { moeFlops, moeVerdict, MOE_COPY_FACTOR } from './gpuCheckMoe.ts';
+import { warmMedianSeconds } from './gpuCheckTiming.ts';
 import type { Verdict } from './gpuCheckVerdict.ts';
 
 /** the bytes of the experts' FP8 weights a rank reads: gate-up [2I, H] and down [H, I] per expert, one byte each, and their F32 scales */
@@ -53,15 +54,10 @@ export async function timeMoeExpertsFp8(backend: RocmBackend, config: ModelConfi
     inputs.push(route[0]!, route[1]!);
     inputs.push(up('fp8e4m3fn', [E * 2 * I, H], gu.q), up('f32', [E * 2 * I], gu.scale(E * 2 * I)), up('fp8e4m3fn', [E * H, I], dn.q), up('f32', [E * H], dn.scale(E * H)));
     const attrs = { firstExpert: 0, numLocal: E, intermediate: I, format: 'e4m3fn', style: 'reciprocal', scaleOrder: 'weightFirst' };
-    const times: number[] = [];
-    for (let r = 0; r <= runs; r++) {
-      const t0 = performance.now();
+    return await warmMedianSeconds(runs, async () => {
       const [routed] = (await addon.run('moeExpertsFp8Ptpc', inputs, attrs, backend.gemm, gpu)) as NativeTensor[];
-      times.push((performance.now() - t0) / 1000);
       addon.free(routed!);
-    }
-    const sorted = times.slice(1).sort((a, b) => a - b);
-    return sorted[sorted.length >> 1]!;
+    });
   } finally {
     for (const t of held) addon.free(t);
   }
