@@ -46,7 +46,9 @@ describe('dev page in Chromium', () => {
 
     // a bad variable value is reported, naming it
     await page.fill('input[name=minTokens]', '12abc');
-    await expect.poll(() => page.locator('#error').textContent(), { timeout: 20_000 }).toContain('ATOM_QWEN4_EXP_SP_MIN_TOKENS must be a non-negative decimal integer');
+    await expect
+      .poll(() => page.locator('#error').textContent(), { timeout: 20_000 })
+      .toContain('ATOM_QWEN4_EXP_SP_MIN_TOKENS must be a non-negative decimal integer');
     await page.fill('input[name=minTokens]', '');
 
     // run view: small, T = 37, tp 4, ring: SP on differs from SP off somewhere, padding stays zero
@@ -73,9 +75,13 @@ describe('dev page in Chromium', () => {
     await page.goto(url);
     // small, T 300, tp 4, SP on, seed 0: four coloured bands of 75 rows, the MTP head's collectives in the total
     expect(await page.locator('input[name=seed]').inputValue()).toBe('0');
-    await expect.poll(() => page.locator('#plan svg.bands text.lane-note').allTextContents(), { timeout: 20_000 }).toEqual(['75 rows', '75 rows', '75 rows', '75 rows']);
+    await expect
+      .poll(() => page.locator('#plan svg.bands text.lane-note').allTextContents(), { timeout: 20_000 })
+      .toEqual(['75 rows', '75 rows', '75 rows', '75 rows']);
     // each rank's real rows in its own colour (unsharded, all four would be the same grey)
-    const fills = await page.locator('#plan svg.bands rect').evaluateAll((rs) => rs.filter((r) => /^rank \d+: rows /.test(r.querySelector('title')?.textContent ?? '')).map((r) => r.getAttribute('fill')));
+    const fills = await page
+      .locator('#plan svg.bands rect')
+      .evaluateAll((rs) => rs.filter((r) => /^rank \d+: rows /.test(r.querySelector('title')?.textContent ?? '')).map((r) => r.getAttribute('fill')));
     expect(fills).toHaveLength(4);
     expect(new Set(fills).size).toBe(4);
     expect(await page.locator('#plan .plan-total').textContent()).toBe('2.21 MiB');
@@ -84,15 +90,21 @@ describe('dev page in Chromium', () => {
 
     // one change (T 301): the plan shows the padding, and the run runs that forward, sharded
     await page.fill('input[name=tokens]', '301');
-    await expect.poll(() => page.locator('#plan svg.bands text.lane-note').allTextContents(), { timeout: 20_000 }).toEqual(['76 rows', '76 rows', '76 rows', '73 rows + 3 pad']);
+    await expect
+      .poll(() => page.locator('#plan svg.bands text.lane-note').allTextContents(), { timeout: 20_000 })
+      .toEqual(['76 rows', '76 rows', '76 rows', '73 rows + 3 pad']);
     await page.click('#run');
     await expect.poll(() => page.locator('#progress').textContent(), { timeout: 30_000, interval: 200 }).toMatch(/^(Done|Run failed)/);
-    expect(await page.locator('#run-view .headline').textContent()).toMatch(/^small, T = 301, tp 4, seed 0, .*Run a \(SP on, ring\) against run b \(SP off, ring\)/);
+    expect(await page.locator('#run-view .headline').textContent()).toMatch(
+      /^small, T = 301, tp 4, seed 0, .*Run a \(SP on, ring\) against run b \(SP off, ring\)/,
+    );
     // the SP selector drives run a: off, both runs unsharded and equal
     await page.selectOption('select[name=sp]', 'off');
     await expect.poll(() => page.locator('#plan svg.bands text.lane-note').first().textContent(), { timeout: 20_000 }).toBe('all 301 rows (replicated)');
     await page.click('#run');
-    await expect.poll(() => page.locator('#run-view .headline').textContent(), { timeout: 30_000, interval: 200 }).toMatch(/Run a \(SP off, ring\) against run b \(SP off, ring\): All \d+ compared points are bit-identical\./);
+    await expect
+      .poll(() => page.locator('#run-view .headline').textContent(), { timeout: 30_000, interval: 200 })
+      .toMatch(/Run a \(SP off, ring\) against run b \(SP off, ring\): All \d+ compared points are bit-identical\./);
     expect(errors).toEqual([]);
   }, 90_000);
 
@@ -117,7 +129,9 @@ describe('dev page in Chromium', () => {
 
     // small, T 203 at tp 4: C 51, rank 3 holds 1 padding row
     const ring = await run('small', 203, 4, 'ring');
-    expect(ring).toMatch(/sub-layers: .*PLE.*Run a \(SP on, ring\) against run b \(SP off, ring\): \d+ of 19 compared points differ \(first at L\d\.\w+ \((GDN|attention|MoE)\)\)/);
+    expect(ring).toMatch(
+      /sub-layers: .*PLE.*Run a \(SP on, ring\) against run b \(SP off, ring\): \d+ of 19 compared points differ \(first at L\d\.\w+ \((GDN|attention|MoE)\)\)/,
+    );
     const stepCells = await page.locator('#run-view table.steps td.step').allTextContents();
     expect(stepCells.slice(0, 6)).toEqual(['L0.attn (GDN)', 'L0.mlp (MoE)', 'L1.ple (PLE)', 'L1.attn (GDN)', 'L1.mlp (MoE)', 'L2.attn (GDN)']);
     expect(stepCells).toContain('L3.attn (attention)');

@@ -61,19 +61,33 @@ describe('dev page xcheck in Chromium', () => {
     await expect.poll(() => page.locator('#xc-status').textContent(), { timeout: 45_000, interval: 250 }).toMatch(/^(Ran|Live run failed)/);
     expect(await page.locator('#xc-error').textContent()).toBe('');
     const ran = (await page.locator('#xc-status .xc-ran').textContent())!;
-    expect(ran).toMatch(/^Ran on WebGPU \(adapter: .*swiftshader.*\): run a webgpu:sp=on:reduce=ring [\d.]+ s, run b webgpu:sp=off:reduce=ring [\d.]+ s \(tiny, T 37, tp 4\)\.$/i);
-    expect(await page.locator('#xc-view .xc-runs td.xc-device').allTextContents()).toEqual([expect.stringMatching(/^webgpu on this browser \(.*swiftshader/i), expect.stringMatching(/^webgpu on this browser/)]);
+    expect(ran).toMatch(
+      /^Ran on WebGPU \(adapter: .*swiftshader.*\): run a webgpu:sp=on:reduce=ring [\d.]+ s, run b webgpu:sp=off:reduce=ring [\d.]+ s \(tiny, T 37, tp 4\)\.$/i,
+    );
+    expect(await page.locator('#xc-view .xc-runs td.xc-device').allTextContents()).toEqual([
+      expect.stringMatching(/^webgpu on this browser \(.*swiftshader/i),
+      expect.stringMatching(/^webgpu on this browser/),
+    ]);
 
     // layer x rank: tiny's 4 layers and the MTP drafter's 2 steps (10 rows) x 4 ranks x (partial, out)
     const cells = page.locator('#xc-view svg.xc-rank-grid rect.xc-cell');
     expect(await cells.count()).toBe(10 * 4 * 2);
-    const grid = await cells.evaluateAll((rects) => rects.map((r) => ({ layer: Number(r.getAttribute('data-layer')), rank: Number(r.getAttribute('data-rank')), value: Number(r.getAttribute('data-value')) })));
-    for (let layer = 0; layer < 4; layer++) for (let rank = 0; rank < 4; rank++) expect(grid.filter((c) => c.layer === layer && c.rank === rank)).toHaveLength(4);
+    const grid = await cells.evaluateAll((rects) =>
+      rects.map((r) => ({
+        layer: Number(r.getAttribute('data-layer')),
+        rank: Number(r.getAttribute('data-rank')),
+        value: Number(r.getAttribute('data-value')),
+      })),
+    );
+    for (let layer = 0; layer < 4; layer++)
+      for (let rank = 0; rank < 4; rank++) expect(grid.filter((c) => c.layer === layer && c.rank === rank)).toHaveLength(4);
     // the ring reorders the sums once SP starts (layer 2): WebGPU keeps the CPU reference's orders, so the same cells differ as on the CPU
     expect(grid.filter((c) => c.layer < 2).every((c) => c.value === 0)).toBe(true);
     expect(grid.filter((c) => c.layer >= 2 && c.value > 0).length).toBeGreaterThan(0);
     expect(await page.locator('#xc-view svg.xc-kind-grid rect.xc-cell').count()).toBeGreaterThan(20);
-    expect(await page.locator('#xc-view .xc-headline').textContent()).toMatch(/^webgpu:sp=on:reduce=ring against webgpu:sp=off:reduce=ring: \d+ of \d+ compared tensors differ/);
+    expect(await page.locator('#xc-view .xc-headline').textContent()).toMatch(
+      /^webgpu:sp=on:reduce=ring against webgpu:sp=off:reduce=ring: \d+ of \d+ compared tensors differ/,
+    );
     expect(await page.locator('#xc-view table.xc-worst tbody tr').count()).toBeGreaterThan(0);
 
     // the metric switch redraws the same cells
@@ -98,9 +112,13 @@ describe('dev page xcheck in Chromium', () => {
     await page.click('#xc-run');
     await expect.poll(() => page.locator('#xc-status').textContent(), { timeout: 45_000, interval: 250 }).toMatch(/^(Ran|Live run failed)/);
     expect(await page.locator('#xc-error').textContent()).toBe('');
-    expect(await page.locator('#xc-status .xc-ran').textContent()).toMatch(/^Ran run a on WebGPU \(adapter: .*swiftshader.*\), run b on the CPU reference \(worker\): run a webgpu:sp=on:reduce=ring [\d.]+ s, run b cpu:sp=on:reduce=ring/i);
+    expect(await page.locator('#xc-status .xc-ran').textContent()).toMatch(
+      /^Ran run a on WebGPU \(adapter: .*swiftshader.*\), run b on the CPU reference \(worker\): run a webgpu:sp=on:reduce=ring [\d.]+ s, run b cpu:sp=on:reduce=ring/i,
+    );
     expect(await page.locator('#xc-view svg.xc-rank-grid rect.xc-cell').count()).toBe(10 * 2 * 2);
-    expect(await page.locator('#xc-view .xc-headline').textContent()).toMatch(/^webgpu:sp=on:reduce=ring against cpu:sp=on:reduce=ring: all \d+ compared tensors are bit-identical\.$/);
+    expect(await page.locator('#xc-view .xc-headline').textContent()).toMatch(
+      /^webgpu:sp=on:reduce=ring against cpu:sp=on:reduce=ring: all \d+ compared tensors are bit-identical\.$/,
+    );
     expect(errors).toEqual([]);
   }, 60_000);
 
@@ -114,7 +132,13 @@ describe('dev page xcheck in Chromium', () => {
     report.pairs[0].a = 'cpu:sp=on';
     report.pairs[0].b = 'cpu:sp=off';
     const differing = worstTensors(report.pairs[0], 1)[0];
-    differing.exact = { a: { maxAbs: 0.01, meanAbs: 0.001, maxUlp: 3 }, b: { maxAbs: 0.001, meanAbs: 0.0001, maxUlp: 0.5 }, fartherA: differing.differing, fartherB: 0, attributed: 'a' };
+    differing.exact = {
+      a: { maxAbs: 0.01, meanAbs: 0.001, maxUlp: 3 },
+      b: { maxAbs: 0.001, meanAbs: 0.0001, maxUlp: 0.5 },
+      fartherA: differing.differing,
+      fartherB: 0,
+      attributed: 'a',
+    };
     report.exact = true;
     const json = JSON.stringify(report);
 
@@ -126,7 +150,9 @@ describe('dev page xcheck in Chromium', () => {
     expect(await page.locator('#xc-view .xc-source').textContent()).toMatch(/^Report report\.json: config tiny, T 19, tp 4, seed 3/);
     const cells = page.locator('#xc-view svg.xc-rank-grid rect.xc-cell');
     expect(await cells.count()).toBe(10 * 4 * 2);
-    expect(await page.locator('#xc-view .xc-attribution').textContent()).toMatch(/^Against the float64 evaluation \(1 tensors\): 1 differing tensors are attributed to cpu:sp=on/);
+    expect(await page.locator('#xc-view .xc-attribution').textContent()).toMatch(
+      /^Against the float64 evaluation \(1 tensors\): 1 differing tensors are attributed to cpu:sp=on/,
+    );
     expect(await page.locator('#xc-view table.xc-worst td.xc-attr.a').count()).toBe(1);
 
     // a click on a cell opens that tensor's rows and its float64 attribution
@@ -135,7 +161,9 @@ describe('dev page xcheck in Chromium', () => {
     await page.locator(`#xc-view rect.xc-cell[data-name="${differing.name}"]`).first().click();
     await detail.waitFor({ state: 'visible' });
     expect(await detail.locator('h4').textContent()).toContain(differing.name);
-    expect(await detail.locator('.xc-detail-exact').textContent()).toMatch(/^own error against float64: a \(cpu:sp=on\) 3 row-scaled ulp .*run a is farther from float64 on \d+ of \d+ differing elements/);
+    expect(await detail.locator('.xc-detail-exact').textContent()).toMatch(
+      /^own error against float64: a \(cpu:sp=on\) 3 row-scaled ulp .*run a is farther from float64 on \d+ of \d+ differing elements/,
+    );
     expect(await detail.locator('table.xc-detail-rows tbody tr').count()).toBeGreaterThan(0);
     expect(await detail.locator('table.xc-detail-rows tbody tr').count()).toBe(differing.rows.differing.filter((d) => d > 0).length);
     await detail.locator('.xc-detail-close').click();
@@ -145,7 +173,9 @@ describe('dev page xcheck in Chromium', () => {
     const bad = JSON.parse(json);
     bad.pairs[0].tensors[2].differing = 'many';
     await page.setInputFiles('input[name=xcFile]', { name: 'bad.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(bad)) });
-    await expect.poll(() => page.locator('#xc-error').textContent()).toBe(`bad.json: not an xcheck report: pairs[0].tensors[2].differing must be a number, got string "many"`);
+    await expect
+      .poll(() => page.locator('#xc-error').textContent())
+      .toBe(`bad.json: not an xcheck report: pairs[0].tensors[2].differing must be a number, got string "many"`);
     await page.setInputFiles('input[name=xcFile]', { name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('hello') });
     await expect.poll(() => page.locator('#xc-error').textContent()).toMatch(/^notes\.txt is not JSON: /);
     expect(await cells.count()).toBe(80);
@@ -189,7 +219,9 @@ describe('dev page xcheck in Chromium', () => {
       await page.selectOption('select[name=tp]', '2');
       await page.click('#xc-run');
       await expect.poll(() => page.locator('#xc-status').textContent(), { timeout: 20_000, interval: 200 }).toMatch(/^(Ran|Live run failed)/);
-      expect(await page.locator('#xc-status .xc-ran').textContent()).toMatch(/^Ran on the CPU reference \(worker\): run a cpu:sp=on:reduce=\w+ [\d.]+ s, run b cpu:sp=off/);
+      expect(await page.locator('#xc-status .xc-ran').textContent()).toMatch(
+        /^Ran on the CPU reference \(worker\): run a cpu:sp=on:reduce=\w+ [\d.]+ s, run b cpu:sp=off/,
+      );
       expect(await page.locator('#xc-view svg.xc-rank-grid rect.xc-cell').count()).toBe(10 * 2 * 2);
       expect(errors.filter((e) => !/WebGPU|GPU/i.test(e))).toEqual([]);
 
@@ -197,7 +229,9 @@ describe('dev page xcheck in Chromium', () => {
       const bare = await plain.newPage();
       await bare.addInitScript(() => Object.defineProperty(Navigator.prototype, 'gpu', { get: () => undefined, configurable: true }));
       await bare.goto(url);
-      expect(await bare.locator('#xc-webgpu').textContent()).toMatch(/^WebGPU is unavailable in this browser: navigator\.gpu is undefined\. Chromium on Linux needs --enable-unsafe-webgpu\. The CPU reference runs the same graph in a worker: Use the CPU reference instead$/);
+      expect(await bare.locator('#xc-webgpu').textContent()).toMatch(
+        /^WebGPU is unavailable in this browser: navigator\.gpu is undefined\. Chromium on Linux needs --enable-unsafe-webgpu\. The CPU reference runs the same graph in a worker: Use the CPU reference instead$/,
+      );
       expect(await bare.locator('select[name=xcBackend]').inputValue()).toBe('cpu');
     } finally {
       await plain.close();

@@ -38,7 +38,9 @@ try {
   for (const [i, node] of graph.nodes.entries()) {
     const info = (id: string | null) => (id === null ? null : { shape: graph.values[id].shape, dtype: graph.values[id].dtype });
     const plan = WGSL_KERNELS.get(node.op)(node.inputs.map(info), node.outputs.map(info), node.attrs);
-    const inputs = node.inputs.map((id, j) => (id === null ? null : randomWords(storageWords(graph.values[id].dtype, numel(graph.values[id].shape)), 7 + 31 * i + j)));
+    const inputs = node.inputs.map((id, j) =>
+      id === null ? null : randomWords(storageWords(graph.values[id].dtype, numel(graph.values[id].shape)), 7 + 31 * i + j),
+    );
     const outWords = node.outputs.map((id) => (id === null ? 1 : storageWords(graph.values[id].dtype, numel(graph.values[id].shape))));
     const run = await gpu.runPlan(plan, inputs, outWords, reps + 1);
     rows.push({ name: `${node.op} ${node.scope} [${plan.dispatches.map((d) => d.key).join(', ')}]`, seconds: median(run.seconds.slice(1)) });

@@ -11,7 +11,8 @@ import { hcMixBenchGraph, hcMixFlops } from '@hcsp/bench';
 
 const T = Number(process.argv[2] ?? 1024);
 const reps = Number(process.argv[3] ?? 3);
-if (!Number.isSafeInteger(T) || T < 1 || !Number.isSafeInteger(reps) || reps < 1) throw new Error(`usage: benchHcMixTransfer.ts [T >= 1] [reps >= 1], got ${process.argv.slice(2).join(' ')}`);
+if (!Number.isSafeInteger(T) || T < 1 || !Number.isSafeInteger(reps) || reps < 1)
+  throw new Error(`usage: benchHcMixTransfer.ts [T >= 1] [reps >= 1], got ${process.argv.slice(2).join(' ')}`);
 const config = FLASH_NEXT;
 const graph = hcMixBenchGraph(config, T);
 const width = config.hc.count * config.hiddenSize;

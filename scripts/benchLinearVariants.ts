@@ -18,7 +18,15 @@ function parseTiling(s: string): LinearTiling | WorkgroupTiling {
   if (g) return { kind: 'workgroup', rows: +g[1], cols: +g[2], wgRows: +g[3], wgCols: +g[4], kTile: +g[5] };
   const m = /^r(\d+)c(\d+)w(\d+)(cols|rows)-(u32|vec4)u(\d+)(ch)?$/.exec(s);
   if (!m) throw new Error(`benchLinear: tiling '${s}' is not like r4c4w4cols-vec4u1 or wg-r8c8-t1x8-k16`);
-  return { rows: +m[1], cols: +m[2], wgSize: +m[3], fast: m[4] as LinearTiling['fast'], load: m[5] as LinearTiling['load'], unroll: +m[6], chain: m[7] === 'ch' };
+  return {
+    rows: +m[1],
+    cols: +m[2],
+    wgSize: +m[3],
+    fast: m[4] as LinearTiling['fast'],
+    load: m[5] as LinearTiling['load'],
+    unroll: +m[6],
+    chain: m[7] === 'ch',
+  };
 }
 
 const median = (v: number[]) => {
@@ -68,7 +76,14 @@ try {
     const x = randomBf16Words(T * K, 1 + K);
     const w = randomBf16Words(O * K, 2 + O);
     const plans = tilings.map((tl) =>
-      planLinear([{ shape: [T, K], dtype: 'bf16' }, { shape: [O, K], dtype: 'bf16' }], [{ shape: [T, O], dtype: 'bf16' }], tl),
+      planLinear(
+        [
+          { shape: [T, K], dtype: 'bf16' },
+          { shape: [O, K], dtype: 'bf16' },
+        ],
+        [{ shape: [T, O], dtype: 'bf16' }],
+        tl,
+      ),
     );
     const seconds: number[][] = plans.map(() => []);
     for (let round = -1; round < reps; round++) {

@@ -57,7 +57,11 @@ function sparseFile(path: string, entries: Entry[]): number {
 }
 
 function layerSpecs(): WeightSpec[] {
-  return [...hcWeightSpecs(config, hcPrefix(layer, 'attn'), true), ...hcWeightSpecs(config, hcPrefix(layer, 'mlp'), true), ...MODEL_SUB_LAYERS.weightSpecs(config, layer)];
+  return [
+    ...hcWeightSpecs(config, hcPrefix(layer, 'attn'), true),
+    ...hcWeightSpecs(config, hcPrefix(layer, 'mlp'), true),
+    ...MODEL_SUB_LAYERS.weightSpecs(config, layer),
+  ];
 }
 
 function entries(layout: 'hf' | 'fp8-release'): Entry[] {

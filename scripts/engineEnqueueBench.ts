@@ -31,14 +31,17 @@ const TP = 4;
 
 const zeros = (decl: Pick<ValueDecl, 'dtype' | 'shape'>): Tensor => {
   const n = decl.shape.reduce((a, b) => a * b, 1);
-  const data = decl.dtype === 'bf16' ? new Uint16Array(n) : decl.dtype === 'f32' ? new Float32Array(n) : decl.dtype === 'i32' ? new Int32Array(n) : new Uint8Array(n);
+  const data =
+    decl.dtype === 'bf16' ? new Uint16Array(n) : decl.dtype === 'f32' ? new Float32Array(n) : decl.dtype === 'i32' ? new Int32Array(n) : new Uint8Array(n);
   return { dtype: decl.dtype, shape: [...decl.shape], data };
 };
 
 const addon = loadNativeAddon();
 // a weight is read only for its shape (GraphSession checks it); a row-gathered table's rows are real zeros (the PLE host op reads them)
 const loadWeight = async (decl: ValueDecl, rows?: [number, number][]): Promise<Tensor> =>
-  rows ? zeros({ dtype: decl.dtype, shape: [rows.reduce((s, [a, b]) => s + b - a, 0), ...decl.shape.slice(1)] }) : { dtype: decl.dtype, shape: [...decl.shape], data: new Uint16Array(0) };
+  rows
+    ? zeros({ dtype: decl.dtype, shape: [rows.reduce((s, [a, b]) => s + b - a, 0), ...decl.shape.slice(1)] })
+    : { dtype: decl.dtype, shape: [...decl.shape], data: new Uint16Array(0) };
 
 function stubOps(device: 'host' | 'emulated'): DeviceOps<NativeTensor> {
   const gpu = device === 'emulated' ? addon.openGpu('emulated') : null;
@@ -61,7 +64,11 @@ const zerosCommunicator = (graph: Graph): Communicator => ({
   collective: async (node) => node.outputs.map((id) => zeros(graph.values[id!])),
 });
 
-async function time(graph: Graph, device: 'host' | 'emulated', communicator?: Communicator): Promise<{ enqueueMs: number; waitMs: number; hostOpMs: number; nodes: number }> {
+async function time(
+  graph: Graph,
+  device: 'host' | 'emulated',
+  communicator?: Communicator,
+): Promise<{ enqueueMs: number; waitMs: number; hostOpMs: number; nodes: number }> {
   const p = prepared;
   const session = await GraphSession.open(graph, stubOps(device), loadWeight, { backend: 'rocm', communicator });
   const feeds = new Map([...p.feeds].filter(([id]) => graph.inputs.includes(id)));
@@ -69,7 +76,8 @@ async function time(graph: Graph, device: 'host' | 'emulated', communicator?: Co
   try {
     for (let i = 0; i < RUNS; i++) {
       const e = (await session.run(feeds)).stats.engine!;
-      if (e.enqueueSeconds * 1000 < best.enqueueMs) best = { enqueueMs: e.enqueueSeconds * 1000, waitMs: e.waitSeconds * 1000, hostOpMs: e.hostOpSeconds * 1000, nodes: graph.nodes.length };
+      if (e.enqueueSeconds * 1000 < best.enqueueMs)
+        best = { enqueueMs: e.enqueueSeconds * 1000, waitMs: e.waitSeconds * 1000, hostOpMs: e.hostOpSeconds * 1000, nodes: graph.nodes.length };
     }
   } finally {
     await session.dispose();
@@ -77,14 +85,35 @@ async function time(graph: Graph, device: 'host' | 'emulated', communicator?: Co
   return best;
 }
 
-const weights: WeightSource = { has: () => false, info: () => { throw new Error('no weights'); }, read: async () => { throw new Error('no weights'); } };
-const prepared = preparePrefill({ config: FLASH_NEXT, tokens: T, tp: TP, sp: 'on', reduce: 'ring', seed: 0, subLayers: MODEL_SUB_LAYERS, env: {}, weights, pleTable: 'vocabParallel' });
+const weights: WeightSource = {
+  has: () => false,
+  info: () => {
+    throw new Error('no weights');
+  },
+  read: async () => {
+    throw new Error('no weights');
+  },
+};
+const prepared = preparePrefill({
+  config: FLASH_NEXT,
+  tokens: T,
+  tp: TP,
+  sp: 'on',
+  reduce: 'ring',
+  seed: 0,
+  subLayers: MODEL_SUB_LAYERS,
+  env: {},
+  weights,
+  pleTable: 'vocabParallel',
+});
 // hcsp model's default for the MTP head (off), as the issue's ~70 ms figure
 const atomMs = forecast({ device: builtInDevice('mi308x'), tp: TP, isl: T, concurrency: 1, mtp: false, config: FLASH_NEXT }).on.seconds * 1000;
 
 addon.setStubKernels(true);
 const rank0 = rankGraph(prepared.graph, 0);
-console.log(`Flash-Next prefill, T ${T}, tp ${TP}, SP on; kernels stubbed; best of ${RUNS} runs; ATOM-class GPU time per rank (hcsp model, MI308X): ${atomMs.toFixed(1)} ms`);
+console.log(
+  `Flash-Next prefill, T ${T}, tp ${TP}, SP on; kernels stubbed; best of ${RUNS} runs; ATOM-class GPU time per rank (hcsp model, MI308X): ${atomMs.toFixed(1)} ms`,
+);
 for (const device of ['host', 'emulated'] as const) {
   // every rank on one device, the collectives device ops: the run recorded once, replayed in one call
   const s = await time(prepared.graph, device);

@@ -50,7 +50,16 @@ export function diffRuns(graph: Graph, reference: RunResult, actual: RunResult):
       const r = compareBf16(got.data as Uint16Array, ref.data as Uint16Array);
       const cols = ref.shape.length ? ref.shape[ref.shape.length - 1] : 1;
       const rowUlp = rowScaledError(got.data as Uint16Array, ref.data as Uint16Array, ref.data.length / Math.max(cols, 1), cols).maxRowUlp;
-      differences.push({ id, ...where, differing: r.differing, count: r.count, maxUlp: r.maxUlp, rowUlp, histogram: r.histogram as Record<string, number>, originates });
+      differences.push({
+        id,
+        ...where,
+        differing: r.differing,
+        count: r.count,
+        maxUlp: r.maxUlp,
+        rowUlp,
+        histogram: r.histogram as Record<string, number>,
+        originates,
+      });
     } else {
       differences.push({ id, ...where, differing: -1, count: ref.data.length, maxUlp: Infinity, rowUlp: Infinity, histogram: {}, originates });
     }
@@ -62,7 +71,10 @@ export function diffRuns(graph: Graph, reference: RunResult, actual: RunResult):
 export function describeDifferences(diffs: ValueDifference[]): string {
   return diffs
     .slice(0, 20)
-    .map((d) => `${d.scope} (${d.op}) ${d.id}${d.originates ? '' : ' [inherited]'}: ${d.differing}/${d.count} differ, max ${d.maxUlp} ulp (${d.rowUlp} row-scaled), histogram ${JSON.stringify(d.histogram)}`)
+    .map(
+      (d) =>
+        `${d.scope} (${d.op}) ${d.id}${d.originates ? '' : ' [inherited]'}: ${d.differing}/${d.count} differ, max ${d.maxUlp} ulp (${d.rowUlp} row-scaled), histogram ${JSON.stringify(d.histogram)}`,
+    )
     .join('\n');
 }
 

@@ -140,7 +140,7 @@ describe('scripts/hf_golden_dump.py: the PyTorch golden-dump recipe', () => {
     for (const h of hooks) expect(`${h.dtype}${h.perRow ? ' [T]' : ''}`, h.name).toBe(names.get(h.name));
   });
 
-  it('writes every name of hcsp\'s dump, or says it cannot carry it (mtp.logits: the HF module has no MTP head)', () => {
+  it("writes every name of hcsp's dump, or says it cannot carry it (mtp.logits: the HF module has no MTP head)", () => {
     const { hooks, direct, notCarried } = readScript(text);
     const written = new Set([...hooks.map((h) => h.name), ...direct]);
     expect(notCarried).toEqual(['mtp.logits']);
@@ -148,15 +148,20 @@ describe('scripts/hf_golden_dump.py: the PyTorch golden-dump recipe', () => {
     expect([...written].filter((n) => !hcspDumpNames().has(n))).toEqual([]);
   });
 
-  it('refuses the old snippet\'s o[1] for the mix, a tuple taken whole, and a name hcsp does not dump', () => {
-    const o1 = text.replace('out_hook(layer.attn_hyper_connection, f"layers.{i}.attn_hc.mixed", lambda o: o[0])', 'out_hook(layer.attn_hyper_connection, f"layers.{i}.attn_hc.mixed", lambda o: o[1])');
+  it("refuses the old snippet's o[1] for the mix, a tuple taken whole, and a name hcsp does not dump", () => {
+    const o1 = text.replace(
+      'out_hook(layer.attn_hyper_connection, f"layers.{i}.attn_hc.mixed", lambda o: o[0])',
+      'out_hook(layer.attn_hyper_connection, f"layers.{i}.attn_hc.mixed", lambda o: o[1])',
+    );
     expect(o1).not.toBe(text);
     expect(readScript(o1).problems).toEqual([
       'layers.{i}.attn_hc.mixed: takes out layer.attn_hyper_connection hyper_input, the name is out layer.attn_hyper_connection mixed_input',
       'layers.{i}.attn_hc.mixed: no hook takes out layer.attn_hyper_connection mixed_input',
     ]);
     const mlp = text.replace('f"layers.{i}.mlp_hc.mixed", lambda o: o[0])', 'f"layers.{i}.mlp_hc.mixed", lambda o: o[1])');
-    expect(readScript(mlp).problems[0]).toBe('layers.{i}.mlp_hc.mixed: takes out layer.mlp_hyper_connection hyper_input, the name is out layer.mlp_hyper_connection mixed_input');
+    expect(readScript(mlp).problems[0]).toBe(
+      'layers.{i}.mlp_hc.mixed: takes out layer.mlp_hyper_connection hyper_input, the name is out layer.mlp_hyper_connection mixed_input',
+    );
     const whole = text.replace('out_hook(layer.self_attn, f"layers.{i}.attn.out", lambda o: o[0])', 'out_hook(layer.self_attn, f"layers.{i}.attn.out")');
     expect(readScript(whole).problems[0]).toBe('layers.{i}.attn.out: the whole tuple of layer.self_attn (attn_output, attn_weights)');
     const ids = text.replace('f"layers.{i}.mlp.topk_ids", lambda o: o[2]', 'f"layers.{i}.mlp.topk_ids", lambda o: o[1]');

@@ -22,8 +22,19 @@ describe('readControls', () => {
     const c = readControls(raw({ sp: 'on' }));
     expect(c.plan).toMatchObject({ tokens: 37, tp: 4, sp: 'on', reduce: 'ring', minTokensEnv: undefined });
     expect(c.plan.config.name).toBe('small');
-    expect(c.run).toEqual({ config: 'small', tokens: 37, tp: 4, seed: 5, subLayers: 'stand-in', a: { sp: 'on', reduce: 'ring' }, b: { sp: 'off', reduce: 'ring' } });
-    expect(readControls(raw({ bSp: 'on', bReduce: 'oneshot', minTokens: '0' }))).toMatchObject({ plan: { minTokensEnv: '0' }, run: { b: { sp: 'on', reduce: 'oneshot' } } });
+    expect(c.run).toEqual({
+      config: 'small',
+      tokens: 37,
+      tp: 4,
+      seed: 5,
+      subLayers: 'stand-in',
+      a: { sp: 'on', reduce: 'ring' },
+      b: { sp: 'off', reduce: 'ring' },
+    });
+    expect(readControls(raw({ bSp: 'on', bReduce: 'oneshot', minTokens: '0' }))).toMatchObject({
+      plan: { minTokensEnv: '0' },
+      run: { b: { sp: 'on', reduce: 'oneshot' } },
+    });
   });
 
   it("first load: the CLI's defaults (small, tp 4, seed 0) at T 300 with SP on, so the plan shows four shards and the run shards", () => {
@@ -31,7 +42,12 @@ describe('readControls', () => {
     const c = readControls(DEFAULT_CONTROLS);
     const v = planView(c.plan);
     expect(v.plan.sp).toBe(true);
-    expect(v.bands.map((b) => [b.start, b.end])).toEqual([[0, 75], [75, 150], [150, 225], [225, 300]]);
+    expect(v.bands.map((b) => [b.start, b.end])).toEqual([
+      [0, 75],
+      [75, 150],
+      [150, 225],
+      [225, 300],
+    ]);
     expect(c.run).toMatchObject({ config: 'small', tokens: 300, tp: 4, seed: 0, a: { sp: 'on' }, b: { sp: 'off' } });
   });
 

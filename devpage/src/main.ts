@@ -28,7 +28,8 @@ const field = (name: keyof RawControls): HTMLInputElement | HTMLSelectElement =>
 
 function fillOptions(): void {
   const config = field('config') as HTMLSelectElement;
-  for (const name of Object.keys(PRESETS)) config.append(h('option', { value: name, selected: name === 'small' }, name === 'flash-next' ? 'flash-next (plan only)' : name));
+  for (const name of Object.keys(PRESETS))
+    config.append(h('option', { value: name, selected: name === 'small' }, name === 'flash-next' ? 'flash-next (plan only)' : name));
   for (const alg of REDUCE_ALGORITHMS) {
     field('reduce').append(h('option', { value: alg }, alg));
     field('bReduce').append(h('option', { value: alg }, alg));

@@ -24,7 +24,14 @@ describe('gpu-check tiled exact GEMM step', () => {
     const run = fakeRunner({ exact: 20, oneThread: 5, vendor: 1000 });
     const { lines, failures } = await exactGemmStep(run, SHAPES, true);
     expect(failures).toEqual([]);
-    expect(run.calls).toEqual(['exact 4096x10240x324', 'oneThread 4096x10240x324', 'vendor 4096x10240x324', 'exact 4096x320x10240', 'oneThread 4096x320x10240', 'vendor 4096x320x10240']);
+    expect(run.calls).toEqual([
+      'exact 4096x10240x324',
+      'oneThread 4096x10240x324',
+      'vendor 4096x10240x324',
+      'exact 4096x320x10240',
+      'oneThread 4096x320x10240',
+      'vendor 4096x320x10240',
+    ]);
     expect(lines[0]).toBe("tiled exact GEMM (thresholds: >= 2% of the vendor GEMM's TFLOP/s, >= 4x the one-thread kernel's, the one-thread kernel's bits):");
     expect(lines[2]).toMatch(/^ {2}\[4096,10240\] x \[10240,324\] +20\.0 +5\.00 +1000 +2\.0% +4\.0x {2}pass$/);
     expect(lines).toHaveLength(4);
@@ -39,7 +46,11 @@ describe('gpu-check tiled exact GEMM step', () => {
     expect(slow.lines[2]).toMatch(/FAIL$/);
     const barely = await exactGemmStep(fakeRunner({ exact: 20, oneThread: 5.5, vendor: 100 }), SHAPES.slice(0, 1), true);
     expect(barely.failures).toEqual(["tiled exact GEMM [4096,10240] x [10240,324]: 20.0 TFLOP/s is under 4x the one-thread kernel's 5.50"]);
-    const wrong = await exactGemmStep(fakeRunner({ exact: 50, oneThread: 1, vendor: 100 }, (k) => Uint16Array.of(1, 2, k === 'exact' ? 4 : 3)), SHAPES.slice(1), true);
+    const wrong = await exactGemmStep(
+      fakeRunner({ exact: 50, oneThread: 1, vendor: 100 }, (k) => Uint16Array.of(1, 2, k === 'exact' ? 4 : 3)),
+      SHAPES.slice(1),
+      true,
+    );
     expect(wrong.failures).toEqual(["tiled exact GEMM [4096,320] x [320,10240]: its bits differ from the one-thread kernel's"]);
   });
 
@@ -52,7 +63,7 @@ describe('gpu-check tiled exact GEMM step', () => {
     expect(EXACT_GEMM_THRESHOLDS).toEqual({ ofVendor: 0.02, overOneThread: 4 });
   });
 
-  it('the device runner on the emulated device: both exact kernels give linearBf16\'s bits, timed', async () => {
+  it("the device runner on the emulated device: both exact kernels give linearBf16's bits, timed", async () => {
     const addon = loadNativeAddon();
     const gpu = addon.openGpu('emulated');
     const run = deviceGemmRunner(addon, gpu, 1);

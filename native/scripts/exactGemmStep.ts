@@ -81,7 +81,10 @@ export function deviceGemmRunner(addon: NativeAddon, gpu: GpuDevice, reps = 3): 
       let bits = new Uint16Array(0);
       for (let r = 0; r <= reps; r++) {
         const t0 = performance.now();
-        const y = kernel === 'oneThread' ? addon.testKernel('gemmLinearBf16', gpu, x, { w, kernel: 'oneThread' }) : (await addon.run('linear', [x, w], {}, kernel, gpu))[0]!;
+        const y =
+          kernel === 'oneThread'
+            ? addon.testKernel('gemmLinearBf16', gpu, x, { w, kernel: 'oneThread' })
+            : (await addon.run('linear', [x, w], {}, kernel, gpu))[0]!;
         if (r > 0) times.push((performance.now() - t0) / 1000);
         if (r === reps) bits = new Uint16Array(addon.download(y));
         addon.free(y);

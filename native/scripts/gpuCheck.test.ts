@@ -19,7 +19,9 @@ describe('gpu-check.sh', () => {
       const r = spawnSync('bash', [script], { encoding: 'utf8', env: { ...process.env, PATH: `${bin}:${process.env.PATH}` }, timeout: 60_000 });
       expect(r.status).toBe(2);
       expect(r.stderr).toMatch(/^gpu-check: node: .* \(v\d+\.\d+\.\d+\)$/m);
-      expect(r.stderr).toMatch(/gpu-check: no GPU found: nvidia-smi lists none \(or is absent\) and rocminfo lists none \(or is absent\); this check needs an AMD or NVIDIA GPU/);
+      expect(r.stderr).toMatch(
+        /gpu-check: no GPU found: nvidia-smi lists none \(or is absent\) and rocminfo lists none \(or is absent\); this check needs an AMD or NVIDIA GPU/,
+      );
     } finally {
       rmSync(bin, { recursive: true });
     }

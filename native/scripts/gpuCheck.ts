@@ -127,7 +127,7 @@ async function ncclRank(): Promise<string> {
   try {
     backend = (await createRocmBackend({ device, gemm: 'exact' })) as RocmBackend;
     const gpu = backend.gpu!;
-    let lib;
+    let lib: ReturnType<typeof NcclCommunicator.libraryOf>;
     try {
       lib = NcclCommunicator.libraryOf(gpu);
     } catch (e) {
@@ -163,12 +163,25 @@ async function ncclRank(): Promise<string> {
         ] as const
       ).map(([id, kind, rank]) => [id, { id, shape, dtype: 'bf16' as const, kind, rank }]),
     );
-    const node = (id: number, op: string, inputs: string[], outputs: string[], attrs: Record<string, unknown>) => ({ id, op, rank: null, inputs, outputs, attrs, scope: `gpu-check nccl ${op}`, layer: 0 });
+    const node = (id: number, op: string, inputs: string[], outputs: string[], attrs: Record<string, unknown>) => ({
+      id,
+      op,
+      rank: null,
+      inputs,
+      outputs,
+      attrs,
+      scope: `gpu-check nccl ${op}`,
+      layer: 0,
+    });
     const graph: Graph = {
       tp: 1,
       rank: 0,
       values,
-      nodes: [node(1, 'allReduce', ['x'], ['b'], { tp: 1, algorithm: 'ring' }), node(2, 'reduceScatter', ['b'], ['c'], { tp: 1, algorithm: 'ring' }), node(3, 'allGather', ['c'], ['d'], { tp: 1 })],
+      nodes: [
+        node(1, 'allReduce', ['x'], ['b'], { tp: 1, algorithm: 'ring' }),
+        node(2, 'reduceScatter', ['b'], ['c'], { tp: 1, algorithm: 'ring' }),
+        node(3, 'allGather', ['c'], ['d'], { tp: 1 }),
+      ],
       inputs: ['x'],
       outputs: ['d'],
       meta: {},
@@ -180,10 +193,13 @@ async function ncclRank(): Promise<string> {
       const r = await session.run(new Map([['x', x]]));
       const e = r.stats.engine!;
       const same = bytesOf(r.values.get('d')!).equals(bytesOf(x));
-      const clean = e.transfers.stagingToDeviceBytes === 0 && e.transfers.stagingFromDeviceBytes === 0 && e.device!.hostSyncs === 1 && e.device!.deviceAllocations === 0;
+      const clean =
+        e.transfers.stagingToDeviceBytes === 0 && e.transfers.stagingFromDeviceBytes === 0 && e.device!.hostSyncs === 1 && e.device!.deviceAllocations === 0;
       if (!same || !clean) {
         bad.push('device-buffer path');
-        say(`FAIL nccl device path: ${same ? '' : 'output differs from the input; '}staging ${e.transfers.stagingToDeviceBytes}/${e.transfers.stagingFromDeviceBytes} bytes, ${e.device!.hostSyncs} host syncs, ${e.device!.deviceAllocations} allocations`);
+        say(
+          `FAIL nccl device path: ${same ? '' : 'output differs from the input; '}staging ${e.transfers.stagingToDeviceBytes}/${e.transfers.stagingFromDeviceBytes} bytes, ${e.device!.hostSyncs} host syncs, ${e.device!.deviceAllocations} allocations`,
+        );
       }
       deviceLine = `; on device buffers: ${same && clean ? 'pass' : 'FAIL'} (${e.device!.hostSyncs} host sync, ${e.transfers.stagingToDeviceBytes + e.transfers.stagingFromDeviceBytes} staging bytes)`;
     } finally {
@@ -249,7 +265,10 @@ async function table(): Promise<string[]> {
   const square = device === 'emulated' ? 512 : 8192;
   const best = await gemmTime(square, square, square, modes[0]);
   const bestTflops = (2 * square ** 3) / best / 1e12;
-  lines.push(`GEMMs (${modes[0]} GEMM best on a square ${square}^3: ${bestTflops.toFixed(2)} TFLOP/s):`, '  shape                     gemm     TFLOP/s  of best');
+  lines.push(
+    `GEMMs (${modes[0]} GEMM best on a square ${square}^3: ${bestTflops.toFixed(2)} TFLOP/s):`,
+    '  shape                     gemm     TFLOP/s  of best',
+  );
   const r = FLASH_NEXT.hc.lowRank + FLASH_NEXT.hc.count;
   for (const [inF, outF] of [
     [width, r],
@@ -258,12 +277,18 @@ async function table(): Promise<string[]> {
     for (const m of modes) {
       const s = await gemmTime(T, inF, outF, m);
       const tf = (2 * T * inF * outF) / s / 1e12;
-      lines.push(`  [${T},${inF}] x [${inF},${outF}]`.padEnd(28) + `${m.padEnd(8)} ${tf.toFixed(3).padStart(8)}  ${((tf / bestTflops) * 100).toFixed(1).padStart(6)}%`);
+      lines.push(
+        `${`  [${T},${inF}] x [${inF},${outF}]`.padEnd(28)}${m.padEnd(8)} ${tf.toFixed(3).padStart(8)}  ${((tf / bestTflops) * 100).toFixed(1).padStart(6)}%`,
+      );
     }
   }
   // the tiled exact GEMM at the HC mix's shapes (T = 4096; 64 rows on the emulated device) against
   // the vendor GEMM and the one-thread kernel in this run, with its thresholds (exactGemmStep.ts)
-  const exactGemm = await exactGemmStep(deviceGemmRunner(addon, gpu.gpu!), hcMixGemmShapes(FLASH_NEXT, device === 'emulated' ? 64 : 4096), device !== 'emulated');
+  const exactGemm = await exactGemmStep(
+    deviceGemmRunner(addon, gpu.gpu!),
+    hcMixGemmShapes(FLASH_NEXT, device === 'emulated' ? 64 : 4096),
+    device !== 'emulated',
+  );
   lines.push(...exactGemm.lines);
   for (const f of exactGemm.failures) {
     failures++;
@@ -291,13 +316,18 @@ async function table(): Promise<string[]> {
       lines.push(v.line);
       if (!v.pass) failures++;
       // the model prices the graph's ops; the FP8 experts are not in the bf16 graph it builds
-      if (v.seconds !== undefined && op !== 'moeExpertsFp8Ptpc') measured.push({ name: `${op} (fast)`, seconds: v.seconds, shape: { op, tokens: small.T ?? 4096, kernels: 'fast' } });
+      if (v.seconds !== undefined && op !== 'moeExpertsFp8Ptpc')
+        measured.push({ name: `${op} (fast)`, seconds: v.seconds, shape: { op, tokens: small.T ?? 4096, kernels: 'fast' } });
     }
   }
   await gpu.dispose();
   // the cost model (hcsp model --engine hcsp) against what this run measured, on a device made of this run's ceilings
   const base = builtInDevice(device === 'hip' ? 'mi308x' : 'h200');
-  const deviceJson = measuredDeviceJson(base, { copyGBps: copyGbps, matrixBf16Tflops: bestTflops }, `gpu-check ${new Date().toISOString().slice(0, 10)} on ${device}`);
+  const deviceJson = measuredDeviceJson(
+    base,
+    { copyGBps: copyGbps, matrixBf16Tflops: bestTflops },
+    `gpu-check ${new Date().toISOString().slice(0, 10)} on ${device}`,
+  );
   const modelDevice = parseDevice(deviceJson, 'gpu-check');
   lines.push(...formatModelRows(measuredVsPredicted(measured, modelDevice, small.config ?? FLASH_NEXT), modelDevice));
   const deviceOut = args.get('device-out');
@@ -354,7 +384,9 @@ async function engineStep(): Promise<string[]> {
         `engine: ${config.name} layers 2-3 (GDN + attention, MoE each), T=${T}, tp 1: prepare ${prepareSeconds.toFixed(1)} s, second run ${second.stats.seconds.toFixed(4)} s ${ok ? 'pass' : 'FAIL (must be one replay of the recorded run, allocate nothing and sync at most once)'}`,
         `  second run: ${d.kernelLaunches} launches, ${d.hostSyncs} host syncs, ${d.deviceAllocations} device allocations, ${d.deviceFrees} frees, ${d.memsets} memsets, ${d.bytesToDevice} bytes to and ${d.bytesFromDevice} from the device; ${e.recorded ? 'one replay of the recorded run' : 'node by node'}, host enqueue ${(e.enqueueSeconds * 1000).toFixed(1)} ms, wait ${(e.waitSeconds * 1000).toFixed(1)} ms`,
         `  per layer (each node waited for): ${[...byLayer].map(([l, s]) => `${l < 0 ? 'embed/head' : `L${l}`} ${s.toFixed(4)} s`).join(', ')}`,
-        ...(vendor ? [`  vendor GEMM: ${vendor.plans} plans, ${vendor.heuristicQueries} heuristic queries, ${vendor.fallbacks.length} shapes on the exact kernel`] : []),
+        ...(vendor
+          ? [`  vendor GEMM: ${vendor.plans} plans, ${vendor.heuristicQueries} heuristic queries, ${vendor.fallbacks.length} shapes on the exact kernel`]
+          : []),
       );
     } finally {
       await session.dispose();

@@ -6,8 +6,14 @@ import { attentionChainGraph, attentionKeptFlops, attentionMinBytes, attentionSt
 describe('gpu-check tiled attention threshold', () => {
   it('passes within 3x of its math at the matrix ceiling and fails past it', () => {
     // 300 TFLOP in 1 s against a 900 TFLOP/s ceiling: exactly 3x its math
-    expect(attentionVerdict(1, 300e12, 1e9, 900)).toEqual({ pass: true, line: expect.stringMatching(/^ {2}attnCausalQsa +1\.000000 s +300\.00 TFLOP\/s +1\.0 GB\/s {2}3\.00x its math at 900\.0 TFLOP\/s {2}pass$/) });
-    expect(attentionVerdict(1.01, 300e12, 1e9, 900)).toEqual({ pass: false, line: expect.stringMatching(/3\.03x its math at 900\.0 TFLOP\/s {2}FAIL \(over 3x\)$/) });
+    expect(attentionVerdict(1, 300e12, 1e9, 900)).toEqual({
+      pass: true,
+      line: expect.stringMatching(/^ {2}attnCausalQsa +1\.000000 s +300\.00 TFLOP\/s +1\.0 GB\/s {2}3\.00x its math at 900\.0 TFLOP\/s {2}pass$/),
+    });
+    expect(attentionVerdict(1.01, 300e12, 1e9, 900)).toEqual({
+      pass: false,
+      line: expect.stringMatching(/3\.03x its math at 900\.0 TFLOP\/s {2}FAIL \(over 3x\)$/),
+    });
     expect(attentionVerdict(0, 1e12, 1, 900).pass).toBe(false);
     expect(attentionVerdict(-1e-3, 1e12, 1, 900).pass).toBe(false);
   });
@@ -27,7 +33,7 @@ describe('gpu-check tiled attention step on the emulated device', () => {
   let backend: RocmBackend;
   afterAll(async () => backend?.dispose());
 
-  it('the chained graph gives the CPU reference\'s bits with the exact kernels', async () => {
+  it("the chained graph gives the CPU reference's bits with the exact kernels", async () => {
     backend = (await createRocmBackend({ device: 'emulated', gemm: 'exact', kernels: 'exact' })) as RocmBackend;
     // small at T 80: rows past 67 drop blocks
     const { graph, weights } = attentionChainGraph(SMALL, 80, 3);
@@ -41,7 +47,9 @@ describe('gpu-check tiled attention step on the emulated device', () => {
   it('the step times the fast kernel and judges it against the ceiling', async () => {
     backend = (await createRocmBackend({ device: 'emulated', gemm: 'exact', kernels: 'fast' })) as RocmBackend;
     const fast = await attentionStep(backend, 1e-12, { config: SMALL, T: 64, reps: 3, runs: 1 });
-    expect(fast[0]!.line).toMatch(/^tiled attention \(attnCausalQsa, kernels fast\) at T=64, small: 8 heads \/ 2 KV heads, hd 32, QSA 16 blocks of 4; 0\.0 GFLOP over the kept keys \(within 3x of its math at the matrix ceiling\):$/);
+    expect(fast[0]!.line).toMatch(
+      /^tiled attention \(attnCausalQsa, kernels fast\) at T=64, small: 8 heads \/ 2 KV heads, hd 32, QSA 16 blocks of 4; 0\.0 GFLOP over the kept keys \(within 3x of its math at the matrix ceiling\):$/,
+    );
     expect(fast[1]!.line).toMatch(/^ {2}attnCausalQsa +-?\d+\.\d+ s/);
     // a ceiling no device reaches: the step cannot pass
     const slow = await attentionStep(backend, 1e12, { config: SMALL, T: 64, reps: 2, runs: 1 });

@@ -17,7 +17,6 @@ import type { Verdict } from './gpuCheckVerdict.ts';
 /** the kernel must run within this factor of its kept-key math at the matrix ceiling */
 export const ATTN_MATH_FACTOR = 3;
 
-
 /** attnCausalQsa's attributes for a config at tp 1 */
 export function attentionAttrs(config: ModelConfig): { heads: number; kvHeads: number; headDim: number; scale: number; compressRatio: number; width: number } {
   const { numHeads, numKvHeads, headDim } = config.attention;
@@ -74,7 +73,15 @@ export function attentionChainGraph(config: ModelConfig, T: number, reps: number
   const iq = weight('indexer.q', [T, ix.nHeads * ix.headDim], 1);
   const kb = weight('indexer.kb', [Math.floor(T / a.compressRatio), ix.headDim], 1);
   const blocks = b.value('blocks', [T, a.width], 'i32', 0);
-  b.node({ op: 'qsaSelect', rank: 0, layer: 0, scope: 'select', inputs: [iq, kb], outputs: [blocks], attrs: { r0: 0, tokens: T, nHeads: ix.nHeads, headDim: ix.headDim, compressRatio: a.compressRatio, width: a.width } });
+  b.node({
+    op: 'qsaSelect',
+    rank: 0,
+    layer: 0,
+    scope: 'select',
+    inputs: [iq, kb],
+    outputs: [blocks],
+    attrs: { r0: 0, tokens: T, nHeads: ix.nHeads, headDim: ix.headDim, compressRatio: a.compressRatio, width: a.width },
+  });
   let q = weight('q', [T, a.heads * a.headDim], 1);
   const k = weight('k', [T, a.kvHeads * a.headDim], 1);
   const v = weight('v', [T, a.kvHeads * a.headDim], 1);
@@ -96,7 +103,11 @@ async function timeRuns(backend: Backend, config: ModelConfig, T: number, reps: 
 }
 
 /** the step: one launch's seconds (a reps chain less a one-launch chain, over reps - 1) against the matrix ceiling; the header first */
-export async function attentionStep(backend: Backend, matrixTflops: number, options: { config?: ModelConfig; T?: number; reps?: number; runs?: number } = {}): Promise<Verdict[]> {
+export async function attentionStep(
+  backend: Backend,
+  matrixTflops: number,
+  options: { config?: ModelConfig; T?: number; reps?: number; runs?: number } = {},
+): Promise<Verdict[]> {
   const config = options.config ?? FLASH_NEXT;
   const T = options.T ?? 4096;
   const reps = Math.max(2, options.reps ?? 6);
@@ -110,5 +121,8 @@ export async function attentionStep(backend: Backend, matrixTflops: number, opti
   const header =
     `tiled attention (attnCausalQsa, kernels fast) at T=${T}, ${config.name}: ${a.heads} heads / ${a.kvHeads} KV heads, hd ${a.headDim}, QSA ${a.width} blocks of ${a.compressRatio}; ` +
     `${(flops / 1e9).toFixed(1)} GFLOP over the kept keys (within ${ATTN_MATH_FACTOR}x of its math at the matrix ceiling):`;
-  return [{ line: header, pass: true }, { ...attentionVerdict(seconds, flops, attentionMinBytes(config, T), matrixTflops), seconds }];
+  return [
+    { line: header, pass: true },
+    { ...attentionVerdict(seconds, flops, attentionMinBytes(config, T), matrixTflops), seconds },
+  ];
 }

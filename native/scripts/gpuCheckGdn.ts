@@ -18,7 +18,6 @@ export const GDN_MATH_FACTOR = 3;
 /** tokens per chunk (kernels/gdn_chunked.h HCSP_GDN_CHUNK) */
 export const GDN_CHUNK = 64;
 
-
 /** gdnRecurrence's attributes for a config at tp 1 */
 export function gdnAttrs(config: ModelConfig): { keyHeads: number; valueHeads: number; keyDim: number; valueDim: number; scale: number; l2Eps: number } {
   const { numKeyHeads, numValueHeads, keyHeadDim, valueHeadDim } = config.linearAttention;
@@ -118,5 +117,8 @@ export async function gdnStep(
   const header =
     `chunked GatedDeltaNet (gdnRecurrence, kernels fast) at T=${T}, ${config.name}: ${a.keyHeads} key / ${a.valueHeads} value heads, dk ${a.keyDim} dv ${a.valueDim}, chunks of ${GDN_CHUNK}; ` +
     `${(flops / 1e9).toFixed(1)} GFLOP (within ${GDN_MATH_FACTOR}x of its math at the matrix ceiling):`;
-  return [{ line: header, pass: true }, { ...gdnVerdict(seconds, flops, gdnMinBytes(config, T), matrixTflops), seconds }];
+  return [
+    { line: header, pass: true },
+    { ...gdnVerdict(seconds, flops, gdnMinBytes(config, T), matrixTflops), seconds },
+  ];
 }

@@ -6,7 +6,10 @@ import { bandwidthVerdict, hcBandwidthStep, hcChainGraph, hcKernelBytes, spStack
 describe('gpu-check HC thresholds', () => {
   it('a kernel passes at 70% of the copy bandwidth and fails below it', () => {
     // 70 GB moved in 1 s against a 100 GB/s copy: exactly 70%
-    expect(bandwidthVerdict('hcGatedMean', 1, 70e9, 100)).toEqual({ pass: true, line: expect.stringMatching(/^ {2}hcGatedMean +1\.000000 +70\.0 +70% {2}pass$/) });
+    expect(bandwidthVerdict('hcGatedMean', 1, 70e9, 100)).toEqual({
+      pass: true,
+      line: expect.stringMatching(/^ {2}hcGatedMean +1\.000000 +70\.0 +70% {2}pass$/),
+    });
     expect(bandwidthVerdict('hcGatedMean', 1, 69.9e9, 100)).toEqual({ pass: false, line: expect.stringMatching(/ 70% {2}FAIL \(under 70% of copy\)$/) });
     expect(bandwidthVerdict('hcCombineNorm', 0, 1e9, 100).pass).toBe(false);
     expect(bandwidthVerdict('hcCombineNorm', 1, 1e9, 0).pass).toBe(false);
@@ -14,7 +17,10 @@ describe('gpu-check HC thresholds', () => {
 
   it('SP on passes within 1/tp + 15% of SP off', () => {
     expect(spVerdict(2, 1, 0.65, 'x').pass).toBe(true);
-    expect(spVerdict(2, 1, 0.66, 'x')).toEqual({ pass: false, line: 'SP: HC time per rank, x, tp 2: off 1.00000 s, on 0.66000 s, on/off 0.660 (at most 1/tp + 0.15 = 0.650) FAIL' });
+    expect(spVerdict(2, 1, 0.66, 'x')).toEqual({
+      pass: false,
+      line: 'SP: HC time per rank, x, tp 2: off 1.00000 s, on 0.66000 s, on/off 0.660 (at most 1/tp + 0.15 = 0.650) FAIL',
+    });
     expect(spVerdict(4, 1, 0.4, 'x').pass).toBe(true);
     expect(spVerdict(2, 0, 0, 'x').pass).toBe(false);
   });
@@ -31,7 +37,7 @@ describe('gpu-check HC steps on the emulated device', () => {
   let backend: RocmBackend;
   afterAll(async () => backend?.dispose());
 
-  it('the chained graphs give the CPU reference\'s bits on the device', async () => {
+  it("the chained graphs give the CPU reference's bits on the device", async () => {
     backend = (await createRocmBackend({ device: 'emulated', gemm: 'exact' })) as RocmBackend;
     for (const op of ['hcCombineNorm', 'hcGatedMean'] as const) {
       const { graph, weights } = hcChainGraph(op, SMALL, 9, 4);
@@ -44,7 +50,9 @@ describe('gpu-check HC steps on the emulated device', () => {
 
   it('the bandwidth step times both kernels and judges them against the copy bandwidth', async () => {
     const fast = await hcBandwidthStep(backend, 1e-9, { config: SMALL, T: 16, reps: 2 });
-    expect(fast[0]!.line).toMatch(/^HC kernels at T=16, full dimensions \(small\), each chained 2 times in one recorded run \(at least 70% of copy\):\n {2}kernel/);
+    expect(fast[0]!.line).toMatch(
+      /^HC kernels at T=16, full dimensions \(small\), each chained 2 times in one recorded run \(at least 70% of copy\):\n {2}kernel/,
+    );
     expect(fast.slice(1).map((v) => [v.line.trim().split(' ')[0], v.pass])).toEqual([
       ['hcCombineNorm', true],
       ['hcGatedMean', true],
@@ -55,7 +63,9 @@ describe('gpu-check HC steps on the emulated device', () => {
 
   it('the SP step times the HC ops of the stack with SP off and on at tp 2', async () => {
     const v = await spStep(backend, { config: spStackConfig(SMALL), T: 64, tp: 2, layers: [0, 2] });
-    expect(v.line).toMatch(/^SP: HC time per rank, small HC stack layers 0-1, T=64, tp 2: off \d+\.\d+ s, on \d+\.\d+ s, on\/off \d+\.\d+ \(at most 1\/tp \+ 0\.15 = 0\.650\) (pass|FAIL)$/);
+    expect(v.line).toMatch(
+      /^SP: HC time per rank, small HC stack layers 0-1, T=64, tp 2: off \d+\.\d+ s, on \d+\.\d+ s, on\/off \d+\.\d+ \(at most 1\/tp \+ 0\.15 = 0\.650\) (pass|FAIL)$/,
+    );
     expect(v.pass).toBe(/ pass$/.test(v.line));
   }, 120_000);
 });

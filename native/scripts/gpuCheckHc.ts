@@ -30,7 +30,6 @@ export const SP_SLACK = 0.15;
 /** the HC ops whose time the SP step sums */
 export const HC_OPS: ReadonlySet<string> = new Set(['hcCombineNorm', 'hcScaledSilu', 'hcGatedMean', 'hcCombine', 'hcExpand']);
 
-
 /** the bytes an HC kernel must move at T rows (bf16 reads + writes; the weights and logits too) */
 export function hcKernelBytes(op: 'hcCombineNorm' | 'hcGatedMean', config: ModelConfig, T: number): number {
   const h = config.hiddenSize;
@@ -65,7 +64,12 @@ export function spVerdict(tp: number, offSeconds: number, onSeconds: number, wha
  * hcGatedMean cycles over three (up, normed) pairs, so that its reads do not come from a cache.
  * The output: the last result's first column.
  */
-export function hcChainGraph(op: 'hcCombineNorm' | 'hcGatedMean', config: ModelConfig, T: number, reps: number): { graph: Graph; weights: SyntheticWeightSource } {
+export function hcChainGraph(
+  op: 'hcCombineNorm' | 'hcGatedMean',
+  config: ModelConfig,
+  T: number,
+  reps: number,
+): { graph: Graph; weights: SyntheticWeightSource } {
   const h = config.hiddenSize;
   const n = config.hc.count;
   const width = n * h;
@@ -75,7 +79,8 @@ export function hcChainGraph(op: 'hcCombineNorm' | 'hcGatedMean', config: ModelC
     specs.push({ name, shape, dtype: 'bf16', init: { kind: 'normal', std } });
     return b.weight({ name }, shape);
   };
-  const node = (k: number, inputs: string[], outputs: string[], attrs: Record<string, unknown>) => b.node({ op, rank: 0, layer: 0, scope: `${op}.${k}`, inputs, outputs, attrs });
+  const node = (k: number, inputs: string[], outputs: string[], attrs: Record<string, unknown>) =>
+    b.node({ op, rank: 0, layer: 0, scope: `${op}.${k}`, inputs, outputs, attrs });
   let last: string;
   if (op === 'hcCombineNorm') {
     let x = weight('x', [T, width], 1);
@@ -103,13 +108,24 @@ export function hcChainGraph(op: 'hcCombineNorm' | 'hcGatedMean', config: ModelC
 }
 
 /** seconds per launch of the chained op: the median recorded run (after a warm-up) over reps */
-export async function timeChain(backend: Backend, op: 'hcCombineNorm' | 'hcGatedMean', config: ModelConfig, T: number, reps: number, runs = 5): Promise<number> {
+export async function timeChain(
+  backend: Backend,
+  op: 'hcCombineNorm' | 'hcGatedMean',
+  config: ModelConfig,
+  T: number,
+  reps: number,
+  runs = 5,
+): Promise<number> {
   const { graph, weights } = hcChainGraph(op, config, T, reps);
   return (await medianRunSeconds(backend, graph, weights, runs)) / reps;
 }
 
 /** step 1: each fused HC kernel's line against the copy bandwidth; the header first */
-export async function hcBandwidthStep(backend: Backend, copyGbps: number, options: { config?: ModelConfig; T?: number; reps?: number } = {}): Promise<Verdict[]> {
+export async function hcBandwidthStep(
+  backend: Backend,
+  copyGbps: number,
+  options: { config?: ModelConfig; T?: number; reps?: number } = {},
+): Promise<Verdict[]> {
   const config = options.config ?? FLASH_NEXT;
   const T = options.T ?? 4096;
   const reps = options.reps ?? 20;
@@ -132,7 +148,15 @@ export function spStackConfig(base: ModelConfig = FLASH_NEXT): ModelConfig {
 }
 
 /** seconds of the HC ops per rank in one run of the stack (each node waited for), median of runs after a warm-up */
-export async function spHcSeconds(backend: Backend, config: ModelConfig, T: number, tp: number, sp: 'on' | 'off', layers: [number, number], runs = 3): Promise<number> {
+export async function spHcSeconds(
+  backend: Backend,
+  config: ModelConfig,
+  T: number,
+  tp: number,
+  sp: 'on' | 'off',
+  layers: [number, number],
+  runs = 3,
+): Promise<number> {
   const p = preparePrefill({ config, tokens: T, tp, sp, reduce: 'ring', seed: 2, subLayers: STAND_IN_SUB_LAYERS, layers });
   const prepared = await backend.prepare(p.graph, p.weights as SyntheticWeightSource);
   try {

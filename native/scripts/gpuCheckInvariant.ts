@@ -11,7 +11,6 @@ import { FLASH_NEXT, MODEL_SUB_LAYERS, preparePrefill, runOnce, SMALL, type Mode
 import { createRocmBackend, type GemmMode, type KernelMode } from '@hcsp/backend-rocm';
 import type { Verdict } from './gpuCheckVerdict.ts';
 
-
 export interface InvariantStepOptions {
   config?: ModelConfig;
   tokens?: number;
@@ -58,7 +57,9 @@ export async function spInvariantStep(device: 'hip' | 'cuda' | 'emulated', optio
   const prepared = (sp: SpMode) =>
     preparePrefill({ config, tokens, tp: 2, sp, reduce: 'ring', seed: 7, subLayers: MODEL_SUB_LAYERS, ...(layers ? { layers } : {}) });
   const span = layers ? `layers ${layers[0]}-${layers[1] - 1}` : 'all layers';
-  const out: Verdict[] = [{ line: `SP on vs off, tp 2 on one ${device} device: ${config.name} ${span}, T=${tokens}, final outputs compared bit for bit`, pass: true }];
+  const out: Verdict[] = [
+    { line: `SP on vs off, tp 2 on one ${device} device: ${config.name} ${span}, T=${tokens}, final outputs compared bit for bit`, pass: true },
+  ];
   for (const { gemm, required } of invariantModes(device)) {
     const t0 = performance.now();
     const backend = await createRocmBackend({ device, gemm, ...(options.kernels ? { kernels: options.kernels } : {}) });
@@ -67,7 +68,13 @@ export async function spInvariantStep(device: 'hip' | 'cuda' | 'emulated', optio
         const p = prepared(sp);
         const r = await runOnce(backend, p.graph, p.feeds, p.weights);
         const o = p.outputs;
-        const named: Record<string, string | null> = { h: o.h, mtpState: o.mtpState, logits: o.logits, nextTokens: o.nextTokens, mtpLogits: o.mtp?.logits ?? null };
+        const named: Record<string, string | null> = {
+          h: o.h,
+          mtpState: o.mtpState,
+          logits: o.logits,
+          nextTokens: o.nextTokens,
+          mtpLogits: o.mtp?.logits ?? null,
+        };
         return Object.fromEntries(Object.entries(named).flatMap(([k, id]) => (id === null ? [] : [[k, bitsOf(r.values.get(id)!)]])));
       };
       const on = await run('on');

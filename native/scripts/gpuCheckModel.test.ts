@@ -37,7 +37,9 @@ describe('gpu-check: measured vs predicted (issue 27)', () => {
     const text = formatModelRows(rows, mi).join('\n');
     expect(text).toMatch(/^cost model \(--engine hcsp\) on mi308x \(built-in\): measured vs predicted per kernel$/m);
     expect(text).toMatch(/gdn chunked +2000 +\d/);
-    expect(() => measuredVsPredicted([{ name: 'x', seconds: 1, shape: { op: 'noSuchOp', tokens: 64, kernels: 'fast' } }], mi)).toThrow("gpu-check model: op 'noSuchOp' is not in the flash-next graph");
+    expect(() => measuredVsPredicted([{ name: 'x', seconds: 1, shape: { op: 'noSuchOp', tokens: 64, kernels: 'fast' } }], mi)).toThrow(
+      "gpu-check model: op 'noSuchOp' is not in the flash-next graph",
+    );
     // layer 2's first combine-norm applies the pending combine (the GPU check's case): more bytes than layer 0's first, which has none
     const cn = (layer?: number) => predictKernel({ op: 'hcCombineNorm', tokens: 4096, kernels: 'fast', ...(layer === undefined ? {} : { layer }) }, mi);
     expect(cn(2)).toBeGreaterThan(cn());

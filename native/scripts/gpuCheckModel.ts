@@ -53,7 +53,9 @@ export function predictKernel(shape: KernelShape, device: Device, config: ModelC
     const actBytes = (m * k + m * n) * 2;
     const weightBytes = k * n * 2;
     // the exact GEMM (gemm.cu) sums in k order with fp32 FMAs on the vector units
-    const c: OpCost = shape.vendor ? { ...ZERO, matrixFlops: flops, actBytes, weightBytes, gemms: [{ rows: [m], n, flops, fp8: false }] } : { ...ZERO, vectorFlops: flops, actBytes, weightBytes };
+    const c: OpCost = shape.vendor
+      ? { ...ZERO, matrixFlops: flops, actBytes, weightBytes, gemms: [{ rows: [m], n, flops, fp8: false }] }
+      : { ...ZERO, vectorFlops: flops, actBytes, weightBytes };
     return nodeSeconds(c, 'gemm', device, PEAK, 1).seconds;
   }
   const key = `${config.name}/${shape.tokens}/${shape.kernels}`;
@@ -64,7 +66,8 @@ export function predictKernel(shape: KernelShape, device: Device, config: ModelC
     graphs.set(key, priced);
   }
   const node = priced.nodes.find((x) => x.op === shape.op && (shape.layer === undefined || x.layer === shape.layer));
-  if (!node) throw new Error(`gpu-check model: op '${shape.op}' is not in the ${config.name} graph${shape.layer === undefined ? '' : ` at layer ${shape.layer}`}`);
+  if (!node)
+    throw new Error(`gpu-check model: op '${shape.op}' is not in the ${config.name} graph${shape.layer === undefined ? '' : ` at layer ${shape.layer}`}`);
   return node.seconds;
 }
 
@@ -81,7 +84,10 @@ const us = (s: number) => (s * 1e6).toPrecision(4);
 
 /** The table as the check prints it. */
 export function formatModelRows(rows: readonly ModelRow[], device: Device): string[] {
-  const table = [['kernel', 'measured us', 'predicted us', 'measured/predicted'], ...rows.map((r) => [r.kernel, us(r.measured), us(r.predicted), r.ratio.toFixed(2)])];
+  const table = [
+    ['kernel', 'measured us', 'predicted us', 'measured/predicted'],
+    ...rows.map((r) => [r.kernel, us(r.measured), us(r.predicted), r.ratio.toFixed(2)]),
+  ];
   const widths = table[0].map((_, c) => Math.max(...table.map((r) => r[c].length)));
   return [
     `cost model (--engine hcsp) on ${device.name} (${device.origin}): measured vs predicted per kernel`,
@@ -109,7 +115,8 @@ export interface MeasuredCeilings {
  */
 export function measuredDeviceJson(base: Device, ceilings: MeasuredCeilings, what: string): Record<string, unknown> {
   const figures: Record<string, unknown> = {};
-  for (const [name, f] of Object.entries(base.figures)) if (f) figures[name] = { value: f.value, source: f.source, published: f.published, ...(f.range ? { range: f.range } : {}) };
+  for (const [name, f] of Object.entries(base.figures))
+    if (f) figures[name] = { value: f.value, source: f.source, published: f.published, ...(f.range ? { range: f.range } : {}) };
   const measured = (name: DeviceFigureName, value: number | undefined, how: string) => {
     if (value === undefined) return;
     if (!(Number.isFinite(value) && value > 0)) throw new Error(`gpu-check model: measured ${name} must be a positive number, got ${value}`);
@@ -120,13 +127,14 @@ export function measuredDeviceJson(base: Device, ceilings: MeasuredCeilings, wha
   measured('matrixFp8Tflops', ceilings.matrixFp8Tflops, "the vendor GEMM's best fp8 TFLOP/s");
   measured('kernelLaunchUs', ceilings.kernelLaunchUs, 'one launch of a chained run');
   measured('hostSyncUs', ceilings.hostSyncUs, 'one host sync');
-  if (ceilings.matrixBf16Tflops !== undefined) figures.gemmFraction = { value: 1, source: `measured by ${what}: the matrix rate above is the library's achieved rate`, published: false };
+  if (ceilings.matrixBf16Tflops !== undefined)
+    figures.gemmFraction = { value: 1, source: `measured by ${what}: the matrix rate above is the library's achieved rate`, published: false };
   return { name: `${base.name}-measured`, description: `${base.description} (figures measured by ${what} where it could)`, topology: base.topology, figures };
 }
 
 /** Writes the description whole or not at all (a temporary file renamed into place). */
 export function writeMeasuredDevice(path: string, json: Record<string, unknown>): void {
   const tmp = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify(json, null, 2) + '\n');
+  writeFileSync(tmp, `${JSON.stringify(json, null, 2)}\n`);
   renameSync(tmp, path);
 }

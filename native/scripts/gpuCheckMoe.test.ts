@@ -13,8 +13,14 @@ describe('gpu-check MoE threshold', () => {
 
   it('passes at 2x the weight bytes at the copy bandwidth and fails past it', () => {
     // 100 GB of weights at 100 GB/s: 1 s, so the limit is 2 s
-    expect(moeVerdict('moeExperts', 2, 100e9, 1e12, 100)).toEqual({ pass: true, line: expect.stringMatching(/^ {2}moeExperts +2\.000000 s +50\.0 GB\/s of weights +0\.50 TFLOP\/s {2}\(limit 2\.000000 s\) pass$/) });
-    expect(moeVerdict('moeExperts', 2.001, 100e9, 1e12, 100)).toEqual({ pass: false, line: expect.stringMatching(/FAIL \(over 2x the weights at copy speed\)$/) });
+    expect(moeVerdict('moeExperts', 2, 100e9, 1e12, 100)).toEqual({
+      pass: true,
+      line: expect.stringMatching(/^ {2}moeExperts +2\.000000 s +50\.0 GB\/s of weights +0\.50 TFLOP\/s {2}\(limit 2\.000000 s\) pass$/),
+    });
+    expect(moeVerdict('moeExperts', 2.001, 100e9, 1e12, 100)).toEqual({
+      pass: false,
+      line: expect.stringMatching(/FAIL \(over 2x the weights at copy speed\)$/),
+    });
     expect(moeVerdict('moeExperts', 0, 100e9, 1e12, 100).pass).toBe(false);
     expect(moeVerdict('moeExperts', 1, 100e9, 1e12, 0).pass).toBe(false);
   });
@@ -27,7 +33,9 @@ describe('gpu-check MoE step on the emulated device', () => {
   it('times the fast experts at small shapes and judges them against the copy bandwidth', async () => {
     backend = (await createRocmBackend({ device: 'emulated', gemm: 'exact', kernels: 'fast' })) as RocmBackend;
     const fast = await moeStep(backend, 1e-9, { config: SMALL, T: 16, runs: 1 });
-    expect(fast[0]!.line).toMatch(/^MoE experts \(moeExperts, bf16, kernels fast\) at T=16, tp 1, small: 16 experts, topK 4, H 128, inter 32; 0\.00 GB of weights, 0\.0 GFLOP \(at most 2x/);
+    expect(fast[0]!.line).toMatch(
+      /^MoE experts \(moeExperts, bf16, kernels fast\) at T=16, tp 1, small: 16 experts, topK 4, H 128, inter 32; 0\.00 GB of weights, 0\.0 GFLOP \(at most 2x/,
+    );
     expect(fast[1]!.pass).toBe(true);
     const slow = await moeStep(backend, 1e12, { config: SMALL, T: 16, runs: 1 });
     expect(slow[1]!.pass).toBe(false);

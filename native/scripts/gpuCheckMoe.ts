@@ -19,7 +19,6 @@ import type { Verdict } from './gpuCheckVerdict.ts';
 /** the MoE's time may be at most this many times its weight bytes at the copy bandwidth */
 export const MOE_COPY_FACTOR = 2;
 
-
 /** the bytes of the experts' weights a rank reads (bf16 gate-up [2I, H] and down [H, I] per expert) */
 export function moeWeightBytes(config: ModelConfig, numLocal = config.moe.numExperts): number {
   return numLocal * 3 * config.hiddenSize * config.moe.intermediate * 2;

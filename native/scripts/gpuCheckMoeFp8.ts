@@ -52,7 +52,12 @@ export async function timeMoeExpertsFp8(backend: RocmBackend, config: ModelConfi
     const route = (await addon.run('moeRoute', [logits], { topK, normTopkProb }, backend.gemm, gpu)) as NativeTensor[];
     held.push(...route);
     inputs.push(route[0]!, route[1]!);
-    inputs.push(up('fp8e4m3fn', [E * 2 * I, H], gu.q), up('f32', [E * 2 * I], gu.scale(E * 2 * I)), up('fp8e4m3fn', [E * H, I], dn.q), up('f32', [E * H], dn.scale(E * H)));
+    inputs.push(
+      up('fp8e4m3fn', [E * 2 * I, H], gu.q),
+      up('f32', [E * 2 * I], gu.scale(E * 2 * I)),
+      up('fp8e4m3fn', [E * H, I], dn.q),
+      up('f32', [E * H], dn.scale(E * H)),
+    );
     const attrs = { firstExpert: 0, numLocal: E, intermediate: I, format: 'e4m3fn', style: 'reciprocal', scaleOrder: 'weightFirst' };
     return await warmMedianSeconds(runs, async () => {
       const [routed] = (await addon.run('moeExpertsFp8Ptpc', inputs, attrs, backend.gemm, gpu)) as NativeTensor[];
@@ -64,7 +69,11 @@ export async function timeMoeExpertsFp8(backend: RocmBackend, config: ModelConfi
 }
 
 /** the step: the header, then the FP8 experts' line against the copy bandwidth */
-export async function moeFp8Step(backend: RocmBackend, copyGbps: number, options: { config?: ModelConfig; T?: number; runs?: number } = {}): Promise<Verdict[]> {
+export async function moeFp8Step(
+  backend: RocmBackend,
+  copyGbps: number,
+  options: { config?: ModelConfig; T?: number; runs?: number } = {},
+): Promise<Verdict[]> {
   const config = options.config ?? FLASH_NEXT;
   const T = options.T ?? 4096;
   const { numExperts: E, topK, intermediate: I } = config.moe;

@@ -13,7 +13,11 @@ export function canonicalAttnMoeCases(): OpCase[] {
   const own = new Rng(2206);
   const size = (shape: number[]) => shape.reduce((a, d) => a * d, 1);
   const rand = (shape: number[], std: number): Tensor => ({ dtype: 'bf16', shape, data: own.fillBf16Normal(size(shape), std) });
-  const bits = (shape: number[], value: (j: number) => number): Tensor => ({ dtype: 'bf16', shape, data: Uint16Array.from({ length: size(shape) }, (_, j) => f32ToBf16(value(j))) });
+  const bits = (shape: number[], value: (j: number) => number): Tensor => ({
+    dtype: 'bf16',
+    shape,
+    data: Uint16Array.from({ length: size(shape) }, (_, j) => f32ToBf16(value(j))),
+  });
   /** each row keeps its latest min(width, nb) complete blocks, ascending, then -1 */
   const latestBlocks = (T: number, width: number, ratio: number): Tensor => ({
     dtype: 'i32',

@@ -11,8 +11,16 @@ export function gdnPleCanonicalCases(): OpCase[] {
   const own = new Rng(2206);
   const numel = (shape: number[]) => shape.reduce((a, d) => a * d, 1);
   const rand = (shape: number[], std = 1): Tensor => ({ dtype: 'bf16', shape, data: own.fillBf16Normal(numel(shape), std) });
-  const bits = (shape: number[], value: (j: number) => number): Tensor => ({ dtype: 'bf16', shape, data: Uint16Array.from({ length: numel(shape) }, (_, j) => f32ToBf16(value(j))) });
-  const f32 = (shape: number[], value: (j: number) => number): Tensor => ({ dtype: 'f32', shape, data: Float32Array.from({ length: numel(shape) }, (_, j) => value(j)) });
+  const bits = (shape: number[], value: (j: number) => number): Tensor => ({
+    dtype: 'bf16',
+    shape,
+    data: Uint16Array.from({ length: numel(shape) }, (_, j) => f32ToBf16(value(j))),
+  });
+  const f32 = (shape: number[], value: (j: number) => number): Tensor => ({
+    dtype: 'f32',
+    shape,
+    data: Float32Array.from({ length: numel(shape) }, (_, j) => value(j)),
+  });
   const dk = 128;
   const h = 2560;
   const hd = 2 ** 18;
@@ -25,7 +33,13 @@ export function gdnPleCanonicalCases(): OpCase[] {
       name: 'gdnRecurrence canonical order: k = [4096, 1 x 127]',
       op: 'gdnRecurrence',
       tp: 1,
-      inputs: [bits([1, 2 * dk + 2], (j) => (j === 0 || j === dk ? 4096 : j > dk && j < 2 * dk ? 1 : j === 2 * dk ? 1 + 2 ** -7 : j === 2 * dk + 1 ? 1 + 5 * 2 ** -7 : 0)), f32([1, 1], () => 0), bits([1, 1], () => 1.5)],
+      inputs: [
+        bits([1, 2 * dk + 2], (j) =>
+          j === 0 || j === dk ? 4096 : j > dk && j < 2 * dk ? 1 : j === 2 * dk ? 1 + 2 ** -7 : j === 2 * dk + 1 ? 1 + 5 * 2 ** -7 : 0,
+        ),
+        f32([1, 1], () => 0),
+        bits([1, 1], () => 1.5),
+      ],
       attrs: { keyHeads: 1, valueHeads: 1, keyDim: dk, valueDim: 2, scale: 1, l2Eps: GDN_L2NORM_EPS },
     },
     {
@@ -70,7 +84,13 @@ export function gdnPleCanonicalCases(): OpCase[] {
         attrs: { groups, eps: 1e-6 },
       }),
     ),
-    { name: 'pleGate canonical order: 2^24, ones, -2^24', op: 'pleGate', tp: 1, inputs: [bits([1, 2 * h], gateK), bits([1, 2 * h], gateQ)], attrs: { streams: 2 } },
+    {
+      name: 'pleGate canonical order: 2^24, ones, -2^24',
+      op: 'pleGate',
+      tp: 1,
+      inputs: [bits([1, 2 * h], gateK), bits([1, 2 * h], gateQ)],
+      attrs: { streams: 2 },
+    },
     ...[
       [2, 2560],
       [3, 1030],

@@ -35,7 +35,11 @@ export function layerCases(): LayerCase[] {
   const width = config.hc.count * h;
   const x: Tensor = { dtype: 'bf16', shape: [T, h], data: rng.fillBf16Normal(T * h, 1) };
   const streams: Tensor = { dtype: 'bf16', shape: [T, width], data: rng.fillBf16Normal(T * width, 1) };
-  const ids: Tensor = { dtype: 'i32', shape: [T], data: Int32Array.from({ length: T }, (_, t) => (t === 9 ? config.eosTokenId : rng.int(0, config.vocabSize))) };
+  const ids: Tensor = {
+    dtype: 'i32',
+    shape: [T],
+    data: Int32Array.from({ length: T }, (_, t) => (t === 9 ? config.eosTokenId : rng.int(0, config.vocabSize))),
+  };
   const rope = ropeTablesBf16(config, T);
   const make = (name: string, build: (b: GraphBuilder, rank: number, inputs: Record<string, string>) => string): LayerCase =>
     makeRanks(name, (b, inputs) => Array.from({ length: TP }, (_, rank) => build(b, rank, inputs)));
@@ -67,7 +71,12 @@ export function layerCases(): LayerCase[] {
     // each rank selects for its 10 rows (rank 1's last one is padding), all-gathered
     makeRanks('attention, row-sharded QSA selection (layer 3)', (b, i) => {
       const ctxs = Array.from({ length: TP }, (_, rank) => ({ ...ctx(3, rank, 'L3.attn'), qsaRowChunk: Math.ceil(T / TP) }));
-      return buildAttentionRanks(b, ctxs, ctxs.map(() => i.x), { cos: i.cos, sin: i.sin });
+      return buildAttentionRanks(
+        b,
+        ctxs,
+        ctxs.map(() => i.x),
+        { cos: i.cos, sin: i.sin },
+      );
     }),
     make('MoE (layer 2)', (b, rank, i) => buildMoe(b, ctx(2, rank, 'L2.mlp'), i.x)),
     makeRanks('PLE (layer 1)', (b, i) => buildPle(b, ranksCtx(1, 'L1.ple'), [i.streams, i.streams], i.ids)),

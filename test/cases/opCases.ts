@@ -1,4 +1,18 @@
-import { f32ToBf16, fp8Info, getOpDef, GraphBuilder, pleNgramIdsAttrs, pleShape, quantizeBf16RowsFp8, Rng, ropeTablesBf16, TINY, type Graph, type OpName, type Tensor } from '@hcsp/core';
+import {
+  f32ToBf16,
+  fp8Info,
+  getOpDef,
+  GraphBuilder,
+  pleNgramIdsAttrs,
+  pleShape,
+  quantizeBf16RowsFp8,
+  Rng,
+  ropeTablesBf16,
+  TINY,
+  type Graph,
+  type OpName,
+  type Tensor,
+} from '@hcsp/core';
 import { gdnPleCanonicalCases } from './gdnPleCanonicalCases.ts';
 import { canonicalAttnMoeCases } from './canonicalAttnMoeCases.ts';
 import { moeFp8OpCases } from './moeFp8Cases.ts';
@@ -40,7 +54,14 @@ export function opCaseGraph(c: OpCase): { graph: Graph; feeds: Map<string, Tenso
 }
 
 const rng = new Rng(2024);
-const bf = (shape: number[], std = 1): Tensor => ({ dtype: 'bf16', shape, data: rng.fillBf16Normal(shape.reduce((a, d) => a * d, 1), std) });
+const bf = (shape: number[], std = 1): Tensor => ({
+  dtype: 'bf16',
+  shape,
+  data: rng.fillBf16Normal(
+    shape.reduce((a, d) => a * d, 1),
+    std,
+  ),
+});
 
 const N = 4;
 const H = 24;
@@ -59,8 +80,20 @@ export const OP_CASES: OpCase[] = [
   { name: 'embed', op: 'embed', tp: 1, inputs: [{ dtype: 'i32', shape: [T], data: Int32Array.from([3, 0, 63, 17, 17, 42, 5]) }, bf([64, H])], attrs: {} },
   { name: 'hcExpand', op: 'hcExpand', tp: 1, inputs: [bf([T, H])], attrs: { streams: N } },
   ...(['atom', 'hf'] as const).flatMap((contract): OpCase[] => [
-    { name: `hcCombineNorm pending ${contract}`, op: 'hcCombineNorm', tp: 1, inputs: [bf([T, N * H]), bf([T, H]), bf([T, N]), bf([N * H], 0.05)], attrs: { streams: N, eps: 1e-6, contract } },
-    { name: `hcCombineNorm no pending ${contract}`, op: 'hcCombineNorm', tp: 1, inputs: [bf([T, N * H]), null, null, bf([N * H], 0.05)], attrs: { streams: N, eps: 1e-6, contract } },
+    {
+      name: `hcCombineNorm pending ${contract}`,
+      op: 'hcCombineNorm',
+      tp: 1,
+      inputs: [bf([T, N * H]), bf([T, H]), bf([T, N]), bf([N * H], 0.05)],
+      attrs: { streams: N, eps: 1e-6, contract },
+    },
+    {
+      name: `hcCombineNorm no pending ${contract}`,
+      op: 'hcCombineNorm',
+      tp: 1,
+      inputs: [bf([T, N * H]), null, null, bf([N * H], 0.05)],
+      attrs: { streams: N, eps: 1e-6, contract },
+    },
     { name: `hcGatedMean ${contract}`, op: 'hcGatedMean', tp: 1, inputs: [bf([T, N * H], 1.5), bf([T, N * H])], attrs: { streams: N, contract } },
     { name: `hcCombine ${contract}`, op: 'hcCombine', tp: 1, inputs: [bf([T, N * H]), bf([T, H]), bf([T, N])], attrs: { streams: N, contract } },
   ]),
@@ -77,7 +110,13 @@ export const OP_CASES: OpCase[] = [
   ...(['e4m3fn', 'e4m3fnuz'] as const).flatMap((format) =>
     (['divide', 'reciprocal'] as const).flatMap((style): OpCase[] => [
       { name: `quantFp8PerToken ${format} ${style}`, op: 'quantFp8PerToken', tp: 1, inputs: [bf([T, 77], 3)], attrs: { format, style } },
-      { name: `hcGatedMeanQuant ${format} ${style}`, op: 'hcGatedMeanQuant', tp: 1, inputs: [bf([T, N * H], 1.5), bf([T, N * H])], attrs: { streams: N, format, style } },
+      {
+        name: `hcGatedMeanQuant ${format} ${style}`,
+        op: 'hcGatedMeanQuant',
+        tp: 1,
+        inputs: [bf([T, N * H], 1.5), bf([T, N * H])],
+        attrs: { streams: N, format, style },
+      },
     ]),
   ),
   collective('allGather', 4, [3, 40], {}, 'allGather tp4'),
@@ -100,8 +139,19 @@ export const OP_CASES: OpCase[] = [
  */
 function canonicalOrderCases(): OpCase[] {
   const own = new Rng(2205);
-  const rand = (shape: number[], std: number): Tensor => ({ dtype: 'bf16', shape, data: own.fillBf16Normal(shape.reduce((a, d) => a * d, 1), std) });
-  const bits = (shape: number[], value: (j: number) => number): Tensor => ({ dtype: 'bf16', shape, data: Uint16Array.from({ length: shape.reduce((a, d) => a * d, 1) }, (_, j) => f32ToBf16(value(j))) });
+  const rand = (shape: number[], std: number): Tensor => ({
+    dtype: 'bf16',
+    shape,
+    data: own.fillBf16Normal(
+      shape.reduce((a, d) => a * d, 1),
+      std,
+    ),
+  });
+  const bits = (shape: number[], value: (j: number) => number): Tensor => ({
+    dtype: 'bf16',
+    shape,
+    data: Uint16Array.from({ length: shape.reduce((a, d) => a * d, 1) }, (_, j) => f32ToBf16(value(j))),
+  });
   const attrs = { streams: 2, eps: 1e-6, contract: 'atom' };
   const h = 1024;
   return [
@@ -112,13 +162,15 @@ function canonicalOrderCases(): OpCase[] {
       inputs: [bits([1, 2 * h], (j) => (j % h === 0 ? 4096 : 1)), null, null, bits([2 * h], (j) => (1 + 2 * (j % 4)) * 2 ** -8)],
       attrs,
     },
-    ...[2560, 1030].map((hh): OpCase => ({
-      name: `hcCombineNorm canonical order: H ${hh}, pending combine`,
-      op: 'hcCombineNorm',
-      tp: 1,
-      inputs: [rand([3, 2 * hh], 3), rand([3, hh], 3), rand([3, 2], 1), rand([2 * hh], 0.05)],
-      attrs,
-    })),
+    ...[2560, 1030].map(
+      (hh): OpCase => ({
+        name: `hcCombineNorm canonical order: H ${hh}, pending combine`,
+        op: 'hcCombineNorm',
+        tp: 1,
+        inputs: [rand([3, 2 * hh], 3), rand([3, hh], 3), rand([3, 2], 1), rand([2 * hh], 0.05)],
+        attrs,
+      }),
+    ),
   ];
 }
 
@@ -131,7 +183,13 @@ function pleOpCases(): OpCase[] {
   const gate: Tensor = { dtype: 'bf16', shape: [T, N], data: Uint16Array.from({ length: T * N }, () => f32ToBf16(rng.nextFloat())) };
   return [
     { name: 'pleNgramIds', op: 'pleNgramIds', tp: 1, inputs: [{ dtype: 'i32', shape: [T], data: tokens }], attrs: pleNgramIdsAttrs(ple) },
-    { name: 'pleNgramEmbed', op: 'pleNgramEmbed', tp: 1, inputs: [{ dtype: 'i32', shape: [T, heads], data: ids }, bf([ple.tableRows, ple.embedDim / heads])], attrs: {} },
+    {
+      name: 'pleNgramEmbed',
+      op: 'pleNgramEmbed',
+      tp: 1,
+      inputs: [{ dtype: 'i32', shape: [T, heads], data: ids }, bf([ple.tableRows, ple.embedDim / heads])],
+      attrs: {},
+    },
     // the middle third of the table: ids below, inside and above it
     {
       name: 'pleNgramEmbedShard',
@@ -164,13 +222,15 @@ function fp8OpCases(): OpCase[] {
     ];
     return [
       { name: `fp8QuantWeightPerChannel ${format}`, op: 'fp8QuantWeightPerChannel', tp: 1, inputs: [bf([O, 77], 0.1)], attrs: { format } },
-      ...(['weightFirst', 'tokenFirst'] as const).map((scaleOrder): OpCase => ({
-        name: `fp8LinearPtpc ${format} ${scaleOrder}`,
-        op: 'fp8LinearPtpc',
-        tp: 1,
-        inputs: operands,
-        attrs: { format, scaleOrder },
-      })),
+      ...(['weightFirst', 'tokenFirst'] as const).map(
+        (scaleOrder): OpCase => ({
+          name: `fp8LinearPtpc ${format} ${scaleOrder}`,
+          op: 'fp8LinearPtpc',
+          tp: 1,
+          inputs: operands,
+          attrs: { format, scaleOrder },
+        }),
+      ),
     ];
   });
 }
@@ -186,7 +246,11 @@ function attentionOpCases(): OpCase[] {
   const width = ix.budget / ix.compressRatio;
   const { cos, sin } = ropeTablesBf16(TINY, TT);
   const eps = TINY.rmsNormEps;
-  const ints = (shape: number[], f: (i: number) => number): Tensor => ({ dtype: 'i32', shape, data: Int32Array.from({ length: shape[0] * shape[1] }, (_, i) => f(i)) });
+  const ints = (shape: number[], f: (i: number) => number): Tensor => ({
+    dtype: 'i32',
+    shape,
+    data: Int32Array.from({ length: shape[0] * shape[1] }, (_, i) => f(i)),
+  });
   // a valid selection: each row keeps its latest min(width, nb) blocks, ascending, then -1
   const blocks = ints([TT, width], (i) => {
     const nb = Math.floor((Math.floor(i / width) + 1) / ix.compressRatio);
@@ -195,9 +259,27 @@ function attentionOpCases(): OpCase[] {
   });
   const sel = { nHeads: ix.nHeads, headDim: ix.headDim, compressRatio: ix.compressRatio, width };
   return [
-    { name: 'attnHeadNormRopeBf16 q with gate', op: 'attnHeadNormRopeBf16', tp: 1, inputs: [bf([TT, qh * 2 * hd], 1.5), bf([hd], 0.2), cos, sin], attrs: { heads: qh, headDim: hd, stride: 2 * hd, offset: 0, ropeDims, eps } },
-    { name: 'qsaBlockKeys', op: 'qsaBlockKeys', tp: 1, inputs: [bf([TT, ix.headDim]), bf([ix.headDim], 0.1), cos, sin], attrs: { headDim: ix.headDim, compressRatio: ix.compressRatio, ropeDims, eps } },
-    { name: 'qsaSelect row shard with padding rows', op: 'qsaSelect', tp: 1, inputs: [bf([16, ix.nHeads * ix.headDim]), bf([Math.floor(TT / ix.compressRatio), ix.headDim])], attrs: { ...sel, r0: 16, tokens: TT } },
+    {
+      name: 'attnHeadNormRopeBf16 q with gate',
+      op: 'attnHeadNormRopeBf16',
+      tp: 1,
+      inputs: [bf([TT, qh * 2 * hd], 1.5), bf([hd], 0.2), cos, sin],
+      attrs: { heads: qh, headDim: hd, stride: 2 * hd, offset: 0, ropeDims, eps },
+    },
+    {
+      name: 'qsaBlockKeys',
+      op: 'qsaBlockKeys',
+      tp: 1,
+      inputs: [bf([TT, ix.headDim]), bf([ix.headDim], 0.1), cos, sin],
+      attrs: { headDim: ix.headDim, compressRatio: ix.compressRatio, ropeDims, eps },
+    },
+    {
+      name: 'qsaSelect row shard with padding rows',
+      op: 'qsaSelect',
+      tp: 1,
+      inputs: [bf([16, ix.nHeads * ix.headDim]), bf([Math.floor(TT / ix.compressRatio), ix.headDim])],
+      attrs: { ...sel, r0: 16, tokens: TT },
+    },
     {
       name: 'attnCausalQsa',
       op: 'attnCausalQsa',

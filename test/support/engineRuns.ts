@@ -20,7 +20,10 @@ export interface EngineCaseOptions {
 export const ENGINE_CASES: readonly { name: string; options: EngineCaseOptions }[] = [
   { name: 'tiny tp 2 SP on (MTP, PLE)', options: { config: 'tiny', tokens: 64, tp: 2, sp: 'on', pleTable: 'vocabParallel' } },
   { name: 'tiny tp 2 SP off', options: { config: 'tiny', tokens: 64, tp: 2, sp: 'off', pleTable: 'vocabParallel' } },
-  { name: 'tiny tp 4 SP on, FP8 e4m3fnuz, padding rows (T 70)', options: { config: 'tiny', tokens: 70, tp: 4, sp: 'on', fp8: 'e4m3fnuz', pleTable: 'vocabParallel' } },
+  {
+    name: 'tiny tp 4 SP on, FP8 e4m3fnuz, padding rows (T 70)',
+    options: { config: 'tiny', tokens: 70, tp: 4, sp: 'on', fp8: 'e4m3fnuz', pleTable: 'vocabParallel' },
+  },
   { name: 'small tp 4 SP on, QSA dropping tokens', options: { config: 'small', tokens: 300, tp: 4, sp: 'on', pleTable: 'vocabParallel' } },
   { name: 'tiny tp 2 SP on, the PLE table gathered (a host op)', options: { config: 'tiny', tokens: 64, tp: 2, sp: 'on', pleTable: 'gathered' } },
 ];
@@ -45,7 +48,11 @@ export async function referenceOutputs(p: ReturnType<typeof prefillOf>): Promise
 }
 
 /** `runs` runs of one prepared session: each run's outputs and engine stats */
-export async function repeatedRuns(backend: Backend, p: ReturnType<typeof prefillOf>, runs: number): Promise<{ values: Map<string, Tensor>; engine: EngineStats }[]> {
+export async function repeatedRuns(
+  backend: Backend,
+  p: ReturnType<typeof prefillOf>,
+  runs: number,
+): Promise<{ values: Map<string, Tensor>; engine: EngineStats }[]> {
   const session = await backend.prepare(p.graph, p.weights);
   try {
     const out = [];

@@ -433,7 +433,9 @@ export class FakeGpuFolder {
   compile(name: string, source: string, defines: string[] = []): void {
     const c = this.lib(`${name}.c`);
     writeFileSync(c, FAKE_COMMON + source);
-    const r = spawnSync('cc', ['-shared', '-fPIC', '-O1', '-ffp-contract=off', ...defines, '-o', this.lib(`${name}.so`), c, '-lm', '-ldl'], { encoding: 'utf8' });
+    const r = spawnSync('cc', ['-shared', '-fPIC', '-O1', '-ffp-contract=off', ...defines, '-o', this.lib(`${name}.so`), c, '-lm', '-ldl'], {
+      encoding: 'utf8',
+    });
     if (r.status !== 0) throw new Error(`cc ${name}.c failed: ${r.error?.message ?? ''}${r.stderr}`);
   }
 

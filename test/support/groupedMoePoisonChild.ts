@@ -9,7 +9,8 @@ import { mulberry32 } from './mulberry32.ts';
 
 const [T, H, inter, topK, experts, firstExpert, numLocal] = [37, 72, 40, 3, 8, 2, 4];
 const r = mulberry32(5);
-const bf16 = (n: number, std: number): Uint16Array => Uint16Array.from({ length: n }, () => new Uint16Array(new Float32Array([(r() * 2 - 1) * std]).buffer)[1]!);
+const bf16 = (n: number, std: number): Uint16Array =>
+  Uint16Array.from({ length: n }, () => new Uint16Array(new Float32Array([(r() * 2 - 1) * std]).buffer)[1]!);
 const ids: number[] = [];
 for (let t = 0; t < T; t++) {
   const mine: number[] = [];

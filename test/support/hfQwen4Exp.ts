@@ -136,7 +136,8 @@ export function hfConfigProblems(text: string): string[] {
   if (json.model_type !== 'qwen4_exp_text') problems.push(`model_type ${JSON.stringify(json.model_type)}: Qwen4ExpTextConfig.model_type is qwen4_exp_text`);
   const kinds = pythonKinds(text, json);
   for (const [k, f] of Object.entries(FIELDS)) {
-    if (k in json && !typeOk(f.type, kinds[k], json[k])) problems.push(`${k}: expected ${f.type}, got ${kinds[k]} ${JSON.stringify(json[k])} (strict dataclass type check)`);
+    if (k in json && !typeOk(f.type, kinds[k], json[k]))
+      problems.push(`${k}: expected ${f.type}, got ${kinds[k]} ${JSON.stringify(json[k])} (strict dataclass type check)`);
   }
   if (problems.length > 0) return problems;
   const c = hfEffectiveConfig(text);
@@ -145,13 +146,15 @@ export function hfConfigProblems(text: string): string[] {
   const unsupported = [...new Set(layerTypes.filter((t) => !(HF_LAYER_TYPES as readonly string[]).includes(t)))].sort();
   if (unsupported.length) problems.push(`Unsupported Qwen4-Exp layer types: ${JSON.stringify(unsupported)}`);
   // PreTrainedConfig.validate_layer_type (configuration_utils.py)
-  if (layerTypes.length !== n('num_hidden_layers')) problems.push(`num_hidden_layers (${n('num_hidden_layers')}) must be equal to the number of layer_types (${layerTypes.length})`);
+  if (layerTypes.length !== n('num_hidden_layers'))
+    problems.push(`num_hidden_layers (${n('num_hidden_layers')}) must be equal to the number of layer_types (${layerTypes.length})`);
   const gate = (c.output_gate_type as string | null) ?? (c.hidden_act as string);
   if (!['sigmoid', 'silu'].includes(gate)) problems.push(`Unsupported Qwen4-Exp output gate activation: ${gate}`);
   if (n('hc_count') <= 1) problems.push(`Qwen4-Exp requires hc_count > 1, got ${n('hc_count')}`);
   if (n('num_experts') <= 0) problems.push(`num_experts must be > 0, got ${n('num_experts')}`);
   if (!(n('num_experts_per_tok') > 0 && n('num_experts_per_tok') <= n('num_experts'))) problems.push('num_experts_per_tok must be in [1, num_experts]');
-  if (n('moe_intermediate_size') <= 0 || n('shared_expert_intermediate_size') <= 0) problems.push('moe_intermediate_size and shared_expert_intermediate_size must be > 0');
+  if (n('moe_intermediate_size') <= 0 || n('shared_expert_intermediate_size') <= 0)
+    problems.push('moe_intermediate_size and shared_expert_intermediate_size must be > 0');
   const qsa = ['indexer_n_heads', 'indexer_kv_heads', 'indexer_head_dim', 'indexer_budget', 'indexer_compress_ratio'];
   if (qsa.some((k) => c[k] !== null)) {
     const missing = qsa.filter((k) => c[k] === null);
@@ -165,7 +168,8 @@ export function hfConfigProblems(text: string): string[] {
   const ple = c.ple_layer_ids as number[];
   if (ple.length) {
     const heads = (n('ngram_size') - 1) * n('heads_per_ngram');
-    if (heads <= 0 || n('ple_embed_dim') <= 0 || n('ple_embed_dim') % heads !== 0) problems.push(`ple_embed_dim ${n('ple_embed_dim')} is not divisible by the ${heads} n-gram heads`);
+    if (heads <= 0 || n('ple_embed_dim') <= 0 || n('ple_embed_dim') % heads !== 0)
+      problems.push(`ple_embed_dim ${n('ple_embed_dim')} is not divisible by the ${heads} n-gram heads`);
     const bad = ple.filter((id) => id < 1 || id > n('num_hidden_layers'));
     if (bad.length) problems.push(`ple_layer_ids must contain one-indexed ids in [1, ${n('num_hidden_layers')}], got ${JSON.stringify(bad)}`);
     const eos = c.eos_token_id;
@@ -175,7 +179,8 @@ export function hfConfigProblems(text: string): string[] {
   const factor = ((c.rope_parameters as Json | null)?.partial_rotary_factor as number | undefined) ?? 1;
   const rotary = Math.trunc(n('head_dim') * factor);
   if (c.indexer_head_dim === null) problems.push('indexer_head_dim is None: the rotary_dim check compares with it (TypeError)');
-  else if (rotary > n('indexer_head_dim')) problems.push(`Qwen4-Exp attention RoPE dimensions must fit the QSA index head: rotary_dim=${rotary}, indexer_head_dim=${n('indexer_head_dim')}`);
+  else if (rotary > n('indexer_head_dim'))
+    problems.push(`Qwen4-Exp attention RoPE dimensions must fit the QSA index head: rotary_dim=${rotary}, indexer_head_dim=${n('indexer_head_dim')}`);
   return problems;
 }
 

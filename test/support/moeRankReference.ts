@@ -4,7 +4,15 @@
 import { moeForwardRank, moeRankPartition, moeRankWeights, type ModelConfig, type SyntheticWeightSource, type MoeRankResult, type MoeShape } from '@hcsp/core';
 
 /** The rank's MoE result for x [T, hidden] (bf16 bits) at layer `layer`. */
-export function moeRankReference(config: ModelConfig, layer: number, source: SyntheticWeightSource, x: Uint16Array, T: number, rank: number, tp: number): MoeRankResult {
+export function moeRankReference(
+  config: ModelConfig,
+  layer: number,
+  source: SyntheticWeightSource,
+  x: Uint16Array,
+  T: number,
+  rank: number,
+  tp: number,
+): MoeRankResult {
   const refs = moeRankWeights(config, layer, rank, tp);
   const part = moeRankPartition(config, rank, tp);
   const get = (k: keyof typeof refs) => source.resolve(refs[k]).data as Uint16Array;

@@ -40,7 +40,14 @@ function sameBits(a: Tensor, b: Tensor): boolean {
   return x.length === y.length && x.every((v, i) => v === y[i]);
 }
 
-type Case = { op: 'allReduce' | 'reduceScatter' | 'allGather'; algorithm: ReduceAlgorithm | null; shape: number[]; dtype: 'bf16' | 'f32' | 'i32'; channels?: number; chunkElems?: number };
+type Case = {
+  op: 'allReduce' | 'reduceScatter' | 'allGather';
+  algorithm: ReduceAlgorithm | null;
+  shape: number[];
+  dtype: 'bf16' | 'f32' | 'i32';
+  channels?: number;
+  chunkElems?: number;
+};
 
 function cases(): Case[] {
   const out: Case[] = [];
@@ -49,9 +56,20 @@ function cases(): Case[] {
     // ring layouts with several loops and uneven blocks
     out.push({ op: 'allReduce', algorithm, shape: [1000], dtype: 'bf16', channels: 3, chunkElems: 16 });
     out.push({ op: 'allReduce', algorithm, shape: [777], dtype: 'bf16', channels: 1, chunkElems: 100 });
-    for (const [c, cols] of [[1, 1], [10, 32], [3, 33]]) out.push({ op: 'reduceScatter', algorithm, shape: [c * tp, cols], dtype: 'bf16' });
+    for (const [c, cols] of [
+      [1, 1],
+      [10, 32],
+      [3, 33],
+    ])
+      out.push({ op: 'reduceScatter', algorithm, shape: [c * tp, cols], dtype: 'bf16' });
   }
-  for (const dtype of ['bf16', 'f32', 'i32'] as const) for (const shape of [[3, 5], [10, 32], [0, 4]]) out.push({ op: 'allGather', algorithm: null, shape, dtype });
+  for (const dtype of ['bf16', 'f32', 'i32'] as const)
+    for (const shape of [
+      [3, 5],
+      [10, 32],
+      [0, 4],
+    ])
+      out.push({ op: 'allGather', algorithm: null, shape, dtype });
   return out;
 }
 
@@ -103,7 +121,9 @@ async function collectives(): Promise<Record<string, unknown>> {
   for (const [i, c] of list.entries()) {
     if (c.op !== 'allReduce' || c.algorithm !== 'ring') continue;
     const ins = Array.from({ length: tp }, (_, r) => input(c, i, r));
-    const [ring, oneshot, ordered] = (['ring', 'oneshot', 'ordered'] as const).map((algorithm) => allReduce(ins, { algorithm, channels: c.channels, chunkElems: c.chunkElems })[0]);
+    const [ring, oneshot, ordered] = (['ring', 'oneshot', 'ordered'] as const).map(
+      (algorithm) => allReduce(ins, { algorithm, channels: c.channels, chunkElems: c.chunkElems })[0],
+    );
     if (!sameBits(ring, ordered) || !sameBits(oneshot, ordered)) ordersDiffer++;
   }
   const everyRank = await comm.gatherControl(Float64Array.from([...sent, differing.length]));
@@ -148,10 +168,12 @@ async function truncate(): Promise<Record<string, unknown>> {
   // without the agreement check, ranks with different sizes fail inside the pattern: the
   // longer message truncates in MPI, the shorter one fails the count check
   const addonComm = MpiCommunicator.open({ fold, check: false });
-  const errs = await addonComm.collective(node(1, 'allGather', {}), [{ dtype: 'i32', shape: [rank === 1 ? 2 : 4], data: new Int32Array(rank === 1 ? 2 : 4) }]).then(
-    () => null,
-    (e: Error & { call?: string; mpiErrorClass?: string }) => ({ name: e.name, call: e.call, mpiErrorClass: e.mpiErrorClass, message: e.message }),
-  );
+  const errs = await addonComm
+    .collective(node(1, 'allGather', {}), [{ dtype: 'i32', shape: [rank === 1 ? 2 : 4], data: new Int32Array(rank === 1 ? 2 : 4) }])
+    .then(
+      () => null,
+      (e: Error & { call?: string; mpiErrorClass?: string }) => ({ name: e.name, call: e.call, mpiErrorClass: e.mpiErrorClass, message: e.message }),
+    );
   const refused = await addonComm.collective(node(2, 'allGather', {}), [{ dtype: 'i32', shape: [1], data: new Int32Array(1) }]).then(
     () => null,
     (e: Error) => e.message,

@@ -7,7 +7,8 @@ import { expect } from 'vitest';
 export function expectSameRankedRun(ranked: Record<string, any>, sim: Record<string, any>, tp: number, startedBy: 'mpirun' | 'launch' | 'alone'): void {
   expect(ranked.comm).toBe('mpi');
   expect(sim.comm).toBe('sim');
-  for (const k of ['outputSha256', 'logitsSha256', 'mtpStateSha256', 'mtpLogitsSha256', 'nextTokens', 'mtpDraftTokens', 'sp', 'chunk', 'qsa', 'hcRowsPerRank']) expect(ranked[k], k).toEqual(sim[k]);
+  for (const k of ['outputSha256', 'logitsSha256', 'mtpStateSha256', 'mtpLogitsSha256', 'nextTokens', 'mtpDraftTokens', 'sp', 'chunk', 'qsa', 'hcRowsPerRank'])
+    expect(ranked[k], k).toEqual(sim[k]);
   expect(ranked.commBytesPerRank).toHaveLength(tp);
   expect(ranked.commBytesPerRank).toEqual(sim.commBytesPerRank);
   expect(ranked.world).toMatchObject({ ranks: tp, startedBy });

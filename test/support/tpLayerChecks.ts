@@ -77,7 +77,9 @@ export function tpLayerChecks(layer: TpLayerUnderTest, x: Uint16Array, tps: numb
       const y = bf16ArrayToF32(ref.heads[0]);
       const { summed, beyondBound, maxInPartialUlps } = rowParallelSum(run.partials, out1, y, wOut, layer.hidden, NH * HD);
       const report = compareBf16(summed, out1);
-      console.log(`${layer.label} tp=${tp}: ${report.differing}/${report.count} differ from tp=1, max ${report.maxUlp} ulp, largest difference ${maxInPartialUlps} ulp of the largest partial`);
+      console.log(
+        `${layer.label} tp=${tp}: ${report.differing}/${report.count} differ from tp=1, max ${report.maxUlp} ulp, largest difference ${maxInPartialUlps} ulp of the largest partial`,
+      );
       expect(beyondBound).toBe(0);
       expect(report.differing).toBeGreaterThan(0); // the partial roundings are visible
       expect(report.bitExactFraction).toBeGreaterThan(0.5);

@@ -11,7 +11,6 @@ import { bitDiff, elementBits, tensorBits, tensorInfo, tensorWords, type Element
 
 export { bitDiff, elementBits, tensorBits, tensorInfo, tensorWords, type ElementBits };
 
-
 /** Launches the host before the file's tests and closes it after; call at the top level of a test file. */
 export function useChromiumGpu(): () => ChromiumHost {
   let host: ChromiumHost | undefined;
@@ -47,7 +46,10 @@ export function singleOpGraph(op: OpName, inputs: (Tensor | null)[][], attrs: Re
     }),
   );
   const outs = inputs.flatMap((ports, r) => {
-    const rule = def.shape(ports.map((t) => (t ? { shape: t.shape, dtype: t.dtype } : null)), def.collective ? { ...attrs, tp } : attrs);
+    const rule = def.shape(
+      ports.map((t) => (t ? { shape: t.shape, dtype: t.dtype } : null)),
+      def.collective ? { ...attrs, tp } : attrs,
+    );
     return rule.map((o, p) => (o ? b.value(`r${r}.out${p}`, [...o.shape], o.dtype, r) : null));
   });
   b.node({ op, rank: def.collective ? null : 0, layer: -1, scope: `test.${op}`, inputs: ins, outputs: outs, attrs });
@@ -69,7 +71,12 @@ export function expectBitsEqual(op: string, got: (ElementBits | null)[], want: (
  * in every output; returns the CPU outputs (rank 0's, or every rank's for a collective, in
  * rank order then port order).
  */
-export async function expectOpMatchesCpu(host: ChromiumHost, op: OpName, inputs: (Tensor | null)[] | (Tensor | null)[][], attrs: Record<string, unknown>): Promise<Tensor[]> {
+export async function expectOpMatchesCpu(
+  host: ChromiumHost,
+  op: OpName,
+  inputs: (Tensor | null)[] | (Tensor | null)[][],
+  attrs: Record<string, unknown>,
+): Promise<Tensor[]> {
   const perRank = getOpDef(op).collective ? (inputs as Tensor[][]) : [inputs as (Tensor | null)[]];
   const { graph, feeds } = singleOpGraph(op, perRank, attrs);
   const want = await runOnce(new CpuBackend(), graph, feeds, NO_WEIGHTS);
@@ -77,7 +84,11 @@ export async function expectOpMatchesCpu(host: ChromiumHost, op: OpName, inputs:
   try {
     const got = await prepared.run(feeds);
     const wanted = graph.outputs.map((id) => want.values.get(id)!);
-    expectBitsEqual(op, graph.outputs.map((id) => tensorBits(got.values.get(id)!)), wanted);
+    expectBitsEqual(
+      op,
+      graph.outputs.map((id) => tensorBits(got.values.get(id)!)),
+      wanted,
+    );
     return wanted;
   } finally {
     await prepared.dispose();
@@ -94,14 +105,40 @@ export interface GpuPlanRun {
 
 /** Runs `plan` once on the backend's device with these port tensors; `outputs` gives each output's shape and dtype. */
 export async function runPlanOnGpu(host: ChromiumHost, plan: KernelPlan, inputs: (Tensor | null)[], outputs: (TensorInfo | null)[]): Promise<GpuPlanRun> {
-  const outWords = outputs.map((o) => (o ? storageWords(o.dtype, o.shape.reduce((a, b) => a * b, 1)) : 1));
-  const run = await host.runPlan(plan, inputs.map((t) => (t ? tensorWords(t) : null)), outWords);
+  const outWords = outputs.map((o) =>
+    o
+      ? storageWords(
+          o.dtype,
+          o.shape.reduce((a, b) => a * b, 1),
+        )
+      : 1,
+  );
+  const run = await host.runPlan(
+    plan,
+    inputs.map((t) => (t ? tensorWords(t) : null)),
+    outWords,
+  );
   return { words: run.outputs, bits: run.outputs.map((w, i) => (outputs[i] ? elementBits(w, outputs[i]!) : null)), seconds: run.seconds[0] };
 }
 
 /** Plans an op with `planner` for these tensors and runs the plan once. */
-export function runPlannerOnGpu(host: ChromiumHost, planner: KernelPlanner, inputs: (Tensor | null)[], outputs: (TensorInfo | null)[], attrs: Record<string, unknown>): Promise<GpuPlanRun> {
-  return runPlanOnGpu(host, planner(inputs.map((t) => (t ? tensorInfo(t) : null)), outputs, attrs), inputs, outputs);
+export function runPlannerOnGpu(
+  host: ChromiumHost,
+  planner: KernelPlanner,
+  inputs: (Tensor | null)[],
+  outputs: (TensorInfo | null)[],
+  attrs: Record<string, unknown>,
+): Promise<GpuPlanRun> {
+  return runPlanOnGpu(
+    host,
+    planner(
+      inputs.map((t) => (t ? tensorInfo(t) : null)),
+      outputs,
+      attrs,
+    ),
+    inputs,
+    outputs,
+  );
 }
 
 /** A bf16 tensor of normal samples bf(mean + std * N(0, 1)) (bf(std * N(0, 1)) when mean is 0). */

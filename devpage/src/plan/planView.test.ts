@@ -3,7 +3,15 @@ import { FLASH_NEXT, getConfig, SP_MIN_TOKENS_ENV } from '@hcsp/core';
 import { formatBytes } from '../view/format.ts';
 import { planView, type PlanControls } from './planView.ts';
 
-const flash = (over: Partial<PlanControls>): PlanControls => ({ config: FLASH_NEXT, tokens: 16384, tp: 8, sp: 'auto', reduce: 'ring', minTokensEnv: undefined, ...over });
+const flash = (over: Partial<PlanControls>): PlanControls => ({
+  config: FLASH_NEXT,
+  tokens: 16384,
+  tp: 8,
+  sp: 'auto',
+  reduce: 'ring',
+  minTokensEnv: undefined,
+  ...over,
+});
 const bf16 = 2;
 const H = FLASH_NEXT.hiddenSize;
 
@@ -71,7 +79,9 @@ describe('planView', () => {
   it('reads the token floor from the variable: 0 disables, a bad value is an error naming it', () => {
     expect(planView(flash({ minTokensEnv: '0' })).plan.reason).toContain('is 0');
     expect(planView(flash({ tokens: 4000, minTokensEnv: '8192' })).plan.reason).toContain('T 4000 <');
-    expect(() => planView(flash({ minTokensEnv: '1e3' }))).toThrow(`${SP_MIN_TOKENS_ENV} must be a non-negative decimal integer (0 disables sharding), got "1e3"`);
+    expect(() => planView(flash({ minTokensEnv: '1e3' }))).toThrow(
+      `${SP_MIN_TOKENS_ENV} must be a non-negative decimal integer (0 disables sharding), got "1e3"`,
+    );
     // mode 'on' ignores the variable (testing path), 'off' never shards
     expect(planView(flash({ tokens: 64, sp: 'on', minTokensEnv: 'junk' })).plan.sp).toBe(true);
     expect(planView(flash({ sp: 'off' })).plan.sp).toBe(false);

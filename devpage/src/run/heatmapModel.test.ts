@@ -34,7 +34,7 @@ describe('heatmapModel', () => {
     ]);
   });
 
-  it('bins rows to fit, keeping each bin\'s worst row and its count', () => {
+  it("bins rows to fit, keeping each bin's worst row and its count", () => {
     const m = heatmapModel([diff('L2.mlp', [0, 0.5, 0, 3, 0])], 5, 3, 2, true, 2);
     expect(m.binRows).toBe(3);
     expect(m.lines[0].cells.map((c) => [c.start, c.end, c.ulp, c.differing])).toEqual([

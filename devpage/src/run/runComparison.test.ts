@@ -5,14 +5,34 @@ import { stepTable } from './stepTable.ts';
 
 // The full model's sub-layers (attention / GDN, MoE, PLE) on tiny: T 37 at tp 4 is C 10,
 // so rank 3 holds 3 padding rows.
-const req = (tp: number, reduce: 'ring' | 'oneshot') => ({ config: 'tiny', tokens: 37, tp, seed: 7, subLayers: 'model' as const, a: { sp: 'on' as const, reduce }, b: { sp: 'off' as const, reduce } });
+const req = (tp: number, reduce: 'ring' | 'oneshot') => ({
+  config: 'tiny',
+  tokens: 37,
+  tp,
+  seed: 7,
+  subLayers: 'model' as const,
+  a: { sp: 'on' as const, reduce },
+  b: { sp: 'off' as const, reduce },
+});
 
 describe('runComparison (tiny, full model)', () => {
   it('compares every step, the PLE layer included, with padding zero and replicas agreeing', async () => {
     const r = await runComparison(req(4, 'ring'));
     expect(r.subLayersName).toContain('PLE');
     const steps = r.diffs.map((d) => d.step);
-    expect(steps).toEqual(['L0.attn', 'L0.mlp', 'L1.ple', 'L1.attn', 'L1.mlp', 'L2.attn', 'L2.mlp', 'L3.attn', 'L3.mlp', 'exit: MTP state', 'exit: mixer output h']);
+    expect(steps).toEqual([
+      'L0.attn',
+      'L0.mlp',
+      'L1.ple',
+      'L1.attn',
+      'L1.mlp',
+      'L2.attn',
+      'L2.mlp',
+      'L3.attn',
+      'L3.mlp',
+      'exit: MTP state',
+      'exit: mixer output h',
+    ]);
     const byStep = new Map(r.diffs.map((d) => [d.step, d]));
     // before SP starts (layer 2, after the PLE layer) both runs all-reduce alike
     for (const step of ['L0.attn', 'L0.mlp', 'L1.ple', 'L1.attn', 'L1.mlp', 'L2.attn']) expect(byStep.get(step)!.differing).toBe(0);
@@ -29,7 +49,10 @@ describe('runComparison (tiny, full model)', () => {
   });
 
   it('is bit-identical at tp 2 (ring) and with the one-shot sum at tp 4', async () => {
-    for (const [tp, reduce] of [[2, 'ring'], [4, 'oneshot']] as const) {
+    for (const [tp, reduce] of [
+      [2, 'ring'],
+      [4, 'oneshot'],
+    ] as const) {
       const r = await runComparison(req(tp, reduce));
       expect(r.diffs).toHaveLength(11);
       for (const d of r.diffs) expect([`tp ${tp} ${reduce}`, d.step, d.differing]).toEqual([`tp ${tp} ${reduce}`, d.step, 0]);

@@ -24,7 +24,8 @@ export function compareSteps(a: string, b: string): number {
     if (key === EXIT_STEP) return [Infinity, 0];
     if (key === MTP_STEP) return [Infinity, 1];
     const m = STEP_KEY.exec(key);
-    if (!m || !SUB_ORDER.includes(m[2])) throw new Error(`step key ${JSON.stringify(key)} is not L<layer>.<${SUB_ORDER.join('|')}>, ${EXIT_STEP} or ${MTP_STEP}`);
+    if (!m || !SUB_ORDER.includes(m[2]))
+      throw new Error(`step key ${JSON.stringify(key)} is not L<layer>.<${SUB_ORDER.join('|')}>, ${EXIT_STEP} or ${MTP_STEP}`);
     return [Number(m[1]), SUB_ORDER.indexOf(m[2])];
   };
   const [la, sa] = rank(a);

@@ -5,7 +5,7 @@ import { stepStreams } from './stepStreams.ts';
 const prepare = (subLayers: SubLayerBuilders) => preparePrefill({ config: TINY, tokens: 37, tp: 4, sp: 'on', reduce: 'ring', seed: 3, subLayers });
 
 describe('stepStreams', () => {
-  it('puts the streams entering the PLE layer before that layer\'s attention (tiny, full model)', () => {
+  it("puts the streams entering the PLE layer before that layer's attention (tiny, full model)", () => {
     const p = prepare(MODEL_SUB_LAYERS);
     const steps = stepStreams(p.graph, p.outputs.streamsPerStep);
     expect(steps.map((s) => s.step)).toEqual(['L0.attn', 'L0.mlp', 'L1.ple', 'L1.attn', 'L1.mlp', 'L2.attn', 'L2.mlp', 'L3.attn', 'L3.mlp']);

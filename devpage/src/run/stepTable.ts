@@ -15,7 +15,11 @@ export interface StepRow {
 
 export function stepTable(report: RunReport): StepRow[] {
   const isExit = (d: StepDiff): boolean => d.step.startsWith(`${EXIT_STEP}:`);
-  const keys = new Set<string>([...report.a.traffic.map((t) => t.step), ...report.b.traffic.map((t) => t.step), ...report.diffs.map((d) => (isExit(d) ? EXIT_STEP : d.step))]);
+  const keys = new Set<string>([
+    ...report.a.traffic.map((t) => t.step),
+    ...report.b.traffic.map((t) => t.step),
+    ...report.diffs.map((d) => (isExit(d) ? EXIT_STEP : d.step)),
+  ]);
   // forward order: a PLE step has no traffic, so it is met only among the diffs
   const steps = [...keys].sort(compareSteps);
   return steps.map((step) => ({

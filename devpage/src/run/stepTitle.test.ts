@@ -3,9 +3,16 @@ import { SMALL } from '@hcsp/core';
 import { stepTitle } from './stepTitle.ts';
 
 describe('stepTitle', () => {
-  it('names the full model\'s sub-layer behind each step (small: attention on layers 3 and 7)', () => {
+  it("names the full model's sub-layer behind each step (small: attention on layers 3 and 7)", () => {
     const t = (step: string) => stepTitle(step, SMALL, 'model');
-    expect(['L0.attn', 'L2.attn', 'L3.attn', 'L7.attn', 'L4.mlp', 'L1.ple'].map(t)).toEqual(['L0.attn (GDN)', 'L2.attn (GDN)', 'L3.attn (attention)', 'L7.attn (attention)', 'L4.mlp (MoE)', 'L1.ple (PLE)']);
+    expect(['L0.attn', 'L2.attn', 'L3.attn', 'L7.attn', 'L4.mlp', 'L1.ple'].map(t)).toEqual([
+      'L0.attn (GDN)',
+      'L2.attn (GDN)',
+      'L3.attn (attention)',
+      'L7.attn (attention)',
+      'L4.mlp (MoE)',
+      'L1.ple (PLE)',
+    ]);
     expect(t('exit')).toBe('exit');
     expect(t('exit: MTP state')).toBe('exit: MTP state');
   });

@@ -6,7 +6,7 @@ import { stepTraffic } from './stepTraffic.ts';
 const prepare = (sp: SpMode, tokens = 37, tp = 4) => preparePrefill({ config: TINY, tokens, tp, sp, reduce: 'ring', seed: 3, subLayers: STAND_IN_SUB_LAYERS });
 
 describe('stepKeyOf', () => {
-  it('puts a sub-layer\'s HC, gather, reduce and trim nodes in one step, the rest in exit', () => {
+  it("puts a sub-layer's HC, gather, reduce and trim nodes in one step, the rest in exit", () => {
     expect(['L3.attn_in.all_gather', 'L3.attn.reduce_scatter', 'L3.attn_hc.combine_norm', 'L3.attn.pad'].map(stepKeyOf)).toEqual(Array(4).fill('L3.attn'));
     expect(stepKeyOf('L12.mlp_hc.down')).toBe('L12.mlp');
     expect(['mixer.combine_norm', 'mtp_state.all_gather', 'embed'].map(stepKeyOf)).toEqual(Array(3).fill(EXIT_STEP));
@@ -43,15 +43,22 @@ describe('stepTraffic', () => {
     expect(l2.hcRowsPerRank).toEqual(Array(4).fill(10));
     const exit = byStep.get(EXIT_STEP)!;
     // the MTP state gathered, then the LM head's vocab shards of the last position
-    expect(exit.collectives.map((c) => [c.scope, c.inShape])).toEqual([['mtp_state.all_gather', [10, 128]], ['lm_head.all_gather', [1, 128]]]);
+    expect(exit.collectives.map((c) => [c.scope, c.inShape])).toEqual([
+      ['mtp_state.all_gather', [10, 128]],
+      ['lm_head.all_gather', [1, 128]],
+    ]);
     expect(exit.hcRowsPerRank).toEqual(Array(4).fill(37)); // the mixer runs on the gathered T rows
     const mtp = byStep.get(MTP_STEP)!;
-    expect(mtp.collectives.map((c) => [c.scope, c.inShape])).toEqual([['mtp.attn.all_reduce', [37, 32]], ['mtp.mlp.all_reduce', [37, 32]], ['mtp.lm_head.all_gather', [1, 128]]]);
+    expect(mtp.collectives.map((c) => [c.scope, c.inShape])).toEqual([
+      ['mtp.attn.all_reduce', [37, 32]],
+      ['mtp.mlp.all_reduce', [37, 32]],
+      ['mtp.lm_head.all_gather', [1, 128]],
+    ]);
     // its two input norms, its two HC mixes and its mixer, on all T rows
     expect(mtp.hcRowsPerRank).toEqual(Array(4).fill(5 * 37));
   });
 
-  it('adds up to the backend\'s run stats, SP on and off', async () => {
+  it("adds up to the backend's run stats, SP on and off", async () => {
     for (const sp of ['on', 'off'] as const) {
       const p = prepare(sp);
       const { stats } = await runOnce(new CpuBackend(), p.graph, p.feeds, p.weights);
@@ -59,7 +66,10 @@ describe('stepTraffic', () => {
       for (let r = 0; r < 4; r++) {
         expect(steps.reduce((s, st) => s + st.hcRowsPerRank[r], 0)).toBe(stats.hcRowsPerRank[r]);
         for (const kind of ['allReduce', 'allGather', 'reduceScatter'] as const) {
-          const sum = steps.flatMap((st) => st.collectives).filter((c) => c.kind === kind).reduce((s, c) => s + c.bytesPerRank[r], 0);
+          const sum = steps
+            .flatMap((st) => st.collectives)
+            .filter((c) => c.kind === kind)
+            .reduce((s, c) => s + c.bytesPerRank[r], 0);
           expect(sum).toBe(stats.commBytesPerRank[r][kind]);
         }
       }

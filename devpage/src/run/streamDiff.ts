@@ -61,7 +61,8 @@ export function globalRows(run: RunCapture, perRank: ValueId[]): GlobalRows {
   const tensors = perRank.map((id) => valueAt(run, id));
   const [rows, cols] = tensors[0].shape;
   tensors.forEach((t, r) => {
-    if (t.shape[0] !== rows || t.shape[1] !== cols) throw new Error(`stream diff: rank ${r}'s '${perRank[r]}' is [${t.shape}], rank 0's '${perRank[0]}' is [${rows},${cols}]`);
+    if (t.shape[0] !== rows || t.shape[1] !== cols)
+      throw new Error(`stream diff: rank ${r}'s '${perRank[r]}' is [${t.shape}], rank 0's '${perRank[0]}' is [${rows},${cols}]`);
   });
   const out = new Uint16Array(T * cols);
   let padNonZero = 0;
@@ -120,7 +121,9 @@ function sameForward(a: RunCapture, b: RunCapture): void {
   const pa = a.plan;
   const pb = b.plan;
   if (pa.config !== pb.config || pa.tokens !== pb.tokens || pa.tp !== pb.tp || pa.layers.join() !== pb.layers.join()) {
-    throw new Error(`stream diff: runs are not the same forward (a: ${pa.config} T ${pa.tokens} tp ${pa.tp} layers ${pa.layers}, b: ${pb.config} T ${pb.tokens} tp ${pb.tp} layers ${pb.layers})`);
+    throw new Error(
+      `stream diff: runs are not the same forward (a: ${pa.config} T ${pa.tokens} tp ${pa.tp} layers ${pa.layers}, b: ${pb.config} T ${pb.tokens} tp ${pb.tp} layers ${pb.layers})`,
+    );
   }
 }
 

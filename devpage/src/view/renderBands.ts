@@ -17,19 +17,33 @@ export function renderBands(v: PlanView): HTMLElement {
   const plotW = WIDTH - LABEL - 150;
   const x = (row: number): number => LABEL + (row / diagramRows) * plotW;
   const height = bands.length * (LANE + GAP) + 28;
-  const svg = s('svg', { width: WIDTH, height, viewBox: `0 0 ${WIDTH} ${height}`, class: 'bands', role: 'img', 'aria-label': 'rows per rank' }, paddingPattern());
+  const svg = s(
+    'svg',
+    { width: WIDTH, height, viewBox: `0 0 ${WIDTH} ${height}`, class: 'bands', role: 'img', 'aria-label': 'rows per rank' },
+    paddingPattern(),
+  );
   bands.forEach((b, i) => {
     const y = i * (LANE + GAP);
     svg.append(s('text', { x: 0, y: y + LANE * 0.7, class: 'lane-label' }, `rank ${b.rank}`));
     svg.append(s('rect', { x: LABEL, y, width: plotW, height: LANE, fill: '#f3f4f6' }));
     if (b.realRows > 0) {
       svg.append(
-        s('rect', { x: x(b.start), y, width: Math.max(1, x(b.realEnd) - x(b.start)), height: LANE, fill: plan.sp ? rankColor(b.rank) : '#9ca3af' }, s('title', {}, `rank ${b.rank}: rows [${b.start}, ${b.realEnd}) (${b.realRows} real)`)),
+        s(
+          'rect',
+          { x: x(b.start), y, width: Math.max(1, x(b.realEnd) - x(b.start)), height: LANE, fill: plan.sp ? rankColor(b.rank) : '#9ca3af' },
+          s('title', {}, `rank ${b.rank}: rows [${b.start}, ${b.realEnd}) (${b.realRows} real)`),
+        ),
       );
     }
     if (b.padRows > 0) {
       const w = Math.max(MIN_PAD_PX, x(b.end) - x(b.realEnd));
-      svg.append(s('rect', { x: x(b.end) - w, y, width: w, height: LANE, fill: PADDING_FILL, stroke: '#dc2626' }, s('title', {}, `rank ${b.rank}: padding rows [${b.realEnd}, ${b.end}) (zero streams)`)));
+      svg.append(
+        s(
+          'rect',
+          { x: x(b.end) - w, y, width: w, height: LANE, fill: PADDING_FILL, stroke: '#dc2626' },
+          s('title', {}, `rank ${b.rank}: padding rows [${b.realEnd}, ${b.end}) (zero streams)`),
+        ),
+      );
     }
     const note = plan.sp ? `${b.realRows} rows${b.padRows ? ` + ${b.padRows} pad` : ''}` : `all ${b.realRows} rows (replicated)`;
     svg.append(s('text', { x: LABEL + plotW + 8, y: y + LANE * 0.7, class: b.padRows ? 'lane-note pad' : 'lane-note' }, note));
@@ -43,5 +57,16 @@ export function renderBands(v: PlanView): HTMLElement {
   if (plan.sp && plan.paddedTokens > plan.tokens) {
     svg.append(s('line', { x1: x(plan.tokens), x2: x(plan.tokens), y1: 0, y2: axisY - 8, class: 'tokens-line' }, s('title', {}, `T = ${plan.tokens}`)));
   }
-  return h('figure', { class: 'bands-figure' }, svg, h('figcaption', {}, plan.sp ? `T = ${plan.tokens} rows split into ${plan.tp} shards of C = ${plan.chunk} rows (padded to ${plan.paddedTokens}); hatched: padding rows (zero streams).` : `Not sharded: every rank holds all T = ${plan.tokens} rows.`));
+  return h(
+    'figure',
+    { class: 'bands-figure' },
+    svg,
+    h(
+      'figcaption',
+      {},
+      plan.sp
+        ? `T = ${plan.tokens} rows split into ${plan.tp} shards of C = ${plan.chunk} rows (padded to ${plan.paddedTokens}); hatched: padding rows (zero streams).`
+        : `Not sharded: every rank holds all T = ${plan.tokens} rows.`,
+    ),
+  );
 }

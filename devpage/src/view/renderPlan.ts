@@ -12,7 +12,12 @@ function facts(v: PlanView): HTMLElement {
     ['sharded', plan.sp ? `yes${plan.forced ? ' (forced: SP on skips the token thresholds)' : ''}` : `no: ${plan.reason}`],
     ['rows per rank C', plan.sp ? `${plan.chunk} = ceil(${plan.tokens} / ${plan.tp})` : `${plan.tokens} (all rows on every rank)`],
     ['layers', `[${plan.layers[0]}, ${plan.layers[1]})`],
-    ['sharding starts', plan.spStartLayer === null ? '-' : `layer ${plan.spStartLayer} (after the last PLE layer): ${v.unshardedSubLayers} sub-layers unsharded, ${v.shardedSubLayers} sharded`],
+    [
+      'sharding starts',
+      plan.spStartLayer === null
+        ? '-'
+        : `layer ${plan.spStartLayer} (after the last PLE layer): ${v.unshardedSubLayers} sub-layers unsharded, ${v.shardedSubLayers} sharded`,
+    ],
     ['HC rows per rank per step', plan.sp ? `${v.hcRowsPerStep} instead of ${plan.tokens}` : String(v.hcRowsPerStep)],
     ['FP8 input quant', v.quantText],
     ['gathered at the exit', v.gatherText],
@@ -22,7 +27,11 @@ function facts(v: PlanView): HTMLElement {
 
 function collectives(v: PlanView): HTMLElement {
   if (v.collectives.length === 0) return h('p', { class: 'muted' }, `No collectives (tp ${v.plan.tp}).`);
-  const head = h('tr', {}, ...['where', 'collective', 'algorithm', 'layers', 'per rank in', 'per rank out', 'bytes sent / rank', 'times', 'total / rank'].map((t) => h('th', {}, t)));
+  const head = h(
+    'tr',
+    {},
+    ...['where', 'collective', 'algorithm', 'layers', 'per rank in', 'per rank out', 'bytes sent / rank', 'times', 'total / rank'].map((t) => h('th', {}, t)),
+  );
   const body = v.collectives.map((c) =>
     h(
       'tr',
@@ -42,7 +51,14 @@ function collectives(v: PlanView): HTMLElement {
   const rows = [...body, total];
   if (v.spOffBytesPerRank !== null) {
     const ratio = v.spOffBytesPerRank > 0 ? ` (SP on sends ${(v.totalBytesPerRank / v.spOffBytesPerRank).toFixed(2)}x)` : '';
-    rows.push(h('tr', { class: 'total' }, h('td', { colspan: 8 }, `the same forward with SP off${ratio}`), h('td', { class: 'num plan-sp-off' }, formatBytes(v.spOffBytesPerRank))));
+    rows.push(
+      h(
+        'tr',
+        { class: 'total' },
+        h('td', { colspan: 8 }, `the same forward with SP off${ratio}`),
+        h('td', { class: 'num plan-sp-off' }, formatBytes(v.spOffBytesPerRank)),
+      ),
+    );
   }
   return h('table', { class: 'grid' }, h('thead', {}, head), h('tbody', {}, ...rows));
 }

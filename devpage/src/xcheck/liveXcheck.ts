@@ -61,11 +61,14 @@ export interface LiveSideResult {
 }
 
 export function checkLiveRequest(r: LiveRequest): void {
-  if (!(LIVE_CONFIGS as readonly string[]).includes(r.config)) throw new Error(`live xcheck: config '${r.config}' cannot run in the page (runnable: ${LIVE_CONFIGS.join(', ')})`);
-  if (!Number.isSafeInteger(r.tokens) || r.tokens < 1 || r.tokens > LIVE_MAX_TOKENS) throw new Error(`live xcheck: tokens T must be an integer in [1, ${LIVE_MAX_TOKENS}], got ${r.tokens}`);
+  if (!(LIVE_CONFIGS as readonly string[]).includes(r.config))
+    throw new Error(`live xcheck: config '${r.config}' cannot run in the page (runnable: ${LIVE_CONFIGS.join(', ')})`);
+  if (!Number.isSafeInteger(r.tokens) || r.tokens < 1 || r.tokens > LIVE_MAX_TOKENS)
+    throw new Error(`live xcheck: tokens T must be an integer in [1, ${LIVE_MAX_TOKENS}], got ${r.tokens}`);
   if (![1, 2, 4, 8].includes(r.tp)) throw new Error(`live xcheck: tp must be 1, 2, 4 or 8, got ${r.tp}`);
   if (!Number.isSafeInteger(r.seed) || r.seed < 0) throw new Error(`live xcheck: seed must be a non-negative integer, got ${r.seed}`);
-  if (!REDUCE_ALGORITHMS.includes(r.reduce)) throw new Error(`live xcheck: reduce must be one of ${REDUCE_ALGORITHMS.join(', ')}, got ${JSON.stringify(r.reduce)}`);
+  if (!REDUCE_ALGORITHMS.includes(r.reduce))
+    throw new Error(`live xcheck: reduce must be one of ${REDUCE_ALGORITHMS.join(', ')}, got ${JSON.stringify(r.reduce)}`);
   if (r.pair !== 'sp' && r.pair !== 'backends') throw new Error(`live xcheck: pair must be 'sp' or 'backends', got ${JSON.stringify(r.pair)}`);
   if (r.backend !== 'webgpu' && r.backend !== 'cpu') throw new Error(`live xcheck: backend must be 'webgpu' or 'cpu', got ${JSON.stringify(r.backend)}`);
   if (r.sp !== 'on' && r.sp !== 'off') throw new Error(`live xcheck: sp must be 'on' or 'off', got ${JSON.stringify(r.sp)}`);

@@ -1,10 +1,30 @@
 import type { XcheckTensor } from '@hcsp/core';
 import { describe, expect, it } from 'vitest';
 import { parseXcheckReport, ReportShapeError, validateXcheckReport } from './reportShape.ts';
-import { attribution, barTicks, kindGrid, metricColor, metricDomain, metricValue, rankGrid, scalePosition, stepLabel, tensorKind, worstTensors } from './xcheckHeatmap.ts';
+import {
+  attribution,
+  barTicks,
+  kindGrid,
+  metricColor,
+  metricDomain,
+  metricValue,
+  rankGrid,
+  scalePosition,
+  stepLabel,
+  tensorKind,
+  worstTensors,
+} from './xcheckHeatmap.ts';
 
 /** the issue's minimal --json tensor */
-const minimal = (name: string, layer: number, differing: number, maxUlp: number | null, count = 100) => ({ name, layer, count, differing, exactFraction: (count - differing) / count, maxUlp, maxAbs: differing ? 0.5 : 0 });
+const minimal = (name: string, layer: number, differing: number, maxUlp: number | null, count = 100) => ({
+  name,
+  layer,
+  count,
+  differing,
+  exactFraction: (count - differing) / count,
+  maxUlp,
+  maxAbs: differing ? 0.5 : 0,
+});
 
 const minimalReport = () => ({
   ok: true,
@@ -29,10 +49,14 @@ const minimalReport = () => ({
 });
 
 describe('xcheck report shape', () => {
-  it('reads the golden file\'s tensors not compared either way (older reports have no notCompared)', () => {
+  it("reads the golden file's tensors not compared either way (older reports have no notCompared)", () => {
     const golden = { file: 'hf.safetensors', unused: ['extra'], notCompared: ['mtp.logits'] };
     expect(validateXcheckReport({ ...minimalReport(), golden }).golden).toEqual(golden);
-    expect(validateXcheckReport({ ...minimalReport(), golden: { file: 'old.safetensors' } }).golden).toEqual({ file: 'old.safetensors', unused: [], notCompared: [] });
+    expect(validateXcheckReport({ ...minimalReport(), golden: { file: 'old.safetensors' } }).golden).toEqual({
+      file: 'old.safetensors',
+      unused: [],
+      notCompared: [],
+    });
     expect(() => validateXcheckReport({ ...minimalReport(), golden: { file: 'x', notCompared: 'mtp.logits' } })).toThrow(ReportShapeError);
   });
 
@@ -65,12 +89,18 @@ describe('xcheck report shape', () => {
     expect(bad((o) => void delete (o as Partial<typeof o>).pairs)).toBe('not an xcheck report: pairs must be an array, got nothing (the field is missing)');
     expect(bad((o) => void ((o as Record<string, unknown>).ok = 'yes'))).toBe('not an xcheck report: ok must be a boolean, got string "yes"');
     expect(bad((o) => void (o.pairs = []))).toMatch(/pairs is empty/);
-    expect(bad((o) => void ((o.pairs[0].tensors[3] as Record<string, unknown>).count = null))).toBe('not an xcheck report: pairs[0].tensors[3].count must be a number, got null');
-    expect(bad((o) => void (o.pairs[0].tensors[2].differing = 300))).toBe('not an xcheck report: pairs[0].tensors[2] (layers.0.attn.out): differing 300 exceeds count 100');
+    expect(bad((o) => void ((o.pairs[0].tensors[3] as Record<string, unknown>).count = null))).toBe(
+      'not an xcheck report: pairs[0].tensors[3].count must be a number, got null',
+    );
+    expect(bad((o) => void (o.pairs[0].tensors[2].differing = 300))).toBe(
+      'not an xcheck report: pairs[0].tensors[2] (layers.0.attn.out): differing 300 exceeds count 100',
+    );
     expect(bad((o) => void (o.pairs[0].tensors[2].exactFraction = 2))).toMatch(/pairs\[0\]\.tensors\[2\]\.exactFraction must be a fraction in \[0, 1\]/);
     expect(bad((o) => void ((o.pairs[0] as Record<string, unknown>).b = 3))).toBe('not an xcheck report: pairs[0].b must be a string, got number 3');
     expect(() => parseXcheckReport('{"ok": tru', 'r.json')).toThrow(/^r\.json is not JSON: /);
-    expect(() => parseXcheckReport('{"ok": true}', 'r.json')).toThrow('r.json: not an xcheck report: pairs must be an array, got nothing (the field is missing)');
+    expect(() => parseXcheckReport('{"ok": true}', 'r.json')).toThrow(
+      'r.json: not an xcheck report: pairs must be an array, got nothing (the field is missing)',
+    );
   });
 
   it('reads a null maxAbs (JSON.stringify of Infinity) back as Infinity, and a float64 attribution', () => {

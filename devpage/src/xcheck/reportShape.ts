@@ -83,7 +83,8 @@ function tensor(v: unknown, path: string, exitLayer: number): XcheckTensor {
       };
     };
     const attributed = e.attributed;
-    if (!(attributed === null || attributed === 'a' || attributed === 'b' || attributed === 'tie')) fail(`${path}.exact.attributed`, "'a', 'b', 'tie' or null", attributed);
+    if (!(attributed === null || attributed === 'a' || attributed === 'b' || attributed === 'tie'))
+      fail(`${path}.exact.attributed`, "'a', 'b', 'tie' or null", attributed);
     exact = {
       a: side('a'),
       b: side('b'),
@@ -100,8 +101,14 @@ function tensor(v: unknown, path: string, exitLayer: number): XcheckTensor {
   let rows: XcheckTensor['rows'] = { rowStart: 0, bucketRows: 1, differing: [], maxUlp: [] };
   if (o.rows !== undefined) {
     const r = obj(o.rows, `${path}.rows`);
-    const nums = (k: string): number[] => arr(r[k], `${path}.rows.${k}`).map((x, i) => (typeof x === 'number' ? x : fail(`${path}.rows.${k}[${i}]`, 'a number', x)));
-    rows = { rowStart: num(r, 'rowStart', `${path}.rows`) as number, bucketRows: num(r, 'bucketRows', `${path}.rows`) as number, differing: nums('differing'), maxUlp: nums('maxUlp') };
+    const nums = (k: string): number[] =>
+      arr(r[k], `${path}.rows.${k}`).map((x, i) => (typeof x === 'number' ? x : fail(`${path}.rows.${k}[${i}]`, 'a number', x)));
+    rows = {
+      rowStart: num(r, 'rowStart', `${path}.rows`) as number,
+      bucketRows: num(r, 'bucketRows', `${path}.rows`) as number,
+      differing: nums('differing'),
+      maxUlp: nums('maxUlp'),
+    };
   }
   // absent in reports from before the field: none counted
   let nonFinite: XcheckTensor['nonFinite'] = { a: 0, b: 0 };

@@ -5,7 +5,24 @@
 import { attributionText, pairVerdict, tensorGroup, type XcheckPair, type XcheckReport, type XcheckTensor } from '@hcsp/core';
 import { h, s } from '../view/dom.ts';
 import { tensorDetail } from './tensorDetail.ts';
-import { attribution, barGradient, barTicks, BEYOND_COLOR, IDENTICAL_COLOR, kindGrid, metricColor, metricDomain, pairHeadline, rankGrid, scalePosition, UNKNOWN_COLOR, worstTensors, XCHECK_METRICS, type GridModel, type XcheckMetric } from './xcheckHeatmap.ts';
+import {
+  attribution,
+  barGradient,
+  barTicks,
+  BEYOND_COLOR,
+  IDENTICAL_COLOR,
+  kindGrid,
+  metricColor,
+  metricDomain,
+  pairHeadline,
+  rankGrid,
+  scalePosition,
+  UNKNOWN_COLOR,
+  worstTensors,
+  XCHECK_METRICS,
+  type GridModel,
+  type XcheckMetric,
+} from './xcheckHeatmap.ts';
 
 const CELL_H = 16;
 const LABEL_W = 110;
@@ -24,7 +41,10 @@ function metricText(t: XcheckTensor): string {
   const ulp = t.maxUlp === null ? 'not bf16' : `max ${t.maxUlp} ulp`;
   const row = t.rowUlp === null ? '' : `, ${fmt(t.rowUlp)} row-scaled ulp`;
   const e = t.exact;
-  const exact = e && e.attributed !== null ? `; against float64: ${e.attributed === 'tie' ? 'a tie' : `run ${e.attributed} is farther`} (${e.fartherA} / ${e.fartherB} elements), own max ulp a ${fmt(e.a.maxUlp)}, b ${fmt(e.b.maxUlp)}` : '';
+  const exact =
+    e && e.attributed !== null
+      ? `; against float64: ${e.attributed === 'tie' ? 'a tie' : `run ${e.attributed} is farther`} (${e.fartherA} / ${e.fartherB} elements), own max ulp a ${fmt(e.a.maxUlp)}, b ${fmt(e.b.maxUlp)}`
+      : '';
   return `${t.name}: ${t.differing} of ${t.count} elements differ (${fmt(100 * (1 - t.exactFraction), 2)}%), ${ulp}${row}, max abs ${fmt(t.maxAbs)}${exact}`;
 }
 
@@ -158,7 +178,19 @@ function renderDetail(pair: XcheckPair, name: string): HTMLElement[] {
         'table',
         { class: 'grid xc-detail-rows' },
         h('thead', {}, h('tr', {}, ...['rows', 'differing elements', 'max ulp'].map((t) => h('th', {}, t)))),
-        h('tbody', {}, ...d.rows.map((r) => h('tr', {}, h('td', {}, r.end - r.start === 1 ? `row ${r.start}` : `rows [${r.start}, ${r.end})`), h('td', { class: 'num' }, String(r.differing)), h('td', { class: 'num' }, fmt(r.maxUlp))))),
+        h(
+          'tbody',
+          {},
+          ...d.rows.map((r) =>
+            h(
+              'tr',
+              {},
+              h('td', {}, r.end - r.start === 1 ? `row ${r.start}` : `rows [${r.start}, ${r.end})`),
+              h('td', { class: 'num' }, String(r.differing)),
+              h('td', { class: 'num' }, fmt(r.maxUlp)),
+            ),
+          ),
+        ),
       )
     : h('p', { class: 'muted' }, 'No row differs: bit-identical.');
   return [
@@ -176,7 +208,10 @@ function renderPair(pair: XcheckPair, index: number, metric: XcheckMetric, exact
   const domain = metricDomain([...ranks.cells, ...kinds.cells].map((c) => c.value));
   const v = pair.verdict ?? pairVerdict(pair);
   const at = attributionText(v, pair);
-  const flips = [...v.routing.map((f) => `routing flips at layer ${f.layer}: ${f.rows.length} of ${f.count} rows`), ...v.selection.map((f) => `QSA selection flips at layer ${f.layer}: ${f.rows.length} of ${f.count} rows`)];
+  const flips = [
+    ...v.routing.map((f) => `routing flips at layer ${f.layer}: ${f.rows.length} of ${f.count} rows`),
+    ...v.selection.map((f) => `QSA selection flips at layer ${f.layer}: ${f.rows.length} of ${f.count} rows`),
+  ];
   const detail = h('div', { class: 'xc-detail', hidden: true, 'aria-live': 'polite' });
   const open = (target: EventTarget | null): void => {
     const cell = (target as Element | null)?.closest?.('rect.xc-cell');
@@ -196,10 +231,20 @@ function renderPair(pair: XcheckPair, index: number, metric: XcheckMetric, exact
     attributionBlock(pair),
     renderLegend(metric, domain),
     ranks.cells.length
-      ? renderGrid(ranks, domain, 'rank', `Each rank's own values per sub-layer step (rows, graph order): its partial sums before the collective and the collective's output on that rank (columns grouped by rank). A cell's rows are the ones that rank holds. Click a cell for that tensor's rows and its float64 attribution.`)
+      ? renderGrid(
+          ranks,
+          domain,
+          'rank',
+          `Each rank's own values per sub-layer step (rows, graph order): its partial sums before the collective and the collective's output on that rank (columns grouped by rank). A cell's rows are the ones that rank holds. Click a cell for that tensor's rows and its float64 attribution.`,
+        )
       : h('p', { class: 'muted' }, 'No per-rank values (`*.partial.r{k}`, `*.out.r{k}`) in this pair.'),
     kinds.cells.length
-      ? renderGrid(kinds, domain, 'kind', 'Values of all T rows (the golden-dump names) per layer (rows) and tensor kind (columns); blank: that layer has no such value. Click a cell for its rows.')
+      ? renderGrid(
+          kinds,
+          domain,
+          'kind',
+          'Values of all T rows (the golden-dump names) per layer (rows) and tensor kind (columns); blank: that layer has no such value. Click a cell for its rows.',
+        )
       : h('p', { class: 'muted' }, 'No values of all T rows in this pair.'),
     detail,
     h('h4', {}, 'Worst tensors'),
@@ -214,7 +259,14 @@ function renderPair(pair: XcheckPair, index: number, metric: XcheckMetric, exact
 
 /** `source`: where the report came from, e.g. "file report.json" or "live run". */
 export function renderXcheckReport(report: XcheckReport, metric: XcheckMetric, source: string): HTMLElement {
-  const facts = [`config ${report.config}`, `T ${report.tokens}`, `tp ${report.tp}`, `seed ${report.seed}`, report.weights ? `weights ${report.weights}` : '', report.maxUlpGate !== null ? `--max-ulp ${report.maxUlpGate}: ${report.ok ? 'passed' : 'exceeded'}` : ''].filter(Boolean);
+  const facts = [
+    `config ${report.config}`,
+    `T ${report.tokens}`,
+    `tp ${report.tp}`,
+    `seed ${report.seed}`,
+    report.weights ? `weights ${report.weights}` : '',
+    report.maxUlpGate !== null ? `--max-ulp ${report.maxUlpGate}: ${report.ok ? 'passed' : 'exceeded'}` : '',
+  ].filter(Boolean);
   const runs = report.runs.length
     ? h(
         'table',
@@ -224,16 +276,36 @@ export function renderXcheckReport(report: XcheckReport, metric: XcheckMetric, s
           'tbody',
           {},
           ...report.runs.map((r) =>
-            h('tr', {}, h('td', {}, r.spec), h('td', {}, r.backend), h('td', { class: 'xc-device' }, r.device), h('td', {}, r.sp ? 'sharded' : 'off'), h('td', { class: 'num' }, String(r.chunk)), h('td', {}, r.reduce), h('td', { class: 'num' }, r.seconds.toFixed(2))),
+            h(
+              'tr',
+              {},
+              h('td', {}, r.spec),
+              h('td', {}, r.backend),
+              h('td', { class: 'xc-device' }, r.device),
+              h('td', {}, r.sp ? 'sharded' : 'off'),
+              h('td', { class: 'num' }, String(r.chunk)),
+              h('td', {}, r.reduce),
+              h('td', { class: 'num' }, r.seconds.toFixed(2)),
+            ),
           ),
         ),
       )
     : null;
-  const golden = report.golden ? h('p', { class: 'muted' }, `Golden file ${report.golden.file}${report.golden.unused.length ? `; in it but not compared: ${report.golden.unused.join(', ')}` : ''}${report.golden.notCompared.length ? `; the run's but not in it, not compared: ${report.golden.notCompared.join(', ')}` : ''}`) : null;
+  const golden = report.golden
+    ? h(
+        'p',
+        { class: 'muted' },
+        `Golden file ${report.golden.file}${report.golden.unused.length ? `; in it but not compared: ${report.golden.unused.join(', ')}` : ''}${report.golden.notCompared.length ? `; the run's but not in it, not compared: ${report.golden.notCompared.join(', ')}` : ''}`,
+      )
+    : null;
   return h(
     'div',
     { class: 'xc-report' },
-    h('p', { class: 'xc-source' }, `${source}: ${facts.join(', ')}; ${report.pairs.length} pair${report.pairs.length === 1 ? '' : 's'}${report.exact ? ', with the float64 evaluation' : ''}.`),
+    h(
+      'p',
+      { class: 'xc-source' },
+      `${source}: ${facts.join(', ')}; ${report.pairs.length} pair${report.pairs.length === 1 ? '' : 's'}${report.exact ? ', with the float64 evaluation' : ''}.`,
+    ),
     runs,
     golden,
     ...report.pairs.map((p, i) => renderPair(p, i, metric, report.exact)),

@@ -38,12 +38,18 @@ describe('tensorDetail', () => {
     );
   });
 
-  it('says when the difference is larger than either side\'s float64 error, and when there is no float64 evaluation', () => {
-    const big = tensorDetail(pair(tensor({ rowUlp: 714, exact: { a: exactErr(930), b: exactErr(1), fartherA: 5, fartherB: 0, attributed: 'a' } })), 'layers.2.attn.out.r1');
+  it("says when the difference is larger than either side's float64 error, and when there is no float64 evaluation", () => {
+    const big = tensorDetail(
+      pair(tensor({ rowUlp: 714, exact: { a: exactErr(930), b: exactErr(1), fartherA: 5, fartherB: 0, attributed: 'a' } })),
+      'layers.2.attn.out.r1',
+    );
     expect(big.attribution).toMatch(/within the larger own error/);
     const beyond = tensorDetail(pair(tensor({ rowUlp: 2000 })), 'layers.2.attn.out.r1');
     expect(beyond.attribution).toMatch(/larger than either side's own error: look here$/);
-    const none = tensorDetail(pair(tensor({ exact: null, first: null, differing: 0, rows: { rowStart: 0, bucketRows: 1, differing: [0], maxUlp: [0] } })), 'layers.2.attn.out.r1');
+    const none = tensorDetail(
+      pair(tensor({ exact: null, first: null, differing: 0, rows: { rowStart: 0, bucketRows: 1, differing: [0], maxUlp: [0] } })),
+      'layers.2.attn.out.r1',
+    );
     expect([none.attribution, none.first, none.rows]).toEqual([null, null, []]);
   });
 

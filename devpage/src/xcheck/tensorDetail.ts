@@ -22,14 +22,20 @@ export interface TensorDetail {
   attribution: string | null;
 }
 
-const num = (v: number): string => (Number.isInteger(v) ? String(v) : Math.abs(v) >= 1e4 || (v !== 0 && Math.abs(v) < 1e-3) ? v.toExponential(3) : v.toFixed(3));
+const num = (v: number): string =>
+  Number.isInteger(v) ? String(v) : Math.abs(v) >= 1e4 || (v !== 0 && Math.abs(v) < 1e-3) ? v.toExponential(3) : v.toFixed(3);
 
 /** The detail of `pair`'s tensor `name`; an error naming it when the pair has no such tensor. */
 export function tensorDetail(pair: XcheckPair, name: string, differingOnly = true): TensorDetail {
   const t: XcheckTensor | undefined = pair.tensors.find((x) => x.name === name);
   if (!t) throw new Error(`xcheck: the pair ${pair.a} / ${pair.b} has no tensor ${JSON.stringify(name)}`);
   const { rowStart, bucketRows, differing, maxUlp } = t.rows;
-  const rows: DetailRow[] = differing.map((d, i) => ({ start: rowStart + i * bucketRows, end: rowStart + (i + 1) * bucketRows, differing: d, maxUlp: maxUlp[i] }));
+  const rows: DetailRow[] = differing.map((d, i) => ({
+    start: rowStart + i * bucketRows,
+    end: rowStart + (i + 1) * bucketRows,
+    differing: d,
+    maxUlp: maxUlp[i],
+  }));
   const rowUlp = t.rowUlp === null ? '' : `, max ${num(t.rowUlp)} row-scaled ulp`;
   const ulp = t.maxUlp === null ? '' : `, max ${num(t.maxUlp)} ulp elementwise`;
   const summary = `${t.differing} of ${t.count} elements differ${rowUlp}${ulp}, max |a - b| ${num(t.maxAbs)}`;
@@ -38,9 +44,19 @@ export function tensorDetail(pair: XcheckPair, name: string, differingOnly = tru
   let attribution: string | null = null;
   if (e) {
     const own = `own error against float64: a (${pair.a}) ${num(e.a.maxUlp)} row-scaled ulp (max abs ${num(e.a.maxAbs)}), b (${pair.b}) ${num(e.b.maxUlp)} (max abs ${num(e.b.maxAbs)})`;
-    const who = e.attributed === null ? 'nothing differs to attribute' : e.attributed === 'tie' ? `a tie: ${e.fartherA} differing elements farther in a, ${e.fartherB} in b` : `run ${e.attributed} is farther from float64 on ${e.attributed === 'a' ? e.fartherA : e.fartherB} of ${t.differing} differing elements (the other on ${e.attributed === 'a' ? e.fartherB : e.fartherA})`;
+    const who =
+      e.attributed === null
+        ? 'nothing differs to attribute'
+        : e.attributed === 'tie'
+          ? `a tie: ${e.fartherA} differing elements farther in a, ${e.fartherB} in b`
+          : `run ${e.attributed} is farther from float64 on ${e.attributed === 'a' ? e.fartherA : e.fartherB} of ${t.differing} differing elements (the other on ${e.attributed === 'a' ? e.fartherB : e.fartherA})`;
     // the difference against the larger own error: within it, the two sides round alike
-    const within = t.rowUlp !== null && t.differing > 0 ? (t.rowUlp <= Math.max(e.a.maxUlp, e.b.maxUlp) ? '; the difference is within the larger own error (rounding noise)' : '; the difference is larger than either side\'s own error: look here') : '';
+    const within =
+      t.rowUlp !== null && t.differing > 0
+        ? t.rowUlp <= Math.max(e.a.maxUlp, e.b.maxUlp)
+          ? '; the difference is within the larger own error (rounding noise)'
+          : "; the difference is larger than either side's own error: look here"
+        : '';
     attribution = `${own}; ${who}${within}`;
   }
   return { name: t.name, summary, first, rows: differingOnly ? rows.filter((r) => r.differing > 0) : rows, attribution };

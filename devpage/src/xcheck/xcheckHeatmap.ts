@@ -63,7 +63,13 @@ export function scalePosition(value: number, domain: readonly [number, number]):
 
 function mix(a: string, b: string, f: number): string {
   const c = (s: string, i: number): number => parseInt(s.slice(1 + 2 * i, 3 + 2 * i), 16);
-  return `#${[0, 1, 2].map((i) => Math.round(c(a, i) + (c(b, i) - c(a, i)) * f).toString(16).padStart(2, '0')).join('')}`;
+  return `#${[0, 1, 2]
+    .map((i) =>
+      Math.round(c(a, i) + (c(b, i) - c(a, i)) * f)
+        .toString(16)
+        .padStart(2, '0'),
+    )
+    .join('')}`;
 }
 
 /** The colour of a position 0 to 1 on the bar. */

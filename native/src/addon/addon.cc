@@ -49,8 +49,10 @@ Napi::Value download(const Napi::CallbackInfo& info) {
     TensorPtr t = JsTensor::unwrap(info[0], "download");
     auto buf = Napi::ArrayBuffer::New(env, t->bytes());
     // a weight released after packing: rebuilt from its exact-GEMM panel (packForGemm)
-    if (t->released()) gemm::unpackReleased(*t, buf.Data());
-    else if (t->bytes()) t->memory().copyOut(buf.Data(), t->raw(), t->bytes());
+    if (t->released())
+      gemm::unpackReleased(*t, buf.Data());
+    else if (t->bytes())
+      t->memory().copyOut(buf.Data(), t->raw(), t->bytes());
     return buf;
   });
 }

@@ -30,9 +30,12 @@ Attrs readAttrs(const std::string& op, const Napi::Value& value) {
       a.kind = strings ? AttrValue::Kind::Strings : AttrValue::Kind::Numbers;
       for (uint32_t j = 0; j < arr.Length(); j++) {
         Napi::Value e = arr.Get(j);
-        if (strings && e.IsString()) a.strings.push_back(e.As<Napi::String>().Utf8Value());
-        else if (!strings && e.IsNumber()) a.numbers.push_back(e.As<Napi::Number>().DoubleValue());
-        else throw jsError(env, Error(ErrorKind::Attr, op + ": attribute '" + key + "' mixes kinds in its array"));
+        if (strings && e.IsString())
+          a.strings.push_back(e.As<Napi::String>().Utf8Value());
+        else if (!strings && e.IsNumber())
+          a.numbers.push_back(e.As<Napi::Number>().DoubleValue());
+        else
+          throw jsError(env, Error(ErrorKind::Attr, op + ": attribute '" + key + "' mixes kinds in its array"));
       }
     } else if (v.IsUndefined() || v.IsNull()) {
       // absent, as the reference reads `attrs.x ?? default`

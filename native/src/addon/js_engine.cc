@@ -39,7 +39,8 @@ Napi::Value reservePool(const Napi::CallbackInfo& info) {
     std::vector<size_t> blocks;
     for (uint32_t i = 0; i < a.Length(); i++) {
       const double b = a.Get(i).IsNumber() ? a.Get(i).As<Napi::Number>().DoubleValue() : -1;
-      if (!(b >= 0) || b != static_cast<double>(static_cast<int64_t>(b))) fail(ErrorKind::Size, "reservePool: block " + std::to_string(i) + " is not a byte count");
+      if (!(b >= 0) || b != static_cast<double>(static_cast<int64_t>(b)))
+        fail(ErrorKind::Size, "reservePool: block " + std::to_string(i) + " is not a byte count");
       blocks.push_back(static_cast<size_t>(b));
     }
     std::shared_ptr<gpu::GpuRuntime> hold;

@@ -6,7 +6,8 @@
 
 namespace hcsp::addon {
 
-/** counters(gpu|null) -> { kernelLaunches, hostSyncs, deviceAllocations, deviceFrees, memsets, copiesToDevice, bytesToDevice, copiesFromDevice, bytesFromDevice } */
+/** counters(gpu|null) -> { kernelLaunches, hostSyncs, deviceAllocations, deviceFrees, memsets, copiesToDevice, bytesToDevice, copiesFromDevice, bytesFromDevice
+ * } */
 Napi::Value counters(const Napi::CallbackInfo& info);
 /** reservePool(blockBytes: number[], gpu|null): one device allocation carved into those blocks, pooled */
 Napi::Value reservePool(const Napi::CallbackInfo& info);

@@ -19,11 +19,11 @@ Napi::Object statsObject(Napi::Env env, const AllocatorStats& s) {
 }
 
 Napi::Function JsGpu::define(Napi::Env env) {
-  Napi::Function f = DefineClass(env, "GpuDevice",
-                                 {InstanceAccessor<&JsGpu::kind>("kind"), InstanceAccessor<&JsGpu::arch>("arch"), InstanceAccessor<&JsGpu::kernels>("kernels"), InstanceMethod<&JsGpu::describe>("describe"),
-                                  InstanceMethod<&JsGpu::stats>("stats"), InstanceMethod<&JsGpu::setMemoryLimit>("setMemoryLimit"),
-                                  InstanceMethod<&JsGpu::synchronize>("synchronize"), InstanceMethod<&JsGpu::memoryInfo>("memoryInfo"),
-                                  InstanceMethod<&JsGpu::vendorGemm>("vendorGemm")});
+  Napi::Function f = DefineClass(
+      env, "GpuDevice",
+      {InstanceAccessor<&JsGpu::kind>("kind"), InstanceAccessor<&JsGpu::arch>("arch"), InstanceAccessor<&JsGpu::kernels>("kernels"),
+       InstanceMethod<&JsGpu::describe>("describe"), InstanceMethod<&JsGpu::stats>("stats"), InstanceMethod<&JsGpu::setMemoryLimit>("setMemoryLimit"),
+       InstanceMethod<&JsGpu::synchronize>("synchronize"), InstanceMethod<&JsGpu::memoryInfo>("memoryInfo"), InstanceMethod<&JsGpu::vendorGemm>("vendorGemm")});
   instanceData(env).gpu = Napi::Persistent(f);
   return f;
 }

@@ -21,7 +21,8 @@ uint64_t wholeNumber(double x, const std::string& what) {
 
 class LoadWorker : public PromiseWorker {
  public:
-  LoadWorker(Napi::Env env, std::vector<loader::SourceFile> files, std::vector<loader::LoadRequest> requests, std::shared_ptr<Memory> memory, loader::LoadOptions options)
+  LoadWorker(Napi::Env env, std::vector<loader::SourceFile> files, std::vector<loader::LoadRequest> requests, std::shared_ptr<Memory> memory,
+             loader::LoadOptions options)
       : PromiseWorker(env), files_(std::move(files)), requests_(std::move(requests)), memory_(std::move(memory)), options_(options) {}
 
   void Execute() override {
@@ -54,7 +55,6 @@ class LoadWorker : public PromiseWorker {
     o.Set("chunks", static_cast<double>(result_.chunks));
     deferred_.Resolve(o);
   }
-
 
  private:
   std::vector<loader::SourceFile> files_;

@@ -157,7 +157,8 @@ Shape outputShape(const Napi::Value& v, const std::string& label) {
   Shape shape;
   for (uint32_t i = 0; i < a.Length(); i++) {
     const double d = a.Get(i).IsNumber() ? a.Get(i).As<Napi::Number>().DoubleValue() : -1;
-    if (!(d >= 0) || d != static_cast<double>(static_cast<int64_t>(d))) fail(ErrorKind::Shape, label + ": dimension " + std::to_string(i) + " of the output shape is not a non-negative integer");
+    if (!(d >= 0) || d != static_cast<double>(static_cast<int64_t>(d)))
+      fail(ErrorKind::Shape, label + ": dimension " + std::to_string(i) + " of the output shape is not a non-negative integer");
     shape.push_back(static_cast<int64_t>(d));
   }
   return shape;
@@ -169,7 +170,8 @@ Shape outputShape(const Napi::Value& v, const std::string& label) {
  * writes y, allocated from the device's pool when the job runs, and enqueues the NCCL call on
  * the device's stream (no staging, no wait).
  */
-engine::Step collectiveStep(const std::shared_ptr<NcclCommunicator>& comm, const std::string& kind, const std::string& label, DType dtype, const Shape& xShape, Shape yShape) {
+engine::Step collectiveStep(const std::shared_ptr<NcclCommunicator>& comm, const std::string& kind, const std::string& label, DType dtype, const Shape& xShape,
+                            Shape yShape) {
   if (kind != "allGather" && dtype != DType::BF16) fail(ErrorKind::DType, label + ": " + kind + " takes bf16, got " + dtypeName(dtype));
   if (kind == "allGather" && dtype != DType::BF16 && dtype != DType::F32 && dtype != DType::I32) {
     fail(ErrorKind::DType, label + ": allGather takes bf16, f32 or i32, got " + dtypeName(dtype));
@@ -177,8 +179,8 @@ engine::Step collectiveStep(const std::shared_ptr<NcclCommunicator>& comm, const
   const int64_t n = numel(xShape), m = numel(yShape), size = comm->size();
   const int64_t want = kind == "allReduce" ? n : kind == "reduceScatter" ? (n % size == 0 ? n / size : -1) : n * size;
   if (m != want) {
-    fail(ErrorKind::Shape, label + ": " + kind + " of " + dtypeName(dtype) + shapeStr(xShape) + " over " + std::to_string(size) + " ranks cannot give " + dtypeName(dtype) +
-                               shapeStr(yShape));
+    fail(ErrorKind::Shape, label + ": " + kind + " of " + dtypeName(dtype) + shapeStr(xShape) + " over " + std::to_string(size) + " ranks cannot give " +
+                               dtypeName(dtype) + shapeStr(yShape));
   }
   engine::Step step;
   step.label = label;
@@ -199,9 +201,12 @@ engine::Step collectiveStep(const std::shared_ptr<NcclCommunicator>& comm, const
       y->fill(std::move(t));
       return;
     }
-    if (kind == "allReduce") comm->enqueueAllReduceBf16(x->raw(), t->raw(), x->numel(), label);
-    else if (kind == "reduceScatter") comm->enqueueReduceScatterBf16(x->raw(), t->raw(), x->numel(), label);
-    else comm->enqueueAllGather(x->raw(), t->raw(), static_cast<int64_t>(x->bytes()), static_cast<int>(dtypeBytes(x->dtype())), x->dtype() == DType::F32, label);
+    if (kind == "allReduce")
+      comm->enqueueAllReduceBf16(x->raw(), t->raw(), x->numel(), label);
+    else if (kind == "reduceScatter")
+      comm->enqueueReduceScatterBf16(x->raw(), t->raw(), x->numel(), label);
+    else
+      comm->enqueueAllGather(x->raw(), t->raw(), static_cast<int64_t>(x->bytes()), static_cast<int>(dtypeBytes(x->dtype())), x->dtype() == DType::F32, label);
     y->fill(std::move(t));
   };
   return step;
@@ -210,13 +215,13 @@ engine::Step collectiveStep(const std::shared_ptr<NcclCommunicator>& comm, const
 class JsNcclComm : public Napi::ObjectWrap<JsNcclComm> {
  public:
   static Napi::Function define(Napi::Env env) {
-    return DefineClass(env, "NcclComm",
-                       {InstanceAccessor<&JsNcclComm::rank>("rank"), InstanceAccessor<&JsNcclComm::size>("size"),
-                        InstanceMethod<&JsNcclComm::library>("library"), InstanceMethod<&JsNcclComm::state>("state"),
-                        InstanceMethod<&JsNcclComm::allReduce>("allReduce"), InstanceMethod<&JsNcclComm::reduceScatter>("reduceScatter"),
-                        InstanceMethod<&JsNcclComm::allGather>("allGather"), InstanceMethod<&JsNcclComm::enqueue>("enqueue"), InstanceMethod<&JsNcclComm::step>("step"),
-                        InstanceMethod<&JsNcclComm::checkAsync>("checkAsync"), InstanceMethod<&JsNcclComm::bytesSent>("bytesSent"),
-                        InstanceMethod<&JsNcclComm::destroy>("destroy"), InstanceMethod<&JsNcclComm::abort>("abort")});
+    return DefineClass(
+        env, "NcclComm",
+        {InstanceAccessor<&JsNcclComm::rank>("rank"), InstanceAccessor<&JsNcclComm::size>("size"), InstanceMethod<&JsNcclComm::library>("library"),
+         InstanceMethod<&JsNcclComm::state>("state"), InstanceMethod<&JsNcclComm::allReduce>("allReduce"),
+         InstanceMethod<&JsNcclComm::reduceScatter>("reduceScatter"), InstanceMethod<&JsNcclComm::allGather>("allGather"),
+         InstanceMethod<&JsNcclComm::enqueue>("enqueue"), InstanceMethod<&JsNcclComm::step>("step"), InstanceMethod<&JsNcclComm::checkAsync>("checkAsync"),
+         InstanceMethod<&JsNcclComm::bytesSent>("bytesSent"), InstanceMethod<&JsNcclComm::destroy>("destroy"), InstanceMethod<&JsNcclComm::abort>("abort")});
   }
 
   explicit JsNcclComm(const Napi::CallbackInfo& info) : Napi::ObjectWrap<JsNcclComm>(info) {
@@ -245,7 +250,8 @@ class JsNcclComm : public Napi::ObjectWrap<JsNcclComm> {
       auto out = std::make_shared<std::vector<uint8_t>>();
       auto comm = comm_;
       return queue(
-          info.Env(), [comm, data, out] { *out = comm->allReduceBf16(reinterpret_cast<const uint16_t*>(data->data()), static_cast<int64_t>(data->size() / 2)); },
+          info.Env(),
+          [comm, data, out] { *out = comm->allReduceBf16(reinterpret_cast<const uint16_t*>(data->data()), static_cast<int64_t>(data->size() / 2)); },
           [out](Napi::Env env) { return arrayBuffer(env, *out); });
     });
   }
@@ -271,7 +277,8 @@ class JsNcclComm : public Napi::ObjectWrap<JsNcclComm> {
       auto out = std::make_shared<std::vector<uint8_t>>();
       auto comm = comm_;
       return queue(
-          info.Env(), [comm, data, out, elementBytes, isFloat] { *out = comm->allGather(data->data(), static_cast<int64_t>(data->size()), elementBytes, isFloat); },
+          info.Env(),
+          [comm, data, out, elementBytes, isFloat] { *out = comm->allGather(data->data(), static_cast<int64_t>(data->size()), elementBytes, isFloat); },
           [out](Napi::Env env) { return arrayBuffer(env, *out); });
     });
   }
@@ -305,9 +312,10 @@ class JsNcclComm : public Napi::ObjectWrap<JsNcclComm> {
       if (!info[2].IsObject()) fail(ErrorKind::DType, label + ": x must be {dtype, shape}");
       Napi::Object x = info[2].As<Napi::Object>();
       const DType dtype = parseDType(x.Get("dtype").IsString() ? x.Get("dtype").As<Napi::String>().Utf8Value() : "");
-      auto step = std::make_shared<engine::Step>(collectiveStep(comm_, kind, label, dtype, readShape(x.Get("shape"), label + ": x"), outputShape(info[3], label)));
+      auto step =
+          std::make_shared<engine::Step>(collectiveStep(comm_, kind, label, dtype, readShape(x.Get("shape"), label + ": x"), outputShape(info[3], label)));
       return Napi::External<std::shared_ptr<engine::Step>>::New(info.Env(), new std::shared_ptr<engine::Step>(std::move(step)),
-                                                                  [](Napi::Env, std::shared_ptr<engine::Step>* p) { delete p; });
+                                                                [](Napi::Env, std::shared_ptr<engine::Step>* p) { delete p; });
     });
   }
 

@@ -8,10 +8,10 @@
 namespace hcsp::addon {
 
 Napi::Function JsTensor::define(Napi::Env env) {
-  Napi::Function f = DefineClass(env, "NativeTensor",
-                                 {InstanceAccessor<&JsTensor::dtype>("dtype"), InstanceAccessor<&JsTensor::shape>("shape"),
-                                  InstanceAccessor<&JsTensor::bytes>("bytes"), InstanceAccessor<&JsTensor::freed>("freed"),
-                                  InstanceAccessor<&JsTensor::computed>("computed")});
+  Napi::Function f =
+      DefineClass(env, "NativeTensor",
+                  {InstanceAccessor<&JsTensor::dtype>("dtype"), InstanceAccessor<&JsTensor::shape>("shape"), InstanceAccessor<&JsTensor::bytes>("bytes"),
+                   InstanceAccessor<&JsTensor::freed>("freed"), InstanceAccessor<&JsTensor::computed>("computed")});
   instanceData(env).tensor = Napi::Persistent(f);
   return f;
 }
@@ -49,9 +49,7 @@ TensorPtr JsTensor::unwrap(const Napi::Value& value, const std::string& what) {
   }
 }
 
-Napi::Value JsTensor::dtype(const Napi::CallbackInfo& info) {
-  return slot_ ? Napi::String::New(info.Env(), dtypeName(slot_->dtype())) : info.Env().Null();
-}
+Napi::Value JsTensor::dtype(const Napi::CallbackInfo& info) { return slot_ ? Napi::String::New(info.Env(), dtypeName(slot_->dtype())) : info.Env().Null(); }
 
 Napi::Value JsTensor::shape(const Napi::CallbackInfo& info) {
   if (!slot_) return info.Env().Null();
@@ -104,8 +102,8 @@ UploadArgs readUpload(const Napi::CallbackInfo& info, const std::string& what) {
   Napi::TypedArray data = info[2].As<Napi::TypedArray>();
   const size_t want = static_cast<size_t>(numel(shape)) * dtypeBytes(dtype);
   if (data.ByteLength() != want) {
-    fail(ErrorKind::Size, what + ": a buffer of " + std::to_string(data.ByteLength()) + " bytes for a " + dtypeName(dtype) + shapeStr(shape) + " tensor, which needs " +
-                              std::to_string(want));
+    fail(ErrorKind::Size, what + ": a buffer of " + std::to_string(data.ByteLength()) + " bytes for a " + dtypeName(dtype) + shapeStr(shape) +
+                              " tensor, which needs " + std::to_string(want));
   }
   const auto* bytes = static_cast<const uint8_t*>(data.ArrayBuffer().Data()) + data.ByteOffset();
   return UploadArgs{dtype, std::move(shape), bytes, want, JsGpu::unwrapOptional(info[3])};

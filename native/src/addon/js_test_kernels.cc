@@ -28,7 +28,8 @@ int64_t intOption(const Napi::Value& options, const char* name, int64_t lo, int6
 
 TensorPtr canonicalSumSq(gpu::GpuRuntime& rt, const std::shared_ptr<gpu::GpuRuntime>& memory, const TensorPtr& x, const Napi::Value& options) {
   if (x->dtype() != DType::BF16 || x->rank() != 2) {
-    fail(ErrorKind::Shape, std::string("testKernel canonicalSumSqBf16: x must be bf16 [rows, n], got ") + dtypeName(x->dtype()) + " of rank " + std::to_string(x->rank()));
+    fail(ErrorKind::Shape,
+         std::string("testKernel canonicalSumSqBf16: x must be bf16 [rows, n], got ") + dtypeName(x->dtype()) + " of rank " + std::to_string(x->rank()));
   }
   const int64_t rows = x->dim(0), n = x->dim(1);
   // the launch checks the block's threads itself (a multiple of 64 up to 256): a bad one is its error
@@ -47,8 +48,8 @@ TensorPtr tensorOption(const Napi::Value& options, const char* name, const Tenso
   TensorPtr t = JsTensor::unwrap(v, std::string("testKernel ") + name);
   if (&t->memory() != &x->memory()) fail(ErrorKind::DType, std::string("testKernel: ") + name + " is not on the given GPU device");
   if (t->dtype() != dtype || t->rank() != rank) {
-    fail(ErrorKind::Shape, std::string("testKernel: ") + name + " must be " + dtypeName(dtype) + " of rank " + std::to_string(rank) + ", got " + dtypeName(t->dtype()) +
-                               " of rank " + std::to_string(t->rank()));
+    fail(ErrorKind::Shape, std::string("testKernel: ") + name + " must be " + dtypeName(dtype) + " of rank " + std::to_string(rank) + ", got " +
+                               dtypeName(t->dtype()) + " of rank " + std::to_string(t->rank()));
   }
   return t;
 }
@@ -56,10 +57,12 @@ TensorPtr tensorOption(const Napi::Value& options, const char* name, const Tenso
 /** x bf16 [rows, inF] and options.w bf16 [outF (times groups), inF] */
 TensorPtr gemmWeight(const TensorPtr& x, const Napi::Value& options, const char* kernel) {
   if (x->dtype() != DType::BF16 || x->rank() != 2) {
-    fail(ErrorKind::Shape, std::string("testKernel ") + kernel + ": x must be bf16 [rows, inF], got " + dtypeName(x->dtype()) + " of rank " + std::to_string(x->rank()));
+    fail(ErrorKind::Shape,
+         std::string("testKernel ") + kernel + ": x must be bf16 [rows, inF], got " + dtypeName(x->dtype()) + " of rank " + std::to_string(x->rank()));
   }
   TensorPtr w = tensorOption(options, "w", x, DType::BF16, 2);
-  if (w->dim(1) != x->dim(1)) fail(ErrorKind::Shape, std::string("testKernel ") + kernel + ": w's inF " + std::to_string(w->dim(1)) + " is not x's " + std::to_string(x->dim(1)));
+  if (w->dim(1) != x->dim(1))
+    fail(ErrorKind::Shape, std::string("testKernel ") + kernel + ": w's inF " + std::to_string(w->dim(1)) + " is not x's " + std::to_string(x->dim(1)));
   return w;
 }
 
@@ -85,7 +88,8 @@ TensorPtr gemmGrouped(gpu::GpuRuntime& rt, const std::shared_ptr<gpu::GpuRuntime
   TensorPtr w = gemmWeight(x, options, "gemmGroupedBf16");
   const int64_t maxRows = x->dim(0), inF = x->dim(1);
   const int64_t outF = intOption(options, "outF", 1, w->dim(0), -1);
-  if (w->dim(0) % outF != 0) fail(ErrorKind::Shape, "testKernel gemmGroupedBf16: w's " + std::to_string(w->dim(0)) + " rows are not groups of outF " + std::to_string(outF));
+  if (w->dim(0) % outF != 0)
+    fail(ErrorKind::Shape, "testKernel gemmGroupedBf16: w's " + std::to_string(w->dim(0)) + " rows are not groups of outF " + std::to_string(outF));
   TensorPtr rowGroup = tensorOption(options, "rowGroup", x, DType::I32, 1);
   TensorPtr rows = tensorOption(options, "rows", x, DType::I32, 1);
   if (rowGroup->dim(0) != maxRows || rows->dim(0) != 1) fail(ErrorKind::Shape, "testKernel gemmGroupedBf16: rowGroup must be i32 [x's rows], rows i32 [1]");

@@ -73,9 +73,10 @@ struct OpCall {
         if (t && t->released()) {
           const bool panelPort = !collective && ((op == "linear" && p == 1) || (op == "fp8LinearPtpc" && p == 2));
           if (!panelPort || gpu || gemm != GemmMode::Exact) {
-            fail(ErrorKind::Runtime, "input port " + std::to_string(p) + " (" + dtypeName(t->dtype()) + shapeStr(t->shape()) +
-                                         ") is a weight released after packing for the exact GEMM; only linear's w and fp8LinearPtpc's qW read it, with gemm 'exact'" +
-                                         (gemm != GemmMode::Exact ? std::string(" (this run is '") + gemmModeName(gemm) + "')" : std::string()));
+            fail(ErrorKind::Runtime,
+                 "input port " + std::to_string(p) + " (" + dtypeName(t->dtype()) + shapeStr(t->shape()) +
+                     ") is a weight released after packing for the exact GEMM; only linear's w and fp8LinearPtpc's qW read it, with gemm 'exact'" +
+                     (gemm != GemmMode::Exact ? std::string(" (this run is '") + gemmModeName(gemm) + "')" : std::string()));
           }
         }
       }
@@ -152,12 +153,15 @@ std::vector<std::vector<T>> readInputs(const Napi::Value& v, const std::string& 
   return inputs;
 }
 
-OpCall readCall(Napi::Env env, const Napi::Value& opName, const Napi::Value& jsAttrs, const Napi::Value& gemm, const Napi::Value& device, bool collective, size_t ranks) {
+OpCall readCall(Napi::Env env, const Napi::Value& opName, const Napi::Value& jsAttrs, const Napi::Value& gemm, const Napi::Value& device, bool collective,
+                size_t ranks) {
   const std::string op = opName.As<Napi::String>().Utf8Value();
   auto gpu = JsGpu::unwrapOptional(device);
   // an unknown op fails before any work
-  if (gpu) collective ? (void)gpu::findGpuCollectiveOp(op) : (void)gpu::findGpuOp(op);
-  else collective ? (void)findCollectiveKernel(op) : (void)findKernel(op);
+  if (gpu)
+    collective ? (void)gpu::findGpuCollectiveOp(op) : (void)gpu::findGpuOp(op);
+  else
+    collective ? (void)findCollectiveKernel(op) : (void)findKernel(op);
   Attrs attrs = readAttrs(op, jsAttrs);
   return OpCall{op, collective ? attrs.with("tp", static_cast<double>(ranks)) : attrs, parseGemmMode(env, gemm), collective, std::move(gpu)};
 }
@@ -198,7 +202,8 @@ PreparedNodePtr readPreparedNode(const Napi::CallbackInfo& info) {
   const std::string label = info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
   const std::string op = info[1].As<Napi::String>().Utf8Value();
   const bool collective = info[6].ToBoolean();
-  auto outputs = readInputs<engine::SlotPtr>(info[5], op + " outputs", collective, [](const Napi::Value& v, const std::string& what) { return readDecl(v, what); });
+  auto outputs =
+      readInputs<engine::SlotPtr>(info[5], op + " outputs", collective, [](const Napi::Value& v, const std::string& what) { return readDecl(v, what); });
   OpCall call = readCall(info.Env(), info[1], info[2], info[3], info[4], collective, outputs.size());
   return std::make_shared<PreparedNode>(PreparedNode{label, std::move(call), std::move(outputs)});
 }
@@ -229,8 +234,8 @@ void runPrepared(const PreparedNode& node, const std::vector<std::vector<engine:
       if (!slot) continue;
       if (!t) fail(ErrorKind::Runtime, call.named("did not produce output port " + std::to_string(p)));
       if (t->dtype() != slot->dtype() || t->shape() != slot->shape()) {
-        fail(ErrorKind::Shape, call.named("produced " + std::string(dtypeName(t->dtype())) + shapeStr(t->shape()) + " for output port " + std::to_string(p) + ", declared " +
-                                          dtypeName(slot->dtype()) + shapeStr(slot->shape())));
+        fail(ErrorKind::Shape, call.named("produced " + std::string(dtypeName(t->dtype())) + shapeStr(t->shape()) + " for output port " + std::to_string(p) +
+                                          ", declared " + dtypeName(slot->dtype()) + shapeStr(slot->shape())));
       }
       slot->fill(std::move(t));
     }
@@ -240,9 +245,11 @@ void runPrepared(const PreparedNode& node, const std::vector<std::vector<engine:
 /** enqueues `node` on `inputs` (JS: ports, or one array of ports per rank) and returns its output handles */
 Napi::Value enqueuePrepared(Napi::Env env, const PreparedNodePtr& node, const Napi::Value& jsInputs) {
   const bool collective = node->call.collective;
-  auto inputs = readInputs<engine::SlotPtr>(jsInputs, node->call.op, collective, [](const Napi::Value& v, const std::string& what) { return JsTensor::unwrapSlot(v, what); });
+  auto inputs = readInputs<engine::SlotPtr>(jsInputs, node->call.op, collective,
+                                            [](const Napi::Value& v, const std::string& what) { return JsTensor::unwrapSlot(v, what); });
   if (node->outputs.size() != inputs.size()) {
-    fail(ErrorKind::Shape, node->call.op + ": " + std::to_string(node->outputs.size()) + " ranks of outputs for " + std::to_string(inputs.size()) + " of inputs");
+    fail(ErrorKind::Shape,
+         node->call.op + ": " + std::to_string(node->outputs.size()) + " ranks of outputs for " + std::to_string(inputs.size()) + " of inputs");
   }
   std::vector<std::vector<engine::SlotPtr>> outputs(node->outputs.size());
   for (size_t r = 0; r < outputs.size(); r++) {
@@ -297,7 +304,8 @@ namespace {
 /** sync(): waits off the JavaScript thread for the queue (and the GPU's stream) and raises the first error */
 class SyncWorker : public Napi::AsyncWorker {
  public:
-  SyncWorker(Napi::Env env, std::shared_ptr<gpu::GpuRuntime> gpu) : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), gpu_(std::move(gpu)) {}
+  SyncWorker(Napi::Env env, std::shared_ptr<gpu::GpuRuntime> gpu)
+      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), gpu_(std::move(gpu)) {}
   Napi::Promise promise() { return deferred_.Promise(); }
 
   void Execute() override {

@@ -11,8 +11,13 @@ enum class Written : uint8_t { No, Given, ByStep };
 
 }  // namespace
 
-Program::Program(std::vector<Step> steps, int32_t slots, std::vector<std::pair<int32_t, SlotPtr>> fixed, std::vector<int32_t> inputs, std::vector<int32_t> outputs)
-    : steps_(std::make_shared<const std::vector<Step>>(std::move(steps))), slots_(slots), fixed_(std::move(fixed)), inputs_(std::move(inputs)), outputs_(std::move(outputs)) {
+Program::Program(std::vector<Step> steps, int32_t slots, std::vector<std::pair<int32_t, SlotPtr>> fixed, std::vector<int32_t> inputs,
+                 std::vector<int32_t> outputs)
+    : steps_(std::make_shared<const std::vector<Step>>(std::move(steps))),
+      slots_(slots),
+      fixed_(std::move(fixed)),
+      inputs_(std::move(inputs)),
+      outputs_(std::move(outputs)) {
   if (slots_ < 0) fail(ErrorKind::Size, "program: " + std::to_string(slots_) + " slots");
   std::vector<Written> written(static_cast<size_t>(slots_), Written::No);
   auto checked = [&](int32_t i, const std::string& what) -> size_t {
@@ -36,9 +41,11 @@ Program::Program(std::vector<Step> steps, int32_t slots, std::vector<std::pair<i
         if (i >= 0 && written[checked(i, what)] == Written::No) fail(ErrorKind::Size, what + " reads slot " + std::to_string(i) + " before any step writes it");
       }
     }
-    if (s.declared.size() != s.out.size()) fail(ErrorKind::Size, what + " declares " + std::to_string(s.declared.size()) + " ranks of outputs for " + std::to_string(s.out.size()));
+    if (s.declared.size() != s.out.size())
+      fail(ErrorKind::Size, what + " declares " + std::to_string(s.declared.size()) + " ranks of outputs for " + std::to_string(s.out.size()));
     for (size_t r = 0; r < s.out.size(); r++) {
-      if (s.declared[r].size() != s.out[r].size()) fail(ErrorKind::Size, what + " declares " + std::to_string(s.declared[r].size()) + " output ports for " + std::to_string(s.out[r].size()));
+      if (s.declared[r].size() != s.out[r].size())
+        fail(ErrorKind::Size, what + " declares " + std::to_string(s.declared[r].size()) + " output ports for " + std::to_string(s.out[r].size()));
       for (size_t p = 0; p < s.out[r].size(); p++) {
         if (s.out[r][p] < 0) continue;
         if (!s.declared[r][p]) fail(ErrorKind::Size, what + " writes slot " + std::to_string(s.out[r][p]) + " from an undeclared port");
@@ -55,7 +62,8 @@ Program::Program(std::vector<Step> steps, int32_t slots, std::vector<std::pair<i
 
 std::vector<SlotPtr> Program::replay(std::vector<SlotPtr> inputs, Memory* dry) const {
   if (!steps_) fail(ErrorKind::Runtime, "replay: the program was released");
-  if (inputs.size() != inputs_.size()) fail(ErrorKind::Size, "replay: " + std::to_string(inputs.size()) + " inputs given, the program has " + std::to_string(inputs_.size()));
+  if (inputs.size() != inputs_.size())
+    fail(ErrorKind::Size, "replay: " + std::to_string(inputs.size()) + " inputs given, the program has " + std::to_string(inputs_.size()));
   std::vector<SlotPtr> slots(static_cast<size_t>(slots_));
   for (const auto& [i, slot] : fixed_) slots[static_cast<size_t>(i)] = slot;
   for (size_t k = 0; k < inputs.size(); k++) {

@@ -110,9 +110,9 @@ struct Problem {
   const char* op;     // for messages: "linear" or "fp8LinearPtpc"
   const char* dtype;  // of A and B, for messages: "bf16", "fp8e4m3fnuz", "fp8e4m3fn"
   int64_t m, n, k;
-  const void* a;  // w
-  const void* b;  // x or q
-  void* d;        // y
+  const void* a;                  // w
+  const void* b;                  // x or q
+  void* d;                        // y
   const float* scaleA = nullptr;  // sw [m]
   const float* scaleB = nullptr;  // sx [n]
   bool invariant = false;         // one algorithm for every n (GemmMode::VendorInvariant)
@@ -264,8 +264,10 @@ void hipSetScales(const HipPlan& g, const Problem& p, const std::string& tag) {
   if (!p.scaleA) return;
   const void* sa = p.scaleA;
   const void* sb = p.scaleB;
-  hipCheck(g.api.hipblasLtMatmulDescSetAttribute(g.desc, hl::HIPBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa), "hipblasLtMatmulDescSetAttribute(A_SCALE_POINTER)" + tag);
-  hipCheck(g.api.hipblasLtMatmulDescSetAttribute(g.desc, hl::HIPBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb), "hipblasLtMatmulDescSetAttribute(B_SCALE_POINTER)" + tag);
+  hipCheck(g.api.hipblasLtMatmulDescSetAttribute(g.desc, hl::HIPBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa),
+           "hipblasLtMatmulDescSetAttribute(A_SCALE_POINTER)" + tag);
+  hipCheck(g.api.hipblasLtMatmulDescSetAttribute(g.desc, hl::HIPBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb),
+           "hipblasLtMatmulDescSetAttribute(B_SCALE_POINTER)" + tag);
 }
 
 /** the shape's plan: descriptors, layouts, the heuristic's algorithm or none */
@@ -281,9 +283,10 @@ std::unique_ptr<HipPlan> hipPlan(HipLtState& st, const Problem& p, hl::hipDataTy
     if (api.hipblasLtMatmulDescSetAttribute(g->desc, hl::HIPBLASLT_MATMUL_DESC_UNIFORM_SUMMATION_ORDER_EXT, &on, sizeof on) != hl::HIPBLAS_STATUS_SUCCESS &&
         !st.book.saidNoUniformOrder) {
       st.book.saidNoUniformOrder = true;
-      const std::string line = "hcsp: " + st.lib + " on " + st.rt.name() +
-                               " has no uniform summation order (HIPBLASLT_MATMUL_DESC_UNIFORM_SUMMATION_ORDER_EXT): vendor-invariant pins one solution per (N, K) "
-                               "with no workspace (no split-k), but not its per-workgroup k stagger; gpu-check's SP on/off step tells whether rows still match\n";
+      const std::string line =
+          "hcsp: " + st.lib + " on " + st.rt.name() +
+          " has no uniform summation order (HIPBLASLT_MATMUL_DESC_UNIFORM_SUMMATION_ORDER_EXT): vendor-invariant pins one solution per (N, K) "
+          "with no workspace (no split-k), but not its per-workgroup k stagger; gpu-check's SP on/off step tells whether rows still match\n";
       std::fputs(line.c_str(), stderr);
       std::fflush(stderr);
     }
@@ -322,7 +325,8 @@ std::unique_ptr<HipPlan> hipPlan(HipLtState& st, const Problem& p, hl::hipDataTy
       st.book.refusedCandidates++;
     }
     if (found >= 1 && pick == found) {
-      st.book.noAlgorithm("hipBLASLt", st.rt, p, "none of its " + std::to_string(found) + " candidates runs with no workspace (split-k and stream-K solutions need some)");
+      st.book.noAlgorithm("hipBLASLt", st.rt, p,
+                          "none of its " + std::to_string(found) + " candidates runs with no workspace (split-k and stream-K solutions need some)");
       return g;
     }
   }
@@ -497,10 +501,10 @@ void cudaSetScales(const CudaPlan& g, const Problem& p, const std::string& tag) 
   if (!p.scaleA) return;
   const void* sa = p.scaleA;
   const void* sb = p.scaleB;
-  cudaCheck(g.api, g.api.cublasLtMatmulDescSetAttribute(g.desc, cl::CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa), "cublasLtMatmulDescSetAttribute(A_SCALE_POINTER)",
-            tag);
-  cudaCheck(g.api, g.api.cublasLtMatmulDescSetAttribute(g.desc, cl::CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb), "cublasLtMatmulDescSetAttribute(B_SCALE_POINTER)",
-            tag);
+  cudaCheck(g.api, g.api.cublasLtMatmulDescSetAttribute(g.desc, cl::CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa),
+            "cublasLtMatmulDescSetAttribute(A_SCALE_POINTER)", tag);
+  cudaCheck(g.api, g.api.cublasLtMatmulDescSetAttribute(g.desc, cl::CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb),
+            "cublasLtMatmulDescSetAttribute(B_SCALE_POINTER)", tag);
 }
 
 /** the shape's plan: descriptors, layouts, the heuristic's algorithm or none */
@@ -559,7 +563,8 @@ std::unique_ptr<CudaPlan> cudaPlan(CudaLtState& st, const Problem& p, cl::cudaDa
       st.book.refusedCandidates++;
     }
     if (found >= 1 && pick == found) {
-      st.book.noAlgorithm("cuBLASLt", st.rt, p, "none of its " + std::to_string(found) + " candidates sums each output's k in one sequence (no split-k) within the workspace");
+      st.book.noAlgorithm("cuBLASLt", st.rt, p,
+                          "none of its " + std::to_string(found) + " candidates sums each output's k in one sequence (no split-k) within the workspace");
       return g;
     }
   }
@@ -610,7 +615,8 @@ bool cudaGemm(CudaRuntime& rt, const Problem& p, cl::cudaDataType abType) {
         invariantRefused("cuBLASLt", algo, p, "cublasLtMatmulAlgoCheck: " + cuStatus(st.api, cs), tag);
       }
       if (checked.workspaceSize > st.workspaceBytes) {
-        invariantRefused("cuBLASLt", algo, p, "it needs " + std::to_string(checked.workspaceSize) + " workspace bytes, more than the " + std::to_string(st.workspaceBytes), tag);
+        invariantRefused("cuBLASLt", algo, p,
+                         "it needs " + std::to_string(checked.workspaceSize) + " workspace bytes, more than the " + std::to_string(st.workspaceBytes), tag);
       }
       st.book.invariantRowCounts++;
     }
@@ -620,7 +626,8 @@ bool cudaGemm(CudaRuntime& rt, const Problem& p, cl::cudaDataType abType) {
   // a dry run makes the plan (at a session's warm-up) and calls nothing
   if (rt.dryRun()) return true;
   const float alpha = 1.0f, beta = 0.0f;
-  cudaCheck(st.api, st.api.cublasLtMatmul(st.handle, g.desc, &alpha, p.a, g.a, p.b, b, &beta, p.d, d, p.d, d, &g.algo, st.workspace, st.workspaceBytes, rt.stream()),
+  cudaCheck(st.api,
+            st.api.cublasLtMatmul(st.handle, g.desc, &alpha, p.a, g.a, p.b, b, &beta, p.d, d, p.d, d, &g.algo, st.workspace, st.workspaceBytes, rt.stream()),
             "cublasLtMatmul for " + shapeText(p), tag);
   return true;
 }
@@ -656,8 +663,8 @@ bool vendorLinearBf16(GpuRuntime& rt, const uint16_t* x, int64_t rows, int64_t i
   notAGpu("vendorLinearBf16", rt);
 }
 
-bool vendorFp8LinearPtpc(GpuRuntime& rt, const uint8_t* q, const float* sx, int64_t rows, int64_t inF, const uint8_t* qW, const float* sw, int64_t outF, bool fnuz,
-                         uint16_t* y, bool rowInvariant) {
+bool vendorFp8LinearPtpc(GpuRuntime& rt, const uint8_t* q, const float* sx, int64_t rows, int64_t inF, const uint8_t* qW, const float* sw, int64_t outF,
+                         bool fnuz, uint16_t* y, bool rowInvariant) {
   if (rows <= 0 || outF <= 0) return true;
   if (inF <= 0) return false;
   Problem p{"fp8LinearPtpc", fnuz ? "fp8e4m3fnuz" : "fp8e4m3fn", outF, rows, inF, qW, q, y, sw, sx, rowInvariant};

@@ -114,27 +114,27 @@ using cublasLtGetStatusString_t = const char* (*)(cublasStatus_t status);
 using cublasLtMatmulDescCreate_t = cublasStatus_t (*)(cublasLtMatmulDesc_t* matmulDesc, cublasComputeType_t computeType, cudaDataType scaleType);
 using cublasLtMatmulDescDestroy_t = cublasStatus_t (*)(cublasLtMatmulDesc_t matmulDesc);
 using cublasLtMatmulDescSetAttribute_t = cublasStatus_t (*)(cublasLtMatmulDesc_t matmulDesc, cublasLtMatmulDescAttributes_t attr, const void* buf,
-                                                           size_t sizeInBytes);
+                                                            size_t sizeInBytes);
 using cublasLtMatrixLayoutCreate_t = cublasStatus_t (*)(cublasLtMatrixLayout_t* matLayout, cudaDataType type, uint64_t rows, uint64_t cols, int64_t ld);
 using cublasLtMatrixLayoutDestroy_t = cublasStatus_t (*)(cublasLtMatrixLayout_t matLayout);
 using cublasLtMatmulPreferenceCreate_t = cublasStatus_t (*)(cublasLtMatmulPreference_t* pref);
 using cublasLtMatmulPreferenceDestroy_t = cublasStatus_t (*)(cublasLtMatmulPreference_t pref);
-using cublasLtMatmulPreferenceSetAttribute_t = cublasStatus_t (*)(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr,
-                                                                 const void* buf, size_t sizeInBytes);
+using cublasLtMatmulPreferenceSetAttribute_t = cublasStatus_t (*)(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, const void* buf,
+                                                                  size_t sizeInBytes);
 using cublasLtMatmulAlgoGetHeuristic_t = cublasStatus_t (*)(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc, cublasLtMatrixLayout_t Adesc,
-                                                           cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc,
-                                                           cublasLtMatmulPreference_t preference, int requestedAlgoCount,
-                                                           cublasLtMatmulHeuristicResult_t heuristicResultsArray[], int* returnAlgoCount);
+                                                            cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc,
+                                                            cublasLtMatmulPreference_t preference, int requestedAlgoCount,
+                                                            cublasLtMatmulHeuristicResult_t heuristicResultsArray[], int* returnAlgoCount);
 using cublasLtMatmulAlgoConfigGetAttribute_t = cublasStatus_t (*)(const cublasLtMatmulAlgo_t* algo, cublasLtMatmulAlgoConfigAttributes_t attr, void* buf,
                                                                   size_t sizeInBytes, size_t* sizeWritten);
 /** "CUBLAS_STATUS_SUCCESS doesn't fully guarantee algo will run ...; but if cublasLtMatmulAlgoCheck fails, the algo will not run" */
 using cublasLtMatmulAlgoCheck_t = cublasStatus_t (*)(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc, cublasLtMatrixLayout_t Adesc,
-                                                    cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc,
-                                                    const cublasLtMatmulAlgo_t* algo, cublasLtMatmulHeuristicResult_t* result);
+                                                     cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc,
+                                                     const cublasLtMatmulAlgo_t* algo, cublasLtMatmulHeuristicResult_t* result);
 using cublasLtMatmul_t = cublasStatus_t (*)(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc, const void* alpha, const void* A,
-                                           cublasLtMatrixLayout_t Adesc, const void* B, cublasLtMatrixLayout_t Bdesc, const void* beta, const void* C,
-                                           cublasLtMatrixLayout_t Cdesc, void* D, cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t* algo,
-                                           void* workspace, size_t workspaceSizeInBytes, cuda::CUstream stream);
+                                            cublasLtMatrixLayout_t Adesc, const void* B, cublasLtMatrixLayout_t Bdesc, const void* beta, const void* C,
+                                            cublasLtMatrixLayout_t Cdesc, void* D, cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t* algo,
+                                            void* workspace, size_t workspaceSizeInBytes, cuda::CUstream stream);
 
 struct CuBlasLtApi {
   cublasLtCreate_t cublasLtCreate = nullptr;

@@ -39,9 +39,9 @@ constexpr hipblasStatus_t HIPBLAS_STATUS_INVALID_VALUE = 3;
 constexpr hipblasStatus_t HIPBLAS_STATUS_NOT_SUPPORTED = 7;
 /** hipblasStatus_t names, index = value (hipblas-common.h) */
 constexpr const char* kStatusNames[] = {
-    "HIPBLAS_STATUS_SUCCESS",          "HIPBLAS_STATUS_NOT_INITIALIZED", "HIPBLAS_STATUS_ALLOC_FAILED",      "HIPBLAS_STATUS_INVALID_VALUE",
-    "HIPBLAS_STATUS_MAPPING_ERROR",    "HIPBLAS_STATUS_EXECUTION_FAILED", "HIPBLAS_STATUS_INTERNAL_ERROR",   "HIPBLAS_STATUS_NOT_SUPPORTED",
-    "HIPBLAS_STATUS_ARCH_MISMATCH",    "HIPBLAS_STATUS_HANDLE_IS_NULLPTR", "HIPBLAS_STATUS_INVALID_ENUM",    "HIPBLAS_STATUS_UNKNOWN",
+    "HIPBLAS_STATUS_SUCCESS",       "HIPBLAS_STATUS_NOT_INITIALIZED",   "HIPBLAS_STATUS_ALLOC_FAILED",   "HIPBLAS_STATUS_INVALID_VALUE",
+    "HIPBLAS_STATUS_MAPPING_ERROR", "HIPBLAS_STATUS_EXECUTION_FAILED",  "HIPBLAS_STATUS_INTERNAL_ERROR", "HIPBLAS_STATUS_NOT_SUPPORTED",
+    "HIPBLAS_STATUS_ARCH_MISMATCH", "HIPBLAS_STATUS_HANDLE_IS_NULLPTR", "HIPBLAS_STATUS_INVALID_ENUM",   "HIPBLAS_STATUS_UNKNOWN",
 };
 static_assert(sizeof(kStatusNames) / sizeof(kStatusNames[0]) == 12, "hipblasStatus_t has 12 values (0..11)");
 
@@ -120,21 +120,21 @@ using hipblasLtDestroy_t = hipblasStatus_t (*)(hipblasLtHandle_t handle);
 using hipblasLtMatmulDescCreate_t = hipblasStatus_t (*)(hipblasLtMatmulDesc_t* matmulDesc, hipblasComputeType_t computeType, hipDataType scaleType);
 using hipblasLtMatmulDescDestroy_t = hipblasStatus_t (*)(hipblasLtMatmulDesc_t matmulDesc);
 using hipblasLtMatmulDescSetAttribute_t = hipblasStatus_t (*)(hipblasLtMatmulDesc_t matmulDesc, hipblasLtMatmulDescAttributes_t attr, const void* buf,
-                                                             size_t sizeInBytes);
+                                                              size_t sizeInBytes);
 using hipblasLtMatrixLayoutCreate_t = hipblasStatus_t (*)(hipblasLtMatrixLayout_t* matLayout, hipDataType type, uint64_t rows, uint64_t cols, int64_t ld);
 using hipblasLtMatrixLayoutDestroy_t = hipblasStatus_t (*)(hipblasLtMatrixLayout_t matLayout);
 using hipblasLtMatmulPreferenceCreate_t = hipblasStatus_t (*)(hipblasLtMatmulPreference_t* pref);
 using hipblasLtMatmulPreferenceDestroy_t = hipblasStatus_t (*)(hipblasLtMatmulPreference_t pref);
 using hipblasLtMatmulPreferenceSetAttribute_t = hipblasStatus_t (*)(hipblasLtMatmulPreference_t pref, hipblasLtMatmulPreferenceAttributes_t attr,
-                                                                   const void* buf, size_t sizeInBytes);
+                                                                    const void* buf, size_t sizeInBytes);
 using hipblasLtMatmulAlgoGetHeuristic_t = hipblasStatus_t (*)(hipblasLtHandle_t handle, hipblasLtMatmulDesc_t matmulDesc, hipblasLtMatrixLayout_t Adesc,
-                                                             hipblasLtMatrixLayout_t Bdesc, hipblasLtMatrixLayout_t Cdesc, hipblasLtMatrixLayout_t Ddesc,
-                                                             hipblasLtMatmulPreference_t pref, int requestedAlgoCount,
-                                                             hipblasLtMatmulHeuristicResult_t heuristicResultsArray[], int* returnAlgoCount);
+                                                              hipblasLtMatrixLayout_t Bdesc, hipblasLtMatrixLayout_t Cdesc, hipblasLtMatrixLayout_t Ddesc,
+                                                              hipblasLtMatmulPreference_t pref, int requestedAlgoCount,
+                                                              hipblasLtMatmulHeuristicResult_t heuristicResultsArray[], int* returnAlgoCount);
 using hipblasLtMatmul_t = hipblasStatus_t (*)(hipblasLtHandle_t handle, hipblasLtMatmulDesc_t matmulDesc, const void* alpha, const void* A,
-                                             hipblasLtMatrixLayout_t Adesc, const void* B, hipblasLtMatrixLayout_t Bdesc, const void* beta, const void* C,
-                                             hipblasLtMatrixLayout_t Cdesc, void* D, hipblasLtMatrixLayout_t Ddesc, const hipblasLtMatmulAlgo_t* algo,
-                                             void* workspace, size_t workspaceSizeInBytes, hip::hipStream_t stream);
+                                              hipblasLtMatrixLayout_t Adesc, const void* B, hipblasLtMatrixLayout_t Bdesc, const void* beta, const void* C,
+                                              hipblasLtMatrixLayout_t Cdesc, void* D, hipblasLtMatrixLayout_t Ddesc, const hipblasLtMatmulAlgo_t* algo,
+                                              void* workspace, size_t workspaceSizeInBytes, hip::hipStream_t stream);
 
 struct HipBlasLtApi {
   hipblasLtCreate_t hipblasLtCreate = nullptr;

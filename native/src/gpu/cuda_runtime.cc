@@ -32,9 +32,7 @@ CUdeviceptr dptr(const void* p) { return static_cast<CUdeviceptr>(reinterpret_ca
 
 }  // namespace
 
-void* openCudaLibrary(std::string* name, std::string* tried) {
-  return openVendorLibrary("HCSP_CUDA_LIB", {"libcuda.so.1", "libcuda.so"}, name, tried);
-}
+void* openCudaLibrary(std::string* name, std::string* tried) { return openVendorLibrary("HCSP_CUDA_LIB", {"libcuda.so.1", "libcuda.so"}, name, tried); }
 
 std::string CudaRuntime::errorText(CUresult err) const {
   const char* s = nullptr;
@@ -59,8 +57,10 @@ CudaRuntime::CudaRuntime(void* library, std::string libraryName, const CudaApi& 
   char devName[256] = {0};
   if (CUresult e = api_.cuDeviceGetName(devName, sizeof devName - 1, device_)) raise("cuDeviceGetName", e);
   int major = 0, minor = 0, sms = 0, warp = 0;
-  if (CUresult e = api_.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device_)) raise("cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)", e);
-  if (CUresult e = api_.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device_)) raise("cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)", e);
+  if (CUresult e = api_.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device_))
+    raise("cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)", e);
+  if (CUresult e = api_.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device_))
+    raise("cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)", e);
   if (CUresult e = api_.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device_)) raise("cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)", e);
   if (CUresult e = api_.cuDeviceGetAttribute(&warp, CU_DEVICE_ATTRIBUTE_WARP_SIZE, device_)) raise("cuDeviceGetAttribute(WARP_SIZE)", e);
   size_t total = 0;
@@ -106,7 +106,8 @@ CudaRuntime::~CudaRuntime() {
 void CudaRuntime::loadCodeObjects(const std::string& root) {
   for (CodeImage& image : readCodeObjects(root, "cubin", "CUDA")) {
     CodeObject o{std::move(image.file), std::move(image.image), nullptr};
-    if (CUresult e = api_.cuModuleLoadData(&o.module, o.image.data())) raise("cuModuleLoadData", e, "for " + (std::filesystem::path(root) / arch_ / o.file).string());
+    if (CUresult e = api_.cuModuleLoadData(&o.module, o.image.data()))
+      raise("cuModuleLoadData", e, "for " + (std::filesystem::path(root) / arch_ / o.file).string());
     objects_.push_back(std::move(o));
   }
 }

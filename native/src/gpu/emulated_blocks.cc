@@ -136,14 +136,16 @@ void BlockRunner::run(const char* kernel, int64_t block, int64_t blocks, int thr
       } else if (waiting < 0) {
         waiting = t;
       } else if (f.line != fibers_[waiting]->line) {
-        failBlock(kernel, block, "thread " + std::to_string(waiting) + " waits at the barrier on line " + std::to_string(fibers_[waiting]->line) +
-                                     ", thread " + std::to_string(t) + " at the one on line " + std::to_string(f.line));
+        failBlock(kernel, block,
+                  "thread " + std::to_string(waiting) + " waits at the barrier on line " + std::to_string(fibers_[waiting]->line) + ", thread " +
+                      std::to_string(t) + " at the one on line " + std::to_string(f.line));
       }
     }
     if (done == threads) break;
     if (done > 0) {
-      failBlock(kernel, block, std::to_string(done) + " of its " + std::to_string(threads) + " threads returned while thread " + std::to_string(waiting) +
-                                   " waits at the barrier on line " + std::to_string(fibers_[waiting]->line));
+      failBlock(kernel, block,
+                std::to_string(done) + " of its " + std::to_string(threads) + " threads returned while thread " + std::to_string(waiting) +
+                    " waits at the barrier on line " + std::to_string(fibers_[waiting]->line));
     }
     for (auto& f : fibers_) f->state = Fiber::State::Ready;
   }
@@ -155,7 +157,9 @@ void BlockRunner::run(const char* kernel, int64_t block, int64_t blocks, int thr
 }  // namespace
 
 void emulatedBarrier(int line) {
-  if (!running) fail(ErrorKind::Runtime, "emulated device: HCSP_BARRIER (line " + std::to_string(line) + ") outside a block launch: a grid-stride kernel has no block to wait for");
+  if (!running)
+    fail(ErrorKind::Runtime,
+         "emulated device: HCSP_BARRIER (line " + std::to_string(line) + ") outside a block launch: a grid-stride kernel has no block to wait for");
   running->barrier(line);
 }
 

@@ -26,9 +26,7 @@ class EmulatedRuntime : public GpuRuntime {
   }
   std::string name() const override { return "emulated"; }
   std::string kind() const override { return "emulated"; }
-  std::string describe() const override {
-    return "the GPU kernel sources compiled for the host, on " + std::to_string(defaultPool().size()) + " threads";
-  }
+  std::string describe() const override { return "the GPU kernel sources compiled for the host, on " + std::to_string(defaultPool().size()) + " threads"; }
   std::string arch() const override { return "host"; }
   // the graph loop must copy, as it would with a GPU's memory
   bool hostVisible() const override { return false; }

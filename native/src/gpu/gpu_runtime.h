@@ -105,9 +105,11 @@ void launchTuple(Tuple& t, const Launch& launch, std::index_sequence<I...>) {
 /** a block launch's grid and block as launchBlocks documents them, else an Attr error naming the kernel */
 inline void checkBlockLaunch(const char* name, int64_t blocks, int blockThreads) {
   if (blockThreads < 64 || blockThreads > 256 || blockThreads % 64 != 0) {
-    fail(ErrorKind::Attr, std::string("kernel ") + name + ": a block of " + std::to_string(blockThreads) + " threads (a block launch takes 64, 128, 192 or 256)");
+    fail(ErrorKind::Attr,
+         std::string("kernel ") + name + ": a block of " + std::to_string(blockThreads) + " threads (a block launch takes 64, 128, 192 or 256)");
   }
-  if (blocks < 0 || blocks > INT32_MAX) fail(ErrorKind::Attr, std::string("kernel ") + name + ": a grid of " + std::to_string(blocks) + " blocks (at most 2^31 - 1)");
+  if (blocks < 0 || blocks > INT32_MAX)
+    fail(ErrorKind::Attr, std::string("kernel ") + name + ": a grid of " + std::to_string(blocks) + " blocks (at most 2^31 - 1)");
 }
 }  // namespace detail
 

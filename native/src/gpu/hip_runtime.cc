@@ -108,7 +108,8 @@ void HipRuntime::loadCodeObjects(const std::string& root) {
   for (CodeImage& image : readCodeObjects(root, "hsaco", "HIP")) {
     CodeObject o{std::move(image.file), std::move(image.image), nullptr};
     // the image stays alive with the module (hipModuleLoadData may keep referring to it)
-    if (hipError_t e = api_.hipModuleLoadData(&o.module, o.image.data())) raise("hipModuleLoadData", e, "for " + (std::filesystem::path(root) / arch_ / o.file).string());
+    if (hipError_t e = api_.hipModuleLoadData(&o.module, o.image.data()))
+      raise("hipModuleLoadData", e, "for " + (std::filesystem::path(root) / arch_ / o.file).string());
     objects_.push_back(std::move(o));
   }
 }

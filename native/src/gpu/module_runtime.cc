@@ -51,8 +51,8 @@ std::vector<ModuleRuntime::CodeImage> ModuleRuntime::readCodeObjects(const std::
   }
   std::sort(paths.begin(), paths.end());
   if (paths.empty()) {
-    fail(ErrorKind::Unsupported,
-         std::string("no ") + vendor + " code objects for " + arch_ + " in " + folder_ + " (build them with native/scripts/build-gpu-kernels.sh " + arch_ + ")");
+    fail(ErrorKind::Unsupported, std::string("no ") + vendor + " code objects for " + arch_ + " in " + folder_ +
+                                     " (build them with native/scripts/build-gpu-kernels.sh " + arch_ + ")");
   }
   std::vector<CodeImage> images;
   for (const auto& f : paths) {

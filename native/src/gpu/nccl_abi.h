@@ -54,8 +54,8 @@ constexpr ncclResult_t ncclInProgress = 7;
 constexpr ncclResult_t ncclTimeout = 8;  // NCCL's header only
 
 /** the enumerator names, by value (0 .. ncclTimeout) */
-constexpr const char* kResultNames[] = {"ncclSuccess",         "ncclUnhandledCudaError", "ncclSystemError", "ncclInternalError", "ncclInvalidArgument",
-                                        "ncclInvalidUsage",    "ncclRemoteError",        "ncclInProgress",  "ncclTimeout"};
+constexpr const char* kResultNames[] = {"ncclSuccess",      "ncclUnhandledCudaError", "ncclSystemError", "ncclInternalError", "ncclInvalidArgument",
+                                        "ncclInvalidUsage", "ncclRemoteError",        "ncclInProgress",  "ncclTimeout"};
 static_assert(sizeof(kResultNames) / sizeof(kResultNames[0]) == ncclTimeout + 1, "one name per ncclResult_t value");
 
 // ncclDataType_t: an enum (int-sized)
@@ -76,8 +76,8 @@ using ncclGetUniqueId_t = ncclResult_t (*)(ncclUniqueId* uniqueId);
 using ncclCommInitRank_t = ncclResult_t (*)(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank);
 using ncclAllReduce_t = ncclResult_t (*)(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                          void* stream);
-using ncclReduceScatter_t = ncclResult_t (*)(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op,
-                                             ncclComm_t comm, void* stream);
+using ncclReduceScatter_t = ncclResult_t (*)(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                             void* stream);
 using ncclAllGather_t = ncclResult_t (*)(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype, ncclComm_t comm, void* stream);
 using ncclCommDestroy_t = ncclResult_t (*)(ncclComm_t comm);
 using ncclCommAbort_t = ncclResult_t (*)(ncclComm_t comm);

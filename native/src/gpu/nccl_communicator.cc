@@ -36,17 +36,26 @@ ModuleRuntime& moduleOf(GpuRuntime& rt) {
 }
 
 void makeCurrentOn(GpuRuntime& rt) {
-  if (auto* h = dynamic_cast<HipRuntime*>(&rt)) h->makeCurrent();
-  else if (auto* c = dynamic_cast<CudaRuntime*>(&rt)) c->makeCurrent();
+  if (auto* h = dynamic_cast<HipRuntime*>(&rt))
+    h->makeCurrent();
+  else if (auto* c = dynamic_cast<CudaRuntime*>(&rt))
+    c->makeCurrent();
 }
 
 /** all-gather's NCCL datatype for elements of `elementBytes` (float: f32, else i32 for 4 bytes) */
 ncclDataType_t gatherType(int elementBytes, bool isFloat, const char** name) {
   switch (elementBytes) {
-    case 1: *name = "uint8"; return ncclUint8;
-    case 2: *name = "bf16"; return ncclBfloat16;
-    case 4: *name = isFloat ? "f32" : "i32"; return isFloat ? ncclFloat32 : ncclInt32;
-    default: fail(ErrorKind::DType, "ncclAllGather: elements of " + std::to_string(elementBytes) + " bytes; expected 1 (uint8), 2 (bf16) or 4 (f32, i32)");
+    case 1:
+      *name = "uint8";
+      return ncclUint8;
+    case 2:
+      *name = "bf16";
+      return ncclBfloat16;
+    case 4:
+      *name = isFloat ? "f32" : "i32";
+      return isFloat ? ncclFloat32 : ncclInt32;
+    default:
+      fail(ErrorKind::DType, "ncclAllGather: elements of " + std::to_string(elementBytes) + " bytes; expected 1 (uint8), 2 (bf16) or 4 (f32, i32)");
   }
 }
 
@@ -103,9 +112,7 @@ NcclCommunicator::~NcclCommunicator() {
   }
 }
 
-std::string NcclCommunicator::where() const {
-  return lib_.version() + ", " + rt_->name() + ", rank " + std::to_string(rank_) + " of " + std::to_string(size_);
-}
+std::string NcclCommunicator::where() const { return lib_.version() + ", " + rt_->name() + ", rank " + std::to_string(rank_) + " of " + std::to_string(size_); }
 
 void* NcclCommunicator::stream() const {
   if (auto* h = dynamic_cast<HipRuntime*>(rt_.get())) return h->stream();
@@ -117,9 +124,12 @@ void NcclCommunicator::makeCurrent() const { makeCurrentOn(*rt_); }
 
 std::string NcclCommunicator::state() const {
   switch (state_.load()) {
-    case Open: return "open";
-    case Destroyed: return "destroyed";
-    default: return "aborted";
+    case Open:
+      return "open";
+    case Destroyed:
+      return "destroyed";
+    default:
+      return "aborted";
   }
 }
 
@@ -174,9 +184,8 @@ std::vector<uint8_t> NcclCommunicator::run(const char* call, int64_t inBytes, in
 std::vector<uint8_t> NcclCommunicator::allReduceBf16(const uint16_t* x, int64_t n) {
   if (n < 0) fail(ErrorKind::Size, "ncclAllReduce: element count must be non-negative, got " + std::to_string(n));
   const int64_t bytes = n * 2;
-  auto out = run("ncclAllReduce", bytes, bytes, x, std::to_string(n) + " bf16 elements, sum", [&](const void* s, void* r) {
-    return lib_.api.ncclAllReduce(s, r, static_cast<size_t>(n), ncclBfloat16, ncclSum, comm_, stream());
-  });
+  auto out = run("ncclAllReduce", bytes, bytes, x, std::to_string(n) + " bf16 elements, sum",
+                 [&](const void* s, void* r) { return lib_.api.ncclAllReduce(s, r, static_cast<size_t>(n), ncclBfloat16, ncclSum, comm_, stream()); });
   std::lock_guard<std::mutex> lock(bytesMutex_);
   bytes_.allReduce += 2.0 * (size_ - 1) * static_cast<double>(bytes) / size_;
   return out;
@@ -198,9 +207,8 @@ std::vector<uint8_t> NcclCommunicator::allGather(const void* x, int64_t bytes, i
   const ncclDataType_t type = gatherType(elementBytes, isFloat, &name);
   checkGatherBytes(bytes, elementBytes);
   const int64_t count = bytes / elementBytes;
-  auto out = run("ncclAllGather", bytes, bytes * size_, x, std::to_string(count) + " " + name + " elements per rank", [&](const void* s, void* r) {
-    return lib_.api.ncclAllGather(s, r, static_cast<size_t>(count), type, comm_, stream());
-  });
+  auto out = run("ncclAllGather", bytes, bytes * size_, x, std::to_string(count) + " " + name + " elements per rank",
+                 [&](const void* s, void* r) { return lib_.api.ncclAllGather(s, r, static_cast<size_t>(count), type, comm_, stream()); });
   std::lock_guard<std::mutex> lock(bytesMutex_);
   bytes_.allGather += static_cast<double>(size_ - 1) * static_cast<double>(bytes);
   return out;
@@ -220,9 +228,8 @@ void NcclCommunicator::enqueueOnStream(const char* call, const std::string& what
 void NcclCommunicator::enqueueAllReduceBf16(const void* send, void* recv, int64_t n, const std::string& what) {
   if (n < 0) fail(ErrorKind::Size, "ncclAllReduce: element count must be non-negative, got " + std::to_string(n));
   if (n == 0) return;
-  enqueueOnStream("ncclAllReduce", what + ": " + std::to_string(n) + " bf16 elements, sum", [&] {
-    return lib_.api.ncclAllReduce(send, recv, static_cast<size_t>(n), ncclBfloat16, ncclSum, comm_, stream());
-  });
+  enqueueOnStream("ncclAllReduce", what + ": " + std::to_string(n) + " bf16 elements, sum",
+                  [&] { return lib_.api.ncclAllReduce(send, recv, static_cast<size_t>(n), ncclBfloat16, ncclSum, comm_, stream()); });
   std::lock_guard<std::mutex> lock(bytesMutex_);
   bytes_.allReduce += 2.0 * (size_ - 1) * static_cast<double>(n * 2) / size_;
 }
@@ -231,9 +238,8 @@ void NcclCommunicator::enqueueReduceScatterBf16(const void* send, void* recv, in
   checkReduceScatterCount(n, size_);
   const int64_t recvCount = n / size_;
   if (n == 0) return;
-  enqueueOnStream("ncclReduceScatter", what + ": " + std::to_string(recvCount) + " bf16 elements per rank, sum", [&] {
-    return lib_.api.ncclReduceScatter(send, recv, static_cast<size_t>(recvCount), ncclBfloat16, ncclSum, comm_, stream());
-  });
+  enqueueOnStream("ncclReduceScatter", what + ": " + std::to_string(recvCount) + " bf16 elements per rank, sum",
+                  [&] { return lib_.api.ncclReduceScatter(send, recv, static_cast<size_t>(recvCount), ncclBfloat16, ncclSum, comm_, stream()); });
   std::lock_guard<std::mutex> lock(bytesMutex_);
   bytes_.reduceScatter += static_cast<double>(size_ - 1) * static_cast<double>(recvCount * 2);
 }
@@ -244,9 +250,8 @@ void NcclCommunicator::enqueueAllGather(const void* send, void* recv, int64_t by
   checkGatherBytes(bytes, elementBytes);
   const int64_t count = bytes / elementBytes;
   if (count == 0) return;
-  enqueueOnStream("ncclAllGather", what + ": " + std::to_string(count) + " " + name + " elements per rank", [&] {
-    return lib_.api.ncclAllGather(send, recv, static_cast<size_t>(count), type, comm_, stream());
-  });
+  enqueueOnStream("ncclAllGather", what + ": " + std::to_string(count) + " " + name + " elements per rank",
+                  [&] { return lib_.api.ncclAllGather(send, recv, static_cast<size_t>(count), type, comm_, stream()); });
   std::lock_guard<std::mutex> lock(bytesMutex_);
   bytes_.allGather += static_cast<double>(size_ - 1) * static_cast<double>(bytes);
 }

@@ -119,8 +119,8 @@ class NcclCommunicator {
   int rank_, size_;
   nccl::ncclComm_t comm_ = nullptr;
   std::atomic<int> state_{Open};
-  std::mutex callMutex_;   // one collective (or destroy) at a time
-  std::mutex lifeMutex_;   // destroy vs abort
+  std::mutex callMutex_;  // one collective (or destroy) at a time
+  std::mutex lifeMutex_;  // destroy vs abort
   mutable std::mutex bytesMutex_;
   NcclBytesSent bytes_;
   /** the first collective enqueued since the last checkAsync(): its call and what it was, blamed for an asynchronous error */

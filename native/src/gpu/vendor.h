@@ -39,8 +39,7 @@
 #endif
 #define HCSP_HD __host__ __device__ inline __attribute__((always_inline))
 #define HCSP_GLOBAL extern "C" __global__ __attribute__((amdgpu_flat_work_group_size(1, 256)))
-#define HCSP_THREAD_ID() \
-  (static_cast<int64_t>(__builtin_amdgcn_workgroup_id_x()) * __builtin_amdgcn_workgroup_size_x() + __builtin_amdgcn_workitem_id_x())
+#define HCSP_THREAD_ID() (static_cast<int64_t>(__builtin_amdgcn_workgroup_id_x()) * __builtin_amdgcn_workgroup_size_x() + __builtin_amdgcn_workitem_id_x())
 #define HCSP_THREAD_COUNT() (static_cast<int64_t>(__builtin_amdgcn_grid_size_x()))
 // (the dispatch's grid size counts work-items: a block launch's are whole blocks)
 #define HCSP_BLOCK_ID() (static_cast<int64_t>(__builtin_amdgcn_workgroup_id_x()))

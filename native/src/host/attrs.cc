@@ -33,13 +33,9 @@ const std::string& Attrs::string(const std::string& name) const { return get(nam
 
 std::string Attrs::string(const std::string& name, const std::string& fallback) const { return has(name) ? string(name) : fallback; }
 
-bool Attrs::boolean(const std::string& name, bool fallback) const {
-  return has(name) ? get(name, AttrValue::Kind::Bool, "a boolean").boolean : fallback;
-}
+bool Attrs::boolean(const std::string& name, bool fallback) const { return has(name) ? get(name, AttrValue::Kind::Bool, "a boolean").boolean : fallback; }
 
-const std::vector<double>& Attrs::numbers(const std::string& name) const {
-  return get(name, AttrValue::Kind::Numbers, "an array of numbers").numbers;
-}
+const std::vector<double>& Attrs::numbers(const std::string& name) const { return get(name, AttrValue::Kind::Numbers, "an array of numbers").numbers; }
 
 std::vector<int64_t> Attrs::integers(const std::string& name) const {
   std::vector<int64_t> out;
@@ -50,9 +46,7 @@ std::vector<int64_t> Attrs::integers(const std::string& name) const {
   return out;
 }
 
-const std::vector<std::string>& Attrs::strings(const std::string& name) const {
-  return get(name, AttrValue::Kind::Strings, "an array of strings").strings;
-}
+const std::vector<std::string>& Attrs::strings(const std::string& name) const { return get(name, AttrValue::Kind::Strings, "an array of strings").strings; }
 
 Attrs Attrs::with(const std::string& name, double value) const {
   auto copy = values_;

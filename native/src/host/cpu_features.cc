@@ -21,10 +21,14 @@ Isa choose() {
   if (!env || !*env) return best;
   const std::string want = env;
   Isa asked;
-  if (want == "avx512") asked = Isa::Avx512;
-  else if (want == "avx2") asked = Isa::Avx2;
-  else if (want == "portable") asked = Isa::Portable;
-  else fail(ErrorKind::Attr, "HCSP_NATIVE_ISA must be avx512, avx2 or portable, got '" + want + "'");
+  if (want == "avx512")
+    asked = Isa::Avx512;
+  else if (want == "avx2")
+    asked = Isa::Avx2;
+  else if (want == "portable")
+    asked = Isa::Portable;
+  else
+    fail(ErrorKind::Attr, "HCSP_NATIVE_ISA must be avx512, avx2 or portable, got '" + want + "'");
   if (static_cast<int>(asked) > static_cast<int>(best)) {
     fail(ErrorKind::Unsupported, "HCSP_NATIVE_ISA=" + want + " but this CPU supports at most " + isaName(best));
   }
@@ -39,9 +43,12 @@ Isa gemmIsa() {
 
 const char* isaName(Isa isa) {
   switch (isa) {
-    case Isa::Avx512: return "avx512";
-    case Isa::Avx2: return "avx2";
-    case Isa::Portable: return "portable";
+    case Isa::Avx512:
+      return "avx512";
+    case Isa::Avx2:
+      return "avx2";
+    case Isa::Portable:
+      return "portable";
   }
   return "portable";
 }

@@ -24,10 +24,14 @@ enum class GemmMode { Exact, Blas, Vendor, VendorInvariant };
 /** the mode's name as the addon and the CLI spell it */
 inline const char* gemmModeName(GemmMode m) {
   switch (m) {
-    case GemmMode::Exact: return "exact";
-    case GemmMode::Blas: return "blas";
-    case GemmMode::Vendor: return "vendor";
-    case GemmMode::VendorInvariant: return "vendor-invariant";
+    case GemmMode::Exact:
+      return "exact";
+    case GemmMode::Blas:
+      return "blas";
+    case GemmMode::Vendor:
+      return "vendor";
+    case GemmMode::VendorInvariant:
+      return "vendor-invariant";
   }
   return "?";
 }

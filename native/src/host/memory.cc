@@ -208,6 +208,7 @@ class HostMemory : public Memory {
  public:
   std::string name() const override { return "host"; }
   bool hostVisible() const override { return true; }
+
  protected:
   void rawCopyIn(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void rawCopyOut(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }

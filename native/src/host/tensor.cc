@@ -1,6 +1,5 @@
 #include "tensor.h"
 
-
 #include "errors.h"
 
 namespace hcsp {
@@ -16,22 +15,30 @@ DType parseDType(const std::string& name) {
 
 const char* dtypeName(DType d) {
   switch (d) {
-    case DType::BF16: return "bf16";
-    case DType::F32: return "f32";
-    case DType::I32: return "i32";
-    case DType::FP8E4M3FN: return "fp8e4m3fn";
-    case DType::FP8E4M3FNUZ: return "fp8e4m3fnuz";
+    case DType::BF16:
+      return "bf16";
+    case DType::F32:
+      return "f32";
+    case DType::I32:
+      return "i32";
+    case DType::FP8E4M3FN:
+      return "fp8e4m3fn";
+    case DType::FP8E4M3FNUZ:
+      return "fp8e4m3fnuz";
   }
   return "?";
 }
 
 size_t dtypeBytes(DType d) {
   switch (d) {
-    case DType::BF16: return 2;
+    case DType::BF16:
+      return 2;
     case DType::F32:
-    case DType::I32: return 4;
+    case DType::I32:
+      return 4;
     case DType::FP8E4M3FN:
-    case DType::FP8E4M3FNUZ: return 1;
+    case DType::FP8E4M3FNUZ:
+      return 1;
   }
   return 1;
 }
@@ -63,8 +70,10 @@ Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<Memory> memory, Init in
   data_ = memory_->allocate(bytes(), std::string("a ") + dtypeName(dtype_) + shapeStr(shape_) + " tensor");
   if (!data_) return;
   try {
-    if (init == Init::Zero) memory_->fillZero(data_, bytes());
-    else if (poisonUninitialized()) memory_->fillPoison(data_, bytes());
+    if (init == Init::Zero)
+      memory_->fillZero(data_, bytes());
+    else if (poisonUninitialized())
+      memory_->fillPoison(data_, bytes());
   } catch (...) {
     // no destructor runs for a constructor that throws: give the bytes back here
     memory_->release(data_, bytes());

@@ -48,8 +48,14 @@ class Tensor {
   Memory& memory() const { return *memory_; }
   void* raw() { return data_; }
   const void* raw() const { return data_; }
-  template <class T> T* data() { return static_cast<T*>(data_); }
-  template <class T> const T* data() const { return static_cast<const T*>(data_); }
+  template <class T>
+  T* data() {
+    return static_cast<T*>(data_);
+  }
+  template <class T>
+  const T* data() const {
+    return static_cast<const T*>(data_);
+  }
   uint16_t* bf16() { return data<uint16_t>(); }
   const uint16_t* bf16() const { return data<uint16_t>(); }
 

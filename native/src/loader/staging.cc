@@ -102,7 +102,8 @@ class CudaLane : public Lane {
         }
         b = static_cast<uint8_t*>(p);
       }
-      if (gpu::cuda::CUresult e = rt_.api().cuStreamCreate(&stream_, gpu::cuda::CU_STREAM_DEFAULT)) rt_.raise("cuStreamCreate", e, "(the weight loader's copy stream)");
+      if (gpu::cuda::CUresult e = rt_.api().cuStreamCreate(&stream_, gpu::cuda::CU_STREAM_DEFAULT))
+        rt_.raise("cuStreamCreate", e, "(the weight loader's copy stream)");
     } catch (...) {
       release();
       throw;

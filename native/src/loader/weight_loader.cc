@@ -91,10 +91,12 @@ void readAll(const OpenFile& f, const std::string& path, const LoadRequest& r, u
     const ssize_t got = ::pread(f.fd, dst, want, static_cast<off_t>(offset));
     if (got < 0) {
       if (errno == EINTR) continue;
-      fail(ErrorKind::Runtime, path + ": read failed: " + std::strerror(errno) + " (" + tensorText(r) + ", " + std::to_string(want) + " bytes at " + std::to_string(offset) + ")");
+      fail(ErrorKind::Runtime,
+           path + ": read failed: " + std::strerror(errno) + " (" + tensorText(r) + ", " + std::to_string(want) + " bytes at " + std::to_string(offset) + ")");
     }
     if (got == 0) {
-      fail(ErrorKind::Runtime, path + ": truncated file: " + tensorText(r) + " needs " + std::to_string(offset + bytes) + " bytes, the file ends at " + std::to_string(offset));
+      fail(ErrorKind::Runtime,
+           path + ": truncated file: " + tensorText(r) + " needs " + std::to_string(offset + bytes) + " bytes, the file ends at " + std::to_string(offset));
     }
     dst += got;
     offset += static_cast<uint64_t>(got);
@@ -117,15 +119,17 @@ LoadResult loadWeights(const std::vector<SourceFile>& files, std::vector<LoadReq
     r.ranges = merged(r.ranges);
     uint64_t total = 0;
     for (const FileRange& g : r.ranges) {
-      if (g.file >= files.size()) fail(ErrorKind::Attr, "loadWeights: " + tensorText(r) + " names file " + std::to_string(g.file) + " of " + std::to_string(files.size()));
-      if (g.part >= r.parts) fail(ErrorKind::Attr, "loadWeights: " + tensorText(r) + " names part " + std::to_string(g.part) + " of " + std::to_string(r.parts));
+      if (g.file >= files.size())
+        fail(ErrorKind::Attr, "loadWeights: " + tensorText(r) + " names file " + std::to_string(g.file) + " of " + std::to_string(files.size()));
+      if (g.part >= r.parts)
+        fail(ErrorKind::Attr, "loadWeights: " + tensorText(r) + " names part " + std::to_string(g.part) + " of " + std::to_string(r.parts));
       if (firstReader[g.file].empty()) firstReader[g.file] = tensorText(r);
       total += g.bytes;
     }
     const uint64_t want = static_cast<uint64_t>(numel(r.shape)) * dtypeBytes(r.dtype);
     if (total != want) {
-      fail(ErrorKind::Size, "loadWeights: " + tensorText(r) + ": its ranges hold " + std::to_string(total) + " bytes, a " + dtypeName(r.dtype) + shapeStr(r.shape) +
-                                " tensor has " + std::to_string(want));
+      fail(ErrorKind::Size, "loadWeights: " + tensorText(r) + ": its ranges hold " + std::to_string(total) + " bytes, a " + dtypeName(r.dtype) +
+                                shapeStr(r.shape) + " tensor has " + std::to_string(want));
     }
     result.ranges += r.ranges.size();
   }
@@ -239,9 +243,10 @@ LoadResult loadWeights(const std::vector<SourceFile>& files, std::vector<LoadReq
       failed.store(true);
     }
   };
-  if (result.lanes > 0) pool.parallelFor(result.lanes, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; i++) lane(i, i + 1);
-  });
+  if (result.lanes > 0)
+    pool.parallelFor(result.lanes, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; i++) lane(i, i + 1);
+    });
   if (error) {
     releaseAll();
     std::rethrow_exception(error);

@@ -92,8 +92,9 @@ class MpiWorker : public Napi::AsyncWorker {
     }
     auto* held = new std::vector<uint8_t>(std::move(result_));
     // the result's own memory, handed to JavaScript without a copy
-    Napi::ArrayBuffer buf = held->empty() ? Napi::ArrayBuffer::New(env, 0)
-                                          : Napi::ArrayBuffer::New(env, held->data(), held->size(), [](Napi::Env, void*, std::vector<uint8_t>* v) { delete v; }, held);
+    Napi::ArrayBuffer buf = held->empty()
+                                ? Napi::ArrayBuffer::New(env, 0)
+                                : Napi::ArrayBuffer::New(env, held->data(), held->size(), [](Napi::Env, void*, std::vector<uint8_t>* v) { delete v; }, held);
     if (held->empty()) delete held;
     deferred_.Resolve(buf);
   }
@@ -118,7 +119,8 @@ Napi::Value start(Napi::Env env, const char* what, Task task, bool returnsBuffer
   if (needsWorld) World::instance().requireReady(what);
   bool expected = false;
   if (!inFlight.compare_exchange_strong(expected, true)) {
-    failMpi(ErrorCode::State, std::string(what) + ": another collective of this process is still in flight (run them one at a time, in the same order on every rank)");
+    failMpi(ErrorCode::State,
+            std::string(what) + ": another collective of this process is still in flight (run them one at a time, in the same order on every rank)");
   }
   auto* worker = new MpiWorker(env, std::move(task), returnsBuffer);
   Napi::Promise p = worker->promise();
@@ -130,7 +132,8 @@ Napi::Value start(Napi::Env env, const char* what, Task task, bool returnsBuffer
 std::vector<uint8_t> bytesOf(const Napi::Value& v, const char* what, size_t elementBytes) {
   if (!v.IsTypedArray()) failMpi(ErrorCode::Argument, std::string(what) + ": data must be a typed array");
   Napi::TypedArray a = v.As<Napi::TypedArray>();
-  if (elementBytes == 2 && a.TypedArrayType() != napi_uint16_array) failMpi(ErrorCode::Argument, std::string(what) + ": data must be a Uint16Array of bf16 bit patterns");
+  if (elementBytes == 2 && a.TypedArrayType() != napi_uint16_array)
+    failMpi(ErrorCode::Argument, std::string(what) + ": data must be a Uint16Array of bf16 bit patterns");
   const auto* p = static_cast<const uint8_t*>(a.ArrayBuffer().Data()) + a.ByteOffset();
   return std::vector<uint8_t>(p, p + a.ByteLength());
 }
@@ -165,9 +168,12 @@ CollectiveOptions optionsOf(const Napi::Value& v, const char* what) {
   Napi::Value fold = obj.Get("fold");
   if (!fold.IsUndefined()) {
     const std::string f = fold.IsString() ? fold.As<Napi::String>().Utf8Value() : "";
-    if (f == "mpiOp") o.fold = Fold::MpiOp;
-    else if (f == "loop") o.fold = Fold::Loop;
-    else failMpi(ErrorCode::Argument, std::string(what) + ": option fold must be 'mpiOp' or 'loop', got '" + f + "'");
+    if (f == "mpiOp")
+      o.fold = Fold::MpiOp;
+    else if (f == "loop")
+      o.fold = Fold::Loop;
+    else
+      failMpi(ErrorCode::Argument, std::string(what) + ": option fold must be 'mpiOp' or 'loop', got '" + f + "'");
   }
   return o;
 }
@@ -229,10 +235,13 @@ Napi::Value joinAccept(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&]() -> Napi::Value {
     std::string port = stringArg(info, "joinAccept");
-    return start(env, "joinAccept", [port] {
-      World::instance().joinAccept(port);
-      return std::vector<uint8_t>();
-    }, false, false);
+    return start(
+        env, "joinAccept",
+        [port] {
+          World::instance().joinAccept(port);
+          return std::vector<uint8_t>();
+        },
+        false, false);
   });
 }
 
@@ -241,10 +250,13 @@ Napi::Value joinConnect(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&]() -> Napi::Value {
     std::string port = stringArg(info, "joinConnect");
-    return start(env, "joinConnect", [port] {
-      World::instance().joinConnect(port);
-      return std::vector<uint8_t>();
-    }, false, false);
+    return start(
+        env, "joinConnect",
+        [port] {
+          World::instance().joinConnect(port);
+          return std::vector<uint8_t>();
+        },
+        false, false);
   });
 }
 
@@ -303,10 +315,13 @@ Napi::Value allGather(const Napi::CallbackInfo& info) {
 Napi::Value barrier(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&]() -> Napi::Value {
-    return start(env, "barrier", [] {
-      World::instance().barrier();
-      return std::vector<uint8_t>();
-    }, false);
+    return start(
+        env, "barrier",
+        [] {
+          World::instance().barrier();
+          return std::vector<uint8_t>();
+        },
+        false);
   });
 }
 

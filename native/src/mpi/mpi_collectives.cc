@@ -254,7 +254,8 @@ std::vector<uint16_t> allReduceBf16(World& w, const uint16_t* x, int64_t n, redu
     reduce::reduceOneShotInto(ptrs.data(), tp, 0, n, out.data());
     return out;
   }
-  std::vector<uint16_t> own = ring ? ringReduce(w, Kind::AllReduce, x, seg, "allReduce ring") : sumAtOwner(w, Kind::AllReduce, x, seg, algorithm, o.fold, "allReduce ordered");
+  std::vector<uint16_t> own =
+      ring ? ringReduce(w, Kind::AllReduce, x, seg, "allReduce ring") : sumAtOwner(w, Kind::AllReduce, x, seg, algorithm, o.fold, "allReduce ordered");
   unpack(own.data(), seg.ranges[r], out.data());
   std::vector<uint16_t> buf, send;
   for (int s = 0; s < tp - 1; s++) {
@@ -280,7 +281,8 @@ std::vector<uint16_t> reduceScatterBf16(World& w, const uint16_t* x, int64_t n, 
   for (int c = 0; c < tp; c++) seg.ranges[c].push_back({c * (n / tp), (c + 1) * (n / tp)});
   if (algorithm == reduce::Algorithm::Ring) return ringReduce(w, Kind::ReduceScatter, x, seg, "reduceScatter ring");
   if (tp == 1) return std::vector<uint16_t>(x, x + n);
-  return sumAtOwner(w, Kind::ReduceScatter, x, seg, algorithm, o.fold, algorithm == reduce::Algorithm::OneShot ? "reduceScatter oneshot" : "reduceScatter ordered");
+  return sumAtOwner(w, Kind::ReduceScatter, x, seg, algorithm, o.fold,
+                    algorithm == reduce::Algorithm::OneShot ? "reduceScatter oneshot" : "reduceScatter ordered");
 }
 
 std::vector<uint8_t> allGatherBytes(World& w, const uint8_t* x, int64_t bytes, int64_t elementBytes, const CollectiveOptions& o, Kind kind) {
@@ -292,7 +294,8 @@ std::vector<uint8_t> allGatherBytes(World& w, const uint8_t* x, int64_t bytes, i
   if (bytes) std::memcpy(out.data() + r * bytes, x, static_cast<size_t>(bytes));
   for (int s = 0; s < tp - 1; s++) {
     const int cs = mod(r - s, tp), cr = mod(r - 1 - s, tp);
-    w.sendrecv(kind, out.data() + cs * bytes, bytes, mod(r + 1, tp), out.data() + cr * bytes, bytes, mod(r - 1, tp), stepText(kind == Kind::Control ? "agreement check" : "allGather", "ring", s, tp - 1));
+    w.sendrecv(kind, out.data() + cs * bytes, bytes, mod(r + 1, tp), out.data() + cr * bytes, bytes, mod(r - 1, tp),
+               stepText(kind == Kind::Control ? "agreement check" : "allGather", "ring", s, tp - 1));
   }
   return out;
 }

@@ -54,6 +54,7 @@ std::vector<uint16_t> allReduceBf16(World& world, const uint16_t* x, int64_t n, 
 /** this rank's shard (n / size elements) of the bf16 sum in `algorithm`'s order */
 std::vector<uint16_t> reduceScatterBf16(World& world, const uint16_t* x, int64_t n, reduce::Algorithm algorithm, const CollectiveOptions& options);
 /** every rank's `bytes` bytes concatenated in rank order (any dtype: elementBytes for the check) */
-std::vector<uint8_t> allGatherBytes(World& world, const uint8_t* x, int64_t bytes, int64_t elementBytes, const CollectiveOptions& options, Kind kind = Kind::AllGather);
+std::vector<uint8_t> allGatherBytes(World& world, const uint8_t* x, int64_t bytes, int64_t elementBytes, const CollectiveOptions& options,
+                                    Kind kind = Kind::AllGather);
 
 }  // namespace hcsp::mpi

@@ -11,10 +11,14 @@ namespace hcsp::mpi {
 const char* errorCodeName(ErrorCode code) {
   // The codes are the contract with packages/backend-rocm/src/comm/mpiCommunicator.ts.
   switch (code) {
-    case ErrorCode::Call: return "HCSP_MPI";
-    case ErrorCode::Mismatch: return "HCSP_MPI_MISMATCH";
-    case ErrorCode::Argument: return "HCSP_MPI_ARGUMENT";
-    case ErrorCode::State: return "HCSP_MPI_STATE";
+    case ErrorCode::Call:
+      return "HCSP_MPI";
+    case ErrorCode::Mismatch:
+      return "HCSP_MPI_MISMATCH";
+    case ErrorCode::Argument:
+      return "HCSP_MPI_ARGUMENT";
+    case ErrorCode::State:
+      return "HCSP_MPI_STATE";
   }
   return "HCSP_MPI";
 }
@@ -23,10 +27,14 @@ void failMpi(ErrorCode code, const std::string& message) { throw MpiError(code, 
 
 const char* kindName(Kind kind) {
   switch (kind) {
-    case Kind::AllReduce: return "allReduce";
-    case Kind::ReduceScatter: return "reduceScatter";
-    case Kind::AllGather: return "allGather";
-    case Kind::Control: return "control";
+    case Kind::AllReduce:
+      return "allReduce";
+    case Kind::ReduceScatter:
+      return "reduceScatter";
+    case Kind::AllGather:
+      return "allGather";
+    case Kind::Control:
+      return "control";
   }
   return "control";
 }
@@ -36,13 +44,27 @@ namespace {
 /** the MPI-3.1 error classes by name (MPI_Error_class of a failure) */
 std::string errorClassName(int cls) {
   static const std::pair<int, const char*> NAMES[] = {
-      {MPI_SUCCESS, "MPI_SUCCESS"},         {MPI_ERR_BUFFER, "MPI_ERR_BUFFER"},   {MPI_ERR_COUNT, "MPI_ERR_COUNT"},
-      {MPI_ERR_TYPE, "MPI_ERR_TYPE"},       {MPI_ERR_TAG, "MPI_ERR_TAG"},         {MPI_ERR_COMM, "MPI_ERR_COMM"},
-      {MPI_ERR_RANK, "MPI_ERR_RANK"},       {MPI_ERR_REQUEST, "MPI_ERR_REQUEST"}, {MPI_ERR_ROOT, "MPI_ERR_ROOT"},
-      {MPI_ERR_GROUP, "MPI_ERR_GROUP"},     {MPI_ERR_OP, "MPI_ERR_OP"},           {MPI_ERR_TOPOLOGY, "MPI_ERR_TOPOLOGY"},
-      {MPI_ERR_DIMS, "MPI_ERR_DIMS"},       {MPI_ERR_ARG, "MPI_ERR_ARG"},         {MPI_ERR_UNKNOWN, "MPI_ERR_UNKNOWN"},
-      {MPI_ERR_TRUNCATE, "MPI_ERR_TRUNCATE"}, {MPI_ERR_OTHER, "MPI_ERR_OTHER"},   {MPI_ERR_INTERN, "MPI_ERR_INTERN"},
-      {MPI_ERR_IN_STATUS, "MPI_ERR_IN_STATUS"}, {MPI_ERR_PENDING, "MPI_ERR_PENDING"}, {MPI_ERR_NO_MEM, "MPI_ERR_NO_MEM"},
+      {MPI_SUCCESS, "MPI_SUCCESS"},
+      {MPI_ERR_BUFFER, "MPI_ERR_BUFFER"},
+      {MPI_ERR_COUNT, "MPI_ERR_COUNT"},
+      {MPI_ERR_TYPE, "MPI_ERR_TYPE"},
+      {MPI_ERR_TAG, "MPI_ERR_TAG"},
+      {MPI_ERR_COMM, "MPI_ERR_COMM"},
+      {MPI_ERR_RANK, "MPI_ERR_RANK"},
+      {MPI_ERR_REQUEST, "MPI_ERR_REQUEST"},
+      {MPI_ERR_ROOT, "MPI_ERR_ROOT"},
+      {MPI_ERR_GROUP, "MPI_ERR_GROUP"},
+      {MPI_ERR_OP, "MPI_ERR_OP"},
+      {MPI_ERR_TOPOLOGY, "MPI_ERR_TOPOLOGY"},
+      {MPI_ERR_DIMS, "MPI_ERR_DIMS"},
+      {MPI_ERR_ARG, "MPI_ERR_ARG"},
+      {MPI_ERR_UNKNOWN, "MPI_ERR_UNKNOWN"},
+      {MPI_ERR_TRUNCATE, "MPI_ERR_TRUNCATE"},
+      {MPI_ERR_OTHER, "MPI_ERR_OTHER"},
+      {MPI_ERR_INTERN, "MPI_ERR_INTERN"},
+      {MPI_ERR_IN_STATUS, "MPI_ERR_IN_STATUS"},
+      {MPI_ERR_PENDING, "MPI_ERR_PENDING"},
+      {MPI_ERR_NO_MEM, "MPI_ERR_NO_MEM"},
       {MPI_ERR_SPAWN, "MPI_ERR_SPAWN"},
   };
   for (const auto& [c, name] : NAMES) {
@@ -240,7 +262,8 @@ void World::sendrecv(Kind kind, const void* send, int64_t sendBytes, int to, voi
     const int64_t so = std::min(sendBytes, p * PIECE_BYTES), sn = std::min(sendBytes - so, PIECE_BYTES);
     const int64_t ro = std::min(recvBytes, p * PIECE_BYTES), rn = std::min(recvBytes - ro, PIECE_BYTES);
     MPI_Status status;
-    const std::string step = what + ", " + std::to_string(sn) + " bytes to rank " + std::to_string(to) + ", " + std::to_string(rn) + " from rank " + std::to_string(from);
+    const std::string step =
+        what + ", " + std::to_string(sn) + " bytes to rank " + std::to_string(to) + ", " + std::to_string(rn) + " from rank " + std::to_string(from);
     // A longer message from the peer fails inside MPI (MPI_ERR_TRUNCATE); a shorter one is
     // told by the received count.
     check(MPI_Sendrecv(sn ? s + so : s, static_cast<int>(sn), MPI_BYTE, to, tag, rn ? r + ro : r, static_cast<int>(rn), MPI_BYTE, from, tag, comm_, &status),
@@ -250,8 +273,8 @@ void World::sendrecv(Kind kind, const void* send, int64_t sendBytes, int to, voi
     if (got != rn) {
       // mid-pattern: the peers' states are unknown now (not a Mismatch, which the ranks detect together before moving data)
       throw MpiError(ErrorCode::Call,
-                     "rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ": MPI_Sendrecv (" + step + ") received " + std::to_string(got) + " bytes from rank " +
-                         std::to_string(from) + ", expected " + std::to_string(rn) + ": the ranks disagree on the buffer size",
+                     "rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ": MPI_Sendrecv (" + step + ") received " + std::to_string(got) +
+                         " bytes from rank " + std::to_string(from) + ", expected " + std::to_string(rn) + ": the ranks disagree on the buffer size",
                      "MPI_Sendrecv");
     }
     bytesSent_[static_cast<int>(kind)] += sn;

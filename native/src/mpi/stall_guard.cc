@@ -29,8 +29,8 @@ StallGuard::StallGuard(const char* call) {
   thread_ = std::thread([this, ms, who = std::move(who), call = std::string(call)] {
     std::unique_lock<std::mutex> lock(mutex_);
     if (done_.wait_for(lock, std::chrono::duration<double, std::milli>(ms), [this] { return returned_; })) return;
-    std::fprintf(stderr, "hcsp: %s: %s made no progress for %g s, the collective timeout (a peer stopped or hung?): ending this process\n", who.c_str(), call.c_str(),
-                 ms / 1000);
+    std::fprintf(stderr, "hcsp: %s: %s made no progress for %g s, the collective timeout (a peer stopped or hung?): ending this process\n", who.c_str(),
+                 call.c_str(), ms / 1000);
     std::fflush(nullptr);
     std::_Exit(1);
   });

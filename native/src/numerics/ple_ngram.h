@@ -49,4 +49,3 @@ HCSP_HD void hcspPleNgramRow(const int32_t* tokens, int64_t i, int64_t eos, int3
     }
   }
 }
-

@@ -47,8 +47,8 @@ inline void checkTables(const std::string& op, const Tensor& cos, const Tensor& 
   const bool odd = ropeDims % 2 != 0;
   const int64_t half = ropeDims / 2;
   if (odd || cos.rank() != 2 || sin.rank() != 2 || cos.dim(1) != half || sin.dim(1) != half || cos.dim(0) != rows || sin.dim(0) != rows) {
-    fail(ErrorKind::Shape, op + ": RoPE tables are [" + dimsText(cos.shape()) + "]/[" + dimsText(sin.shape()) + "], expected [" + num(rows) + "," +
-                               halfText(ropeDims) + "]");
+    fail(ErrorKind::Shape,
+         op + ": RoPE tables are [" + dimsText(cos.shape()) + "]/[" + dimsText(sin.shape()) + "], expected [" + num(rows) + "," + halfText(ropeDims) + "]");
   }
 }
 
@@ -163,7 +163,8 @@ inline QsaSelectArgs checkQsaSelect(const Inputs& in, const Attrs& attrs) {
   const int64_t nb = rows2d(kb, "kb", op, dh);
   if (ratio < 1) fail(ErrorKind::Attr, op + ": compressRatio " + num(ratio) + " must be a positive integer");
   if (width < 0) fail(ErrorKind::Attr, op + ": width " + num(width) + " must be a non-negative integer");
-  if (nb != floorDiv(tokens, ratio)) fail(ErrorKind::Shape, op + ": kb has " + num(nb) + " blocks, " + num(tokens) + " tokens make " + num(floorDiv(tokens, ratio)));
+  if (nb != floorDiv(tokens, ratio))
+    fail(ErrorKind::Shape, op + ": kb has " + num(nb) + " blocks, " + num(tokens) + " tokens make " + num(floorDiv(tokens, ratio)));
   // rows at or past the last token (sequence-parallel padding) select nothing
   if (!(r0d >= 0 && r0d == std::floor(r0d))) {
     const double real = std::max(0.0, std::min(static_cast<double>(rows), static_cast<double>(tokens) - r0d));
@@ -226,7 +227,8 @@ inline CausalQsaArgs checkCausalQsa(const Inputs& in, const Attrs& attrs) {
   const int64_t nb = (row + 1) / ratio;
   const int64_t n = std::min(width, nb);
   if (i < n) {
-    fail(ErrorKind::Shape, "QSA selection: row " + num(row) + " entry " + num(i) + " is block " + num(entry) + ", expected ascending blocks in [0, " + num(nb) + ")");
+    fail(ErrorKind::Shape,
+         "QSA selection: row " + num(row) + " entry " + num(i) + " is block " + num(entry) + ", expected ascending blocks in [0, " + num(nb) + ")");
   }
   fail(ErrorKind::Shape, "QSA selection: row " + num(row) + " entry " + num(i) + " is " + num(entry) + ", expected -1 past its " + num(n) + " blocks");
 }

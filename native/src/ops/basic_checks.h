@@ -63,8 +63,8 @@ inline EmbedArgs checkEmbed(const Inputs& in, const Attrs&) {
 
 /** the reference's error for token id `id` at position t outside [0, vocab) */
 [[noreturn]] inline void failEmbedId(int64_t id, int64_t t, int64_t vocab) {
-  fail(ErrorKind::Shape, "embed: token id " + std::to_string(id) + " at position " + std::to_string(t) + " is outside the vocabulary [0, " +
-                             std::to_string(vocab) + ")");
+  fail(ErrorKind::Shape,
+       "embed: token id " + std::to_string(id) + " at position " + std::to_string(t) + " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
 }
 
 }  // namespace hcsp::ops

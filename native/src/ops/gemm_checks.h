@@ -38,7 +38,8 @@ inline int64_t fp8Rows(const Inputs& in, size_t qPort, const std::string& what, 
   if (!q || !s) fail(ErrorKind::Shape, what + " and its scales are required");
   const std::string got = std::string(dtypeName(q->dtype())) + " " + shapeStr(q->shape());
   if (q->rank() != 2) fail(ErrorKind::Shape, what + " must be a 2-D " + dtypeName(fp8DType(format)) + " tensor, got " + got);
-  if (fp8DType(fp8FormatOfDType(q->dtype())) != fp8DType(format)) fail(ErrorKind::DType, what + " must be a 2-D " + dtypeName(fp8DType(format)) + " tensor, got " + got);
+  if (fp8DType(fp8FormatOfDType(q->dtype())) != fp8DType(format))
+    fail(ErrorKind::DType, what + " must be a 2-D " + dtypeName(fp8DType(format)) + " tensor, got " + got);
   const int64_t rows = q->dim(0);
   if (s->dtype() != DType::F32 || s->rank() != 1 || s->dim(0) != rows) {
     fail(s->dtype() != DType::F32 ? ErrorKind::DType : ErrorKind::Shape,

@@ -75,7 +75,8 @@ inline HcCombineNormArgs checkHcCombineNorm(const Inputs& in, const Attrs& attrs
   const int64_t rows = g.rows, n = g.n, h = g.h, width = n * h;
   if ((blockOut == nullptr) != (raw == nullptr)) fail(ErrorKind::Shape, "hcCombineNorm: blockOut and raw come together (the pending combine) or not at all");
   if (blockOut && blockOut->numel() != rows * h) {
-    fail(ErrorKind::Shape, "hcCombineNorm: blockOut has " + std::to_string(blockOut->numel()) + " values, expected " + std::to_string(rows) + "x" + std::to_string(h));
+    fail(ErrorKind::Shape,
+         "hcCombineNorm: blockOut has " + std::to_string(blockOut->numel()) + " values, expected " + std::to_string(rows) + "x" + std::to_string(h));
   }
   if (raw && raw->numel() != rows * n) {
     fail(ErrorKind::Shape, "hcCombineNorm: raw has " + std::to_string(raw->numel()) + " values, expected " + std::to_string(rows) + "x" + std::to_string(n));
@@ -141,7 +142,8 @@ inline HcCombineArgs checkHcCombine(const Inputs& in, const Attrs& attrs) {
   const HcContract contract = hcContract(attrs);
   const int64_t rows = g.rows, n = g.n, h = g.h, width = n * h;
   if (blockOut.numel() != rows * h) {
-    fail(ErrorKind::Shape, "hcCombine: blockOut has " + std::to_string(blockOut.numel()) + " values, expected " + std::to_string(rows) + "x" + std::to_string(h));
+    fail(ErrorKind::Shape,
+         "hcCombine: blockOut has " + std::to_string(blockOut.numel()) + " values, expected " + std::to_string(rows) + "x" + std::to_string(h));
   }
   if (raw.numel() != rows * n) {
     fail(ErrorKind::Shape, "hcCombine: raw has " + std::to_string(raw.numel()) + " values, expected " + std::to_string(rows) + "x" + std::to_string(n));

@@ -74,8 +74,8 @@ inline MoeExpertsArgs checkMoeExperts(const Inputs& in, const Attrs& attrs) {
   const auto [T, H] = moeDims2(x, "moeExperts x");
   const auto [idRows, topK] = moeDims2(ids, "moeExperts ids");
   if (idRows != T || weights.shape() != ids.shape()) {
-    fail(ErrorKind::Shape, "moeExperts: x " + shapeStr(x.shape()) + ", ids " + shapeStr(ids.shape()) + " and weights " + shapeStr(weights.shape()) +
-                               " do not match");
+    fail(ErrorKind::Shape,
+         "moeExperts: x " + shapeStr(x.shape()) + ", ids " + shapeStr(ids.shape()) + " and weights " + shapeStr(weights.shape()) + " do not match");
   }
   const int64_t firstExpert = attrs.integer("firstExpert");
   const int64_t numLocal = attrs.integer("numLocal");

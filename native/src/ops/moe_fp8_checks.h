@@ -47,7 +47,8 @@ inline MoeExpertsFp8Args checkMoeExpertsFp8(const Inputs& in, const Attrs& attrs
   const auto [T, H] = moeDims2(xq, op + " xq");
   const auto [idRows, topK] = moeDims2(ids, op + " ids");
   if (idRows != T || weights.shape() != ids.shape()) {
-    fail(ErrorKind::Shape, op + ": xq " + shapeStr(xq.shape()) + ", ids " + shapeStr(ids.shape()) + " and weights " + shapeStr(weights.shape()) + " do not match");
+    fail(ErrorKind::Shape,
+         op + ": xq " + shapeStr(xq.shape()) + ", ids " + shapeStr(ids.shape()) + " and weights " + shapeStr(weights.shape()) + " do not match");
   }
   const DType want = fp8DType(format);
   const std::pair<const Tensor*, const char*> fp8s[] = {{&xq, "xq"}, {&qGateUp, "qGateUp"}, {&qDown, "qDown"}};

@@ -174,7 +174,8 @@ struct PleNgramIdsArgs {
   int64_t vocabBound;
   /** String(vocabSize), as the reference's messages print it */
   std::string vocabText;
-  /** the multipliers' decimal strings (the products' messages), their values (0 for one at or above 2^63) and, per multiplier, the largest id whose product with it stays below 2^63 */
+  /** the multipliers' decimal strings (the products' messages), their values (0 for one at or above 2^63) and, per multiplier, the largest id whose product
+   * with it stays below 2^63 */
   std::vector<std::string> multiplierDigits;
   std::vector<uint64_t> multipliers, maxIds;
   std::vector<uint32_t> sizes, offsets;
@@ -210,13 +211,17 @@ inline PleNgramIdsArgs checkPleNgramIds(const Inputs& in, const Attrs& attrs) {
                               js::number(heads) + " heads");
   }
   for (size_t h = 0; h < sizes.size(); h++) {
-    if (offsets[h] + sizes[h] > static_cast<double>(PLE_MAX_TABLE_ROWS)) fail(ErrorKind::Attr, "ple: head " + std::to_string(h) + " ends past row 2^31; ids must fit in i32");
+    if (offsets[h] + sizes[h] > static_cast<double>(PLE_MAX_TABLE_ROWS))
+      fail(ErrorKind::Attr, "ple: head " + std::to_string(h) + " ends past row 2^31; ids must fit in i32");
   }
   if (n < 1) fail(ErrorKind::Attr, op + ": attribute 'ngramSize' must be at least 1, got " + js::number(n));
   const int64_t headsPerNgram = attrs.integer("headsPerNgram");
-  PleNgramIdsArgs a{tokens, tokens.dim(0), static_cast<int32_t>(n), static_cast<int32_t>(headsPerNgram), static_cast<int32_t>(heads), 0, 0, {}, m.strings, {}, {}, {}, {}, false};
+  PleNgramIdsArgs a{
+      tokens, tokens.dim(0), static_cast<int32_t>(n), static_cast<int32_t>(headsPerNgram), static_cast<int32_t>(heads), 0, 0, {}, m.strings, {}, {}, {},
+      {},     false};
   for (size_t h = 0; h < sizes.size(); h++) {
-    if (!(sizes[h] >= 1 && std::floor(sizes[h]) == sizes[h])) fail(ErrorKind::Attr, op + ": head " + std::to_string(h) + "'s size " + js::number(sizes[h]) + " must be a positive integer");
+    if (!(sizes[h] >= 1 && std::floor(sizes[h]) == sizes[h]))
+      fail(ErrorKind::Attr, op + ": head " + std::to_string(h) + "'s size " + js::number(sizes[h]) + " must be a positive integer");
     if (!(offsets[h] >= 0 && std::floor(offsets[h]) == offsets[h])) {
       fail(ErrorKind::Attr, op + ": head " + std::to_string(h) + "'s offset " + js::number(offsets[h]) + " must be a non-negative integer");
     }
@@ -227,9 +232,11 @@ inline PleNgramIdsArgs checkPleNgramIds(const Inputs& in, const Attrs& attrs) {
   const double vocab = attrs.number("vocabSize");
   a.vocabText = js::text(attrs, "vocabSize");
   const double eos = pleNumberOrNaN(attrs, "eosTokenId");
-  if (!(std::floor(eos) == eos && eos >= 0 && eos < vocab)) fail(ErrorKind::Attr, "ple: token id " + js::text(attrs, "eosTokenId") + " (EOS) is outside the vocabulary [0, " + a.vocabText + ")");
+  if (!(std::floor(eos) == eos && eos >= 0 && eos < vocab))
+    fail(ErrorKind::Attr, "ple: token id " + js::text(attrs, "eosTokenId") + " (EOS) is outside the vocabulary [0, " + a.vocabText + ")");
   // (the tokens are i32: a larger EOS could only stand in for history, and its products and messages would need more than 64 bits)
-  if (eos >= static_cast<double>(PLE_MAX_TABLE_ROWS)) fail(ErrorKind::Attr, op + ": attribute 'eosTokenId' " + js::number(eos) + " must be below 2^31 (tokens are i32)");
+  if (eos >= static_cast<double>(PLE_MAX_TABLE_ROWS))
+    fail(ErrorKind::Attr, op + ": attribute 'eosTokenId' " + js::number(eos) + " must be below 2^31 (tokens are i32)");
   a.eos = static_cast<int64_t>(eos);
   a.vocabBound = pleIntBound(vocab);
   // the multipliers: id * m < 2^63 exactly when id <= (2^63 - 1) / m; one at or above 2^63 leaves only id 0 (its product 0)
@@ -255,13 +262,14 @@ inline PleNgramIdsArgs checkPleNgramIds(const Inputs& in, const Attrs& attrs) {
 
 /** the reference's error for token `id` at `position` outside the vocabulary */
 [[noreturn]] inline void failPleToken(int64_t id, int64_t position, const std::string& vocabText) {
-  fail(ErrorKind::Shape, "ple: token id " + std::to_string(id) + " at position " + std::to_string(position) + " is outside the vocabulary [0, " + vocabText + ")");
+  fail(ErrorKind::Shape,
+       "ple: token id " + std::to_string(id) + " at position " + std::to_string(position) + " is outside the vocabulary [0, " + vocabText + ")");
 }
 
 /** the reference's error for the first product id * multiplier s (multiplierDigits[s]) at or past 2^63 */
 [[noreturn]] inline void failPleProduct(const std::vector<std::string>& multiplierDigits, int64_t id, int32_t s) {
-  fail(ErrorKind::Size, "ple: " + std::to_string(id) + " * multiplier " + std::to_string(s) + " = " + pleDecimalTimes(multiplierDigits[s], static_cast<uint64_t>(id)) +
-                            " leaves [0, 2^63) (the reference's int64 would wrap)");
+  fail(ErrorKind::Size, "ple: " + std::to_string(id) + " * multiplier " + std::to_string(s) + " = " +
+                            pleDecimalTimes(multiplierDigits[s], static_cast<uint64_t>(id)) + " leaves [0, 2^63) (the reference's int64 would wrap)");
 }
 
 struct PleShardArgs {
@@ -288,8 +296,9 @@ inline PleShardArgs checkPleNgramEmbedShard(const Inputs& in, const Attrs& attrs
   const double tableRows = pleNumberOrNaN(attrs, "tableRows");
   const bool startNumber = start.kind == js::AttrProbe::Kind::Number;
   if (!(startNumber && std::floor(start.number) == start.number && start.number >= 0 && start.number + static_cast<double>(rows) <= tableRows)) {
-    fail(ErrorKind::Attr, "ple: the slice [" + js::text(attrs, "rowStart") + ", " + (startNumber ? js::number(start.number + static_cast<double>(rows)) : std::string("NaN")) +
-                              ") is not within the table's " + js::text(attrs, "tableRows") + " rows");
+    fail(ErrorKind::Attr, "ple: the slice [" + js::text(attrs, "rowStart") + ", " +
+                              (startNumber ? js::number(start.number + static_cast<double>(rows)) : std::string("NaN")) + ") is not within the table's " +
+                              js::text(attrs, "tableRows") + " rows");
   }
   // (ids are i32: a slice starting at or past 2^31 holds none of them)
   const int64_t rowStart = start.number >= static_cast<double>(PLE_MAX_TABLE_ROWS) ? PLE_MAX_TABLE_ROWS : static_cast<int64_t>(start.number);

@@ -80,7 +80,8 @@ inline GatedMeanQuantArgs checkHcGatedMeanQuant(const Inputs& in, const Attrs& a
   const int64_t rows = normed.dim(0), width = normed.dim(1);
   const int64_t n = attrs.has("streams") ? attrs.integer("streams") : 0;
   if (n < 1 || width % n != 0) {
-    fail(ErrorKind::Attr, "hcGatedMeanQuant: streams " + std::to_string(n) + " must be an integer >= 1 dividing normed's " + std::to_string(width) + " columns");
+    fail(ErrorKind::Attr,
+         "hcGatedMeanQuant: streams " + std::to_string(n) + " must be an integer >= 1 dividing normed's " + std::to_string(width) + " columns");
   }
   if (up.dim(0) != rows || up.dim(1) != width) {
     fail(ErrorKind::Shape, "hcGatedMeanQuant: up " + shapeStr(up.shape()) + " and normed " + shapeStr(normed.shape()) + " differ");

@@ -22,7 +22,21 @@ beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'hcsp-sumsq-'));
   probe = join(dir, 'probe');
   const cxx = process.env.CXX || 'c++';
-  const r = spawnSync(cxx, ['-std=c++17', '-O2', '-ffp-contract=off', '-fno-fast-math', '-I', join(root, 'native/src'), join(root, 'test/support/canonicalSumsqProbe.cc'), '-o', probe], { encoding: 'utf8', timeout: 180_000 });
+  const r = spawnSync(
+    cxx,
+    [
+      '-std=c++17',
+      '-O2',
+      '-ffp-contract=off',
+      '-fno-fast-math',
+      '-I',
+      join(root, 'native/src'),
+      join(root, 'test/support/canonicalSumsqProbe.cc'),
+      '-o',
+      probe,
+    ],
+    { encoding: 'utf8', timeout: 180_000 },
+  );
   if (r.status !== 0) throw new Error(`compiling the probe with ${cxx} failed: ${r.error?.message ?? r.stderr}`);
 }, 200_000);
 

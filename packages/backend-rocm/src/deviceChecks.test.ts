@@ -70,7 +70,11 @@ async function observe(
   return {
     error,
     beforeSync: { hostSyncs: c1.hostSyncs - c0.hostSyncs, copiesFromDevice: c1.copiesFromDevice - c0.copiesFromDevice },
-    afterSync: { hostSyncs: c2.hostSyncs - c0.hostSyncs, copiesFromDevice: c2.copiesFromDevice - c0.copiesFromDevice, bytesFromDevice: c2.bytesFromDevice - c0.bytesFromDevice },
+    afterSync: {
+      hostSyncs: c2.hostSyncs - c0.hostSyncs,
+      copiesFromDevice: c2.copiesFromDevice - c0.copiesFromDevice,
+      bytesFromDevice: c2.bytesFromDevice - c0.bytesFromDevice,
+    },
   };
 }
 
@@ -114,7 +118,11 @@ describe('device checks on the emulated GPU', () => {
   });
 
   /** the same nodes on the host device and the emulated GPU */
-  async function both(inputs: Parameters<typeof observe>[1], build: (device: Device) => (ins: NativeTensor[]) => NativeTensor[], ranLast?: Parameters<typeof observe>[3]) {
+  async function both(
+    inputs: Parameters<typeof observe>[1],
+    build: (device: Device) => (ins: NativeTensor[]) => NativeTensor[],
+    ranLast?: Parameters<typeof observe>[3],
+  ) {
     return { host: await observe(null, inputs, build(null)), gpu: await observe(gpu, inputs, build(gpu), ranLast) };
   }
 
@@ -126,7 +134,12 @@ describe('device checks on the emulated GPU', () => {
 
   it('an embedding id outside the vocabulary, planted in a device buffer, is raised at the sync naming the node, with the host message, and leaves nothing allocated', async () => {
     const live = gpu.stats().liveTensors;
-    const r = await both([idsOf(0, 99, 1), TABLE], (d) => ([ids, table]) => enqueue(d, 'L0.embed (embed, rank 1)', 'embed', {}, [ids, table], [bf16([3, 8])]));
+    const r = await both(
+      [idsOf(0, 99, 1), TABLE],
+      (d) =>
+        ([ids, table]) =>
+          enqueue(d, 'L0.embed (embed, rank 1)', 'embed', {}, [ids, table], [bf16([3, 8])]),
+    );
     expect(r.host.error?.message).toBe('L0.embed (embed, rank 1): embed: token id 99 at position 1 is outside the vocabulary [0, 4)');
     expect(r.gpu.error?.message).toBe(r.host.error?.message);
     expect(r.gpu.error?.code).toBe(r.host.error?.code);
@@ -135,13 +148,18 @@ describe('device checks on the emulated GPU', () => {
   });
 
   it('the first failing node in queue order is reported, and its first failing position, before a later host-detected error', async () => {
-    const r = await both([idsOf(0, 5, -2, 3), idsOf(7), TABLE], (d) => ([a, b, table]) => {
-      const [ea] = enqueue(d, 'first (embed, rank 0)', 'embed', {}, [a, table], [bf16([4, 8])]);
-      const [eb] = enqueue(d, 'second (embed, rank 0)', 'embed', {}, [b, table], [bf16([1, 8])]);
-      // a third failure the host finds as the node runs (a declared shape the kernel does not make)
-      const [y] = enqueue(d, 'third (add, rank 0)', 'add', {}, [eb, eb], [bf16([8, 1])]);
-      return [ea, eb, y];
-    }, (outs) => outs[1]);
+    const r = await both(
+      [idsOf(0, 5, -2, 3), idsOf(7), TABLE],
+      (d) =>
+        ([a, b, table]) => {
+          const [ea] = enqueue(d, 'first (embed, rank 0)', 'embed', {}, [a, table], [bf16([4, 8])]);
+          const [eb] = enqueue(d, 'second (embed, rank 0)', 'embed', {}, [b, table], [bf16([1, 8])]);
+          // a third failure the host finds as the node runs (a declared shape the kernel does not make)
+          const [y] = enqueue(d, 'third (add, rank 0)', 'add', {}, [eb, eb], [bf16([8, 1])]);
+          return [ea, eb, y];
+        },
+      (outs) => outs[1],
+    );
     expect(r.host.error?.message).toBe('first (embed, rank 0): embed: token id 5 at position 1 is outside the vocabulary [0, 4)');
     expect(r.gpu.error?.message).toBe(r.host.error?.message);
     expectOneReadAtTheSync(r.gpu, 2);
@@ -165,7 +183,12 @@ describe('device checks on the emulated GPU', () => {
 
   it('a NaN planted in q reaches the QSA selection: the first row that scored NaN is raised at the sync with the host message', async () => {
     // kb's block 2 is NaN from row 5 on (rows see (row + 1) / 2 blocks); q's row 6 scores NaN at block 0
-    const r = await both(qsaInputs(6, 2), (d) => ([q, kb]) => enqueue(d, 'L3.attn.qsa_select (qsaSelect, rank 0)', 'qsaSelect', QSA, [q, kb], [i32([8, 2])]));
+    const r = await both(
+      qsaInputs(6, 2),
+      (d) =>
+        ([q, kb]) =>
+          enqueue(d, 'L3.attn.qsa_select (qsaSelect, rank 0)', 'qsaSelect', QSA, [q, kb], [i32([8, 2])]),
+    );
     expect(r.host.error?.message).toBe('L3.attn.qsa_select (qsaSelect, rank 0): qsaSelect: QSA indexer: row 5 block 2 scored NaN');
     expect(r.gpu.error?.message).toBe(r.host.error?.message);
     expect(r.gpu.error?.code).toBe(r.host.error?.code);
@@ -187,10 +210,21 @@ describe('device checks on the emulated GPU', () => {
 
   it('a malformed QSA selection is raised at the sync with the host message: the first bad row, its entry and value', async () => {
     for (const corrupt of [
-      [[6, 0, -5], [3, 1, 7]],
-      [[2, 1, 0], [7, 1, 3]],
+      [
+        [6, 0, -5],
+        [3, 1, 7],
+      ],
+      [
+        [2, 1, 0],
+        [7, 1, 3],
+      ],
     ] as [number, number, number][][]) {
-      const r = await both(causalInputs(corrupt), (d) => ([q, k, v, blocks]) => enqueue(d, 'L1.attn (attnCausalQsa, rank 2)', 'attnCausalQsa', CAUSAL, [q, k, v, blocks], [bf16([8, 4])]));
+      const r = await both(
+        causalInputs(corrupt),
+        (d) =>
+          ([q, k, v, blocks]) =>
+            enqueue(d, 'L1.attn (attnCausalQsa, rank 2)', 'attnCausalQsa', CAUSAL, [q, k, v, blocks], [bf16([8, 4])]),
+      );
       expect(r.host.error?.message).toMatch(/^L1\.attn \(attnCausalQsa, rank 2\): attnCausalQsa: QSA selection: row [23] entry 1 is /);
       expect(r.gpu.error?.message).toBe(r.host.error?.message);
       expectOneReadAtTheSync(r.gpu, 2);

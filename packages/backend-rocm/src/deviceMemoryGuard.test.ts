@@ -1,15 +1,21 @@
 import { rmSync } from 'node:fs';
-import { FLASH_NEXT, formatBytes, MODEL_SUB_LAYERS, planMemory, preparePrefill, rankGraph, type Communicator, type Graph, type GraphNode, type ValueDecl, type WeightSource } from '@hcsp/core';
+import {
+  FLASH_NEXT,
+  formatBytes,
+  MODEL_SUB_LAYERS,
+  planMemory,
+  preparePrefill,
+  rankGraph,
+  type Communicator,
+  type Graph,
+  type GraphNode,
+  type ValueDecl,
+  type WeightSource,
+} from '@hcsp/core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FakeGpuFolder, saveEnv } from '../../../test/support/fakeGpuLibraries.ts';
 import { NO_WEIGHTS } from '../../../test/support/noWeights.ts';
-import {
-  checkDeviceMemory,
-  COMMUNICATOR_ALLOWANCE_BYTES,
-  DeviceMemoryError,
-  estimateDeviceMemory,
-  VENDOR_BLAS_WORKSPACE_BYTES,
-} from './deviceMemoryGuard.ts';
+import { checkDeviceMemory, COMMUNICATOR_ALLOWANCE_BYTES, DeviceMemoryError, estimateDeviceMemory, VENDOR_BLAS_WORKSPACE_BYTES } from './deviceMemoryGuard.ts';
 import { loadNativeAddon } from './nativeAddon.ts';
 import { NativeOutOfMemoryError } from './nativeErrors.ts';
 import { createRocmBackend, type RocmBackend } from './rocmBackend.ts';
@@ -26,7 +32,14 @@ const GiB = 2 ** 30;
 // tp 2: each rank multiplies x by its slice of W (w0, w1; w0 read twice), the partials meet
 // in a collective; rank 0 also looks up rows of a row-gathered table P (never uploaded).
 function smallGraph(): Graph {
-  const v = (id: string, shape: number[], dtype: ValueDecl['dtype'], rank: number | null, kind: ValueDecl['kind'], weight?: ValueDecl['weight']): ValueDecl => ({ id, shape, dtype, rank, kind, weight });
+  const v = (
+    id: string,
+    shape: number[],
+    dtype: ValueDecl['dtype'],
+    rank: number | null,
+    kind: ValueDecl['kind'],
+    weight?: ValueDecl['weight'],
+  ): ValueDecl => ({ id, shape, dtype, rank, kind, weight });
   const values: Record<string, ValueDecl> = Object.fromEntries(
     [
       v('x', [4, 8], 'bf16', null, 'input'),
@@ -42,7 +55,16 @@ function smallGraph(): Graph {
       v('e0', [4, 8], 'f32', 0, 'intermediate'),
     ].map((d) => [d.id, d]),
   );
-  const node = (id: number, rank: number | null, inputs: string[], outputs: string[]): GraphNode => ({ id, op: 'add', rank, inputs, outputs, attrs: {}, scope: `n${id}`, layer: 0 });
+  const node = (id: number, rank: number | null, inputs: string[], outputs: string[]): GraphNode => ({
+    id,
+    op: 'add',
+    rank,
+    inputs,
+    outputs,
+    attrs: {},
+    scope: `n${id}`,
+    layer: 0,
+  });
   return {
     tp: 2,
     values,
@@ -98,14 +120,28 @@ describe('the device estimate (by hand)', () => {
     expect(() => checkDeviceMemory(g, e, { ...state, limitBytes: 64 * GiB, liveBytes: 4 * GiB })).toThrow(
       "but the backend's memory limit of 64.0 GiB leaves 60.0 GiB (the device has 61.0 GiB free of 192.0 GiB)",
     );
-    expect(() => checkDeviceMemory(smallGraph(), e, { ...state, device: 'cuda:1', freeBytes: GiB })).toThrow(/^rocm backend: the whole graph \(tp 2 on one device\) needs 61\.0 GiB on cuda:1 /);
+    expect(() => checkDeviceMemory(smallGraph(), e, { ...state, device: 'cuda:1', freeBytes: GiB })).toThrow(
+      /^rocm backend: the whole graph \(tp 2 on one device\) needs 61\.0 GiB on cuda:1 /,
+    );
   });
 });
 
 const addon = loadNativeAddon();
 const fake = new FakeGpuFolder('hcsp-devmem-');
-const ENV = ['HCSP_HIP_LIB', 'HCSP_CUDA_LIB', 'FAKE_GPU_LOG', 'FAKE_GPU_COUNT', 'FAKE_GPU_FREE', 'FAKE_GPU_TOTAL', 'HCSP_GPU_INDEX', 'LOCAL_RANK', 'OMPI_COMM_WORLD_LOCAL_RANK',
-  'ROCR_VISIBLE_DEVICES', 'HIP_VISIBLE_DEVICES', 'CUDA_VISIBLE_DEVICES'];
+const ENV = [
+  'HCSP_HIP_LIB',
+  'HCSP_CUDA_LIB',
+  'FAKE_GPU_LOG',
+  'FAKE_GPU_COUNT',
+  'FAKE_GPU_FREE',
+  'FAKE_GPU_TOTAL',
+  'HCSP_GPU_INDEX',
+  'LOCAL_RANK',
+  'OMPI_COMM_WORLD_LOCAL_RANK',
+  'ROCR_VISIBLE_DEVICES',
+  'HIP_VISIBLE_DEVICES',
+  'CUDA_VISIBLE_DEVICES',
+];
 const restoreEnv = saveEnv(ENV);
 const open: RocmBackend[] = [];
 
@@ -147,7 +183,16 @@ describe('memoryInfo: what the runtime reports', () => {
 
 describe('a Flash-Next rank on a device with too little memory (fake runtime)', () => {
   // rank 0's part of the Flash-Next prefill at tp 4, T 4096, its weights never materialized
-  const prefill = preparePrefill({ config: FLASH_NEXT, tokens: 4096, tp: 4, sp: 'auto', reduce: 'ring', seed: 1, subLayers: MODEL_SUB_LAYERS, weights: NO_WEIGHTS });
+  const prefill = preparePrefill({
+    config: FLASH_NEXT,
+    tokens: 4096,
+    tp: 4,
+    sp: 'auto',
+    reduce: 'ring',
+    seed: 1,
+    subLayers: MODEL_SUB_LAYERS,
+    weights: NO_WEIGHTS,
+  });
   const part = rankGraph(prefill.graph, 0);
   // what the session would upload and reserve, counted here from the part's declared values
   const weightBytes = Object.values(part.values)
@@ -157,7 +202,9 @@ describe('a Flash-Next rank on a device with too little memory (fake runtime)', 
   const need = weightBytes + planBytes + VENDOR_BLAS_WORKSPACE_BYTES;
   const peer: Communicator = { rank: 0, tp: 4, collective: () => Promise.reject(new Error('test: no collective runs')) };
   let reads = 0;
-  const counted: WeightSource = { ...NO_WEIGHTS, read: (...a) => {
+  const counted: WeightSource = {
+    ...NO_WEIGHTS,
+    read: (...a) => {
       reads++;
       return NO_WEIGHTS.read(...a);
     },
@@ -196,7 +243,9 @@ describe('a Flash-Next rank on a device with too little memory (fake runtime)', 
     const b = await backend('cuda', 16 * GiB);
     const e = await b.prepare(part, counted, { communicator: peer }).catch((x: unknown) => x);
     expect((e as Error).message).toMatch(
-      new RegExp(`^rocm backend: rank 0 of 4 needs ${formatBytes(need).replace('.', '\\.')} on cuda:0 \\(.*\\) but the backend's memory limit of 16\\.0 GiB leaves 16\\.0 GiB \\(the device has 141\\.0 GiB free of 141\\.0 GiB\\)`),
+      new RegExp(
+        `^rocm backend: rank 0 of 4 needs ${formatBytes(need).replace('.', '\\.')} on cuda:0 \\(.*\\) but the backend's memory limit of 16\\.0 GiB leaves 16\\.0 GiB \\(the device has 141\\.0 GiB free of 141\\.0 GiB\\)`,
+      ),
     );
     expect(b.gpu!.stats().allocations).toBe(0);
   });

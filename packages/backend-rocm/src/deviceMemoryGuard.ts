@@ -48,7 +48,6 @@ export function estimateDeviceMemory(graph: Graph, o: { ncclCommunicator: boolea
   return { weights, activations, communicator, blasWorkspace, total: weights + activations + communicator + blasWorkspace };
 }
 
-
 /** a graph refused because its session would not fit on the device: nothing was allocated */
 export class DeviceMemoryError extends NativeOutOfMemoryError {
   override name = 'DeviceMemoryError';

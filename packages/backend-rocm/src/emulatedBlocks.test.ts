@@ -20,14 +20,30 @@ const SWITCHES: Record<string, string[]> = process.arch === 'x64' ? { 'x86-64': 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'hcsp-blocks-'));
   const cxx = process.env.CXX || 'c++';
-  const sources = ['test/support/emulatedBlocksProbe.cc', 'native/src/gpu/emulated_blocks.cc', 'native/src/gpu/emulated_fiber.cc', 'native/src/host/thread_pool.cc'].map((f) => join(root, f));
+  const sources = [
+    'test/support/emulatedBlocksProbe.cc',
+    'native/src/gpu/emulated_blocks.cc',
+    'native/src/gpu/emulated_fiber.cc',
+    'native/src/host/thread_pool.cc',
+  ].map((f) => join(root, f));
   for (const [name, defines] of Object.entries(SWITCHES)) {
     const probe = join(dir, `probe-${name}`);
-    const built = spawnSync(cxx, ['-std=c++17', '-O2', ...defines, '-I', join(root, 'native/src'), ...sources, '-o', probe, '-lpthread'], { encoding: 'utf8', timeout: 180_000 });
+    const built = spawnSync(cxx, ['-std=c++17', '-O2', ...defines, '-I', join(root, 'native/src'), ...sources, '-o', probe, '-lpthread'], {
+      encoding: 'utf8',
+      timeout: 180_000,
+    });
     if (built.status !== 0) throw new Error(`compiling the probe with ${cxx} failed: ${built.error?.message ?? built.stderr}`);
     const r = spawnSync(probe, [], { encoding: 'utf8', timeout: 60_000 });
     if (r.status !== 0) throw new Error(`the probe (${name}) failed: ${r.error?.message ?? r.stderr}`);
-    runs.set(name, new Map(r.stdout.trim().split('\n').map((l) => [l.slice(0, l.indexOf(': ')), l.slice(l.indexOf(': ') + 2)])));
+    runs.set(
+      name,
+      new Map(
+        r.stdout
+          .trim()
+          .split('\n')
+          .map((l) => [l.slice(0, l.indexOf(': ')), l.slice(l.indexOf(': ') + 2)]),
+      ),
+    );
   }
 }, 400_000);
 
@@ -42,7 +58,7 @@ describe.each(Object.keys(SWITCHES))('emulated block launches (fibers switched b
     expect(lines().get('ids')).toBe('right');
   });
 
-  it('a value written before a barrier is read after it; read with no barrier between, a neighbour\'s is stale', () => {
+  it("a value written before a barrier is read after it; read with no barrier between, a neighbour's is stale", () => {
     for (const threads of [64, 128, 256]) {
       expect(lines().get(`synced ${threads}`)).toBe('right');
       // in thread order every lower neighbour would have written already: the reversed rounds show the missing barrier
@@ -54,10 +70,14 @@ describe.each(Object.keys(SWITCHES))('emulated block launches (fibers switched b
     expect(lines().get('returns')).toMatch(
       /^error: emulated device: kernel probe_returns, block \d: 59 of its 64 threads returned while thread 0 waits at the barrier on line \d+ \(every thread of a block must reach the same barriers\)$/,
     );
-    const two = lines().get('two barriers')!.match(/^error: emulated device: kernel probe_two_barriers, block 0: thread 0 waits at the barrier on line (\d+), thread 5 at the one on line (\d+) /);
+    const two = lines()
+      .get('two barriers')!
+      .match(/^error: emulated device: kernel probe_two_barriers, block 0: thread 0 waits at the barrier on line (\d+), thread 5 at the one on line (\d+) /);
     expect(two).not.toBeNull();
     expect(two![1]).not.toBe(two![2]);
-    expect(lines().get('outside')).toMatch(/^error: emulated device: HCSP_BARRIER \(line \d+\) outside a block launch: a grid-stride kernel has no block to wait for$/);
+    expect(lines().get('outside')).toMatch(
+      /^error: emulated device: HCSP_BARRIER \(line \d+\) outside a block launch: a grid-stride kernel has no block to wait for$/,
+    );
     // and the next launch runs as before
     expect(lines().get('after')).toBe('right');
   });

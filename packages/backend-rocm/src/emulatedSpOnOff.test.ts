@@ -26,11 +26,15 @@ async function outputs(sp: SpMode, tp = 2): Promise<Record<string, Buffer>> {
   const r = await runOnce(backend, p.graph, p.feeds, p.weights);
   const o = p.outputs;
   const named: Record<string, string | null> = { h: o.h, mtpState: o.mtpState, logits: o.logits, nextTokens: o.nextTokens, mtpLogits: o.mtp?.logits ?? null };
-  return Object.fromEntries(Object.entries(named).filter((e): e is [string, string] => e[1] !== null).map(([k, id]) => [k, bits(r.values.get(id)!)]));
+  return Object.fromEntries(
+    Object.entries(named)
+      .filter((e): e is [string, string] => e[1] !== null)
+      .map(([k, id]) => [k, bits(r.values.get(id)!)]),
+  );
 }
 
 describe('emulated device, fast kernels: SP on vs off at tp 2', () => {
-  it('the small model\'s final outputs are bit-identical', async () => {
+  it("the small model's final outputs are bit-identical", async () => {
     expect(backend.kernels).toBe('fast');
     const [on, off] = [await outputs('on'), await outputs('off')];
     expect(Object.keys(on).sort()).toEqual(Object.keys(off).sort());

@@ -72,7 +72,8 @@ describe.each(['host', 'emulated'] as const)('the engine on the %s device', (dev
       }).length;
       if (c.options.tokens % c.options.tp !== 0) expect(padded).toBeGreaterThan(0);
       expect(d.memsets).toBe((device === 'host' ? moeNodes : 0) + padded);
-      const bytes = (ids: Iterable<string>): number => [...ids].reduce((s, id) => s + numel(p.graph.values[id].shape) * bytesPerElement(p.graph.values[id].dtype), 0);
+      const bytes = (ids: Iterable<string>): number =>
+        [...ids].reduce((s, id) => s + numel(p.graph.values[id].shape) * bytesPerElement(p.graph.values[id].dtype), 0);
       const t = second.engine.transfers;
       expect(t.inputBytes).toBe(bytes(p.graph.inputs));
       expect(t.outputBytes).toBe(bytes(p.graph.outputs));
@@ -113,7 +114,10 @@ describe.each(['host', 'emulated'] as const)('the engine on the %s device', (dev
     const ids = addon.upload('i32', [3], Int32Array.of(0, 99, 1), gpu);
     const table = addon.upload('bf16', [4, 8], new Uint16Array(32), gpu);
     const decl = { dtype: 'bf16', shape: [3, 8] };
-    const [e] = addon.enqueueNode(addon.prepareNode('layers.0.embed (embed, rank 1)', 'embed', {}, 'exact', gpu, [decl], false), [ids, table]) as (typeof ids)[];
+    const [e] = addon.enqueueNode(addon.prepareNode('layers.0.embed (embed, rank 1)', 'embed', {}, 'exact', gpu, [decl], false), [
+      ids,
+      table,
+    ]) as (typeof ids)[];
     const [y] = addon.enqueueNode(addon.prepareNode('layers.0.next (add, rank 1)', 'add', {}, 'exact', gpu, [decl], false), [e, e]) as (typeof ids)[];
     await expect(addon.sync(gpu)).rejects.toThrow(/^layers\.0\.embed \(embed, rank 1\): embed: token id 99 at position 1 is outside the vocabulary \[0, 4\)/);
     if (device === 'host') {
@@ -126,7 +130,10 @@ describe.each(['host', 'emulated'] as const)('the engine on the %s device', (dev
       expect(y.computed).toBe(true);
     }
     // the latch is cleared: the queue runs again
-    const [z] = addon.enqueueNode(addon.prepareNode('after', 'add', {}, 'exact', gpu, [{ dtype: 'bf16', shape: [4, 8] }], false), [table, table]) as (typeof ids)[];
+    const [z] = addon.enqueueNode(addon.prepareNode('after', 'add', {}, 'exact', gpu, [{ dtype: 'bf16', shape: [4, 8] }], false), [
+      table,
+      table,
+    ]) as (typeof ids)[];
     await addon.sync(gpu);
     expect(z.computed).toBe(true);
     for (const h of [ids, table, e, y, z]) addon.free(h);
@@ -138,7 +145,10 @@ describe.each(['host', 'emulated'] as const)('the engine on the %s device', (dev
     const addon = loadNativeAddon();
     const gpu = backend.gpu;
     const a = addon.upload('bf16', [2, 4], new Uint16Array(8), gpu);
-    const [y] = addon.enqueueNode(addon.prepareNode('L1.mlp.add (add, rank 0)', 'add', {}, 'exact', gpu, [{ dtype: 'bf16', shape: [4, 2] }], false), [a, a]) as (typeof a)[];
+    const [y] = addon.enqueueNode(addon.prepareNode('L1.mlp.add (add, rank 0)', 'add', {}, 'exact', gpu, [{ dtype: 'bf16', shape: [4, 2] }], false), [
+      a,
+      a,
+    ]) as (typeof a)[];
     await expect(addon.sync(gpu)).rejects.toThrow(/^L1\.mlp\.add \(add, rank 0\): add: produced bf16\[2,4\] for output port 0, declared bf16\[4,2\]/);
     addon.free(a);
     addon.free(y);

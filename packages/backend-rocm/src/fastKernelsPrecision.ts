@@ -21,23 +21,22 @@ export const FAST_KERNEL_TOLERANCES: Readonly<Record<string, FastKernelTolerance
   attnCausalQsa: {
     opClass: 'sequence',
     maxUlp: 1,
-    note:
-      'attnCausalQsa: tiled online-softmax kernel; its scores are the reference\'s bits, only the fp32 sums l and p.v (tile order, FMA, rescaled when the running max grows) differ, by ~keys x 2^-24 relative, far under a bf16 ulp: at most one bf16 rounding flip of an output, 1 row-scaled ulp (measured max 0.5)',
+    note: "attnCausalQsa: tiled online-softmax kernel; its scores are the reference's bits, only the fp32 sums l and p.v (tile order, FMA, rescaled when the running max grows) differ, by ~keys x 2^-24 relative, far under a bf16 ulp: at most one bf16 rounding flip of an output, 1 row-scaled ulp (measured max 0.5)",
   },
   moeExperts: {
     opClass: 'gemm',
     maxUlp: 2,
     note:
       'moeExperts: the grouped GEMMs (moe_grouped.cu) sum each output over 32-term k tiles, the tiles added once each (fp32); that moves a sum far less than half a bf16 ulp, ' +
-      'so a difference is an intermediate (gate, up, h or o) rounding to the other bf16 neighbour, which moves one weighted contribution by at most 1 ulp of it, so at most 1 ulp of the row\'s largest output; ' +
+      "so a difference is an intermediate (gate, up, h or o) rounding to the other bf16 neighbour, which moves one weighted contribution by at most 1 ulp of it, so at most 1 ulp of the row's largest output; " +
       'measured at most 1 (mean 0.0007) row-scaled ulp on the emulated device (gpuGroupedMoe.test.ts); 2 allows two such flips in one output, the bound the vendor GEMM declares',
   },
   moeExpertsFp8Ptpc: {
     opClass: 'gemm',
     maxUlp: 0,
     note:
-      'moeExpertsFp8Ptpc: the tiled kernels (moe_fp8.cu, 16-row tiles of one expert x 16 weight rows, 64-byte k slabs in shared memory) keep each output\'s k order, and every fp8 x fp8 product is exact in fp32, ' +
-      'so they give the reference\'s bits (bit for bit on the emulated device, gpuMoeFp8.test.ts)',
+      "moeExpertsFp8Ptpc: the tiled kernels (moe_fp8.cu, 16-row tiles of one expert x 16 weight rows, 64-byte k slabs in shared memory) keep each output's k order, and every fp8 x fp8 product is exact in fp32, " +
+      "so they give the reference's bits (bit for bit on the emulated device, gpuMoeFp8.test.ts)",
   },
 };
 

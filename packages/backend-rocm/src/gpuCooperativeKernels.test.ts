@@ -54,13 +54,25 @@ function tinySquares(n: number): Float32Array {
 
 /** the rows of one length: order-sensitive, tiny, signed zeros and random ones (7: a 4-row block left part empty) */
 function rowsOf(n: number): Float32Array[] {
-  return [bigThenOnes(n), tinySquares(n), new Float32Array(n).fill(-0), randomRow(n, 11 * n + 1, 4), randomRow(n, 11 * n + 2, 20), randomRow(n, 11 * n + 3, 60), randomRow(n, 11 * n + 4, 1)];
+  return [
+    bigThenOnes(n),
+    tinySquares(n),
+    new Float32Array(n).fill(-0),
+    randomRow(n, 11 * n + 1, 4),
+    randomRow(n, 11 * n + 2, 20),
+    randomRow(n, 11 * n + 3, 60),
+    randomRow(n, 11 * n + 4, 1),
+  ];
 }
 
 function upload(rows: Float32Array[], gpu: GpuDevice): NativeTensor {
   const n = rows[0]!.length;
   const bits = new Uint16Array(rows.length * n);
-  rows.forEach((row, r) => row.forEach((v, j) => (bits[r * n + j] = f32ToBf16(v))));
+  rows.forEach((row, r) => {
+    row.forEach((v, j) => {
+      bits[r * n + j] = f32ToBf16(v);
+    });
+  });
   return addon.upload('bf16', [rows.length, n], bits, gpu);
 }
 
@@ -88,7 +100,8 @@ describe('block kernels on the emulated device: hcsp_canonical_sumsq_bf16', () =
     ] as const) {
       const x = upload([row, row], gpu);
       try {
-        for (const blockThreads of BLOCK_THREADS) expect(sumSqBits(gpu, x, { blockThreads }), `n ${row.length}, ${blockThreads} threads`).toEqual(bitsOf([sum, sum]));
+        for (const blockThreads of BLOCK_THREADS)
+          expect(sumSqBits(gpu, x, { blockThreads }), `n ${row.length}, ${blockThreads} threads`).toEqual(bitsOf([sum, sum]));
       } finally {
         addon.free(x);
       }
@@ -118,7 +131,10 @@ describe('block kernels on the emulated device: hcsp_canonical_sumsq_bf16', () =
   it('a barrier waits for every thread of the block: what shared memory held before does not show', () => {
     // the previous launch leaves its partial sums (2^120 and more) in the blocks' shared memory;
     // a thread reading its partner's before the partner wrote it would add them in
-    const poison = upload(Array.from({ length: 8 }, () => new Float32Array(512).fill(2 ** 60)), gpu);
+    const poison = upload(
+      Array.from({ length: 8 }, () => new Float32Array(512).fill(2 ** 60)),
+      gpu,
+    );
     const rows = Array.from({ length: 8 }, (_, r) => randomRow(512, 900 + r, 8));
     const x = upload(rows, gpu);
     try {
@@ -133,7 +149,7 @@ describe('block kernels on the emulated device: hcsp_canonical_sumsq_bf16', () =
     }
   });
 
-  it('blocks running at once on the pool\'s threads each have their own shared memory', () => {
+  it("blocks running at once on the pool's threads each have their own shared memory", () => {
     // 1024 one-row blocks over the pool: with one exchange for all, a block would read another's partial sums
     const rows = Array.from({ length: 1024 }, (_, r) => randomRow(512, 5000 + r, 30));
     const x = upload(rows, gpu);
@@ -172,8 +188,12 @@ describe('block kernels on the emulated device: hcsp_canonical_sumsq_bf16', () =
           new RegExp(`^kernel hcsp_canonical_sumsq_bf16: a block of ${blockThreads} threads \\(a block launch takes 64, 128, 192 or 256\\)$`),
         );
       }
-      expect(() => addon.testKernel('canonicalSumSqBf16', gpu, x, { blockThreads: 64, blocks: 0 })).toThrow(/^testKernel: blocks must be an integer in \[1, 2147483647\], got 0$/);
-      expect(() => addon.testKernel('canonicalSumSqBf16', gpu, f32, { blockThreads: 64 })).toThrow(/^testKernel canonicalSumSqBf16: x must be bf16 \[rows, n\], got f32 of rank 2$/);
+      expect(() => addon.testKernel('canonicalSumSqBf16', gpu, x, { blockThreads: 64, blocks: 0 })).toThrow(
+        /^testKernel: blocks must be an integer in \[1, 2147483647\], got 0$/,
+      );
+      expect(() => addon.testKernel('canonicalSumSqBf16', gpu, f32, { blockThreads: 64 })).toThrow(
+        /^testKernel canonicalSumSqBf16: x must be bf16 \[rows, n\], got f32 of rank 2$/,
+      );
       expect(() => addon.testKernel('canonicalSumSqBf16', gpu, onHost, { blockThreads: 64 })).toThrow(/^testKernel: x is not on the given GPU device$/);
       expect(() => addon.testKernel('sumSq' as 'canonicalSumSqBf16', gpu, x, { blockThreads: 64 })).toThrow(/^testKernel: no test kernel 'sumSq'/);
       expect(gpu.stats().liveTensors).toBe(2);
@@ -221,7 +241,9 @@ describe('block launches over the fake hip and cuda runtimes', () => {
       process.env.FAKE_LAUNCH_ERROR = '98';
       try {
         expect(() => addon.testKernel('canonicalSumSqBf16', gpu, x, { blockThreads: 64 })).toThrow(
-          new RegExp(`^${kind === 'hip' ? 'hipModuleLaunchKernel' : 'cuLaunchKernel'} failed for kernel hcsp_canonical_sumsq_bf16: invalid device function \\(code 98\\)$`),
+          new RegExp(
+            `^${kind === 'hip' ? 'hipModuleLaunchKernel' : 'cuLaunchKernel'} failed for kernel hcsp_canonical_sumsq_bf16: invalid device function \\(code 98\\)$`,
+          ),
         );
         expect(gpu.stats().liveTensors).toBe(1);
       } finally {

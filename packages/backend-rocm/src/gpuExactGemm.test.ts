@@ -14,7 +14,15 @@ const fr = Math.fround;
 /** the tiles: 64 columns, 32 k a slab, 16 rows per 64 threads of a block (so 16..64 rows) */
 const TILE_N = 64;
 const TILE_K = 32;
-const BLOCKS: { blockThreads?: number; blocks?: number }[] = [{}, { blockThreads: 64 }, { blockThreads: 128 }, { blockThreads: 192 }, { blockThreads: 256 }, { blockThreads: 64, blocks: 1 }, { blockThreads: 256, blocks: 3 }];
+const BLOCKS: { blockThreads?: number; blocks?: number }[] = [
+  {},
+  { blockThreads: 64 },
+  { blockThreads: 128 },
+  { blockThreads: 192 },
+  { blockThreads: 256 },
+  { blockThreads: 64, blocks: 1 },
+  { blockThreads: 256, blocks: 3 },
+];
 
 /**
  * seeded bf16 values m * 2^e, m in +-[0.5, 1), e in [-spread, spread]: products of many
@@ -28,7 +36,12 @@ function randomBf16(n: number, seed: number, spread: number): Uint16Array {
 const decode = (bits: Uint16Array) => Float32Array.from(bits, bf16ToF32);
 
 /** the tiled kernel's y for x [rows, inF] and w [outF, inF] (bf16 bits) */
-function tiled(gpu: ReturnType<typeof addon.openGpu>, x: NativeTensor, w: NativeTensor, options: { blockThreads?: number; blocks?: number; kernel?: 'tiled' | 'oneThread' }): Uint16Array {
+function tiled(
+  gpu: ReturnType<typeof addon.openGpu>,
+  x: NativeTensor,
+  w: NativeTensor,
+  options: { blockThreads?: number; blocks?: number; kernel?: 'tiled' | 'oneThread' },
+): Uint16Array {
   const y = addon.testKernel('gemmLinearBf16', gpu, x, { w, ...options });
   try {
     return new Uint16Array(addon.download(y));
@@ -65,7 +78,14 @@ describe('the tiled exact GEMM on the emulated device', () => {
       for (const outF of Ns) {
         for (const inF of Ks) {
           seed++;
-          expectExact(rows, inF, outF, randomBf16(rows * inF, seed, 12), randomBf16(outF * inF, seed + 7000, 12), rows * outF > 2000 ? BLOCKS.slice(0, 3) : BLOCKS);
+          expectExact(
+            rows,
+            inF,
+            outF,
+            randomBf16(rows * inF, seed, 12),
+            randomBf16(outF * inF, seed + 7000, 12),
+            rows * outF > 2000 ? BLOCKS.slice(0, 3) : BLOCKS,
+          );
         }
       }
     }
@@ -119,7 +139,7 @@ describe('the tiled exact GEMM on the emulated device', () => {
     expect(reversedDiffers).toBeGreaterThan((rows * outF) / 4);
   }, 120_000);
 
-  it('keeps the reference\'s IEEE cases: infinities, NaN (0 x inf), signed zeros, values near fp32\'s range', () => {
+  it("keeps the reference's IEEE cases: infinities, NaN (0 x inf), signed zeros, values near fp32's range", () => {
     const rows = 5;
     const inF = 9;
     const outF = 6;
@@ -156,7 +176,7 @@ describe('the tiled exact GEMM on the emulated device', () => {
     }
   });
 
-  it('`linear` in the exact GEMM mode runs the tiled kernel: one block launch, the reference\'s bits', async () => {
+  it("`linear` in the exact GEMM mode runs the tiled kernel: one block launch, the reference's bits", async () => {
     const [rows, inF, outF] = [40, 72, 100];
     const xBits = randomBf16(rows * inF, 8, 16);
     const wBits = randomBf16(outF * inF, 9, 16);
@@ -177,7 +197,7 @@ describe('the tiled exact GEMM on the emulated device', () => {
     }
   });
 
-  it('the grouped GEMM: each row is linear on its group\'s weight, rows past the device\'s count untouched, tiles spanning groups', () => {
+  it("the grouped GEMM: each row is linear on its group's weight, rows past the device's count untouched, tiles spanning groups", () => {
     const groups = 3;
     const [inF, outF, maxRows] = [45, 70, 40];
     const wBits = randomBf16(groups * outF * inF, 31, 4);
@@ -202,7 +222,10 @@ describe('the tiled exact GEMM on the emulated device', () => {
         const expected = new Uint16Array(maxRows * outF);
         for (let t = 0; t < count; t++) {
           const g = rowGroup[t]!;
-          expected.set(linearBf16(decode(xBits.subarray(t * inF, (t + 1) * inF)), decode(wBits.subarray(g * outF * inF, (g + 1) * outF * inF)), 1, inF, outF), t * outF);
+          expected.set(
+            linearBf16(decode(xBits.subarray(t * inF, (t + 1) * inF)), decode(wBits.subarray(g * outF * inF, (g + 1) * outF * inF)), 1, inF, outF),
+            t * outF,
+          );
         }
         try {
           for (const b of BLOCKS) {
@@ -229,7 +252,9 @@ describe('the tiled exact GEMM on the emulated device', () => {
     const w = addon.upload('bf16', [5, 8], new Uint16Array(40), gpu);
     const w7 = addon.upload('bf16', [5, 7], new Uint16Array(35), gpu);
     try {
-      expect(() => addon.testKernel('gemmLinearBf16', gpu, x, { w, blockThreads: 96 })).toThrow(/^kernel hcsp_gemm_linear_bf16_v8: a block of 96 threads \(a block launch takes 64, 128, 192 or 256\)$/);
+      expect(() => addon.testKernel('gemmLinearBf16', gpu, x, { w, blockThreads: 96 })).toThrow(
+        /^kernel hcsp_gemm_linear_bf16_v8: a block of 96 threads \(a block launch takes 64, 128, 192 or 256\)$/,
+      );
       expect(() => addon.testKernel('gemmLinearBf16', gpu, x, { w: w7 })).toThrow(/^testKernel gemmLinearBf16: w's inF 7 is not x's 8$/);
       expect(() => addon.testKernel('gemmLinearBf16', gpu, x, { w, kernel: 'fast' as 'tiled' })).toThrow(/kernel must be 'tiled' or 'oneThread', got 'fast'/);
       expect(gpu.stats().liveTensors).toBe(3);

@@ -15,7 +15,8 @@ const addon = loadNativeAddon();
 /** the launcher's choice, then every block of 1-4 row groups */
 const BLOCK_ROWS = [undefined, '1', '2', '3', '4'] as const;
 
-const bytes = (v: ArrayBufferView | ArrayBuffer): Uint8Array => (v instanceof ArrayBuffer ? new Uint8Array(v) : new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
+const bytes = (v: ArrayBufferView | ArrayBuffer): Uint8Array =>
+  v instanceof ArrayBuffer ? new Uint8Array(v) : new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
 const tensor = (dtype: Tensor['dtype'], shape: number[], data: Tensor['data']): Tensor => ({ dtype, shape, data });
 
 let seed = 1;
@@ -57,7 +58,10 @@ async function expectReference(gpu: GpuDevice, op: string, inputs: (Tensor | nul
       if (nanScales.includes(port)) {
         const g = new Float32Array(got.buffer, got.byteOffset, got.byteLength / 4);
         const w = new Float32Array(want[port].buffer, want[port].byteOffset, want[port].byteLength / 4);
-        expect(Array.from(g, (v) => (Number.isNaN(v) ? 'NaN' : v)), `${where}, port ${port}`).toEqual(Array.from(w, (v) => (Number.isNaN(v) ? 'NaN' : v)));
+        expect(
+          Array.from(g, (v) => (Number.isNaN(v) ? 'NaN' : v)),
+          `${where}, port ${port}`,
+        ).toEqual(Array.from(w, (v) => (Number.isNaN(v) ? 'NaN' : v)));
       } else {
         expect(Buffer.from(got).equals(Buffer.from(want[port])), `${where}, port ${port}`).toBe(true);
       }
@@ -96,7 +100,8 @@ describe('fused HC and quant block kernels on the emulated device, every block s
     });
 
     it(`hcGatedMean ${contract}: every shape, one launch, the reference's bits`, async () => {
-      for (const [rows, n, h] of SHAPES) await expectReference(gpu, 'hcGatedMean', [bf(rows, n * h, 1.5), bf(rows, n * h)], { streams: n, contract }, `${rows}x${n}x${h}`);
+      for (const [rows, n, h] of SHAPES)
+        await expectReference(gpu, 'hcGatedMean', [bf(rows, n * h, 1.5), bf(rows, n * h)], { streams: n, contract }, `${rows}x${n}x${h}`);
     });
   }
 
@@ -119,7 +124,13 @@ describe('fused HC and quant block kernels on the emulated device, every block s
       it(`quantFp8PerToken and hcGatedMeanQuant ${format} ${style}: every shape, one launch, the reference's bits`, async () => {
         for (const [rows, n, h] of SHAPES) {
           await expectReference(gpu, 'quantFp8PerToken', [bf(rows, n * h, 3)], { format, style }, `quantFp8PerToken ${rows}x${n * h}`);
-          await expectReference(gpu, 'hcGatedMeanQuant', [bf(rows, n * h, 1.5), bf(rows, n * h)], { streams: n, format, style }, `hcGatedMeanQuant ${rows}x${n}x${h}`);
+          await expectReference(
+            gpu,
+            'hcGatedMeanQuant',
+            [bf(rows, n * h, 1.5), bf(rows, n * h)],
+            { streams: n, format, style },
+            `hcGatedMeanQuant ${rows}x${n}x${h}`,
+          );
         }
       });
     }
@@ -171,14 +182,29 @@ describe('fused HC block launches over the fake hip runtime', () => {
     };
     for (const rows of [1024, 100]) {
       await run('hcCombineNorm', [[rows, 32], [rows, 8], [rows, 4], [32]], { streams: 4, eps: 1e-6, contract: 'atom' });
-      await run('hcGatedMean', [[rows, 32], [rows, 32]], { streams: 4, contract: 'atom' });
+      await run(
+        'hcGatedMean',
+        [
+          [rows, 32],
+          [rows, 32],
+        ],
+        { streams: 4, contract: 'atom' },
+      );
       await run('quantFp8PerToken', [[rows, 8]], { format: 'e4m3fnuz', style: 'reciprocal' });
-      await run('hcGatedMeanQuant', [[rows, 32], [rows, 32]], { streams: 4, format: 'e4m3fnuz', style: 'divide' });
+      await run(
+        'hcGatedMeanQuant',
+        [
+          [rows, 32],
+          [rows, 32],
+        ],
+        { streams: 4, format: 'e4m3fnuz', style: 'divide' },
+      );
     }
     process.env.HCSP_GPU_BLOCK_ROWS = '3';
     await run('hcCombineNorm', [[1024, 32], [1024, 8], [1024, 4], [32]], { streams: 4, eps: 1e-6, contract: 'atom' });
     // 4096 pairs: 4 per block; 1024 rows: 2 per block (256 blocks of 4 would leave an 80-CU device 3 each); 400 pairs, 100 rows: 1
     expect(fake.launches('hcsp_hc_combine_norm')).toEqual(['grid=1024,1,1 block=256,1,1', 'grid=400,1,1 block=64,1,1', 'grid=1366,1,1 block=192,1,1']);
-    for (const k of ['hcsp_hc_gated_mean', 'hcsp_quant_rows_fp8', 'hcsp_quant_gated_mean_fp8']) expect(fake.launches(k), k).toEqual(['grid=512,1,1 block=128,1,1', 'grid=100,1,1 block=64,1,1']);
+    for (const k of ['hcsp_hc_gated_mean', 'hcsp_quant_rows_fp8', 'hcsp_quant_gated_mean_fp8'])
+      expect(fake.launches(k), k).toEqual(['grid=512,1,1 block=128,1,1', 'grid=100,1,1 block=64,1,1']);
   });
 });

@@ -117,11 +117,17 @@ async function measure(gpu: GpuDevice, inputs: Tensor[], attrs: Record<string, u
   const exactIn = inputs.map((t) => ({
     dtype: t.dtype,
     shape: t.shape,
-    data: t.dtype === 'bf16' ? Float64Array.from(t.data as Uint16Array, (u) => new Float32Array(new Uint32Array([u << 16]).buffer)[0]!) : (t.data as Int32Array),
+    data:
+      t.dtype === 'bf16' ? Float64Array.from(t.data as Uint16Array, (u) => new Float32Array(new Uint32Array([u << 16]).buffer)[0]!) : (t.data as Int32Array),
   }));
   const [exact] = exactKernel('moeExperts')(exactIn, attrs);
   const [T, H] = ref!.shape as [number, number];
-  const d = diffTensors('routed', { tensor: { dtype: 'f32', shape: [T, H], data: fast }, rowStart: 0 }, { tensor: ref!, rowStart: 0 }, { exact: { tensor: exact!, rowStart: 0 } });
+  const d = diffTensors(
+    'routed',
+    { tensor: { dtype: 'f32', shape: [T, H], data: fast }, rowStart: 0 },
+    { tensor: ref!, rowStart: 0 },
+    { exact: { tensor: exact!, rowStart: 0 } },
+  );
   const want = ref!.data as Float32Array;
   const rounded = correctlyRoundedGemms(inputs, attrs);
   let fastFartherRounded = 0;
@@ -197,9 +203,36 @@ const DECLARED = FAST_KERNEL_TOLERANCES.moeExperts!.maxUlp;
 
 const ROUTINGS: (Routing & { name: string; tps: number[] })[] = [
   // 16 experts, topK 4: expert 3 in most tokens' choices, experts 5, 9 and 14 never chosen
-  { name: 'uneven loads, T 300 (not a multiple of 64), H 256, inter 96', T: 300, H: 256, inter: 96, topK: 4, experts: 16, ids: skewedIds(300, 4, 16, 11, 3, 0.9, [5, 9, 14]), tps: [2, 4] },
-  { name: 'T 5 (under one tile), H 200 and inter 40 (scalar staging, partial column and k tiles)', T: 5, H: 200, inter: 40, topK: 3, experts: 8, ids: skewedIds(5, 3, 8, 12, 0, 0.8, [6]), tps: [1, 2] },
-  { name: 'T 130, one expert holding 2 full tiles and a partial one, H 136, inter 72', T: 130, H: 136, inter: 72, topK: 2, experts: 8, ids: skewedIds(130, 2, 8, 13, 7, 1, [2, 3]), tps: [1, 4] },
+  {
+    name: 'uneven loads, T 300 (not a multiple of 64), H 256, inter 96',
+    T: 300,
+    H: 256,
+    inter: 96,
+    topK: 4,
+    experts: 16,
+    ids: skewedIds(300, 4, 16, 11, 3, 0.9, [5, 9, 14]),
+    tps: [2, 4],
+  },
+  {
+    name: 'T 5 (under one tile), H 200 and inter 40 (scalar staging, partial column and k tiles)',
+    T: 5,
+    H: 200,
+    inter: 40,
+    topK: 3,
+    experts: 8,
+    ids: skewedIds(5, 3, 8, 12, 0, 0.8, [6]),
+    tps: [1, 2],
+  },
+  {
+    name: 'T 130, one expert holding 2 full tiles and a partial one, H 136, inter 72',
+    T: 130,
+    H: 136,
+    inter: 72,
+    topK: 2,
+    experts: 8,
+    ids: skewedIds(130, 2, 8, 13, 7, 1, [2, 3]),
+    tps: [1, 4],
+  },
 ];
 
 describe('moeExperts fast grouped GEMMs on the emulated GPU', () => {
@@ -249,7 +282,7 @@ describe('moeExperts fast grouped GEMMs on the emulated GPU', () => {
     expect(m.fastFartherRounded).toBeLessThan(m.refFartherRounded);
   }, 120_000);
 
-  it('the error against float64 does not grow with T: at T 64 and 512 (one routing), within the reference\'s own plus the tolerance', async () => {
+  it("the error against float64 does not grow with T: at T 64 and 512 (one routing), within the reference's own plus the tolerance", async () => {
     const ratios: number[] = [];
     for (const T of [64, 512]) {
       const c: Routing = { T, H: 256, inter: 64, topK: 4, experts: 8, ids: skewedIds(T, 4, 8, 31, 2, 0.5, [6]) };
@@ -279,7 +312,13 @@ describe('moeExperts fast grouped GEMMs on the emulated GPU', () => {
     addon.free(addon.upload('f32', [c.T, c.H], new Uint32Array(c.T * c.H).fill(0x7fc00000), fast));
     expect(Array.from(await runOn(fast, inputs, attrs))).toEqual(new Array(c.T * c.H).fill(0));
     const none = { ...attrs, numLocal: 0 };
-    const empty = [inputs[0]!, inputs[1]!, inputs[2]!, { ...inputs[3]!, shape: [0, c.H], data: new Uint16Array(0) }, { ...inputs[4]!, shape: [0, c.inter], data: new Uint16Array(0) }];
+    const empty = [
+      inputs[0]!,
+      inputs[1]!,
+      inputs[2]!,
+      { ...inputs[3]!, shape: [0, c.H], data: new Uint16Array(0) },
+      { ...inputs[4]!, shape: [0, c.inter], data: new Uint16Array(0) },
+    ];
     expect(Array.from(await runOn(fast, empty, none))).toEqual(new Array(c.T * c.H).fill(0));
   });
 });
@@ -313,7 +352,13 @@ describe('moeExperts fast kernels over the fake hip and cuda runtimes', () => {
   afterEach(() => restoreEnv());
 
   const MOE_KERNELS = ['hcsp_moe_layout', 'hcsp_moe_token_rows', 'hcsp_moe_routed_sum'];
-  const GROUPED_KERNELS = ['hcsp_moe_grouped_tiles', 'hcsp_moe_grouped_gate_up', 'hcsp_moe_grouped_gate_up_v8', 'hcsp_moe_grouped_down', 'hcsp_moe_grouped_down_v8'];
+  const GROUPED_KERNELS = [
+    'hcsp_moe_grouped_tiles',
+    'hcsp_moe_grouped_gate_up',
+    'hcsp_moe_grouped_gate_up_v8',
+    'hcsp_moe_grouped_down',
+    'hcsp_moe_grouped_down_v8',
+  ];
 
   for (const [kind, arch, ext, runtime] of [
     ['hip', 'gfx942', 'hsaco', 'fakehip.so'],
@@ -334,7 +379,12 @@ describe('moeExperts fast kernels over the fake hip and cuda runtimes', () => {
         const logBefore = fake.logText().length;
         const [routed] = (await addon.run('moeExperts', held, attrs, 'vendor', gpu)) as NativeTensor[];
         held.push(routed!);
-        const launched = [...fake.logText().slice(logBefore).matchAll(/^launch (\w+) (grid=\S+ block=\S+)/gm)].map((m) => `${m[1]} ${m[2]}`);
+        const launched = [
+          ...fake
+            .logText()
+            .slice(logBefore)
+            .matchAll(/^launch (\w+) (grid=\S+ block=\S+)/gm),
+        ].map((m) => `${m[1]} ${m[2]}`);
         expect(launched.map((l) => l.split(' ')[0])).toEqual([
           'hcsp_moe_layout',
           'hcsp_moe_token_rows',

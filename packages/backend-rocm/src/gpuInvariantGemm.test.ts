@@ -15,7 +15,16 @@ import { createRocmBackend, DEVICE_GEMMS, VENDOR_GEMM_PRECISION } from './rocmBa
 
 const addon = loadNativeAddon();
 const fake = new FakeGpuFolder('hcsp-invgemm-');
-const ENV = ['HCSP_HIP_LIB', 'HCSP_CUDA_LIB', 'HCSP_HIPBLASLT_LIB', 'HCSP_CUBLASLT_LIB', 'FAKE_GPU_LOG', 'FAKE_CANDIDATES', 'FAKE_UNSUPPORTED_ROWS', 'FAKE_NO_USO'];
+const ENV = [
+  'HCSP_HIP_LIB',
+  'HCSP_CUDA_LIB',
+  'HCSP_HIPBLASLT_LIB',
+  'HCSP_CUBLASLT_LIB',
+  'FAKE_GPU_LOG',
+  'FAKE_CANDIDATES',
+  'FAKE_UNSUPPORTED_ROWS',
+  'FAKE_NO_USO',
+];
 const restoreEnv = saveEnv(ENV);
 
 beforeAll(() => {
@@ -56,11 +65,28 @@ function fp8Values(n: number, seed: number): Uint8Array {
 const bytes = (t: NativeTensor) => Array.from(new Uint8Array(addon.download(t)));
 const count = (re: RegExp) => (fake.logText().match(re) ?? []).length;
 /** the algorithm id of each logged matmul of D's column count (the rows) n, in order */
-const matmulAlgos = (n?: number) => [...fake.logText().matchAll(/^matmul m=\d+ n=(\d+) .* algo=(\d+)$/gm)].filter((m) => n === undefined || Number(m[1]) === n).map((m) => Number(m[2]));
+const matmulAlgos = (n?: number) =>
+  [...fake.logText().matchAll(/^matmul m=\d+ n=(\d+) .* algo=(\d+)$/gm)].filter((m) => n === undefined || Number(m[1]) === n).map((m) => Number(m[2]));
 
 for (const K of [
-  { kind: 'hip' as const, arch: 'gfx942', ext: 'hsaco', runtime: ['HCSP_HIP_LIB', 'fakehip.so'], blas: ['HCSP_HIPBLASLT_LIB', 'fakehipblaslt.so'], library: 'hipBLASLt', fmt: 'e4m3fnuz' },
-  { kind: 'cuda' as const, arch: 'sm_90', ext: 'cubin', runtime: ['HCSP_CUDA_LIB', 'fakecuda.so'], blas: ['HCSP_CUBLASLT_LIB', 'fakecublaslt.so'], library: 'cuBLASLt', fmt: 'e4m3fn' },
+  {
+    kind: 'hip' as const,
+    arch: 'gfx942',
+    ext: 'hsaco',
+    runtime: ['HCSP_HIP_LIB', 'fakehip.so'],
+    blas: ['HCSP_HIPBLASLT_LIB', 'fakehipblaslt.so'],
+    library: 'hipBLASLt',
+    fmt: 'e4m3fnuz',
+  },
+  {
+    kind: 'cuda' as const,
+    arch: 'sm_90',
+    ext: 'cubin',
+    runtime: ['HCSP_CUDA_LIB', 'fakecuda.so'],
+    blas: ['HCSP_CUBLASLT_LIB', 'fakecublaslt.so'],
+    library: 'cuBLASLt',
+    fmt: 'e4m3fn',
+  },
 ]) {
   describe(`gemm vendor-invariant on the ${K.kind} device (fake ${K.library})`, () => {
     const folder = () =>
@@ -74,10 +100,20 @@ for (const K of [
     /** y = x w^T for [rows, inF] x [outF, inF] in `mode` on the device, checked against the host's exact GEMM */
     const linear = async (gpu: GpuDevice, mode: 'vendor' | 'vendor-invariant', rows: number, inF: number, outF: number, seed: number) => {
       const live: NativeTensor[] = [];
-      const keep = (t: NativeTensor) => (live.push(t), t);
+      const keep = (t: NativeTensor) => {
+        live.push(t);
+        return t;
+      };
       try {
-        const xv = bf16Values(rows * inF, seed), wv = bf16Values(outF * inF, seed + 1);
-        const [y] = await addon.run('linear', [keep(addon.upload('bf16', [rows, inF], xv, gpu)), keep(addon.upload('bf16', [outF, inF], wv, gpu))], {}, mode, gpu);
+        const xv = bf16Values(rows * inF, seed),
+          wv = bf16Values(outF * inF, seed + 1);
+        const [y] = await addon.run(
+          'linear',
+          [keep(addon.upload('bf16', [rows, inF], xv, gpu)), keep(addon.upload('bf16', [outF, inF], wv, gpu))],
+          {},
+          mode,
+          gpu,
+        );
         const [ref] = await addon.run('linear', [keep(addon.upload('bf16', [rows, inF], xv)), keep(addon.upload('bf16', [outF, inF], wv))], {}, 'exact');
         expect(bytes(keep(y!))).toEqual(bytes(keep(ref!)));
       } finally {
@@ -86,11 +122,16 @@ for (const K of [
     };
     const fp8 = async (gpu: GpuDevice, rows: number, inF: number, outF: number, seed: number) => {
       const live: NativeTensor[] = [];
-      const keep = (t: NativeTensor) => (live.push(t), t);
+      const keep = (t: NativeTensor) => {
+        live.push(t);
+        return t;
+      };
       try {
         const attrs = { format: K.fmt, scaleOrder: 'weightFirst' };
-        const q = fp8Values(rows * inF, seed), qW = fp8Values(outF * inF, seed + 1);
-        const sx = Float32Array.from({ length: rows }, (_, i) => 0.01 + i * 0.003), sw = Float32Array.from({ length: outF }, (_, i) => 0.02 + i * 0.0007);
+        const q = fp8Values(rows * inF, seed),
+          qW = fp8Values(outF * inF, seed + 1);
+        const sx = Float32Array.from({ length: rows }, (_, i) => 0.01 + i * 0.003),
+          sw = Float32Array.from({ length: outF }, (_, i) => 0.02 + i * 0.0007);
         const ins = (g: GpuDevice | null) => [
           keep(addon.upload(`fp8${K.fmt}`, [rows, inF], q, g)),
           keep(addon.upload('f32', [rows], sx, g)),
@@ -115,7 +156,12 @@ for (const K of [
       expect(gpu.vendorGemm()).toMatchObject({ plans: 1, invariantPlans: 1, invariantRowCounts: 4, refusedCandidates: 1, heuristicQueries: 1, fallbacks: [] });
       if (K.kind === 'cuda') {
         // cublasLtMatmulAlgoCheck once per new M, with the kept algorithm
-        expect(fake.logText().match(/^check .*$/gm)).toEqual(['check m=7 n=5 algo=43', 'check m=7 n=3 algo=43', 'check m=7 n=7 algo=43', 'check m=7 n=1 algo=43']);
+        expect(fake.logText().match(/^check .*$/gm)).toEqual([
+          'check m=7 n=5 algo=43',
+          'check m=7 n=3 algo=43',
+          'check m=7 n=7 algo=43',
+          'check m=7 n=1 algo=43',
+        ]);
       } else {
         // no workspace asked for or given: a split-k or stream-K solution keeps its partials there
         expect(fake.logText()).toContain('workspace 0');
@@ -150,7 +196,13 @@ for (const K of [
       const other = open();
       await linear(other, 'vendor-invariant', 6, 24, 7, 62);
       await linear(other, 'vendor-invariant', 2, 24, 7, 63);
-      expect(other.vendorGemm()).toMatchObject({ plans: 0, invariantPlans: 0, refusedCandidates: 2, heuristicQueries: 1, fallbacks: [{ op: 'linear', m: 6, n: 7, k: 24, dtype: 'bf16' }] });
+      expect(other.vendorGemm()).toMatchObject({
+        plans: 0,
+        invariantPlans: 0,
+        refusedCandidates: 2,
+        heuristicQueries: 1,
+        fallbacks: [{ op: 'linear', m: 6, n: 7, k: 24, dtype: 'bf16' }],
+      });
       // no library matmul on that device: both M through the exact kernel (the fake runtime logs its launches)
       expect(matmulAlgos()).toEqual([kept, kept]);
       expect(fake.launches('hcsp_gemm_linear_bf16(?:_v8)?')).toHaveLength(2);
@@ -166,7 +218,9 @@ for (const K of [
       const algo = K.kind === 'cuda' ? String.raw`\(id 42\)` : String.raw`\(solution 42\)`;
       const call = K.kind === 'cuda' ? 'cublasLtMatmulAlgoCheck: CUBLAS_STATUS_NOT_SUPPORTED' : 'hipblasLtMatmul: HIPBLAS_STATUS_NOT_SUPPORTED';
       expect((e as Error).message).toMatch(
-        new RegExp(`vendor-invariant: the ${K.library} algorithm ${algo} chosen for linear N=7 K=24 bf16 does not run M=3 .*${call}.*no other algorithm is tried`),
+        new RegExp(
+          `vendor-invariant: the ${K.library} algorithm ${algo} chosen for linear N=7 K=24 bf16 does not run M=3 .*${call}.*no other algorithm is tried`,
+        ),
       );
       // one query in all, and no matmul of 3 rows by any algorithm
       expect(count(/^heuristic /gm)).toBe(1);

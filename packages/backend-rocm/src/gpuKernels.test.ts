@@ -26,8 +26,18 @@ describe('GPU kernels', () => {
   it('have a launcher for every op a device runs (the same set as the host kernels)', () => {
     const k = loadNativeAddon().kernels();
     // and the one host op the native devices run themselves (DeviceOps.runsHostOp: the 64-bit n-gram hash)
-    expect([...k.gpuPerRank].sort()).toEqual(allOpDefs().filter((d) => !d.collective && (!d.host || d.name === 'pleNgramIds')).map((d) => d.name).sort());
-    expect([...k.gpuCollective].sort()).toEqual(allOpDefs().filter((d) => d.collective).map((d) => d.name).sort());
+    expect([...k.gpuPerRank].sort()).toEqual(
+      allOpDefs()
+        .filter((d) => !d.collective && (!d.host || d.name === 'pleNgramIds'))
+        .map((d) => d.name)
+        .sort(),
+    );
+    expect([...k.gpuCollective].sort()).toEqual(
+      allOpDefs()
+        .filter((d) => d.collective)
+        .map((d) => d.name)
+        .sort(),
+    );
   });
 
   for (const [arch, ext] of Object.entries(TARGETS)) {

@@ -78,7 +78,16 @@ const CASES: MoeCase[] = [
     numLocal: 6,
     ids: [5, 3, 1, 0, 2, 7, 4, 1, 4, 3, 2, 1, 6, 7, 8, 5, 1, 0, 5, 4],
   },
-  { name: 'a token routed to the same expert twice (k order within the expert)', T: 3, H: 8, inter: 8, topK: 3, firstExpert: 1, numLocal: 2, ids: [2, 1, 2, 2, 2, 0, 1, 1, 3] },
+  {
+    name: 'a token routed to the same expert twice (k order within the expert)',
+    T: 3,
+    H: 8,
+    inter: 8,
+    topK: 3,
+    firstExpert: 1,
+    numLocal: 2,
+    ids: [2, 1, 2, 2, 2, 0, 1, 1, 3],
+  },
   { name: 'T 1, H and inter not multiples of 8', T: 1, H: 12, inter: 5, topK: 3, firstExpert: 0, numLocal: 3, ids: [2, 0, 1] },
   { name: 'random routing over 16 experts, 8 local', T: 33, H: 20, inter: 12, topK: 3, firstExpert: 4, numLocal: 8, ids: randomIds(33, 3, 16, 77) },
 ];
@@ -120,7 +129,15 @@ describe('moeExperts on the emulated GPU', () => {
       try {
         await addon.sync(gpu);
         const c0 = addon.counters(gpu);
-        const node = addon.prepareNode('layers.2.mlp.experts (moeExperts, rank 1)', 'moeExperts', attrs, 'exact', gpu, [{ dtype: 'f32', shape: [c.T, c.H] }], false);
+        const node = addon.prepareNode(
+          'layers.2.mlp.experts (moeExperts, rank 1)',
+          'moeExperts',
+          attrs,
+          'exact',
+          gpu,
+          [{ dtype: 'f32', shape: [c.T, c.H] }],
+          false,
+        );
         const [routed] = addon.enqueueNode(node, held) as NativeTensor[];
         held.push(routed!);
         await ran(routed!);
@@ -176,7 +193,12 @@ describe('moeExperts over the fake hip and cuda runtimes in vendor mode', () => 
         held.push(routed!);
         // the one-shot run's own sync, no copy either way
         expect(minus(addon.counters(gpu), c0)).toEqual({ hostSyncs: 1, copiesFromDevice: 0, bytesFromDevice: 0, copiesToDevice: 0, memsets: 0 });
-        const launched = [...fake.logText().slice(logBefore).matchAll(/^launch (\w+) /gm)].map((m) => m[1]);
+        const launched = [
+          ...fake
+            .logText()
+            .slice(logBefore)
+            .matchAll(/^launch (\w+) /gm),
+        ].map((m) => m[1]);
         expect(launched).toEqual([
           'hcsp_moe_layout',
           'hcsp_moe_token_rows',

@@ -75,7 +75,15 @@ async function run(gpu: GpuDevice, inputs: Tensor[], attrs: Record<string, unkno
 
 const CASES: (Case & { name: string; tps: number[] })[] = [
   { name: 'T 5 (under one tile of 16 rows), H 40, I 24', T: 5, H: 40, I: 24, topK: 2, experts: 4, tps: [1, 2] },
-  { name: 'T 37 (not a multiple of 16: the hot expert rows end in a partial tile), H 72 (k slabs of 64 and 8), I 20', T: 37, H: 72, I: 20, topK: 3, experts: 8, tps: [1, 2, 4] },
+  {
+    name: 'T 37 (not a multiple of 16: the hot expert rows end in a partial tile), H 72 (k slabs of 64 and 8), I 20',
+    T: 37,
+    H: 72,
+    I: 20,
+    topK: 3,
+    experts: 8,
+    tps: [1, 2, 4],
+  },
   { name: 'T 64, H 16, I 136 (down: 3 k slabs)', T: 64, H: 16, I: 136, topK: 2, experts: 4, tps: [4] },
 ];
 

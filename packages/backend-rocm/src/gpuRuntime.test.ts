@@ -27,8 +27,23 @@ const fake = new FakeGpuFolder('hcsp-gpurt-');
 const { lib, log, logText } = fake;
 const codeObjects = (name: string, arch: string, files: Record<string, string[]>) => fake.codeObjects(name, arch, files);
 
-const FAKE_ENV = ['HCSP_HIP_LIB', 'HCSP_CUDA_LIB', 'HCSP_HIPBLASLT_LIB', 'HCSP_CUBLASLT_LIB', 'FAKE_GPU_LOG', 'FAKE_GPU_COUNT', 'FAKE_COUNT_ERROR', 'FAKE_INIT_ERROR',
-  'FAKE_GCN_ARCH', 'FAKE_GPU_MEMORY', 'FAKE_SYNC_ERROR', 'FAKE_LAUNCH_ERROR', 'FAKE_NO_SCALE_MODE', 'FAKE_MEMSET_ERROR', 'FAKE_NO_ALGO'];
+const FAKE_ENV = [
+  'HCSP_HIP_LIB',
+  'HCSP_CUDA_LIB',
+  'HCSP_HIPBLASLT_LIB',
+  'HCSP_CUBLASLT_LIB',
+  'FAKE_GPU_LOG',
+  'FAKE_GPU_COUNT',
+  'FAKE_COUNT_ERROR',
+  'FAKE_INIT_ERROR',
+  'FAKE_GCN_ARCH',
+  'FAKE_GPU_MEMORY',
+  'FAKE_SYNC_ERROR',
+  'FAKE_LAUNCH_ERROR',
+  'FAKE_NO_SCALE_MODE',
+  'FAKE_MEMSET_ERROR',
+  'FAKE_NO_ALGO',
+];
 const restoreEnv = saveEnv(FAKE_ENV);
 
 beforeAll(() => {
@@ -99,7 +114,12 @@ describe('GPU runtime probes', () => {
     expect(addon.gpuRuntime('hip')).toEqual({ found: true, library: lib('fakehip.so'), devices: 1, detail: '' });
     process.env.FAKE_GPU_COUNT = '0';
     process.env.FAKE_COUNT_ERROR = '100';
-    expect(addon.gpuRuntime('hip')).toEqual({ found: true, library: lib('fakehip.so'), devices: 0, detail: 'hipGetDeviceCount returned error 100 (no CUDA-capable device is detected)' });
+    expect(addon.gpuRuntime('hip')).toEqual({
+      found: true,
+      library: lib('fakehip.so'),
+      devices: 0,
+      detail: 'hipGetDeviceCount returned error 100 (no CUDA-capable device is detected)',
+    });
   });
 
   it('CUDA: the driver library (libcuda), cuInit then cuDeviceGetCount', () => {
@@ -126,7 +146,9 @@ describe('GPU runtime probes', () => {
     process.env.FAKE_INIT_ERROR = '100';
     const c = await createRocmBackend({ device: 'cuda' }).catch((x: unknown) => x);
     expect(c).toBeInstanceOf(GpuRuntimeUnavailableError);
-    expect((c as Error).message).toBe(`rocm backend, device cuda: the CUDA runtime ${lib('fakecuda.so')} sees no GPU (cuInit returned error 100 (no CUDA-capable device is detected))`);
+    expect((c as Error).message).toBe(
+      `rocm backend, device cuda: the CUDA runtime ${lib('fakecuda.so')} sees no GPU (cuInit returned error 100 (no CUDA-capable device is detected))`,
+    );
   });
 });
 
@@ -178,7 +200,11 @@ const KINDS: { kind: Kind; arch: string; ext: string; use: () => void; alloc: st
 for (const K of KINDS) {
   describe(`the ${K.kind} device over a fake runtime`, () => {
     const open = (folder: string, device = 0): GpuDevice => addon.openGpu(K.kind, { device, codeObjects: folder });
-    const basic = () => codeObjects(`${K.kind}-basic`, K.arch, { [`basic.${K.ext}`]: ['hcsp_add_bf16', 'hcsp_slice_cols_bytes'], [`gemm.${K.ext}`]: ['hcsp_gemm_linear_bf16', 'hcsp_gemm_linear_bf16_v8', 'hcsp_gemm_fp8_ptpc'] });
+    const basic = () =>
+      codeObjects(`${K.kind}-basic`, K.arch, {
+        [`basic.${K.ext}`]: ['hcsp_add_bf16', 'hcsp_slice_cols_bytes'],
+        [`gemm.${K.ext}`]: ['hcsp_gemm_linear_bf16', 'hcsp_gemm_linear_bf16_v8', 'hcsp_gemm_fp8_ptpc'],
+      });
 
     it('opens the device: arch, description, the code objects of its arch', () => {
       K.use();
@@ -194,7 +220,8 @@ for (const K of KINDS) {
       const gpu = open(basic());
       for (const n of [5, 1000, K.cap * 256 + 7]) {
         await withTensors(async (keep) => {
-          const a = bf16Values(n, 1), b = bf16Values(n, 2);
+          const a = bf16Values(n, 1),
+            b = bf16Values(n, 2);
           const onGpu = await addon.run('add', [keep(addon.upload('bf16', [n], a, gpu)), keep(addon.upload('bf16', [n], b, gpu))], {}, 'exact', gpu);
           const onHost = await addon.run('add', [keep(addon.upload('bf16', [n], a)), keep(addon.upload('bf16', [n], b))], {}, 'exact');
           expect(bytes(keep(onGpu[0]!))).toEqual(bytes(keep(onHost[0]!)));
@@ -207,7 +234,7 @@ for (const K of KINDS) {
       expect(gpu.stats().liveBytes).toBe(0);
     });
 
-    it('memory goes through the Memory base: counted, limited, and the runtime\'s out of memory is typed', async () => {
+    it("memory goes through the Memory base: counted, limited, and the runtime's out of memory is typed", async () => {
       K.use();
       const gpu = open(basic());
       const t = addon.upload('bf16', [1000], bf16Values(1000, 3), gpu);
@@ -235,8 +262,14 @@ for (const K of KINDS) {
     it('an upload copies its bytes over without a memset; a freed block is reused from the pool and goes back to the device at trimPool', async () => {
       K.use();
       const gpu = open(basic());
-      const allocs = (): number => logText().split('\n').filter((l) => l.startsWith(`${K.alloc} `)).length;
-      const frees = (): number => logText().split('\n').filter((l) => /^(hipFree|cuMemFree)/.test(l)).length;
+      const allocs = (): number =>
+        logText()
+          .split('\n')
+          .filter((l) => l.startsWith(`${K.alloc} `)).length;
+      const frees = (): number =>
+        logText()
+          .split('\n')
+          .filter((l) => /^(hipFree|cuMemFree)/.test(l)).length;
       const t = addon.upload('bf16', [1000], bf16Values(1000, 3), gpu);
       expect(logText()).not.toMatch(/hipMemset|cuMemsetD8/);
       const [a0, f0] = [allocs(), frees()];
@@ -275,7 +308,9 @@ for (const K of KINDS) {
         const a = keep(addon.upload('bf16', [8], bf16Values(8, 1), gpu));
         const e = await native(() => addon.run('add', [a, a], {}, 'exact', gpu)).catch((x: unknown) => x);
         expect((e as Error).message).toMatch(
-          new RegExp(`kernel hcsp_add_bf16 is in none of the code objects in ${join(folder, K.arch).replace(/[.+]/g, '\\$&')} \\(other\\.${K.ext}\\): rebuild them`),
+          new RegExp(
+            `kernel hcsp_add_bf16 is in none of the code objects in ${join(folder, K.arch).replace(/[.+]/g, '\\$&')} \\(other\\.${K.ext}\\): rebuild them`,
+          ),
         );
       });
     });
@@ -304,7 +339,11 @@ for (const K of KINDS) {
       K.use();
       // the fake refuses the real code objects (they are not "FAKE" text): the error names the file it read
       const e = await native(() => addon.openGpu(K.kind)).catch((x: unknown) => x);
-      expect((e as Error).message).toMatch(new RegExp(`native/build/gpu/${K.arch}/\\w+\\.${K.ext}|no ${K.kind === 'hip' ? 'HIP' : 'CUDA'} code objects for ${K.arch} in .*native/build/gpu/${K.arch}`));
+      expect((e as Error).message).toMatch(
+        new RegExp(
+          `native/build/gpu/${K.arch}/\\w+\\.${K.ext}|no ${K.kind === 'hip' ? 'HIP' : 'CUDA'} code objects for ${K.arch} in .*native/build/gpu/${K.arch}`,
+        ),
+      );
     });
 
     it('the vendor GEMM without its library names what it tried', async () => {
@@ -317,7 +356,9 @@ for (const K of KINDS) {
         const e = await native(() => addon.run('linear', [x, w], {}, 'vendor', gpu)).catch((x: unknown) => x);
         expect(e).toBeInstanceOf(NativeUnsupportedError);
         expect((e as Error).message).toMatch(
-          new RegExp(`no ${K.kind === 'hip' ? 'hipBLASLt' : 'cuBLASLt'} found for the vendor GEMM: tried /nonexistent/libblaslt\\.so \\(set ${K.blasEnv} to the library's path\\)`),
+          new RegExp(
+            `no ${K.kind === 'hip' ? 'hipBLASLt' : 'cuBLASLt'} found for the vendor GEMM: tried /nonexistent/libblaslt\\.so \\(set ${K.blasEnv} to the library's path\\)`,
+          ),
         );
       });
     });
@@ -328,8 +369,15 @@ for (const K of KINDS) {
       const gpu = open(basic());
       const [rows, inF, outF] = [5, 24, 7];
       await withTensors(async (keep) => {
-        const xv = bf16Values(rows * inF, 11), wv = bf16Values(outF * inF, 12);
-        const y = await addon.run('linear', [keep(addon.upload('bf16', [rows, inF], xv, gpu)), keep(addon.upload('bf16', [outF, inF], wv, gpu))], {}, 'vendor', gpu);
+        const xv = bf16Values(rows * inF, 11),
+          wv = bf16Values(outF * inF, 12);
+        const y = await addon.run(
+          'linear',
+          [keep(addon.upload('bf16', [rows, inF], xv, gpu)), keep(addon.upload('bf16', [outF, inF], wv, gpu))],
+          {},
+          'vendor',
+          gpu,
+        );
         const ref = await addon.run('linear', [keep(addon.upload('bf16', [rows, inF], xv)), keep(addon.upload('bf16', [outF, inF], wv))], {}, 'exact');
         expect(bytes(keep(y[0]!))).toEqual(bytes(keep(ref[0]!)));
       });
@@ -355,8 +403,10 @@ for (const K of KINDS) {
       const dtype = `fp8${fmt}`;
       const attrs = { format: fmt, scaleOrder: 'weightFirst' };
       await withTensors(async (keep) => {
-        const q = fp8Values(rows * inF, 5), qW = fp8Values(outF * inF, 6);
-        const sx = Float32Array.from({ length: rows }, (_, i) => 0.01 + i * 0.003), sw = Float32Array.from({ length: outF }, (_, i) => 0.02 + i * 0.0007);
+        const q = fp8Values(rows * inF, 5),
+          qW = fp8Values(outF * inF, 6);
+        const sx = Float32Array.from({ length: rows }, (_, i) => 0.01 + i * 0.003),
+          sw = Float32Array.from({ length: outF }, (_, i) => 0.02 + i * 0.0007);
         const ins = (g: GpuDevice | null) => [
           keep(addon.upload(dtype, [rows, inF], q, g)),
           keep(addon.upload('f32', [rows], sx, g)),
@@ -391,8 +441,15 @@ for (const K of KINDS) {
       const calls = () => [count(/^desc compute=/gm), count(/^layout type=/gm), count(/^pref create$/gm), count(/^heuristic /gm), count(/^matmul /gm)];
       await withTensors(async (keep) => {
         const linear = async (rows: number, inF: number, outF: number, seed: number) => {
-          const xv = bf16Values(rows * inF, seed), wv = bf16Values(outF * inF, seed + 1);
-          const y = await addon.run('linear', [keep(addon.upload('bf16', [rows, inF], xv, gpu)), keep(addon.upload('bf16', [outF, inF], wv, gpu))], {}, 'vendor', gpu);
+          const xv = bf16Values(rows * inF, seed),
+            wv = bf16Values(outF * inF, seed + 1);
+          const y = await addon.run(
+            'linear',
+            [keep(addon.upload('bf16', [rows, inF], xv, gpu)), keep(addon.upload('bf16', [outF, inF], wv, gpu))],
+            {},
+            'vendor',
+            gpu,
+          );
           const ref = await addon.run('linear', [keep(addon.upload('bf16', [rows, inF], xv)), keep(addon.upload('bf16', [outF, inF], wv))], {}, 'exact');
           expect(bytes(keep(y[0]!))).toEqual(bytes(keep(ref[0]!)));
         };
@@ -409,8 +466,10 @@ for (const K of KINDS) {
         const attrs = { format: fmt, scaleOrder: 'weightFirst' };
         const [rows, inF, outF] = [4, 32, 6];
         const fp8 = async (seed: number) => {
-          const q = fp8Values(rows * inF, seed), qW = fp8Values(outF * inF, seed + 1);
-          const sx = Float32Array.from({ length: rows }, (_, i) => 0.01 * seed + i * 0.003), sw = Float32Array.from({ length: outF }, (_, i) => 0.02 * seed + i * 0.0007);
+          const q = fp8Values(rows * inF, seed),
+            qW = fp8Values(outF * inF, seed + 1);
+          const sx = Float32Array.from({ length: rows }, (_, i) => 0.01 * seed + i * 0.003),
+            sw = Float32Array.from({ length: outF }, (_, i) => 0.02 * seed + i * 0.0007);
           const ins = (g: GpuDevice | null) => [
             keep(addon.upload(`fp8${fmt}`, [rows, inF], q, g)),
             keep(addon.upload('f32', [rows], sx, g)),
@@ -444,7 +503,10 @@ for (const K of KINDS) {
         b.node({ op: 'linear', rank: 0, layer: 0, scope: 'l', inputs: [x, w], outputs: [y], attrs: {} });
         b.markOutput(y);
         const [heuristics, matmuls] = [count(/^heuristic /gm), count(/^matmul /gm)];
-        const session = await backend.prepare(b.build(), new SyntheticWeightSource([{ name: 'w', shape: [7, 24], dtype: 'bf16', init: { kind: 'normal', std: 1 } }], 1));
+        const session = await backend.prepare(
+          b.build(),
+          new SyntheticWeightSource([{ name: 'w', shape: [7, 24], dtype: 'bf16', init: { kind: 'normal', std: 1 } }], 1),
+        );
         expect([count(/^heuristic /gm) - heuristics, count(/^matmul /gm) - matmuls]).toEqual([1, 0]);
         const r = await session.run(new Map([[x, { dtype: 'bf16', shape: [5, 24], data: bf16Values(120, 3) }]]));
         expect([count(/^heuristic /gm) - heuristics, count(/^matmul /gm) - matmuls]).toEqual([1, 1]);
@@ -558,7 +620,9 @@ for (const K of KINDS) {
             keep(addon.upload('fp8e4m3fnuz', [3, 16], fp8Values(48, 2), gpu)),
             keep(addon.upload('f32', [3], new Float32Array([1, 1, 1]), gpu)),
           ];
-          const e = await native(() => addon.run('fp8LinearPtpc', ins, { format: 'e4m3fnuz', scaleOrder: 'weightFirst' }, 'vendor', gpu)).catch((x: unknown) => x);
+          const e = await native(() => addon.run('fp8LinearPtpc', ins, { format: 'e4m3fnuz', scaleOrder: 'weightFirst' }, 'vendor', gpu)).catch(
+            (x: unknown) => x,
+          );
           expect((e as Error).message).toMatch(/cuBLASLt has no e4m3fnuz type/);
         });
       });

@@ -21,7 +21,11 @@ describe('selectGpu: the rules', () => {
     // torchrun's variable before mpirun's
     expect(selectGpu('cuda', 4, { LOCAL_RANK: '1', OMPI_COMM_WORLD_LOCAL_RANK: '2' }).index).toBe(1);
     // a mask leaving several devices: the local rank still indexes them
-    expect(selectGpu('hip', 2, { LOCAL_RANK: '1', HIP_VISIBLE_DEVICES: '4,5' })).toEqual({ index: 1, reason: 'LOCAL_RANK=1', masks: 'HIP_VISIBLE_DEVICES=4,5' });
+    expect(selectGpu('hip', 2, { LOCAL_RANK: '1', HIP_VISIBLE_DEVICES: '4,5' })).toEqual({
+      index: 1,
+      reason: 'LOCAL_RANK=1',
+      masks: 'HIP_VISIBLE_DEVICES=4,5',
+    });
   });
 
   it('a rank masked to its own GPU uses device 0, whatever its local rank', () => {
@@ -65,8 +69,18 @@ describe('selectGpu: the rules', () => {
 });
 
 const fake = new FakeGpuFolder('hcsp-gpusel-');
-const ENV = ['HCSP_HIP_LIB', 'HCSP_CUDA_LIB', 'FAKE_GPU_LOG', 'FAKE_GPU_COUNT', 'HCSP_GPU_INDEX', 'LOCAL_RANK', 'OMPI_COMM_WORLD_LOCAL_RANK', 'ROCR_VISIBLE_DEVICES',
-  'HIP_VISIBLE_DEVICES', 'CUDA_VISIBLE_DEVICES'];
+const ENV = [
+  'HCSP_HIP_LIB',
+  'HCSP_CUDA_LIB',
+  'FAKE_GPU_LOG',
+  'FAKE_GPU_COUNT',
+  'HCSP_GPU_INDEX',
+  'LOCAL_RANK',
+  'OMPI_COMM_WORLD_LOCAL_RANK',
+  'ROCR_VISIBLE_DEVICES',
+  'HIP_VISIBLE_DEVICES',
+  'CUDA_VISIBLE_DEVICES',
+];
 const restoreEnv = saveEnv(ENV);
 const open: RocmBackend[] = [];
 
@@ -127,7 +141,7 @@ describe('the GPU a rocm backend opens (fake runtimes)', () => {
     expect(fake.logText()).not.toMatch(/hipSetDevice|hipStreamCreate/);
   });
 
-  it("under --device auto a misconfigured rank is the same error, not a run on the host", async () => {
+  it('under --device auto a misconfigured rank is the same error, not a run on the host', async () => {
     Object.assign(process.env, { LOCAL_RANK: '3', FAKE_GPU_COUNT: '2' });
     const e = await backend('auto').catch((x: unknown) => x);
     expect((e as Error).message).toMatch(/^rocm backend, device hip: LOCAL_RANK=3 names GPU 3, but this process sees 2 GPUs/);

@@ -51,7 +51,8 @@ export function selectGpu(kind: GpuKind, visible: number, env: NodeJS.ProcessEnv
   const seen = `this process sees ${gpus(visible)} (${masks || `no ${GPU_MASK_VARIABLES[kind].join(', ')} set`})`;
   const forced = indexVar(env, 'HCSP_GPU_INDEX');
   if (forced !== undefined) {
-    if (forced >= visible) throw new Error(`rocm backend, device ${kind}: HCSP_GPU_INDEX=${forced} names GPU ${forced}, but ${seen}; the index counts visible GPUs from 0`);
+    if (forced >= visible)
+      throw new Error(`rocm backend, device ${kind}: HCSP_GPU_INDEX=${forced} names GPU ${forced}, but ${seen}; the index counts visible GPUs from 0`);
     return { index: forced, reason: `HCSP_GPU_INDEX=${forced}`, masks };
   }
   const localName = env.LOCAL_RANK !== undefined ? 'LOCAL_RANK' : env.OMPI_COMM_WORLD_LOCAL_RANK !== undefined ? 'OMPI_COMM_WORLD_LOCAL_RANK' : null;

@@ -148,12 +148,14 @@ describe('attnCausalQsa fast kernel (tiled, online softmax) on the emulated devi
     }, 120_000);
   }
 
-  it('the error against float64 does not grow with T faster than the reference\'s', async () => {
+  it("the error against float64 does not grow with T faster than the reference's", async () => {
     const ratios: string[] = [];
     let first = 0;
     for (const T of [64, 256, 1024, 2048]) {
       const m = await measure({ T, heads: 2, kvHeads: 1, hd: 64, ratio: 4, width: 32, seed: 10 + T });
-      ratios.push(`T ${T}: fast ${m.fastErr.toFixed(3)}, reference ${m.refErr.toFixed(3)} (${m.differing}/${m.count} differ, max ${m.maxUlp}, closer to float64 fast ${m.fastCloser} / reference ${m.refCloser})`);
+      ratios.push(
+        `T ${T}: fast ${m.fastErr.toFixed(3)}, reference ${m.refErr.toFixed(3)} (${m.differing}/${m.count} differ, max ${m.maxUlp}, closer to float64 fast ${m.fastCloser} / reference ${m.refCloser})`,
+      );
       const r = m.fastErr / Math.max(m.refErr, 0.5);
       if (T === 64) first = r;
       expect(r, ratios.join('; ')).toBeLessThanOrEqual(Math.max(first, 1) * 1.5);
@@ -161,7 +163,7 @@ describe('attnCausalQsa fast kernel (tiled, online softmax) on the emulated devi
     console.log(`growth with T: ${ratios.join('; ')}`);
   }, 300_000);
 
-  it('kernels exact still gives the reference\'s bits (a dropping case)', async () => {
+  it("kernels exact still gives the reference's bits (a dropping case)", async () => {
     const { inputs, attrs } = inputsOf({ T: 96, heads: 12, kvHeads: 1, hd: 256, ratio: 4, width: 8, seed: 6 });
     const want = cpuKernel('attnCausalQsa')(inputs, attrs)[0]!.data as Uint16Array;
     expect(Buffer.from((await onGpu(exact, inputs, attrs)).buffer).equals(Buffer.from(want.buffer))).toBe(true);
@@ -169,19 +171,25 @@ describe('attnCausalQsa fast kernel (tiled, online softmax) on the emulated devi
     expect(Buffer.from((await onGpu(fast, inputs, attrs)).buffer).equals(Buffer.from(want.buffer))).toBe(false);
   });
 
-  it('a head dim past the tiled kernel\'s (264) takes the exact kernel in fast mode: the reference\'s bits', async () => {
+  it("a head dim past the tiled kernel's (264) takes the exact kernel in fast mode: the reference's bits", async () => {
     const { inputs, attrs } = inputsOf({ T: 40, heads: 2, kvHeads: 1, hd: 264, ratio: 4, width: 3, seed: 8 });
     const want = cpuKernel('attnCausalQsa')(inputs, attrs)[0]!.data as Uint16Array;
     expect(Buffer.from((await onGpu(fast, inputs, attrs)).buffer).equals(Buffer.from(want.buffer))).toBe(true);
   });
 
-  it('a malformed selection fails the run with the exact kernel\'s message', async () => {
+  it("a malformed selection fails the run with the exact kernel's message", async () => {
     const { inputs, attrs } = inputsOf({ T: 40, heads: 2, kvHeads: 1, hd: 16, ratio: 4, width: 3, seed: 9 });
     const blocks = Int32Array.from(inputs[3]!.data as Int32Array);
     blocks[20 * 3 + 1] = blocks[20 * 3]; // row 20: not ascending
     const bad = [...inputs.slice(0, 3), { ...inputs[3]!, data: blocks }];
     const messages: string[] = [];
-    for (const gpu of [exact, fast]) messages.push(await onGpu(gpu, bad, attrs).then(() => 'no error', (e: Error) => e.message));
+    for (const gpu of [exact, fast])
+      messages.push(
+        await onGpu(gpu, bad, attrs).then(
+          () => 'no error',
+          (e: Error) => e.message,
+        ),
+      );
     expect(messages[0]).toMatch(/attnCausalQsa/);
     expect(messages[1]).toBe(messages[0]);
   });

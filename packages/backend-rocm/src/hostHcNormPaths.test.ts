@@ -32,7 +32,9 @@ const req = JSON.parse(require('fs').readFileSync(0, 'utf8'));
 `;
 
 function onHost(isa: string, inputs: (Tensor | null)[], attrs: Record<string, unknown>): { isa: string; bytes: string[] } {
-  const wire = inputs.map((t) => (t ? { dtype: t.dtype, shape: t.shape, data: Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength).toString('base64') } : null));
+  const wire = inputs.map((t) =>
+    t ? { dtype: t.dtype, shape: t.shape, data: Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength).toString('base64') } : null,
+  );
   const r = spawnSync(process.execPath, ['-e', CHILD, addonPath()], {
     input: JSON.stringify({ inputs: wire, attrs }),
     encoding: 'utf8',
@@ -72,9 +74,14 @@ describe('host HC norm: every vector path gives the reference bits (canonical or
       expect(isas).toContain(best);
       const rows = c.x.length / (c.n * c.h);
       const x = bf16([rows, c.n * c.h], c.x);
-      const w = bf16([c.n * c.h], Array.from({ length: c.n * c.h }, (_, j) => ((j * 37) % 11) * 2 ** -8));
+      const w = bf16(
+        [c.n * c.h],
+        Array.from({ length: c.n * c.h }, (_, j) => ((j * 37) % 11) * 2 ** -8),
+      );
       const attrs = { streams: c.n, eps: 1e-6, contract: 'atom' };
-      const want = cpuKernel('hcCombineNorm')([x, null, null, w], attrs).map((t) => Buffer.from(t!.data.buffer, t!.data.byteOffset, t!.data.byteLength).toString('base64'));
+      const want = cpuKernel('hcCombineNorm')([x, null, null, w], attrs).map((t) =>
+        Buffer.from(t!.data.buffer, t!.data.byteOffset, t!.data.byteLength).toString('base64'),
+      );
       for (const isa of isas) {
         const got = onHost(isa, [x, null, null, w], attrs);
         expect(got.isa).toBe(isa);

@@ -73,7 +73,7 @@ describe('host kernels on edge inputs', () => {
     }
   });
 
-  it('negative attribute products are refused with the reference\'s [T,cols] message (they matched any width before)', async () => {
+  it("negative attribute products are refused with the reference's [T,cols] message (they matched any width before)", async () => {
     const g = tensor('f32', [2, 3], new Float32Array(6));
     await expectSame('gdnRecurrence', [tensor('bf16', [2, 8], ramp(16)), g, tensor('bf16', [2, 4], ramp(8))], {
       keyHeads: -1,

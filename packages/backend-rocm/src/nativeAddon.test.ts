@@ -35,7 +35,9 @@ describe('native addon loading', () => {
     writeFileSync(path, 'not an ELF file');
     process.env.HCSP_NATIVE_ADDON = path;
     try {
-      expect(() => loadNativeAddon()).toThrow(/native addon unavailable at .*hcsp_native\.node: it does not load \(.*\)\. Build it with `npm run build:native`/);
+      expect(() => loadNativeAddon()).toThrow(
+        /native addon unavailable at .*hcsp_native\.node: it does not load \(.*\)\. Build it with `npm run build:native`/,
+      );
       // the reason is the loader's ("file too short", "invalid ELF header"), not the source line of the probe that threw it
       expect(() => loadNativeAddon()).toThrow(/it does not load \(\/\S*hcsp_native\.node: [a-zA-Z ]+\)\. Build/);
     } finally {

@@ -200,7 +200,12 @@ export interface NativeAddon {
    * off the JavaScript thread. A file's `identity` ("dev:ino") is checked when it is opened. An
    * error names the file and the tensor and leaves nothing allocated.
    */
-  loadWeights(files: readonly (string | { path: string; identity?: string })[], requests: readonly WeightLoadRequest[], gpu: GpuDevice | null, options?: { chunkBytes?: number; lanes?: number }): Promise<WeightLoadResult>;
+  loadWeights(
+    files: readonly (string | { path: string; identity?: string })[],
+    requests: readonly WeightLoadRequest[],
+    gpu: GpuDevice | null,
+    options?: { chunkBytes?: number; lanes?: number },
+  ): Promise<WeightLoadResult>;
   /**
    * A GPU kernel no op launches yet, run once for its tests (native/src/addon/js_test_kernels.h):
    * 'canonicalSumSqBf16' gives f32 [rows], each row's sum of squares of x (bf16 [rows, n] on
@@ -213,7 +218,12 @@ export interface NativeAddon {
    * blocks of blockThreads threads (64-256; default: the launcher's), `blocks` of them (default:
    * one per tile), or by the one-thread-per-output baseline (kernel 'oneThread'). Synchronous.
    */
-  testKernel(name: 'gemmLinearBf16', gpu: GpuDevice, x: NativeTensor, options: { w: NativeTensor; blockThreads?: number; blocks?: number; kernel?: 'tiled' | 'oneThread' }): NativeTensor;
+  testKernel(
+    name: 'gemmLinearBf16',
+    gpu: GpuDevice,
+    x: NativeTensor,
+    options: { w: NativeTensor; blockThreads?: number; blocks?: number; kernel?: 'tiled' | 'oneThread' },
+  ): NativeTensor;
   /** the grouped exact GEMM: w [groups * outF, inF], rowGroup i32 [x's rows], rows i32 [1] (the row count the kernel reads); y bf16 [x's rows, outF], rows past the count zero */
   testKernel(
     name: 'gemmGroupedBf16',
@@ -264,7 +274,9 @@ export function loadNativeAddon(): NativeAddon {
     timeout: 30_000,
   });
   if (probe.error || probe.status !== 0) {
-    const why = probe.error?.message ?? (probe.signal ? `the probe process died of ${probe.signal}` : probe.stderr.trim().split('\n').slice(0, 3).join(' ') || `exit ${probe.status}`);
+    const why =
+      probe.error?.message ??
+      (probe.signal ? `the probe process died of ${probe.signal}` : probe.stderr.trim().split('\n').slice(0, 3).join(' ') || `exit ${probe.status}`);
     throw new NativeAddonUnavailableError(path, `it does not load (${why})`);
   }
   const addon = createRequire(import.meta.url)(path) as NativeAddon;

@@ -1,4 +1,16 @@
-import { getOpDef, nodeLabel, withNodeContext, type DeviceOps, type GraphNode, type RecordedRun, type RunProgram, type Tensor, type TensorData, type ValueDecl, type ValueId } from '@hcsp/core';
+import {
+  getOpDef,
+  nodeLabel,
+  withNodeContext,
+  type DeviceOps,
+  type GraphNode,
+  type RecordedRun,
+  type RunProgram,
+  type Tensor,
+  type TensorData,
+  type ValueDecl,
+  type ValueId,
+} from '@hcsp/core';
 import type { GemmMode, GpuDevice, NativeAddon, NativeTensor, OutputDecl, PreparedNode } from './nativeAddon.ts';
 import { native, nativeSync } from './nativeErrors.ts';
 import { NcclCommunicator } from './comm/ncclCommunicator.ts';
@@ -135,9 +147,21 @@ export function nativeDeviceOps(addon: NativeAddon, gemm: GemmMode, gpu: GpuDevi
     // place in the queue, so their blocks come from the pool in the same order every run
     upload: (decl, t) => native(() => (decl.kind === 'weight' ? addon.upload : addon.enqueueUpload)(t.dtype, t.shape, t.data, gpu)),
     runNode: (node: GraphNode, inputs, _inputDecls, outputs) =>
-      native(() => addon.enqueueNode(nodeOf(node, () => outputs.map(declOf), false), inputs) as (NativeTensor | null)[]),
+      native(
+        () =>
+          addon.enqueueNode(
+            nodeOf(node, () => outputs.map(declOf), false),
+            inputs,
+          ) as (NativeTensor | null)[],
+      ),
     runCollective: (node, inputs, _inputDecls, outputs) =>
-      native(() => addon.enqueueNode(nodeOf(node, () => outputs.map((ds) => ds.map(declOf)), true), inputs) as NativeTensor[][]),
+      native(
+        () =>
+          addon.enqueueNode(
+            nodeOf(node, () => outputs.map((ds) => ds.map(declOf)), true),
+            inputs,
+          ) as NativeTensor[][],
+      ),
     collective: (node, inputs, inputDecls, outputs, communicator) => {
       if (!gpu || !(communicator instanceof NcclCommunicator) || communicator.gpu !== gpu) return null;
       const label = nodeLabel(node);

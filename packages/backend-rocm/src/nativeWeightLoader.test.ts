@@ -180,7 +180,15 @@ describe('the native weight loader', () => {
     const w = new SyntheticWeightSource(SPECS, 5);
     writeSafetensorsFile(
       join(folder, 'model.safetensors'),
-      new Map(SPECS.map((s) => [s.name, s.name === norm.name ? { dtype: 'f32', shape: s.shape, data: Float32Array.from({ length: s.shape[0] }, () => 1) } : w.tensor(s.name)] as [string, Tensor])),
+      new Map(
+        SPECS.map(
+          (s) =>
+            [s.name, s.name === norm.name ? { dtype: 'f32', shape: s.shape, data: Float32Array.from({ length: s.shape[0] }, () => 1) } : w.tensor(s.name)] as [
+              string,
+              Tensor,
+            ],
+        ),
+      ),
     );
     const c: CheckpointWeightSource = openCheckpoint(folder, TINY).source;
     const decl = { id: 'n', kind: 'weight', dtype: 'bf16', shape: norm.shape, weight: { name: norm.name } } as ValueDecl;
@@ -222,18 +230,27 @@ describe('the native weight loader', () => {
       };
       const esc = shard.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
       const size = readFileSync(shard).length;
-      await attempt(() => truncateSync(shard, size - 1000), new RegExp(`^${esc}: truncated file: tensor '[^']+' needs \\d+ bytes, the file has ${size - 1000}$`));
+      await attempt(
+        () => truncateSync(shard, size - 1000),
+        new RegExp(`^${esc}: truncated file: tensor '[^']+' needs \\d+ bytes, the file has ${size - 1000}$`),
+      );
       // gone: the loader opens files by path
       await attempt(() => rmSync(shard), new RegExp(`^${esc}: cannot open: No such file or directory \\(reading tensor '[^']+'\\)$`));
-      await attempt(() => {
-        rmSync(shard);
-        mkdirSync(shard);
-      }, new RegExp(`^${esc}: not a regular file \\(reading tensor '[^']+'\\)$`));
+      await attempt(
+        () => {
+          rmSync(shard);
+          mkdirSync(shard);
+        },
+        new RegExp(`^${esc}: not a regular file \\(reading tensor '[^']+'\\)$`),
+      );
       // the same bytes in another file renamed over it: not the file whose header was checked
-      await attempt(() => {
-        writeFileSync(`${shard}.new`, readFileSync(shard));
-        renameSync(`${shard}.new`, shard);
-      }, new RegExp(`^${esc}: another file is at the path since the checkpoint was opened \\(reading tensor '[^']+'\\)$`));
+      await attempt(
+        () => {
+          writeFileSync(`${shard}.new`, readFileSync(shard));
+          renameSync(`${shard}.new`, shard);
+        },
+        new RegExp(`^${esc}: another file is at the path since the checkpoint was opened \\(reading tensor '[^']+'\\)$`),
+      );
     });
   }
 
@@ -258,12 +275,32 @@ describe('the native weight loader on GPU devices (fake runtimes)', () => {
     return { name: 'cols', dtype: 'bf16', shape: [rows, keep[1] - keep[0]], ranges: Float64Array.from(ranges), parts: 1 };
   };
   const kinds = [
-    { kind: 'hip' as const, env: 'HCSP_HIP_LIB', arch: 'gfx942', ext: 'hsaco', lib: 'fakehip', alloc: 'hipHostMalloc', free: 'hipHostFree', async: 'hipMemcpyAsync', sync: /^hipMemcpy \d+ kind=1$/gm },
-    { kind: 'cuda' as const, env: 'HCSP_CUDA_LIB', arch: 'sm_90', ext: 'cubin', lib: 'fakecuda', alloc: 'cuMemHostAlloc', free: 'cuMemFreeHost', async: 'cuMemcpyHtoDAsync', sync: null },
+    {
+      kind: 'hip' as const,
+      env: 'HCSP_HIP_LIB',
+      arch: 'gfx942',
+      ext: 'hsaco',
+      lib: 'fakehip',
+      alloc: 'hipHostMalloc',
+      free: 'hipHostFree',
+      async: 'hipMemcpyAsync',
+      sync: /^hipMemcpy \d+ kind=1$/gm,
+    },
+    {
+      kind: 'cuda' as const,
+      env: 'HCSP_CUDA_LIB',
+      arch: 'sm_90',
+      ext: 'cubin',
+      lib: 'fakecuda',
+      alloc: 'cuMemHostAlloc',
+      free: 'cuMemFreeHost',
+      async: 'cuMemcpyHtoDAsync',
+      sync: null,
+    },
   ];
   for (const K of kinds) {
     for (const pinned of [true, false]) {
-      it(`${K.kind}${pinned ? '' : ' without pinned-memory entry points'}: ${pinned ? 'pinned staging, asynchronous copies on the lanes\' streams' : 'pageable staging, the device\'s own copies'}; the bytes arrive`, async () => {
+      it(`${K.kind}${pinned ? '' : ' without pinned-memory entry points'}: ${pinned ? "pinned staging, asynchronous copies on the lanes' streams" : "pageable staging, the device's own copies"}; the bytes arrive`, async () => {
         process.env[K.env] = fake.lib(`${K.lib}${pinned ? '' : '-nopin'}.so`);
         process.env.FAKE_GPU_LOG = fake.log();
         const gpu = addon.openGpu(K.kind, { codeObjects: fake.codeObjects(`co-${K.kind}`, K.arch, { [`basic.${K.ext}`]: ['hcsp_add_bf16'] }) });
@@ -278,7 +315,9 @@ describe('the native weight loader on GPU devices (fake runtimes)', () => {
           expect(r.ranges).toBe(21);
           expect(r.chunks).toBe(3);
           expect(Buffer.from(addon.download(r.tensors[0])).equals(Buffer.from(data.subarray(0, 8000)))).toBe(true);
-          const cols = Buffer.concat(Array.from({ length: 20 }, (_, row) => Buffer.from(data.subarray(8000 + (row * 150 + 10) * 2, 8000 + (row * 150 + 60) * 2))));
+          const cols = Buffer.concat(
+            Array.from({ length: 20 }, (_, row) => Buffer.from(data.subarray(8000 + (row * 150 + 10) * 2, 8000 + (row * 150 + 60) * 2))),
+          );
           expect(Buffer.from(addon.download(r.tensors[1])).equals(cols)).toBe(true);
           const log = fake.logText();
           const count = (re: RegExp) => (log.match(re) ?? []).length;

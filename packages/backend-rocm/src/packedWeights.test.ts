@@ -68,7 +68,15 @@ function graph(): Graph {
   b.node({ op: 'linear', rank: 0, layer: 0, scope: 'l1', inputs: [x, w1], outputs: [y1], attrs: {} });
   b.node({ op: 'linear', rank: 0, layer: 0, scope: 'l3', inputs: [x, w3], outputs: [y3], attrs: {} });
   b.node({ op: 'add', rank: 0, layer: 0, scope: 'add', inputs: [w3, w3], outputs: [z], attrs: {} });
-  b.node({ op: 'fp8LinearPtpc', rank: 0, layer: 0, scope: 'fp8', inputs: [q, sx, qW, sw], outputs: [yq], attrs: { format: 'e4m3fn', scaleOrder: 'weightFirst' } });
+  b.node({
+    op: 'fp8LinearPtpc',
+    rank: 0,
+    layer: 0,
+    scope: 'fp8',
+    inputs: [q, sx, qW, sw],
+    outputs: [yq],
+    attrs: { format: 'e4m3fn', scaleOrder: 'weightFirst' },
+  });
   for (const v of [y1, y3, z, yq]) b.markOutput(v);
   return b.build();
 }
@@ -153,7 +161,8 @@ describe('exact GEMM weights packed and released when a session opens (host devi
       const [y] = await addon.run('linear', [xh, wh], {}, 'exact');
       expect(bits({ ...w, data: new Uint16Array(addon.download(y!)) })).toEqual(expected);
       addon.free(y!);
-      const refused = /input port \d \(bf16\[72,40\]\) is a weight released after packing for the exact GEMM; only linear's w and fp8LinearPtpc's qW read it, with gemm 'exact'/;
+      const refused =
+        /input port \d \(bf16\[72,40\]\) is a weight released after packing for the exact GEMM; only linear's w and fp8LinearPtpc's qW read it, with gemm 'exact'/;
       await expect(addon.run('add', [wh, wh], {}, 'exact')).rejects.toThrow(refused);
       await expect(addon.run('linear', [wh, wh], {}, 'exact')).rejects.toThrow(/linear: input port 0 /);
       await expect(addon.run('linear', [xh, wh], {}, 'blas')).rejects.toThrow(/\(this run is 'blas'\)/);

@@ -3,7 +3,21 @@
 // table) on the host device and the emulated GPU, bit for bit against core's CPU kernels; their
 // bad values refused with the reference's messages, on the GPU by device checks raised at the
 // run's sync naming the node (native/src/gpu/kernels/ple.cu, native/src/ops/ple_checks.h).
-import { bf16ToF32, cpuKernel, f32ToBf16, FLASH_NEXT, MODEL_SUB_LAYERS, pleNgramIdsAttrs, pleShape, preparePrefill, SMALL, TINY, type Backend, type ModelConfig, type Tensor } from '@hcsp/core';
+import {
+  bf16ToF32,
+  cpuKernel,
+  f32ToBf16,
+  FLASH_NEXT,
+  MODEL_SUB_LAYERS,
+  pleNgramIdsAttrs,
+  pleShape,
+  preparePrefill,
+  SMALL,
+  TINY,
+  type Backend,
+  type ModelConfig,
+  type Tensor,
+} from '@hcsp/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bytesOf, referenceOutputs, repeatedRuns } from '../../../test/support/engineRuns.ts';
 import { loadNativeAddon, type GpuDevice, type NativeTensor } from './nativeAddon.ts';
@@ -44,7 +58,12 @@ function sliceOf(rows: number, headDim: number, seed: number): Uint16Array {
 }
 
 /** the op on `device`: its output's shape and bytes, or its error's message */
-async function runOn(device: Device, op: string, inputs: Tensor[], attrs: Record<string, unknown>): Promise<{ shape: number[]; data: Uint8Array } | { error: string }> {
+async function runOn(
+  device: Device,
+  op: string,
+  inputs: Tensor[],
+  attrs: Record<string, unknown>,
+): Promise<{ shape: number[]; data: Uint8Array } | { error: string }> {
   const handles = inputs.map((t) => addon.upload(t.dtype, t.shape, t.data, device));
   try {
     const [y] = await addon.run(op, handles, attrs, 'exact', device);
@@ -99,7 +118,7 @@ describe('the PLE lookup on the native devices', () => {
     return ref;
   }
 
-  it('the devices run pleNgramIds and pleNgramEmbedShard themselves; pleNgramEmbed (the gathered table) stays in core\'s loop', () => {
+  it("the devices run pleNgramIds and pleNgramEmbedShard themselves; pleNgramEmbed (the gathered table) stays in core's loop", () => {
     for (const [, device] of devices()) {
       const ops = nativeDeviceOps(addon, 'exact', device);
       expect(ops.runsHostOp?.('pleNgramIds')).toBe(true);
@@ -155,27 +174,32 @@ describe('the PLE lookup on the native devices', () => {
           slices.push(new Uint16Array(out.data.slice().buffer));
         }
         // the ranks' all-reduce: -0.0 + x = x, so the sum is the whole table's lookup bit for bit
-        const want = cpuKernel('pleNgramEmbed')([i32([64, heads], edges), { dtype: 'bf16', shape: [ple.tableRows, headDim], data: whole }], {})[0]!.data as Uint16Array;
+        const want = cpuKernel('pleNgramEmbed')([i32([64, heads], edges), { dtype: 'bf16', shape: [ple.tableRows, headDim], data: whole }], {})[0]!
+          .data as Uint16Array;
         const sum = Uint16Array.from(want, (_, i) => f32ToBf16(slices.reduce((acc, s) => acc + bf16ToF32(s[i]), -0)));
         expect(Array.from(sum), `tp ${tp}`).toEqual(Array.from(want));
       }
     });
   }
 
-  it('bad values give the reference\'s messages on both devices: a token out of the vocabulary, an n-gram id out of the table, a product past int64', async () => {
+  it("bad values give the reference's messages on both devices: a token out of the vocabulary, an n-gram id out of the table, a product past int64", async () => {
     const ple = pleShape(TINY, 1);
     const attrs = pleNgramIdsAttrs(ple);
     const m = attrs.multipliers as string[];
     const tokens = tokensOf(TINY, 20, 9);
     tokens[6] = TINY.vocabSize;
     tokens[11] = -3;
-    await expect(expectReference('pleNgramIds', [i32([20], tokens)], attrs)).rejects.toThrow(/the reference failed: ple: token id 512 at position 6 is outside the vocabulary \[0, 512\)/);
+    await expect(expectReference('pleNgramIds', [i32([20], tokens)], attrs)).rejects.toThrow(
+      /the reference failed: ple: token id 512 at position 6 is outside the vocabulary \[0, 512\)/,
+    );
     // multiplier 2 lets a trigram's token leave int64; a token out of the vocabulary later on still comes first
     const wrapping = { ...attrs, multipliers: [m[0], m[1], '36028797018963968'] };
     const ok = tokensOf(TINY, 20, 10);
     ok[0] = 1;
     ok[1] = 300;
-    await expect(expectReference('pleNgramIds', [i32([20], ok)], wrapping)).rejects.toThrow(/the reference failed: ple: \d+ \* multiplier 2 = \d+ leaves \[0, 2\^63\)/);
+    await expect(expectReference('pleNgramIds', [i32([20], ok)], wrapping)).rejects.toThrow(
+      /the reference failed: ple: \d+ \* multiplier 2 = \d+ leaves \[0, 2\^63\)/,
+    );
     ok[19] = 9999;
     await expect(expectReference('pleNgramIds', [i32([20], ok)], wrapping)).rejects.toThrow(/the reference failed: ple: token id 9999 at position 19/);
     // a multiplier at or past 2^63: only id 0 stays in int64
@@ -183,12 +207,17 @@ describe('the PLE lookup on the native devices', () => {
     await expect(expectReference('pleNgramIds', [i32([3], Int32Array.of(0, 2, 1))], huge)).rejects.toThrow(
       /the reference failed: ple: 2 \* multiplier 1 = 246913578024691357802469135780 leaves/,
     );
-    await expect(expectReference('pleNgramIds', [i32([2], Int32Array.of(5, 7))], { ...attrs, eosTokenId: 512 })).rejects.toThrow(/token id 512 \(EOS\) is outside/);
+    await expect(expectReference('pleNgramIds', [i32([2], Int32Array.of(5, 7))], { ...attrs, eosTokenId: 512 })).rejects.toThrow(
+      /token id 512 \(EOS\) is outside/,
+    );
     const ids = Int32Array.from({ length: 8 * 16 }, (_, i) => i * 7);
     ids[37] = ple.tableRows;
     ids[90] = -1;
     await expect(
-      expectReference('pleNgramEmbedShard', [i32([8, 16], ids), { dtype: 'bf16', shape: [576, 2], data: sliceOf(576, 2, 3) }], { rowStart: 576, tableRows: ple.tableRows }),
+      expectReference('pleNgramEmbedShard', [i32([8, 16], ids), { dtype: 'bf16', shape: [576, 2], data: sliceOf(576, 2, 3) }], {
+        rowStart: 576,
+        tableRows: ple.tableRows,
+      }),
     ).rejects.toThrow(/the reference failed: ple: n-gram id 2304 \(position 2, head 5\) is outside the table \[0, 2304\)/);
   });
 
@@ -208,7 +237,12 @@ describe('the PLE lookup on the native devices', () => {
     const c1 = addon.counters(device);
     for (const t of [...ins, ...outs]) addon.free(t);
     await addon.sync(device);
-    return { error, live: memory.stats().liveTensors - live, hostSyncs: c1.hostSyncs - c0.hostSyncs, copiesFromDevice: c1.copiesFromDevice - c0.copiesFromDevice };
+    return {
+      error,
+      live: memory.stats().liveTensors - live,
+      hostSyncs: c1.hostSyncs - c0.hostSyncs,
+      copiesFromDevice: c1.copiesFromDevice - c0.copiesFromDevice,
+    };
   }
 
   it('queued, a bad token or n-gram id is raised at the sync naming the node, with the host message; the emulated GPU reads back only its check slots there, and nothing stays allocated', async () => {
@@ -220,7 +254,18 @@ describe('the PLE lookup on the native devices', () => {
     const errors: Record<string, string | undefined> = {};
     for (const [name, device] of devices()) {
       const r = await enqueued(device, [i32([12], tokens)], ([t]) => {
-        const [ids] = addon.enqueueNode(addon.prepareNode('L1.ple.ids (pleNgramIds, rank 0)', 'pleNgramIds', pleNgramIdsAttrs(ple), 'exact', device, [{ dtype: 'i32', shape: [12, heads] }], false), [t]) as NativeTensor[];
+        const [ids] = addon.enqueueNode(
+          addon.prepareNode(
+            'L1.ple.ids (pleNgramIds, rank 0)',
+            'pleNgramIds',
+            pleNgramIdsAttrs(ple),
+            'exact',
+            device,
+            [{ dtype: 'i32', shape: [12, heads] }],
+            false,
+          ),
+          [t],
+        ) as NativeTensor[];
         return [ids];
       });
       errors[name] = r.error?.message;
@@ -234,9 +279,28 @@ describe('the PLE lookup on the native devices', () => {
     for (const [name, device] of devices()) {
       const good = tokensOf(TINY, 12, 13);
       const r = await enqueued(device, [i32([12], good), { dtype: 'bf16', shape: [1152, 2], data: sliceOf(1152, 2, 4) }], ([t, slice]) => {
-        const [ids] = addon.enqueueNode(addon.prepareNode('L1.ple.ids (pleNgramIds, rank 1)', 'pleNgramIds', pleNgramIdsAttrs(ple), 'exact', device, [{ dtype: 'i32', shape: [12, heads] }], false), [t]) as NativeTensor[];
+        const [ids] = addon.enqueueNode(
+          addon.prepareNode(
+            'L1.ple.ids (pleNgramIds, rank 1)',
+            'pleNgramIds',
+            pleNgramIdsAttrs(ple),
+            'exact',
+            device,
+            [{ dtype: 'i32', shape: [12, heads] }],
+            false,
+          ),
+          [t],
+        ) as NativeTensor[];
         const [e] = addon.enqueueNode(
-          addon.prepareNode('L1.ple.lookup (pleNgramEmbedShard, rank 1)', 'pleNgramEmbedShard', { rowStart: 1152, tableRows: 2304 }, 'exact', device, [{ dtype: 'bf16', shape: [12, heads * 2] }], false),
+          addon.prepareNode(
+            'L1.ple.lookup (pleNgramEmbedShard, rank 1)',
+            'pleNgramEmbedShard',
+            { rowStart: 1152, tableRows: 2304 },
+            'exact',
+            device,
+            [{ dtype: 'bf16', shape: [12, heads * 2] }],
+            false,
+          ),
           [ids, slice],
         ) as NativeTensor[];
         return [ids, e];
@@ -244,22 +308,45 @@ describe('the PLE lookup on the native devices', () => {
       expect(r.error, name).toBeNull();
       expect(r.live, name).toBe(0);
       const bad = Int32Array.from({ length: 12 * heads }, (_, i) => (i === 3 * heads + 9 ? 2304 + i : i));
-      const failed = await enqueued(device, [i32([12, heads], bad), { dtype: 'bf16', shape: [1152, 2], data: sliceOf(1152, 2, 4) }], ([ids, slice]) =>
-        addon.enqueueNode(
-          addon.prepareNode('L1.ple.lookup (pleNgramEmbedShard, rank 1)', 'pleNgramEmbedShard', { rowStart: 1152, tableRows: 2304 }, 'exact', device, [{ dtype: 'bf16', shape: [12, heads * 2] }], false),
-          [ids, slice],
-        ) as NativeTensor[],
+      const failed = await enqueued(
+        device,
+        [i32([12, heads], bad), { dtype: 'bf16', shape: [1152, 2], data: sliceOf(1152, 2, 4) }],
+        ([ids, slice]) =>
+          addon.enqueueNode(
+            addon.prepareNode(
+              'L1.ple.lookup (pleNgramEmbedShard, rank 1)',
+              'pleNgramEmbedShard',
+              { rowStart: 1152, tableRows: 2304 },
+              'exact',
+              device,
+              [{ dtype: 'bf16', shape: [12, heads * 2] }],
+              false,
+            ),
+            [ids, slice],
+          ) as NativeTensor[],
       );
       errors[name] = failed.error?.message;
       expect(failed.live, name).toBe(0);
       if (device) expect({ hostSyncs: failed.hostSyncs, copiesFromDevice: failed.copiesFromDevice }).toEqual({ hostSyncs: 1, copiesFromDevice: 1 });
     }
-    expect(errors.host).toBe(`L1.ple.lookup (pleNgramEmbedShard, rank 1): pleNgramEmbedShard: ple: n-gram id ${2304 + 3 * 16 + 9} (position 3, head 9) is outside the table [0, 2304)`);
+    expect(errors.host).toBe(
+      `L1.ple.lookup (pleNgramEmbedShard, rank 1): pleNgramEmbedShard: ple: n-gram id ${2304 + 3 * 16 + 9} (position 3, head 9) is outside the table [0, 2304)`,
+    );
     expect(errors.emulated).toBe(errors.host);
   });
 
-  it('a vocab-parallel prefill runs the whole PLE on the device: on its second run no host op, no staging either way, one host sync, the reference\'s bits', async () => {
-    const p = preparePrefill({ config: TINY, tokens: 64, tp: 2, sp: 'on', reduce: 'ring', seed: 0, subLayers: MODEL_SUB_LAYERS, env: {}, pleTable: 'vocabParallel' });
+  it("a vocab-parallel prefill runs the whole PLE on the device: on its second run no host op, no staging either way, one host sync, the reference's bits", async () => {
+    const p = preparePrefill({
+      config: TINY,
+      tokens: 64,
+      tp: 2,
+      sp: 'on',
+      reduce: 'ring',
+      seed: 0,
+      subLayers: MODEL_SUB_LAYERS,
+      env: {},
+      pleTable: 'vocabParallel',
+    });
     const ops = new Set(p.graph.nodes.map((n) => n.op));
     expect(ops.has('pleNgramIds') && ops.has('pleNgramEmbedShard') && !ops.has('pleNgramEmbed')).toBe(true);
     const reference = await referenceOutputs(p);

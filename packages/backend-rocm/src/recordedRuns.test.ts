@@ -36,7 +36,10 @@ describe.each(['host', 'emulated'] as const)('recorded runs on the %s device', (
       [1],
       [3, 2],
     );
-    for (const x of [[1, 2, 3, 4], [0.5, -1, 8, 0]]) {
+    for (const x of [
+      [1, 2, 3, 4],
+      [0.5, -1, 8, 0],
+    ]) {
       const input = addon.enqueueUpload('bf16', [2, 2], bf16(x), gpu);
       const [d, c] = addon.replay(program, [input]);
       // the run took its input: no handle here keeps it from the pool after its last reader
@@ -83,11 +86,18 @@ describe.each(['host', 'emulated'] as const)('recorded runs on the %s device', (
         outputs,
       );
     expect(() => record([{ in: [[0, 1]], out: [[2]] }])).toThrow("program: step 's0' reads slot 1 before any step writes it");
-    expect(() => record([{ in: [[0, 0]], out: [[2]] }, { in: [[0, 0]], out: [[2]] }])).toThrow("program: step 's1' writes slot 2, which already has a value");
+    expect(() =>
+      record([
+        { in: [[0, 0]], out: [[2]] },
+        { in: [[0, 0]], out: [[2]] },
+      ]),
+    ).toThrow("program: step 's1' writes slot 2, which already has a value");
     expect(() => record([{ in: [[0, 0]], out: [[0]] }])).toThrow("program: step 's0' writes slot 0, which already has a value");
     expect(() => record([{ in: [[0, 5]], out: [[2]] }])).toThrow("program: step 's0' names slot 5, outside [0, 3)");
     expect(() => record([{ in: [[0, 0]], out: [[1]] }])).toThrow('program: output slot 2 is never written');
-    expect(() => addon.recordProgram([{ in: [[0]], out: [[1]] } as never], 2, [], [0], [1])).toThrow('recordProgram: step 0 has neither a node from prepareNode() nor a collective from NcclComm.step()');
+    expect(() => addon.recordProgram([{ in: [[0]], out: [[1]] } as never], 2, [], [0], [1])).toThrow(
+      'recordProgram: step 0 has neither a node from prepareNode() nor a collective from NcclComm.step()',
+    );
     addon.free(w);
   });
 });

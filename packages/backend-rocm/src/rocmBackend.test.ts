@@ -7,12 +7,19 @@ import { createRocmBackend } from './rocmBackend.ts';
 
 const addon = loadNativeAddon();
 const noWeights = new SyntheticWeightSource([], 0);
-const bf16 = (shape: number[], seed = 1): Tensor => ({ dtype: 'bf16', shape, data: Uint16Array.from({ length: shape.reduce((a, b) => a * b, 1) }, (_, i) => 0x3f80 + ((i * 7 + seed) % 64)) });
+const bf16 = (shape: number[], seed = 1): Tensor => ({
+  dtype: 'bf16',
+  shape,
+  data: Uint16Array.from({ length: shape.reduce((a, b) => a * b, 1) }, (_, i) => 0x3f80 + ((i * 7 + seed) % 64)),
+});
 
 const savedEnv = { hip: process.env.HCSP_HIP_LIB, cuda: process.env.HCSP_CUDA_LIB };
 afterEach(() => {
   addon.setMemoryLimit(0);
-  for (const [k, v] of [['HCSP_HIP_LIB', savedEnv.hip], ['HCSP_CUDA_LIB', savedEnv.cuda]] as const) {
+  for (const [k, v] of [
+    ['HCSP_HIP_LIB', savedEnv.hip],
+    ['HCSP_CUDA_LIB', savedEnv.cuda],
+  ] as const) {
     if (v === undefined) delete process.env[k];
     else process.env[k] = v;
   }
@@ -89,7 +96,11 @@ describe('rocm backend on the host device', () => {
 
   it('a shape whose element count overflows is a NativeShapeError, not a tensor smaller than its shape', async () => {
     const before = addon.stats().liveTensors;
-    for (const shape of [[2 ** 62, 4], [2 ** 32, 2 ** 32], [2 ** 40, 2 ** 30, 0]]) {
+    for (const shape of [
+      [2 ** 62, 4],
+      [2 ** 32, 2 ** 32],
+      [2 ** 40, 2 ** 30, 0],
+    ]) {
       const err = await native(() => addon.upload('bf16', shape, new Uint16Array(0))).catch((e: unknown) => e);
       expect(err, JSON.stringify(shape)).toBeInstanceOf(NativeShapeError);
       expect((err as Error).message).toMatch(/^shape \[[0-9,]+\] has more than 2\^60 elements$/);
@@ -107,7 +118,15 @@ describe('rocm backend on the host device', () => {
     await limited.dispose();
     expect(addon.stats().limitBytes).toBe(0);
     const next = await createRocmBackend({ device: 'host' });
-    const out = await runOnce(next, addGraph(64, 64), new Map([['a', bf16([64, 64])], ['b', bf16([64, 64], 2)]]), noWeights);
+    const out = await runOnce(
+      next,
+      addGraph(64, 64),
+      new Map([
+        ['a', bf16([64, 64])],
+        ['b', bf16([64, 64], 2)],
+      ]),
+      noWeights,
+    );
     expect(out.values.get('y')!.shape).toEqual([64, 64]);
     await next.dispose();
     await expect(createRocmBackend({ device: 'host', memoryLimitBytes: -1 })).rejects.toThrow('rocm backend: memoryLimitBytes must be an integer >= 0, got -1');
@@ -119,11 +138,15 @@ describe('rocm backend on the host device', () => {
     const hip = await createRocmBackend({ device: 'hip' }).catch((e: unknown) => e);
     expect(hip).toBeInstanceOf(GpuRuntimeUnavailableError);
     expect(hip).toBeInstanceOf(BackendUnavailableError);
-    expect((hip as Error).message).toBe('rocm backend, device hip: no HIP runtime found: tried /nonexistent/libamdhip64.so.7 (set HCSP_HIP_LIB to the library\'s path)');
+    expect((hip as Error).message).toBe(
+      "rocm backend, device hip: no HIP runtime found: tried /nonexistent/libamdhip64.so.7 (set HCSP_HIP_LIB to the library's path)",
+    );
     process.env.HCSP_CUDA_LIB = '/nonexistent/libcuda.so.1';
     const cuda = await createRocmBackend({ device: 'cuda' }).catch((e: unknown) => e);
     expect(cuda).toBeInstanceOf(GpuRuntimeUnavailableError);
-    expect((cuda as Error).message).toBe('rocm backend, device cuda: no CUDA runtime found: tried /nonexistent/libcuda.so.1 (set HCSP_CUDA_LIB to the library\'s path)');
+    expect((cuda as Error).message).toBe(
+      "rocm backend, device cuda: no CUDA runtime found: tried /nonexistent/libcuda.so.1 (set HCSP_CUDA_LIB to the library's path)",
+    );
   });
 
   it('without an override the HIP probe tries ROCm 7, 6, then 5', () => {
@@ -164,7 +187,7 @@ describe('rocm backend on the host device', () => {
 });
 
 describe('typed errors through the graph loop', () => {
-  it('a queued kernel\'s typed error keeps its class and names the node it came from, raised at the run\'s sync', async () => {
+  it("a queued kernel's typed error keeps its class and names the node it came from, raised at the run's sync", async () => {
     // a graph whose declarations the kernel rejects (the builder's shape rules would refuse it:
     // it stands for an error only the kernel can see)
     const g = addGraph(2, 3);

@@ -63,7 +63,7 @@ export interface RocmBackendOptions {
 }
 
 const EXACT_NOTE =
-  'every host kernel is C++ in the CPU reference\'s accumulation order, with core\'s fp32 math library ported operation for operation, ' +
+  "every host kernel is C++ in the CPU reference's accumulation order, with core's fp32 math library ported operation for operation, " +
   'built with -ffp-contract=off; the GEMMs vectorize across outputs (each lane sums its output in k order, FMAs only on exact bf16 products); ' +
   'collectives use the reference summation orders. Bit-exact, checked op by op in test/.';
 
@@ -78,7 +78,7 @@ export const BLAS_GEMM_PRECISION: BackendPrecision = {
   ...exactPrecision(EXACT_NOTE),
   gemm: {
     maxUlp: 2,
-    note: 'OpenBLAS sgemm reorders each fp32 sum (blocked k, its own kernel order); bounded by 2 bf16 ulps of the row\'s largest output (rowScaledError)',
+    note: "OpenBLAS sgemm reorders each fp32 sum (blocked k, its own kernel order); bounded by 2 bf16 ulps of the row's largest output (rowScaledError)",
   },
 };
 
@@ -87,7 +87,7 @@ export const VENDOR_GEMM_PRECISION: BackendPrecision = {
   ...exactPrecision(EXACT_NOTE),
   gemm: {
     maxUlp: 2,
-    note: 'hipBLASLt / cuBLASLt accumulate each output in fp32 in their own tile and split-k order; bounded by 2 bf16 ulps of the row\'s largest output (as for OpenBLAS)',
+    note: "hipBLASLt / cuBLASLt accumulate each output in fp32 in their own tile and split-k order; bounded by 2 bf16 ulps of the row's largest output (as for OpenBLAS)",
   },
 };
 
@@ -101,8 +101,8 @@ export const VENDOR_INVARIANT_GEMM_PRECISION: BackendPrecision = {
   gemm: {
     maxUlp: 2,
     note:
-      'hipBLASLt / cuBLASLt with one algorithm per (N, K, dtype) for every row count (no split-k, no stream-K candidates): each output summed in fp32 in that kernel\'s tile order, ' +
-      'bounded by 2 bf16 ulps of the row\'s largest output as for vendor; a row gets the same bits on T rows and on T/tp (SP on and off agree)',
+      "hipBLASLt / cuBLASLt with one algorithm per (N, K, dtype) for every row count (no split-k, no stream-K candidates): each output summed in fp32 in that kernel's tile order, " +
+      "bounded by 2 bf16 ulps of the row's largest output as for vendor; a row gets the same bits on T rows and on T/tp (SP on and off agree)",
   },
 };
 
@@ -199,7 +199,9 @@ export async function createRocmBackend(options: RocmBackendOptions = {}): Promi
     throw new Error(`rocm backend: unknown kernels mode '${String(options.kernels)}' (known: ${KERNEL_MODES.join(', ')})`);
   }
   if (choice === 'host' && options.kernels === 'fast') {
-    throw new Error("rocm backend: the host device has only the reference-order kernels (kernels 'exact'); 'fast' applies to the GPU devices (hip, cuda, emulated)");
+    throw new Error(
+      "rocm backend: the host device has only the reference-order kernels (kernels 'exact'); 'fast' applies to the GPU devices (hip, cuda, emulated)",
+    );
   }
   const kernels = options.kernels ?? 'fast';
   if (options.memoryLimitBytes !== undefined && !(Number.isInteger(options.memoryLimitBytes) && options.memoryLimitBytes >= 0)) {
@@ -241,17 +243,20 @@ export async function createRocmBackend(options: RocmBackendOptions = {}): Promi
   }
   const info = addon.info();
   const deviceOps = nativeDeviceOps(addon, gemm, gpu);
-  const ops: DeviceOps<NativeTensor> = !gpu && gemm === 'exact' ? { ...deviceOps, prepared: (graph, weights) => packGemmWeights(addon, graph, weights) } : deviceOps;
+  const ops: DeviceOps<NativeTensor> =
+    !gpu && gemm === 'exact' ? { ...deviceOps, prepared: (graph, weights) => packGemmWeights(addon, graph, weights) } : deviceOps;
   const gemmText =
     gemm === 'blas'
       ? `OpenBLAS sgemm (${addon.blas().path}, OPENBLAS_CORETYPE=${addon.blas().coretype || 'unset'})`
       : gemm === 'vendor'
-        ? (device === 'hip' ? 'hipBLASLt' : 'cuBLASLt')
+        ? device === 'hip'
+          ? 'hipBLASLt'
+          : 'cuBLASLt'
         : gemm === 'vendor-invariant'
           ? `${device === 'hip' ? 'hipBLASLt' : 'cuBLASLt'} (row-count-invariant: one algorithm per N, K)`
-        : gpu
-          ? 'reference-order GEMM kernel'
-          : `exact ${info.isa} GEMM`;
+          : gpu
+            ? 'reference-order GEMM kernel'
+            : `exact ${info.isa} GEMM`;
   const where = gpu
     ? `the ${device} device${selection ? ` ${selection.index} (${selection.reason})` : ''}: ${gpu.describe()}`
     : `the host device (${info.threads} threads)`;
@@ -259,7 +264,10 @@ export async function createRocmBackend(options: RocmBackendOptions = {}): Promi
   // a GPU's session must fit in the device's free memory: refused before any weight is uploaded
   const guardDevice = async (graph: Graph, session: Partial<SessionOptions>): Promise<void> => {
     if (!gpu || !selection) return;
-    const estimate = estimateDeviceMemory(graph, { ncclCommunicator: session.communicator instanceof NcclCommunicator, vendorGemm: gemm === 'vendor' || gemm === 'vendor-invariant' });
+    const estimate = estimateDeviceMemory(graph, {
+      ncclCommunicator: session.communicator instanceof NcclCommunicator,
+      vendorGemm: gemm === 'vendor' || gemm === 'vendor-invariant',
+    });
     const { freeBytes, totalBytes } = await native(() => gpu!.memoryInfo());
     const { limitBytes, liveBytes } = gpu.stats();
     checkDeviceMemory(graph, estimate, { device: deviceName, freeBytes, totalBytes, limitBytes, liveBytes });
@@ -281,12 +289,16 @@ export async function createRocmBackend(options: RocmBackendOptions = {}): Promi
     gpu,
     kernels: gpu ? kernels : 'exact',
     precision: gpu?.kernels === 'fast' ? withFastKernels(gemmPrecision) : gemmPrecision,
-    describe: () => `rocm on ${where}, ${gemmText}${gpu ? `, ${gpu.kernels === 'fast' ? 'production (fast) kernels' : 'reference-order kernels'}` : ''}${picked}`,
+    describe: () =>
+      `rocm on ${where}, ${gemmText}${gpu ? `, ${gpu.kernels === 'fast' ? 'production (fast) kernels' : 'reference-order kernels'}` : ''}${picked}`,
     prepare: async (graph: Graph, weights: WeightSource, session: Partial<SessionOptions> = {}): Promise<PreparedGraph> => {
       await guardDevice(graph, session);
       // checkpoint weights stored as the graph reads them: one batch through the native loader
       const loadWeights = nativeWeightLoads(addon, gpu, weights, loaderMode);
-      return GraphSession.open(graph, loadWeights ? { ...ops, loadWeights } : ops, (decl, rows) => resolveWeightRows(weights, decl.weight!, rows), { backend: 'rocm', ...session });
+      return GraphSession.open(graph, loadWeights ? { ...ops, loadWeights } : ops, (decl, rows) => resolveWeightRows(weights, decl.weight!, rows), {
+        backend: 'rocm',
+        ...session,
+      });
     },
     dispose: async () => {
       if (limitBefore !== null) memory.setMemoryLimit(limitBefore);

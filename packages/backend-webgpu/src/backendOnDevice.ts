@@ -2,7 +2,17 @@
 // The WebGPU backend over a GPUDevice already held, with nothing of the Node hosts (dawn.node,
 // headless Chromium with node:http and playwright-core): what a browser page imports
 // (`@hcsp/backend-webgpu/on-device`).
-import { exactPrecision, GraphSession, resolveWeightRows, type Backend, type BackendPrecision, type Graph, type KernelTable, type PreparedGraph, type WeightSource } from '@hcsp/core';
+import {
+  exactPrecision,
+  GraphSession,
+  resolveWeightRows,
+  type Backend,
+  type BackendPrecision,
+  type Graph,
+  type KernelTable,
+  type PreparedGraph,
+  type WeightSource,
+} from '@hcsp/core';
 import type { KernelPlanner } from '@hcsp/kernels-wgsl';
 import { WebGpuDevice } from './webgpuDevice.ts';
 
@@ -14,7 +24,7 @@ export interface WebGpuBackend extends Backend {
 }
 
 export const WEBGPU_PRECISION: BackendPrecision = exactPrecision(
-  'every WGSL kernel accumulates in fp32 in the CPU reference\'s order, with plain a*b + c (no dot()/fma(), which SwiftShader can lower to FMAs) and the ' +
+  "every WGSL kernel accumulates in fp32 in the CPU reference's order, with plain a*b + c (no dot()/fma(), which SwiftShader can lower to FMAs) and the " +
     'shared fp32 math library; collectives use the reference summation orders. Bit-exact, checked op by op in test/. Known exception: subnormal fp32 ' +
     'intermediates are flushed to zero by GPUs (SwiftShader included) and not by the CPU reference outside fp32Math.',
 );

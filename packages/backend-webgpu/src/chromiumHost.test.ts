@@ -10,7 +10,6 @@ import { NO_WEIGHTS } from '../../../test/support/noWeights.ts';
 // Chromium, real SwiftShader WebGPU. Kernel numerics are tested in kernels-wgsl and test/.
 const TEST_KERNELS = { path: fileURLToPath(new URL('../../../test/support/webgpuTestKernels.ts', import.meta.url)), exportName: 'TEST_KERNELS' };
 
-
 function graphOf(tp: number, values: ValueDecl[], nodes: Omit<GraphNode, 'id' | 'scope' | 'layer' | 'attrs'>[], outputs: ValueId[]): Graph {
   return {
     tp,
@@ -78,7 +77,15 @@ describe('ChromiumHost (headless Chromium WebGPU)', () => {
       ['g1', 's0', 's1'],
     );
     graph.nodes[3].attrs = { algorithm: 'ordered' };
-    const { values, stats } = await runOn(host, graph, new Map([['x0', bf(x0)], ['x1', bf(x1)]]), { keep: ['a1'] });
+    const { values, stats } = await runOn(
+      host,
+      graph,
+      new Map([
+        ['x0', bf(x0)],
+        ['x1', bf(x1)],
+      ]),
+      { keep: ['a1'] },
+    );
     const bits = (id: string) => [...(values.get(id)!.data as Uint16Array)];
     expect(bits('a1')).toEqual(bf(x1).data ? [...(bf(x1).data as Uint16Array)] : []);
     expect(bits('g1')).toEqual([...x0, ...x1].map((v) => f32ToBf16(v)));

@@ -12,7 +12,6 @@ import { runOn } from '../../../test/support/chromiumHostRun.ts';
 // and nothing may hang: every wait here is bounded far below vitest's timeout.
 const TEST_KERNELS = { path: fileURLToPath(new URL('../../../test/support/webgpuTestKernels.ts', import.meta.url)), exportName: 'TEST_KERNELS' };
 
-
 /** Bounds a wait: a hang fails the test after `ms` instead of stalling the suite. */
 function bounded<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -31,7 +30,14 @@ function copyChain(nodes: number, n = 1 << 20): { graph: Graph; feeds: Map<Value
     values.push(decl(`y${i}`, 'intermediate'));
     graphNodes.push({ id: i, op: 'pad', rank: 0, inputs: [i === 0 ? 'x' : `y${i - 1}`], outputs: [`y${i}`], scope: `test.n${i}`, layer: -1, attrs: {} });
   }
-  const graph: Graph = { tp: 1, values: Object.fromEntries(values.map((v) => [v.id, v])), nodes: graphNodes, inputs: ['x'], outputs: [`y${nodes - 1}`], meta: {} };
+  const graph: Graph = {
+    tp: 1,
+    values: Object.fromEntries(values.map((v) => [v.id, v])),
+    nodes: graphNodes,
+    inputs: ['x'],
+    outputs: [`y${nodes - 1}`],
+    meta: {},
+  };
   return { graph, feeds: new Map([['x', { dtype: 'f32', shape: [n], data: new Float32Array(n) }]]) };
 }
 

@@ -48,7 +48,9 @@ describe('ChromiumHost result transfer (headless Chromium WebGPU)', () => {
         expect(y.dtype).toBe('f32');
         expect(Buffer.from(y.data.buffer, y.data.byteOffset, y.data.byteLength).equals(Buffer.from(words.buffer))).toBe(true);
         const t = host.lastRunSeconds()!;
-        console.log(`16 MiB result: page run ${t.pageRun.toFixed(3)} s, page POST ${t.pagePost.toFixed(3)} s, Node receive ${t.nodeReceive.toFixed(3)} s, total ${t.total.toFixed(3)} s`);
+        console.log(
+          `16 MiB result: page run ${t.pageRun.toFixed(3)} s, page POST ${t.pagePost.toFixed(3)} s, Node receive ${t.nodeReceive.toFixed(3)} s, total ${t.total.toFixed(3)} s`,
+        );
         expect(t.postedBytes).toBe(N * 4);
         expect(t.nodeReceive).toBeLessThanOrEqual(t.pagePost);
         expect(t.pageRun + t.pagePost).toBeLessThanOrEqual(t.total);

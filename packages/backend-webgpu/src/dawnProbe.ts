@@ -3,10 +3,7 @@ import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 
 /** What a child process found when it asked dawn.node for an adapter. */
-export type DawnProbeResult =
-  | { kind: 'adapter'; description: string; software: boolean }
-  | { kind: 'no-adapter' }
-  | { kind: 'failed'; message: string };
+export type DawnProbeResult = { kind: 'adapter'; description: string; software: boolean } | { kind: 'no-adapter' } | { kind: 'failed'; message: string };
 
 const PROBE_TIMEOUT_MS = 30_000;
 
@@ -44,7 +41,9 @@ export function probeDawnAdapter(): Promise<DawnProbeResult> {
       try {
         resolve(JSON.parse(out) as DawnProbeResult);
       } catch {
-        const how = signal ? `was killed by ${signal}${signal === 'SIGKILL' ? ` (no answer in ${PROBE_TIMEOUT_MS / 1000} s)` : ''}` : `exited with code ${code}`;
+        const how = signal
+          ? `was killed by ${signal}${signal === 'SIGKILL' ? ` (no answer in ${PROBE_TIMEOUT_MS / 1000} s)` : ''}`
+          : `exited with code ${code}`;
         resolve({ kind: 'failed', message: `the dawn.node probe ${how}: ${err.trim().split('\n').slice(-3).join(' | ')}` });
       }
     });

@@ -13,7 +13,10 @@ export class DeviceLostGuard {
   private uncaptured: string[] = [];
   private readonly lost: Promise<never>;
 
-  constructor(device: GPUDevice, readonly host: string) {
+  constructor(
+    device: GPUDevice,
+    readonly host: string,
+  ) {
     this.lost = device.lost.then((info) => {
       this.lostError = new Error(`webgpu (${host}): device lost (reason '${info.reason}'): ${info.message || 'no message'}`);
       throw this.lostError;

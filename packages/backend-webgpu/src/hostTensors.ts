@@ -5,7 +5,13 @@ import { resolveWeightRows, shapeStr, type Graph, type Tensor, type ValueId, typ
  * read from the source, so a rank's GPU buffer holds only its shard), checked against the
  * graph's declaration.
  */
-export async function hostTensor(graph: Graph, feeds: ReadonlyMap<ValueId, Tensor>, weights: WeightSource, id: ValueId, rows?: [number, number][]): Promise<Tensor> {
+export async function hostTensor(
+  graph: Graph,
+  feeds: ReadonlyMap<ValueId, Tensor>,
+  weights: WeightSource,
+  id: ValueId,
+  rows?: [number, number][],
+): Promise<Tensor> {
   const decl = graph.values[id];
   if (!decl) throw new Error(`webgpu: unknown graph value '${id}'`);
   let t: Tensor;

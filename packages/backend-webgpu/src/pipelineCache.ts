@@ -31,9 +31,7 @@ export class PipelineCache {
     try {
       module = this.device.createShaderModule({ label: key, code: wgsl });
       const info = await this.guard.race(module.getCompilationInfo());
-      messages = info.messages
-        .filter((m) => m.type === 'error')
-        .map((m) => `${m.lineNum}:${m.linePos}: ${m.message}`);
+      messages = info.messages.filter((m) => m.type === 'error').map((m) => `${m.lineNum}:${m.linePos}: ${m.message}`);
       // entryPoint omitted: a kernel module has exactly one compute entry point.
       if (messages.length === 0) pipeline = this.device.createComputePipeline({ label: key, layout: 'auto', compute: { module } });
     } finally {

@@ -21,7 +21,8 @@ export interface WebGpuBackendOptions {
 export async function createWebGpuBackend(options: WebGpuBackendOptions = {}): Promise<WebGpuBackend> {
   // HCSP_WEBGPU_HOST picks the device host for callers that do not (the CLI, the test suites)
   const prefer = options.prefer ?? ((process.env.HCSP_WEBGPU_HOST || 'auto') as WebGpuHostChoice);
-  if (!['auto', 'dawn', 'chromium'].includes(prefer)) throw new Error(`webgpu backend: unknown host choice '${prefer}' (auto, dawn, chromium; HCSP_WEBGPU_HOST)`);
+  if (!['auto', 'dawn', 'chromium'].includes(prefer))
+    throw new Error(`webgpu backend: unknown host choice '${prefer}' (auto, dawn, chromium; HCSP_WEBGPU_HOST)`);
   const tried: string[] = [];
   if (prefer === 'auto' || prefer === 'dawn') {
     try {

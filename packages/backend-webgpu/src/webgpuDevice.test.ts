@@ -50,7 +50,14 @@ describe('WebGpuDevice error paths', () => {
     const ins = [decl('a0', [2, 2], 0), decl('a1', [2, 2], 1)];
     const bufs = await Promise.all(ins.map((d) => gpu.upload(d, { dtype: 'bf16', shape: [2, 2], data: new Uint16Array(4) })));
     const outs = [[decl('r0', [2, 2], 0)], [decl('r1', [2, 2], 1)]];
-    await expect(gpu.runCollective(node('allReduce', null), bufs.map((b) => [b]), ins.map((d) => [d]), outs)).rejects.toThrow("kernel 'k' failed to compile");
+    await expect(
+      gpu.runCollective(
+        node('allReduce', null),
+        bufs.map((b) => [b]),
+        ins.map((d) => [d]),
+        outs,
+      ),
+    ).rejects.toThrow("kernel 'k' failed to compile");
     expect(live.size).toBe(2);
   });
 });

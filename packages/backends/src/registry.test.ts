@@ -32,7 +32,10 @@ describe('backend registry', () => {
       expect((err as BackendUnavailableError).backend).toBe('webgpu');
       expect((err as Error).message).toMatch(/no Chromium at \/nonexistent\/chromium/);
     } finally {
-      for (const [k, v] of [['HCSP_CHROMIUM', saved.chromium], ['HCSP_WEBGPU_HOST', saved.host]] as const) {
+      for (const [k, v] of [
+        ['HCSP_CHROMIUM', saved.chromium],
+        ['HCSP_WEBGPU_HOST', saved.host],
+      ] as const) {
         if (v === undefined) delete process.env[k];
         else process.env[k] = v;
       }

@@ -39,7 +39,8 @@ export const BACKENDS: readonly BackendEntry[] = [
   },
   {
     name: 'rocm',
-    summary: 'the native backend: C++ kernels on the host device (--device host), HIP or CUDA GPUs (--device hip|cuda), the GPU kernel sources emulated on the host (--device emulated)',
+    summary:
+      'the native backend: C++ kernels on the host device (--device host), HIP or CUDA GPUs (--device hip|cuda), the GPU kernel sources emulated on the host (--device emulated)',
     // kernels: GPU devices only (fast by default); the host device takes 'exact' alone
     options: { device: ['host', 'emulated', 'hip', 'cuda', 'auto'], gemm: ['exact', 'blas', 'vendor', 'vendor-invariant'], kernels: ['fast', 'exact'] },
     testVariants: [{ device: 'host' }, { device: 'host', gemm: 'blas' }, { device: 'emulated' }, { device: 'emulated', kernels: 'exact' }],

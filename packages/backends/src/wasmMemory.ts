@@ -26,7 +26,8 @@ export function checkWasmMemory(backend: string): void {
   } catch (e) {
     if (!(e instanceof RangeError)) throw e;
     const limit = addressSpaceLimit();
-    const under = limit === null ? 'under this process\'s memory limits' : `under the address-space limit of ${limit} bytes (ulimit -v ${Math.floor(limit / 1024)})`;
+    const under =
+      limit === null ? "under this process's memory limits" : `under the address-space limit of ${limit} bytes (ulimit -v ${Math.floor(limit / 1024)})`;
     throw new BackendUnavailableError(
       backend,
       `${backend} backend: the browser host could not allocate: WebAssembly memory, which Node's HTTP client needs to reach the browser, cannot be reserved ${under}; raise or remove the limit (ulimit -v unlimited)`,

@@ -21,7 +21,8 @@ export function firstDifference(graph: Graph, got: RunResult, want: RunResult, n
         diff++;
       }
     }
-    if (diff > 0) return `output '${id}': ${diff} of ${da.length / step} elements differ, first at ${first} (${names[0]} ${elementText(a.data, first)}, ${names[1]} ${elementText(b.data, first)})`;
+    if (diff > 0)
+      return `output '${id}': ${diff} of ${da.length / step} elements differ, first at ${first} (${names[0]} ${elementText(a.data, first)}, ${names[1]} ${elementText(b.data, first)})`;
   }
   return null;
 }

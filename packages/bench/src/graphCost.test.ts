@@ -30,7 +30,7 @@ describe('host bench counts', () => {
     expect(live.total).toBe(live.weights + live.activationPeak);
   });
 
-  it('the one-node GEMM graphs are the mix\'s two linears', () => {
+  it("the one-node GEMM graphs are the mix's two linears", () => {
     expect(graphCost(linearBenchGraph(FLASH_NEXT, 8, 0)).gemms[0].shape).toEqual({ T: 8, K: 10240, O: 324 });
     expect(graphCost(linearBenchGraph(FLASH_NEXT, 8, 1)).gemms[0].shape).toEqual({ T: 8, K: 320, O: 10240 });
   });

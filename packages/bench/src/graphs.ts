@@ -42,7 +42,9 @@ export function linearBenchGraph(config: ModelConfig, tokens: number, which: 0 |
   const r = config.hc.lowRank;
   const b = new GraphBuilder(1, { bench: 'hc mix gemm', which, config: config.name, tokens });
   const ref: WeightRef =
-    which === 0 ? { name: `${prefix}.W_cat`, concat: [`${prefix}.input_mix_weight_down.weight`, `${prefix}.block_inject_weight.weight`] } : { name: `${prefix}.input_mix_weight_up.weight` };
+    which === 0
+      ? { name: `${prefix}.W_cat`, concat: [`${prefix}.input_mix_weight_down.weight`, `${prefix}.block_inject_weight.weight`] }
+      : { name: `${prefix}.input_mix_weight_up.weight` };
   const [K, O] = which === 0 ? [width, r + n] : [r, width];
   const x = b.input('x', [tokens, K], 'bf16');
   const w = b.weight(ref, [O, K]);

@@ -33,10 +33,19 @@ export function hcMixBytes(config: ModelConfig, tokens: number): number {
   const nh = n * h;
   const T = tokens;
   const elements =
-    T * nh + nh + 2 * T * nh + // combine-norm
-    T * nh + (r + n) * nh + T * (r + n) + // W_cat GEMM
-    T * (r + n) + T * r + T * n + // scaled silu
-    T * r + nh * r + T * nh + // up GEMM
-    2 * T * nh + T * h; // gated mean
+    T * nh +
+    nh +
+    2 * T * nh + // combine-norm
+    T * nh +
+    (r + n) * nh +
+    T * (r + n) + // W_cat GEMM
+    T * (r + n) +
+    T * r +
+    T * n + // scaled silu
+    T * r +
+    nh * r +
+    T * nh + // up GEMM
+    2 * T * nh +
+    T * h; // gated mean
   return elements * BF16_BYTES;
 }

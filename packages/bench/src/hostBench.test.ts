@@ -10,7 +10,18 @@ import { TiledWeightSource } from './tiledWeights.ts';
 
 describe('host bench on the host device (tiny config, small T)', () => {
   it('reports every field; the mix is bit-exact with the cpu reference; the prefill runs at tp 4', async () => {
-    const opts = { tokens: [8, 16], linearity: [8, 16], reps: 1, prefillTokens: 8, prefillTp: 4, prefillReps: 1, exactTokens: 8, copyBytes: 1 << 20, seed: 1, quiet: true };
+    const opts = {
+      tokens: [8, 16],
+      linearity: [8, 16],
+      reps: 1,
+      prefillTokens: 8,
+      prefillTp: 4,
+      prefillReps: 1,
+      exactTokens: 8,
+      copyBytes: 1 << 20,
+      seed: 1,
+      quiet: true,
+    };
     const r = await runHostBench(opts, { config: TINY });
     expect(r.config).toBe(TINY.name);
     expect(r.device).toMatch(/^rocm on the host device/);
@@ -42,7 +53,7 @@ describe('host bench on the host device (tiny config, small T)', () => {
     expect(formatHostBenchReport(r)).toMatch(/\(a\) GEMMs alone[\s\S]*\(b\) HC mix[\s\S]*\(c\) HC mix linearity[\s\S]*\(d\) memory[\s\S]*prefill: /);
   });
 
-  it("the prefill on the host device is bit-exact with the cpu reference (tiny, tiled weights)", async () => {
+  it('the prefill on the host device is bit-exact with the cpu reference (tiny, tiled weights)', async () => {
     const weights = new TiledWeightSource(modelWeightSpecs(TINY, STAND_IN_SUB_LAYERS), 2);
     const p = preparePrefill({ config: TINY, tokens: 12, tp: 4, sp: 'on', reduce: 'ring', seed: 2, subLayers: STAND_IN_SUB_LAYERS, weights });
     const host = await runOnce(await createBackend('rocm', { device: 'host' }), p.graph, p.feeds, p.weights);

@@ -160,7 +160,9 @@ function randomBf16(shape: number[], seed: number): Tensor {
 }
 
 function sha256(t: Tensor): string {
-  return createHash('sha256').update(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength)).digest('hex');
+  return createHash('sha256')
+    .update(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength))
+    .digest('hex');
 }
 
 const ratioMet = (v: number | null, goal: number, atLeast: boolean): boolean | null => (v === null ? null : atLeast ? v >= goal : v <= goal);
@@ -224,7 +226,9 @@ export async function runHostBench(opts: HostBenchOptions, deps: HostBenchDeps =
     // 2. bit for bit against the CPU reference
     say(`T=${opts.exactTokens}: exact HC mix against the cpu reference`);
     const checkGraph = hcMixBenchGraph(config, opts.exactTokens);
-    const checkFeeds = new Map<ValueId, Tensor>([['streams', randomBf16([opts.exactTokens, config.hc.count * config.hiddenSize], opts.seed + opts.exactTokens)]]);
+    const checkFeeds = new Map<ValueId, Tensor>([
+      ['streams', randomBf16([opts.exactTokens, config.hc.count * config.hiddenSize], opts.seed + opts.exactTokens)],
+    ]);
     const hostOut = await runOnce(exactBackend, checkGraph, checkFeeds, mixWeights);
     const cpuOut = await runOnce(await createBackend('cpu'), checkGraph, checkFeeds, mixWeights);
     const mismatch = firstDifference(checkGraph, hostOut, cpuOut, ['host', 'cpu reference']);
@@ -268,7 +272,20 @@ export async function runHostBench(opts: HostBenchOptions, deps: HostBenchDeps =
       say(`T=${T}: HC mix ${exact.seconds.toFixed(3)} s (${reps.map((s) => s.toFixed(3)).join(' ')})`);
       const bound = roofline(cost, ceilings);
       const overBound = bound ? exact.seconds / bound.seconds : null;
-      mix.push({ tokens: T, gflop: cost.gemmFlops / 1e9, cost, exact, ops, bound, overBound, met: ratioMet(overBound, GOALS.mixOverBound, false), memory, gemmPanelExtraBytes: panelExtra(graph), firstRunSeconds, load: loadavg()[0] });
+      mix.push({
+        tokens: T,
+        gflop: cost.gemmFlops / 1e9,
+        cost,
+        exact,
+        ops,
+        bound,
+        overBound,
+        met: ratioMet(overBound, GOALS.mixOverBound, false),
+        memory,
+        gemmPanelExtraBytes: panelExtra(graph),
+        firstRunSeconds,
+        load: loadavg()[0],
+      });
     }
 
     // 4. the two GEMMs alone, exact and BLAS: the kernel on device tensors, and the one-node graph
@@ -401,16 +418,43 @@ export async function runHostBench(opts: HostBenchOptions, deps: HostBenchDeps =
     }
 
     const goals: HostBenchReport['goals'] = [];
-    for (const g of gemms) goals.push({ name: `(a) exact GEMM ${g.name} T=${g.tokens} / numpy fp32`, goal: `>= ${GOALS.gemmOverCeiling}`, value: g.exactOverCeiling, met: g.met });
+    for (const g of gemms)
+      goals.push({ name: `(a) exact GEMM ${g.name} T=${g.tokens} / numpy fp32`, goal: `>= ${GOALS.gemmOverCeiling}`, value: g.exactOverCeiling, met: g.met });
     for (const m of mix) goals.push({ name: `(b) HC mix T=${m.tokens} / roofline bound`, goal: `<= ${GOALS.mixOverBound}`, value: m.overBound, met: m.met });
-    if (prefillRow) goals.push({ name: `(b) HC-only prefill T=${prefillRow.tokens} / roofline bound`, goal: `<= ${GOALS.mixOverBound}`, value: prefillRow.overBound, met: prefillRow.met });
+    if (prefillRow)
+      goals.push({
+        name: `(b) HC-only prefill T=${prefillRow.tokens} / roofline bound`,
+        goal: `<= ${GOALS.mixOverBound}`,
+        value: prefillRow.overBound,
+        met: prefillRow.met,
+      });
     for (const m of mix) {
-      goals.push({ name: `(d) HC mix T=${m.tokens} addon peak / must-live`, goal: `<= ${GOALS.memoryOverLive}`, value: m.memory.addonOverLive, met: m.memory.addonMet });
-      goals.push({ name: `(d) HC mix T=${m.tokens} RSS rise / must-live`, goal: `<= ${GOALS.memoryOverLive}`, value: m.memory.rssDeltaOverLive, met: m.memory.rssMet });
+      goals.push({
+        name: `(d) HC mix T=${m.tokens} addon peak / must-live`,
+        goal: `<= ${GOALS.memoryOverLive}`,
+        value: m.memory.addonOverLive,
+        met: m.memory.addonMet,
+      });
+      goals.push({
+        name: `(d) HC mix T=${m.tokens} RSS rise / must-live`,
+        goal: `<= ${GOALS.memoryOverLive}`,
+        value: m.memory.rssDeltaOverLive,
+        met: m.memory.rssMet,
+      });
     }
     if (prefillRow) {
-      goals.push({ name: `(d) HC-only prefill addon peak / must-live`, goal: `<= ${GOALS.memoryOverLive}`, value: prefillRow.memory.addonOverLive, met: prefillRow.memory.addonMet });
-      goals.push({ name: `(d) HC-only prefill RSS rise / must-live`, goal: `<= ${GOALS.memoryOverLive}`, value: prefillRow.memory.rssDeltaOverLive, met: prefillRow.memory.rssMet });
+      goals.push({
+        name: `(d) HC-only prefill addon peak / must-live`,
+        goal: `<= ${GOALS.memoryOverLive}`,
+        value: prefillRow.memory.addonOverLive,
+        met: prefillRow.memory.addonMet,
+      });
+      goals.push({
+        name: `(d) HC-only prefill RSS rise / must-live`,
+        goal: `<= ${GOALS.memoryOverLive}`,
+        value: prefillRow.memory.rssDeltaOverLive,
+        met: prefillRow.memory.rssMet,
+      });
     }
     const info = addon.info();
     return {
@@ -442,4 +486,3 @@ export async function runHostBench(opts: HostBenchOptions, deps: HostBenchDeps =
     await blasBackend.dispose();
   }
 }
-

@@ -19,9 +19,13 @@ export function formatHostBenchReport(r: HostBenchReport): string {
   const L: string[] = [];
   L.push(`host device bench: ${r.config}; ${r.device}`);
   L.push(`  blas mode: ${r.blasDevice}`);
-  L.push(`  machine: ${r.machine.cpus} CPUs (${r.machine.model}), addon threads ${r.machine.addonThreads}; load average ${r.loadStart.map((v) => v.toFixed(2)).join(' ')} at start, ${r.loadEnd.map((v) => v.toFixed(2)).join(' ')} at end`);
+  L.push(
+    `  machine: ${r.machine.cpus} CPUs (${r.machine.model}), addon threads ${r.machine.addonThreads}; load average ${r.loadStart.map((v) => v.toFixed(2)).join(' ')} at start, ${r.loadEnd.map((v) => v.toFixed(2)).join(' ')} at end`,
+  );
   L.push(`  ceiling: ${r.ceilings.gemmNote}`);
-  L.push(`  bandwidth: ${f(r.ceilings.bandwidthGBps)} GB/s, ${r.ceilings.bandwidthNote}; ${r.ceilings.copies.map((c) => `${c.what} ${f(c.gbps)} GB/s`).join('; ')}`);
+  L.push(
+    `  bandwidth: ${f(r.ceilings.bandwidthGBps)} GB/s, ${r.ceilings.bandwidthNote}; ${r.ceilings.copies.map((c) => `${c.what} ${f(c.gbps)} GB/s`).join('; ')}`,
+  );
   L.push(`  check: exact HC mix at T=${r.check.tokens} vs the cpu reference: ${r.check.bitExact ? 'bit-exact' : `DIFFERS: ${r.check.mismatch}`}`);
   L.push('(a) GEMMs alone: exact kernel GFLOP/s / numpy fp32 GFLOP/s (goal >= 0.8)');
   L.push('    T      GEMM   [K -> O]          exact s   GFLOP/s  blas s    GFLOP/s  numpy s   GFLOP/s  exact/np  blas/np  graph exact/blas s  goal');
@@ -53,7 +57,9 @@ export function formatHostBenchReport(r: HostBenchReport): string {
   const p = r.prefill;
   if (p) {
     L.push(`    HC-only prefill: ${memoryLine(p.memory, p.gemmPanelExtraBytes)}`);
-    L.push(`prefill: ${p.config} ${p.stack} stack, ${p.layers} layers, tp ${p.tp}, T=${p.tokens}, SP ${p.sp ? 'on' : `off (${p.spReason})`}, ${p.nodes} nodes; weights ${p.weights}`);
+    L.push(
+      `prefill: ${p.config} ${p.stack} stack, ${p.layers} layers, tp ${p.tp}, T=${p.tokens}, SP ${p.sp ? 'on' : `off (${p.spReason})`}, ${p.nodes} nodes; weights ${p.weights}`,
+    );
     L.push(
       `    prepare ${f(p.prepareSeconds, 2)} s; first run ${f(p.firstRunSeconds, 2)} s; run ${f(p.exact.seconds, 3)} s (median of ${p.exact.reps.length}: ${p.exact.reps.map((s) => f(s, 3)).join(' ')}), ${f(p.exact.gflops, 1)} GFLOP/s over ${f(p.cost.gemmFlops / 1e9, 1)} GFLOP in ${p.cost.gemms.reduce((a, g) => a + g.count, 0)} GEMMs; ` +
         `${f(p.tokens / p.exact.seconds, 1)} tokens/s (load ${f(p.load)})`,

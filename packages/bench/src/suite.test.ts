@@ -16,7 +16,10 @@ describe('budget and scale', () => {
   });
 
   it('scale: time(T)/time(T0) / (T/T0), with what was not measured said', () => {
-    const rows = scaleRows([row({ tokens: 1024, seconds: 1 }), row({ tokens: 4096, seconds: 5 }), row({ tokens: 16384, status: 'not measured', seconds: null, reason: 'too slow' })], [1024, 4096, 16384]);
+    const rows = scaleRows(
+      [row({ tokens: 1024, seconds: 1 }), row({ tokens: 4096, seconds: 5 }), row({ tokens: 16384, status: 'not measured', seconds: null, reason: 'too slow' })],
+      [1024, 4096, 16384],
+    );
     expect(rows).toEqual([
       {
         case: 'hc-mix',

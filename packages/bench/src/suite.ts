@@ -135,7 +135,14 @@ export async function runSuite(opts: SuiteOptions, deps: SuiteDeps = {}): Promis
   const backends: SuiteBackendReport[] = [];
   for (const spec of SUITE_BACKENDS) {
     if (!wanted.has(spec.label)) {
-      backends.push({ label: spec.label, status: 'left out', detail: 'not asked for (--backends, --no-webgpu, --no-host)', ceilings: 'none', ceilingsNote: '', gpuCeilings: null });
+      backends.push({
+        label: spec.label,
+        status: 'left out',
+        detail: 'not asked for (--backends, --no-webgpu, --no-host)',
+        ceilings: 'none',
+        ceilingsNote: '',
+        gpuCeilings: null,
+      });
       continue;
     }
     say(`starting ${spec.label}`);
@@ -164,7 +171,14 @@ export async function runSuite(opts: SuiteOptions, deps: SuiteDeps = {}): Promis
     } else if (spec.ceilings === 'adapter') {
       ceilingsNote = "this machine's (a software adapter: the CPUs run it)";
     }
-    backends.push({ label: spec.label, status: 'available', detail: describe, ceilings: own === null ? 'none' : spec.ceilings === 'gpu' ? 'gpu' : 'machine', ceilingsNote, gpuCeilings: gpu });
+    backends.push({
+      label: spec.label,
+      status: 'available',
+      detail: describe,
+      ceilings: own === null ? 'none' : spec.ceilings === 'gpu' ? 'gpu' : 'machine',
+      ceilingsNote,
+      gpuCeilings: gpu,
+    });
     open.push({ spec, backend, ceilings: own, reps: spec.name === 'cpu' ? opts.cpuReps : opts.reps });
   }
 
@@ -176,7 +190,16 @@ export async function runSuite(opts: SuiteOptions, deps: SuiteDeps = {}): Promis
       say(`${spec.case} T=${spec.tokens}: building the graph and inputs`);
       let cg: CaseGraph | null = spec.build();
       const overMemory = overLimit(cg.graph, cg.specs);
-      caseRows.push({ case: spec.case, tokens: spec.tokens, tp: spec.tp, config: spec.config, what: spec.what, detail: cg.detail, gflop: cg.flops / 1e9, gbytes: cg.bytes / 1e9 });
+      caseRows.push({
+        case: spec.case,
+        tokens: spec.tokens,
+        tp: spec.tp,
+        config: spec.config,
+        what: spec.what,
+        detail: cg.detail,
+        gflop: cg.flops / 1e9,
+        gbytes: cg.bytes / 1e9,
+      });
       let cpuSha: string | null = null;
       for (const ob of open) {
         const base: Measurement = {
@@ -230,13 +253,16 @@ export async function runSuite(opts: SuiteOptions, deps: SuiteDeps = {}): Promis
             }
           }
           if (ob.spec.name === 'cpu') cpuSha = row.outputSha256;
-          say(`${spec.case} T=${spec.tokens} ${ob.spec.label}: ${row.seconds.toFixed(4)} s (${row.runs.map((s) => s.toFixed(4)).join(' ') || `first run only`})`);
+          say(
+            `${spec.case} T=${spec.tokens} ${ob.spec.label}: ${row.seconds.toFixed(4)} s (${row.runs.map((s) => s.toFixed(4)).join(' ') || `first run only`})`,
+          );
         } else {
           say(`${spec.case} T=${spec.tokens} ${ob.spec.label}: ${row.status}: ${row.reason}`);
         }
         results.push(row);
       }
-      for (const r of results) if (r.case === spec.case && r.tokens === spec.tokens && r.outputSha256 !== null && cpuSha !== null) r.sameAsCpu = r.outputSha256 === cpuSha;
+      for (const r of results)
+        if (r.case === spec.case && r.tokens === spec.tokens && r.outputSha256 !== null && cpuSha !== null) r.sameAsCpu = r.outputSha256 === cpuSha;
       cg = null;
     }
   } finally {
@@ -269,10 +295,12 @@ export const COUNTED: Record<string, string> = {
   time: 'wall time of prepared.run (inputs uploaded, every node, outputs read back), median of the timed runs after a first untimed run; weights uploaded once at prepare, untimed. When not one timed run fits the per-case budget after the first, the first run is the figure (marked "first run only")',
   flops:
     'GEMMs only: 2*T*K*O per linear node; moeExperts at the expected routed work 2*rows*topK*(local/experts)*3*I*H. Attention, GatedDeltaNet, norms and elementwise ops are not counted (the layer and prefill GFLOP/s understate their arithmetic); the HC combine has no GEMM',
-  bytes: 'the fewest the case must move: graph inputs read once, every weight value once, every output (and kept value) written once, at storage size; intermediates assumed to stay on chip. All ranks of a tp > 1 case together',
+  bytes:
+    'the fewest the case must move: graph inputs read once, every weight value once, every output (and kept value) written once, at storage size; intermediates assumed to stay on chip. All ranks of a tp > 1 case together',
   ratios:
     "x matrix = GFLOP/s / the matrix ceiling; x bw = GB/s / the bandwidth ceiling; of roofline = max(flops / matrix ceiling, bytes / bandwidth) / time (1.00: at the bound). The ceilings are this machine's for the CPU-run backends (a software WebGPU adapter included), a GPU's own for rocm on hip/cuda",
-  budget: 'a (backend, case, T) is not run when its run time predicted from the largest smaller T it ran (linear in T) is over the budget; the prediction is printed',
+  budget:
+    'a (backend, case, T) is not run when its run time predicted from the largest smaller T it ran (linear in T) is over the budget; the prediction is printed',
   rss: "this process's RSS during prepare and the runs of one measurement: peak (getrusage maxRSS when it rose, else 5 ms samples) and before; a WebGPU device process (Chromium) is not included",
   scale: '(time(T) / time(T0)) / (T / T0), T0 the first HC size; 1.00 is time proportional to T',
 };
@@ -285,7 +313,8 @@ export function whyNotRun(results: readonly Measurement[], spec: CaseSpec, backe
   if (!prev) return null;
   if (prev.status !== 'measured') return `T=${prev.tokens} was ${prev.status === 'failed' ? 'failed' : 'not measured'}`;
   const predicted = prev.seconds! * (spec.tokens / prev.tokens);
-  if (predicted > budget) return `a run would take about ${predicted.toFixed(1)} s (T=${prev.tokens}: ${prev.seconds!.toFixed(2)} s, x${(spec.tokens / prev.tokens).toFixed(0)}), over the ${budget} s budget per case`;
+  if (predicted > budget)
+    return `a run would take about ${predicted.toFixed(1)} s (T=${prev.tokens}: ${prev.seconds!.toFixed(2)} s, x${(spec.tokens / prev.tokens).toFixed(0)}), over the ${budget} s budget per case`;
   return null;
 }
 

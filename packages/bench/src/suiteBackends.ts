@@ -9,7 +9,12 @@ export interface SuiteBackend {
   ceilings: 'machine' | 'gpu' | 'adapter';
 }
 
-const variant = (name: string, options: BackendOptions, ceilings: SuiteBackend['ceilings']): SuiteBackend => ({ label: backendLabel(name, options), name, options, ceilings });
+const variant = (name: string, options: BackendOptions, ceilings: SuiteBackend['ceilings']): SuiteBackend => ({
+  label: backendLabel(name, options),
+  name,
+  options,
+  ceilings,
+});
 
 /** Every backend and device of the registry the suite runs (a GPU's, when the machine has it). */
 export const SUITE_BACKENDS: readonly SuiteBackend[] = [

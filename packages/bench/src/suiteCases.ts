@@ -131,7 +131,17 @@ export function suiteCases(opts: SuiteOptions): CaseSpec[] {
 
 function prefillCase(config: ModelConfig, tokens: number, tp: number, sp: 'auto' | 'off', seed: number, layers?: [number, number]): CaseGraph {
   const specs = modelWeightSpecs(config, MODEL_SUB_LAYERS);
-  const p = preparePrefill({ config, tokens, tp, sp, reduce: 'ring', seed, subLayers: MODEL_SUB_LAYERS, env: process.env, ...(layers ? { layers, mtp: false } : {}) });
+  const p = preparePrefill({
+    config,
+    tokens,
+    tp,
+    sp,
+    reduce: 'ring',
+    seed,
+    subLayers: MODEL_SUB_LAYERS,
+    env: process.env,
+    ...(layers ? { layers, mtp: false } : {}),
+  });
   const keep = [p.outputs.logits, p.outputs.nextTokens, p.outputs.h, ...(p.outputs.mtp ? [p.outputs.mtp.logits, p.outputs.mtp.draftTokens] : [])];
   return {
     graph: p.graph,

@@ -72,7 +72,12 @@ export async function machineCeilings(opts: SuiteOptions, say: (line: string) =>
       const addon = loadNativeAddon();
       for (const mode of ['exact', 'blas'] as const) {
         try {
-          gemms.push({ what: `rocm host device, ${mode} linear kernel (bf16 in, fp32 accumulation), median of 3`, label: `rocm host ${mode}`, shape: shapes[0], gflops: await deviceGemmGflops({ addon, gpu: null, mode }, n, 3) });
+          gemms.push({
+            what: `rocm host device, ${mode} linear kernel (bf16 in, fp32 accumulation), median of 3`,
+            label: `rocm host ${mode}`,
+            shape: shapes[0],
+            gflops: await deviceGemmGflops({ addon, gpu: null, mode }, n, 3),
+          });
         } catch (e) {
           say(`ceilings: rocm host ${mode} GEMM failed: ${(e as Error).message}`);
         }
@@ -80,14 +85,18 @@ export async function machineCeilings(opts: SuiteOptions, say: (line: string) =>
     } catch (e) {
       say(`ceilings: no native addon either (${(e as Error).message})`);
     }
-    matrixNote = gemms.length ? `numpy unavailable (${c.gemmNote.replace(/^unavailable: /, '')}): the best backend GEMM` : `none: ${c.gemmNote}, and the native addon does not load`;
+    matrixNote = gemms.length
+      ? `numpy unavailable (${c.gemmNote.replace(/^unavailable: /, '')}): the best backend GEMM`
+      : `none: ${c.gemmNote}, and the native addon does not load`;
   } else {
     matrixNote = 'numpy';
   }
   const top = best(gemms, 'gflops');
   return {
     matrixGflops: top?.gflops ?? null,
-    matrixNote: top ? `${top.what} at ${top.shape.T}x${top.shape.K}x${top.shape.O} (the best of ${gemms.length} measured${matrixNote === 'numpy' ? '' : `; ${matrixNote}`})` : matrixNote,
+    matrixNote: top
+      ? `${top.what} at ${top.shape.T}x${top.shape.K}x${top.shape.O} (the best of ${gemms.length} measured${matrixNote === 'numpy' ? '' : `; ${matrixNote}`})`
+      : matrixNote,
     gemms,
     bandwidthGBps: c.bandwidthGBps,
     bandwidthNote: c.bandwidthNote,
@@ -102,7 +111,12 @@ export async function gpuCeilings(backend: RocmBackend, n: number, bytes: number
   const copies: SuiteCeilings['copies'] = [];
   const notes: string[] = [];
   try {
-    gemms.push({ what: `${backend.describe()}: ${backend.gemm} linear kernel (bf16 in, fp32 accumulation), median of 5`, label: backend.gemm, shape: { T: n, K: n, O: n }, gflops: await deviceGemmGflops(d, n, 5) });
+    gemms.push({
+      what: `${backend.describe()}: ${backend.gemm} linear kernel (bf16 in, fp32 accumulation), median of 5`,
+      label: backend.gemm,
+      shape: { T: n, K: n, O: n },
+      gflops: await deviceGemmGflops(d, n, 5),
+    });
   } catch (e) {
     notes.push(`GEMM: ${(e as Error).message}`);
   }

@@ -21,7 +21,10 @@ export class TiledWeightSource implements WeightSource {
   private readonly pools = new Map<number, Uint16Array>();
   private readonly exact: SyntheticWeightSource;
 
-  constructor(specs: readonly WeightSpec[], readonly seed: number) {
+  constructor(
+    specs: readonly WeightSpec[],
+    readonly seed: number,
+  ) {
     for (const s of specs) this.specs.set(s.name, s);
     // anything not a zero-mean normal bf16 tensor (none in flash-next's HC-only stack) is core's
     this.exact = new SyntheticWeightSource(specs, seed);

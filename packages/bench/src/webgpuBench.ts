@@ -4,7 +4,19 @@
 // machine's fp32 GEMM ceiling (numpy's a @ b, OpenBLAS here) at the same two GEMM shapes.
 import { loadavg } from 'node:os';
 import { createBackend } from '@hcsp/backends';
-import { bytesPerElement, FLASH_NEXT, numel, Rng, runOnce, SyntheticWeightSource, type Graph, type ModelConfig, type RunResult, type Tensor, type ValueId } from '@hcsp/core';
+import {
+  bytesPerElement,
+  FLASH_NEXT,
+  numel,
+  Rng,
+  runOnce,
+  SyntheticWeightSource,
+  type Graph,
+  type ModelConfig,
+  type RunResult,
+  type Tensor,
+  type ValueId,
+} from '@hcsp/core';
 import { measureGemmCeiling, type GemmCeiling } from './ceilings.ts';
 import { hcMixBenchGraph, hcMixWeightSpecs } from './graphs.ts';
 import { hcMixBytes, hcMixFlops } from './hcMixCounts.ts';
@@ -40,7 +52,8 @@ function firstDifference(graph: Graph, got: RunResult, want: RunResult): string 
         diff++;
       }
     }
-    if (diff > 0) return `output '${id}': ${diff} of ${da.length} elements differ, first at ${first} (webgpu 0x${da[first].toString(16)}, cpu 0x${db[first].toString(16)})`;
+    if (diff > 0)
+      return `output '${id}': ${diff} of ${da.length} elements differ, first at ${first} (webgpu 0x${da[first].toString(16)}, cpu 0x${db[first].toString(16)})`;
   }
   return null;
 }
@@ -157,7 +170,8 @@ export async function runBench(opts: BenchOptions, hooks: BenchHooks = NO_HOOKS)
     adapter: gpu.describe(),
     counted: {
       flops: '2*T*K*O for the two GEMMs only: 2*T*(10240*324 + 320*10240); elementwise ops not counted',
-      bytes: 'each tensor every op reads or writes, once, at bf16 storage size (GEMM operands and outputs plus the combine-norm, scaled-silu and gated-mean tensors); cache re-reads not counted',
+      bytes:
+        'each tensor every op reads or writes, once, at bf16 storage size (GEMM operands and outputs plus the combine-norm, scaled-silu and gated-mean tensors); cache re-reads not counted',
       time: 'wall time of one run (upload of the input, all dispatches, readback of x, streams and raw; webgpu weights uploaded once before, untimed; the cpu reference prepares per run, which costs nothing there), median of reps; webgpu after one untimed warm-up run',
     },
     rows,

@@ -12,11 +12,17 @@ export interface BackendChoiceFlags {
 }
 
 export function deviceOption(): Option {
-  return new Option('--device <name>', "rocm backend's device: host (C++ on this CPU) | hip | cuda | emulated (the GPU kernel sources run on this CPU) | auto (the first of hip, cuda, host that starts; the report says which)");
+  return new Option(
+    '--device <name>',
+    "rocm backend's device: host (C++ on this CPU) | hip | cuda | emulated (the GPU kernel sources run on this CPU) | auto (the first of hip, cuda, host that starts; the report says which)",
+  );
 }
 
 export function gemmOption(): Option {
-  return new Option('--gemm <mode>', "rocm backend's GEMM: exact (the reference's order, bit-exact; the default on host and emulated) | blas (host: OpenBLAS sgemm) | vendor (hip, cuda: hipBLASLt / cuBLASLt, the library's choice per shape; the default there) | vendor-invariant (hip, cuda: the same libraries, one algorithm per (N, K) for every row count, so SP on and off give the same bits; xcheck's default on hip and cuda); blas and the vendor modes have a declared tolerance");
+  return new Option(
+    '--gemm <mode>',
+    "rocm backend's GEMM: exact (the reference's order, bit-exact; the default on host and emulated) | blas (host: OpenBLAS sgemm) | vendor (hip, cuda: hipBLASLt / cuBLASLt, the library's choice per shape; the default there) | vendor-invariant (hip, cuda: the same libraries, one algorithm per (N, K) for every row count, so SP on and off give the same bits; xcheck's default on hip and cuda); blas and the vendor modes have a declared tolerance",
+  );
 }
 
 export function kernelsOption(): Option {
@@ -30,7 +36,11 @@ export function kernelsOption(): Option {
 export function backendOptionsFromFlags(backend: string, flags: BackendChoiceFlags): BackendOptions {
   const entry = findBackend(backend);
   const options: Record<string, string> = {};
-  for (const [flag, value] of [['device', flags.device], ['gemm', flags.gemm], ['kernels', flags.kernels]] as const) {
+  for (const [flag, value] of [
+    ['device', flags.device],
+    ['gemm', flags.gemm],
+    ['kernels', flags.kernels],
+  ] as const) {
     if (value === undefined) continue;
     if (!entry.options[flag]) throw new Error(`--${flag} applies to a backend with devices (rocm), not --backend ${backend}`);
     options[flag] = value;

@@ -29,7 +29,10 @@ afterAll(() => rmSync(layout, { recursive: true, force: true }));
 function hcsp(args: string[], ulimitKiB?: number) {
   const env = { ...process.env };
   delete env.NODE_OPTIONS;
-  const cmd = ulimitKiB === undefined ? [process.execPath, launcher, ...args] : ['bash', '-c', `ulimit -v ${ulimitKiB} && exec "$@"`, 'bash', process.execPath, launcher, ...args];
+  const cmd =
+    ulimitKiB === undefined
+      ? [process.execPath, launcher, ...args]
+      : ['bash', '-c', `ulimit -v ${ulimitKiB} && exec "$@"`, 'bash', process.execPath, launcher, ...args];
   const t0 = performance.now();
   const r = spawnSync(cmd[0], cmd.slice(1), { encoding: 'utf8', env, cwd: layout });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr, ms: performance.now() - t0 };

@@ -13,7 +13,8 @@ import { registerXcheck } from './commands/xcheck.ts';
 
 describe('--help', () => {
   const program = new Command('hcsp');
-  for (const register of [registerPlan, registerHc, registerPrefill, registerBench, registerWeights, registerLaunch, registerXcheck, registerModel]) register(program);
+  for (const register of [registerPlan, registerHc, registerPrefill, registerBench, registerWeights, registerLaunch, registerXcheck, registerModel])
+    register(program);
 
   it('gives every option of every command its default at most once', () => {
     const seen: string[] = [];

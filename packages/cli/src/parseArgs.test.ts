@@ -12,7 +12,9 @@ describe('parseSeconds', () => {
 
   it('refuses anything else, naming the option and the value', () => {
     for (const bad of ['', 'abc', '-1', '+1', ' 1', '1 ', '1e3', '.5', '5.', '0x10', 'Infinity', 'NaN']) {
-      expect(() => parseSeconds(bad, '--t')).toThrow(`--t must be a positive number of seconds, at most 2147483.647 (setTimeout's limit), got ${JSON.stringify(bad)}`);
+      expect(() => parseSeconds(bad, '--t')).toThrow(
+        `--t must be a positive number of seconds, at most 2147483.647 (setTimeout's limit), got ${JSON.stringify(bad)}`,
+      );
     }
     expect(() => parseSeconds('0', '--t')).toThrow('--t is too small: at least 0.001 s, got "0"');
     expect(() => parseSeconds('0.0004', '--t')).toThrow('--t is too small: at least 0.001 s, got "0.0004"');

@@ -46,7 +46,10 @@ export function nodeProgress(label: string, options: ProgressOptions = {}): { on
       if (at - start < START_AFTER_MS) return;
       if (stream.isTTY) {
         if (!bar) {
-          bar = new cliProgress.SingleBar({ format: `${label} [{bar}] {percentage}% | {value}/{total} ops | {duration_formatted}`, stream, synchronousUpdate: true }, cliProgress.Presets.shades_classic);
+          bar = new cliProgress.SingleBar(
+            { format: `${label} [{bar}] {percentage}% | {value}/{total} ops | {duration_formatted}`, stream, synchronousUpdate: true },
+            cliProgress.Presets.shades_classic,
+          );
           bar.start(total, done);
         }
         bar.update(done);

@@ -10,7 +10,8 @@ export function refuseRepeatedOptions(cmd: Command): void {
     if (!(option.required || option.optional) || option.variadic) continue;
     let given = false;
     cmd.on(`option:${option.name()}`, () => {
-      if (given) cmd.error(`option '${option.flags}' given more than once (the last would silently win); give it once`, { exitCode: 2, code: 'hcsp.repeatedOption' });
+      if (given)
+        cmd.error(`option '${option.flags}' given more than once (the last would silently win); give it once`, { exitCode: 2, code: 'hcsp.repeatedOption' });
       given = true;
     });
   }

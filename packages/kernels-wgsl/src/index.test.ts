@@ -36,7 +36,12 @@ async function checkPerRank(op: OpName, inputs: (Tensor | null)[], attrs: Record
 
 /** Collectives: tp ranks' inputs, through the backend's stacking and scattering. */
 async function checkCollective(op: OpName, ranks: Tensor[], attrs: Record<string, unknown>) {
-  await expectOpMatchesCpu(gpu(), op, ranks.map((t) => [t]), attrs);
+  await expectOpMatchesCpu(
+    gpu(),
+    op,
+    ranks.map((t) => [t]),
+    attrs,
+  );
 }
 
 describe('WGSL kernel table', () => {
@@ -45,7 +50,14 @@ describe('WGSL kernel table', () => {
   });
 
   it("every planner's WGSL compiles (one representative shape per op)", async () => {
-    const plan = WGSL_KERNELS.get('linear')([{ shape: [5, 24], dtype: 'bf16' }, { shape: [6, 24], dtype: 'bf16' }], [{ shape: [5, 6], dtype: 'bf16' }], {});
+    const plan = WGSL_KERNELS.get('linear')(
+      [
+        { shape: [5, 24], dtype: 'bf16' },
+        { shape: [6, 24], dtype: 'bf16' },
+      ],
+      [{ shape: [5, 6], dtype: 'bf16' }],
+      {},
+    );
     for (const d of plan.dispatches) expect(await gpu().compileErrors(d.wgsl), d.key).toBeNull();
     expect(await gpu().compileErrors('@compute @workgroup_size(1) fn main() { let x: u32 = ; }')).toMatch(/failed to compile/);
   });
@@ -141,6 +153,8 @@ describe('WGSL kernels are bit-exact with the CPU reference', () => {
     await checkCollective('allGather', [f32Rand([2, 3]), f32Rand([2, 3])], {});
   });
   it('a bf16 collective whose per-rank share is not whole u32 words is refused, naming the shapes', async () => {
-    await expect(checkCollective('allGather', [bf16Rand([1, 5]), bf16Rand([1, 5])], {})).rejects.toThrow(/per-rank tensors bf16\[1,5\] -> bf16\[2,5\] are not whole u32 words/);
+    await expect(checkCollective('allGather', [bf16Rand([1, 5]), bf16Rand([1, 5])], {})).rejects.toThrow(
+      /per-rank tensors bf16\[1,5\] -> bf16\[2,5\] are not whole u32 words/,
+    );
   });
 });

@@ -2,14 +2,7 @@
 import { KernelTable } from '@hcsp/core';
 import type { KernelPlanner } from './kernelProgram.ts';
 import { addPlanner, hcCombinePlanner, hcGatedMeanPlanner, hcScaledSiluPlanner } from './kernels/elementwiseBf16.ts';
-import {
-  allGatherPlanner,
-  hcExpandPlanner,
-  padPlanner,
-  shardPlanner,
-  sliceColsPlanner,
-  trimPlanner,
-} from './kernels/copyElements.ts';
+import { allGatherPlanner, hcExpandPlanner, padPlanner, shardPlanner, sliceColsPlanner, trimPlanner } from './kernels/copyElements.ts';
 import { embedPlanner } from './kernels/embed.ts';
 import { hcCombineNormPlanner } from './kernels/hcCombineNorm.ts';
 import { HEAD_WGSL_KERNELS } from './kernels/headKernels.ts';
@@ -23,20 +16,26 @@ export * from './kernelProgram.ts';
 export { planLinear, tilingName, DEFAULT_LINEAR_TILING, DEFAULT_WORKGROUP_TILING, type LinearTiling, type WorkgroupTiling } from './kernels/linear.ts';
 
 /** Every WGSL planner, keyed by core's declared ops (duplicates and undeclared names are refused). */
-export const WGSL_KERNELS = new KernelTable<KernelPlanner>('webgpu', [{
-  linear: linearPlanner,
-  add: addPlanner,
-  sliceCols: sliceColsPlanner,
-  embed: embedPlanner,
-  hcExpand: hcExpandPlanner,
-  hcCombineNorm: hcCombineNormPlanner,
-  hcScaledSilu: hcScaledSiluPlanner,
-  hcGatedMean: hcGatedMeanPlanner,
-  hcCombine: hcCombinePlanner,
-  shard: shardPlanner,
-  pad: padPlanner,
-  trim: trimPlanner,
-  allReduce: allReducePlanner,
-  reduceScatter: reduceScatterPlanner,
-  allGather: allGatherPlanner,
-}, GDN_ATTENTION_WGSL_KERNELS, MOE_PLE_WGSL_KERNELS, QUANT_WGSL_KERNELS, HEAD_WGSL_KERNELS]);
+export const WGSL_KERNELS = new KernelTable<KernelPlanner>('webgpu', [
+  {
+    linear: linearPlanner,
+    add: addPlanner,
+    sliceCols: sliceColsPlanner,
+    embed: embedPlanner,
+    hcExpand: hcExpandPlanner,
+    hcCombineNorm: hcCombineNormPlanner,
+    hcScaledSilu: hcScaledSiluPlanner,
+    hcGatedMean: hcGatedMeanPlanner,
+    hcCombine: hcCombinePlanner,
+    shard: shardPlanner,
+    pad: padPlanner,
+    trim: trimPlanner,
+    allReduce: allReducePlanner,
+    reduceScatter: reduceScatterPlanner,
+    allGather: allGatherPlanner,
+  },
+  GDN_ATTENTION_WGSL_KERNELS,
+  MOE_PLE_WGSL_KERNELS,
+  QUANT_WGSL_KERNELS,
+  HEAD_WGSL_KERNELS,
+]);

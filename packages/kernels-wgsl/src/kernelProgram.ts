@@ -6,10 +6,7 @@
 // writes whole words, so no two invocations ever share a word.
 
 /** What a binding is bound to: an op port (rank-local tensor) or a scratch buffer. */
-export type BindingTarget =
-  | { kind: 'input'; port: number }
-  | { kind: 'output'; port: number }
-  | { kind: 'scratch'; name: string };
+export type BindingTarget = { kind: 'input'; port: number } | { kind: 'output'; port: number } | { kind: 'scratch'; name: string };
 
 export interface KernelBinding {
   target: BindingTarget;
@@ -46,11 +43,7 @@ export interface TensorInfo {
 }
 
 /** Builds the plan for an op from its tensors' shapes and its attributes. */
-export type KernelPlanner = (
-  inputs: (TensorInfo | null)[],
-  outputs: (TensorInfo | null)[],
-  attrs: Record<string, unknown>,
-) => KernelPlan;
+export type KernelPlanner = (inputs: (TensorInfo | null)[], outputs: (TensorInfo | null)[], attrs: Record<string, unknown>) => KernelPlan;
 
 /** Words needed to store n elements of a dtype in the packed layout above. */
 export function storageWords(dtype: string, n: number): number {

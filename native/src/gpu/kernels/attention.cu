@@ -82,7 +82,7 @@ struct KeptKeys {
 
 HCSP_GLOBAL void hcsp_attention_norm_rope_bf16(const uint16_t* x, const uint16_t* w, const uint16_t* cos, const uint16_t* sin, uint16_t* y, int64_t rows,
                                                int64_t heads, int64_t hd, int64_t stride, int64_t offset, int64_t ropeDims, float epsF, int64_t step) {
-  HCSP_SHARED(float, exchange, HCSP_CANONICAL_MAX_ROWS * HCSP_CANONICAL_EXCHANGE);
+  HCSP_SHARED(float, exchange, HCSP_CANONICAL_MAX_ROWS* HCSP_CANONICAL_EXCHANGE);
   const int lane = hcspCanonicalLane();
   const int group = hcspCanonicalRowGroup();
   const int64_t perBlock = HCSP_BLOCK_THREADS() / HCSP_CANONICAL_LANES;
@@ -258,8 +258,8 @@ HCSP_GLOBAL void hcsp_attention_check_selection(const int32_t* blocks, int32_t* 
  *   o[d] = bf(fr((sum_j fr(p_j * v_j[d]), list order) / l))
  * The values are accumulated TILE output dims at a time (each o[d] still one sum in j order).
  */
-HCSP_GLOBAL void hcsp_attention_causal_qsa(const uint16_t* q, const uint16_t* k, const uint16_t* v, const int32_t* blocks, const int32_t* bad, uint16_t* o, float* p,
-                                           int64_t heads, int64_t kvHeads, int64_t hd, int64_t width, int64_t ratio, float scaleF, int64_t itemBase,
+HCSP_GLOBAL void hcsp_attention_causal_qsa(const uint16_t* q, const uint16_t* k, const uint16_t* v, const int32_t* blocks, const int32_t* bad, uint16_t* o,
+                                           float* p, int64_t heads, int64_t kvHeads, int64_t hd, int64_t width, int64_t ratio, float scaleF, int64_t itemBase,
                                            int64_t chunkItems, int32_t eager) {
   constexpr int64_t TILE = 8;
   const int64_t group = heads / kvHeads;

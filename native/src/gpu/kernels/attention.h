@@ -44,8 +44,8 @@ HCSP_GLOBAL void hcsp_attention_check_selection(const int32_t* blocks, int32_t* 
  * item i at p[n * chunkItems + i]. bad is the check kernel's: a row it failed gets zeros.
  * eager 1: the 'hf-eager' contract's roundings (attentionMath.ts, eagerSoftmax).
  */
-HCSP_GLOBAL void hcsp_attention_causal_qsa(const uint16_t* q, const uint16_t* k, const uint16_t* v, const int32_t* blocks, const int32_t* bad, uint16_t* o, float* p,
-                                           int64_t heads, int64_t kvHeads, int64_t hd, int64_t width, int64_t ratio, float scaleF, int64_t itemBase,
+HCSP_GLOBAL void hcsp_attention_causal_qsa(const uint16_t* q, const uint16_t* k, const uint16_t* v, const int32_t* blocks, const int32_t* bad, uint16_t* o,
+                                           float* p, int64_t heads, int64_t kvHeads, int64_t hd, int64_t width, int64_t ratio, float scaleF, int64_t itemBase,
                                            int64_t chunkItems, int32_t eager);
 /** y = bf(o * bf(sigmoid(gate))), one thread per output; the gate at columns [hd, 2hd) of each head's [query | gate] */
 HCSP_GLOBAL void hcsp_attention_output_gate(const uint16_t* o, const uint16_t* qg, uint16_t* y, int64_t rowsHeads, int64_t hd);

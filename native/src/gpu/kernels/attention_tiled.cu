@@ -68,11 +68,11 @@ HCSP_HD void stageRows(uint16_t* tile, const uint16_t* src, int64_t first, int64
 
 HCSP_GLOBAL void hcsp_attention_tiled_qsa(const uint16_t* q, const uint16_t* k, const uint16_t* v, const int32_t* blocks, const int32_t* bad, uint16_t* o,
                                           int64_t T, int64_t heads, int64_t kvHeads, int64_t hd, int64_t width, int64_t ratio, float scaleF) {
-  HCSP_SHARED(uint16_t, sQ, ROWS * PITCH);
-  HCSP_SHARED(uint16_t, sKV, KEYS * PITCH);  // the K tile, then the V tile of the same keys
-  HCSP_SHARED(float, sP, ROWS * P_PITCH);
-  HCSP_SHARED(float, sMax, ROWS * LANES);
-  HCSP_SHARED(float, sSum, ROWS * LANES);
+  HCSP_SHARED(uint16_t, sQ, ROWS* PITCH);
+  HCSP_SHARED(uint16_t, sKV, KEYS* PITCH);  // the K tile, then the V tile of the same keys
+  HCSP_SHARED(float, sP, ROWS* P_PITCH);
+  HCSP_SHARED(float, sMax, ROWS* LANES);
+  HCSP_SHARED(float, sSum, ROWS* LANES);
   HCSP_SHARED(uint32_t, sMask, 2 * ROWS);  // double-buffered: a tile's masks are written while the last one's may still be read
   HCSP_SHARED(int32_t, sCursor, ROWS);
 

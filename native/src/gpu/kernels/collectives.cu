@@ -84,13 +84,9 @@ HCSP_GLOBAL void hcsp_collective_copy_u128(const void* x, void* y, int64_t n) {
   HCSP_GRID_STRIDE(i, n) { ys[i] = xs[i]; }
 }
 
-HCSP_GLOBAL void hcsp_collective_all_gather_u16(HcspRankTable ranks, int64_t tp, int64_t shardUnits) {
-  allGather<uint16_t>(ranks, tp, shardUnits);
-}
+HCSP_GLOBAL void hcsp_collective_all_gather_u16(HcspRankTable ranks, int64_t tp, int64_t shardUnits) { allGather<uint16_t>(ranks, tp, shardUnits); }
 
-HCSP_GLOBAL void hcsp_collective_all_gather_u32(HcspRankTable ranks, int64_t tp, int64_t shardUnits) {
-  allGather<uint32_t>(ranks, tp, shardUnits);
-}
+HCSP_GLOBAL void hcsp_collective_all_gather_u32(HcspRankTable ranks, int64_t tp, int64_t shardUnits) { allGather<uint32_t>(ranks, tp, shardUnits); }
 
 HCSP_GLOBAL void hcsp_collective_all_reduce_bf16(HcspRankTable ranks, int64_t tp, int64_t n, int64_t algorithm, HcspRingLayout ring) {
   HCSP_GRID_STRIDE(i, n) {

@@ -13,8 +13,8 @@
  * out[k] = the fp32 gated mean of column base + k of row t, k < count (up and normed [rows,
  * n*h], stream-major). whole: each stream's chunk is loaded at once (count 8, rows aligned).
  */
-HCSP_DEVICE void hcspGatedMeanChunk(const uint16_t* up, const uint16_t* normed, int64_t t, int64_t n, int64_t h, int64_t base, int count, bool whole, int32_t hf,
-                                    float out[HCSP_CANONICAL_CHUNK]) {
+HCSP_DEVICE void hcspGatedMeanChunk(const uint16_t* up, const uint16_t* normed, int64_t t, int64_t n, int64_t h, int64_t base, int count, bool whole,
+                                    int32_t hf, float out[HCSP_CANONICAL_CHUNK]) {
   float acc[HCSP_CANONICAL_CHUNK];
   for (int k = 0; k < HCSP_CANONICAL_CHUNK; k++) acc[k] = 0.0f;
   const int64_t row = t * n * h + base;

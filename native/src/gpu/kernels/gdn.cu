@@ -111,7 +111,7 @@ HCSP_GLOBAL void hcsp_gdn_recurrence(const uint16_t* qkv, const float* qn, const
 }
 
 HCSP_GLOBAL void hcsp_gdn_gated_norm(const uint16_t* o, const uint16_t* z, const uint16_t* w, uint16_t* y, int64_t rows, int64_t headDim, float eps) {
-  HCSP_SHARED(float, exchange, HCSP_CANONICAL_MAX_ROWS * HCSP_CANONICAL_EXCHANGE);
+  HCSP_SHARED(float, exchange, HCSP_CANONICAL_MAX_ROWS* HCSP_CANONICAL_EXCHANGE);
   const int lane = hcspCanonicalLane();
   const int group = hcspCanonicalRowGroup();
   const int64_t rowsPerBlock = HCSP_BLOCK_THREADS() / HCSP_CANONICAL_LANES;

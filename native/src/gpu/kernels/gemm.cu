@@ -76,7 +76,8 @@ namespace {
 constexpr int GEMM_THREAD_TILE = 4;
 /** threads along a tile's columns (HCSP_GEMM_TILE_N / 4); the rest of the block runs along its rows */
 constexpr int GEMM_COL_THREADS = HCSP_GEMM_TILE_N / GEMM_THREAD_TILE;
-/** a staged slab's row of k: the tile's columns plus 4 floats, a 16-byte multiple (the [k][row] writes of 4 threads sharing a row then fall in other banks than the next row's) */
+/** a staged slab's row of k: the tile's columns plus 4 floats, a 16-byte multiple (the [k][row] writes of 4 threads sharing a row then fall in other banks than
+ * the next row's) */
 constexpr int GEMM_SLAB_STRIDE = HCSP_GEMM_TILE_N + 4;
 /** bf16 values per staging load: one 16-byte word */
 constexpr int GEMM_RUN = 8;
@@ -258,8 +259,8 @@ HCSP_GLOBAL void hcsp_gemm_linear_bf16_one_thread(const uint16_t* x, const uint1
   }
 }
 
-HCSP_GLOBAL void hcsp_gemm_fp8_ptpc(const uint8_t* q, const float* sx, const uint8_t* qW, const float* sw, uint16_t* y, int64_t rows, int64_t inF,
-                                    int64_t outF, int32_t fnuz, int32_t weightFirst) {
+HCSP_GLOBAL void hcsp_gemm_fp8_ptpc(const uint8_t* q, const float* sx, const uint8_t* qW, const float* sw, uint16_t* y, int64_t rows, int64_t inF, int64_t outF,
+                                    int32_t fnuz, int32_t weightFirst) {
   const hcsp::Fp8Format f = fnuz ? hcsp::E4M3FNUZ : hcsp::E4M3FN;
   HCSP_GRID_STRIDE(i, rows * outF) {
     const int64_t t = i / outF;

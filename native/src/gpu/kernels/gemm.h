@@ -48,8 +48,8 @@ HCSP_GLOBAL void hcsp_gemm_linear_bf16_one_thread(const uint16_t* x, const uint1
  * y = bf(fl(fl(acc * sw[o]) * sx[t])) when weightFirst, else bf(fl(fl(acc * sx[t]) * sw[o])).
  * fnuz: e4m3fnuz, else e4m3fn. One thread per output.
  */
-HCSP_GLOBAL void hcsp_gemm_fp8_ptpc(const uint8_t* q, const float* sx, const uint8_t* qW, const float* sw, uint16_t* y, int64_t rows, int64_t inF,
-                                    int64_t outF, int32_t fnuz, int32_t weightFirst);
+HCSP_GLOBAL void hcsp_gemm_fp8_ptpc(const uint8_t* q, const float* sx, const uint8_t* qW, const float* sw, uint16_t* y, int64_t rows, int64_t inF, int64_t outF,
+                                    int32_t fnuz, int32_t weightFirst);
 
 #if !defined(__CUDACC__) && !defined(__HIP__)
 #include <cstdint>

@@ -66,15 +66,16 @@ HCSP_GLOBAL void hcsp_hc_combine(const uint16_t* x, const uint16_t* y, const flo
   }
 }
 
-HCSP_GLOBAL void hcsp_hc_combine_norm(const uint16_t* x, const uint16_t* y, const uint16_t* raw, const uint16_t* w, uint16_t* xOut, uint16_t* normed, int64_t pairs, int64_t n,
-                                     int64_t h, float eps, int32_t hf) {
-  HCSP_SHARED(float, exchange, HCSP_CANONICAL_MAX_ROWS * HCSP_CANONICAL_EXCHANGE);
+HCSP_GLOBAL void hcsp_hc_combine_norm(const uint16_t* x, const uint16_t* y, const uint16_t* raw, const uint16_t* w, uint16_t* xOut, uint16_t* normed,
+                                      int64_t pairs, int64_t n, int64_t h, float eps, int32_t hf) {
+  HCSP_SHARED(float, exchange, HCSP_CANONICAL_MAX_ROWS* HCSP_CANONICAL_EXCHANGE);
   const int lane = hcspCanonicalLane();
   const int group = hcspCanonicalRowGroup();
   const int64_t rowsPerBlock = HCSP_BLOCK_THREADS() / HCSP_CANONICAL_LANES;
   const bool pending = y != nullptr;
   // every pair's row starts 16-byte aligned: each lane's whole chunks move 16 bytes at once
-  const bool vec = h % HCSP_CANONICAL_CHUNK == 0 && hcspAligned16(x) && hcspAligned16(w) && hcspAligned16(xOut) && hcspAligned16(normed) && (!pending || hcspAligned16(y));
+  const bool vec =
+      h % HCSP_CANONICAL_CHUNK == 0 && hcspAligned16(x) && hcspAligned16(w) && hcspAligned16(xOut) && hcspAligned16(normed) && (!pending || hcspAligned16(y));
   const float nf = static_cast<float>(n);
   const double hd = static_cast<double>(h);
   // the loop's bounds are the block's, so every thread reaches every barrier; a group past the

@@ -17,8 +17,8 @@ HCSP_GLOBAL void hcsp_hc_combine(const uint16_t* x, const uint16_t* y, const flo
  * A block kernel (reduce.h): 64 threads per pair, blocks of 1-4 pairs; the bits depend on
  * neither. xOut and normed must not overlap x.
  */
-HCSP_GLOBAL void hcsp_hc_combine_norm(const uint16_t* x, const uint16_t* y, const uint16_t* raw, const uint16_t* w, uint16_t* xOut, uint16_t* normed, int64_t pairs, int64_t n,
-                                     int64_t h, float eps, int32_t hf);
+HCSP_GLOBAL void hcsp_hc_combine_norm(const uint16_t* x, const uint16_t* y, const uint16_t* raw, const uint16_t* w, uint16_t* xOut, uint16_t* normed,
+                                      int64_t pairs, int64_t n, int64_t h, float eps, int32_t hf);
 /** gate = bf(silu(bf(d[:, :r] / n))), raw = d[:, r:] (raw null when width == lowRank) over rows*width */
 HCSP_GLOBAL void hcsp_hc_scaled_silu(const uint16_t* d, uint16_t* gate, uint16_t* raw, int64_t rows, int64_t width, int64_t lowRank, int64_t n);
 /** x[t, j] = bf(sum_s sigmoid(up_s) * normed_s / n), s in order (gated_mean.h); a block kernel, 64 threads per row, blocks of 1-4 rows */

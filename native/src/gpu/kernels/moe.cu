@@ -133,8 +133,8 @@ HCSP_GLOBAL void hcsp_moe_swiglu_rows(const uint16_t* gateUp, uint16_t* h, const
   HCSP_GRID_STRIDE(i, n * inter) h[i] = hcsp_moe::swiglu(gateUp, i, inter);
 }
 
-HCSP_GLOBAL void hcsp_moe_routed_sum(const uint16_t* o, const int32_t* tokenRows, const int32_t* rowPair, const uint16_t* weights, float* routed, int64_t tokens,
-                                     int64_t hidden, int64_t topK, int32_t bf16Acc) {
+HCSP_GLOBAL void hcsp_moe_routed_sum(const uint16_t* o, const int32_t* tokenRows, const int32_t* rowPair, const uint16_t* weights, float* routed,
+                                     int64_t tokens, int64_t hidden, int64_t topK, int32_t bf16Acc) {
   HCSP_GRID_STRIDE(i, tokens * hidden) {
     const int64_t t = i / hidden;
     const int64_t j = i - t * hidden;

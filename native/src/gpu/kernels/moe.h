@@ -37,7 +37,7 @@ HCSP_GLOBAL void hcsp_moe_swiglu_rows(const uint16_t* gateUp, uint16_t* h, const
  * (-1 ends the list), in that order (ascending expert, then k): one thread per output;
  * bf16Acc 1 (the 'hf-eager' contract): each add rounded to bf16, as HF's bf16 index_add_
  */
-HCSP_GLOBAL void hcsp_moe_routed_sum(const uint16_t* o, const int32_t* tokenRows, const int32_t* rowPair, const uint16_t* weights, float* routed, int64_t tokens,
-                                     int64_t hidden, int64_t topK, int32_t bf16Acc);
+HCSP_GLOBAL void hcsp_moe_routed_sum(const uint16_t* o, const int32_t* tokenRows, const int32_t* rowPair, const uint16_t* weights, float* routed,
+                                     int64_t tokens, int64_t hidden, int64_t topK, int32_t bf16Acc);
 /** y = bf(bf(routed) + bf(shared * bf(sigmoid(gateLogit[t])))), one thread per output */
 HCSP_GLOBAL void hcsp_moe_combine(const float* routed, const uint16_t* shared, const uint16_t* gateLogit, uint16_t* y, int64_t tokens, int64_t hidden);

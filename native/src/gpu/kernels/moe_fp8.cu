@@ -167,9 +167,9 @@ HCSP_DEVICE void tileDots(const uint8_t* a, RowOf rowOf, int64_t r0, int64_t r1,
 HCSP_GLOBAL void hcsp_moe_fp8_gate_up_tiled(const uint8_t* xq, const float* sx, const int32_t* rowToken, const int32_t* first, const int32_t* tileExpert,
                                             const int32_t* tileRow, const int32_t* tileCount, const uint8_t* qGateUp, const float* sGateUp, uint16_t* h,
                                             int64_t hidden, int64_t inter, int32_t fnuz, int32_t weightFirst) {
-  HCSP_SHARED(float, as, TM * TK);
-  HCSP_SHARED(float, bs, TN * TK);
-  HCSP_SHARED(float, cs, TN * TK);
+  HCSP_SHARED(float, as, TM* TK);
+  HCSP_SHARED(float, bs, TN* TK);
+  HCSP_SHARED(float, cs, TN* TK);
   const int64_t colTiles = (inter + TN - 1) / TN;
   const int64_t work = static_cast<int64_t>(*tileCount) * colTiles;
   const int ty = HCSP_BLOCK_THREAD() / TN;
@@ -182,8 +182,9 @@ HCSP_GLOBAL void hcsp_moe_fp8_gate_up_tiled(const uint8_t* xq, const float* sx, 
     const int64_t r0 = tileRow[tile];
     const int64_t r1 = r0 + TM < first[e + 1] ? r0 + TM : first[e + 1];
     float g, u;
-    tileDots<true>(xq, [rowToken](int64_t r) { return static_cast<int64_t>(rowToken[r]); }, r0, r1, qGateUp, e * 2 * inter + c0, inter, inter - c0, hidden,
-                   fnuz, as, bs, cs, g, u);
+    tileDots<true>(
+        xq, [rowToken](int64_t r) { return static_cast<int64_t>(rowToken[r]); }, r0, r1, qGateUp, e * 2 * inter + c0, inter, inter - c0, hidden, fnuz, as, bs,
+        cs, g, u);
     const int64_t r = r0 + ty;
     const int64_t c = c0 + tx;
     if (ty < TM && r < r1 && c < inter) {
@@ -197,8 +198,8 @@ HCSP_GLOBAL void hcsp_moe_fp8_gate_up_tiled(const uint8_t* xq, const float* sx, 
 HCSP_GLOBAL void hcsp_moe_fp8_down_tiled(const uint8_t* hq, const float* sh, const int32_t* rowPair, const int32_t* first, const int32_t* tileExpert,
                                          const int32_t* tileRow, const int32_t* tileCount, const uint8_t* qDown, const float* sDown, const uint16_t* weights,
                                          uint16_t* contrib, int64_t inter, int64_t hidden, int32_t fnuz, int32_t weightFirst) {
-  HCSP_SHARED(float, as, TM * TK);
-  HCSP_SHARED(float, bs, TN * TK);
+  HCSP_SHARED(float, as, TM* TK);
+  HCSP_SHARED(float, bs, TN* TK);
   const int64_t colTiles = (hidden + TN - 1) / TN;
   const int64_t work = static_cast<int64_t>(*tileCount) * colTiles;
   const int ty = HCSP_BLOCK_THREAD() / TN;

@@ -169,9 +169,9 @@ HCSP_HD TileRows tileRows(const int32_t* first, const int32_t* tileExpert, const
 
 template <bool V8>
 HCSP_DEVICE void gateUpTiles(const uint16_t* x, const int32_t* rowToken, const int32_t* first, const int32_t* tileExpert, const int32_t* tileRow,
-                        const int32_t* tileCount, const uint16_t* w, uint16_t* h, int64_t hidden, int64_t inter) {
-  HCSP_SHARED(float, xs, HCSP_MOE_TILE_K * XS_STRIDE);
-  HCSP_SHARED(float, ws, HCSP_MOE_TILE_K * WS_STRIDE);
+                             const int32_t* tileCount, const uint16_t* w, uint16_t* h, int64_t hidden, int64_t inter) {
+  HCSP_SHARED(float, xs, HCSP_MOE_TILE_K* XS_STRIDE);
+  HCSP_SHARED(float, ws, HCSP_MOE_TILE_K* WS_STRIDE);
   const int64_t colTiles = (inter + HALF_N - 1) / HALF_N;
   const int64_t work = static_cast<int64_t>(*tileCount) * colTiles;
   const int thread = HCSP_BLOCK_THREAD();
@@ -201,9 +201,9 @@ HCSP_DEVICE void gateUpTiles(const uint16_t* x, const int32_t* rowToken, const i
 
 template <bool V8>
 HCSP_DEVICE void downTiles(const uint16_t* h, const int32_t* first, const int32_t* tileExpert, const int32_t* tileRow, const int32_t* tileCount,
-                          const uint16_t* w, uint16_t* o, int64_t inter, int64_t hidden) {
-  HCSP_SHARED(float, xs, HCSP_MOE_TILE_K * XS_STRIDE);
-  HCSP_SHARED(float, ws, HCSP_MOE_TILE_K * WS_STRIDE);
+                           const uint16_t* w, uint16_t* o, int64_t inter, int64_t hidden) {
+  HCSP_SHARED(float, xs, HCSP_MOE_TILE_K* XS_STRIDE);
+  HCSP_SHARED(float, ws, HCSP_MOE_TILE_K* WS_STRIDE);
   const int64_t colTiles = (hidden + HCSP_MOE_TILE_N - 1) / HCSP_MOE_TILE_N;
   const int64_t work = static_cast<int64_t>(*tileCount) * colTiles;
   const int thread = HCSP_BLOCK_THREAD();
@@ -251,8 +251,9 @@ HCSP_GLOBAL void hcsp_moe_grouped_gate_up(const uint16_t* x, const int32_t* rowT
   gateUpTiles<false>(x, rowToken, first, tileExpert, tileRow, tileCount, gateUp, h, hidden, inter);
 }
 
-HCSP_GLOBAL void hcsp_moe_grouped_gate_up_v8(const uint16_t* x, const int32_t* rowToken, const int32_t* first, const int32_t* tileExpert, const int32_t* tileRow,
-                                             const int32_t* tileCount, const uint16_t* gateUp, uint16_t* h, int64_t hidden, int64_t inter) {
+HCSP_GLOBAL void hcsp_moe_grouped_gate_up_v8(const uint16_t* x, const int32_t* rowToken, const int32_t* first, const int32_t* tileExpert,
+                                             const int32_t* tileRow, const int32_t* tileCount, const uint16_t* gateUp, uint16_t* h, int64_t hidden,
+                                             int64_t inter) {
   gateUpTiles<true>(x, rowToken, first, tileExpert, tileRow, tileCount, gateUp, h, hidden, inter);
 }
 

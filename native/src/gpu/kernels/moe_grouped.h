@@ -39,8 +39,9 @@ HCSP_GLOBAL void hcsp_moe_grouped_tiles(const int32_t* first, int32_t* tileExper
  */
 HCSP_GLOBAL void hcsp_moe_grouped_gate_up(const uint16_t* x, const int32_t* rowToken, const int32_t* first, const int32_t* tileExpert, const int32_t* tileRow,
                                           const int32_t* tileCount, const uint16_t* gateUp, uint16_t* h, int64_t hidden, int64_t inter);
-HCSP_GLOBAL void hcsp_moe_grouped_gate_up_v8(const uint16_t* x, const int32_t* rowToken, const int32_t* first, const int32_t* tileExpert, const int32_t* tileRow,
-                                             const int32_t* tileCount, const uint16_t* gateUp, uint16_t* h, int64_t hidden, int64_t inter);
+HCSP_GLOBAL void hcsp_moe_grouped_gate_up_v8(const uint16_t* x, const int32_t* rowToken, const int32_t* first, const int32_t* tileExpert,
+                                             const int32_t* tileRow, const int32_t* tileCount, const uint16_t* gateUp, uint16_t* h, int64_t hidden,
+                                             int64_t inter);
 /**
  * The experts' down GEMM: o[r, j] = bf(h[r] . down[e * hidden + j]) for the routed rows of
  * tile n (expert e). h bf16 [maxRows, inter], down bf16 [numLocal * hidden, inter], o bf16
@@ -65,8 +66,8 @@ inline int64_t moeGroupedMaxTiles(int64_t maxRows, int64_t numLocal) { return ma
  * table, then one launch of the gate-up + SwiGLU GEMM and one of the down GEMM, each grid
  * sized for the most tiles, the device's tile count bounding the work.
  */
-void moeGroupedExpertsBf16(GpuRuntime& rt, const uint16_t* x, const int32_t* rowToken, const int32_t* first, int64_t maxRows, int64_t numLocal,
-                           int64_t hidden, int64_t inter, const uint16_t* gateUp, const uint16_t* down, int32_t* tileExpert, int32_t* tileRow,
-                           int32_t* tileCount, uint16_t* h, uint16_t* o);
+void moeGroupedExpertsBf16(GpuRuntime& rt, const uint16_t* x, const int32_t* rowToken, const int32_t* first, int64_t maxRows, int64_t numLocal, int64_t hidden,
+                           int64_t inter, const uint16_t* gateUp, const uint16_t* down, int32_t* tileExpert, int32_t* tileRow, int32_t* tileCount, uint16_t* h,
+                           uint16_t* o);
 }  // namespace hcsp::gpu
 #endif

@@ -24,7 +24,7 @@ using hcsp::f32ToBf16;
 using hcsp::roundBf16;
 
 HCSP_GLOBAL void hcsp_ple_rms1p_norm(const uint16_t* x, const uint16_t* w, uint16_t* y, int64_t segments, int64_t width, int64_t groupSize, float eps) {
-  HCSP_SHARED(float, exchange, HCSP_CANONICAL_MAX_ROWS * HCSP_CANONICAL_EXCHANGE);
+  HCSP_SHARED(float, exchange, HCSP_CANONICAL_MAX_ROWS* HCSP_CANONICAL_EXCHANGE);
   const int lane = hcspCanonicalLane();
   const int group = hcspCanonicalRowGroup();
   const int64_t perBlock = HCSP_BLOCK_THREADS() / HCSP_CANONICAL_LANES;
@@ -59,7 +59,7 @@ HCSP_GLOBAL void hcsp_ple_rms1p_norm(const uint16_t* x, const uint16_t* w, uint1
 #define HCSP_PLE_GATE_SQRT_FLOOR (static_cast<float>(1e-6))
 
 HCSP_GLOBAL void hcsp_ple_gate(const uint16_t* k, const uint16_t* q, uint16_t* gate, int64_t segments, int64_t hidden, float sqrtH) {
-  HCSP_SHARED(float, exchange, HCSP_CANONICAL_MAX_ROWS * HCSP_CANONICAL_EXCHANGE);
+  HCSP_SHARED(float, exchange, HCSP_CANONICAL_MAX_ROWS* HCSP_CANONICAL_EXCHANGE);
   const int lane = hcspCanonicalLane();
   const int group = hcspCanonicalRowGroup();
   const int64_t perBlock = HCSP_BLOCK_THREADS() / HCSP_CANONICAL_LANES;
@@ -110,7 +110,8 @@ HCSP_GLOBAL void hcsp_ple_conv_silu(const uint16_t* gNormed, const uint16_t* g, 
   }
 }
 
-HCSP_GLOBAL void hcsp_ple_ngram_ids(const int32_t* tokens, int32_t* ids, unsigned long long* tokenFailed, unsigned long long* productFailed, int64_t T, HcspPleHash h) {
+HCSP_GLOBAL void hcsp_ple_ngram_ids(const int32_t* tokens, int32_t* ids, unsigned long long* tokenFailed, unsigned long long* productFailed, int64_t T,
+                                    HcspPleHash h) {
   const int64_t heads = static_cast<int64_t>(h.ngramSize - 1) * h.headsPerNgram;
   HCSP_GRID_STRIDE(t, T) {
     if (!(tokens[t] >= 0 && tokens[t] < h.vocabBound)) hcspCheckFail(tokenFailed, t, tokens[t]);

@@ -44,7 +44,8 @@ struct HcspPleHash {
  * token), productFailed (null: no product can leave int64) the first product that does, at
  * position t * ngramSize + s (detail the id)
  */
-HCSP_GLOBAL void hcsp_ple_ngram_ids(const int32_t* tokens, int32_t* ids, unsigned long long* tokenFailed, unsigned long long* productFailed, int64_t T, HcspPleHash h);
+HCSP_GLOBAL void hcsp_ple_ngram_ids(const int32_t* tokens, int32_t* ids, unsigned long long* tokenFailed, unsigned long long* productFailed, int64_t T,
+                                    HcspPleHash h);
 /**
  * e[i*headDim + j] = the slice's row ids[i] - rowStart, column j, when that row is in [0, rows),
  * else bf16 -0.0; one thread per element. An id outside [0, tableBound) fails the device check

@@ -77,7 +77,8 @@ HCSP_HD float scaleOf(float amax, int32_t reciprocal) {
 }
 
 /** the row's amax from every lane's part: all threads of the block call it (the butterfly's barriers) */
-HCSP_DEVICE float rowAmax(AmaxPart part, int lane, AmaxPart* exchange) { return hcspButterfly(part, lane, exchange, [](const AmaxPart& a, const AmaxPart& b) { return combineAmax(a, b); }).value;
+HCSP_DEVICE float rowAmax(AmaxPart part, int lane, AmaxPart* exchange) {
+  return hcspButterfly(part, lane, exchange, [](const AmaxPart& a, const AmaxPart& b) { return combineAmax(a, b); }).value;
 }
 
 /** q of the lane's chunks of bf16 row xr (cols values) with the row's scale s, into qr */
@@ -128,8 +129,8 @@ HCSP_GLOBAL void hcsp_quant_rows_fp8(const uint16_t* x, float* scale, uint8_t* q
   }
 }
 
-HCSP_GLOBAL void hcsp_quant_gated_mean_fp8(const uint16_t* up, const uint16_t* normed, uint16_t* x, uint8_t* q, float* scale, int64_t rows, int64_t n, int64_t h, int32_t fnuz,
-                                          int32_t reciprocal) {
+HCSP_GLOBAL void hcsp_quant_gated_mean_fp8(const uint16_t* up, const uint16_t* normed, uint16_t* x, uint8_t* q, float* scale, int64_t rows, int64_t n,
+                                           int64_t h, int32_t fnuz, int32_t reciprocal) {
   HCSP_SHARED(AmaxPart, exchange, HCSP_CANONICAL_MAX_ROWS * HCSP_CANONICAL_EXCHANGE);
   const int lane = hcspCanonicalLane();
   const int group = hcspCanonicalRowGroup();

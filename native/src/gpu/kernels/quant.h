@@ -14,5 +14,5 @@ HCSP_GLOBAL void hcsp_quant_rows_fp8(const uint16_t* x, float* scale, uint8_t* q
  * hcGatedMean's 'atom' order), then q and scale of x as hcsp_quant_rows_fp8, one pass over the
  * inputs. A block kernel as hcsp_quant_rows_fp8.
  */
-HCSP_GLOBAL void hcsp_quant_gated_mean_fp8(const uint16_t* up, const uint16_t* normed, uint16_t* x, uint8_t* q, float* scale, int64_t rows, int64_t n, int64_t h, int32_t fnuz,
-                                          int32_t reciprocal);
+HCSP_GLOBAL void hcsp_quant_gated_mean_fp8(const uint16_t* up, const uint16_t* normed, uint16_t* x, uint8_t* q, float* scale, int64_t rows, int64_t n,
+                                           int64_t h, int32_t fnuz, int32_t reciprocal);

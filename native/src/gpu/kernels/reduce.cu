@@ -6,7 +6,7 @@
 using hcsp::bf16ToF32;
 
 HCSP_GLOBAL void hcsp_canonical_sumsq_bf16(const uint16_t* x, float* out, int64_t rows, int64_t n) {
-  HCSP_SHARED(float, exchange, HCSP_CANONICAL_MAX_ROWS * HCSP_CANONICAL_EXCHANGE);
+  HCSP_SHARED(float, exchange, HCSP_CANONICAL_MAX_ROWS* HCSP_CANONICAL_EXCHANGE);
   const int lane = hcspCanonicalLane();
   const int group = hcspCanonicalRowGroup();
   const int64_t rowsPerBlock = HCSP_BLOCK_THREADS() / HCSP_CANONICAL_LANES;

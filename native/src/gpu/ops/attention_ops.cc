@@ -28,13 +28,13 @@ int64_t chunkFor(int64_t total, int64_t perRowBytes) {
 }
 
 /** the norm + RoPE block kernel over rows x heads items, one 64-thread row group each (g.blockRows of them per block) */
-void launchNormRope(const GpuContext& g, const uint16_t* x, const uint16_t* w, const uint16_t* cos, const uint16_t* sin, uint16_t* y, int64_t rows, int64_t heads,
-                    int64_t hd, int64_t stride, int64_t offset, int64_t ropeDims, float epsF, int64_t step) {
+void launchNormRope(const GpuContext& g, const uint16_t* x, const uint16_t* w, const uint16_t* cos, const uint16_t* sin, uint16_t* y, int64_t rows,
+                    int64_t heads, int64_t hd, int64_t stride, int64_t offset, int64_t ropeDims, float epsF, int64_t step) {
   const int64_t items = rows * heads;
   if (items == 0) return;
   const int perBlock = g.blockRows(items);
-  HCSP_LAUNCH_BLOCKS(g.rt, hcsp_attention_norm_rope_bf16, (items + perBlock - 1) / perBlock, perBlock * HCSP_CANONICAL_LANES, x, w, cos, sin, y, rows, heads, hd,
-                     stride, offset, ropeDims, epsF, step);
+  HCSP_LAUNCH_BLOCKS(g.rt, hcsp_attention_norm_rope_bf16, (items + perBlock - 1) / perBlock, perBlock * HCSP_CANONICAL_LANES, x, w, cos, sin, y, rows, heads,
+                     hd, stride, offset, ropeDims, epsF, step);
 }
 
 Outputs attnHeadNormRopeBf16(const Inputs& in, const GpuContext& g) {
@@ -120,8 +120,8 @@ Outputs attnCausalQsa(const Inputs& in, const GpuContext& g) {
   TensorPtr p = g.alloc(DType::F32, {chunk, keptMax});
   for (int64_t base = 0; base < items; base += chunk) {
     const int64_t n = std::min(chunk, items - base);
-    HCSP_LAUNCH(g.rt, hcsp_attention_causal_qsa, n, a.q.bf16(), a.k.bf16(), a.v.bf16(), blocks, bad->data<int32_t>(), out->bf16(), p->data<float>(), heads, kvHeads,
-                hd, width, ratio, a.scaleF, base, n, a.eagerSoftmax ? 1 : 0);
+    HCSP_LAUNCH(g.rt, hcsp_attention_causal_qsa, n, a.q.bf16(), a.k.bf16(), a.v.bf16(), blocks, bad->data<int32_t>(), out->bf16(), p->data<float>(), heads,
+                kvHeads, hd, width, ratio, a.scaleF, base, n, a.eagerSoftmax ? 1 : 0);
   }
   return {out};
 }

@@ -23,9 +23,12 @@ namespace {
 
 int64_t algorithmCode(reduce::Algorithm a) {
   switch (a) {
-    case reduce::Algorithm::Ring: return HCSP_REDUCE_RING;
-    case reduce::Algorithm::OneShot: return HCSP_REDUCE_ONESHOT;
-    case reduce::Algorithm::Ordered: return HCSP_REDUCE_ORDERED;
+    case reduce::Algorithm::Ring:
+      return HCSP_REDUCE_RING;
+    case reduce::Algorithm::OneShot:
+      return HCSP_REDUCE_ONESHOT;
+    case reduce::Algorithm::Ordered:
+      return HCSP_REDUCE_ORDERED;
   }
   return HCSP_REDUCE_ORDERED;
 }
@@ -40,8 +43,8 @@ uint64_t address(const void* p) { return static_cast<uint64_t>(reinterpret_cast<
 template <class Alloc>
 HcspRankTable rankTable(const std::string& op, const std::vector<const Tensor*>& xs, std::vector<Outputs>& outs, Alloc alloc) {
   if (xs.size() > HCSP_COLLECTIVE_MAX_RANKS) {
-    fail(ErrorKind::Unsupported,
-         op + ": tp " + std::to_string(xs.size()) + " is more ranks than the GPU collective kernels take (at most " + std::to_string(HCSP_COLLECTIVE_MAX_RANKS) + ")");
+    fail(ErrorKind::Unsupported, op + ": tp " + std::to_string(xs.size()) + " is more ranks than the GPU collective kernels take (at most " +
+                                     std::to_string(HCSP_COLLECTIVE_MAX_RANKS) + ")");
   }
   HcspRankTable t{};
   for (size_t r = 0; r < xs.size(); r++) {

@@ -54,8 +54,8 @@ Outputs gdnRecurrenceChunked(const ops::GdnRecurrenceArgs& a, const GpuContext& 
   HCSP_LAUNCH(g.rt, hcsp_gdn_l2norm, T * keyHeads, a.qkv.bf16(), qn->data<float>(), kn->data<float>(), T, channels, keyHeads, dk, a.epsF, a.scaleF);
   HCSP_LAUNCH_BLOCKS(g.rt, hcsp_gdn_chunk_prep, valueHeads * chunks, 256, a.qkv.bf16(), qn->data<float>(), kn->data<float>(), a.g.data<float>(), a.beta.bf16(),
                      Gd, W->data<float>(), U->data<float>(), P->data<float>(), T, channels, keyHeads, valueHeads, dk, dv);
-  HCSP_LAUNCH_BLOCKS(g.rt, hcsp_gdn_chunk_state, valueHeads * tiles, 256, qn->data<float>(), kn->data<float>(), Gd, W->data<float>(),
-                     U->data<float>(), P->data<float>(), o->bf16(), T, keyHeads, valueHeads, dk, dv);
+  HCSP_LAUNCH_BLOCKS(g.rt, hcsp_gdn_chunk_state, valueHeads * tiles, 256, qn->data<float>(), kn->data<float>(), Gd, W->data<float>(), U->data<float>(),
+                     P->data<float>(), o->bf16(), T, keyHeads, valueHeads, dk, dv);
   return {o};
 }
 
@@ -87,8 +87,8 @@ Outputs gdnGatedNorm(const Inputs& in, const GpuContext& g) {
   // one block-kernel launch: a 64-thread row group per (token, head) row, g.blockRows of them per block
   const int64_t rows = T * heads;
   const int perBlock = g.blockRows(rows);
-  HCSP_LAUNCH_BLOCKS(g.rt, hcsp_gdn_gated_norm, hcspBlocksFor(rows, perBlock), perBlock * HCSP_CANONICAL_LANES, o.bf16(), a.z.bf16(), a.w.bf16(), y->bf16(), rows,
-                     headDim, a.epsF);
+  HCSP_LAUNCH_BLOCKS(g.rt, hcsp_gdn_gated_norm, hcspBlocksFor(rows, perBlock), perBlock * HCSP_CANONICAL_LANES, o.bf16(), a.z.bf16(), a.w.bf16(), y->bf16(),
+                     rows, headDim, a.epsF);
   return {y};
 }
 

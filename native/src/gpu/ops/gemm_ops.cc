@@ -76,7 +76,8 @@ void gemmLinearBf16(const GpuContext& g, const uint16_t* x, int64_t rows, int64_
     case GemmMode::Exact:
       gemmLinearBf16Exact(g.rt, x, rows, inF, w, outF, y);
       return;
-    case GemmMode::Blas: break;
+    case GemmMode::Blas:
+      break;
   }
   noGemm("linear", g.gemm);
 }
@@ -112,7 +113,8 @@ void gemmFp8LinearPtpc(const GpuContext& g, const uint8_t* q, const float* sx, i
     case GemmMode::Exact:
       HCSP_LAUNCH(g.rt, hcsp_gemm_fp8_ptpc, rows * outF, q, sx, qW, sw, y, rows, inF, outF, fnuz ? 1 : 0, weightFirst ? 1 : 0);
       return;
-    case GemmMode::Blas: break;
+    case GemmMode::Blas:
+      break;
   }
   noGemm("fp8LinearPtpc", g.gemm);
 }

@@ -44,8 +44,9 @@ Outputs hcCombineNorm(const Inputs& in, const GpuContext& g) {
   TensorPtr normed = g.alloc(DType::BF16, xT.shape());
   const int64_t pairs = rows * n;
   const int perBlock = g.blockRows(pairs);
-  HCSP_LAUNCH_BLOCKS(g.rt, hcsp_hc_combine_norm, hcspBlocksFor(pairs, perBlock), perBlock * HCSP_CANONICAL_LANES, xT.bf16(), blockOut ? blockOut->bf16() : nullptr,
-                     blockOut ? a.raw->bf16() : nullptr, a.w.bf16(), xOut->bf16(), normed->bf16(), pairs, n, h, a.epsF, hf);
+  HCSP_LAUNCH_BLOCKS(g.rt, hcsp_hc_combine_norm, hcspBlocksFor(pairs, perBlock), perBlock * HCSP_CANONICAL_LANES, xT.bf16(),
+                     blockOut ? blockOut->bf16() : nullptr, blockOut ? a.raw->bf16() : nullptr, a.w.bf16(), xOut->bf16(), normed->bf16(), pairs, n, h, a.epsF,
+                     hf);
   return {xOut, normed};
 }
 
@@ -64,8 +65,8 @@ Outputs hcGatedMean(const Inputs& in, const GpuContext& g) {
   const int64_t rows = a.rows, n = a.n, h = a.h;
   TensorPtr x = g.alloc(DType::BF16, {rows, h});
   const int perBlock = g.blockRows(rows);
-  HCSP_LAUNCH_BLOCKS(g.rt, hcsp_hc_gated_mean, hcspBlocksFor(rows, perBlock), perBlock * HCSP_CANONICAL_LANES, a.up.bf16(), a.normed.bf16(), x->bf16(), rows, n, h,
-                     hfFlag(a.contract));
+  HCSP_LAUNCH_BLOCKS(g.rt, hcsp_hc_gated_mean, hcspBlocksFor(rows, perBlock), perBlock * HCSP_CANONICAL_LANES, a.up.bf16(), a.normed.bf16(), x->bf16(), rows, n,
+                     h, hfFlag(a.contract));
   return {x};
 }
 

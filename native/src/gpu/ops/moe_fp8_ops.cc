@@ -26,7 +26,8 @@ Outputs moeExpertsFp8Ptpc(const Inputs& in, const GpuContext& g) {
   const int32_t wf = a.weightFirst ? 1 : 0;
   const int32_t divide = a.style == ops::QuantStyle::Divide ? 1 : 0;
   const int64_t maxRows = T * topK;
-  if (maxRows > INT32_MAX) fail(ErrorKind::Shape, "moeExpertsFp8Ptpc: " + std::to_string(maxRows) + " routing pairs (T x topK) exceed the GPU layout's int32 rows");
+  if (maxRows > INT32_MAX)
+    fail(ErrorKind::Shape, "moeExpertsFp8Ptpc: " + std::to_string(maxRows) + " routing pairs (T x topK) exceed the GPU layout's int32 rows");
   TensorPtr routed = g.alloc(DType::F32, {T, H});
   TensorPtr first = g.alloc(DType::I32, {numLocal + 1});
   TensorPtr rowToken = g.alloc(DType::I32, {maxRows});
@@ -54,7 +55,8 @@ Outputs moeExpertsFp8Ptpc(const Inputs& in, const GpuContext& g) {
     TensorPtr tileExpert = g.alloc(DType::I32, {maxTiles});
     TensorPtr tileRow = g.alloc(DType::I32, {maxTiles});
     TensorPtr tileCount = g.alloc(DType::I32, {1});
-    HCSP_LAUNCH(g.rt, hcsp_moe_fp8_tiles, 1, first->data<int32_t>(), tileExpert->data<int32_t>(), tileRow->data<int32_t>(), tileCount->data<int32_t>(), numLocal);
+    HCSP_LAUNCH(g.rt, hcsp_moe_fp8_tiles, 1, first->data<int32_t>(), tileExpert->data<int32_t>(), tileRow->data<int32_t>(), tileCount->data<int32_t>(),
+                numLocal);
     // sized for the most tiles; the blocks past the device's tile count find no work
     const int64_t guBlocks = std::min<int64_t>(maxTiles * ((inter + HCSP_MOE_FP8_TILE_N - 1) / HCSP_MOE_FP8_TILE_N), INT32_MAX);
     if (guBlocks > 0) {

@@ -19,17 +19,19 @@ int64_t gridOf(int64_t tiles, int64_t colTiles) {
 
 }  // namespace
 
-void moeGroupedExpertsBf16(GpuRuntime& rt, const uint16_t* x, const int32_t* rowToken, const int32_t* first, int64_t maxRows, int64_t numLocal,
-                           int64_t hidden, int64_t inter, const uint16_t* gateUp, const uint16_t* down, int32_t* tileExpert, int32_t* tileRow,
-                           int32_t* tileCount, uint16_t* h, uint16_t* o) {
+void moeGroupedExpertsBf16(GpuRuntime& rt, const uint16_t* x, const int32_t* rowToken, const int32_t* first, int64_t maxRows, int64_t numLocal, int64_t hidden,
+                           int64_t inter, const uint16_t* gateUp, const uint16_t* down, int32_t* tileExpert, int32_t* tileRow, int32_t* tileCount, uint16_t* h,
+                           uint16_t* o) {
   HCSP_LAUNCH(rt, hcsp_moe_grouped_tiles, 1, first, tileExpert, tileRow, tileCount, numLocal);
   const int64_t tiles = moeGroupedMaxTiles(maxRows, numLocal);
   if (tiles == 0 || hidden == 0 || inter == 0) return;
   const int64_t upGrid = gridOf(tiles, (inter + HCSP_MOE_TILE_N / 2 - 1) / (HCSP_MOE_TILE_N / 2));
   if (hidden % 8 == 0 && aligned16(x) && aligned16(gateUp)) {
-    HCSP_LAUNCH_BLOCKS(rt, hcsp_moe_grouped_gate_up_v8, upGrid, HCSP_MOE_BLOCK_THREADS, x, rowToken, first, tileExpert, tileRow, tileCount, gateUp, h, hidden, inter);
+    HCSP_LAUNCH_BLOCKS(rt, hcsp_moe_grouped_gate_up_v8, upGrid, HCSP_MOE_BLOCK_THREADS, x, rowToken, first, tileExpert, tileRow, tileCount, gateUp, h, hidden,
+                       inter);
   } else {
-    HCSP_LAUNCH_BLOCKS(rt, hcsp_moe_grouped_gate_up, upGrid, HCSP_MOE_BLOCK_THREADS, x, rowToken, first, tileExpert, tileRow, tileCount, gateUp, h, hidden, inter);
+    HCSP_LAUNCH_BLOCKS(rt, hcsp_moe_grouped_gate_up, upGrid, HCSP_MOE_BLOCK_THREADS, x, rowToken, first, tileExpert, tileRow, tileCount, gateUp, h, hidden,
+                       inter);
   }
   const int64_t downGrid = gridOf(tiles, (hidden + HCSP_MOE_TILE_N - 1) / HCSP_MOE_TILE_N);
   if (inter % 8 == 0 && aligned16(h) && aligned16(down)) {

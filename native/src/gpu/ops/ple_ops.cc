@@ -29,8 +29,8 @@ Outputs pleRms1pNorm(const Inputs& in, const GpuContext& g) {
   const int64_t segments = rows * groups;
   if (segments == 0 || groupSize == 0) return {y};
   const int perBlock = g.blockRows(segments);
-  HCSP_LAUNCH_BLOCKS(g.rt, hcsp_ple_rms1p_norm, hcspBlocksFor(segments, perBlock), perBlock * HCSP_CANONICAL_LANES, x.bf16(), a.weight.bf16(), y->bf16(), segments,
-                     width, groupSize, a.epsF);
+  HCSP_LAUNCH_BLOCKS(g.rt, hcsp_ple_rms1p_norm, hcspBlocksFor(segments, perBlock), perBlock * HCSP_CANONICAL_LANES, x.bf16(), a.weight.bf16(), y->bf16(),
+                     segments, width, groupSize, a.epsF);
   return {y};
 }
 
@@ -42,8 +42,8 @@ Outputs pleGate(const Inputs& in, const GpuContext& g) {
   // one block-kernel launch: a 64-thread row group per (row, stream), g.blockRows of them per block
   const int64_t segments = rows * streams;
   const int perBlock = g.blockRows(segments);
-  HCSP_LAUNCH_BLOCKS(g.rt, hcsp_ple_gate, hcspBlocksFor(segments, perBlock), perBlock * HCSP_CANONICAL_LANES, a.k.bf16(), a.q.bf16(), gate->bf16(), segments, hidden,
-                     sqrtH);
+  HCSP_LAUNCH_BLOCKS(g.rt, hcsp_ple_gate, hcspBlocksFor(segments, perBlock), perBlock * HCSP_CANONICAL_LANES, a.k.bf16(), a.q.bf16(), gate->bf16(), segments,
+                     hidden, sqrtH);
   return {gate};
 }
 
@@ -72,8 +72,9 @@ Outputs pleConvSilu(const Inputs& in, const GpuContext& g) {
 Outputs pleNgramIds(const Inputs& in, const GpuContext& g) {
   const ops::PleNgramIdsArgs a = ops::checkPleNgramIds(in, g.attrs);
   if (a.ngramSize > HCSP_PLE_MAX_NGRAM || a.heads > HCSP_PLE_MAX_HEADS) {
-    fail(ErrorKind::Unsupported, "pleNgramIds: ngramSize " + std::to_string(a.ngramSize) + " with " + std::to_string(a.heads) + " heads; the GPU kernel takes at most " +
-                                     std::to_string(HCSP_PLE_MAX_NGRAM) + " and " + std::to_string(HCSP_PLE_MAX_HEADS));
+    fail(ErrorKind::Unsupported, "pleNgramIds: ngramSize " + std::to_string(a.ngramSize) + " with " + std::to_string(a.heads) +
+                                     " heads; the GPU kernel takes at most " + std::to_string(HCSP_PLE_MAX_NGRAM) + " and " +
+                                     std::to_string(HCSP_PLE_MAX_HEADS));
   }
   HcspPleHash h{};
   std::copy(a.multipliers.begin(), a.multipliers.end(), h.multipliers);
@@ -87,7 +88,8 @@ Outputs pleNgramIds(const Inputs& in, const GpuContext& g) {
   TensorPtr ids = g.alloc(DType::I32, {a.T, a.heads});
   if (a.T == 0) return {ids};
   const std::string vocabText = a.vocabText;
-  unsigned long long* tokenFailed = g.rt.deviceCheck("pleNgramIds", a.T, 1, [vocabText](const uint64_t* w) { ops::failPleToken(checkDetail(w[0]), checkPosition(w[0]), vocabText); });
+  unsigned long long* tokenFailed =
+      g.rt.deviceCheck("pleNgramIds", a.T, 1, [vocabText](const uint64_t* w) { ops::failPleToken(checkDetail(w[0]), checkPosition(w[0]), vocabText); });
   unsigned long long* productFailed = nullptr;
   if (a.productsCanWrap) {
     const int64_t n = a.ngramSize;
@@ -111,7 +113,8 @@ Outputs pleNgramEmbedShard(const Inputs& in, const GpuContext& g) {
   unsigned long long* failed = g.rt.deviceCheck("pleNgramEmbedShard", n, 1, [heads, tableRowsText](const uint64_t* w) {
     ops::failPleNgramId(checkDetail(w[0]), checkPosition(w[0]), heads, tableRowsText);
   });
-  HCSP_LAUNCH(g.rt, hcsp_ple_ngram_embed_shard, n * a.headDim, a.ids.data<int32_t>(), a.table.bf16(), e->bf16(), failed, n, a.headDim, a.rowStart, a.rows, a.tableBound);
+  HCSP_LAUNCH(g.rt, hcsp_ple_ngram_embed_shard, n * a.headDim, a.ids.data<int32_t>(), a.table.bf16(), e->bf16(), failed, n, a.headDim, a.rowStart, a.rows,
+              a.tableBound);
   return {e};
 }
 

@@ -24,8 +24,8 @@ Outputs quantizeRows(const uint16_t* x, int64_t rows, int64_t cols, const Fp8For
   TensorPtr q = g.alloc(fp8DType(f), {rows, cols});
   TensorPtr scale = g.alloc(DType::F32, {rows});
   const int perBlock = g.blockRows(rows);
-  HCSP_LAUNCH_BLOCKS(g.rt, hcsp_quant_rows_fp8, hcspBlocksFor(rows, perBlock), perBlock * HCSP_CANONICAL_LANES, x, scale->data<float>(), q->data<uint8_t>(), rows, cols, fnuz,
-                     reciprocal);
+  HCSP_LAUNCH_BLOCKS(g.rt, hcsp_quant_rows_fp8, hcspBlocksFor(rows, perBlock), perBlock * HCSP_CANONICAL_LANES, x, scale->data<float>(), q->data<uint8_t>(),
+                     rows, cols, fnuz, reciprocal);
   return {q, scale};
 }
 

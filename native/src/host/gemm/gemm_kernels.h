@@ -31,16 +31,16 @@ struct Tile {
   const uint16_t* wp;  // the panel at this k block: [kc][width] bf16 bits
   const float* wf;     // or, when not null, the same block widened (WidenFn): [kc][width] fp32, outputs in order
   int64_t kc;
-  int mr;           // rows of this tile, 1..MR
-  int width;        // the panel's width (elements per k), a multiple of the ISA's vector
-  int n;            // valid outputs of the panel, 1..width
+  int mr;     // rows of this tile, 1..MR
+  int width;  // the panel's width (elements per k), a multiple of the ISA's vector
+  int n;      // valid outputs of the panel, 1..width
   // sums carried between k blocks ([mr][accStride] fp32, padded to the width)
   float* acc;
   int64_t accStride;
-  bool first;       // start from +0 (else load acc)
-  bool last;        // finish into y (else store acc)
+  bool first;  // start from +0 (else load acc)
+  bool last;   // finish into y (else store acc)
   Epilogue epilogue;
-  void* y;          // first output of the tile: row stride yStride elements
+  void* y;  // first output of the tile: row stride yStride elements
   int64_t yStride;
   // Bf16Scaled: per-output scale (n of them) and per-row scale (mr of them); colScaleFirst
   // applies the per-output one first ('weightFirst': the outputs are the weight's channels)
@@ -75,9 +75,12 @@ struct PanelGeometry {
 
 inline PanelGeometry panelGeometry(Isa isa) {
   switch (isa) {
-    case Isa::Avx512: return {64, 16, true};
-    case Isa::Avx2: return {16, 8, true};
-    case Isa::Portable: return {16, 8, false};
+    case Isa::Avx512:
+      return {64, 16, true};
+    case Isa::Avx2:
+      return {16, 8, true};
+    case Isa::Portable:
+      return {16, 8, false};
   }
   return {16, 8, false};
 }
@@ -98,9 +101,12 @@ struct Kernels {
 
 inline Kernels kernels(Isa isa) {
   switch (isa) {
-    case Isa::Avx512: return {tileAvx512, widenAvx512};
-    case Isa::Avx2: return {tileAvx2, widenAvx2};
-    case Isa::Portable: return {tilePortable, widenPortable};
+    case Isa::Avx512:
+      return {tileAvx512, widenAvx512};
+    case Isa::Avx2:
+      return {tileAvx2, widenAvx2};
+    case Isa::Portable:
+      return {tilePortable, widenPortable};
   }
   return {tilePortable, widenPortable};
 }

@@ -33,8 +33,12 @@ void tilePortable(const Tile& t) {
     for (int j = 0; j < t.n; j++) {
       const int64_t at = r * t.yStride + j;
       switch (t.epilogue) {
-        case Epilogue::F32: static_cast<float*>(t.y)[at] = c[r][j]; break;
-        case Epilogue::Bf16: static_cast<uint16_t*>(t.y)[at] = f32ToBf16(c[r][j]); break;
+        case Epilogue::F32:
+          static_cast<float*>(t.y)[at] = c[r][j];
+          break;
+        case Epilogue::Bf16:
+          static_cast<uint16_t*>(t.y)[at] = f32ToBf16(c[r][j]);
+          break;
         case Epilogue::Bf16Scaled: {
           const float col = t.colScale[j], row = t.rowScale[r];
           const float s = t.colScaleFirst ? (c[r][j] * col) * row : (c[r][j] * row) * col;

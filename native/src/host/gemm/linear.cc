@@ -89,8 +89,8 @@ struct Scratch {
 };
 
 /** outputs of rows [r0, r1) x panels [p0, p1), on this thread */
-void runRange(const XSource& x, int64_t r0, int64_t r1, int64_t p0, int64_t p1, const PackedWeight& w, const Sink& out, const Kernels& fn,
-              const Blocking& b, Scratch& s) {
+void runRange(const XSource& x, int64_t r0, int64_t r1, int64_t p0, int64_t p1, const PackedWeight& w, const Sink& out, const Kernels& fn, const Blocking& b,
+              Scratch& s) {
   const int64_t inF = w.inF, outF = w.outF, W = w.geometry.width;
   const int64_t accStride = b.ncPanels * W;
   Tile t{};

@@ -137,8 +137,10 @@ std::shared_ptr<const PackedWeight> packedWeight(const void* w, WeightDType dtyp
     if (it != cache.entries.end()) return it->second;
   }
   if (owner->released()) {
-    fail(ErrorKind::Runtime, weightName(*owner) + " was released after packing for the exact GEMM; it has no " +
-                                 (geometry.width == 0 ? std::string("row-major fp32 form (the 'blas' GEMM)") : "packed form of [" + std::to_string(outF) + "," + std::to_string(inF) + "] at byte " + std::to_string(offset)));
+    fail(ErrorKind::Runtime,
+         weightName(*owner) + " was released after packing for the exact GEMM; it has no " +
+             (geometry.width == 0 ? std::string("row-major fp32 form (the 'blas' GEMM)")
+                                  : "packed form of [" + std::to_string(outF) + "," + std::to_string(inF) + "] at byte " + std::to_string(offset)));
   }
   // packed outside the lock (other slices stay available); a concurrent packer's copy wins
   std::shared_ptr<const PackedWeight> packed = pack(w, dtype, outF, inF, geometry, pool);
@@ -148,11 +150,13 @@ std::shared_ptr<const PackedWeight> packedWeight(const void* w, WeightDType dtyp
 
 PackResult packForGemm(Tensor& w, GemmWeightKind kind, ThreadPool& pool) {
   const std::string what = std::string("packForGemm '") + (kind == GemmWeightKind::Linear ? "linear" : "fp8") + "'";
-  if (&w.memory() != hostMemory().get()) fail(ErrorKind::Runtime, what + ": " + weightName(w) + " is in " + w.memory().name() + " memory; only the host device's exact GEMM reads packed panels");
+  if (&w.memory() != hostMemory().get())
+    fail(ErrorKind::Runtime, what + ": " + weightName(w) + " is in " + w.memory().name() + " memory; only the host device's exact GEMM reads packed panels");
   if (w.rank() != 2) fail(ErrorKind::Shape, what + ": expected a 2-D weight [out, in], got " + shapeStr(w.shape()));
   const bool fp8 = isFp8(w.dtype());
   if (kind == GemmWeightKind::Linear ? w.dtype() != DType::BF16 : !fp8) {
-    fail(ErrorKind::DType, what + ": expected a " + (kind == GemmWeightKind::Linear ? "bf16" : "fp8e4m3fn or fp8e4m3fnuz") + " weight, got " + dtypeName(w.dtype()));
+    fail(ErrorKind::DType,
+         what + ": expected a " + (kind == GemmWeightKind::Linear ? "bf16" : "fp8e4m3fn or fp8e4m3fnuz") + " weight, got " + dtypeName(w.dtype()));
   }
   const WeightDType dtype = fp8 ? fp8WeightDType(fp8FormatOfDType(w.dtype())) : WeightDType::Bf16;
   if (w.released()) {
@@ -184,7 +188,9 @@ PackResult packForGemm(Tensor& w, GemmWeightKind kind, ThreadPool& pool) {
 void unpackReleased(const Tensor& w, void* dst) {
   if (!w.released()) fail(ErrorKind::Runtime, weightName(w) + " was not released (unpackReleased)");
   if (w.dtype() != DType::BF16) {
-    fail(ErrorKind::Unsupported, weightName(w) + " was released after packing for the exact GEMM; its fp8 codes are not kept (the panel holds their bf16 values), so it cannot be downloaded");
+    fail(ErrorKind::Unsupported,
+         weightName(w) +
+             " was released after packing for the exact GEMM; its fp8 codes are not kept (the panel holds their bf16 values), so it cannot be downloaded");
   }
   const auto packed = w.rank() == 2 ? exactForm(w, WeightDType::Bf16) : nullptr;
   if (!packed) fail(ErrorKind::Runtime, weightName(w) + " was released without its exact-GEMM panel");

@@ -52,7 +52,6 @@ using attn::sums;
 
 constexpr float NEG_INF = -std::numeric_limits<float>::infinity();
 
-
 /** scratch memory held outside tensors, counted against the device's limit */
 struct ScratchGuard {
   int64_t bytes;
@@ -198,7 +197,6 @@ inline void normRopeHead(const NormRope& p, const uint16_t* x, int64_t tb, float
   }
   for (int64_t d = p.ropeDims; d < hd; d++) y[d] = f32ToBf16(n[d]);
 }
-
 
 std::vector<float> onePlus(const Tensor& w) {
   std::vector<float> out(w.numel());

@@ -110,21 +110,30 @@ inline void runMk(Isa isa, int G, const Mk& m) {
   switch (isa) {
     case Isa::Avx512:
       switch (G) {
-        case 1: return mkAvx512<1>(m);
-        case 2: return mkAvx512<2>(m);
-        case 3: return mkAvx512<3>(m);
-        default: return mkAvx512<4>(m);
+        case 1:
+          return mkAvx512<1>(m);
+        case 2:
+          return mkAvx512<2>(m);
+        case 3:
+          return mkAvx512<3>(m);
+        default:
+          return mkAvx512<4>(m);
       }
     case Isa::Avx2:
       if (G == 1) return mkAvx2<1>(m);
       return mkAvx2<2>(m);
-    case Isa::Portable: break;
+    case Isa::Portable:
+      break;
   }
   switch (G) {
-    case 1: return mkPortable<1>(m);
-    case 2: return mkPortable<2>(m);
-    case 3: return mkPortable<3>(m);
-    default: return mkPortable<4>(m);
+    case 1:
+      return mkPortable<1>(m);
+    case 2:
+      return mkPortable<2>(m);
+    case 3:
+      return mkPortable<3>(m);
+    default:
+      return mkPortable<4>(m);
   }
 }
 
@@ -139,8 +148,8 @@ constexpr int64_t PANEL = 64;
  * row-major B has panelStride = PANEL; a panel layout [panel][x][PANEL] has ld = PANEL and
  * panelStride = X * PANEL (each call then reads one contiguous panel).
  */
-inline void sums(Isa isa, bool exact, int64_t heads, const float* a, int64_t aStride, int64_t X, const float* B, int64_t ld, int64_t panelStride, const int32_t* rowIdx,
-          int64_t len, float* out, int64_t outStride) {
+inline void sums(Isa isa, bool exact, int64_t heads, const float* a, int64_t aStride, int64_t X, const float* B, int64_t ld, int64_t panelStride,
+                 const int32_t* rowIdx, int64_t len, float* out, int64_t outStride) {
   if (!exact) {
     for (int64_t g = 0; g < heads; g++) {
       const float* ag = a + g * aStride;
@@ -182,7 +191,8 @@ __attribute__((target("avx512f"))) inline __m512 expAvx512(__m512 x) {
   using namespace fp32;
   // the zero-masked forms with every lane set: GCC 12 warns on the unmasked ones' undefined source
   constexpr __mmask16 ALL = 0xffff;
-  const __m512 kf = _mm512_maskz_roundscale_ps(ALL, _mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(LOG2E)), _mm512_set1_ps(0.5f)), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  const __m512 kf =
+      _mm512_maskz_roundscale_ps(ALL, _mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(LOG2E)), _mm512_set1_ps(0.5f)), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
   const __m512 r = _mm512_sub_ps(_mm512_sub_ps(x, _mm512_mul_ps(kf, _mm512_set1_ps(LN2_HI))), _mm512_mul_ps(kf, _mm512_set1_ps(LN2_LO)));
   __m512 p = _mm512_set1_ps(E7);
   p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(E6));
@@ -250,9 +260,12 @@ __attribute__((target("avx2"))) inline void expShiftedAvx2(float* s, int64_t n, 
 /** s[i] = expF32(fr(s[i] - m)) for i < n */
 inline void expShifted(Isa isa, float* s, int64_t n, float m) {
   switch (isa) {
-    case Isa::Avx512: return expShiftedAvx512(s, n, m);
-    case Isa::Avx2: return expShiftedAvx2(s, n, m);
-    case Isa::Portable: break;
+    case Isa::Avx512:
+      return expShiftedAvx512(s, n, m);
+    case Isa::Avx2:
+      return expShiftedAvx2(s, n, m);
+    case Isa::Portable:
+      break;
   }
   for (int64_t i = 0; i < n; i++) s[i] = fp32::expF32(s[i] - m);
 }

@@ -124,9 +124,12 @@ __attribute__((target("avx2,fma"))) inline float sumSquaresBf16Avx2(const uint16
 /** sumSquaresBf16 (the scalar definition's bits) on the process's vector unit */
 inline float sumSquaresBf16(Isa isa, const uint16_t* x, int64_t n) {
   switch (isa) {
-    case Isa::Avx512: return sumSquaresBf16Avx512(x, n);
-    case Isa::Avx2: return sumSquaresBf16Avx2(x, n);
-    case Isa::Portable: break;
+    case Isa::Avx512:
+      return sumSquaresBf16Avx512(x, n);
+    case Isa::Avx2:
+      return sumSquaresBf16Avx2(x, n);
+    case Isa::Portable:
+      break;
   }
   return sumSquaresBf16(x, n);
 }

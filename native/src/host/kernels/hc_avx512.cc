@@ -120,14 +120,13 @@ void combineRow(const uint16_t* xIn, uint16_t* xOut, const uint16_t* y, const ui
 
 }  // namespace
 
-void combineRange(const uint16_t* xd, const uint16_t* bd, const uint16_t* rd, uint16_t* yd, int64_t n, int64_t h,
-                  Contract contract, int64_t t0, int64_t t1) {
+void combineRange(const uint16_t* xd, const uint16_t* bd, const uint16_t* rd, uint16_t* yd, int64_t n, int64_t h, Contract contract, int64_t t0, int64_t t1) {
   const int64_t width = n * h;
   for (int64_t t = t0; t < t1; t++) combineRow(xd + t * width, yd + t * width, bd + t * h, rd + t * n, n, h, contract);
 }
 
-void combineNormRange(const uint16_t* xd, const uint16_t* yd, const uint16_t* rd, uint16_t* xo, uint16_t* no, const float* sc,
-                      int64_t n, int64_t h, Contract contract, float epsF, int64_t t0, int64_t t1) {
+void combineNormRange(const uint16_t* xd, const uint16_t* yd, const uint16_t* rd, uint16_t* xo, uint16_t* no, const float* sc, int64_t n, int64_t h,
+                      Contract contract, float epsF, int64_t t0, int64_t t1) {
   const int64_t width = n * h;
   const double hd = static_cast<double>(h);
   for (int64_t t = t0; t < t1; t++) {
@@ -149,8 +148,7 @@ void combineNormRange(const uint16_t* xd, const uint16_t* yd, const uint16_t* rd
   }
 }
 
-void gatedMeanRange(const uint16_t* ud, const uint16_t* nd, uint16_t* xd, int64_t n, int64_t h, Contract contract,
-                    int64_t t0, int64_t t1) {
+void gatedMeanRange(const uint16_t* ud, const uint16_t* nd, uint16_t* xd, int64_t n, int64_t h, Contract contract, int64_t t0, int64_t t1) {
   const int64_t width = n * h;
   const float nf = static_cast<float>(n);
   const F nv = splat(nf);

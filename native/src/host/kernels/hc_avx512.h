@@ -9,15 +9,14 @@
 namespace hcsp::hcavx512 {
 
 /** hcCombineNorm over rows [t0, t1): xo = combine (or copy) of xd, no = normed of xo */
-void combineNormRange(const uint16_t* xd, const uint16_t* yd, const uint16_t* rd, uint16_t* xo, uint16_t* no, const float* sc,
-                      int64_t n, int64_t h, ops::HcContract contract, float epsF, int64_t t0, int64_t t1);
+void combineNormRange(const uint16_t* xd, const uint16_t* yd, const uint16_t* rd, uint16_t* xo, uint16_t* no, const float* sc, int64_t n, int64_t h,
+                      ops::HcContract contract, float epsF, int64_t t0, int64_t t1);
 
 /** hcCombine over rows [t0, t1) */
-void combineRange(const uint16_t* xd, const uint16_t* bd, const uint16_t* rd, uint16_t* yd, int64_t n, int64_t h,
-                  ops::HcContract contract, int64_t t0, int64_t t1);
+void combineRange(const uint16_t* xd, const uint16_t* bd, const uint16_t* rd, uint16_t* yd, int64_t n, int64_t h, ops::HcContract contract, int64_t t0,
+                  int64_t t1);
 
 /** hcGatedMean over rows [t0, t1) */
-void gatedMeanRange(const uint16_t* ud, const uint16_t* nd, uint16_t* xd, int64_t n, int64_t h, ops::HcContract contract,
-                    int64_t t0, int64_t t1);
+void gatedMeanRange(const uint16_t* ud, const uint16_t* nd, uint16_t* xd, int64_t n, int64_t h, ops::HcContract contract, int64_t t0, int64_t t1);
 
 }  // namespace hcsp::hcavx512

@@ -45,13 +45,27 @@ inline std::string jsonString(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           char hex[8];
@@ -116,11 +130,16 @@ inline AttrProbe probe(const Attrs& attrs, const std::string& name) {
 inline std::string json(const Attrs& attrs, const std::string& name) {
   const AttrProbe p = probe(attrs, name);
   switch (p.kind) {
-    case AttrProbe::Kind::Missing: return "undefined";
-    case AttrProbe::Kind::Number: return number(p.number);
-    case AttrProbe::Kind::NonFinite: return "null";
-    case AttrProbe::Kind::String: return jsonString(p.string);
-    case AttrProbe::Kind::Bool: return p.boolean ? "true" : "false";
+    case AttrProbe::Kind::Missing:
+      return "undefined";
+    case AttrProbe::Kind::Number:
+      return number(p.number);
+    case AttrProbe::Kind::NonFinite:
+      return "null";
+    case AttrProbe::Kind::String:
+      return jsonString(p.string);
+    case AttrProbe::Kind::Bool:
+      return p.boolean ? "true" : "false";
     case AttrProbe::Kind::Numbers: {
       std::string out = "[";
       for (size_t i = 0; i < p.numbers.size(); i++) out += (i ? "," : "") + (std::isfinite(p.numbers[i]) ? number(p.numbers[i]) : std::string("null"));
@@ -139,11 +158,16 @@ inline std::string json(const Attrs& attrs, const std::string& name) {
 inline std::string text(const Attrs& attrs, const std::string& name) {
   const AttrProbe p = probe(attrs, name);
   switch (p.kind) {
-    case AttrProbe::Kind::Missing: return "undefined";
-    case AttrProbe::Kind::Number: return number(p.number);
-    case AttrProbe::Kind::NonFinite: return "NaN";
-    case AttrProbe::Kind::String: return p.string;
-    case AttrProbe::Kind::Bool: return p.boolean ? "true" : "false";
+    case AttrProbe::Kind::Missing:
+      return "undefined";
+    case AttrProbe::Kind::Number:
+      return number(p.number);
+    case AttrProbe::Kind::NonFinite:
+      return "NaN";
+    case AttrProbe::Kind::String:
+      return p.string;
+    case AttrProbe::Kind::Bool:
+      return p.boolean ? "true" : "false";
     case AttrProbe::Kind::Numbers: {
       std::string out;
       for (size_t i = 0; i < p.numbers.size(); i++) out += (i ? "," : "") + number(p.numbers[i]);

@@ -190,7 +190,8 @@ Outputs pleNgramIds(const Inputs& in, const KernelContext& ctx) {
       if (!(tokens[i] >= 0 && tokens[i] < a.vocabBound)) badToken.note(i, tokens[i]);
       int32_t badS;
       int64_t badId;
-      hcspPleNgramRow(tokens, i, a.eos, a.ngramSize, a.headsPerNgram, a.multipliers.data(), a.maxIds.data(), a.sizes.data(), a.offsets.data(), out + i * a.heads, &badS, &badId);
+      hcspPleNgramRow(tokens, i, a.eos, a.ngramSize, a.headsPerNgram, a.multipliers.data(), a.maxIds.data(), a.sizes.data(), a.offsets.data(),
+                      out + i * a.heads, &badS, &badId);
       if (badS >= 0) badProduct.note(i * n + badS, badId);
     }
   });
@@ -214,8 +215,10 @@ Outputs pleNgramEmbedShard(const Inputs& in, const KernelContext& ctx) {
       const bool inTable = id >= 0 && id < a.tableBound;
       if (!inTable) bad.note(i, id);
       const int64_t local = id - a.rowStart;
-      if (inTable && local >= 0 && local < a.rows) std::memcpy(out + i * hd, table + local * hd, static_cast<size_t>(hd) * sizeof(uint16_t));
-      else std::fill(out + i * hd, out + (i + 1) * hd, HCSP_BF16_NEGATIVE_ZERO);
+      if (inTable && local >= 0 && local < a.rows)
+        std::memcpy(out + i * hd, table + local * hd, static_cast<size_t>(hd) * sizeof(uint16_t));
+      else
+        std::fill(out + i * hd, out + (i + 1) * hd, HCSP_BF16_NEGATIVE_ZERO);
     }
   });
   if (bad.failed()) ops::failPleNgramId(bad.detail(), bad.position(), a.heads, a.tableRowsText);

@@ -92,9 +92,7 @@ Outputs quantizeRows(const ops::QuantRowsArgs& a, const KernelContext& ctx) {
   return {q, scale};
 }
 
-Outputs quantFp8PerToken(const Inputs& in, const KernelContext& ctx) {
-  return quantizeRows(ops::checkQuantFp8PerToken(in, ctx.attrs), ctx);
-}
+Outputs quantFp8PerToken(const Inputs& in, const KernelContext& ctx) { return quantizeRows(ops::checkQuantFp8PerToken(in, ctx.attrs), ctx); }
 
 Outputs hcGatedMeanQuant(const Inputs& in, const KernelContext& ctx) {
   const ops::GatedMeanQuantArgs a = ops::checkHcGatedMeanQuant(in, ctx.attrs);
@@ -136,9 +134,7 @@ Outputs hcGatedMeanQuant(const Inputs& in, const KernelContext& ctx) {
   return {x, q, scale};
 }
 
-Outputs fp8QuantWeightPerChannel(const Inputs& in, const KernelContext& ctx) {
-  return quantizeRows(ops::checkFp8QuantWeightPerChannel(in, ctx.attrs), ctx);
-}
+Outputs fp8QuantWeightPerChannel(const Inputs& in, const KernelContext& ctx) { return quantizeRows(ops::checkFp8QuantWeightPerChannel(in, ctx.attrs), ctx); }
 
 }  // namespace
 

@@ -25,10 +25,14 @@ inline const char* const ALGORITHM_NAMES[] = {"ring", "oneshot", "ordered"};
 
 /** 'ring' | 'oneshot' | 'ordered' -> the algorithm; false for any other name */
 inline bool parseAlgorithm(const std::string& name, Algorithm& out) {
-  if (name == "ring") out = Algorithm::Ring;
-  else if (name == "oneshot") out = Algorithm::OneShot;
-  else if (name == "ordered") out = Algorithm::Ordered;
-  else return false;
+  if (name == "ring")
+    out = Algorithm::Ring;
+  else if (name == "oneshot")
+    out = Algorithm::OneShot;
+  else if (name == "ordered")
+    out = Algorithm::Ordered;
+  else
+    return false;
   return true;
 }
 
@@ -48,7 +52,8 @@ inline uint16_t addBf16(uint16_t a, uint16_t b) { return f32ToBf16(bf16ToF32(a) 
  * [start, end) of the sum go to out[0 .. end-start). tp = 1 passes the bits through.
  */
 inline void reduceRingInto(const uint16_t* const* partials, int tp, int owner, int64_t start, int64_t end, uint16_t* out) {
-  if (owner < 0 || owner >= tp) fail(ErrorKind::Attr, "reduceRingInto: owner " + std::to_string(owner) + " is not a ring position in [0, " + std::to_string(tp) + ")");
+  if (owner < 0 || owner >= tp)
+    fail(ErrorKind::Attr, "reduceRingInto: owner " + std::to_string(owner) + " is not a ring position in [0, " + std::to_string(tp) + ")");
   const uint16_t* first = partials[(owner + 1) % tp];
   for (int64_t i = start; i < end; i++) {
     uint16_t acc = first[i];
@@ -82,9 +87,15 @@ inline void reduceOrderedInto(const uint16_t* const* partials, int tp, int64_t s
 /** Elements [start, end) of the sum in `algorithm`'s order into out[0 ..); `owner` matters only for Ring. */
 inline void reduceInto(Algorithm algorithm, int owner, const uint16_t* const* partials, int tp, int64_t start, int64_t end, uint16_t* out) {
   switch (algorithm) {
-    case Algorithm::Ring: reduceRingInto(partials, tp, owner, start, end, out); return;
-    case Algorithm::OneShot: reduceOneShotInto(partials, tp, start, end, out); return;
-    case Algorithm::Ordered: reduceOrderedInto(partials, tp, start, end, out); return;
+    case Algorithm::Ring:
+      reduceRingInto(partials, tp, owner, start, end, out);
+      return;
+    case Algorithm::OneShot:
+      reduceOneShotInto(partials, tp, start, end, out);
+      return;
+    case Algorithm::Ordered:
+      reduceOrderedInto(partials, tp, start, end, out);
+      return;
   }
 }
 

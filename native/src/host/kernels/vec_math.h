@@ -105,7 +105,7 @@ inline void storeFp8(uint8_t* out, F v) {
   I e = (I)(((U)a >> 23) & 0xffu) - 127;
   e = e < E_MIN ? splatI(E_MIN) : e;
   const F scaled = a * (F)((U)(3 - e + 127) << 23);  // exact, in [0, 16]
-  const F q = (scaled + 8388608.0f) - 8388608.0f;   // round half even to an integer
+  const F q = (scaled + 8388608.0f) - 8388608.0f;    // round half even to an integer
   const I magnitude = (e - E_MIN) * 8 + __builtin_convertvector(q, I);
   const I negative = FNUZ ? ((magnitude == 0) ? splatI(0) : (magnitude | 0x80)) : (magnitude | 0x80);
   I r = (I)u < 0 ? negative : magnitude;

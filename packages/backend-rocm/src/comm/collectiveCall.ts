@@ -23,7 +23,8 @@ export interface RankCollectives {
 }
 
 function tensorOf(dtype: DType, shape: number[], buf: ArrayBuffer): Tensor {
-  const data: TensorData = dtype === 'bf16' ? new Uint16Array(buf) : dtype === 'f32' ? new Float32Array(buf) : dtype === 'i32' ? new Int32Array(buf) : new Uint8Array(buf);
+  const data: TensorData =
+    dtype === 'bf16' ? new Uint16Array(buf) : dtype === 'f32' ? new Float32Array(buf) : dtype === 'i32' ? new Int32Array(buf) : new Uint8Array(buf);
   return { dtype, shape, data };
 }
 

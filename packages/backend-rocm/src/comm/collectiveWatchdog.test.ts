@@ -31,9 +31,11 @@ describe('the collective watchdog', () => {
     expect(dog.state()).toBeNull();
     expect(await dog.watch('a', async () => 7)).toBe(7);
     await expect(dog.watch('b', async () => Promise.reject(new Error('peer lost')))).rejects.toThrow('peer lost');
-    await expect(dog.watch('c', () => {
-      throw new Error('refused');
-    })).rejects.toThrow('refused');
+    await expect(
+      dog.watch('c', () => {
+        throw new Error('refused');
+      }),
+    ).rejects.toThrow('refused');
     // each call has its own limit: three calls of 150 ms in a row are 450 ms, none over 400
     for (const what of ['d', 'e', 'f']) await dog.watch(what, () => sleep(150));
     await sleep(450);
@@ -59,7 +61,9 @@ describe('the collective watchdog', () => {
 
   it("the limit is a whole number of ms within setTimeout's range", () => {
     for (const bad of [0, -1, 1.5, 2 ** 31, Number.NaN, Infinity]) {
-      expect(() => new CollectiveWatchdog(bad, () => {})).toThrow(`CollectiveWatchdog: the limit must be a whole number of ms in [1, 2147483647] (setTimeout's range), got ${bad}`);
+      expect(() => new CollectiveWatchdog(bad, () => {})).toThrow(
+        `CollectiveWatchdog: the limit must be a whole number of ms in [1, 2147483647] (setTimeout's range), got ${bad}`,
+      );
     }
     expect(new CollectiveWatchdog(2 ** 31 - 1, () => {}).timeoutMs).toBe(2147483647);
   });
@@ -67,11 +71,21 @@ describe('the collective watchdog', () => {
   it('its timer never keeps the process alive by itself', async () => {
     const { spawnSync } = await import('node:child_process');
     const t0 = performance.now();
-    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `
+    const r = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        `
       const { CollectiveWatchdog } = await import(${JSON.stringify(new URL('./collectiveWatchdog.ts', import.meta.url).href)});
       const dog = new CollectiveWatchdog(60_000, () => console.log('fired'));
       void dog.watch('a call that never settles', () => new Promise(() => {}));
-    `], { cwd: new URL('../../../../', import.meta.url), encoding: 'utf8', timeout: 30_000 });
+    `,
+      ],
+      { cwd: new URL('../../../../', import.meta.url), encoding: 'utf8', timeout: 30_000 },
+    );
     expect(r.stdout).toBe('');
     expect(r.signal).toBeNull();
     expect(performance.now() - t0).toBeLessThan(20_000);

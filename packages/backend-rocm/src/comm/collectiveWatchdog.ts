@@ -72,4 +72,3 @@ export class CollectiveWatchdog {
     this.onStuck({ what: call.what, waitedMs: performance.now() - call.start });
   }
 }
-

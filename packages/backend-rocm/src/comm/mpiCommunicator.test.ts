@@ -24,19 +24,24 @@ function mpirun(np: number, args: string[], env: Record<string, string> = {}) {
     killSignal: 'SIGKILL',
     env: { ...process.env, OMPI_ALLOW_RUN_AS_ROOT: '1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM: '1', ...env },
   });
-  if (r.error && (r.error as NodeJS.ErrnoException).code === 'ENOENT') throw new Error('mpirun is not installed: run `npm run setup:system` (Debian: openmpi-bin, libopenmpi-dev)');
+  if (r.error && (r.error as NodeJS.ErrnoException).code === 'ENOENT')
+    throw new Error('mpirun is not installed: run `npm run setup:system` (Debian: openmpi-bin, libopenmpi-dev)');
   return { status: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr, seconds: (performance.now() - t0) / 1000 };
 }
 
 /** pids of live processes whose environment holds `entry` (a zombie is gone, only not yet reaped) */
 function processesWith(entry: string): number[] {
-  return readdirSync('/proc').filter((d) => {
-    try {
-      return /^\d+$/.test(d) && readFileSync(`/proc/${d}/environ`, 'utf8').split('\0').includes(entry) && !/\) Z /.test(readFileSync(`/proc/${d}/stat`, 'utf8'));
-    } catch {
-      return false;
-    }
-  }).map(Number);
+  return readdirSync('/proc')
+    .filter((d) => {
+      try {
+        return (
+          /^\d+$/.test(d) && readFileSync(`/proc/${d}/environ`, 'utf8').split('\0').includes(entry) && !/\) Z /.test(readFileSync(`/proc/${d}/stat`, 'utf8'))
+        );
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: parsed JSON output, walked freely by the expectations
@@ -91,7 +96,12 @@ describe('MPI addon loading', () => {
 });
 
 describe('MPI collectives across processes equal the simulated ones', () => {
-  for (const [np, fold] of [[2, 'mpiOp'], [3, 'mpiOp'], [4, 'mpiOp'], [4, 'loop']] as const) {
+  for (const [np, fold] of [
+    [2, 'mpiOp'],
+    [3, 'mpiOp'],
+    [4, 'mpiOp'],
+    [4, 'loop'],
+  ] as const) {
     it(`${np} ranks, ordered folded by ${fold === 'mpiOp' ? 'the non-commutative MPI op' : 'the loop'}: every algorithm bit-exact, bytes as commBytes.ts`, () => {
       const r = mpirun(np, [process.execPath, '--import', 'tsx', CHILD, 'collectives', fold]);
       expect(r.stderr).not.toMatch(/Error/);
@@ -106,11 +116,16 @@ describe('MPI collectives across processes equal the simulated ones', () => {
       for (let c = 0; c < out.cases; c++) {
         const sent = out.sentPerRank.map((perCase: number[]) => perCase[c]);
         // commBytes.ts is the mean over ranks; the ranks' sum is exact
-        expect(sent.reduce((a: number, b: number) => a + b, 0), `case ${c}`).toBeCloseTo(out.expected[c] * np, 6);
+        expect(
+          sent.reduce((a: number, b: number) => a + b, 0),
+          `case ${c}`,
+        ).toBeCloseTo(out.expected[c] * np, 6);
         if (out.even[c]) expect(sent, `case ${c}`).toEqual(new Array(np).fill(out.expected[c]));
       }
       expect(out.mismatch.name).toBe('MpiMismatchError');
-      expect(out.mismatch.message).toMatch(/^ranks reached different collectives: rank 0 at node 900 allReduce ordered of 4 bf16 elements; rank 1 at node 900 allReduce ordered of 8 bf16 elements/);
+      expect(out.mismatch.message).toMatch(
+        /^ranks reached different collectives: rank 0 at node 900 allReduce ordered of 4 bf16 elements; rank 1 at node 900 allReduce ordered of 8 bf16 elements/,
+      );
       expect(out.otherNode.message).toMatch(/rank 0 at node 901 allGather .*; rank 1 at node 902 allGather/);
       // a mismatch found together moves no data: the next collective works
       expect(out.afterMismatch).toEqual([...Array(np).keys()]);
@@ -127,9 +142,13 @@ describe('MPI collectives across processes equal the simulated ones', () => {
     const out = lines(r.stdout).sort((a, b) => a.rank - b.rank);
     expect(out).toHaveLength(2);
     expect(out[0].errs).toMatchObject({ name: 'MpiError', call: 'MPI_Sendrecv' });
-    expect(out[0].errs.message).toMatch(/^rank 0 of 2: MPI_Sendrecv \(allGather ring step 1 of 1, 16 bytes to rank 1, 16 from rank 1\) received 8 bytes from rank 1, expected 16/);
+    expect(out[0].errs.message).toMatch(
+      /^rank 0 of 2: MPI_Sendrecv \(allGather ring step 1 of 1, 16 bytes to rank 1, 16 from rank 1\) received 8 bytes from rank 1, expected 16/,
+    );
     expect(out[1].errs).toMatchObject({ name: 'MpiError', call: 'MPI_Sendrecv', mpiErrorClass: 'MPI_ERR_TRUNCATE' });
-    expect(out[1].errs.message).toMatch(/^rank 1 of 2: MPI_Sendrecv failed \(allGather ring step 1 of 1, 8 bytes to rank 0, 8 from rank 0\): .*\(MPI_ERR_TRUNCATE\)$/);
+    expect(out[1].errs.message).toMatch(
+      /^rank 1 of 2: MPI_Sendrecv failed \(allGather ring step 1 of 1, 8 bytes to rank 0, 8 from rank 0\): .*\(MPI_ERR_TRUNCATE\)$/,
+    );
     for (const o of out) expect(o.refused).toMatch(/refused node 2 \(allGather test\.case2\): an earlier collective failed/);
   });
 });
@@ -153,11 +172,13 @@ describe('the collective watchdog under mpirun: a rank that stops (SIGSTOP) ends
     expect(processesWith(mark)).toEqual([]);
   });
 
-  it('MPI_Finalize waiting on a stopped peer (on the JavaScript thread): the addon\'s stall guard ends it, naming the call', () => {
+  it("MPI_Finalize waiting on a stopped peer (on the JavaScript thread): the addon's stall guard ends it, naming the call", () => {
     const mark = `HCSP_MPI_WATCHDOG_TEST=${process.pid}-finalize`;
     const r = mpirun(2, [process.execPath, '--import', 'tsx', WATCHDOG_CHILD, 'finalize', '3000'], { HCSP_MPI_WATCHDOG_TEST: mark.split('=')[1] });
     expect(r.status).toBe(1);
-    expect(r.stderr).toContain('hcsp: rank 0 of 2: MPI_Finalize made no progress for 3 s, the collective timeout (a peer stopped or hung?): ending this process\n');
+    expect(r.stderr).toContain(
+      'hcsp: rank 0 of 2: MPI_Finalize made no progress for 3 s, the collective timeout (a peer stopped or hung?): ending this process\n',
+    );
     expect(lines(r.stdout)).toEqual([]);
     expect(r.seconds).toBeLessThan(30);
     expect(processesWith(mark)).toEqual([]);

@@ -137,7 +137,9 @@ export function loadMpiAddon(): MpiAddon {
     timeout: 30_000,
   });
   if (probe.error || probe.status !== 0) {
-    const why = probe.error?.message ?? (probe.signal ? `the probe process died of ${probe.signal}` : probe.stderr.trim().split('\n').slice(0, 3).join(' ') || `exit ${probe.status}`);
+    const why =
+      probe.error?.message ??
+      (probe.signal ? `the probe process died of ${probe.signal}` : probe.stderr.trim().split('\n').slice(0, 3).join(' ') || `exit ${probe.status}`);
     throw new MpiUnavailableError(path, `it does not load (${why})`);
   }
   const addon = createRequire(import.meta.url)(path) as MpiAddon;
@@ -260,7 +262,10 @@ export class MpiCommunicator implements Communicator {
       }
       const joined = addon.joinFinish();
       if (joined.rank !== rank || joined.size !== size) {
-        throw new MpiStateError('HCSP_MPI_STATE', `the joined MPI world has this process as rank ${joined.rank} of ${joined.size}, expected rank ${rank} of ${size}`);
+        throw new MpiStateError(
+          'HCSP_MPI_STATE',
+          `the joined MPI world has this process as rank ${joined.rank} of ${joined.size}, expected rank ${rank} of ${size}`,
+        );
       }
       return new MpiCommunicator(addon, rank, size, joined.threadLevel, options, server);
     } catch (e) {

@@ -26,8 +26,18 @@ const addon = loadNativeAddon();
 const fake = new FakeGpuFolder('hcsp-nccl-');
 const { lib, log, logText } = fake;
 
-const FAKE_ENV = ['HCSP_HIP_LIB', 'HCSP_CUDA_LIB', 'HCSP_NCCL_LIBRARY', 'FAKE_GPU_LOG', 'FAKE_GPU_MEMORY', 'FAKE_SYNC_ERROR', 'FAKE_NCCL_FAIL', 'FAKE_NCCL_ASYNC',
-  'FAKE_NCCL_SLEEP_MS', 'FAKE_NCCL_VERSION'];
+const FAKE_ENV = [
+  'HCSP_HIP_LIB',
+  'HCSP_CUDA_LIB',
+  'HCSP_NCCL_LIBRARY',
+  'FAKE_GPU_LOG',
+  'FAKE_GPU_MEMORY',
+  'FAKE_SYNC_ERROR',
+  'FAKE_NCCL_FAIL',
+  'FAKE_NCCL_ASYNC',
+  'FAKE_NCCL_SLEEP_MS',
+  'FAKE_NCCL_VERSION',
+];
 const restoreEnv = saveEnv(FAKE_ENV);
 
 beforeAll(() => {
@@ -61,19 +71,57 @@ let nextId = 1;
 function node(op: 'allReduce' | 'reduceScatter' | 'allGather', tp: number, algorithm: string | null = 'ring'): GraphNode {
   return { id: nextId++, op, rank: null, inputs: [], outputs: [], attrs: algorithm === null ? { tp } : { tp, algorithm }, scope: 'test', layer: -1 };
 }
-const bf16 = (shape: number[], seed: number): Tensor => ({ dtype: 'bf16', shape, data: bf16Values(shape.reduce((a, b) => a * b, 1), seed) });
+const bf16 = (shape: number[], seed: number): Tensor => ({
+  dtype: 'bf16',
+  shape,
+  data: bf16Values(
+    shape.reduce((a, b) => a * b, 1),
+    seed,
+  ),
+});
 const bytesOf = (t: Tensor) => Array.from(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength));
 
 type Kind = 'hip' | 'cuda';
-const KINDS: { kind: Kind; vendor: 'RCCL' | 'NCCL'; arch: string; ext: string; runtimeEnv: string; runtimeLib: string; ncclLib: string; defaults: string[]; version: string }[] = [
-  { kind: 'hip', vendor: 'RCCL', arch: 'gfx942', ext: 'hsaco', runtimeEnv: 'HCSP_HIP_LIB', runtimeLib: 'fakehip.so', ncclLib: 'fakercclhip.so', defaults: ['librccl.so.1', 'librccl.so'], version: 'RCCL 2.18.5' },
-  { kind: 'cuda', vendor: 'NCCL', arch: 'sm_90', ext: 'cubin', runtimeEnv: 'HCSP_CUDA_LIB', runtimeLib: 'fakecuda.so', ncclLib: 'fakencclcuda.so', defaults: ['libnccl.so.2', 'libnccl.so'], version: 'NCCL 2.7.8' },
+const KINDS: {
+  kind: Kind;
+  vendor: 'RCCL' | 'NCCL';
+  arch: string;
+  ext: string;
+  runtimeEnv: string;
+  runtimeLib: string;
+  ncclLib: string;
+  defaults: string[];
+  version: string;
+}[] = [
+  {
+    kind: 'hip',
+    vendor: 'RCCL',
+    arch: 'gfx942',
+    ext: 'hsaco',
+    runtimeEnv: 'HCSP_HIP_LIB',
+    runtimeLib: 'fakehip.so',
+    ncclLib: 'fakercclhip.so',
+    defaults: ['librccl.so.1', 'librccl.so'],
+    version: 'RCCL 2.18.5',
+  },
+  {
+    kind: 'cuda',
+    vendor: 'NCCL',
+    arch: 'sm_90',
+    ext: 'cubin',
+    runtimeEnv: 'HCSP_CUDA_LIB',
+    runtimeLib: 'fakecuda.so',
+    ncclLib: 'fakencclcuda.so',
+    defaults: ['libnccl.so.2', 'libnccl.so'],
+    version: 'NCCL 2.7.8',
+  },
 ];
 
 describe('the nccl communicator refuses the emulated device', () => {
   it('with a clear, typed error, before loading any library', async () => {
     const gpu = addon.openGpu('emulated');
-    const message = "the nccl communicator needs a hip or cuda GPU device, not 'emulated' (the emulated device has no RCCL/NCCL: use the sim or mpi communicator)";
+    const message =
+      "the nccl communicator needs a hip or cuda GPU device, not 'emulated' (the emulated device has no RCCL/NCCL: use the sim or mpi communicator)";
     expect(() => NcclCommunicator.uniqueId(gpu)).toThrow(NativeUnsupportedError);
     expect(() => NcclCommunicator.uniqueId(gpu)).toThrow(message);
     const e = await NcclCommunicator.open({ gpu, rank: 0, size: 1, uniqueId: new Uint8Array(128) }).catch((x: unknown) => x);
@@ -98,7 +146,7 @@ for (const K of KINDS) {
       return NcclCommunicator.open({ gpu, rank, size, uniqueId: NcclCommunicator.uniqueId(gpu) });
     };
 
-    it('no library: a typed error listing every name tried, with the loader\'s reason', () => {
+    it("no library: a typed error listing every name tried, with the loader's reason", () => {
       const gpu = open();
       const missing = join(fake.dir, 'nonexistent', `lib${K.vendor.toLowerCase()}.so`);
       process.env.HCSP_NCCL_LIBRARY = missing;
@@ -123,7 +171,9 @@ for (const K of KINDS) {
         expect(x).toBeInstanceOf(NcclUnavailableError);
         expect((x as NcclUnavailableError).tried).toEqual(K.defaults);
         expect((x as Error).message).toMatch(
-          new RegExp(`^no ${K.vendor} library found: tried ${K.defaults[0].replace(/\./g, '\\.')} \\(.+\\), ${K.defaults[1].replace(/\./g, '\\.')} \\(.+\\) \\(set HCSP_NCCL_LIBRARY to the library's path\\)$`),
+          new RegExp(
+            `^no ${K.vendor} library found: tried ${K.defaults[0].replace(/\./g, '\\.')} \\(.+\\), ${K.defaults[1].replace(/\./g, '\\.')} \\(.+\\) \\(set HCSP_NCCL_LIBRARY to the library's path\\)$`,
+          ),
         );
       }
       if (found) expect(K.defaults).toContain(found.path);
@@ -192,7 +242,7 @@ for (const K of KINDS) {
       await expect(comm.collective(node('allReduce', 1), [x])).rejects.toThrow(/ncclAllReduce: the communicator .* was destroyed/);
     });
 
-    it('bytes sent follow core\'s ring accounting for the same nodes (tp 4, the fake\'s peers add zeros)', async () => {
+    it("bytes sent follow core's ring accounting for the same nodes (tp 4, the fake's peers add zeros)", async () => {
       const gpu = open();
       const tp = 4;
       const comm = await world(gpu, tp, 1);
@@ -214,7 +264,9 @@ for (const K of KINDS) {
         reduceScatter: commBytesOf('reduceScatter', 'ordered', 192, 48, tp),
         allGather: commBytesOf('allGather', null, 72, 288, tp),
       });
-      await expect(comm.collective(node('reduceScatter', tp), [bf16([6, 2], 4)])).rejects.toThrow('reduceScatter: 6 rows of shape [6,2] are not divisible by tp 4');
+      await expect(comm.collective(node('reduceScatter', tp), [bf16([6, 2], 4)])).rejects.toThrow(
+        'reduceScatter: 6 rows of shape [6,2] are not divisible by tp 4',
+      );
       await comm.destroy();
     });
 
@@ -242,7 +294,9 @@ for (const K of KINDS) {
       const a = await other.collective(node('reduceScatter', 1), [bf16([2, 4], 6)]).catch((x: unknown) => x);
       expect(a).toBeInstanceOf(NcclError);
       expect((a as NcclError).ncclResult).toBe('ncclRemoteError');
-      expect((a as Error).message).toMatch(/^ncclReduceScatter failed: ncclRemoteError \(6\): remote process exited or there was a network error \(asynchronous error; /);
+      expect((a as Error).message).toMatch(
+        /^ncclReduceScatter failed: ncclRemoteError \(6\): remote process exited or there was a network error \(asynchronous error; /,
+      );
       delete process.env.FAKE_NCCL_ASYNC;
       // init and the unique id name their calls too
       process.env.FAKE_NCCL_FAIL = 'ncclCommInitRank';
@@ -254,7 +308,7 @@ for (const K of KINDS) {
       expect(() => NcclCommunicator.uniqueId(gpu)).toThrow(/^ncclGetUniqueId failed: ncclInvalidArgument \(4\)/);
     });
 
-    it('the staging buffers are the device\'s memory: counted against its limit', async () => {
+    it("the staging buffers are the device's memory: counted against its limit", async () => {
       const gpu = open();
       const comm = await world(gpu);
       gpu.setMemoryLimit(100);
@@ -283,7 +337,9 @@ for (const K of KINDS) {
       comm.abort();
       expect(comm.state()).toBe('aborted');
       expect(logText()).toContain('ncclCommAbort rank=0');
-      await expect(comm.collective(node('allReduce', 1), [bf16([4, 4], 8)])).rejects.toThrow(/refused node \d+ \(allReduce test\): an earlier collective failed \(the communicator was aborted\)/);
+      await expect(comm.collective(node('allReduce', 1), [bf16([4, 4], 8)])).rejects.toThrow(
+        /refused node \d+ \(allReduce test\): an earlier collective failed \(the communicator was aborted\)/,
+      );
       await comm.destroy();
       expect(logText()).not.toContain('ncclCommDestroy');
     });
@@ -325,7 +381,9 @@ for (const K of KINDS) {
       await expect(NcclCommunicator.open({ gpu, rank: 0, size: 1, uniqueId: new Uint8Array(64) })).rejects.toThrow(
         'NcclCommunicator.open: the unique id must be 128 bytes (NcclCommunicator.uniqueId), got 64',
       );
-      await expect(NcclCommunicator.open({ gpu, rank: 2, size: 2, uniqueId: new Uint8Array(128) })).rejects.toThrow('NcclCommunicator.open: rank 2 is not in [0, 2)');
+      await expect(NcclCommunicator.open({ gpu, rank: 2, size: 2, uniqueId: new Uint8Array(128) })).rejects.toThrow(
+        'NcclCommunicator.open: rank 2 is not in [0, 2)',
+      );
       const comm = await world(gpu);
       await expect(comm.collective(node('allReduce', 1), [{ dtype: 'f32', shape: [2], data: new Float32Array(2) }])).rejects.toThrow(
         'allReduce: rank 0 has dtype f32; expected one of bf16',

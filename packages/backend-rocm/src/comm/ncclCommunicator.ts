@@ -223,7 +223,11 @@ export class NcclCommunicator implements Communicator {
   }
 
   /** the NCCL call a collective node makes and its output shape, after checking the node's declarations */
-  private checkedCall(node: GraphNode, inputDecls: ValueDecl[], outputs: (ValueDecl | null)[]): { kind: 'allReduce' | 'reduceScatter' | 'allGather'; want: number[] } {
+  private checkedCall(
+    node: GraphNode,
+    inputDecls: ValueDecl[],
+    outputs: (ValueDecl | null)[],
+  ): { kind: 'allReduce' | 'reduceScatter' | 'allGather'; want: number[] } {
     const layout = getOpDef(node.op).collective;
     if (!layout) throw new Error(`NCCL communicator: node ${node.id} (${node.op}) is not a collective`);
     if (inputDecls.length !== 1 || !inputDecls[0]) throw new Error(`${node.op}: expects this rank's one input x, got ${inputDecls.length} inputs`);
@@ -234,10 +238,18 @@ export class NcclCommunicator implements Communicator {
     if (!allowed.includes(xDecl.dtype)) throw new Error(`${node.op}: rank ${this.rank} has dtype ${xDecl.dtype}; expected one of ${allowed.join(', ')}`);
     // the node's order is the simulation's; NCCL sums in its own (see the top of this file)
     if (layout !== 'gatherRows') checkReduceAlgorithm(node.attrs.algorithm, node.op);
-    if (layout === 'scatterRows' && rows % this.tp !== 0) throw new Error(`${node.op}: ${rows} rows of shape ${shapeStr(xDecl.shape)} are not divisible by tp ${this.tp}`);
-    const want = layout === 'gatherRows' ? [rows * this.tp, ...xDecl.shape.slice(1)] : layout === 'scatterRows' ? [rows / this.tp, ...xDecl.shape.slice(1)] : [...xDecl.shape];
+    if (layout === 'scatterRows' && rows % this.tp !== 0)
+      throw new Error(`${node.op}: ${rows} rows of shape ${shapeStr(xDecl.shape)} are not divisible by tp ${this.tp}`);
+    const want =
+      layout === 'gatherRows'
+        ? [rows * this.tp, ...xDecl.shape.slice(1)]
+        : layout === 'scatterRows'
+          ? [rows / this.tp, ...xDecl.shape.slice(1)]
+          : [...xDecl.shape];
     if (!yDecl || yDecl.dtype !== xDecl.dtype || shapeStr(yDecl.shape) !== shapeStr(want)) {
-      throw new Error(`${node.op}: the graph declares ${yDecl ? `${yDecl.dtype}${shapeStr(yDecl.shape)}` : 'no output'} for '${node.outputs[0]}', the collective gives ${xDecl.dtype}${shapeStr(want)}`);
+      throw new Error(
+        `${node.op}: the graph declares ${yDecl ? `${yDecl.dtype}${shapeStr(yDecl.shape)}` : 'no output'} for '${node.outputs[0]}', the collective gives ${xDecl.dtype}${shapeStr(want)}`,
+      );
     }
     const kind = layout === 'gatherRows' ? 'allGather' : layout === 'scatterRows' ? 'reduceScatter' : 'allReduce';
     return { kind, want };

@@ -1,5 +1,16 @@
 import { rmSync } from 'node:fs';
-import { commBytesOf, nodeLabel, type Communicator, type Graph, type GraphNode, type OpName, type PreparedGraph, type RunResult, type Tensor, type ValueDecl } from '@hcsp/core';
+import {
+  commBytesOf,
+  nodeLabel,
+  type Communicator,
+  type Graph,
+  type GraphNode,
+  type OpName,
+  type PreparedGraph,
+  type RunResult,
+  type Tensor,
+  type ValueDecl,
+} from '@hcsp/core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FAKE_CUDA, FAKE_HIP, FAKE_NCCL, FakeGpuFolder, saveEnv } from '../../../../test/support/fakeGpuLibraries.ts';
 import { NO_WEIGHTS } from '../../../../test/support/noWeights.ts';
@@ -44,8 +55,24 @@ afterEach(async () => {
 });
 
 const KINDS = [
-  { kind: 'hip' as const, runtimeEnv: 'HCSP_HIP_LIB', runtimeLib: 'fakehip.so', ncclLib: 'fakercclhip.so', device: 0, sync: 'hipStreamSynchronize', alloc: 'hipMalloc' },
-  { kind: 'cuda' as const, runtimeEnv: 'HCSP_CUDA_LIB', runtimeLib: 'fakecuda.so', ncclLib: 'fakencclcuda.so', device: 1, sync: 'cuStreamSynchronize', alloc: 'cuMemAlloc' },
+  {
+    kind: 'hip' as const,
+    runtimeEnv: 'HCSP_HIP_LIB',
+    runtimeLib: 'fakehip.so',
+    ncclLib: 'fakercclhip.so',
+    device: 0,
+    sync: 'hipStreamSynchronize',
+    alloc: 'hipMalloc',
+  },
+  {
+    kind: 'cuda' as const,
+    runtimeEnv: 'HCSP_CUDA_LIB',
+    runtimeLib: 'fakecuda.so',
+    ncclLib: 'fakencclcuda.so',
+    device: 1,
+    sync: 'cuStreamSynchronize',
+    alloc: 'cuMemAlloc',
+  },
 ];
 
 /**
@@ -91,7 +118,7 @@ function bf16(shape: number[], seed: number): Tensor {
   let s = seed >>> 0;
   const data = new Uint16Array(shape.reduce((a, b) => a * b, 1));
   // finite values (the add kernel sums them), of both signs
-  for (let i = 0; i < data.length; i++) data[i] = ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) >>> 16 & 0x3fff) | (i % 3 === 0 ? 0x8000 : 0) | 0x3c00;
+  for (let i = 0; i < data.length; i++) data[i] = (((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) >>> 16) & 0x3fff) | (i % 3 === 0 ? 0x8000 : 0) | 0x3c00;
   return { dtype: 'bf16', shape, data };
 }
 const bytes = (t: Tensor | undefined) => Array.from(new Uint8Array(t!.data.buffer, t!.data.byteOffset, t!.data.byteLength));
@@ -99,7 +126,12 @@ const bytes = (t: Tensor | undefined) => Array.from(new Uint8Array(t!.data.buffe
 for (const K of KINDS) {
   describe(`collectives on device buffers: NCCL on the ${K.kind} device (fake libraries)`, () => {
     const setUp = async (tp = 1, rank = 0, watchdog?: CollectiveWatchdog) => {
-      Object.assign(process.env, { [K.runtimeEnv]: fake.lib(K.runtimeLib), HCSP_NCCL_LIBRARY: fake.lib(K.ncclLib), FAKE_GPU_LOG: fake.log(), FAKE_LOG_ADDRESSES: '1' });
+      Object.assign(process.env, {
+        [K.runtimeEnv]: fake.lib(K.runtimeLib),
+        HCSP_NCCL_LIBRARY: fake.lib(K.ncclLib),
+        FAKE_GPU_LOG: fake.log(),
+        FAKE_LOG_ADDRESSES: '1',
+      });
       const backend = await createRocmBackend({ device: K.kind, codeObjects: fake.lib('objects') });
       const gpu = backend.gpu!;
       const comm = await NcclCommunicator.open({ gpu, rank, size: tp, uniqueId: NcclCommunicator.uniqueId(gpu), watchdog });
@@ -120,7 +152,7 @@ for (const K of KINDS) {
     };
     const field = (line: string | undefined, name: string) => line?.match(new RegExp(`${name}=(\\S+)`))?.[1];
 
-    it('a world of one: the collectives get the planned buffers on the device\'s stream, no staging, one sync; results equal the host path\'s', async () => {
+    it("a world of one: the collectives get the planned buffers on the device's stream, no staging, one sync; results equal the host path's", async () => {
       const { comm, open } = await setUp();
       const graph = rankPart(1, 0, 4, 8);
       const x = bf16([4, 8], 11);
@@ -161,7 +193,7 @@ for (const K of KINDS) {
       expect(comm.bytesSent()).toEqual({ allReduce: 0, allGather: 0, reduceScatter: 0 });
     });
 
-    it('tp 4 (the fake\'s peers add zeros): the same results as the host path, bytes sent by core\'s ring accounting', async () => {
+    it("tp 4 (the fake's peers add zeros): the same results as the host path, bytes sent by core's ring accounting", async () => {
       const tp = 4;
       const { comm, open } = await setUp(tp, 1);
       const graph = rankPart(tp, 1, 8, 12);
@@ -171,7 +203,11 @@ for (const K of KINDS) {
       expect(lines.find((l) => l.startsWith('ncclReduceScatter '))).toContain('ncclReduceScatter send=96 recv=24 type=9 op=0 stream=runtime nranks=4 rank=1');
       expect(lines.find((l) => l.startsWith('ncclAllGather '))).toContain('ncclAllGather send=24 recv=96 type=9 op=0 stream=runtime nranks=4 rank=1');
       expect(result.stats.engine!.transfers).toMatchObject({ stagingToDeviceBytes: 0, stagingFromDeviceBytes: 0 });
-      const once = { allReduce: commBytesOf('allReduce', 'ring', 192, 192, tp), reduceScatter: commBytesOf('reduceScatter', 'ordered', 192, 48, tp), allGather: commBytesOf('allGather', null, 48, 192, tp) };
+      const once = {
+        allReduce: commBytesOf('allReduce', 'ring', 192, 192, tp),
+        reduceScatter: commBytesOf('reduceScatter', 'ordered', 192, 48, tp),
+        allGather: commBytesOf('allGather', null, 48, 192, tp),
+      };
       expect(comm.bytesSent()).toEqual(once);
       const hosted = await open(graph, { rank: 1, tp, collective: (n, ins) => comm.collective(n, ins) });
       const host = await hosted.run(new Map([['x', x]]));
@@ -200,7 +236,7 @@ for (const K of KINDS) {
       expect(fake.logText()).not.toMatch(/^ncclAllGather /m);
     });
 
-    it('NCCL\'s asynchronous error is raised at the run\'s sync, naming the first collective node; later collectives are refused', async () => {
+    it("NCCL's asynchronous error is raised at the run's sync, naming the first collective node; later collectives are refused", async () => {
       const { backend, comm, open } = await setUp();
       const graph = rankPart(1, 0, 4, 8);
       const device = await open(graph, comm);
@@ -210,14 +246,18 @@ for (const K of KINDS) {
       expect((e as NcclError).call).toBe('ncclAllReduce');
       expect((e as NcclError).ncclResult).toBe('ncclRemoteError');
       expect((e as Error).message).toMatch(
-        new RegExp(`^${nodeLabel(graph.nodes[0]).replace(/[()]/g, '\\$&')}: ncclAllReduce failed: ncclRemoteError \\(6\\): remote process exited or there was a network error \\(asynchronous error at the run's sync; `),
+        new RegExp(
+          `^${nodeLabel(graph.nodes[0]).replace(/[()]/g, '\\$&')}: ncclAllReduce failed: ncclRemoteError \\(6\\): remote process exited or there was a network error \\(asynchronous error at the run's sync; `,
+        ),
       );
       expect(backend.gpu!.stats()).toMatchObject({ liveTensors: 0 });
       delete process.env.FAKE_NCCL_ASYNC;
-      await expect(device.run(new Map([['x', bf16([4, 8], 1)]]))).rejects.toThrow(/^test\.ar \(allReduce\): NCCL communicator of rank 0: refused node 1 \(allReduce test\.ar\): an earlier collective failed \(test\.ar \(allReduce\): ncclAllReduce failed/);
+      await expect(device.run(new Map([['x', bf16([4, 8], 1)]]))).rejects.toThrow(
+        /^test\.ar \(allReduce\): NCCL communicator of rank 0: refused node 1 \(allReduce test\.ar\): an earlier collective failed \(test\.ar \(allReduce\): ncclAllReduce failed/,
+      );
     });
 
-    it('the watchdog times the run\'s sync: a collective that never completes is named as the sync after its node, and its abort ends the run', async () => {
+    it("the watchdog times the run's sync: a collective that never completes is named as the sync after its node, and its abort ends the run", async () => {
       const stuck: StuckCall[] = [];
       const holder: { comm: NcclCommunicator | null } = { comm: null };
       const watchdog = new CollectiveWatchdog(300, (c) => {

@@ -41,7 +41,11 @@ export class OmpiServer {
       };
       const timer = setTimeout(() => fail(`it reported no URI within ${URI_TIMEOUT_MS / 1000} s`), URI_TIMEOUT_MS);
       const poll = setInterval(() => {
-        const line = existsSync(file) ? readFileSync(file, 'utf8').split('\n').find((l) => /^\d+\.\d+;/.test(l.trim())) : undefined;
+        const line = existsSync(file)
+          ? readFileSync(file, 'utf8')
+              .split('\n')
+              .find((l) => /^\d+\.\d+;/.test(l.trim()))
+          : undefined;
         if (line === undefined) return;
         done();
         child.removeAllListeners('exit');
@@ -55,7 +59,9 @@ export class OmpiServer {
       child.once('error', (e: NodeJS.ErrnoException) =>
         fail(e.code === 'ENOENT' ? 'ompi-server is not on PATH (Debian: openmpi-bin, `npm run setup:system`)' : e.message),
       );
-      child.once('exit', (code, signal) => fail(`it exited (${signal ?? `code ${code}`}) before reporting its URI: ${err.trim().split('\n').slice(-3).join(' ')}`));
+      child.once('exit', (code, signal) =>
+        fail(`it exited (${signal ?? `code ${code}`}) before reporting its URI: ${err.trim().split('\n').slice(-3).join(' ')}`),
+      );
       child.stderr!.setEncoding('utf8').on('data', (c: string) => (err += c));
     });
   }

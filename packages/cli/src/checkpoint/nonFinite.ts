@@ -1,6 +1,16 @@
 // NaN and Inf in tensors read from files (inputs, checkpoint weights): counted, so the CLI
 // can warn (or refuse, with --reject-nonfinite) instead of letting them pass silently.
-import type { Fp8Format, Fp8WeightLookup, Fp8WeightParts, PlannedReadFindings, Tensor, WeightFilePlan, WeightInfo, WeightSlice, WeightSource } from '@hcsp/core';
+import type {
+  Fp8Format,
+  Fp8WeightLookup,
+  Fp8WeightParts,
+  PlannedReadFindings,
+  Tensor,
+  WeightFilePlan,
+  WeightInfo,
+  WeightSlice,
+  WeightSource,
+} from '@hcsp/core';
 
 export interface NonFiniteCount {
   nan: number;
@@ -84,7 +94,8 @@ export class NonFiniteWatch implements WeightSource, Fp8WeightLookup {
 
   private check(name: string, slice: WeightSlice | undefined, count: NonFiniteCount): void {
     if (count.nan + count.inf === 0) return;
-    if (this.reject) throw new Error(`${this.label}: ${describeNonFinite(name, count)}${slice ? ' (in the slice one rank reads)' : ''}; refused by --reject-nonfinite`);
+    if (this.reject)
+      throw new Error(`${this.label}: ${describeNonFinite(name, count)}${slice ? ' (in the slice one rank reads)' : ''}; refused by --reject-nonfinite`);
     this.bySlice.set(`${name}\0${JSON.stringify(slice ?? null)}`, { name, count });
   }
 

@@ -18,7 +18,15 @@ describe('the command', () => {
     const r = hcsp(['--suite', '--quick', '--json', '--quiet', '--backends', 'cpu', '--no-prefill', '--out', out]);
     expect(r.status, r.stderr).toBe(0);
     const json = JSON.parse(r.stdout) as SuiteReport;
-    expect(json.results.map((m) => `${m.case}@${m.tokens}`)).toEqual(['hc-mix@16', 'hc-mix@32', 'hc-mix@64', 'hc-combine@16', 'hc-combine@32', 'hc-combine@64', 'layer@32']);
+    expect(json.results.map((m) => `${m.case}@${m.tokens}`)).toEqual([
+      'hc-mix@16',
+      'hc-mix@32',
+      'hc-mix@64',
+      'hc-combine@16',
+      'hc-combine@32',
+      'hc-combine@64',
+      'layer@32',
+    ]);
     expect(json.files).toEqual({ json: join(out, 'bench.json'), plot: join(out, 'time-vs-T.svg') });
     expect(JSON.parse(readFileSync(join(out, 'bench.json'), 'utf8')).results).toHaveLength(7);
   });
@@ -27,7 +35,7 @@ describe('the command', () => {
     const file = join(dir, 'a-file');
     writeFileSync(file, 'x');
     const victim = join(dir, 'victim');
-    writeFileSync(victim, 'the user\'s file');
+    writeFileSync(victim, "the user's file");
     const linked = join(dir, 'linked');
     mkdirSync(linked);
     symlinkSync(victim, join(linked, 'bench.json'));
@@ -43,7 +51,7 @@ describe('the command', () => {
       expect(r.status).toBe(1);
       expect(r.stdout).toBe('');
     }
-    expect(readFileSync(victim, 'utf8')).toBe('the user\'s file');
+    expect(readFileSync(victim, 'utf8')).toBe("the user's file");
   });
 
   it("options of the single-purpose bench are refused with --suite, the suite's without it", () => {

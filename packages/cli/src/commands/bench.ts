@@ -42,12 +42,23 @@ export function registerBench(program: Command): void {
       'with --suite (npm run bench): every backend on this machine side by side (HC mix and combine at T 1024/4096/16384, a small decoder layer, a small tp-4 prefill) against the ceilings measured in the same run, as a table, JSON and a plot. ' +
         'Without: the full-dimension HC mix (flash-next, tp 1) on WebGPU and the CPU reference against the fp32 GEMM ceiling, and the native host device (HC mix, its GEMMs, an HC-only prefill) against the GEMM ceiling and the memory bandwidth',
     )
-    .option('--suite', `the benchmark suite over every backend (${SUITE_BACKENDS.map((b) => b.label).join(', ')}); --tokens (default ${SUITE_DEFAULTS.tokens}), --reps, --cpu-reps, --seed, --max-memory, --prefill-tokens (default ${SUITE_DEFAULTS.prefillTokens}), --no-prefill, --no-webgpu (webgpu and cpu), --no-host (rocm on the host), --json and --quiet apply to it`)
+    .option(
+      '--suite',
+      `the benchmark suite over every backend (${SUITE_BACKENDS.map((b) => b.label).join(', ')}); --tokens (default ${SUITE_DEFAULTS.tokens}), --reps, --cpu-reps, --seed, --max-memory, --prefill-tokens (default ${SUITE_DEFAULTS.prefillTokens}), --no-prefill, --no-webgpu (webgpu and cpu), --no-host (rocm on the host), --json and --quiet apply to it`,
+    )
     .option('--quick', 'with --suite: the tiny config at tiny sizes (a check of the suite, not a benchmark)')
-    .option('--budget <seconds>', `with --suite: the most one backend may spend on one case at one T (a larger T predicted to exceed it is not run, and says so)`, SUITE_DEFAULTS.budget)
+    .option(
+      '--budget <seconds>',
+      `with --suite: the most one backend may spend on one case at one T (a larger T predicted to exceed it is not run, and says so)`,
+      SUITE_DEFAULTS.budget,
+    )
     .option('--backends <list>', 'with --suite: comma-separated backend labels to run (default: all)')
     .option('--layer-tokens <n>', 'with --suite: T of the decoder-layer case', SUITE_DEFAULTS.layerTokens)
-    .option('--out <dir>', "with --suite: where bench.json and time-vs-T.svg go, replaced on each run ('' for none; checked before the run, symbolic links refused)", SUITE_DEFAULTS.out)
+    .option(
+      '--out <dir>',
+      "with --suite: where bench.json and time-vs-T.svg go, replaced on each run ('' for none; checked before the run, symbolic links refused)",
+      SUITE_DEFAULTS.out,
+    )
     .option('--tokens <list>', 'comma-separated token counts', '1024,4096')
     .option('--reps <n>', 'timed WebGPU runs per token count (median reported)', '3')
     .option('--cpu-reps <n>', 'timed CPU-reference runs per token count (median reported)', '1')
@@ -73,7 +84,8 @@ export function registerBench(program: Command): void {
         process.stdout.write(stdout);
         return;
       }
-      for (const key of ['quick', 'budget', 'backends', 'layerTokens', 'out']) if (given(key)) throw new Error(`bench: --${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} belongs to --suite`);
+      for (const key of ['quick', 'budget', 'backends', 'layerTokens', 'out'])
+        if (given(key)) throw new Error(`bench: --${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} belongs to --suite`);
       const opts = parseBenchOptions(raw);
       const hostOpts = parseHostBenchOptions(raw);
       // the host device first: its memory peaks are then not hidden by the cpu reference's
@@ -89,6 +101,7 @@ export function registerBench(program: Command): void {
       else process.stdout.write([report ? formatBenchReport(report) : '', host ? formatHostBenchReport(host) : ''].filter(Boolean).join('\n'));
       const bad = report?.rows.find((row) => !row.bitExact);
       if (bad) throw new Error(`T=${bad.tokens}: webgpu output differs from the cpu reference: ${bad.mismatch}`);
-      if (host && !host.check.bitExact) throw new Error(`T=${host.check.tokens}: the host device's HC mix differs from the cpu reference: ${host.check.mismatch}`);
+      if (host && !host.check.bitExact)
+        throw new Error(`T=${host.check.tokens}: the host device's HC mix differs from the cpu reference: ${host.check.mismatch}`);
     });
 }

@@ -10,7 +10,15 @@ describe('bench option parsing', () => {
   it('reads the token list and counts', () => {
     expect(parseTokenList('1024,4096')).toEqual([1024, 4096]);
     expect(parseTokenList('7')).toEqual([7]);
-    expect(parseBenchOptions({ ...RAW, json: true })).toEqual({ tokens: [1024, 4096], reps: 3, cpuReps: 1, seed: 0, json: true, quiet: false, maxMemory: undefined });
+    expect(parseBenchOptions({ ...RAW, json: true })).toEqual({
+      tokens: [1024, 4096],
+      reps: 3,
+      cpuReps: 1,
+      seed: 0,
+      json: true,
+      quiet: false,
+      maxMemory: undefined,
+    });
     expect(parseBenchOptions(RAW).json).toBe(false);
     expect(parseBenchOptions({ ...RAW, quiet: true, maxMemory: '8G' })).toMatchObject({ quiet: true, maxMemory: '8G' });
   });
@@ -52,11 +60,29 @@ describe('suite options', () => {
   it('defaults (nothing given), --quick, and what was given winning over --quick', () => {
     const none = () => false;
     const d = parseSuiteOptions(RAW, none);
-    expect(d).toMatchObject({ tokens: [1024, 4096, 16384], reps: 3, cpuReps: 1, budgetSeconds: 60, layerTokens: 1024, prefillTokens: 2048, prefillTp: 4, backends: null, outDir: 'bench-results', quick: false });
+    expect(d).toMatchObject({
+      tokens: [1024, 4096, 16384],
+      reps: 3,
+      cpuReps: 1,
+      budgetSeconds: 60,
+      layerTokens: 1024,
+      prefillTokens: 2048,
+      prefillTp: 4,
+      backends: null,
+      outDir: 'bench-results',
+      quick: false,
+    });
     expect(d.hcConfig).toBe(FLASH_NEXT);
     expect(d.modelConfig).toBe(SMALL);
     const q = parseSuiteOptions({ ...RAW, quick: true }, none);
-    expect(q).toMatchObject({ tokens: [...QUICK.tokens], reps: 1, layerTokens: QUICK.layerTokens, prefillTokens: QUICK.prefillTokens, copyBytes: QUICK.copyBytes, quick: true });
+    expect(q).toMatchObject({
+      tokens: [...QUICK.tokens],
+      reps: 1,
+      layerTokens: QUICK.layerTokens,
+      prefillTokens: QUICK.prefillTokens,
+      copyBytes: QUICK.copyBytes,
+      quick: true,
+    });
     expect(q.hcConfig).toBe(TINY);
     const given = parseSuiteOptions({ ...RAW, tokens: '64,8', quick: true, budget: '5', out: 'x' }, (k) => ['tokens', 'budget', 'out'].includes(k));
     expect(given).toMatchObject({ tokens: [8, 64], budgetSeconds: 5, outDir: 'x' });
@@ -65,7 +91,15 @@ describe('suite options', () => {
 
   it('--backends, --no-webgpu (webgpu and cpu), --no-host (rocm on the host), --no-prefill', () => {
     const all = SUITE_BACKENDS.map((b) => b.label);
-    expect(all).toEqual(['cpu', 'webgpu', 'rocm:device=host:gemm=exact', 'rocm:device=host:gemm=blas', 'rocm:device=emulated', 'rocm:device=hip', 'rocm:device=cuda']);
+    expect(all).toEqual([
+      'cpu',
+      'webgpu',
+      'rocm:device=host:gemm=exact',
+      'rocm:device=host:gemm=blas',
+      'rocm:device=emulated',
+      'rocm:device=hip',
+      'rocm:device=cuda',
+    ]);
     expect(parseSuiteOptions({ ...RAW, backends: 'cpu,rocm:device=cuda' }).backends).toEqual(['cpu', 'rocm:device=cuda']);
     expect(parseSuiteOptions({ ...RAW, webgpu: false }).backends).toEqual(all.filter((l) => l !== 'cpu' && l !== 'webgpu'));
     expect(parseSuiteOptions({ ...RAW, host: false }).backends).toEqual(all.filter((l) => !l.startsWith('rocm:device=host')));

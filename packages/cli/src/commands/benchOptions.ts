@@ -70,7 +70,8 @@ export function parseHostBenchOptions(raw: HostBenchCliOptions): HostBenchOption
     tokens: parseTokenList(raw.tokens),
     linearity: raw.linearity === false ? [] : parseTokenList(raw.linearity ?? HOST_DEFAULTS.linearity, '--linearity'),
     reps: parseIntStrict(raw.hostReps ?? HOST_DEFAULTS.reps, '--host-reps', { min: 1, max: 1000 }),
-    prefillTokens: raw.prefill === false ? null : parseIntStrict(raw.prefillTokens ?? HOST_DEFAULTS.prefillTokens, '--prefill-tokens', { min: 1, max: 1 << 20 }),
+    prefillTokens:
+      raw.prefill === false ? null : parseIntStrict(raw.prefillTokens ?? HOST_DEFAULTS.prefillTokens, '--prefill-tokens', { min: 1, max: 1 << 20 }),
     prefillTp: 4,
     prefillReps: parseIntStrict(raw.prefillReps ?? HOST_DEFAULTS.prefillReps, '--prefill-reps', { min: 1, max: 1000 }),
     exactTokens: parseIntStrict(raw.exactTokens ?? HOST_DEFAULTS.exactTokens, '--exact-tokens', { min: 1, max: 1 << 20 }),
@@ -123,7 +124,8 @@ export const QUICK = { tokens: [16, 32, 64], layerTokens: 32, prefillTokens: 64,
 export function parseSuiteOptions(raw: SuiteCliOptions, given: (key: keyof SuiteCliOptions) => boolean = () => true): SuiteOptions {
   memoryLimit(raw.maxMemory);
   const quick = raw.quick === true;
-  const pick = (key: keyof SuiteCliOptions, dflt: string, quickValue: string | number): string => (given(key) && raw[key] !== undefined ? String(raw[key]) : quick ? String(quickValue) : dflt);
+  const pick = (key: keyof SuiteCliOptions, dflt: string, quickValue: string | number): string =>
+    given(key) && raw[key] !== undefined ? String(raw[key]) : quick ? String(quickValue) : dflt;
   const tokens = parseTokenList(pick('tokens', SUITE_DEFAULTS.tokens, QUICK.tokens.join(',')));
   const backends = raw.backends === undefined ? null : raw.backends.split(',').map((s) => s.trim());
   if (backends) {
@@ -144,7 +146,10 @@ export function parseSuiteOptions(raw: SuiteCliOptions, given: (key: keyof Suite
     hcConfig: quick ? TINY : FLASH_NEXT,
     modelConfig: quick ? TINY : SMALL,
     layerTokens: parseIntStrict(pick('layerTokens', SUITE_DEFAULTS.layerTokens, QUICK.layerTokens), '--layer-tokens', { min: 1, max: 1 << 20 }),
-    prefillTokens: raw.prefill === false ? null : parseIntStrict(pick('prefillTokens', SUITE_DEFAULTS.prefillTokens, QUICK.prefillTokens), '--prefill-tokens', { min: 1, max: 1 << 20 }),
+    prefillTokens:
+      raw.prefill === false
+        ? null
+        : parseIntStrict(pick('prefillTokens', SUITE_DEFAULTS.prefillTokens, QUICK.prefillTokens), '--prefill-tokens', { min: 1, max: 1 << 20 }),
     prefillTp: 4,
     backends: backends || leftOut.size ? chosen : null,
     copyBytes: quick ? QUICK.copyBytes : 512 * 2 ** 20,

@@ -13,12 +13,32 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 describe('the suite, quick (tiny config), on the cpu reference, the host device and a GPU', () => {
   it('JSON shape, the table, the SVG with a series per (case, backend)', async () => {
     const out = join(dir, 'run');
-    const opts = parseSuiteOptions({ ...RAW, quick: true, quiet: true, out, backends: 'cpu,rocm:device=host:gemm=exact,rocm:device=cuda' }, (k) => ['out', 'backends'].includes(k));
+    const opts = parseSuiteOptions({ ...RAW, quick: true, quiet: true, out, backends: 'cpu,rocm:device=host:gemm=exact,rocm:device=cuda' }, (k) =>
+      ['out', 'backends'].includes(k),
+    );
     const { report, stdout } = await suiteCommand(opts);
     const json = JSON.parse(readFileSync(join(out, 'bench.json'), 'utf8')) as SuiteReport;
     expect(json.results.length).toBe(report.results.length);
     expect(Object.keys(json).sort()).toEqual(
-      ['backends', 'budgetSeconds', 'cases', 'ceilings', 'counted', 'cpuReps', 'date', 'files', 'loadEnd', 'loadStart', 'machine', 'peakRssBytes', 'quick', 'reps', 'results', 'scale', 'suite'].sort(),
+      [
+        'backends',
+        'budgetSeconds',
+        'cases',
+        'ceilings',
+        'counted',
+        'cpuReps',
+        'date',
+        'files',
+        'loadEnd',
+        'loadStart',
+        'machine',
+        'peakRssBytes',
+        'quick',
+        'reps',
+        'results',
+        'scale',
+        'suite',
+      ].sort(),
     );
     expect(json.ceilings.bandwidthGBps).toBeGreaterThan(0);
     expect(json.ceilings.matrixGflops === null ? json.ceilings.matrixNote : json.ceilings.matrixGflops).toBeTruthy();
@@ -47,15 +67,16 @@ describe('the suite, quick (tiny config), on the cpu reference, the host device 
       }
     }
     // the exact host device gives the cpu reference's bits
-    if (ran.includes('rocm:device=host:gemm=exact')) expect(json.results.filter((m) => m.backend === 'rocm:device=host:gemm=exact').every((m) => m.sameAsCpu === true)).toBe(true);
+    if (ran.includes('rocm:device=host:gemm=exact'))
+      expect(json.results.filter((m) => m.backend === 'rocm:device=host:gemm=exact').every((m) => m.sameAsCpu === true)).toBe(true);
     expect(json.scale.filter((s) => s.backend === 'cpu').map((s) => s.case)).toEqual(['hc-mix', 'hc-combine']);
     expect(json.scale[0].points[0].ratio).toBe(1);
     // the table
     expect(stdout).toMatch(/^hcsp bench suite \(--quick/);
-    expect(stdout).toMatch(/ceilings, measured in this run:\n  matrix: .*\n[\s\S]*  bandwidth: /);
-    expect(stdout).toMatch(/\n  case +T +backend +time s +GFLOP\/s +GB\/s +x matrix +x bw +of roof +RSS peak \(rise\) +bits=cpu +runs\n/);
-    expect(stdout).toMatch(/\n  hc-mix +16 +cpu +\d/);
-    expect(stdout).toMatch(/\n  prefill +64 +cpu +\d/);
+    expect(stdout).toMatch(/ceilings, measured in this run:\n {2}matrix: .*\n[\s\S]* {2}bandwidth: /);
+    expect(stdout).toMatch(/\n {2}case +T +backend +time s +GFLOP\/s +GB\/s +x matrix +x bw +of roof +RSS peak \(rise\) +bits=cpu +runs\n/);
+    expect(stdout).toMatch(/\n {2}hc-mix +16 +cpu +\d/);
+    expect(stdout).toMatch(/\n {2}prefill +64 +cpu +\d/);
     expect(stdout).toMatch(/rocm:device=cuda +(UNAVAILABLE: .*|rocm on the cuda device)/);
     expect(stdout).toContain(`files: ${join(out, 'bench.json')}, ${join(out, 'time-vs-T.svg')}`);
     expect(formatSuiteReport(json)).toBe(stdout);

@@ -11,7 +11,9 @@ export function timeVsTPlot(r: SuiteReport): Promise<string> {
   const series: { name: string; points: [number, number][] }[] = [];
   for (const c of ['hc-mix', 'hc-combine'] as const) {
     for (const b of r.backends.filter((x) => x.status === 'available')) {
-      const points = r.results.filter((m) => m.case === c && m.backend === b.label && m.status === 'measured').map((m): [number, number] => [m.tokens, m.seconds!]);
+      const points = r.results
+        .filter((m) => m.case === c && m.backend === b.label && m.status === 'measured')
+        .map((m): [number, number] => [m.tokens, m.seconds!]);
       if (points.length) series.push({ name: `${c} ${b.label}`, points });
     }
   }
@@ -19,7 +21,12 @@ export function timeVsTPlot(r: SuiteReport): Promise<string> {
   const ts = r.cases.filter((c) => c.case === 'hc-mix' || c.case === 'hc-combine').map((c) => c.tokens);
   return linePlotSvg({
     title: `HC mix and combine (${cfg}, one rank's rows): time against T, per backend`,
-    x: { label: 'T (rows per rank)', log: true, integer: true, ...(ts.length ? { domain: [Math.min(...ts) / 1.25, Math.max(...ts) * 1.25] as [number, number] } : {}) },
+    x: {
+      label: 'T (rows per rank)',
+      log: true,
+      integer: true,
+      ...(ts.length ? { domain: [Math.min(...ts) / 1.25, Math.max(...ts) * 1.25] as [number, number] } : {}),
+    },
     y: { label: 'seconds (median)', log: true },
     series,
     width: 560,

@@ -73,11 +73,14 @@ export function fp8ReleaseGroups(specs: readonly WeightSpec[], w: SyntheticWeigh
           const s = roundBf16(tableScale(table));
           const data = Uint8Array.from(w.tensor(spec.name).data as Uint16Array, (v) => f32ToFp8(Math.fround(bf16ToF32(v) / s), 'e4m3fn'));
           const out: [string, Tensor][] = [[multimodalName(spec.name), { dtype: 'fp8e4m3fn', shape: spec.shape, data }]];
-          if (spec.name === `${table}.shard_0.weight`) out.push([multimodalName(`${table}.weight_scale`), { dtype: 'f32', shape: [1], data: Float32Array.of(tableScale(table)) }]);
+          if (spec.name === `${table}.shard_0.weight`)
+            out.push([multimodalName(`${table}.weight_scale`), { dtype: 'f32', shape: [1], data: Float32Array.of(tableScale(table)) }]);
           return out;
         },
       };
     }
-    return layout.other?.(spec, w) ?? { bytes: numel(spec.shape) * (spec.dtype === 'f32' ? 4 : 2), make: () => [[multimodalName(spec.name), w.tensor(spec.name)]] };
+    return (
+      layout.other?.(spec, w) ?? { bytes: numel(spec.shape) * (spec.dtype === 'f32' ? 4 : 2), make: () => [[multimodalName(spec.name), w.tensor(spec.name)]] }
+    );
   });
 }

@@ -26,7 +26,7 @@ function randomBf16(shape: number[], scale: number, seed: number): Tensor {
   for (let i = 0; i < n; i++) {
     s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
     const u = (s >>> 8) / 2 ** 24; // [0, 1)
-    data[i] = f32ToBf16(((u * 2 - 1) * scale) || scale / 3);
+    data[i] = f32ToBf16((u * 2 - 1) * scale || scale / 3);
   }
   return { dtype: 'bf16', shape, data };
 }
@@ -107,7 +107,13 @@ async function runGood(tensors: Record<string, Tensor>, contract: RoundingContra
     { contract: hcContractOf(contract) },
   );
   const shapes: Record<keyof HcStepOutputs, number[]> = {
-    hNew: [T, W], normed: [T, W], d: [T, R + 4], gate: [T, R], up: [T, W], mixed: [T, H], raw: [T, 4],
+    hNew: [T, W],
+    normed: [T, W],
+    d: [T, R + 4],
+    gate: [T, R],
+    up: [T, W],
+    mixed: [T, H],
+    raw: [T, 4],
   };
   expect([...got.keys()].sort()).toEqual(Object.values(HC_OUTPUT_NAMES).sort());
   for (const key of Object.keys(HC_OUTPUT_NAMES) as (keyof HcStepOutputs)[]) {

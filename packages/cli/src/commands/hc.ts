@@ -137,12 +137,22 @@ export function registerHc(program: Command): void {
   program
     .command('hc')
     .description('one HC combine-norm + mix on the CPU reference, reading and writing ATOM-named tensors in .safetensors')
-    .requiredOption('--in <file>', "input: h [T,4H], hc_norm.weight, input_mix_weight_down/up.weight, block_inject_weight.weight; optional block_out + raw_prev (the pending combine)")
+    .requiredOption(
+      '--in <file>',
+      'input: h [T,4H], hc_norm.weight, input_mix_weight_down/up.weight, block_inject_weight.weight; optional block_out + raw_prev (the pending combine)',
+    )
     .requiredOption(
       '--out <file>',
       'output: h_new, normed, d, gate, up, mixed, raw (bf16), written atomically only when the step succeeds; a new or existing regular file (never a device, fifo, socket, directory or the input), or - for standard output',
     )
-    .addOption(new Option('--contract <contract>', 'rounding contract: atom (production), hf (Hugging Face reference) or hf-eager (HF\'s eager torch paths; the HC step rounds as hf)').choices([...ROUNDING_CONTRACTS]).default('atom'))
+    .addOption(
+      new Option(
+        '--contract <contract>',
+        "rounding contract: atom (production), hf (Hugging Face reference) or hf-eager (HF's eager torch paths; the HC step rounds as hf)",
+      )
+        .choices([...ROUNDING_CONTRACTS])
+        .default('atom'),
+    )
     .option('--reject-nonfinite', 'refuse inputs holding NaN or Inf (default: warn on stderr)')
     .action(async (opts: HcOptions) => {
       const { outputs, contract, warnings } = await runHcCommand(opts);

@@ -107,7 +107,9 @@ function interruptWrite(signal: 'SIGINT' | 'SIGTERM'): Promise<{ status: number 
   const d = caseDir();
   const input = inputFile(d, 2048, 512, 4);
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'packages/cli/src/main.ts', 'hc', '--in', input, '--out', join(d, 'out.safetensors')], { cwd: ROOT });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'packages/cli/src/main.ts', 'hc', '--in', input, '--out', join(d, 'out.safetensors')], {
+      cwd: ROOT,
+    });
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
     let signalled = false;

@@ -3,7 +3,17 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Command } from 'commander';
-import { f32ToBf16, MODEL_SUB_LAYERS, modelWeightSpecs, SP_MIN_TOKENS_ENV, STAND_IN_SUB_LAYERS, SyntheticWeightSource, TINY, type Tensor, type WeightSpec } from '@hcsp/core';
+import {
+  f32ToBf16,
+  MODEL_SUB_LAYERS,
+  modelWeightSpecs,
+  SP_MIN_TOKENS_ENV,
+  STAND_IN_SUB_LAYERS,
+  SyntheticWeightSource,
+  TINY,
+  type Tensor,
+  type WeightSpec,
+} from '@hcsp/core';
 import { writeSafetensorsFile } from '@hcsp/core/node';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { PROBLEMS_SHOWN } from '../checkpoint/weightProblems.ts';
@@ -50,7 +60,9 @@ describe('a checkpoint for another config', () => {
 
   it('a few problems are all listed in the message', async () => {
     const file = tinyCheckpoint('partial.safetensors', (t) => t.delete('model.embed_tokens.weight'));
-    await expect(runPrefillCommand({ ...prefill, weights: file })).rejects.toThrow(`${file}: does not fit config 'tiny' (model stack): 1 tensor problem (1 missing): missing tensor 'model.embed_tokens.weight'`);
+    await expect(runPrefillCommand({ ...prefill, weights: file })).rejects.toThrow(
+      `${file}: does not fit config 'tiny' (model stack): 1 tensor problem (1 missing): missing tensor 'model.embed_tokens.weight'`,
+    );
   });
 });
 
@@ -59,7 +71,9 @@ describe('file errors name the path', () => {
     const d = join(dir, 'a-directory');
     mkdirSync(d);
     // a folder is a model folder for --weights (issue 10); an empty one names what is missing
-    await expect(runPrefillCommand({ ...prefill, weights: d })).rejects.toThrow(`${d}: the model folder has no .safetensors files and no model.safetensors.index.json`);
+    await expect(runPrefillCommand({ ...prefill, weights: d })).rejects.toThrow(
+      `${d}: the model folder has no .safetensors files and no model.safetensors.index.json`,
+    );
     await expect(runHcCommand({ in: d, out: join(dir, 'o.safetensors'), contract: 'atom' })).rejects.toThrow(`${d}: is a directory, not a .safetensors file`);
   });
 });
@@ -74,26 +88,36 @@ describe('configs and integers', () => {
   });
 
   it('a too-large integer is "too large", not "must be an integer"', async () => {
-    await expect(runPrefillCommand({ ...prefill, tokens: '99999999999999999999' })).rejects.toThrow('--tokens is too large: at most 2147483647, got "99999999999999999999"');
+    await expect(runPrefillCommand({ ...prefill, tokens: '99999999999999999999' })).rejects.toThrow(
+      '--tokens is too large: at most 2147483647, got "99999999999999999999"',
+    );
   });
 });
 
 describe('messages that name the problem (issue 21)', () => {
-  it('T of 2^52 is beyond --tokens\'s bound; the largest T allowed meets the memory guard, not a graph shape error', async () => {
+  it("T of 2^52 is beyond --tokens's bound; the largest T allowed meets the memory guard, not a graph shape error", async () => {
     await expect(runPrefillCommand({ ...prefill, tokens: String(2 ** 52) })).rejects.toThrow(`--tokens is too large: at most 2147483647, got "${2 ** 52}"`);
-    await expect(runPrefillCommand({ ...prefill, tokens: '2147483647' })).rejects.toThrow(/^prefill of tiny at tp 2 with T 2147483647 needs about .* nothing was allocated/);
+    await expect(runPrefillCommand({ ...prefill, tokens: '2147483647' })).rejects.toThrow(
+      /^prefill of tiny at tp 2 with T 2147483647 needs about .* nothing was allocated/,
+    );
   });
 
   it('--ids: a literal beyond float64 (1e400) is said so, not "null"; deep nesting names the file', async () => {
     const huge = join(dir, 'huge-ids.json');
     writeFileSync(huge, '[1, 2, 1e400]');
-    await expect(runPrefillCommand({ ...prefill, ids: huge })).rejects.toThrow(`--ids ${huge}: token 2 is a number beyond the float64 range, not an integer in [0, ${TINY.vocabSize})`);
+    await expect(runPrefillCommand({ ...prefill, ids: huge })).rejects.toThrow(
+      `--ids ${huge}: token 2 is a number beyond the float64 range, not an integer in [0, ${TINY.vocabSize})`,
+    );
     const deep = join(dir, 'deep-ids.json');
     writeFileSync(deep, '['.repeat(20_000) + ']'.repeat(20_000));
-    await expect(runPrefillCommand({ ...prefill, ids: deep })).rejects.toThrow(`--ids ${deep}: nests arrays and objects more than 64 levels deep (at character 64)`);
+    await expect(runPrefillCommand({ ...prefill, ids: deep })).rejects.toThrow(
+      `--ids ${deep}: nests arrays and objects more than 64 levels deep (at character 64)`,
+    );
     const nested = join(dir, 'nested-ids.json');
     writeFileSync(nested, '[[1], "abc"]');
-    await expect(runPrefillCommand({ ...prefill, ids: nested })).rejects.toThrow(`--ids ${nested}: token 0 is an array, not an integer in [0, ${TINY.vocabSize})`);
+    await expect(runPrefillCommand({ ...prefill, ids: nested })).rejects.toThrow(
+      `--ids ${nested}: token 0 is an array, not an integer in [0, ${TINY.vocabSize})`,
+    );
   });
 
   it('a symbolic link loop is said so, not "does not exist"', async () => {
@@ -141,7 +165,11 @@ describe('NaN and Inf in inputs and weights', () => {
   });
 
   it('hc inputs: a warning per tensor, or a refusal with --reject-nonfinite', async () => {
-    const bf = (shape: number[], fill: number): Tensor => ({ dtype: 'bf16', shape, data: new Uint16Array(shape.reduce((a, b) => a * b, 1)).fill(f32ToBf16(fill)) });
+    const bf = (shape: number[], fill: number): Tensor => ({
+      dtype: 'bf16',
+      shape,
+      data: new Uint16Array(shape.reduce((a, b) => a * b, 1)).fill(f32ToBf16(fill)),
+    });
     const h = bf([2, 16], 1);
     (h.data as Uint16Array)[3] = NAN;
     const input = join(dir, 'hc-nan.safetensors');
@@ -174,7 +202,9 @@ describe('plan and prefill defaults', () => {
   it('are the same config and tp, stated in --help, which also names the variable', () => {
     for (const name of ['plan', 'prefill'] as const) {
       const text = help(name).replace(/\s+/g, ' ');
-      expect(text, name).toMatch(/--config <name> model configuration: a preset \(flash-next, the production model; small; tiny\) or a Hugging Face config\.json or model folder \(default: small\)/);
+      expect(text, name).toMatch(
+        /--config <name> model configuration: a preset \(flash-next, the production model; small; tiny\) or a Hugging Face config\.json or model folder \(default: small\)/,
+      );
       expect(text, name).toMatch(/--tp <\w+> tensor-parallel size, a positive integer dividing the head counts \(default: 4\)/);
       expect(text, name).toContain(`Environment: ${SP_MIN_TOKENS_ENV} token floor of the sequence-parallel gate`);
     }

@@ -32,7 +32,18 @@ const dir = mkdtempSync(join(tmpdir(), 'hcsp-model-'));
 const measured = {
   name: 'lab-mi308x',
   topology: 'mesh',
-  figures: { matrixBf16Tflops: 250, matrixFp8Tflops: 500, vectorFp32Tflops: 40, hbmTBps: { value: 4.2, source: 'our stream copy, 2026-11' }, memoryGB: 192, computeUnits: 80, linkGBps: 300, linkPeerGBps: 50, collectiveLatencyUs: 20, kernelLaunchUs: 6 },
+  figures: {
+    matrixBf16Tflops: 250,
+    matrixFp8Tflops: 500,
+    vectorFp32Tflops: 40,
+    hbmTBps: { value: 4.2, source: 'our stream copy, 2026-11' },
+    memoryGB: 192,
+    computeUnits: 80,
+    linkGBps: 300,
+    linkPeerGBps: 50,
+    collectiveLatencyUs: 20,
+    kernelLaunchUs: 6,
+  },
 };
 
 describe('hcsp model (in process)', () => {
@@ -133,7 +144,7 @@ describe('hcsp model (the command)', () => {
   }, 60_000);
 });
 
-describe('hcsp model: the gain\'s range, the layer kinds, what fits (issue 25)', () => {
+describe("hcsp model: the gain's range, the layer kinds, what fits (issue 25)", () => {
   it("the gain's range spans the gains of the device priced at its figures' ends; a device without ranges has none", () => {
     const r = modelReport(opts({ mtp: false }));
     const f = r.forecast!;
@@ -145,7 +156,11 @@ describe('hcsp model: the gain\'s range, the layer kinds, what fits (issue 25)',
     const figures = builtInDevice('mi308x').figures;
     for (const end of [0, 1] as const) {
       const path = join(dir, `ends-${end}.json`);
-      const at = Object.fromEntries(Object.entries(figures).filter(([, v]) => v).map(([k, v]) => [k, v!.range ? v!.range[end] : v!.value]));
+      const at = Object.fromEntries(
+        Object.entries(figures)
+          .filter(([, v]) => v)
+          .map(([k, v]) => [k, v!.range ? v!.range[end] : v!.value]),
+      );
       writeFileSync(path, JSON.stringify({ name: `ends-${end}`, topology: 'mesh', figures: at }));
       const g = modelReport(opts({ mtp: false, device: path })).forecast!;
       expect(g.gain).toBeGreaterThanOrEqual(f.gainRange.low - 1e-12);
@@ -154,7 +169,9 @@ describe('hcsp model: the gain\'s range, the layer kinds, what fits (issue 25)',
       expect(g.gainRange).toEqual({ low: g.gain, high: g.gain, figures: [] });
       expect(formatModel(modelReport(opts({ mtp: false, device: path, json: false })))).toContain("(the device's figures carry no ranges)");
     }
-    expect(formatModel(r)).toMatch(/gain \(tokens\/s SP on \/ SP off\): 1\.\d{3}x, 1\.\d{3}x-1\.\d{3}x over the ranges of the device's figures \(matrixBf16Tflops, /);
+    expect(formatModel(r)).toMatch(
+      /gain \(tokens\/s SP on \/ SP off\): 1\.\d{3}x, 1\.\d{3}x-1\.\d{3}x over the ranges of the device's figures \(matrixBf16Tflops, /,
+    );
   }, 120_000);
 
   it('the per-layer table is grouped by layer kind, sharded apart from unsharded, the sums kept', () => {
@@ -163,7 +180,9 @@ describe('hcsp model: the gain\'s range, the layer kinds, what fits (issue 25)',
     const text = formatModel(r);
     const sharded = f.off.layers.filter((l) => l.kind === 'linear_attention' && l.layer >= f.on.spStartLayer!);
     const sum = sharded.reduce((s, l) => s + l.seconds, 0);
-    expect(text).toMatch(new RegExp(`^  linear_attention \\(sharded\\)\\s+L2, L4, L5, \\.\\.\\. L46\\s+${sharded.length}\\s+${(sum * 1e3).toFixed(1)}\\s`, 'm'));
+    expect(text).toMatch(
+      new RegExp(`^  linear_attention \\(sharded\\)\\s+L2, L4, L5, \\.\\.\\. L46\\s+${sharded.length}\\s+${(sum * 1e3).toFixed(1)}\\s`, 'm'),
+    );
     expect(text).toMatch(/^ {2}linear_attention \(unsharded\)\s+L0, L1\s+2\s/m);
     expect(text).toMatch(/^ {2}attention \(sharded\)\s+L3, L7, L11, \.\.\. L47\s+12\s/m);
     // no row per decoder layer any more

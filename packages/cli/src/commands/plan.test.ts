@@ -111,7 +111,9 @@ describe('the reason names what set the token floor (issue: it always blamed the
   });
 
   it('a malformed variable is an error even when --sp-min-tokens overrides it', () => {
-    expect(() => planFromOptions(opts({ spMinTokens: '2048' }), { [ENV_VAR]: 'abc' })).toThrow(`${ENV_VAR} must be a non-negative decimal integer (0 disables sharding), got "abc"`);
+    expect(() => planFromOptions(opts({ spMinTokens: '2048' }), { [ENV_VAR]: 'abc' })).toThrow(
+      `${ENV_VAR} must be a non-negative decimal integer (0 disables sharding), got "abc"`,
+    );
   });
 });
 
@@ -139,7 +141,11 @@ describe('hcsp plan (spawned)', () => {
   it('reads the variable from the process environment; --sp-min-tokens overrides it; --layers 0:2 is unsharded', () => {
     expect(planJson(['--tokens', '4096', '--tp', '4'], '8192')).toMatchObject({ sp: false, reason: `T 4096 < ${ENV_VAR} 8192` });
     expect(planJson(['--tokens', '4096', '--tp', '4', '--sp-min-tokens', '2048'], '8192')).toMatchObject({ sp: true, chunk: 1024, gather: 'mixer' });
-    expect(planJson(['--tokens', '8192', '--tp', '8', '--layers', '0:2', '--config', 'flash-next'])).toMatchObject({ sp: false, spStartLayer: null, layers: [0, 2] });
+    expect(planJson(['--tokens', '8192', '--tp', '8', '--layers', '0:2', '--config', 'flash-next'])).toMatchObject({
+      sp: false,
+      spStartLayer: null,
+      layers: [0, 2],
+    });
   });
 
   it('prints a human-readable summary with a shard table without --json', () => {
@@ -161,7 +167,10 @@ describe('hcsp plan (spawned)', () => {
   });
 
   it('usage errors from commander: one line, exit 2', () => {
-    for (const args of [['--tp', '8'], ['--tokens', '10', '--tp', '8', '--bogus']]) {
+    for (const args of [
+      ['--tp', '8'],
+      ['--tokens', '10', '--tp', '8', '--bogus'],
+    ]) {
       const r = hcspPlan(args);
       expectFailure(r, args.length === 2 ? '--tokens' : '--bogus');
       expect(r.status).toBe(2);
@@ -173,7 +182,20 @@ describe('the collectives of one forward, and why SP is on (issue 25)', () => {
   it("each collective's count and bytes per rank add up to what a prefill of the same forward sends, per kind", async () => {
     const r = planReport(opts({ config: 'tiny', tokens: '1100', tp: '2', mtp: true }), {});
     expect(r.plan.sp).toBe(true);
-    const run = JSON.parse(await runPrefillCommand({ backend: 'cpu', config: 'tiny', tokens: '1100', seed: '0', stack: 'model', json: true, quiet: true, tp: '2', sp: 'auto', reduce: 'ring' }));
+    const run = JSON.parse(
+      await runPrefillCommand({
+        backend: 'cpu',
+        config: 'tiny',
+        tokens: '1100',
+        seed: '0',
+        stack: 'model',
+        json: true,
+        quiet: true,
+        tp: '2',
+        sp: 'auto',
+        reduce: 'ring',
+      }),
+    );
     const sent = { allReduce: 0, allGather: 0, reduceScatter: 0 };
     for (const c of r.traffic.collectives) sent[c.op] += c.count * c.bytesPerRank;
     expect(sent).toEqual(run.commBytesPerRank[0]);

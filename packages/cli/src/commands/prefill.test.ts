@@ -25,7 +25,8 @@ describe('hcsp prefill', () => {
   it('reports the contract fields, and SP on and off agree at tp 2', async () => {
     const on = await json({});
     const off = await json({ sp: 'off' });
-    for (const k of ['backend', 'config', 'tp', 'tokens', 'sp', 'reduce', 'seconds', 'tokensPerSecond', 'outputSha256', 'hcRowsPerRank', 'commBytesPerRank']) expect(on).toHaveProperty(k);
+    for (const k of ['backend', 'config', 'tp', 'tokens', 'sp', 'reduce', 'seconds', 'tokensPerSecond', 'outputSha256', 'hcRowsPerRank', 'commBytesPerRank'])
+      expect(on).toHaveProperty(k);
     expect(on.sp).toBe(true);
     expect(off.sp).toBe(false);
     expect(on.outputSha256).toMatch(/^[0-9a-f]{64}$/);
@@ -63,7 +64,9 @@ describe('hcsp prefill', () => {
     for (const opts of [{ tp: '2' }, { tp: '4', sp: 'off' }, { weights: file }]) {
       const vp = await json({ ...opts, pleTable: 'vocab-parallel' });
       expect(vp.pleTable).toBe('vocab-parallel');
-      expect(vp.outputSha256, JSON.stringify(opts)).toBe(opts.tp === '4' ? (await json({ ...opts, pleTable: 'gathered' })).outputSha256 : gathered.outputSha256);
+      expect(vp.outputSha256, JSON.stringify(opts)).toBe(
+        opts.tp === '4' ? (await json({ ...opts, pleTable: 'gathered' })).outputSha256 : gathered.outputSha256,
+      );
     }
     // the cpu backend reads rows on demand unless asked
     expect((await json({})).pleTable).toBe('gathered');
@@ -80,7 +83,12 @@ describe('hcsp prefill', () => {
     ];
     for (const [args, message] of cases) {
       // the defaults for the flags a case does not set (a value option given twice is refused)
-      const defaults = [['--config', 'tiny'], ['--tokens', '8']].filter(([flag]) => !args.includes(flag)).flat();
+      const defaults = [
+        ['--config', 'tiny'],
+        ['--tokens', '8'],
+      ]
+        .filter(([flag]) => !args.includes(flag))
+        .flat();
       const r = spawnSync(process.execPath, ['--import', 'tsx', 'packages/cli/src/main.ts', 'prefill', ...defaults, ...args], { encoding: 'utf8' });
       expect(r.status).not.toBe(0);
       expect(r.stdout).toBe('');

@@ -25,13 +25,31 @@ import {
   type SpMode,
   type Tensor,
 } from '@hcsp/core';
-import { CheckpointProblemsError, JSON_LIMITS, JsonInputError, openCheckpoint, readJsonInput, resolveModelConfig, unusedTensorsWarning, type CheckpointWeightSource } from '@hcsp/core/node';
+import {
+  CheckpointProblemsError,
+  JSON_LIMITS,
+  JsonInputError,
+  openCheckpoint,
+  readJsonInput,
+  resolveModelConfig,
+  unusedTensorsWarning,
+  type CheckpointWeightSource,
+} from '@hcsp/core/node';
 import type { RocmBackend, VendorGemmStats } from '@hcsp/backend-rocm';
 import { backendNames, createBackend, findBackend } from '@hcsp/backends';
 import { backendOptionsFromFlags, deviceOption, gemmOption, kernelsOption, type BackendChoiceFlags } from '../backendChoice.ts';
 import { checkpointProblemsError } from '../checkpoint/weightProblems.ts';
 import { dumpTensors, qsaDropStats } from './prefillDump.ts';
-import { checkRankBackend, COMM_MODES, planDigest, QuietRankExit, runPrefillRanked, type CommMode, type PrefillRank, type RankRunExtras } from './prefillRanked.ts';
+import {
+  checkRankBackend,
+  COMM_MODES,
+  planDigest,
+  QuietRankExit,
+  runPrefillRanked,
+  type CommMode,
+  type PrefillRank,
+  type RankRunExtras,
+} from './prefillRanked.ts';
 import { COLLECTIVE_TIMEOUT_ENV, collectiveTimeoutMs, DEFAULT_COLLECTIVE_TIMEOUT_S } from '../launch/rankWatchdog.ts';
 import { resolveOutputTarget } from '../output/outputTarget.ts';
 import { writeOutput } from '../output/safeOutputFile.ts';
@@ -99,7 +117,9 @@ function readTokenIds(path: string, vocabSize: number): Int32Array {
 }
 
 function sha256(t: Tensor): string {
-  return createHash('sha256').update(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength)).digest('hex');
+  return createHash('sha256')
+    .update(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength))
+    .digest('hex');
 }
 
 export async function runPrefillCommand(opts: PrefillCliOptions): Promise<string> {
@@ -153,8 +173,12 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
     throw new Error(`--tokens ${opts.tokens} disagrees with the ${ids.length} ids in --ids ${opts.ids}`);
   }
   const fp8 = opts.fp8 === undefined ? null : oneOf<Fp8Format>(opts.fp8, Object.keys(FP8_FORMATS) as Fp8Format[], '--fp8');
-  const qsaSelection = oneOf(opts.qsaSelection ?? 'replicated', ['replicated', 'row-sharded'] as const, '--qsa-selection') === 'row-sharded' ? 'rowSharded' : 'replicated';
-  const pleTable = oneOf(opts.pleTable ?? defaultPleTable(backendName), ['vocab-parallel', 'gathered'] as const, '--ple-table') === 'vocab-parallel' ? 'vocabParallel' : 'gathered';
+  const qsaSelection =
+    oneOf(opts.qsaSelection ?? 'replicated', ['replicated', 'row-sharded'] as const, '--qsa-selection') === 'row-sharded' ? 'rowSharded' : 'replicated';
+  const pleTable =
+    oneOf(opts.pleTable ?? defaultPleTable(backendName), ['vocab-parallel', 'gathered'] as const, '--ple-table') === 'vocab-parallel'
+      ? 'vocabParallel'
+      : 'gathered';
   const logits = oneOf(opts.logits ?? 'last', ['last', 'all'] as const, '--logits');
   const mtpDrafter = oneOf(opts.mtpDrafter ?? 'gathered', ['gathered', 'sharded'] as const, '--mtp-drafter');
   const seed = parseIntStrict(opts.seed, '--seed', { min: 0 });
@@ -184,13 +208,44 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
       watch = new NonFiniteWatch(checkpoint, opts.weights, opts.rejectNonfinite === true);
     }
     // Every file the run reads, the checkpoint's shards, index and config.json included.
-    const inputs = [opts.ids, ...(Object.hasOwn(PRESETS, opts.config) ? [] : [opts.config, join(opts.config, 'config.json')]), opts.weights, ...checkpointInputs];
-    const dumpTarget = opts.dump === undefined ? null : resolveOutputTarget(opts.dump, '--dump', inputs.filter((p): p is string => p !== undefined));
+    const inputs = [
+      opts.ids,
+      ...(Object.hasOwn(PRESETS, opts.config) ? [] : [opts.config, join(opts.config, 'config.json')]),
+      opts.weights,
+      ...checkpointInputs,
+    ];
+    const dumpTarget =
+      opts.dump === undefined
+        ? null
+        : resolveOutputTarget(
+            opts.dump,
+            '--dump',
+            inputs.filter((p): p is string => p !== undefined),
+          );
     if (opts.trace === '-') throw new Error('--trace -: the trace is a file (--trace FILE.json); standard output carries the summary');
     // rank 0 writes the job's trace (on another node its folder need not exist)
-    const traceTarget = opts.trace === undefined || (rank && rank.rank !== 0) ? null : resolveOutputTarget(opts.trace, '--trace', inputs.filter((p): p is string => p !== undefined));
-    if (traceTarget?.kind === 'file' && dumpTarget?.kind === 'file' && traceTarget.path === dumpTarget.path) throw new Error(`--trace ${opts.trace}: the same file as --dump ${opts.dump}`);
-    const estimate = estimatePrefillMemory({ config, tokens, tp, sp, reduce, subLayers, pleTable, env: process.env, checkpoint: watch !== undefined, ...(watch ? { fp8Weights: { source: watch, ...(fp8 ? { format: fp8 } : {}) } } : {}) });
+    const traceTarget =
+      opts.trace === undefined || (rank && rank.rank !== 0)
+        ? null
+        : resolveOutputTarget(
+            opts.trace,
+            '--trace',
+            inputs.filter((p): p is string => p !== undefined),
+          );
+    if (traceTarget?.kind === 'file' && dumpTarget?.kind === 'file' && traceTarget.path === dumpTarget.path)
+      throw new Error(`--trace ${opts.trace}: the same file as --dump ${opts.dump}`);
+    const estimate = estimatePrefillMemory({
+      config,
+      tokens,
+      tp,
+      sp,
+      reduce,
+      subLayers,
+      pleTable,
+      env: process.env,
+      checkpoint: watch !== undefined,
+      ...(watch ? { fp8Weights: { source: watch, ...(fp8 ? { format: fp8 } : {}) } } : {}),
+    });
     checkMemory(`prefill of ${config.name} at tp ${tp} with T ${tokens}`, estimate, limit);
     const prepared = preparePrefill({
       config,
@@ -222,7 +277,9 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
     rank?.checkBackend(backend);
     const device = backend.describe();
     // under mpirun, rank 0's progress stands for all
-    const progress = nodeProgress(`prefill ${config.name} tp${tp} T=${tokens}${rank ? ` (rank ${rank.rank})` : ''}`, { quiet: opts.quiet || (rank !== null && rank.rank !== 0) });
+    const progress = nodeProgress(`prefill ${config.name} tp${tp} T=${tokens}${rank ? ` (rank ${rank.rank})` : ''}`, {
+      quiet: opts.quiet || (rank !== null && rank.rank !== 0),
+    });
     const runSeconds: number[] = [];
     // --trace: the last run's node times, this process's (its part's, as a rank)
     const timer = opts.trace !== undefined ? new NodeTimer() : null;
@@ -240,7 +297,13 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
     };
     const run = async (): Promise<RunResult & Partial<RankRunExtras>> => {
       try {
-        const keep = [...selections.map((s) => s.id), ...Object.values(prepared.outputs.dumpValues), ...(prepared.outputs.mtp ? [prepared.outputs.mtp.logits, prepared.outputs.mtp.draftTokens] : []), prepared.outputs.logits, prepared.outputs.nextTokens];
+        const keep = [
+          ...selections.map((s) => s.id),
+          ...Object.values(prepared.outputs.dumpValues),
+          ...(prepared.outputs.mtp ? [prepared.outputs.mtp.logits, prepared.outputs.mtp.draftTokens] : []),
+          prepared.outputs.logits,
+          prepared.outputs.nextTokens,
+        ];
         if (!rank) {
           const session = await backend.prepare(prepared.graph, prepared.weights);
           try {
@@ -258,7 +321,13 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
         }
         // every rank is ready (or all end together): only then does any rank enter a collective
         await rank.startTogether(null, planDigest(prepared.graph, prepared.feeds));
-        return await rank.run(backend, prepared.graph, prepared.feeds, prepared.weights, { onNode, keep, runs, weightBytesRead: () => checkpoint?.bytesRead() ?? 0, ...timed });
+        return await rank.run(backend, prepared.graph, prepared.feeds, prepared.weights, {
+          onNode,
+          keep,
+          runs,
+          weightBytesRead: () => checkpoint?.bytesRead() ?? 0,
+          ...timed,
+        });
       } finally {
         progress.stop();
         await backend.dispose();
@@ -275,11 +344,19 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
     // every output is rank 0's: the other ranks are done
     if (rank && rank.rank !== 0) return '';
     const h = result.values.get(prepared.outputs.h)!;
-    const qsa = qsaDropStats(config, selections.map((s) => ({ layer: s.layer, blocks: result.values.get(s.id)! })));
+    const qsa = qsaDropStats(
+      config,
+      selections.map((s) => ({ layer: s.layer, blocks: result.values.get(s.id)! })),
+    );
     const nextTokens = Array.from(result.values.get(prepared.outputs.nextTokens)!.data as Int32Array);
     const mtpOut = prepared.outputs.mtp;
     if (dumpTarget) {
-      const layout = layoutSafetensors(dumpTensors(prepared, result.values), { producer: 'hcsp prefill', config: config.name, tp: String(tp), sp: String(prepared.plan.sp) });
+      const layout = layoutSafetensors(dumpTensors(prepared, result.values), {
+        producer: 'hcsp prefill',
+        config: config.name,
+        tp: String(tp),
+        sp: String(prepared.plan.sp),
+      });
       await writeOutput(dumpTarget, [layout.header, ...layout.order.map((o) => o.bytes)], '--dump', opts.dump!);
     }
     if (traceTarget && timings) {
@@ -362,7 +439,9 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
       `  HC rows per rank (rows each rank ran through its HC combine-norms, summed over the forward; SP divides them): ${hcRowsPerRank.join(', ')}`,
       `  sent per rank: all-reduce ${formatBytes(commBytesPerRank[0].allReduce)}, all-gather ${formatBytes(commBytesPerRank[0].allGather)}, reduce-scatter ${formatBytes(commBytesPerRank[0].reduceScatter)} (--json: bytes)`,
       ...(summary.engine ?? []).map((e, i) => engineLine(e, rank ? `rank ${i}` : tp > 1 ? `ranks 0-${tp - 1}` : 'rank 0', runs)),
-      ...(summary.trace ? [`  trace: ${summary.trace} (a Chrome trace: open it in Perfetto's UI, ui.perfetto.dev, "Open trace file", or chrome://tracing)`] : []),
+      ...(summary.trace
+        ? [`  trace: ${summary.trace} (a Chrome trace: open it in Perfetto's UI, ui.perfetto.dev, "Open trace file", or chrome://tracing)`]
+        : []),
     ];
     return `${lines.join('\n')}\n`;
   } finally {
@@ -373,7 +452,9 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
 export function registerPrefill(program: Command): void {
   program
     .command('prefill')
-    .description('prefill T seeded tokens through the decoder stack on tp ranks (simulated in this process, or one process per rank with --comm mpi|nccl under hcsp launch or mpirun)')
+    .description(
+      'prefill T seeded tokens through the decoder stack on tp ranks (simulated in this process, or one process per rank with --comm mpi|nccl under hcsp launch or mpirun)',
+    )
     .addOption(new Option('--backend <name>', `executor: ${backendNames().join('|')}`).default('cpu'))
     .addOption(deviceOption())
     .addOption(gemmOption())
@@ -383,8 +464,14 @@ export function registerPrefill(program: Command): void {
     .option('--tokens <n>', 'tokens in the prefill (default 1100, or the length of --ids)')
     .option('--ids <file.json>', "a prompt's token ids: a JSON array of integers (default: seeded ids)")
     .option('--dump <file.safetensors>', 'write the golden dump (README: "Golden dumps"), gathered to all T rows; - for stdout')
-    .option('--trace <file.json>', "write the run's timeline as a Chrome trace: a track per rank, every node with its op, shapes and bytes, every collective on each rank with the bytes it sends, flows between the ranks (under hcsp launch rank 0 writes every rank's)")
-    .option('--fp8 <format>', "the FP8 PTPC path on the GDN input projection, and the format of a checkpoint's own FP8 linears: e4m3fnuz (MI300/MI308X) | e4m3fn")
+    .option(
+      '--trace <file.json>',
+      "write the run's timeline as a Chrome trace: a track per rank, every node with its op, shapes and bytes, every collective on each rank with the bytes it sends, flows between the ranks (under hcsp launch rank 0 writes every rank's)",
+    )
+    .option(
+      '--fp8 <format>',
+      "the FP8 PTPC path on the GDN input projection, and the format of a checkpoint's own FP8 linears: e4m3fnuz (MI300/MI308X) | e4m3fn",
+    )
     .option('--qsa-selection <mode>', 'replicated (every rank selects for all rows, as ATOM) | row-sharded (each rank its SP rows, all-gathered)', 'replicated')
     .option(
       '--ple-table <placement>',
@@ -404,7 +491,11 @@ export function registerPrefill(program: Command): void {
       `--comm mpi|nccl: seconds a rank may wait in one collective (or control exchange) for its peers; past it the job ends, naming the call and the ranks that did not come (default: ${COLLECTIVE_TIMEOUT_ENV}, else ${DEFAULT_COLLECTIVE_TIMEOUT_S.mpi} for --comm mpi, ${DEFAULT_COLLECTIVE_TIMEOUT_S.nccl} for --comm nccl)`,
     )
     .option('--seed <n>', 'seed of the token ids and synthetic weights', '0')
-    .option('--runs <n>', `run the prepared graph n times (1 to ${MAX_RUNS}; the first fills the device's memory pool and caches); the summary is the last run's`, '1')
+    .option(
+      '--runs <n>',
+      `run the prepared graph n times (1 to ${MAX_RUNS}; the first fills the device's memory pool and caches); the summary is the last run's`,
+      '1',
+    )
     .option('--weights <path>', 'a Hugging Face model folder, its model.safetensors.index.json, or one .safetensors file (default: synthetic weights)')
     .option('--stack <kind>', 'model (the real sub-layers) | hc-only (HC steps around a stand-in row-parallel linear)', 'model')
     .option('--max-memory <size>', MAX_MEMORY_HELP)

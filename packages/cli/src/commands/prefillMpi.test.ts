@@ -30,7 +30,11 @@ afterAll(() => rmSync(outdir, { recursive: true, force: true }));
 
 /** mpirun of the bundle (MPMD when `apps` has several argument lists, one rank each), with Open MPI's permission to run as root (CI runs as root) */
 function mpirun(np: number, apps: string[][]) {
-  return mpirunRaw(apps.length === 1 ? ['-np', String(np), process.execPath, bundle, ...apps[0]] : apps.flatMap((a, i) => [...(i ? [':'] : []), '-np', '1', process.execPath, bundle, ...a]));
+  return mpirunRaw(
+    apps.length === 1
+      ? ['-np', String(np), process.execPath, bundle, ...apps[0]]
+      : apps.flatMap((a, i) => [...(i ? [':'] : []), '-np', '1', process.execPath, bundle, ...a]),
+  );
 }
 
 function mpirunRaw(mpiArgs: string[]) {
@@ -42,25 +46,46 @@ function mpirunRaw(mpiArgs: string[]) {
     killSignal: 'SIGKILL',
     env: { ...process.env, OMPI_ALLOW_RUN_AS_ROOT: '1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM: '1' },
   });
-  if (r.error && (r.error as NodeJS.ErrnoException).code === 'ENOENT') throw new Error('mpirun is not installed: run `npm run setup:system` (Debian: openmpi-bin, libopenmpi-dev)');
+  if (r.error && (r.error as NodeJS.ErrnoException).code === 'ENOENT')
+    throw new Error('mpirun is not installed: run `npm run setup:system` (Debian: openmpi-bin, libopenmpi-dev)');
   return { status: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? '', seconds: (performance.now() - t0) / 1000 };
 }
 
 const base = { config: 'tiny', tokens: '40', seed: '3', stack: 'model', json: true, quiet: true };
 const flags = (o: { backend: string; tp: number; sp: string; reduce: string }) => [
   'prefill',
-  '--backend', o.backend,
+  '--backend',
+  o.backend,
   ...(o.backend === 'rocm' ? ['--device', 'host'] : []),
-  '--config', 'tiny', '--tokens', '40', '--seed', '3', '--tp', String(o.tp), '--sp', o.sp, '--reduce', o.reduce, '--json', '--quiet',
+  '--config',
+  'tiny',
+  '--tokens',
+  '40',
+  '--seed',
+  '3',
+  '--tp',
+  String(o.tp),
+  '--sp',
+  o.sp,
+  '--reduce',
+  o.reduce,
+  '--json',
+  '--quiet',
 ];
 
 /** `args` with `flag`'s value replaced (a flag given twice is refused before any rank meets) */
 const withFlag = (args: string[], flag: string, value: string): string[] => args.map((a, i) => (i > 0 && args[i - 1] === flag ? value : a));
 
 function inProcess(o: { backend: string; tp: number; sp: string; reduce: string }) {
-  return runPrefillCommand({ ...base, backend: o.backend, ...(o.backend === 'rocm' ? { device: 'host' } : {}), tp: String(o.tp), sp: o.sp, reduce: o.reduce }).then((s) => JSON.parse(s));
+  return runPrefillCommand({
+    ...base,
+    backend: o.backend,
+    ...(o.backend === 'rocm' ? { device: 'host' } : {}),
+    tp: String(o.tp),
+    sp: o.sp,
+    reduce: o.reduce,
+  }).then((s) => JSON.parse(s));
 }
-
 
 describe('hcsp prefill --comm mpi: one process per rank under mpirun equals the in-process run', () => {
   const runs: { backend: string; tp: number; sp: string; reduce: string }[] = [];
@@ -82,15 +107,22 @@ describe('hcsp prefill --comm mpi: one process per rank under mpirun equals the 
     });
   }
 
-  it('--dump writes the in-process run\'s golden dump, byte for byte (every dumped value is rank 0\'s)', () => {
+  it("--dump writes the in-process run's golden dump, byte for byte (every dumped value is rank 0's)", () => {
     const dir = join(outdir, 'dump');
     mkdirSync(dir, { recursive: true });
     const o = { backend: 'rocm', tp: 2, sp: 'on', reduce: 'ordered' };
     const r = mpirun(2, [[...flags(o), '--comm', 'mpi', '--dump', join(dir, 'mpi.safetensors')]]);
     expect(r.status, r.stderr).toBe(0);
-    const sim = spawnSync(process.execPath, [bundle, ...flags(o), '--dump', join(dir, 'sim.safetensors')], { cwd: ROOT, encoding: 'utf8', timeout: MPIRUN_TIMEOUT_MS });
+    const sim = spawnSync(process.execPath, [bundle, ...flags(o), '--dump', join(dir, 'sim.safetensors')], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: MPIRUN_TIMEOUT_MS,
+    });
     expect(sim.status, sim.stderr).toBe(0);
-    const sha = (f: string) => createHash('sha256').update(readFileSync(join(dir, f))).digest('hex');
+    const sha = (f: string) =>
+      createHash('sha256')
+        .update(readFileSync(join(dir, f)))
+        .digest('hex');
     expect(sha('mpi.safetensors')).toBe(sha('sim.safetensors'));
   });
 });
@@ -110,7 +142,8 @@ describe('hcsp prefill --comm mpi: start-up failures end every rank, reported on
 
   it('without mpirun, --comm mpi is a world of one rank: --tp 4 is refused, --tp 1 runs', async () => {
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OMPI_') && !k.startsWith('PMIX_')));
-    const alone = (tp: number) => spawnSync(process.execPath, [bundle, ...flags({ ...o, tp }), '--comm', 'mpi'], { cwd: ROOT, encoding: 'utf8', env, timeout: MPIRUN_TIMEOUT_MS });
+    const alone = (tp: number) =>
+      spawnSync(process.execPath, [bundle, ...flags({ ...o, tp }), '--comm', 'mpi'], { cwd: ROOT, encoding: 'utf8', env, timeout: MPIRUN_TIMEOUT_MS });
     const four = alone(4);
     expect(four.status).toBe(1);
     expect(four.stderr).toBe(
@@ -129,7 +162,9 @@ describe('hcsp prefill --comm mpi: start-up failures end every rank, reported on
     expect(r.stdout).toBe('');
     const lines = hcspLines(r.stderr);
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^hcsp: --comm mpi: the ranks planned different graphs \(digests of the graph and its feeds: rank 0: [0-9a-f]{12}, rank 1: [0-9a-f]{12}\); every rank needs the same command line and inputs$/);
+    expect(lines[0]).toMatch(
+      /^hcsp: --comm mpi: the ranks planned different graphs \(digests of the graph and its feeds: rank 0: [0-9a-f]{12}, rank 1: [0-9a-f]{12}\); every rank needs the same command line and inputs$/,
+    );
     expect(r.seconds).toBeLessThan(60);
   });
 
@@ -154,7 +189,7 @@ describe('hcsp prefill --comm mpi: start-up failures end every rank, reported on
     expect(r.seconds).toBeLessThan(60);
   });
 
-  it('a backend that cannot run a rank\'s part is refused on every rank, once', () => {
+  it("a backend that cannot run a rank's part is refused on every rank, once", () => {
     const r = mpirun(2, [['prefill', '--backend', 'webgpu', '--config', 'tiny', '--tokens', '40', '--tp', '2', '--comm', 'mpi', '--quiet']]);
     expect(r.status).not.toBe(0);
     expect(hcspLines(r.stderr)).toEqual(["hcsp: --comm mpi runs a rank's part on --backend cpu or rocm, not webgpu"]);

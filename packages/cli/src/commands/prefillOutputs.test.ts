@@ -68,6 +68,8 @@ describe('prefill streams', () => {
     writeSafetensorsFile(join(extra, 'model.safetensors'), tensors);
     const r = cli(['--config', 'tiny', '--tp', '2', '--tokens', '8', '--quiet', '--json', '--weights', extra]);
     expect(r.status).toBe(0);
-    expect(r.stderr.trim().split('\n')).toEqual([`hcsp: warning: ${extra}: 1 checkpoint tensor is not used by the model: model.visual.patch_embed.proj.weight`]);
+    expect(r.stderr.trim().split('\n')).toEqual([
+      `hcsp: warning: ${extra}: 1 checkpoint tensor is not used by the model: model.visual.patch_embed.proj.weight`,
+    ]);
   });
 });

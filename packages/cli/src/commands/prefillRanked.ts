@@ -53,7 +53,6 @@ function messageOf(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-
 /** What a rank's run adds to a run's result: every rank's seconds, and its control traffic (agreement checks, statistics) apart from the graph's collectives. */
 export interface RankRunExtras {
   secondsPerRank: number[];
@@ -214,7 +213,11 @@ export class PrefillRank {
     this.started = true;
     const comm = this.control;
     const message = failure === null ? '' : messageOf(failure);
-    const all = await gatherNumbers(comm, Float64Array.of(failure === null ? 0 : 1, digest48(createHash('sha256').update(message)), digest), 'the start-up agreement');
+    const all = await gatherNumbers(
+      comm,
+      Float64Array.of(failure === null ? 0 : 1, digest48(createHash('sha256').update(message)), digest),
+      'the start-up agreement',
+    );
     const failed = all.flatMap((v, r) => (v[0] === 1 ? [r] : []));
     const plans = new Set(all.map((v) => v[2]));
     if (failed.length === 0 && plans.size === 1) return;
@@ -222,14 +225,19 @@ export class PrefillRank {
     if (failed.length === 0) {
       if (comm.rank !== 0) throw new QuietRankExit();
       const each = all.map((v, r) => `rank ${r}: ${v[2].toString(16).padStart(12, '0')}`).join(', ');
-      throw new RankStartupFailure(`--comm ${this.mode}: the ranks planned different graphs (digests of the graph and its feeds: ${each}); every rank needs the same command line and inputs`);
+      throw new RankStartupFailure(
+        `--comm ${this.mode}: the ranks planned different graphs (digests of the graph and its feeds: ${each}); every rank needs the same command line and inputs`,
+      );
     }
     if (failed.length === comm.tp && all.every((v) => v[1] === all[0][1])) {
       if (comm.rank === 0) throw new RankStartupFailure(message);
       throw new QuietRankExit();
     }
     if (failure !== null) throw new RankStartupFailure(`rank ${comm.rank} of ${comm.tp}: ${message}`);
-    if (comm.rank === 0) throw new RankStartupFailure(`--comm ${this.mode}: rank${failed.length > 1 ? 's' : ''} ${failed.join(', ')} of ${comm.tp} failed before the run (see ${failed.length > 1 ? 'their messages' : 'its message'})`);
+    if (comm.rank === 0)
+      throw new RankStartupFailure(
+        `--comm ${this.mode}: rank${failed.length > 1 ? 's' : ''} ${failed.join(', ')} of ${comm.tp} failed before the run (see ${failed.length > 1 ? 'their messages' : 'its message'})`,
+      );
     throw new QuietRankExit();
   }
 
@@ -363,7 +371,11 @@ export class PrefillRank {
  * (PrefillRank.fail). options.collectiveTimeout: --collective-timeout's value (else
  * HCSP_COLLECTIVE_TIMEOUT, else DEFAULT_COLLECTIVE_TIMEOUT_S[mode]), the watchdog's limit.
  */
-export async function runPrefillRanked(mode: RankCommMode, body: (rank: PrefillRank) => Promise<string>, options: { collectiveTimeout?: string } = {}): Promise<string> {
+export async function runPrefillRanked(
+  mode: RankCommMode,
+  body: (rank: PrefillRank) => Promise<string>,
+  options: { collectiveTimeout?: string } = {},
+): Promise<string> {
   let rank: PrefillRank;
   try {
     rank = await PrefillRank.open(mode, collectiveTimeoutMs(mode, options.collectiveTimeout, process.env));
@@ -417,7 +429,9 @@ async function meet(launched: LaunchedRank): Promise<Rendezvous> {
   const ends = { exit: (code: number): never => process.exit(code) };
   endWithLauncher(rank, (code) => ends.exit(code));
   const server =
-    rank === 0 ? await RendezvousServer.listen({ host: masterAddr, port: masterPort, worldSize, secret, timeoutMs: rendezvousTimeoutMs, ranksPerNode: localWorldSize }) : null;
+    rank === 0
+      ? await RendezvousServer.listen({ host: masterAddr, port: masterPort, worldSize, secret, timeoutMs: rendezvousTimeoutMs, ranksPerNode: localWorldSize })
+      : null;
   try {
     const client = await RendezvousClient.join({ host: masterAddr, port: masterPort, rank, worldSize, secret, timeoutMs: rendezvousTimeoutMs }, (message) => {
       process.stderr.write(`hcsp: rank ${rank} of ${worldSize}: the job ended: ${message}\n`);

@@ -12,14 +12,18 @@ describe('the memory guard', () => {
     const rss = process.memoryUsage.rss();
     const t0 = performance.now();
     const err = (await runPrefillCommand({ ...base, config: 'flash-next', tp: '4', tokens: '8', maxMemory: '64G' }).catch((e: Error) => e)) as Error;
-    expect(err.message).toMatch(/^prefill of flash-next at tp 4 with T 8 needs about \d+\.\d GiB of memory \(synthetic weights [2-9]\d\d\.\d GiB generated whole, .*\), more than --max-memory \(64\.0 GiB\); nothing was allocated/);
+    expect(err.message).toMatch(
+      /^prefill of flash-next at tp 4 with T 8 needs about \d+\.\d GiB of memory \(synthetic weights [2-9]\d\d\.\d GiB generated whole, .*\), more than --max-memory \(64\.0 GiB\); nothing was allocated/,
+    );
     expect(performance.now() - t0).toBeLessThan(10_000);
     // nothing of the 237.7 GiB was generated
     expect(process.memoryUsage.rss() - rss).toBeLessThan(512 * 2 ** 20);
   });
 
   it('the default limit is the free memory: T 100000000 does not fit anywhere', async () => {
-    await expect(runPrefillCommand({ ...base, tokens: '100000000' })).rejects.toThrow(/with T 100000000 needs about [\d.]+ GiB of memory .* more than the machine's free memory \([\d.]+ [GM]iB\); nothing was allocated/);
+    await expect(runPrefillCommand({ ...base, tokens: '100000000' })).rejects.toThrow(
+      /with T 100000000 needs about [\d.]+ GiB of memory .* more than the machine's free memory \([\d.]+ [GM]iB\); nothing was allocated/,
+    );
   });
 
   it('a small run passes a limit above its estimate and is refused below it', async () => {

@@ -46,7 +46,9 @@ function checkTrace(path: string, tp: number, commBytesPerRank: CommBytes[]): Ma
   // one process track per rank, named
   const names = ev.filter((e) => e.ph === 'M' && e.name === 'process_name').map((e) => [e.pid, (e.args as { name: string }).name]);
   expect(names).toEqual([...Array(tp).keys()].map((r) => [r, `rank ${r}`]));
-  const collectives = [...Array(tp).keys()].map((r) => new Map(ev.filter((e) => e.ph === 'X' && e.cat === 'collective' && e.pid === r).map((e) => [(e.args as { node: number }).node, e])));
+  const collectives = [...Array(tp).keys()].map(
+    (r) => new Map(ev.filter((e) => e.ph === 'X' && e.cat === 'collective' && e.pid === r).map((e) => [(e.args as { node: number }).node, e])),
+  );
   const nodes = [...Array(tp).keys()].map((r) => ev.filter((e) => e.ph === 'X' && e.cat === 'node' && e.pid === r));
   for (let r = 0; r < tp; r++) {
     expect(nodes[r].length).toBeGreaterThan(0);
@@ -75,7 +77,21 @@ describe('prefill --trace: simulated ranks', () => {
   for (const tp of [2, 4]) {
     it(`tp ${tp}, SP on: a track per rank, each collective on every rank with the summary's bytes, flows linking them`, async () => {
       const path = join(dir, `sim-${tp}.json`);
-      const summary = JSON.parse(await runPrefillCommand({ backend: 'cpu', config: 'tiny', tokens: '40', seed: '3', stack: 'model', json: true, quiet: true, tp: String(tp), sp: 'on', reduce: 'ring', trace: path }));
+      const summary = JSON.parse(
+        await runPrefillCommand({
+          backend: 'cpu',
+          config: 'tiny',
+          tokens: '40',
+          seed: '3',
+          stack: 'model',
+          json: true,
+          quiet: true,
+          tp: String(tp),
+          sp: 'on',
+          reduce: 'ring',
+          trace: path,
+        }),
+      );
       expect(summary.trace).toBe(path);
       checkTrace(path, tp, summary.commBytesPerRank);
     }, 120_000);
@@ -83,21 +99,50 @@ describe('prefill --trace: simulated ranks', () => {
 
   it('a recorded replay (rocm, host device): one replay slice per rank, the nodes untimed and said to be', async () => {
     const path = join(dir, 'sim-replay.json');
-    const summary = JSON.parse(await runPrefillCommand({ backend: 'rocm', device: 'host', config: 'tiny', tokens: '40', seed: '3', stack: 'model', json: true, quiet: true, tp: '2', sp: 'on', reduce: 'ring', trace: path }));
+    const summary = JSON.parse(
+      await runPrefillCommand({
+        backend: 'rocm',
+        device: 'host',
+        config: 'tiny',
+        tokens: '40',
+        seed: '3',
+        stack: 'model',
+        json: true,
+        quiet: true,
+        tp: '2',
+        sp: 'on',
+        reduce: 'ring',
+        trace: path,
+      }),
+    );
     expect(summary.engine[0].recorded).toBe(true);
     checkTrace(path, 2, summary.commBytesPerRank);
     const trace = JSON.parse(readFileSync(path, 'utf8')) as ChromeTrace;
     const runs = trace.traceEvents.filter((e) => e.cat === 'run');
-    expect(runs.map((e) => [e.name, e.pid])).toEqual([['recorded replay', 0], ['recorded replay', 1]]);
+    expect(runs.map((e) => [e.name, e.pid])).toEqual([
+      ['recorded replay', 0],
+      ['recorded replay', 1],
+    ]);
     expect(runs[0].dur).toBeGreaterThan(0);
     const nodes = trace.traceEvents.filter((e) => e.ph === 'X' && e.cat !== 'run');
     for (const n of nodes) expect([n.ts, n.dur]).toEqual([runs[0].ts, 0]);
     expect(trace.otherData.time).toMatch(/^not measured: the run was one recorded replay/);
   }, 120_000);
 
-  it("the text summary names the trace and how to open it, and states bytes in readable units", async () => {
+  it('the text summary names the trace and how to open it, and states bytes in readable units', async () => {
     const path = join(dir, 'sim-text.json');
-    const text = await runPrefillCommand({ backend: 'cpu', config: 'tiny', tokens: '40', seed: '3', stack: 'model', quiet: true, tp: '2', sp: 'on', reduce: 'ring', trace: path });
+    const text = await runPrefillCommand({
+      backend: 'cpu',
+      config: 'tiny',
+      tokens: '40',
+      seed: '3',
+      stack: 'model',
+      quiet: true,
+      tp: '2',
+      sp: 'on',
+      reduce: 'ring',
+      trace: path,
+    });
     expect(text).toContain(`  trace: ${path} (a Chrome trace: open it in Perfetto's UI, ui.perfetto.dev, "Open trace file", or chrome://tracing)`);
     expect(text).toMatch(/^ {2}sent per rank: all-reduce 15\.0 KiB, all-gather 11\.0 KiB, reduce-scatter 5\.0 KiB \(--json: bytes\)$/m);
     expect(text).toMatch(/^ {2}HC rows per rank \(rows each rank ran through its HC combine-norms, summed over the forward; SP divides them\): 480, 480$/m);
@@ -105,22 +150,85 @@ describe('prefill --trace: simulated ranks', () => {
 
   it('a bad path: one error naming it, before the run, nothing written', async () => {
     const missing = join(dir, 'no-such-dir', 't.json');
-    await expect(runPrefillCommand({ backend: 'cpu', config: 'tiny', tokens: '40', seed: '0', stack: 'model', json: true, quiet: true, tp: '2', sp: 'on', reduce: 'ring', trace: missing })).rejects.toThrow(
-      new RegExp(`^--trace ${missing}: `),
-    );
+    await expect(
+      runPrefillCommand({
+        backend: 'cpu',
+        config: 'tiny',
+        tokens: '40',
+        seed: '0',
+        stack: 'model',
+        json: true,
+        quiet: true,
+        tp: '2',
+        sp: 'on',
+        reduce: 'ring',
+        trace: missing,
+      }),
+    ).rejects.toThrow(new RegExp(`^--trace ${missing}: `));
     expect(existsSync(join(dir, 'no-such-dir'))).toBe(false);
-    await expect(runPrefillCommand({ backend: 'cpu', config: 'tiny', tokens: '40', seed: '0', stack: 'model', json: true, quiet: true, tp: '2', sp: 'on', reduce: 'ring', trace: dir })).rejects.toThrow(/^--trace .*director/);
+    await expect(
+      runPrefillCommand({
+        backend: 'cpu',
+        config: 'tiny',
+        tokens: '40',
+        seed: '0',
+        stack: 'model',
+        json: true,
+        quiet: true,
+        tp: '2',
+        sp: 'on',
+        reduce: 'ring',
+        trace: dir,
+      }),
+    ).rejects.toThrow(/^--trace .*director/);
     expect(readdirSync(dir).filter((f) => !f.startsWith('sim-'))).toEqual([]);
-    await expect(runPrefillCommand({ backend: 'cpu', config: 'tiny', tokens: '40', seed: '0', stack: 'model', json: true, quiet: true, tp: '2', sp: 'on', reduce: 'ring', trace: '-' })).rejects.toThrow(/^--trace -: the trace is a file/);
+    await expect(
+      runPrefillCommand({
+        backend: 'cpu',
+        config: 'tiny',
+        tokens: '40',
+        seed: '0',
+        stack: 'model',
+        json: true,
+        quiet: true,
+        tp: '2',
+        sp: 'on',
+        reduce: 'ring',
+        trace: '-',
+      }),
+    ).rejects.toThrow(/^--trace -: the trace is a file/);
   });
 });
 
 describe('prefill --trace: a 2-rank hcsp launch job', () => {
   it('rank 0 writes both ranks: the same collectives on both, flows linking them, the bytes each rank sent', async () => {
     const path = join(dir, 'launch.json');
-    const job = launchJob(bundle, ROOT, ['--nproc-per-node', '2', '--master-port', String(await freePort())], [
-      'prefill', '--backend', 'cpu', '--comm', 'mpi', '--config', 'tiny', '--tokens', '40', '--seed', '3', '--tp', '2', '--sp', 'on', '--json', '--quiet', '--trace', path,
-    ]);
+    const job = launchJob(
+      bundle,
+      ROOT,
+      ['--nproc-per-node', '2', '--master-port', String(await freePort())],
+      [
+        'prefill',
+        '--backend',
+        'cpu',
+        '--comm',
+        'mpi',
+        '--config',
+        'tiny',
+        '--tokens',
+        '40',
+        '--seed',
+        '3',
+        '--tp',
+        '2',
+        '--sp',
+        'on',
+        '--json',
+        '--quiet',
+        '--trace',
+        path,
+      ],
+    );
     const r = await job.done;
     expect(r.status, r.stderr).toBe(0);
     const summary = JSON.parse(r.stdout);
@@ -133,9 +241,12 @@ describe('prefill --trace: a 2-rank hcsp launch job', () => {
 
   it('a bad path: rank 0 says so before the run, the job ends, nothing written, no process left', async () => {
     const bad = join(dir, 'no-such-dir', 'launch.json');
-    const job = launchJob(bundle, ROOT, ['--nproc-per-node', '2', '--master-port', String(await freePort())], [
-      'prefill', '--backend', 'cpu', '--comm', 'mpi', '--config', 'tiny', '--tokens', '40', '--tp', '2', '--json', '--quiet', '--trace', bad,
-    ]);
+    const job = launchJob(
+      bundle,
+      ROOT,
+      ['--nproc-per-node', '2', '--master-port', String(await freePort())],
+      ['prefill', '--backend', 'cpu', '--comm', 'mpi', '--config', 'tiny', '--tokens', '40', '--tp', '2', '--json', '--quiet', '--trace', bad],
+    );
     const r = await job.done;
     expect(r.status).not.toBe(0);
     expect(r.stdout).toBe('');
@@ -144,4 +255,3 @@ describe('prefill --trace: a 2-rank hcsp launch job', () => {
     await expectNothingLeft(job.mark);
   }, 180_000);
 });
-

@@ -19,7 +19,11 @@ interface Running {
 
 function startPrefill(): Running {
   // T large enough that the run is still going when the browser is up
-  const child = spawn(process.execPath, ['--import', 'tsx', 'packages/cli/src/main.ts', 'prefill', '--backend', 'webgpu', '--config', 'tiny', '--tp', '2', '--tokens', '512', '--quiet'], { cwd: ROOT });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'packages/cli/src/main.ts', 'prefill', '--backend', 'webgpu', '--config', 'tiny', '--tp', '2', '--tokens', '512', '--quiet'],
+    { cwd: ROOT },
+  );
   let stdout = '';
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (s: string) => (stdout += s));

@@ -43,7 +43,10 @@ async function prefill(loader: 'native' | 'js', opts: Record<string, unknown>): 
 describe('prefill through the native weight loader', () => {
   for (const device of ['host', 'emulated']) {
     it(`${device}: the JavaScript path's outputs and bytes read, from both layouts of hcsp weights; weightLoad in --json`, async () => {
-      for (const [folder, layout] of [[hf, 'hf'], [fp8, 'fp8-release']] as const) {
+      for (const [folder, layout] of [
+        [hf, 'hf'],
+        [fp8, 'fp8-release'],
+      ] as const) {
         const native = await prefill('native', { device, weights: folder });
         const js = await prefill('js', { device, weights: folder });
         expect(native.outputSha256, layout).toBe(js.outputSha256);
@@ -83,10 +86,11 @@ describe('prefill through the native weight loader', () => {
     expect(stderr).toHaveBeenCalledWith(`hcsp: warning: ${file}: tensor '${poisoned}' holds 1 NaN and 1 Inf\n`);
     const js = await prefill('js', hcOnly);
     expect(js.nonFiniteWeights).toEqual(native.nonFiniteWeights);
-    const refused = (loader: 'native' | 'js') => prefill(loader, { ...hcOnly, rejectNonfinite: true }).then(
-      () => 'ran',
-      (e: Error) => e.message,
-    );
+    const refused = (loader: 'native' | 'js') =>
+      prefill(loader, { ...hcOnly, rejectNonfinite: true }).then(
+        () => 'ran',
+        (e: Error) => e.message,
+      );
     const message = await refused('native');
     expect(message).toContain(`${file}: tensor '${poisoned}' holds 1 NaN and 1 Inf`);
     expect(message).toContain('refused by --reject-nonfinite');

@@ -5,7 +5,22 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { bf16ToF32, CpuBackend, f32ToBf16, fp8ToF32, MODEL_SUB_LAYERS, modelWeightSpecs, preparePrefill, PRESETS, PRODUCTION_QUANT_STYLE, quantizeBf16RowsFp8, runOnce, SyntheticWeightSource, type Tensor, type WeightSource } from '@hcsp/core';
+import {
+  bf16ToF32,
+  CpuBackend,
+  f32ToBf16,
+  fp8ToF32,
+  MODEL_SUB_LAYERS,
+  modelWeightSpecs,
+  preparePrefill,
+  PRESETS,
+  PRODUCTION_QUANT_STYLE,
+  quantizeBf16RowsFp8,
+  runOnce,
+  SyntheticWeightSource,
+  type Tensor,
+  type WeightSource,
+} from '@hcsp/core';
 import { hfTextConfigJson, openCheckpoint, resolveModelConfig, SafetensorsWeightSource, writeSafetensorsFile } from '@hcsp/core/node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runPrefillCommand } from './prefill.ts';
@@ -20,7 +35,8 @@ beforeAll(async () => {
 }, 120_000);
 
 const released = (name: string) => (name.startsWith('model.') ? `model.language_model.${name.slice(6)}` : name);
-const PER_CHANNEL = /(\.mlp\.experts\.\d+\.(gate|up|down)_proj|\.mlp\.shared_expert\.(gate|up|down)_proj|\.self_attn\.[qkvo]_proj|\.linear_attn\.out_proj|\.ple\.(key|value)_proj)\.weight$/;
+const PER_CHANNEL =
+  /(\.mlp\.experts\.\d+\.(gate|up|down)_proj|\.mlp\.shared_expert\.(gate|up|down)_proj|\.self_attn\.[qkvo]_proj|\.linear_attn\.out_proj|\.ple\.(key|value)_proj)\.weight$/;
 
 /** Every tensor of a folder, raw as stored (FP8 bytes included). */
 async function readAll(folder: string): Promise<Map<string, Tensor>> {
@@ -82,7 +98,17 @@ async function dequantizedHf(): Promise<string> {
 
 /** A tiny prefill (tp 2, cpu) on `weights` (default: the synthetic ones): its final streams h, graph and FP8 linears. */
 async function prefill(weights?: WeightSource, fp8Weights?: 'device' | 'dequantize') {
-  const p = preparePrefill({ config: PRESETS.tiny, tokens: 24, tp: 2, sp: 'off', reduce: 'ring', seed: SEED, subLayers: MODEL_SUB_LAYERS, weights, ...(fp8Weights ? { fp8Weights } : {}) });
+  const p = preparePrefill({
+    config: PRESETS.tiny,
+    tokens: 24,
+    tp: 2,
+    sp: 'off',
+    reduce: 'ring',
+    seed: SEED,
+    subLayers: MODEL_SUB_LAYERS,
+    weights,
+    ...(fp8Weights ? { fp8Weights } : {}),
+  });
   const r = await runOnce(new CpuBackend(), p.graph, p.feeds, p.weights, { keep: [p.outputs.h] });
   return { h: r.values.get(p.outputs.h)!.data, graph: p.graph, linears: p.fp8WeightLinears };
 }
@@ -99,7 +125,9 @@ describe('hcsp weights --layout ptpc-fp8', () => {
       expect(cfg.architectures).toEqual(['Qwen4ExpForConditionalGeneration']);
       expect(cfg.quantization_config).toMatchObject({ quant_method: 'fp8', fmt: 'e4m3', activation_scheme: 'dynamic' });
       expect(cfg.quantization_config.weight_block_size).toBeUndefined();
-      expect(cfg.quantization_config.modules_to_not_convert).toEqual(expect.arrayContaining(['lm_head', '*.mlp.gate', '*.linear_attn.in_proj_qkv', '*.self_attn.indexer.index_qk_proj']));
+      expect(cfg.quantization_config.modules_to_not_convert).toEqual(
+        expect.arrayContaining(['lm_head', '*.mlp.gate', '*.linear_attn.in_proj_qkv', '*.self_attn.indexer.index_qk_proj']),
+      );
 
       const stored = await readAll(out);
       const specs = modelWeightSpecs(config, MODEL_SUB_LAYERS);
@@ -176,7 +204,22 @@ describe('hcsp weights --layout ptpc-fp8', () => {
       const dev = await prefill(c.source);
       // every linear over per-channel FP8 weights: attention q, k, v, o, GDN out_proj, the shared expert, the PLE projections
       const fp8Scopes = new Set(dev.graph.nodes.filter((n) => n.op === 'fp8LinearPtpc').map((n) => n.scope.replace(/^L\d+\./, '')));
-      expect([...fp8Scopes].sort()).toEqual(['attn.k', 'attn.out', 'attn.qgate', 'attn.v', 'mlp.shared_down', 'mlp.shared_gate_up', 'mtp.attn.k', 'mtp.attn.out', 'mtp.attn.qgate', 'mtp.attn.v', 'mtp.mlp.shared_down', 'mtp.mlp.shared_gate_up', 'ple.key_proj', 'ple.value_proj']);
+      expect([...fp8Scopes].sort()).toEqual([
+        'attn.k',
+        'attn.out',
+        'attn.qgate',
+        'attn.v',
+        'mlp.shared_down',
+        'mlp.shared_gate_up',
+        'mtp.attn.k',
+        'mtp.attn.out',
+        'mtp.attn.qgate',
+        'mtp.attn.v',
+        'mtp.mlp.shared_down',
+        'mtp.mlp.shared_gate_up',
+        'ple.key_proj',
+        'ple.value_proj',
+      ]);
       expect(dev.graph.nodes.filter((n) => n.op === 'fp8LinearPtpc')).toHaveLength(dev.linears);
       expect(dev.linears).toBe(deq.graph.nodes.filter((n) => n.op === 'linear').length - dev.graph.nodes.filter((n) => n.op === 'linear').length);
       // per rank (tp 2): 4 per attention layer, 1 per GDN layer, 2 shared-expert GEMMs per layer (MTP's included), 2 PLE projections
@@ -184,16 +227,23 @@ describe('hcsp weights --layout ptpc-fp8', () => {
       const layers = config.numLayers + (config.mtp ? 1 : 0);
       expect(dev.linears / 2).toBe(4 * (attention + (config.mtp ? 1 : 0)) + (config.numLayers - attention) + 2 * layers + 2 * config.ple.layerIds.length);
       // what the device holds: those weights as FP8 bytes + F32 scales, none of them as bf16
-      const weightBytes = (g: typeof dev.graph, dtype?: string) => Object.values(g.values).filter((v) => v.kind === 'weight' && (!dtype || v.dtype === dtype)).reduce((a, v) => a + v.shape.reduce((x, y) => x * y, 1) * (v.dtype === 'bf16' ? 2 : v.dtype === 'f32' ? 4 : 1), 0);
+      const weightBytes = (g: typeof dev.graph, dtype?: string) =>
+        Object.values(g.values)
+          .filter((v) => v.kind === 'weight' && (!dtype || v.dtype === dtype))
+          .reduce((a, v) => a + v.shape.reduce((x, y) => x * y, 1) * (v.dtype === 'bf16' ? 2 : v.dtype === 'f32' ? 4 : 1), 0);
       expect(weightBytes(dev.graph, 'fp8e4m3fn')).toBeGreaterThan(0);
       expect(weightBytes(dev.graph)).toBeLessThan(weightBytes(deq.graph));
-      const bf16Names = Object.values(dev.graph.values).filter((v) => v.kind === 'weight' && v.dtype === 'bf16').map((v) => v.weight!.name);
+      const bf16Names = Object.values(dev.graph.values)
+        .filter((v) => v.kind === 'weight' && v.dtype === 'bf16')
+        .map((v) => v.weight!.name);
       expect(bf16Names.filter((n) => c.source.fp8PerChannel(n) !== null)).toEqual([]);
       // the routed experts too: every MoE (MTP's included) on every rank runs moeExpertsFp8Ptpc on the stored bytes, no bf16 expert weight is left
       expect(dev.graph.nodes.filter((n) => n.op === 'moeExperts')).toEqual([]);
       expect(dev.graph.nodes.filter((n) => n.op === 'moeExpertsFp8Ptpc')).toHaveLength(2 * layers);
       expect(bf16Names.filter((n) => /\.mlp\.experts\./.test(n))).toEqual([]);
-      const expertBytes = Object.values(dev.graph.values).filter((v) => v.kind === 'weight' && /\.mlp\.experts\./.test(v.weight!.name) && v.dtype === 'fp8e4m3fn');
+      const expertBytes = Object.values(dev.graph.values).filter(
+        (v) => v.kind === 'weight' && /\.mlp\.experts\./.test(v.weight!.name) && v.dtype === 'fp8e4m3fn',
+      );
       expect(expertBytes).toHaveLength(2 * 2 * layers);
       expect(expertBytes.every((v) => (v.weight!.concat ?? []).every((n) => /\.mlp\.experts\.\d+\.(gate|up|down)_proj\.weight#fp8$/.test(n)))).toBe(true);
       // FP8 GEMMs round differently from bf16 GEMMs on the dequantized weights, but not far
@@ -205,31 +255,68 @@ describe('hcsp weights --layout ptpc-fp8', () => {
     } finally {
       c.source.close();
     }
-    const base = { backend: 'cpu', config: 'tiny', tp: '2', tokens: '24', sp: 'off', reduce: 'ring', seed: String(SEED), stack: 'model', json: true, quiet: true };
+    const base = {
+      backend: 'cpu',
+      config: 'tiny',
+      tp: '2',
+      tokens: '24',
+      sp: 'off',
+      reduce: 'ring',
+      seed: String(SEED),
+      stack: 'model',
+      json: true,
+      quiet: true,
+    };
     const cli = JSON.parse(await runPrefillCommand({ ...base, weights: ptpc } as never)) as { outputSha256: string; fp8WeightLinears: number };
     const hf = JSON.parse(await runPrefillCommand({ ...base, weights: await dequantizedHf() } as never)) as { outputSha256: string; fp8WeightLinears: number };
     expect(cli.outputSha256).not.toBe(hf.outputSha256);
     const again = openCheckpoint(ptpc, config);
     expect([cli.fp8WeightLinears, hf.fp8WeightLinears]).toEqual([(await prefill(again.source)).linears, 0]);
     again.source.close();
-    expect(await runPrefillCommand({ ...base, json: false, weights: ptpc } as never)).toMatch(/ weights: .*tiny-ptpc; \d+ linears as FP8 GEMMs on its FP8 weights\n/);
+    expect(await runPrefillCommand({ ...base, json: false, weights: ptpc } as never)).toMatch(
+      / weights: .*tiny-ptpc; \d+ linears as FP8 GEMMs on its FP8 weights\n/,
+    );
   }, 120_000);
 
   it('tiny, --fp8 e4m3fnuz (gfx942): the checkpoint e4m3fn weights run as e4m3fnuz (same bits, -0 -> 0, scales x2), on cpu and the host device alike', async () => {
     const c = openCheckpoint(ptpc, PRESETS.tiny);
     try {
-      const p = preparePrefill({ config: PRESETS.tiny, tokens: 24, tp: 2, sp: 'off', reduce: 'ring', seed: SEED, subLayers: MODEL_SUB_LAYERS, weights: c.source, fp8: 'e4m3fnuz' });
+      const p = preparePrefill({
+        config: PRESETS.tiny,
+        tokens: 24,
+        tp: 2,
+        sp: 'off',
+        reduce: 'ring',
+        seed: SEED,
+        subLayers: MODEL_SUB_LAYERS,
+        weights: c.source,
+        fp8: 'e4m3fnuz',
+      });
       const gemms = p.graph.nodes.filter((n) => n.op === 'fp8LinearPtpc');
       expect(p.fp8WeightLinears).toBeGreaterThan(0);
       expect(new Set(gemms.map((n) => n.attrs.format))).toEqual(new Set(['e4m3fnuz']));
       const fp8Weights = Object.values(p.graph.values).filter((v) => v.kind === 'weight' && v.dtype.startsWith('fp8'));
       expect(fp8Weights.length).toBeGreaterThan(0);
       // the converted tensors (a concatenation: each part)
-      expect(fp8Weights.filter((v) => v.dtype !== 'fp8e4m3fnuz' || !(v.weight!.concat ?? [v.weight!.name]).every((n) => n.endsWith('#fp8_e4m3fnuz')))).toEqual([]);
+      expect(fp8Weights.filter((v) => v.dtype !== 'fp8e4m3fnuz' || !(v.weight!.concat ?? [v.weight!.name]).every((n) => n.endsWith('#fp8_e4m3fnuz')))).toEqual(
+        [],
+      );
     } finally {
       c.source.close();
     }
-    const base = { config: 'tiny', tp: '2', tokens: '24', sp: 'off', reduce: 'ring', seed: String(SEED), stack: 'model', json: true, quiet: true, weights: ptpc, fp8: 'e4m3fnuz' };
+    const base = {
+      config: 'tiny',
+      tp: '2',
+      tokens: '24',
+      sp: 'off',
+      reduce: 'ring',
+      seed: String(SEED),
+      stack: 'model',
+      json: true,
+      quiet: true,
+      weights: ptpc,
+      fp8: 'e4m3fnuz',
+    };
     type Summary = { outputSha256: string; fp8WeightLinears: number };
     const cpu = JSON.parse(await runPrefillCommand({ ...base, backend: 'cpu' } as never)) as Summary;
     const host = JSON.parse(await runPrefillCommand({ ...base, backend: 'rocm', device: 'host' } as never)) as Summary;
@@ -255,15 +342,25 @@ describe('hcsp weights --layout ptpc-fp8', () => {
 
 describe('a malformed PTPC-FP8 folder: one error naming the tensor', () => {
   it('a missing scale', async () => {
-    expect(openError(await variant({ [`${W}.weight_scale`]: undefined }))).toMatch(new RegExp(`^checkpoint: 1 problem: .*model\\.safetensors: tensor '${W.replace(/\./g, '\\.')}\\.weight': F8_E4M3 has no scale tensor`));
+    expect(openError(await variant({ [`${W}.weight_scale`]: undefined }))).toMatch(
+      new RegExp(`^checkpoint: 1 problem: .*model\\.safetensors: tensor '${W.replace(/\./g, '\\.')}\\.weight': F8_E4M3 has no scale tensor`),
+    );
   });
   it('a scale of the wrong shape: transposed, one too few, per-tensor-like [N, 2]', async () => {
-    expect(openError(await variant({ [`${W}.weight_scale`]: f32([1, 16], Array(16).fill(1)) }))).toMatch(/1 problem: .*tensor '.*experts\.3\.up_proj\.weight_scale': per-channel scales of F8_E4M3\[16,32\] must be F32\[16,1\] \(or F32\[16\]\), got F32\[1,16\]/);
-    expect(openError(await variant({ [`${W}.weight_scale`]: f32([15, 1], Array(15).fill(1)) }))).toMatch(/tensor '.*experts\.3\.up_proj\.weight_scale': a global FP8 scale must be one F32 or BF16 value, got F32\[15,1\]; per-channel scales of F8_E4M3\[16,32\] are F32\[16,1\]/);
-    expect(openError(await variant({ [`${W}.weight_scale`]: f32([16, 2], Array(32).fill(1)) }))).toMatch(/tensor '.*experts\.3\.up_proj\.weight_scale': a global FP8 scale must be one F32 or BF16 value, got F32\[16,2\]/);
+    expect(openError(await variant({ [`${W}.weight_scale`]: f32([1, 16], Array(16).fill(1)) }))).toMatch(
+      /1 problem: .*tensor '.*experts\.3\.up_proj\.weight_scale': per-channel scales of F8_E4M3\[16,32\] must be F32\[16,1\] \(or F32\[16\]\), got F32\[1,16\]/,
+    );
+    expect(openError(await variant({ [`${W}.weight_scale`]: f32([15, 1], Array(15).fill(1)) }))).toMatch(
+      /tensor '.*experts\.3\.up_proj\.weight_scale': a global FP8 scale must be one F32 or BF16 value, got F32\[15,1\]; per-channel scales of F8_E4M3\[16,32\] are F32\[16,1\]/,
+    );
+    expect(openError(await variant({ [`${W}.weight_scale`]: f32([16, 2], Array(32).fill(1)) }))).toMatch(
+      /tensor '.*experts\.3\.up_proj\.weight_scale': a global FP8 scale must be one F32 or BF16 value, got F32\[16,2\]/,
+    );
   });
   it('a scale of the wrong dtype', async () => {
-    expect(openError(await variant({ [`${W}.weight_scale`]: { dtype: 'bf16', shape: [16, 1], data: new Uint16Array(16).fill(0x3f80) } }))).toMatch(/tensor '.*experts\.3\.up_proj\.weight_scale': per-channel scales of F8_E4M3\[16,32\] must be F32\[16,1\] \(or F32\[16\]\), got BF16\[16,1\]/);
+    expect(openError(await variant({ [`${W}.weight_scale`]: { dtype: 'bf16', shape: [16, 1], data: new Uint16Array(16).fill(0x3f80) } }))).toMatch(
+      /tensor '.*experts\.3\.up_proj\.weight_scale': per-channel scales of F8_E4M3\[16,32\] must be F32\[16,1\] \(or F32\[16\]\), got BF16\[16,1\]/,
+    );
   });
   for (const [what, bad] of [
     ['NaN', NaN],
@@ -276,7 +373,9 @@ describe('a malformed PTPC-FP8 folder: one error naming the tensor', () => {
       values[7] = bad;
       const folder = await variant({ [`${W}.weight_scale`]: f32([16, 1], values) });
       const c = openCheckpoint(folder, PRESETS.tiny);
-      await expect(c.source.read('model.layers.0.mlp.experts.gate_up_proj')).rejects.toThrow(/model\.safetensors: tensor 'model\.language_model\.layers\.0\.mlp\.experts\.3\.up_proj\.weight_scale' holds -?(NaN|Infinity|0|2) at row 7: per-channel FP8 scales must be finite and > 0/);
+      await expect(c.source.read('model.layers.0.mlp.experts.gate_up_proj')).rejects.toThrow(
+        /model\.safetensors: tensor 'model\.language_model\.layers\.0\.mlp\.experts\.3\.up_proj\.weight_scale' holds -?(NaN|Infinity|0|2) at row 7: per-channel FP8 scales must be finite and > 0/,
+      );
       c.source.close();
       const base = { backend: 'cpu', config: 'tiny', tp: '1', tokens: '8', sp: 'off', reduce: 'ring', seed: '1', stack: 'model', json: true, quiet: true };
       await expect(runPrefillCommand({ ...base, weights: folder } as never)).rejects.toThrow(/experts\.3\.up_proj\.weight_scale' holds .* at row 7/);
@@ -286,13 +385,20 @@ describe('a malformed PTPC-FP8 folder: one error naming the tensor', () => {
     const config = ptpcConfig();
     config.quantization_config.weight_block_size = [128, 128];
     const m = openError(await variant({}, config));
-    expect(m).toMatch(/tensor 'model\.language_model\.layers\.0\.mlp\.experts\.0\.gate_proj\.weight_scale': per-channel FP8 scales, but .*variant-\d+\/config\.json declares 128x128 block FP8 \(quantization_config\.weight_block_size\): the config and the tensors describe different checkpoints/);
+    expect(m).toMatch(
+      /tensor 'model\.language_model\.layers\.0\.mlp\.experts\.0\.gate_proj\.weight_scale': per-channel FP8 scales, but .*variant-\d+\/config\.json declares 128x128 block FP8 \(quantization_config\.weight_block_size\): the config and the tensors describe different checkpoints/,
+    );
     // the same tensors under the folder's own PTPC config load
     openCheckpoint(await variant({}), PRESETS.tiny).source.close();
   });
   it('FP8 where the model reads bf16 (the router)', async () => {
     const gate = 'model.language_model.layers.0.mlp.gate';
-    const folder = await variant({ [`${gate}.weight`]: { dtype: 'fp8e4m3fn', shape: [8, 32], data: new Uint8Array(256) }, [`${gate}.weight_scale`]: f32([8, 1], Array(8).fill(1)) });
-    expect(openError(folder)).toMatch(/^checkpoint: 1 problem: .*tensor 'model\.language_model\.layers\.0\.mlp\.gate\.weight': F8_E4M3 where the model reads bf16/);
+    const folder = await variant({
+      [`${gate}.weight`]: { dtype: 'fp8e4m3fn', shape: [8, 32], data: new Uint8Array(256) },
+      [`${gate}.weight_scale`]: f32([8, 1], Array(8).fill(1)),
+    });
+    expect(openError(folder)).toMatch(
+      /^checkpoint: 1 problem: .*tensor 'model\.language_model\.layers\.0\.mlp\.gate\.weight': F8_E4M3 where the model reads bf16/,
+    );
   });
 });

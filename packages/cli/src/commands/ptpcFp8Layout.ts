@@ -18,9 +18,13 @@
 import { PRODUCTION_QUANT_STYLE, quantizeBf16RowsFp8, type SyntheticWeightSource, type Tensor, type WeightSpec } from '@hcsp/core';
 import { fp8ReleaseGroups, multimodalName, type TensorGroup } from './fp8ReleaseGroups.ts';
 
-
 // model names of the 2-D linears written FP8 with per-channel scales
-const PER_CHANNEL: readonly RegExp[] = [/\.mlp\.shared_expert\.(gate|up|down)_proj\.weight$/, /\.self_attn\.(q|k|v|o)_proj\.weight$/, /\.linear_attn\.out_proj\.weight$/, /\.ple\.(key|value)_proj\.weight$/];
+const PER_CHANNEL: readonly RegExp[] = [
+  /\.mlp\.shared_expert\.(gate|up|down)_proj\.weight$/,
+  /\.self_attn\.(q|k|v|o)_proj\.weight$/,
+  /\.linear_attn\.out_proj\.weight$/,
+  /\.ple\.(key|value)_proj\.weight$/,
+];
 
 // the bf16 linears, as fnmatch patterns over the release's names (ATOM's exclusion match)
 const NOT_CONVERTED = [
@@ -55,7 +59,10 @@ export function ptpcFp8Groups(specs: readonly WeightSpec[], w: SyntheticWeightSo
     other: (spec) => {
       if (spec.shape.length !== 2 || !PER_CHANNEL.some((re) => re.test(spec.name))) return null;
       const [rows, cols] = spec.shape;
-      return { bytes: rows * cols + rows * 4, make: () => perChannel(multimodalName(spec.name.replace(/\.weight$/, '')), w.tensor(spec.name).data as Uint16Array, rows, cols) };
+      return {
+        bytes: rows * cols + rows * 4,
+        make: () => perChannel(multimodalName(spec.name.replace(/\.weight$/, '')), w.tensor(spec.name).data as Uint16Array, rows, cols),
+      };
     },
   });
 }

@@ -21,10 +21,14 @@ afterAll(() => rmSync(outdir, { recursive: true, force: true }));
 describe('the webgpu backend under an address-space limit', () => {
   it('one line naming the limit, exit 1', () => {
     const kib = 4_000_000;
-    const r = spawnSync('bash', ['-c', `ulimit -v ${kib} && exec "$0" "$1" prefill --backend webgpu --config tiny --tokens 16 --quiet`, process.execPath, join(outdir, 'hcsp.js')], {
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
+    const r = spawnSync(
+      'bash',
+      ['-c', `ulimit -v ${kib} && exec "$0" "$1" prefill --backend webgpu --config tiny --tokens 16 --quiet`, process.execPath, join(outdir, 'hcsp.js')],
+      {
+        encoding: 'utf8',
+        timeout: 60_000,
+      },
+    );
     expect(r.stderr).toBe(
       `hcsp: webgpu backend: the browser host could not allocate: WebAssembly memory, which Node's HTTP client needs to reach the browser, cannot be reserved under the address-space limit of ${kib * 1024} bytes (ulimit -v ${kib}); raise or remove the limit (ulimit -v unlimited)\n`,
     );

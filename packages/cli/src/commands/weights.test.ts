@@ -94,7 +94,13 @@ describe('hcsp weights: round trip through a model folder', () => {
         const out = join(root, `${name}-${layout}`);
         const shards = 3;
         const summary = await writeModelFolder({ config, seed: SEED, out, layout, shards, force: false });
-        expect(readdirSync(out).sort()).toEqual(['config.json', 'model-00001-of-00003.safetensors', 'model-00002-of-00003.safetensors', 'model-00003-of-00003.safetensors', 'model.safetensors.index.json']);
+        expect(readdirSync(out).sort()).toEqual([
+          'config.json',
+          'model-00001-of-00003.safetensors',
+          'model-00002-of-00003.safetensors',
+          'model-00003-of-00003.safetensors',
+          'model.safetensors.index.json',
+        ]);
         const index = JSON.parse(readFileSync(join(out, 'model.safetensors.index.json'), 'utf8'));
         expect(Object.keys(index.weight_map)).toHaveLength(summary.tensors);
         expect(index.metadata.total_size).toBe(summary.bytes);
@@ -127,7 +133,8 @@ describe('hcsp weights: round trip through a model folder', () => {
             });
             expect(far, s.name).toBe(-1);
           }
-          if (layout === 'fp8-release') expect(quantized).toBe(2 * config.numLayers + (config.mtp ? 2 : 0) + config.ple.splitNgramParts * config.ple.layerIds.length);
+          if (layout === 'fp8-release')
+            expect(quantized).toBe(2 * config.numLayers + (config.mtp ? 2 : 0) + config.ple.splitNgramParts * config.ple.layerIds.length);
           expect(c.conversions.length).toBe(layout === 'hf' ? 0 : 2);
         } finally {
           raw.close();
@@ -155,7 +162,8 @@ describe('hcsp weights: round trip through a model folder', () => {
     const specs = modelWeightSpecs(config, MODEL_SUB_LAYERS);
     const fixed = new Map<string, Tensor>();
     for (const s of specs) {
-      if (isExpertStack(s.name) || isTableShard(s.name)) fixed.set(s.name, { dtype: 'bf16', shape: s.shape, data: await expectedDequantized(raw, s.name, s.shape) });
+      if (isExpertStack(s.name) || isTableShard(s.name))
+        fixed.set(s.name, { dtype: 'bf16', shape: s.shape, data: await expectedDequantized(raw, s.name, s.shape) });
     }
     raw.close();
     const dequantized = await run(overlay(new SyntheticWeightSource(specs, SEED), fixed));
@@ -170,11 +178,18 @@ describe('hcsp weights: the output folder', () => {
 
   it('writes into a new or empty folder, refuses a non-empty one unless --force, and replaces it atomically', async () => {
     const out = join(root, 'target');
-    expect(await runWeightsCommand({ ...base, out })).toMatch(new RegExp(`^wrote ${out}: \\d+ tensors, \\d+ bytes in 1 shard \\(layout hf, config tiny, seed 1\\)\\n$`));
+    expect(await runWeightsCommand({ ...base, out })).toMatch(
+      new RegExp(`^wrote ${out}: \\d+ tensors, \\d+ bytes in 1 shard \\(layout hf, config tiny, seed 1\\)\\n$`),
+    );
     await expect(runWeightsCommand({ ...base, out })).rejects.toThrow(`--out ${out} is not empty (--force replaces it)`);
     writeFileSync(join(out, 'stale.txt'), 'x');
     await runWeightsCommand({ ...base, out, shards: '2', force: true });
-    expect(readdirSync(out).sort()).toEqual(['config.json', 'model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors', 'model.safetensors.index.json']);
+    expect(readdirSync(out).sort()).toEqual([
+      'config.json',
+      'model-00001-of-00002.safetensors',
+      'model-00002-of-00002.safetensors',
+      'model.safetensors.index.json',
+    ]);
     const empty = join(root, 'empty');
     mkdirSync(empty);
     await runWeightsCommand({ ...base, out: empty });
@@ -191,7 +206,9 @@ describe('hcsp weights: the output folder', () => {
     await expect(runWeightsCommand({ ...base, out, shards: '5000' })).rejects.toThrow(/--shards 5000 exceeds the \d+ tensor groups to write/);
     await expect(runWeightsCommand({ ...base, out, seed: '-1' })).rejects.toThrow(/--seed must be an integer/);
     await expect(runWeightsCommand({ ...base, out, config: 'huge' })).rejects.toThrow(/unknown config 'huge'/);
-    await expect(runWeightsCommand({ ...base, out, config: 'flash-next' })).rejects.toThrow(/tensor '.*' has \d+ elements; the synthetic generator holds a tensor whole/);
+    await expect(runWeightsCommand({ ...base, out, config: 'flash-next' })).rejects.toThrow(
+      /tensor '.*' has \d+ elements; the synthetic generator holds a tensor whole/,
+    );
     const file = join(root, 'a-file');
     writeFileSync(file, 'x');
     await expect(runWeightsCommand({ ...base, out: file })).rejects.toThrow(`--out ${file} exists and is not a folder`);
@@ -247,7 +264,9 @@ describe('hcsp weights: what it touches next to --out', () => {
     writeFileSync(join(target, 'keep'), 'k');
     const link = join(d, 'link');
     symlinkSync(target, link);
-    await expect(runWeightsCommand({ ...base, out: link, force: true })).rejects.toThrow(`--out ${link} is a symbolic link (to ${target}); give the folder itself`);
+    await expect(runWeightsCommand({ ...base, out: link, force: true })).rejects.toThrow(
+      `--out ${link} is a symbolic link (to ${target}); give the folder itself`,
+    );
     expect(lstatSync(link).isSymbolicLink()).toBe(true);
     expect(readdirSync(target)).toEqual(['keep']);
     expect(readdirSync(d).sort()).toEqual(['link', 'real']);
@@ -255,13 +274,17 @@ describe('hcsp weights: what it touches next to --out', () => {
 
   // A read-only file system needs a mount: a private mount namespace (unshare -rm) where the system allows one.
   const canMount = spawnSync('unshare', ['-rm', 'true']).status === 0;
-  it.skipIf(!canMount)('on a read-only file system: one line naming --out and the read-only file system', () => {
-    const d = mkdtempSync(join(root, 'ro-'));
-    const out = join(d, 'm');
-    const main = resolve(dirname(fileURLToPath(import.meta.url)), '../main.ts');
-    const script = `mount -t tmpfs -o ro none "$1" && exec "$2" --import tsx "$3" weights --config tiny --out "$4"`;
-    const r = spawnSync('unshare', ['-rm', 'sh', '-c', script, 'sh', d, process.execPath, main, out], { encoding: 'utf8', timeout: 60_000 });
-    expect(r.stderr).toBe(`hcsp: --out ${out}: cannot write the folder: ${d} is on a read-only file system\n`);
-    expect(r.status).toBe(1);
-  }, 70_000);
+  it.skipIf(!canMount)(
+    'on a read-only file system: one line naming --out and the read-only file system',
+    () => {
+      const d = mkdtempSync(join(root, 'ro-'));
+      const out = join(d, 'm');
+      const main = resolve(dirname(fileURLToPath(import.meta.url)), '../main.ts');
+      const script = `mount -t tmpfs -o ro none "$1" && exec "$2" --import tsx "$3" weights --config tiny --out "$4"`;
+      const r = spawnSync('unshare', ['-rm', 'sh', '-c', script, 'sh', d, process.execPath, main, out], { encoding: 'utf8', timeout: 60_000 });
+      expect(r.stderr).toBe(`hcsp: --out ${out}: cannot write the folder: ${d} is on a read-only file system\n`);
+      expect(r.status).toBe(1);
+    },
+    70_000,
+  );
 });

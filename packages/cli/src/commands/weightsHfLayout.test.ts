@@ -39,7 +39,11 @@ function folderTensors(folder: string): Map<string, HfTensor> {
     try {
       for (const name of f.names()) {
         const e = f.entry(name);
-        out.set(name, { dtype: e.dtype as HfTensor['dtype'], shape: [...e.shape], ...(e.dtype === 'I64' ? { values: int64Values(join(folder, file), e.begin, e.end) } : {}) });
+        out.set(name, {
+          dtype: e.dtype as HfTensor['dtype'],
+          shape: [...e.shape],
+          ...(e.dtype === 'I64' ? { values: int64Values(join(folder, file), e.begin, e.end) } : {}),
+        });
       }
     } finally {
       f.close();
@@ -80,7 +84,8 @@ describe('hcsp weights --layout hf: a folder HF loads as it is', () => {
       expect(loadReport(out)).toEqual({ missing: [], unexpected: [], mismatched: [] });
       // the buffers are there for every PLE layer
       for (const layer of config.ple.layerIds) {
-        for (const b of ['layer_multipliers', 'ngram_heads_vocab_sizes', 'ngram_heads_offsets']) expect(folderTensors(out).get(`model.layers.${layer}.ple.ple_embedding.${b}`)?.dtype).toBe('I64');
+        for (const b of ['layer_multipliers', 'ngram_heads_vocab_sizes', 'ngram_heads_offsets'])
+          expect(folderTensors(out).get(`model.layers.${layer}.ple.ple_embedding.${b}`)?.dtype).toBe('I64');
       }
     });
   }
@@ -97,13 +102,20 @@ describe('hcsp weights --layout hf: a folder HF loads as it is', () => {
     expect(resolveModelConfig(out)).toEqual({ ...config, name: out });
     const release = join(root, 'tiny-release');
     await writeModelFolder({ config: PRESETS.tiny, seed: SEED, out: release, layout: 'fp8-release', shards: 1, force: false });
-    expect(JSON.parse(readFileSync(join(release, 'config.json'), 'utf8')).text_config.layer_types).toEqual(['linear_attention', 'linear_attention', 'linear_attention', 'full_attention']);
+    expect(JSON.parse(readFileSync(join(release, 'config.json'), 'utf8')).text_config.layer_types).toEqual([
+      'linear_attention',
+      'linear_attention',
+      'linear_attention',
+      'full_attention',
+    ]);
   });
 
   it('the checker refuses what HF refuses: "full_attention", a float field written as an integer, a missing buffer', async () => {
     const text = readFileSync(join(root, 'tiny', 'config.json'), 'utf8');
     const json = JSON.parse(text);
-    expect(hfConfigProblems(JSON.stringify({ ...json, layer_types: json.layer_types.map((t: string) => (t === 'linear_attention' ? t : 'full_attention')) }))).toEqual(['Unsupported Qwen4-Exp layer types: ["full_attention"]']);
+    expect(
+      hfConfigProblems(JSON.stringify({ ...json, layer_types: json.layer_types.map((t: string) => (t === 'linear_attention' ? t : 'full_attention')) })),
+    ).toEqual(['Unsupported Qwen4-Exp layer types: ["full_attention"]']);
     expect(hfConfigProblems(JSON.stringify({ ...json, rms_norm_eps: 1 }))).toEqual(['rms_norm_eps: expected float, got int 1 (strict dataclass type check)']);
     expect(hfConfigProblems(JSON.stringify({ ...json, hc_count: 1 }))).toEqual(['Qwen4-Exp requires hc_count > 1, got 1']);
     expect(hfConfigProblems(JSON.stringify({ ...json, indexer_budget: 6 }))).toEqual(['indexer_budget must be divisible by indexer_compress_ratio']);

@@ -15,7 +15,11 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 /** Starts `hcsp weights` and delivers SIGINT as soon as its temporary folder appears. */
 function interruptWeights(d: string): Promise<{ status: number | null; stderr: string; left: string[] }> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'packages/cli/src/main.ts', 'weights', '--config', 'small', '--layout', 'fp8-release', '--shards', '3', '--out', join(d, 'm')], { cwd: ROOT });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'packages/cli/src/main.ts', 'weights', '--config', 'small', '--layout', 'fp8-release', '--shards', '3', '--out', join(d, 'm')],
+      { cwd: ROOT },
+    );
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
     let signalled = false;

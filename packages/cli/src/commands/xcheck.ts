@@ -6,7 +6,25 @@
 // written. The runs compute on this thread and turn its event loop (runXcheck.ts): a
 // signal ends them within a second (exit 128 + its number, nothing written).
 import type { Command } from 'commander';
-import { attributionText, maxRowUlp, MODEL_SUB_LAYERS, pairVerdict, tensorGroup, ulpText, modelWeightSpecs, nonFiniteCount, overGate, REDUCE_ALGORITHMS, routingText, STAND_IN_SUB_LAYERS, type ReduceAlgorithm, type SpMode, type XcheckPair, type XcheckReport, type XcheckTensor } from '@hcsp/core';
+import {
+  attributionText,
+  maxRowUlp,
+  MODEL_SUB_LAYERS,
+  pairVerdict,
+  tensorGroup,
+  ulpText,
+  modelWeightSpecs,
+  nonFiniteCount,
+  overGate,
+  REDUCE_ALGORITHMS,
+  routingText,
+  STAND_IN_SUB_LAYERS,
+  type ReduceAlgorithm,
+  type SpMode,
+  type XcheckPair,
+  type XcheckReport,
+  type XcheckTensor,
+} from '@hcsp/core';
 import { CheckpointProblemsError, openCheckpoint, resolveModelConfig, type CheckpointWeightSource } from '@hcsp/core/node';
 import { checkpointProblemsError } from '../checkpoint/weightProblems.ts';
 import { CONFIG_HELP, DEFAULT_CONFIG, DEFAULT_TP, TP_HELP } from '../defaults.ts';
@@ -64,18 +82,27 @@ function groupOf(t: XcheckTensor): string {
 
 /** The text summary: per pair the verdict first, then where it starts, grows, the noise floor, the flips, and the worst tensors. */
 export function xcheckSummary(report: XcheckReport): string {
-  const lines = [`xcheck ${report.config}: T=${report.tokens}, tp=${report.tp}, layers ${report.layers[0]}:${report.layers[1]}, weights ${report.weights}${report.exact ? ', float64 attribution' : ''}`];
-  for (const run of report.runs) lines.push(`  run ${run.spec}: ${run.device}; SP ${run.sp ? `on (C=${run.chunk})` : 'off'}, reduce ${run.reduce}, ${run.seconds.toFixed(3)} s`);
+  const lines = [
+    `xcheck ${report.config}: T=${report.tokens}, tp=${report.tp}, layers ${report.layers[0]}:${report.layers[1]}, weights ${report.weights}${report.exact ? ', float64 attribution' : ''}`,
+  ];
+  for (const run of report.runs)
+    lines.push(`  run ${run.spec}: ${run.device}; SP ${run.sp ? `on (C=${run.chunk})` : 'off'}, reduce ${run.reduce}, ${run.seconds.toFixed(3)} s`);
   for (const pair of report.pairs) {
     const v = pair.verdict ?? pairVerdict(pair);
     const differing = pair.tensors.filter((t) => t.differing > 0);
     lines.push(`${pair.a} (a) against ${pair.b} (b):`);
     lines.push(`  verdict: ${v.line}`);
     if (v.first) {
-      lines.push(`  first difference (graph order): ${v.first.name}, ${v.first.op}${v.first.at ? `, row ${v.first.at.row} col ${v.first.at.col}` : ''}: ${ulpText(v.first.rowUlp)} row-scaled ulp${v.first.floor ? `; each side's own error against float64 there: a ${ulpText(v.first.floor.a)}, b ${ulpText(v.first.floor.b)}` : ''}`);
+      lines.push(
+        `  first difference (graph order): ${v.first.name}, ${v.first.op}${v.first.at ? `, row ${v.first.at.row} col ${v.first.at.col}` : ''}: ${ulpText(v.first.rowUlp)} row-scaled ulp${v.first.floor ? `; each side's own error against float64 there: a ${ulpText(v.first.floor.a)}, b ${ulpText(v.first.floor.b)}` : ''}`,
+      );
     }
-    if (v.growth) lines.push(`  grows most at ${v.growth.name} (${v.growth.kind}: ${v.growth.op}): ${ulpText(v.growth.from)} -> ${ulpText(v.growth.rowUlp)} row-scaled ulp`);
-    if (v.noiseFloor) lines.push(`  noise floor (each side's largest own error against float64): a ${ulpText(v.noiseFloor.a)}, b ${ulpText(v.noiseFloor.b)} row-scaled ulp`);
+    if (v.growth)
+      lines.push(
+        `  grows most at ${v.growth.name} (${v.growth.kind}: ${v.growth.op}): ${ulpText(v.growth.from)} -> ${ulpText(v.growth.rowUlp)} row-scaled ulp`,
+      );
+    if (v.noiseFloor)
+      lines.push(`  noise floor (each side's largest own error against float64): a ${ulpText(v.noiseFloor.a)}, b ${ulpText(v.noiseFloor.b)} row-scaled ulp`);
     const attribution = attributionText(v, pair);
     if (attribution) lines.push(`  ${attribution}`);
     for (const f of v.routing) lines.push(`  routing flips, layer ${f.layer}: ${f.rows.length} of ${f.count} rows (${routingText(f)})`);
@@ -89,7 +116,8 @@ export function xcheckSummary(report: XcheckReport): string {
       l.rowUlp = Math.max(l.rowUlp, t.rowUlp ?? 0);
       byGroup.set(groupOf(t), l);
     }
-    for (const [group, l] of byGroup) if (l.differing > 0) lines.push(`    ${group}: ${l.differing}/${l.count} differ, max ${l.rowUlp.toFixed(2)} row-scaled ulp`);
+    for (const [group, l] of byGroup)
+      if (l.differing > 0) lines.push(`    ${group}: ${l.differing}/${l.count} differ, max ${l.rowUlp.toFixed(2)} row-scaled ulp`);
     const nonFinite = pair.tensors.filter((t) => nonFiniteCount(t) > 0);
     if (nonFinite.length > 0) {
       lines.push(`  ${nonFinite.length} tensor${nonFinite.length > 1 ? 's hold' : ' holds'} NaN or Inf (a failure under any --max-ulp):`);
@@ -101,13 +129,19 @@ export function xcheckSummary(report: XcheckReport): string {
     if (floats.length > 0) lines.push('  largest (row-scaled):');
     for (const t of [...floats].sort((p, q) => (q.rowUlp ?? 0) - (p.rowUlp ?? 0)).slice(0, 8)) {
       const e = t.exact;
-      const side = e?.attributed ? `; own error against float64 a ${ulpText(e.a.maxUlp)}, b ${ulpText(e.b.maxUlp)}; farther by count: ${e.attributed === 'a' ? pair.a : e.attributed === 'b' ? pair.b : 'tie'} (${e.fartherA} vs ${e.fartherB} elements)` : '';
-      lines.push(`    ${t.name}: ${t.rowUlp?.toFixed(2) ?? '-'} row-scaled ulp (elementwise max ${t.maxUlp ?? '-'}), ${t.differing}/${t.count} differ, max abs ${t.maxAbs.toExponential(2)}${side}`);
+      const side = e?.attributed
+        ? `; own error against float64 a ${ulpText(e.a.maxUlp)}, b ${ulpText(e.b.maxUlp)}; farther by count: ${e.attributed === 'a' ? pair.a : e.attributed === 'b' ? pair.b : 'tie'} (${e.fartherA} vs ${e.fartherB} elements)`
+        : '';
+      lines.push(
+        `    ${t.name}: ${t.rowUlp?.toFixed(2) ?? '-'} row-scaled ulp (elementwise max ${t.maxUlp ?? '-'}), ${t.differing}/${t.count} differ, max abs ${t.maxAbs.toExponential(2)}${side}`,
+      );
     }
   }
   if (report.golden?.notCompared.length) {
     const n = report.golden.notCompared;
-    lines.push(`golden ${report.golden.file}: ${n.length} of the run's tensors not in it, not compared: ${n.slice(0, 8).join(', ')}${n.length > 8 ? `, ... (${n.length - 8} more)` : ''}`);
+    lines.push(
+      `golden ${report.golden.file}: ${n.length} of the run's tensors not in it, not compared: ${n.slice(0, 8).join(', ')}${n.length > 8 ? `, ... (${n.length - 8} more)` : ''}`,
+    );
   }
   if (report.maxUlpGate !== null) lines.push(report.ok ? `within --max-ulp ${report.maxUlpGate}` : `EXCEEDS --max-ulp ${report.maxUlpGate}`);
   return `${lines.join('\n')}\n`;
@@ -118,7 +152,12 @@ export function gateFailure(report: XcheckReport): string {
   const over = overGate(report.pairs, report.maxUlpGate!);
   const worst = over.reduce((w, o) => (overness(o.tensor) > overness(w.tensor) ? o : w));
   const t = worst.tensor;
-  const how = nonFiniteCount(t) > 0 ? `holds NaN or Inf (${nonFiniteText(worst.pair, t)})` : t.rowUlp === null ? 'an integer tensor that differs' : `${t.rowUlp} row-scaled ulp`;
+  const how =
+    nonFiniteCount(t) > 0
+      ? `holds NaN or Inf (${nonFiniteText(worst.pair, t)})`
+      : t.rowUlp === null
+        ? 'an integer tensor that differs'
+        : `${t.rowUlp} row-scaled ulp`;
   return `xcheck: ${over.length} tensor${over.length > 1 ? 's' : ''} exceed${over.length > 1 ? '' : 's'} --max-ulp ${report.maxUlpGate}: the largest, ${t.name} (${worst.pair.a} against ${worst.pair.b}), ${how}`;
 }
 
@@ -159,7 +198,18 @@ async function xcheck(opts: XcheckCliOptions): Promise<{ report: XcheckReport; t
   }
   try {
     // from the configuration alone, before the inputs and weights of any SPEC are made
-    const stages = estimateXcheckMemory({ config, subLayers, tokens, tp, layers, specs, exact: opts.exact, checkpoint: opts.weights !== undefined, ...(checkpoint ? { fp8Weights: checkpoint } : {}), env: process.env });
+    const stages = estimateXcheckMemory({
+      config,
+      subLayers,
+      tokens,
+      tp,
+      layers,
+      specs,
+      exact: opts.exact,
+      checkpoint: opts.weights !== undefined,
+      ...(checkpoint ? { fp8Weights: checkpoint } : {}),
+      env: process.env,
+    });
     for (const stage of stages) checkMemory(`${stage.what}: prefill of ${config.name} at tp ${tp} with T ${tokens}`, stage.estimate, limit);
     const report = await runXcheck({
       config,
@@ -198,21 +248,33 @@ async function xcheck(opts: XcheckCliOptions): Promise<{ report: XcheckReport; t
 export function registerXcheck(program: Command): void {
   program
     .command('xcheck')
-    .description('run the same prefill on several backends/options (SPECs) and compare every named tensor against the first, attributing each difference against a float64 evaluation of the graph')
-    .requiredOption('--compare <specs>', 'comma-separated SPECs backend[:key=value...]: keys sp=auto|on|off, reduce=ring|oneshot|ordered, contract=atom|hf|hf-eager, fp8=e4m3fnuz|e4m3fn, quant=fused|separate, and the backend\'s own (rocm: device=, gemm=, kernels=; gemm defaults to vendor-invariant on device=hip|cuda); e.g. cpu:sp=off,cpu:sp=on')
+    .description(
+      'run the same prefill on several backends/options (SPECs) and compare every named tensor against the first, attributing each difference against a float64 evaluation of the graph',
+    )
+    .requiredOption(
+      '--compare <specs>',
+      "comma-separated SPECs backend[:key=value...]: keys sp=auto|on|off, reduce=ring|oneshot|ordered, contract=atom|hf|hf-eager, fp8=e4m3fnuz|e4m3fn, quant=fused|separate, and the backend's own (rocm: device=, gemm=, kernels=; gemm defaults to vendor-invariant on device=hip|cuda); e.g. cpu:sp=off,cpu:sp=on",
+    )
     .option('--config <name>', CONFIG_HELP, DEFAULT_CONFIG)
     .option('--weights <path>', 'a Hugging Face model folder or .safetensors file (default: synthetic weights)')
-    .option('--tokens <n>', 'tokens in the prefill (default 1100, or the golden dump\'s)')
+    .option('--tokens <n>', "tokens in the prefill (default 1100, or the golden dump's)")
     .option('--tp <n>', TP_HELP, DEFAULT_TP)
     .option('--layers <A:B>', 'only decoder layers [A, B)')
     .option('--seed <n>', 'seed of the token ids and synthetic weights', '0')
-    .option('--stack <kind>', 'model (the real sub-layers) | hc-only (HC steps around a stand-in row-parallel linear: full HC dimensions at any depth)', 'model')
+    .option(
+      '--stack <kind>',
+      'model (the real sub-layers) | hc-only (HC steps around a stand-in row-parallel linear: full HC dimensions at any depth)',
+      'model',
+    )
     .option('--sp <mode>', 'the SP mode of a SPEC that does not say', 'auto')
     .option('--reduce <alg>', `the reduction order of a SPEC that does not say: ${REDUCE_ALGORITHMS.join('|')}`, 'ring')
-    .option('--golden <file.safetensors>', 'also compare the first SPEC\'s run against a golden dump another engine wrote (its input_ids are the run\'s)')
+    .option('--golden <file.safetensors>', "also compare the first SPEC's run against a golden dump another engine wrote (its input_ids are the run's)")
     .option('--report <dir>', 'write DIR/index.html (self-contained, opens offline) and DIR/report.json (checked before the runs; symbolic links are refused)')
     .option('--force', 'replace an existing DIR/index.html and DIR/report.json')
-    .option('--max-ulp <k>', "exit 1 when any tensor differs by more than k bf16 ulps of its row's largest value (row-scaled; any difference of an integer tensor counts, and any NaN or Inf on either side): a CI gate")
+    .option(
+      '--max-ulp <k>',
+      "exit 1 when any tensor differs by more than k bf16 ulps of its row's largest value (row-scaled; any difference of an integer tensor counts, and any NaN or Inf on either side): a CI gate",
+    )
     .option('--no-exact', 'skip the float64 evaluation (no attribution)')
     .option('--max-memory <size>', MAX_MEMORY_HELP)
     .option('--quiet', 'no progress on stderr')

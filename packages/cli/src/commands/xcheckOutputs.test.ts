@@ -13,7 +13,18 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
 const dir = mkdtempSync(join(tmpdir(), 'hcsp-xcheck-outputs-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const tiny = { config: 'tiny', tokens: '16', tp: '2', seed: '0', stack: 'model', sp: 'auto', reduce: 'ring', exact: false, quiet: true, compare: 'cpu:sp=off,cpu:sp=on' };
+const tiny = {
+  config: 'tiny',
+  tokens: '16',
+  tp: '2',
+  seed: '0',
+  stack: 'model',
+  sp: 'auto',
+  reduce: 'ring',
+  exact: false,
+  quiet: true,
+  compare: 'cpu:sp=off,cpu:sp=on',
+};
 // a run of tens of seconds: a refusal measured in milliseconds came before it
 const long = { ...tiny, config: 'small', tokens: '1100', tp: '4', exact: true };
 
@@ -33,13 +44,13 @@ describe('xcheck --report is opened safely', () => {
     const report = join(dir, 'linked');
     mkdirSync(report);
     const victim = join(dir, 'victim.txt');
-    writeFileSync(victim, 'the user\'s file\n');
+    writeFileSync(victim, "the user's file\n");
     symlinkSync(victim, join(report, 'index.html'));
     for (const force of [false, true]) {
       const r = await refused({ report, force });
       expect(r.message).toBe(`--report ${report}: ${join(report, 'index.html')} is a symbolic link; it is not followed (remove it, or give another folder)`);
     }
-    expect(readFileSync(victim, 'utf8')).toBe('the user\'s file\n');
+    expect(readFileSync(victim, 'utf8')).toBe("the user's file\n");
     expect(readdirSync(report)).toEqual(['index.html']);
   });
 
@@ -69,7 +80,11 @@ describe('xcheck --report is checked before any run', () => {
   writeFileSync(file, 'x');
   const cases: [string, string, string][] = [
     ['an empty path', '', '--report "": an empty path names no folder'],
-    ['a place under /proc', '/proc/hcsp-xcheck-report', '--report /proc/hcsp-xcheck-report: is under /proc (the kernel\'s and devices\' files), not a place for files'],
+    [
+      'a place under /proc',
+      '/proc/hcsp-xcheck-report',
+      "--report /proc/hcsp-xcheck-report: is under /proc (the kernel's and devices' files), not a place for files",
+    ],
     ['a folder under a file', join(file, 'report'), `--report ${join(file, 'report')}: ${file} is a file, not a folder`],
   ];
   for (const [what, report, message] of cases) {
@@ -91,12 +106,16 @@ describe('xcheck --report is checked before any run', () => {
       const asNobody = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
       const report = join(locked, 'report');
       const start = performance.now();
-      const r = spawnSync(process.execPath, [join(ROOT, 'packages/cli/bin/hcsp.js'), 'xcheck', '--config', 'small', '--tokens', '1100', '--compare', 'cpu:sp=off,cpu:sp=on', '--report', report], {
-        encoding: 'utf8',
-        timeout: 120_000,
-        cwd: place,
-        ...asNobody,
-      });
+      const r = spawnSync(
+        process.execPath,
+        [join(ROOT, 'packages/cli/bin/hcsp.js'), 'xcheck', '--config', 'small', '--tokens', '1100', '--compare', 'cpu:sp=off,cpu:sp=on', '--report', report],
+        {
+          encoding: 'utf8',
+          timeout: 120_000,
+          cwd: place,
+          ...asNobody,
+        },
+      );
       const ms = performance.now() - start;
       expect(r.stderr).toBe(`hcsp: --report ${report}: cannot create files in ${locked} (where the folder would be made) (permission denied)\n`);
       expect(r.status).toBe(1);
@@ -114,7 +133,9 @@ describe('the memory guard comes before any allocation, for every SPEC', () => {
   for (const tokens of ['10000000', '99999999']) {
     it(`--tokens ${tokens} (tiny) is refused at once`, async () => {
       const r = await refused({ ...tiny, tokens, exact: true });
-      expect(r.message).toMatch(new RegExp(`^xcheck cpu:sp=off: prefill of tiny at tp 2 with T ${tokens} needs about [\\d.]+ [GT]iB of memory .*; nothing was allocated`));
+      expect(r.message).toMatch(
+        new RegExp(`^xcheck cpu:sp=off: prefill of tiny at tp 2 with T ${tokens} needs about [\\d.]+ [GT]iB of memory .*; nothing was allocated`),
+      );
       expect(r.ms).toBeLessThan(2000);
     }, 120_000);
   }
@@ -122,7 +143,9 @@ describe('the memory guard comes before any allocation, for every SPEC', () => {
   it('a later SPEC that needs more than the first is refused too, naming it, before the first runs', async () => {
     // tiny at T 4096, tp 4: SP on needs about 154 MiB, SP off with SP on's named values kept about 183 MiB
     const r = await refused({ ...tiny, tokens: '4096', tp: '4', compare: 'cpu:sp=on,cpu:sp=off', maxMemory: '160M' });
-    expect(r.message).toMatch(/^xcheck cpu:sp=off \(with cpu:sp=on's named values kept\): prefill of tiny at tp 4 with T 4096 needs about 18\d\.\d MiB of memory .*, more than --max-memory \(160\.0 MiB\); nothing was allocated/);
+    expect(r.message).toMatch(
+      /^xcheck cpu:sp=off \(with cpu:sp=on's named values kept\): prefill of tiny at tp 4 with T 4096 needs about 18\d\.\d MiB of memory .*, more than --max-memory \(160\.0 MiB\); nothing was allocated/,
+    );
     expect(r.ms).toBeLessThan(2000);
   }, 120_000);
 });

@@ -33,7 +33,22 @@ function interruptXcheck(signal: NodeJS.Signals, report: string): Promise<Interr
   return new Promise((done, fail) => {
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', 'packages/cli/src/main.ts', 'xcheck', '--config', 'small', '--tokens', '1100', '--tp', '4', '--compare', 'cpu:sp=off,cpu:sp=on', '--report', report],
+      [
+        '--import',
+        'tsx',
+        'packages/cli/src/main.ts',
+        'xcheck',
+        '--config',
+        'small',
+        '--tokens',
+        '1100',
+        '--tp',
+        '4',
+        '--compare',
+        'cpu:sp=off,cpu:sp=on',
+        '--report',
+        report,
+      ],
       { cwd: ROOT },
     );
     let stdout = '';

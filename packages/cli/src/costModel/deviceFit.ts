@@ -3,7 +3,17 @@
 // peak (graph/memoryPlan.ts: the most bytes of values alive at once in the node loop) and the
 // weights it holds, against the device's memory. Rows of the PLE table read from the host as
 // the ids need them are not held.
-import { buildCostGraph, bytesPerElement, hcspScratchPeak, type KernelsMode, numel, planMemory, rankGraph, type GraphVariant, type ModelConfig } from '@hcsp/core';
+import {
+  buildCostGraph,
+  bytesPerElement,
+  hcspScratchPeak,
+  type KernelsMode,
+  numel,
+  planMemory,
+  rankGraph,
+  type GraphVariant,
+  type ModelConfig,
+} from '@hcsp/core';
 
 export interface DeviceFit {
   /** the most activation bytes alive at once on rank 0 */
@@ -18,7 +28,16 @@ export interface DeviceFit {
 
 /** `memoryBytes`: the device's memory (figures.memoryGB x 1e9) */
 /** `hcspKernels`: price hcsp's engine in that kernels mode (its kernels' scratch counted); absent: the roofline engine (none) */
-export function deviceFit(config: ModelConfig, tokens: number, tp: number, sp: 'off' | 'on', mtp: boolean, memoryBytes: number, variant: GraphVariant = {}, hcspKernels?: KernelsMode): DeviceFit {
+export function deviceFit(
+  config: ModelConfig,
+  tokens: number,
+  tp: number,
+  sp: 'off' | 'on',
+  mtp: boolean,
+  memoryBytes: number,
+  variant: GraphVariant = {},
+  hcspKernels?: KernelsMode,
+): DeviceFit {
   const { graph } = buildCostGraph(config, tokens, tp, sp, mtp, {}, variant);
   const part = rankGraph(graph, 0);
   const activationBytes = planMemory(part).peakBytes;

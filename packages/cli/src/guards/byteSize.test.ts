@@ -12,8 +12,9 @@ describe('byte sizes', () => {
 
   it('refuses anything else, naming the option and the value', () => {
     for (const bad of ['', '0', 'G', '-1G', '1e9', '12X', '1.5.2G', 'lots']) {
-      expect(() => parseByteSize(bad, '--max-memory'), bad).toThrow(`--max-memory must be a positive size such as 4096, 512M, 12G or 1.5TiB (powers of 1024), got ${JSON.stringify(bad)}`);
+      expect(() => parseByteSize(bad, '--max-memory'), bad).toThrow(
+        `--max-memory must be a positive size such as 4096, 512M, 12G or 1.5TiB (powers of 1024), got ${JSON.stringify(bad)}`,
+      );
     }
   });
-
 });

@@ -14,4 +14,3 @@ export function parseByteSize(value: string, name: string): number {
   }
   return bytes;
 }
-

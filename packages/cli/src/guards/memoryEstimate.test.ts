@@ -6,7 +6,14 @@ import { estimatePrefillMemory } from './prefillMemory.ts';
 // tp 2: each rank multiplies the input by its row slice of W, the two partials are reduced
 // (a collective), then each rank adds the shared bias B; rank 1's result is never read.
 function tinyGraph(): Graph {
-  const v = (id: string, shape: number[], dtype: ValueDecl['dtype'], rank: number | null, kind: ValueDecl['kind'], weight?: ValueDecl['weight']): ValueDecl => ({ id, shape, dtype, rank, kind, weight });
+  const v = (
+    id: string,
+    shape: number[],
+    dtype: ValueDecl['dtype'],
+    rank: number | null,
+    kind: ValueDecl['kind'],
+    weight?: ValueDecl['weight'],
+  ): ValueDecl => ({ id, shape, dtype, rank, kind, weight });
   const values: Record<string, ValueDecl> = Object.fromEntries(
     [
       v('x', [4, 8], 'bf16', null, 'input'),
@@ -21,11 +28,26 @@ function tinyGraph(): Graph {
       v('z', [4, 8], 'f32', 1, 'intermediate'),
     ].map((d) => [d.id, d]),
   );
-  const node = (id: number, rank: number | null, inputs: string[], outputs: string[]): GraphNode => ({ id, op: 'add', rank, inputs, outputs, attrs: {}, scope: `n${id}`, layer: 0 });
+  const node = (id: number, rank: number | null, inputs: string[], outputs: string[]): GraphNode => ({
+    id,
+    op: 'add',
+    rank,
+    inputs,
+    outputs,
+    attrs: {},
+    scope: `n${id}`,
+    layer: 0,
+  });
   return {
     tp: 2,
     values,
-    nodes: [node(0, 0, ['x', 'w0'], ['a0']), node(1, 1, ['x', 'w1'], ['a1']), node(2, null, ['a0', 'a1'], ['s0', 's1']), node(3, 0, ['s0', 'b'], ['y']), node(4, 1, ['s1', 'b'], ['z'])],
+    nodes: [
+      node(0, 0, ['x', 'w0'], ['a0']),
+      node(1, 1, ['x', 'w1'], ['a1']),
+      node(2, null, ['a0', 'a1'], ['s0', 's1']),
+      node(3, 0, ['s0', 'b'], ['y']),
+      node(4, 1, ['s1', 'b'], ['z']),
+    ],
     inputs: ['x'],
     outputs: ['y'],
     meta: {},
@@ -56,7 +78,14 @@ describe('memory estimate of a graph (by hand)', () => {
 
   it('a checkpoint: every value is a read of its own, nothing else held', () => {
     const e = estimateGraphMemory(tinyGraph(), { kind: 'checkpoint' });
-    expect(e).toMatchObject({ sourceWeights: 0, rankWeights: 288, weightScratch: 0, inputs: 64, activationPeak: 512, bytes: 288 + 64 + GARBAGE_FACTOR * 512 + RUNTIME_BYTES });
+    expect(e).toMatchObject({
+      sourceWeights: 0,
+      rankWeights: 288,
+      weightScratch: 0,
+      inputs: 64,
+      activationPeak: 512,
+      bytes: 288 + 64 + GARBAGE_FACTOR * 512 + RUNTIME_BYTES,
+    });
     expect(e.perRank.map((r) => r.weights)).toEqual([160, 160]);
   });
 });

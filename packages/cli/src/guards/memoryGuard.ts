@@ -21,7 +21,8 @@ export function memoryLimit(raw: string | undefined): MemoryLimit {
 
 function describe(e: MemoryEstimate): string {
   const parts: string[] = [];
-  if (e.sourceWeights > 0) parts.push(`synthetic weights ${formatBytes(e.sourceWeights)} generated whole, fp64 generation scratch ${formatBytes(e.weightScratch)}`);
+  if (e.sourceWeights > 0)
+    parts.push(`synthetic weights ${formatBytes(e.sourceWeights)} generated whole, fp64 generation scratch ${formatBytes(e.weightScratch)}`);
   parts.push(`weight slices held by the ranks ${formatBytes(e.rankWeights)}`);
   parts.push(`inputs ${formatBytes(e.inputs)}`);
   parts.push(`activation peak ${formatBytes(e.activationPeak)} (x${GARBAGE_FACTOR} for garbage awaiting collection)`);

@@ -88,7 +88,8 @@ export function rankEnvironment(base: NodeJS.ProcessEnv, o: LaunchOptions, local
   if (place.masterInterface !== null) {
     for (const c of OMPI_TCP_COMPONENTS) {
       // Open MPI refuses an include list beside an exclude list
-      if (base[`OMPI_MCA_${c}_if_include`] === undefined && base[`OMPI_MCA_${c}_if_exclude`] === undefined) env[`OMPI_MCA_${c}_if_include`] = place.masterInterface;
+      if (base[`OMPI_MCA_${c}_if_include`] === undefined && base[`OMPI_MCA_${c}_if_exclude`] === undefined)
+        env[`OMPI_MCA_${c}_if_include`] = place.masterInterface;
     }
   }
   return {
@@ -190,10 +191,14 @@ export async function launchRanks(o: LaunchOptions, report: (line: string) => vo
           const others = ranks.filter((x) => !x.exited).map((x) => x.rank);
           report(
             `hcsp launch: rank ${rank} (local rank ${localRank}, pid ${child.pid}) ${describeExit(code, signal)}` +
-              (others.length > 0 ? `; stopping rank${others.length > 1 ? 's' : ''} ${others.join(', ')} of this node if ${others.length > 1 ? 'they do' : 'it does'} not end within ${GRACE_MS / 1000} s` : ''),
+              (others.length > 0
+                ? `; stopping rank${others.length > 1 ? 's' : ''} ${others.join(', ')} of this node if ${others.length > 1 ? 'they do' : 'it does'} not end within ${GRACE_MS / 1000} s`
+                : ''),
           );
           for (const x of ranks.filter((y) => !y.exited && isStopped(y.child.pid!))) {
-            report(`hcsp launch: rank ${x.rank} (local rank ${x.localRank}, pid ${x.child.pid}) is stopped (SIGSTOP or a debugger): it cannot end by itself, killing it now`);
+            report(
+              `hcsp launch: rank ${x.rank} (local rank ${x.localRank}, pid ${x.child.pid}) is stopped (SIGSTOP or a debugger): it cannot end by itself, killing it now`,
+            );
             try {
               process.kill(-x.child.pid!, 'SIGKILL');
             } catch {

@@ -27,7 +27,8 @@ type Env = Record<string, string | undefined>;
 
 function int(env: Env, name: string, min: number): number {
   const v = env[name];
-  if (v === undefined || !/^\d+$/.test(v) || Number(v) < min) throw new Error(`${name}=${JSON.stringify(v ?? '')} is not an integer >= ${min} (hcsp launch sets it for every rank)`);
+  if (v === undefined || !/^\d+$/.test(v) || Number(v) < min)
+    throw new Error(`${name}=${JSON.stringify(v ?? '')} is not an integer >= ${min} (hcsp launch sets it for every rank)`);
   return Number(v);
 }
 
@@ -41,14 +42,16 @@ export function launchedRank(env: Env = process.env): LaunchedRank | null {
   if (rank >= worldSize) throw new Error(`RANK=${rank} is not below WORLD_SIZE=${worldSize}`);
   if (localRank >= localWorldSize) throw new Error(`LOCAL_RANK=${localRank} is not below LOCAL_WORLD_SIZE=${localWorldSize}`);
   const masterAddr = env.MASTER_ADDR;
-  if (!masterAddr) throw new Error('MASTER_ADDR is unset: the ranks meet at rank 0\'s rendezvous store on MASTER_ADDR:MASTER_PORT');
+  if (!masterAddr) throw new Error("MASTER_ADDR is unset: the ranks meet at rank 0's rendezvous store on MASTER_ADDR:MASTER_PORT");
   const masterPort = int(env, 'MASTER_PORT', 1);
   if (masterPort > 65535) throw new Error(`MASTER_PORT=${masterPort} is not a TCP port (1..65535)`);
   const timeout = env.HCSP_RENDEZVOUS_TIMEOUT;
   const rendezvousTimeoutMs = timeout === undefined ? DEFAULT_RENDEZVOUS_TIMEOUT_S * 1000 : parseSeconds(timeout, 'HCSP_RENDEZVOUS_TIMEOUT');
   const secret = env[SECRET_ENV];
   if (secret === undefined) {
-    throw new Error(`${SECRET_ENV} is unset: a rank proves with it that it belongs to the job before rank 0's rendezvous store lets it in (hcsp launch sets it for every rank; ranks started otherwise need the same value in every rank's environment)`);
+    throw new Error(
+      `${SECRET_ENV} is unset: a rank proves with it that it belongs to the job before rank 0's rendezvous store lets it in (hcsp launch sets it for every rank; ranks started otherwise need the same value in every rank's environment)`,
+    );
   }
   return { rank, worldSize, localRank, localWorldSize, masterAddr, masterPort, rendezvousTimeoutMs, secret: checkSecret(secret) };
 }

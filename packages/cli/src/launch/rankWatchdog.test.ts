@@ -17,10 +17,18 @@ describe('the collective timeout', () => {
 
   it('a bad value is a usage error naming where it came from and the value', () => {
     expect(() => collectiveTimeoutMs('mpi', '0', {})).toThrow('--collective-timeout is too small: at least 0.001 s, got "0"');
-    expect(() => collectiveTimeoutMs('mpi', 'ten', {})).toThrow(`--collective-timeout must be a positive number of seconds, at most 2147483.647 (setTimeout's limit), got "ten"`);
-    expect(() => collectiveTimeoutMs('nccl', '2147484', {})).toThrow(`--collective-timeout is too large: at most 2147483.647 s (setTimeout's limit), got "2147484"`);
-    expect(() => collectiveTimeoutMs('mpi', undefined, { HCSP_COLLECTIVE_TIMEOUT: '-5' })).toThrow('HCSP_COLLECTIVE_TIMEOUT must be a positive number of seconds');
-    expect(() => collectiveTimeoutMs('nccl', undefined, { HCSP_COLLECTIVE_TIMEOUT: '' })).toThrow('HCSP_COLLECTIVE_TIMEOUT must be a positive number of seconds, at most 2147483.647 (setTimeout\'s limit), got ""');
+    expect(() => collectiveTimeoutMs('mpi', 'ten', {})).toThrow(
+      `--collective-timeout must be a positive number of seconds, at most 2147483.647 (setTimeout's limit), got "ten"`,
+    );
+    expect(() => collectiveTimeoutMs('nccl', '2147484', {})).toThrow(
+      `--collective-timeout is too large: at most 2147483.647 s (setTimeout's limit), got "2147484"`,
+    );
+    expect(() => collectiveTimeoutMs('mpi', undefined, { HCSP_COLLECTIVE_TIMEOUT: '-5' })).toThrow(
+      'HCSP_COLLECTIVE_TIMEOUT must be a positive number of seconds',
+    );
+    expect(() => collectiveTimeoutMs('nccl', undefined, { HCSP_COLLECTIVE_TIMEOUT: '' })).toThrow(
+      'HCSP_COLLECTIVE_TIMEOUT must be a positive number of seconds, at most 2147483.647 (setTimeout\'s limit), got ""',
+    );
   });
 });
 
@@ -48,9 +56,17 @@ describe("what the peers' answers say about a stuck call", () => {
   });
 
   it('every rank in the call; one silent rank; the store itself silent', () => {
-    expect(describeAnswers(1, 2, stuck, new Map([[0, at(stuck.what, 6000)], [1, at(stuck.what, 6000)]]))).toBe(
-      'rank 0 waits there too; every rank is in it: the call itself makes no progress',
-    );
+    expect(
+      describeAnswers(
+        1,
+        2,
+        stuck,
+        new Map([
+          [0, at(stuck.what, 6000)],
+          [1, at(stuck.what, 6000)],
+        ]),
+      ),
+    ).toBe('rank 0 waits there too; every rank is in it: the call itself makes no progress');
     expect(describeAnswers(0, 2, stuck, new Map([[0, at(stuck.what, 6000)]]))).toBe('rank 1 did not answer within 2 s (stopped, or hung)');
     expect(describeAnswers(1, 2, stuck, new Map())).toBe('the rendezvous store did not answer within 2 s: rank 0, which serves it, is stopped or hung');
   });
@@ -70,7 +86,9 @@ describe('a stuck rank under hcsp launch (an in-process rendezvous store of thre
     const server = await RendezvousServer.listen({ host: '127.0.0.1', port, worldSize: 3, secret: 'a test job', timeoutMs: 10_000 });
     const aborted = new Map<number, string>();
     const clients = await Promise.all(
-      [0, 1, 2].map((rank) => RendezvousClient.join({ host: '127.0.0.1', port, rank, worldSize: 3, secret: 'a test job', timeoutMs: 10_000 }, (m) => aborted.set(rank, m))),
+      [0, 1, 2].map((rank) =>
+        RendezvousClient.join({ host: '127.0.0.1', port, rank, worldSize: 3, secret: 'a test job', timeoutMs: 10_000 }, (m) => aborted.set(rank, m)),
+      ),
     );
     const stderr: string[] = [];
     vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
@@ -102,7 +120,9 @@ describe('a stuck rank under hcsp launch (an in-process rendezvous store of thre
       // every other rank is told, with the whole story
       await vi.waitFor(() => expect(aborted.size).toBe(2), { timeout: 5000, interval: 20 });
       for (const rank of [1, 2]) {
-        expect(aborted.get(rank)).toMatch(/^rank 0 of 3 waited 0\.\d s in node 5 \(allReduce layers\.0\.mlp\): rank 2 did not answer within 2 s \(stopped, or hung\); rank 1 waits there too$/);
+        expect(aborted.get(rank)).toMatch(
+          /^rank 0 of 3 waited 0\.\d s in node 5 \(allReduce layers\.0\.mlp\): rank 2 did not answer within 2 s \(stopped, or hung\); rank 1 waits there too$/,
+        );
       }
     } finally {
       server.destroy();
@@ -145,14 +165,19 @@ describe('a stuck rank 0 serves the store in its own process', () => {
     try {
       let told = '';
       // (join retries while the child's store is not listening yet)
-      const client = await RendezvousClient.join({ host: '127.0.0.1', port, rank: 1, worldSize: 2, secret: 'a test job', timeoutMs: 20_000 }, (m) => (told = m));
+      const client = await RendezvousClient.join(
+        { host: '127.0.0.1', port, rank: 1, worldSize: 2, secret: 'a test job', timeoutMs: 20_000 },
+        (m) => (told = m),
+      );
       // rank 1 answers from between two calls
       const rank1 = new RankWatchdog(1, 2, 60_000, (): never => undefined as never);
       rank1.useStore(client);
       await rank1.watchdog.watch('node 8 (allReduce layers.0.attn)', async () => {});
       expect(await exited).toBe(1);
       await vi.waitFor(() => expect(told).not.toBe(''), { timeout: 5000, interval: 20 });
-      expect(told).toMatch(/^rank 0 of 2 waited 1\.\d s in node 9 \(allGather layers\.0\.attn\): rank 1 has not reached it \(between collectives, \d+\.\d s after node 8 \(allReduce layers\.0\.attn\)\)$/);
+      expect(told).toMatch(
+        /^rank 0 of 2 waited 1\.\d s in node 9 \(allGather layers\.0\.attn\): rank 1 has not reached it \(between collectives, \d+\.\d s after node 8 \(allReduce layers\.0\.attn\)\)$/,
+      );
       expect(stderr).toMatch(/^hcsp: rank 0 of 2: no progress for 1\.\d s in node 9 \(allGather layers\.0\.attn\), the collective timeout/);
     } finally {
       clearTimeout(killer);

@@ -114,7 +114,8 @@ export class RankWatchdog {
     const where = `${secondsText(call.waitedMs)} in ${call.what}`;
     // a timer that fires late says this process itself did not run (stopped, then continued: mpirun sends SIGCONT to end it)
     const late = call.waitedMs - this.watchdog.timeoutMs;
-    const why = late > LATE_MS ? `this process was itself stopped or blocked (its timer fired ${secondsText(late)} late)` : 'a peer is stopped, hung or far behind';
+    const why =
+      late > LATE_MS ? `this process was itself stopped or blocked (its timer fired ${secondsText(late)} late)` : 'a peer is stopped, hung or far behind';
     process.stderr.write(`hcsp: ${who}: no progress for ${where}, the collective timeout (--collective-timeout, ${COLLECTIVE_TIMEOUT_ENV}): ${why}\n`);
     try {
       if (this.client !== null) {

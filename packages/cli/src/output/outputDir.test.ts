@@ -36,7 +36,9 @@ describe('an output folder is checked before any work', () => {
     const out = join(dir, 'with-link');
     mkdirSync(out);
     symlinkSync(join(dir, 'elsewhere'), join(out, 'index.html'));
-    expect(() => check(out, true)).toThrow(`--report ${out}: ${join(out, 'index.html')} is a symbolic link; it is not followed (remove it, or give another folder)`);
+    expect(() => check(out, true)).toThrow(
+      `--report ${out}: ${join(out, 'index.html')} is a symbolic link; it is not followed (remove it, or give another folder)`,
+    );
     expect(existsSync(join(dir, 'elsewhere'))).toBe(false);
   });
 
@@ -77,7 +79,9 @@ describe('writing the folder', () => {
     const target = check(out, true);
     unlinkSync(join(out, 'report.json'));
     symlinkSync(join(dir, 'raced-victim'), join(out, 'report.json'));
-    await expect(writeOutputDir(target, contents('new'))).rejects.toThrow(`--report ${join(out, 'report.json')}: ${join(out, 'report.json')} changed while the output was written; nothing was replaced`);
+    await expect(writeOutputDir(target, contents('new'))).rejects.toThrow(
+      `--report ${join(out, 'report.json')}: ${join(out, 'report.json')} changed while the output was written; nothing was replaced`,
+    );
     expect(readdirSync(out)).toEqual(['report.json']);
     expect(lstatSync(join(out, 'report.json')).isSymbolicLink()).toBe(true);
     expect(existsSync(join(dir, 'raced-victim'))).toBe(false);

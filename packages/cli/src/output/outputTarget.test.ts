@@ -72,7 +72,9 @@ describe('output targets', () => {
   });
 
   it('refuses /dev/stdout and links to it, whatever stdout is (a log file must not be replaced)', () => {
-    expect(() => target('/dev/stdout')).toThrow(/^--out \/dev\/stdout: names an open file of a process \(\/dev\/stdout\), not a file; to write to standard output use `-`$/);
+    expect(() => target('/dev/stdout')).toThrow(
+      /^--out \/dev\/stdout: names an open file of a process \(\/dev\/stdout\), not a file; to write to standard output use `-`$/,
+    );
     expect(() => target(join(dir, 'link-to-stdout'))).toThrow(/names an open file of a process \(\/dev\/stdout\)/);
     expect(() => target('/proc/self/fd/1')).toThrow(/names an open file of a process/);
   });
@@ -84,7 +86,9 @@ describe('output targets', () => {
   });
 
   it('a missing or non-directory parent is named, with --out as given', () => {
-    expect(() => target(join(dir, 'missing', 'out.safetensors'))).toThrow(`--out ${join(dir, 'missing', 'out.safetensors')}: directory ${join(dir, 'missing')} does not exist`);
+    expect(() => target(join(dir, 'missing', 'out.safetensors'))).toThrow(
+      `--out ${join(dir, 'missing', 'out.safetensors')}: directory ${join(dir, 'missing')} does not exist`,
+    );
     expect(() => target(join(dir, 'plainfile', 'out.safetensors'))).toThrow(/plainfile\/out\.safetensors: .*plainfile is not a directory/);
     expect(() => target('')).toThrow('--out : empty path');
   });

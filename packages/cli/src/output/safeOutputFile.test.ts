@@ -124,7 +124,10 @@ describe('write errors name the output, never the temp file', () => {
       try { await writeOutput(resolveOutputTarget(out, '--out', []), [new Uint8Array(64 * 1024)], '--out', out); }
       catch (e) { process.stderr.write(e.message); process.exitCode = 1; }`;
     // 1 block of 512 bytes: the 64 KiB write fails with EFBIG (Node ignores SIGXFSZ)
-    const r = spawnSync('bash', ['-c', `ulimit -f 1 && exec "${process.execPath}" --import tsx --input-type=module -e "$0"`, script], { encoding: 'utf8', cwd: join(import.meta.dirname, '..', '..', '..', '..') });
+    const r = spawnSync('bash', ['-c', `ulimit -f 1 && exec "${process.execPath}" --import tsx --input-type=module -e "$0"`, script], {
+      encoding: 'utf8',
+      cwd: join(import.meta.dirname, '..', '..', '..', '..'),
+    });
     expect(r.stderr).toBe(`--out ${out}: write failed: EFBIG: file too large`);
     expect(r.stderr).not.toMatch(/hcsp-tmp/);
     expect(readdirSync(d)).toEqual([]);

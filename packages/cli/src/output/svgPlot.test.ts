@@ -10,8 +10,21 @@ describe('linePlotSvg', () => {
       x: { label: 'T', log: true },
       y: { label: 'ms', log: true },
       series: [
-        { name: 'cpu', points: [[1024, 12], [2048, 25], [4096, 53]] },
-        { name: 'native', points: [[1024, 3], [2048, 6.5]] },
+        {
+          name: 'cpu',
+          points: [
+            [1024, 12],
+            [2048, 25],
+            [4096, 53],
+          ],
+        },
+        {
+          name: 'native',
+          points: [
+            [1024, 3],
+            [2048, 6.5],
+          ],
+        },
       ],
     });
     expect(svg.startsWith('<svg')).toBe(true);
@@ -31,10 +44,37 @@ describe('linePlotSvg', () => {
   });
 
   it('leaves out points a log axis cannot show, and says so; symlog takes zero', async () => {
-    const log = await linePlotSvg({ title: 't', x: { label: 'layer' }, y: { label: 'ulp', log: true }, series: [{ name: 's', points: [[0, 0], [1, 4], [2, NaN]] }] });
+    const log = await linePlotSvg({
+      title: 't',
+      x: { label: 'layer' },
+      y: { label: 'ulp', log: true },
+      series: [
+        {
+          name: 's',
+          points: [
+            [0, 0],
+            [1, 4],
+            [2, NaN],
+          ],
+        },
+      ],
+    });
     expect(count(log, /aria-roledescription="point"/g)).toBe(1);
     expect(log).toContain('2 points not shown');
-    const symlog = await linePlotSvg({ title: 't', x: { label: 'layer' }, y: { label: 'ulp', scale: 'symlog' }, series: [{ name: 's', points: [[0, 0], [1, 4]] }] });
+    const symlog = await linePlotSvg({
+      title: 't',
+      x: { label: 'layer' },
+      y: { label: 'ulp', scale: 'symlog' },
+      series: [
+        {
+          name: 's',
+          points: [
+            [0, 0],
+            [1, 4],
+          ],
+        },
+      ],
+    });
     expect(count(symlog, /aria-roledescription="point"/g)).toBe(2);
     expect(symlog).not.toContain('not shown');
     // One series: no legend.
@@ -42,13 +82,29 @@ describe('linePlotSvg', () => {
   });
 
   it('escapes text and refuses two series of one name', async () => {
-    const svg = await linePlotSvg({ title: 'a <b>&', x: { label: 'x' }, y: { label: 'y' }, series: [{ name: '<i>"s"', points: [[1, 1]] }, { name: 'b', points: [] }] });
+    const svg = await linePlotSvg({
+      title: 'a <b>&',
+      x: { label: 'x' },
+      y: { label: 'y' },
+      series: [
+        { name: '<i>"s"', points: [[1, 1]] },
+        { name: 'b', points: [] },
+      ],
+    });
     expect(svg).toContain('a &lt;b&gt;&amp;');
     expect(svg).not.toContain('<b>');
     expect(svg).not.toContain('<i>');
-    await expect(linePlotSvg({ title: 't', x: { label: 'x' }, y: { label: 'y' }, series: [{ name: 'a', points: [] }, { name: 'a', points: [] }] })).rejects.toThrow(
-      'plot "t": the name "a" appears twice',
-    );
+    await expect(
+      linePlotSvg({
+        title: 't',
+        x: { label: 'x' },
+        y: { label: 'y' },
+        series: [
+          { name: 'a', points: [] },
+          { name: 'a', points: [] },
+        ],
+      }),
+    ).rejects.toThrow('plot "t": the name "a" appears twice');
   });
 });
 

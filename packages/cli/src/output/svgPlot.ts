@@ -110,12 +110,17 @@ async function render(spec: TopLevelSpec, idPrefix: string | undefined): Promise
     const ids = new Map<string, string>();
     for (const m of svg.matchAll(/\bid="([^"]+)"/g)) if (!ids.has(m[1])) ids.set(m[1], `${prefix}${ids.size}`);
     const to = (id: string): string => ids.get(id) ?? id;
-    return svg
-      // a mark's aria-label as an SVG <title> too: what a viewer shows on hover
-      .replace(/<(path|circle|rect|line|text)\b([^>]*?\baria-label="([^"]*)"[^>]*?role="graphics-symbol"[^>]*?)\/>/g, (_m, tag: string, attrs: string, label: string) => `<${tag}${attrs}><title>${label}</title></${tag}>`)
-      .replace(/\bid="([^"]+)"/g, (_m, id: string) => `id="${to(id)}"`)
-      .replace(/url\(#([^)]+)\)/g, (_m, id: string) => `url(#${to(id)})`)
-      .replace(/href="#([^"]+)"/g, (_m, id: string) => `href="#${to(id)}"`);
+    return (
+      svg
+        // a mark's aria-label as an SVG <title> too: what a viewer shows on hover
+        .replace(
+          /<(path|circle|rect|line|text)\b([^>]*?\baria-label="([^"]*)"[^>]*?role="graphics-symbol"[^>]*?)\/>/g,
+          (_m, tag: string, attrs: string, label: string) => `<${tag}${attrs}><title>${label}</title></${tag}>`,
+        )
+        .replace(/\bid="([^"]+)"/g, (_m, id: string) => `id="${to(id)}"`)
+        .replace(/url\(#([^)]+)\)/g, (_m, id: string) => `url(#${to(id)})`)
+        .replace(/href="#([^"]+)"/g, (_m, id: string) => `href="#${to(id)}"`)
+    );
   } finally {
     view.finalize();
   }
@@ -132,7 +137,10 @@ const CONFIG = {
 
 /** A line chart with a point per (x, y), one line and colour per series, a legend; as standalone SVG text. */
 export async function linePlotSvg(plot: LinePlot): Promise<string> {
-  uniqueNames(plot.series.map((s) => s.name), `plot ${JSON.stringify(plot.title)}`);
+  uniqueNames(
+    plot.series.map((s) => s.name),
+    `plot ${JSON.stringify(plot.title)}`,
+  );
   const xScale = scaleOf(plot.x);
   const yScale = scaleOf(plot.y);
   const values: { x: number; y: number; series: string; order: number; label: string }[] = [];
@@ -140,7 +148,8 @@ export async function linePlotSvg(plot: LinePlot): Promise<string> {
   for (const s of plot.series) {
     s.points.forEach(([x, y], order) => {
       const fits = (v: number, scale: AxisScale): boolean => Number.isFinite(v) && (scale !== 'log' || v > 0);
-      if (fits(x, xScale) && fits(y, yScale)) values.push({ x, y, series: s.name, order, label: `${s.name}: ${plot.x.label} ${plot.x.tickLabels?.get(x) ?? x}, ${plot.y.label} ${y}` });
+      if (fits(x, xScale) && fits(y, yScale))
+        values.push({ x, y, series: s.name, order, label: `${s.name}: ${plot.x.label} ${plot.x.tickLabels?.get(x) ?? x}, ${plot.y.label} ${y}` });
       else dropped++;
     });
   }
@@ -152,7 +161,9 @@ export async function linePlotSvg(plot: LinePlot): Promise<string> {
   const axisOf = (axis: PlotAxis): Record<string, unknown> => ({
     ...(axis.integer ? { format: 'd', tickMinStep: 1 } : {}),
     ...(axis.ticks ? { values: axis.ticks, format: axis.integer ? 'd' : '~g' } : {}),
-    ...(axis.tickLabels?.size ? { labelExpr: `${[...axis.tickLabels].map(([v, l]) => `datum.value === ${v} ? ${JSON.stringify(l)} : `).join('')}datum.label` } : {}),
+    ...(axis.tickLabels?.size
+      ? { labelExpr: `${[...axis.tickLabels].map(([v, l]) => `datum.value === ${v} ? ${JSON.stringify(l)} : `).join('')}datum.label` }
+      : {}),
   });
   const spec: TopLevelSpec = {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
@@ -198,7 +209,12 @@ export async function heatmapSvg(map: Heatmap): Promise<string> {
   map.values.forEach((row, yi) => {
     row.forEach((v, xi) => {
       if (v === null) return;
-      const cell = { x: map.x.labels[xi], y: map.y.labels[yi], v, note: map.notes?.[yi]?.[xi] ?? `${map.x.label}: ${map.x.labels[xi]}; ${map.y.label}: ${map.y.labels[yi]}; ${map.colour.label}: ${v}` };
+      const cell = {
+        x: map.x.labels[xi],
+        y: map.y.labels[yi],
+        v,
+        note: map.notes?.[yi]?.[xi] ?? `${map.x.label}: ${map.x.labels[xi]}; ${map.y.label}: ${map.y.labels[yi]}; ${map.colour.label}: ${v}`,
+      };
       if (!Number.isFinite(v)) dropped++;
       else if (scale === 'log' && v === 0) zeros.push(cell);
       else if (scale !== 'log' || v > 0) values.push(cell);
@@ -210,7 +226,8 @@ export async function heatmapSvg(map: Heatmap): Promise<string> {
   const lo = values.reduce((m, c) => Math.min(m, c.v), Infinity);
   const hi = values.reduce((m, c) => Math.max(m, c.v), -Infinity);
   const domain = map.colour.domain ?? (scale === 'log' && values.length ? ([lo, hi] as [number, number]) : undefined);
-  const legendValues = scale === 'log' && domain ? [domain[0], ...logTicks(domain[0], domain[1]).filter((t) => t > domain[0] * 1.5 && t < domain[1] / 1.5), domain[1]] : undefined;
+  const legendValues =
+    scale === 'log' && domain ? [domain[0], ...logTicks(domain[0], domain[1]).filter((t) => t > domain[0] * 1.5 && t < domain[1] / 1.5), domain[1]] : undefined;
   const notes = [
     dropped ? `${dropped} cell${dropped === 1 ? '' : 's'} not shown (not finite, or < 0 on a log scale)` : '',
     zeros.length ? `grey: 0 (${zeros.length} cell${zeros.length === 1 ? '' : 's'})` : '',
@@ -233,7 +250,11 @@ export async function heatmapSvg(map: Heatmap): Promise<string> {
             type: 'quantitative',
             title: map.colour.label,
             scale: { type: scale, scheme: map.colour.scheme ?? 'viridis', ...(domain ? { domain, nice: false } : {}) },
-            legend: { type: 'gradient', ...(legendValues ? { values: legendValues, format: '~g' } : {}), gradientLength: Math.max(120, Math.min(260, map.y.labels.length * ch)) },
+            legend: {
+              type: 'gradient',
+              ...(legendValues ? { values: legendValues, format: '~g' } : {}),
+              gradientLength: Math.max(120, Math.min(260, map.y.labels.length * ch)),
+            },
           },
         },
       },

@@ -13,7 +13,17 @@
 // Simulated ranks (--comm sim) run every rank's nodes in this one process in graph order, so a
 // rank's track has gaps where the others' nodes ran; launched ranks (--comm mpi|nccl) each
 // time their own part, on clocks that agree on one machine (epoch microseconds).
-import { bytesPerElement, commBytesOf, isCollectiveOp, numel, rankGraph, type CollectiveOp, type Graph, type GraphNode, type ReduceAlgorithm } from '@hcsp/core';
+import {
+  bytesPerElement,
+  commBytesOf,
+  isCollectiveOp,
+  numel,
+  rankGraph,
+  type CollectiveOp,
+  type Graph,
+  type GraphNode,
+  type ReduceAlgorithm,
+} from '@hcsp/core';
 import type { RunTiming } from './nodeTimer.ts';
 
 export interface TraceEvent {
@@ -90,8 +100,10 @@ function nodeArgs(graph: Graph, node: GraphNode, r: number, time: string): Recor
   return args;
 }
 
-const NODE_TIME = 'host clock, from the previous node\'s end to this node\'s end as the engine reported it: compute on the cpu backend, enqueue on a device backend (which the host waits for every few nodes and at the end)';
-const REPLAY_TIME = 'not measured: the run was one recorded replay (one call for every node; see the "recorded replay" slice), so the nodes stand in graph order at its start';
+const NODE_TIME =
+  "host clock, from the previous node's end to this node's end as the engine reported it: compute on the cpu backend, enqueue on a device backend (which the host waits for every few nodes and at the end)";
+const REPLAY_TIME =
+  'not measured: the run was one recorded replay (one call for every node; see the "recorded replay" slice), so the nodes stand in graph order at its start';
 
 /** The Chrome trace of a run (see the file's head for what its times mean). */
 export function chromeTrace(input: TraceInput): ChromeTrace {
@@ -106,7 +118,13 @@ export function chromeTrace(input: TraceInput): ChromeTrace {
     events.push({ name: 'process_sort_index', ph: 'M', pid: r, tid: 0, args: { sort_index: r } });
     events.push({ name: 'thread_name', ph: 'M', pid: r, tid: RUN_TID, args: { name: mode === 'sim' ? 'run (all ranks in one process)' : 'run' } });
     const timing = timings[mode === 'sim' ? 0 : r];
-    events.push({ name: 'thread_name', ph: 'M', pid: r, tid: STREAM_TID, args: { name: timing.recorded ? 'stream 0 (one recorded replay)' : 'stream 0 (node by node)' } });
+    events.push({
+      name: 'thread_name',
+      ph: 'M',
+      pid: r,
+      tid: STREAM_TID,
+      args: { name: timing.recorded ? 'stream 0 (one recorded replay)' : 'stream 0 (node by node)' },
+    });
   }
   // collective node id -> each rank's slice [ts, dur]
   const meets = new Map<number, { op: string; at: ([number, number] | undefined)[] }>();
@@ -125,7 +143,8 @@ export function chromeTrace(input: TraceInput): ChromeTrace {
       ? [{ ranks: [...Array(tp).keys()], nodes: graph.nodes, timing: timings[0] }]
       : timings.map((timing, r) => ({ ranks: [r], nodes: rankGraph(graph, r).nodes.map((n) => byId.get(n.id)!), timing }));
   for (const { ranks, nodes, timing } of runs) {
-    if (!timing.recorded && timing.nodeEndsUs.length !== nodes.length) throw new Error(`--trace: ${timing.nodeEndsUs.length} node times for ${nodes.length} nodes`);
+    if (!timing.recorded && timing.nodeEndsUs.length !== nodes.length)
+      throw new Error(`--trace: ${timing.nodeEndsUs.length} node times for ${nodes.length} nodes`);
     for (const r of ranks) {
       events.push({
         name: timing.recorded ? 'recorded replay' : 'run',
@@ -135,14 +154,30 @@ export function chromeTrace(input: TraceInput): ChromeTrace {
         tid: RUN_TID,
         ts: at(timing.startUs),
         dur: timing.endUs - timing.startUs,
-        args: { nodes: nodes.length, time: timing.recorded ? 'host clock: the replay\'s enqueue and the wait for the device, with the feeds\' upload and the outputs\' download' : 'host clock: the whole run, with the feeds\' upload and the outputs\' download' },
+        args: {
+          nodes: nodes.length,
+          time: timing.recorded
+            ? "host clock: the replay's enqueue and the wait for the device, with the feeds' upload and the outputs' download"
+            : "host clock: the whole run, with the feeds' upload and the outputs' download",
+        },
       });
     }
     let prev = at(timing.startUs);
     nodes.forEach((node, i) => {
       const end = timing.recorded ? prev : at(timing.nodeEndsUs[i]);
       const targets = node.rank === null ? ranks : ranks.filter((r) => r === node.rank);
-      for (const r of targets) place(node, r, prev, end - prev, timing.recorded ? 'not measured (one recorded replay: otherData.time)' : i === 0 ? "host clock, from the run's start (the feeds' upload too) to this node's end (otherData.time)" : "host clock, from the previous node's end to this node's end (otherData.time)");
+      for (const r of targets)
+        place(
+          node,
+          r,
+          prev,
+          end - prev,
+          timing.recorded
+            ? 'not measured (one recorded replay: otherData.time)'
+            : i === 0
+              ? "host clock, from the run's start (the feeds' upload too) to this node's end (otherData.time)"
+              : "host clock, from the previous node's end to this node's end (otherData.time)",
+        );
       prev = end;
     });
   }
@@ -160,11 +195,16 @@ export function chromeTrace(input: TraceInput): ChromeTrace {
     otherData: {
       producer: 'hcsp prefill --trace',
       device: input.device,
-      ranks: mode === 'sim' ? `${tp} simulated in one process (--comm sim): a rank's track has gaps where the other ranks' nodes ran` : `${tp} processes, each timing its own part`,
+      ranks:
+        mode === 'sim'
+          ? `${tp} simulated in one process (--comm sim): a rank's track has gaps where the other ranks' nodes ran`
+          : `${tp} processes, each timing its own part`,
       time: timings.some((t) => t.recorded) ? REPLAY_TIME : NODE_TIME,
       originEpochMicros: origin,
       ...(timings.some((t) => t.unreported > 0)
-        ? { unreported: `${timings.map((t) => t.unreported).join(', ')} nodes (per ${mode === 'sim' ? 'process' : 'rank'}) reported their end only after the run returned: each such node ends with the next node reported, or the run` }
+        ? {
+            unreported: `${timings.map((t) => t.unreported).join(', ')} nodes (per ${mode === 'sim' ? 'process' : 'rank'}) reported their end only after the run returned: each such node ends with the next node reported, or the run`,
+          }
         : {}),
     },
   };

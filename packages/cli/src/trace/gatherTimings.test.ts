@@ -28,10 +28,16 @@ function world(tp: number): RankControl[] {
   });
 }
 
-const timing = (n: number, at: number): RunTiming => ({ startUs: at, endUs: at + n + 1, recorded: false, nodeEndsUs: Float64Array.from({ length: n }, (_, i) => at + i + 0.5), unreported: n % 3 });
+const timing = (n: number, at: number): RunTiming => ({
+  startUs: at,
+  endUs: at + n + 1,
+  recorded: false,
+  nodeEndsUs: Float64Array.from({ length: n }, (_, i) => at + i + 0.5),
+  unreported: n % 3,
+});
 
 describe('gatherTimings', () => {
-  it('every rank gets every rank\'s timing whole, across chunks and unequal node counts', async () => {
+  it("every rank gets every rank's timing whole, across chunks and unequal node counts", async () => {
     const mine = [timing(70_000, 1e15), timing(7, 2e15), { startUs: 3e15, endUs: 3e15 + 9, recorded: true, nodeEndsUs: new Float64Array(0), unreported: 0 }];
     const all = await Promise.all(world(3).map((c, r) => gatherTimings(c, mine[r])));
     for (const got of all) expect(got).toEqual(mine);

@@ -30,7 +30,8 @@ export async function gatherTimings(control: RankControl, mine: RunTiming): Prom
   const padded = new Float64Array(longest);
   padded.set(packed);
   const parts: Float64Array[][] = [];
-  for (let at = 0; at < longest; at += CHUNK) parts.push(await gatherNumbers(control, padded.slice(at, Math.min(longest, at + CHUNK)), "the gather of the ranks' trace"));
+  for (let at = 0; at < longest; at += CHUNK)
+    parts.push(await gatherNumbers(control, padded.slice(at, Math.min(longest, at + CHUNK)), "the gather of the ranks' trace"));
   return lengths.map((_, r) => {
     const all = new Float64Array(longest);
     let at = 0;

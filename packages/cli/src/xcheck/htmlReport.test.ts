@@ -84,7 +84,9 @@ describe('renderXcheckHtml', () => {
     expect(messages).toEqual([]);
     expect(result.valid).toBe(true);
     // The validator does reject what is wrong: a duplicate id, a block in a paragraph.
-    const bad = await validator.validateString('<!DOCTYPE html><html lang="en"><head><title>x</title></head><body><p id="a"><div id="a"></div></p></body></html>');
+    const bad = await validator.validateString(
+      '<!DOCTYPE html><html lang="en"><head><title>x</title></head><body><p id="a"><div id="a"></div></p></body></html>',
+    );
     expect(bad.valid).toBe(false);
     const ids = [...html.matchAll(/\bid="([^"]+)"/g)].map((m) => m[1]);
     expect(ids.length).toBeGreaterThan(0);
@@ -125,7 +127,9 @@ describe('renderXcheckHtml', () => {
   it('says in which rows of which layer the routers chose other experts', async () => {
     const r = report();
     r.pairs[0].routing = [{ layer: 1, rows: [3, 9], count: 16 }];
-    expect(await renderXcheckHtml(r)).toContain('<li>routing flips, layer 1: routing differs at rows 3, 9 (2 of 16): the MoE output of those rows follows another expert choice, not arithmetic</li>');
+    expect(await renderXcheckHtml(r)).toContain(
+      '<li>routing flips, layer 1: routing differs at rows 3, 9 (2 of 16): the MoE output of those rows follows another expert choice, not arithmetic</li>',
+    );
     expect(await renderXcheckHtml(report())).not.toContain('routing differs');
   });
 
@@ -230,7 +234,9 @@ describe('plots that read', () => {
     const legend = /role-legend-label[^>]*>([\s\S]*?)<\/g>/.exec(svg)![1];
     const labels = [...legend.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((m) => m[1]);
     const stops = [...svg.matchAll(/<stop offset="([^"]+)" stop-color="([^"]+)"/g)].map((m) => ({ offset: Number(m[1]), color: m[2] }));
-    const cells = [...svg.matchAll(/<path aria-label="([^"]*)" role="graphics-symbol" aria-roledescription="rect mark"[^>]*fill="([^"]+)"><title>([^<]*)<\/title>/g)].map((m) => ({ label: m[1], fill: m[2], title: m[3] }));
+    const cells = [
+      ...svg.matchAll(/<path aria-label="([^"]*)" role="graphics-symbol" aria-roledescription="rect mark"[^>]*fill="([^"]+)"><title>([^<]*)<\/title>/g),
+    ].map((m) => ({ label: m[1], fill: m[2], title: m[3] }));
     return { labels, low: stops[0], high: stops[stops.length - 1], cells };
   }
 
@@ -241,7 +247,10 @@ describe('plots that read', () => {
     r.pairs[0].tensors.find((t) => t.name === 'layers.1.in')!.rowUlp = 0.0625;
     const svg = svgs(await renderXcheckHtml(r)).find((s) => s.includes('row-scaled ulp, layer x tensor'))!;
     const m = heatmap(svg);
-    const positive = r.pairs[0].tensors.filter((t) => t.rank === null).map((t) => t.rowUlp as number).filter((v) => v > 0);
+    const positive = r.pairs[0].tensors
+      .filter((t) => t.rank === null)
+      .map((t) => t.rowUlp as number)
+      .filter((v) => v > 0);
     expect(Math.min(...positive)).toBe(0.0625);
     expect(Math.max(...positive)).toBe(714.75);
     // the bar's ends are the data's smallest and largest value; the powers of ten between label it
@@ -264,15 +273,23 @@ describe('plots that read', () => {
     r.pairs[0].tensors.push({ ...r.pairs[0].tensors[1], name: 'mtp.logits', layer: LAYERS, rowUlp: 3 });
     const html = await renderXcheckHtml(r);
     const ulp = svgs(html).find((s) => s.includes('largest row-scaled ulp distance by layer'))!;
-    const axis = (title: string) => [...new RegExp(`aria-label="${title}[^"]*"[\\s\\S]*?role-axis-label[^>]*>([\\s\\S]*?)</g>`).exec(ulp)![1].matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((m) => m[1]);
+    const axis = (title: string) =>
+      [...new RegExp(`aria-label="${title}[^"]*"[\\s\\S]*?role-axis-label[^>]*>([\\s\\S]*?)</g>`).exec(ulp)![1].matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map(
+        (m) => m[1],
+      );
     expect(axis('Y-axis')).toEqual(['0.1', '1', '10', '100']);
     expect(axis('X-axis')).toEqual(['embed', 'L0', 'L1', 'L2', 'L3', 'L4', 'L5', 'final', 'mtp']);
     expect(html).not.toContain('layer -1');
-    const order = [...html.matchAll(/<tr(?: class="[^"]*")?><td class="name">([^<]*)<\/td><td>(\d+)<\/td><td>([^<]*)<\/td>/g)].map((m) => ({ name: m[1], place: m[3] }));
+    const order = [...html.matchAll(/<tr(?: class="[^"]*")?><td class="name">([^<]*)<\/td><td>(\d+)<\/td><td>([^<]*)<\/td>/g)].map((m) => ({
+      name: m[1],
+      place: m[3],
+    }));
     expect(order[0]).toEqual({ name: 'layers.5.attn.out', place: 'L5' });
     expect(order.find((o) => o.name === 'mtp.logits')!.place).toBe('mtp');
     expect(order.find((o) => o.name === 'embed')!.place).toBe('embed');
-    const ulps = [...html.matchAll(/<tr(?: class="[^"]*")?><td class="name">[^<]*<\/td>(?:<td>[^<]*<\/td>){6}<td[^>]*>[^<]*<\/td><td>([^<]*)<\/td>/g)].map((m) => Number(m[1]));
+    const ulps = [...html.matchAll(/<tr(?: class="[^"]*")?><td class="name">[^<]*<\/td>(?:<td>[^<]*<\/td>){6}<td[^>]*>[^<]*<\/td><td>([^<]*)<\/td>/g)].map(
+      (m) => Number(m[1]),
+    );
     expect(ulps).toEqual([...ulps].sort((a, b) => b - a));
   });
 });

@@ -93,7 +93,8 @@ function checkGolden(golden: GoldenDump, prepared: PreparedPrefill): string[] {
       notCompared.push(name);
       continue;
     }
-    if (shapeStr(g.tensor.shape) !== shapeStr(v.shape)) throw new Error(`--golden ${golden.file}: tensor '${name}' has shape ${shapeStr(g.tensor.shape)}, the run's is ${shapeStr(v.shape)}`);
+    if (shapeStr(g.tensor.shape) !== shapeStr(v.shape))
+      throw new Error(`--golden ${golden.file}: tensor '${name}' has shape ${shapeStr(g.tensor.shape)}, the run's is ${shapeStr(v.shape)}`);
     if (g.tensor.dtype !== v.dtype) throw new Error(`--golden ${golden.file}: tensor '${name}' is ${g.tensor.dtype}, the run's is ${v.dtype}`);
   }
   return notCompared;
@@ -156,7 +157,11 @@ async function runSpec(x: XcheckInputs, spec: XcheckSpec, prepared: PreparedPref
   const progress = nodeProgress(`xcheck ${spec.text}`, { quiet: x.quiet });
   try {
     const device = backend.describe();
-    const result = await runOnce(backend, prepared.graph, prepared.feeds, prepared.weights, { keep: namedValueIds(prepared), onNode: progress.onNode, turn: eventLoopTurn });
+    const result = await runOnce(backend, prepared.graph, prepared.feeds, prepared.weights, {
+      keep: namedValueIds(prepared),
+      onNode: progress.onNode,
+      turn: eventLoopTurn,
+    });
     const named = collectNamed(prepared, result.values);
     const { plan } = prepared;
     return {
@@ -165,7 +170,13 @@ async function runSpec(x: XcheckInputs, spec: XcheckSpec, prepared: PreparedPref
         spec: spec.text,
         backend: spec.backend,
         device,
-        options: { ...spec.backendOptions, sp: spec.sp, reduce: spec.reduce, contract: spec.contract, ...(spec.fp8 ? { fp8: spec.fp8, quant: plan.quant } : {}) },
+        options: {
+          ...spec.backendOptions,
+          sp: spec.sp,
+          reduce: spec.reduce,
+          contract: spec.contract,
+          ...(spec.fp8 ? { fp8: spec.fp8, quant: plan.quant } : {}),
+        },
         sp: plan.sp,
         chunk: plan.chunk,
         reduce: spec.reduce,
@@ -198,7 +209,8 @@ function exactRopeFeeds(config: ModelConfig, prepared: PreparedPrefill): Map<str
     for (let i = 0; i < bits.length; i++) {
       const e = table.data[i];
       // a bf16 rounding moves a value in [-1, 1] by at most 2^-9 (half an ulp of 1)
-      if (Math.abs(bf16ToF32(bits[i]) - e) > 2 ** -9) throw new Error(`xcheck: the float64 RoPE table of '${id}' is not the feed's (element ${i}: ${bf16ToF32(bits[i])} against ${e})`);
+      if (Math.abs(bf16ToF32(bits[i]) - e) > 2 ** -9)
+        throw new Error(`xcheck: the float64 RoPE table of '${id}' is not the feed's (element ${i}: ${bf16ToF32(bits[i])} against ${e})`);
     }
     out.set(id, table);
   }
@@ -206,7 +218,13 @@ function exactRopeFeeds(config: ModelConfig, prepared: PreparedPrefill): Map<str
 }
 
 /** A pair of runs compared: its tensors, routing and QSA selection flips, and the verdict on them. */
-function pairOf(a: string, b: string, tensors: XcheckPair['tensors'], na: ReadonlyMap<string, AlignedTensor>, nb: ReadonlyMap<string, AlignedTensor>): XcheckPair {
+function pairOf(
+  a: string,
+  b: string,
+  tensors: XcheckPair['tensors'],
+  na: ReadonlyMap<string, AlignedTensor>,
+  nb: ReadonlyMap<string, AlignedTensor>,
+): XcheckPair {
   const pair: XcheckPair = {
     a,
     b,
@@ -234,7 +252,12 @@ export async function runXcheck(x: XcheckInputs): Promise<XcheckReport> {
   if (x.exact) {
     const progress = nodeProgress('xcheck float64 evaluation', { quiet: x.quiet });
     try {
-      const values = await evaluateExact(base.graph, base.feeds, base.weights, { keep: namedValueIds(base), onNode: progress.onNode, turn: eventLoopTurn, exactFeeds: exactRopeFeeds(x.config, base) });
+      const values = await evaluateExact(base.graph, base.feeds, base.weights, {
+        keep: namedValueIds(base),
+        onNode: progress.onNode,
+        turn: eventLoopTurn,
+        exactFeeds: exactRopeFeeds(x.config, base),
+      });
       exact = new Map(namedValues(base).map((v) => [v.name, { tensor: values.get(v.id)!, rowStart: v.rowStart }]));
     } finally {
       progress.stop();

@@ -24,10 +24,30 @@ describe('estimateXcheckMemory on a PTPC-FP8 checkpoint', () => {
     const { source } = openCheckpoint(folder, config, { specs: modelWeightSpecs(config, MODEL_SUB_LAYERS) });
     try {
       const specs = parseXcheckSpecs('cpu:sp=off,cpu:sp=off:reduce=oneshot', { sp: 'off', reduce: 'ring' }, false);
-      const shape = { config, subLayers: MODEL_SUB_LAYERS, tokens: 24, tp: 1, layers: [0, config.numLayers] as [number, number], specs, exact: false, checkpoint: true, env: {} };
+      const shape = {
+        config,
+        subLayers: MODEL_SUB_LAYERS,
+        tokens: 24,
+        tp: 1,
+        layers: [0, config.numLayers] as [number, number],
+        specs,
+        exact: false,
+        checkpoint: true,
+        env: {},
+      };
       const asBf16 = estimateXcheckMemory(shape);
       const guarded = estimateXcheckMemory({ ...shape, fp8Weights: source });
-      const prepared = preparePrefill({ config, tokens: 24, tp: 1, sp: 'off', reduce: 'ring', seed: 3, subLayers: MODEL_SUB_LAYERS, weights: source, dump: true });
+      const prepared = preparePrefill({
+        config,
+        tokens: 24,
+        tp: 1,
+        sp: 'off',
+        reduce: 'ring',
+        seed: 3,
+        subLayers: MODEL_SUB_LAYERS,
+        weights: source,
+        dump: true,
+      });
       expect(prepared.fp8WeightLinears).toBeGreaterThan(0);
       const runs = estimateGraphMemory(prepared.graph, { kind: 'checkpoint' }).rankWeights;
       expect(guarded.map((s) => s.estimate.rankWeights)).toEqual([runs, runs]);

@@ -97,7 +97,10 @@ export function estimateXcheckMemory(x: XcheckShape): XcheckStage[] {
       }
       continue;
     }
-    stages.push({ what: `xcheck ${spec.text} (with ${x.specs[0].text}'s named values${x.exact ? ' and their float64 values' : ''} kept)`, estimate: plus(estimate, firstNamed + float64Named) });
+    stages.push({
+      what: `xcheck ${spec.text} (with ${x.specs[0].text}'s named values${x.exact ? ' and their float64 values' : ''} kept)`,
+      estimate: plus(estimate, firstNamed + float64Named),
+    });
   }
   return stages;
 }

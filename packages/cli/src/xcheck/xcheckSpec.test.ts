@@ -19,6 +19,8 @@ describe('xcheck SPECs', () => {
   });
 
   it('an unknown gemm mode names the allowed ones', () => {
-    expect(() => parseXcheckSpec('rocm:device=cuda:gemm=fastest', defaults)).toThrow(/gemm must be one of exact, blas, vendor, vendor-invariant, got 'fastest'/);
+    expect(() => parseXcheckSpec('rocm:device=cuda:gemm=fastest', defaults)).toThrow(
+      /gemm must be one of exact, blas, vendor, vendor-invariant, got 'fastest'/,
+    );
   });
 });

@@ -46,7 +46,8 @@ export function parseXcheckSpec(text: string, defaults: { sp: SpMode; reduce: Re
     const value = part.slice(eq + 1);
     if (key in run || key in backendOptions) throw new Error(`--compare: SPEC ${JSON.stringify(text)}: ${key} is given twice`);
     if (key in RUN_KEYS) {
-      if (!RUN_KEYS[key].includes(value)) throw new Error(`--compare: SPEC ${JSON.stringify(text)}: ${key} must be one of ${RUN_KEYS[key].join('|')}, got ${JSON.stringify(value)}`);
+      if (!RUN_KEYS[key].includes(value))
+        throw new Error(`--compare: SPEC ${JSON.stringify(text)}: ${key} must be one of ${RUN_KEYS[key].join('|')}, got ${JSON.stringify(value)}`);
       run[key] = value;
     } else if (key in entry.options) {
       backendOptions[key] = value;
@@ -91,6 +92,7 @@ export function parseXcheckSpecs(list: string, defaults: { sp: SpMode; reduce: R
   const texts = list.split(',').map((s) => s.trim());
   if (texts.some((t) => t === '')) throw new Error(`--compare: an empty SPEC in ${JSON.stringify(list)}`);
   const specs = texts.map((t) => parseXcheckSpec(t, defaults));
-  if (specs.length < (golden ? 1 : 2)) throw new Error(`--compare needs ${golden ? 'a SPEC' : 'at least two SPECs, comma-separated'} (got ${JSON.stringify(list)})`);
+  if (specs.length < (golden ? 1 : 2))
+    throw new Error(`--compare needs ${golden ? 'a SPEC' : 'at least two SPECs, comma-separated'} (got ${JSON.stringify(list)})`);
   return specs;
 }

@@ -9,7 +9,17 @@ const stats: EngineStats = {
   waitSeconds: 0.125,
   hostOpSeconds: 0.0625,
   transfers: { inputBytes: 1, outputBytes: 2, stagingToDeviceBytes: 3, stagingFromDeviceBytes: 4 },
-  device: { kernelLaunches: 5, hostSyncs: 6, deviceAllocations: 7, deviceFrees: 8, memsets: 9, copiesToDevice: 10, bytesToDevice: 11, copiesFromDevice: 12, bytesFromDevice: 13 },
+  device: {
+    kernelLaunches: 5,
+    hostSyncs: 6,
+    deviceAllocations: 7,
+    deviceFrees: 8,
+    memsets: 9,
+    copiesToDevice: 10,
+    bytesToDevice: 11,
+    copiesFromDevice: 12,
+    bytesFromDevice: 13,
+  },
   memoryPlan: { poolBytes: 14, peakBytes: 15, blocks: 16 },
 };
 

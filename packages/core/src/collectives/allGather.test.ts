@@ -5,14 +5,22 @@ import { allGather, padRows, shardTensorRows, trimRows } from './allGather.ts';
 
 /** [rows, cols] f32 tensor whose element (r, c) is 1000*r + c + offset: every row is recognisable. */
 function stamped(rows: number, cols: number, offset = 0): Tensor {
-  return tensor('f32', [rows, cols], Float32Array.from({ length: rows * cols }, (_, i) => 1000 * Math.floor(i / cols) + (i % cols) + offset));
+  return tensor(
+    'f32',
+    [rows, cols],
+    Float32Array.from({ length: rows * cols }, (_, i) => 1000 * Math.floor(i / cols) + (i % cols) + offset),
+  );
 }
 
 describe('allGather', () => {
   it("rank-stamped shards: every rank gets rank k's rows at k's place, bits exact", () => {
     for (const tp of [1, 2, 3, 4, 8]) {
       const shards = Array.from({ length: tp }, (_, k) =>
-        tensor('bf16', [2, 3], Uint16Array.from({ length: 6 }, (_, i) => f32ToBf16(10 * k + i))),
+        tensor(
+          'bf16',
+          [2, 3],
+          Uint16Array.from({ length: 6 }, (_, i) => f32ToBf16(10 * k + i)),
+        ),
       );
       const outs = allGather(shards);
       expect(outs.length).toBe(tp);

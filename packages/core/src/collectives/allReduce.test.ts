@@ -12,7 +12,11 @@ import { ringBlocks, RING_DEFAULT_CHUNK_ELEMS } from './ringAllReduce.ts';
 function randomPartials(tp: number, rows: number, cols: number, seed: number): Tensor[] {
   const next = mulberry32(seed);
   return Array.from({ length: tp }, () =>
-    tensor('bf16', [rows, cols], Uint16Array.from({ length: rows * cols }, () => f32ToBf16((next() - 0.5) * 4))),
+    tensor(
+      'bf16',
+      [rows, cols],
+      Uint16Array.from({ length: rows * cols }, () => f32ToBf16((next() - 0.5) * 4)),
+    ),
   );
 }
 

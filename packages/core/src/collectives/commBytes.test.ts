@@ -13,9 +13,7 @@ describe('commBytesOf', () => {
     expect(commBytesOf('reduceScatter', 'ring', S, shard, 4)).toBe(12582912);
     expect(commBytesOf('allGather', null, shard, S, 4)).toBe(12582912);
     // SP's claim: reduce-scatter + all-gather moves exactly what the all-reduce moved.
-    expect(commBytesOf('reduceScatter', 'ring', S, shard, 4) + commBytesOf('allGather', null, shard, S, 4)).toBe(
-      commBytesOf('allReduce', 'ring', S, S, 4),
-    );
+    expect(commBytesOf('reduceScatter', 'ring', S, shard, 4) + commBytesOf('allGather', null, shard, S, 4)).toBe(commBytesOf('allReduce', 'ring', S, S, 4));
   });
 
   it('oneshot all-reduce sends the whole buffer to each of tp-1 peers; ordered counts as ring', () => {

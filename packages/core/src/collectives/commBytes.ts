@@ -24,13 +24,7 @@ function checkBytes(value: number, name: string): void {
 }
 
 /** Bytes one rank sends for `op` on tensors of the given per-rank sizes, at tp ranks. */
-export function commBytesOf(
-  op: CollectiveOp,
-  algorithm: ReduceAlgorithm | null,
-  perRankInputBytes: number,
-  perRankOutputBytes: number,
-  tp: number,
-): number {
+export function commBytesOf(op: CollectiveOp, algorithm: ReduceAlgorithm | null, perRankInputBytes: number, perRankOutputBytes: number, tp: number): number {
   if (!Number.isInteger(tp) || tp < 1) throw new Error(`commBytesOf: tp must be a positive integer, got ${tp}`);
   checkBytes(perRankInputBytes, 'perRankInputBytes');
   checkBytes(perRankOutputBytes, 'perRankOutputBytes');
@@ -46,18 +40,14 @@ export function commBytesOf(
     case 'reduceScatter': {
       checkReduceAlgorithm(algorithm, 'commBytesOf(reduceScatter)');
       if (perRankInputBytes !== perRankOutputBytes * tp) {
-        throw new Error(
-          `commBytesOf(reduceScatter): input ${perRankInputBytes} bytes is not tp ${tp} times output ${perRankOutputBytes} bytes`,
-        );
+        throw new Error(`commBytesOf(reduceScatter): input ${perRankInputBytes} bytes is not tp ${tp} times output ${perRankOutputBytes} bytes`);
       }
       return (tp - 1) * perRankOutputBytes;
     }
     case 'allGather': {
       if (algorithm !== null) throw new Error(`commBytesOf(allGather): all-gather adds nothing, algorithm must be null, got ${JSON.stringify(algorithm)}`);
       if (perRankOutputBytes !== perRankInputBytes * tp) {
-        throw new Error(
-          `commBytesOf(allGather): output ${perRankOutputBytes} bytes is not tp ${tp} times input ${perRankInputBytes} bytes`,
-        );
+        throw new Error(`commBytesOf(allGather): output ${perRankOutputBytes} bytes is not tp ${tp} times input ${perRankInputBytes} bytes`);
       }
       return (tp - 1) * perRankInputBytes;
     }

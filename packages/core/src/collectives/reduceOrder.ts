@@ -9,9 +9,7 @@ import { REDUCE_ALGORITHMS, type ReduceAlgorithm } from '../graph/ops/spOps.ts';
 /** Throws unless `algorithm` is one of REDUCE_ALGORITHMS; names the bad value. */
 export function checkReduceAlgorithm(algorithm: unknown, where: string): ReduceAlgorithm {
   if (typeof algorithm !== 'string' || !(REDUCE_ALGORITHMS as readonly string[]).includes(algorithm)) {
-    throw new Error(
-      `${where}: unknown reduction algorithm ${JSON.stringify(algorithm)}; expected one of ${REDUCE_ALGORITHMS.join(', ')}`,
-    );
+    throw new Error(`${where}: unknown reduction algorithm ${JSON.stringify(algorithm)}; expected one of ${REDUCE_ALGORITHMS.join(', ')}`);
   }
   return algorithm as ReduceAlgorithm;
 }
@@ -22,14 +20,7 @@ export function checkReduceAlgorithm(algorithm: unknown, where: string): ReduceA
  * [start, end) of the sum to out[outStart ...]. The operand order `x + acc` is the one
  * numerics.md writes; fp32 addition is commutative, so it does not change a result.
  */
-export function reduceRingInto(
-  partials: readonly Uint16Array[],
-  owner: number,
-  start: number,
-  end: number,
-  out: Uint16Array,
-  outStart: number,
-): void {
+export function reduceRingInto(partials: readonly Uint16Array[], owner: number, start: number, end: number, out: Uint16Array, outStart: number): void {
   const tp = partials.length;
   if (!Number.isInteger(owner) || owner < 0 || owner >= tp) {
     throw new Error(`reduceRingInto: owner ${owner} is not a ring position in [0, ${tp})`);
@@ -46,13 +37,7 @@ export function reduceRingInto(
 }
 
 /** One-shot: fp32 accumulation in rank order 0..tp-1, one bf16 rounding at the end. */
-export function reduceOneShotInto(
-  partials: readonly Uint16Array[],
-  start: number,
-  end: number,
-  out: Uint16Array,
-  outStart: number,
-): void {
+export function reduceOneShotInto(partials: readonly Uint16Array[], start: number, end: number, out: Uint16Array, outStart: number): void {
   const tp = partials.length;
   // tp = 1: nothing is added, the value passes through untouched (NaN payloads included).
   if (tp === 1) {
@@ -67,13 +52,7 @@ export function reduceOneShotInto(
 }
 
 /** Ordered chain in rank order: acc = x0; acc = bf(acc + x1); ...; acc = bf(acc + x[tp-1]). */
-export function reduceOrderedInto(
-  partials: readonly Uint16Array[],
-  start: number,
-  end: number,
-  out: Uint16Array,
-  outStart: number,
-): void {
+export function reduceOrderedInto(partials: readonly Uint16Array[], start: number, end: number, out: Uint16Array, outStart: number): void {
   const tp = partials.length;
   for (let i = start; i < end; i++) {
     let acc = partials[0][i];

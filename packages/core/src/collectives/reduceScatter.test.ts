@@ -15,7 +15,7 @@ describe('reduceScatter', () => {
     const chunk = 3;
     const cols = 5;
     for (const tp of [1, 2, 3, 4, 8]) {
-      const value = (k: number, row: number, col: number): number => (k + 1) * ((row + 2 * col) % 7 - 3) + (k % 3);
+      const value = (k: number, row: number, col: number): number => (k + 1) * (((row + 2 * col) % 7) - 3) + (k % 3);
       const inputs = Array.from({ length: tp }, (_, k) => bf16Rows(chunk * tp, cols, (row, col) => value(k, row, col)));
       for (const alg of REDUCE_ALGORITHMS) {
         const outs = reduceScatter(inputs, alg);
@@ -42,11 +42,12 @@ describe('reduceScatter', () => {
     // reduceOrder.test.ts: ring owner 0 -> 0x3C00, 1 -> 0x3B80, 2 -> 0x0000, 3 -> 0x3B00;
     // oneshot -> 3*2^-9 = 0x3BC0; ordered -> 2^-9 = 0x3B00.
     const inputs = [1, 2 ** -8, -1, 2 ** -9].map((v) => bf16Rows(8, 3, () => v));
-    const firstBits = (ys: Tensor[]) => ys.map((y) => {
-      const d = y.data as Uint16Array;
-      expect(d.every((b) => b === d[0])).toBe(true);
-      return d[0];
-    });
+    const firstBits = (ys: Tensor[]) =>
+      ys.map((y) => {
+        const d = y.data as Uint16Array;
+        expect(d.every((b) => b === d[0])).toBe(true);
+        return d[0];
+      });
     expect(firstBits(reduceScatter(inputs, 'ring'))).toEqual([0x3c00, 0x3b80, 0x0000, 0x3b00]);
     expect(firstBits(reduceScatter(inputs, 'oneshot'))).toEqual([0x3bc0, 0x3bc0, 0x3bc0, 0x3bc0]);
     expect(firstBits(reduceScatter(inputs, 'ordered'))).toEqual([0x3b00, 0x3b00, 0x3b00, 0x3b00]);

@@ -10,15 +10,26 @@ describe('ringBlocks', () => {
     // loop 0: realChunk = min(16, alignUp(ceil(100/4)=25, 16)=32) = 16, blocks b=0..3 of 16.
     // loop 1 at 64: min(16, alignUp(ceil(36/4)=9, 16)=16) = 16: [64,80) [80,96) [96,100), block 3 empty.
     expect(span(ringBlocks(100, 2, { channels: 2, chunkElems: 16 }))).toEqual([
-      [0, 16, 0, 0], [16, 32, 1, 0], [32, 48, 0, 1], [48, 64, 1, 1],
-      [64, 80, 0, 0], [80, 96, 1, 0], [96, 100, 0, 1],
+      [0, 16, 0, 0],
+      [16, 32, 1, 0],
+      [32, 48, 0, 1],
+      [48, 64, 1, 1],
+      [64, 80, 0, 0],
+      [80, 96, 1, 0],
+      [96, 100, 0, 1],
     ]);
   });
 
   it('N=1000, tp 4, default options: one loop of 8 blocks of alignUp(125, 16) = 128', () => {
     expect(span(ringBlocks(1000, 4, defaults))).toEqual([
-      [0, 128, 0, 0], [128, 256, 1, 0], [256, 384, 2, 0], [384, 512, 3, 0],
-      [512, 640, 0, 1], [640, 768, 1, 1], [768, 896, 2, 1], [896, 1000, 3, 1],
+      [0, 128, 0, 0],
+      [128, 256, 1, 0],
+      [256, 384, 2, 0],
+      [384, 512, 3, 0],
+      [512, 640, 0, 1],
+      [640, 768, 1, 1],
+      [768, 896, 2, 1],
+      [896, 1000, 3, 1],
     ]);
   });
 
@@ -68,7 +79,7 @@ describe('ringAllReduce', () => {
     }
   });
 
-  it('4 ranks, hand-computed values: each block gets its owner\'s ring order', () => {
+  it("4 ranks, hand-computed values: each block gets its owner's ring order", () => {
     // Every element holds x = [1, 2^-8, -1, 2^-9] across ranks 0..3; reduceOrder.test.ts
     // derives the ring sums by hand: owner 0 -> 2^-7 (0x3C00), owner 1 -> 2^-8 (0x3B80),
     // owner 2 -> 0 (0x0000), owner 3 -> 2^-9 (0x3B00). Blocks of 16 with channels 1: [0,16)

@@ -39,12 +39,20 @@ describe('parseHfConfig', () => {
 
   it('reads the text config under text_config, with the layer pattern from layer_types', () => {
     const layerTypes = Array.from({ length: 48 }, (_, i) => ((i + 1) % 4 === 0 ? 'full_attention' : 'linear_attention'));
-    const nested = { model_type: 'qwen4_exp', architectures: ['Qwen4ExpForConditionalGeneration'], text_config: { ...FLASH_NEXT_DIFF, layer_types: layerTypes } };
+    const nested = {
+      model_type: 'qwen4_exp',
+      architectures: ['Qwen4ExpForConditionalGeneration'],
+      text_config: { ...FLASH_NEXT_DIFF, layer_types: layerTypes },
+    };
     expect(parseHfConfig(nested, 'config.json', 'flash-next')).toEqual(FLASH_NEXT);
     // HF's and ATOM's other names for the QSA layers, and the interval HF pops from kwargs
     const hfNames = layerTypes.map((t, i) => (t === 'linear_attention' ? t : i === 3 ? 'hybrid_indexed' : 'deepseek_sparse_attention'));
     expect(parseHfConfig({ ...FLASH_NEXT_DIFF, layer_types: hfNames }, 'c').fullAttentionInterval).toBe(4);
-    const every3 = { ...FLASH_NEXT_DIFF, num_hidden_layers: 6, layer_types: ['linear_attention', 'linear_attention', 'qwen_sparse_attention', 'linear_attention', 'linear_attention', 'full_attention'] };
+    const every3 = {
+      ...FLASH_NEXT_DIFF,
+      num_hidden_layers: 6,
+      layer_types: ['linear_attention', 'linear_attention', 'qwen_sparse_attention', 'linear_attention', 'linear_attention', 'full_attention'],
+    };
     expect(parseHfConfig(every3, 'c').fullAttentionInterval).toBe(3);
     expect(parseHfConfig({ ...FLASH_NEXT_DIFF, full_attention_interval: 2 }, 'c').fullAttentionInterval).toBe(2);
   });
@@ -74,11 +82,23 @@ describe('parseHfConfig', () => {
   const withTypes = (types: string[]) => ({ ...FLASH_NEXT_DIFF, num_hidden_layers: types.length, layer_types: types });
   const cases: [string, unknown, RegExp][] = [
     ['not an object', [1], /c: the config is not a JSON object/],
-    ['unknown layer type', withTypes(['linear_attention', 'mamba', 'linear_attention', 'full_attention']), /field 'layer_types\[1\]' is "mamba", not a known layer type/],
+    [
+      'unknown layer type',
+      withTypes(['linear_attention', 'mamba', 'linear_attention', 'full_attention']),
+      /field 'layer_types\[1\]' is "mamba", not a known layer type/,
+    ],
     ['layer_types length', { ...FLASH_NEXT_DIFF, layer_types: ['linear_attention'] }, /field 'layer_types' has 1 entries for num_hidden_layers 48/],
-    ['irregular layer pattern', withTypes(['linear_attention', 'full_attention', 'full_attention', 'linear_attention']), /field 'layer_types' is not one full-attention layer every 2 layers \(layer 2 is full_attention\)/],
+    [
+      'irregular layer pattern',
+      withTypes(['linear_attention', 'full_attention', 'full_attention', 'linear_attention']),
+      /field 'layer_types' is not one full-attention layer every 2 layers \(layer 2 is full_attention\)/,
+    ],
     ['silu output gate', { ...FLASH_NEXT_DIFF, output_gate_type: 'silu' }, /field 'output_gate_type' is 'silu': hcsp implements the sigmoid output gate/],
-    ['absent output gate', { ...FLASH_NEXT_DIFF, output_gate_type: undefined }, /field 'output_gate_type' is 'silu' \(absent: HF falls back to hidden_act 'silu'\)/],
+    [
+      'absent output gate',
+      { ...FLASH_NEXT_DIFF, output_gate_type: undefined },
+      /field 'output_gate_type' is 'silu' \(absent: HF falls back to hidden_act 'silu'\)/,
+    ],
     ['hidden_act', { ...FLASH_NEXT_DIFF, hidden_act: 'gelu' }, /field 'hidden_act' is 'gelu'/],
     ['kv heads', { ...FLASH_NEXT_DIFF, num_key_value_heads: 5 }, /field 'num_key_value_heads' 5 does not divide num_attention_heads 24/],
     ['linear heads', { ...FLASH_NEXT_DIFF, linear_num_value_heads: 40 }, /field 'linear_num_value_heads' 40 is not a multiple of linear_num_key_heads 16/],
@@ -94,8 +114,16 @@ describe('parseHfConfig', () => {
     ['indexer budget', { ...FLASH_NEXT_DIFF, indexer_budget: 2050 }, /field 'indexer_budget' 2050 is not a multiple of indexer_compress_ratio 4/],
     ['indexer dims', { ...FLASH_NEXT_DIFF, indexer_head_dim: 32 }, /field 'indexer_head_dim' 32 is smaller than the 64 rotary dims/],
     ['no theta', { ...FLASH_NEXT_DIFF, rope_parameters: { partial_rotary_factor: 0.25 } }, /field 'rope_parameters.rope_theta' is missing/],
-    ['rope type', { ...FLASH_NEXT_DIFF, rope_parameters: { ...FLASH_NEXT_DIFF.rope_parameters, rope_type: 'yarn' } }, /field 'rope_parameters.rope_type' is 'yarn'/],
-    ['odd rotary dims', { ...FLASH_NEXT_DIFF, rope_parameters: { rope_theta: 1e7, partial_rotary_factor: 0.6 } }, /field 'rope_parameters.partial_rotary_factor' 0.6 gives 153 rotary dims/],
+    [
+      'rope type',
+      { ...FLASH_NEXT_DIFF, rope_parameters: { ...FLASH_NEXT_DIFF.rope_parameters, rope_type: 'yarn' } },
+      /field 'rope_parameters.rope_type' is 'yarn'/,
+    ],
+    [
+      'odd rotary dims',
+      { ...FLASH_NEXT_DIFF, rope_parameters: { rope_theta: 1e7, partial_rotary_factor: 0.6 } },
+      /field 'rope_parameters.partial_rotary_factor' 0.6 gives 153 rotary dims/,
+    ],
     ['ple id 0', { ...FLASH_NEXT_DIFF, ple_layer_ids: [0] }, /field 'ple_layer_ids' holds 0: ids are 1-based decoder layers in \[1, 48\]/],
     ['ple id past the end', { ...FLASH_NEXT_DIFF, ple_layer_ids: [49] }, /field 'ple_layer_ids' holds 49/],
     ['ple dim', { ...FLASH_NEXT_DIFF, ple_embed_dim: 2561 }, /field 'ple_embed_dim' 2561 is not divisible by the 16 n-gram heads/],
@@ -107,8 +135,16 @@ describe('parseHfConfig', () => {
     ['attention bias', { ...FLASH_NEXT_DIFF, attention_bias: true }, /field 'attention_bias' is true/],
     ['model type', { ...FLASH_NEXT_DIFF, model_type: 'llama' }, /field 'model_type' is 'llama', not a Qwen4-Exp model/],
     ['no text_config', { model_type: 'qwen4_exp' }, /field 'text_config' is missing/],
-    ['text model type', { model_type: 'qwen4_exp', text_config: { ...FLASH_NEXT_DIFF, model_type: 'qwen3_next' } }, /field 'text_config.model_type' is 'qwen3_next'/],
-    ['nested field', { model_type: 'qwen4_exp', text_config: { ...FLASH_NEXT_DIFF, hidden_size: -3 } }, /field 'text_config.hidden_size' must be an integer >= 1, got -3/],
+    [
+      'text model type',
+      { model_type: 'qwen4_exp', text_config: { ...FLASH_NEXT_DIFF, model_type: 'qwen3_next' } },
+      /field 'text_config.model_type' is 'qwen3_next'/,
+    ],
+    [
+      'nested field',
+      { model_type: 'qwen4_exp', text_config: { ...FLASH_NEXT_DIFF, hidden_size: -3 } },
+      /field 'text_config.hidden_size' must be an integer >= 1, got -3/,
+    ],
     ['nested tie', { model_type: 'qwen4_exp', tie_word_embeddings: true, text_config: FLASH_NEXT_DIFF }, /field 'tie_word_embeddings' is true/],
     ['mtp layers', { ...FLASH_NEXT_DIFF, mtp_num_hidden_layers: 2 }, /field 'mtp_num_hidden_layers' is 2: the MTP head has one draft layer/],
     ['mtp embeddings', { ...FLASH_NEXT_DIFF, mtp_use_dedicated_embeddings: true }, /field 'mtp_use_dedicated_embeddings' is true/],
@@ -133,7 +169,9 @@ describe('resolveModelConfig', () => {
   });
 
   it('says what is wrong with a bad argument, naming the path', () => {
-    expect(() => resolveModelConfig(join(dir, 'nope'))).toThrow(/unknown config '.*nope': not a preset \(flash-next, small, tiny\), a config.json file or a model folder/);
+    expect(() => resolveModelConfig(join(dir, 'nope'))).toThrow(
+      /unknown config '.*nope': not a preset \(flash-next, small, tiny\), a config.json file or a model folder/,
+    );
     const empty = join(dir, 'empty');
     mkdirSync(empty);
     expect(() => resolveModelConfig(empty)).toThrow(/empty: the model folder has no config.json/);

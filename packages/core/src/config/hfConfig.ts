@@ -86,7 +86,8 @@ class Fields {
   intList(field: string): number[] | undefined {
     const v = this.raw(field);
     if (v === undefined) return undefined;
-    if (!Array.isArray(v) || !v.every((x) => typeof x === 'number' && Number.isSafeInteger(x))) throw this.error(field, `must be a list of integers, got ${JSON.stringify(v)}`);
+    if (!Array.isArray(v) || !v.every((x) => typeof x === 'number' && Number.isSafeInteger(x)))
+      throw this.error(field, `must be a list of integers, got ${JSON.stringify(v)}`);
     return v as number[];
   }
 
@@ -148,14 +149,16 @@ function rope(f: Fields, headDim: number): { theta: number; dims: number } {
 
 function mtpPresent(f: Fields, ropeTheta: number): boolean {
   const mtp = f.object('mtp');
-  if (f.bool('mtp_use_dedicated_embeddings', false)) throw f.error('mtp_use_dedicated_embeddings', 'is true: the MTP head shares embed_tokens (ATOM refuses dedicated embeddings)');
+  if (f.bool('mtp_use_dedicated_embeddings', false))
+    throw f.error('mtp_use_dedicated_embeddings', 'is true: the MTP head shares embed_tokens (ATOM refuses dedicated embeddings)');
   if (mtp) {
     const types = mtp.raw('layer_types');
     if (types !== undefined && (!Array.isArray(types) || types.length !== 1 || !MTP_LAYER_TYPES.includes(types[0] as string))) {
       throw mtp.error('layer_types', `is ${JSON.stringify(types)}: the MTP head is one draft layer of type ${MTP_LAYER_TYPES.join(' or ')}`);
     }
     // ATOM gives the draft layer this theta; the graph has one RoPE table for both
-    if (mtp.has('rope_theta') && mtp.positive('rope_theta') !== ropeTheta) throw mtp.error('rope_theta', `is ${mtp.raw('rope_theta')}, not the model's ${ropeTheta}: a separate MTP RoPE theta is not implemented`);
+    if (mtp.has('rope_theta') && mtp.positive('rope_theta') !== ropeTheta)
+      throw mtp.error('rope_theta', `is ${mtp.raw('rope_theta')}, not the model's ${ropeTheta}: a separate MTP RoPE theta is not implemented`);
     if (mtp.has('mtp_use_hidden_state_from_layer')) throw mtp.error('mtp_use_hidden_state_from_layer', 'is set: the MTP head reads the final HC state');
   }
   if (!f.has('mtp_num_hidden_layers')) return mtp !== undefined;
@@ -219,12 +222,15 @@ export function parseHfConfig(json: unknown, label: string, name = label): Model
     compressRatio: f.int('indexer_compress_ratio'),
   };
   if (indexer.kvHeads !== 1) throw f.error('indexer_kv_heads', `is ${indexer.kvHeads}: Qwen4-Exp QSA requires one indexer key head`);
-  if (indexer.budget % indexer.compressRatio !== 0) throw f.error('indexer_budget', `${indexer.budget} is not a multiple of indexer_compress_ratio ${indexer.compressRatio}`);
-  if (r.dims > indexer.headDim) throw f.error('indexer_head_dim', `${indexer.headDim} is smaller than the ${r.dims} rotary dims (the indexer heads rotate the same dims)`);
+  if (indexer.budget % indexer.compressRatio !== 0)
+    throw f.error('indexer_budget', `${indexer.budget} is not a multiple of indexer_compress_ratio ${indexer.compressRatio}`);
+  if (r.dims > indexer.headDim)
+    throw f.error('indexer_head_dim', `${indexer.headDim} is smaller than the ${r.dims} rotary dims (the indexer heads rotate the same dims)`);
 
   const linearKeyHeads = f.int('linear_num_key_heads', 16);
   const linearValueHeads = f.int('linear_num_value_heads', 32);
-  if (linearValueHeads % linearKeyHeads !== 0) throw f.error('linear_num_value_heads', `${linearValueHeads} is not a multiple of linear_num_key_heads ${linearKeyHeads}`);
+  if (linearValueHeads % linearKeyHeads !== 0)
+    throw f.error('linear_num_value_heads', `${linearValueHeads} is not a multiple of linear_num_key_heads ${linearKeyHeads}`);
 
   const numExperts = f.int('num_experts', 512);
   const topK = f.int('num_experts_per_tok', 10);
@@ -300,7 +306,8 @@ export function hfLayerTypes(c: ModelConfig, names: 'hf' | 'release' = 'hf'): st
 export function hfTextConfigJson(c: ModelConfig, names: 'hf' | 'release' = 'hf'): Json {
   const a = c.attention;
   const factor = a.ropeDims / a.headDim;
-  if (Math.trunc(a.headDim * factor) !== a.ropeDims) throw new ConfigError(`config '${c.name}': ${a.ropeDims} rotary dims of ${a.headDim} have no exact partial_rotary_factor`);
+  if (Math.trunc(a.headDim * factor) !== a.ropeDims)
+    throw new ConfigError(`config '${c.name}': ${a.ropeDims} rotary dims of ${a.headDim} have no exact partial_rotary_factor`);
   return {
     architectures: ['Qwen4ExpForCausalLM'],
     model_type: 'qwen4_exp_text',
@@ -371,7 +378,8 @@ export function resolveModelConfig(arg: string): ModelConfig {
     isDir = statSync(arg).isDirectory();
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') throw new ConfigError(`unknown config '${arg}': not a preset (${Object.keys(PRESETS).join(', ')}), a config.json file or a model folder`);
+    if (code === 'ENOENT' || code === 'ENOTDIR')
+      throw new ConfigError(`unknown config '${arg}': not a preset (${Object.keys(PRESETS).join(', ')}), a config.json file or a model folder`);
     throw new ConfigError(`${arg}: ${errnoReason(e)}`);
   }
   const file = isDir ? join(arg, 'config.json') : arg;

@@ -37,7 +37,8 @@ export function validateConfig(c: ModelConfig): ModelConfig {
   posInt(ix.headDim, 'attention.indexer.headDim');
   posInt(ix.budget, 'attention.indexer.budget');
   posInt(ix.compressRatio, 'attention.indexer.compressRatio');
-  if (ix.kvHeads !== 1) throw new ConfigError(`attention.indexer.kvHeads must be 1 (ATOM's QSA operators and HF's indexer assume one key head), got ${ix.kvHeads}`);
+  if (ix.kvHeads !== 1)
+    throw new ConfigError(`attention.indexer.kvHeads must be 1 (ATOM's QSA operators and HF's indexer assume one key head), got ${ix.kvHeads}`);
   if (ix.budget % ix.compressRatio !== 0) {
     throw new ConfigError(`attention.indexer.budget ${ix.budget} is not a multiple of compressRatio ${ix.compressRatio}`);
   }

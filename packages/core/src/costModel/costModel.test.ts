@@ -11,7 +11,17 @@ const PEAK = { hc: 1, other: 1 };
 
 function priced(config: ModelConfig, tokens: number, tp: number, sp: 'on' | 'off', mtp = false, requests = 1, terms?: readonly PhysicsTerm[]) {
   const { plan, graph } = buildCostGraph(config, tokens, tp, sp, mtp);
-  return { plan, p: priceGraph(graph, { config, device: builtInDevice('mi308x'), efficiency: PEAK, requests, requestTokens: tokens / requests, ...(terms ? { terms } : {}) }) };
+  return {
+    plan,
+    p: priceGraph(graph, {
+      config,
+      device: builtInDevice('mi308x'),
+      efficiency: PEAK,
+      requests,
+      requestTokens: tokens / requests,
+      ...(terms ? { terms } : {}),
+    }),
+  };
 }
 
 const sum = (nodes: NodeCost[], f: (n: NodeCost) => number) => nodes.reduce((a, n) => a + f(n), 0);
@@ -36,7 +46,18 @@ describe('FLOPs and bytes counted two ways', () => {
 
   it('the HC mixes of one layer: per-op sums equal the closed form', () => {
     const hc = nodes.filter((x) => x.cls === 'hc');
-    expect(hc.map((x) => x.op)).toEqual(['hcCombineNorm', 'linear', 'hcScaledSilu', 'linear', 'hcGatedMean', 'hcCombineNorm', 'linear', 'hcScaledSilu', 'linear', 'hcGatedMean']);
+    expect(hc.map((x) => x.op)).toEqual([
+      'hcCombineNorm',
+      'linear',
+      'hcScaledSilu',
+      'linear',
+      'hcGatedMean',
+      'hcCombineNorm',
+      'linear',
+      'hcScaledSilu',
+      'linear',
+      'hcGatedMean',
+    ]);
     // per mix: the two low-rank GEMMs [T,W]x[W,r+n] and [T,r]x[r,W]
     expect(sum(hc, (x) => x.matrixFlops)).toBe(2 * (2 * T * W * (r + n) + 2 * T * r * W));
     // combine-norm 6/elem + 6/stream, scaled silu 6 per gate, gated mean 6 per [T,W] element
@@ -97,13 +118,19 @@ describe('sequence parallelism', () => {
       expect(start).toBe(2);
       // from the layer after the boundary: at the boundary (layer `start`) the pending combine
       // is applied to all T rows before the shard, so that layer's first mix has none
-      const hc = (x: typeof off, f: (n: NodeCost) => number) => sum(x.p.nodes.filter((n) => n.cls === 'hc' && n.layer > start && n.layer < cfg.numLayers), f);
+      const hc = (x: typeof off, f: (n: NodeCost) => number) =>
+        sum(
+          x.p.nodes.filter((n) => n.cls === 'hc' && n.layer > start && n.layer < cfg.numLayers),
+          f,
+        );
       for (const f of [(n: NodeCost) => n.matrixFlops, (n: NodeCost) => n.vectorFlops, (n: NodeCost) => n.actBytes]) {
         expect(hc(on, f) * tp).toBe(hc(off, f));
       }
       // each rank still reads the replicated HC weights once
       expect(hc(on, (n) => n.weightBytes)).toBe(hc(off, (n) => n.weightBytes));
-      expect(hc(on, (n) => n.seconds)).toBeLessThan(hc(off, (n) => n.seconds) / tp + hc(on, (n) => n.kernels) * 5e-6 + hc(on, (n) => n.weightBytes) / hbm + 1e-12);
+      expect(hc(on, (n) => n.seconds)).toBeLessThan(
+        hc(off, (n) => n.seconds) / tp + hc(on, (n) => n.kernels) * 5e-6 + hc(on, (n) => n.weightBytes) / hbm + 1e-12,
+      );
     });
 
     it(`${cfg.name} tp ${tp}: all-reduce bus bytes equal reduce-scatter + all-gather bus bytes`, () => {
@@ -123,7 +150,7 @@ describe('sequence parallelism', () => {
     });
   }
 
-  it('the link a collective gets: the peers\' usable links on a mesh, the full NVLink behind a switch', () => {
+  it("the link a collective gets: the peers' usable links on a mesh, the full NVLink behind a switch", () => {
     const mi = builtInDevice('mi300x');
     // 48 GB/s usable of each xGMI link's 64 (device file), 7 x 48 in all
     expect(linkBytesPerSecond(mi, 2)).toBe(48e9);
@@ -174,7 +201,24 @@ describe('devices', () => {
     expect(mi.figures.computeUnits.value).toBe(80);
   });
 
-  const good = () => JSON.parse(JSON.stringify({ name: 'lab', topology: 'switch', figures: { matrixBf16Tflops: 300, matrixFp8Tflops: 600, vectorFp32Tflops: 40, hbmTBps: { value: 4.1, source: 'stream copy' }, memoryGB: 192, computeUnits: 80, linkGBps: 300, collectiveLatencyUs: 12, kernelLaunchUs: 4 } }));
+  const good = () =>
+    JSON.parse(
+      JSON.stringify({
+        name: 'lab',
+        topology: 'switch',
+        figures: {
+          matrixBf16Tflops: 300,
+          matrixFp8Tflops: 600,
+          vectorFp32Tflops: 40,
+          hbmTBps: { value: 4.1, source: 'stream copy' },
+          memoryGB: 192,
+          computeUnits: 80,
+          linkGBps: 300,
+          collectiveLatencyUs: 12,
+          kernelLaunchUs: 4,
+        },
+      }),
+    );
 
   it('a measured file: plain numbers are its own figures', () => {
     const d = parseDevice(good(), 'lab.json');

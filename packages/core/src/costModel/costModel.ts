@@ -21,7 +21,18 @@ export const OP_CLASS_TITLES: Record<OpClassName, string> = {
 };
 
 const HC_SCOPE = /(?:^|\.)(?:attn_hc|mlp_hc|mixer)\.[a-z_]+$/;
-const ATTENTION_OPS = new Set(['attnHeadNormRopeBf16', 'qsaBlockKeys', 'qsaSelect', 'qsaKeptCount', 'attnCausalQsa', 'attnOutputGate', 'gdnConvSilu', 'gdnGates', 'gdnRecurrence', 'gdnGatedNorm']);
+const ATTENTION_OPS = new Set([
+  'attnHeadNormRopeBf16',
+  'qsaBlockKeys',
+  'qsaSelect',
+  'qsaKeptCount',
+  'attnCausalQsa',
+  'attnOutputGate',
+  'gdnConvSilu',
+  'gdnGates',
+  'gdnRecurrence',
+  'gdnGatedNorm',
+]);
 const MOE_OPS = new Set(['moeRoute', 'moeExperts', 'moeExpertsFp8Ptpc', 'moeSwiGlu', 'moeCombine']);
 const COLLECTIVES = new Set(['allReduce', 'reduceScatter', 'allGather']);
 
@@ -122,7 +133,8 @@ function matrixSeconds(c: OpCost, device: Device, terms: ReadonlySet<PhysicsTerm
   const tn = figure(device, 'gemmTileCols');
   const lib = terms.has('gemmLibrary') ? (figure(device, 'gemmFraction') ?? 1) : 1;
   for (const g of c.gemms ?? []) {
-    const waves = terms.has('gemmWaves') && tm !== undefined && tn !== undefined ? libraryTileEfficiency(g.rows, g.n, f.computeUnits.value, tm, tn).fraction : 1;
+    const waves =
+      terms.has('gemmWaves') && tm !== undefined && tn !== undefined ? libraryTileEfficiency(g.rows, g.n, f.computeUnits.value, tm, tn).fraction : 1;
     seconds += g.flops / ((g.fp8 ? fp8 : bf16) * lib * waves);
     if (g.fp8) restFp8 -= g.flops;
     else restBf16 -= g.flops;
@@ -131,7 +143,14 @@ function matrixSeconds(c: OpCost, device: Device, terms: ReadonlySet<PhysicsTerm
 }
 
 /** Seconds of one node: max(compute, memory) / efficiency + launches, or latency + bus bytes / link (the roofline engine). */
-export function nodeSeconds(c: OpCost, cls: OpClassName, device: Device, eff: Efficiency, tp: number, terms: ReadonlySet<PhysicsTerm> = new Set(ALL_PHYSICS_TERMS)): { seconds: number; bound: NodeCost['bound'] } {
+export function nodeSeconds(
+  c: OpCost,
+  cls: OpClassName,
+  device: Device,
+  eff: Efficiency,
+  tp: number,
+  terms: ReadonlySet<PhysicsTerm> = new Set(ALL_PHYSICS_TERMS),
+): { seconds: number; bound: NodeCost['bound'] } {
   const f = device.figures;
   if (cls === 'collective') {
     return { seconds: collectiveSeconds(c.busBytes, f.collectiveLatencyUs.value * 1e-6, linkBytesPerSecond(device, tp)), bound: 'link' };
@@ -149,7 +168,10 @@ export const HCSP_ENGINE_FIGURES: readonly DeviceFigureName[] = ['clockGHz', 'de
 
 export function checkHcspFigures(device: Device): void {
   const missing = HCSP_ENGINE_FIGURES.filter((n) => device.figures[n] === undefined);
-  if (missing.length > 0) throw new Error(`device ${device.origin === 'built-in' ? device.name : device.origin}: --engine hcsp needs the figures ${missing.join(', ')} (see the built-in devices)`);
+  if (missing.length > 0)
+    throw new Error(
+      `device ${device.origin === 'built-in' ? device.name : device.origin}: --engine hcsp needs the figures ${missing.join(', ')} (see the built-in devices)`,
+    );
 }
 
 /**
@@ -188,7 +210,10 @@ export function priceGraph(graph: Graph, o: PriceOptions): PricedGraph {
   const terms = new Set(o.terms ?? ALL_PHYSICS_TERMS);
   if (engine === 'hcsp') checkHcspFigures(o.device);
   // hcsp's engine runs the graph's T rows as one sequence (engines/hcspKernels.ts)
-  const ctx = engine === 'hcsp' ? { config: o.config, tp: graph.tp, values: part.values, requests: 1, requestTokens: o.requests * o.requestTokens } : { config: o.config, tp: graph.tp, values: part.values, requests: o.requests, requestTokens: o.requestTokens };
+  const ctx =
+    engine === 'hcsp'
+      ? { config: o.config, tp: graph.tp, values: part.values, requests: 1, requestTokens: o.requests * o.requestTokens }
+      : { config: o.config, tp: graph.tp, values: part.values, requests: o.requests, requestTokens: o.requestTokens };
   const nodes: NodeCost[] = [];
   const byClass = byClassZero(zeroTotals);
   const layers = new Map<string, LayerCost>();
@@ -218,7 +243,13 @@ export function priceGraph(graph: Graph, o: PriceOptions): PricedGraph {
     let l = layers.get(label);
     if (!l) {
       const inStack = node.layer >= 0 && node.layer < o.config.numLayers;
-      l = { label, layer: node.layer, kind: inStack ? layerKind(o.config, node.layer) : label === 'mtp' ? 'attention' : null, seconds: 0, byClass: byClassZero(() => 0) };
+      l = {
+        label,
+        layer: node.layer,
+        kind: inStack ? layerKind(o.config, node.layer) : label === 'mtp' ? 'attention' : null,
+        seconds: 0,
+        byClass: byClassZero(() => 0),
+      };
       layers.set(label, l);
     }
     l.seconds += t.seconds;

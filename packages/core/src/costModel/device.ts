@@ -41,8 +41,27 @@ export type DeviceFigureName = keyof typeof DEVICE_FIGURES;
  * terms' figures (issue 27): without its figures a term is not applied (the roofline's
  * value), and `--engine hcsp` names the figures it lacks.
  */
-export type OptionalFigureName = 'linkPeerGBps' | 'gemmTileRows' | 'gemmTileCols' | 'gemmFraction' | 'memoryLatencyUs' | 'clockGHz' | 'dependentOpCycles' | 'lanesPerCu' | 'hostSyncUs';
-const REQUIRED: readonly DeviceFigureName[] = ['matrixBf16Tflops', 'matrixFp8Tflops', 'vectorFp32Tflops', 'hbmTBps', 'memoryGB', 'computeUnits', 'linkGBps', 'collectiveLatencyUs', 'kernelLaunchUs'];
+export type OptionalFigureName =
+  | 'linkPeerGBps'
+  | 'gemmTileRows'
+  | 'gemmTileCols'
+  | 'gemmFraction'
+  | 'memoryLatencyUs'
+  | 'clockGHz'
+  | 'dependentOpCycles'
+  | 'lanesPerCu'
+  | 'hostSyncUs';
+const REQUIRED: readonly DeviceFigureName[] = [
+  'matrixBf16Tflops',
+  'matrixFp8Tflops',
+  'vectorFp32Tflops',
+  'hbmTBps',
+  'memoryGB',
+  'computeUnits',
+  'linkGBps',
+  'collectiveLatencyUs',
+  'kernelLaunchUs',
+];
 
 /** How the GPUs are linked: 'switch' (NVSwitch: every GPU its full link bandwidth to any peer set) or 'mesh' (xGMI: one link per peer). */
 export type LinkTopology = 'switch' | 'mesh';
@@ -90,7 +109,8 @@ export function parseDevice(json: unknown, origin: string): Device {
   if (topology !== 'switch' && topology !== 'mesh') fail('topology', `must be "switch" or "mesh", got ${JSON.stringify(o.topology)}`);
   if (!isObject(o.figures)) fail('figures', `must be an object with the figures ${REQUIRED.join(', ')}`);
   const figs = o.figures as Record<string, unknown>;
-  for (const k of Object.keys(figs)) if (!Object.hasOwn(DEVICE_FIGURES, k)) fail(`figures.${k}`, `is not a known figure (known: ${Object.keys(DEVICE_FIGURES).join(', ')})`);
+  for (const k of Object.keys(figs))
+    if (!Object.hasOwn(DEVICE_FIGURES, k)) fail(`figures.${k}`, `is not a known figure (known: ${Object.keys(DEVICE_FIGURES).join(', ')})`);
   const figures = {} as Record<DeviceFigureName, DeviceFigure | undefined>;
   const fraction = (name: DeviceFigureName, v: number, f: string): number => {
     if (name === 'gemmFraction' && v > 1) fail(f, `must be a fraction in (0, 1], got ${v}`);
@@ -114,7 +134,8 @@ export function parseDevice(json: unknown, origin: string): Device {
     }
     if (!isObject(raw)) fail(field, `must be a number or {"value": number, "source": string}, got ${JSON.stringify(raw)}`);
     const r = raw as Record<string, unknown>;
-    for (const k of Object.keys(r)) if (!['value', 'source', 'published', 'range'].includes(k)) fail(`${field}.${k}`, 'is not a figure field (value, source, published, range)');
+    for (const k of Object.keys(r))
+      if (!['value', 'source', 'published', 'range'].includes(k)) fail(`${field}.${k}`, 'is not a figure field (value, source, published, range)');
     const value = fraction(name, positive(r.value, `${field}.value`), `${field}.value`);
     if (r.source !== undefined && (typeof r.source !== 'string' || r.source === '')) fail(`${field}.source`, 'must be a non-empty string');
     if (r.published !== undefined && typeof r.published !== 'boolean') fail(`${field}.published`, 'must be true or false');
@@ -126,7 +147,12 @@ export function parseDevice(json: unknown, origin: string): Device {
       }
       range = [g[0] as number, g[1] as number];
     }
-    figures[name] = { value, source: (r.source as string | undefined) ?? `measured: ${origin}`, published: (r.published as boolean | undefined) ?? r.source !== undefined, ...(range ? { range } : {}) };
+    figures[name] = {
+      value,
+      source: (r.source as string | undefined) ?? `measured: ${origin}`,
+      published: (r.published as boolean | undefined) ?? r.source !== undefined,
+      ...(range ? { range } : {}),
+    };
   }
   let efficiency: Efficiency | undefined;
   if (o.efficiency !== undefined) {

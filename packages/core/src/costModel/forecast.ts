@@ -63,7 +63,19 @@ export interface SideCost {
 }
 
 export interface Forecast {
-  input: { device: string; tp: number; isl: number; concurrency: number; tokens: number; mtp: boolean; config: string; mtpDrafter: 'gathered' | 'sharded'; qsaSelection: 'replicated' | 'rowSharded'; engine: 'roofline' | 'hcsp'; kernels: 'exact' | 'fast' | null };
+  input: {
+    device: string;
+    tp: number;
+    isl: number;
+    concurrency: number;
+    tokens: number;
+    mtp: boolean;
+    config: string;
+    mtpDrafter: 'gathered' | 'sharded';
+    qsaSelection: 'replicated' | 'rowSharded';
+    engine: 'roofline' | 'hcsp';
+    kernels: 'exact' | 'fast' | null;
+  };
   efficiency: Efficiency;
   off: SideCost;
   on: SideCost;
@@ -73,7 +85,15 @@ export interface Forecast {
   auto: { sp: boolean; reason: string | null };
 }
 
-export function buildCostGraph(config: ModelConfig, tokens: number, tp: number, sp: SpMode, mtp: boolean, env: Record<string, string | undefined> = {}, variant: GraphVariant = {}): { plan: SpPlan; graph: Graph } {
+export function buildCostGraph(
+  config: ModelConfig,
+  tokens: number,
+  tp: number,
+  sp: SpMode,
+  mtp: boolean,
+  env: Record<string, string | undefined> = {},
+  variant: GraphVariant = {},
+): { plan: SpPlan; graph: Graph } {
   const plan = planForMode(config, tokens, tp, sp, env, mtp);
   const { graph } = buildDecoderGraph({
     config,
@@ -89,7 +109,11 @@ export function buildCostGraph(config: ModelConfig, tokens: number, tp: number, 
 }
 
 function checkInput(i: ForecastInput): number {
-  for (const [name, v] of [['tp', i.tp], ['isl', i.isl], ['concurrency', i.concurrency]] as const) {
+  for (const [name, v] of [
+    ['tp', i.tp],
+    ['isl', i.isl],
+    ['concurrency', i.concurrency],
+  ] as const) {
     if (!Number.isSafeInteger(v) || v < 1) throw new Error(`cost model: ${name} must be a positive integer, got ${v}`);
   }
   const tokens = i.isl * i.concurrency;
@@ -131,7 +155,19 @@ export function forecast(i: ForecastInput): Forecast {
   const on = priceSide(i, 'on', efficiency);
   const auto = planForMode(i.config, tokens, i.tp, 'auto', i.env ?? {}, i.mtp);
   return {
-    input: { device: i.device.name, tp: i.tp, isl: i.isl, concurrency: i.concurrency, tokens, mtp: i.mtp, config: i.config.name, mtpDrafter: i.mtpDrafter ?? 'gathered', qsaSelection: i.qsaSelection ?? 'replicated', engine: i.engine ?? 'roofline', kernels: i.engine === 'hcsp' ? (i.kernels ?? 'fast') : null },
+    input: {
+      device: i.device.name,
+      tp: i.tp,
+      isl: i.isl,
+      concurrency: i.concurrency,
+      tokens,
+      mtp: i.mtp,
+      config: i.config.name,
+      mtpDrafter: i.mtpDrafter ?? 'gathered',
+      qsaSelection: i.qsaSelection ?? 'replicated',
+      engine: i.engine ?? 'roofline',
+      kernels: i.engine === 'hcsp' ? (i.kernels ?? 'fast') : null,
+    },
     efficiency,
     off,
     on,
@@ -236,10 +272,18 @@ export function sweep(i: Omit<ForecastInput, 'tp' | 'isl'>, tps: readonly number
   for (const tp of tps) {
     for (const isl of isls) {
       const f = forecast({ ...i, tp, isl });
-      rows.push({ tp, isl, tokens: f.input.tokens, offSeconds: f.off.seconds, onSeconds: f.on.seconds, hcShareOff: f.off.hcShare, hcShareOn: f.on.hcShare, gain: f.gain, auto: f.auto.sp });
+      rows.push({
+        tp,
+        isl,
+        tokens: f.input.tokens,
+        offSeconds: f.off.seconds,
+        onSeconds: f.on.seconds,
+        hcShareOff: f.off.hcShare,
+        hcShareOn: f.on.hcShare,
+        gain: f.gain,
+        auto: f.auto.sp,
+      });
     }
   }
   return rows;
 }
-
-

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { collectiveKneeBytes, collectiveSeconds, gemmTileEfficiency, groupedTileEfficiency, libraryTileEfficiency, rampedBandwidthFraction, rampedMemorySeconds } from './physics.ts';
+import {
+  collectiveKneeBytes,
+  collectiveSeconds,
+  gemmTileEfficiency,
+  groupedTileEfficiency,
+  libraryTileEfficiency,
+  rampedBandwidthFraction,
+  rampedMemorySeconds,
+} from './physics.ts';
 
 describe('physics terms against hand-computed cases (issue 27)', () => {
   it('wave quantization: M 1024 vs 4096 on 80 CUs, 256 x 256 tiles, N 2048', () => {

@@ -57,7 +57,14 @@ function positive(name: string, v: number): void {
  * two waves (160 slots): 0.8.
  */
 export function gemmTileEfficiency(m: number, n: number, cus: number, tileM: number, tileN: number): TileEfficiency {
-  for (const [k, v] of [['m', m], ['n', n], ['cus', cus], ['tileM', tileM], ['tileN', tileN]] as const) positive(k, v);
+  for (const [k, v] of [
+    ['m', m],
+    ['n', n],
+    ['cus', cus],
+    ['tileM', tileM],
+    ['tileN', tileN],
+  ] as const)
+    positive(k, v);
   const tiles = Math.ceil(m / tileM) * Math.ceil(n / tileN);
   const waves = Math.ceil(tiles / cus);
   return { tiles, waves, fraction: (m * n) / (waves * cus * tileM * tileN) };
@@ -88,9 +95,20 @@ export function groupedTileEfficiency(groupRows: readonly number[], n: number, c
  * The pick maximizes the wave/tile fraction; a smaller tile's lower operand reuse is not
  * priced (so this is the library at its best for the shape).
  */
-export function libraryTileEfficiency(groupRows: readonly number[], n: number, cus: number, tileM: number, tileN: number): TileEfficiency & { tileM: number; tileN: number } {
+export function libraryTileEfficiency(
+  groupRows: readonly number[],
+  n: number,
+  cus: number,
+  tileM: number,
+  tileN: number,
+): TileEfficiency & { tileM: number; tileN: number } {
   let best: (TileEfficiency & { tileM: number; tileN: number }) | null = null;
-  for (const [tm, tn] of [[tileM, tileN], [tileM / 2, tileN], [tileM, tileN / 2], [tileM / 2, tileN / 2]]) {
+  for (const [tm, tn] of [
+    [tileM, tileN],
+    [tileM / 2, tileN],
+    [tileM, tileN / 2],
+    [tileM / 2, tileN / 2],
+  ]) {
     const e = groupedTileEfficiency(groupRows, n, cus, tm, tn);
     if (!best || e.fraction > best.fraction) best = { ...e, tileM: tm, tileN: tn };
   }

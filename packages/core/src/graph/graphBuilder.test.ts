@@ -31,7 +31,9 @@ describe('GraphBuilder', () => {
     const x = b.input('x', [5, 8], 'bf16');
     const w = b.weight({ name: 'w' }, [3, 7]);
     const y = b.value('y', [5, 3], 'bf16', 0);
-    expect(() => b.node({ op: 'linear', rank: 0, layer: 0, scope: 's', inputs: [x, w], outputs: [y], attrs: {} })).toThrow("op linear: input 'w' is [3,7], expected [rows,8]");
+    expect(() => b.node({ op: 'linear', rank: 0, layer: 0, scope: 's', inputs: [x, w], outputs: [y], attrs: {} })).toThrow(
+      "op linear: input 'w' is [3,7], expected [rows,8]",
+    );
   });
 
   it('validates attributes: required, kind, allowed values, unknown names', () => {
@@ -44,9 +46,9 @@ describe('GraphBuilder', () => {
     expect(node({ rows: -1 })).toThrow("op trim: attribute 'rows' must be an integer >= 0, got -1");
     expect(node({ rows: 4, extra: 1 })).toThrow("op trim: unknown attribute 'extra' (declared: rows)");
     const g = b.value('g', [4, 8], 'bf16', 0);
-    expect(() =>
-      b.node({ op: 'hcCombine', rank: 0, layer: 0, scope: 's', inputs: [x, x, x], outputs: [g], attrs: { streams: 4, contract: 'torch' } }),
-    ).toThrow("op hcCombine: attribute 'contract' must be one of atom, hf, got \"torch\"");
+    expect(() => b.node({ op: 'hcCombine', rank: 0, layer: 0, scope: 's', inputs: [x, x, x], outputs: [g], attrs: { streams: 4, contract: 'torch' } })).toThrow(
+      'op hcCombine: attribute \'contract\' must be one of atom, hf, got "torch"',
+    );
   });
 
   it('gives a collective tp in its rule: all-gather multiplies rows, reduce-scatter divides them', () => {

@@ -17,7 +17,10 @@ export class GraphBuilder {
   private readonly outputs: ValueId[] = [];
   private readonly weightIds = new Map<string, ValueId>();
 
-  constructor(readonly tp: number, readonly meta: Record<string, unknown> = {}) {}
+  constructor(
+    readonly tp: number,
+    readonly meta: Record<string, unknown> = {},
+  ) {}
 
   input(id: ValueId, shape: number[], dtype: DType): ValueId {
     this.declare({ id, shape, dtype, rank: null, kind: 'input' });
@@ -32,7 +35,9 @@ export class GraphBuilder {
     if (existing) {
       const d = this.values[existing];
       if (d.dtype !== dtype || d.shape.join(',') !== shape.join(',')) {
-        throw new Error(`graph: weight '${ref.name}' ('${existing}') is declared ${d.dtype}[${d.shape.join(',')}], asked for again as ${dtype}[${shape.join(',')}]`);
+        throw new Error(
+          `graph: weight '${ref.name}' ('${existing}') is declared ${d.dtype}[${d.shape.join(',')}], asked for again as ${dtype}[${shape.join(',')}]`,
+        );
       }
       return existing;
     }
@@ -64,7 +69,9 @@ export class GraphBuilder {
       throw new Error(`graph: op ${n.op} ${def.collective ? 'is a collective (rank must be null)' : 'needs a rank'}`);
     }
     if (n.inputs.length !== def.inputs.length * perRank || n.outputs.length !== def.outputs.length * perRank) {
-      throw new Error(`graph: op ${n.op} at ${n.scope} has ${n.inputs.length} inputs / ${n.outputs.length} outputs, expected ${def.inputs.length * perRank} / ${def.outputs.length * perRank}`);
+      throw new Error(
+        `graph: op ${n.op} at ${n.scope} has ${n.inputs.length} inputs / ${n.outputs.length} outputs, expected ${def.inputs.length * perRank} / ${def.outputs.length * perRank}`,
+      );
     }
     n.inputs.forEach((id, i) => {
       const port = def.inputs[i % def.inputs.length];
@@ -127,7 +134,9 @@ export class GraphBuilder {
         const got = this.values[id];
         if (!want) throw new Error(`op ${n.op}: output '${def.outputs[p].name}' is not produced for these inputs, but '${id}' is declared`);
         if (got.dtype !== want.dtype || got.shape.join(',') !== want.shape.join(',')) {
-          throw new Error(`op ${n.op}: output '${def.outputs[p].name}' ('${id}') is declared ${got.dtype}[${got.shape.join(',')}], the op gives ${want.dtype}[${want.shape.join(',')}]`);
+          throw new Error(
+            `op ${n.op}: output '${def.outputs[p].name}' ('${id}') is declared ${got.dtype}[${got.shape.join(',')}], the op gives ${want.dtype}[${want.shape.join(',')}]`,
+          );
         }
       });
     }

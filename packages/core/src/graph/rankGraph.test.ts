@@ -12,7 +12,12 @@ import { rankGraph } from './rankGraph.ts';
 // Each rank's part of the graph, run as if in its own process (its own session, meeting its
 // peers only at the collectives through an in-process group), gives exactly the lockstep
 // run's values and statistics.
-async function runRanks(graph: Graph, feeds: Parameters<typeof runOnce>[2], weights: Parameters<typeof runOnce>[3], keep: string[][] = []): Promise<RunResult[]> {
+async function runRanks(
+  graph: Graph,
+  feeds: Parameters<typeof runOnce>[2],
+  weights: Parameters<typeof runOnce>[3],
+  keep: string[][] = [],
+): Promise<RunResult[]> {
   const group = processLocalGroup(graph.tp);
   const cpu = new CpuBackend();
   return Promise.all(
@@ -34,7 +39,11 @@ async function runRanks(graph: Graph, feeds: Parameters<typeof runOnce>[2], weig
 }
 
 describe('rankGraph', () => {
-  for (const [tp, sp] of [[2, 'on'], [4, 'on'], [4, 'off']] as const) {
+  for (const [tp, sp] of [
+    [2, 'on'],
+    [4, 'on'],
+    [4, 'off'],
+  ] as const) {
     it(`tp ${tp}, SP ${sp}: the ranks' parts run apart give the lockstep run's bits and bytes`, async () => {
       const p = preparePrefill({ config: TINY, tokens: 21, tp, sp, reduce: 'ring', seed: 9, subLayers: STAND_IN_SUB_LAYERS });
       const lockstep = await runOnce(new CpuBackend(), p.graph, p.feeds, p.weights, { keep: p.outputs.streamsPerStep.flat() });

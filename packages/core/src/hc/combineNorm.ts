@@ -91,15 +91,7 @@ export function combineNorm(
 }
 
 /** The unfused combine X_s = bf(X_s + y * 2 sigmoid(bf(raw_s / n))) over all rows. */
-export function combine(
-  xIn: Uint16Array,
-  blockOut: Uint16Array,
-  raw: Uint16Array,
-  rows: number,
-  h: number,
-  n: number,
-  contract: HcContract,
-): Uint16Array {
+export function combine(xIn: Uint16Array, blockOut: Uint16Array, raw: Uint16Array, rows: number, h: number, n: number, contract: HcContract): Uint16Array {
   const width = n * h;
   if (xIn.length !== rows * width) throw new Error(`hcCombine: x has ${xIn.length} values, expected ${rows}x${width}`);
   if (blockOut.length !== rows * h) throw new Error(`hcCombine: blockOut has ${blockOut.length} values, expected ${rows}x${h}`);

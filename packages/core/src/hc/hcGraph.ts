@@ -63,7 +63,14 @@ export function buildHcMix(b: GraphBuilder, ctx: HcStepContext, streams: ValueId
 
   const xOut = b.value(id('streams'), [rows, width], 'bf16', rank);
   const normed = b.value(id('normed'), [rows, width], 'bf16', rank);
-  b.node({ op: 'hcCombineNorm', ...common, scope: `${scope}.combine_norm`, inputs: [streams, pending?.y ?? null, pending?.raw ?? null, normW], outputs: [xOut, normed], attrs: { streams: n, eps: config.rmsNormEps, contract } });
+  b.node({
+    op: 'hcCombineNorm',
+    ...common,
+    scope: `${scope}.combine_norm`,
+    inputs: [streams, pending?.y ?? null, pending?.raw ?? null, normW],
+    outputs: [xOut, normed],
+    attrs: { streams: n, eps: config.rmsNormEps, contract },
+  });
   const d = b.value(id('d'), [rows, dWidth], 'bf16', rank);
   b.node({ op: 'linear', ...common, scope: `${scope}.down`, inputs: [normed, wFirst], outputs: [d], attrs: {} });
   const gate = b.value(id('gate'), [rows, r], 'bf16', rank);
@@ -95,6 +102,14 @@ export function buildHcMix(b: GraphBuilder, ctx: HcStepContext, streams: ValueId
 /** The unfused combine, for where the pending combine cannot wait for the next mix. */
 export function buildHcCombine(b: GraphBuilder, ctx: HcStepContext, streams: ValueId, pending: PendingCombine): ValueId {
   const out = b.value(`r${ctx.rank}/${ctx.scope}/combined`, [ctx.rows, ctx.config.hc.count * ctx.config.hiddenSize], 'bf16', ctx.rank);
-  b.node({ op: 'hcCombine', rank: ctx.rank, layer: ctx.layer, scope: `${ctx.scope}.combine`, inputs: [streams, pending.y, pending.raw], outputs: [out], attrs: { streams: ctx.config.hc.count, contract: ctx.contract } });
+  b.node({
+    op: 'hcCombine',
+    rank: ctx.rank,
+    layer: ctx.layer,
+    scope: `${ctx.scope}.combine`,
+    inputs: [streams, pending.y, pending.raw],
+    outputs: [out],
+    attrs: { streams: ctx.config.hc.count, contract: ctx.contract },
+  });
   return out;
 }

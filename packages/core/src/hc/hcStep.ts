@@ -58,7 +58,9 @@ export function runHcStep(inputs: HcStepInputs, options: HcStepOptions): HcStepO
   const wUp = expect(inputs.wUp, 'input_mix_weight_up.weight', [width, r]);
   const normW = expect(inputs.normWeight, 'hc_norm.weight', [width]);
   if ((inputs.blockOut === null) !== (inputs.rawPrev === null)) {
-    throw new Error(`block_out and raw_prev come together (the pending combine): got ${inputs.blockOut ? 'block_out without raw_prev' : 'raw_prev without block_out'}`);
+    throw new Error(
+      `block_out and raw_prev come together (the pending combine): got ${inputs.blockOut ? 'block_out without raw_prev' : 'raw_prev without block_out'}`,
+    );
   }
   const blockOut = inputs.blockOut ? expect(inputs.blockOut, 'block_out', [rows, hidden]) : null;
   const rawPrev = inputs.rawPrev ? expect(inputs.rawPrev, 'raw_prev', [rows, n]) : null;

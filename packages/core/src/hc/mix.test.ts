@@ -32,7 +32,7 @@ describe('HC mix element-wise steps', () => {
     return f32ArrayToBf16(ref);
   }
 
-  it('gated mean is within 1 row-scale ulp of float64 with each contract\'s storage points', () => {
+  it("gated mean is within 1 row-scale ulp of float64 with each contract's storage points", () => {
     // a sum of 4 signed terms can cancel: bound in ulps of the row's scale
     for (const contract of ['atom', 'hf'] as const) {
       const got = gatedMean(up, normed, rows, H, N, contract);

@@ -3,13 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Tensor } from '../tensor/tensor.ts';
-import {
-  bufferByteSource,
-  layoutSafetensors,
-  SafetensorsReader,
-  serializeSafetensors,
-  type ByteSource,
-} from './safetensors.ts';
+import { bufferByteSource, layoutSafetensors, SafetensorsReader, serializeSafetensors, type ByteSource } from './safetensors.ts';
 import { FileByteSource, openSafetensorsFile, writeSafetensorsFile } from './safetensorsFile.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'hcsp-safetensors-'));
@@ -46,11 +40,9 @@ describe('safetensors layout matches the Hugging Face serializer byte for byte',
     const out = serializeSafetensors(new Map([['attn.0', f32Tensor([1, 2, 3], [0, 1, 2, 3, 4, 5])]]));
     // prettier-ignore
     expect([...out]).toEqual([
-      64, 0, 0, 0, 0, 0, 0, 0, 123, 34, 97, 116, 116, 110, 46, 48, 34, 58, 123, 34, 100,
-      116, 121, 112, 101, 34, 58, 34, 70, 51, 50, 34, 44, 34, 115, 104, 97, 112, 101, 34,
-      58, 91, 49, 44, 50, 44, 51, 93, 44, 34, 100, 97, 116, 97, 95, 111, 102, 102, 115,
-      101, 116, 115, 34, 58, 91, 48, 44, 50, 52, 93, 125, 125, 0, 0, 0, 0, 0, 0, 128, 63,
-      0, 0, 0, 64, 0, 0, 64, 64, 0, 0, 128, 64, 0, 0, 160, 64,
+      64, 0, 0, 0, 0, 0, 0, 0, 123, 34, 97, 116, 116, 110, 46, 48, 34, 58, 123, 34, 100, 116, 121, 112, 101, 34, 58, 34, 70, 51, 50, 34, 44, 34, 115, 104, 97,
+      112, 101, 34, 58, 91, 49, 44, 50, 44, 51, 93, 44, 34, 100, 97, 116, 97, 95, 111, 102, 102, 115, 101, 116, 115, 34, 58, 91, 48, 44, 50, 52, 93, 125, 125,
+      0, 0, 0, 0, 0, 0, 128, 63, 0, 0, 0, 64, 0, 0, 64, 64, 0, 0, 128, 64, 0, 0, 160, 64,
     ]);
   });
 
@@ -163,14 +155,26 @@ describe('safetensors header validation names the problem', () => {
     ['header length past the end of the file', rawFile(ok, 8, 500), /truncated file: the header needs 508 bytes, the file has \d+/],
     ['header length over the 100 MB limit', rawFile(ok, 8, 200_000_000), /header length 200000000 exceeds/],
     ['header that is not JSON', rawFile('{"a": [1,', 0), /malformed header: not valid JSON/],
-    ['header that is not UTF-8', (() => { const b = rawFile('{"a":1}', 0); b[10] = 0xff; return b; })(), /malformed header: not valid UTF-8/],
+    [
+      'header that is not UTF-8',
+      (() => {
+        const b = rawFile('{"a":1}', 0);
+        b[10] = 0xff;
+        return b;
+      })(),
+      /malformed header: not valid UTF-8/,
+    ],
     ['header that is a JSON array', rawFile('[1,2]', 0), /malformed header: the JSON is not an object/],
     ['unknown dtype', rawFile('{"a":{"dtype":"F12","shape":[2],"data_offsets":[0,4]}}', 4), /tensor 'a' has unknown dtype "F12"/],
     ['fractional shape', rawFile('{"a":{"dtype":"BF16","shape":[1.5],"data_offsets":[0,3]}}', 3), /tensor 'a' has shape \[1.5\], not a list/],
     ['negative shape', rawFile('{"a":{"dtype":"BF16","shape":[-2],"data_offsets":[0,4]}}', 4), /tensor 'a' has shape \[-2\]/],
     ['offsets not a pair', rawFile('{"a":{"dtype":"BF16","shape":[2],"data_offsets":[0]}}', 4), /tensor 'a' has data_offsets \[0\]/],
     ['end before begin', rawFile('{"a":{"dtype":"BF16","shape":[0],"data_offsets":[4,0]}}', 4), /tensor 'a' has data_offsets \[4,0\] with end before begin/],
-    ['byte count not numel*itemsize', rawFile('{"a":{"dtype":"BF16","shape":[3],"data_offsets":[0,4]}}', 4), /tensor 'a' has 4 data bytes .* BF16 \[3\] needs 6/],
+    [
+      'byte count not numel*itemsize',
+      rawFile('{"a":{"dtype":"BF16","shape":[3],"data_offsets":[0,4]}}', 4),
+      /tensor 'a' has 4 data bytes .* BF16 \[3\] needs 6/,
+    ],
     [
       'overlapping tensors',
       rawFile('{"a":{"dtype":"BF16","shape":[2],"data_offsets":[0,4]},"b":{"dtype":"BF16","shape":[2],"data_offsets":[2,6]}}', 6),

@@ -38,15 +38,7 @@ function checkOperand(what: string, m: RowQuant, rows: number, cols: number): vo
  * scales applied in `order`. x: [rows, inF] with per-row scales; w: [outF, inF] with
  * per-output-channel scales; both in `format`.
  */
-export function fp8LinearPtpc(
-  x: RowQuant,
-  w: RowQuant,
-  rows: number,
-  inF: number,
-  outF: number,
-  format: Fp8Format,
-  order: PtpcScaleOrder,
-): Uint16Array {
+export function fp8LinearPtpc(x: RowQuant, w: RowQuant, rows: number, inF: number, outF: number, format: Fp8Format, order: PtpcScaleOrder): Uint16Array {
   if (order !== 'weightFirst' && order !== 'tokenFirst') throw new Error(`fp8LinearPtpc: unknown scale order '${String(order)}'`);
   checkOperand('x', x, rows, inF);
   checkOperand('w', w, outF, inF);

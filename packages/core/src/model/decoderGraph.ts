@@ -157,7 +157,15 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
   const streamsPerStep: ValueId[][] = [];
   const dumpValues: Record<string, ValueId> = {};
   const rankValues: Record<string, RankValue> = {};
-  const hcCtx = (r: number, layer: number, prefix: string, scope: string): HcStepContext => ({ config, rank: r, rows, prefix, scope, layer, contract: hcContractOf(o.contract) });
+  const hcCtx = (r: number, layer: number, prefix: string, scope: string): HcStepContext => ({
+    config,
+    rank: r,
+    rows,
+    prefix,
+    scope,
+    layer,
+    contract: hcContractOf(o.contract),
+  });
   const subCtx = (layer: number, r: number, scope: string, fp8?: SubLayerContext['fp8']): SubLayerContext => ({
     config,
     layer,
@@ -216,11 +224,30 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
    * rows (its input all-gathered when the streams are sharded), its partial sums all-reduced
    * (or reduce-scattered to the rank's rows), left as the next pending combine.
    */
-  const hcStep = (layer: number, prefix: string, scope: string, sub: (xs: ValueId[], xq: (Fp8Rows | null)[]) => ValueId[], fp8Fused: Fp8Format | null = null) => {
-    const mixes = ranks.map((r) => buildHcMix(b, { ...hcCtx(r, layer, prefix, `${scope}_hc`), ...(fp8Fused ? { fp8Fused } : {}) }, streams[r], pending[r], true));
+  const hcStep = (
+    layer: number,
+    prefix: string,
+    scope: string,
+    sub: (xs: ValueId[], xq: (Fp8Rows | null)[]) => ValueId[],
+    fp8Fused: Fp8Format | null = null,
+  ) => {
+    const mixes = ranks.map((r) =>
+      buildHcMix(b, { ...hcCtx(r, layer, prefix, `${scope}_hc`), ...(fp8Fused ? { fp8Fused } : {}) }, streams[r], pending[r], true),
+    );
     streams = mixes.map((m) => m.streams);
-    const xs = rows === T ? mixes.map((m) => m.x) : gather(mixes.map((m) => m.x), h, layer, `${scope}_in`);
-    const partials = sub(xs, mixes.map((m) => m.xQuant));
+    const xs =
+      rows === T
+        ? mixes.map((m) => m.x)
+        : gather(
+            mixes.map((m) => m.x),
+            h,
+            layer,
+            `${scope}_in`,
+          );
+    const partials = sub(
+      xs,
+      mixes.map((m) => m.xQuant),
+    );
     let ys: ValueId[];
     if (tp === 1) {
       ys = partials;
@@ -254,11 +281,13 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
     }
   };
   /** every rank's sub-layer `sub` at `layer` (attnRanks, when the builders have it, builds all ranks at once) */
-  const subLayer = (bb: GraphBuilder, sub: 'attn' | 'mlp', layer: number, scope: string, ex: ExtraInputs, fp8: Fp8Format | null = null) => (xs: ValueId[], xq: (Fp8Rows | null)[]): ValueId[] => {
-    const ctxs = ranks.map((r) => subCtx(layer, r, scope, fp8 ? { format: fp8, ...(xq[r] ? { x: xq[r]! } : {}) } : undefined));
-    if (sub === 'attn' && o.subLayers.attnRanks) return o.subLayers.attnRanks(bb, ctxs, xs, ex);
-    return ranks.map((r) => o.subLayers[sub](bb, ctxs[r], xs[r], ex));
-  };
+  const subLayer =
+    (bb: GraphBuilder, sub: 'attn' | 'mlp', layer: number, scope: string, ex: ExtraInputs, fp8: Fp8Format | null = null) =>
+    (xs: ValueId[], xq: (Fp8Rows | null)[]): ValueId[] => {
+      const ctxs = ranks.map((r) => subCtx(layer, r, scope, fp8 ? { format: fp8, ...(xq[r] ? { x: xq[r]! } : {}) } : undefined));
+      if (sub === 'attn' && o.subLayers.attnRanks) return o.subLayers.attnRanks(bb, ctxs, xs, ex);
+      return ranks.map((r) => o.subLayers[sub](bb, ctxs[r], xs[r], ex));
+    };
 
   dumpAs('embed', embedded, -1);
   for (let layer = layers[0]; layer < layers[1]; layer++) {
@@ -281,7 +310,14 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
       dumpAs(`${name}.in`, streams, layer);
       layerIn = true;
       const pleTable: PleTable = o.pleTable === 'vocabParallel' ? { kind: 'vocabParallel', reduce: reduceAttrs } : { kind: 'gathered' };
-      const outs = o.subLayers.ple(b, ranks.map((r) => ({ config, layer, rank: r, tp, tokens: T, scope: `L${layer}.ple` })), streams, ids, extra, pleTable);
+      const outs = o.subLayers.ple(
+        b,
+        ranks.map((r) => ({ config, layer, rank: r, tp, tokens: T, scope: `L${layer}.ple` })),
+        streams,
+        ids,
+        extra,
+        pleTable,
+      );
       streams = ranks.map((r) => {
         const x = b.value(`r${r}/L${layer}.ple/streams`, [T, width], 'bf16', r);
         b.node({ op: 'add', rank: r, layer, scope: `L${layer}.ple.add`, inputs: [streams[r], outs[r]], outputs: [x], attrs: {} });
@@ -327,7 +363,11 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
     draftState = streams;
   }
   const mixer = ranks.map((r) => buildHcMix(b, hcCtx(r, exitLayer, hcPrefix('mixer'), 'mixer'), streams[r], pending[r], false));
-  dumpAs('final.in', mixer.map((m) => m.streams), exitLayer);
+  dumpAs(
+    'final.in',
+    mixer.map((m) => m.streams),
+    exitLayer,
+  );
   const mixed = mixer.map((m) => m.x);
   const final = exitGather === 'mixer' ? gather(mixed, h, exitLayer, 'mixer_out') : mixed;
   output(final[0]);
@@ -346,7 +386,15 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
       let next = head.ids[r];
       if (logitsRows === 'all') {
         next = b.value(`r${r}/mtp/next_token`, [1], 'i32', r);
-        b.node({ op: 'sliceRows', rank: r, layer: exitLayer, scope: 'mtp.next_token', inputs: [head.ids[r]], outputs: [next], attrs: { start: T - 1, end: T } });
+        b.node({
+          op: 'sliceRows',
+          rank: r,
+          layer: exitLayer,
+          scope: 'mtp.next_token',
+          inputs: [head.ids[r]],
+          outputs: [next],
+          attrs: { start: T - 1, end: T },
+        });
       }
       return buildMtpInput(b, { config, rank: r, tp, tokens: T, rows, layer: exitLayer, scope: 'mtp' }, ids, next, table, draftState[r]);
     });
@@ -355,7 +403,8 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
     const draftB = mtpDraftLayerBuilder(b, config);
     const draftExtra = mtpDraftExtraInputs(b, config, o.subLayers, T);
     const host = mtpHostLayer(config);
-    for (const sub of ['attn', 'mlp'] as const) dumpRanks(`mtp.${sub}`, hcStep(exitLayer, mtpHcPrefix(sub), `mtp.${sub}`, subLayer(draftB, sub, host, `mtp.${sub}`, draftExtra)));
+    for (const sub of ['attn', 'mlp'] as const)
+      dumpRanks(`mtp.${sub}`, hcStep(exitLayer, mtpHcPrefix(sub), `mtp.${sub}`, subLayer(draftB, sub, host, `mtp.${sub}`, draftExtra)));
     const xm = ranks.map((r) => buildHcMix(b, hcCtx(r, exitLayer, mtpHcPrefix('mixer'), 'mtp.mixer'), streams[r], pending[r], false).x);
     const hm = rows === T ? xm : gather(xm, h, exitLayer, 'mtp.mixer_out');
     const draft = buildLmHead(b, { config, tp, tokens: T, rows: logitsRows, scope: 'mtp.lm_head', layer: exitLayer }, hm);
@@ -387,6 +436,14 @@ function keptCountsOf(b: GraphBuilder, config: ModelConfig, layer: number, token
   const blocks = `r0/${scope}/${QSA_BLOCKS}`;
   if (!b.has(blocks)) return null;
   const kept = b.value(`r0/${scope}/kept`, [tokens], 'i32', 0);
-  b.node({ op: 'qsaKeptCount', rank: 0, layer, scope: `${scope}.kept`, inputs: [blocks], outputs: [kept], attrs: { compressRatio: config.attention.indexer.compressRatio } });
+  b.node({
+    op: 'qsaKeptCount',
+    rank: 0,
+    layer,
+    scope: `${scope}.kept`,
+    inputs: [blocks],
+    outputs: [kept],
+    attrs: { compressRatio: config.attention.indexer.compressRatio },
+  });
   return kept;
 }

@@ -16,14 +16,24 @@ const T = 41; // C = 21 at tp 2 (1 padding row), 11 at tp 4 (3 padding rows)
 const H = SMALL.hiddenSize;
 const WIDTH = SMALL.hc.count * H;
 
-async function run(tp: number, sp: SpMode, reduce: ReduceAlgorithm, opts: { keepAll?: boolean; ids?: Int32Array; mtpDrafter?: 'gathered' | 'sharded'; tokens?: number } = {}) {
+async function run(
+  tp: number,
+  sp: SpMode,
+  reduce: ReduceAlgorithm,
+  opts: { keepAll?: boolean; ids?: Int32Array; mtpDrafter?: 'gathered' | 'sharded'; tokens?: number } = {},
+) {
   const tokens = opts.tokens ?? T;
   const p = preparePrefill({ config: SMALL, tokens, tp, sp, reduce, seed: 3, subLayers: MODEL_SUB_LAYERS, logits: 'all', mtpDrafter: opts.mtpDrafter });
   if (opts.ids) p.feeds.set('ids', { dtype: 'i32', shape: [tokens], data: opts.ids });
   const result = await runOnce(backend, p.graph, p.feeds, p.weights, opts.keepAll ? { keep: 'all' } : {});
   const get = (id: string): Tensor => result.values.get(id)!;
   const bytes = (id: string) => Buffer.from(get(id).data.buffer);
-  const heads = { logits: bytes(p.outputs.logits), next: bytes(p.outputs.nextTokens), mtpLogits: bytes(p.outputs.mtp!.logits), draft: bytes(p.outputs.mtp!.draftTokens) };
+  const heads = {
+    logits: bytes(p.outputs.logits),
+    next: bytes(p.outputs.nextTokens),
+    mtpLogits: bytes(p.outputs.mtp!.logits),
+    draft: bytes(p.outputs.mtp!.draftTokens),
+  };
   return { p, result, get, h: get(p.outputs.h).data as Uint16Array, mtp: p.outputs.mtpState ? (get(p.outputs.mtpState).data as Uint16Array) : null, heads };
 }
 
@@ -34,7 +44,6 @@ function expectSameHeads(a: Awaited<ReturnType<typeof run>>['heads'], b: Awaited
 const offTp2 = await run(2, 'off', 'ring');
 
 describe('decoder stack (PLE, GatedDeltaNet, attention, MoE) on the CPU reference', () => {
-
   it('keeps activations in a realistic range through every layer (no overflow, no collapse)', async () => {
     const { p, get } = await run(1, 'off', 'ring', { keepAll: true });
     for (const [r0] of p.outputs.streamsPerStep) {

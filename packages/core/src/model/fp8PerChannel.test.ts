@@ -56,7 +56,9 @@ function openError(entries: RawEntry[], specs: WeightSpec[]): string {
 describe('per-channel FP8 weight scales (the PTPC-FP8 release)', () => {
   for (const scaleShape of [[N, 1], [N]]) {
     it(`dequantizes F8_E4M3 with F32${JSON.stringify(scaleShape)} scales as bf(fl(q * s[o])), whole and sliced`, async () => {
-      const c = openCheckpoint(folderWith([fp8(), f32Raw(`${W.replace(/\.weight$/, '')}.weight_scale`, scaleShape, scales)]), TINY, { specs: [spec(W, [N, K])] });
+      const c = openCheckpoint(folderWith([fp8(), f32Raw(`${W.replace(/\.weight$/, '')}.weight_scale`, scaleShape, scales)]), TINY, {
+        specs: [spec(W, [N, K])],
+      });
       try {
         expect(c.conversions).toEqual(['1 FP8 tensors with per-channel scales dequantized to bf16 as bf(fl(q * s[o]))']);
         expect(c.unused).toEqual([]);
@@ -66,7 +68,13 @@ describe('per-channel FP8 weight scales (the PTPC-FP8 release)', () => {
         expect(whole.dtype).toBe('bf16');
         expect(whole.shape).toEqual([N, K]);
         expect(whole.data).toEqual(expected(all, cols));
-        const rows = await c.source.read(W, { axis: 0, ranges: [[1, 2], [3, 5]] });
+        const rows = await c.source.read(W, {
+          axis: 0,
+          ranges: [
+            [1, 2],
+            [3, 5],
+          ],
+        });
         expect(rows.data).toEqual(expected([1, 3, 4], cols));
         const colSlice = await c.source.read(W, { axis: 1, ranges: [[2, 5]] });
         expect(colSlice.data).toEqual(expected(all, [2, 3, 4]));
@@ -76,7 +84,13 @@ describe('per-channel FP8 weight scales (the PTPC-FP8 release)', () => {
         const q = await c.source.read(parts.q, { axis: 0, ranges: [[1, 3]] });
         expect([q.dtype, q.shape, [...(q.data as Uint8Array)]]).toEqual(['fp8e4m3fn', [2, K], [...qBits.subarray(K, 3 * K)]]);
         expect(c.source.filePlan(parts.q)).not.toBeNull();
-        const sc = await c.source.read(parts.scale, { axis: 0, ranges: [[1, 2], [4, 5]] });
+        const sc = await c.source.read(parts.scale, {
+          axis: 0,
+          ranges: [
+            [1, 2],
+            [4, 5],
+          ],
+        });
         expect([sc.dtype, sc.shape, [...(sc.data as Float32Array)]]).toEqual(['f32', [2], [Math.fround(scales[1]), Math.fround(scales[4])]]);
         expect(c.source.fp8PerChannel('model.layers.0.mlp.shared_expert.down_proj.weight')).toBeNull();
         // as e4m3fnuz (ATOM normalize_e4m3fn_to_e4m3fnuz): the same bits but -0 -> 0, the scales doubled; every value the same
@@ -89,10 +103,13 @@ describe('per-channel FP8 weight scales (the PTPC-FP8 release)', () => {
         expect(qBits.includes(0x80)).toBe(true);
         expect([...sz]).toEqual(scales.map((v) => Math.fround(v) * 2));
         // (+0 for -0: the one change)
-        for (let i = 0; i < N * K; i++) expect(fp8ToF32(qz.data[i], 'e4m3fnuz') * sz[Math.floor(i / K)]).toBe(fp8ToF32(qBits[i], 'e4m3fn') * Math.fround(scales[Math.floor(i / K)]) + 0);
+        for (let i = 0; i < N * K; i++)
+          expect(fp8ToF32(qz.data[i], 'e4m3fnuz') * sz[Math.floor(i / K)]).toBe(fp8ToF32(qBits[i], 'e4m3fn') * Math.fround(scales[Math.floor(i / K)]) + 0);
         expect(c.source.fp8PerChannel(W, 'e4m3fn')).toEqual(parts);
         // the global-scale rule, bf(q * bf(s)), gives other bits for these scales
-        const global = Uint16Array.from(all.flatMap((r) => cols.map((k) => f32ToBf16(Math.fround(fp8ToF32(qBits[r * K + k], 'e4m3fn') * bf16ToF32(f32ToBf16(scales[r])))))));
+        const global = Uint16Array.from(
+          all.flatMap((r) => cols.map((k) => f32ToBf16(Math.fround(fp8ToF32(qBits[r * K + k], 'e4m3fn') * bf16ToF32(f32ToBf16(scales[r])))))),
+        );
         expect(whole.data).not.toEqual(global);
       } finally {
         c.source.close();
@@ -116,10 +133,16 @@ describe('per-channel FP8 weight scales (the PTPC-FP8 release)', () => {
     const s = `${W.replace(/\.weight$/, '')}.weight_scale`;
     const specs = [spec(W, [N, K])];
     expect(openError([fp8(), f32Raw(s, [1, N], scales)], specs)).toMatch(
-      new RegExp(`1 problem: .*m\\d+/model\\.safetensors: tensor '${s.replace(/\./g, '\\.')}': per-channel scales of F8_E4M3\\[5,7\\] must be F32\\[5,1\\] \\(or F32\\[5\\]\\), got F32\\[1,5\\]`),
+      new RegExp(
+        `1 problem: .*m\\d+/model\\.safetensors: tensor '${s.replace(/\./g, '\\.')}': per-channel scales of F8_E4M3\\[5,7\\] must be F32\\[5,1\\] \\(or F32\\[5\\]\\), got F32\\[1,5\\]`,
+      ),
     );
-    expect(openError([fp8(), { name: s, dtype: 'BF16', shape: [N, 1], bytes: bytes(new Uint16Array(N)) }], specs)).toMatch(/tensor '.*\.weight_scale': per-channel scales of F8_E4M3\[5,7\] must be F32\[5,1\] \(or F32\[5\]\), got BF16\[5,1\]/);
-    expect(openError([fp8(), f32Raw(s, [N, 2], [...scales, ...scales])], specs)).toMatch(/tensor '.*\.weight_scale': a global FP8 scale must be one F32 or BF16 value, got F32\[5,2\]; per-channel scales of F8_E4M3\[5,7\] are F32\[5,1\]/);
+    expect(openError([fp8(), { name: s, dtype: 'BF16', shape: [N, 1], bytes: bytes(new Uint16Array(N)) }], specs)).toMatch(
+      /tensor '.*\.weight_scale': per-channel scales of F8_E4M3\[5,7\] must be F32\[5,1\] \(or F32\[5\]\), got BF16\[5,1\]/,
+    );
+    expect(openError([fp8(), f32Raw(s, [N, 2], [...scales, ...scales])], specs)).toMatch(
+      /tensor '.*\.weight_scale': a global FP8 scale must be one F32 or BF16 value, got F32\[5,2\]; per-channel scales of F8_E4M3\[5,7\] are F32\[5,1\]/,
+    );
     expect(openError([fp8()], specs)).toMatch(/tensor 'model\.layers\.0\.mlp\.shared_expert\.up_proj\.weight': F8_E4M3 has no scale tensor/);
   });
 
@@ -132,11 +155,17 @@ describe('per-channel FP8 weight scales (the PTPC-FP8 release)', () => {
     it(`${what} scale: refused when read, naming the scale tensor, row and file`, async () => {
       const s = `${W.replace(/\.weight$/, '')}.weight_scale`;
       const c = openCheckpoint(folderWith([fp8(), f32Raw(s, [N, 1], [1, 1, 1, bad, 1])]), TINY, { specs: [spec(W, [N, K])] });
-      await expect(c.source.read(W)).rejects.toThrow(new RegExp(`model\\.safetensors: tensor '${s.replace(/\./g, '\\.')}' holds ${String(bad).replace('+', '')} at row 3: per-channel FP8 scales must be finite and > 0`));
+      await expect(c.source.read(W)).rejects.toThrow(
+        new RegExp(
+          `model\\.safetensors: tensor '${s.replace(/\./g, '\\.')}' holds ${String(bad).replace('+', '')} at row 3: per-channel FP8 scales must be finite and > 0`,
+        ),
+      );
       // a slice not covering the row is refused as well: the scale tensor is bad as a whole
       await expect(c.source.read(W, { axis: 0, ranges: [[0, 1]] })).rejects.toThrow(/at row 3/);
       // and so are the scales served for the FP8 GEMM (keepFp8Weights)
-      await expect(c.source.read(c.source.fp8PerChannel(W)!.scale, { axis: 0, ranges: [[0, 1]] })).rejects.toThrow(/at row 3: per-channel FP8 scales must be finite and > 0/);
+      await expect(c.source.read(c.source.fp8PerChannel(W)!.scale, { axis: 0, ranges: [[0, 1]] })).rejects.toThrow(
+        /at row 3: per-channel FP8 scales must be finite and > 0/,
+      );
       c.source.close();
     });
   }
@@ -152,14 +181,25 @@ describe('per-channel FP8 weight scales (the PTPC-FP8 release)', () => {
       ['lm_head.weight', [512, 32]],
       ['model.layers.0.linear_attn.norm.weight', [8, 1]],
     ] as const;
-    const entries = names.flatMap(([n, shape]) => [fp8(n, [...shape], new Uint8Array(numel(shape))), f32Raw(`${n.replace(/\.weight$/, '')}.weight_scale`, [shape[0], 1], Array(shape[0]).fill(1))]);
-    const m = openError(entries, names.map(([n, shape]) => spec(n, [...shape])));
+    const entries = names.flatMap(([n, shape]) => [
+      fp8(n, [...shape], new Uint8Array(numel(shape))),
+      f32Raw(`${n.replace(/\.weight$/, '')}.weight_scale`, [shape[0], 1], Array(shape[0]).fill(1)),
+    ]);
+    const m = openError(
+      entries,
+      names.map(([n, shape]) => spec(n, [...shape])),
+    );
     expect(m).toMatch(/^checkpoint: 8 problems: /);
     for (const [n] of names) expect(m).toContain(`tensor '${n}': F8_E4M3 where the model reads bf16`);
   });
 
   it('FP8 where FP8 may stand (experts, shared expert, attention, GDN out_proj, PLE projections) is read', async () => {
-    const names = ['model.layers.0.linear_attn.out_proj.weight', 'model.layers.3.self_attn.q_proj.weight', 'model.layers.1.ple.value_proj.weight', 'mtp.layers.0.self_attn.o_proj.weight'];
+    const names = [
+      'model.layers.0.linear_attn.out_proj.weight',
+      'model.layers.3.self_attn.q_proj.weight',
+      'model.layers.1.ple.value_proj.weight',
+      'mtp.layers.0.self_attn.o_proj.weight',
+    ];
     const entries = names.flatMap((n) => [fp8(n), f32Raw(`${n.replace(/\.weight$/, '')}.weight_scale`, [N, 1], scales)]);
     const c = openCheckpoint(folderWith(entries), TINY, { specs: names.map((n) => spec(n, [N, K])) });
     for (const n of names) expect((await c.source.read(n)).data).toEqual(expected([0, 1, 2, 3, 4], [0, 1, 2, 3, 4, 5, 6]));
@@ -171,11 +211,23 @@ describe('per-channel FP8 weight scales (the PTPC-FP8 release)', () => {
     const t = 'model.layers.1.ple.ple_embedding.ngram_embedding';
     // s = bf16 0x3c23 (0.00994873046875), q = 0x41 (2.25): 2.25 * s is exact in fp32, then rounded to bf16 once
     const s = 0x3c23;
-    const c = openCheckpoint(folderWith([fp8(`${t}.shard_0.weight`, [1, 2], Uint8Array.of(0x41, 0xc1)), { name: `${t}.weight_scale`, dtype: 'BF16', shape: [1], bytes: bytes(Uint16Array.of(s)) }]), TINY, { specs: [spec(`${t}.shard_0.weight`, [1, 2])] });
+    const c = openCheckpoint(
+      folderWith([
+        fp8(`${t}.shard_0.weight`, [1, 2], Uint8Array.of(0x41, 0xc1)),
+        { name: `${t}.weight_scale`, dtype: 'BF16', shape: [1], bytes: bytes(Uint16Array.of(s)) },
+      ]),
+      TINY,
+      { specs: [spec(`${t}.shard_0.weight`, [1, 2])] },
+    );
     const v = f32ToBf16(Math.fround(2.25 * bf16ToF32(s)));
     expect([...((await c.source.read(`${t}.shard_0.weight`)).data as Uint16Array)]).toEqual([v, v | 0x8000]);
     expect(c.conversions).toEqual(['1 FP8 tensors with a global scale dequantized to bf16 as bf(q * bf(s))']);
     c.source.close();
-    expect(openError([fp8(`${t}.shard_0.weight`, [1, 2], Uint8Array.of(0x41, 0xc1)), { name: `${t}.weight_scale`, dtype: 'F16', shape: [1], bytes: new Uint8Array(2) }], [spec(`${t}.shard_0.weight`, [1, 2])])).toMatch(/tensor '.*ngram_embedding\.weight_scale': a global FP8 scale must be one F32 or BF16 value, got F16\[1\]/);
+    expect(
+      openError(
+        [fp8(`${t}.shard_0.weight`, [1, 2], Uint8Array.of(0x41, 0xc1)), { name: `${t}.weight_scale`, dtype: 'F16', shape: [1], bytes: new Uint8Array(2) }],
+        [spec(`${t}.shard_0.weight`, [1, 2])],
+      ),
+    ).toMatch(/tensor '.*ngram_embedding\.weight_scale': a global FP8 scale must be one F32 or BF16 value, got F16\[1\]/);
   });
 });

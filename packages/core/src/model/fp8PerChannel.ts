@@ -13,7 +13,10 @@ import type { SafetensorsWeightSource } from './safetensorsWeights.ts';
 
 /** The bf16 result of each of the 256 fp8 bit patterns times one scale: bf(fl(q * s)). */
 export function fp8ScaledTable(format: Fp8Format, scale: number): Uint16Array {
-  const values = fp8ArrayToF32(Uint8Array.from({ length: 256 }, (_, b) => b), format);
+  const values = fp8ArrayToF32(
+    Uint8Array.from({ length: 256 }, (_, b) => b),
+    format,
+  );
   return Uint16Array.from(values, (v) => f32ToBf16(Math.fround(v * scale)));
 }
 
@@ -57,7 +60,8 @@ function rangeList(ranges: readonly [number, number][]): number[] {
 /** Every per-channel scale finite and > 0, or an error naming the scale tensor, its file and the row. */
 export function checkPerChannelScales(raw: SafetensorsWeightSource, scaleName: string, s: Float32Array): void {
   const bad = s.findIndex((v) => !(v > 0 && v < Infinity));
-  if (bad >= 0) throw new Error(`${raw.fileOfTensor(scaleName)}: tensor '${scaleName}' holds ${s[bad]} at row ${bad}: per-channel FP8 scales must be finite and > 0`);
+  if (bad >= 0)
+    throw new Error(`${raw.fileOfTensor(scaleName)}: tensor '${scaleName}' holds ${s[bad]} at row ${bad}: per-channel FP8 scales must be finite and > 0`);
 }
 
 /**
@@ -65,7 +69,13 @@ export function checkPerChannelScales(raw: SafetensorsWeightSource, scaleName: s
  * only the bytes it covers. Every scale must be finite and > 0 (a zero row's scale is 1 in
  * ATOM's quantizer), checked when read; the error names the scale tensor and its file.
  */
-export async function readFp8PerChannel(raw: SafetensorsWeightSource, stored: string, scaleName: string, format: Fp8Format, slice?: WeightSlice): Promise<{ shape: number[]; data: Uint16Array }> {
+export async function readFp8PerChannel(
+  raw: SafetensorsWeightSource,
+  stored: string,
+  scaleName: string,
+  format: Fp8Format,
+  slice?: WeightSlice,
+): Promise<{ shape: number[]; data: Uint16Array }> {
   const [N, K] = raw.entry(stored).shape;
   const q = (await raw.read(stored, slice)).data as Uint8Array;
   const s = (await raw.read(scaleName)).data as Float32Array;

@@ -17,7 +17,11 @@ const T = 3;
 const K = 40;
 const N = 24;
 const rng = new Rng(7);
-const bf16 = (shape: number[]): Tensor => ({ dtype: 'bf16', shape, data: Uint16Array.from({ length: shape[0] * shape[1] }, () => f32ToBf16((rng.nextFloat() - 0.5) * 4)) });
+const bf16 = (shape: number[]): Tensor => ({
+  dtype: 'bf16',
+  shape,
+  data: Uint16Array.from({ length: shape[0] * shape[1] }, () => f32ToBf16((rng.nextFloat() - 0.5) * 4)),
+});
 const x = bf16([T, K]);
 const xRow = bf16([T, K / 2]);
 // two FP8 weights (one row of zeros: scale 1) and one bf16 weight
@@ -56,7 +60,9 @@ function ptpcOf(xt: Tensor, rows: number[], cols: [number, number], w: { q: Uint
   const k = cols[1] - cols[0];
   const xs = quantizeBf16RowsFp8(xt.data as Uint16Array, T, k, 'e4m3fn', 'reciprocal');
   const q = new Uint8Array(rows.length * k);
-  rows.forEach((r, i) => q.set(w.q.subarray(r * K + cols[0], r * K + cols[1]), i * k));
+  rows.forEach((r, i) => {
+    q.set(w.q.subarray(r * K + cols[0], r * K + cols[1]), i * k);
+  });
   return fp8LinearPtpc(xs, { q, scale: Float32Array.from(rows, (r) => w.scale[r]) }, T, k, rows.length, 'e4m3fn', 'weightFirst');
 }
 
@@ -72,7 +78,24 @@ describe('keepFp8Weights: linears over per-channel FP8 weights run as PTPC GEMMs
       b.markOutput(id);
     };
     lin('ya', 'x', b.weight({ name: 'a' }, [N, K]), N);
-    lin('ycol', 'x', b.weight({ name: 'a', slice: { axis: 0, ranges: [[2, 9], [20, 24]] } }, [11, K]), 11);
+    lin(
+      'ycol',
+      'x',
+      b.weight(
+        {
+          name: 'a',
+          slice: {
+            axis: 0,
+            ranges: [
+              [2, 9],
+              [20, 24],
+            ],
+          },
+        },
+        [11, K],
+      ),
+      11,
+    );
     lin('yrow', 'xr', b.weight({ name: 'o', slice: { axis: 1, ranges: [[K / 2, K]] } }, [N, K / 2]), N);
     lin('yp', 'x', b.weight({ name: 'p' }, [N, K]), N);
     // rows 3..5 of [a; o] (a concatenation, as the shared expert's gate_up) and a mixed one that stays bf16
@@ -87,7 +110,17 @@ describe('keepFp8Weights: linears over per-channel FP8 weights run as PTPC GEMMs
     const src = source();
     const { graph: g, linears } = keepFp8Weights(graph, src);
     expect(linears).toBe(4);
-    expect(g.nodes.map((n) => n.op)).toEqual(['quantFp8PerToken', 'fp8LinearPtpc', 'fp8LinearPtpc', 'quantFp8PerToken', 'fp8LinearPtpc', 'linear', 'fp8LinearPtpc', 'linear', 'linear']);
+    expect(g.nodes.map((n) => n.op)).toEqual([
+      'quantFp8PerToken',
+      'fp8LinearPtpc',
+      'fp8LinearPtpc',
+      'quantFp8PerToken',
+      'fp8LinearPtpc',
+      'linear',
+      'fp8LinearPtpc',
+      'linear',
+      'linear',
+    ]);
     expect(g.nodes.map((n) => n.id)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
     const weights = Object.values(g.values).filter((v) => v.kind === 'weight');
     expect(weights.map((v) => [v.weight!.name, v.dtype, v.shape])).toEqual(
@@ -115,7 +148,16 @@ describe('keepFp8Weights: linears over per-channel FP8 weights run as PTPC GEMMs
     runnable.nodes = runnable.nodes.filter((n) => n.outputs[0] !== 'ymix').map((n, id) => ({ ...n, id }));
     runnable.outputs = runnable.outputs.filter((o) => o !== 'ymix');
     for (const id of Object.keys(runnable.values)) if (id === 'ymix' || runnable.values[id].weight?.name === 'ap') delete runnable.values[id];
-    const r = await runOnce(new CpuBackend(), runnable, new Map([['x', x], ['xr', xRow]]), src, { keep: ['ya', 'ycol', 'yrow', 'yp', 'ycat'] });
+    const r = await runOnce(
+      new CpuBackend(),
+      runnable,
+      new Map([
+        ['x', x],
+        ['xr', xRow],
+      ]),
+      src,
+      { keep: ['ya', 'ycol', 'yrow', 'yp', 'ycat'] },
+    );
     const all = Array.from({ length: N }, (_, i) => i);
     expect(r.values.get('ya')!.data).toEqual(ptpcOf(x, all, [0, K], wq));
     expect(r.values.get('ycol')!.data).toEqual(ptpcOf(x, [2, 3, 4, 5, 6, 7, 8, 20, 21, 22, 23], [0, K], wq));
@@ -152,7 +194,15 @@ describe('keepFp8Weights: the routed experts', () => {
     const experts = { axis: 0, ranges: [[2, 4]] as [number, number][] };
     const gu = b.weight({ name: 'g.gate_up_proj', slice: experts, reshape: [2 * 2 * I, H] }, [2 * 2 * I, H]);
     const dn = b.weight({ name: 'g.down_proj', slice: experts, reshape: [2 * H, I] }, [2 * H, I]);
-    b.node({ op: 'moeExperts', rank: 0, inputs: ['x', 'ids', 'w', gu, dn], outputs: ['routed'], attrs: { firstExpert: 2, numLocal: 2, intermediate: I }, scope: 'experts', layer: 0 });
+    b.node({
+      op: 'moeExperts',
+      rank: 0,
+      inputs: ['x', 'ids', 'w', gu, dn],
+      outputs: ['routed'],
+      attrs: { firstExpert: 2, numLocal: 2, intermediate: I },
+      scope: 'experts',
+      layer: 0,
+    });
     b.markOutput('routed');
     return b.build();
   }
@@ -164,7 +214,10 @@ describe('keepFp8Weights: the routed experts', () => {
   });
 
   it("the rank's experts' stored FP8 parts, gate and up of each expert then the downs, on x quantized per token", () => {
-    const r = keepFp8Weights(expertsGraph(), lookup(() => true));
+    const r = keepFp8Weights(
+      expertsGraph(),
+      lookup(() => true),
+    );
     expect(r).toMatchObject({ linears: 0, experts: 1 });
     expect(r.graph.nodes.map((n) => n.op)).toEqual(['quantFp8PerToken', 'moeExpertsFp8Ptpc']);
     const node = r.graph.nodes[1]!;
@@ -185,11 +238,21 @@ describe('keepFp8Weights: the routed experts', () => {
   it("the 'hf-eager' contract's bf16 accumulation (HF's bf16 experts loop): the bf16 op stays", () => {
     const graph = expertsGraph();
     const eager = { ...graph, nodes: graph.nodes.map((n) => ({ ...n, attrs: { ...n.attrs, bf16Accumulate: true } })) };
-    expect(keepFp8Weights(eager, lookup(() => true))).toEqual({ graph: eager, linears: 0, experts: 0 });
+    expect(
+      keepFp8Weights(
+        eager,
+        lookup(() => true),
+      ),
+    ).toEqual({ graph: eager, linears: 0, experts: 0 });
   });
 
   it('one expert of the rank not FP8: the bf16 op stays', () => {
     const graph = expertsGraph();
-    expect(keepFp8Weights(graph, lookup((n) => n !== 'g.3.down_proj.weight'))).toEqual({ graph, linears: 0, experts: 0 });
+    expect(
+      keepFp8Weights(
+        graph,
+        lookup((n) => n !== 'g.3.down_proj.weight'),
+      ),
+    ).toEqual({ graph, linears: 0, experts: 0 });
   });
 });

@@ -81,7 +81,8 @@ export function keepFp8Weights(graph: Graph, source: WeightSource & Fp8WeightLoo
   const declareWeight = (ref: WeightRef, shape: number[], dtype: ValueDecl['dtype']): ValueId => {
     const id = weightId(ref);
     const have = values[id];
-    if (have && (have.dtype !== dtype || have.shape.join(',') !== shape.join(','))) throw new Error(`graph: weight '${ref.name}' ('${id}') is declared ${have.dtype}[${have.shape.join(',')}], needed as ${dtype}[${shape.join(',')}]`);
+    if (have && (have.dtype !== dtype || have.shape.join(',') !== shape.join(',')))
+      throw new Error(`graph: weight '${ref.name}' ('${id}') is declared ${have.dtype}[${have.shape.join(',')}], needed as ${dtype}[${shape.join(',')}]`);
     if (!have) values[id] = { id, shape, dtype, rank: null, kind: 'weight', weight: ref };
     return id;
   };
@@ -96,7 +97,11 @@ export function keepFp8Weights(graph: Graph, source: WeightSource & Fp8WeightLoo
     const ps = ref.concat.map(lookup);
     if (ps.some((p) => !p || p.format !== ps[0]!.format)) return null;
     const got = ps as Fp8WeightParts[];
-    return { q: { name: `${ref.name}#fp8`, concat: got.map((p) => p.q) }, scale: { name: `${ref.name}#fp8_scale`, concat: got.map((p) => p.scale) }, format: got[0].format };
+    return {
+      q: { name: `${ref.name}#fp8`, concat: got.map((p) => p.q) },
+      scale: { name: `${ref.name}#fp8_scale`, concat: got.map((p) => p.scale) },
+      format: got[0].format,
+    };
   };
   /** x [T, K] quantized per token in `fmt`, once per (x, format) */
   const quantizedX = (n: GraphNode, x: ValueId, fmt: Fp8Format): [ValueId, ValueId] => {
@@ -107,7 +112,15 @@ export function keepFp8Weights(graph: Graph, source: WeightSource & Fp8WeightLoo
       xq = [`${x}~fp8_q`, `${x}~fp8_scale`];
       values[xq[0]] = { id: xq[0], shape: [T, K], dtype: fp8Info(fmt).dtype, rank: n.rank, kind: 'intermediate' };
       values[xq[1]] = { id: xq[1], shape: [T], dtype: 'f32', rank: n.rank, kind: 'intermediate' };
-      nodes.push({ op: 'quantFp8PerToken', rank: n.rank, inputs: [x], outputs: [...xq], attrs: { format: fmt, style: PRODUCTION_QUANT_STYLE.separate }, scope: `${n.scope}_x_quant`, layer: n.layer });
+      nodes.push({
+        op: 'quantFp8PerToken',
+        rank: n.rank,
+        inputs: [x],
+        outputs: [...xq],
+        attrs: { format: fmt, style: PRODUCTION_QUANT_STYLE.separate },
+        scope: `${n.scope}_x_quant`,
+        layer: n.layer,
+      });
       quantized.set(key, xq);
     }
     return xq;
@@ -117,7 +130,11 @@ export function keepFp8Weights(graph: Graph, source: WeightSource & Fp8WeightLoo
     const ps = names.map(lookup);
     if (ps.length === 0 || ps.some((p) => !p || p.format !== ps[0]!.format)) return null;
     const got = ps as Fp8WeightParts[];
-    return { q: { name: `${label}#fp8`, concat: got.map((p) => p.q) }, scale: { name: `${label}#fp8_scale`, concat: got.map((p) => p.scale) }, format: got[0].format };
+    return {
+      q: { name: `${label}#fp8`, concat: got.map((p) => p.q) },
+      scale: { name: `${label}#fp8_scale`, concat: got.map((p) => p.scale) },
+      format: got[0].format,
+    };
   };
   const rewriteExperts = (n: GraphNode): boolean => {
     // the 'hf-eager' contract's bf16 accumulator is HF's bf16 experts loop: no FP8 form
@@ -141,7 +158,14 @@ export function keepFp8Weights(graph: Graph, source: WeightSource & Fp8WeightLoo
       rank: n.rank,
       inputs: [xq[0], xq[1], ids!, weights!, qGu, sGu, qDn, sDn],
       outputs: n.outputs,
-      attrs: { firstExpert: n.attrs.firstExpert, numLocal: n.attrs.numLocal, intermediate: n.attrs.intermediate, format: g.format, style: PRODUCTION_QUANT_STYLE.separate, scaleOrder: FP8_WEIGHT_SCALE_ORDER },
+      attrs: {
+        firstExpert: n.attrs.firstExpert,
+        numLocal: n.attrs.numLocal,
+        intermediate: n.attrs.intermediate,
+        format: g.format,
+        style: PRODUCTION_QUANT_STYLE.separate,
+        scaleOrder: FP8_WEIGHT_SCALE_ORDER,
+      },
       scope: n.scope,
       layer: n.layer,
     });
@@ -168,7 +192,15 @@ export function keepFp8Weights(graph: Graph, source: WeightSource & Fp8WeightLoo
     const rowSlice: WeightSlice | undefined = ref.slice?.axis === 0 ? ref.slice : undefined;
     const qW = declareWeight({ ...parts.q, ...(ref.slice ? { slice: ref.slice } : {}) }, [...w.shape], dtype);
     const sw = declareWeight({ ...parts.scale, ...(rowSlice ? { slice: rowSlice } : {}) }, [outF], 'f32');
-    nodes.push({ op: 'fp8LinearPtpc', rank: n.rank, inputs: [xq[0], xq[1], qW, sw], outputs: n.outputs, attrs: { format: parts.format, scaleOrder: FP8_WEIGHT_SCALE_ORDER }, scope: n.scope, layer: n.layer });
+    nodes.push({
+      op: 'fp8LinearPtpc',
+      rank: n.rank,
+      inputs: [xq[0], xq[1], qW, sw],
+      outputs: n.outputs,
+      attrs: { format: parts.format, scaleOrder: FP8_WEIGHT_SCALE_ORDER },
+      scope: n.scope,
+      layer: n.layer,
+    });
     linears++;
   }
   if (linears === 0 && experts === 0) return { graph, linears, experts };

@@ -36,7 +36,9 @@ describe('HC-only stack on the CPU reference, SP on vs off', () => {
     const on = await run(4, 37, 'on', 'ring');
     const off = await run(4, 37, 'off', 'ring');
     const report = rowScaledError(on.h, off.h, 37, SMALL.hiddenSize);
-    console.log(`tp 4 ring SP on vs off, HC-only small stack T=37: ${report.differing}/${report.count} differ, max ${report.maxRowUlp.toFixed(3)} row-scale ulps`);
+    console.log(
+      `tp 4 ring SP on vs off, HC-only small stack T=37: ${report.differing}/${report.count} differ, max ${report.maxRowUlp.toFixed(3)} row-scale ulps`,
+    );
     // Each reordered 4-way bf16 sum is ~1 ulp apart per sub-layer; the streams carry those
     // through 12 sharded sub-layers and the mixer re-rounds. Bound: 4 row-scale ulps.
     expect(report.differing).toBeGreaterThan(0);

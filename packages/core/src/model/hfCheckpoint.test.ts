@@ -1,5 +1,18 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readSync, realpathSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -29,7 +42,12 @@ function folder(): string {
 }
 
 const bytes = (a: ArrayBufferView) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
-const bf16Raw = (name: string, shape: number[], f: (i: number) => number): RawEntry => ({ name, dtype: 'BF16', shape, bytes: bytes(Uint16Array.from({ length: numel(shape) }, (_, i) => f(i))) });
+const bf16Raw = (name: string, shape: number[], f: (i: number) => number): RawEntry => ({
+  name,
+  dtype: 'BF16',
+  shape,
+  bytes: bytes(Uint16Array.from({ length: numel(shape) }, (_, i) => f(i))),
+});
 const f32Raw = (name: string, shape: number[], values: number[]): RawEntry => ({ name, dtype: 'F32', shape, bytes: bytes(Float32Array.from(values)) });
 const spec = (name: string, shape: number[], dtype: 'bf16' | 'f32' = 'bf16'): WeightSpec => ({ name, shape, dtype, init: { kind: 'constant', value: 0 } });
 const bf16 = (shape: number[], data: Uint16Array): Tensor => ({ dtype: 'bf16', shape, data });
@@ -48,7 +66,11 @@ function perExpertFile(path: string, multimodal = false, skip?: string): void {
   const prefix = multimodal ? P.replace(/^model\./, 'model.language_model.') : P;
   const entries: RawEntry[] = [];
   for (let e = 0; e < E; e++) {
-    for (const [k, part, shape] of [[0, 'gate_proj', [I, H]], [1, 'up_proj', [I, H]], [2, 'down_proj', [H, I]]] as const) {
+    for (const [k, part, shape] of [
+      [0, 'gate_proj', [I, H]],
+      [1, 'up_proj', [I, H]],
+      [2, 'down_proj', [H, I]],
+    ] as const) {
       const name = `${prefix}.${e}.${part}.weight`;
       if (name !== skip) entries.push(bf16Raw(name, [...shape], partBits(e, k)));
     }
@@ -66,7 +88,10 @@ describe('openCheckpoint: layouts', () => {
     expect(shards.files.map((f) => f.slice(a.length + 1))).toEqual(['model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors']);
     expect((await shards.source.read('y')).data).toEqual(Uint16Array.of(3));
     shards.source.close();
-    writeFileSync(join(a, 'model.safetensors.index.json'), JSON.stringify({ weight_map: { x: 'model-00001-of-00002.safetensors', y: 'model-00002-of-00002.safetensors' } }));
+    writeFileSync(
+      join(a, 'model.safetensors.index.json'),
+      JSON.stringify({ weight_map: { x: 'model-00001-of-00002.safetensors', y: 'model-00002-of-00002.safetensors' } }),
+    );
     const indexed = openCheckpoint(a, TINY, { specs });
     expect(indexed.files).toHaveLength(2);
     indexed.source.close();
@@ -90,7 +115,12 @@ describe('openCheckpoint: layouts', () => {
     ]);
     const c = openCheckpoint(d, TINY, { specs: [spec('model.embed_tokens.weight', [2, 2])] });
     expect((await c.source.read('model.embed_tokens.weight')).data).toEqual(Uint16Array.of(0x3f80, 0x3f81, 0x3f82, 0x3f83));
-    expect(c.unused).toEqual(['lm_head.weight', 'model.language_model.layers.0.mlp.experts.0.gate_proj.input_scale', 'model.visual.blocks.0.attn.qkv.weight', 'mtp.fc_hidden.weight']);
+    expect(c.unused).toEqual([
+      'lm_head.weight',
+      'model.language_model.layers.0.mlp.experts.0.gate_proj.input_scale',
+      'model.visual.blocks.0.attn.qkv.weight',
+      'mtp.fc_hidden.weight',
+    ]);
     expect(unusedTensorsWarning(c.unused)).toBe(
       '4 checkpoint tensors are not used by the model: lm_head.weight, model.language_model.layers.0.mlp.experts.0.gate_proj.input_scale, model.visual.blocks.0.attn.qkv.weight, mtp.fc_hidden.weight',
     );
@@ -115,7 +145,12 @@ describe('openCheckpoint: layouts', () => {
     const before = s.bytesRead();
     const two = await s.read(`${P}.gate_up_proj`, { axis: 0, ranges: [[2, 4]] });
     expect(two.shape).toEqual([2, 2 * I, H]);
-    expect([...(two.data as Uint16Array)]).toEqual([...want(2, 0, [0, I], [0, H]), ...want(2, 1, [0, I], [0, H]), ...want(3, 0, [0, I], [0, H]), ...want(3, 1, [0, I], [0, H])]);
+    expect([...(two.data as Uint16Array)]).toEqual([
+      ...want(2, 0, [0, I], [0, H]),
+      ...want(2, 1, [0, I], [0, H]),
+      ...want(3, 0, [0, I], [0, H]),
+      ...want(3, 1, [0, I], [0, H]),
+    ]);
     expect(s.bytesRead() - before).toBe(2 * 2 * I * H * 2);
     // rows 8..23 of every expert: gate rows 8..15 then up rows 0..7
     const mid = await s.read(`${P}.gate_up_proj`, { axis: 1, ranges: [[8, 24]] });
@@ -211,7 +246,10 @@ describe('openCheckpoint: dtypes and FP8', () => {
   it('reads fp32 tensors the model wants in bf16 rounded to nearest even, and bf16 as fp32 exactly', async () => {
     const d = folder();
     // 1 + 2^-8 is a bf16 tie (to even: 1.0); 1 + 2^-8 + 2^-20 rounds up to 1 + 2^-7
-    writeRawSafetensors(join(d, 'model.safetensors'), [f32Raw('model.layers.0.linear_attn.A_log', [3], [1 + 2 ** -8, 1 + 2 ** -8 + 2 ** -20, -2.5]), bf16Raw('widen', [1], () => 0x3fc0)]);
+    writeRawSafetensors(join(d, 'model.safetensors'), [
+      f32Raw('model.layers.0.linear_attn.A_log', [3], [1 + 2 ** -8, 1 + 2 ** -8 + 2 ** -20, -2.5]),
+      bf16Raw('widen', [1], () => 0x3fc0),
+    ]);
     const c = openCheckpoint(d, TINY, { specs: [spec('model.layers.0.linear_attn.A_log', [3]), spec('widen', [1], 'f32')] });
     expect([...((await c.source.read('model.layers.0.linear_attn.A_log')).data as Uint16Array)]).toEqual([0x3f80, 0x3f81, 0xc020]);
     expect(await c.source.read('widen')).toEqual({ dtype: 'f32', shape: [1], data: Float32Array.of(1.5) });
@@ -221,7 +259,9 @@ describe('openCheckpoint: dtypes and FP8', () => {
 
   it('checks the PLE buffers against their derivation', () => {
     const bufs = pleBuffers(TINY, 1);
-    const raw = bufs.map((b): RawEntry => ({ name: `model.language_model.${b.name.slice('model.'.length)}`, dtype: 'I64', shape: b.shape, bytes: bytes(b.values) }));
+    const raw = bufs.map(
+      (b): RawEntry => ({ name: `model.language_model.${b.name.slice('model.'.length)}`, dtype: 'I64', shape: b.shape, bytes: bytes(b.values) }),
+    );
     const good = folder();
     writeRawSafetensors(join(good, 'model.safetensors'), raw);
     expect(openCheckpoint(good, TINY, { specs: [] }).unused).toEqual([]);
@@ -229,7 +269,9 @@ describe('openCheckpoint: dtypes and FP8', () => {
     const wrong = BigInt64Array.from(bufs[1].values);
     wrong[3] += 1n;
     writeRawSafetensors(join(bad, 'model.safetensors'), [raw[0], { ...raw[1], bytes: bytes(wrong) }, raw[2]]);
-    expect(() => openCheckpoint(bad, TINY, { specs: [] })).toThrow(/config\/checkpoint mismatch: .*tensor 'model.language_model.layers.1.ple.ple_embedding.ngram_heads_vocab_sizes' is \[101, 103, 107, 110, .*derives \[101, 103, 107, 109,/);
+    expect(() => openCheckpoint(bad, TINY, { specs: [] })).toThrow(
+      /config\/checkpoint mismatch: .*tensor 'model.language_model.layers.1.ple.ple_embedding.ngram_heads_vocab_sizes' is \[101, 103, 107, 110, .*derives \[101, 103, 107, 109,/,
+    );
   });
 });
 
@@ -247,32 +289,52 @@ function openError(entries: RawEntry[], specs: WeightSpec[], config = TINY): str
 
 describe('openCheckpoint: malformed checkpoints, one error naming tensor and file', () => {
   it('a missing tensor', () => {
-    expect(openError([bf16Raw('a', [1], () => 0)], [spec('model.norm.weight', [1])])).toMatch(/checkpoint: 1 problem: missing tensor 'model.norm.weight' \(in .*m\d+\)/);
+    expect(openError([bf16Raw('a', [1], () => 0)], [spec('model.norm.weight', [1])])).toMatch(
+      /checkpoint: 1 problem: missing tensor 'model.norm.weight' \(in .*m\d+\)/,
+    );
   });
   it('a wrong shape or dtype', () => {
-    const m = openError([bf16Raw('a', [2, 3], () => 0), { name: 'b', dtype: 'I32', shape: [1], bytes: new Uint8Array(4) }, { name: 'c', dtype: 'I64', shape: [1], bytes: new Uint8Array(8) }], [spec('a', [3, 3]), spec('b', [1]), spec('c', [1])]);
+    const m = openError(
+      [
+        bf16Raw('a', [2, 3], () => 0),
+        { name: 'b', dtype: 'I32', shape: [1], bytes: new Uint8Array(4) },
+        { name: 'c', dtype: 'I64', shape: [1], bytes: new Uint8Array(8) },
+      ],
+      [spec('a', [3, 3]), spec('b', [1]), spec('c', [1])],
+    );
     expect(m).toMatch(/3 problems: config\/checkpoint mismatch: .*m\d+\/model\.safetensors: tensor 'a' is \[2,3\], config 'tiny' needs \[3,3\]/);
     expect(m).toMatch(/tensor 'b': wrong dtype I32, the model reads it as bf16/);
     expect(m).toMatch(/tensor 'c': wrong dtype I64/);
   });
   it('FP8 without a scale, with a misshapen block scale, with a bad global scale', () => {
     const fp8 = { name: 'w.weight', dtype: 'F8_E4M3', shape: [200, 300], bytes: new Uint8Array(60000) } as RawEntry;
-    expect(openError([fp8], [spec('w.weight', [200, 300])])).toMatch(/tensor 'w.weight': F8_E4M3 has no scale tensor \('w.weight_scale_inv' or '.weight_scale'\)/);
-    expect(openError([fp8, f32Raw('w.weight_scale_inv', [1, 3], [1, 1, 1])], [])).toMatch(/tensor 'w.weight_scale_inv': block scales of F8_E4M3\[200,300\] in 128x128 blocks must be F32\[2,3\], got F32\[1,3\]/);
+    expect(openError([fp8], [spec('w.weight', [200, 300])])).toMatch(
+      /tensor 'w.weight': F8_E4M3 has no scale tensor \('w.weight_scale_inv' or '.weight_scale'\)/,
+    );
+    expect(openError([fp8, f32Raw('w.weight_scale_inv', [1, 3], [1, 1, 1])], [])).toMatch(
+      /tensor 'w.weight_scale_inv': block scales of F8_E4M3\[200,300\] in 128x128 blocks must be F32\[2,3\], got F32\[1,3\]/,
+    );
     expect(openError([fp8, f32Raw('w.weight_scale', [1], [0])], [])).toMatch(/tensor 'w.weight_scale': the FP8 scale 0 is not finite and positive/);
     expect(openError([fp8, f32Raw('w.weight_scale', [2], [1, 1])], [])).toMatch(/a global FP8 scale must be one F32 or BF16 value, got F32\[2\]/);
   });
   it('a NaN block scale, when the tensor is read', async () => {
     const d = folder();
-    writeRawSafetensors(join(d, 'model.safetensors'), [{ name: 'w.weight', dtype: 'F8_E4M3', shape: [2, 2], bytes: new Uint8Array(4) }, f32Raw('w.weight_scale_inv', [1, 1], [NaN])]);
+    writeRawSafetensors(join(d, 'model.safetensors'), [
+      { name: 'w.weight', dtype: 'F8_E4M3', shape: [2, 2], bytes: new Uint8Array(4) },
+      f32Raw('w.weight_scale_inv', [1, 1], [NaN]),
+    ]);
     const c = openCheckpoint(d, TINY, { specs: [spec('w.weight', [2, 2])] });
-    await expect(c.source.read('w.weight')).rejects.toThrow(/model\.safetensors: tensor 'w.weight_scale_inv' holds NaN at 0: block scales must be finite and >= 0/);
+    await expect(c.source.read('w.weight')).rejects.toThrow(
+      /model\.safetensors: tensor 'w.weight_scale_inv' holds NaN at 0: block scales must be finite and >= 0/,
+    );
     c.source.close();
   });
   it('an incomplete, oversized or doubled expert layout', () => {
     const d = folder();
     perExpertFile(join(d, 'model.safetensors'), false, `${P}.3.up_proj.weight`);
-    expect(() => openCheckpoint(d, TINY, { specs: STACKED })).toThrow(/1 problem: missing tensor 'model.layers.0.mlp.experts.3.up_proj.weight' \(the per-expert layout of model.layers.0.mlp.experts in /);
+    expect(() => openCheckpoint(d, TINY, { specs: STACKED })).toThrow(
+      /1 problem: missing tensor 'model.layers.0.mlp.experts.3.up_proj.weight' \(the per-expert layout of model.layers.0.mlp.experts in /,
+    );
     const extra = [bf16Raw(`${P}.8.gate_proj.weight`, [I, H], () => 0)];
     const e2 = folder();
     perExpertFile(join(e2, 'a.safetensors'));
@@ -288,7 +350,9 @@ describe('openCheckpoint: malformed checkpoints, one error naming tensor and fil
     expect(m).toMatch(/config\/checkpoint mismatch: model.layers.0.mlp.experts.8.\* is beyond the 8 experts of config 'tiny'/);
   });
   it('one tensor under both its names', () => {
-    expect(openError([bf16Raw('model.norm.weight', [1], () => 0), bf16Raw('model.language_model.norm.weight', [1], () => 0)], [])).toMatch(/tensor 'model.language_model.norm.weight' and .* tensor 'model.norm.weight' are both 'model.norm.weight'/);
+    expect(openError([bf16Raw('model.norm.weight', [1], () => 0), bf16Raw('model.language_model.norm.weight', [1], () => 0)], [])).toMatch(
+      /tensor 'model.language_model.norm.weight' and .* tensor 'model.norm.weight' are both 'model.norm.weight'/,
+    );
   });
   it('a truncated shard and a corrupt header, naming the file', () => {
     const d = folder();
@@ -305,14 +369,21 @@ describe('openCheckpoint: malformed checkpoints, one error naming tensor and fil
   it('an index naming a missing shard, or a tensor in another shard', () => {
     const d = folder();
     writeRawSafetensors(join(d, 'model-00001-of-00002.safetensors'), [bf16Raw('a', [1], () => 0)]);
-    writeFileSync(join(d, 'model.safetensors.index.json'), JSON.stringify({ weight_map: { a: 'model-00001-of-00002.safetensors', b: 'model-00002-of-00002.safetensors', c: 'model-00002-of-00002.safetensors' } }));
-    expect(() => openCheckpoint(d, TINY, { specs: [] })).toThrow(/model.safetensors.index.json: names shard .*model-00002-of-00002.safetensors \(for tensor 'b' and 1 more\), which does not exist/);
+    writeFileSync(
+      join(d, 'model.safetensors.index.json'),
+      JSON.stringify({ weight_map: { a: 'model-00001-of-00002.safetensors', b: 'model-00002-of-00002.safetensors', c: 'model-00002-of-00002.safetensors' } }),
+    );
+    expect(() => openCheckpoint(d, TINY, { specs: [] })).toThrow(
+      /model.safetensors.index.json: names shard .*model-00002-of-00002.safetensors \(for tensor 'b' and 1 more\), which does not exist/,
+    );
   });
   it('a folder whose config.json describes another model', () => {
     const d = folder();
     writeFileSync(join(d, 'config.json'), JSON.stringify(hfTextConfigJson(TINY)));
     writeRawSafetensors(join(d, 'model.safetensors'), [bf16Raw('a', [1], () => 0)]);
-    expect(() => openCheckpoint(d, SMALL, { specs: [] })).toThrow(/config\/checkpoint mismatch: .*config.json describes another model than config 'small' \(small vs checkpoint\): hiddenSize 128 vs 32, numLayers 8 vs 4/);
+    expect(() => openCheckpoint(d, SMALL, { specs: [] })).toThrow(
+      /config\/checkpoint mismatch: .*config.json describes another model than config 'small' \(small vs checkpoint\): hiddenSize 128 vs 32, numLayers 8 vs 4/,
+    );
     expect(openCheckpoint(d, TINY, { specs: [] }).unused).toEqual(['a']);
   });
   it('paths that are no checkpoint', () => {
@@ -325,7 +396,8 @@ describe('openCheckpoint: malformed checkpoints, one error naming tensor and fil
 });
 
 describe('openCheckpoint: an index names only files in its model folder', () => {
-  const index = (d: string, weightMap: Record<string, string>) => writeFileSync(join(d, 'model.safetensors.index.json'), JSON.stringify({ weight_map: weightMap }));
+  const index = (d: string, weightMap: Record<string, string>) =>
+    writeFileSync(join(d, 'model.safetensors.index.json'), JSON.stringify({ weight_map: weightMap }));
   const errorOf = (d: string): string => {
     try {
       openCheckpoint(d, TINY, { specs: [] }).source.close();
@@ -346,10 +418,14 @@ describe('openCheckpoint: an index names only files in its model folder', () => 
     index(d, { 'lm_head.weight': '../../../../etc/passwd' });
     expect(errorOf(d)).toBe(`${idx}: names shard "../../../../etc/passwd" (for tensor 'lm_head.weight'), which is outside the model folder ${d}`);
     index(d, { 'lm_head.weight': '/etc/passwd' });
-    expect(errorOf(d)).toBe(`${idx}: names shard "/etc/passwd" (for tensor 'lm_head.weight'), an absolute path: an index may name only files in its model folder ${d}`);
+    expect(errorOf(d)).toBe(
+      `${idx}: names shard "/etc/passwd" (for tensor 'lm_head.weight'), an absolute path: an index may name only files in its model folder ${d}`,
+    );
     symlinkSync(join(root, 'outside.safetensors'), join(d, 'inside.safetensors'));
     index(d, { a: 'inside.safetensors' });
-    expect(errorOf(d)).toBe(`${idx}: names shard ${join(d, 'inside.safetensors')} (for tensor 'a'), a symbolic link to ${join(realpathSync(root), 'outside.safetensors')}, which is outside the model folder ${d}`);
+    expect(errorOf(d)).toBe(
+      `${idx}: names shard ${join(d, 'inside.safetensors')} (for tensor 'a'), a symbolic link to ${join(realpathSync(root), 'outside.safetensors')}, which is outside the model folder ${d}`,
+    );
     // a folder that is itself a link, and a link within the folder, are fine
     mkdirSync(join(d, 'sub'));
     symlinkSync(join(d, 'model-00001-of-00001.safetensors'), join(d, 'sub', 'b.safetensors'));
@@ -385,7 +461,9 @@ describe('openCheckpoint: an index names only files in its model folder', () => 
     // a text file's first 8 bytes are no header length: said so, its bytes not shown as a number
     writeFileSync(join(d, 'text.safetensors'), 'root:x:0:0:root:/root:/bin/bash\n');
     index(d, { a: 'text.safetensors' });
-    expect(errorOf(d)).toBe(`${join(d, 'text.safetensors')}: not a safetensors file (its first 8 bytes are no header length within its 32 bytes, and no JSON header follows them)`);
+    expect(errorOf(d)).toBe(
+      `${join(d, 'text.safetensors')}: not a safetensors file (its first 8 bytes are no header length within its 32 bytes, and no JSON header follows them)`,
+    );
   });
 
   it('a fifo as the index or as config.json is refused at once', () => {
@@ -437,7 +515,7 @@ describe('openCheckpoint: memory', () => {
     const grown = process.memoryUsage().rss - rss0;
     console.info(`tp 8 rank slice of a ${data} byte tensor: read ${c.source.bytesRead()} bytes, RSS +${(grown / 2 ** 20).toFixed(1)} MiB`);
     expect(c.source.bytesRead()).toBe(data / 8);
-    expect(t.data.length).toBe((8 * 800 * 2048));
+    expect(t.data.length).toBe(8 * 800 * 2048);
     expect(grown).toBeLessThan(data / 3);
     c.source.close();
   });
@@ -469,7 +547,16 @@ describe('filePlan: a plain read as file byte runs, for a native loader', () => 
       [`${P}.gate_up_proj`, { axis: 0, ranges: [[2, 4]] }],
       [`${P}.gate_up_proj`, { axis: 1, ranges: [[8, 24]] }],
       [`${P}.down_proj`, { axis: 2, ranges: [[4, 6]] }],
-      [`${P}.down_proj`, { axis: 1, ranges: [[0, 3], [10, 12]] }],
+      [
+        `${P}.down_proj`,
+        {
+          axis: 1,
+          ranges: [
+            [0, 3],
+            [10, 12],
+          ],
+        },
+      ],
     ];
     for (const [name, slice] of cases) {
       const plan = s.filePlan(name, slice)!;
@@ -497,10 +584,29 @@ describe('filePlan: a plain read as file byte runs, for a native loader', () => 
     const s = SafetensorsWeightSource.open(file);
     const refs: WeightRef[] = [
       { name: 'xy', concat: ['x', 'y'] },
-      { name: 'xy', concat: ['x', 'y'], slice: { axis: 0, ranges: [[1, 2], [2, 7]] } },
+      {
+        name: 'xy',
+        concat: ['x', 'y'],
+        slice: {
+          axis: 0,
+          ranges: [
+            [1, 2],
+            [2, 7],
+          ],
+        },
+      },
       { name: 'xy', concat: ['x', 'y'], slice: { axis: 1, ranges: [[1, 3]] } },
       { name: 'xy', concat: ['x', 'y'], reshape: [2, 16] },
-      { name: 'x', slice: { axis: 1, ranges: [[0, 1], [3, 4]] } },
+      {
+        name: 'x',
+        slice: {
+          axis: 1,
+          ranges: [
+            [0, 1],
+            [3, 4],
+          ],
+        },
+      },
     ];
     for (const ref of refs) {
       const plan = planWeightRead(s, ref)!;

@@ -35,7 +35,17 @@ import { bf16ToF32, f32ToBf16, roundBf16 } from '../numerics/bf16.ts';
 import type { Fp8Format } from '../numerics/fp8.ts';
 import { checkAxisSlice } from '../tensor/axisSlice.ts';
 import { numel, sameShape, shapeStr, type DType, type Tensor } from '../tensor/tensor.ts';
-import { checkPerChannelScales, configDeclaresBlocks, fnBytesAsFnuz, fp8ScaledTable as scaledTable, fp8WhereBf16Problem, globalScaleValue, isPerChannelScaleShape, perChannelScaleProblem, readFp8PerChannel } from './fp8PerChannel.ts';
+import {
+  checkPerChannelScales,
+  configDeclaresBlocks,
+  fnBytesAsFnuz,
+  fp8ScaledTable as scaledTable,
+  fp8WhereBf16Problem,
+  globalScaleValue,
+  isPerChannelScaleShape,
+  perChannelScaleProblem,
+  readFp8PerChannel,
+} from './fp8PerChannel.ts';
 import type { Fp8WeightLookup, Fp8WeightParts } from './fp8WeightLinears.ts';
 import { modelWeightSpecs } from './modelWeights.ts';
 import { SafetensorsWeightSource } from './safetensorsWeights.ts';
@@ -288,7 +298,11 @@ function perChannelScaleProvider(raw: SafetensorsWeightSource, scaleName: string
 
 /** e4m3fn bytes read as e4m3fnuz: the same bits (each value halves), -0 (0x80, fnuz's NaN) -> 0. */
 function asFnuz(p: Provider): Provider {
-  return { info: { shape: p.info.shape, dtype: 'fp8e4m3fnuz' }, stored: p.stored, read: async (slice) => ({ dtype: 'fp8e4m3fnuz', ...fnBytesAsFnuz(await p.read(slice)) }) };
+  return {
+    info: { shape: p.info.shape, dtype: 'fp8e4m3fnuz' },
+    stored: p.stored,
+    read: async (slice) => ({ dtype: 'fp8e4m3fnuz', ...fnBytesAsFnuz(await p.read(slice)) }),
+  };
 }
 
 /** Scales times 2 (exact): the e4m3fnuz weights' scales. */
@@ -408,7 +422,9 @@ export function openCheckpoint(path: string, config: ModelConfig, options: Check
     const own = parseHfConfig(json, configFile);
     const diffs = configDifferences(config, own);
     if (diffs.length > 0) {
-      throw new Error(`config/checkpoint mismatch: ${configFile} describes another model than config '${config.name}' (${config.name} vs checkpoint): ${diffs.join(', ')}`);
+      throw new Error(
+        `config/checkpoint mismatch: ${configFile} describes another model than config '${config.name}' (${config.name} vs checkpoint): ${diffs.join(', ')}`,
+      );
     }
     block = blockShape(json, configFile);
     if (configDeclaresBlocks(json)) blocksDeclaredBy = configFile;
@@ -424,7 +440,14 @@ export function openCheckpoint(path: string, config: ModelConfig, options: Check
   }
 }
 
-function build(raw: SafetensorsWeightSource, path: string, config: ModelConfig, specs: readonly WeightSpec[], block: [number, number], blocksDeclaredBy: string | null): Omit<OpenedCheckpoint, 'inputs'> {
+function build(
+  raw: SafetensorsWeightSource,
+  path: string,
+  config: ModelConfig,
+  specs: readonly WeightSpec[],
+  block: [number, number],
+  blocksDeclaredBy: string | null,
+): Omit<OpenedCheckpoint, 'inputs'> {
   const problems: string[] = [];
   const where = (stored: string) => `${raw.fileOfTensor(stored)}: tensor '${stored}'`;
 
@@ -468,27 +491,41 @@ function build(raw: SafetensorsWeightSource, path: string, config: ModelConfig, 
       const want = e.shape.length === 2 ? [Math.ceil(e.shape[0] / block[0]), Math.ceil(e.shape[1] / block[1])] : null;
       if (!want) return fail(`${where(stored)}: ${e.dtype} ${shapeStr(e.shape)} has block scales, which need a 2-D tensor`);
       if (s.dtype !== 'F32' || !sameShape(s.shape, want)) {
-        return fail(`${where(inv)}: block scales of ${e.dtype}${shapeStr(e.shape)} in ${block[0]}x${block[1]} blocks must be F32${shapeStr(want)}, got ${s.dtype}${shapeStr(s.shape)}`);
+        return fail(
+          `${where(inv)}: block scales of ${e.dtype}${shapeStr(e.shape)} in ${block[0]}x${block[1]} blocks must be F32${shapeStr(want)}, got ${s.dtype}${shapeStr(s.shape)}`,
+        );
       }
       return fp8Blocks(raw, stored, inv, format, block);
     }
-    if (own !== undefined && e.shape.length === 2 && (isPerChannelScaleShape(raw.entry(own).shape, e.shape) || (numel(raw.entry(own).shape) === e.shape[0] && e.shape[0] > 1))) {
+    if (
+      own !== undefined &&
+      e.shape.length === 2 &&
+      (isPerChannelScaleShape(raw.entry(own).shape, e.shape) || (numel(raw.entry(own).shape) === e.shape[0] && e.shape[0] > 1))
+    ) {
       const s = raw.entry(own);
       const problem = perChannelScaleProblem(s.dtype, s.shape, e.dtype, e.shape);
       if (problem) return fail(`${where(own)}: ${problem}`);
-      if (blocksDeclaredBy) return fail(`${where(own)}: per-channel FP8 scales, but ${blocksDeclaredBy} declares ${block[0]}x${block[1]} block FP8 (quantization_config.weight_block_size): the config and the tensors describe different checkpoints`);
+      if (blocksDeclaredBy)
+        return fail(
+          `${where(own)}: per-channel FP8 scales, but ${blocksDeclaredBy} declares ${block[0]}x${block[1]} block FP8 (quantization_config.weight_block_size): the config and the tensors describe different checkpoints`,
+        );
       perChannelScales.add(own);
       const parts = { q: `${name}#fp8`, scale: `${name}#fp8_scale`, format };
       fp8Parts.set(name, parts);
       fp8Providers.set(parts.q, plain(raw, stored)).set(parts.scale, perChannelScaleProvider(raw, own, e.shape[0]));
-      if (format === 'e4m3fn') fp8Providers.set(`${name}#fp8_e4m3fnuz`, asFnuz(plain(raw, stored))).set(`${name}#fp8_e4m3fnuz_scale`, doubled(perChannelScaleProvider(raw, own, e.shape[0])));
+      if (format === 'e4m3fn')
+        fp8Providers
+          .set(`${name}#fp8_e4m3fnuz`, asFnuz(plain(raw, stored)))
+          .set(`${name}#fp8_e4m3fnuz_scale`, doubled(perChannelScaleProvider(raw, own, e.shape[0])));
       return fp8PerChannel(raw, stored, own, format);
     }
     if (global !== undefined) {
       const s = raw.entry(global);
-      const perChannel = e.shape.length === 2 && global === own ? `; per-channel scales of ${e.dtype}${shapeStr(e.shape)} are F32${shapeStr([e.shape[0], 1])}` : '';
+      const perChannel =
+        e.shape.length === 2 && global === own ? `; per-channel scales of ${e.dtype}${shapeStr(e.shape)} are F32${shapeStr([e.shape[0], 1])}` : '';
       // BF16 in the Qwen/Qwen3.8-Flash-Next-FP8 release; ATOM copies either into an F32 parameter
-      if ((s.dtype !== 'F32' && s.dtype !== 'BF16') || numel(s.shape) !== 1) return fail(`${where(global)}: a global FP8 scale must be one F32 or BF16 value, got ${s.dtype}${shapeStr(s.shape)}${perChannel}`);
+      if ((s.dtype !== 'F32' && s.dtype !== 'BF16') || numel(s.shape) !== 1)
+        return fail(`${where(global)}: a global FP8 scale must be one F32 or BF16 value, got ${s.dtype}${shapeStr(s.shape)}${perChannel}`);
       const value = globalScales.get(global) ?? globalScaleValue(raw.readRawBytes(global), s.dtype);
       globalScales.set(global, value);
       if (!(value > 0 && value < Infinity)) return fail(`${where(global)}: the FP8 scale ${value} is not finite and positive`);
@@ -544,7 +581,9 @@ function build(raw: SafetensorsWeightSource, path: string, config: ModelConfig, 
         break;
       }
       if (!sameShape(gate.info.shape, up.info.shape) || gate.info.shape.length !== 2 || !sameShape(dn.info.shape, [gate.info.shape[1], gate.info.shape[0]])) {
-        problems.push(`${where(up.stored[0])}: expert ${e}'s gate_proj ${shapeStr(gate.info.shape)}, up_proj ${shapeStr(up.info.shape)} and down_proj ${shapeStr(dn.info.shape)} are not [I,H], [I,H], [H,I]`);
+        problems.push(
+          `${where(up.stored[0])}: expert ${e}'s gate_proj ${shapeStr(gate.info.shape)}, up_proj ${shapeStr(up.info.shape)} and down_proj ${shapeStr(dn.info.shape)} are not [I,H], [I,H], [H,I]`,
+        );
         break;
       }
       rows.push([converted(gate, 'bf16'), converted(up, 'bf16')]);
@@ -594,7 +633,9 @@ function build(raw: SafetensorsWeightSource, path: string, config: ModelConfig, 
       const got = bigints(raw.readRawBytes(stored));
       const want = [...buf.values];
       if (got.some((v, i) => v !== want[i])) {
-        problems.push(`config/checkpoint mismatch: ${where(stored)} is [${got.join(', ')}], config '${config.name}' derives [${want.join(', ')}] (every n-gram lookup would read the wrong row)`);
+        problems.push(
+          `config/checkpoint mismatch: ${where(stored)} is [${got.join(', ')}], config '${config.name}' derives [${want.join(', ')}] (every n-gram lookup would read the wrong row)`,
+        );
         continue;
       }
       used.add(stored);
@@ -613,7 +654,10 @@ function build(raw: SafetensorsWeightSource, path: string, config: ModelConfig, 
   if (roundedF32 > 0) conversions.push(`${roundedF32} fp32 tensors read as bf16 (round to nearest even)`);
   return {
     source: new CheckpointWeightSource(raw, new Map([...providers, ...fp8Providers]), fp8Parts),
-    unused: raw.names().filter((s) => !used.has(s)).sort(),
+    unused: raw
+      .names()
+      .filter((s) => !used.has(s))
+      .sort(),
     conversions,
     files: raw.fileNames(),
   };

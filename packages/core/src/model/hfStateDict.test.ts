@@ -45,11 +45,21 @@ const layer = (p: string, withPle: boolean): Row[] => [
   ...hc(`${p}.attn_hyper_connection`, 'any', true),
   ...hc(`${p}.mlp_hyper_connection`, 'any', true),
   // Qwen4ExpTextGatedDeltaNet
-  { pattern: `${p}.linear_attn.in_proj_qkv.weight`, shape: [2 * kh * dk + vh * dv, H], where: 'linear', source: 'GatedDeltaNet.in_proj_qkv = Linear(H, key_dim*2 + value_dim)' },
+  {
+    pattern: `${p}.linear_attn.in_proj_qkv.weight`,
+    shape: [2 * kh * dk + vh * dv, H],
+    where: 'linear',
+    source: 'GatedDeltaNet.in_proj_qkv = Linear(H, key_dim*2 + value_dim)',
+  },
   { pattern: `${p}.linear_attn.in_proj_z.weight`, shape: [vh * dv, H], where: 'linear', source: 'GatedDeltaNet.in_proj_z' },
   { pattern: `${p}.linear_attn.in_proj_b.weight`, shape: [vh, H], where: 'linear', source: 'GatedDeltaNet.in_proj_b' },
   { pattern: `${p}.linear_attn.in_proj_a.weight`, shape: [vh, H], where: 'linear', source: 'GatedDeltaNet.in_proj_a' },
-  { pattern: `${p}.linear_attn.conv1d.weight`, shape: [2 * kh * dk + vh * dv, 1, convK], where: 'linear', source: 'GatedDeltaNet.conv1d = Conv1d(conv_dim, conv_dim, K, groups=conv_dim)' },
+  {
+    pattern: `${p}.linear_attn.conv1d.weight`,
+    shape: [2 * kh * dk + vh * dv, 1, convK],
+    where: 'linear',
+    source: 'GatedDeltaNet.conv1d = Conv1d(conv_dim, conv_dim, K, groups=conv_dim)',
+  },
   { pattern: `${p}.linear_attn.dt_bias`, shape: [vh], where: 'linear', source: 'GatedDeltaNet.dt_bias' },
   { pattern: `${p}.linear_attn.A_log`, shape: [vh], where: 'linear', source: 'GatedDeltaNet.A_log' },
   { pattern: `${p}.linear_attn.norm.weight`, shape: [dv], where: 'linear', source: 'GatedDeltaNet.norm = RMSNormGated(head_v_dim)' },
@@ -76,15 +86,20 @@ const layer = (p: string, withPle: boolean): Row[] => [
   // config.split_ngram_parts documents that the checkpoint stores it as row shards that
   // loading concatenates (ATOM _embedding_shard_loader: shard_{k}, ceil(rows / 128) rows each).
   ...(withPle
-    ? [
-        { pattern: `${p}.ple.ple_embedding.ngram_embedding.shard_{k}.weight`, shape: [2_500_012, 160], where: 'ple', source: 'NGramEmbedding.ngram_embedding (row shard)' },
+    ? ([
+        {
+          pattern: `${p}.ple.ple_embedding.ngram_embedding.shard_{k}.weight`,
+          shape: [2_500_012, 160],
+          where: 'ple',
+          source: 'NGramEmbedding.ngram_embedding (row shard)',
+        },
         { pattern: `${p}.ple.key_proj.weight`, shape: [nH, H], where: 'ple', source: 'PLELayer.key_proj = Linear(ple_embed_dim, n*H)' },
         { pattern: `${p}.ple.value_proj.weight`, shape: [H, H], where: 'ple', source: 'PLELayer.value_proj = Linear(ple_embed_dim, H)' },
         { pattern: `${p}.ple.norm_key.weight`, shape: [nH], where: 'ple', source: 'PLELayer.norm_key' },
         { pattern: `${p}.ple.norm_query.weight`, shape: [nH], where: 'ple', source: 'PLELayer.norm_query' },
         { pattern: `${p}.ple.norm_conv.weight`, shape: [nH], where: 'ple', source: 'PLELayer.norm_conv' },
         { pattern: `${p}.ple.conv1d.weight`, shape: [nH, 1, 4], where: 'ple', source: 'PLELayer.conv1d = Conv1d(nH, nH, 4, groups=nH, dilation=ngram_size)' },
-      ] as Row[]
+      ] as Row[])
     : []),
 ];
 

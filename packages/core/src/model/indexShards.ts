@@ -46,7 +46,10 @@ export function confinedShards(indexPath: string, mapping: Readonly<Record<strin
       real = realpathSync(path);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      return fail(path, code === 'ENOENT' ? 'which does not exist' : code === 'ELOOP' ? 'which is a symbolic link loop' : `which cannot be read: ${errnoReason(e)}`);
+      return fail(
+        path,
+        code === 'ENOENT' ? 'which does not exist' : code === 'ELOOP' ? 'which is a symbolic link loop' : `which cannot be read: ${errnoReason(e)}`,
+      );
     }
     if (!roots.some((r) => inside(real, r))) fail(path, `a symbolic link to ${real}, which is outside the model folder ${folder}`);
     for (const name of names) out.set(name, path);

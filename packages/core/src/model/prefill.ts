@@ -88,7 +88,15 @@ export function seededTokenIds(config: ModelConfig, tokens: number, seed: number
  * ATOM_QWEN4_EXP_SP_MIN_TOKENS from env), 'off' is the variable's own "0 disables", 'on'
  * skips the token thresholds (testing) but keeps tp > 1 and the layer condition.
  */
-export function planForMode(config: ModelConfig, tokens: number, tp: number, sp: SpMode, env: Record<string, string | undefined>, mtp: boolean, layers?: [number, number]): SpPlan {
+export function planForMode(
+  config: ModelConfig,
+  tokens: number,
+  tp: number,
+  sp: SpMode,
+  env: Record<string, string | undefined>,
+  mtp: boolean,
+  layers?: [number, number],
+): SpPlan {
   return planForward({
     config,
     tokens,
@@ -106,10 +114,16 @@ export function preparePrefill(o: PrefillOptions): PreparedPrefill {
   const mtp = o.mtp ?? o.config.mtp;
   const planned = planForMode(o.config, o.tokens, o.tp, o.sp, o.env ?? {}, mtp, o.layers);
   if (o.quant === 'fused' && planned.quant !== 'fused') {
-    throw new Error(`prefill: quant=fused needs the unsharded path with T <= ${HC_QUANT_ROWS_MAX} (the mix quantizes at most that many rows); this plan (SP ${planned.sp ? 'on' : 'off'}, T ${o.tokens}) quantizes separately`);
+    throw new Error(
+      `prefill: quant=fused needs the unsharded path with T <= ${HC_QUANT_ROWS_MAX} (the mix quantizes at most that many rows); this plan (SP ${planned.sp ? 'on' : 'off'}, T ${o.tokens}) quantizes separately`,
+    );
   }
   const plan = o.quant ? { ...planned, quant: o.quant } : planned;
-  const { graph: built, outputs, extra } = buildDecoderGraph({
+  const {
+    graph: built,
+    outputs,
+    extra,
+  } = buildDecoderGraph({
     config: o.config,
     plan,
     reduce: o.reduce,
@@ -124,11 +138,13 @@ export function preparePrefill(o: PrefillOptions): PreparedPrefill {
     pleTable: o.pleTable,
   });
   const weights = o.weights ?? new SyntheticWeightSource(modelWeightSpecs(o.config, o.subLayers), o.seed);
-  const { graph, linears: fp8WeightLinears } = o.fp8Weights === 'dequantize' ? { graph: built, linears: 0 } : keepFp8Weights(built, weights, o.fp8 ?? undefined);
+  const { graph, linears: fp8WeightLinears } =
+    o.fp8Weights === 'dequantize' ? { graph: built, linears: 0 } : keepFp8Weights(built, weights, o.fp8 ?? undefined);
   const tokenIds = o.ids ?? seededTokenIds(o.config, o.tokens, o.seed);
   if (tokenIds.length !== o.tokens) throw new Error(`prefill: ${tokenIds.length} token ids given for ${o.tokens} tokens`);
   const bad = tokenIds.findIndex((v) => !(v >= 0 && v < o.config.vocabSize));
-  if (bad >= 0) throw new Error(`prefill: token id ${tokenIds[bad]} at position ${bad} is outside the vocabulary [0, ${o.config.vocabSize}) of config '${o.config.name}'`);
+  if (bad >= 0)
+    throw new Error(`prefill: token id ${tokenIds[bad]} at position ${bad} is outside the vocabulary [0, ${o.config.vocabSize}) of config '${o.config.name}'`);
   const feeds = new Map<ValueId, Tensor>([['ids', { dtype: 'i32', shape: [o.tokens], data: tokenIds }], ...extra.feeds(tokenIds)]);
   return { plan, graph, outputs, feeds, weights, tokenIds, fp8WeightLinears };
 }

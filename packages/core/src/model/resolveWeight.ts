@@ -66,7 +66,13 @@ async function resolveSliced(source: WeightSource, ref: WeightRef): Promise<Tens
   const rows = infos.reduce((acc, i) => acc + i.shape[0], 0);
   checkAxisSlice([rows, ...infos[0].shape.slice(1)], ref.slice, ref.name);
   if (ref.slice.axis > 0) return concatRows(await Promise.all(parts.map((n) => source.read(n, ref.slice))), ref.name);
-  const pieces = ref.slice.ranges.flatMap(([a, b]) => rowPieces(infos.map((i) => i.shape[0]), a, b));
+  const pieces = ref.slice.ranges.flatMap(([a, b]) =>
+    rowPieces(
+      infos.map((i) => i.shape[0]),
+      a,
+      b,
+    ),
+  );
   return concatRows(await Promise.all(pieces.map((p) => source.read(parts[p.part], { axis: 0, ranges: [p.range] }))), ref.name);
 }
 

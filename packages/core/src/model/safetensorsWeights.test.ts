@@ -17,13 +17,19 @@ writeSafetensorsFile(shardA, { 'model.embed_tokens.weight': bf16([4, 2], 0x3f80)
 writeSafetensorsFile(shardB, { 'lm_head.weight': bf16([4, 2], 0x4040), 'model.scale': { dtype: 'f32', shape: [1], data: new Float32Array([0.5]) } });
 
 describe('SafetensorsWeightSource', () => {
-  it('reads only a slice\'s bytes: a row range is one run, a column range one run per row', async () => {
+  it("reads only a slice's bytes: a row range is one run, a column range one run per row", async () => {
     // a [6, 5] bf16 tensor whose element i holds bits i, so every slice is checkable by hand
     const path = join(dir, 'slices.safetensors');
     writeSafetensorsFile(path, { w: { dtype: 'bf16', shape: [6, 5], data: Uint16Array.from({ length: 30 }, (_, i) => i) } });
     const w = SafetensorsWeightSource.open(path);
     try {
-      const rows = await w.read('w', { axis: 0, ranges: [[1, 3], [5, 6]] });
+      const rows = await w.read('w', {
+        axis: 0,
+        ranges: [
+          [1, 3],
+          [5, 6],
+        ],
+      });
       expect(rows.shape).toEqual([3, 5]);
       expect([...(rows.data as Uint16Array)]).toEqual([5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 25, 26, 27, 28, 29]);
       expect(w.bytesRead()).toBe(3 * 5 * 2);

@@ -23,7 +23,10 @@ export class SyntheticWeightSource implements WeightSource {
   private readonly specs = new Map<string, WeightSpec>();
   private readonly cache = new Map<string, Tensor>();
 
-  constructor(specs: readonly WeightSpec[], readonly seed: number) {
+  constructor(
+    specs: readonly WeightSpec[],
+    readonly seed: number,
+  ) {
     if (!Number.isSafeInteger(seed) || seed < 0) throw new Error(`weight seed must be a non-negative integer, got ${seed}`);
     for (const s of specs) {
       if (this.specs.has(s.name)) throw new Error(`synthetic weights: tensor '${s.name}' declared twice`);

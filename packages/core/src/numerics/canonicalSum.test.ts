@@ -55,7 +55,12 @@ describe('canonical reduction order v1', () => {
 
   it('depends only on the terms: short sums, empty sums, -0.0 and a sum of exact squares', () => {
     expect(canonicalSumF32(0, () => 1)).toBe(0);
-    expect(Object.is(canonicalSumF32(3, () => -0), 0)).toBe(true);
+    expect(
+      Object.is(
+        canonicalSumF32(3, () => -0),
+        0,
+      ),
+    ).toBe(true);
     expect(canonicalSumF32(5, (j) => j)).toBe(10);
     // a row of the HC norm (H = 2560: five 512-term steps), squares of bf16 values: 4096 then
     // ones. In order each 1 is lost against 2^24; v1 loses lane 0's 39 and keeps 63 lanes x 40

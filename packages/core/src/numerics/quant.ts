@@ -93,13 +93,7 @@ export function quantizeBf16RowsFp8(x: Uint16Array, rows: number, cols: number, 
  * The fused kernel's output stage: `v` holds its fp32 gated means (before rounding); it
  * writes x = bf(v) and quantizes those bf16 values, amax over them (not over v).
  */
-export function quantizeFusedRowsFp8(
-  v: Float32Array,
-  rows: number,
-  cols: number,
-  format: Fp8Format,
-  style: QuantStyle,
-): RowQuant & { x: Uint16Array } {
+export function quantizeFusedRowsFp8(v: Float32Array, rows: number, cols: number, format: Fp8Format, style: QuantStyle): RowQuant & { x: Uint16Array } {
   checkShape('quantizeFusedRowsFp8', v.length, rows, cols);
   const x = new Uint16Array(v.length);
   for (let i = 0; i < v.length; i++) x[i] = f32ToBf16(v[i]);

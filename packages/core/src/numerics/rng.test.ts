@@ -105,7 +105,11 @@ describe('Rng (xoshiro128**)', () => {
     expect(mismatched).toBe(0);
     expect(Math.abs(Math.sqrt(sq / q.length) - 0.5)).toBeLessThan(0.02);
     // std 0 gives zeros (signed like the normals they came from)
-    expect(Array.from(new Rng(1).fillBf16Normal(4, 0)).map(bf16ToF32).every((v) => v === 0)).toBe(true);
+    expect(
+      Array.from(new Rng(1).fillBf16Normal(4, 0))
+        .map(bf16ToF32)
+        .every((v) => v === 0),
+    ).toBe(true);
   });
 
   it('rejects bad seeds and arguments by value', () => {

@@ -36,7 +36,14 @@ export interface PlanTraffic {
 }
 
 function graphOf(config: ModelConfig, plan: SpPlan, reduce: ReduceAlgorithm): Graph {
-  return buildDecoderGraph({ config, plan, reduce, ring: { channels: RING_DEFAULT_CHANNELS, chunkElems: RING_DEFAULT_CHUNK_ELEMS }, contract: 'atom', subLayers: MODEL_SUB_LAYERS }).graph;
+  return buildDecoderGraph({
+    config,
+    plan,
+    reduce,
+    ring: { channels: RING_DEFAULT_CHANNELS, chunkElems: RING_DEFAULT_CHUNK_ELEMS },
+    contract: 'atom',
+    subLayers: MODEL_SUB_LAYERS,
+  }).graph;
 }
 
 /** The collectives of one forward of `plan` (rank 0's ports: every rank's are alike). */

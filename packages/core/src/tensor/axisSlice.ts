@@ -40,7 +40,6 @@ export function sliceTensor(t: Tensor, slice: AxisSlice): Tensor {
   return { dtype: t.dtype, shape, data: out };
 }
 
-
 /** Element count of a slice of a tensor of this shape. */
 export function axisSliceNumel(shape: readonly number[], slice: AxisSlice): number {
   const kept = slice.ranges.reduce((acc, [a, b]) => acc + b - a, 0);

@@ -2,18 +2,49 @@ import { describe, expect, it } from 'vitest';
 import type { AlignedTensor } from './tensorDiff.ts';
 import { routingDifferences, routingText } from './routingDiff.ts';
 
-const ids = (rows: number[][]): AlignedTensor => ({ tensor: { dtype: 'i32', shape: [rows.length, rows[0].length], data: Int32Array.from(rows.flat()) }, rowStart: 0 });
+const ids = (rows: number[][]): AlignedTensor => ({
+  tensor: { dtype: 'i32', shape: [rows.length, rows[0].length], data: Int32Array.from(rows.flat()) },
+  rowStart: 0,
+});
 
 describe('routingDifferences', () => {
   it('lists per MoE layer the rows whose expert sets differ; the same experts in another order route alike', () => {
     const a = new Map([
-      ['layers.0.mlp.topk_ids', ids([[1, 2], [3, 4], [5, 6]])],
-      ['layers.1.mlp.topk_ids', ids([[1, 2], [3, 4], [5, 6]])],
+      [
+        'layers.0.mlp.topk_ids',
+        ids([
+          [1, 2],
+          [3, 4],
+          [5, 6],
+        ]),
+      ],
+      [
+        'layers.1.mlp.topk_ids',
+        ids([
+          [1, 2],
+          [3, 4],
+          [5, 6],
+        ]),
+      ],
       ['layers.1.mlp.out', ids([[0, 0]])],
     ]);
     const b = new Map([
-      ['layers.1.mlp.topk_ids', ids([[2, 1], [3, 7], [5, 6]])],
-      ['layers.0.mlp.topk_ids', ids([[1, 2], [3, 4], [6, 5]])],
+      [
+        'layers.1.mlp.topk_ids',
+        ids([
+          [2, 1],
+          [3, 7],
+          [5, 6],
+        ]),
+      ],
+      [
+        'layers.0.mlp.topk_ids',
+        ids([
+          [1, 2],
+          [3, 4],
+          [6, 5],
+        ]),
+      ],
       ['layers.1.mlp.out', ids([[1, 1]])],
     ]);
     expect(routingDifferences(a, b)).toEqual([{ layer: 1, rows: [1], count: 3 }]);

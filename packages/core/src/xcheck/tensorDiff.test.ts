@@ -21,14 +21,16 @@ describe('diffTensors', () => {
     const v = bf16ToF32(moved[i]);
     // away from the exact value: the bf16 value is the nearest, so one step past it in the direction it already errs
     const away = v >= exact[i];
-    moved[i] += (v >= 0) === away ? 1 : -1;
+    moved[i] += v >= 0 === away ? 1 : -1;
     const a = { tensor: { ...t, data: moved }, rowStart: 0 };
     const d = diffTensors('x', a, { tensor: t, rowStart: 0 }, { exact: { tensor: { dtype: 'bf16', shape: [6, 8], data: exact }, rowStart: 0 } });
     expect(d).toMatchObject({ count: 48, differing: 1, maxUlp: 1, first: { row: 3, col: 5 } });
     expect(d.exactFraction).toBeCloseTo(47 / 48, 12);
     expect(d.exact).toMatchObject({ fartherA: 1, fartherB: 0, attributed: 'a' });
     // the same change on the other side is attributed to it
-    expect(diffTensors('x', { tensor: t, rowStart: 0 }, a, { exact: { tensor: { dtype: 'bf16', shape: [6, 8], data: exact }, rowStart: 0 } }).exact!.attributed).toBe('b');
+    expect(
+      diffTensors('x', { tensor: t, rowStart: 0 }, a, { exact: { tensor: { dtype: 'bf16', shape: [6, 8], data: exact }, rowStart: 0 } }).exact!.attributed,
+    ).toBe('b');
     expect(d.rows.differing.reduce((x, y) => x + y, 0)).toBe(1);
   });
 
@@ -40,7 +42,7 @@ describe('diffTensors', () => {
     expect(diffTensors('x', { tensor: neg, rowStart: 0 }, { tensor: t, rowStart: 0 }).differing).toBe(1);
   });
 
-  it('a rank\'s shard is compared with the same rows of a replicated value', () => {
+  it("a rank's shard is compared with the same rows of a replicated value", () => {
     const { t } = bf16(8, 4, 2);
     const shard: Tensor = { dtype: 'bf16', shape: [2, 4], data: (t.data as Uint16Array).slice(4 * 4, 6 * 4) };
     const d = diffTensors('x', { tensor: shard, rowStart: 4 }, { tensor: t, rowStart: 0 });
@@ -49,7 +51,7 @@ describe('diffTensors', () => {
     expect(wrong.differing).toBeGreaterThan(0);
   });
 
-  it('row-scaled ulps: a reordered sum\'s one-ulp move of the row maximum is 1, a sign change near zero is small', () => {
+  it("row-scaled ulps: a reordered sum's one-ulp move of the row maximum is 1, a sign change near zero is small", () => {
     const b: Tensor = { dtype: 'bf16', shape: [1, 2], data: Uint16Array.of(f32ToBf16(4), f32ToBf16(1e-6)) };
     const a: Tensor = { dtype: 'bf16', shape: [1, 2], data: Uint16Array.of(f32ToBf16(4), f32ToBf16(-1e-6)) };
     const d = diffTensors('x', { tensor: a, rowStart: 0 }, { tensor: b, rowStart: 0 });
@@ -76,7 +78,12 @@ describe('diffTensors', () => {
     expect(overGate([pairOf(both)], 1e9)).toHaveLength(1);
     // Inf against a finite value (one bf16 pattern away from the largest finite one) differs too
     const inf: Tensor = { ...t, data: Uint16Array.from(t.data as Uint16Array, (v, i) => (i === 2 ? INF : v)) };
-    expect(diffTensors('x', { tensor: inf, rowStart: 0 }, { tensor: t, rowStart: 0 })).toMatchObject({ differing: 1, nonFinite: { a: 1, b: 0 }, maxAbs: Infinity, rowUlp: 0 });
+    expect(diffTensors('x', { tensor: inf, rowStart: 0 }, { tensor: t, rowStart: 0 })).toMatchObject({
+      differing: 1,
+      nonFinite: { a: 1, b: 0 },
+      maxAbs: Infinity,
+      rowUlp: 0,
+    });
     expect(overGate([pairOf(diffNamed(named(inf), named(t), 4).tensors)], 1e9)).toHaveLength(1);
     // a NaN on b's side leaves the row's scale (and so the other elements' distances) finite
     const bNan: Tensor = { ...t, data: Uint16Array.from(t.data as Uint16Array, (v, i) => (i === 0 ? NAN : v)) };
@@ -101,8 +108,12 @@ describe('diffTensors', () => {
 
   it('refuses different dtypes or shapes beyond the rows, naming the tensor', () => {
     const { t } = bf16(2, 4, 3);
-    expect(() => diffTensors('layers.1.in', { tensor: { ...t, shape: [4, 2] }, rowStart: 0 }, { tensor: t, rowStart: 0 })).toThrow('layers.1.in: shapes differ beyond the rows: [4,2] against [2,4]');
-    expect(() => diffTensors('y', { tensor: { dtype: 'i32', shape: [2, 4], data: new Int32Array(8) }, rowStart: 0 }, { tensor: t, rowStart: 0 })).toThrow('y: dtypes differ: i32 against bf16');
+    expect(() => diffTensors('layers.1.in', { tensor: { ...t, shape: [4, 2] }, rowStart: 0 }, { tensor: t, rowStart: 0 })).toThrow(
+      'layers.1.in: shapes differ beyond the rows: [4,2] against [2,4]',
+    );
+    expect(() => diffTensors('y', { tensor: { dtype: 'i32', shape: [2, 4], data: new Int32Array(8) }, rowStart: 0 }, { tensor: t, rowStart: 0 })).toThrow(
+      'y: dtypes differ: i32 against bf16',
+    );
   });
 });
 
@@ -114,8 +125,14 @@ describe('named tensors and the gate', () => {
     const { t } = bf16(2, 4, 4);
     const moved = new Uint16Array(t.data as Uint16Array);
     moved[0] += 1;
-    const a = new Map([['layers.0.in', { tensor: { ...t, data: moved }, rowStart: 0 }], ['only.a', { tensor: t, rowStart: 0 }]]);
-    const b = new Map([['layers.0.in', { tensor: t, rowStart: 0 }], ['only.b', { tensor: t, rowStart: 0 }]]);
+    const a = new Map([
+      ['layers.0.in', { tensor: { ...t, data: moved }, rowStart: 0 }],
+      ['only.a', { tensor: t, rowStart: 0 }],
+    ]);
+    const b = new Map([
+      ['layers.0.in', { tensor: t, rowStart: 0 }],
+      ['only.b', { tensor: t, rowStart: 0 }],
+    ]);
     const { tensors, onlyIn } = diffNamed(a, b, 4);
     expect(tensors.map((x) => [x.name, x.layer, x.differing])).toEqual([['layers.0.in', 0, 1]]);
     expect(onlyIn).toEqual({ a: ['only.a'], b: ['only.b'] });

@@ -113,7 +113,8 @@ export function diffTensors(name: string, a: AlignedTensor, b: AlignedTensor, op
   if (ta.dtype !== tb.dtype) throw new Error(`${name}: dtypes differ: ${ta.dtype} against ${tb.dtype}`);
   const [ra, ca] = rowsOf(ta);
   const [rb, cb] = rowsOf(tb);
-  if (ca !== cb || ta.shape.length !== tb.shape.length) throw new Error(`${name}: shapes differ beyond the rows: ${shapeStr(ta.shape)} against ${shapeStr(tb.shape)}`);
+  if (ca !== cb || ta.shape.length !== tb.shape.length)
+    throw new Error(`${name}: shapes differ beyond the rows: ${shapeStr(ta.shape)} against ${shapeStr(tb.shape)}`);
   const cols = ca;
   const start = Math.max(a.rowStart, b.rowStart);
   const end = Math.min(a.rowStart + ra, b.rowStart + rb);
@@ -122,7 +123,9 @@ export function diffTensors(name: string, a: AlignedTensor, b: AlignedTensor, op
   if (exact) {
     const [re, ce] = rowsOf(exact.tensor);
     if (ce !== cols || exact.rowStart > start || exact.rowStart + re < end) {
-      throw new Error(`${name}: the float64 evaluation has shape ${shapeStr(exact.tensor.shape)} from row ${exact.rowStart}, the runs ${shapeStr(ta.shape)} from row ${a.rowStart}`);
+      throw new Error(
+        `${name}: the float64 evaluation has shape ${shapeStr(exact.tensor.shape)} from row ${exact.rowStart}, the runs ${shapeStr(ta.shape)} from row ${a.rowStart}`,
+      );
     }
   }
   const bf16 = ta.dtype === 'bf16';

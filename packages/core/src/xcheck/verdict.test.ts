@@ -42,7 +42,12 @@ function planted(runs: Map<string, AlignedTensor>, name: string, row: number, co
   return out;
 }
 
-function verdictOf(a: Map<string, AlignedTensor>, b: Map<string, AlignedTensor>, exact: Map<string, { tensor: ExactTensor; rowStart: number }> | undefined, extra: Partial<XcheckPair> = {}): PairVerdict {
+function verdictOf(
+  a: Map<string, AlignedTensor>,
+  b: Map<string, AlignedTensor>,
+  exact: Map<string, { tensor: ExactTensor; rowStart: number }> | undefined,
+  extra: Partial<XcheckPair> = {},
+): PairVerdict {
   const pair: XcheckPair = { a: 'golden', b: 'cpu', tensors: diffNamed(a, b, 2, exact).tensors, differing: 0, maxUlp: 0, ...extra };
   return pairVerdict(pair);
 }
@@ -86,13 +91,52 @@ describe('pairVerdict on planted cases', () => {
   });
 
   it('a planted routing flip is counted per layer, and a large difference after it is put down to the flip, not to arithmetic', () => {
-    const ids = (rows: number[][]): AlignedTensor => ({ tensor: { dtype: 'i32', shape: [rows.length, rows[0].length], data: Int32Array.from(rows.flat()) }, rowStart: 0 });
-    const a = new Map([['layers.0.mlp.topk_ids', ids([[1, 2], [3, 4], [5, 6]])], ['layers.1.mlp.topk_ids', ids([[1, 2], [3, 4], [5, 6]])]]);
-    const b = new Map([['layers.0.mlp.topk_ids', ids([[2, 1], [3, 4], [5, 6]])], ['layers.1.mlp.topk_ids', ids([[1, 2], [3, 7], [5, 6]])]]);
+    const ids = (rows: number[][]): AlignedTensor => ({
+      tensor: { dtype: 'i32', shape: [rows.length, rows[0].length], data: Int32Array.from(rows.flat()) },
+      rowStart: 0,
+    });
+    const a = new Map([
+      [
+        'layers.0.mlp.topk_ids',
+        ids([
+          [1, 2],
+          [3, 4],
+          [5, 6],
+        ]),
+      ],
+      [
+        'layers.1.mlp.topk_ids',
+        ids([
+          [1, 2],
+          [3, 4],
+          [5, 6],
+        ]),
+      ],
+    ]);
+    const b = new Map([
+      [
+        'layers.0.mlp.topk_ids',
+        ids([
+          [2, 1],
+          [3, 4],
+          [5, 6],
+        ]),
+      ],
+      [
+        'layers.1.mlp.topk_ids',
+        ids([
+          [1, 2],
+          [3, 7],
+          [5, 6],
+        ]),
+      ],
+    ]);
     const routing = routingFlips(a, b);
     expect(routing).toEqual([{ layer: 1, rows: [1], count: 3 }]);
     const kept = (v: number[]): AlignedTensor => ({ tensor: { dtype: 'i32', shape: [v.length], data: Int32Array.from(v) }, rowStart: 0 });
-    expect(selectionFlips(new Map([['layers.3.attn.kept', kept([4, 4, 5])]]), new Map([['layers.3.attn.kept', kept([4, 6, 5])]]))).toEqual([{ layer: 3, rows: [1], count: 3 }]);
+    expect(selectionFlips(new Map([['layers.3.attn.kept', kept([4, 4, 5])]]), new Map([['layers.3.attn.kept', kept([4, 6, 5])]]))).toEqual([
+      { layer: 3, rows: [1], count: 3 },
+    ]);
     // layers.1.mlp.out 40 steps off in one element: beyond on its own, explained by a flip at layer 1
     const { exact, run: r } = fixture(4);
     const far = new Map(r);
@@ -122,6 +166,13 @@ describe('pairVerdict on planted cases', () => {
   });
 
   it('names places once: embed, L{i}, final, mtp', () => {
-    expect(['embed', 'layers.3.attn.partial.r1', 'final.mixed', 'logits', 'mtp.attn.out.r0', 'mtp.logits'].map(tensorGroup)).toEqual(['embed', 'L3', 'final', 'final', 'mtp', 'mtp']);
+    expect(['embed', 'layers.3.attn.partial.r1', 'final.mixed', 'logits', 'mtp.attn.out.r0', 'mtp.logits'].map(tensorGroup)).toEqual([
+      'embed',
+      'L3',
+      'final',
+      'final',
+      'mtp',
+      'mtp',
+    ]);
   });
 });

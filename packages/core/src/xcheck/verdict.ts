@@ -184,7 +184,19 @@ export function pairVerdict(pair: XcheckPair): PairVerdict {
     attribution = { byCount: { a: fa, b: fb, side: sideOf(fa, fb) }, byMagnitude: { a: ma, b: mb, side: sideOf(ma, mb), tensor: where } };
   }
   const kind: PairVerdict['kind'] = first === null ? 'identical' : beyond ? 'beyond' : withExact.length === 0 ? 'unjudged' : 'rounding';
-  const v: PairVerdict = { kind, tensors: pair.tensors.length, differingTensors: differ.length, first, growth, beyond, noiseFloor, routing, selection, attribution, line: '' };
+  const v: PairVerdict = {
+    kind,
+    tensors: pair.tensors.length,
+    differingTensors: differ.length,
+    first,
+    growth,
+    beyond,
+    noiseFloor,
+    routing,
+    selection,
+    attribution,
+    line: '',
+  };
   v.line = verdictLine(v);
   return v;
 }
@@ -209,7 +221,9 @@ export function verdictLine(v: PairVerdict): string {
     return `a difference larger than the float64 error at ${b.name} (${b.op};${atText(b)}): ${ulpText(b.rowUlp)} row-scaled ulp${nan} where the closer side is ${ulpText(b.floor ? Math.min(b.floor.a, b.floor.b) : null)} from float64 (${floorText(b.floor)}): look here`;
   }
   const parts = [`expected rounding reordering at ${firstText} (${floorText(first.floor)})`];
-  const flips = [...v.routing.map((f) => ({ what: 'routing', f })), ...v.selection.map((f) => ({ what: 'QSA selection', f }))].sort((p, q) => p.f.layer - q.f.layer);
+  const flips = [...v.routing.map((f) => ({ what: 'routing', f })), ...v.selection.map((f) => ({ what: 'QSA selection', f }))].sort(
+    (p, q) => p.f.layer - q.f.layer,
+  );
   const step = v.growth ? ` (largest step at ${v.growth.name}, ${v.growth.kind}: ${ulpText(v.growth.from)} -> ${ulpText(v.growth.rowUlp)} row-scaled ulp)` : '';
   if (flips.length > 0) {
     const rows = flips.reduce((n, x) => n + x.f.rows.length, 0);

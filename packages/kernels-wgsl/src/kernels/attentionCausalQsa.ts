@@ -136,5 +136,8 @@ export const attnCausalQsaPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   if (rows === 0) return { scratch: [], dispatches: [] };
   const uniforms = [heads, kvHeads, heads / kvHeads, rows, f32Bits(scale), ratio, width];
   const eager = attrs.eagerSoftmax === true;
-  return { scratch: [], dispatches: [flatDispatch(`attn-causal-qsa-hd${hd}${eager ? '-eager' : ''}`, causalQsaWgsl(hd, eager), CAUSAL_QSA.bindings, rows, WG, uniforms)] };
+  return {
+    scratch: [],
+    dispatches: [flatDispatch(`attn-causal-qsa-hd${hd}${eager ? '-eager' : ''}`, causalQsaWgsl(hd, eager), CAUSAL_QSA.bindings, rows, WG, uniforms)],
+  };
 };

@@ -36,7 +36,11 @@ async function checkChain(config: ModelConfig, qh: number, kvh: number, T: numbe
   // RMS1p norm weights are stored as w with the scale 1 + w
   const qg = bf16Normal(rng, [T, qh * 2 * hd], 1.5);
   const [q] = await expectSameBits('attnHeadNormRopeBf16', [qg, bf16Normal(rng, [hd], 0.2), cos, sin], { ...norm, heads: qh, stride: 2 * hd });
-  const [k] = await expectSameBits('attnHeadNormRopeBf16', [bf16Normal(rng, [T, kvh * hd], 1.5), bf16Normal(rng, [hd], 0.2), cos, sin], { ...norm, heads: kvh, stride: hd });
+  const [k] = await expectSameBits('attnHeadNormRopeBf16', [bf16Normal(rng, [T, kvh * hd], 1.5), bf16Normal(rng, [hd], 0.2), cos, sin], {
+    ...norm,
+    heads: kvh,
+    stride: hd,
+  });
   const v = bf16Normal(rng, [T, kvh * hd], 1);
 
   const [kb] = await expectSameBits('qsaBlockKeys', [bf16Normal(rng, [T, ix.headDim], 1), bf16Normal(rng, [ix.headDim], 0.1), cos, sin], {
@@ -46,7 +50,11 @@ async function checkChain(config: ModelConfig, qh: number, kvh: number, T: numbe
     eps,
   });
   const idx = { heads: ix.nHeads, headDim: ix.headDim, stride: ix.headDim, offset: 0, ropeDims, eps };
-  const [qi] = await expectSameBits('attnHeadNormRopeBf16', [bf16Normal(rng, [T, ix.nHeads * ix.headDim], 1), bf16Normal(rng, [ix.headDim], 0.1), cos, sin], idx);
+  const [qi] = await expectSameBits(
+    'attnHeadNormRopeBf16',
+    [bf16Normal(rng, [T, ix.nHeads * ix.headDim], 1), bf16Normal(rng, [ix.headDim], 0.1), cos, sin],
+    idx,
+  );
   const sel = { nHeads: ix.nHeads, headDim: ix.headDim, compressRatio: ix.compressRatio, width: ix.width };
   const [blocks] = await expectSameBits('qsaSelect', [qi, kb], { ...sel, r0: 0, tokens: T });
 
@@ -96,7 +104,11 @@ describe('qsaSelect on the GPU: exact ties, row shards, padding rows', () => {
     // score = 4 heads * relu(16 * key) / sqrt(16) = 8, 4, 0, each value shared exactly
     const q = tensor('bf16', [T, ix.nHeads * ix.headDim], new Uint16Array(T * ix.nHeads * ix.headDim).fill(0x3f80));
     const keyBits = [0x3f00, 0x3e80, 0xbe80];
-    const kb = tensor('bf16', [nb, ix.headDim], Uint16Array.from({ length: nb * ix.headDim }, (_, i) => keyBits[Math.floor(i / ix.headDim) % 3]));
+    const kb = tensor(
+      'bf16',
+      [nb, ix.headDim],
+      Uint16Array.from({ length: nb * ix.headDim }, (_, i) => keyBits[Math.floor(i / ix.headDim) % 3]),
+    );
     const [blocks] = await expectSameBits('qsaSelect', [q, kb], { ...sel, r0: 0, tokens: T });
     const got = blocks.data as Int32Array;
     for (let p = 0; p < T; p++) {
@@ -121,7 +133,11 @@ describe('qsaSelect on the GPU: exact ties, row shards, padding rows', () => {
     const rng = new Rng(20);
     const q = bf16Normal(rng, [T + 14, ix.nHeads * ix.headDim], 1);
     const kb = bf16Normal(rng, [nb, ix.headDim], 1);
-    const [all] = await expectSameBits('qsaSelect', [tensor('bf16', [T, q.shape[1]], (q.data as Uint16Array).subarray(0, T * q.shape[1])), kb], { ...sel, r0: 0, tokens: T });
+    const [all] = await expectSameBits('qsaSelect', [tensor('bf16', [T, q.shape[1]], (q.data as Uint16Array).subarray(0, T * q.shape[1])), kb], {
+      ...sel,
+      r0: 0,
+      tokens: T,
+    });
     const shardQ = tensor('bf16', [38, q.shape[1]], (q.data as Uint16Array).slice(76 * q.shape[1]));
     const [shard] = await expectSameBits('qsaSelect', [shardQ, kb], { ...sel, r0: 76, tokens: T });
     const w = ix.width;
@@ -131,7 +147,11 @@ describe('qsaSelect on the GPU: exact ties, row shards, padding rows', () => {
 
   it('fewer tokens than one block: no block keys, every row -1', async () => {
     const rng = new Rng(21);
-    const [blocks] = await expectSameBits('qsaSelect', [bf16Normal(rng, [3, ix.nHeads * ix.headDim], 1), tensor('bf16', [0, ix.headDim], new Uint16Array(0))], { ...sel, r0: 0, tokens: 3 });
+    const [blocks] = await expectSameBits('qsaSelect', [bf16Normal(rng, [3, ix.nHeads * ix.headDim], 1), tensor('bf16', [0, ix.headDim], new Uint16Array(0))], {
+      ...sel,
+      r0: 0,
+      tokens: 3,
+    });
     expect(Array.from(blocks.data)).toEqual(new Array(3 * ix.width).fill(-1));
   });
 
@@ -151,7 +171,19 @@ describe('qsaSelect on the GPU: exact ties, row shards, padding rows', () => {
     // row 11 is dense attention over keys 0..3 and 8..11, the last row of a 8-token pass
     const pick = (t: Tensor, rows: number[]) => Uint16Array.from(rows.flatMap((r) => Array.from((t.data as Uint16Array).subarray(r * hd, (r + 1) * hd))));
     const keys = [0, 1, 2, 3, 8, 9, 10, 11];
-    const compact = attnCausal(pick(q, keys.map(() => 11)), pick(k, keys), pick(v, keys), 8, 1, 1, hd, attrs.scale);
+    const compact = attnCausal(
+      pick(
+        q,
+        keys.map(() => 11),
+      ),
+      pick(k, keys),
+      pick(v, keys),
+      8,
+      1,
+      1,
+      hd,
+      attrs.scale,
+    );
     expect((o.data as Uint16Array).subarray(11 * hd)).toEqual(compact.subarray(7 * hd));
   });
 });
@@ -222,7 +254,9 @@ describe('attention planners reject bad input with a message naming it', () => {
     const attrs = { r0: 0, tokens: 20, nHeads: 2, headDim: 8, compressRatio: 4, width: 2 };
     expect(() => planners.qsaSelect!([info([20, 16]), info([4, 8])], [info([20, 2], 'i32')], attrs)).toThrow(/kb is \[4,8\], expected \[5,8\]/);
     const bk = { headDim: 8, compressRatio: 4, ropeDims: 4, eps: 1e-6 };
-    expect(() => planners.qsaBlockKeys!([info([20, 8]), info([8]), info([20, 2]), info([20, 2])], [info([4, 8])], bk)).toThrow(/kb is \[4,8\], expected \[5,8\]/);
+    expect(() => planners.qsaBlockKeys!([info([20, 8]), info([8]), info([20, 2]), info([20, 2])], [info([4, 8])], bk)).toThrow(
+      /kb is \[4,8\], expected \[5,8\]/,
+    );
   });
 });
 

@@ -46,5 +46,8 @@ export const qsaBlockKeysPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   const nb = Math.floor(T / ratio);
   requirePort(outputs[0], `${op}: output kb`, 'bf16', [nb, hd]);
   if (nb === 0) return { scratch: [], dispatches: [] };
-  return { scratch: [], dispatches: [flatDispatch(`qsa-block-keys-hd${hd}`, blockKeysWgsl(hd), BLOCK_KEYS.bindings, nb, WG, [ratio, ropeDims, nb, f32Bits(eps)])] };
+  return {
+    scratch: [],
+    dispatches: [flatDispatch(`qsa-block-keys-hd${hd}`, blockKeysWgsl(hd), BLOCK_KEYS.bindings, nb, WG, [ratio, ropeDims, nb, f32Bits(eps)])],
+  };
 };

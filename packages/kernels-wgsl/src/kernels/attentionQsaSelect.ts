@@ -62,7 +62,10 @@ ${flatMain(
 )}`;
 }
 
-const SELECT = preamble(['rows', 'nb', 'r0', 'tokens', 'ratio', 'width', 'groupsX'], [buf('scores', readScratch(SCORES)), buf('blocks', writeOutput(0), 'i32')]);
+const SELECT = preamble(
+  ['rows', 'nb', 'r0', 'tokens', 'ratio', 'width', 'groupsX'],
+  [buf('scores', readScratch(SCORES)), buf('blocks', writeOutput(0), 'i32')],
+);
 const SELECT_WGSL = `
 const WG: u32 = ${WG}u;
 ${SELECT.wgsl}

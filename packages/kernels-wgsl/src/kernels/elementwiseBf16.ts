@@ -15,15 +15,15 @@ export function contractOf(attrs: Record<string, unknown>, op: string): Contract
 }
 
 /** A wordKernel over bf16 input ports, each read as `<name>_f32(i)`. */
-function elementwise(
-  key: string,
-  inputs: { name: string; port: number }[],
-  n: number,
-  params: number[],
-  body: string,
-  helpers = '',
-): KernelDispatch {
-  return wordKernel(key, inputs.map((b) => ({ name: b.name, from: readInput(b.port), dtype: 'bf16' as const })), n, params, body, helpers);
+function elementwise(key: string, inputs: { name: string; port: number }[], n: number, params: number[], body: string, helpers = ''): KernelDispatch {
+  return wordKernel(
+    key,
+    inputs.map((b) => ({ name: b.name, from: readInput(b.port), dtype: 'bf16' as const })),
+    n,
+    params,
+    body,
+    helpers,
+  );
 }
 
 export const addPlanner: KernelPlanner = (inputs, outputs) => {
@@ -34,7 +34,21 @@ export const addPlanner: KernelPlanner = (inputs, outputs) => {
   requireShape(y, a.shape, 'add: y');
   const n = numelOf(a.shape);
   if (n === 0) return { scratch: [], dispatches: [] };
-  return { scratch: [], dispatches: [elementwise('add', [{ name: 'a', port: 0 }, { name: 'b', port: 1 }], n, [], 'return a_f32(i) + b_f32(i);')] };
+  return {
+    scratch: [],
+    dispatches: [
+      elementwise(
+        'add',
+        [
+          { name: 'a', port: 0 },
+          { name: 'b', port: 1 },
+        ],
+        n,
+        [],
+        'return a_f32(i) + b_f32(i);',
+      ),
+    ],
+  };
 };
 
 function streamsOf(x: TensorInfo, attrs: Record<string, unknown>, op: string): { rows: number; n: number; h: number } {
@@ -71,7 +85,18 @@ export const hcCombinePlanner: KernelPlanner = (inputs, outputs, attrs) => {
   return {
     scratch: [],
     dispatches: [
-      elementwise(`hcCombine-${contract}`, [{ name: 'x', port: 0 }, { name: 'blk', port: 1 }, { name: 'raw', port: 2 }], rows * n * h, [n, h], body, injectScaleWgsl(contract)),
+      elementwise(
+        `hcCombine-${contract}`,
+        [
+          { name: 'x', port: 0 },
+          { name: 'blk', port: 1 },
+          { name: 'raw', port: 2 },
+        ],
+        rows * n * h,
+        [n, h],
+        body,
+        injectScaleWgsl(contract),
+      ),
     ],
   };
 };
@@ -110,10 +135,7 @@ export const hcGatedMeanPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   requireShape(up, normed.shape, 'hcGatedMean: up');
   requireShape(x, [rows, h], 'hcGatedMean: x');
   if (rows * h === 0) return { scratch: [], dispatches: [] };
-  const step =
-    contract === 'atom'
-      ? 'acc = acc + sigmoid_f32(up_f32(k)) * normed_f32(k);'
-      : 'acc = acc + rbf(rbf(sigmoid_f32(up_f32(k))) * normed_f32(k));';
+  const step = contract === 'atom' ? 'acc = acc + sigmoid_f32(up_f32(k)) * normed_f32(k);' : 'acc = acc + rbf(rbf(sigmoid_f32(up_f32(k))) * normed_f32(k));';
   const body = `let t = i / u.p1;
   let base = t * u.p0 * u.p1 + i % u.p1;
   var acc: f32 = 0.0;
@@ -124,6 +146,17 @@ export const hcGatedMeanPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   return acc / f32(u.p0);`;
   return {
     scratch: [],
-    dispatches: [elementwise(`hcGatedMean-${contract}`, [{ name: 'up', port: 0 }, { name: 'normed', port: 1 }], rows * h, [n, h], body)],
+    dispatches: [
+      elementwise(
+        `hcGatedMean-${contract}`,
+        [
+          { name: 'up', port: 0 },
+          { name: 'normed', port: 1 },
+        ],
+        rows * h,
+        [n, h],
+        body,
+      ),
+    ],
   };
 };

@@ -67,14 +67,7 @@ export const fp8LinearPtpcPlanner: KernelPlanner = (inputs, outputs, attrs): Ker
   return {
     scratch: [],
     dispatches: [
-      flatDispatch(
-        `fp8LinearPtpc-${f.format}-${order}`,
-        ptpcWgsl(f.format, order === 'weightFirst'),
-        PTPC.bindings,
-        words,
-        WG,
-        [n, words, k, outF],
-      ),
+      flatDispatch(`fp8LinearPtpc-${f.format}-${order}`, ptpcWgsl(f.format, order === 'weightFirst'), PTPC.bindings, words, WG, [n, words, k, outF]),
     ],
   };
 };

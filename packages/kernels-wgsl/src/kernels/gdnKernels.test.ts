@@ -73,7 +73,11 @@ describe('GDN WGSL kernels are bit-identical to the CPU reference', () => {
     const T = 64;
     const [conv] = cpuKernel('gdnConvSilu')([bf16Normal(rng, [T, C], 1), bf16Normal(rng, [C, 1, K], 0.5)], { kernel: K }) as Tensor[];
     // slow decay (g near 0) so the state keeps its history and grows large
-    const g = tensor('f32', [T, h.valueHeads], Float32Array.from({ length: T * h.valueHeads }, () => -0.01 * rng.nextFloat()));
+    const g = tensor(
+      'f32',
+      [T, h.valueHeads],
+      Float32Array.from({ length: T * h.valueHeads }, () => -0.01 * rng.nextFloat()),
+    );
     const beta = bf16Normal(rng, [T, h.valueHeads], 0.1, 0.9);
     await expectSameBits('gdnRecurrence', [conv, g, beta], { ...h, scale: Math.fround(h.keyDim ** -0.5), l2Eps: GDN_L2NORM_EPS });
   });
@@ -90,25 +94,28 @@ describe('GDN planners reject bad input with a message naming it', () => {
   });
   it('gdnConvSilu: weight not [C,1,K]; gdnGates: g not f32', () => {
     expect(() => planners.gdnConvSilu!([info([5, 8]), info([8, 4])], [info([5, 8])], { kernel: 4 })).toThrow(/w is \[8,4\]/);
-    expect(() => planners.gdnGates!([info([5, 3]), info([5, 3]), info([3]), info([3])], [info([5, 3]), info([5, 3])], {})).toThrow(
-      /output g has dtype 'bf16'/,
-    );
+    expect(() => planners.gdnGates!([info([5, 3]), info([5, 3]), info([3]), info([3])], [info([5, 3]), info([5, 3])], {})).toThrow(/output g has dtype 'bf16'/);
   });
   it('gdnGatedNorm: missing eps', () => {
-    expect(() => planners.gdnGatedNorm!([info([5, 8]), info([5, 8]), info([4])], [info([5, 8])], { heads: 2, headDim: 4 })).toThrow(
-      /eps = undefined/,
-    );
+    expect(() => planners.gdnGatedNorm!([info([5, 8]), info([5, 8]), info([4])], [info([5, 8])], { heads: 2, headDim: 4 })).toThrow(/eps = undefined/);
   });
 });
 
 describe('GDN WGSL kernels: the sums of squares in canonical reduction order v1 (64 lanes, then the butterfly)', () => {
   const bits = (shape: number[], values: number[]): Tensor => tensor('bf16', shape, f32ArrayToBf16(values));
 
-  it('gdnRecurrence: the l2 norm of k = [4096, 1 x 127] gives core\'s hand-computed outputs (gdnMath.test.ts), not the sequential ones', async () => {
+  it("gdnRecurrence: the l2 norm of k = [4096, 1 x 127] gives core's hand-computed outputs (gdnMath.test.ts), not the sequential ones", async () => {
     const dk = 128;
     const qkv = bits([1, 2 * dk + 2], [4096, ...new Array(dk - 1).fill(0), 4096, ...new Array(dk - 1).fill(1), 1 + 2 ** -7, 1 + 5 * 2 ** -7]);
     const g: Tensor = { dtype: 'f32', shape: [1, 1], data: new Float32Array([0]) };
-    const [o] = await expectSameBits('gdnRecurrence', [qkv, g, bits([1, 1], [1.5])], { keyHeads: 1, valueHeads: 1, keyDim: dk, valueDim: 2, scale: 1, l2Eps: GDN_L2NORM_EPS });
+    const [o] = await expectSameBits('gdnRecurrence', [qkv, g, bits([1, 1], [1.5])], {
+      keyHeads: 1,
+      valueHeads: 1,
+      keyDim: dk,
+      valueDim: 2,
+      scale: 1,
+      l2Eps: GDN_L2NORM_EPS,
+    });
     // in i order: [1.515625, 1.5625]
     expect(Array.from(o!.data as Uint16Array)).toEqual(Array.from(f32ArrayToBf16([1.5078125, 1.5546875])));
   });
@@ -118,16 +125,24 @@ describe('GDN WGSL kernels: the sums of squares in canonical reduction order v1 
     const h = { keyHeads: 2, valueHeads: 4, keyDim: 517, valueDim: 4 };
     const C = 2 * h.keyHeads * h.keyDim + h.valueHeads * h.valueDim;
     const g: Tensor = { dtype: 'f32', shape: [3, 4], data: Float32Array.from({ length: 12 }, () => -rng.nextFloat()) };
-    await expectSameBits('gdnRecurrence', [bf16Normal(rng, [3, C], 3), g, bf16Normal(rng, [3, 4], 1)], { ...h, scale: Math.fround(h.keyDim ** -0.5), l2Eps: GDN_L2NORM_EPS });
+    await expectSameBits('gdnRecurrence', [bf16Normal(rng, [3, C], 3), g, bf16Normal(rng, [3, 4], 1)], {
+      ...h,
+      scale: Math.fround(h.keyDim ** -0.5),
+      l2Eps: GDN_L2NORM_EPS,
+    });
   });
 
-  it('gdnGatedNorm: 4096 then 2^18 - 1 ones gives core\'s hand-computed outputs, not the sequential ones', async () => {
+  it("gdnGatedNorm: 4096 then 2^18 - 1 ones gives core's hand-computed outputs, not the sequential ones", async () => {
     const hd = 2 ** 18;
-    const [y] = await expectSameBits('gdnGatedNorm', [bits([1, hd], [4096, ...new Array(hd - 1).fill(1)]), bits([1, hd], new Array(hd).fill(0)), bits([hd], new Array(hd).fill(1))], {
-      heads: 1,
-      headDim: hd,
-      eps: 1e-6,
-    });
+    const [y] = await expectSameBits(
+      'gdnGatedNorm',
+      [bits([1, hd], [4096, ...new Array(hd - 1).fill(1)]), bits([1, hd], new Array(hd).fill(0)), bits([hd], new Array(hd).fill(1))],
+      {
+        heads: 1,
+        headDim: hd,
+        eps: 1e-6,
+      },
+    );
     // in j order: 256 and 0.0625
     const out = y!.data as Uint16Array;
     expect([out[0], out[1], out[hd - 1]]).toEqual(Array.from(f32ArrayToBf16([254, 0.06201171875, 0.06201171875])));
@@ -136,7 +151,11 @@ describe('GDN WGSL kernels: the sums of squares in canonical reduction order v1 
   it('gdnGatedNorm: rows of whole steps and of a partial step with a partial chunk', async () => {
     const rng = new Rng(92);
     for (const hd of [1024, 1030]) {
-      await expectSameBits('gdnGatedNorm', [bf16Normal(rng, [3, 2 * hd], 3), bf16Normal(rng, [3, 2 * hd], 1), bf16Normal(rng, [hd], 0.1, 1)], { heads: 2, headDim: hd, eps: 1e-6 });
+      await expectSameBits('gdnGatedNorm', [bf16Normal(rng, [3, 2 * hd], 3), bf16Normal(rng, [3, 2 * hd], 1), bf16Normal(rng, [hd], 0.1, 1)], {
+        heads: 2,
+        headDim: hd,
+        eps: 1e-6,
+      });
     }
   });
 });

@@ -8,14 +8,21 @@ import { bf16Normal, expectOpMatchesCpu, useChromiumGpu } from '../../../../test
 const rng = new Rng(20261201);
 const gpu = useChromiumGpu();
 
-const i32 = (shape: number[], f: (i: number) => number): Tensor => ({ dtype: 'i32', shape, data: Int32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, (_, i) => f(i)) });
+const i32 = (shape: number[], f: (i: number) => number): Tensor => ({
+  dtype: 'i32',
+  shape,
+  data: Int32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, (_, i) => f(i)),
+});
 
 describe('head kernels', () => {
   it('sliceRows: bf16 rows starting mid-word, f32 and i32', async () => {
     await expectOpMatchesCpu(gpu(), 'sliceRows', [bf16Normal(rng, [7, 5], 1)], { start: 3, end: 6 });
     await expectOpMatchesCpu(gpu(), 'sliceRows', [bf16Normal(rng, [9, 33], 1)], { start: 8, end: 9 });
     await expectOpMatchesCpu(gpu(), 'sliceRows', [i32([13], (i) => i * 7 - 20)], { start: 12, end: 13 });
-    await expectOpMatchesCpu(gpu(), 'sliceRows', [{ dtype: 'f32', shape: [4, 3], data: Float32Array.from({ length: 12 }, () => rng.normal()) }], { start: 1, end: 3 });
+    await expectOpMatchesCpu(gpu(), 'sliceRows', [{ dtype: 'f32', shape: [4, 3], data: Float32Array.from({ length: 12 }, () => rng.normal()) }], {
+      start: 1,
+      end: 3,
+    });
   });
 
   it('reshape', async () => {

@@ -81,7 +81,8 @@ export const mtpDraftIdsPlanner: KernelPlanner = (inputs, outputs) => {
   const next = requireTyped(inputs[1], 'mtpDraftIds: input next', 'i32');
   const y = requireTyped(outputs[0], 'mtpDraftIds: output y', 'i32');
   const T = numel(ids.shape);
-  if (T < 1 || numel(next.shape) !== 1 || numel(y.shape) !== T) throw new Error(`mtpDraftIds: ids [${ids.shape.join(',')}], next [${next.shape.join(',')}] and y [${y.shape.join(',')}] do not fit`);
+  if (T < 1 || numel(next.shape) !== 1 || numel(y.shape) !== T)
+    throw new Error(`mtpDraftIds: ids [${ids.shape.join(',')}], next [${next.shape.join(',')}] and y [${y.shape.join(',')}] do not fit`);
   const pre = preamble(['t', 'groupsX'], [buf('ids', readInput(0)), buf('next', readInput(1)), buf('y', writeOutput(0))]);
   const wgsl = `
 ${pre.wgsl}

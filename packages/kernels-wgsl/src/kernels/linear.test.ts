@@ -40,7 +40,10 @@ async function expectLinearExact(tiling: LinearTiling | WorkgroupTiling, x: Tens
       if (differing++ === 0) first = `first y[${Math.floor(i / O)},${i % O}]: got 0x${got[i].toString(16)}, want 0x${want[i].toString(16)}`;
     }
   }
-  expect(differing, `${tilingName(tiling)} [${T},${K}]x[${O},${K}]^T (${plan.dispatches.map((d) => d.key).join(', ')}): ${differing} of ${want.length} differ; ${first}`).toBe(0);
+  expect(
+    differing,
+    `${tilingName(tiling)} [${T},${K}]x[${O},${K}]^T (${plan.dispatches.map((d) => d.key).join(', ')}): ${differing} of ${want.length} differ; ${first}`,
+  ).toBe(0);
 }
 
 const random = (shape: number[]) => bf16Tensor(shape, () => (rand() * 2 - 1) * 2);
@@ -73,7 +76,11 @@ describe('linear: the workgroup-tiled kernel keeps the reference k order on ever
     const w = bf16Tensor([O, K], (i) => (i < K ? -0 : i % 13 === 4 ? special[(i >> 1) % special.length] : (rand() * 2 - 1) * 2));
     for (const tl of [DEFAULT_WORKGROUP_TILING, MULTI_ROW]) await expectLinearExact(tl, x, w);
     const xNeg = bf16Tensor([T, K], () => -1);
-    await expectLinearExact(DEFAULT_WORKGROUP_TILING, xNeg, bf16Tensor([O, K], () => 0)); // every product -0: the sum stays -0
+    await expectLinearExact(
+      DEFAULT_WORKGROUP_TILING,
+      xNeg,
+      bf16Tensor([O, K], () => 0),
+    ); // every product -0: the sum stays -0
   });
 
   it('a sum that any other order rounds differently (2^24, ones, then -2^24: in k order every one is lost)', async () => {
@@ -97,16 +104,28 @@ describe('linear: the workgroup-tiled kernel keeps the reference k order on ever
 describe('linear planner', () => {
   it('takes the register tiling where K and O fit it, the workgroup kernel elsewhere', () => {
     const keys = (T: number, K: number, O: number) =>
-      planLinear([{ shape: [T, K], dtype: 'bf16' }, { shape: [O, K], dtype: 'bf16' }], [{ shape: [T, O], dtype: 'bf16' }]).dispatches.map((d) => d.key);
+      planLinear(
+        [
+          { shape: [T, K], dtype: 'bf16' },
+          { shape: [O, K], dtype: 'bf16' },
+        ],
+        [{ shape: [T, O], dtype: 'bf16' }],
+      ).dispatches.map((d) => d.key);
     expect(keys(5, 24, 6)).toEqual([`linear-tiled-${tilingName(DEFAULT_LINEAR_TILING)}`]);
     expect(keys(3, 7, 5)).toEqual([`linear-${tilingName(DEFAULT_WORKGROUP_TILING)}-elem-atomic`]);
     expect(keys(3, 8, 5)).toEqual([`linear-${tilingName(DEFAULT_WORKGROUP_TILING)}-word-atomic`]);
   });
 
   it('refuses a workgroup tiling that does not fit, naming the value', () => {
-    const io = [[{ shape: [2, 4], dtype: 'bf16' }, { shape: [2, 4], dtype: 'bf16' }], [{ shape: [2, 2], dtype: 'bf16' }]] as const;
+    const io = [
+      [
+        { shape: [2, 4], dtype: 'bf16' },
+        { shape: [2, 4], dtype: 'bf16' },
+      ],
+      [{ shape: [2, 2], dtype: 'bf16' }],
+    ] as const;
     const plan = (tl: WorkgroupTiling) => planLinear([...io[0]], [...io[1]], tl);
-    expect(() => plan({ ...DEFAULT_WORKGROUP_TILING, kTile: 6 })).toThrow("gemm tiling: kTile = 6 is not a multiple of 4 in [4, 256]");
+    expect(() => plan({ ...DEFAULT_WORKGROUP_TILING, kTile: 6 })).toThrow('gemm tiling: kTile = 6 is not a multiple of 4 in [4, 256]');
     expect(() => plan({ ...DEFAULT_WORKGROUP_TILING, wgRows: 16, wgCols: 32 })).toThrow('wgRows x wgCols = 16 x 32 is not a workgroup of 1 to 256 invocations');
     expect(() => plan({ ...DEFAULT_WORKGROUP_TILING, kTile: 256 })).toThrow(/the tiles need 73728 bytes of workgroup memory, more than 16384/);
   });

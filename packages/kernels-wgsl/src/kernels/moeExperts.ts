@@ -14,18 +14,7 @@ import type { KernelBinding, KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL, ROUND_BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { bf16Buf, buf, type BufferDecl, preamble } from '../wgsl/bindings.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
-import {
-  dims2,
-  flatDispatch,
-  flatMain,
-  readInput,
-  readScratch,
-  requireIntAttr,
-  requireShape,
-  requireTyped,
-  writeOutput,
-  writeScratch,
-} from './planParts.ts';
+import { dims2, flatDispatch, flatMain, readInput, readScratch, requireIntAttr, requireShape, requireTyped, writeOutput, writeScratch } from './planParts.ts';
 
 const WG = 64;
 const H_SCRATCH = 'h';
@@ -43,15 +32,21 @@ const UNIFORMS = ['rows', 'K', 'H', 'I', 'hw', 'first', 'numLocal', 'tiles', 'to
 function dotLoop(vec: boolean, a: string, bs: { buf: string; off: string }[], len: string, step: (c: number, av: string, bv: string) => string): string {
   if (!vec) {
     const body = [`let av = ${a}_f32(aOff + k);`];
-    bs.forEach((b, c) => body.push(`let bv${c} = ${b.buf}_f32(${b.off} + k);`, step(c, 'av', `bv${c}`)));
+    bs.forEach((b, c) => {
+      body.push(`let bv${c} = ${b.buf}_f32(${b.off} + k);`, step(c, 'av', `bv${c}`));
+    });
     return `for (var k = 0u; k < ${len}; k = k + 1u) {\n    ${body.join('\n    ')}\n  }`;
   }
   const body = [`let aw = ${a}[(aOff >> 3u) + kv];`];
-  bs.forEach((b, c) => body.push(`let bw${c} = ${b.buf}[((${b.off}) >> 3u) + kv];`));
+  bs.forEach((b, c) => {
+    body.push(`let bw${c} = ${b.buf}[((${b.off}) >> 3u) + kv];`);
+  });
   for (const comp of ['x', 'y', 'z', 'w']) {
     for (const half of ['lo', 'hi']) {
       body.push(`let a_${comp}${half} = bf16_${half}(aw.${comp});`);
-      bs.forEach((_, c) => body.push(step(c, `a_${comp}${half}`, `bf16_${half}(bw${c}.${comp})`)));
+      bs.forEach((_, c) => {
+        body.push(step(c, `a_${comp}${half}`, `bf16_${half}(bw${c}.${comp})`));
+      });
     }
   }
   return `for (var kv = 0u; kv < (${len} >> 3u); kv = kv + 1u) {\n    ${body.join('\n    ')}\n  }`;
@@ -64,7 +59,12 @@ function operand(name: string, from: KernelBinding, vec: boolean): BufferDecl {
 
 /** Dispatch 1's WGSL and bindings. */
 function hKernel(vec: boolean): { wgsl: string; bindings: KernelBinding[] } {
-  const pre = preamble(UNIFORMS, [operand('x', readInput(0), vec), buf('ids', readInput(1), 'i32'), operand('gu', readInput(3), vec), buf('h', writeScratch(H_SCRATCH))]);
+  const pre = preamble(UNIFORMS, [
+    operand('x', readInput(0), vec),
+    buf('ids', readInput(1), 'i32'),
+    operand('gu', readInput(3), vec),
+    buf('h', writeScratch(H_SCRATCH)),
+  ]);
   const rows: { buf: string; off: string }[] = [];
   for (let c = 0; c < TILE; c++) rows.push({ buf: 'gu', off: `go${c}` }, { buf: 'gu', off: `go${c} + u.I * u.H` });
   const loop = dotLoop(vec, 'x', rows, 'u.H', (r, av, bv) => `${r % 2 ? 'up' : 'g'}${r >> 1} = ${r % 2 ? 'up' : 'g'}${r >> 1} + ${av} * ${bv};`);
@@ -111,7 +111,9 @@ function routedKernel(vec: boolean, bf16Acc: boolean): { wgsl: string; bindings:
   const perStep: string[] = [];
   for (let c = 0; c < TILE; c++) perStep.push(`let wo${c} = (local * u.H + min(j0 + ${c}u, u.H - 1u)) * u.I;`, `var o${c}: f32 = 0.0;`);
   // bf16Acc (hf-eager): each add rounded to bf16, as HF's bf16 index_add_ accumulator
-  const add = Array.from({ length: TILE }, (_, c) => (bf16Acc ? `acc${c} = rbf(acc${c} + rbf(rbf(o${c}) * wk));` : `acc${c} = acc${c} + rbf(rbf(o${c}) * wk);`));
+  const add = Array.from({ length: TILE }, (_, c) =>
+    bf16Acc ? `acc${c} = rbf(acc${c} + rbf(rbf(o${c}) * wk));` : `acc${c} = acc${c} + rbf(rbf(o${c}) * wk);`,
+  );
   const store = Array.from({ length: TILE }, (_, c) => `if (j0 + ${c}u < u.H) { routed[t * u.H + j0 + ${c}u] = bitcast<u32>(acc${c}); }`);
   const wgsl = `${BF16_WGSL}
 ${pre.wgsl}

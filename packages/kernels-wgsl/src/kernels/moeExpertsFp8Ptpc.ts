@@ -18,7 +18,20 @@ import { BF16_WGSL, ROUND_BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { bf16Buf, buf, preamble } from '../wgsl/bindings.wgsl.ts';
 import { fp8DecodeWgsl, type Fp8WgslFormat, fp8WgslFormat } from '../wgsl/fp8.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
-import { dims2, f32Bits, flatDispatch, flatMain, readInput, readScratch, requireIntAttr, requirePort, requireShape, requireTyped, writeOutput, writeScratch } from './planParts.ts';
+import {
+  dims2,
+  f32Bits,
+  flatDispatch,
+  flatMain,
+  readInput,
+  readScratch,
+  requireIntAttr,
+  requirePort,
+  requireShape,
+  requireTyped,
+  writeOutput,
+  writeScratch,
+} from './planParts.ts';
 import { type QuantStyle, quantScaleFactor, rowQuantWgsl } from './quantFp8.ts';
 
 const WG = 64;
@@ -41,7 +54,14 @@ const LOCAL_WGSL = `fn local_of(p: u32) -> i32 {
 }`;
 
 function hKernel(f: Fp8WgslFormat, weightFirst: boolean): { wgsl: string; bindings: KernelBinding[] } {
-  const pre = preamble(UNIFORMS, [buf('xq', readInput(0)), buf('sx', readInput(1)), buf('ids', readInput(2), 'i32'), buf('qgu', readInput(4)), buf('sgu', readInput(5)), buf('h', writeScratch('h'))]);
+  const pre = preamble(UNIFORMS, [
+    buf('xq', readInput(0)),
+    buf('sx', readInput(1)),
+    buf('ids', readInput(2), 'i32'),
+    buf('qgu', readInput(4)),
+    buf('sgu', readInput(5)),
+    buf('h', writeScratch('h')),
+  ]);
   const wgsl = `${BF16_WGSL}${FP32_MATH_WGSL}${fp8DecodeWgsl(f.format)}
 ${pre.wgsl}
 ${BYTE_AT}

@@ -20,7 +20,10 @@ import { dims2, f32Bits, flatDispatch, flatInvocation, readInput, requireIntAttr
 
 const WG = CANONICAL_WORKGROUP;
 
-const GATE = preamble(['n', 'words', 'H', 'sqrtH: f32', 'floor: f32', 'groupsX'], [bf16Buf('k', readInput(0)), bf16Buf('q', readInput(1)), buf('y', writeOutput(0))]);
+const GATE = preamble(
+  ['n', 'words', 'H', 'sqrtH: f32', 'floor: f32', 'groupsX'],
+  [bf16Buf('k', readInput(0)), bf16Buf('q', readInput(1)), buf('y', writeOutput(0))],
+);
 
 const GATE_WGSL = (() => {
   const wg = flatInvocation(WG, 'u.groupsX');
@@ -73,5 +76,8 @@ export const pleGatePlanner: KernelPlanner = (inputs, outputs, attrs) => {
   const gates = T * n;
   const words = Math.ceil(gates / 2);
   // one workgroup per output word
-  return { scratch: [], dispatches: [flatDispatch('pleGate', GATE_WGSL, GATE.bindings, words * WG, WG, [gates, words, H, f32Bits(sqrtF32(H)), f32Bits(PLE_GATE_SQRT_FLOOR)])] };
+  return {
+    scratch: [],
+    dispatches: [flatDispatch('pleGate', GATE_WGSL, GATE.bindings, words * WG, WG, [gates, words, H, f32Bits(sqrtF32(H)), f32Bits(PLE_GATE_SQRT_FLOOR)])],
+  };
 };

@@ -51,7 +51,7 @@ describe.each([56, 41])('PLE kernels, T = %i', (T) => {
     await expectBitExact('pleGatedValue', [gate, bf16Normal(rng, [T, H], 1)], { streams: n });
   });
 
-  it('pleNgramEmbedShard: ids below, at both edges of and above a rank\'s slice; an odd head width; a -0.0 table value kept', async () => {
+  it("pleNgramEmbedShard: ids below, at both edges of and above a rank's slice; an odd head width; a -0.0 table value kept", async () => {
     const heads = shape.vocabSizes.length;
     const d = shape.embedDim / heads;
     const start = shape.tableRows / 4;
@@ -60,16 +60,23 @@ describe.each([56, 41])('PLE kernels, T = %i', (T) => {
     const ids = Int32Array.from({ length: T * heads }, (_, i) => (i < edges.length ? edges[i] : rng.int(0, shape.tableRows)));
     const table = bf16Normal(rng, [rows, d], 1);
     (table.data as Uint16Array)[3] = 0x8000;
-    const [e] = await expectBitExact('pleNgramEmbedShard', [{ dtype: 'i32', shape: [T, heads], data: ids }, table], { rowStart: start, tableRows: shape.tableRows });
+    const [e] = await expectBitExact('pleNgramEmbedShard', [{ dtype: 'i32', shape: [T, heads], data: ids }, table], {
+      rowStart: start,
+      tableRows: shape.tableRows,
+    });
     const out = e.data as Uint16Array;
     expect(Array.from(out.subarray(0, d))).toEqual(new Array(d).fill(0x8000));
     expect(out[d + 3]).toBe(0x8000);
     expect(Array.from(out.subarray(d, 2 * d))).toEqual(Array.from((table.data as Uint16Array).subarray(0, d)));
     // 3 of 7 ids per row: an element count that ends mid-word
-    await expectBitExact('pleNgramEmbedShard', [{ dtype: 'i32', shape: [T, 3], data: Int32Array.from({ length: T * 3 }, () => rng.int(0, 20)) }, bf16Normal(rng, [10, 7], 1)], {
-      rowStart: 5,
-      tableRows: 20,
-    });
+    await expectBitExact(
+      'pleNgramEmbedShard',
+      [{ dtype: 'i32', shape: [T, 3], data: Int32Array.from({ length: T * 3 }, () => rng.int(0, 20)) }, bf16Normal(rng, [10, 7], 1)],
+      {
+        rowStart: 5,
+        tableRows: 20,
+      },
+    );
   });
 
   it('pleConvSilu: causal conv with dilation ngramSize, silu, residual', async () => {
@@ -159,7 +166,7 @@ describe('PLE planners reject bad input', () => {
 });
 
 describe('PLE WGSL kernels: the long sums in canonical reduction order v1 (64 lanes, then the butterfly)', () => {
-  it('pleRms1pNorm: 4096 then ones (groups of 1024) gives core\'s hand-computed outputs (pleMath.test.ts), not the sequential ones', async () => {
+  it("pleRms1pNorm: 4096 then ones (groups of 1024) gives core's hand-computed outputs (pleMath.test.ts), not the sequential ones", async () => {
     const h = 1024;
     const row = Array.from({ length: 2 * h }, (_, j) => (j % h === 0 ? 4096 : 1));
     const [y] = await expectBitExact('pleRms1pNorm', [bf([1, 2 * h], row), bf([2 * h], new Array(2 * h).fill(3 * 2 ** -8))], { groups: 2, eps: 1e-6 });
@@ -177,7 +184,7 @@ describe('PLE WGSL kernels: the long sums in canonical reduction order v1 (64 la
     }
   });
 
-  it('pleGate: a dot of 2^24, 2558 ones and -2^24 (H 2560) gives core\'s hand-computed gates, not the sequential ones', async () => {
+  it("pleGate: a dot of 2^24, 2558 ones and -2^24 (H 2560) gives core's hand-computed gates, not the sequential ones", async () => {
     const h = 2560;
     const k = new Array(2 * h).fill(1);
     const q = new Array(2 * h).fill(1);

@@ -7,7 +7,10 @@ import type { KernelPlanner } from '../kernelProgram.ts';
 import { buf, preamble } from '../wgsl/bindings.wgsl.ts';
 import { flatDispatch, packedWordsMain, readInput, requireIntAttr, requireTensor, requireTyped, writeOutput } from './planParts.ts';
 
-const SHARD = preamble(['lookups', 'rows', 'd', 'rowStart', 'words', 'groupsX'], [buf('ids', readInput(0), 'i32'), buf('table', readInput(1)), buf('e', writeOutput(0))]);
+const SHARD = preamble(
+  ['lookups', 'rows', 'd', 'rowStart', 'words', 'groupsX'],
+  [buf('ids', readInput(0), 'i32'), buf('table', readInput(1)), buf('e', writeOutput(0))],
+);
 
 const SHARD_WGSL = `
 ${SHARD.wgsl}
@@ -25,7 +28,8 @@ export const pleNgramEmbedShardPlanner: KernelPlanner = (inputs, outputs, attrs)
   const table = requireTyped(inputs[1], `${op}: input table`, 'bf16');
   const e = requireTensor(outputs[0], `${op}: output e`);
   const rowStart = requireIntAttr(attrs, 'rowStart', op, 0);
-  if (table.shape.length !== 2 || ids.shape.length !== 2) throw new Error(`${op}: ids [${ids.shape.join(',')}] and table [${table.shape.join(',')}] must be 2-D`);
+  if (table.shape.length !== 2 || ids.shape.length !== 2)
+    throw new Error(`${op}: ids [${ids.shape.join(',')}] and table [${table.shape.join(',')}] must be 2-D`);
   const [rows, d] = table.shape;
   const [T, heads] = ids.shape;
   if (e.shape.length !== 2 || e.shape[0] !== T || e.shape[1] !== heads * d) throw new Error(`${op}: e [${e.shape.join(',')}] should be [${T},${heads * d}]`);

@@ -244,7 +244,10 @@ function sourceOf(source: 'bf16' | 'gatedMean') {
  */
 function rowsKernel(f: Fp8WgslFormat, style: QuantStyle, source: 'bf16' | 'gatedMean'): { wgsl: string; bindings: KernelBinding[] } {
   const src = sourceOf(source);
-  const pre = preamble(['rows', 'cols', 'groupsX', 'factorBits'], [src.decl, buf('scale', writeOutput(source === 'bf16' ? 1 : 2)), buf('rowState', writeScratch('rowState'))]);
+  const pre = preamble(
+    ['rows', 'cols', 'groupsX', 'factorBits'],
+    [src.decl, buf('scale', writeOutput(source === 'bf16' ? 1 : 2)), buf('rowState', writeScratch('rowState'))],
+  );
   const wgsl = `${BF16_WGSL}${rowQuantWgsl(f, style)}
 ${pre.wgsl}
 ${src.elemBits}

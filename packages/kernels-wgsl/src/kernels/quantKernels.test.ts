@@ -97,7 +97,8 @@ describe('fp8.wgsl', () => {
       const rng = new Rng(11);
       for (let i = 0; i < n; i++) {
         const kind = i & 3;
-        if (kind === 0) x[i] = rng.nextU32(); // any pattern: NaN, inf, subnormal
+        if (kind === 0)
+          x[i] = rng.nextU32(); // any pattern: NaN, inf, subnormal
         else if (kind === 1) x[i] = (rng.nextU32() & 0x80000000) | ((rng.int(100, 140) << 23) >>> 0) | (rng.nextU32() & 0x7fffff);
         else {
           // exact fp8 grid points and midpoints (ties) and their fp32 neighbours
@@ -132,21 +133,25 @@ function amaxPairs(n: number, seed: number): { amax: Uint32Array; x: Uint32Array
     if (r === 0) a = 0;
     else if (r === 1) a = 0x7f800000;
     else if (r === 2) a = 0x7fc00000 | (rng.nextU32() & 0x3fffff);
-    else if (r < 8) a = rng.int(1, 512); // amax around 448 * 2^-150: scale rounds to 0 or the smallest subnormals
+    else if (r < 8)
+      a = rng.int(1, 512); // amax around 448 * 2^-150: scale rounds to 0 or the smallest subnormals
     else if (r < 11) {
       const e = rng.int(-149, -99);
       a = e >= -126 ? (e + 127) << 23 : 1 << (e + 149);
-    }
-    else if (r < 20) a = rng.nextU32() & 0x7fffff; // subnormal amax: subnormal scale
-    else if (r < 50) a = ((rng.int(1, 12) << 23) | (rng.nextU32() & 0x7fffff)) >>> 0; // tiny normal: subnormal scale, 1/s may overflow
+    } else if (r < 20)
+      a = rng.nextU32() & 0x7fffff; // subnormal amax: subnormal scale
+    else if (r < 50)
+      a = ((rng.int(1, 12) << 23) | (rng.nextU32() & 0x7fffff)) >>> 0; // tiny normal: subnormal scale, 1/s may overflow
     else a = ((rng.int(1, 255) << 23) | (rng.nextU32() & 0x7fffff)) >>> 0;
     amax[i] = a;
     const k = rng.int(0, 20);
     const av = valueOfBits(a);
     let xb: number;
     if (k === 0) xb = rng.int(0, 2) ? 0x8000 : 0;
-    else if (k === 1) xb = (rng.int(0, 2) << 15) | 0x7f80; // inf x (the fused kernel's bf(v) can overflow)
-    else if (k === 2) xb = rng.nextU32() & 0x807f; // bf16 subnormal
+    else if (k === 1)
+      xb = (rng.int(0, 2) << 15) | 0x7f80; // inf x (the fused kernel's bf(v) can overflow)
+    else if (k === 2)
+      xb = rng.nextU32() & 0x807f; // bf16 subnormal
     else xb = f32ToBf16((rng.nextFloat() * 2 - 1) * 1.00390625 * (av === av && av !== Infinity ? av : 1));
     x[i] = xb;
   }
@@ -157,7 +162,11 @@ describe('row state and element quantization (WGSL rowQuantWgsl) vs core', () =>
   it('the pairs reach every path: subnormal and zero scales, 1/s overflow, inf and NaN amax, subnormal ties', () => {
     const { amax } = amaxPairs(1 << 17, 21);
     for (const style of STYLES) {
-      let subnormal = 0, zero = 0, invInf = 0, special = 0, ties = 0;
+      let subnormal = 0,
+        zero = 0,
+        invInf = 0,
+        special = 0,
+        ties = 0;
       for (const a of amax) {
         const s = perTokenScale(valueOfBits(a), 'e4m3fn', style);
         if (s === 0) zero++;
@@ -214,11 +223,13 @@ function quantRows(rows: number, cols: number, format: Fp8Format, seed: number):
     const kind = t % kinds;
     const normalRow = (std: number) => row.set(rng.fillBf16Normal(cols, std));
     if (kind === 0) normalRow(2 ** rng.int(-20, 21));
-    else if (kind === 1) for (let j = 0; j < cols; j++) row[j] = rng.int(0, 2) ? 0x8000 : 0; // zero row, signed zeros
+    else if (kind === 1)
+      for (let j = 0; j < cols; j++) row[j] = rng.int(0, 2) ? 0x8000 : 0; // zero row, signed zeros
     else if (kind === 2) {
       normalRow(1e37); // huge: bf16 max and beyond-range ratios after rounding
       row[rng.int(0, cols)] = 0xff7f;
-    } else if (kind === 3) for (let j = 0; j < cols; j++) row[j] = (rng.nextU32() & 0x8000) | rng.int(0, 0x380); // subnormal and tiny: subnormal scale
+    } else if (kind === 3)
+      for (let j = 0; j < cols; j++) row[j] = (rng.nextU32() & 0x8000) | rng.int(0, 0x380); // subnormal and tiny: subnormal scale
     else if (kind === 4) {
       normalRow(2 ** -112); // amax near 2^-110: subnormal elements that matter
       for (let j = 0; j < cols; j += 3) row[j] = rng.nextU32() & 0x807f;
@@ -235,7 +246,8 @@ function quantRows(rows: number, cols: number, format: Fp8Format, seed: number):
       for (let j = 0; j < cols; j++) if (Math.abs(bf16Value(row[j])) >= a) row[j] = 0;
       row[0] = f32ToBf16(a);
       for (let j = 1; j < cols; j += 2) row[j] = f32ToBf16(b);
-    } else if (kind === 8) for (let j = 0; j < cols; j++) row[j] = rng.nextU32() & 0xff7f; // any finite bf16 bits
+    } else if (kind === 8)
+      for (let j = 0; j < cols; j++) row[j] = rng.nextU32() & 0xff7f; // any finite bf16 bits
     else normalRow(1);
   }
   return x;
@@ -256,7 +268,12 @@ describe('quantFp8PerToken plan vs CPU kernel', () => {
   for (const { format, style } of CASES) {
     it(`${format} ${style}: q and scale bit-identical (rows 1..70, cols 128 and 77)`, async () => {
       const attrs = { format, style };
-      for (const [rows, cols, seed] of [[70, 128, 1], [23, 77, 2], [1, 77, 3], [5, 1, 4]]) {
+      for (const [rows, cols, seed] of [
+        [70, 128, 1],
+        [23, 77, 2],
+        [1, 77, 3],
+        [5, 1, 4],
+      ]) {
         const x: Tensor = { dtype: 'bf16', shape: [rows, cols], data: quantRows(rows, cols, format, seed) };
         const cpu = cpuKernel('quantFp8PerToken')([x], attrs) as Tensor[];
         const [q, scale] = await runOp('quantFp8PerToken', [x], cpu, attrs);
@@ -287,7 +304,8 @@ function gatedMeanInputs(rows: number, n: number, h: number, seed: number): { up
     const u = up.subarray(t * w, (t + 1) * w);
     const kind = t % 6;
     if (kind === 1) r.fill(0);
-    else if (kind === 2) for (let i = 0; i < w; i++) r[i] = f32ToBf16(bf16Value(r[i]) * 3e38); // v overflows to inf in some columns
+    else if (kind === 2)
+      for (let i = 0; i < w; i++) r[i] = f32ToBf16(bf16Value(r[i]) * 3e38); // v overflows to inf in some columns
     else if (kind === 3) r[rng.int(0, w)] = 0x7fc0;
     else if (kind === 4) {
       // large up: sigmoid = 1, so v is the plain mean, often just above a bf16 tie (bf(v) > amax)
@@ -301,7 +319,11 @@ function gatedMeanInputs(rows: number, n: number, h: number, seed: number): { up
 describe('hcGatedMeanQuant plan vs CPU kernel', () => {
   for (const { format, style } of CASES) {
     it(`${format} ${style}: x, q and scale bit-identical (rows 1..70, H 128 and 77)`, async () => {
-      for (const [rows, n, h, seed] of [[70, 4, 128, 5], [13, 4, 77, 6], [1, 1, 77, 7]]) {
+      for (const [rows, n, h, seed] of [
+        [70, 4, 128, 5],
+        [13, 4, 77, 6],
+        [1, 1, 77, 7],
+      ]) {
         const attrs = { format, style, streams: n };
         const { up, normed } = gatedMeanInputs(rows, n, h, seed);
         const inputs: Tensor[] = [
@@ -352,7 +374,10 @@ describe("the two kernels' scales differ by exactly one fp32 ulp on a constructe
 describe('fp8QuantWeightPerChannel plan vs CPU kernel', () => {
   for (const format of FORMATS) {
     it(`${format}: q and scale bit-identical (the separate kernel over the weight's rows)`, async () => {
-      for (const [rows, cols, seed] of [[40, 128, 8], [9, 77, 9]]) {
+      for (const [rows, cols, seed] of [
+        [40, 128, 8],
+        [9, 77, 9],
+      ]) {
         const w: Tensor = { dtype: 'bf16', shape: [rows, cols], data: quantRows(rows, cols, format, seed) };
         const cpu = cpuKernel('fp8QuantWeightPerChannel')([w], { format }) as Tensor[];
         const [q, scale] = await runOp('fp8QuantWeightPerChannel', [w], cpu, { format });
@@ -388,7 +413,11 @@ describe('fp8LinearPtpc plan vs CPU kernel', () => {
     for (const scaleOrder of ['weightFirst', 'tokenFirst'] as const) {
       it(`${format} ${scaleOrder}: y bit-identical (odd K and N, a NaN operand)`, async () => {
         const attrs = { format, scaleOrder };
-        for (const [rows, k, outF, seed, withNaN] of [[7, 77, 9, 10, false], [16, 128, 40, 11, false], [3, 33, 5, 12, true]] as const) {
+        for (const [rows, k, outF, seed, withNaN] of [
+          [7, 77, 9, 10, false],
+          [16, 128, 40, 11, false],
+          [3, 33, 5, 12, true],
+        ] as const) {
           const inputs = ptpcInputs(rows, k, outF, format, seed, withNaN);
           const cpu = cpuKernel('fp8LinearPtpc')(inputs, attrs) as Tensor[];
           const [y] = await runOp('fp8LinearPtpc', inputs, cpu, attrs);
@@ -407,7 +436,10 @@ describe('fp8LinearPtpc plan vs CPU kernel', () => {
       q,
       { dtype: 'f32', shape: [1], data: Float32Array.from([fr(1.625 * fr(1 / 448))]) },
     ];
-    for (const [scaleOrder, bits] of [['weightFirst', 0x3fd6], ['tokenFirst', 0x3fd7]] as const) {
+    for (const [scaleOrder, bits] of [
+      ['weightFirst', 0x3fd6],
+      ['tokenFirst', 0x3fd7],
+    ] as const) {
       const attrs = { format: 'e4m3fn', scaleOrder };
       const [y] = await runOp('fp8LinearPtpc', inputs, cpuKernel('fp8LinearPtpc')(inputs, attrs) as Tensor[], attrs);
       expect(y[0] & 0xffff).toBe(bits);

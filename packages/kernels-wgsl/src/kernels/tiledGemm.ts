@@ -125,9 +125,12 @@ function tiledGemmKernel(ops: GemmOperands, tl: WorkgroupTiling, wordK: boolean,
     for (let p = 0; p < C / 2; p++) {
       const o = `o0 + wc + ${2 * p * WO}u`;
       if (evenO) {
-        store.push(`    if (${o} < u.O) { y[(t * u.O + ${o}) >> 1u] = out_bits(a${r}_${2 * p}, t, ${o}) | (out_bits(a${r}_${2 * p + 1}, t, ${o} + 1u) << 16u); }`);
+        store.push(
+          `    if (${o} < u.O) { y[(t * u.O + ${o}) >> 1u] = out_bits(a${r}_${2 * p}, t, ${o}) | (out_bits(a${r}_${2 * p + 1}, t, ${o} + 1u) << 16u); }`,
+        );
       } else {
-        for (let h = 0; h < 2; h++) store.push(`    if (${o} + ${h}u < u.O) { store_half(t * u.O + ${o} + ${h}u, out_bits(a${r}_${2 * p + h}, t, ${o} + ${h}u)); }`);
+        for (let h = 0; h < 2; h++)
+          store.push(`    if (${o} + ${h}u < u.O) { store_half(t * u.O + ${o} + ${h}u, out_bits(a${r}_${2 * p + h}, t, ${o} + ${h}u)); }`);
       }
     }
     store.push(`  }`, `}`);

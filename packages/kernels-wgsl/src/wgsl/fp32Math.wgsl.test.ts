@@ -92,10 +92,9 @@ describe('fp32Math.wgsl on Chromium WebGPU', () => {
   }
   it('f32_to_bf16 matches core (RNE, NaN -> 0x7FC0) on the same inputs', async () => {
     const plan = unaryPlan('f32_to_bf16', N);
-    plan.dispatches[0].wgsl = plan.dispatches[0].wgsl.replace(FP32_MATH_WGSL, BF16_WGSL).replace(
-      'bitcast<u32>(f32_to_bf16(bitcast<f32>(x[i])))',
-      'f32_to_bf16(bitcast<f32>(x[i]))',
-    );
+    plan.dispatches[0].wgsl = plan.dispatches[0].wgsl
+      .replace(FP32_MATH_WGSL, BF16_WGSL)
+      .replace('bitcast<u32>(f32_to_bf16(bitcast<f32>(x[i])))', 'f32_to_bf16(bitcast<f32>(x[i]))');
     const { outputs } = await host().runPlan(plan, [x], [N]);
     let mismatches = 0;
     for (let i = 0; i < N; i++) if (outputs[0][i] !== f32ToBf16(xf[i])) mismatches++;

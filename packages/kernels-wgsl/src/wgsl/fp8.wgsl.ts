@@ -82,9 +82,9 @@ fn f32_bits_to_fp8(u: u32) -> u32 {
  */
 export function fp8DecodeWgsl(format: Fp8Format): string {
   const f = FP8_WGSL_FORMATS[format];
-  const isNaN = f.format === 'e4m3fnuz' ? 'b == 0x80u' : '(b & 0x7fu) == 0x7fu';
+  const nanTest = f.format === 'e4m3fnuz' ? 'b == 0x80u' : '(b & 0x7fu) == 0x7fu';
   return /* wgsl */ `
-fn fp8_is_nan(b: u32) -> bool { return ${isNaN}; }
+fn fp8_is_nan(b: u32) -> bool { return ${nanTest}; }
 fn fp8_to_f32(b: u32) -> f32 {
   let e = (b >> 3u) & 0xfu;
   let m = b & 7u;

@@ -41,7 +41,11 @@ export const ATTENTION_COSTS: Record<string, PriceFn> = {
     const [rows] = shapeOf(ctx, n.inputs[0]);
     const out = bytesOf(ctx, n.outputs[0]);
     const elems = rows * num(n, 'heads') * num(n, 'headDim');
-    return cost({ vectorFlops: elems * 4 + rows * num(n, 'heads') * num(n, 'ropeDims') * 3, actBytes: 2 * out + bytesOf(ctx, n.inputs[2]) + bytesOf(ctx, n.inputs[3]), weightBytes: bytesOf(ctx, n.inputs[1]) });
+    return cost({
+      vectorFlops: elems * 4 + rows * num(n, 'heads') * num(n, 'ropeDims') * 3,
+      actBytes: 2 * out + bytesOf(ctx, n.inputs[2]) + bytesOf(ctx, n.inputs[3]),
+      weightBytes: bytesOf(ctx, n.inputs[1]),
+    });
   },
   /** mean-pool ratio rows, norm and rope the block keys: linear in T */
   qsaBlockKeys: (n, ctx) => {

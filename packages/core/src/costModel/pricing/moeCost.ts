@@ -32,7 +32,13 @@ export const MOE_COSTS: Record<string, PriceFn> = {
       { rows: groups, n: 2 * i, flops: pairs * 2 * h * 2 * i, fp8: false },
       { rows: groups, n: h, flops: pairs * 2 * i * h, fp8: false },
     ];
-    return cost({ matrixFlops: pairs * (2 * h * 2 * i + 2 * i * h), vectorFlops: pairs * (5 * i + 3 * h), actBytes: act, weightBytes: touched * perExpert, gemms });
+    return cost({
+      matrixFlops: pairs * (2 * h * 2 * i + 2 * i * h),
+      vectorFlops: pairs * (5 * i + 3 * h),
+      actBytes: act,
+      weightBytes: touched * perExpert,
+      gemms,
+    });
   },
   /**
    * moeExperts on FP8 weights: the same pairs and weight-touch assumption; both GEMMs on the
@@ -55,7 +61,13 @@ export const MOE_COSTS: Record<string, PriceFn> = {
       { rows: groups, n: 2 * i, flops: pairs * 2 * h * 2 * i, fp8: true },
       { rows: groups, n: h, flops: pairs * 2 * i * h, fp8: true },
     ];
-    return cost({ fp8Flops: pairs * (2 * h * 2 * i + 2 * i * h), vectorFlops: pairs * (5 * i + 3 * i + 4 * (2 * i + h) + 3 * h), actBytes: act, weightBytes: touched * perExpert, gemms });
+    return cost({
+      fp8Flops: pairs * (2 * h * 2 * i + 2 * i * h),
+      vectorFlops: pairs * (5 * i + 3 * i + 4 * (2 * i + h) + 3 * h),
+      actBytes: act,
+      weightBytes: touched * perExpert,
+      gemms,
+    });
   },
   moeSwiGlu: (n, ctx) => cost({ vectorFlops: outElems(n, ctx) * 6, ...ioBytes(n, ctx) }),
   moeCombine: (n, ctx) => cost({ vectorFlops: outElems(n, ctx) * 3, ...ioBytes(n, ctx) }),

@@ -23,7 +23,8 @@ export const SP_COSTS: Record<string, PriceFn> = {
     return (num(n, 'rank') + 1) * num(n, 'chunk') <= rows ? { ...ZERO } : copyCost(n, ctx);
   },
   /** writes the padded buffer (the real rows copied, the padding zeroed); nothing when there is no padding */
-  pad: (n, ctx) => (shapeOf(ctx, n.inputs[0])[0] === shapeOf(ctx, n.outputs[0])[0] ? { ...ZERO } : cost({ actBytes: bytesOf(ctx, n.inputs[0]) + bytesOf(ctx, n.outputs[0]) })),
+  pad: (n, ctx) =>
+    shapeOf(ctx, n.inputs[0])[0] === shapeOf(ctx, n.outputs[0])[0] ? { ...ZERO } : cost({ actBytes: bytesOf(ctx, n.inputs[0]) + bytesOf(ctx, n.outputs[0]) }),
   /** the first rows of a row-major tensor: a view */
   trim: () => ({ ...ZERO }),
   allReduce: collective('allReduce'),

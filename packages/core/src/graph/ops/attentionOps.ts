@@ -8,7 +8,10 @@ import { info, num, ShapeRule } from './shapeRules.ts';
 
 /** Inputs i and i + 1: the bf16 RoPE tables cos, sin [rows, ropeDims/2]. */
 function ropeTablePorts(r: ShapeRule, ins: readonly (ValueInfo | null)[], i: number, ropeDims: number, rows: number): void {
-  for (const [at, name] of [[i, 'cos'], [i + 1, 'sin']] as const) {
+  for (const [at, name] of [
+    [i, 'cos'],
+    [i + 1, 'sin'],
+  ] as const) {
     r.mat(ins, at, name, ropeDims / 2, rows);
   }
 }
@@ -27,7 +30,14 @@ export const attnHeadNormRopeBf16 = defineOp({
     { name: 'sin', dtypes: ['bf16'] },
   ],
   outputs: [{ name: 'y', dtypes: ['bf16'] }],
-  attrs: { heads: { kind: 'int', min: 1 }, headDim: { kind: 'int', min: 1 }, stride: { kind: 'int', min: 1 }, offset: { kind: 'int', min: 0 }, ropeDims: { kind: 'int', min: 0 }, eps: 'float' },
+  attrs: {
+    heads: { kind: 'int', min: 1 },
+    headDim: { kind: 'int', min: 1 },
+    stride: { kind: 'int', min: 1 },
+    offset: { kind: 'int', min: 0 },
+    ropeDims: { kind: 'int', min: 0 },
+    eps: 'float',
+  },
   opClass: 'reduction',
   shape: (ins, a) => {
     const r = new ShapeRule('attnHeadNormRopeBf16');
@@ -64,7 +74,7 @@ export const qsaBlockKeys = defineOp({
 
 export const qsaSelect = defineOp({
   name: 'qsaSelect',
-  doc: 'QSA selection of query rows r0..r0+R-1 (row r at position p = r0 + r) of a T-token sequence: fp32 score_b = fr(sum_h relu(dot(q_h, kb_b)) / fr(sqrt(headDim))) over the row\'s nb_p = floor((p+1)/ratio) visible blocks (dot in d order, heads in order); blocks[r] = the top min(width, nb_p) blocks, ties to the lower index, ascending, then -1; rows with p >= tokens all -1. q [R, nHeads*headDim] (normed, roped), kb [floor(tokens/ratio), headDim]. Out i32 [R, width].',
+  doc: "QSA selection of query rows r0..r0+R-1 (row r at position p = r0 + r) of a T-token sequence: fp32 score_b = fr(sum_h relu(dot(q_h, kb_b)) / fr(sqrt(headDim))) over the row's nb_p = floor((p+1)/ratio) visible blocks (dot in d order, heads in order); blocks[r] = the top min(width, nb_p) blocks, ties to the lower index, ascending, then -1; rows with p >= tokens all -1. q [R, nHeads*headDim] (normed, roped), kb [floor(tokens/ratio), headDim]. Out i32 [R, width].",
   inputs: [
     { name: 'q', dtypes: ['bf16'] },
     { name: 'kb', dtypes: ['bf16'] },
@@ -89,7 +99,7 @@ export const qsaSelect = defineOp({
 
 export const qsaKeptCount = defineOp({
   name: 'qsaKeptCount',
-  doc: 'Keys each query row t (position t) attends to: ratio * (blocks listed in row t, entries >= 0) + the tail (t + 1 - floor((t+1)/ratio)*ratio). blocks i32 [T, width] as qsaSelect writes them; out i32 [T]. Exact; the dump\'s attn.kept.',
+  doc: "Keys each query row t (position t) attends to: ratio * (blocks listed in row t, entries >= 0) + the tail (t + 1 - floor((t+1)/ratio)*ratio). blocks i32 [T, width] as qsaSelect writes them; out i32 [T]. Exact; the dump's attn.kept.",
   inputs: [{ name: 'blocks', dtypes: ['i32'] }],
   outputs: [{ name: 'kept', dtypes: ['i32'] }],
   attrs: { compressRatio: { kind: 'int', min: 1 } },
@@ -111,14 +121,25 @@ export const attnCausalQsa = defineOp({
     { name: 'blocks', dtypes: ['i32'] },
   ],
   outputs: [{ name: 'o', dtypes: ['bf16'] }],
-  attrs: { heads: { kind: 'int', min: 1 }, kvHeads: { kind: 'int', min: 1 }, headDim: { kind: 'int', min: 1 }, scale: 'float', compressRatio: { kind: 'int', min: 1 }, width: { kind: 'int', min: 1 }, eagerSoftmax: { kind: 'bool', optional: true } },
+  attrs: {
+    heads: { kind: 'int', min: 1 },
+    kvHeads: { kind: 'int', min: 1 },
+    headDim: { kind: 'int', min: 1 },
+    scale: 'float',
+    compressRatio: { kind: 'int', min: 1 },
+    width: { kind: 'int', min: 1 },
+    eagerSoftmax: { kind: 'bool', optional: true },
+  },
   opClass: 'sequence',
   shape: (ins, a) => {
     const r = new ShapeRule('attnCausalQsa');
     const kv = num(a, 'kvHeads') * num(a, 'headDim');
     const [rows] = r.mat(ins, 0, 'q', num(a, 'heads') * num(a, 'headDim'));
     r.split(num(a, 'heads'), num(a, 'kvHeads'), 'GQA heads');
-    for (const [i, name] of [[1, 'k'], [2, 'v']] as const) {
+    for (const [i, name] of [
+      [1, 'k'],
+      [2, 'v'],
+    ] as const) {
       r.mat(ins, i, name, kv, rows);
     }
     r.mat(ins, 3, 'blocks', num(a, 'width'), rows);

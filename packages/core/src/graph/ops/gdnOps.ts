@@ -44,7 +44,10 @@ export const gdnGates = defineOp({
     const b = r.port(ins, 0, 'b');
     const [, heads] = r.matrix(b, 'b');
     r.same(r.port(ins, 1, 'a'), b, 'a');
-    for (const [i, name] of [[2, 'aLog'], [3, 'dtBias']] as const) {
+    for (const [i, name] of [
+      [2, 'aLog'],
+      [3, 'dtBias'],
+    ] as const) {
       const v = r.port(ins, i, name);
       if (v.shape.join(',') !== `${heads}`) r.fail(`input '${name}' is [${v.shape.join(',')}], expected [${heads}]`);
     }
@@ -54,7 +57,7 @@ export const gdnGates = defineOp({
 
 export const gdnRecurrence = defineOp({
   name: 'gdnRecurrence',
-  doc: 'Gated delta rule from a zero fp32 state per value head (key head h / (valueHeads/keyHeads)): q,k = l2norm (fp32, l2Eps), q *= scale; S = exp(g) S; u = S^T k; S += k (x) (beta (v - u)); o = bf(S^T q). qkv is the conv output [T, q|k|v]; the l2 norms\' sums of squares in fp32 in canonical reduction order v1 (numerics/canonicalSum.ts: 64 lanes of 8-term chunks 512 apart, then the xor butterfly), the state products (u, o) over the key dim in order; products rounded before adds.',
+  doc: "Gated delta rule from a zero fp32 state per value head (key head h / (valueHeads/keyHeads)): q,k = l2norm (fp32, l2Eps), q *= scale; S = exp(g) S; u = S^T k; S += k (x) (beta (v - u)); o = bf(S^T q). qkv is the conv output [T, q|k|v]; the l2 norms' sums of squares in fp32 in canonical reduction order v1 (numerics/canonicalSum.ts: 64 lanes of 8-term chunks 512 apart, then the xor butterfly), the state products (u, o) over the key dim in order; products rounded before adds.",
   inputs: [
     { name: 'qkv', dtypes: ['bf16'] },
     { name: 'g', dtypes: ['f32'] },
@@ -69,7 +72,10 @@ export const gdnRecurrence = defineOp({
     const vd = num(a, 'valueHeads') * num(a, 'valueDim');
     const [rows] = r.mat(ins, 0, 'qkv', 2 * kd + vd);
     r.split(num(a, 'valueHeads'), num(a, 'keyHeads'), 'value heads per key head');
-    for (const [i, name] of [[1, 'g'], [2, 'beta']] as const) {
+    for (const [i, name] of [
+      [1, 'g'],
+      [2, 'beta'],
+    ] as const) {
       r.mat(ins, i, name, num(a, 'valueHeads'), rows);
     }
     return [info([rows, vd], 'bf16')];

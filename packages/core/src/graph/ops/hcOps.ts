@@ -22,7 +22,7 @@ export const hcExpand = defineOp({
 
 export const hcCombineNorm = defineOp({
   name: 'hcCombineNorm',
-  doc: "Pending combine (when given) as hcCombine, then the grouped RMS norm per stream, the same under both contracts: rstd = rsqrt(fl(sumsq / H) + eps) with sumsq = sum_j X[j]^2 in fp32 in canonical reduction order v1 (numerics/canonicalSum.ts: 64 lanes of 8-term chunks 512 apart, then the xor butterfly), normed = bf(fl(fl(X * rstd) * fl(1 + w))), one rounding.",
+  doc: 'Pending combine (when given) as hcCombine, then the grouped RMS norm per stream, the same under both contracts: rstd = rsqrt(fl(sumsq / H) + eps) with sumsq = sum_j X[j]^2 in fp32 in canonical reduction order v1 (numerics/canonicalSum.ts: 64 lanes of 8-term chunks 512 apart, then the xor butterfly), normed = bf(fl(fl(X * rstd) * fl(1 + w))), one rounding.',
   inputs: [
     { name: 'x', dtypes: ['bf16'] },
     { name: 'blockOut', dtypes: ['bf16'], optional: true },

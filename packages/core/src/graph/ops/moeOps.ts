@@ -26,7 +26,7 @@ export const moeRoute = defineOp({
 
 export const moeExperts = defineOp({
   name: 'moeExperts',
-  doc: 'Routed sum over experts [firstExpert, firstExpert+numLocal) (gateUp [numLocal*2I,H], down [numLocal*H,I] stacked): per routed (t,e), h = bf(bf(silu(g)) * u) of Linear(x_t, gate_up_e), o = Linear(h, down_e), acc_t += bf(o * w) in fp32, experts in ascending index. Output routed [T,H] f32, unrounded. bf16Accumulate (the \'hf-eager\' contract; absent = false): acc_t = bf(acc_t + bf(o * w)), each add rounded to bf16 as HF\'s experts loop adds into its bf16 accumulator with index_add_ (experts in ascending index, the fp32 add then one rounding).',
+  doc: "Routed sum over experts [firstExpert, firstExpert+numLocal) (gateUp [numLocal*2I,H], down [numLocal*H,I] stacked): per routed (t,e), h = bf(bf(silu(g)) * u) of Linear(x_t, gate_up_e), o = Linear(h, down_e), acc_t += bf(o * w) in fp32, experts in ascending index. Output routed [T,H] f32, unrounded. bf16Accumulate (the 'hf-eager' contract; absent = false): acc_t = bf(acc_t + bf(o * w)), each add rounded to bf16 as HF's experts loop adds into its bf16 accumulator with index_add_ (experts in ascending index, the fp32 add then one rounding).",
   inputs: [
     { name: 'x', dtypes: ['bf16'] },
     { name: 'ids', dtypes: ['i32'] },
@@ -87,11 +87,19 @@ export const moeExpertsFp8Ptpc = defineOp({
     const i = num(a, 'intermediate');
     r.mat(ins, 4, 'qGateUp', h, local * 2 * i);
     r.mat(ins, 6, 'qDown', i, local * h);
-    for (const [port, name] of [[0, 'xq'], [4, 'qGateUp'], [6, 'qDown']] as const) {
+    for (const [port, name] of [
+      [0, 'xq'],
+      [4, 'qGateUp'],
+      [6, 'qDown'],
+    ] as const) {
       const v = r.port(ins, port, name);
       if (v.dtype !== dtype) r.fail(`input '${name}' is ${v.dtype}, expected ${dtype} (format '${String(a.format)}')`);
     }
-    for (const [port, name, n] of [[1, 'sx', rows], [5, 'sGateUp', local * 2 * i], [7, 'sDown', local * h]] as const) {
+    for (const [port, name, n] of [
+      [1, 'sx', rows],
+      [5, 'sGateUp', local * 2 * i],
+      [7, 'sDown', local * h],
+    ] as const) {
       const s = r.port(ins, port, name);
       if (s.shape.length !== 1 || s.shape[0] !== n) r.fail(`input '${name}' is [${s.shape.join(',')}], expected [${n}]`);
     }

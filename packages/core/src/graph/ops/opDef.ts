@@ -120,6 +120,7 @@ export function validateAttrs(def: OpDef, attrs: Readonly<Record<string, unknown
     checkAttr(def.name, name, spec, v);
   }
   for (const name of Object.keys(attrs)) {
-    if (!Object.hasOwn(def.attrs, name)) throw new Error(`op ${def.name}: unknown attribute '${name}' (declared: ${Object.keys(def.attrs).join(', ') || 'none'})`);
+    if (!Object.hasOwn(def.attrs, name))
+      throw new Error(`op ${def.name}: unknown attribute '${name}' (declared: ${Object.keys(def.attrs).join(', ') || 'none'})`);
   }
 }

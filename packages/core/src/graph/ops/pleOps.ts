@@ -80,7 +80,8 @@ export const pleNgramEmbedShard = defineOp({
     const r = new ShapeRule('pleNgramEmbedShard');
     const [rows, heads] = r.mat(ins, 0, 'ids');
     const [slice, d] = r.mat(ins, 1, 'table');
-    if (num(a, 'rowStart') + slice > num(a, 'tableRows')) r.fail(`the slice [${num(a, 'rowStart')}, ${num(a, 'rowStart') + slice}) ends past the table's ${num(a, 'tableRows')} rows`);
+    if (num(a, 'rowStart') + slice > num(a, 'tableRows'))
+      r.fail(`the slice [${num(a, 'rowStart')}, ${num(a, 'rowStart') + slice}) ends past the table's ${num(a, 'tableRows')} rows`);
     return [info([rows, heads * d], 'bf16')];
   },
 });
@@ -160,7 +161,8 @@ export const pleConvSilu = defineOp({
     const [, c] = r.matrix(g, 'g');
     r.same(r.port(ins, 0, 'gNormed'), g, 'gNormed');
     const w = r.port(ins, 2, 'weight');
-    if (w.shape.length !== 3 || w.shape[0] !== c || w.shape[1] !== 1 || !(w.shape[2] >= 1)) r.fail(`input 'weight' is [${w.shape.join(',')}], expected [${c},1,K]`);
+    if (w.shape.length !== 3 || w.shape[0] !== c || w.shape[1] !== 1 || !(w.shape[2] >= 1))
+      r.fail(`input 'weight' is [${w.shape.join(',')}], expected [${c},1,K]`);
     return [info(g.shape, 'bf16')];
   },
 });

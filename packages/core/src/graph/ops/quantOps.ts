@@ -92,7 +92,11 @@ export const fp8LinearPtpc = defineOp({
     const qW = r.port(ins, 2, 'qW');
     const [rows, k] = r.matrix(q, 'q');
     const [out] = r.matrix(qW, 'qW', k);
-    for (const [v, name] of [[q, 'q'], [qW, 'qW']] as const) if (v.dtype !== dtype) r.fail(`input '${name}' is ${v.dtype}, expected ${dtype} (format '${String(a.format)}')`);
+    for (const [v, name] of [
+      [q, 'q'],
+      [qW, 'qW'],
+    ] as const)
+      if (v.dtype !== dtype) r.fail(`input '${name}' is ${v.dtype}, expected ${dtype} (format '${String(a.format)}')`);
     const sx = r.port(ins, 1, 'sx');
     const sw = r.port(ins, 3, 'sw');
     if (sx.shape.length !== 1 || sx.shape[0] !== rows) r.fail(`input 'sx' is [${sx.shape.join(',')}], expected [${rows}]`);

@@ -54,7 +54,7 @@ export const REDUCE_ALGORITHMS: readonly ReduceAlgorithm[] = ['ring', 'oneshot',
 
 export const allReduce = defineOp({
   name: 'allReduce',
-  doc: 'Every rank gets the bf16 sum of all ranks\' tensors, added in the order of `algorithm` (ring: RCCL chunk ownership with `channels` and `chunkElems`; oneshot: fp32 in rank order, one rounding; ordered: bf16 in rank order).',
+  doc: "Every rank gets the bf16 sum of all ranks' tensors, added in the order of `algorithm` (ring: RCCL chunk ownership with `channels` and `chunkElems`; oneshot: fp32 in rank order, one rounding; ordered: bf16 in rank order).",
   inputs: [{ name: 'x', dtypes: ['bf16'] }],
   outputs: [{ name: 'y', dtypes: ['bf16'] }],
   attrs: { algorithm: { kind: 'string', oneOf: REDUCE_ALGORITHMS }, channels: { kind: 'int', min: 1 }, chunkElems: { kind: 'int', min: 1 } },
@@ -82,7 +82,7 @@ export const reduceScatter = defineOp({
 
 export const allGather = defineOp({
   name: 'allGather',
-  doc: 'Every rank gets the concatenation, in rank order, of all ranks\' [C, ...] shards. Exact.',
+  doc: "Every rank gets the concatenation, in rank order, of all ranks' [C, ...] shards. Exact.",
   inputs: [{ name: 'x', dtypes: ['bf16', 'f32', 'i32'] }],
   outputs: [{ name: 'y', dtypes: ['bf16', 'f32', 'i32'] }],
   attrs: {},

@@ -25,7 +25,15 @@ const H = config.hiddenSize;
 const { numHeads: QH, headDim: HD, ropeDims } = config.attention;
 const half = ropeDims / 2;
 const weights = new SyntheticWeightSource(attentionWeightSpecs(config, LAYER), 8);
-const ctxOf = (rank: number, tp: number, tokens: number, qsaRowChunk?: number): SubLayerContext => ({ config, layer: LAYER, rank, tp, tokens, scope: 'L3.attn', qsaRowChunk });
+const ctxOf = (rank: number, tp: number, tokens: number, qsaRowChunk?: number): SubLayerContext => ({
+  config,
+  layer: LAYER,
+  rank,
+  tp,
+  tokens,
+  scope: 'L3.attn',
+  qsaRowChunk,
+});
 
 /** The graph's inputs x and the bf16 RoPE tables for T tokens, with their feeds. */
 function inputs(b: GraphBuilder, T: number, x: Uint16Array) {
@@ -99,7 +107,8 @@ describe('full-attention graph against the math (tp = 1)', () => {
   const x = new Rng(5).fillBf16Normal(T * H, 1);
   const p = `model.layers.${LAYER}.self_attn.`;
   const wt = (name: string) => weights.tensor(p + name).data as Uint16Array;
-  const lin = (input: Uint16Array, name: string, rows: number, inF: number, outF: number) => linearBf16(bf16ArrayToF32(input), bf16ArrayToF32(wt(name)), rows, inF, outF);
+  const lin = (input: Uint16Array, name: string, rows: number, inF: number, outF: number) =>
+    linearBf16(bf16ArrayToF32(input), bf16ArrayToF32(wt(name)), rows, inF, outF);
 
   it('selects the blocks qsaIndexerSelect selects and gives the same output, bit for bit', async () => {
     const b = new GraphBuilder(1);
@@ -120,8 +129,28 @@ describe('full-attention graph against the math (tp = 1)', () => {
     const qg = lin(x, 'q_proj.weight', T, H, QH * 2 * HD);
     const kvh = config.attention.numKvHeads;
     const at0 = { start: 0, step: 1 };
-    const q = attnHeadNormRopeBf16(qg, wt('q_norm.weight'), cos, sin, T, { heads: QH, headDim: HD, stride: 2 * HD, offset: 0 }, ropeDims, config.rmsNormEps, at0);
-    const k = attnHeadNormRopeBf16(lin(x, 'k_proj.weight', T, H, kvh * HD), wt('k_norm.weight'), cos, sin, T, { heads: kvh, headDim: HD, stride: HD, offset: 0 }, ropeDims, config.rmsNormEps, at0);
+    const q = attnHeadNormRopeBf16(
+      qg,
+      wt('q_norm.weight'),
+      cos,
+      sin,
+      T,
+      { heads: QH, headDim: HD, stride: 2 * HD, offset: 0 },
+      ropeDims,
+      config.rmsNormEps,
+      at0,
+    );
+    const k = attnHeadNormRopeBf16(
+      lin(x, 'k_proj.weight', T, H, kvh * HD),
+      wt('k_norm.weight'),
+      cos,
+      sin,
+      T,
+      { heads: kvh, headDim: HD, stride: HD, offset: 0 },
+      ropeDims,
+      config.rmsNormEps,
+      at0,
+    );
     const v = lin(x, 'v_proj.weight', T, H, kvh * HD);
     const o = attnCausalQsa(q, k, v, T, QH, kvh, HD, Math.fround(HD ** -0.5), sel);
     const y = lin(attnOutputGate(o, qg, T, QH, HD), 'o_proj.weight', T, QH * HD, H);
@@ -139,7 +168,12 @@ describe('row-sharded QSA selection (graph option qsaRowChunk)', () => {
     const b = new GraphBuilder(tp);
     const { xIn, rope, feeds } = inputs(b, T, x);
     const ctxs = Array.from({ length: tp }, (_, r) => ctxOf(r, tp, T, chunk));
-    const partials = buildAttentionRanks(b, ctxs, ctxs.map(() => xIn), rope);
+    const partials = buildAttentionRanks(
+      b,
+      ctxs,
+      ctxs.map(() => xIn),
+      rope,
+    );
     const blocks = ctxs.map((_, r) => `r${r}/L3.attn/${QSA_BLOCKS}`);
     const { values } = await runOnce(new CpuBackend(), b.build(), feeds, weights, { keep: [...partials, ...blocks] });
     return { blocks: blocks.map((id) => values.get(id)!.data as Int32Array), partials: partials.map((id) => values.get(id)!.data as Uint16Array) };

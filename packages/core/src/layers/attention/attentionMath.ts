@@ -78,7 +78,8 @@ export function attnHeadNormRopeBf16(
     throw new Error(`attention: RoPE positions start ${start}, step ${step} must be non-negative integers`);
   }
   if (half > 0) {
-    if (cos.length !== sin.length || cos.length % half !== 0) throw new Error(`attention: cos/sin tables of ${cos.length}/${sin.length} values are not [P, ${half}]`);
+    if (cos.length !== sin.length || cos.length % half !== 0)
+      throw new Error(`attention: cos/sin tables of ${cos.length}/${sin.length} values are not [P, ${half}]`);
     const last = start + (rows - 1) * step;
     if (rows > 0 && last >= cos.length / half) throw new Error(`attention: position ${last} is past the ${cos.length / half}-position RoPE table`);
   }
@@ -185,7 +186,16 @@ function attnOverKeys(
  * Dense causal attention: query t attends to keys 0..t (attnOverKeys' recipe).
  * q [T, heads*hd], k and v [T, kvHeads*hd] -> o [T, heads*hd].
  */
-export function attnCausal(q: Uint16Array, k: Uint16Array, v: Uint16Array, tokens: number, heads: number, kvHeads: number, headDim: number, scale: number): Uint16Array {
+export function attnCausal(
+  q: Uint16Array,
+  k: Uint16Array,
+  v: Uint16Array,
+  tokens: number,
+  heads: number,
+  kvHeads: number,
+  headDim: number,
+  scale: number,
+): Uint16Array {
   return attnOverKeys(q, k, v, tokens, heads, kvHeads, headDim, scale, (t, out) => {
     for (let j = 0; j <= t; j++) out[j] = j;
     return t + 1;

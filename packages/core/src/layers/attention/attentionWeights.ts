@@ -55,7 +55,8 @@ export function attentionRankHeads(config: ModelConfig, rank: number, tp: number
   if (!Number.isInteger(rank) || rank < 0 || rank >= tp) throw new Error(`attention: rank ${rank} is outside [0, ${tp})`);
   const { numHeads: qh, numKvHeads: kvh } = config.attention;
   // the user's tp is validated once, by the planner; this guards direct use of the split
-  if (qh % tp !== 0 || (kvh % tp !== 0 && tp % kvh !== 0)) throw new Error(`attention: tp ${tp} does not divide the ${qh} query heads, or neither divides nor is a multiple of the ${kvh} KV heads`);
+  if (qh % tp !== 0 || (kvh % tp !== 0 && tp % kvh !== 0))
+    throw new Error(`attention: tp ${tp} does not divide the ${qh} query heads, or neither divides nor is a multiple of the ${kvh} KV heads`);
   const h0 = (rank * qh) / tp;
   const h1 = ((rank + 1) * qh) / tp;
   return { h0, h1, kv0: Math.floor((h0 * kvh) / qh), kv1: Math.ceil((h1 * kvh) / qh) };

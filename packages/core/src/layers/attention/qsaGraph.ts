@@ -57,7 +57,14 @@ export function buildQsaSelect(b: GraphBuilder, ctx: SubLayerContext, x: ValueId
   const qRaw = value('index_q', [rows, nh * dh]);
   node('linear', 'index_q', [qIn, b.weight(w.indexQ, [nh * dh, H])], [qRaw]);
   const q = value('index_q_rope', [rows, nh * dh]);
-  node('attnHeadNormRopeBf16', 'index_q_rope', [qRaw, b.weight(w.indexQNorm, [dh]), tables.cos, tables.sin], [q], { heads: nh, headDim: dh, stride: dh, offset: 0, ropeDims, eps });
+  node('attnHeadNormRopeBf16', 'index_q_rope', [qRaw, b.weight(w.indexQNorm, [dh]), tables.cos, tables.sin], [q], {
+    heads: nh,
+    headDim: dh,
+    stride: dh,
+    offset: 0,
+    ropeDims,
+    eps,
+  });
   const blocks = value(sharded ? `${QSA_BLOCKS}_shard` : QSA_BLOCKS, [rows, width], 'i32');
   const r0 = sharded ? rank * ctx.qsaRowChunk! : 0;
   node('qsaSelect', 'qsa_select', [q, kb], [blocks], { r0, tokens: T, nHeads: nh, headDim: dh, compressRatio, width });

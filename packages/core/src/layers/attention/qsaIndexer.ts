@@ -45,7 +45,8 @@ export interface RowSlice {
 }
 
 function checkRows(what: string, arr: Uint16Array, rows: number, width: number, slice: RowSlice): void {
-  if (slice.offset + width > slice.stride) throw new Error(`QSA indexer: ${what} at offset ${slice.offset} with width ${width} overruns stride ${slice.stride}`);
+  if (slice.offset + width > slice.stride)
+    throw new Error(`QSA indexer: ${what} at offset ${slice.offset} with width ${width} overruns stride ${slice.stride}`);
   if (arr.length !== rows * slice.stride) throw new Error(`QSA indexer: ${what} has ${arr.length} values, expected ${rows} x ${slice.stride}`);
 }
 
@@ -54,7 +55,15 @@ function checkRows(what: string, arr: Uint16Array, rows: number, width: number, 
  * keys (k_raw of row t at kRaw[t * stride + offset ..]), with the RoPE tables (bf16
  * [>= tokens, ropeDims/2], ropeTablesBf16).
  */
-export function qsaBlockKeys(kRaw: Uint16Array, kNorm: Uint16Array, cos: Uint16Array, sin: Uint16Array, tokens: number, slice: RowSlice, d: QsaIndexerDims): Uint16Array {
+export function qsaBlockKeys(
+  kRaw: Uint16Array,
+  kNorm: Uint16Array,
+  cos: Uint16Array,
+  sin: Uint16Array,
+  tokens: number,
+  slice: RowSlice,
+  d: QsaIndexerDims,
+): Uint16Array {
   const { headDim: dh, compressRatio: ratio } = d;
   checkRows('k_raw', kRaw, tokens, dh, slice);
   const nb = Math.floor(tokens / ratio);
@@ -74,7 +83,16 @@ export function qsaBlockKeys(kRaw: Uint16Array, kNorm: Uint16Array, cos: Uint16A
  * Indexer queries [r1 - r0, nHeads * headDim] of rows r0..r1-1: qRows holds those rows'
  * q parts (row r - r0 at (r - r0) * stride + offset), roped at their own positions.
  */
-export function qsaQueries(qRows: Uint16Array, qNorm: Uint16Array, cos: Uint16Array, sin: Uint16Array, r0: number, r1: number, slice: RowSlice, d: QsaIndexerDims): Uint16Array {
+export function qsaQueries(
+  qRows: Uint16Array,
+  qNorm: Uint16Array,
+  cos: Uint16Array,
+  sin: Uint16Array,
+  r0: number,
+  r1: number,
+  slice: RowSlice,
+  d: QsaIndexerDims,
+): Uint16Array {
   checkRange(r0, r1);
   checkRows('q', qRows, r1 - r0, d.nHeads * d.headDim, slice);
   // heads are contiguous within a row: as stride-wide rows of one head each

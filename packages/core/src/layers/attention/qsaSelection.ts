@@ -56,7 +56,8 @@ export function qsaKeptPositions(s: QsaSelection, row: number, out: Int32Array):
     for (let j = 0; j < ratio; j++) out[count++] = b * ratio + j;
   }
   for (let i = n; i < s.width; i++) {
-    if (s.blocks[row * s.width + i] !== -1) throw new Error(`QSA selection: row ${row} entry ${i} is ${s.blocks[row * s.width + i]}, expected -1 past its ${n} blocks`);
+    if (s.blocks[row * s.width + i] !== -1)
+      throw new Error(`QSA selection: row ${row} entry ${i} is ${s.blocks[row * s.width + i]}, expected -1 past its ${n} blocks`);
   }
   for (let j = nb * ratio; j <= p; j++) out[count++] = j;
   return count;

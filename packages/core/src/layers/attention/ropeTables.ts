@@ -18,7 +18,8 @@ import { tensor, type Tensor } from '../../tensor/tensor.ts';
 
 /** inv_freq[i], i < ropeDims / 2, fp32, as HF computes it. */
 export function ropeInvFreq(ropeDims: number, theta: number): Float32Array {
-  if (!Number.isInteger(ropeDims) || ropeDims <= 0 || ropeDims % 2 !== 0) throw new Error(`ropeInvFreq: ropeDims must be a positive even integer, got ${ropeDims}`);
+  if (!Number.isInteger(ropeDims) || ropeDims <= 0 || ropeDims % 2 !== 0)
+    throw new Error(`ropeInvFreq: ropeDims must be a positive even integer, got ${ropeDims}`);
   const fr = Math.fround;
   const inv = new Float32Array(ropeDims / 2);
   const thetaF = fr(theta);

@@ -42,7 +42,14 @@ describe('GatedDeltaNet graph under tensor parallelism', () => {
   it('gives each rank three qkv ranges (q, k, v heads) and out_proj columns', () => {
     const { numKeyHeads: KH, keyHeadDim: DK } = config.linearAttention;
     const w = gdnRankWeights(config, LAYER, 1, 2);
-    expect(w.qkv.slice).toEqual({ axis: 0, ranges: [[KH / 2 * DK, KH * DK], [KH * DK + (KH / 2) * DK, 2 * KH * DK], [2 * KH * DK + (VH / 2) * DV, 2 * KH * DK + VH * DV]] });
+    expect(w.qkv.slice).toEqual({
+      axis: 0,
+      ranges: [
+        [(KH / 2) * DK, KH * DK],
+        [KH * DK + (KH / 2) * DK, 2 * KH * DK],
+        [2 * KH * DK + (VH / 2) * DV, 2 * KH * DK + VH * DV],
+      ],
+    });
     expect(w.out.slice).toEqual({ axis: 1, ranges: [[(VH / 2) * DV, VH * DV]] });
     expect(w.norm.slice).toBeUndefined();
   });
@@ -148,7 +155,10 @@ describe('GatedDeltaNet with the FP8 PTPC input projection', () => {
       headDim: DV,
       projectionWeight: `${p}out_proj.weight`,
       weights,
-      build: (b, xIn) => ({ feeds: [], partial: (rank, tp) => buildGdn(b, { config, layer: LAYER, rank, tp, tokens: T, scope: 'L0.gdn', fp8: { format: 'e4m3fnuz' } }, xIn) }),
+      build: (b, xIn) => ({
+        feeds: [],
+        partial: (rank, tp) => buildGdn(b, { config, layer: LAYER, rank, tp, tokens: T, scope: 'L0.gdn', fp8: { format: 'e4m3fnuz' } }, xIn),
+      }),
     },
     x,
     [2, 4],

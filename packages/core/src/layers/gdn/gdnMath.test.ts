@@ -224,7 +224,9 @@ describe('gdnMath causality and carried state', () => {
   it('rejects inputs of the wrong size, naming them', () => {
     expect(() => gdnConvSilu(inp.x.subarray(1), inp.convW, T, C, K)).toThrow(/conv input has/);
     expect(() => gdnRecurrence(new Uint16Array(5), new Float32Array(T * vh), new Uint16Array(T * vh), T, HEADS, scale, 1e-6)).toThrow(/qkv has 5 values/);
-    expect(() => gdnRecurrence(new Uint16Array(0), new Float32Array(0), new Uint16Array(0), 0, { ...HEADS, valueHeads: 5 }, scale, 1e-6)).toThrow(/value heads 5/);
+    expect(() => gdnRecurrence(new Uint16Array(0), new Float32Array(0), new Uint16Array(0), 0, { ...HEADS, valueHeads: 5 }, scale, 1e-6)).toThrow(
+      /value heads 5/,
+    );
   });
 });
 

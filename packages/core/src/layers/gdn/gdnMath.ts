@@ -38,7 +38,15 @@ function checkLength(what: string, arr: ArrayLike<number>, expected: number): vo
  * kernel) stores F.conv1d's bf16 output and applies ACT2FN to it, so bf(silu(bf(acc))).
  * w is the checkpoint's [C, 1, K] flattened to [C, K].
  */
-export function gdnConvSilu(x: Uint16Array, w: Uint16Array, tokens: number, channels: number, kernel: number, history?: Uint16Array, roundConv = false): Uint16Array {
+export function gdnConvSilu(
+  x: Uint16Array,
+  w: Uint16Array,
+  tokens: number,
+  channels: number,
+  kernel: number,
+  history?: Uint16Array,
+  roundConv = false,
+): Uint16Array {
   checkLength('conv input', x, tokens * channels);
   checkLength('conv weight', w, channels * kernel);
   const past = kernel - 1;
@@ -65,7 +73,14 @@ export function gdnConvSilu(x: Uint16Array, w: Uint16Array, tokens: number, chan
  * beta = bf(sigmoid(b)) (torch's bf16 sigmoid: fp32 inside, one rounding);
  * g = (-exp(A_log)) * softplus(a + dt_bias), all fp32, kept in fp32 (log-decay).
  */
-export function gdnGates(b: Uint16Array, a: Uint16Array, aLog: Uint16Array, dtBias: Uint16Array, tokens: number, heads: number): { g: Float32Array; beta: Uint16Array } {
+export function gdnGates(
+  b: Uint16Array,
+  a: Uint16Array,
+  aLog: Uint16Array,
+  dtBias: Uint16Array,
+  tokens: number,
+  heads: number,
+): { g: Float32Array; beta: Uint16Array } {
   checkLength('b', b, tokens * heads);
   checkLength('a', a, tokens * heads);
   checkLength('A_log', aLog, heads);

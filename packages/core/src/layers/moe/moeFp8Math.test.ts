@@ -7,7 +7,11 @@ import type { Tensor } from '../../tensor/tensor.ts';
 
 const experts = cpuKernel('moeExpertsFp8Ptpc');
 const fr = Math.fround;
-const fp8 = (format: Fp8Format, shape: number[], values: number[]): Tensor => ({ dtype: fp8Info(format).dtype, shape, data: Uint8Array.from(values, (v) => f32ToFp8(v, format)) });
+const fp8 = (format: Fp8Format, shape: number[], values: number[]): Tensor => ({
+  dtype: fp8Info(format).dtype,
+  shape,
+  data: Uint8Array.from(values, (v) => f32ToFp8(v, format)),
+});
 const f32 = (values: number[]): Tensor => ({ dtype: 'f32', shape: [values.length], data: Float32Array.from(values) });
 
 /**

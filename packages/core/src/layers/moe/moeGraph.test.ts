@@ -26,7 +26,16 @@ describe('MoE graph', () => {
       const xIn = b.input('x', [T, H], 'bf16');
       const outs = Array.from({ length: tp }, (_, rank) => buildMoe(b, { config, layer: LAYER, rank, tp, tokens: T, scope: `L${LAYER}.moe` }, xIn));
       const graph = b.build();
-      expect(graph.nodes.filter((n) => n.rank === 0).map((n) => n.op)).toEqual(['linear', 'moeRoute', 'moeExperts', 'linear', 'moeSwiGlu', 'linear', 'linear', 'moeCombine']);
+      expect(graph.nodes.filter((n) => n.rank === 0).map((n) => n.op)).toEqual([
+        'linear',
+        'moeRoute',
+        'moeExperts',
+        'linear',
+        'moeSwiGlu',
+        'linear',
+        'linear',
+        'moeCombine',
+      ]);
       // CpuBackend checks every fed input, resolved weight and produced value against its
       // declared dtype and shape, and throws on a mismatch.
       const feeds = new Map<ValueId, Tensor>([[xIn, { dtype: 'bf16', shape: [T, H], data: x }]]);
@@ -43,10 +52,20 @@ describe('MoE graph', () => {
     const I = config.moe.sharedIntermediate;
     const p = `model.layers.${LAYER}.mlp`;
     // experts 4..7 of 16: rows 4..7 of the stacked HF tensors, seen as 2-D stacks
-    expect(refs.expertsGateUp).toEqual({ name: `${p}.experts.gate_up_proj`, slice: { axis: 0, ranges: [[4, 8]] }, reshape: [4 * 2 * config.moe.intermediate, H] });
+    expect(refs.expertsGateUp).toEqual({
+      name: `${p}.experts.gate_up_proj`,
+      slice: { axis: 0, ranges: [[4, 8]] },
+      reshape: [4 * 2 * config.moe.intermediate, H],
+    });
     expect(refs.expertsDown).toEqual({ name: `${p}.experts.down_proj`, slice: { axis: 0, ranges: [[4, 8]] }, reshape: [4 * H, config.moe.intermediate] });
     expect(refs.sharedGateUp.concat).toEqual([`${p}.shared_expert.gate_proj.weight`, `${p}.shared_expert.up_proj.weight`]);
-    expect(refs.sharedGateUp.slice).toEqual({ axis: 0, ranges: [[I / 4, I / 2], [I + I / 4, I + I / 2]] });
+    expect(refs.sharedGateUp.slice).toEqual({
+      axis: 0,
+      ranges: [
+        [I / 4, I / 2],
+        [I + I / 4, I + I / 2],
+      ],
+    });
     expect(refs.sharedDown.slice).toEqual({ axis: 1, ranges: [[I / 4, I / 2]] });
     expect(refs.router.slice).toBeUndefined();
     // the resolved tensors are those rows of the HF tensors: experts 4..7 whole, and the

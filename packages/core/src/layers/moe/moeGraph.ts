@@ -26,13 +26,12 @@ export function buildMoe(b: GraphBuilder, ctx: SubLayerContext, x: ValueId): Val
   const weights = value('topk_weights', [T, topK]);
   node('moeRoute', 'route', [logits], [ids, weights], { topK, normTopkProb });
   const routed = value('routed', [T, H], 'f32');
-  node(
-    'moeExperts',
-    'experts',
-    [x, ids, weights, b.weight(w.expertsGateUp, [numLocal * 2 * I, H]), b.weight(w.expertsDown, [numLocal * H, I])],
-    [routed],
-    { firstExpert, numLocal, intermediate: I, ...(ctx.eager ? { bf16Accumulate: true } : {}) },
-  );
+  node('moeExperts', 'experts', [x, ids, weights, b.weight(w.expertsGateUp, [numLocal * 2 * I, H]), b.weight(w.expertsDown, [numLocal * H, I])], [routed], {
+    firstExpert,
+    numLocal,
+    intermediate: I,
+    ...(ctx.eager ? { bf16Accumulate: true } : {}),
+  });
   const sharedGu = linear('shared_gate_up', x, b.weight(w.sharedGateUp, [2 * sharedWidth, H]), 2 * sharedWidth);
   const sharedH = value('shared_h', [T, sharedWidth]);
   node('moeSwiGlu', 'shared_act', [sharedGu], [sharedH]);

@@ -46,7 +46,10 @@ function moe64(x: Float32Array, T: number, s: MoeShape, w: Record<keyof MoeRankW
     const m = Math.max(...row);
     const ex = row.map((l) => Math.exp(l - m));
     const sum = ex.reduce((a, b) => a + b, 0);
-    const order = ex.map((e, i) => [e / sum, i]).sort((a, b) => b[0] - a[0] || a[1] - b[1]).slice(0, K);
+    const order = ex
+      .map((e, i) => [e / sum, i])
+      .sort((a, b) => b[0] - a[0] || a[1] - b[1])
+      .slice(0, K);
     const norm = order.reduce((a, [p]) => a + p, 0);
     ids.push(order.map(([, e]) => e));
     const routed = new Float64Array(H);
@@ -110,7 +113,8 @@ describe('moeSwiGlu', () => {
     const h = moeSwiGlu(gu, 2, 64);
     const g = bf16ArrayToF32(gu);
     const ref = new Float32Array(128);
-    for (let t = 0; t < 2; t++) for (let i = 0; i < 64; i++) ref[t * 64 + i] = roundBf16(roundBf16(g[t * 128 + i] * sigmoid64(g[t * 128 + i])) * g[t * 128 + 64 + i]);
+    for (let t = 0; t < 2; t++)
+      for (let i = 0; i < 64; i++) ref[t * 64 + i] = roundBf16(roundBf16(g[t * 128 + i] * sigmoid64(g[t * 128 + i])) * g[t * 128 + 64 + i]);
     // silu in fp32 is within 2 fp32 ulps, so bf(silu) can flip by one bf16 ulp at a midpoint,
     // and the product rounded again stays within 1 ulp
     expect(compareBf16(h, f32ArrayToBf16(ref)).maxUlp).toBeLessThanOrEqual(1);
@@ -135,7 +139,10 @@ describe('moeForwardRank (one rank = unsharded MoE)', () => {
     };
     const x = rng.fillBf16Normal(T * H, 1);
     const got = moeForwardRank(x, T, s, w);
-    const dec = Object.fromEntries(Object.entries(w).map(([k, v]) => [k, typeof v === 'number' ? v : bf16ArrayToF32(v)])) as Record<keyof MoeRankWeightData, Float32Array | number>;
+    const dec = Object.fromEntries(Object.entries(w).map(([k, v]) => [k, typeof v === 'number' ? v : bf16ArrayToF32(v)])) as Record<
+      keyof MoeRankWeightData,
+      Float32Array | number
+    >;
     const ref = moe64(bf16ArrayToF32(x), T, s, dec);
     for (let t = 0; t < T; t++) expect([...got.routing.ids.subarray(t * 3, t * 3 + 3)]).toEqual(ref.ids[t]);
     const cmp = compareBf16(got.out, f32ArrayToBf16(ref.out));

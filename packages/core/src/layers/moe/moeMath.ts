@@ -97,7 +97,15 @@ export interface MoeLocalExperts {
  * experts loop index_add_s into a bf16 accumulator (the sum is then bf16-exact, so
  * moeCombine's rounding of it changes nothing).
  */
-export function moeRoutedSum(x: Float32Array, tokens: number, hidden: number, routing: MoeRouting, topK: number, experts: MoeLocalExperts, bf16Accumulate = false): Float32Array {
+export function moeRoutedSum(
+  x: Float32Array,
+  tokens: number,
+  hidden: number,
+  routing: MoeRouting,
+  topK: number,
+  experts: MoeLocalExperts,
+  bf16Accumulate = false,
+): Float32Array {
   const { firstExpert, numLocal, intermediate: inter } = experts;
   checkLength('x', x, tokens * hidden);
   checkLength('routing ids', routing.ids, tokens * topK);

@@ -60,7 +60,12 @@ export function moeRankPartition(config: ModelConfig, rank: number, tp: number):
  * shared expert's gate rows and up rows of its intermediate slice (one concatenation of
  * gate_proj and up_proj, two row ranges, gate first) and the matching down_proj columns.
  */
-export function moeRankWeights(config: ModelConfig, layer: number, rank: number, tp: number): Record<'router' | 'expertsGateUp' | 'expertsDown' | 'sharedGateUp' | 'sharedDown' | 'sharedGate', WeightRef> {
+export function moeRankWeights(
+  config: ModelConfig,
+  layer: number,
+  rank: number,
+  tp: number,
+): Record<'router' | 'expertsGateUp' | 'expertsDown' | 'sharedGateUp' | 'sharedDown' | 'sharedGate', WeightRef> {
   const { firstExpert, numLocal, sharedStart, sharedWidth } = moeRankPartition(config, rank, tp);
   const H = config.hiddenSize;
   const { intermediate: I, sharedIntermediate: Is } = config.moe;
@@ -73,7 +78,13 @@ export function moeRankWeights(config: ModelConfig, layer: number, rank: number,
     sharedGateUp: {
       name: `${p}.shared_expert.gate_up_proj`,
       concat: [`${p}.shared_expert.gate_proj.weight`, `${p}.shared_expert.up_proj.weight`],
-      slice: { axis: 0, ranges: [[sharedStart, sharedStart + sharedWidth], [Is + sharedStart, Is + sharedStart + sharedWidth]] },
+      slice: {
+        axis: 0,
+        ranges: [
+          [sharedStart, sharedStart + sharedWidth],
+          [Is + sharedStart, Is + sharedStart + sharedWidth],
+        ],
+      },
     },
     sharedDown: { name: `${p}.shared_expert.down_proj.weight`, slice: { axis: 1, ranges: [[sharedStart, sharedStart + sharedWidth]] } },
     sharedGate: { name: `${p}.shared_expert_gate.weight` },

@@ -46,7 +46,15 @@ export function buildLmHead(b: GraphBuilder, ctx: LmHeadContext, h: ValueId[]): 
       b.node({ op: 'sliceRows', rank: r, layer, scope: `${scope}.last`, inputs: [h[r]], outputs: [x], attrs: { start: T - 1, end: T } });
     }
     const y = b.value(id(r, tp === 1 ? 'logits' : 'logits_shard'), [R, V / tp], 'bf16', r);
-    b.node({ op: 'linear', rank: r, layer, scope: `${scope}.linear`, inputs: [x, b.weight(lmHeadRankWeight(config, r, tp), [V / tp, H])], outputs: [y], attrs: {} });
+    b.node({
+      op: 'linear',
+      rank: r,
+      layer,
+      scope: `${scope}.linear`,
+      inputs: [x, b.weight(lmHeadRankWeight(config, r, tp), [V / tp, H])],
+      outputs: [y],
+      attrs: {},
+    });
     return y;
   });
   let logits = parts;

@@ -37,12 +37,21 @@ export function buildMtpInput(b: GraphBuilder, ctx: MtpInputContext, tokenIds: V
   const n = config.hc.count;
   const width = n * H;
   const id = (name: string) => `r${rank}/${scope}/${name}`;
-  const node = (op: Parameters<GraphBuilder['node']>[0]['op'], name: string, inputs: (ValueId | null)[], outputs: ValueId[], attrs: Record<string, unknown> = {}) =>
-    b.node({ op, rank, layer, scope: `${scope}.${name}`, inputs, outputs, attrs });
+  const node = (
+    op: Parameters<GraphBuilder['node']>[0]['op'],
+    name: string,
+    inputs: (ValueId | null)[],
+    outputs: ValueId[],
+    attrs: Record<string, unknown> = {},
+  ) => b.node({ op, rank, layer, scope: `${scope}.${name}`, inputs, outputs, attrs });
   const norm = (name: string, x: ValueId, w: number) => {
     const copy = b.value(id(`${name}.x`), [rows, w], 'bf16', rank);
     const y = b.value(id(name), [rows, w], 'bf16', rank);
-    node('hcCombineNorm', name, [x, null, null, b.weight({ name: `mtp.${name}.weight` }, [w])], [copy, y], { streams: 1, eps: config.rmsNormEps, contract: 'atom' });
+    node('hcCombineNorm', name, [x, null, null, b.weight({ name: `mtp.${name}.weight` }, [w])], [copy, y], {
+      streams: 1,
+      eps: config.rmsNormEps,
+      contract: 'atom',
+    });
     return y;
   };
   const linear = (name: string, x: ValueId, outRows: number) => {

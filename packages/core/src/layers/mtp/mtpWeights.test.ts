@@ -36,7 +36,13 @@ describe('MTP head and LM head checkpoint names', () => {
   it("the draft layer's sub-layer tensors: one QSA layer with MoE under mtp.layers.0, no PLE, no GDN", () => {
     expect(mtpHostLayer(FLASH_NEXT)).toBe(47);
     const names = mtpDraftLayerWeightSpecs(FLASH_NEXT, MODEL_SUB_LAYERS).map((s) => s.name);
-    for (const n of ['mtp.layers.0.self_attn.q_proj.weight', 'mtp.layers.0.self_attn.o_proj.weight', 'mtp.layers.0.self_attn.indexer.index_qk_proj.weight', 'mtp.layers.0.mlp.gate.weight', 'mtp.layers.0.mlp.shared_expert_gate.weight']) {
+    for (const n of [
+      'mtp.layers.0.self_attn.q_proj.weight',
+      'mtp.layers.0.self_attn.o_proj.weight',
+      'mtp.layers.0.self_attn.indexer.index_qk_proj.weight',
+      'mtp.layers.0.mlp.gate.weight',
+      'mtp.layers.0.mlp.shared_expert_gate.weight',
+    ]) {
       expect(names).toContain(n);
     }
     expect(names.every((n) => n.startsWith('mtp.layers.0.') && !n.includes('.ple.') && !n.includes('linear_attn'))).toBe(true);

@@ -42,7 +42,12 @@ export function mtpHeadWeightSpecs(config: ModelConfig): WeightSpec[] {
 
 /** The untied LM head [vocab, H] (HF Qwen4ExpForCausalLM.lm_head; tie_word_embeddings false). */
 export function lmHeadWeightSpec(config: ModelConfig): WeightSpec {
-  return { name: 'lm_head.weight', shape: [config.vocabSize, config.hiddenSize], dtype: 'bf16', init: { kind: 'normal', std: 1 / Math.sqrt(config.hiddenSize) } };
+  return {
+    name: 'lm_head.weight',
+    shape: [config.vocabSize, config.hiddenSize],
+    dtype: 'bf16',
+    init: { kind: 'normal', std: 1 / Math.sqrt(config.hiddenSize) },
+  };
 }
 
 /**

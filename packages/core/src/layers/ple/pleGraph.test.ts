@@ -84,7 +84,16 @@ describe('PLE graph', () => {
   it.each([1, 2])('at tp=%i every rank computes exactly pleForward, value by value', async (tp) => {
     const { graph, outs, get, out } = await runGraph(tokens, x, tp);
     expect(graph.nodes.filter((nd) => nd.rank === 0).map((nd) => nd.op)).toEqual([
-      'pleNgramIds', 'pleNgramEmbed', 'linear', 'linear', 'pleRms1pNorm', 'pleRms1pNorm', 'pleGate', 'pleGatedValue', 'pleRms1pNorm', 'pleConvSilu',
+      'pleNgramIds',
+      'pleNgramEmbed',
+      'linear',
+      'linear',
+      'pleRms1pNorm',
+      'pleRms1pNorm',
+      'pleGate',
+      'pleGatedValue',
+      'pleRms1pNorm',
+      'pleConvSilu',
     ]);
     // replicated: every rank reads the same unsliced weights, the table as one concat of its shards
     const weightIds = new Set(graph.nodes.flatMap((nd) => nd.inputs).filter((id) => id !== null && graph.values[id].kind === 'weight'));
@@ -99,7 +108,9 @@ describe('PLE graph', () => {
     expect(outs.length).toBe(tp);
   });
 
-  it.each([1, 2, 4])('with the table vocab-parallel at tp=%i: each rank holds 1/tp of the rows, the all-reduced lookups are pleForward bit for bit', async (tp) => {
+  it.each([
+    1, 2, 4,
+  ])('with the table vocab-parallel at tp=%i: each rank holds 1/tp of the rows, the all-reduced lookups are pleForward bit for bit', async (tp) => {
     const { graph, get, out } = await runGraph(tokens, x, tp, VOCAB_PARALLEL);
     const tables = Object.values(graph.values).filter((v) => v.kind === 'weight' && v.weight!.concat);
     expect(tables.map((v) => v.shape)).toEqual(Array(tp).fill([shape.tableRows / tp, config.ple.embedDim / HEADS]));
@@ -127,7 +138,9 @@ describe('PLE graph', () => {
     const b = new GraphBuilder(5);
     const xIn = b.input('x', [T, W], 'bf16');
     const idsIn = b.input('ids', [T], 'i32');
-    expect(() => buildPle(b, ctxs(5, T), Array(5).fill(xIn), idsIn, VOCAB_PARALLEL)).toThrow(`ple: the n-gram table's ${shape.tableRows} rows do not split into tp 5 vocab slices`);
+    expect(() => buildPle(b, ctxs(5, T), Array(5).fill(xIn), idsIn, VOCAB_PARALLEL)).toThrow(
+      `ple: the n-gram table's ${shape.tableRows} rows do not split into tp 5 vocab slices`,
+    );
   });
 
   it('the graph ids index the padded table: each head within its offset range', async () => {

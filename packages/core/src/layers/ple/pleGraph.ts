@@ -44,7 +44,13 @@ export type PleTable = { kind: 'gathered' } | { kind: 'vocabParallel'; reduce: R
  * ngram_embedding -> key_proj / value_proj -> norm_key, norm_query -> gate -> gated value ->
  * norm_conv -> conv1d + silu + G.
  */
-export function buildPle(b: GraphBuilder, ctxs: readonly SubLayerContext[], xs: readonly ValueId[], tokenIds: ValueId, table: PleTable = { kind: 'gathered' }): ValueId[] {
+export function buildPle(
+  b: GraphBuilder,
+  ctxs: readonly SubLayerContext[],
+  xs: readonly ValueId[],
+  tokenIds: ValueId,
+  table: PleTable = { kind: 'gathered' },
+): ValueId[] {
   const { config, layer, tp, tokens: T } = ctxs[0];
   const s = pleShape(config, layer);
   const heads = s.vocabSizes.length;
@@ -68,7 +74,15 @@ export function buildPle(b: GraphBuilder, ctxs: readonly SubLayerContext[], xs: 
   let embedded = looked;
   if (table.kind === 'vocabParallel' && tp > 1) {
     embedded = ctxs.map((ctx) => subLayerNodes(b, ctx).value('embedding', [T, s.embedDim]));
-    b.node({ op: 'allReduce', rank: null, layer, scope: `${ctxs[0].scope}.ngram_embedding.all_reduce`, inputs: looked, outputs: embedded, attrs: table.reduce });
+    b.node({
+      op: 'allReduce',
+      rank: null,
+      layer,
+      scope: `${ctxs[0].scope}.ngram_embedding.all_reduce`,
+      inputs: looked,
+      outputs: embedded,
+      attrs: table.reduce,
+    });
   }
   return ctxs.map((ctx, r) => pleAfterEmbedding(b, ctx, xs[r], embedded[r]));
 }

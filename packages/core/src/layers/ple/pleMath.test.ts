@@ -38,11 +38,12 @@ function ple64(x: Float32Array, tokens: Int32Array, s: PleShape, w: PleWeightDat
   const lin = (src: Float64Array, wt: Uint16Array, inF: number, outF: number) => {
     const wf = bf16ArrayToF32(wt);
     const y = new Float64Array(T * outF);
-    for (let t = 0; t < T; t++) for (let o = 0; o < outF; o++) {
-      let acc = 0;
-      for (let k = 0; k < inF; k++) acc += src[t * inF + k] * wf[o * inF + k];
-      y[t * outF + o] = roundBf16(acc);
-    }
+    for (let t = 0; t < T; t++)
+      for (let o = 0; o < outF; o++) {
+        let acc = 0;
+        for (let k = 0; k < inF; k++) acc += src[t * inF + k] * wf[o * inF + k];
+        y[t * outF + o] = roundBf16(acc);
+      }
     return y;
   };
   const norm = (src: ArrayLike<number>, wt: Uint16Array) => {
@@ -76,16 +77,17 @@ function ple64(x: Float32Array, tokens: Int32Array, s: PleShape, w: PleWeightDat
   const K = s.convKernel;
   const out = new Float64Array(T * C);
   const xo = new Float64Array(T * C);
-  for (let t = 0; t < T; t++) for (let c = 0; c < C; c++) {
-    let acc = 0;
-    for (let i = 0; i < K; i++) {
-      const src = t - (K - 1 - i) * s.convDilation;
-      if (src >= 0) acc += cw[c * K + i] * gn[src * C + c];
+  for (let t = 0; t < T; t++)
+    for (let c = 0; c < C; c++) {
+      let acc = 0;
+      for (let i = 0; i < K; i++) {
+        const src = t - (K - 1 - i) * s.convDilation;
+        if (src >= 0) acc += cw[c * K + i] * gn[src * C + c];
+      }
+      const conv = roundBf16(acc);
+      out[t * C + c] = roundBf16(g[t * C + c] + roundBf16(conv / (1 + Math.exp(-conv))));
+      xo[t * C + c] = roundBf16(x[t * C + c] + out[t * C + c]);
     }
-    const conv = roundBf16(acc);
-    out[t * C + c] = roundBf16(g[t * C + c] + roundBf16(conv / (1 + Math.exp(-conv))));
-    xo[t * C + c] = roundBf16(x[t * C + c] + out[t * C + c]);
-  }
   return { out, x: xo };
 }
 

@@ -25,11 +25,13 @@ function checkLength(what: string, arr: ArrayLike<number>, expected: number): vo
  */
 export function pleNgramEmbed(ids: Int32Array, heads: number, table: Uint16Array, headDim: number): Uint16Array {
   if (!Number.isInteger(heads) || heads < 1 || ids.length % heads !== 0) throw new Error(`ple: ${ids.length} n-gram ids do not fill rows of ${heads} heads`);
-  if (!Number.isInteger(headDim) || headDim < 1 || table.length % headDim !== 0) throw new Error(`ple: table of ${table.length} values is not [rows, ${headDim}]`);
+  if (!Number.isInteger(headDim) || headDim < 1 || table.length % headDim !== 0)
+    throw new Error(`ple: table of ${table.length} values is not [rows, ${headDim}]`);
   const rows = table.length / headDim;
   const e = new Uint16Array(ids.length * headDim);
   ids.forEach((id, i) => {
-    if (!(id >= 0 && id < rows)) throw new Error(`ple: n-gram id ${id} (position ${Math.floor(i / heads)}, head ${i % heads}) is outside the table [0, ${rows})`);
+    if (!(id >= 0 && id < rows))
+      throw new Error(`ple: n-gram id ${id} (position ${Math.floor(i / heads)}, head ${i % heads}) is outside the table [0, ${rows})`);
     e.set(table.subarray(id * headDim, (id + 1) * headDim), i * headDim);
   });
   return e;
@@ -45,12 +47,15 @@ export const BF16_NEGATIVE_ZERO = 0x8000;
  */
 export function pleNgramEmbedShard(ids: Int32Array, heads: number, slice: Uint16Array, headDim: number, rowStart: number, tableRows: number): Uint16Array {
   if (!Number.isInteger(heads) || heads < 1 || ids.length % heads !== 0) throw new Error(`ple: ${ids.length} n-gram ids do not fill rows of ${heads} heads`);
-  if (!Number.isInteger(headDim) || headDim < 1 || slice.length % headDim !== 0) throw new Error(`ple: table slice of ${slice.length} values is not [rows, ${headDim}]`);
+  if (!Number.isInteger(headDim) || headDim < 1 || slice.length % headDim !== 0)
+    throw new Error(`ple: table slice of ${slice.length} values is not [rows, ${headDim}]`);
   const rows = slice.length / headDim;
-  if (!(Number.isInteger(rowStart) && rowStart >= 0 && rowStart + rows <= tableRows)) throw new Error(`ple: the slice [${rowStart}, ${rowStart + rows}) is not within the table's ${tableRows} rows`);
+  if (!(Number.isInteger(rowStart) && rowStart >= 0 && rowStart + rows <= tableRows))
+    throw new Error(`ple: the slice [${rowStart}, ${rowStart + rows}) is not within the table's ${tableRows} rows`);
   const e = new Uint16Array(ids.length * headDim).fill(BF16_NEGATIVE_ZERO);
   ids.forEach((id, i) => {
-    if (!(id >= 0 && id < tableRows)) throw new Error(`ple: n-gram id ${id} (position ${Math.floor(i / heads)}, head ${i % heads}) is outside the table [0, ${tableRows})`);
+    if (!(id >= 0 && id < tableRows))
+      throw new Error(`ple: n-gram id ${id} (position ${Math.floor(i / heads)}, head ${i % heads}) is outside the table [0, ${tableRows})`);
     const local = id - rowStart;
     if (local >= 0 && local < rows) e.set(slice.subarray(local * headDim, (local + 1) * headDim), i * headDim);
   });
@@ -139,7 +144,15 @@ export function pleGatedValue(gate: Uint16Array, value: Uint16Array, rows: numbe
  * (skipped: adding a zero product changes no bit of the sum). silu(x) = x * sigmoid(x) in
  * fp32 (ATOM's form).
  */
-export function pleConvSilu(gNormed: Uint16Array, g: Uint16Array, convWeight: Uint16Array, rows: number, channels: number, kernel: number, dilation: number): Uint16Array {
+export function pleConvSilu(
+  gNormed: Uint16Array,
+  g: Uint16Array,
+  convWeight: Uint16Array,
+  rows: number,
+  channels: number,
+  kernel: number,
+  dilation: number,
+): Uint16Array {
   checkLength('normed values', gNormed, rows * channels);
   checkLength('values', g, rows * channels);
   checkLength('conv weight', convWeight, channels * kernel);

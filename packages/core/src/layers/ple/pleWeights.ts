@@ -123,13 +123,20 @@ export function pleWeightSpecs(config: ModelConfig, layer: number): WeightSpec[]
  * shards, read row by row as the ids need them ('gathered'), or the rank's vocab slice of it,
  * rows [rank*R/tp, (rank+1)*R/tp) of the R padded rows ('vocabParallel', layers/ple/pleGraph.ts).
  */
-export function pleRankWeights(config: ModelConfig, layer: number, rank: number, tp: number, table: 'gathered' | 'vocabParallel' = 'gathered'): Record<keyof PleWeightData, WeightRef> {
+export function pleRankWeights(
+  config: ModelConfig,
+  layer: number,
+  rank: number,
+  tp: number,
+  table: 'gathered' | 'vocabParallel' = 'gathered',
+): Record<keyof PleWeightData, WeightRef> {
   if (!Number.isInteger(tp) || tp < 1) throw new Error(`ple: tp ${tp} must be a positive integer`);
   if (!Number.isInteger(rank) || rank < 0 || rank >= tp) throw new Error(`ple: rank ${rank} is outside [0, ${tp})`);
   const p = plePrefix(layer);
   const concat = pleTableShards(config, layer).map((s) => s.name);
   const rows = pleTables(config, layer).paddedRows;
-  if (table === 'vocabParallel' && rows % tp !== 0) throw new Error(`ple: the n-gram table's ${rows} rows do not split into tp ${tp} vocab slices (the gathered table reads rows on demand instead)`);
+  if (table === 'vocabParallel' && rows % tp !== 0)
+    throw new Error(`ple: the n-gram table's ${rows} rows do not split into tp ${tp} vocab slices (the gathered table reads rows on demand instead)`);
   return {
     table:
       table === 'gathered'

@@ -82,7 +82,10 @@ describe('attention / QSA float64 kernels', () => {
     const ref = ropeTablesBf16(TINY, P);
     expect(ex.cos.shape).toEqual([P, half]);
     const inv = ropeInvFreq(ropeDims, TINY.attention.ropeTheta);
-    for (const [name, e, r] of [['cos', ex.cos, ref.cos], ['sin', ex.sin, ref.sin]] as const) {
+    for (const [name, e, r] of [
+      ['cos', ex.cos, ref.cos],
+      ['sin', ex.sin, ref.sin],
+    ] as const) {
       expectWithin(`rope ${name}`, r, e, (j) => tableError(f64(e)[j], Math.floor(j / half) * inv[j % half]));
     }
     // position 1, frequency 1: cos(1) itself
@@ -113,7 +116,9 @@ describe('attention / QSA float64 kernels', () => {
         const ds = tablesExact ? tableError(ss, r * inv[k]) : 0;
         const n1 = n[nb + k];
         const n2 = n[nb + k + half];
-        return d < half ? ropeBound(y[i], n1, cc, eta * Math.abs(n1), dc, -n2, ss, eta * Math.abs(n2), ds) : ropeBound(y[i], n2, cc, eta * Math.abs(n2), dc, n1, ss, eta * Math.abs(n1), ds);
+        return d < half
+          ? ropeBound(y[i], n1, cc, eta * Math.abs(n1), dc, -n2, ss, eta * Math.abs(n2), ds)
+          : ropeBound(y[i], n2, cc, eta * Math.abs(n2), dc, n1, ss, eta * Math.abs(n1), ds);
       });
     };
     const same = run(c);
@@ -262,7 +267,11 @@ describe('attention / QSA float64 kernels', () => {
     // blocks 2, 5, 7 and 9 share one key: equal scores, in float64 and in fp32
     for (const b of [5, 7, 9]) kbData.copyWithin(b * ix.headDim, 2 * ix.headDim, 3 * ix.headDim);
     const q: Tensor = { dtype: 'bf16', shape: [tokens, ix.nHeads * ix.headDim], data: rng.fillBf16Normal(tokens * ix.nHeads * ix.headDim, 1) };
-    const c = { op: 'qsaSelect', inputs: [q, { dtype: 'bf16', shape: [nb, ix.headDim], data: kbData } as Tensor], attrs: { r0: 0, tokens, nHeads: ix.nHeads, headDim: ix.headDim, compressRatio: ix.compressRatio, width } };
+    const c = {
+      op: 'qsaSelect',
+      inputs: [q, { dtype: 'bf16', shape: [nb, ix.headDim], data: kbData } as Tensor],
+      attrs: { r0: 0, tokens, nHeads: ix.nHeads, headDim: ix.headDim, compressRatio: ix.compressRatio, width },
+    };
     const { ref, ex } = run(c);
     expect(Array.from(ex[0]!.data)).toEqual(Array.from(ref[0].data));
   });

@@ -26,7 +26,8 @@ import type { ExactKernelTable, ExactTensor } from './exactTensor.ts';
 export function ropeTablesExact(config: ModelConfig, tokens: number): { cos: ExactTensor; sin: ExactTensor } {
   if (!Number.isInteger(tokens) || tokens <= 0) throw new Error(`ropeTablesExact: tokens must be a positive integer, got ${tokens}`);
   const { ropeDims, ropeTheta } = config.attention;
-  if (!Number.isInteger(ropeDims) || ropeDims <= 0 || ropeDims % 2 !== 0) throw new Error(`ropeTablesExact: ropeDims must be a positive even integer, got ${ropeDims}`);
+  if (!Number.isInteger(ropeDims) || ropeDims <= 0 || ropeDims % 2 !== 0)
+    throw new Error(`ropeTablesExact: ropeDims must be a positive even integer, got ${ropeDims}`);
   const half = ropeDims / 2;
   const cos = new Float64Array(tokens * half);
   const sin = new Float64Array(tokens * half);
@@ -60,7 +61,17 @@ interface HeadLayout {
  * eps) * (1 + w), then out[i] = n[i] c - n[i+half] s, out[i+half] = n[i+half] c + n[i] s
  * with row r's cos/sin at table row start + r * step; dims from ropeDims on are n.
  */
-function headNormRope(x: Float64Array, w: Float64Array, cos: Float64Array, sin: Float64Array, rows: number, layout: HeadLayout, ropeDims: number, eps: number, step: number): Float64Array {
+function headNormRope(
+  x: Float64Array,
+  w: Float64Array,
+  cos: Float64Array,
+  sin: Float64Array,
+  rows: number,
+  layout: HeadLayout,
+  ropeDims: number,
+  eps: number,
+  step: number,
+): Float64Array {
   const { heads, headDim: hd, stride, offset } = layout;
   if (offset + hd > stride) throw new Error(`attention: head at offset ${offset} with dim ${hd} overruns stride ${stride}`);
   if (ropeDims % 2 !== 0 || ropeDims > hd) throw new Error(`attention: ropeDims ${ropeDims} must be even and at most headDim ${hd}`);
@@ -93,7 +104,12 @@ export const attentionExact: ExactKernelTable = {
   perRank: {
     attnHeadNormRopeBf16: (inputs, attrs) => {
       const op = 'attnHeadNormRopeBf16';
-      const layout = { heads: numAttr(attrs, 'heads', op), headDim: numAttr(attrs, 'headDim', op), stride: numAttr(attrs, 'stride', op), offset: numAttr(attrs, 'offset', op) };
+      const layout = {
+        heads: numAttr(attrs, 'heads', op),
+        headDim: numAttr(attrs, 'headDim', op),
+        stride: numAttr(attrs, 'stride', op),
+        offset: numAttr(attrs, 'offset', op),
+      };
       const ropeDims = numAttr(attrs, 'ropeDims', op);
       const x = floatInput(inputs, 0, 'x', op);
       const w = floatInput(inputs, 1, 'w', op);
@@ -125,7 +141,17 @@ export const attentionExact: ExactKernelTable = {
           pooled[b * hd + c] = sum / ratio;
         }
       }
-      const kb = headNormRope(pooled, w.data, cos.data, sin.data, nb, { heads: 1, headDim: hd, stride: hd, offset: 0 }, ropeDims, numAttr(attrs, 'eps', op), ratio);
+      const kb = headNormRope(
+        pooled,
+        w.data,
+        cos.data,
+        sin.data,
+        nb,
+        { heads: 1, headDim: hd, stride: hd, offset: 0 },
+        ropeDims,
+        numAttr(attrs, 'eps', op),
+        ratio,
+      );
       return [{ dtype: 'bf16', shape: [nb, hd], data: kb }];
     },
     qsaKeptCount: (inputs, attrs) => {

@@ -77,7 +77,8 @@ export const gdnExact: ExactKernelTable = {
       const beta = floatInput(inputs, 2, 'beta', op);
       const C = 2 * kh * dk + vh * dv;
       const T = rows2d(qkv, 'qkv', op, C);
-      if (rows2d(g, 'g', op, vh) !== T || rows2d(beta, 'beta', op, vh) !== T) throw new Error(`${op}: g/beta have ${g.shape[0]}/${beta.shape[0]} rows, qkv has ${T}`);
+      if (rows2d(g, 'g', op, vh) !== T || rows2d(beta, 'beta', op, vh) !== T)
+        throw new Error(`${op}: g/beta have ${g.shape[0]}/${beta.shape[0]} rows, qkv has ${T}`);
       const group = vh / kh;
       const S = new Float64Array(vh * dk * dv);
       const qn = new Float64Array(kh * dk);

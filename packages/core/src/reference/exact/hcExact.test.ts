@@ -103,7 +103,8 @@ describe('HC exact kernels against the CPU reference', () => {
               const rE = rstdOf(xE, base);
               const dOwn = (gamma32(h) / 2 + 6 * U_F32) * rR;
               const sc = Math.abs(1 + w[i % width]);
-              const a = Math.abs(xR[i] - xE[i]) * (rR + dOwn) * sc + Math.abs(xE[i]) * sc * (Math.abs(rR - rE) + dOwn) + 3 * U_F32 * Math.abs(xR[i]) * (rR + dOwn) * sc;
+              const a =
+                Math.abs(xR[i] - xE[i]) * (rR + dOwn) * sc + Math.abs(xE[i]) * sc * (Math.abs(rR - rE) + dOwn) + 3 * U_F32 * Math.abs(xR[i]) * (rR + dOwn) * sc;
               return lastRounding(ev[1]![i], a);
             },
             true,

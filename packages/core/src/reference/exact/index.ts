@@ -12,20 +12,16 @@ import { quantExact } from './quantExact.ts';
 
 // Every float64 ("exact") kernel, one family file each, keyed like the CPU reference's
 // (reference/kernels/index.ts): a new op's exact kernel goes into its family's file.
-const FAMILIES: ExactKernelTable[] = [
-  basicExact,
-  hcExact,
-  collectiveExact,
-  quantExact,
-  headExact,
-  gdnExact,
-  attentionExact,
-  moeExact,
-  pleExact,
-];
+const FAMILIES: ExactKernelTable[] = [basicExact, hcExact, collectiveExact, quantExact, headExact, gdnExact, attentionExact, moeExact, pleExact];
 
-export const EXACT_KERNELS = new KernelTable<ExactKernel>('exact', FAMILIES.map((f) => f.perRank ?? {}));
-export const EXACT_COLLECTIVE_KERNELS = new KernelTable<ExactCollectiveKernel>('exact', FAMILIES.map((f) => f.collective ?? {}));
+export const EXACT_KERNELS = new KernelTable<ExactKernel>(
+  'exact',
+  FAMILIES.map((f) => f.perRank ?? {}),
+);
+export const EXACT_COLLECTIVE_KERNELS = new KernelTable<ExactCollectiveKernel>(
+  'exact',
+  FAMILIES.map((f) => f.collective ?? {}),
+);
 
 export function exactKernel(op: string): ExactKernel {
   return EXACT_KERNELS.get(op);

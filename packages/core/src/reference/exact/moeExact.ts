@@ -72,11 +72,13 @@ export const moeExact: ExactKernelTable = {
       const down = floatInput(inputs, 4, 'down', op);
       const [T, H] = dims2(x, 'moeExperts x');
       const [idRows, topK] = dims2(idsT, 'moeExperts ids');
-      if (idRows !== T || w.shape.join(',') !== idsT.shape.join(',')) throw new Error(`${op}: x [${x.shape.join(',')}], ids [${idsT.shape.join(',')}] and weights [${w.shape.join(',')}] do not match`);
+      if (idRows !== T || w.shape.join(',') !== idsT.shape.join(','))
+        throw new Error(`${op}: x [${x.shape.join(',')}], ids [${idsT.shape.join(',')}] and weights [${w.shape.join(',')}] do not match`);
       const first = int(attrs, 'firstExpert', op);
       const numLocal = int(attrs, 'numLocal', op);
       const I = int(attrs, 'intermediate', op);
-      if (gateUp.data.length !== numLocal * 2 * I * H) throw new Error(`${op}: stacked gate_up has ${gateUp.data.length} values, expected ${numLocal} x ${2 * I} x ${H}`);
+      if (gateUp.data.length !== numLocal * 2 * I * H)
+        throw new Error(`${op}: stacked gate_up has ${gateUp.data.length} values, expected ${numLocal} x ${2 * I} x ${H}`);
       if (down.data.length !== numLocal * H * I) throw new Error(`${op}: stacked down has ${down.data.length} values, expected ${numLocal} x ${H} x ${I}`);
       const ids = idsT.data;
       const routed = new Float64Array(T * H);
@@ -144,7 +146,8 @@ export const moeExact: ExactKernelTable = {
       const shared = floatInput(inputs, 1, 'shared', op);
       const gl = floatInput(inputs, 2, 'gateLogit', op);
       const [T, H] = dims2(routed, 'moeCombine routed');
-      if (shared.data.length !== T * H || gl.data.length !== T) throw new Error(`${op}: shared [${shared.shape.join(',')}] / gateLogit [${gl.shape.join(',')}] do not fit routed [${T},${H}]`);
+      if (shared.data.length !== T * H || gl.data.length !== T)
+        throw new Error(`${op}: shared [${shared.shape.join(',')}] / gateLogit [${gl.shape.join(',')}] do not fit routed [${T},${H}]`);
       const y = new Float64Array(T * H);
       for (let t = 0; t < T; t++) {
         const g = sigmoid(gl.data[t]);

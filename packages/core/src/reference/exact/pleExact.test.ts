@@ -47,7 +47,11 @@ describe('PLE float64 kernels', () => {
     const hd = table.shape[1];
     const rows = [...new Set(ids)];
     const local = Int32Array.from(ids, (id) => rows.indexOf(id));
-    const gathered: Tensor = { dtype: 'bf16', shape: [rows.length, hd], data: Uint16Array.from(rows.flatMap((r) => Array.from((table.data as Uint16Array).subarray(r * hd, (r + 1) * hd)))) };
+    const gathered: Tensor = {
+      dtype: 'bf16',
+      shape: [rows.length, hd],
+      data: Uint16Array.from(rows.flatMap((r) => Array.from((table.data as Uint16Array).subarray(r * hd, (r + 1) * hd)))),
+    };
     const ex2 = exact.pleNgramEmbed!(widenAll([{ ...c.inputs[0]!, data: local }, gathered]), {});
     expect(Array.from(ex2[0]!.data)).toEqual(Array.from(ex[0]!.data));
   });

@@ -12,7 +12,8 @@ import type { ExactKernelTable } from './exactTensor.ts';
 // are the reference's own (pleNgramIds runs the CPU kernel itself; pleNgramEmbed copies rows).
 
 function divide(width: number, parts: unknown, what: string): number {
-  if (typeof parts !== 'number' || !Number.isInteger(parts) || parts < 1 || width % parts !== 0) throw new Error(`${what}: width ${width} is not divisible into ${String(parts)} groups`);
+  if (typeof parts !== 'number' || !Number.isInteger(parts) || parts < 1 || width % parts !== 0)
+    throw new Error(`${what}: width ${width} is not divisible into ${String(parts)} groups`);
   return width / parts;
 }
 
@@ -40,7 +41,8 @@ export const pleExact: ExactKernelTable = {
       const [rows, hd] = dims2(table, 'pleNgramEmbed table');
       const e = new Float64Array(T * heads * hd);
       ids.data.forEach((id, i) => {
-        if (!(id >= 0 && id < rows)) throw new Error(`${op}: n-gram id ${id} (position ${Math.floor(i / heads)}, head ${i % heads}) is outside the table [0, ${rows})`);
+        if (!(id >= 0 && id < rows))
+          throw new Error(`${op}: n-gram id ${id} (position ${Math.floor(i / heads)}, head ${i % heads}) is outside the table [0, ${rows})`);
         e.set(table.data.subarray(id * hd, (id + 1) * hd), i * hd);
       });
       return [{ dtype: 'bf16', shape: [T, heads * hd], data: e }];
@@ -56,7 +58,8 @@ export const pleExact: ExactKernelTable = {
       const tableRows = attrs.tableRows as number;
       const e = new Float64Array(T * heads * hd).fill(-0);
       ids.data.forEach((id, i) => {
-        if (!(id >= 0 && id < tableRows)) throw new Error(`${op}: n-gram id ${id} (position ${Math.floor(i / heads)}, head ${i % heads}) is outside the table [0, ${tableRows})`);
+        if (!(id >= 0 && id < tableRows))
+          throw new Error(`${op}: n-gram id ${id} (position ${Math.floor(i / heads)}, head ${i % heads}) is outside the table [0, ${tableRows})`);
         const local = id - rowStart;
         if (local >= 0 && local < rows) e.set(table.data.subarray(local * hd, (local + 1) * hd), i * hd);
       });
@@ -124,7 +127,8 @@ export const pleExact: ExactKernelTable = {
       if (gn.data.length !== T * C) throw new Error(`${op}: gNormed [${gn.shape.join(',')}] does not match g [${T},${C}]`);
       const K = w.shape[2];
       const dilation = attrs.dilation;
-      if (typeof dilation !== 'number' || !Number.isInteger(dilation) || dilation < 1) throw new Error(`${op}: dilation ${String(dilation)} must be a positive integer`);
+      if (typeof dilation !== 'number' || !Number.isInteger(dilation) || dilation < 1)
+        throw new Error(`${op}: dilation ${String(dilation)} must be a positive integer`);
       const out = new Float64Array(T * C);
       for (let t = 0; t < T; t++) {
         for (let c = 0; c < C; c++) {

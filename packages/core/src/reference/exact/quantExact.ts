@@ -59,8 +59,10 @@ export const quantExact: ExactKernelTable = {
       const normed = floats(normedT, 'hcGatedMeanQuant normed');
       const [rows, width] = dims2of(normed, 'hcGatedMeanQuant normed');
       const n = attrs.streams as number;
-      if (!Number.isInteger(n) || n < 1 || width % n !== 0) throw new Error(`hcGatedMeanQuant: streams ${String(n)} must be an integer >= 1 dividing normed's ${width} columns`);
-      if (shapeStr(up.shape) !== shapeStr(normed.shape)) throw new Error(`hcGatedMeanQuant: up ${shapeStr(up.shape)} and normed ${shapeStr(normed.shape)} differ`);
+      if (!Number.isInteger(n) || n < 1 || width % n !== 0)
+        throw new Error(`hcGatedMeanQuant: streams ${String(n)} must be an integer >= 1 dividing normed's ${width} columns`);
+      if (shapeStr(up.shape) !== shapeStr(normed.shape))
+        throw new Error(`hcGatedMeanQuant: up ${shapeStr(up.shape)} and normed ${shapeStr(normed.shape)} differ`);
       const h = width / n;
       // the gated mean as hcGatedMean's exact kernel computes it; its "quantization" is the identity
       const x = gatedMeanF64(up.data, normed.data, rows, h, n);

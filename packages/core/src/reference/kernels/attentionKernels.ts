@@ -30,7 +30,17 @@ export const attentionKernels: CpuKernelTable = {
       const sin = input(inputs, 3, 'sin', op, 'bf16');
       const rows = rows2d(x, 'x', op, layout.heads * layout.stride);
       checkTables(op, cos, sin, ropeDims / 2, rows);
-      const y = attnHeadNormRopeBf16(x.data as Uint16Array, w.data as Uint16Array, cos.data as Uint16Array, sin.data as Uint16Array, rows, layout, ropeDims, attr(attrs, 'eps', op), { start: 0, step: 1 });
+      const y = attnHeadNormRopeBf16(
+        x.data as Uint16Array,
+        w.data as Uint16Array,
+        cos.data as Uint16Array,
+        sin.data as Uint16Array,
+        rows,
+        layout,
+        ropeDims,
+        attr(attrs, 'eps', op),
+        { start: 0, step: 1 },
+      );
       return [tensor('bf16', [rows, layout.heads * layout.headDim], y)];
     },
     qsaBlockKeys: (inputs, attrs) => {
@@ -45,7 +55,15 @@ export const attentionKernels: CpuKernelTable = {
       const T = rows2d(kRaw, 'kRaw', op, headDim);
       checkTables(op, cos, sin, ropeDims / 2, T);
       const d: QsaIndexerDims = { nHeads: 1, headDim, ropeDims, compressRatio, width: 1, eps: attr(attrs, 'eps', op) };
-      const kb = qsaBlockKeys(kRaw.data as Uint16Array, w.data as Uint16Array, cos.data as Uint16Array, sin.data as Uint16Array, T, { stride: headDim, offset: 0 }, d);
+      const kb = qsaBlockKeys(
+        kRaw.data as Uint16Array,
+        w.data as Uint16Array,
+        cos.data as Uint16Array,
+        sin.data as Uint16Array,
+        T,
+        { stride: headDim, offset: 0 },
+        d,
+      );
       return [tensor('bf16', [Math.floor(T / compressRatio), headDim], kb)];
     },
     qsaKeptCount: (inputs, attrs) => {
@@ -64,7 +82,9 @@ export const attentionKernels: CpuKernelTable = {
     },
     qsaSelect: (inputs, attrs) => {
       const op = 'qsaSelect';
-      const [r0, tokens, nHeads, headDim, compressRatio, width] = ['r0', 'tokens', 'nHeads', 'headDim', 'compressRatio', 'width'].map((n) => attr(attrs, n, op));
+      const [r0, tokens, nHeads, headDim, compressRatio, width] = ['r0', 'tokens', 'nHeads', 'headDim', 'compressRatio', 'width'].map((n) =>
+        attr(attrs, n, op),
+      );
       const q = input(inputs, 0, 'q', op, 'bf16');
       const kb = input(inputs, 1, 'kb', op, 'bf16');
       const rows = rows2d(q, 'q', op, nHeads * headDim);
@@ -94,7 +114,18 @@ export const attentionKernels: CpuKernelTable = {
         throw new Error(`${op}: k/v/blocks have ${k.shape[0]}/${v.shape[0]}/${blocks.shape[0]} rows, q has ${T}`);
       }
       const selection = { r0: 0, rows: T, width, compressRatio: attr(attrs, 'compressRatio', op), blocks: blocks.data as Int32Array };
-      const o = attnCausalQsa(q.data as Uint16Array, k.data as Uint16Array, v.data as Uint16Array, T, heads, kvHeads, hd, attr(attrs, 'scale', op), selection, attrs.eagerSoftmax === true);
+      const o = attnCausalQsa(
+        q.data as Uint16Array,
+        k.data as Uint16Array,
+        v.data as Uint16Array,
+        T,
+        heads,
+        kvHeads,
+        hd,
+        attr(attrs, 'scale', op),
+        selection,
+        attrs.eagerSoftmax === true,
+      );
       return [tensor('bf16', [T, heads * hd], o)];
     },
     attnOutputGate: (inputs, attrs) => {

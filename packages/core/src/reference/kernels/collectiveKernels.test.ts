@@ -7,7 +7,11 @@ const [allReduce, reduceScatter, allGather] = (['allReduce', 'reduceScatter', 'a
 const [shard, pad, trim] = (['shard', 'pad', 'trim'] as const).map(cpuKernel);
 
 function bf16(rows: number, cols: number, value: (i: number) => number): Tensor {
-  return tensor('bf16', [rows, cols], Uint16Array.from({ length: rows * cols }, (_, i) => f32ToBf16(value(i))));
+  return tensor(
+    'bf16',
+    [rows, cols],
+    Uint16Array.from({ length: rows * cols }, (_, i) => f32ToBf16(value(i))),
+  );
 }
 const values = (t: Tensor | null) => Array.from(t!.data as Uint16Array, bf16ToF32);
 

@@ -50,12 +50,7 @@ const reduceScatterKernel: CpuCollectiveKernel = (inputs, attrs) => {
 const allGatherKernel: CpuCollectiveKernel = (inputs) => allGather(portX(inputs, 'allGather')).map((y) => [y]);
 
 const shardKernel: CpuKernel = (inputs, attrs) => [
-  shardTensorRows(
-    oneInput(inputs, 'shard'),
-    intAttr(attrs, 'rank', 'shard'),
-    intAttr(attrs, 'tp', 'shard'),
-    intAttr(attrs, 'chunk', 'shard'),
-  ),
+  shardTensorRows(oneInput(inputs, 'shard'), intAttr(attrs, 'rank', 'shard'), intAttr(attrs, 'tp', 'shard'), intAttr(attrs, 'chunk', 'shard')),
 ];
 
 const padKernel: CpuKernel = (inputs, attrs) => [padRows(oneInput(inputs, 'pad'), intAttr(attrs, 'rows', 'pad'))];

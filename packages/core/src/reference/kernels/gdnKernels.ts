@@ -18,7 +18,9 @@ export const gdnKernels: CpuKernelTable = {
         throw new Error(`${op}: weight is [${w.shape.join(',')}], expected [C,1,${kernel}]`);
       }
       const T = rows2d(x, 'x', op, channels);
-      return [tensor('bf16', [T, channels], gdnConvSilu(x.data as Uint16Array, w.data as Uint16Array, T, channels, kernel, undefined, attrs.roundConv === true))];
+      return [
+        tensor('bf16', [T, channels], gdnConvSilu(x.data as Uint16Array, w.data as Uint16Array, T, channels, kernel, undefined, attrs.roundConv === true)),
+      ];
     },
     gdnGates: (inputs) => {
       const op = 'gdnGates';
@@ -46,7 +48,15 @@ export const gdnKernels: CpuKernelTable = {
       const T = rows2d(qkv, 'qkv', op, gdnQkvChannels(heads));
       rows2d(g, 'g', op, heads.valueHeads);
       rows2d(beta, 'beta', op, heads.valueHeads);
-      const { o } = gdnRecurrence(qkv.data as Uint16Array, g.data as Float32Array, beta.data as Uint16Array, T, heads, attr(attrs, 'scale', op), attr(attrs, 'l2Eps', op));
+      const { o } = gdnRecurrence(
+        qkv.data as Uint16Array,
+        g.data as Float32Array,
+        beta.data as Uint16Array,
+        T,
+        heads,
+        attr(attrs, 'scale', op),
+        attr(attrs, 'l2Eps', op),
+      );
       return [tensor('bf16', [T, heads.valueHeads * heads.valueDim], o)];
     },
     gdnGatedNorm: (inputs, attrs) => {

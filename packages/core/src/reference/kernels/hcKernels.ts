@@ -26,7 +26,17 @@ export const hcKernels: CpuKernelTable = {
     },
     hcCombineNorm: ([x, blockOut, raw, w], attrs) => {
       const { rows, n, h } = streamGeometry(x!, attrs);
-      const r = combineNorm(bits(x), blockOut ? bits(blockOut) : null, raw ? bits(raw) : null, bits(w), rows, h, n, attrs.eps as number, parseHcContract(attrs.contract));
+      const r = combineNorm(
+        bits(x),
+        blockOut ? bits(blockOut) : null,
+        raw ? bits(raw) : null,
+        bits(w),
+        rows,
+        h,
+        n,
+        attrs.eps as number,
+        parseHcContract(attrs.contract),
+      );
       return [
         { dtype: 'bf16', shape: [rows, n * h], data: r.x },
         { dtype: 'bf16', shape: [rows, n * h], data: r.normed },
@@ -37,10 +47,7 @@ export const hcKernels: CpuKernelTable = {
       const lowRank = attrs.lowRank as number;
       const n = attrs.streams as number;
       const r = scaledSilu(bits(d), rows, lowRank, n);
-      return [
-        { dtype: 'bf16', shape: [rows, lowRank], data: r.gate },
-        r.raw ? { dtype: 'bf16', shape: [rows, n], data: r.raw } : null,
-      ];
+      return [{ dtype: 'bf16', shape: [rows, lowRank], data: r.gate }, r.raw ? { dtype: 'bf16', shape: [rows, n], data: r.raw } : null];
     },
     hcGatedMean: ([up, normed], attrs) => {
       const { rows, n, h } = streamGeometry(normed!, attrs);

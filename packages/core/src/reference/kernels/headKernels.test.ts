@@ -12,7 +12,10 @@ const run = (op: string, inputs: Tensor[], attrs: Record<string, unknown> = {}) 
 describe('head ops (CPU reference)', () => {
   it('sliceRows keeps whole rows [start, end), any dtype', () => {
     const [y] = run('sliceRows', [i32([3, 2], [1, 2, 3, 4, 5, 6])], { start: 2, end: 3 });
-    expect([y.shape, Array.from(y.data)]).toEqual([[1, 2], [5, 6]]);
+    expect([y.shape, Array.from(y.data)]).toEqual([
+      [1, 2],
+      [5, 6],
+    ]);
     const [z] = run('sliceRows', [i32([4], [7, 8, 9, 10])], { start: 1, end: 3 });
     expect([z.shape, Array.from(z.data)]).toEqual([[2], [8, 9]]);
     expect(() => getOpDef('sliceRows').shape([{ shape: [3, 2], dtype: 'bf16' }], { start: 2, end: 4 })).toThrow(/rows \[2, 4\) are outside \[0, 3\)/);
@@ -45,6 +48,14 @@ describe('head ops (CPU reference)', () => {
     expect(Array.from(y.data)).toEqual([6, 7, 8, 42]);
     const [one] = run('mtpDraftIds', [i32([1], [5]), i32([1], [9])]);
     expect(Array.from(one.data)).toEqual([9]);
-    expect(() => getOpDef('mtpDraftIds').shape([{ shape: [4], dtype: 'i32' }, { shape: [2], dtype: 'i32' }], {})).toThrow(/'next' must be \[1\]/);
+    expect(() =>
+      getOpDef('mtpDraftIds').shape(
+        [
+          { shape: [4], dtype: 'i32' },
+          { shape: [2], dtype: 'i32' },
+        ],
+        {},
+      ),
+    ).toThrow(/'next' must be \[1\]/);
   });
 });

@@ -12,10 +12,26 @@ import { quantKernels } from './quantKernels.ts';
 
 // Every CPU reference kernel, one family file each (a new op's kernel goes into its
 // family's file; a new family is added here once).
-const FAMILIES: CpuKernelTable[] = [basicKernels, hcKernels, collectiveKernels, gdnKernels, attentionKernels, quantKernels, moeKernels, pleKernels, headKernels];
+const FAMILIES: CpuKernelTable[] = [
+  basicKernels,
+  hcKernels,
+  collectiveKernels,
+  gdnKernels,
+  attentionKernels,
+  quantKernels,
+  moeKernels,
+  pleKernels,
+  headKernels,
+];
 
-export const CPU_KERNELS = new KernelTable<CpuKernel>('cpu', FAMILIES.map((f) => f.perRank ?? {}));
-export const CPU_COLLECTIVE_KERNELS = new KernelTable<CpuCollectiveKernel>('cpu', FAMILIES.map((f) => f.collective ?? {}));
+export const CPU_KERNELS = new KernelTable<CpuKernel>(
+  'cpu',
+  FAMILIES.map((f) => f.perRank ?? {}),
+);
+export const CPU_COLLECTIVE_KERNELS = new KernelTable<CpuCollectiveKernel>(
+  'cpu',
+  FAMILIES.map((f) => f.collective ?? {}),
+);
 
 export function cpuKernel(op: string): CpuKernel {
   return CPU_KERNELS.get(op);

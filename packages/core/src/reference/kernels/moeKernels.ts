@@ -25,13 +25,21 @@ export const moeKernels: CpuKernelTable = {
       if (idRows !== T || shapeStr(weights!.shape) !== shapeStr(ids!.shape)) {
         throw new Error(`moeExperts: x ${shapeStr(x!.shape)}, ids ${shapeStr(ids!.shape)} and weights ${shapeStr(weights!.shape)} do not match`);
       }
-      const routed = moeRoutedSum(bf16ArrayToF32(x!.data as Uint16Array), T, H, { ids: ids!.data as Int32Array, weights: weights!.data as Uint16Array }, topK, {
-        firstExpert: attrs.firstExpert as number,
-        numLocal: attrs.numLocal as number,
-        intermediate: attrs.intermediate as number,
-        gateUp: bf16ArrayToF32(gateUp!.data as Uint16Array),
-        down: bf16ArrayToF32(down!.data as Uint16Array),
-      }, attrs.bf16Accumulate === true);
+      const routed = moeRoutedSum(
+        bf16ArrayToF32(x!.data as Uint16Array),
+        T,
+        H,
+        { ids: ids!.data as Int32Array, weights: weights!.data as Uint16Array },
+        topK,
+        {
+          firstExpert: attrs.firstExpert as number,
+          numLocal: attrs.numLocal as number,
+          intermediate: attrs.intermediate as number,
+          gateUp: bf16ArrayToF32(gateUp!.data as Uint16Array),
+          down: bf16ArrayToF32(down!.data as Uint16Array),
+        },
+        attrs.bf16Accumulate === true,
+      );
       return [{ dtype: 'f32', shape: [T, H], data: routed }];
     },
     moeExpertsFp8Ptpc: ([xq, sx, ids, weights, qGateUp, sGateUp, qDown, sDown], attrs) => {
@@ -45,10 +53,18 @@ export const moeKernels: CpuKernelTable = {
       if (idRows !== T || shapeStr(weights!.shape) !== shapeStr(ids!.shape)) {
         throw new Error(`${op}: xq ${shapeStr(xq!.shape)}, ids ${shapeStr(ids!.shape)} and weights ${shapeStr(weights!.shape)} do not match`);
       }
-      for (const [t, name] of [[xq!, 'xq'], [qGateUp!, 'qGateUp'], [qDown!, 'qDown']] as const) {
+      for (const [t, name] of [
+        [xq!, 'xq'],
+        [qGateUp!, 'qGateUp'],
+        [qDown!, 'qDown'],
+      ] as const) {
         if (fp8FormatOfDtype(t.dtype) !== format) throw new Error(`${op}: ${name} is ${t.dtype}, expected ${fp8Info(format).dtype}`);
       }
-      for (const [t, name] of [[sx!, 'sx'], [sGateUp!, 'sGateUp'], [sDown!, 'sDown']] as const) {
+      for (const [t, name] of [
+        [sx!, 'sx'],
+        [sGateUp!, 'sGateUp'],
+        [sDown!, 'sDown'],
+      ] as const) {
         if (t.dtype !== 'f32') throw new Error(`${op}: ${name} must be f32, got ${t.dtype}`);
       }
       const routed = moeRoutedSumFp8(

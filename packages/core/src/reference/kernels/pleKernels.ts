@@ -67,7 +67,15 @@ export const pleKernels: CpuKernelTable = {
       if (weight!.shape.length !== 3 || weight!.shape[0] !== C || weight!.shape[1] !== 1) {
         throw new Error(`pleConvSilu: weight ${shapeStr(weight!.shape)} is not [${C}, 1, K]`);
       }
-      const out = pleConvSilu(gNormed!.data as Uint16Array, g!.data as Uint16Array, weight!.data as Uint16Array, T, C, weight!.shape[2], attrs.dilation as number);
+      const out = pleConvSilu(
+        gNormed!.data as Uint16Array,
+        g!.data as Uint16Array,
+        weight!.data as Uint16Array,
+        T,
+        C,
+        weight!.shape[2],
+        attrs.dilation as number,
+      );
       return [{ dtype: 'bf16', shape: [T, C], data: out }];
     },
   },

@@ -30,7 +30,8 @@ function fp8Rows(qT: Tensor | null, sT: Tensor | null, what: string, format: Fp8
     throw new Error(`${what} must be a 2-D ${fp8Info(format).dtype} tensor, got ${qT.dtype} ${shapeStr(qT.shape)}`);
   }
   const [rows, cols] = qT.shape;
-  if (sT.dtype !== 'f32' || sT.shape.length !== 1 || sT.shape[0] !== rows) throw new Error(`${what} scales must be f32 [${rows}], got ${sT.dtype} ${shapeStr(sT.shape)}`);
+  if (sT.dtype !== 'f32' || sT.shape.length !== 1 || sT.shape[0] !== rows)
+    throw new Error(`${what} scales must be f32 [${rows}], got ${sT.dtype} ${shapeStr(sT.shape)}`);
   return { q: qT.data as Uint8Array, scale: sT.data as Float32Array, rows, cols };
 }
 
