@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FLASH_NEXT, SMALL } from '../../config/presets.ts';
+import { GraphBuilder } from '../../graph/graphBuilder.ts';
 import { allOpDefs } from '../../graph/ops/registry.ts';
 import { hcspKernelSeconds, priceGraph } from '../costModel.ts';
 import { builtInDevice, parseDevice } from '../device.ts';
@@ -78,6 +79,32 @@ describe('--engine hcsp: the declared kernels (issue 27)', () => {
     expect(at('fast')).toBeGreaterThanOrEqual((tokens / 64) * step);
     expect(at('fast')).toBeLessThan(at('exact') / 10);
   }, 60_000);
+
+  it('the FP8 experts (moeExpertsFp8Ptpc) are priced as declared, never below their roofline, the tiled kernel reading the weights once per 16 rows', () => {
+    const { hiddenSize: H } = SMALL;
+    const { numExperts: E, topK, intermediate: I } = SMALL.moe;
+    const T = 1024;
+    const b = new GraphBuilder(1);
+    const xq = b.input('xq', [T, H], 'fp8e4m3fn');
+    const sx = b.input('sx', [T], 'f32');
+    const ids = b.input('ids', [T, topK], 'i32');
+    const w = b.input('w', [T, topK], 'bf16');
+    const q1 = b.weight({ name: 'gu.q' }, [E * 2 * I, H], 'fp8e4m3fn');
+    const s1 = b.weight({ name: 'gu.s' }, [E * 2 * I], 'f32');
+    const q2 = b.weight({ name: 'dn.q' }, [E * H, I], 'fp8e4m3fn');
+    const s2 = b.weight({ name: 'dn.s' }, [E * H], 'f32');
+    const y = b.value('routed', [T, H], 'f32', 0);
+    const attrs = { firstExpert: 0, numLocal: E, intermediate: I, format: 'e4m3fn', style: 'reciprocal', scaleOrder: 'weightFirst' };
+    b.node({ op: 'moeExpertsFp8Ptpc', rank: 0, layer: 0, scope: 'mlp.experts', inputs: [xq, sx, ids, w, q1, s1, q2, s2], outputs: [y], attrs });
+    b.markOutput(y);
+    const graph = b.build();
+    const base = { config: SMALL, device: builtInDevice('mi308x'), efficiency: PEAK, requests: 1, requestTokens: T };
+    const roof = priceGraph(graph, base).nodes[0].seconds;
+    const exact = priceGraph(graph, { ...base, engine: 'hcsp', kernels: 'exact' }).nodes[0].seconds;
+    const fast = priceGraph(graph, { ...base, engine: 'hcsp', kernels: 'fast' }).nodes[0].seconds;
+    expect(fast).toBeGreaterThanOrEqual(roof);
+    expect(exact).toBeGreaterThan(fast);
+  });
 
   it('a device file without the engine figures names them', () => {
     const json = JSON.parse(
