@@ -200,7 +200,15 @@ const BF16_MOE_PORTS: MoePorts = { x: 0, ids: 1, activations: [0, 1, 2], weights
 const FP8_MOE_PORTS: MoePorts = { x: 0, ids: 2, activations: [0, 1, 2, 3], weights: [4, 5, 6, 7] };
 
 /** `rowBuffers`: the [T x topK, I] bf16 buffers the kernels allocate for the routed rows (worst case, moe_ops.cc): gate-up out, h (exact) or h alone (fast, SwiGLU fused) */
-function moeKernel(n: GraphNode, ctx: PricingContext, source: string, tileRows: number, launches: number, rowBuffers: number, ports: MoePorts = BF16_MOE_PORTS): HcspKernel {
+function moeKernel(
+  n: GraphNode,
+  ctx: PricingContext,
+  source: string,
+  tileRows: number,
+  launches: number,
+  rowBuffers: number,
+  ports: MoePorts = BF16_MOE_PORTS,
+): HcspKernel {
   const [rows, h] = shapeOf(ctx, n.inputs[ports.x]);
   const k = shapeOf(ctx, n.inputs[ports.ids])[1];
   const local = num(n, 'numLocal');
