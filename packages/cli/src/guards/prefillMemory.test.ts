@@ -1,5 +1,5 @@
-// The prefill memory guard on a checkpoint whose linears are per-channel FP8 (the PTPC-FP8
-// release): it counts them as the run holds them, FP8 bytes plus F32 scales, not as bf16.
+// The prefill memory guard on a checkpoint whose linears and routed experts are per-channel FP8
+// (the PTPC-FP8 release): it counts them as the run holds them, FP8 bytes plus F32 scales, not as bf16.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,7 +19,7 @@ beforeAll(async () => {
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe('estimatePrefillMemory on a PTPC-FP8 checkpoint', () => {
-  it('counts the FP8 linears as FP8 bytes + F32 scales: the estimate of the graph preparePrefill runs, N*K - 4N bytes less per linear than bf16', () => {
+  it('counts the FP8 linears and experts as FP8 bytes + F32 scales: the estimate of the graph preparePrefill runs, N*K - 4N bytes less per FP8 weight than bf16', () => {
     const { source } = openCheckpoint(folder, config, { specs: modelWeightSpecs(config, MODEL_SUB_LAYERS) });
     try {
       const shape = { config, tokens: 24, tp: 1, sp: 'off', reduce: 'ring', subLayers: MODEL_SUB_LAYERS, env: {}, checkpoint: true } as const;
@@ -28,13 +28,22 @@ describe('estimatePrefillMemory on a PTPC-FP8 checkpoint', () => {
       const prepared = preparePrefill({ ...shape, seed: 3, weights: source });
       expect(prepared.fp8WeightLinears).toBeGreaterThan(0);
       expect(guarded.rankWeights).toBe(estimateGraphMemory(prepared.graph, { kind: 'checkpoint' }).rankWeights);
-      // each FP8 linear's [N, K] weight: 2NK bytes as bf16, NK + 4N as FP8 + scales
+      expect(prepared.graph.nodes.some((n) => n.op === 'moeExpertsFp8Ptpc')).toBe(true);
+      // each FP8 [N, K] weight (a linear's, the routed experts' gate-up and down): 2NK bytes as bf16, NK + 4N as FP8 + scales
+      const fp8Ports: Partial<Record<string, [number, number][]>> = {
+        fp8LinearPtpc: [[2, 3]],
+        moeExpertsFp8Ptpc: [
+          [4, 5],
+          [6, 7],
+        ],
+      };
       let saved = 0;
       for (const n of prepared.graph.nodes) {
-        if (n.op !== 'fp8LinearPtpc') continue;
-        const [N, K] = prepared.graph.values[n.inputs[2]!].shape;
-        expect(numel(prepared.graph.values[n.inputs[3]!].shape)).toBe(N);
-        saved += 2 * N * K - (N * K + 4 * N);
+        for (const [q, scale] of fp8Ports[n.op] ?? []) {
+          const [N, K] = prepared.graph.values[n.inputs[q]!].shape;
+          expect(numel(prepared.graph.values[n.inputs[scale]!].shape)).toBe(N);
+          saved += 2 * N * K - (N * K + 4 * N);
+        }
       }
       expect(asBf16.rankWeights - guarded.rankWeights).toBe(saved);
     } finally {
