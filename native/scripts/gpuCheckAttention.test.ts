@@ -1,23 +1,9 @@
 import { CpuBackend, FLASH_NEXT, runOnce, SMALL } from '@hcsp/core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRocmBackend, type RocmBackend } from '@hcsp/backend-rocm';
-import { attentionChainGraph, attentionKeptFlops, attentionMinBytes, attentionStep, attentionVerdict, keptKeys } from './gpuCheckAttention.ts';
+import { attentionChainGraph, attentionKeptFlops, attentionMinBytes, attentionStep, keptKeys } from './gpuCheckAttention.ts';
 
 describe('gpu-check tiled attention threshold', () => {
-  it('passes within 3x of its math at the matrix ceiling and fails past it', () => {
-    // 300 TFLOP in 1 s against a 900 TFLOP/s ceiling: exactly 3x its math
-    expect(attentionVerdict(1, 300e12, 1e9, 900)).toEqual({
-      pass: true,
-      line: expect.stringMatching(/^ {2}attnCausalQsa +1\.000000 s +300\.00 TFLOP\/s +1\.0 GB\/s {2}3\.00x its math at 900\.0 TFLOP\/s {2}pass$/),
-    });
-    expect(attentionVerdict(1.01, 300e12, 1e9, 900)).toEqual({
-      pass: false,
-      line: expect.stringMatching(/3\.03x its math at 900\.0 TFLOP\/s {2}FAIL \(over 3x\)$/),
-    });
-    expect(attentionVerdict(0, 1e12, 1, 900).pass).toBe(false);
-    expect(attentionVerdict(-1e-3, 1e12, 1, 900).pass).toBe(false);
-  });
-
   it('the FLOPs count only the kept keys', () => {
     // ratio 4, width 512: row t keeps min(512, floor((t+1)/4)) blocks and its tail
     expect([0, 2, 3, 4, 2047, 2048, 4095].map((t) => keptKeys(t, 4, 512))).toEqual([1, 3, 4, 5, 2048, 2049, 2048]);

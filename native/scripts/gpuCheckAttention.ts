@@ -11,7 +11,7 @@
 // the per-launch time is the difference of a long and a one-launch chain over the extra
 // launches, so the selection, the run's sync and its read-back cancel out.
 import { FLASH_NEXT, GraphBuilder, qsaIndexerDims, SyntheticWeightSource, type Backend, type Graph, type ModelConfig, type WeightSpec } from '@hcsp/core';
-import { medianRunSeconds } from './gpuCheckTiming.ts';
+import { matrixCeilingVerdict, perLaunchSeconds } from './gpuCheckTiming.ts';
 import type { Verdict } from './gpuCheckVerdict.ts';
 
 /** the kernel must run within this factor of its kept-key math at the matrix ceiling */
@@ -42,18 +42,6 @@ export function attentionKeptFlops(config: ModelConfig, T: number): number {
 export function attentionMinBytes(config: ModelConfig, T: number): number {
   const a = attentionAttrs(config);
   return 2 * (2 * T * a.heads * a.headDim + 2 * T * a.kvHeads * a.headDim) + 4 * T * a.width;
-}
-
-/** the verdict: seconds against the kept-key math at the matrix ceiling */
-export function attentionVerdict(seconds: number, flops: number, bytes: number, matrixTflops: number): Verdict {
-  const tflops = flops / seconds / 1e12;
-  const mathSeconds = flops / (matrixTflops * 1e12);
-  const factor = seconds / mathSeconds;
-  const pass = Number.isFinite(factor) && factor > 0 && factor <= ATTN_MATH_FACTOR;
-  const line =
-    `  attnCausalQsa ${seconds.toFixed(6).padStart(9)} s ${tflops.toFixed(2).padStart(8)} TFLOP/s ${(bytes / seconds / 1e9).toFixed(1).padStart(8)} GB/s  ` +
-    `${factor.toFixed(2)}x its math at ${matrixTflops.toFixed(1)} TFLOP/s  ${pass ? 'pass' : `FAIL (over ${ATTN_MATH_FACTOR}x)`}`;
-  return { line, pass };
 }
 
 /**
@@ -96,12 +84,6 @@ export function attentionChainGraph(config: ModelConfig, T: number, reps: number
   return { graph: b.build(), weights: new SyntheticWeightSource(specs, 11) };
 }
 
-/** the median recorded run's seconds (after a warm-up) of a chain of reps */
-async function timeRuns(backend: Backend, config: ModelConfig, T: number, reps: number, runs: number): Promise<number> {
-  const { graph, weights } = attentionChainGraph(config, T, reps);
-  return medianRunSeconds(backend, graph, weights, runs);
-}
-
 /** the step: one launch's seconds (a reps chain less a one-launch chain, over reps - 1) against the matrix ceiling; the header first */
 export async function attentionStep(
   backend: Backend,
@@ -113,16 +95,13 @@ export async function attentionStep(
   const reps = Math.max(2, options.reps ?? 6);
   const runs = options.runs ?? 5;
   const a = attentionAttrs(config);
-  const long = await timeRuns(backend, config, T, reps, runs);
-  const one = await timeRuns(backend, config, T, 1, runs);
-  // a negative difference (noise on a tiny run) is no time at all: the verdict fails it
-  const seconds = (long - one) / (reps - 1);
+  const seconds = await perLaunchSeconds(backend, (n) => attentionChainGraph(config, T, n), reps, runs);
   const flops = attentionKeptFlops(config, T);
   const header =
     `tiled attention (attnCausalQsa, kernels fast) at T=${T}, ${config.name}: ${a.heads} heads / ${a.kvHeads} KV heads, hd ${a.headDim}, QSA ${a.width} blocks of ${a.compressRatio}; ` +
     `${(flops / 1e9).toFixed(1)} GFLOP over the kept keys (within ${ATTN_MATH_FACTOR}x of its math at the matrix ceiling):`;
   return [
     { line: header, pass: true },
-    { ...attentionVerdict(seconds, flops, attentionMinBytes(config, T), matrixTflops), seconds },
+    { ...matrixCeilingVerdict('attnCausalQsa', seconds, flops, attentionMinBytes(config, T), matrixTflops, ATTN_MATH_FACTOR), seconds },
   ];
 }

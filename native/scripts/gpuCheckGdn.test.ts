@@ -1,20 +1,9 @@
 import { CpuBackend, FLASH_NEXT, runOnce, SMALL } from '@hcsp/core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRocmBackend, type RocmBackend } from '@hcsp/backend-rocm';
-import { gdnChainGraph, gdnChunkedFlops, gdnMinBytes, gdnStep, gdnVerdict } from './gpuCheckGdn.ts';
+import { gdnChainGraph, gdnChunkedFlops, gdnMinBytes, gdnStep } from './gpuCheckGdn.ts';
 
 describe('gpu-check chunked GatedDeltaNet threshold', () => {
-  it('passes within 3x of its math at the matrix ceiling and fails past it', () => {
-    // 300 TFLOP in 1 s against a 900 TFLOP/s ceiling: exactly 3x its math
-    expect(gdnVerdict(1, 300e12, 1e9, 900)).toEqual({
-      pass: true,
-      line: expect.stringMatching(/^ {2}gdnRecurrence +1\.000000 s +300\.00 TFLOP\/s +1\.0 GB\/s {2}3\.00x its math at 900\.0 TFLOP\/s {2}pass$/),
-    });
-    expect(gdnVerdict(1.01, 300e12, 1e9, 900)).toEqual({ pass: false, line: expect.stringMatching(/3\.03x its math at 900\.0 TFLOP\/s {2}FAIL \(over 3x\)$/) });
-    expect(gdnVerdict(0, 1e12, 1, 900).pass).toBe(false);
-    expect(gdnVerdict(-1e-3, 1e12, 1, 900).pass).toBe(false);
-  });
-
   it("the FLOPs are the chunk algorithm's at Flash-Next dimensions, T = 4096, and count a partial last chunk", () => {
     // per value head and chunk of 64 (dk = dv = 128): the solve 2 (2016 dk + 2080 dk + 2016 (dk + dv)),
     // the state pass 2 (2 * 64 dv dk + 2080 dv + dk dv 64); 64 chunks, 48 value heads

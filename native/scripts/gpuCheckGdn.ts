@@ -10,7 +10,7 @@
 // time is the difference of a reps run and a one-launch run over the extra launches, so the
 // gates, the run's sync and its read-back cancel out.
 import { FLASH_NEXT, GraphBuilder, SyntheticWeightSource, type Backend, type Graph, type ModelConfig, type WeightSpec } from '@hcsp/core';
-import { medianRunSeconds } from './gpuCheckTiming.ts';
+import { matrixCeilingVerdict, perLaunchSeconds } from './gpuCheckTiming.ts';
 import type { Verdict } from './gpuCheckVerdict.ts';
 
 /** the kernel must run within this factor of its chunk math at the matrix ceiling */
@@ -49,18 +49,6 @@ export function gdnMinBytes(config: ModelConfig, T: number): number {
   return 2 * T * (2 * keyHeads * keyDim + valueHeads * valueDim) + 6 * T * valueHeads + 2 * T * valueHeads * valueDim;
 }
 
-/** the verdict: seconds against the chunk math at the matrix ceiling */
-export function gdnVerdict(seconds: number, flops: number, bytes: number, matrixTflops: number): Verdict {
-  const tflops = flops / seconds / 1e12;
-  const mathSeconds = flops / (matrixTflops * 1e12);
-  const factor = seconds / mathSeconds;
-  const pass = Number.isFinite(factor) && factor > 0 && factor <= GDN_MATH_FACTOR;
-  const line =
-    `  gdnRecurrence ${seconds.toFixed(6).padStart(9)} s ${tflops.toFixed(2).padStart(8)} TFLOP/s ${(bytes / seconds / 1e9).toFixed(1).padStart(8)} GB/s  ` +
-    `${factor.toFixed(2)}x its math at ${matrixTflops.toFixed(1)} TFLOP/s  ${pass ? 'pass' : `FAIL (over ${GDN_MATH_FACTOR}x)`}`;
-  return { line, pass };
-}
-
 /** gdnGates from synthetic b, a, A_log and dt_bias, then gdnRecurrence `reps` times on one synthetic qkv; the output is the last result's first column */
 export function gdnChainGraph(config: ModelConfig, T: number, reps: number): { graph: Graph; weights: SyntheticWeightSource } {
   const a = gdnAttrs(config);
@@ -92,12 +80,6 @@ export function gdnChainGraph(config: ModelConfig, T: number, reps: number): { g
   return { graph: b.build(), weights: new SyntheticWeightSource(specs, 13) };
 }
 
-/** the median recorded run's seconds (after a warm-up) of a chain of reps */
-async function timeRuns(backend: Backend, config: ModelConfig, T: number, reps: number, runs: number): Promise<number> {
-  const { graph, weights } = gdnChainGraph(config, T, reps);
-  return medianRunSeconds(backend, graph, weights, runs);
-}
-
 /** the step: one launch's seconds (a reps run less a one-launch run, over reps - 1) against the matrix ceiling; the header first */
 export async function gdnStep(
   backend: Backend,
@@ -109,16 +91,13 @@ export async function gdnStep(
   const reps = Math.max(2, options.reps ?? 6);
   const runs = options.runs ?? 5;
   const a = gdnAttrs(config);
-  const long = await timeRuns(backend, config, T, reps, runs);
-  const one = await timeRuns(backend, config, T, 1, runs);
-  // a negative difference (noise on a tiny run) is no time at all: the verdict fails it
-  const seconds = (long - one) / (reps - 1);
+  const seconds = await perLaunchSeconds(backend, (n) => gdnChainGraph(config, T, n), reps, runs);
   const flops = gdnChunkedFlops(config, T);
   const header =
     `chunked GatedDeltaNet (gdnRecurrence, kernels fast) at T=${T}, ${config.name}: ${a.keyHeads} key / ${a.valueHeads} value heads, dk ${a.keyDim} dv ${a.valueDim}, chunks of ${GDN_CHUNK}; ` +
     `${(flops / 1e9).toFixed(1)} GFLOP (within ${GDN_MATH_FACTOR}x of its math at the matrix ceiling):`;
   return [
     { line: header, pass: true },
-    { ...gdnVerdict(seconds, flops, gdnMinBytes(config, T), matrixTflops), seconds },
+    { ...matrixCeilingVerdict('gdnRecurrence', seconds, flops, gdnMinBytes(config, T), matrixTflops, GDN_MATH_FACTOR), seconds },
   ];
 }

@@ -1,7 +1,9 @@
-// How the GPU check's steps time a kernel: the median of several runs after one warm-up run
-// (which takes the first run's costs: the pool's first allocations, a vendor GEMM's planning).
+// How the GPU check's steps time a kernel and judge it: the median of several runs after one
+// warm-up run (which takes the first run's costs: the pool's first allocations, a vendor GEMM's
+// planning), one launch of a chained op, and a time against the matrix ceiling.
 import type { Backend, Graph, WeightSource } from '@hcsp/core';
 import { median, timed } from '@hcsp/bench';
+import type { Verdict } from './gpuCheckVerdict.ts';
 
 /** The median seconds of `runs` calls of `once`, after one warm-up call. */
 export async function warmMedianSeconds(runs: number, once: () => Promise<unknown>): Promise<number> {
@@ -17,4 +19,33 @@ export async function medianRunSeconds(backend: Backend, graph: Graph, weights: 
   } finally {
     await prepared.dispose();
   }
+}
+
+/**
+ * One launch's seconds of an op timed as a chain: a graph of `reps` launches less a graph of one
+ * (which carries the inputs' setup and the read-back), over reps - 1. A negative difference (noise
+ * on a tiny run) stays negative: the verdicts fail it.
+ */
+export async function perLaunchSeconds(
+  backend: Backend,
+  chain: (reps: number) => { graph: Graph; weights: WeightSource },
+  reps: number,
+  runs: number,
+): Promise<number> {
+  const time = async (n: number): Promise<number> => {
+    const { graph, weights } = chain(n);
+    return medianRunSeconds(backend, graph, weights, runs);
+  };
+  return ((await time(reps)) - (await time(1))) / (reps - 1);
+}
+
+/** A kernel's seconds against its math at the matrix ceiling measured in the same run: it passes within `factor` times that. */
+export function matrixCeilingVerdict(op: string, seconds: number, flops: number, bytes: number, matrixTflops: number, factor: number): Verdict {
+  const tflops = flops / seconds / 1e12;
+  const times = seconds / (flops / (matrixTflops * 1e12));
+  const pass = Number.isFinite(times) && times > 0 && times <= factor;
+  const line =
+    `  ${op} ${seconds.toFixed(6).padStart(9)} s ${tflops.toFixed(2).padStart(8)} TFLOP/s ${(bytes / seconds / 1e9).toFixed(1).padStart(8)} GB/s  ` +
+    `${times.toFixed(2)}x its math at ${matrixTflops.toFixed(1)} TFLOP/s  ${pass ? 'pass' : `FAIL (over ${factor}x)`}`;
+  return { line, pass };
 }
