@@ -23,7 +23,8 @@ Napi::Function JsGpu::define(Napi::Env env) {
       env, "GpuDevice",
       {InstanceAccessor<&JsGpu::kind>("kind"), InstanceAccessor<&JsGpu::arch>("arch"), InstanceAccessor<&JsGpu::kernels>("kernels"),
        InstanceMethod<&JsGpu::describe>("describe"), InstanceMethod<&JsGpu::stats>("stats"), InstanceMethod<&JsGpu::setMemoryLimit>("setMemoryLimit"),
-       InstanceMethod<&JsGpu::synchronize>("synchronize"), InstanceMethod<&JsGpu::memoryInfo>("memoryInfo"), InstanceMethod<&JsGpu::vendorGemm>("vendorGemm")});
+       InstanceMethod<&JsGpu::synchronize>("synchronize"), InstanceMethod<&JsGpu::memoryInfo>("memoryInfo"), InstanceMethod<&JsGpu::vendorGemm>("vendorGemm"),
+       InstanceMethod<&JsGpu::kernelFallbacks>("kernelFallbacks")});
   instanceData(env).gpu = Napi::Persistent(f);
   return f;
 }
@@ -108,6 +109,20 @@ Napi::Value JsGpu::vendorGemm(const Napi::CallbackInfo& info) {
     o.Set("invariantRowCounts", static_cast<double>(s.invariantRowCounts));
     o.Set("refusedCandidates", static_cast<double>(s.refusedCandidates));
     return o;
+  });
+}
+
+Napi::Value JsGpu::kernelFallbacks(const Napi::CallbackInfo& info) {
+  return guarded(info.Env(), [&]() -> Napi::Value {
+    const auto& fallbacks = runtime_->kernelFallbacks();
+    auto list = Napi::Array::New(info.Env(), fallbacks.size());
+    for (size_t i = 0; i < fallbacks.size(); i++) {
+      auto e = Napi::Object::New(info.Env());
+      e.Set("op", fallbacks[i].op);
+      e.Set("reason", fallbacks[i].reason);
+      list.Set(static_cast<uint32_t>(i), e);
+    }
+    return list;
   });
 }
 

@@ -24,6 +24,7 @@ class JsGpu : public Napi::ObjectWrap<JsGpu> {
   Napi::Value setMemoryLimit(const Napi::CallbackInfo& info);
   Napi::Value synchronize(const Napi::CallbackInfo& info);
   Napi::Value vendorGemm(const Napi::CallbackInfo& info);
+  Napi::Value kernelFallbacks(const Napi::CallbackInfo& info);
   Napi::Value memoryInfo(const Napi::CallbackInfo& info);
   std::shared_ptr<gpu::GpuRuntime> runtime_;
 };

@@ -11,10 +11,12 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "../host/errors.h"
 #include "../host/memory.h"
 #include "device_checks.h"
+#include "kernel_fallbacks.h"
 
 namespace hcsp::gpu {
 
@@ -84,6 +86,9 @@ class GpuRuntime : public Memory {
   unsigned long long* deviceCheck(const std::string& op, int64_t positions, int slots, DeviceChecks::Raise raise) {
     return checks_.add(*this, op, positions, slots, std::move(raise));
   }
+  /** a fast-kernel op that runs its exact kernel here, and why (said once on stderr: kernel_fallbacks.h) */
+  void exactKernelFor(const std::string& op, const std::string& reason) { fallbacks_.note(op, reason, kind()); }
+  const std::vector<KernelFallback>& kernelFallbacks() const { return fallbacks_.list(); }
 
  protected:
   virtual void rawSynchronize() = 0;
@@ -92,6 +97,7 @@ class GpuRuntime : public Memory {
 
  private:
   DeviceChecks checks_;
+  KernelFallbacks fallbacks_;
   KernelMode kernels_ = KernelMode::Exact;
 };
 

@@ -65,6 +65,14 @@ export interface GpuDevice {
   memoryInfo(): { freeBytes: number; totalBytes: number };
   /** the vendor GEMMs' plans on this device since it opened (native/src/gpu/blaslt.h; all zero on the emulated device) */
   vendorGemm(): VendorGemmStats;
+  /** the ops that ran their exact kernel although the device was opened with fast kernels, and why (each also said once on stderr) */
+  kernelFallbacks(): KernelFallback[];
+}
+
+/** an op that ran its exact kernel on a fast-kernel device (native/src/gpu/kernel_fallbacks.h) */
+export interface KernelFallback {
+  op: string;
+  reason: string;
 }
 
 /** a GEMM shape the vendor library had no algorithm for, run by the exact kernel: y[m, n] = x[m, k] . w[n, k]^T */

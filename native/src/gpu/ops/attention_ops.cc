@@ -106,7 +106,11 @@ Outputs attnCausalQsa(const Inputs& in, const GpuContext& g) {
   TensorPtr out = g.alloc(DType::BF16, {T, heads * hd});
   if (T == 0 || heads == 0 || hd == 0) return {out};
   // the fast kernel: flash-style over the kept keys (kernels/attention_tiled.cu); its shared
-  // tiles take head dims up to HCSP_TILED_ATTN_MAX_HD, larger ones (and the hf-eager roundings) run the exact kernel below
+  // tiles take head dims up to HCSP_TILED_ATTN_MAX_HD, larger ones (and the hf-eager roundings) run the exact kernel below, said once
+  if (g.fastKernels() && hd > HCSP_TILED_ATTN_MAX_HD)
+    g.rt.exactKernelFor("attnCausalQsa", "head dim " + std::to_string(hd) + " is past the tiled kernel's " + std::to_string(HCSP_TILED_ATTN_MAX_HD));
+  else if (g.fastKernels() && a.eagerSoftmax)
+    g.rt.exactKernelFor("attnCausalQsa", "the tiled kernel's online softmax cannot round scores and probabilities to bf16 (hf-eager's eagerSoftmax)");
   if (g.fastKernels() && hd <= HCSP_TILED_ATTN_MAX_HD && !a.eagerSoftmax) {
     const int64_t tiles = (T + HCSP_TILED_ATTN_ROWS - 1) / HCSP_TILED_ATTN_ROWS;
     HCSP_LAUNCH_BLOCKS(g.rt, hcsp_attention_tiled_qsa, tiles * heads, HCSP_TILED_ATTN_THREADS, a.q.bf16(), a.k.bf16(), a.v.bf16(), blocks, bad->data<int32_t>(),

@@ -61,8 +61,11 @@ Outputs gdnRecurrenceChunked(const ops::GdnRecurrenceArgs& a, const GpuContext& 
 
 Outputs gdnRecurrence(const Inputs& in, const GpuContext& g) {
   const ops::GdnRecurrenceArgs a = ops::checkGdnRecurrence(in, g.attrs);
-  // a key dim beyond the state pass's shared tile runs the reference-order kernel
-  if (g.fastKernels() && a.dk <= HCSP_GDN_MAX_KEY_DIM) return gdnRecurrenceChunked(a, g);
+  if (g.fastKernels()) {
+    if (a.dk <= HCSP_GDN_MAX_KEY_DIM) return gdnRecurrenceChunked(a, g);
+    // a key dim beyond the state pass's shared tile runs the reference-order kernel, and says so
+    g.rt.exactKernelFor("gdnRecurrence", "key dim " + std::to_string(a.dk) + " is past the chunked kernel's " + std::to_string(HCSP_GDN_MAX_KEY_DIM));
+  }
   const int64_t T = a.T, keyHeads = a.keyHeads, valueHeads = a.valueHeads, dk = a.dk, dv = a.dv, channels = a.channels;
   const Tensor& qkv = a.qkv;
   const int64_t kOff = keyHeads * dk;

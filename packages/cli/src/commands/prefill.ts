@@ -424,6 +424,8 @@ async function prefill(opts: PrefillCliOptions, rank: PrefillRank | null): Promi
       engine: result.enginePerRank ?? null,
       // this process's GPU (rank 0's under hcsp launch): GEMM shapes hipBLASLt/cuBLASLt had no algorithm for, run on the exact kernel instead
       vendorGemmFallbacks: vendorGemmOf(backend)?.fallbacks ?? null,
+      // this process's GPU: ops that ran their exact kernel although the device runs fast kernels, and why
+      kernelFallbacks: (backend as Partial<RocmBackend>).gpu?.kernelFallbacks() ?? null,
       // checkpoint bytes this process read (--comm mpi|nccl: per rank in world)
       weightBytesRead: checkpoint ? checkpoint.bytesRead() : null,
       // this process's weights placed on its device when the session opened: seconds, GB/s, how many by a native loader
