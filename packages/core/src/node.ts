@@ -4,5 +4,6 @@ export * from './io/safetensorsFile.ts';
 export * from './model/safetensorsWeights.ts';
 export * from './config/hfConfig.ts';
 export * from './model/hfCheckpoint.ts';
+export * from './model/checkpointProblem.ts';
 export * from './io/fileErrors.ts';
 export * from './io/jsonFile.ts';

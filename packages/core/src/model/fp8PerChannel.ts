@@ -9,6 +9,7 @@ import type { WeightSlice } from '../graph/graph.ts';
 import { bf16ToF32, f32ToBf16 } from '../numerics/bf16.ts';
 import { fp8ArrayToF32, type Fp8Format } from '../numerics/fp8.ts';
 import { sameShape, shapeStr } from '../tensor/tensor.ts';
+import type { CheckpointProblem } from './checkpointProblem.ts';
 import type { SafetensorsWeightSource } from './safetensorsWeights.ts';
 
 /** The bf16 result of each of the 256 fp8 bit patterns times one scale: bf(fl(q * s)). */
@@ -28,10 +29,19 @@ export function isPerChannelScaleShape(scaleShape: readonly number[], weightShap
   return sameShape(scaleShape, [n, 1]) || (n > 1 && sameShape(scaleShape, [n]));
 }
 
-/** Why a per-channel scale tensor does not fit its weight, or null. */
-export function perChannelScaleProblem(scaleDtype: string, scaleShape: readonly number[], weightDtype: string, weightShape: readonly number[]): string | null {
+/** Why a per-channel scale tensor does not fit its weight (the scales asked for, those found, the weight), or null. */
+export function perChannelScaleProblem(
+  scaleDtype: string,
+  scaleShape: readonly number[],
+  weightDtype: string,
+  weightShape: readonly number[],
+): Pick<CheckpointProblem, 'expected' | 'found' | 'context'> | null {
   if (scaleDtype === 'F32' && isPerChannelScaleShape(scaleShape, weightShape)) return null;
-  return `per-channel scales of ${weightDtype}${shapeStr(weightShape)} must be F32${shapeStr([weightShape[0], 1])} (or F32${shapeStr([weightShape[0]])}), got ${scaleDtype}${shapeStr(scaleShape)}`;
+  return {
+    expected: `F32${shapeStr([weightShape[0], 1])} (or F32${shapeStr([weightShape[0]])})`,
+    found: `${scaleDtype}${shapeStr(scaleShape)}`,
+    context: `${weightDtype}${shapeStr(weightShape)}`,
+  };
 }
 
 /** Whether config.json's quantization_config (top level or text_config) declares block FP8. */

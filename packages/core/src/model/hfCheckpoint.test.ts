@@ -24,7 +24,8 @@ import { type RawEntry, writeRawSafetensors } from '../../../../test/support/raw
 import { moeRankWeights } from '../layers/moe/moeWeights.ts';
 import { pleBuffers } from '../layers/ple/pleWeights.ts';
 import { numel, type Tensor } from '../tensor/tensor.ts';
-import { openCheckpoint, unusedTensorsWarning } from './hfCheckpoint.ts';
+import { type CheckpointProblem, formatCheckpointProblem } from './checkpointProblem.ts';
+import { CheckpointProblemsError, openCheckpoint, unusedTensorsWarning } from './hfCheckpoint.ts';
 import { planWeightRead, resolveWeight } from './resolveWeight.ts';
 import { SafetensorsWeightSource } from './safetensorsWeights.ts';
 import { SyntheticWeightSource } from './syntheticWeights.ts';
@@ -305,6 +306,27 @@ describe('openCheckpoint: malformed checkpoints, one error naming tensor and fil
     expect(m).toMatch(/3 problems: config\/checkpoint mismatch: .*m\d+\/model\.safetensors: tensor 'a' is \[2,3\], config 'tiny' needs \[3,3\]/);
     expect(m).toMatch(/tensor 'b': wrong dtype I32, the model reads it as bf16/);
     expect(m).toMatch(/tensor 'c': wrong dtype I64/);
+  });
+  it('the problems are records: kind, tensor, expected, found, read without parsing the message', () => {
+    const d = folder();
+    writeRawSafetensors(join(d, 'model.safetensors'), [bf16Raw('a', [2, 3], () => 0), { name: 'b', dtype: 'I32', shape: [1], bytes: new Uint8Array(4) }]);
+    let problems: readonly CheckpointProblem[] = [];
+    try {
+      openCheckpoint(d, TINY, { specs: [spec('a', [3, 3]), spec('b', [1]), spec('n', [1])] });
+    } catch (e) {
+      problems = e instanceof CheckpointProblemsError ? e.problems : [];
+    }
+    const file = join(d, 'model.safetensors');
+    expect(problems.map(({ kind, tensor, file, expected, found }) => ({ kind, tensor, file, expected, found }))).toEqual([
+      { kind: 'wrong shape', tensor: 'a', file, expected: '[3,3]', found: '[2,3]' },
+      { kind: 'wrong dtype', tensor: 'b', file, expected: 'bf16', found: 'I32' },
+      { kind: 'missing', tensor: 'n', file: undefined, expected: 'present', found: 'absent' },
+    ]);
+    expect(problems.map(formatCheckpointProblem)).toEqual([
+      `config/checkpoint mismatch: ${file}: tensor 'a' is [2,3], config 'tiny' needs [3,3]`,
+      `${file}: tensor 'b': wrong dtype I32, the model reads it as bf16`,
+      `missing tensor 'n' (in ${d})`,
+    ]);
   });
   it('FP8 without a scale, with a misshapen block scale, with a bad global scale', () => {
     const fp8 = { name: 'w.weight', dtype: 'F8_E4M3', shape: [200, 300], bytes: new Uint8Array(60000) } as RawEntry;

@@ -46,6 +46,7 @@ import {
   perChannelScaleProblem,
   readFp8PerChannel,
 } from './fp8PerChannel.ts';
+import { formatCheckpointProblem, type CheckpointProblem } from './checkpointProblem.ts';
 import type { Fp8WeightLookup, Fp8WeightParts } from './fp8WeightLinears.ts';
 import { modelWeightSpecs } from './modelWeights.ts';
 import { SafetensorsWeightSource } from './safetensorsWeights.ts';
@@ -396,8 +397,8 @@ function bigints(bytes: Uint8Array): bigint[] {
 
 /** A checkpoint that does not fit the config: every problem found, so a caller can list them all. */
 export class CheckpointProblemsError extends Error {
-  constructor(readonly problems: readonly string[]) {
-    const shown = problems.slice(0, MAX_PROBLEMS_SHOWN).join('; ');
+  constructor(readonly problems: readonly CheckpointProblem[]) {
+    const shown = problems.slice(0, MAX_PROBLEMS_SHOWN).map(formatCheckpointProblem).join('; ');
     const more = problems.length > MAX_PROBLEMS_SHOWN ? `; and ${problems.length - MAX_PROBLEMS_SHOWN} more` : '';
     super(`checkpoint: ${problems.length} problem${problems.length > 1 ? 's' : ''}: ${shown}${more}`);
     this.name = 'CheckpointProblemsError';
@@ -448,21 +449,23 @@ function build(
   block: [number, number],
   blocksDeclaredBy: string | null,
 ): Omit<OpenedCheckpoint, 'inputs'> {
-  const problems: string[] = [];
-  const where = (stored: string) => `${raw.fileOfTensor(stored)}: tensor '${stored}'`;
+  const problems: CheckpointProblem[] = [];
+  // a stored tensor, located
+  const at = (stored: string) => ({ tensor: stored, file: raw.fileOfTensor(stored) });
+  const forConfig = `config '${config.name}'`;
 
   // model name -> stored name
   const byModel = new Map<string, string>();
   for (const stored of raw.names()) {
     const name = stored.startsWith(MULTIMODAL_PREFIX) ? `model.${stored.slice(MULTIMODAL_PREFIX.length)}` : stored;
     const other = byModel.get(name);
-    if (other !== undefined) problems.push(`${where(stored)} and ${where(other)} are both '${name}'`);
+    if (other !== undefined) problems.push({ kind: 'duplicate name', ...at(stored), expected: name, found: `${raw.fileOfTensor(other)}: tensor '${other}'` });
     byModel.set(name, stored);
   }
   const storedOf = (name: string) => byModel.get(name);
 
-  const fail = (message: string): null => {
-    problems.push(message);
+  const fail = (problem: CheckpointProblem): null => {
+    problems.push(problem);
     return null;
   };
   const globalScales = new Map<string, number>();
@@ -480,7 +483,7 @@ function build(
       return null;
     }
     const bf16Only = fp8WhereBf16Problem(name);
-    if (bf16Only) return fail(`${where(stored)}: ${e.dtype} where the model reads bf16: ${bf16Only}`);
+    if (bf16Only) return fail({ kind: 'fp8 where bf16', ...at(stored), expected: 'bf16', found: e.dtype, context: bf16Only });
     const base = name.replace(/\.weight$/, '');
     const inv = storedOf(`${base}.weight_scale_inv`);
     const own = storedOf(`${base}.weight_scale`);
@@ -489,11 +492,15 @@ function build(
     if (inv !== undefined) {
       const s = raw.entry(inv);
       const want = e.shape.length === 2 ? [Math.ceil(e.shape[0] / block[0]), Math.ceil(e.shape[1] / block[1])] : null;
-      if (!want) return fail(`${where(stored)}: ${e.dtype} ${shapeStr(e.shape)} has block scales, which need a 2-D tensor`);
+      if (!want) return fail({ kind: 'block scales need 2-D', ...at(stored), expected: '2-D', found: `${e.dtype} ${shapeStr(e.shape)}` });
       if (s.dtype !== 'F32' || !sameShape(s.shape, want)) {
-        return fail(
-          `${where(inv)}: block scales of ${e.dtype}${shapeStr(e.shape)} in ${block[0]}x${block[1]} blocks must be F32${shapeStr(want)}, got ${s.dtype}${shapeStr(s.shape)}`,
-        );
+        return fail({
+          kind: 'wrong block scales',
+          ...at(inv),
+          expected: `F32${shapeStr(want)}`,
+          found: `${s.dtype}${shapeStr(s.shape)}`,
+          context: `${e.dtype}${shapeStr(e.shape)} in ${block[0]}x${block[1]} blocks`,
+        });
       }
       return fp8Blocks(raw, stored, inv, format, block);
     }
@@ -504,11 +511,15 @@ function build(
     ) {
       const s = raw.entry(own);
       const problem = perChannelScaleProblem(s.dtype, s.shape, e.dtype, e.shape);
-      if (problem) return fail(`${where(own)}: ${problem}`);
+      if (problem) return fail({ kind: 'wrong channel scales', ...at(own), ...problem });
       if (blocksDeclaredBy)
-        return fail(
-          `${where(own)}: per-channel FP8 scales, but ${blocksDeclaredBy} declares ${block[0]}x${block[1]} block FP8 (quantization_config.weight_block_size): the config and the tensors describe different checkpoints`,
-        );
+        return fail({
+          kind: 'scale layout conflict',
+          ...at(own),
+          expected: `${block[0]}x${block[1]}`,
+          found: 'per-channel FP8 scales',
+          context: blocksDeclaredBy,
+        });
       perChannelScales.add(own);
       const parts = { q: `${name}#fp8`, scale: `${name}#fp8_scale`, format };
       fp8Parts.set(name, parts);
@@ -525,13 +536,19 @@ function build(
         e.shape.length === 2 && global === own ? `; per-channel scales of ${e.dtype}${shapeStr(e.shape)} are F32${shapeStr([e.shape[0], 1])}` : '';
       // BF16 in the Qwen/Qwen3.8-Flash-Next-FP8 release; ATOM copies either into an F32 parameter
       if ((s.dtype !== 'F32' && s.dtype !== 'BF16') || numel(s.shape) !== 1)
-        return fail(`${where(global)}: a global FP8 scale must be one F32 or BF16 value, got ${s.dtype}${shapeStr(s.shape)}${perChannel}`);
+        return fail({
+          kind: 'wrong global scale',
+          ...at(global),
+          expected: 'one F32 or BF16 value',
+          found: `${s.dtype}${shapeStr(s.shape)}`,
+          context: perChannel,
+        });
       const value = globalScales.get(global) ?? globalScaleValue(raw.readRawBytes(global), s.dtype);
       globalScales.set(global, value);
-      if (!(value > 0 && value < Infinity)) return fail(`${where(global)}: the FP8 scale ${value} is not finite and positive`);
+      if (!(value > 0 && value < Infinity)) return fail({ kind: 'bad scale value', ...at(global), expected: 'finite and positive', found: String(value) });
       return fp8Global(raw, stored, global, format, value);
     }
-    return fail(`${where(stored)}: ${e.dtype} has no scale tensor ('${base}.weight_scale_inv' or '.weight_scale')`);
+    return fail({ kind: 'no scale', ...at(stored), expected: `'${base}.weight_scale_inv' or '.weight_scale'`, found: e.dtype });
   };
 
   const providers = new Map<string, Provider>();
@@ -561,9 +578,11 @@ function build(
   for (const [g, experts] of groups) {
     const before = problems.length;
     for (const stackName of [`${g}.gate_up_proj`, `${g}.down_proj`]) {
-      if (byModel.has(stackName)) problems.push(`${where(byModel.get(stackName)!)} is stacked while ${g}.{e}.* are per-expert: a checkpoint holds one layout`);
+      const stack = byModel.get(stackName);
+      if (stack !== undefined) problems.push({ kind: 'mixed expert layout', ...at(stack), expected: `${g}.{e}.* are per-expert`, found: 'stacked' });
     }
-    for (const e of experts.keys()) if (e >= E) problems.push(`config/checkpoint mismatch: ${g}.${e}.* is beyond the ${E} experts of config '${config.name}'`);
+    for (const e of experts.keys())
+      if (e >= E) problems.push({ kind: 'extra expert', tensor: `${g}.${e}.*`, expected: String(E), found: `expert ${e}`, context: forConfig });
     const rows: Provider[][] = [];
     const down: Provider[][] = [];
     for (let e = 0; e < E; e++) {
@@ -571,19 +590,24 @@ function build(
       const missing = (['gate_proj', 'up_proj', 'down_proj'] as const).filter((k) => !parts[k]);
       if (missing.length > 0) {
         const part = `${g}.${e}.${missing[0]}.weight`;
-        if (!refused.has(part)) problems.push(`missing tensor '${part}' (the per-expert layout of ${g} in ${path})`);
+        if (!refused.has(part))
+          problems.push({ kind: 'missing', tensor: part, expected: 'present', found: 'absent', context: `the per-expert layout of ${g} in ${path}` });
         break;
       }
       const [gate, up, dn] = [parts.gate_proj!, parts.up_proj!, parts.down_proj!];
       const odd = [gate, up, dn].find((q) => q.info.dtype !== 'bf16' && q.info.dtype !== 'f32');
       if (odd) {
-        problems.push(`${where(odd.stored[0])}: wrong dtype ${raw.entry(odd.stored[0]).dtype} for an expert weight`);
+        problems.push({ kind: 'wrong expert dtype', ...at(odd.stored[0]), expected: 'bf16 or f32', found: raw.entry(odd.stored[0]).dtype });
         break;
       }
       if (!sameShape(gate.info.shape, up.info.shape) || gate.info.shape.length !== 2 || !sameShape(dn.info.shape, [gate.info.shape[1], gate.info.shape[0]])) {
-        problems.push(
-          `${where(up.stored[0])}: expert ${e}'s gate_proj ${shapeStr(gate.info.shape)}, up_proj ${shapeStr(up.info.shape)} and down_proj ${shapeStr(dn.info.shape)} are not [I,H], [I,H], [H,I]`,
-        );
+        problems.push({
+          kind: 'wrong expert shapes',
+          ...at(up.stored[0]),
+          expected: '[I,H], [I,H], [H,I]',
+          found: `gate_proj ${shapeStr(gate.info.shape)}, up_proj ${shapeStr(up.info.shape)} and down_proj ${shapeStr(dn.info.shape)}`,
+          context: `expert ${e}'s`,
+        });
         break;
       }
       rows.push([converted(gate, 'bf16'), converted(up, 'bf16')]);
@@ -603,16 +627,17 @@ function build(
   for (const spec of specs) {
     const p = providers.get(spec.name);
     const odd = unloadable.get(spec.name);
-    if (odd !== undefined) problems.push(`${where(odd)}: wrong dtype ${raw.entry(odd).dtype}, the model reads it as ${spec.dtype}`);
-    else if (!p && !groupProblem.has(spec.name) && !refused.has(spec.name)) problems.push(`missing tensor '${spec.name}' (in ${path})`);
+    if (odd !== undefined) problems.push({ kind: 'wrong dtype', ...at(odd), expected: spec.dtype, found: raw.entry(odd).dtype });
+    else if (!p && !groupProblem.has(spec.name) && !refused.has(spec.name))
+      problems.push({ kind: 'missing', tensor: spec.name, expected: 'present', found: 'absent', context: `in ${path}` });
     if (!p) continue;
-    const label = p.stored.length === 1 ? where(p.stored[0]) : `tensor '${spec.name}' (from ${p.stored.length} checkpoint tensors)`;
+    const label = p.stored.length === 1 ? at(p.stored[0]) : { tensor: spec.name, sources: p.stored.length };
     if (!sameShape(p.info.shape, spec.shape)) {
-      problems.push(`config/checkpoint mismatch: ${label} is ${shapeStr(p.info.shape)}, config '${config.name}' needs ${shapeStr(spec.shape)}`);
+      problems.push({ kind: 'wrong shape', ...label, expected: shapeStr(spec.shape), found: shapeStr(p.info.shape), context: forConfig });
       continue;
     }
     if (!['bf16', 'f32'].includes(p.info.dtype)) {
-      problems.push(`${label}: wrong dtype ${raw.entry(p.stored[0]).dtype}, the model reads it as ${spec.dtype}`);
+      problems.push({ kind: 'wrong dtype', ...label, expected: spec.dtype, found: raw.entry(p.stored[0]).dtype });
       continue;
     }
     if (p.info.dtype === 'f32' && spec.dtype === 'bf16') roundedF32++;
@@ -627,15 +652,13 @@ function build(
       if (stored === undefined) continue;
       const e = raw.entry(stored);
       if (e.dtype !== 'I64' || !sameShape(e.shape, buf.shape)) {
-        problems.push(`${where(stored)}: expected I64${shapeStr(buf.shape)}, got ${e.dtype}${shapeStr(e.shape)}`);
+        problems.push({ kind: 'wrong buffer', ...at(stored), expected: `I64${shapeStr(buf.shape)}`, found: `${e.dtype}${shapeStr(e.shape)}` });
         continue;
       }
       const got = bigints(raw.readRawBytes(stored));
       const want = [...buf.values];
       if (got.some((v, i) => v !== want[i])) {
-        problems.push(
-          `config/checkpoint mismatch: ${where(stored)} is [${got.join(', ')}], config '${config.name}' derives [${want.join(', ')}] (every n-gram lookup would read the wrong row)`,
-        );
+        problems.push({ kind: 'wrong buffer values', ...at(stored), expected: `[${want.join(', ')}]`, found: `[${got.join(', ')}]`, context: forConfig });
         continue;
       }
       used.add(stored);
