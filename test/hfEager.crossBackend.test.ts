@@ -1,11 +1,10 @@
 import { expect, it } from 'vitest';
 import { runOnce, SyntheticWeightSource } from '@hcsp/core';
 import { describeWithBackends } from './backends.ts';
-import { hfEagerHandCases, topkTieHandCases } from './cases/hfEagerCases.ts';
-import { opCaseGraph } from './cases/opCases.ts';
+import { hfEagerHandCases, opCaseGraph, topkTieHandCases } from '@hcsp/bench/cases';
 
 // The 'hf-eager' rounding points and the top-k tie rule on every backend, against bits worked
-// out by hand (test/cases/hfEagerCases.ts); the same inputs without an hf-eager attribute give
+// out by hand (packages/bench/src/cases/hfEagerCases.ts); the same inputs without an hf-eager attribute give
 // the other bits, so a backend that ignores the attribute fails.
 const noWeights = new SyntheticWeightSource([], 0);
 

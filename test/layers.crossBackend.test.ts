@@ -1,8 +1,7 @@
-import { CpuBackend, runOnce } from '@hcsp/core';
+import { beyondTolerance, CpuBackend, describeDifferences, diffRuns, runOnce } from '@hcsp/core';
 import { expect, it } from 'vitest';
 import { describeWithBackends } from './backends.ts';
-import { layerCases } from './cases/layerCases.ts';
-import { beyondTolerance, describeDifferences, diffRuns } from './compareRuns.ts';
+import { layerCases } from '@hcsp/bench/cases';
 
 // Each sub-layer (GDN, attention, MoE, PLE) at tp 2, every intermediate compared with the
 // CPU reference: the kernels keep the reference's accumulation order, so all bit-exact.

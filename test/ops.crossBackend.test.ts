@@ -1,9 +1,7 @@
 import { expect, it } from 'vitest';
-import { SyntheticWeightSource, runOnce } from '@hcsp/core';
+import { beyondTolerance, CpuBackend, describeDifferences, diffRuns, runOnce, SyntheticWeightSource } from '@hcsp/core';
 import { describeWithBackends } from './backends.ts';
-import { OP_CASES, opCaseGraph } from './cases/opCases.ts';
-import { beyondTolerance, describeDifferences, diffRuns } from './compareRuns.ts';
-import { CpuBackend } from '@hcsp/core';
+import { OP_CASES, opCaseGraph } from '@hcsp/bench/cases';
 
 // Every op, on seeded random inputs, against the CPU reference: every kernel accumulates in
 // the reference's order, so every output must be bit-identical.

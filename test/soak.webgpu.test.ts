@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
-import { CpuBackend, type RunResult, runOnce } from '@hcsp/core';
+import { CpuBackend, describeDifferences, diffRuns, type RunResult, runOnce } from '@hcsp/core';
 import { createWebGpuBackend, type WebGpuBackend } from '@hcsp/backend-webgpu';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hcFullDimCase } from './cases/hcFullDimCase.ts';
-import { describeDifferences, diffRuns } from './compareRuns.ts';
+import { hcFullDimCase } from '@hcsp/bench/cases';
 
 // Soak: the full-dimension HC mix and combine ([T,10240] streams, the 324- and 10240-wide
 // GEMMs) for T = 4096 at tp 4 under SP (1024 rows per rank), three times in one process on

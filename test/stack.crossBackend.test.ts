@@ -1,7 +1,17 @@
-import { CpuBackend, MODEL_SUB_LAYERS, preparePrefill, TINY, type ReduceAlgorithm, type SpMode, runOnce } from '@hcsp/core';
+import {
+  beyondTolerance,
+  CpuBackend,
+  describeDifferences,
+  diffRuns,
+  MODEL_SUB_LAYERS,
+  preparePrefill,
+  TINY,
+  type ReduceAlgorithm,
+  type SpMode,
+  runOnce,
+} from '@hcsp/core';
 import { expect, it } from 'vitest';
 import { describeWithBackends } from './backends.ts';
-import { beyondTolerance, describeDifferences, diffRuns } from './compareRuns.ts';
 
 // The whole decoder stack (tiny: PLE, GDN, attention, MoE, HC, SP collectives), every value
 // of every layer compared with the CPU reference, and the SP on/off equalities per backend.

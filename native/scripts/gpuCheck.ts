@@ -18,8 +18,11 @@
 // writes the measured device description), and SP on vs off at tp 2 bit for bit with the
 // row-count-invariant vendor GEMM.
 import {
+  beyondTolerance,
   builtInDevice,
   CpuBackend,
+  describeDifferences,
+  diffRuns,
   FLASH_NEXT,
   MODEL_SUB_LAYERS,
   parseDevice,
@@ -46,9 +49,7 @@ import { spInvariantStep } from './gpuCheckInvariant.ts';
 import { formatModelRows, measuredDeviceJson, measuredVsPredicted, writeMeasuredDevice, type MeasuredKernel } from './gpuCheckModel.ts';
 import type { Verdict } from './gpuCheckVerdict.ts';
 import { deviceGemmRunner, exactGemmStep, hcMixGemmShapes } from './exactGemmStep.ts';
-import { layerCases } from '../../test/cases/layerCases.ts';
-import { OP_CASES, opCaseGraph } from '../../test/cases/opCases.ts';
-import { beyondTolerance, describeDifferences, diffRuns } from '../../test/compareRuns.ts';
+import { layerCases, OP_CASES, opCaseGraph } from '@hcsp/bench/cases';
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);

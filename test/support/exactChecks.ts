@@ -133,7 +133,7 @@ export function expectWithin(what: string, ref: Tensor, exact: ExactTensor, boun
   return worst;
 }
 
-/** An op on given inputs (a collective: rank-major ports), as test/cases/opCases.ts describes it. */
+/** An op on given inputs (a collective: rank-major ports), as packages/bench/src/cases/opCases.ts describes it. */
 export interface OpOnInputs {
   op: string;
   tp: number;

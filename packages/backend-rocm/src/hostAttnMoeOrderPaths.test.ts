@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { cpuKernel, type Tensor } from '@hcsp/core';
 import { describe, expect, it } from 'vitest';
-import { canonicalAttnMoeCases } from '../../../test/cases/canonicalAttnMoeCases.ts';
+import { canonicalAttnMoeCases } from '@hcsp/bench/cases';
 import { addonPath, loadNativeAddon } from './nativeAddon.ts';
 
 // The host device's attention and MoE routing reductions in canonical order v1 on every vector

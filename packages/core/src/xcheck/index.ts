@@ -4,3 +4,4 @@ export * from './namedValues.ts';
 export * from './routingDiff.ts';
 export * from './flipDiff.ts';
 export * from './verdict.ts';
+export * from './compareRuns.ts';

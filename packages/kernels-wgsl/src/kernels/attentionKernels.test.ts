@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { attnCausal, FLASH_NEXT, qsaIndexerDims, Rng, ropeTablesBf16, SMALL, TINY, tensor, type ModelConfig, type OpName, type Tensor } from '@hcsp/core';
 import { bf16Normal, expectOpMatchesCpu, useChromiumGpu } from '../../../../test/support/wgslKernelSuite.ts';
-import { canonicalAttnMoeCases } from '../../../../test/cases/canonicalAttnMoeCases.ts';
+import { canonicalAttnMoeCases } from '@hcsp/bench/cases';
 import type { TensorInfo } from '../kernelProgram.ts';
 import { GDN_ATTENTION_WGSL_KERNELS } from './subLayerKernels.ts';
 

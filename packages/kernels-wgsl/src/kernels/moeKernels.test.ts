@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SMALL, f32ToBf16, Rng, type Tensor, cpuKernel, type OpName } from '@hcsp/core';
 import { bf16Normal, expectOpMatchesCpu, useChromiumGpu } from '../../../../test/support/wgslKernelSuite.ts';
-import { canonicalAttnMoeCases } from '../../../../test/cases/canonicalAttnMoeCases.ts';
+import { canonicalAttnMoeCases } from '@hcsp/bench/cases';
 import { moeExpertsPlanner } from './moeExperts.ts';
 import { moeRoutePlanner } from './moeRoute.ts';
 import { moeSwiGluPlanner } from './moeSwiGlu.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { OP_CASES, type OpCase } from '../../../../../test/cases/opCases.ts';
+import { OP_CASES, type OpCase } from '@hcsp/bench/cases';
 import { TINY } from '../../config/presets.ts';
 import { ropeInvFreq, ropeTablesBf16 } from '../../layers/attention/ropeTables.ts';
 import { qsaKeptPositions } from '../../layers/attention/qsaSelection.ts';
@@ -11,7 +11,7 @@ import { expectWithin, f64, roundedOnce, U_BF16, U_F32, widen, widenAll } from '
 import type { ExactTensor } from './exactTensor.ts';
 
 // The attention / QSA float64 kernels against the CPU reference on the op cases of
-// test/cases/opCases.ts (the tiny config's shapes), the reference within a bound of the
+// packages/bench/src/cases/opCases.ts (the tiny config's shapes), the reference within a bound of the
 // exact value derived from its roundings: U = 2^-8 per bf16 rounding, u = 2^-24 per fp32
 // step, fp32 library functions (expF32, sigmoidF32) within a few u (fp32Math.ts). The
 // selections (qsaSelect) must equal the reference's wherever the float64 scores are not

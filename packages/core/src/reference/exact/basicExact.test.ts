@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { OP_CASES } from '../../../../../test/cases/opCases.ts';
+import { OP_CASES } from '@hcsp/bench/cases';
 import { checkBound, gamma32, runBothSides, U_F32, U_BF16, valuesOf } from '../../../../../test/support/exactChecks.ts';
 import { linearF64 } from './basicExact.ts';
 

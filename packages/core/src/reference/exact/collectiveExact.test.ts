@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { OP_CASES } from '../../../../../test/cases/opCases.ts';
+import { OP_CASES } from '@hcsp/bench/cases';
 import { checkBound, runBothSides, U_F32, U_BF16, valuesOf } from '../../../../../test/support/exactChecks.ts';
 
 // The SP ops: the CPU reference against the float64 kernels on every op case of the family.

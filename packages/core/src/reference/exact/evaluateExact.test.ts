@@ -17,7 +17,7 @@ import { evaluateExact, widenTensor } from './evaluateExact.ts';
 import type { ExactTensor } from './exactTensor.ts';
 import { EXACT_COLLECTIVE_KERNELS, EXACT_KERNELS } from './index.ts';
 import { U_BF16, valuesOf } from '../../../../../test/support/exactChecks.ts';
-import { layerCases } from '../../../../../test/cases/layerCases.ts';
+import { layerCases } from '@hcsp/bench/cases';
 
 // The float64 evaluation of whole graphs against the CPU reference's run of the same graph,
 // feeds and weights, on the golden-dump values (DecoderOutputs.dumpValues).
@@ -338,7 +338,7 @@ describe('evaluateExact on the tiny model stack: weights and the FP8 path', () =
   });
 });
 
-describe('evaluateExact on the sub-layer cases (test/cases/layerCases.ts: tiny config, tp 2)', () => {
+describe('evaluateExact on the sub-layer cases (packages/bench/src/cases/layerCases.ts: tiny config, tp 2)', () => {
   for (const c of layerCases()) {
     it(c.name, async () => {
       const { values } = await runOnce(cpu, c.graph, c.feeds, c.weights, { keep: 'all' });

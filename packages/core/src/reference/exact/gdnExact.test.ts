@@ -8,7 +8,7 @@ import { gdnExact } from './gdnExact.ts';
 // The GatedDeltaNet float64 kernels against the CPU reference on the same inputs: the
 // reference must lie within a bound of the exact value derived from its own roundings
 // (U = 2^-8 per bf16 rounding, u = 2^-24 per fp32 step, fp32 library functions within a few
-// u: fp32Math.ts promises 2 ulps for exp and log). The op cases (test/cases/opCases.ts)
+// u: fp32Math.ts promises 2 ulps for exp and log). The op cases (packages/bench/src/cases/opCases.ts)
 // have none of these ops, so these are the same kind of seeded cases on one TP-local rank
 // of the tiny config (4 key heads, 12 value heads of 8 at tp 2: 2 and 6).
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { OP_CASES } from '../../../../../test/cases/opCases.ts';
+import { OP_CASES } from '@hcsp/bench/cases';
 import { runBothSides, valuesOf } from '../../../../../test/support/exactChecks.ts';
 
 // The LM/MTP head ops: copies, views and ids are exact on both sides; argmax decides on the

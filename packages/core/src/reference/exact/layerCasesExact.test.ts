@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { layerCases } from '../../../../../test/cases/layerCases.ts';
+import { layerCases } from '@hcsp/bench/cases';
 import { runOnce } from '../../backend/backend.ts';
 import { getOpDef } from '../../graph/ops/registry.ts';
 import type { Graph } from '../../graph/graph.ts';
@@ -7,7 +7,7 @@ import { CpuBackend } from '../cpuBackend.ts';
 import { evaluateExact } from './evaluateExact.ts';
 import { U_BF16, widen } from '../../../../../test/support/exactChecks.ts';
 
-// The sub-layer cases of test/cases/layerCases.ts (GatedDeltaNet, attention with QSA, its
+// The sub-layer cases of packages/bench/src/cases/layerCases.ts (GatedDeltaNet, attention with QSA, its
 // row-sharded selection, MoE, PLE; tiny config, tp 2) evaluated in float64 and on the CPU
 // reference, every computed value compared. Integer values (QSA selections, MoE ids, n-gram
 // ids) must be equal: on these cases no decision is a near-tie. A floating value's relative

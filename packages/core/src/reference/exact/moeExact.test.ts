@@ -8,7 +8,7 @@ import { moeExact } from './moeExact.ts';
 
 // The MoE float64 kernels against the CPU reference on the same inputs, the reference within
 // a bound of the exact value derived from its roundings (U = 2^-8 per bf16 rounding, u =
-// 2^-24 per fp32 step, fp32 library functions within a few u). test/cases/opCases.ts has no
+// 2^-24 per fp32 step, fp32 library functions within a few u). packages/bench/src/cases/opCases.ts has no
 // MoE op, so these are seeded cases of the tiny config's shapes (8 experts, top 2, hidden
 // 32, intermediate 16), moeExperts as rank 1 of an EP split (experts 4..7).
 

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { OP_CASES, type OpCase } from '../../../../../test/cases/opCases.ts';
+import { OP_CASES, type OpCase } from '@hcsp/bench/cases';
 import type { Tensor } from '../../tensor/tensor.ts';
 import { cpuKernel } from '../kernels/index.ts';
 import { expectWithin, f64, roundedOnce, U_BF16, U_F32, widen, widenAll } from '../../../../../test/support/exactChecks.ts';
 import { pleExact } from './pleExact.ts';
 
 // The PLE float64 kernels against the CPU reference on the PLE op cases of
-// test/cases/opCases.ts (the tiny config's layer-1 constants), the reference within a bound
+// packages/bench/src/cases/opCases.ts (the tiny config's layer-1 constants), the reference within a bound
 // of the exact value derived from its roundings: U = 2^-8 per bf16 rounding, u = 2^-24 per
 // fp32 step, fp32 library functions within a few u. The ids (integer hashing) and the
 // embedding (a gather) must be identical.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { OP_CASES } from '../../../../../test/cases/opCases.ts';
+import { OP_CASES } from '@hcsp/bench/cases';
 import { fp8Info, type Fp8Format } from '../../numerics/fp8.ts';
 import { sigmoid } from './basicExact.ts';
 import { checkBound, gamma32, runBothSides, U_F32, U_BF16, U_FP8, valuesOf } from '../../../../../test/support/exactChecks.ts';

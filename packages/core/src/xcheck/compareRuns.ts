@@ -1,4 +1,12 @@
-import { compareBf16, getOpDef, rowScaledError, type Backend, type Graph, type RunResult, type Tensor } from '@hcsp/core';
+// A backend's run against the reference run of the same graph, value by value (the
+// cross-backend suites and the GPU check): which values differ, where each difference starts,
+// and which of those the backend's declared precision does not allow.
+import type { Backend, RunResult } from '../backend/backend.ts';
+import type { Graph } from '../graph/graph.ts';
+import { getOpDef } from '../graph/ops/registry.ts';
+import { rowScaledError } from '../numerics/rowScaledError.ts';
+import { compareBf16 } from '../numerics/ulp.ts';
+import type { Tensor } from '../tensor/tensor.ts';
 
 /** One value that differs between a backend and the reference, with its ulp distribution. */
 export interface ValueDifference {
