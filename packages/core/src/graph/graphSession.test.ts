@@ -136,6 +136,37 @@ describe('GraphSession', () => {
   });
 });
 
+describe('GraphSession reading weights on demand, and runs handing back handles', () => {
+  it('reads each weight when a node first needs it, frees it after its last use, and gives the resident bits', async () => {
+    const { device, counts } = countingDevice();
+    const session = await GraphSession.open(p.graph, device, loadWeight(p.weights), { backend: 'cpu', weightsOnDemand: true });
+    // nothing read at open
+    expect(counts.upload).toBe(0);
+    const weights = Object.values(p.graph.values).filter((v) => v.kind === 'weight').length;
+    const a = await session.run(p.feeds);
+    expect(counts.upload).toBe(weights + p.graph.inputs.length);
+    // every weight gone after the run: none stays resident
+    expect(counts.live.size).toBe(0);
+    const once = await runOnce(new CpuBackend(), p.graph, p.feeds, p.weights);
+    for (const id of p.graph.outputs) expect(a.values.get(id)!.data).toEqual(once.values.get(id)!.data);
+    await session.dispose();
+  });
+
+  it('hands the returned values over as handles, not freed, and takes given handles for inputs', async () => {
+    const { device, counts } = countingDevice();
+    const session = await GraphSession.open(p.graph, device, loadWeight(p.weights), { backend: 'cpu' });
+    const uploads = counts.upload;
+    const given = new Map(p.graph.inputs.map((id) => [id, p.feeds.get(id)!]));
+    const held = await session.runHeld(p.feeds, { given });
+    // no input uploaded, and the outputs still live on the device: the caller's now
+    expect(counts.upload).toBe(uploads);
+    for (const id of p.graph.outputs) expect(counts.live.has(held.values.get(id)!)).toBe(true);
+    const plain = await session.run(p.feeds);
+    for (const id of p.graph.outputs) expect(held.values.get(id)!.data).toEqual(plain.values.get(id)!.data);
+    await session.dispose();
+  });
+});
+
 describe('GraphSession row-gathered weights', () => {
   // table = [a; b] (3 + 2 rows of 2 columns), read only at the rows the ids name
   const a = Uint16Array.from([10, 11, 20, 21, 30, 31]);
@@ -170,6 +201,27 @@ describe('GraphSession row-gathered weights', () => {
     // rows 4, 1, 2, 4: b's row 1, a's rows 1 and 2, b's row 1
     expect([...(r.values.get(e)!.data as Uint16Array)]).toEqual([50, 51, 20, 21, 30, 31, 50, 51]);
     expect(reads).toEqual(['a[[1,3]]', 'b[[1,2]]']);
+    await s.dispose();
+  });
+
+  it('gives a device that runs the gather itself (DeviceOps.runsHostOp) only the named rows, the ids renumbered', async () => {
+    const reads: string[] = [];
+    const seen: (Tensor | null)[][] = [];
+    const device: DeviceOps<Tensor> = {
+      ...CPU_DEVICE,
+      runsHostOp: () => true,
+      runNode: (n, ins, inDecls, outs) => {
+        seen.push(ins);
+        return CPU_DEVICE.runNode(n, ins, inDecls, outs);
+      },
+    };
+    const s = await GraphSession.open(graph, device, (decl, rows) => resolveWeightRows(source('bf16', reads), decl.weight!, rows), { backend: 'cpu' });
+    const r = await s.run(feeds);
+    expect([...(r.values.get(e)!.data as Uint16Array)]).toEqual([50, 51, 20, 21, 30, 31, 50, 51]);
+    expect(reads).toEqual(['a[[1,3]]', 'b[[1,2]]']);
+    // the device saw the three rows read and the ids into them, not the table
+    expect([...seen[0][0]!.data]).toEqual([2, 0, 1, 2]);
+    expect(seen[0][1]!.shape).toEqual([3, 2]);
     await s.dispose();
   });
 

@@ -1,4 +1,4 @@
-import type { DeviceCounters, EngineStats, PreparedGraph, RunOptions, RunResult, WeightLoadStats } from '../backend/backend.ts';
+import type { DeviceCounters, EngineStats, PreparedGraph, RunOptions, RunResult, RunStats, WeightLoadStats } from '../backend/backend.ts';
 import type { Communicator } from '../collectives/communicator.ts';
 import { cpuKernel } from '../reference/kernels/index.ts';
 import { bytesPerElement, numel, shapeStr, zeros, type Tensor } from '../tensor/tensor.ts';
@@ -22,6 +22,25 @@ export interface SessionOptions {
   backend: string;
   /** the rank's communicator, required for a rank's part of a graph (graph.rank set) */
   communicator?: Communicator;
+  /**
+   * Read each weight when a run's node first needs it and free it after its last use in that
+   * run, instead of holding every weight resident from open: for a device whose weights would
+   * not all fit at once (the float64 device: 8 bytes a value, 4 times a bf16 checkpoint). Each
+   * run reads its weights again.
+   */
+  weightsOnDemand?: boolean;
+}
+
+/** What GraphSession.runHeld adds to a run's options. */
+export interface HeldRunOptions<H> extends RunOptions {
+  /** handles for some graph inputs, used instead of uploading their feeds (which are still validated); the run takes them */
+  given?: ReadonlyMap<ValueId, H>;
+}
+
+/** A run's returned values as the device's handles (GraphSession.runHeld). */
+export interface HeldRunResult<H> {
+  values: Map<ValueId, H>;
+  stats: RunStats;
 }
 
 // Device errors surface at sync points; syncing after every node would cost a device
@@ -55,6 +74,13 @@ function checkDecl(what: string, t: Tensor, d: ValueDecl): void {
   }
 }
 
+/** A row-gather op's table (OpDef.gathersRows) when it is a row-gathered weight (WeightRef.gather 'rows'): its port and declaration. */
+function rowGatheredTable(graph: Graph, node: GraphNode): { port: number; decl: ValueDecl } | null {
+  const gather = getOpDef(node.op).gathersRows;
+  const decl = gather ? graph.values[node.inputs[gather.table]!] : null;
+  return decl?.weight?.gather === 'rows' ? { port: gather!.table, decl } : null;
+}
+
 function countersDelta(before: DeviceCounters, after: DeviceCounters): DeviceCounters {
   const d = { ...after };
   for (const k of Object.keys(d) as (keyof DeviceCounters)[]) d[k] = after[k] - before[k];
@@ -63,7 +89,7 @@ function countersDelta(before: DeviceCounters, after: DeviceCounters): DeviceCou
 
 /**
  * Core's one graph-execution loop. A session holds a graph's weights resident on the device
- * (uploaded once, when it opens) and runs it many times; each run validates the feeds, runs
+ * (uploaded once, when it opens, or read per run on demand: SessionOptions.weightsOnDemand) and runs it many times; each run validates the feeds, runs
  * the nodes in order, frees each value after its last use, runs host ops with core's CPU
  * kernels, counts the stats and names the node in any error. A whole graph runs its
  * collectives in lockstep on the device; a rank's part (graph.rank set) meets its peers
@@ -123,14 +149,17 @@ export class GraphSession<H> implements PreparedGraph {
     };
   }
 
-  /** Checks the graph, uploads every weight its nodes read, reserves the run's memory plan, and returns the ready session. */
+  /**
+   * Checks the graph, uploads every weight its nodes read (unless SessionOptions.weightsOnDemand),
+   * reserves the run's memory plan, and returns the ready session.
+   */
   static async open<H>(graph: Graph, device: DeviceOps<H>, loadWeight: WeightLoader, options: SessionOptions): Promise<GraphSession<H>> {
     const start = performance.now();
     const s = new GraphSession(graph, device, loadWeight, options);
     s.checkGraph();
     try {
       const loadStart = performance.now();
-      const ids = s.weightIds();
+      const ids = options.weightsOnDemand ? [] : s.weightIds();
       // the device's own loader first (DeviceOps.loadWeights), then one by one what it left
       const placed = (await device.loadWeights?.(ids.map((id) => graph.values[id]))) ?? new Map<ValueId, H>();
       for (const [id, h] of placed) s.weights.set(id, h);
@@ -164,7 +193,24 @@ export class GraphSession<H> implements PreparedGraph {
   }
 
   run(feeds: Map<ValueId, Tensor>, options: RunOptions = {}): Promise<RunResult> {
-    const result = this.queue.then(() => this.runNow(feeds, options));
+    const result = this.queue.then(() =>
+      this.runNow(feeds, options, new Map(), async (decl, h) => {
+        const t = await this.device.download(decl, h);
+        this.transfers.outputBytes += t.data.byteLength;
+        return t;
+      }),
+    );
+    this.queue = result.catch(() => {});
+    return result;
+  }
+
+  /**
+   * A run whose returned values stay the device's handles, handed to the caller (who frees
+   * them, DeviceOps.free) rather than downloaded: for a device whose handles are host values a
+   * Tensor cannot carry (the float64 device's ExactTensor, reference/exact/exactDevice.ts).
+   */
+  runHeld(feeds: Map<ValueId, Tensor>, options: HeldRunOptions<H> = {}): Promise<HeldRunResult<H>> {
+    const result = this.queue.then(() => this.runNow(feeds, options, options.given ?? new Map(), async (_decl, h) => h, true));
     this.queue = result.catch(() => {});
     return result;
   }
@@ -218,7 +264,14 @@ export class GraphSession<H> implements PreparedGraph {
     return [...ids];
   }
 
-  private async runNow(feeds: Map<ValueId, Tensor>, options: RunOptions): Promise<RunResult> {
+  /** One run; `read` takes each returned value off the device; `handOver`: the handles returned are no longer the run's to free. */
+  private async runNow<T>(
+    feeds: Map<ValueId, Tensor>,
+    options: RunOptions,
+    given: ReadonlyMap<ValueId, H>,
+    read: (decl: ValueDecl, h: H) => Promise<T>,
+    handOver = false,
+  ): Promise<{ values: Map<ValueId, T>; stats: RunStats }> {
     if (this.disposed) throw new Error(`${this.options.backend}: run() after dispose()`);
     const start = performance.now();
     const { graph, device } = this;
@@ -239,6 +292,11 @@ export class GraphSession<H> implements PreparedGraph {
     this.transfers = { inputBytes: 0, outputBytes: 0, stagingToDeviceBytes: 0, stagingFromDeviceBytes: 0 };
     try {
       for (const id of graph.inputs) {
+        const h = given.get(id);
+        if (h !== undefined) {
+          env.set(id, h);
+          continue;
+        }
         const t = feeds.get(id)!;
         this.transfers.inputBytes += t.data.byteLength;
         env.set(id, await device.upload(graph.values[id], t));
@@ -261,26 +319,26 @@ export class GraphSession<H> implements PreparedGraph {
       } else {
         for (const [i, node] of graph.nodes.entries()) {
           try {
+            if (this.options.weightsOnDemand) await this.loadNodeWeights(node, env);
             await this.runNode(node, env, handle);
           } catch (e) {
             throw withNodeContext(e, `${nodeLabel(node)}: `);
           }
           counter.count(node);
-          if (!keepAll) this.release(node, i, env, keep);
+          this.release(node, i, env, keepAll ? 'all' : keep);
           if (options.syncEachNode || (i + 1) % (device.syncEveryNodes ?? SYNC_EVERY_NODES) === 0) await device.sync?.();
           options.onNode?.(i + 1, graph.nodes.length);
           await options.turn?.();
         }
       }
       await device.sync?.();
-      const values = new Map<ValueId, Tensor>();
+      const values = new Map<ValueId, T>();
       for (const id of readBack ?? [...env.keys()]) {
         const h = env.get(id);
         if (h === undefined) throw new Error(`${this.options.backend}: requested value '${id}' was never computed`);
-        const t = await device.download(graph.values[id], h);
-        this.transfers.outputBytes += t.data.byteLength;
-        values.set(id, t);
+        values.set(id, await read(graph.values[id], h));
       }
+      if (handOver) for (const id of values.keys()) env.delete(id);
       for (const id of options.keepOnDevice ?? []) {
         const h = env.get(id);
         if (h === undefined) throw new Error(`${this.options.backend}: value '${id}' to keep on the device was never computed`);
@@ -312,7 +370,8 @@ export class GraphSession<H> implements PreparedGraph {
    * no block the pool lacks); null where the device cannot record.
    */
   private async recording(outputs: ValueId[]): Promise<{ run: RecordedRun<H>; outputs: ValueId[] } | null> {
-    if (!this.device.record) return null;
+    // a recording holds the session's weights, which a session reading them on demand has not
+    if (!this.device.record || this.options.weightsOnDemand) return null;
     const key = outputs.join('\0');
     if (!this.recordings.has(key)) {
       const run = this.device.record({ graph: this.graph, inputs: this.graph.inputs, outputs }, this.weights, this.options.communicator);
@@ -379,15 +438,21 @@ export class GraphSession<H> implements PreparedGraph {
         set(id, await device.upload(graph.values[id], t));
       }
     } else {
-      const outs = await device.runNode(
-        node,
-        node.inputs.map((id) => (id === null ? null : handle(id))),
-        node.inputs.map(decl),
-        node.outputs.map(decl),
-      );
-      node.outputs.forEach((id, p) => {
-        set(id, outs[p] ?? null);
-      });
+      const table = rowGatheredTable(graph, node);
+      const rows = table ? await this.deviceRows(node, handle, table) : null;
+      try {
+        const outs = await device.runNode(
+          node,
+          rows?.inputs ?? node.inputs.map((id) => (id === null ? null : handle(id))),
+          rows?.decls ?? node.inputs.map(decl),
+          node.outputs.map(decl),
+        );
+        node.outputs.forEach((id, p) => {
+          set(id, outs[p] ?? null);
+        });
+      } finally {
+        for (const h of rows?.temps ?? []) device.free(h);
+      }
     }
   }
 
@@ -397,31 +462,69 @@ export class GraphSession<H> implements PreparedGraph {
    */
   private async hostInputs(node: GraphNode, handle: (id: ValueId) => H): Promise<(Tensor | null)[]> {
     const { graph, device } = this;
-    const gather = getOpDef(node.op).gathersRows;
-    const table = gather ? graph.values[node.inputs[gather.table]!] : null;
+    const table = rowGatheredTable(graph, node);
     const ins = await Promise.all(
-      node.inputs.map((id, i) =>
-        id === null || (table && i === gather!.table && table.weight?.gather === 'rows') ? null : device.download(graph.values[id], handle(id)),
-      ),
+      node.inputs.map((id, i) => (id === null || (table && i === table.port) ? null : device.download(graph.values[id], handle(id)))),
     );
     for (const t of ins) this.transfers.stagingFromDeviceBytes += t?.data.byteLength ?? 0;
-    if (table?.weight?.gather === 'rows') {
-      const ids = ins[0]!;
-      const { ranges, local } = rowRanges(ids.data as Int32Array, table.shape[0], `weight '${table.weight.name}'`);
-      ins[0] = { ...ids, data: local };
-      const rowsRead = await this.loadWeight(table, ranges);
-      const want = { ...table, shape: [ranges.reduce((n, [a, b]) => n + b - a, 0), ...table.shape.slice(1)] };
-      checkDecl(`${this.options.backend}: rows of weight '${table.weight.name}'`, rowsRead, want);
-      ins[gather!.table] = rowsRead;
+    if (table) {
+      const { ids, rows } = await this.readRows(table.decl, ins[0]!);
+      ins[0] = ids;
+      ins[table.port] = rows.t;
     }
     return ins;
   }
 
-  /** Frees each input after its last use and each output nothing reads, unless kept. */
-  private release(node: GraphNode, i: number, env: Map<ValueId, H>, keep: Set<ValueId>): void {
+  /**
+   * A device-run row-gather op's inputs (the device runs the host op itself, DeviceOps.runsHostOp):
+   * as on the host path, the rows its ids name read and uploaded, and the ids renumbered into
+   * them; `temps` are the uploads, the caller's to free.
+   */
+  private async deviceRows(
+    node: GraphNode,
+    handle: (id: ValueId) => H,
+    table: { port: number; decl: ValueDecl },
+  ): Promise<{ inputs: (H | null)[]; decls: (ValueDecl | null)[]; temps: H[] }> {
+    const { graph, device } = this;
+    const idsDecl = graph.values[node.inputs[0]!];
+    const { ids, rows } = await this.readRows(table.decl, await device.download(idsDecl, handle(idsDecl.id)));
+    const temps = [await device.upload(idsDecl, ids), await device.upload(rows.decl, rows.t)];
+    const inputs = node.inputs.map((id, i) => (id === null || i === table.port ? null : handle(id)));
+    const decls = node.inputs.map((id) => (id === null ? null : graph.values[id]));
+    [inputs[0], inputs[table.port]] = temps;
+    decls[table.port] = rows.decl;
+    return { inputs, decls, temps };
+  }
+
+  /** The rows of a row-gathered weight that `ids` name, read, and the ids renumbered into them. */
+  private async readRows(table: ValueDecl, ids: Tensor): Promise<{ ids: Tensor; rows: { t: Tensor; decl: ValueDecl } }> {
+    const name = table.weight!.name;
+    const { ranges, local } = rowRanges(ids.data as Int32Array, table.shape[0], `weight '${name}'`);
+    const t = await this.loadWeight(table, ranges);
+    const decl = { ...table, shape: [ranges.reduce((n, [a, b]) => n + b - a, 0), ...table.shape.slice(1)] };
+    checkDecl(`${this.options.backend}: rows of weight '${name}'`, t, decl);
+    return { ids: { ...ids, data: local }, rows: { t, decl } };
+  }
+
+  /** SessionOptions.weightsOnDemand: the weights `node` reads that this run has not read yet, read and uploaded. */
+  private async loadNodeWeights(node: GraphNode, env: Map<ValueId, H>): Promise<void> {
+    for (const id of node.inputs) {
+      const decl = id === null ? null : this.graph.values[id];
+      if (!decl || decl.kind !== 'weight' || decl.weight?.gather === 'rows' || env.has(decl.id)) continue;
+      const t = await this.loadWeight(decl);
+      checkDecl(`${this.options.backend}: weight '${decl.weight?.name ?? decl.id}'`, t, decl);
+      env.set(decl.id, await this.device.upload(decl, t));
+    }
+  }
+
+  /**
+   * Frees each input after its last use and each output nothing reads, unless kept; keeping
+   * 'all' keeps every computed value and input, and frees only a weight read on demand.
+   */
+  private release(node: GraphNode, i: number, env: Map<ValueId, H>, keep: Set<ValueId> | 'all'): void {
     const drop = (id: ValueId): void => {
       const h = env.get(id);
-      if (h === undefined || keep.has(id)) return;
+      if (h === undefined || (keep === 'all' ? this.graph.values[id].kind !== 'weight' : keep.has(id))) return;
       this.device.free(h);
       env.delete(id);
     };

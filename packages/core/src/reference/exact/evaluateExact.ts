@@ -1,17 +1,17 @@
 // The float64 ("exact") evaluation of a whole graph: hcsp xcheck's third side, against which
-// each backend's own error is measured. It walks the graph's nodes in order as GraphSession
-// does (graph/graphSession.ts): collectives over every rank at once, host ops like any other
-// op (their exact kernels run here), a row-gathered weight (WeightRef.gather 'rows', read by an
-// OpDef.gathersRows op) read only at the rows its ids name with the ids renumbered into them,
-// and every value freed after its last use (graph/valueLifetimes.ts) unless it is kept, so a
-// 48-layer graph fits. Weights are read through the WeightSource as the CPU backend reads them
-// (model/resolveWeight.ts: concat, slice, reshape) and widened exactly to float64 (widenTensor);
-// each is read when a node first needs it and freed after its last use.
-import type { Graph, GraphNode, ValueDecl, ValueId } from '../../graph/graph.ts';
-import { getOpDef } from '../../graph/ops/registry.ts';
-import { rowRanges } from '../../graph/rowRanges.ts';
-import { validateFeeds } from '../../graph/validateFeeds.ts';
-import { lastUses } from '../../graph/valueLifetimes.ts';
+// each backend's own error is measured. It is a device (EXACT_DEVICE: handles are float64
+// host values) run by core's one execution loop, GraphSession, as every backend is: nodes in
+// order, collectives over every rank at once, host ops like any other op (their exact kernels
+// run on the device), a row-gathered weight (WeightRef.gather 'rows', read by an
+// OpDef.gathersRows op) read only at the rows its ids name, and every value freed after its
+// last use unless it is kept. Its weights are read on demand (SessionOptions.weightsOnDemand):
+// each when a node first needs it, freed after its last use, so a 48-layer graph fits although
+// a float64 weight is 4 times its bf16 bytes. Weights are read through the WeightSource as the
+// CPU backend reads them (model/resolveWeight.ts: concat, slice, reshape) and widened exactly
+// to float64 (widenTensor) as the device takes them.
+import type { DeviceOps } from '../../graph/deviceOps.ts';
+import type { Graph, ValueDecl, ValueId } from '../../graph/graph.ts';
+import { GraphSession } from '../../graph/graphSession.ts';
 import { resolveWeightRows } from '../../model/resolveWeight.ts';
 import type { WeightSource } from '../../model/weightSource.ts';
 import { bf16ToF32 } from '../../numerics/bf16.ts';
@@ -73,10 +73,38 @@ function checkDecl(what: string, t: ExactTensor, d: ValueDecl): void {
   if (t.data.length !== t.shape.reduce((a, b) => a * b, 1)) throw new Error(`${what} has ${t.data.length} values for shape ${shapeStr(t.shape)}`);
 }
 
-function nodeError(e: unknown, node: GraphNode): Error {
-  const where = `${node.scope} (${node.op}${node.rank === null ? '' : `, rank ${node.rank}`}): `;
-  return new Error(where + (e instanceof Error ? e.message : String(e)), { cause: e });
+/** A kernel's output for port declaration d (null: an absent port), checked against it. */
+function checked(t: ExactTensor | null | undefined, d: ValueDecl | null): ExactTensor | null {
+  if (d === null) return null;
+  if (!t) throw new Error(`did not produce '${d.id}'`);
+  checkDecl(`output '${d.id}'`, t, d);
+  return t;
 }
+
+/**
+ * The float64 kernels as a device: handles are float64 host values (ExactTensor), every host
+ * op runs on it (its exact kernel), collectives take every rank's value in lockstep. Its
+ * values are read with GraphSession.runHeld; a download gives back only integer values (a
+ * row-gather's ids), since narrowing a float64 value to its declared dtype would round it.
+ */
+export const EXACT_DEVICE: DeviceOps<ExactTensor> = {
+  upload: async (_decl, t) => widenTensor(t),
+  runNode: async (node, inputs, _inputDecls, outputs) => {
+    const out = exactKernel(node.op)(inputs, node.attrs);
+    return outputs.map((d, p) => checked(out[p], d));
+  },
+  runsHostOp: () => true,
+  runCollective: async (node, inputs, _inputDecls, outputs) => {
+    const out = exactCollectiveKernel(node.op)(inputs, { ...node.attrs, tp: inputs.length });
+    return outputs.map((ds, r) => ds.map((d, p) => checked(out[r]?.[p], d)!));
+  },
+  download: async (decl, h) => {
+    if (!(h.data instanceof Int32Array))
+      throw new Error(`exact: value '${decl.id}' is float64; it is read as such (GraphSession.runHeld), not rounded to ${decl.dtype}`);
+    return { dtype: 'i32', shape: [...h.shape], data: Int32Array.from(h.data) };
+  },
+  free: () => {},
+};
 
 /**
  * Every kept value of a whole graph (graph.rank unset) evaluated in float64 with none of the
@@ -94,111 +122,42 @@ export async function evaluateExact(
       `exact evaluation: the graph is rank ${graph.rank}'s part; only a whole graph (every rank, graph.rank unset) can be evaluated, since its collectives need every rank's partials`,
     );
   }
-  if (!(Number.isInteger(graph.tp) && graph.tp >= 1)) throw new Error(`exact evaluation: graph tp ${graph.tp} is not a positive integer`);
   for (const node of graph.nodes) {
     const table = node.rank === null ? EXACT_COLLECTIVE_KERNELS : EXACT_KERNELS;
     if (!table.has(node.op)) {
       throw new Error(`exact evaluation: no float64 kernel for op '${node.op}'${node.rank === null ? ' (collective)' : ''} (node ${node.id} at ${node.scope})`);
     }
-    for (const id of [...node.inputs, ...node.outputs]) {
-      if (id !== null && !graph.values[id]) throw new Error(`exact evaluation: node ${node.id} (${node.op} at ${node.scope}) uses undeclared value '${id}'`);
-    }
   }
-  validateFeeds(graph, feeds);
-  const keepAll = options.keep === undefined;
-  const keep = new Set<ValueId>(options.keep ?? []);
-  for (const id of keep) if (!graph.values[id]) throw new Error(`exact evaluation: requested value '${id}' is not in the graph`);
-  const last = lastUses(graph);
-  const env = new Map<ValueId, ExactTensor>();
+  const given = new Map<ValueId, ExactTensor>();
   for (const id of graph.inputs) {
-    const given = options.exactFeeds?.get(id);
-    const fed = feeds.get(id)!;
-    if (given && given.shape.join() !== fed.shape.join())
-      throw new Error(`exact evaluation: the float64 feed of '${id}' has shape [${given.shape}], the feed [${fed.shape}]`);
-    env.set(id, given ?? widenTensor(fed));
+    const exact = options.exactFeeds?.get(id);
+    const fed = feeds.get(id);
+    if (!exact || !fed) continue;
+    if (exact.shape.join() !== fed.shape.join())
+      throw new Error(`exact evaluation: the float64 feed of '${id}' has shape [${exact.shape}], the feed [${fed.shape}]`);
+    given.set(id, exact);
   }
-
-  const value = async (id: ValueId): Promise<ExactTensor> => {
-    const have = env.get(id);
-    if (have) return have;
-    const d = graph.values[id];
-    if (d.kind !== 'weight' || !d.weight) throw new Error(`value '${id}' is read before any node produced it`);
-    const t = await resolveWeightRows(weights, d.weight);
-    const w = widenTensor(t);
-    checkDecl(`weight '${d.weight.name}'`, w, d);
-    env.set(id, w);
-    return w;
-  };
-
-  /** A node's inputs; a row-gather op's row-gathered table arrives as the rows its ids name, the ids renumbered. */
-  const inputsOf = async (node: GraphNode, ids: (ValueId | null)[]): Promise<(ExactTensor | null)[]> => {
-    const gather = getOpDef(node.op).gathersRows;
-    const table = gather ? graph.values[ids[gather.table]!] : null;
-    const rowGathered = table?.weight?.gather === 'rows';
-    const ins: (ExactTensor | null)[] = [];
-    for (const [i, id] of ids.entries()) ins.push(id === null || (rowGathered && i === gather!.table) ? null : await value(id));
-    if (rowGathered) {
-      const idsT = ins[0]!;
-      const { ranges, local } = rowRanges(idsT.data as Int32Array, table!.shape[0], `weight '${table!.weight!.name}'`);
-      ins[0] = { ...idsT, data: local };
-      const rows = widenTensor(await resolveWeightRows(weights, table!.weight!, ranges));
-      checkDecl(`rows of weight '${table!.weight!.name}'`, rows, { ...table!, shape: [ranges.reduce((n, [a, b]) => n + b - a, 0), ...table!.shape.slice(1)] });
-      ins[gather!.table] = rows;
+  const readWeight = async (decl: ValueDecl, rows?: [number, number][]) => resolveWeightRows(weights, decl.weight!, rows);
+  // a kept weight is read after the run, as it is stored (the run holds a weight only while nodes read it)
+  const keptWeights = (options.keep ?? []).filter((id) => graph.values[id]?.kind === 'weight');
+  const session = await GraphSession.open(graph, EXACT_DEVICE, readWeight, { backend: 'exact evaluation', weightsOnDemand: true });
+  try {
+    const { values } = await session.runHeld(new Map(feeds), {
+      keep: options.keep?.filter((id) => !keptWeights.includes(id)) ?? 'all',
+      onNode: options.onNode,
+      turn: options.turn,
+      given,
+    });
+    if (options.keep === undefined) return values;
+    const result = new Map<ValueId, ExactTensor>();
+    for (const id of options.keep) {
+      const d = graph.values[id];
+      const t = d.kind === 'weight' ? widenTensor(await readWeight(d)) : values.get(id)!;
+      if (d.kind === 'weight') checkDecl(`weight '${d.weight!.name}'`, t, d);
+      result.set(id, t);
     }
-    return ins;
-  };
-
-  const set = (id: ValueId | null, t: ExactTensor | null | undefined): void => {
-    if (id === null) return;
-    if (!t) throw new Error(`did not produce '${id}'`);
-    checkDecl(`output '${id}'`, t, graph.values[id]);
-    if (env.has(id)) throw new Error(`value '${id}' is produced twice`);
-    env.set(id, t);
-  };
-
-  const release = (node: GraphNode, i: number): void => {
-    if (keepAll) {
-      // keep every input and computed value; weights go after their last use
-      for (const id of node.inputs) if (id !== null && last.get(id) === i && graph.values[id].kind === 'weight') env.delete(id);
-      return;
-    }
-    for (const id of node.inputs) if (id !== null && last.get(id) === i && !keep.has(id)) env.delete(id);
-    for (const id of node.outputs) if (id !== null && !last.has(id) && !keep.has(id)) env.delete(id);
-  };
-
-  for (const [i, node] of graph.nodes.entries()) {
-    try {
-      if (node.rank === null) {
-        const tp = graph.tp;
-        const ports = node.inputs.length / tp;
-        const outPorts = node.outputs.length / tp;
-        const ins: ExactTensor[][] = [];
-        for (let r = 0; r < tp; r++) ins.push((await inputsOf(node, node.inputs.slice(r * ports, (r + 1) * ports))) as ExactTensor[]);
-        const outs = exactCollectiveKernel(node.op)(ins, { ...node.attrs, tp });
-        for (let r = 0; r < tp; r++) for (let p = 0; p < outPorts; p++) set(node.outputs[r * outPorts + p], outs[r]?.[p]);
-      } else {
-        const outs = exactKernel(node.op)(await inputsOf(node, node.inputs), node.attrs);
-        node.outputs.forEach((id, p) => {
-          set(id, outs[p]);
-        });
-      }
-    } catch (e) {
-      throw nodeError(e, node);
-    }
-    release(node, i);
-    options.onNode?.(i + 1, graph.nodes.length);
-    await options.turn?.();
-  }
-
-  const result = new Map<ValueId, ExactTensor>();
-  if (keepAll) {
-    for (const [id, t] of env) if (graph.values[id].kind !== 'weight') result.set(id, t);
     return result;
+  } finally {
+    await session.dispose();
   }
-  for (const id of keep) {
-    const t = env.get(id) ?? (graph.values[id].kind === 'weight' ? await value(id) : undefined);
-    if (!t) throw new Error(`exact evaluation: requested value '${id}' was never computed`);
-    result.set(id, t);
-  }
-  return result;
 }

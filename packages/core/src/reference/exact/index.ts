@@ -32,5 +32,5 @@ export function exactCollectiveKernel(op: string): ExactCollectiveKernel {
 }
 
 export type { ExactCollectiveKernel, ExactKernel, ExactKernelTable, ExactTensor } from './exactTensor.ts';
-export { evaluateExact, widenTensor, type EvaluateExactOptions } from './evaluateExact.ts';
+export { EXACT_DEVICE, evaluateExact, widenTensor, type EvaluateExactOptions } from './evaluateExact.ts';
 export { ropeTablesExact } from './attentionExact.ts';
