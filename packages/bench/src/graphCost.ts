@@ -1,6 +1,9 @@
 // What a graph costs: GEMM shapes and flops, the bytes of every other node, the tensors that
 // must be live, and the fewest bytes it must move.
-import { bytesPerElement, lastUses, numel, type Graph, type ModelConfig, type ValueId } from '@hcsp/core';
+import { bytesPerElement, getOpDef, lastUses, matrixWeightPort, numel, type Graph, type ModelConfig, type ValueId } from '@hcsp/core';
+
+/** The GEMM ops whose weight the host's exact GEMM reads as packed panels. */
+const PANEL_GEMMS: ReadonlySet<string> = new Set(['linear', 'fp8LinearPtpc']);
 
 export interface GemmShape {
   /** rows of x */
@@ -30,7 +33,7 @@ export function graphCost(graph: Graph, readBack: readonly ValueId[] = graph.out
   for (const node of graph.nodes) {
     if (node.op === 'linear') {
       const x = graph.values[node.inputs[0]!].shape;
-      const w = graph.values[node.inputs[1]!].shape;
+      const w = graph.values[node.inputs[matrixWeightPort(getOpDef(node.op))]!].shape;
       const shape = { T: numel(x.slice(0, -1)), K: x.at(-1)!, O: w[0] };
       const e = gemms.get(shapeKey(shape)) ?? { shape, count: 0 };
       e.count++;
@@ -104,8 +107,7 @@ export function liveBytes(graph: Graph, keep: readonly ValueId[] = graph.outputs
  * first GEMM makes.
  */
 export function gemmPanelExtraBytes(graph: Graph, panelOnly: ReadonlySet<ValueId>): number {
-  const gemmPorts: Record<string, number> = { linear: 1, fp8LinearPtpc: 2 };
-  const ids = new Set(graph.nodes.filter((n) => n.op in gemmPorts).map((n) => n.inputs[gemmPorts[n.op]]!));
+  const ids = new Set(graph.nodes.filter((n) => PANEL_GEMMS.has(n.op)).map((n) => n.inputs[matrixWeightPort(getOpDef(n.op))]!));
   let extra = 0;
   let packing = 0;
   for (const id of ids) {
@@ -130,9 +132,9 @@ export function gemmPanelExtraBytes(graph: Graph, panelOnly: ReadonlySet<ValueId
 export function matrixFlops(graph: Graph, config: ModelConfig): number {
   let flops = 0;
   for (const node of graph.nodes) {
-    if (node.op === 'linear' || node.op === 'fp8LinearPtpc') {
+    if (PANEL_GEMMS.has(node.op)) {
       const x = graph.values[node.inputs[0]!].shape;
-      const w = graph.values[node.inputs[node.op === 'linear' ? 1 : 2]!].shape;
+      const w = graph.values[node.inputs[matrixWeightPort(getOpDef(node.op))]!].shape;
       flops += 2 * numel(x.slice(0, -1)) * x.at(-1)! * w[0];
     } else if (node.op === 'moeExperts') {
       const [rows, h] = graph.values[node.inputs[0]!].shape;

@@ -19,6 +19,8 @@ import {
   STAND_IN_SUB_LAYERS,
   SyntheticWeightSource,
   formatBytes,
+  getOpDef,
+  matrixWeightPort,
   type Graph,
   type ModelConfig,
   type PreparedGraph,
@@ -299,7 +301,7 @@ export async function runHostBench(opts: HostBenchOptions, deps: HostBenchDeps =
         say(`T=${T}: GEMM ${name} [${T},${shape.K}]x[${shape.K},${shape.O}] exact and blas`);
         const x = randomBf16([T, shape.K], opts.seed + 7 * T + which);
         const feeds = new Map<ValueId, Tensor>([['x', x]]);
-        const w = await resolveWeight(mixWeights, graph.values[graph.nodes[0].inputs[1]!].weight!);
+        const w = await resolveWeight(mixWeights, graph.values[graph.nodes[0].inputs[matrixWeightPort(getOpDef('linear'))]!].weight!);
         const kernel = (mode: 'exact' | 'blas'): Promise<number[]> => timeDeviceKernel({ addon, gpu: null, mode }, 'linear', [x, w], {}, opts.reps);
         const viaGraph = async (backend: RocmBackend): Promise<number[]> => {
           const p: PreparedGraph = await backend.prepare(graph, mixWeights);

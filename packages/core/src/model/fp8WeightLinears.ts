@@ -18,10 +18,14 @@
 // ('weightFirst'), as the GDN FP8 projection uses; production's tuned table may pick CK-tile
 // for some shapes.
 import type { Graph, GraphNode, ValueDecl, ValueId, WeightRef, WeightSlice } from '../graph/graph.ts';
+import { linear } from '../graph/ops/basicOps.ts';
+import { matrixWeightPort } from '../graph/ops/opDef.ts';
 import { fp8Info, type Fp8Format } from '../numerics/fp8.ts';
 import { PRODUCTION_QUANT_STYLE } from '../numerics/quant.ts';
 import type { PtpcScaleOrder } from '../layers/fp8Linear.ts';
 import type { WeightSource } from './weightSource.ts';
+
+const LINEAR_WEIGHT = matrixWeightPort(linear);
 
 export const FP8_WEIGHT_SCALE_ORDER: PtpcScaleOrder = 'weightFirst';
 
@@ -177,7 +181,7 @@ export function keepFp8Weights(graph: Graph, source: WeightSource & Fp8WeightLoo
       else nodes.push(n);
       continue;
     }
-    const w = n.op === 'linear' ? values[n.inputs[1]!] : undefined;
+    const w = n.op === 'linear' ? values[n.inputs[LINEAR_WEIGHT]!] : undefined;
     const ref = w?.kind === 'weight' ? w.weight : undefined;
     const parts = ref ? fp8Of(ref) : null;
     if (!parts || !ref || !w) {

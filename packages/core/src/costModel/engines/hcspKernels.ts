@@ -10,7 +10,9 @@
 // one causal sequence, where the roofline engine prices production's per-request attention.
 import type { GraphNode } from '../../graph/graph.ts';
 import { qsaKept, qsaSums } from '../pricing/attentionCost.ts';
-import { bytesOf, ioBytes, num, type PricingContext, shapeOf } from '../pricing/types.ts';
+import { inputPort } from '../../graph/ops/opDef.ts';
+import { getOpDef } from '../../graph/ops/registry.ts';
+import { bytesOf, ioBytes, num, portBytes, type PricingContext, shapeOf } from '../pricing/types.ts';
 
 export type KernelsMode = 'exact' | 'fast';
 export const KERNELS_MODES: readonly KernelsMode[] = ['exact', 'fast'];
@@ -183,34 +185,17 @@ export const HCSP_KERNELS: Record<string, Partial<Record<KernelsMode, HcspKernel
      * h, then down), each summing its k in order in fp32 FMAs on the decoded FP8 bytes: weights
      * read once per routed row.
      */
-    exact: (n, ctx) => moeKernel(n, ctx, 'native/src/gpu/kernels/moe_fp8.cu (one thread per output)', 1, 6, 2, FP8_MOE_PORTS),
+    exact: (n, ctx) => moeKernel(n, ctx, 'native/src/gpu/kernels/moe_fp8.cu (one thread per output)', 1, 6, 2),
     /** moe_fp8.cu's tiled kernels: 16 routed rows of one expert against 16 weight rows, k staged in shared memory, in order */
-    fast: (n, ctx) => moeKernel(n, ctx, 'native/src/gpu/kernels/moe_fp8.cu (16-row tiles)', 16, 6, 2, FP8_MOE_PORTS),
+    fast: (n, ctx) => moeKernel(n, ctx, 'native/src/gpu/kernels/moe_fp8.cu (16-row tiles)', 16, 6, 2),
   },
 };
 
-/** where an MoE experts op's routed rows, routing ids, activations and weights (with their scales) sit among its inputs */
-interface MoePorts {
-  x: number;
-  ids: number;
-  activations: readonly number[];
-  weights: readonly number[];
-}
-const BF16_MOE_PORTS: MoePorts = { x: 0, ids: 1, activations: [0, 1, 2], weights: [3, 4] };
-const FP8_MOE_PORTS: MoePorts = { x: 0, ids: 2, activations: [0, 1, 2, 3], weights: [4, 5, 6, 7] };
-
 /** `rowBuffers`: the [T x topK, I] bf16 buffers the kernels allocate for the routed rows (worst case, moe_ops.cc): gate-up out, h (exact) or h alone (fast, SwiGLU fused) */
-function moeKernel(
-  n: GraphNode,
-  ctx: PricingContext,
-  source: string,
-  tileRows: number,
-  launches: number,
-  rowBuffers: number,
-  ports: MoePorts = BF16_MOE_PORTS,
-): HcspKernel {
-  const [rows, h] = shapeOf(ctx, n.inputs[ports.x]);
-  const k = shapeOf(ctx, n.inputs[ports.ids])[1];
+function moeKernel(n: GraphNode, ctx: PricingContext, source: string, tileRows: number, launches: number, rowBuffers: number): HcspKernel {
+  // the routed rows are input 0 (x, or its FP8 bytes); weights and activations as the op declares them
+  const [rows, h] = shapeOf(ctx, n.inputs[0]);
+  const k = shapeOf(ctx, n.inputs[inputPort(getOpDef(n.op), 'ids')])[1];
   const local = num(n, 'numLocal');
   const i = num(n, 'intermediate');
   const pairs = (rows * k * local) / ctx.config.moe.numExperts;
@@ -218,8 +203,8 @@ function moeKernel(
   // each expert's rows padded to whole M-tiles: the padding rows are computed too
   const tiles = local * Math.ceil(perExpertRows / tileRows);
   const computedRows = pairs > 0 ? tiles * tileRows : 0;
-  const weights = ports.weights.reduce((s, p) => s + bytesOf(ctx, n.inputs[p]), 0);
-  const act = ports.activations.reduce((s, p) => s + bytesOf(ctx, n.inputs[p]), 0) + bytesOf(ctx, n.outputs[0]);
+  const weights = portBytes(n, ctx, 'weight');
+  const act = portBytes(n, ctx, 'activation') + bytesOf(ctx, n.outputs[0]);
   return {
     source,
     launches,

@@ -1,6 +1,6 @@
 import type { GraphNode } from '../../graph/graph.ts';
 import type { PriceFn, PricingContext } from './types.ts';
-import { bytesOf, cost, ioBytes, num, shapeOf } from './types.ts';
+import { bytesOf, cost, ioBytes, num, portBytes, shapeOf } from './types.ts';
 
 // graph/ops/attentionOps.ts. Causal attention and the QSA selection cost what each row's
 // position in ITS sequence allows: they are priced per request (ctx.requests sequences of
@@ -44,7 +44,7 @@ export const ATTENTION_COSTS: Record<string, PriceFn> = {
     return cost({
       vectorFlops: elems * 4 + rows * num(n, 'heads') * num(n, 'ropeDims') * 3,
       actBytes: 2 * out + bytesOf(ctx, n.inputs[2]) + bytesOf(ctx, n.inputs[3]),
-      weightBytes: bytesOf(ctx, n.inputs[1]),
+      weightBytes: portBytes(n, ctx, 'weight'),
     });
   },
   /** mean-pool ratio rows, norm and rope the block keys: linear in T */

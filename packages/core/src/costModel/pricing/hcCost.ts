@@ -1,5 +1,5 @@
 import type { PriceFn } from './types.ts';
-import { bytesOf, cost, ioBytes, num, shapeOf } from './types.ts';
+import { bytesOf, cost, ioBytes, num, portBytes, shapeOf } from './types.ts';
 
 // graph/ops/hcOps.ts. Vector FLOPs count the arithmetic of the op's formula per element
 // (a sigmoid or rsqrt as 4); the bytes are the fewest a fused kernel moves.
@@ -16,7 +16,11 @@ export const HC_COSTS: Record<string, PriceFn> = {
     const streams = num(n, 'streams');
     const x = bytesOf(ctx, n.inputs[0]);
     const act = x + bytesOf(ctx, n.inputs[1]) + bytesOf(ctx, n.inputs[2]) + bytesOf(ctx, n.outputs[1]) + (pending ? bytesOf(ctx, n.outputs[0]) : 0);
-    return cost({ vectorFlops: rows * width * (pending ? 6 : 4) + (pending ? rows * streams * 6 : 0), actBytes: act, weightBytes: bytesOf(ctx, n.inputs[3]) });
+    return cost({
+      vectorFlops: rows * width * (pending ? 6 : 4) + (pending ? rows * streams * 6 : 0),
+      actBytes: act,
+      weightBytes: portBytes(n, ctx, 'weight'),
+    });
   },
   /** gate = silu(d / n) over r columns (6 per element); raw is a copy of n columns */
   hcScaledSilu: (n, ctx) => {

@@ -1,5 +1,5 @@
 import type { PriceFn } from './types.ts';
-import { bytesOf, cost, ioBytes, num, outElems, shapeOf } from './types.ts';
+import { bytesOf, cost, ioBytes, num, outElems, portBytes, shapeOf } from './types.ts';
 
 // graph/ops/moeOps.ts
 export const MOE_COSTS: Record<string, PriceFn> = {
@@ -24,8 +24,8 @@ export const MOE_COSTS: Record<string, PriceFn> = {
     const e = ctx.config.moe.numExperts;
     const pairs = (rows * k * local) / e;
     const touched = Math.min(local, pairs);
-    const perExpert = (bytesOf(ctx, n.inputs[3]) + bytesOf(ctx, n.inputs[4])) / local;
-    const act = bytesOf(ctx, n.inputs[0]) + bytesOf(ctx, n.inputs[1]) + bytesOf(ctx, n.inputs[2]) + bytesOf(ctx, n.outputs[0]);
+    const perExpert = portBytes(n, ctx, 'weight') / local;
+    const act = portBytes(n, ctx, 'activation') + bytesOf(ctx, n.outputs[0]);
     // production's fused MoE: one grouped launch per projection over the local experts, each expert pairs / local rows
     const groups = pairs >= local ? new Array<number>(local).fill(pairs / local) : [pairs];
     const gemms = [
@@ -54,8 +54,8 @@ export const MOE_COSTS: Record<string, PriceFn> = {
     const e = ctx.config.moe.numExperts;
     const pairs = (rows * k * local) / e;
     const touched = Math.min(local, pairs);
-    const perExpert = [4, 5, 6, 7].reduce((s, p) => s + bytesOf(ctx, n.inputs[p]), 0) / local;
-    const act = [0, 1, 2, 3].reduce((s, p) => s + bytesOf(ctx, n.inputs[p]), 0) + bytesOf(ctx, n.outputs[0]);
+    const perExpert = portBytes(n, ctx, 'weight') / local;
+    const act = portBytes(n, ctx, 'activation') + bytesOf(ctx, n.outputs[0]);
     const groups = pairs >= local ? new Array<number>(local).fill(pairs / local) : [pairs];
     const gemms = [
       { rows: groups, n: 2 * i, flops: pairs * 2 * h * 2 * i, fp8: true },

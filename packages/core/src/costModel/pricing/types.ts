@@ -1,5 +1,7 @@
 import type { ModelConfig } from '../../config/modelConfig.ts';
 import type { GraphNode, ValueDecl } from '../../graph/graph.ts';
+import { type PortRole, portsWithRole } from '../../graph/ops/opDef.ts';
+import { getOpDef } from '../../graph/ops/registry.ts';
 import { bytesPerElement, numel } from '../../tensor/tensor.ts';
 
 // What one node of a rank's graph costs that rank: the FLOPs it must do and the fewest
@@ -87,6 +89,11 @@ export function ioBytes(node: GraphNode, ctx: PricingContext): { actBytes: numbe
   }
   for (const id of node.outputs) actBytes += bytesOf(ctx, id);
   return { actBytes, weightBytes };
+}
+
+/** Bytes of the node's inputs on the ports its op declares `role` (graph/ops: a weight's scales are weight too). */
+export function portBytes(node: GraphNode, ctx: PricingContext, role: PortRole): number {
+  return portsWithRole(getOpDef(node.op), role).reduce((s, p) => s + bytesOf(ctx, node.inputs[p] ?? null), 0);
 }
 
 /** Elements of output `i` of the node. */

@@ -25,7 +25,7 @@ export const attnHeadNormRopeBf16 = defineOp({
   doc: "Per head (columns offset..offset+headDim of each stride-wide block of x): n = bf(fr(x * rsqrt(fr(ss / headDim) + eps)) * fr(1 + w)), ss = sum_d x_d^2 in fp32 in canonical reduction order v1 (numerics/canonicalSum.ts: 64 lanes of 8-term chunks 512 apart, then the xor butterfly), then NeoX RoPE on the first ropeDims dims with row r's bf16 cos/sin (tables [rows, ropeDims/2]), each product and the sum rounded to bf16 as HF and ATOM do: bf(bf(n1 c) + bf(-n2 s)), bf(bf(n2 c) + bf(n1 s)). Out [rows, heads*headDim].",
   inputs: [
     { name: 'x', dtypes: ['bf16'] },
-    { name: 'w', dtypes: ['bf16'] },
+    { name: 'w', dtypes: ['bf16'], role: 'weight' },
     { name: 'cos', dtypes: ['bf16'] },
     { name: 'sin', dtypes: ['bf16'] },
   ],
@@ -55,7 +55,7 @@ export const qsaBlockKeys = defineOp({
   doc: 'QSA block keys of the raw indexer keys kRaw [T, headDim]: for b < nb = floor(T / compressRatio), pooled = bf(fr(sum of rows b*ratio.. in row order) / ratio), then RMS1p with w (its sum of squares in canonical order v1) and RoPE at position ratio*b as attnHeadNormRopeBf16 (tables [T, ropeDims/2]). Out [nb, headDim].',
   inputs: [
     { name: 'kRaw', dtypes: ['bf16'] },
-    { name: 'w', dtypes: ['bf16'] },
+    { name: 'w', dtypes: ['bf16'], role: 'weight' },
     { name: 'cos', dtypes: ['bf16'] },
     { name: 'sin', dtypes: ['bf16'] },
   ],

@@ -6,7 +6,7 @@ export const linear = defineOp({
   doc: 'y[t,o] = bf(sum_k x[t,k] * w[o,k]), w in PyTorch layout [out,in]; fp32 accumulation in k order 0..K-1, one rounding. bf16 x bf16 products are exact in fp32, so fused and unfused multiply-add agree.',
   inputs: [
     { name: 'x', dtypes: ['bf16'] },
-    { name: 'w', dtypes: ['bf16'] },
+    { name: 'w', dtypes: ['bf16'], role: 'weight' },
   ],
   outputs: [{ name: 'y', dtypes: ['bf16'] }],
   attrs: {},
@@ -60,7 +60,7 @@ export const embed = defineOp({
   doc: 'e[t] = table[ids[t]]. Exact; an id outside the table is an error.',
   inputs: [
     { name: 'ids', dtypes: ['i32'] },
-    { name: 'table', dtypes: ['bf16'] },
+    { name: 'table', dtypes: ['bf16'], role: 'weight' },
   ],
   outputs: [{ name: 'e', dtypes: ['bf16'] }],
   attrs: {},

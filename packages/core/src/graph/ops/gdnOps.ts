@@ -9,7 +9,7 @@ export const gdnConvSilu = defineOp({
   doc: "y[t,c] = bf(silu(sum_{j<K} w[c,j] * x[t-K+1+j, c])), causal depthwise conv (zeros before row 0), fp32 accumulation in j order, one rounding. w is [C,1,K]. roundConv (the 'hf-eager' contract; absent = false): the conv sum is rounded to bf16 before the SiLU, y = bf(silu(bf(sum))), as HF's torch fallback stores the bf16 conv1d output before ACT2FN.",
   inputs: [
     { name: 'x', dtypes: ['bf16'] },
-    { name: 'w', dtypes: ['bf16'] },
+    { name: 'w', dtypes: ['bf16'], role: 'weight' },
   ],
   outputs: [{ name: 'y', dtypes: ['bf16'] }],
   attrs: { kernel: 'int', roundConv: { kind: 'bool', optional: true } },
@@ -30,8 +30,8 @@ export const gdnGates = defineOp({
   inputs: [
     { name: 'b', dtypes: ['bf16'] },
     { name: 'a', dtypes: ['bf16'] },
-    { name: 'aLog', dtypes: ['bf16'] },
-    { name: 'dtBias', dtypes: ['bf16'] },
+    { name: 'aLog', dtypes: ['bf16'], role: 'weight' },
+    { name: 'dtBias', dtypes: ['bf16'], role: 'weight' },
   ],
   outputs: [
     { name: 'g', dtypes: ['f32'] },
@@ -88,7 +88,7 @@ export const gdnGatedNorm = defineOp({
   inputs: [
     { name: 'o', dtypes: ['bf16'] },
     { name: 'z', dtypes: ['bf16'] },
-    { name: 'w', dtypes: ['bf16'] },
+    { name: 'w', dtypes: ['bf16'], role: 'weight' },
   ],
   outputs: [{ name: 'y', dtypes: ['bf16'] }],
   attrs: { heads: 'int', headDim: 'int', eps: 'float' },

@@ -27,7 +27,7 @@ export const hcCombineNorm = defineOp({
     { name: 'x', dtypes: ['bf16'] },
     { name: 'blockOut', dtypes: ['bf16'], optional: true },
     { name: 'raw', dtypes: ['bf16'], optional: true },
-    { name: 'normWeight', dtypes: ['bf16'] },
+    { name: 'normWeight', dtypes: ['bf16'], role: 'weight' },
   ],
   outputs: [
     { name: 'x', dtypes: ['bf16'] },

@@ -14,10 +14,20 @@ export interface AttrSpec {
   min?: number;
 }
 
+/**
+ * What an input port carries: 'weight' (a model parameter or its quantization scales, loaded
+ * once and held for the whole run, or a value computed from weights alone) or 'activation'
+ * (computed per forward: rows, ids, routing weights, RoPE tables). The memory guard, the
+ * FP8 rewrite, the bench and the cost model read this instead of listing weight ports.
+ */
+export type PortRole = 'weight' | 'activation';
+
 export interface PortDef {
   name: string;
   dtypes: readonly DType[];
   optional?: boolean;
+  /** an input's role; absent: 'activation' */
+  role?: PortRole;
 }
 
 /** Shape and dtype of a value, as declarations and shape rules see it. */
@@ -77,6 +87,25 @@ export interface OpDef {
 
 export function defineOp<const D extends OpDef>(def: D): D {
   return def;
+}
+
+/** The input ports of `def` with role `role`, by index, in port order. */
+export function portsWithRole(def: OpDef, role: PortRole): number[] {
+  return def.inputs.flatMap((p, i) => ((p.role ?? 'activation') === role ? [i] : []));
+}
+
+/** The port of a GEMM's weight matrix: its first weight port (those after it are the matrix's scales). */
+export function matrixWeightPort(def: OpDef): number {
+  const [port] = portsWithRole(def, 'weight');
+  if (port === undefined) throw new Error(`op ${def.name}: no weight port`);
+  return port;
+}
+
+/** The index of input port `name` of `def` (throws naming the op when it has none). */
+export function inputPort(def: OpDef, name: string): number {
+  const i = def.inputs.findIndex((p) => p.name === name);
+  if (i < 0) throw new Error(`op ${def.name}: no input port '${name}' (declared: ${def.inputs.map((p) => p.name).join(', ')})`);
+  return i;
 }
 
 function specOf(s: AttrSpec | AttrKind): AttrSpec {

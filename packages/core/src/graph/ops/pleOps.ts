@@ -49,7 +49,7 @@ export const pleNgramEmbed = defineOp({
   doc: 'E[t] = concat over heads h of table[ids[t,h]]: ids [T,heads] i32 (offsets included), table the padded `ngram_embedding.weight` [rows, headDim] -> [T, heads*headDim]. Exact (a gather); an id outside the table is an error.',
   inputs: [
     { name: 'ids', dtypes: ['i32'] },
-    { name: 'table', dtypes: ['bf16'] },
+    { name: 'table', dtypes: ['bf16'], role: 'weight' },
   ],
   outputs: [{ name: 'e', dtypes: ['bf16'] }],
   attrs: {},
@@ -71,7 +71,7 @@ export const pleNgramEmbedShard = defineOp({
   doc: "pleNgramEmbed on one rank's vocab slice of the table (ATOM `VocabParallelEmbedding` / `_Qwen4ExpFP8Embedding`): ids [T,heads] i32 (offsets included), table the rows [rowStart, rowStart + rows) of the padded table (`tableRows` rows in all) -> [T, heads*headDim], a head's row copied when its id falls in the slice and -0.0 (bf16 0x8000) everywhere else, so that the ranks' all-reduce (one slice holds each id; -0.0 + x = x for every x, -0.0 included) gives the whole table's lookup bit for bit, in any order of adds. ATOM masks with +0.0, which turns a -0.0 table value into +0.0. Exact; an id outside [0, tableRows) is an error.",
   inputs: [
     { name: 'ids', dtypes: ['i32'] },
-    { name: 'table', dtypes: ['bf16'] },
+    { name: 'table', dtypes: ['bf16'], role: 'weight' },
   ],
   outputs: [{ name: 'e', dtypes: ['bf16'] }],
   attrs: { rowStart: { kind: 'int', min: 0 }, tableRows: { kind: 'int', min: 1 } },
@@ -91,7 +91,7 @@ export const pleRms1pNorm = defineOp({
   doc: 'Grouped RMS1p norm (norm_key, norm_query, norm_conv): per row and group of width/groups columns, rstd = 1/sqrt(fp32(sum x^2 / groupSize) + eps) with the sum in fp32 in canonical reduction order v1 (numerics/canonicalSum.ts: 64 lanes of 8-term chunks 512 apart, then the xor butterfly) (two correctly rounded steps), y = bf((x * rstd) * fp32(1 + w)), one rounding; w [width] stored as an offset from 0.',
   inputs: [
     { name: 'x', dtypes: ['bf16'] },
-    { name: 'weight', dtypes: ['bf16'] },
+    { name: 'weight', dtypes: ['bf16'], role: 'weight' },
   ],
   outputs: [{ name: 'y', dtypes: ['bf16'] }],
   attrs: { groups: { kind: 'int', min: 1 }, eps: 'float' },
@@ -150,7 +150,7 @@ export const pleConvSilu = defineOp({
   inputs: [
     { name: 'gNormed', dtypes: ['bf16'] },
     { name: 'g', dtypes: ['bf16'] },
-    { name: 'weight', dtypes: ['bf16'] },
+    { name: 'weight', dtypes: ['bf16'], role: 'weight' },
   ],
   outputs: [{ name: 'out', dtypes: ['bf16'] }],
   attrs: { dilation: { kind: 'int', min: 1 } },

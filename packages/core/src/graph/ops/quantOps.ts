@@ -59,7 +59,7 @@ export const hcGatedMeanQuant = defineOp({
 export const fp8QuantWeightPerChannel = defineOp({
   name: 'fp8QuantWeightPerChannel',
   doc: "ATOM's online per-output-channel weight quantization (quant_weight_online -> aiter per_token_quant_hip over W's rows [out, in]): sw[o] = fl(amax(|W[o,:]|) * fl(1/fp8_max)) (1 for a zero row), qW = cvt(fl(W * fl(1/sw[o]))), i.e. quantFp8PerToken 'reciprocal' on the rows of W.",
-  inputs: [{ name: 'w', dtypes: ['bf16'] }],
+  inputs: [{ name: 'w', dtypes: ['bf16'], role: 'weight' }],
   outputs: [
     { name: 'q', dtypes: ['fp8e4m3fn', 'fp8e4m3fnuz'] },
     { name: 'scale', dtypes: ['f32'] },
@@ -79,8 +79,8 @@ export const fp8LinearPtpc = defineOp({
   inputs: [
     { name: 'q', dtypes: ['fp8e4m3fn', 'fp8e4m3fnuz'] },
     { name: 'sx', dtypes: ['f32'] },
-    { name: 'qW', dtypes: ['fp8e4m3fn', 'fp8e4m3fnuz'] },
-    { name: 'sw', dtypes: ['f32'] },
+    { name: 'qW', dtypes: ['fp8e4m3fn', 'fp8e4m3fnuz'], role: 'weight' },
+    { name: 'sw', dtypes: ['f32'], role: 'weight' },
   ],
   outputs: [{ name: 'y', dtypes: ['bf16'] }],
   attrs: { format: FORMAT, scaleOrder: { kind: 'string', oneOf: ['weightFirst', 'tokenFirst'] } },
