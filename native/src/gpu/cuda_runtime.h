@@ -1,22 +1,14 @@
-// The NVIDIA GPU device over the CUDA driver API: libcuda.so.1 loaded at run time (cuda_abi.h
-// declares what is called), the device's primary context, memory through cuMemAlloc counted and
-// limited by the Memory base, kernels launched by name from the cubins built by
-// native/scripts/build-gpu-kernels.sh (<codeObjects>/sm_<major><minor>/*.cubin, all loaded when
-// the device opens), one stream per device. Every CUDA error raises hcsp::Error(ErrorKind::Runtime,
-// "<call> failed: <cuGetErrorString> (code N)"), naming the kernel for launches; cuMemAlloc's
-// out-of-memory is ErrorKind::OutOfMemory.
+// The NVIDIA GPU device: vendor_runtime.h's runtime over the CUDA driver ABI table below.
+// libcuda.so.1 is loaded at run time (cuda_abi.h declares what is called); the device's primary
+// context is retained while it is open and made current per thread; code objects are
+// <codeObjects>/sm_<major><minor>/*.cubin.
 #pragma once
-#include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <unordered_map>
-#include <vector>
 
 #include "cuda_abi.h"
-#include "module_runtime.h"
-#include "open_runtime.h"
+#include "vendor_runtime.h"
 
 namespace hcsp::gpu {
 
@@ -28,60 +20,81 @@ void* openCudaLibrary(std::string* name, std::string* tried);
 
 std::shared_ptr<GpuRuntime> openCudaRuntime(const OpenOptions& options);
 
-class CudaRuntime : public ModuleRuntime {
- public:
-  CudaRuntime(void* library, std::string libraryName, const cuda::CudaApi& api, const OpenOptions& options);
-  ~CudaRuntime() override;
+/** The CUDA driver's entry points as VendorRuntime calls them (vendor_runtime.h lists the members). */
+struct CudaAbi {
+  using Api = cuda::CudaApi;
+  using Error = cuda::CUresult;
+  using Device = cuda::CUdevice;
+  using Context = cuda::CUcontext;
+  using Stream = cuda::CUstream;
+  using Module = cuda::CUmodule;
+  using Function = cuda::CUfunction;
 
-  std::string name() const override { return "cuda:" + std::to_string(ordinal_); }
-  std::string kind() const override { return "cuda"; }
+  static constexpr const char* kKind = "cuda";
+  static constexpr const char* kLabel = "CUDA";
+  static constexpr const char* kCodeExt = "cubin";
+  static constexpr Error kSuccess = cuda::CUDA_SUCCESS;
+  static constexpr Error kOutOfMemory = cuda::CUDA_ERROR_OUT_OF_MEMORY;
+  static constexpr Error kNotFound = cuda::CUDA_ERROR_NOT_FOUND;
+  static constexpr const char* kCopyInWhat = "";
+  static constexpr const char* kCopyOutWhat = "";
 
-  void rawCopyIn(void* dst, const void* src, size_t bytes) override;
-  void rawCopyOut(void* dst, const void* src, size_t bytes) override;
-  void rawFill(void* dst, uint8_t byte, size_t bytes) override;
-  void launchByName(const char* name, int64_t threads, void** args) override;
-  void launchBlocksByName(const char* name, int64_t blocks, int blockThreads, void** args) override;
-  void rawSynchronize() override;
-  DeviceMemoryInfo memoryInfo() override;
-
-  // for the vendor libraries (blaslt.cc)
-  const cuda::CudaApi& api() const { return api_; }
-  cuda::CUstream stream() const { return stream_; }
-  cuda::CUcontext context() const { return context_; }
-  int ordinal() const { return ordinal_; }
-  /** compute capability major * 10 + minor (90 for sm_90) */
-  int computeCapability() const { return cc_; }
-  /** makes this device's primary context the calling thread's current one (cuCtxSetCurrent, once per thread) */
-  void makeCurrent();
-  /** raises a failed driver call as the module's errors do: "<call> failed: <text> (code N)" */
-  [[noreturn]] void raise(const char* call, cuda::CUresult err, const std::string& context = "") const;
-  std::string errorText(cuda::CUresult err) const;
-
- protected:
-  void* rawAllocate(size_t bytes) override;
-  void rawRelease(void* p) override;
-
- private:
-  struct CodeObject {
-    std::string file;
-    std::vector<char> image;
-    cuda::CUmodule module = nullptr;
+  struct Names {
+    static constexpr const char* init = "cuInit";
+    static constexpr const char* count = "cuDeviceGetCount";
+    static constexpr const char* device = "cuDeviceGet";
+    static constexpr const char* retain = "cuDevicePrimaryCtxRetain";
+    static constexpr const char* setCurrent = "cuCtxSetCurrent";
+    static constexpr const char* malloc = "cuMemAlloc_v2";
+    static constexpr const char* free = "cuMemFree_v2";
+    static constexpr const char* copyIn = "cuMemcpyHtoD_v2";
+    static constexpr const char* copyOut = "cuMemcpyDtoH_v2";
+    static constexpr const char* fill = "cuMemsetD8_v2";
+    static constexpr const char* memInfo = "cuMemGetInfo_v2";
+    static constexpr const char* streamCreate = "cuStreamCreate";
+    static constexpr const char* streamSync = "cuStreamSynchronize";
+    static constexpr const char* moduleLoad = "cuModuleLoadData";
+    static constexpr const char* getFunction = "cuModuleGetFunction";
+    static constexpr const char* launch = "cuLaunchKernel";
   };
-  cuda::CUfunction function(const char* name);
-  /** kernel `name` over `blocks` blocks of `blockThreads` threads on the device's stream */
-  void launchGrid(const char* name, int64_t blocks, unsigned blockThreads, void** args);
-  void loadCodeObjects(const std::string& folder);
 
-  void* library_;
-  std::string libraryName_;
-  cuda::CudaApi api_;
-  int ordinal_;
-  cuda::CUdevice device_ = 0;
-  cuda::CUcontext context_ = nullptr;
-  uint64_t id_;
-  int cc_ = 0;
-  cuda::CUstream stream_ = nullptr;
-  std::vector<CodeObject> objects_;
+  /** a device pointer as the driver API types it */
+  static cuda::CUdeviceptr dptr(const void* p) { return static_cast<cuda::CUdeviceptr>(reinterpret_cast<uintptr_t>(p)); }
+
+  static Error init(const Api& a) { return a.cuInit(0); }
+  static Error count(const Api& a, int* n) { return a.cuDeviceGetCount(n); }
+  static Error device(const Api& a, int ordinal, Device* d) { return a.cuDeviceGet(d, ordinal); }
+  static Error retain(const Api& a, Device d, Context* c) { return a.cuDevicePrimaryCtxRetain(c, d); }
+  static void release(const Api& a, Device d) { a.cuDevicePrimaryCtxRelease(d); }
+  static Error setCurrent(const Api& a, Device, Context c) { return a.cuCtxSetCurrent(c); }
+  static Error malloc(const Api& a, void** p, size_t n) {
+    cuda::CUdeviceptr d = 0;
+    Error e = a.cuMemAlloc(&d, n);
+    *p = reinterpret_cast<void*>(static_cast<uintptr_t>(d));
+    return e;
+  }
+  static Error free(const Api& a, void* p) { return a.cuMemFree(dptr(p)); }
+  static Error copyIn(const Api& a, void* dst, const void* src, size_t n) { return a.cuMemcpyHtoD(dptr(dst), src, n); }
+  static Error copyOut(const Api& a, void* dst, const void* src, size_t n) { return a.cuMemcpyDtoH(dst, dptr(src), n); }
+  static Error fill(const Api& a, void* dst, uint8_t byte, size_t n) { return a.cuMemsetD8(dptr(dst), byte, n); }
+  static Error memInfo(const Api& a, size_t* freeBytes, size_t* totalBytes) { return a.cuMemGetInfo(freeBytes, totalBytes); }
+  static Error streamCreate(const Api& a, Stream* s) { return a.cuStreamCreate(s, cuda::CU_STREAM_DEFAULT); }
+  static Error streamDestroy(const Api& a, Stream s) { return a.cuStreamDestroy(s); }
+  static Error streamSync(const Api& a, Stream s) { return a.cuStreamSynchronize(s); }
+  static Error moduleLoad(const Api& a, Module* m, const void* image) { return a.cuModuleLoadData(m, image); }
+  static Error moduleUnload(const Api& a, Module m) { return a.cuModuleUnload(m); }
+  static Error getFunction(const Api& a, Function* f, Module m, const char* name) { return a.cuModuleGetFunction(f, m, name); }
+  static Error launch(const Api& a, Function f, unsigned blocks, unsigned blockThreads, Stream s, void** args) {
+    return a.cuLaunchKernel(f, blocks, 1, 1, blockThreads, 1, 1, 0, s, args, nullptr);
+  }
+  static const char* errorString(const Api& a, Error e) {
+    const char* s = nullptr;
+    return a.cuGetErrorString && a.cuGetErrorString(e, &s) == kSuccess ? s : nullptr;
+  }
+  /** sm_<major><minor> (the code-object folder), multiprocessors and a description */
+  static DeviceIdentity identify(VendorRuntime<CudaAbi>& rt);
 };
+
+using CudaRuntime = VendorRuntime<CudaAbi>;
 
 }  // namespace hcsp::gpu

@@ -1,21 +1,12 @@
-// The ROCm GPU device: libamdhip64 loaded at run time (hip_abi.h declares what is called),
-// memory through hipMalloc counted and limited by the Memory base, kernels launched by name
-// from the gfx code objects built by native/scripts/build-gpu-kernels.sh
-// (<codeObjects>/<arch>/*.hsaco, all loaded when the device opens), one stream per device.
-// Every HIP error raises hcsp::Error(ErrorKind::Runtime, "<call> failed: <hipGetErrorString>
-// (code N)"), naming the kernel for launches; hipMalloc's out-of-memory is ErrorKind::OutOfMemory.
+// The ROCm GPU device: vendor_runtime.h's runtime over the HIP ABI table below. libamdhip64 is
+// loaded at run time (hip_abi.h declares what is called); code objects are
+// <codeObjects>/<gfx arch>/*.hsaco; the device is made current with hipSetDevice.
 #pragma once
-#include <atomic>
-#include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <unordered_map>
-#include <vector>
 
 #include "hip_abi.h"
-#include "module_runtime.h"
-#include "open_runtime.h"
+#include "vendor_runtime.h"
 
 namespace hcsp::gpu {
 
@@ -27,55 +18,70 @@ void* openHipLibrary(std::string* name, std::string* tried);
 
 std::shared_ptr<GpuRuntime> openHipRuntime(const OpenOptions& options);
 
-class HipRuntime : public ModuleRuntime {
- public:
-  HipRuntime(void* library, std::string libraryName, const hip::HipApi& api, const OpenOptions& options);
-  ~HipRuntime() override;
+/** The HIP runtime's entry points as VendorRuntime calls them (vendor_runtime.h lists the members). */
+struct HipAbi {
+  using Api = hip::HipApi;
+  using Error = hip::hipError_t;
+  using Device = int;
+  using Context = void*;  // none: HIP's current device is per thread
+  using Stream = hip::hipStream_t;
+  using Module = hip::hipModule_t;
+  using Function = hip::hipFunction_t;
 
-  std::string name() const override { return "hip:" + std::to_string(device_); }
-  std::string kind() const override { return "hip"; }
+  static constexpr const char* kKind = "hip";
+  static constexpr const char* kLabel = "HIP";
+  static constexpr const char* kCodeExt = "hsaco";
+  static constexpr Error kSuccess = hip::hipSuccess;
+  static constexpr Error kOutOfMemory = hip::hipErrorOutOfMemory;
+  static constexpr Error kNotFound = hip::hipErrorNotFound;
+  static constexpr const char* kCopyInWhat = "host to device, ";
+  static constexpr const char* kCopyOutWhat = "device to host, ";
 
-  void rawCopyIn(void* dst, const void* src, size_t bytes) override;
-  void rawCopyOut(void* dst, const void* src, size_t bytes) override;
-  void rawFill(void* dst, uint8_t byte, size_t bytes) override;
-  void launchByName(const char* name, int64_t threads, void** args) override;
-  void launchBlocksByName(const char* name, int64_t blocks, int blockThreads, void** args) override;
-  void rawSynchronize() override;
-  DeviceMemoryInfo memoryInfo() override;
-
-  // for the vendor libraries (blaslt.cc)
-  const hip::HipApi& api() const { return api_; }
-  hip::hipStream_t stream() const { return stream_; }
-  int device() const { return device_; }
-  const std::string& libraryName() const { return libraryName_; }
-  /** makes this device the calling thread's current one (hipSetDevice, once per thread) */
-  void makeCurrent();
-  /** raises a failed HIP call as the module's errors do: "<call> failed: <text> (code N)" */
-  [[noreturn]] void raise(const char* call, hip::hipError_t err, const std::string& context = "") const;
-  std::string errorText(hip::hipError_t err) const;
-
- protected:
-  void* rawAllocate(size_t bytes) override;
-  void rawRelease(void* p) override;
-
- private:
-  struct CodeObject {
-    std::string file;
-    std::vector<char> image;
-    hip::hipModule_t module = nullptr;
+  struct Names {
+    static constexpr const char* init = "";
+    static constexpr const char* count = "hipGetDeviceCount";
+    static constexpr const char* device = "";
+    static constexpr const char* retain = "";
+    static constexpr const char* setCurrent = "hipSetDevice";
+    static constexpr const char* malloc = "hipMalloc";
+    static constexpr const char* free = "hipFree";
+    static constexpr const char* copyIn = "hipMemcpy";
+    static constexpr const char* copyOut = "hipMemcpy";
+    static constexpr const char* fill = "hipMemset";
+    static constexpr const char* memInfo = "hipMemGetInfo";
+    static constexpr const char* streamCreate = "hipStreamCreate";
+    static constexpr const char* streamSync = "hipStreamSynchronize";
+    static constexpr const char* moduleLoad = "hipModuleLoadData";
+    static constexpr const char* getFunction = "hipModuleGetFunction";
+    static constexpr const char* launch = "hipModuleLaunchKernel";
   };
-  hip::hipFunction_t function(const char* name);
-  /** kernel `name` over `blocks` blocks of `blockThreads` threads on the device's stream */
-  void launchGrid(const char* name, int64_t blocks, unsigned blockThreads, void** args);
-  void loadCodeObjects(const std::string& folder);
 
-  void* library_;
-  std::string libraryName_;
-  hip::HipApi api_;
-  int device_;
-  uint64_t id_;
-  hip::hipStream_t stream_ = nullptr;
-  std::vector<CodeObject> objects_;
+  static Error init(const Api&) { return kSuccess; }
+  static Error count(const Api& a, int* n) { return a.hipGetDeviceCount(n); }
+  static Error device(const Api&, int ordinal, Device* d) { return *d = ordinal, kSuccess; }
+  static Error retain(const Api&, Device, Context*) { return kSuccess; }
+  static void release(const Api&, Device) {}
+  static Error setCurrent(const Api& a, Device d, Context) { return a.hipSetDevice(d); }
+  static Error malloc(const Api& a, void** p, size_t n) { return a.hipMalloc(p, n); }
+  static Error free(const Api& a, void* p) { return a.hipFree(p); }
+  static Error copyIn(const Api& a, void* dst, const void* src, size_t n) { return a.hipMemcpy(dst, src, n, hip::hipMemcpyHostToDevice); }
+  static Error copyOut(const Api& a, void* dst, const void* src, size_t n) { return a.hipMemcpy(dst, src, n, hip::hipMemcpyDeviceToHost); }
+  static Error fill(const Api& a, void* dst, uint8_t byte, size_t n) { return a.hipMemset(dst, byte, n); }
+  static Error memInfo(const Api& a, size_t* freeBytes, size_t* totalBytes) { return a.hipMemGetInfo(freeBytes, totalBytes); }
+  static Error streamCreate(const Api& a, Stream* s) { return a.hipStreamCreate(s); }
+  static Error streamDestroy(const Api& a, Stream s) { return a.hipStreamDestroy(s); }
+  static Error streamSync(const Api& a, Stream s) { return a.hipStreamSynchronize(s); }
+  static Error moduleLoad(const Api& a, Module* m, const void* image) { return a.hipModuleLoadData(m, image); }
+  static Error moduleUnload(const Api& a, Module m) { return a.hipModuleUnload(m); }
+  static Error getFunction(const Api& a, Function* f, Module m, const char* name) { return a.hipModuleGetFunction(f, m, name); }
+  static Error launch(const Api& a, Function f, unsigned blocks, unsigned blockThreads, Stream s, void** args) {
+    return a.hipModuleLaunchKernel(f, blocks, 1, 1, blockThreads, 1, 1, 0, s, args, nullptr);
+  }
+  static const char* errorString(const Api& a, Error e) { return a.hipGetErrorString ? a.hipGetErrorString(e) : nullptr; }
+  /** the gfx architecture (the code-object folder), compute units and a description, from the device's properties */
+  static DeviceIdentity identify(VendorRuntime<HipAbi>& rt);
 };
+
+using HipRuntime = VendorRuntime<HipAbi>;
 
 }  // namespace hcsp::gpu

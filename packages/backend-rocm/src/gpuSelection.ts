@@ -3,13 +3,7 @@
 // and the local rank indexes those. A scheduler that masks each rank to its own GPU leaves one
 // visible device, which is then the rank's whatever its local rank says.
 
-export type GpuKind = 'hip' | 'cuda';
-
-/** the variables that mask the devices each runtime sees (HIP on AMD honours CUDA_VISIBLE_DEVICES as well as its own; ROCr's mask applies first) */
-export const GPU_MASK_VARIABLES: Readonly<Record<GpuKind, readonly string[]>> = {
-  hip: ['ROCR_VISIBLE_DEVICES', 'HIP_VISIBLE_DEVICES', 'CUDA_VISIBLE_DEVICES'],
-  cuda: ['CUDA_VISIBLE_DEVICES'],
-};
+import { gpuRuntimeKind, type GpuKind } from './rocmDevices.ts';
 
 export interface GpuSelection {
   /** the index among the visible devices that openGpu takes */
@@ -22,8 +16,8 @@ export interface GpuSelection {
 
 /** the mask variables set for `kind`, as "NAME=value, NAME=value" ('' when none is set) */
 export function gpuMasks(kind: GpuKind, env: NodeJS.ProcessEnv = process.env): string {
-  return GPU_MASK_VARIABLES[kind]
-    .filter((name) => env[name] !== undefined)
+  return gpuRuntimeKind(kind)
+    .maskVariables.filter((name) => env[name] !== undefined)
     .map((name) => `${name}=${env[name]}`)
     .join(', ');
 }
@@ -48,7 +42,7 @@ const gpus = (n: number): string => `${n} GPU${n === 1 ? '' : 's'}`;
  */
 export function selectGpu(kind: GpuKind, visible: number, env: NodeJS.ProcessEnv = process.env): GpuSelection {
   const masks = gpuMasks(kind, env);
-  const seen = `this process sees ${gpus(visible)} (${masks || `no ${GPU_MASK_VARIABLES[kind].join(', ')} set`})`;
+  const seen = `this process sees ${gpus(visible)} (${masks || `no ${gpuRuntimeKind(kind).maskVariables.join(', ')} set`})`;
   const forced = indexVar(env, 'HCSP_GPU_INDEX');
   if (forced !== undefined) {
     if (forced >= visible)
@@ -62,6 +56,6 @@ export function selectGpu(kind: GpuKind, visible: number, env: NodeJS.ProcessEnv
   if (masks && visible === 1) return { index: 0, reason: `${rankText}, the one GPU visible through ${masks}`, masks };
   throw new Error(
     `rocm backend, device ${kind}: ${rankText} names GPU ${local}, but ${seen}. ` +
-      `Start fewer ranks per node, mask each rank to its own GPU (e.g. ${GPU_MASK_VARIABLES[kind][kind === 'hip' ? 1 : 0]}=<its GPU>), or set HCSP_GPU_INDEX`,
+      `Start fewer ranks per node, mask each rank to its own GPU (e.g. ${gpuRuntimeKind(kind).suggestedMask}=<its GPU>), or set HCSP_GPU_INDEX`,
   );
 }

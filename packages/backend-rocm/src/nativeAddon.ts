@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BackendUnavailableError, type DeviceCounters } from '@hcsp/core';
+import type { GemmMode, GpuDeviceKind, GpuKind, KernelMode } from './rocmDevices.ts';
 
 /** A tensor on the host device (native memory); `free` releases it. */
 export interface NativeTensor {
@@ -32,10 +33,6 @@ export interface GpuRuntimeProbe {
   detail: string;
 }
 
-export type GemmMode = 'exact' | 'blas' | 'vendor' | 'vendor-invariant';
-/** a GPU device's kernels: the production ones ('fast') or the reference-order ones ('exact', bit-exact) */
-export type KernelMode = 'exact' | 'fast';
-
 /** an NCCL collective as a step of a recorded run (NcclComm.step; opaque) */
 export type NcclStep = { readonly __ncclStep: unique symbol };
 
@@ -53,7 +50,7 @@ export interface OutputDecl {
 
 /** An open GPU device (HIP, CUDA, or the emulated one that runs the kernel sources on the host). */
 export interface GpuDevice {
-  readonly kind: 'hip' | 'cuda' | 'emulated';
+  readonly kind: GpuDeviceKind;
   readonly arch: string;
   /** which kernels its ops launch, as openGpu was asked */
   readonly kernels: KernelMode;
@@ -196,12 +193,12 @@ export interface NativeAddon {
   packForGemm(t: NativeTensor, kind: 'linear' | 'fp8'): Promise<{ panelBytes: number; releasedBytes: number }>;
   /** ops with a host kernel, and with a GPU launcher */
   kernels(): { perRank: string[]; collective: string[]; gpuPerRank: string[]; gpuCollective: string[] };
-  openGpu(kind: 'hip' | 'cuda' | 'emulated', options?: { device?: number; codeObjects?: string; kernels?: KernelMode }): GpuDevice;
+  openGpu(kind: GpuDeviceKind, options?: { device?: number; codeObjects?: string; kernels?: KernelMode }): GpuDevice;
   stats(): AllocatorStats;
   setMemoryLimit(bytes: number): void;
   info(): { isa: string; threads: number; napiVersion: number };
   blas(): { path: string; coretype: string };
-  gpuRuntime(kind: 'hip' | 'cuda'): GpuRuntimeProbe;
+  gpuRuntime(kind: GpuKind): GpuRuntimeProbe;
   /**
    * Reads a batch of weights from checkpoint files (native/src/loader): positioned reads on the
    * addon's threads, NaN/Inf counted, copies to `gpu` (or the host device) overlapping the reads,

@@ -11,7 +11,8 @@ import {
   type ValueDecl,
   type ValueId,
 } from '@hcsp/core';
-import type { GemmMode, GpuDevice, NativeAddon, NativeTensor, OutputDecl, PreparedNode } from './nativeAddon.ts';
+import type { GpuDevice, NativeAddon, NativeTensor, OutputDecl, PreparedNode } from './nativeAddon.ts';
+import type { GemmMode } from './rocmDevices.ts';
 import { native, nativeSync } from './nativeErrors.ts';
 import { NcclCommunicator } from './comm/ncclCommunicator.ts';
 

@@ -1,6 +1,7 @@
 import {
   exactPrecision,
   GraphSession,
+  refuseTorchCpuTies,
   resolveWeightRows,
   type Backend,
   type BackendPrecision,
@@ -16,23 +17,26 @@ import { checkDeviceMemory, estimateDeviceMemory } from './deviceMemoryGuard.ts'
 import { gpuMasks, selectGpu, type GpuSelection } from './gpuSelection.ts';
 import { nativeDeviceOps } from './nativeDevice.ts';
 import { nativeWeightLoads, weightLoaderMode } from './nativeWeightLoader.ts';
-import { loadNativeAddon, type GemmMode, type GpuDevice, type GpuRuntimeProbe, type KernelMode, type NativeAddon, type NativeTensor } from './nativeAddon.ts';
+import { loadNativeAddon, type GpuDevice, type GpuRuntimeProbe, type NativeAddon, type NativeTensor } from './nativeAddon.ts';
 import { withFastKernels } from './fastKernelsPrecision.ts';
 import { GpuRuntimeUnavailableError, native, typedNativeError } from './nativeErrors.ts';
+import {
+  DEVICE_GEMMS,
+  GEMM_MODES,
+  GPU_KINDS,
+  gpuRuntimeKind,
+  KERNEL_MODES,
+  ROCM_DEVICE_KINDS,
+  ROCM_DEVICES,
+  rocmDeviceKind,
+  type GemmMode,
+  type GpuKind,
+  type KernelMode,
+  type RocmDevice,
+  type RocmDeviceChoice,
+} from './rocmDevices.ts';
 
-export type RocmDevice = 'host' | 'emulated' | 'hip' | 'cuda';
-export type RocmDeviceChoice = RocmDevice | 'auto';
-export const ROCM_DEVICES: readonly RocmDeviceChoice[] = ['host', 'emulated', 'hip', 'cuda', 'auto'];
-export const GEMM_MODES: readonly GemmMode[] = ['exact', 'blas', 'vendor', 'vendor-invariant'];
-export const KERNEL_MODES: readonly KernelMode[] = ['fast', 'exact'];
-
-/** The GEMM modes each device has, its default first. */
-export const DEVICE_GEMMS: Readonly<Record<RocmDevice, readonly GemmMode[]>> = {
-  host: ['exact', 'blas'],
-  emulated: ['exact'],
-  hip: ['vendor', 'vendor-invariant', 'exact'],
-  cuda: ['vendor', 'vendor-invariant', 'exact'],
-};
+export { DEVICE_GEMMS } from './rocmDevices.ts';
 
 export interface RocmBackendOptions {
   /**
@@ -155,9 +159,8 @@ export interface RocmBackend extends Backend {
   prepare(graph: Graph, weights: WeightSource, session?: Partial<SessionOptions>): Promise<PreparedGraph>;
 }
 
-function gpuUnavailable(kind: 'hip' | 'cuda', probe: GpuRuntimeProbe): string | null {
-  const name = kind === 'hip' ? 'HIP' : 'CUDA';
-  const envVar = kind === 'hip' ? 'HCSP_HIP_LIB' : 'HCSP_CUDA_LIB';
+function gpuUnavailable(kind: GpuKind, probe: GpuRuntimeProbe): string | null {
+  const { label: name, libraryVariable: envVar } = gpuRuntimeKind(kind);
   if (!probe.found) return `no ${name} runtime found: ${probe.detail} (set ${envVar} to the library's path)`;
   if (probe.devices === 0) {
     const masks = gpuMasks(kind);
@@ -176,7 +179,7 @@ interface OpenedGpu {
  * that has GPUs but none for this rank's index throws: a misconfigured rank, never a reason
  * for 'auto' to run elsewhere.
  */
-function openGpu(addon: NativeAddon, kind: 'hip' | 'cuda', codeObjects: string | undefined, kernels: KernelMode): OpenedGpu | string {
+function openGpu(addon: NativeAddon, kind: GpuKind, codeObjects: string | undefined, kernels: KernelMode): OpenedGpu | string {
   const probe = addon.gpuRuntime(kind);
   const why = gpuUnavailable(kind, probe);
   if (why) return why;
@@ -198,9 +201,10 @@ export async function createRocmBackend(options: RocmBackendOptions = {}): Promi
   if (options.kernels !== undefined && !KERNEL_MODES.includes(options.kernels)) {
     throw new Error(`rocm backend: unknown kernels mode '${String(options.kernels)}' (known: ${KERNEL_MODES.join(', ')})`);
   }
-  if (choice === 'host' && options.kernels === 'fast') {
+  if (choice !== 'auto' && options.kernels !== undefined && !rocmDeviceKind(choice).kernels.includes(options.kernels)) {
+    const others = ROCM_DEVICE_KINDS.filter((d) => (d.kernels as readonly KernelMode[]).includes(options.kernels!)).map((d) => d.name);
     throw new Error(
-      "rocm backend: the host device has only the reference-order kernels (kernels 'exact'); 'fast' applies to the GPU devices (hip, cuda, emulated)",
+      `rocm backend: the ${choice} device has only the reference-order kernels (kernels 'exact'); '${options.kernels}' applies to the GPU devices (${others.join(', ')})`,
     );
   }
   const kernels = options.kernels ?? 'fast';
@@ -213,12 +217,14 @@ export async function createRocmBackend(options: RocmBackendOptions = {}): Promi
   let device: RocmDevice = 'host';
   let gpu: GpuDevice | null = null;
   let selection: GpuSelection | null = null;
-  if (choice === 'hip' || choice === 'cuda') {
-    const opened = openGpu(addon, choice, options.codeObjects, kernels);
-    if (typeof opened === 'string') throw new GpuRuntimeUnavailableError(choice, `rocm backend, device ${choice}: ${opened}`);
-    [device, gpu, selection] = [choice, opened.gpu, opened.selection];
-  } else if (choice === 'auto') {
-    for (const kind of ['hip', 'cuda'] as const) {
+  const open = choice === 'auto' ? 'auto' : rocmDeviceKind(choice).open;
+  if (open === 'runtime') {
+    const kind = choice as GpuKind;
+    const opened = openGpu(addon, kind, options.codeObjects, kernels);
+    if (typeof opened === 'string') throw new GpuRuntimeUnavailableError(kind, `rocm backend, device ${kind}: ${opened}`);
+    [device, gpu, selection] = [kind, opened.gpu, opened.selection];
+  } else if (open === 'auto') {
+    for (const kind of GPU_KINDS) {
       const opened = openGpu(addon, kind, options.codeObjects, kernels);
       if (typeof opened !== 'string') {
         [device, gpu, selection] = [kind, opened.gpu, opened.selection];
@@ -226,8 +232,8 @@ export async function createRocmBackend(options: RocmBackendOptions = {}): Promi
       }
       autoNotes.push(`${kind}: ${opened}`);
     }
-  } else if (choice === 'emulated') {
-    [device, gpu] = ['emulated', await native(() => addon.openGpu('emulated', { kernels }))];
+  } else if (open === 'emulated') {
+    [device, gpu] = [choice as RocmDevice, await native(() => addon.openGpu('emulated', { kernels }))];
   }
   const gemm = options.gemm ?? DEVICE_GEMMS[device][0];
   if (!DEVICE_GEMMS[device].includes(gemm)) {
@@ -249,11 +255,9 @@ export async function createRocmBackend(options: RocmBackendOptions = {}): Promi
     gemm === 'blas'
       ? `OpenBLAS sgemm (${addon.blas().path}, OPENBLAS_CORETYPE=${addon.blas().coretype || 'unset'})`
       : gemm === 'vendor'
-        ? device === 'hip'
-          ? 'hipBLASLt'
-          : 'cuBLASLt'
+        ? gpuRuntimeKind(device as GpuKind).blasLt
         : gemm === 'vendor-invariant'
-          ? `${device === 'hip' ? 'hipBLASLt' : 'cuBLASLt'} (row-count-invariant: one algorithm per N, K)`
+          ? `${gpuRuntimeKind(device as GpuKind).blasLt} (row-count-invariant: one algorithm per N, K)`
           : gpu
             ? 'reference-order GEMM kernel'
             : `exact ${info.isa} GEMM`;
@@ -287,11 +291,13 @@ export async function createRocmBackend(options: RocmBackendOptions = {}): Promi
     gemm,
     addon,
     gpu,
-    kernels: gpu ? kernels : 'exact',
+    kernels: gpu ? kernels : rocmDeviceKind(device).kernels[0]!,
     precision: gpu?.kernels === 'fast' ? withFastKernels(gemmPrecision) : gemmPrecision,
     describe: () =>
       `rocm on ${where}, ${gemmText}${gpu ? `, ${gpu.kernels === 'fast' ? 'production (fast) kernels' : 'reference-order kernels'}` : ''}${picked}`,
     prepare: async (graph: Graph, weights: WeightSource, session: Partial<SessionOptions> = {}): Promise<PreparedGraph> => {
+      // the GPU kernels have only the 'lower-index' top-k rule; the host device calls libstdc++
+      if (gpu) refuseTorchCpuTies(graph, `rocm on the ${device} device`);
       await guardDevice(graph, session);
       // checkpoint weights stored as the graph reads them: one batch through the native loader
       const loadWeights = nativeWeightLoads(addon, gpu, weights, loaderMode);
