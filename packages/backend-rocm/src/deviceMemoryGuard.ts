@@ -2,7 +2,7 @@
 // will hold on the device (graphSession.ts: every weight its nodes read, uploaded when it
 // opens; the run's memory plan, reserved at prepare) plus what the libraries the run calls
 // allocate on the device themselves, against the memory the device has free now.
-import { bytesPerElement, formatBytes, numel, planMemory, type Graph } from '@hcsp/core';
+import { formatBytes, planMemory, valueBytes, type Graph } from '@hcsp/core';
 import { NativeOutOfMemoryError } from './nativeErrors.ts';
 
 /**
@@ -40,7 +40,7 @@ export function estimateDeviceMemory(graph: Graph, o: { ncclCommunicator: boolea
     }
   }
   let weights = 0;
-  for (const id of uploaded) weights += numel(graph.values[id].shape) * bytesPerElement(graph.values[id].dtype);
+  for (const id of uploaded) weights += valueBytes(graph.values[id]);
   const activations = planMemory(graph).poolBytes;
   const hasCollective = graph.nodes.some((n) => n.rank === null);
   const communicator = o.ncclCommunicator && hasCollective ? COMMUNICATOR_ALLOWANCE_BYTES : 0;

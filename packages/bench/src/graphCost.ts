@@ -1,20 +1,26 @@
 // What a graph costs: GEMM shapes and flops, the bytes of every other node, the tensors that
 // must be live, and the fewest bytes it must move.
-import { bytesPerElement, getOpDef, lastUses, matrixWeightPort, numel, type Graph, type ModelConfig, type ValueId } from '@hcsp/core';
+import {
+  gemmShape,
+  getOpDef,
+  heldWeights,
+  matrixWeightPort,
+  numel,
+  planMemory,
+  valueBytes,
+  type GemmShape,
+  type Graph,
+  type ModelConfig,
+  type ValueId,
+} from '@hcsp/core';
+
+export type { GemmShape };
 
 /** The GEMM ops whose weight the host's exact GEMM reads as packed panels. */
 const PANEL_GEMMS: ReadonlySet<string> = new Set(['linear', 'fp8LinearPtpc']);
 
-export interface GemmShape {
-  /** rows of x */
-  T: number;
-  /** x [T, K], w [O, K], y [T, O] */
-  K: number;
-  O: number;
-}
-
 export const shapeKey = (s: GemmShape): string => `${s.T}x${s.K}x${s.O}`;
-export const bytesOf = (d: { shape: readonly number[]; dtype: Parameters<typeof bytesPerElement>[0] }): number => numel(d.shape) * bytesPerElement(d.dtype);
+export const bytesOf = valueBytes;
 
 export interface GraphCost {
   /** each distinct linear shape and how many nodes have it */
@@ -32,9 +38,7 @@ export function graphCost(graph: Graph, readBack: readonly ValueId[] = graph.out
   let otherBytes = 0;
   for (const node of graph.nodes) {
     if (node.op === 'linear') {
-      const x = graph.values[node.inputs[0]!].shape;
-      const w = graph.values[node.inputs[matrixWeightPort(getOpDef(node.op))]!].shape;
-      const shape = { T: numel(x.slice(0, -1)), K: x.at(-1)!, O: w[0] };
+      const shape = gemmShape(graph.values, node);
       const e = gemms.get(shapeKey(shape)) ?? { shape, count: 0 };
       e.count++;
       gemms.set(shapeKey(shape), e);
@@ -60,42 +64,10 @@ export interface LiveBytes {
 
 /** The bytes that must be live on the device to run the graph once, keeping `keep` to the end. */
 export function liveBytes(graph: Graph, keep: readonly ValueId[] = graph.outputs): LiveBytes {
-  let weights = 0;
-  const seen = new Set<ValueId>();
-  for (const node of graph.nodes) {
-    for (const id of node.inputs) {
-      const d = id === null ? undefined : graph.values[id];
-      if (d?.kind !== 'weight' || seen.has(d.id)) continue;
-      seen.add(d.id);
-      // a row-gathered weight is read only at the rows its ids name
-      weights += d.weight?.gather === 'rows' ? Math.min(d.shape[0], numel(graph.values[node.inputs[0]!].shape)) * (bytesOf(d) / d.shape[0]) : bytesOf(d);
-    }
-  }
-  const last = lastUses(graph);
-  const kept = new Set(keep);
-  const live = new Map<ValueId, number>();
-  let total = 0;
-  const add = (id: ValueId): void => {
-    const b = bytesOf(graph.values[id]);
-    live.set(id, b);
-    total += b;
-  };
-  const drop = (id: ValueId): void => {
-    const b = live.get(id);
-    if (b === undefined || kept.has(id)) return;
-    live.delete(id);
-    total -= b;
-  };
-  for (const id of graph.inputs) add(id);
-  const inputs = total;
-  let peak = total;
-  graph.nodes.forEach((node, i) => {
-    for (const id of node.outputs) if (id !== null) add(id);
-    peak = Math.max(peak, total);
-    for (const id of node.inputs) if (id !== null && graph.values[id].kind !== 'weight' && last.get(id) === i) drop(id);
-    for (const id of node.outputs) if (id !== null && !last.has(id)) drop(id);
-  });
-  return { weights, inputs, activationPeak: peak, total: weights + peak };
+  const weights = [...heldWeights(graph).values()].reduce((s, b) => s + b, 0);
+  const inputs = graph.inputs.reduce((s, id) => s + valueBytes(graph.values[id]), 0);
+  const activationPeak = planMemory(graph, keep).peakBytes;
+  return { weights, inputs, activationPeak, total: weights + activationPeak };
 }
 
 /**
@@ -133,9 +105,8 @@ export function matrixFlops(graph: Graph, config: ModelConfig): number {
   let flops = 0;
   for (const node of graph.nodes) {
     if (PANEL_GEMMS.has(node.op)) {
-      const x = graph.values[node.inputs[0]!].shape;
-      const w = graph.values[node.inputs[matrixWeightPort(getOpDef(node.op))]!].shape;
-      flops += 2 * numel(x.slice(0, -1)) * x.at(-1)! * w[0];
+      const { T, K, O } = gemmShape(graph.values, node);
+      flops += 2 * T * K * O;
     } else if (node.op === 'moeExperts') {
       const [rows, h] = graph.values[node.inputs[0]!].shape;
       const local = Number(node.attrs.numLocal);
@@ -152,7 +123,7 @@ export function matrixFlops(graph: Graph, config: ModelConfig): number {
  * size; intermediates are taken to stay on chip. All ranks' together (they share this device).
  */
 export function minimumBytes(graph: Graph, keep: readonly ValueId[] = []): number {
-  const size = (id: ValueId): number => numel(graph.values[id].shape) * bytesPerElement(graph.values[id].dtype);
+  const size = (id: ValueId): number => valueBytes(graph.values[id]);
   const inputs = graph.inputs.reduce((s, id) => s + size(id), 0);
   const outputs = [...new Set([...graph.outputs, ...keep])].reduce((s, id) => s + size(id), 0);
   return inputs + liveBytes(graph).weights + outputs;

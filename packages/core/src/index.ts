@@ -28,6 +28,7 @@ export * from './tensor/axisSlice.ts';
 export * from './graph/runStatsCounter.ts';
 export * from './graph/valueLifetimes.ts';
 export * from './graph/memoryPlan.ts';
+export * from './graph/footprint.ts';
 export * from './backend/backend.ts';
 export * from './backend/engineStats.ts';
 export * from './collectives/commBytes.ts';

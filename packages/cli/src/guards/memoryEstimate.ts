@@ -4,7 +4,7 @@
 // when the graph is prepared and stays until the run ends; the graph inputs are held by the
 // caller throughout; an intermediate lives from the node that writes it to the last node
 // that reads it (graph outputs to the end).
-import { bytesPerElement, lastUses, numel, type Graph, type ValueDecl, type WeightSpec } from '@hcsp/core';
+import { heldWeightBytes, lastUses, numel, valueBytes as bytesOf, type Graph, type WeightSpec } from '@hcsp/core';
 
 /** Where the weights come from, which decides what is held besides the slices. */
 export type WeightOrigin =
@@ -46,10 +46,6 @@ const GENERATION_BYTES_PER_ELEMENT = 8;
 export const GARBAGE_FACTOR = 1.5;
 export const RUNTIME_BYTES = 96 * 2 ** 20;
 
-function bytesOf(d: { shape: readonly number[]; dtype: ValueDecl['dtype'] }): number {
-  return numel(d.shape) * bytesPerElement(d.dtype);
-}
-
 /** The estimate for running `graph` once with weights from `origin`. */
 export function estimateGraphMemory(graph: Graph, origin: WeightOrigin): MemoryEstimate {
   const ranks = Array.from({ length: graph.tp }, (_, rank) => ({ rank, weights: 0, activationPeak: 0 }));
@@ -68,8 +64,7 @@ export function estimateGraphMemory(graph: Graph, origin: WeightOrigin): MemoryE
       if (d?.kind !== 'weight' || !d.weight) continue;
       for (const name of d.weight.concat ?? [d.weight.name]) sourceNames.add(name);
       if (origin.kind === 'synthetic' && !d.weight.slice && !d.weight.concat) continue;
-      // a row-gathered weight (the PLE table) is read only at the rows its ids name
-      const held = d.weight.gather === 'rows' ? Math.min(d.shape[0], numel(graph.values[node.inputs[0]!].shape)) * (bytesOf(d) / d.shape[0]) : bytesOf(d);
+      const held = heldWeightBytes(graph.values, node, d);
       if (!seen.has(d.id)) rankWeights += held;
       seen.add(d.id);
       const key = `${node.rank}\0${d.id}`;

@@ -1,12 +1,12 @@
+import { gemmShape } from '../../graph/footprint.ts';
 import type { PriceFn } from './types.ts';
-import { bytesOf, cost, copyCost, ioBytes, outElems, shapeOf } from './types.ts';
+import { bytesOf, cost, copyCost, ioBytes, outElems } from './types.ts';
 
 // graph/ops/basicOps.ts
 export const BASIC_COSTS: Record<string, PriceFn> = {
   /** 2 M N K on the matrix units; x and y once, the weight once */
   linear: (n, ctx) => {
-    const [m, k] = shapeOf(ctx, n.inputs[0]);
-    const [o] = shapeOf(ctx, n.inputs[1]);
+    const { T: m, K: k, O: o } = gemmShape(ctx.values, n);
     const flops = 2 * m * o * k;
     return cost({ matrixFlops: flops, ...ioBytes(n, ctx), gemms: [{ rows: [m], n: o, flops, fp8: false }] });
   },

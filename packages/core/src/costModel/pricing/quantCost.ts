@@ -1,3 +1,4 @@
+import { gemmShape } from '../../graph/footprint.ts';
 import type { PriceFn } from './types.ts';
 import { cost, ioBytes, outElems, shapeOf } from './types.ts';
 
@@ -14,8 +15,7 @@ export const QUANT_COSTS: Record<string, PriceFn> = {
   fp8QuantWeightPerChannel: (n, ctx) => cost({ vectorFlops: outElems(n, ctx) * 4, ...ioBytes(n, ctx) }),
   /** 2 M N K at the fp8 matrix rate */
   fp8LinearPtpc: (n, ctx) => {
-    const [m, k] = shapeOf(ctx, n.inputs[0]);
-    const [o] = shapeOf(ctx, n.inputs[2]);
+    const { T: m, K: k, O: o } = gemmShape(ctx.values, n);
     const flops = 2 * m * o * k;
     return cost({ fp8Flops: flops, vectorFlops: m * o * 2, ...ioBytes(n, ctx), gemms: [{ rows: [m], n: o, flops, fp8: true }] });
   },

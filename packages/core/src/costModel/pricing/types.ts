@@ -1,8 +1,9 @@
 import type { ModelConfig } from '../../config/modelConfig.ts';
+import { valueBytes } from '../../graph/footprint.ts';
 import type { GraphNode, ValueDecl } from '../../graph/graph.ts';
 import { type PortRole, portsWithRole } from '../../graph/ops/opDef.ts';
 import { getOpDef } from '../../graph/ops/registry.ts';
-import { bytesPerElement, numel } from '../../tensor/tensor.ts';
+import { numel } from '../../tensor/tensor.ts';
 
 // What one node of a rank's graph costs that rank: the FLOPs it must do and the fewest
 // bytes it must move (inputs read once, outputs written once, weights read once), split so
@@ -74,7 +75,7 @@ export function shapeOf(ctx: PricingContext, id: string | null): readonly number
 
 export function bytesOf(ctx: PricingContext, id: string | null): number {
   const v = decl(ctx, id);
-  return v ? numel(v.shape) * bytesPerElement(v.dtype) : 0;
+  return v ? valueBytes(v) : 0;
 }
 
 /** Bytes of every present input and output, weights apart: the default "read each input, write each output once". */
