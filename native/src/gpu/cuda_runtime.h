@@ -56,6 +56,8 @@ struct CudaAbi {
     static constexpr const char* moduleLoad = "cuModuleLoadData";
     static constexpr const char* getFunction = "cuModuleGetFunction";
     static constexpr const char* launch = "cuLaunchKernel";
+    static constexpr const char* hostAlloc = "cuMemHostAlloc";
+    static constexpr const char* copyInAsync = "cuMemcpyHtoDAsync_v2";
   };
 
   /** a device pointer as the driver API types it */
@@ -87,6 +89,11 @@ struct CudaAbi {
   static Error launch(const Api& a, Function f, unsigned blocks, unsigned blockThreads, Stream s, void** args) {
     return a.cuLaunchKernel(f, blocks, 1, 1, blockThreads, 1, 1, 0, s, args, nullptr);
   }
+  // the weight loader's pinned staging (loader/staging.cc): optional entry points
+  static bool hasPinned(const Api& a) { return a.cuMemHostAlloc && a.cuMemFreeHost && a.cuMemcpyHtoDAsync; }
+  static Error hostAlloc(const Api& a, void** p, size_t n) { return a.cuMemHostAlloc(p, n, 0); }
+  static Error hostFree(const Api& a, void* p) { return a.cuMemFreeHost(p); }
+  static Error copyInAsync(const Api& a, void* dst, const void* src, size_t n, Stream s) { return a.cuMemcpyHtoDAsync(dptr(dst), src, n, s); }
   static const char* errorString(const Api& a, Error e) {
     const char* s = nullptr;
     return a.cuGetErrorString && a.cuGetErrorString(e, &s) == kSuccess ? s : nullptr;

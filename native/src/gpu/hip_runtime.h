@@ -54,6 +54,8 @@ struct HipAbi {
     static constexpr const char* moduleLoad = "hipModuleLoadData";
     static constexpr const char* getFunction = "hipModuleGetFunction";
     static constexpr const char* launch = "hipModuleLaunchKernel";
+    static constexpr const char* hostAlloc = "hipHostMalloc";
+    static constexpr const char* copyInAsync = "hipMemcpyAsync";
   };
 
   static Error init(const Api&) { return kSuccess; }
@@ -76,6 +78,13 @@ struct HipAbi {
   static Error getFunction(const Api& a, Function* f, Module m, const char* name) { return a.hipModuleGetFunction(f, m, name); }
   static Error launch(const Api& a, Function f, unsigned blocks, unsigned blockThreads, Stream s, void** args) {
     return a.hipModuleLaunchKernel(f, blocks, 1, 1, blockThreads, 1, 1, 0, s, args, nullptr);
+  }
+  // the weight loader's pinned staging (loader/staging.cc): optional entry points
+  static bool hasPinned(const Api& a) { return a.hipHostMalloc && a.hipHostFree && a.hipMemcpyAsync; }
+  static Error hostAlloc(const Api& a, void** p, size_t n) { return a.hipHostMalloc(p, n, hip::hipHostMallocDefault); }
+  static Error hostFree(const Api& a, void* p) { return a.hipHostFree(p); }
+  static Error copyInAsync(const Api& a, void* dst, const void* src, size_t n, Stream s) {
+    return a.hipMemcpyAsync(dst, src, n, hip::hipMemcpyHostToDevice, s);
   }
   static const char* errorString(const Api& a, Error e) { return a.hipGetErrorString ? a.hipGetErrorString(e) : nullptr; }
   /** the gfx architecture (the code-object folder), compute units and a description, from the device's properties */

@@ -18,6 +18,8 @@
 //           malloc, free, copyIn, copyOut, fill, memInfo, streamCreate, streamDestroy,
 //           streamSync, moduleLoad, moduleUnload, getFunction, launch; errorString (null if none)
 //   identify(runtime): reads the current device's architecture, units and description
+//   pinned  hasPinned, hostAlloc, hostFree, copyInAsync (N::hostAlloc, N::copyInAsync): the weight
+//           loader's staging (loader/staging.cc), optional entry points
 #pragma once
 #include <atomic>
 #include <cstdint>

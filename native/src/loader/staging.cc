@@ -33,40 +33,40 @@ class PageableLane : public Lane {
   Memory& memory_;
 };
 
-bool hipPinned(const gpu::HipRuntime& rt) { return rt.api().hipHostMalloc && rt.api().hipHostFree && rt.api().hipMemcpyAsync; }
-bool cudaPinned(const gpu::CudaRuntime& rt) { return rt.api().cuMemHostAlloc && rt.api().cuMemFreeHost && rt.api().cuMemcpyHtoDAsync; }
-
-class HipLane : public Lane {
+/** host buffers the runtime pins (its ABI table's hostAlloc), copied in on a stream of the lane's own */
+template <class Abi>
+class PinnedLane : public Lane {
  public:
-  HipLane(gpu::HipRuntime& rt, size_t bytes) : rt_(rt) {
+  using Runtime = gpu::VendorRuntime<Abi>;
+  PinnedLane(Runtime& rt, size_t bytes) : rt_(rt) {
     rt_.makeCurrent();
     try {
       for (auto*& b : buffers_) {
         void* p = nullptr;
-        if (gpu::hip::hipError_t e = rt_.api().hipHostMalloc(&p, bytes, gpu::hip::hipHostMallocDefault)) {
-          rt_.raise("hipHostMalloc", e, "(a weight loader staging buffer of " + std::to_string(bytes) + " bytes)");
+        if (auto e = Abi::hostAlloc(rt_.api(), &p, bytes)) {
+          rt_.raise(Abi::Names::hostAlloc, e, "(a weight loader staging buffer of " + std::to_string(bytes) + " bytes)");
         }
         b = static_cast<uint8_t*>(p);
       }
-      if (gpu::hip::hipError_t e = rt_.api().hipStreamCreate(&stream_)) rt_.raise("hipStreamCreate", e, "(the weight loader's copy stream)");
+      if (auto e = Abi::streamCreate(rt_.api(), &stream_)) rt_.raise(Abi::Names::streamCreate, e, "(the weight loader's copy stream)");
     } catch (...) {
       release();
       throw;
     }
   }
-  ~HipLane() override { release(); }
+  ~PinnedLane() override { release(); }
 
   void copy(void* dst, int i, size_t bytes) override {
     rt_.makeCurrent();
     finish();
-    if (gpu::hip::hipError_t e = rt_.api().hipMemcpyAsync(dst, buffers_[i], bytes, gpu::hip::hipMemcpyHostToDevice, stream_)) {
-      rt_.raise("hipMemcpyAsync", e, "(host to device, " + std::to_string(bytes) + " bytes)");
+    if (auto e = Abi::copyInAsync(rt_.api(), dst, buffers_[i], bytes, stream_)) {
+      rt_.raise(Abi::Names::copyInAsync, e, "(" + std::string(Abi::kCopyInWhat) + std::to_string(bytes) + " bytes)");
     }
     rt_.countCopyIn(bytes);
   }
   void finish() override {
     rt_.makeCurrent();
-    if (gpu::hip::hipError_t e = rt_.api().hipStreamSynchronize(stream_)) rt_.raise("hipStreamSynchronize", e, "(the weight loader's copy stream)");
+    if (auto e = Abi::streamSync(rt_.api(), stream_)) rt_.raise(Abi::Names::streamSync, e, "(the weight loader's copy stream)");
   }
 
  private:
@@ -77,85 +77,33 @@ class HipLane : public Lane {
     } catch (...) {
     }
     if (stream_) {
-      rt_.api().hipStreamSynchronize(stream_);
-      rt_.api().hipStreamDestroy(stream_);
+      Abi::streamSync(rt_.api(), stream_);
+      Abi::streamDestroy(rt_.api(), stream_);
       stream_ = nullptr;
     }
     for (auto*& b : buffers_) {
-      if (b) rt_.api().hipHostFree(b);
+      if (b) Abi::hostFree(rt_.api(), b);
       b = nullptr;
     }
   }
-  gpu::HipRuntime& rt_;
-  gpu::hip::hipStream_t stream_ = nullptr;
+  Runtime& rt_;
+  typename Abi::Stream stream_ = nullptr;
 };
 
-class CudaLane : public Lane {
- public:
-  CudaLane(gpu::CudaRuntime& rt, size_t bytes) : rt_(rt) {
-    rt_.makeCurrent();
-    try {
-      for (auto*& b : buffers_) {
-        void* p = nullptr;
-        if (gpu::cuda::CUresult e = rt_.api().cuMemHostAlloc(&p, bytes, 0)) {
-          rt_.raise("cuMemHostAlloc", e, "(a weight loader staging buffer of " + std::to_string(bytes) + " bytes)");
-        }
-        b = static_cast<uint8_t*>(p);
-      }
-      if (gpu::cuda::CUresult e = rt_.api().cuStreamCreate(&stream_, gpu::cuda::CU_STREAM_DEFAULT))
-        rt_.raise("cuStreamCreate", e, "(the weight loader's copy stream)");
-    } catch (...) {
-      release();
-      throw;
-    }
-  }
-  ~CudaLane() override { release(); }
-
-  void copy(void* dst, int i, size_t bytes) override {
-    rt_.makeCurrent();
-    finish();
-    const auto d = static_cast<gpu::cuda::CUdeviceptr>(reinterpret_cast<uintptr_t>(dst));
-    if (gpu::cuda::CUresult e = rt_.api().cuMemcpyHtoDAsync(d, buffers_[i], bytes, stream_)) {
-      rt_.raise("cuMemcpyHtoDAsync_v2", e, "(" + std::to_string(bytes) + " bytes)");
-    }
-    rt_.countCopyIn(bytes);
-  }
-  void finish() override {
-    rt_.makeCurrent();
-    if (gpu::cuda::CUresult e = rt_.api().cuStreamSynchronize(stream_)) rt_.raise("cuStreamSynchronize", e, "(the weight loader's copy stream)");
-  }
-
- private:
-  void release() noexcept {
-    try {
-      rt_.makeCurrent();
-    } catch (...) {
-    }
-    if (stream_) {
-      rt_.api().cuStreamSynchronize(stream_);
-      rt_.api().cuStreamDestroy(stream_);
-      stream_ = nullptr;
-    }
-    for (auto*& b : buffers_) {
-      if (b) rt_.api().cuMemFreeHost(b);
-      b = nullptr;
-    }
-  }
-  gpu::CudaRuntime& rt_;
-  gpu::cuda::CUstream stream_ = nullptr;
-};
+/** the vendor runtime of `memory` whose library has the pinned-memory entry points, or null */
+template <class Abi>
+gpu::VendorRuntime<Abi>* pinnedRuntime(Memory& memory) {
+  auto* rt = dynamic_cast<gpu::VendorRuntime<Abi>*>(&memory);
+  return rt && Abi::hasPinned(rt->api()) ? rt : nullptr;
+}
 
 }  // namespace
 
-std::string stagingKind(Memory& memory) {
-  if (auto* h = dynamic_cast<gpu::HipRuntime*>(&memory)) return hipPinned(*h) ? "pinned" : "pageable";
-  if (auto* c = dynamic_cast<gpu::CudaRuntime*>(&memory)) return cudaPinned(*c) ? "pinned" : "pageable";
-  return "pageable";
-}
+std::string stagingKind(Memory& memory) { return pinnedRuntime<gpu::HipAbi>(memory) || pinnedRuntime<gpu::CudaAbi>(memory) ? "pinned" : "pageable"; }
 
 std::unique_ptr<Lane> openLane(Memory& memory, size_t bufferBytes) {
-  if (auto* h = dynamic_cast<gpu::HipRuntime*>(&memory); h && hipPinned(*h)) return std::make_unique<HipLane>(*h, bufferBytes);
-  if (auto* c = dynamic_cast<gpu::CudaRuntime*>(&memory); c && cudaPinned(*c)) return std::make_unique<CudaLane>(*c, bufferBytes);
+  if (auto* h = pinnedRuntime<gpu::HipAbi>(memory)) return std::make_unique<PinnedLane<gpu::HipAbi>>(*h, bufferBytes);
+  if (auto* c = pinnedRuntime<gpu::CudaAbi>(memory)) return std::make_unique<PinnedLane<gpu::CudaAbi>>(*c, bufferBytes);
   return std::make_unique<PageableLane>(memory, bufferBytes);
 }
 
