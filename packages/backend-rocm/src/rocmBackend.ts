@@ -1,6 +1,8 @@
 import {
   exactPrecision,
+  getOpDef,
   GraphSession,
+  matrixWeightPort,
   refuseTorchCpuTies,
   resolveWeightRows,
   type Backend,
@@ -110,11 +112,8 @@ export const VENDOR_INVARIANT_GEMM_PRECISION: BackendPrecision = {
   },
 };
 
-/** the GEMM ops whose weight port reads only the exact GEMM's panel, and the addon's kind for it */
-const PANEL_PORTS: Readonly<Record<string, { port: number; kind: 'linear' | 'fp8' }>> = {
-  linear: { port: 1, kind: 'linear' },
-  fp8LinearPtpc: { port: 2, kind: 'fp8' },
-};
+/** the GEMM ops whose weight matrix (the declared weight port) the exact GEMM reads only as its panel, and the addon's kind for it */
+const PANEL_GEMMS: Readonly<Record<string, 'linear' | 'fp8'>> = { linear: 'linear', fp8LinearPtpc: 'fp8' };
 
 /**
  * The weights every reader of which is a per-rank `linear` (as w) or `fp8LinearPtpc` (as qW):
@@ -123,10 +122,11 @@ const PANEL_PORTS: Readonly<Record<string, { port: number; kind: 'linear' | 'fp8
 export function panelOnlyWeights(graph: Graph): Map<ValueId, 'linear' | 'fp8'> {
   const kinds = new Map<ValueId, 'linear' | 'fp8' | null>();
   for (const node of graph.nodes) {
-    const gemm = node.rank === null ? undefined : PANEL_PORTS[node.op];
+    const gemm = node.rank === null ? undefined : PANEL_GEMMS[node.op];
+    const panelPort = gemm ? matrixWeightPort(getOpDef(node.op)) : -1;
     node.inputs.forEach((id, port) => {
       if (id === null || graph.values[id]?.kind !== 'weight') return;
-      const kind = gemm && port === gemm.port ? gemm.kind : null;
+      const kind = gemm && port === panelPort ? gemm : null;
       kinds.set(id, kinds.has(id) && kinds.get(id) !== kind ? null : kind);
     });
   }
