@@ -157,6 +157,119 @@ struct PlanBook {
 };
 
 // ---------------------------------------------------------------------------------------------
+// What both libraries' plans, states and calls share, over a library table (HipLt, CudaLt below:
+// its API, handle types, destroyers, status text, and the steps that differ)
+
+/** one shape's descriptors and algorithm (a shape without one keeps hasAlgo false) */
+template <class Lt>
+struct LtPlan {
+  using Layout = typename Lt::Layout;
+  const typename Lt::Api& api;
+  typename Lt::Desc desc = nullptr;
+  Layout a = nullptr, b = nullptr, d = nullptr;  // b, d: of the heuristic's row count
+  typename Lt::Pref pref = nullptr;
+  bool hasAlgo = false;
+  typename Lt::Algo algo{};
+  int32_t algoId = -1;  // a row-invariant plan's algorithm id where the library reports one, for messages
+  /** a row-invariant plan's B and D layouts of each row count it ran */
+  std::map<int64_t, std::pair<Layout, Layout>> rowLayouts;
+  explicit LtPlan(const typename Lt::Api& x) : api(x) {}
+  LtPlan(const LtPlan&) = delete;
+  LtPlan& operator=(const LtPlan&) = delete;
+  ~LtPlan() {
+    for (auto& [n, bd] : rowLayouts) {
+      if (bd.first) Lt::destroy(api, bd.first);
+      if (bd.second) Lt::destroy(api, bd.second);
+    }
+    if (pref) Lt::destroy(api, pref);
+    if (d) Lt::destroy(api, d);
+    if (b) Lt::destroy(api, b);
+    if (a) Lt::destroy(api, a);
+    if (desc) Lt::destroy(api, desc);
+  }
+};
+
+/** a device's library handle, workspace and plans (destroyed with the device, before its stream) */
+template <class Lt>
+struct LtState : ModuleRuntime::Extension {
+  typename Lt::Runtime& rt;
+  typename Lt::Api api;
+  std::string lib;
+  typename Lt::Handle handle = nullptr;
+  void* workspace = nullptr;
+  size_t workspaceBytes = 0;
+  std::map<PlanKey, std::unique_ptr<LtPlan<Lt>>> plans;
+  PlanBook book;
+  explicit LtState(typename Lt::Runtime& r) : rt(r) {}
+  ~LtState() override {
+    plans.clear();  // before the handle they were made with
+    if (workspace) rt.releaseScratch(workspace, workspaceBytes);
+    if (handle) Lt::destroy(api, handle);
+  }
+};
+
+/** the device's state, made on its first vendor GEMM (the caller holds the extension lock) */
+template <class Lt>
+LtState<Lt>& ltState(typename Lt::Runtime& rt) {
+  auto& slot = rt.extension();
+  if (auto* st = dynamic_cast<LtState<Lt>*>(slot.get())) return *st;
+  std::string lib;
+  const auto& api = Lt::load(&lib);
+  auto fresh = std::make_unique<LtState<Lt>>(rt);
+  fresh->api = api;
+  fresh->lib = lib;
+  if (auto s = Lt::create(api, &fresh->handle)) fail(ErrorKind::Runtime, std::string(Lt::kCreate) + " (" + lib + ") failed: " + Lt::status(api, s));
+  fresh->workspace = rt.allocateScratch(kWorkspaceBytes, std::string("the ") + Lt::kName + " workspace");
+  fresh->workspaceBytes = kWorkspaceBytes;
+  auto& st = *fresh;
+  slot = std::move(fresh);
+  return st;
+}
+
+/** an FP8 GEMM's per-call scale pointers on the plan's descriptor */
+template <class Lt>
+void setScales(const LtPlan<Lt>& g, const Problem& p, const std::string& tag) {
+  if (!p.scaleA) return;
+  const void* sa = p.scaleA;
+  const void* sb = p.scaleB;
+  Lt::check(g.api, Lt::setDesc(g.api, g.desc, Lt::kAScalePointer, &sa, sizeof sa), std::string(Lt::kSetDesc) + "(A_SCALE_POINTER)", tag);
+  Lt::check(g.api, Lt::setDesc(g.api, g.desc, Lt::kBScalePointer, &sb, sizeof sb), std::string(Lt::kSetDesc) + "(B_SCALE_POINTER)", tag);
+}
+
+/** one GEMM through the device's plan of its shape; false: the library has no algorithm for it (the caller runs the exact kernel) */
+template <class Lt>
+bool ltGemm(typename Lt::Runtime& rt, const Problem& p, typename Lt::DataType abType) {
+  std::lock_guard<std::mutex> lock(rt.extensionMutex());
+  rt.makeCurrent();
+  LtState<Lt>& st = ltState<Lt>(rt);
+  const std::string tag = Lt::tag(st, p);
+  const PlanKey key = planKey(p, abType);
+  auto it = st.plans.find(key);
+  if (it == st.plans.end()) {
+    it = st.plans.emplace(key, Lt::plan(st, p, abType, tag)).first;
+  } else if (it->second->hasAlgo) {
+    setScales(*it->second, p, tag);
+  }
+  LtPlan<Lt>& g = *it->second;
+  if (!g.hasAlgo) return false;
+  typename Lt::Layout b = g.b, d = g.d;
+  // a row-invariant plan runs each M through layouts of its own (the planning row count's too), each made and counted once
+  if (p.invariant) {
+    auto [at, fresh] = g.rowLayouts.try_emplace(p.n, nullptr, nullptr);
+    if (fresh) {
+      Lt::rowLayouts(st, g, p, abType, at->second, tag);
+      st.book.invariantRowCounts++;
+    }
+    b = at->second.first;
+    d = at->second.second;
+  }
+  // a dry run makes the plan (at a session's warm-up) and calls nothing
+  if (rt.dryRun()) return true;
+  Lt::matmul(st, g, p, b, d, tag);
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
 // hipBLASLt
 
 namespace hl = hipblaslt;
@@ -198,82 +311,46 @@ void hipCheck(hl::hipblasStatus_t s, const std::string& call) {
   if (s != hl::HIPBLAS_STATUS_SUCCESS) fail(ErrorKind::Runtime, call + " failed: " + hipStatus(s));
 }
 
-/** one shape's descriptors and algorithm (a shape without one keeps hasAlgo false) */
-struct HipPlan {
-  const hl::HipBlasLtApi& api;
-  hl::hipblasLtMatmulDesc_t desc = nullptr;
-  hl::hipblasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;  // b, d: of the plan's row count
-  hl::hipblasLtMatmulPreference_t pref = nullptr;
-  bool hasAlgo = false;
-  hl::hipblasLtMatmulAlgo_t algo{};
-  int64_t rows = 0;  // the row count b and d describe (the heuristic's)
-  /** a row-invariant plan's B and D layouts of each row count it ran */
-  std::map<int64_t, std::pair<hl::hipblasLtMatrixLayout_t, hl::hipblasLtMatrixLayout_t>> rowLayouts;
-  explicit HipPlan(const hl::HipBlasLtApi& x) : api(x) {}
-  HipPlan(const HipPlan&) = delete;
-  HipPlan& operator=(const HipPlan&) = delete;
-  ~HipPlan() {
-    for (auto& [n, bd] : rowLayouts) {
-      api.hipblasLtMatrixLayoutDestroy(bd.first);
-      api.hipblasLtMatrixLayoutDestroy(bd.second);
-    }
-    if (pref) api.hipblasLtMatmulPreferenceDestroy(pref);
-    if (d) api.hipblasLtMatrixLayoutDestroy(d);
-    if (b) api.hipblasLtMatrixLayoutDestroy(b);
-    if (a) api.hipblasLtMatrixLayoutDestroy(a);
-    if (desc) api.hipblasLtMatmulDescDestroy(desc);
+struct HipLt {
+  using Api = hl::HipBlasLtApi;
+  using Status = hl::hipblasStatus_t;
+  using Runtime = HipRuntime;
+  using DataType = hl::hipDataType;
+  using Handle = hl::hipblasLtHandle_t;
+  using Desc = hl::hipblasLtMatmulDesc_t;
+  using Layout = hl::hipblasLtMatrixLayout_t;
+  using Pref = hl::hipblasLtMatmulPreference_t;
+  using Algo = hl::hipblasLtMatmulAlgo_t;
+  using Plan = LtPlan<HipLt>;
+  using State = LtState<HipLt>;
+  static constexpr const char* kName = "hipBLASLt";
+  static constexpr const char* kCreate = "hipblasLtCreate";
+  static constexpr const char* kSetDesc = "hipblasLtMatmulDescSetAttribute";
+  static constexpr auto kAScalePointer = hl::HIPBLASLT_MATMUL_DESC_A_SCALE_POINTER;
+  static constexpr auto kBScalePointer = hl::HIPBLASLT_MATMUL_DESC_B_SCALE_POINTER;
+
+  static const Api& load(std::string* name) { return hipBlasLt(name); }
+  static Status create(const Api& a, Handle* h) { return a.hipblasLtCreate(h); }
+  static void destroy(const Api& a, Handle h) { a.hipblasLtDestroy(h); }
+  static void destroy(const Api& a, Desc d) { a.hipblasLtMatmulDescDestroy(d); }
+  static void destroy(const Api& a, Layout l) { a.hipblasLtMatrixLayoutDestroy(l); }
+  static void destroy(const Api& a, Pref p) { a.hipblasLtMatmulPreferenceDestroy(p); }
+  static Status setDesc(const Api& a, Desc d, hl::hipblasLtMatmulDescAttributes_t attr, const void* v, size_t n) {
+    return a.hipblasLtMatmulDescSetAttribute(d, attr, v, n);
   }
+  static std::string status(const Api&, Status s) { return hipStatus(s); }
+  /** "<call> (<op>, <lib>) failed: <status>" */
+  static void check(const Api&, Status s, const std::string& call, const std::string& tag) { hipCheck(s, call + tag); }
+  static std::string tag(const State& st, const Problem& p) { return std::string(" (") + p.op + ", " + st.lib + ")"; }
+  static std::unique_ptr<Plan> plan(State& st, const Problem& p, DataType abType, const std::string& tag);
+  static void rowLayouts(State& st, Plan& g, const Problem& p, DataType abType, std::pair<Layout, Layout>& bd, const std::string& tag);
+  static void matmul(State& st, const Plan& g, const Problem& p, Layout b, Layout d, const std::string& tag);
 };
-
-/** a device's hipBLASLt handle, workspace and plans (destroyed with the device, before its stream) */
-struct HipLtState : HipRuntime::Extension {
-  HipRuntime& rt;
-  hl::HipBlasLtApi api;
-  std::string lib;
-  hl::hipblasLtHandle_t handle = nullptr;
-  void* workspace = nullptr;
-  size_t workspaceBytes = 0;
-  std::map<PlanKey, std::unique_ptr<HipPlan>> plans;
-  PlanBook book;
-  explicit HipLtState(HipRuntime& r) : rt(r) {}
-  ~HipLtState() override {
-    plans.clear();  // before the handle they were made with
-    if (workspace) rt.releaseScratch(workspace, workspaceBytes);
-    if (handle) api.hipblasLtDestroy(handle);
-  }
-};
-
-/** the device's state, made on its first vendor GEMM (the caller holds the extension lock) */
-HipLtState& hipState(HipRuntime& rt) {
-  auto& slot = rt.extension();
-  if (auto* st = dynamic_cast<HipLtState*>(slot.get())) return *st;
-  std::string lib;
-  const auto& api = hipBlasLt(&lib);
-  auto fresh = std::make_unique<HipLtState>(rt);
-  fresh->api = api;
-  fresh->lib = lib;
-  hipCheck(api.hipblasLtCreate(&fresh->handle), "hipblasLtCreate (" + lib + ")");
-  fresh->workspace = rt.allocateScratch(kWorkspaceBytes, "the hipBLASLt workspace");
-  fresh->workspaceBytes = kWorkspaceBytes;
-  auto& st = *fresh;
-  slot = std::move(fresh);
-  return st;
-}
-
-void hipSetScales(const HipPlan& g, const Problem& p, const std::string& tag) {
-  if (!p.scaleA) return;
-  const void* sa = p.scaleA;
-  const void* sb = p.scaleB;
-  hipCheck(g.api.hipblasLtMatmulDescSetAttribute(g.desc, hl::HIPBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa),
-           "hipblasLtMatmulDescSetAttribute(A_SCALE_POINTER)" + tag);
-  hipCheck(g.api.hipblasLtMatmulDescSetAttribute(g.desc, hl::HIPBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb),
-           "hipblasLtMatmulDescSetAttribute(B_SCALE_POINTER)" + tag);
-}
 
 /** the shape's plan: descriptors, layouts, the heuristic's algorithm or none */
-std::unique_ptr<HipPlan> hipPlan(HipLtState& st, const Problem& p, hl::hipDataType abType, const std::string& tag) {
+std::unique_ptr<HipLt::Plan> HipLt::plan(State& st, const Problem& p, DataType abType, const std::string& tag) {
   const auto& api = st.api;
-  auto g = std::make_unique<HipPlan>(api);
+  auto g = std::make_unique<Plan>(api);
   hipCheck(api.hipblasLtMatmulDescCreate(&g->desc, hl::HIPBLAS_COMPUTE_32F, hl::HIP_R_32F), "hipblasLtMatmulDescCreate" + tag);
   const hl::hipblasOperation_t opT = hl::HIPBLAS_OP_T, opN = hl::HIPBLAS_OP_N;
   hipCheck(api.hipblasLtMatmulDescSetAttribute(g->desc, hl::HIPBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT), "hipblasLtMatmulDescSetAttribute(TRANSA)" + tag);
@@ -301,12 +378,11 @@ std::unique_ptr<HipPlan> hipPlan(HipLtState& st, const Problem& p, hl::hipDataTy
                                          ": this hipBLASLt has no per-token x per-channel scale mode (hipBLASLt 1.x of ROCm 7 has it); use the exact GEMM");
       }
     }
-    hipSetScales(*g, p, tag);
+    setScales(*g, p, tag);
   }
   hipCheck(api.hipblasLtMatrixLayoutCreate(&g->a, abType, p.k, p.m, p.k), "hipblasLtMatrixLayoutCreate(A)" + tag);
-  g->rows = planRows(p);
-  hipCheck(api.hipblasLtMatrixLayoutCreate(&g->b, abType, p.k, g->rows, p.k), "hipblasLtMatrixLayoutCreate(B)" + tag);
-  hipCheck(api.hipblasLtMatrixLayoutCreate(&g->d, hl::HIP_R_16BF, p.m, g->rows, p.m), "hipblasLtMatrixLayoutCreate(D)" + tag);
+  hipCheck(api.hipblasLtMatrixLayoutCreate(&g->b, abType, p.k, planRows(p), p.k), "hipblasLtMatrixLayoutCreate(B)" + tag);
+  hipCheck(api.hipblasLtMatrixLayoutCreate(&g->d, hl::HIP_R_16BF, p.m, planRows(p), p.m), "hipblasLtMatrixLayoutCreate(D)" + tag);
   hipCheck(api.hipblasLtMatmulPreferenceCreate(&g->pref), "hipblasLtMatmulPreferenceCreate" + tag);
   // a row-invariant plan allows no workspace: split-k and stream-K solutions keep their partial tiles there
   const uint64_t ws = p.invariant ? 0 : st.workspaceBytes;
@@ -345,44 +421,21 @@ std::unique_ptr<HipPlan> hipPlan(HipLtState& st, const Problem& p, hl::hipDataTy
   return g;
 }
 
-bool hipGemm(HipRuntime& rt, const Problem& p, hl::hipDataType abType) {
-  std::lock_guard<std::mutex> lock(rt.extensionMutex());
-  rt.makeCurrent();
-  HipLtState& st = hipState(rt);
-  const std::string tag = std::string(" (") + p.op + ", " + st.lib + ")";
-  const PlanKey key = planKey(p, abType);
-  auto it = st.plans.find(key);
-  if (it == st.plans.end()) {
-    it = st.plans.emplace(key, hipPlan(st, p, abType, tag)).first;
-  } else if (it->second->hasAlgo) {
-    hipSetScales(*it->second, p, tag);
-  }
-  HipPlan& g = *it->second;
-  if (!g.hasAlgo) return false;
-  hl::hipblasLtMatrixLayout_t b = g.b, d = g.d;
-  // a row-invariant plan runs each M through layouts of its own (the planning row count's too), each counted once
-  if (p.invariant) {
-    auto [at, fresh] = g.rowLayouts.try_emplace(p.n, nullptr, nullptr);
-    if (fresh) {
-      hipCheck(st.api.hipblasLtMatrixLayoutCreate(&at->second.first, abType, p.k, p.n, p.k), "hipblasLtMatrixLayoutCreate(B)" + tag);
-      hipCheck(st.api.hipblasLtMatrixLayoutCreate(&at->second.second, hl::HIP_R_16BF, p.m, p.n, p.m), "hipblasLtMatrixLayoutCreate(D)" + tag);
-      st.book.invariantRowCounts++;
-    }
-    b = at->second.first;
-    d = at->second.second;
-  }
-  // a dry run makes the plan (at a session's warm-up) and calls nothing
-  if (rt.dryRun()) return true;
+void HipLt::rowLayouts(State& st, Plan&, const Problem& p, DataType abType, std::pair<Layout, Layout>& bd, const std::string& tag) {
+  hipCheck(st.api.hipblasLtMatrixLayoutCreate(&bd.first, abType, p.k, p.n, p.k), "hipblasLtMatrixLayoutCreate(B)" + tag);
+  hipCheck(st.api.hipblasLtMatrixLayoutCreate(&bd.second, hl::HIP_R_16BF, p.m, p.n, p.m), "hipblasLtMatrixLayoutCreate(D)" + tag);
+}
+
+void HipLt::matmul(State& st, const Plan& g, const Problem& p, Layout b, Layout d, const std::string& tag) {
   const float alpha = 1.0f, beta = 0.0f;
   const hl::hipblasStatus_t s = st.api.hipblasLtMatmul(st.handle, g.desc, &alpha, p.a, g.a, p.b, b, &beta, p.d, d, p.d, d, &g.algo, st.workspace,
-                                                       p.invariant ? 0 : st.workspaceBytes, rt.stream());
+                                                       p.invariant ? 0 : st.workspaceBytes, st.rt.stream());
   if (s != hl::HIPBLAS_STATUS_SUCCESS && p.invariant) {
     int32_t solution = 0;
     std::memcpy(&solution, g.algo.data, sizeof solution);
     invariantRefused("hipBLASLt", "(solution " + std::to_string(solution) + ")", p, "hipblasLtMatmul: " + hipStatus(s), tag);
   }
   hipCheck(s, "hipblasLtMatmul" + tag + " for " + shapeText(p));
-  return true;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -431,87 +484,53 @@ std::string cuStatus(const cl::CuBlasLtApi& api, cl::cublasStatus_t s) {
   return out + " (status " + std::to_string(s) + ")";
 }
 
-/** one shape's descriptors and algorithm (a shape without one keeps hasAlgo false) */
-struct CudaPlan {
-  const cl::CuBlasLtApi& api;
-  cl::cublasLtMatmulDesc_t desc = nullptr;
-  cl::cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;  // b, d: of the heuristic's row count
-  cl::cublasLtMatmulPreference_t pref = nullptr;
-  bool hasAlgo = false;
-  cl::cublasLtMatmulAlgo_t algo{};
-  int32_t algoId = -1;  // a row-invariant plan's CUBLASLT_ALGO_CONFIG_ID, for messages
-  /** a row-invariant plan's B and D layouts of each row count it ran (cublasLtMatmulAlgoCheck passed) */
-  std::map<int64_t, std::pair<cl::cublasLtMatrixLayout_t, cl::cublasLtMatrixLayout_t>> rowLayouts;
-  explicit CudaPlan(const cl::CuBlasLtApi& x) : api(x) {}
-  CudaPlan(const CudaPlan&) = delete;
-  CudaPlan& operator=(const CudaPlan&) = delete;
-  ~CudaPlan() {
-    for (auto& [n, bd] : rowLayouts) {
-      if (bd.first) api.cublasLtMatrixLayoutDestroy(bd.first);
-      if (bd.second) api.cublasLtMatrixLayoutDestroy(bd.second);
-    }
-    if (pref) api.cublasLtMatmulPreferenceDestroy(pref);
-    if (d) api.cublasLtMatrixLayoutDestroy(d);
-    if (b) api.cublasLtMatrixLayoutDestroy(b);
-    if (a) api.cublasLtMatrixLayoutDestroy(a);
-    if (desc) api.cublasLtMatmulDescDestroy(desc);
-  }
-};
-
-/** a device's cuBLASLt handle, workspace and plans (destroyed with the device, before its stream) */
-struct CudaLtState : CudaRuntime::Extension {
-  CudaRuntime& rt;
-  cl::CuBlasLtApi api;
-  std::string lib;
-  cl::cublasLtHandle_t handle = nullptr;
-  void* workspace = nullptr;
-  size_t workspaceBytes = 0;
-  std::map<PlanKey, std::unique_ptr<CudaPlan>> plans;
-  PlanBook book;
-  explicit CudaLtState(CudaRuntime& r) : rt(r) {}
-  ~CudaLtState() override {
-    plans.clear();  // before the handle they were made with
-    if (workspace) rt.releaseScratch(workspace, workspaceBytes);
-    if (handle) api.cublasLtDestroy(handle);
-  }
-};
-
-/** the device's state, made on its first vendor GEMM (the caller holds the extension lock) */
-CudaLtState& cudaState(CudaRuntime& rt) {
-  auto& slot = rt.extension();
-  if (auto* st = dynamic_cast<CudaLtState*>(slot.get())) return *st;
-  std::string lib;
-  const auto& api = cuBlasLt(&lib);
-  auto fresh = std::make_unique<CudaLtState>(rt);
-  fresh->api = api;
-  fresh->lib = lib;
-  if (cl::cublasStatus_t s = api.cublasLtCreate(&fresh->handle)) fail(ErrorKind::Runtime, "cublasLtCreate (" + lib + ") failed: " + cuStatus(api, s));
-  fresh->workspace = rt.allocateScratch(kWorkspaceBytes, "the cuBLASLt workspace");
-  fresh->workspaceBytes = kWorkspaceBytes;
-  auto& st = *fresh;
-  slot = std::move(fresh);
-  return st;
-}
-
 void cudaCheck(const cl::CuBlasLtApi& api, cl::cublasStatus_t s, const std::string& call, const std::string& tag) {
   if (s != cl::CUBLAS_STATUS_SUCCESS) fail(ErrorKind::Runtime, call + " failed" + tag + ": " + cuStatus(api, s));
 }
 
-void cudaSetScales(const CudaPlan& g, const Problem& p, const std::string& tag) {
-  if (!p.scaleA) return;
-  const void* sa = p.scaleA;
-  const void* sb = p.scaleB;
-  cudaCheck(g.api, g.api.cublasLtMatmulDescSetAttribute(g.desc, cl::CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa),
-            "cublasLtMatmulDescSetAttribute(A_SCALE_POINTER)", tag);
-  cudaCheck(g.api, g.api.cublasLtMatmulDescSetAttribute(g.desc, cl::CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb),
-            "cublasLtMatmulDescSetAttribute(B_SCALE_POINTER)", tag);
-}
+struct CudaLt {
+  using Api = cl::CuBlasLtApi;
+  using Status = cl::cublasStatus_t;
+  using Runtime = CudaRuntime;
+  using DataType = cl::cudaDataType;
+  using Handle = cl::cublasLtHandle_t;
+  using Desc = cl::cublasLtMatmulDesc_t;
+  using Layout = cl::cublasLtMatrixLayout_t;
+  using Pref = cl::cublasLtMatmulPreference_t;
+  using Algo = cl::cublasLtMatmulAlgo_t;
+  using Plan = LtPlan<CudaLt>;
+  using State = LtState<CudaLt>;
+  static constexpr const char* kName = "cuBLASLt";
+  static constexpr const char* kCreate = "cublasLtCreate";
+  static constexpr const char* kSetDesc = "cublasLtMatmulDescSetAttribute";
+  static constexpr auto kAScalePointer = cl::CUBLASLT_MATMUL_DESC_A_SCALE_POINTER;
+  static constexpr auto kBScalePointer = cl::CUBLASLT_MATMUL_DESC_B_SCALE_POINTER;
+
+  static const Api& load(std::string* name) { return cuBlasLt(name); }
+  static Status create(const Api& a, Handle* h) { return a.cublasLtCreate(h); }
+  static void destroy(const Api& a, Handle h) { a.cublasLtDestroy(h); }
+  static void destroy(const Api& a, Desc d) { a.cublasLtMatmulDescDestroy(d); }
+  static void destroy(const Api& a, Layout l) { a.cublasLtMatrixLayoutDestroy(l); }
+  static void destroy(const Api& a, Pref p) { a.cublasLtMatmulPreferenceDestroy(p); }
+  static Status setDesc(const Api& a, Desc d, cl::cublasLtMatmulDescAttributes_t attr, const void* v, size_t n) {
+    return a.cublasLtMatmulDescSetAttribute(d, attr, v, n);
+  }
+  static std::string status(const Api& a, Status s) { return cuStatus(a, s); }
+  /** "<call> failed (<op>, <lib> version V): <status>" */
+  static void check(const Api& a, Status s, const std::string& call, const std::string& tag) { cudaCheck(a, s, call, tag); }
+  static std::string tag(const State& st, const Problem& p) {
+    return std::string(" (") + p.op + ", " + st.lib + " version " + std::to_string(st.api.cublasLtGetVersion()) + ")";
+  }
+  static std::unique_ptr<Plan> plan(State& st, const Problem& p, DataType abType, const std::string& tag);
+  static void rowLayouts(State& st, Plan& g, const Problem& p, DataType abType, std::pair<Layout, Layout>& bd, const std::string& tag);
+  static void matmul(State& st, const Plan& g, const Problem& p, Layout b, Layout d, const std::string& tag);
+};
 
 /** the shape's plan: descriptors, layouts, the heuristic's algorithm or none */
-std::unique_ptr<CudaPlan> cudaPlan(CudaLtState& st, const Problem& p, cl::cudaDataType abType, const std::string& tag) {
+std::unique_ptr<CudaLt::Plan> CudaLt::plan(State& st, const Problem& p, DataType abType, const std::string& tag) {
   const auto& api = st.api;
   auto check = [&](cl::cublasStatus_t s, const std::string& call) { cudaCheck(api, s, call, tag); };
-  auto g = std::make_unique<CudaPlan>(api);
+  auto g = std::make_unique<Plan>(api);
   check(api.cublasLtMatmulDescCreate(&g->desc, cl::CUBLAS_COMPUTE_32F, cl::CUDA_R_32F), "cublasLtMatmulDescCreate");
   const cl::cublasOperation_t opT = cl::CUBLAS_OP_T, opN = cl::CUBLAS_OP_N;
   check(api.cublasLtMatmulDescSetAttribute(g->desc, cl::CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT), "cublasLtMatmulDescSetAttribute(TRANSA)");
@@ -526,7 +545,7 @@ std::unique_ptr<CudaPlan> cudaPlan(CudaLtState& st, const Problem& p, cl::cudaDa
                                          ": this cuBLASLt has no per-token x per-channel scale mode; use the exact GEMM");
       }
     }
-    cudaSetScales(*g, p, tag);
+    setScales(*g, p, tag);
   }
   check(api.cublasLtMatrixLayoutCreate(&g->a, abType, p.k, p.m, p.k), "cublasLtMatrixLayoutCreate(A)");
   if (p.invariant && !(api.cublasLtMatmulAlgoConfigGetAttribute && api.cublasLtMatmulAlgoCheck)) {
@@ -583,53 +602,31 @@ std::unique_ptr<CudaPlan> cudaPlan(CudaLtState& st, const Problem& p, cl::cudaDa
   return g;
 }
 
-bool cudaGemm(CudaRuntime& rt, const Problem& p, cl::cudaDataType abType) {
-  std::lock_guard<std::mutex> lock(rt.extensionMutex());
-  rt.makeCurrent();
-  CudaLtState& st = cudaState(rt);
-  const std::string tag = std::string(" (") + p.op + ", " + st.lib + " version " + std::to_string(st.api.cublasLtGetVersion()) + ")";
-  const PlanKey key = planKey(p, abType);
-  auto it = st.plans.find(key);
-  if (it == st.plans.end()) {
-    it = st.plans.emplace(key, cudaPlan(st, p, abType, tag)).first;
-  } else if (it->second->hasAlgo) {
-    cudaSetScales(*it->second, p, tag);
+// each M's layouts, and the library's check that the one algorithm runs it (once per M)
+void CudaLt::rowLayouts(State& st, Plan& g, const Problem& p, DataType abType, std::pair<Layout, Layout>& bd, const std::string& tag) {
+  auto& [bn, dn] = bd;
+  cudaCheck(st.api, st.api.cublasLtMatrixLayoutCreate(&bn, abType, p.k, p.n, p.k), "cublasLtMatrixLayoutCreate(B)", tag);
+  cudaCheck(st.api, st.api.cublasLtMatrixLayoutCreate(&dn, cl::CUDA_R_16BF, p.m, p.n, p.m), "cublasLtMatrixLayoutCreate(D)", tag);
+  cl::cublasLtMatmulHeuristicResult_t checked{};
+  const cl::cublasStatus_t cs = st.api.cublasLtMatmulAlgoCheck(st.handle, g.desc, g.a, bn, dn, dn, &g.algo, &checked);
+  const std::string algo = "(id " + std::to_string(g.algoId) + ")";
+  if (cs != cl::CUBLAS_STATUS_SUCCESS) {
+    st.api.cublasLtMatrixLayoutDestroy(bn);
+    st.api.cublasLtMatrixLayoutDestroy(dn);
+    g.rowLayouts.erase(p.n);  // its layouts go: the next call of this M is refused again
+    invariantRefused("cuBLASLt", algo, p, "cublasLtMatmulAlgoCheck: " + cuStatus(st.api, cs), tag);
   }
-  CudaPlan& g = *it->second;
-  if (!g.hasAlgo) return false;
-  cl::cublasLtMatrixLayout_t b = g.b, d = g.d;
-  // a row-invariant plan: each M's layouts, and the library's check that the one algorithm runs it (once per M)
-  if (p.invariant) {
-    auto [at, fresh] = g.rowLayouts.try_emplace(p.n, nullptr, nullptr);
-    if (fresh) {
-      auto& [bn, dn] = at->second;
-      cudaCheck(st.api, st.api.cublasLtMatrixLayoutCreate(&bn, abType, p.k, p.n, p.k), "cublasLtMatrixLayoutCreate(B)", tag);
-      cudaCheck(st.api, st.api.cublasLtMatrixLayoutCreate(&dn, cl::CUDA_R_16BF, p.m, p.n, p.m), "cublasLtMatrixLayoutCreate(D)", tag);
-      cl::cublasLtMatmulHeuristicResult_t checked{};
-      const cl::cublasStatus_t cs = st.api.cublasLtMatmulAlgoCheck(st.handle, g.desc, g.a, bn, dn, dn, &g.algo, &checked);
-      const std::string algo = "(id " + std::to_string(g.algoId) + ")";
-      if (cs != cl::CUBLAS_STATUS_SUCCESS) {
-        g.rowLayouts.erase(at);  // its layouts go: the next call of this M is refused again
-        st.api.cublasLtMatrixLayoutDestroy(bn);
-        st.api.cublasLtMatrixLayoutDestroy(dn);
-        invariantRefused("cuBLASLt", algo, p, "cublasLtMatmulAlgoCheck: " + cuStatus(st.api, cs), tag);
-      }
-      if (checked.workspaceSize > st.workspaceBytes) {
-        invariantRefused("cuBLASLt", algo, p,
-                         "it needs " + std::to_string(checked.workspaceSize) + " workspace bytes, more than the " + std::to_string(st.workspaceBytes), tag);
-      }
-      st.book.invariantRowCounts++;
-    }
-    b = at->second.first;
-    d = at->second.second;
+  if (checked.workspaceSize > st.workspaceBytes) {
+    invariantRefused("cuBLASLt", algo, p,
+                     "it needs " + std::to_string(checked.workspaceSize) + " workspace bytes, more than the " + std::to_string(st.workspaceBytes), tag);
   }
-  // a dry run makes the plan (at a session's warm-up) and calls nothing
-  if (rt.dryRun()) return true;
+}
+
+void CudaLt::matmul(State& st, const Plan& g, const Problem& p, Layout b, Layout d, const std::string& tag) {
   const float alpha = 1.0f, beta = 0.0f;
   cudaCheck(st.api,
-            st.api.cublasLtMatmul(st.handle, g.desc, &alpha, p.a, g.a, p.b, b, &beta, p.d, d, p.d, d, &g.algo, st.workspace, st.workspaceBytes, rt.stream()),
+            st.api.cublasLtMatmul(st.handle, g.desc, &alpha, p.a, g.a, p.b, b, &beta, p.d, d, p.d, d, &g.algo, st.workspace, st.workspaceBytes, st.rt.stream()),
             "cublasLtMatmul for " + shapeText(p), tag);
-  return true;
 }
 
 template <class State>
@@ -658,8 +655,8 @@ bool vendorLinearBf16(GpuRuntime& rt, const uint16_t* x, int64_t rows, int64_t i
   if (inF <= 0) return false;
   Problem p{"linear", "bf16", outF, rows, inF, w, x, y};
   p.invariant = rowInvariant;
-  if (auto* h = dynamic_cast<HipRuntime*>(&rt)) return hipGemm(*h, p, hipblaslt::HIP_R_16BF);
-  if (auto* c = dynamic_cast<CudaRuntime*>(&rt)) return cudaGemm(*c, p, cublaslt::CUDA_R_16BF);
+  if (auto* h = dynamic_cast<HipRuntime*>(&rt)) return ltGemm<HipLt>(*h, p, hipblaslt::HIP_R_16BF);
+  if (auto* c = dynamic_cast<CudaRuntime*>(&rt)) return ltGemm<CudaLt>(*c, p, cublaslt::CUDA_R_16BF);
   notAGpu("vendorLinearBf16", rt);
 }
 
@@ -668,10 +665,10 @@ bool vendorFp8LinearPtpc(GpuRuntime& rt, const uint8_t* q, const float* sx, int6
   if (rows <= 0 || outF <= 0) return true;
   if (inF <= 0) return false;
   Problem p{"fp8LinearPtpc", fnuz ? "fp8e4m3fnuz" : "fp8e4m3fn", outF, rows, inF, qW, q, y, sw, sx, rowInvariant};
-  if (auto* h = dynamic_cast<HipRuntime*>(&rt)) return hipGemm(*h, p, fnuz ? hipblaslt::HIP_R_8F_E4M3_FNUZ : hipblaslt::HIP_R_8F_E4M3);
+  if (auto* h = dynamic_cast<HipRuntime*>(&rt)) return ltGemm<HipLt>(*h, p, fnuz ? hipblaslt::HIP_R_8F_E4M3_FNUZ : hipblaslt::HIP_R_8F_E4M3);
   if (auto* c = dynamic_cast<CudaRuntime*>(&rt)) {
     if (fnuz) fail(ErrorKind::Unsupported, "vendorFp8LinearPtpc: cuBLASLt has no e4m3fnuz type (the gfx94x encoding); the cuda device takes e4m3fn");
-    return cudaGemm(*c, p, cublaslt::CUDA_R_8F_E4M3);
+    return ltGemm<CudaLt>(*c, p, cublaslt::CUDA_R_8F_E4M3);
   }
   notAGpu("vendorFp8LinearPtpc", rt);
 }
@@ -680,8 +677,8 @@ VendorGemmStats vendorGemmStats(GpuRuntime& rt) {
   auto* m = dynamic_cast<ModuleRuntime*>(&rt);
   if (!m) return {};
   std::lock_guard<std::mutex> lock(m->extensionMutex());
-  if (const auto* st = dynamic_cast<const HipLtState*>(m->extension().get())) return statsOf(*st);
-  if (const auto* st = dynamic_cast<const CudaLtState*>(m->extension().get())) return statsOf(*st);
+  if (const auto* st = dynamic_cast<const HipLt::State*>(m->extension().get())) return statsOf(*st);
+  if (const auto* st = dynamic_cast<const CudaLt::State*>(m->extension().get())) return statsOf(*st);
   return {};
 }
 
