@@ -61,30 +61,34 @@ HCSP_GLOBAL void hcsp_gdn_chunk_prep(const uint16_t* qkv, const float* qn, const
       const float* ks = kn + (t0 + s) * kOff + kb;
       const float* qr = qn + (t0 + r) * kOff + kb;
       const float decay = hcsp::fp32::expF32(static_cast<float>(gcum[r] - gcum[s]));
-      float qk = 0.0f;
-      for (int64_t i = 0; i < keyDim; i++) qk = HCSP_FMAF(qr[i], ks[i], qk);
-      P[(blk * C + r) * C + s] = qk * decay;
+      // the dots in double: a product of two floats is exact there, so each is the sum rounded
+      // once to fp32 (their cosines are small, an fp32 chain's error is large against them)
+      double qk = 0.0;
+      for (int64_t i = 0; i < keyDim; i++) qk = qk + static_cast<double>(qr[i]) * ks[i];
+      P[(blk * C + r) * C + s] = static_cast<float>(qk * decay);
       if (s < r) {
-        float kk = 0.0f;
-        for (int64_t i = 0; i < keyDim; i++) kk = HCSP_FMAF(kr[i], ks[i], kk);
-        A[r * C + s] = (betas[r] * decay) * kk;
+        double kk = 0.0;
+        for (int64_t i = 0; i < keyDim; i++) kk = kk + static_cast<double>(kr[i]) * ks[i];
+        A[r * C + s] = static_cast<float>(static_cast<double>(betas[r] * decay) * kk);
       }
     }
     HCSP_BARRIER();
-    // forward substitution, one column of [W | U] per thread: x_r = rhs_r - sum_{s<r} A[r][s] x_s
+    // forward substitution in double, one column of [W | U] per thread: x_r = rhs_r - sum_{s<r}
+    // A[r][s] x_s, each x rounded to fp32 once, when stored (an fp32 chain of up to 63 steps
+    // carried the larger part of the kernel's error)
     for (int64_t col = tid; col < keyDim + valueDim; col += nt) {
       const bool isW = col < keyDim;
-      float x[HCSP_GDN_CHUNK];
+      double x[HCSP_GDN_CHUNK];
       for (int64_t r = 0; r < L; r++) {
         const int64_t t = t0 + r;
-        float acc = isW ? (betas[r] * hcsp::fp32::expF32(static_cast<float>(gcum[r]))) * kn[t * kOff + kb + col]
-                        : betas[r] * bf16ToF32(qkv[t * channels + vOff + h * valueDim + (col - keyDim)]);
-        for (int64_t s = 0; s < r; s++) acc = HCSP_FMAF(-A[r * C + s], x[s], acc);
+        double acc = isW ? static_cast<double>(betas[r] * hcsp::fp32::expF32(static_cast<float>(gcum[r]))) * kn[t * kOff + kb + col]
+                         : static_cast<double>(betas[r]) * bf16ToF32(qkv[t * channels + vOff + h * valueDim + (col - keyDim)]);
+        for (int64_t s = 0; s < r; s++) acc = acc - A[r * C + s] * x[s];
         x[r] = acc;
         if (isW) {
-          W[(h * tokens + t) * keyDim + col] = acc;
+          W[(h * tokens + t) * keyDim + col] = static_cast<float>(acc);
         } else {
-          U[(h * tokens + t) * valueDim + (col - keyDim)] = acc;
+          U[(h * tokens + t) * valueDim + (col - keyDim)] = static_cast<float>(acc);
         }
       }
     }
@@ -147,15 +151,17 @@ HCSP_GLOBAL void hcsp_gdn_chunk_state(const float* qn, const float* kn, const do
         o[((t0 + r) * valueHeads + h) * valueDim + c0 + j] = f32ToBf16(acc);
       }
       HCSP_BARRIER();
-      // S = exp(G_last) S + sum_s (exp(G_last - G_s) k_s) delta_s^T
+      // S = exp(G_last) S + sum_s (exp(G_last - G_s) k_s) delta_s^T: the chunk's increment
+      // first, then one FMA into the decayed state, so S is rounded once per chunk at its own
+      // scale (added term by term onto S, every term rounded at S's scale)
       const float decayAll = decayIn[L - 1];
       for (int64_t e = tid; e < keyDim * J; e += nt) {
         const int64_t i = e / J;
         const int64_t j = e - i * J;
         const float* k = kn + t0 * kOff + kb + i;
-        float acc = decayAll * S[e];
-        for (int64_t s = 0; s < L; s++) acc = HCSP_FMAF(decayOut[s] * k[s * kOff], delta[s * J + j], acc);
-        S[e] = acc;
+        float inc = 0.0f;
+        for (int64_t s = 0; s < L; s++) inc = HCSP_FMAF(decayOut[s] * k[s * kOff], delta[s * J + j], inc);
+        S[e] = HCSP_FMAF(decayAll, S[e], inc);
       }
       HCSP_BARRIER();
     }
