@@ -1,25 +1,22 @@
 // The dev page's live xcheck: one prefill (full model, synthetic weights) prepared twice
 // with dump: true, each side run on its backend (WebGPU over the browser's device, or the CPU
-// reference), its named values read back (collectNamed) and the two compared by name
-// (diffNamed), as an XcheckReport the views draw like a loaded one. Pure compute, no DOM:
-// the page runs a WebGPU side in the page and a CPU side in the worker; the tests run both.
+// reference) and the two compared by name, through core's xcheck (xcheck/xcheckRuns.ts, as
+// `hcsp xcheck` does): runNamed reads a side's named values back, xcheckPair compares, as an
+// XcheckReport the views draw like a loaded one. Pure compute, no DOM: the page runs a WebGPU
+// side in the page and a CPU side in the worker; the tests run both.
 import {
-  collectNamed,
   diffNamed,
-  pairVerdict,
-  routingFlips,
-  selectionFlips,
   getConfig,
   MODEL_SUB_LAYERS,
-  namedValueIds,
   preparePrefill,
   REDUCE_ALGORITHMS,
-  runOnce,
+  runNamed,
+  xcheckPair,
+  xcheckRun,
   type AlignedTensor,
   type Backend,
   type ReduceAlgorithm,
   type XcheckReport,
-  type XcheckRun,
 } from '@hcsp/core';
 
 export type LiveBackend = 'webgpu' | 'cpu';
@@ -92,27 +89,19 @@ export async function runLiveSide(backend: Backend, r: LiveRequest, side: LiveSi
   checkLiveRequest(r);
   const config = getConfig(r.config);
   const p = preparePrefill({ config, tokens: r.tokens, tp: r.tp, sp: side.sp, reduce: r.reduce, seed: r.seed, subLayers: MODEL_SUB_LAYERS, dump: true });
-  const started = performance.now();
-  const result = await runOnce(backend, p.graph, p.feeds, p.weights, { keep: namedValueIds(p), onNode: onProgress });
-  const seconds = (performance.now() - started) / 1000;
-  return { side, device: backend.describe(), sp: p.plan.sp, chunk: p.plan.chunk, seconds, named: [...collectNamed(p, result.values)] };
+  const { named, device, seconds } = await runNamed(backend, p, { onNode: onProgress });
+  return { side, device, sp: p.plan.sp, chunk: p.plan.chunk, seconds, named: [...named] };
 }
 
 /** The two sides compared by name, as the report `hcsp xcheck --json` would print for them (no float64 evaluation). */
 export function liveReport(r: LiveRequest, a: LiveSideResult, b: LiveSideResult): XcheckReport {
   const config = getConfig(r.config);
   const exitLayer = config.numLayers;
-  const { tensors } = diffNamed(new Map(a.named), new Map(b.named), exitLayer);
-  const run = (s: LiveSideResult): XcheckRun => ({
-    spec: sideSpec(s.side, r),
-    backend: s.side.backend,
-    device: s.device,
-    options: { sp: s.side.sp, reduce: r.reduce },
-    sp: s.sp,
-    chunk: s.chunk,
-    reduce: r.reduce,
-    seconds: s.seconds,
-  });
+  const na = new Map(a.named);
+  const nb = new Map(b.named);
+  const { tensors } = diffNamed(na, nb, exitLayer);
+  const run = (s: LiveSideResult) =>
+    xcheckRun({ spec: sideSpec(s.side, r), backend: s.side.backend, options: { sp: s.side.sp, reduce: r.reduce }, reduce: r.reduce }, s, s.device, s.seconds);
   const runB = run(b);
   const runA = run(a);
   return {
@@ -126,17 +115,7 @@ export function liveReport(r: LiveRequest, a: LiveSideResult, b: LiveSideResult)
     maxUlpGate: null,
     exact: false,
     runs: [runB, runA],
-    pairs: [
-      {
-        a: runA.spec,
-        b: runB.spec,
-        tensors,
-        differing: tensors.reduce((n, t) => n + t.differing, 0),
-        maxUlp: tensors.reduce((m, t) => Math.max(m, t.maxUlp ?? 0), 0),
-        routing: routingFlips(new Map(a.named), new Map(b.named)),
-        selection: selectionFlips(new Map(a.named), new Map(b.named)),
-      },
-    ].map((p) => ({ ...p, verdict: pairVerdict(p) })),
+    pairs: [xcheckPair(runA.spec, runB.spec, tensors, na, nb)],
     golden: null,
   };
 }

@@ -5,3 +5,4 @@ export * from './routingDiff.ts';
 export * from './flipDiff.ts';
 export * from './verdict.ts';
 export * from './compareRuns.ts';
+export * from './xcheckRuns.ts';
