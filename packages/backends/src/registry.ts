@@ -1,5 +1,7 @@
 import { CpuBackend, type Backend } from '@hcsp/core';
 import { checkWasmMemory } from './wasmMemory.ts';
+// the device table alone: the backend itself (and its native addon) loads when created
+import { ROCM_OPTIONS } from '@hcsp/backend-rocm/devices';
 
 // The one list of backends: the CLI, the cross-backend test suites and the benchmark all
 // take it from here. A backend that needs a device loads lazily (its module pulls in a
@@ -42,7 +44,7 @@ export const BACKENDS: readonly BackendEntry[] = [
     summary:
       'the native backend: C++ kernels on the host device (--device host), HIP or CUDA GPUs (--device hip|cuda), the GPU kernel sources emulated on the host (--device emulated)',
     // kernels: GPU devices only (fast by default); the host device takes 'exact' alone
-    options: { device: ['host', 'emulated', 'hip', 'cuda', 'auto'], gemm: ['exact', 'blas', 'vendor', 'vendor-invariant'], kernels: ['fast', 'exact'] },
+    options: ROCM_OPTIONS,
     testVariants: [{ device: 'host' }, { device: 'host', gemm: 'blas' }, { device: 'emulated' }, { device: 'emulated', kernels: 'exact' }],
     create: async (options = {}) => {
       const { createRocmBackend } = await import('@hcsp/backend-rocm');
