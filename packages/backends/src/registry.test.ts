@@ -1,3 +1,4 @@
+import { ROCM_OPTIONS } from '@hcsp/backend-rocm/devices';
 import { BackendUnavailableError } from '@hcsp/core';
 import { describe, expect, it } from 'vitest';
 import { backendNames, createBackend, findBackend } from './registry.ts';
@@ -9,6 +10,10 @@ describe('backend registry', () => {
 
   it('names the known backends for an unknown one', () => {
     expect(() => findBackend('tpu')).toThrow("unknown backend 'tpu' (known: cpu, webgpu, rocm)");
+  });
+
+  it("takes the rocm backend's options from its device table", () => {
+    expect(findBackend('rocm').options).toBe(ROCM_OPTIONS);
   });
 
   it('starts the cpu reference', async () => {
