@@ -11,6 +11,7 @@
 #include <string>
 
 #include "../host/kernels/kernel_args.h"
+#include "topk_ties_checks.h"
 
 namespace hcsp::ops {
 
@@ -146,6 +147,8 @@ struct QsaSelectArgs {
   int64_t rows, nb, nh, dh, ratio, width, tokens;
   /** the first row's position, and the rows before the last token (the rest are SP padding) */
   int64_t r0, real;
+  /** ties=torch-cpu: the blocks torch.topk picks (numerics/torch_cpu_topk.h); false: ties to the lower block */
+  bool torchCpuTies;
 };
 
 inline QsaSelectArgs checkQsaSelect(const Inputs& in, const Attrs& attrs) {
@@ -172,7 +175,7 @@ inline QsaSelectArgs checkQsaSelect(const Inputs& in, const Attrs& attrs) {
   }
   const int64_t r0 = static_cast<int64_t>(r0d);
   const int64_t real = std::max<int64_t>(0, std::min<int64_t>(rows, tokens - r0));
-  return {q, kb, rows, nb, nh, dh, ratio, width, tokens, r0, real};
+  return {q, kb, rows, nb, nh, dh, ratio, width, tokens, r0, real, checkTorchCpuTies(attrs, op)};
 }
 
 /** the reference's error for a NaN block score (position row, block b) */

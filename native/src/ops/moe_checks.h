@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "../host/kernels/kernel_args.h"
+#include "topk_ties_checks.h"
 
 namespace hcsp::ops {
 
@@ -27,6 +28,8 @@ struct MoeRouteArgs {
   const Tensor& logits;
   int64_t T, E, topK;
   bool normTopkProb;
+  /** ties=torch-cpu: the experts torch.topk picks, in its order (numerics/torch_cpu_topk.h); false: ties to the lower expert */
+  bool torchCpuTies;
 };
 
 inline MoeRouteArgs checkMoeRoute(const Inputs& in, const Attrs& attrs) {
@@ -37,7 +40,7 @@ inline MoeRouteArgs checkMoeRoute(const Inputs& in, const Attrs& attrs) {
   const bool normTopkProb = attrs.boolean("normTopkProb", false);
   moeCheckLength("router logits", logits.numel(), T * E);
   if (topK < 1 || topK > E) fail(ErrorKind::Attr, "moe: topK " + std::to_string(topK) + " must be in [1, " + std::to_string(E) + "]");
-  return {logits, T, E, topK, normTopkProb};
+  return {logits, T, E, topK, normTopkProb, checkTorchCpuTies(attrs, op)};
 }
 
 struct MoeSwiGluArgs {

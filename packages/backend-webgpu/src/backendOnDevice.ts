@@ -5,6 +5,7 @@
 import {
   exactPrecision,
   GraphSession,
+  refuseTorchCpuTies,
   resolveWeightRows,
   type Backend,
   type BackendPrecision,
@@ -45,8 +46,10 @@ export function webGpuBackendOnDevice(
     precision: WEBGPU_PRECISION,
     ...where,
     describe: () => `webgpu on ${where.host === 'browser' ? 'this browser' : where.host} (${where.adapter})`,
-    prepare: (graph: Graph, weights: WeightSource): Promise<PreparedGraph> =>
-      GraphSession.open(graph, gpu, (decl, rows) => resolveWeightRows(weights, decl.weight!, rows), { backend: 'webgpu' }),
+    prepare: async (graph: Graph, weights: WeightSource): Promise<PreparedGraph> => {
+      refuseTorchCpuTies(graph, 'webgpu');
+      return GraphSession.open(graph, gpu, (decl, rows) => resolveWeightRows(weights, decl.weight!, rows), { backend: 'webgpu' });
+    },
     dispose: async () => device.destroy(),
   };
 }

@@ -1,4 +1,14 @@
-import { validateFeeds, type Graph, type PreparedGraph, type RunOptions, type RunResult, type Tensor, type ValueId, type WeightSource } from '@hcsp/core';
+import {
+  refuseTorchCpuTies,
+  validateFeeds,
+  type Graph,
+  type PreparedGraph,
+  type RunOptions,
+  type RunResult,
+  type Tensor,
+  type ValueId,
+  type WeightSource,
+} from '@hcsp/core';
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -315,6 +325,7 @@ export class ChromiumHost {
 
   /** Sends the graph to the page, which uploads its weights once; the result runs many times. */
   async prepare(graph: Graph, weights: WeightSource): Promise<PreparedGraph> {
+    refuseTorchCpuTies(graph, 'webgpu');
     const id = String(this.nextJob++);
     let feeds: ReadonlyMap<ValueId, Tensor> = new Map();
     const job: Job = { graph, tensor: async (vid, rows) => tensorWordBytes(await hostTensor(graph, feeds, weights, vid, rows)), results: new Map() };

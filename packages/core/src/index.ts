@@ -8,6 +8,7 @@ export * from './numerics/ulp.ts';
 export * from './numerics/canonicalSum.ts';
 export * from './numerics/rng.ts';
 export * from './numerics/rowScaledError.ts';
+export * from './numerics/topkTies.ts';
 export * from './config/modelConfig.ts';
 export * from './config/presets.ts';
 export * from './config/validate.ts';

@@ -65,6 +65,7 @@ Outputs qsaKeptCount(const Inputs& in, const GpuContext& g) {
 
 Outputs qsaSelect(const Inputs& in, const GpuContext& g) {
   const ops::QsaSelectArgs a = ops::checkQsaSelect(in, g.attrs);
+  ops::refuseTorchCpuTiesOnGpu(a.torchCpuTies, "qsaSelect");
   const int64_t rows = a.rows, nb = a.nb, nh = a.nh, dh = a.dh, ratio = a.ratio, width = a.width, r0 = a.r0, real = a.real;
   const Tensor& q = a.q;
   const Tensor& kb = a.kb;

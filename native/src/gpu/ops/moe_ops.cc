@@ -29,6 +29,7 @@ namespace {
 
 Outputs moeRoute(const Inputs& in, const GpuContext& g) {
   const ops::MoeRouteArgs a = ops::checkMoeRoute(in, g.attrs);
+  ops::refuseTorchCpuTiesOnGpu(a.torchCpuTies, "moeRoute");
   const int64_t T = a.T, E = a.E, topK = a.topK;
   TensorPtr ids = g.alloc(DType::I32, {T, topK});
   TensorPtr weights = g.alloc(DType::BF16, {T, topK});

@@ -39,6 +39,7 @@
 #include "../cpu_features.h"
 #include "../../numerics/bf16.h"
 #include "../../numerics/fp32_math.h"
+#include "../../numerics/torch_cpu_topk.h"
 #include "attention_simd.h"
 #include "canonical_sumsq.h"
 #include "kernel_args.h"
@@ -298,6 +299,7 @@ Outputs qsaSelect(const Inputs& in, const KernelContext& ctx) {
 
   ctx.pool.parallelFor(real, grainFor(nb * nh * dh / 2 + 1), [&](int64_t i0, int64_t i1) {
     std::vector<float> qf(nh * dh), scores(nb), dot(nh * nb), sorted(nb);
+    std::vector<std::pair<float, int64_t>> queue;
     for (int64_t i = i0; i < i1; i++) {
       const int64_t r = zigzagRow(i, real);
       const int64_t p = r0 + r;
@@ -324,6 +326,12 @@ Outputs qsaSelect(const Inputs& in, const KernelContext& ctx) {
       if (bad || width == 0) continue;
       if (visible <= width) {
         for (int64_t b = 0; b < visible; b++) o[b] = static_cast<int32_t>(b);
+        continue;
+      }
+      if (a.torchCpuTies) {
+        // the blocks torch.topk picks (HF keeps them as a mask, so only the set counts), ascending
+        topk::torchCpuTopk(scores.data(), visible, width, o, queue);
+        std::sort(o, o + width);
         continue;
       }
       // threshold = the width-th largest score: everything above it, then the lowest-index

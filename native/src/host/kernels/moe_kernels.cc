@@ -1,8 +1,8 @@
 // Host kernels of the MoE ops (core graph/ops/moeOps.ts), operation for operation as
 // reference/kernels/moeKernels.ts and layers/moe/moeMath.ts: softmax (its sum over the experts
-// in canonical order v1, numerics/canonical_sum.h) and top-k routing in fp32 with the reference's tie rule, the routed sum of a rank's experts (each expert's
-// GEMMs through gemm::linearBf16, the `linear` op's order; contributions added per token in
-// ascending expert index), the SwiGLU and the shared-expert combine.
+// in canonical order v1, numerics/canonical_sum.h) and top-k routing in fp32 with the reference's tie rules (ties=torch-cpu: libstdc++'s own algorithms,
+// numerics/torch_cpu_topk.h), the routed sum of a rank's experts (each expert's GEMMs through gemm::linearBf16, the `linear` op's order; contributions added
+// per token in ascending expert index), the SwiGLU and the shared-expert combine.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -14,6 +14,7 @@
 #include "../../numerics/bf16.h"
 #include "../../numerics/canonical_sum.h"
 #include "../../numerics/fp32_math.h"
+#include "../../numerics/torch_cpu_topk.h"
 #include "kernel_args.h"
 #include "../../ops/moe_checks.h"
 
@@ -49,6 +50,7 @@ Outputs moeRoute(const Inputs& in, const KernelContext& ctx) {
   ctx.pool.parallelFor(T, 16, [&](int64_t t0, int64_t t1) {
     std::vector<float> p(E), chosenP(topK);
     std::vector<uint8_t> taken(E);
+    std::vector<std::pair<float, int64_t>> queue;
     for (int64_t t = t0; t < t1; t++) {
       const uint16_t* row = ld + t * E;
       float max = -std::numeric_limits<float>::infinity();
@@ -58,17 +60,22 @@ Outputs moeRoute(const Inputs& in, const KernelContext& ctx) {
       const float* pe = p.data();
       const float sum = canonical::sumTerms(E, [pe](float acc, int64_t e) { return acc + pe[e]; });
       for (int64_t e = 0; e < E; e++) p[e] = p[e] / sum;
-      std::fill(taken.begin(), taken.end(), 0);
-      for (int64_t k = 0; k < topK; k++) {
-        int64_t best = -1;
-        // strict > keeps the lower index on ties; NaN probabilities are never chosen first
-        for (int64_t e = 0; e < E; e++) {
-          if (!taken[e] && (best < 0 || p[e] > p[best])) best = e;
+      int32_t* rowIds = idd + t * topK;
+      if (a.torchCpuTies) {
+        topk::torchCpuTopk(p.data(), E, topK, rowIds, queue);
+      } else {
+        std::fill(taken.begin(), taken.end(), 0);
+        for (int64_t k = 0; k < topK; k++) {
+          int64_t best = -1;
+          // strict > keeps the lower index on ties; NaN probabilities are never chosen first
+          for (int64_t e = 0; e < E; e++) {
+            if (!taken[e] && (best < 0 || p[e] > p[best])) best = e;
+          }
+          taken[best] = 1;
+          rowIds[k] = static_cast<int32_t>(best);
         }
-        taken[best] = 1;
-        idd[t * topK + k] = static_cast<int32_t>(best);
-        chosenP[k] = p[best];
       }
+      for (int64_t k = 0; k < topK; k++) chosenP[k] = p[rowIds[k]];
       float norm = 0.0f;
       for (int64_t k = 0; k < topK; k++) norm = norm + chosenP[k];
       for (int64_t k = 0; k < topK; k++) wd[t * topK + k] = f32ToBf16(normTopkProb ? chosenP[k] / norm : chosenP[k]);

@@ -1,6 +1,7 @@
 import type { ModelConfig } from '../config/modelConfig.ts';
 import type { ValueId } from '../graph/graph.ts';
 import type { Fp8Format } from '../numerics/fp8.ts';
+import type { TopkTies } from '../numerics/topkTies.ts';
 
 /** A per-token fp8 quantization of a sub-layer input [T, H]: q (fp8) and its f32 scales [T]. */
 export interface Fp8Rows {
@@ -36,4 +37,14 @@ export interface SubLayerContext {
    * the fused kernels' roundings ('atom' and 'hf').
    */
   eager?: boolean;
+  /**
+   * moeRoute's and qsaSelect's tie rule (numerics/topkTies.ts): 'torch-cpu' under the
+   * 'hf-eager' contract unless the forward asks otherwise. Absent: 'lower-index' (ATOM's).
+   */
+  ties?: TopkTies;
+}
+
+/** moeRoute's and qsaSelect's `ties` attribute for this context: absent for the default rule, so those graphs stay as they were */
+export function tiesAttr(ctx: SubLayerContext): { ties?: TopkTies } {
+  return ctx.ties === 'torch-cpu' ? { ties: 'torch-cpu' } : {};
 }

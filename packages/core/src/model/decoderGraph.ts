@@ -17,6 +17,7 @@ import type { Fp8Rows, SubLayerContext } from '../layers/subLayerContext.ts';
 import type { PleTable } from '../layers/ple/pleGraph.ts';
 import { fp8QuantizesInput } from '../layers/gdn/gdnGraph.ts';
 import type { Fp8Format } from '../numerics/fp8.ts';
+import type { TopkTies } from '../numerics/topkTies.ts';
 import type { DType } from '../tensor/tensor.ts';
 
 export interface RingParams {
@@ -35,6 +36,11 @@ export interface DecoderGraphOptions {
   reduce: ReduceAlgorithm;
   ring: RingParams;
   contract: RoundingContract;
+  /**
+   * moeRoute's and qsaSelect's tie rule (numerics/topkTies.ts); absent: 'torch-cpu' under the
+   * 'hf-eager' contract (torch.topk on the CPU, as an HF dump), else 'lower-index' (ATOM's)
+   */
+  ties?: TopkTies;
   subLayers: SubLayerBuilders;
   /** rows of the LM and MTP logits: the last position (default, as generation) or all T */
   logits?: LogitsRows;
@@ -176,6 +182,7 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
     ...(fp8 ? { fp8 } : {}),
     ...(o.qsaSelection === 'rowSharded' && rows !== T ? { qsaRowChunk: rows } : {}),
     ...(o.contract === 'hf-eager' ? { eager: true } : {}),
+    ...((o.ties ?? (o.contract === 'hf-eager' ? 'torch-cpu' : 'lower-index')) === 'torch-cpu' ? { ties: 'torch-cpu' as const } : {}),
   });
   const embedded = ranks.map((r) => {
     const e = b.value(`r${r}/embed/e`, [T, h], 'bf16', r);
@@ -405,6 +412,8 @@ export function buildDecoderGraph(o: DecoderGraphOptions): { graph: Graph; outpu
     const host = mtpHostLayer(config);
     for (const sub of ['attn', 'mlp'] as const)
       dumpRanks(`mtp.${sub}`, hcStep(exitLayer, mtpHcPrefix(sub), `mtp.${sub}`, subLayer(draftB, sub, host, `mtp.${sub}`, draftExtra)));
+    // the MTP head's router choice, as each layer's (every rank routes all T rows)
+    if (o.dump && b.has(`r0/mtp.mlp/${MOE_TOPK_IDS}`)) dump('mtp.mlp.topk_ids', `r0/mtp.mlp/${MOE_TOPK_IDS}`);
     const xm = ranks.map((r) => buildHcMix(b, hcCtx(r, exitLayer, mtpHcPrefix('mixer'), 'mtp.mixer'), streams[r], pending[r], false).x);
     const hm = rows === T ? xm : gather(xm, h, exitLayer, 'mtp.mixer_out');
     const draft = buildLmHead(b, { config, tp, tokens: T, rows: logitsRows, scope: 'mtp.lm_head', layer: exitLayer }, hm);

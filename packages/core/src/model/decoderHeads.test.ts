@@ -166,7 +166,14 @@ describe('golden dump values', () => {
     expect(on.p.plan.sp).toBe(true);
     const d = on.p.outputs.dumpValues;
     const heads = TINY.ple.headsPerNgram * (TINY.ple.ngramSize - 1);
-    const want: Record<string, number[]> = { embed: [T, H], 'final.in': [T, WIDTH], 'final.mixed': [T, H], logits: [1, V], 'mtp.logits': [1, V] };
+    const want: Record<string, number[]> = {
+      embed: [T, H],
+      'final.in': [T, WIDTH],
+      'final.mixed': [T, H],
+      logits: [1, V],
+      'mtp.logits': [1, V],
+      'mtp.mlp.topk_ids': [T, TINY.moe.topK],
+    };
     for (let l = 0; l < TINY.numLayers; l++) {
       for (const n of names(TINY.ple.layerIds.includes(l), l))
         want[n] =
@@ -205,6 +212,15 @@ describe('golden dump values', () => {
       expect(Array.from(ids.data), `layer ${l}`).toEqual(Array.from(want));
       expect(Array.from(get(`r1/L${l}.mlp/${MOE_TOPK_IDS}`).data), `layer ${l}`).toEqual(Array.from(want));
     }
+  });
+
+  it("mtp.mlp.topk_ids is the MTP head's router choice, named as the layers' (HF has no MTP head: a golden without it lists it as not compared)", async () => {
+    const { p, get } = await run({ tp: 2, sp: 'on', dump: true }, ['r0/mtp.mlp/router', `r1/mtp.mlp/${MOE_TOPK_IDS}`]);
+    const ids = get(p.outputs.dumpValues['mtp.mlp.topk_ids']);
+    expect(ids.dtype).toBe('i32');
+    const want = moeRoute(get('r0/mtp.mlp/router').data as Uint16Array, T, TINY.moe.numExperts, TINY.moe.topK, TINY.moe.normTopkProb).ids;
+    expect(Array.from(ids.data)).toEqual(Array.from(want));
+    expect(Array.from(get(`r1/mtp.mlp/${MOE_TOPK_IDS}`).data)).toEqual(Array.from(want));
   });
 
   it('cost nothing when not requested: no dump gathers, no extra outputs', async () => {

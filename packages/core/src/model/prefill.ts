@@ -7,6 +7,7 @@ import type { RoundingContract } from '../hc/hcContract.ts';
 import type { LogitsRows } from '../layers/mtp/lmHeadGraph.ts';
 import type { Fp8Format } from '../numerics/fp8.ts';
 import { Rng } from '../numerics/rng.ts';
+import type { TopkTies } from '../numerics/topkTies.ts';
 import { readSpMinTokens } from '../sp/gate.ts';
 import { planForward, type SpPlan } from '../sp/plan.ts';
 import type { Tensor } from '../tensor/tensor.ts';
@@ -30,6 +31,8 @@ export interface PrefillOptions {
   seed: number;
   subLayers: SubLayerBuilders;
   contract?: RoundingContract;
+  /** moeRoute's and qsaSelect's tie rule (DecoderGraphOptions.ties); absent: the contract's */
+  ties?: TopkTies;
   mtp?: boolean;
   /** rows of the LM and MTP logits: the last position (default) or all */
   logits?: LogitsRows;
@@ -129,6 +132,7 @@ export function preparePrefill(o: PrefillOptions): PreparedPrefill {
     reduce: o.reduce,
     ring: o.ring ?? { channels: RING_DEFAULT_CHANNELS, chunkElems: RING_DEFAULT_CHUNK_ELEMS },
     contract: o.contract ?? 'atom',
+    ...(o.ties ? { ties: o.ties } : {}),
     subLayers: o.subLayers,
     logits: o.logits,
     mtpDrafter: o.mtpDrafter,

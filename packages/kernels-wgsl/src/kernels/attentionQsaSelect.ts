@@ -20,6 +20,7 @@
 // v loads and atomic adds, 4 serial walks of at most 256 bins, and ceil(v / 64) prefix-sum
 // rounds of 2 log2(64) + 2 barriers (dispatch 2). NaN scores (the CPU throws on them) are
 // not detected here.
+import { torchCpuTiesRefusal } from '@hcsp/core';
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { buf, preamble } from '../wgsl/bindings.wgsl.ts';
@@ -148,6 +149,7 @@ export const qsaSelectPlanner: KernelPlanner = (inputs, outputs, attrs) => {
   const dh = requireIntAttr(attrs, 'headDim', op, 2);
   const ratio = requireIntAttr(attrs, 'compressRatio', op, 1);
   const width = requireIntAttr(attrs, 'width', op, 1);
+  if (attrs.ties === 'torch-cpu') throw new Error(torchCpuTiesRefusal(op, 'webgpu'));
   if (dh % 2 !== 0) throw new Error(`${op}: headDim ${dh} must be even (rows are read as whole packed words)`);
   const rows = requireRows(inputs[0], `${op}: input q`, 'bf16', nh * dh);
   const nb = Math.floor(tokens / ratio);

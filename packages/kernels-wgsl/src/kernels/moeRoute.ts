@@ -7,6 +7,7 @@
 // pair as whole words (word-aligned for any K) and no two invocations share a word.
 // E, K and normTopkProb are model constants, baked into the WGSL (private arrays need
 // constant sizes); T is a uniform.
+import { torchCpuTiesRefusal } from '@hcsp/core';
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { bf16Buf, buf, preamble } from '../wgsl/bindings.wgsl.ts';
@@ -90,6 +91,7 @@ export const moeRoutePlanner: KernelPlanner = (inputs, outputs, attrs) => {
   const [T, E] = dims2(logits, 'moeRoute: logits');
   const K = requireIntAttr(attrs, 'topK', 'moeRoute', 1);
   if (K > E) throw new Error(`moeRoute: topK ${K} must be in [1, ${E}]`);
+  if (attrs.ties === 'torch-cpu') throw new Error(torchCpuTiesRefusal('moeRoute', 'webgpu'));
   const norm = attrs.normTopkProb;
   if (typeof norm !== 'boolean') throw new Error(`moeRoute: attribute normTopkProb = ${String(norm)} is not a boolean`);
   requireShape(ids, [T, K], 'moeRoute: ids');

@@ -1,5 +1,6 @@
 import { defineOp, type ValueInfo } from './opDef.ts';
 import { info, num, ShapeRule } from './shapeRules.ts';
+import { TOPK_TIES } from '../../numerics/topkTies.ts';
 
 // Gated full-attention ops with the QSA indexer (model.md "Full attention"); the math and
 // the exact operation order are in layers/attention/{attentionMath,qsaIndexer}.ts. The
@@ -74,7 +75,7 @@ export const qsaBlockKeys = defineOp({
 
 export const qsaSelect = defineOp({
   name: 'qsaSelect',
-  doc: "QSA selection of query rows r0..r0+R-1 (row r at position p = r0 + r) of a T-token sequence: fp32 score_b = fr(sum_h relu(dot(q_h, kb_b)) / fr(sqrt(headDim))) over the row's nb_p = floor((p+1)/ratio) visible blocks (dot in d order, heads in order); blocks[r] = the top min(width, nb_p) blocks, ties to the lower index, ascending, then -1; rows with p >= tokens all -1. q [R, nHeads*headDim] (normed, roped), kb [floor(tokens/ratio), headDim]. Out i32 [R, width].",
+  doc: "QSA selection of query rows r0..r0+R-1 (row r at position p = r0 + r) of a T-token sequence: fp32 score_b = fr(sum_h relu(dot(q_h, kb_b)) / fr(sqrt(headDim))) over the row's nb_p = floor((p+1)/ratio) visible blocks (dot in d order, heads in order); blocks[r] = the top min(width, nb_p) blocks, ties to the lower index (ties 'lower-index', absent: ATOM's rule) or the set torch.topk picks on the CPU (ties 'torch-cpu', numerics/topkTies.ts: the HF module in PyTorch), ascending, then -1; rows with p >= tokens all -1. q [R, nHeads*headDim] (normed, roped), kb [floor(tokens/ratio), headDim]. Out i32 [R, width].",
   inputs: [
     { name: 'q', dtypes: ['bf16'] },
     { name: 'kb', dtypes: ['bf16'] },
@@ -87,6 +88,7 @@ export const qsaSelect = defineOp({
     headDim: { kind: 'int', min: 1 },
     compressRatio: { kind: 'int', min: 1 },
     width: { kind: 'int', min: 1 },
+    ties: { kind: 'string', oneOf: TOPK_TIES, optional: true },
   },
   opClass: 'reduction',
   shape: (ins, a) => {

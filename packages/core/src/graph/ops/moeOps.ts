@@ -2,19 +2,20 @@ import { defineOp } from './opDef.ts';
 import { info, num, ShapeRule } from './shapeRules.ts';
 import { fp8Info, type Fp8Format } from '../../numerics/fp8.ts';
 import { QUANT_STYLES } from '../../numerics/quant.ts';
+import { TOPK_TIES } from '../../numerics/topkTies.ts';
 
 // MoE ops (model.md "MoE"). The router logits, the shared expert's projections and its
 // gate logit use the `linear` op; these are the rest. Under TP/EP every rank runs them on
 // its own experts and shared slice and returns a partial sum (no reduction inside).
 export const moeRoute = defineOp({
   name: 'moeRoute',
-  doc: 'Softmax of bf16 logits [T,E] in fp32 (max-subtracted, exp, the sum over experts 0..E-1 in canonical reduction order v1, numerics/canonicalSum.ts), top-k largest first with ties to the lower expert index, renormalized over the k (summed sequentially in top-k order) when normTopkProb, w = bf(.). ids [T,K] i32, weights [T,K] bf16.',
+  doc: "Softmax of bf16 logits [T,E] in fp32 (max-subtracted, exp, the sum over experts 0..E-1 in canonical reduction order v1, numerics/canonicalSum.ts), top-k largest first with ties to the lower expert index (ties=lower-index, absent: the rule of ATOM's kernels) or where torch.topk on the CPU puts them (ties=torch-cpu, numerics/topkTies.ts: the HF module in PyTorch), renormalized over the k (summed sequentially in top-k order) when normTopkProb, w = bf(.). ids [T,K] i32, weights [T,K] bf16.",
   inputs: [{ name: 'logits', dtypes: ['bf16'] }],
   outputs: [
     { name: 'ids', dtypes: ['i32'] },
     { name: 'weights', dtypes: ['bf16'] },
   ],
-  attrs: { topK: 'int', normTopkProb: 'bool' },
+  attrs: { topK: 'int', normTopkProb: 'bool', ties: { kind: 'string', oneOf: TOPK_TIES, optional: true } },
   opClass: 'reduction',
   shape: (ins, a) => {
     const r = new ShapeRule('moeRoute');

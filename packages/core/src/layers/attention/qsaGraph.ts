@@ -1,6 +1,6 @@
 import type { ValueId } from '../../graph/graph.ts';
 import type { GraphBuilder } from '../../graph/graphBuilder.ts';
-import type { SubLayerContext } from '../subLayerContext.ts';
+import { tiesAttr, type SubLayerContext } from '../subLayerContext.ts';
 import { subLayerNodes } from '../subLayerNodes.ts';
 import { attentionRankWeights } from './attentionWeights.ts';
 import { qsaIndexerDims } from './qsaIndexer.ts';
@@ -67,7 +67,7 @@ export function buildQsaSelect(b: GraphBuilder, ctx: SubLayerContext, x: ValueId
   });
   const blocks = value(sharded ? `${QSA_BLOCKS}_shard` : QSA_BLOCKS, [rows, width], 'i32');
   const r0 = sharded ? rank * ctx.qsaRowChunk! : 0;
-  node('qsaSelect', 'qsa_select', [q, kb], [blocks], { r0, tokens: T, nHeads: nh, headDim: dh, compressRatio, width });
+  node('qsaSelect', 'qsa_select', [q, kb], [blocks], { r0, tokens: T, nHeads: nh, headDim: dh, compressRatio, width, ...tiesAttr(ctx) });
   return blocks;
 }
 

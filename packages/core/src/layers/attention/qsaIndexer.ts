@@ -1,5 +1,6 @@
 import type { ModelConfig } from '../../config/modelConfig.ts';
 import { bf16ArrayToF32, f32ToBf16 } from '../../numerics/bf16.ts';
+import { torchCpuTopk, type TopkTies } from '../../numerics/topkTies.ts';
 import { attnHeadNormRopeBf16 } from './attentionMath.ts';
 import { qsaVisibleBlocks, type QsaSelection } from './qsaSelection.ts';
 
@@ -143,9 +144,11 @@ export function qsaBlockScores(q: Uint16Array, kb: Uint16Array, r0: number, r1: 
 
 /**
  * Rows r0..r1-1's selection from their scores [r1 - r0, nb]: the top min(width, visible)
- * blocks, ties to the lower index, listed ascending (qsaSelection.ts's layout).
+ * blocks, ties to the lower index (or, ties 'torch-cpu', the set torch.topk picks on the CPU:
+ * HF's indexer keeps its blocks as a mask, so their order does not count), listed ascending
+ * (qsaSelection.ts's layout).
  */
-export function qsaSelectBlocks(scores: Float32Array, r0: number, r1: number, nb: number, d: QsaIndexerDims): QsaSelection {
+export function qsaSelectBlocks(scores: Float32Array, r0: number, r1: number, nb: number, d: QsaIndexerDims, tieRule: TopkTies = 'lower-index'): QsaSelection {
   checkRange(r0, r1);
   const rows = r1 - r0;
   const { width, compressRatio } = d;
@@ -159,6 +162,10 @@ export function qsaSelectBlocks(scores: Float32Array, r0: number, r1: number, nb
     const out = blocks.subarray(r * width, (r + 1) * width);
     if (visible <= width) {
       for (let b = 0; b < visible; b++) out[b] = b;
+      continue;
+    }
+    if (tieRule === 'torch-cpu') {
+      out.set(torchCpuTopk(row, width).sort());
       continue;
     }
     // threshold = the width-th largest score; take everything above it, then the

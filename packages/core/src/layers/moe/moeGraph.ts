@@ -1,6 +1,6 @@
 import type { ValueId } from '../../graph/graph.ts';
 import type { GraphBuilder } from '../../graph/graphBuilder.ts';
-import type { SubLayerContext } from '../subLayerContext.ts';
+import { tiesAttr, type SubLayerContext } from '../subLayerContext.ts';
 import { subLayerNodes } from '../subLayerNodes.ts';
 import { moeRankPartition, moeRankWeights } from './moeWeights.ts';
 
@@ -24,7 +24,7 @@ export function buildMoe(b: GraphBuilder, ctx: SubLayerContext, x: ValueId): Val
   const logits = linear('router', x, b.weight(w.router, [E, H]), E);
   const ids = value(MOE_TOPK_IDS, [T, topK], 'i32');
   const weights = value('topk_weights', [T, topK]);
-  node('moeRoute', 'route', [logits], [ids, weights], { topK, normTopkProb });
+  node('moeRoute', 'route', [logits], [ids, weights], { topK, normTopkProb, ...tiesAttr(ctx) });
   const routed = value('routed', [T, H], 'f32');
   node('moeExperts', 'experts', [x, ids, weights, b.weight(w.expertsGateUp, [numLocal * 2 * I, H]), b.weight(w.expertsDown, [numLocal * H, I])], [routed], {
     firstExpert,

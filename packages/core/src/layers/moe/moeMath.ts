@@ -1,6 +1,7 @@
 import { bf16ArrayToF32, bf16ToF32, f32ToBf16, roundBf16 } from '../../numerics/bf16.ts';
 import { canonicalSumF32 } from '../../numerics/canonicalSum.ts';
 import { expF32, sigmoidF32, siluF32 } from '../../numerics/fp32Math.ts';
+import { torchCpuTopk, type TopkTies } from '../../numerics/topkTies.ts';
 import { linearBf16 } from '../linearMath.ts';
 
 // MoE (model.md "MoE"), CPU reference on typed arrays. bf16 values travel as Uint16Array
@@ -24,11 +25,19 @@ export interface MoeRouting {
  * Router after the logits GEMM: softmax in fp32 (max-subtracted, expF32, the sum over the
  * experts e = 0..E-1 in canonical reduction order v1 (numerics/canonicalSum.ts), p = e / sum), top-k by probability, largest first, ties broken by
  * the lower expert index (torch.topk leaves ties unspecified; this is the order a stable
- * descending sort gives), then norm_topk_prob: p_k / sum of the k chosen probabilities
+ * descending sort gives; `ties` 'torch-cpu': the experts and order torch.topk gives on the
+ * CPU, numerics/topkTies.ts), then norm_topk_prob: p_k / sum of the k chosen probabilities
  * (fp32, summed in the top-k order), and one rounding w = bf(.). HF computes the softmax,
  * top-k and renormalization in fp32 and casts once, so no rounding in between.
  */
-export function moeRoute(logits: Uint16Array, tokens: number, numExperts: number, topK: number, normTopkProb: boolean): MoeRouting {
+export function moeRoute(
+  logits: Uint16Array,
+  tokens: number,
+  numExperts: number,
+  topK: number,
+  normTopkProb: boolean,
+  ties: TopkTies = 'lower-index',
+): MoeRouting {
   checkLength('router logits', logits, tokens * numExperts);
   if (!Number.isInteger(topK) || topK < 1 || topK > numExperts) throw new Error(`moe: topK ${topK} must be in [1, ${numExperts}]`);
   const ids = new Int32Array(tokens * topK);
@@ -43,15 +52,19 @@ export function moeRoute(logits: Uint16Array, tokens: number, numExperts: number
     for (let e = 0; e < numExperts; e++) p[e] = expF32(fr(bf16ToF32(logits[row + e]) - max));
     const sum = canonicalSumF32(numExperts, (e) => p[e]);
     for (let e = 0; e < numExperts; e++) p[e] = fr(p[e] / sum);
-    taken.fill(0);
-    for (let k = 0; k < topK; k++) {
-      let best = -1;
-      // strict > keeps the lower index on ties; NaN probabilities are never chosen first
-      for (let e = 0; e < numExperts; e++) if (!taken[e] && (best < 0 || p[e] > p[best])) best = e;
-      taken[best] = 1;
-      ids[t * topK + k] = best;
-      chosenP[k] = p[best];
+    const rowIds = ids.subarray(t * topK, (t + 1) * topK);
+    if (ties === 'torch-cpu') rowIds.set(torchCpuTopk(p, topK));
+    else {
+      taken.fill(0);
+      for (let k = 0; k < topK; k++) {
+        let best = -1;
+        // strict > keeps the lower index on ties; NaN probabilities are never chosen first
+        for (let e = 0; e < numExperts; e++) if (!taken[e] && (best < 0 || p[e] > p[best])) best = e;
+        taken[best] = 1;
+        rowIds[k] = best;
+      }
     }
+    for (let k = 0; k < topK; k++) chosenP[k] = p[rowIds[k]!]!;
     let norm = 0;
     for (let k = 0; k < topK; k++) norm = fr(norm + chosenP[k]);
     for (let k = 0; k < topK; k++) weights[t * topK + k] = f32ToBf16(normTopkProb ? fr(chosenP[k] / norm) : chosenP[k]);

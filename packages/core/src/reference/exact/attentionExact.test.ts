@@ -3,6 +3,7 @@ import { OP_CASES, type OpCase } from '@hcsp/bench/cases';
 import { TINY } from '../../config/presets.ts';
 import { ropeInvFreq, ropeTablesBf16 } from '../../layers/attention/ropeTables.ts';
 import { qsaKeptPositions } from '../../layers/attention/qsaSelection.ts';
+import { f32ToBf16 } from '../../numerics/bf16.ts';
 import { Rng } from '../../numerics/rng.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
 import { cpuKernel } from '../kernels/index.ts';
@@ -223,6 +224,22 @@ describe('attention / QSA float64 kernels', () => {
     }
     return { scores, err, zero };
   }
+
+  it('qsaSelect ties=torch-cpu: exactly equal block scores keep the blocks torch.topk on the CPU picks, as in the reference', () => {
+    // one head of dim 2, q = [1, 0], block keys [s_b, 0]: score_b = relu(s_b) / sqrt(2); five
+    // blocks tie at the largest, rows at positions 14 and 15 keep 3 of 7 and 8 blocks
+    const bf = (shape: number[], v: number[]): Tensor => ({ dtype: 'bf16', shape, data: Uint16Array.from(v, (x) => f32ToBf16(x)) });
+    const c = {
+      op: 'qsaSelect',
+      inputs: [bf([2, 2], [1, 0, 1, 0]), bf([8, 2], [1, 0, 2, 0, 2, 0, 1, 0, 2, 0, 0.5, 0, 2, 0, 2, 0])],
+      attrs: { nHeads: 1, headDim: 2, compressRatio: 2, width: 3, r0: 14, tokens: 16, ties: 'torch-cpu' },
+    };
+    const { ref, ex } = run(c);
+    expect(Array.from(ex[0]!.data)).toEqual(Array.from(ref[0].data));
+    // the default rule keeps the lowest three of the tied blocks, 1 2 4, in both rows
+    expect(Array.from(ex[0]!.data)).not.toEqual([1, 2, 4, 1, 2, 4]);
+    expect(Array.from(run({ ...c, attrs: { ...c.attrs, ties: 'lower-index' } }).ex[0]!.data)).toEqual([1, 2, 4, 1, 2, 4]);
+  });
 
   it('qsaSelect (row shard with padding rows): the float64 selection equals the reference wherever no near-tie decides', () => {
     const c = opCase('qsaSelect row shard with padding rows');

@@ -1,5 +1,6 @@
 import type { ModelConfig } from '../../config/modelConfig.ts';
 import { qsaKeptPositions, qsaVisibleBlocks } from '../../layers/attention/qsaSelection.ts';
+import { torchCpuTopk, topkTiesOf } from '../../numerics/topkTies.ts';
 import { floatInput, intInput, numAttr, rows2d, type F64Input } from './exactInputs.ts';
 import type { ExactKernelTable, ExactTensor } from './exactTensor.ts';
 
@@ -10,7 +11,8 @@ import type { ExactKernelTable, ExactTensor } from './exactTensor.ts';
 // expF32/sigmoidF32 -> Math.exp; rsqrtF32 -> 1 / Math.sqrt). The algorithm stays: RMS1p
 // with the same eps, NeoX RoPE on the first ropeDims dims, the causal QSA key sets, the
 // two-pass softmax. Discrete decisions (qsaSelect's top-k blocks) are made on the float64
-// scores with the reference's tie rule (ties to the lower block index, listed ascending).
+// scores with the reference's tie rule (ties to the lower block index, or the op's `ties`
+// 'torch-cpu' rule, numerics/topkTies.ts; listed ascending).
 //
 // RoPE: the reference reads bf16 cos/sin tables (model.md, the HF recipe: ropeTablesBf16
 // rounds fr(cos(fr(pos * inv_freq_f32))) to bf16). These kernels use whatever table values
@@ -181,6 +183,7 @@ export const attentionExact: ExactKernelTable = {
       if (nb !== Math.floor(tokens / ratio)) throw new Error(`${op}: kb has ${nb} blocks, ${tokens} tokens make ${Math.floor(tokens / ratio)}`);
       const real = Math.max(0, Math.min(rows, tokens - r0));
       const divisor = Math.sqrt(hd);
+      const torchTies = topkTiesOf(attrs) === 'torch-cpu';
       const blocks = new Int32Array(rows * width).fill(-1);
       const scores = new Float64Array(nb);
       for (let r = 0; r < real; r++) {
@@ -203,6 +206,10 @@ export const attentionExact: ExactKernelTable = {
         }
         const row = scores.subarray(0, visible);
         for (let b = 0; b < visible; b++) if (Number.isNaN(row[b])) throw new Error(`${op}: row ${r0 + r} block ${b} scored NaN`);
+        if (torchTies) {
+          out.set(torchCpuTopk(row, width).sort());
+          continue;
+        }
         // the reference's rule: threshold = the width-th largest score; everything above it,
         // then the lowest-index blocks equal to it until width are taken
         const threshold = Float64Array.from(row).sort()[visible - width];

@@ -1,3 +1,4 @@
+import { torchCpuTopk, topkTiesOf } from '../../numerics/topkTies.ts';
 import { dims2, floatInput } from './exactInputs.ts';
 import type { ExactKernelTable, ExactTensor } from './exactTensor.ts';
 
@@ -7,7 +8,7 @@ import type { ExactKernelTable, ExactTensor } from './exactTensor.ts';
 // GEMM outputs, of the SwiGLU or of the weighted contributions; expF32/sigmoidF32/siluF32 ->
 // Math.exp and their double formulas). The algorithm stays: the max-subtracted softmax over
 // experts, the top-k decided on the float64 probabilities with the reference's rule (largest
-// first, ties to the lower expert index), norm_topk_prob over the chosen k, the routed sum
+// first, ties to the lower expert index, or the op's `ties` 'torch-cpu' rule), norm_topk_prob over the chosen k, the routed sum
 // over a rank's own experts only (a TP/EP partial: no reduction inside).
 
 function int(attrs: Record<string, unknown>, name: string, op: string): number {
@@ -29,6 +30,7 @@ export const moeExact: ExactKernelTable = {
       if (topK < 1 || topK > E) throw new Error(`${op}: topK ${topK} must be in [1, ${E}]`);
       const norm = attrs.normTopkProb;
       if (typeof norm !== 'boolean') throw new Error(`${op}: attribute 'normTopkProb' must be true or false`);
+      const torchTies = topkTiesOf(attrs) === 'torch-cpu';
       const ids = new Int32Array(T * topK);
       const weights = new Float64Array(T * topK);
       const p = new Float64Array(E);
@@ -43,16 +45,22 @@ export const moeExact: ExactKernelTable = {
           sum += p[e];
         }
         for (let e = 0; e < E; e++) p[e] /= sum;
-        taken.fill(0);
+        const rowIds = ids.subarray(t * topK, (t + 1) * topK);
+        if (torchTies) rowIds.set(torchCpuTopk(p, topK));
+        else {
+          taken.fill(0);
+          for (let k = 0; k < topK; k++) {
+            let best = -1;
+            // strict > keeps the lower index on ties, as the reference
+            for (let e = 0; e < E; e++) if (!taken[e] && (best < 0 || p[e] > p[best])) best = e;
+            taken[best] = 1;
+            rowIds[k] = best;
+          }
+        }
         let chosen = 0;
         for (let k = 0; k < topK; k++) {
-          let best = -1;
-          // strict > keeps the lower index on ties, as the reference
-          for (let e = 0; e < E; e++) if (!taken[e] && (best < 0 || p[e] > p[best])) best = e;
-          taken[best] = 1;
-          ids[t * topK + k] = best;
-          weights[t * topK + k] = p[best];
-          chosen += p[best];
+          weights[t * topK + k] = p[rowIds[k]];
+          chosen += p[rowIds[k]];
         }
         if (norm) for (let k = 0; k < topK; k++) weights[t * topK + k] /= chosen;
       }

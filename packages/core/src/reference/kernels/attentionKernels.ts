@@ -3,6 +3,7 @@ import { tensor } from '../../tensor/tensor.ts';
 import { attr, input, rows2d } from './kernelArgs.ts';
 import { attnCausalQsa, attnHeadNormRopeBf16, attnOutputGate } from '../../layers/attention/attentionMath.ts';
 import { qsaBlockKeys, qsaBlockScores, qsaSelectBlocks, type QsaIndexerDims } from '../../layers/attention/qsaIndexer.ts';
+import { topkTiesOf } from '../../numerics/topkTies.ts';
 
 // CPU reference kernels of the full-attention ops (graph/ops/attentionOps.ts): shape checks
 // and tensor plumbing around layers/attention/attentionMath.ts and qsaIndexer.ts.
@@ -94,7 +95,7 @@ export const attentionKernels: CpuKernelTable = {
       const real = Math.max(0, Math.min(rows, tokens - r0));
       const d: QsaIndexerDims = { nHeads, headDim, ropeDims: 0, compressRatio, width, eps: 0 };
       const qReal = (q.data as Uint16Array).subarray(0, real * nHeads * headDim);
-      const sel = qsaSelectBlocks(qsaBlockScores(qReal, kb.data as Uint16Array, r0, r0 + real, nb, d), r0, r0 + real, nb, d);
+      const sel = qsaSelectBlocks(qsaBlockScores(qReal, kb.data as Uint16Array, r0, r0 + real, nb, d), r0, r0 + real, nb, d, topkTiesOf(attrs));
       const blocks = new Int32Array(rows * width).fill(-1);
       blocks.set(sel.blocks);
       return [tensor('i32', [rows, width], blocks)];

@@ -4,6 +4,7 @@ import { moeRoutedSumFp8 } from '../../layers/moe/moeFp8Math.ts';
 import type { PtpcScaleOrder } from '../../layers/fp8Linear.ts';
 import { type Fp8Format, fp8FormatOfDtype, fp8Info } from '../../numerics/fp8.ts';
 import type { QuantStyle } from '../../numerics/quant.ts';
+import { topkTiesOf } from '../../numerics/topkTies.ts';
 import { shapeStr } from '../../tensor/tensor.ts';
 import type { CpuKernelTable } from '../cpuKernel.ts';
 import { dims2 } from './kernelArgs.ts';
@@ -13,7 +14,7 @@ export const moeKernels: CpuKernelTable = {
     moeRoute: ([logits], attrs) => {
       const [T, E] = dims2(logits!, 'moeRoute logits');
       const topK = attrs.topK as number;
-      const r = moeRoute(logits!.data as Uint16Array, T, E, topK, attrs.normTopkProb as boolean);
+      const r = moeRoute(logits!.data as Uint16Array, T, E, topK, attrs.normTopkProb as boolean, topkTiesOf(attrs));
       return [
         { dtype: 'i32', shape: [T, topK], data: r.ids },
         { dtype: 'bf16', shape: [T, topK], data: r.weights },
