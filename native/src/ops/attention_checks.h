@@ -53,6 +53,16 @@ inline void checkTables(const std::string& op, const Tensor& cos, const Tensor& 
   }
 }
 
+/** the reference's check of a compressRatio attribute */
+inline void checkCompressRatio(const std::string& op, int64_t ratio) {
+  if (ratio < 1) fail(ErrorKind::Attr, op + ": compressRatio " + attn_text::num(ratio) + " must be a positive integer");
+}
+
+/** the four bf16 inputs of the norm + RoPE ops: the rows, the norm weight and the RoPE tables */
+inline auto normRopeInputs(const Inputs& in, const std::string& op, const char* rowsName) {
+  return inputs(in, op, {{rowsName, DType::BF16}, {"w", DType::BF16}, {"cos", DType::BF16}, {"sin", DType::BF16}});
+}
+
 /** attentionMath.ts checkHeadLayout and the norm weight's length */
 inline void checkHeadLayout(int64_t hd, int64_t stride, int64_t offset, int64_t ropeDims, const Tensor& w) {
   using attn_text::num;
@@ -68,25 +78,15 @@ inline void checkHeadLayout(int64_t hd, int64_t stride, int64_t offset, int64_t 
 // ---- attnHeadNormRopeBf16 ----------------------------------------------------------------
 
 struct HeadNormRopeArgs {
-  const Tensor& x;
-  const Tensor& w;
-  const Tensor& cos;
-  const Tensor& sin;
+  const Tensor &x, &w, &cos, &sin;
   int64_t rows, heads, hd, stride, offset, ropeDims;
   float epsF;
 };
 
 inline HeadNormRopeArgs checkHeadNormRope(const Inputs& in, const Attrs& attrs) {
   const std::string op = "attnHeadNormRopeBf16";
-  const int64_t heads = attrs.integer("heads");
-  const int64_t hd = attrs.integer("headDim");
-  const int64_t stride = attrs.integer("stride");
-  const int64_t offset = attrs.integer("offset");
-  const int64_t ropeDims = attrs.integer("ropeDims");
-  const Tensor& x = input(in, 0, "x", op, DType::BF16);
-  const Tensor& w = input(in, 1, "w", op, DType::BF16);
-  const Tensor& cos = input(in, 2, "cos", op, DType::BF16);
-  const Tensor& sin = input(in, 3, "sin", op, DType::BF16);
+  const auto [heads, hd, stride, offset, ropeDims] = integers(attrs, {"heads", "headDim", "stride", "offset", "ropeDims"});
+  const auto [x, w, cos, sin] = normRopeInputs(in, op, "x");
   const int64_t rows = rows2d(x, "x", op, heads * stride);
   checkTables(op, cos, sin, ropeDims, rows);
   const double eps = attrs.number("eps");
@@ -97,27 +97,19 @@ inline HeadNormRopeArgs checkHeadNormRope(const Inputs& in, const Attrs& attrs) 
 // ---- qsaBlockKeys ------------------------------------------------------------------------
 
 struct BlockKeysArgs {
-  const Tensor& kRaw;
-  const Tensor& w;
-  const Tensor& cos;
-  const Tensor& sin;
+  const Tensor &kRaw, &w, &cos, &sin;
   int64_t T, dh, ratio, ropeDims, nb;
   float epsF;
 };
 
 inline BlockKeysArgs checkBlockKeys(const Inputs& in, const Attrs& attrs) {
   const std::string op = "qsaBlockKeys";
-  const int64_t dh = attrs.integer("headDim");
-  const int64_t ratio = attrs.integer("compressRatio");
-  const int64_t ropeDims = attrs.integer("ropeDims");
-  const Tensor& kRaw = input(in, 0, "kRaw", op, DType::BF16);
-  const Tensor& w = input(in, 1, "w", op, DType::BF16);
-  const Tensor& cos = input(in, 2, "cos", op, DType::BF16);
-  const Tensor& sin = input(in, 3, "sin", op, DType::BF16);
+  const auto [dh, ratio, ropeDims] = integers(attrs, {"headDim", "compressRatio", "ropeDims"});
+  const auto [kRaw, w, cos, sin] = normRopeInputs(in, op, "kRaw");
   const int64_t T = rows2d(kRaw, "kRaw", op, dh);
   checkTables(op, cos, sin, ropeDims, T);
   const double eps = attrs.number("eps");
-  if (ratio < 1) fail(ErrorKind::Attr, op + ": compressRatio " + attn_text::num(ratio) + " must be a positive integer");
+  checkCompressRatio(op, ratio);
   const int64_t nb = T / ratio;
   checkHeadLayout(dh, dh, 0, ropeDims, w);
   return {kRaw, w, cos, sin, T, dh, ratio, ropeDims, nb, static_cast<float>(eps)};
@@ -135,15 +127,14 @@ inline KeptCountArgs checkKeptCount(const Inputs& in, const Attrs& attrs) {
   const int64_t ratio = attrs.integer("compressRatio");
   const Tensor& blocks = input(in, 0, "blocks", op, DType::I32);
   requireRank(blocks, 2, "blocks", op);
-  if (ratio < 1) fail(ErrorKind::Attr, op + ": compressRatio " + attn_text::num(ratio) + " must be a positive integer");
+  checkCompressRatio(op, ratio);
   return {blocks, blocks.dim(0), blocks.dim(1), ratio};
 }
 
 // ---- qsaSelect ---------------------------------------------------------------------------
 
 struct QsaSelectArgs {
-  const Tensor& q;
-  const Tensor& kb;
+  const Tensor &q, &kb;
   int64_t rows, nb, nh, dh, ratio, width, tokens;
   /** the first row's position, and the rows before the last token (the rest are SP padding) */
   int64_t r0, real;
@@ -155,16 +146,11 @@ inline QsaSelectArgs checkQsaSelect(const Inputs& in, const Attrs& attrs) {
   using namespace attn_text;
   const std::string op = "qsaSelect";
   const double r0d = attrs.number("r0");
-  const int64_t tokens = attrs.integer("tokens");
-  const int64_t nh = attrs.integer("nHeads");
-  const int64_t dh = attrs.integer("headDim");
-  const int64_t ratio = attrs.integer("compressRatio");
-  const int64_t width = attrs.integer("width");
-  const Tensor& q = input(in, 0, "q", op, DType::BF16);
-  const Tensor& kb = input(in, 1, "kb", op, DType::BF16);
+  const auto [tokens, nh, dh, ratio, width] = integers(attrs, {"tokens", "nHeads", "headDim", "compressRatio", "width"});
+  const auto [q, kb] = inputs(in, op, {{"q", DType::BF16}, {"kb", DType::BF16}});
   const int64_t rows = rows2d(q, "q", op, nh * dh);
   const int64_t nb = rows2d(kb, "kb", op, dh);
-  if (ratio < 1) fail(ErrorKind::Attr, op + ": compressRatio " + num(ratio) + " must be a positive integer");
+  checkCompressRatio(op, ratio);
   if (width < 0) fail(ErrorKind::Attr, op + ": width " + num(width) + " must be a non-negative integer");
   if (nb != floorDiv(tokens, ratio))
     fail(ErrorKind::Shape, op + ": kb has " + num(nb) + " blocks, " + num(tokens) + " tokens make " + num(floorDiv(tokens, ratio)));
@@ -186,10 +172,7 @@ inline QsaSelectArgs checkQsaSelect(const Inputs& in, const Attrs& attrs) {
 // ---- attnCausalQsa -----------------------------------------------------------------------
 
 struct CausalQsaArgs {
-  const Tensor& q;
-  const Tensor& k;
-  const Tensor& v;
-  const Tensor& blocks;
+  const Tensor &q, &k, &v, &blocks;
   int64_t T, heads, kvHeads, hd, width, ratio;
   float scaleF;
   /** the 'hf-eager' contract: HF's eager attention roundings (attentionMath.ts attnOverKeys) */
@@ -199,14 +182,8 @@ struct CausalQsaArgs {
 inline CausalQsaArgs checkCausalQsa(const Inputs& in, const Attrs& attrs) {
   using attn_text::num;
   const std::string op = "attnCausalQsa";
-  const int64_t heads = attrs.integer("heads");
-  const int64_t kvHeads = attrs.integer("kvHeads");
-  const int64_t hd = attrs.integer("headDim");
-  const int64_t width = attrs.integer("width");
-  const Tensor& q = input(in, 0, "q", op, DType::BF16);
-  const Tensor& k = input(in, 1, "k", op, DType::BF16);
-  const Tensor& v = input(in, 2, "v", op, DType::BF16);
-  const Tensor& blocksT = input(in, 3, "blocks", op, DType::I32);
+  const auto [heads, kvHeads, hd, width] = integers(attrs, {"heads", "kvHeads", "headDim", "width"});
+  const auto [q, k, v, blocksT] = inputs(in, op, {{"q", DType::BF16}, {"k", DType::BF16}, {"v", DType::BF16}, {"blocks", DType::I32}});
   const int64_t T = rows2d(q, "q", op, heads * hd);
   if (rows2d(k, "k", op, kvHeads * hd) != T || rows2d(v, "v", op, kvHeads * hd) != T || rows2d(blocksT, "blocks", op, width) != T) {
     fail(ErrorKind::Shape, op + ": k/v/blocks have " + num(k.dim(0)) + "/" + num(v.dim(0)) + "/" + num(blocksT.dim(0)) + " rows, q has " + num(T));
@@ -239,17 +216,14 @@ inline CausalQsaArgs checkCausalQsa(const Inputs& in, const Attrs& attrs) {
 // ---- attnOutputGate ----------------------------------------------------------------------
 
 struct OutputGateArgs {
-  const Tensor& o;
-  const Tensor& qg;
+  const Tensor &o, &qg;
   int64_t T, heads, hd;
 };
 
 inline OutputGateArgs checkOutputGate(const Inputs& in, const Attrs& attrs) {
   const std::string op = "attnOutputGate";
-  const int64_t heads = attrs.integer("heads");
-  const int64_t hd = attrs.integer("headDim");
-  const Tensor& o = input(in, 0, "o", op, DType::BF16);
-  const Tensor& qg = input(in, 1, "qg", op, DType::BF16);
+  const auto [heads, hd] = integers(attrs, {"heads", "headDim"});
+  const auto [o, qg] = inputs(in, op, {{"o", DType::BF16}, {"qg", DType::BF16}});
   const int64_t T = rows2d(o, "o", op, heads * hd);
   if (rows2d(qg, "qg", op, heads * 2 * hd) != T) fail(ErrorKind::Shape, op + ": qg has " + attn_text::num(qg.dim(0)) + " rows, o has " + attn_text::num(T));
   return {o, qg, T, heads, hd};

@@ -10,20 +10,13 @@
 
 namespace hcsp::ops {
 
-/** kernelArgs.ts dims2: a 2-D tensor, `what` naming the op and the port */
-inline void require2d(const Tensor& t, const std::string& what) {
-  if (t.rank() != 2) fail(ErrorKind::Shape, what + ": expected a 2-D tensor, got " + shapeStr(t.shape()));
-}
-
 struct AddArgs {
-  const Tensor& a;
-  const Tensor& b;
+  const Tensor &a, &b;
 };
 
 inline AddArgs checkAdd(const Inputs& in, const Attrs&) {
   const std::string op = "add";
-  const Tensor& a = input(in, 0, "a", op, DType::BF16);
-  const Tensor& b = input(in, 1, "b", op, DType::BF16);
+  const auto [a, b] = inputs(in, op, {{"a", DType::BF16}, {"b", DType::BF16}});
   if (a.numel() != b.numel()) fail(ErrorKind::Shape, "add: shapes " + shapeStr(a.shape()) + " and " + shapeStr(b.shape()) + " differ");
   return {a, b};
 }
@@ -37,8 +30,7 @@ struct SliceColsArgs {
 inline SliceColsArgs checkSliceCols(const Inputs& in, const Attrs& attrs) {
   if (in.empty() || !in[0]) fail(ErrorKind::Shape, "sliceCols: input 'x' is missing");
   const Tensor& x = *in[0];
-  require2d(x, "sliceCols x");
-  const int64_t rows = x.dim(0), cols = x.dim(1);
+  const auto [rows, cols] = dims2(x, "sliceCols x");
   const int64_t start = attrs.integer("start"), end = attrs.integer("end");
   if (!(start >= 0 && start < end && end <= cols)) {
     fail(ErrorKind::Attr, "sliceCols: [" + std::to_string(start) + ", " + std::to_string(end) + ") is outside [0, " + std::to_string(cols) + ")");
@@ -47,18 +39,16 @@ inline SliceColsArgs checkSliceCols(const Inputs& in, const Attrs& attrs) {
 }
 
 struct EmbedArgs {
-  const Tensor& ids;
-  const Tensor& table;
+  const Tensor &ids, &table;
   int64_t vocab, h;
 };
 
 /** the metadata checks; the ids' values are checked by the caller, in order, with failEmbedId */
 inline EmbedArgs checkEmbed(const Inputs& in, const Attrs&) {
   const std::string op = "embed";
-  const Tensor& ids = input(in, 0, "ids", op, DType::I32);
-  const Tensor& table = input(in, 1, "table", op, DType::BF16);
-  require2d(table, "embed table");
-  return {ids, table, table.dim(0), table.dim(1)};
+  const auto [ids, table] = inputs(in, op, {{"ids", DType::I32}, {"table", DType::BF16}});
+  const auto [vocab, h] = dims2(table, "embed table");
+  return {ids, table, vocab, h};
 }
 
 /** the reference's error for token id `id` at position t outside [0, vocab) */

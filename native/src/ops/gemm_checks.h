@@ -14,20 +14,17 @@
 namespace hcsp::ops {
 
 struct LinearArgs {
-  const Tensor& x;
-  const Tensor& w;
+  const Tensor &x, &w;
   /** y [rows, outF] = x [rows, inF] w [outF, inF]^T */
   int64_t rows, inF, outF;
 };
 
 inline LinearArgs checkLinear(const Inputs& in, const Attrs&) {
   const std::string op = "linear";
-  const Tensor& x = input(in, 0, "x", op, DType::BF16);
-  const Tensor& w = input(in, 1, "w", op, DType::BF16);
-  require2d(x, "linear x");
-  require2d(w, "linear w");
-  const int64_t rows = x.dim(0), inF = x.dim(1), outF = w.dim(0);
-  if (w.dim(1) != inF) fail(ErrorKind::Shape, "linear: x is " + shapeStr(x.shape()) + " but w is " + shapeStr(w.shape()) + " (in features differ)");
+  const auto [x, w] = inputs(in, op, {{"x", DType::BF16}, {"w", DType::BF16}});
+  const auto [rows, inF] = dims2(x, "linear x");
+  const auto [outF, wIn] = dims2(w, "linear w");
+  if (wIn != inF) fail(ErrorKind::Shape, "linear: x is " + shapeStr(x.shape()) + " but w is " + shapeStr(w.shape()) + " (in features differ)");
   return {x, w, rows, inF, outF};
 }
 
@@ -49,10 +46,7 @@ inline int64_t fp8Rows(const Inputs& in, size_t qPort, const std::string& what, 
 }
 
 struct Fp8LinearArgs {
-  const Tensor& q;
-  const Tensor& sx;
-  const Tensor& qW;
-  const Tensor& sw;
+  const Tensor &q, &sx, &qW, &sw;
   const Fp8Format& format;
   int64_t rows, inF, outF;
   /** scaleOrder 'weightFirst' (else 'tokenFirst') */

@@ -39,6 +39,20 @@ inline HcGeometry hcStreamGeometry(const Tensor& x, int64_t n) {
   return {x.dim(0), n, x.dim(1) / n};
 }
 
+/** `op: <what> has N values, expected RxC` unless t has rows * cols values */
+inline void hcCheckValues(const char* op, const char* what, const Tensor& t, int64_t rows, int64_t cols) {
+  if (t.numel() != rows * cols) {
+    fail(ErrorKind::Shape,
+         std::string(op) + ": " + what + " has " + std::to_string(t.numel()) + " values, expected " + std::to_string(rows) + "x" + std::to_string(cols));
+  }
+}
+
+/** the pending combine's inputs: blockOut [rows, h] and raw [rows, n] */
+inline void hcCheckPending(const char* op, const Tensor& blockOut, const Tensor& raw, const HcGeometry& g) {
+  hcCheckValues(op, "blockOut", blockOut, g.rows, g.h);
+  hcCheckValues(op, "raw", raw, g.rows, g.n);
+}
+
 struct HcExpandArgs {
   const Tensor& e;
   int64_t rows, n, h;
@@ -74,13 +88,7 @@ inline HcCombineNormArgs checkHcCombineNorm(const Inputs& in, const Attrs& attrs
   const HcContract contract = hcContract(attrs);
   const int64_t rows = g.rows, n = g.n, h = g.h, width = n * h;
   if ((blockOut == nullptr) != (raw == nullptr)) fail(ErrorKind::Shape, "hcCombineNorm: blockOut and raw come together (the pending combine) or not at all");
-  if (blockOut && blockOut->numel() != rows * h) {
-    fail(ErrorKind::Shape,
-         "hcCombineNorm: blockOut has " + std::to_string(blockOut->numel()) + " values, expected " + std::to_string(rows) + "x" + std::to_string(h));
-  }
-  if (raw && raw->numel() != rows * n) {
-    fail(ErrorKind::Shape, "hcCombineNorm: raw has " + std::to_string(raw->numel()) + " values, expected " + std::to_string(rows) + "x" + std::to_string(n));
-  }
+  if (blockOut) hcCheckPending("hcCombineNorm", *blockOut, *raw, g);
   if (w.numel() != width) fail(ErrorKind::Shape, "hcCombineNorm: norm weight has " + std::to_string(w.numel()) + " values, expected " + std::to_string(width));
   return {xT, blockOut, raw, w, rows, n, h, width, static_cast<float>(eps), contract};
 }
@@ -106,48 +114,34 @@ inline HcScaledSiluArgs checkHcScaledSilu(const Inputs& in, const Attrs& attrs) 
 }
 
 struct HcGatedMeanArgs {
-  const Tensor& up;
-  const Tensor& normed;
+  const Tensor &up, &normed;
   int64_t rows, n, h, width;
   HcContract contract;
 };
 
 inline HcGatedMeanArgs checkHcGatedMean(const Inputs& in, const Attrs& attrs) {
   const std::string op = "hcGatedMean";
-  const Tensor& up = input(in, 0, "up", op, DType::BF16);
-  const Tensor& normed = input(in, 1, "normed", op, DType::BF16);
+  const auto [up, normed] = inputs(in, op, {{"up", DType::BF16}, {"normed", DType::BF16}});
   const HcGeometry g = hcStreamGeometry(normed, hcStreams(attrs));
   const HcContract contract = hcContract(attrs);
   const int64_t rows = g.rows, n = g.n, h = g.h, width = n * h;
-  if (up.numel() != rows * width) {
-    fail(ErrorKind::Shape, "hcGatedMean: up has " + std::to_string(up.numel()) + " values, expected " + std::to_string(rows) + "x" + std::to_string(width));
-  }
+  hcCheckValues("hcGatedMean", "up", up, rows, width);
   return {up, normed, rows, n, h, width, contract};
 }
 
 struct HcCombineArgs {
-  const Tensor& x;
-  const Tensor& blockOut;
-  const Tensor& raw;
+  const Tensor &x, &blockOut, &raw;
   int64_t rows, n, h, width;
   HcContract contract;
 };
 
 inline HcCombineArgs checkHcCombine(const Inputs& in, const Attrs& attrs) {
   const std::string op = "hcCombine";
-  const Tensor& xT = input(in, 0, "x", op, DType::BF16);
-  const Tensor& blockOut = input(in, 1, "blockOut", op, DType::BF16);
-  const Tensor& raw = input(in, 2, "raw", op, DType::BF16);
+  const auto [xT, blockOut, raw] = inputs(in, op, {{"x", DType::BF16}, {"blockOut", DType::BF16}, {"raw", DType::BF16}});
   const HcGeometry g = hcStreamGeometry(xT, hcStreams(attrs));
   const HcContract contract = hcContract(attrs);
   const int64_t rows = g.rows, n = g.n, h = g.h, width = n * h;
-  if (blockOut.numel() != rows * h) {
-    fail(ErrorKind::Shape,
-         "hcCombine: blockOut has " + std::to_string(blockOut.numel()) + " values, expected " + std::to_string(rows) + "x" + std::to_string(h));
-  }
-  if (raw.numel() != rows * n) {
-    fail(ErrorKind::Shape, "hcCombine: raw has " + std::to_string(raw.numel()) + " values, expected " + std::to_string(rows) + "x" + std::to_string(n));
-  }
+  hcCheckPending("hcCombine", blockOut, raw, g);
   return {xT, blockOut, raw, rows, n, h, width, contract};
 }
 

@@ -71,8 +71,7 @@ struct RowBlocksToColsArgs {
 inline RowBlocksToColsArgs checkRowBlocksToCols(const Inputs& in, const Attrs& attrs) {
   const std::string op = "rowBlocksToCols";
   const Tensor& x = headAnyInput(in, 0, "x", op);
-  if (x.rank() != 2) fail(ErrorKind::Shape, "rowBlocksToCols x: expected a 2-D tensor, got " + shapeStr(x.shape()));
-  const int64_t rows = x.dim(0), cols = x.dim(1);
+  const auto [rows, cols] = dims2(x, "rowBlocksToCols x");
   const int64_t parts = attrs.integer("parts");
   if (!(parts >= 1 && rows % parts == 0)) {
     fail(ErrorKind::Attr, "rowBlocksToCols: " + std::to_string(rows) + " rows do not split into " + std::to_string(parts) + " blocks");
@@ -88,22 +87,19 @@ struct ArgmaxArgs {
 inline ArgmaxArgs checkArgmax(const Inputs& in, const Attrs&) {
   const std::string op = "argmax";
   const Tensor& logits = input(in, 0, "logits", op, DType::BF16);
-  if (logits.rank() != 2) fail(ErrorKind::Shape, "argmax logits: expected a 2-D tensor, got " + shapeStr(logits.shape()));
-  const int64_t rows = logits.dim(0), vocab = logits.dim(1);
+  const auto [rows, vocab] = dims2(logits, "argmax logits");
   if (vocab < 1) fail(ErrorKind::Shape, "argmaxFirst: vocab " + std::to_string(vocab) + " must be an integer >= 1");
   return {logits, rows, vocab};
 }
 
 struct MtpDraftIdsArgs {
-  const Tensor& ids;
-  const Tensor& next;
+  const Tensor &ids, &next;
   int64_t t;
 };
 
 inline MtpDraftIdsArgs checkMtpDraftIds(const Inputs& in, const Attrs&) {
   const std::string op = "mtpDraftIds";
-  const Tensor& ids = input(in, 0, "ids", op, DType::I32);
-  const Tensor& next = input(in, 1, "next", op, DType::I32);
+  const auto [ids, next] = inputs(in, op, {{"ids", DType::I32}, {"next", DType::I32}});
   const int64_t t = ids.numel();
   if (t < 1 || next.numel() != 1) {
     fail(ErrorKind::Shape, "mtpDraftIds: ids [" + std::to_string(t) + "] and next [" + std::to_string(next.numel()) + "] must be [T >= 1] and [1]");

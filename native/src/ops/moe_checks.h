@@ -13,15 +13,12 @@
 
 namespace hcsp::ops {
 
-/** moeMath's checkLength: `moe: <what> has N values, expected M` */
-inline void moeCheckLength(const char* what, int64_t n, int64_t expected) {
-  if (n != expected) fail(ErrorKind::Shape, std::string("moe: ") + what + " has " + std::to_string(n) + " values, expected " + std::to_string(expected));
-}
-
-/** kernelArgs.dims2: [rows, cols] of a 2-D tensor, `what` naming the op and the port */
-inline std::pair<int64_t, int64_t> moeDims2(const Tensor& t, const std::string& what) {
-  if (t.rank() != 2) fail(ErrorKind::Shape, what + ": expected a 2-D tensor, got " + shapeStr(t.shape()));
-  return {t.dim(0), t.dim(1)};
+/** the routed experts' x, ids and weights agree: [T, H], [T, topK], [T, topK] (the message names x's port `xName`) */
+inline void checkRouting(const std::string& op, const char* xName, const Tensor& x, const Tensor& ids, const Tensor& weights, int64_t T, int64_t idRows) {
+  if (idRows != T || weights.shape() != ids.shape()) {
+    fail(ErrorKind::Shape,
+         op + ": " + xName + " " + shapeStr(x.shape()) + ", ids " + shapeStr(ids.shape()) + " and weights " + shapeStr(weights.shape()) + " do not match");
+  }
 }
 
 struct MoeRouteArgs {
@@ -35,10 +32,10 @@ struct MoeRouteArgs {
 inline MoeRouteArgs checkMoeRoute(const Inputs& in, const Attrs& attrs) {
   const std::string op = "moeRoute";
   const Tensor& logits = input(in, 0, "logits", op, DType::BF16);
-  const auto [T, E] = moeDims2(logits, "moeRoute logits");
+  const auto [T, E] = dims2(logits, "moeRoute logits");
   const int64_t topK = attrs.integer("topK");
   const bool normTopkProb = attrs.boolean("normTopkProb", false);
-  moeCheckLength("router logits", logits.numel(), T * E);
+  checkLengths("moe", {{"router logits", logits.numel(), T * E}});
   if (topK < 1 || topK > E) fail(ErrorKind::Attr, "moe: topK " + std::to_string(topK) + " must be in [1, " + std::to_string(E) + "]");
   return {logits, T, E, topK, normTopkProb, checkTorchCpuTies(attrs, op)};
 }
@@ -51,17 +48,13 @@ struct MoeSwiGluArgs {
 inline MoeSwiGluArgs checkMoeSwiGlu(const Inputs& in, const Attrs&) {
   const std::string op = "moeSwiGlu";
   const Tensor& gateUp = input(in, 0, "gateUp", op, DType::BF16);
-  const auto [T, twoI] = moeDims2(gateUp, "moeSwiGlu gateUp");
+  const auto [T, twoI] = dims2(gateUp, "moeSwiGlu gateUp");
   if (twoI % 2 != 0) fail(ErrorKind::Shape, "moeSwiGlu: gate_up width " + std::to_string(twoI) + " is odd (expected [gate | up])");
   return {gateUp, T, twoI / 2};
 }
 
 struct MoeExpertsArgs {
-  const Tensor& x;
-  const Tensor& ids;
-  const Tensor& weights;
-  const Tensor& gateUp;
-  const Tensor& down;
+  const Tensor &x, &ids, &weights, &gateUp, &down;
   int64_t T, H, topK, firstExpert, numLocal, inter;
   /** the 'hf-eager' contract: each add of the routed sum rounded to bf16 (absent: false) */
   bool bf16Accumulate;
@@ -69,44 +62,31 @@ struct MoeExpertsArgs {
 
 inline MoeExpertsArgs checkMoeExperts(const Inputs& in, const Attrs& attrs) {
   const std::string op = "moeExperts";
-  const Tensor& x = input(in, 0, "x", op, DType::BF16);
-  const Tensor& ids = input(in, 1, "ids", op, DType::I32);
-  const Tensor& weights = input(in, 2, "weights", op, DType::BF16);
-  const Tensor& gateUp = input(in, 3, "gateUp", op, DType::BF16);
-  const Tensor& down = input(in, 4, "down", op, DType::BF16);
-  const auto [T, H] = moeDims2(x, "moeExperts x");
-  const auto [idRows, topK] = moeDims2(ids, "moeExperts ids");
-  if (idRows != T || weights.shape() != ids.shape()) {
-    fail(ErrorKind::Shape,
-         "moeExperts: x " + shapeStr(x.shape()) + ", ids " + shapeStr(ids.shape()) + " and weights " + shapeStr(weights.shape()) + " do not match");
-  }
-  const int64_t firstExpert = attrs.integer("firstExpert");
-  const int64_t numLocal = attrs.integer("numLocal");
-  const int64_t inter = attrs.integer("intermediate");
-  moeCheckLength("x", x.numel(), T * H);
-  moeCheckLength("routing ids", ids.numel(), T * topK);
-  moeCheckLength("routing weights", weights.numel(), T * topK);
-  moeCheckLength("stacked gate_up", gateUp.numel(), numLocal * 2 * inter * H);
-  moeCheckLength("stacked down", down.numel(), numLocal * H * inter);
+  const auto [x, ids, weights, gateUp, down] =
+      inputs(in, op, {{"x", DType::BF16}, {"ids", DType::I32}, {"weights", DType::BF16}, {"gateUp", DType::BF16}, {"down", DType::BF16}});
+  const auto [T, H] = dims2(x, "moeExperts x");
+  const auto [idRows, topK] = dims2(ids, "moeExperts ids");
+  checkRouting(op, "x", x, ids, weights, T, idRows);
+  const auto [firstExpert, numLocal, inter] = integers(attrs, {"firstExpert", "numLocal", "intermediate"});
+  checkLengths("moe", {{"x", x.numel(), T * H},
+                       {"routing ids", ids.numel(), T * topK},
+                       {"routing weights", weights.numel(), T * topK},
+                       {"stacked gate_up", gateUp.numel(), numLocal * 2 * inter * H},
+                       {"stacked down", down.numel(), numLocal * H * inter}});
   return {x, ids, weights, gateUp, down, T, H, topK, firstExpert, numLocal, inter, attrs.boolean("bf16Accumulate", false)};
 }
 
 struct MoeCombineArgs {
-  const Tensor& routed;
-  const Tensor& shared;
-  const Tensor& gateLogit;
+  const Tensor &routed, &shared, &gateLogit;
   int64_t T, H;
 };
 
 inline MoeCombineArgs checkMoeCombine(const Inputs& in, const Attrs&) {
   const std::string op = "moeCombine";
-  const Tensor& routed = input(in, 0, "routed", op, DType::F32);
-  const Tensor& shared = input(in, 1, "shared", op, DType::BF16);
-  const Tensor& gateLogit = input(in, 2, "gateLogit", op, DType::BF16);
-  const auto [T, H] = moeDims2(routed, "moeCombine routed");
-  moeCheckLength("routed sum", routed.numel(), T * H);
-  moeCheckLength("shared expert output", shared.numel(), T * H);
-  moeCheckLength("shared expert gate logit", gateLogit.numel(), T);
+  const auto [routed, shared, gateLogit] = inputs(in, op, {{"routed", DType::F32}, {"shared", DType::BF16}, {"gateLogit", DType::BF16}});
+  const auto [T, H] = dims2(routed, "moeCombine routed");
+  checkLengths("moe",
+               {{"routed sum", routed.numel(), T * H}, {"shared expert output", shared.numel(), T * H}, {"shared expert gate logit", gateLogit.numel(), T}});
   return {routed, shared, gateLogit, T, H};
 }
 

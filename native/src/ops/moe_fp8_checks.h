@@ -14,25 +14,13 @@
 namespace hcsp::ops {
 
 struct MoeExpertsFp8Args {
-  const Tensor& xq;
-  const Tensor& sx;
-  const Tensor& ids;
-  const Tensor& weights;
-  const Tensor& qGateUp;
-  const Tensor& sGateUp;
-  const Tensor& qDown;
-  const Tensor& sDown;
+  const Tensor &xq, &sx, &ids, &weights, &qGateUp, &sGateUp, &qDown, &sDown;
   const Fp8Format& format;
   QuantStyle style;
   /** scaleOrder 'weightFirst' (else 'tokenFirst') */
   bool weightFirst;
   int64_t T, H, topK, firstExpert, numLocal, inter;
 };
-
-/** moeFp8Math's checkLength: `moe fp8: <what> has N values, expected M` */
-inline void moeFp8CheckLength(const char* what, int64_t n, int64_t expected) {
-  if (n != expected) fail(ErrorKind::Shape, std::string("moe fp8: ") + what + " has " + std::to_string(n) + " values, expected " + std::to_string(expected));
-}
 
 inline MoeExpertsFp8Args checkMoeExpertsFp8(const Inputs& in, const Attrs& attrs) {
   const std::string op = "moeExpertsFp8Ptpc";
@@ -44,12 +32,9 @@ inline MoeExpertsFp8Args checkMoeExpertsFp8(const Inputs& in, const Attrs& attrs
     if (p >= in.size() || !in[p]) fail(ErrorKind::Shape, op + ": input " + std::to_string(p) + " is missing");
   }
   const Tensor &xq = *in[0], &sx = *in[1], &qGateUp = *in[4], &sGateUp = *in[5], &qDown = *in[6], &sDown = *in[7];
-  const auto [T, H] = moeDims2(xq, op + " xq");
-  const auto [idRows, topK] = moeDims2(ids, op + " ids");
-  if (idRows != T || weights.shape() != ids.shape()) {
-    fail(ErrorKind::Shape,
-         op + ": xq " + shapeStr(xq.shape()) + ", ids " + shapeStr(ids.shape()) + " and weights " + shapeStr(weights.shape()) + " do not match");
-  }
+  const auto [T, H] = dims2(xq, op + " xq");
+  const auto [idRows, topK] = dims2(ids, op + " ids");
+  checkRouting(op, "xq", xq, ids, weights, T, idRows);
   const DType want = fp8DType(format);
   const std::pair<const Tensor*, const char*> fp8s[] = {{&xq, "xq"}, {&qGateUp, "qGateUp"}, {&qDown, "qDown"}};
   for (const auto& [t, name] : fp8s) {
@@ -59,19 +44,17 @@ inline MoeExpertsFp8Args checkMoeExpertsFp8(const Inputs& in, const Attrs& attrs
   for (const auto& [t, name] : scales) {
     if (t->dtype() != DType::F32) fail(ErrorKind::DType, op + ": " + name + " must be f32, got " + dtypeName(t->dtype()));
   }
-  const int64_t firstExpert = attrs.integer("firstExpert");
-  const int64_t numLocal = attrs.integer("numLocal");
-  const int64_t inter = attrs.integer("intermediate");
+  const auto [firstExpert, numLocal, inter] = integers(attrs, {"firstExpert", "numLocal", "intermediate"});
   const std::string order = attrs.string("scaleOrder", "undefined");
   if (order != "weightFirst" && order != "tokenFirst") fail(ErrorKind::Attr, "moe fp8: unknown scale order '" + order + "'");
-  moeFp8CheckLength("xq", xq.numel(), T * H);
-  moeFp8CheckLength("x scales", sx.numel(), T);
-  moeFp8CheckLength("routing ids", ids.numel(), T * topK);
-  moeFp8CheckLength("routing weights", weights.numel(), T * topK);
-  moeFp8CheckLength("stacked gate_up", qGateUp.numel(), numLocal * 2 * inter * H);
-  moeFp8CheckLength("stacked gate_up scales", sGateUp.numel(), numLocal * 2 * inter);
-  moeFp8CheckLength("stacked down", qDown.numel(), numLocal * H * inter);
-  moeFp8CheckLength("stacked down scales", sDown.numel(), numLocal * H);
+  checkLengths("moe fp8", {{"xq", xq.numel(), T * H},
+                           {"x scales", sx.numel(), T},
+                           {"routing ids", ids.numel(), T * topK},
+                           {"routing weights", weights.numel(), T * topK},
+                           {"stacked gate_up", qGateUp.numel(), numLocal * 2 * inter * H},
+                           {"stacked gate_up scales", sGateUp.numel(), numLocal * 2 * inter},
+                           {"stacked down", qDown.numel(), numLocal * H * inter},
+                           {"stacked down scales", sDown.numel(), numLocal * H}});
   return {xq, sx, ids, weights, qGateUp, sGateUp, qDown, sDown, format, style, order == "weightFirst", T, H, topK, firstExpert, numLocal, inter};
 }
 

@@ -15,13 +15,6 @@
 
 namespace hcsp::ops {
 
-/** dims2 of kernelArgs.ts: [rows, cols] of a 2-D tensor; `what` names the op and the port */
-inline void pleDims2(const Tensor& t, const std::string& what, int64_t& rows, int64_t& cols) {
-  if (t.rank() != 2) fail(ErrorKind::Shape, what + ": expected a 2-D tensor, got " + shapeStr(t.shape()));
-  rows = t.dim(0);
-  cols = t.dim(1);
-}
-
 /** divide of pleKernels.ts: width / attrs[name], which must split width into whole groups */
 inline int64_t pleDivide(int64_t width, const Attrs& attrs, const std::string& name, const std::string& what) {
   if (js::isInteger(attrs, name)) {
@@ -45,8 +38,7 @@ inline double pleNumberOrNaN(const Attrs& attrs, const std::string& name) {
 }
 
 struct PleNormArgs {
-  const Tensor& x;
-  const Tensor& weight;
+  const Tensor &x, &weight;
   int64_t rows, width, groupSize, groups;
   float epsF;
 };
@@ -54,8 +46,7 @@ struct PleNormArgs {
 inline PleNormArgs checkPleRms1pNorm(const Inputs& in, const Attrs& attrs) {
   const std::string op = "pleRms1pNorm";
   const Tensor& x = input(in, 0, "x", op, DType::BF16);
-  int64_t rows, width;
-  pleDims2(x, "pleRms1pNorm x", rows, width);
+  const auto [rows, width] = dims2(x, "pleRms1pNorm x");
   const int64_t groupSize = pleDivide(width, attrs, "groups", op);
   // (a zero width has no groups)
   const int64_t groups = groupSize > 0 ? width / groupSize : 0;
@@ -66,16 +57,14 @@ inline PleNormArgs checkPleRms1pNorm(const Inputs& in, const Attrs& attrs) {
 }
 
 struct PleGateArgs {
-  const Tensor& k;
-  const Tensor& q;
+  const Tensor &k, &q;
   int64_t rows, width, hidden, streams;
 };
 
 inline PleGateArgs checkPleGate(const Inputs& in, const Attrs& attrs) {
   const std::string op = "pleGate";
   const Tensor& k = input(in, 0, "k", op, DType::BF16);
-  int64_t rows, width;
-  pleDims2(k, "pleGate k", rows, width);
+  const auto [rows, width] = dims2(k, "pleGate k");
   const int64_t hidden = pleDivide(width, attrs, "streams", op);
   // a zero width: the attribute's streams, as the reference (each gate then sigmoid(0))
   const int64_t streams = hidden > 0 ? width / hidden : static_cast<int64_t>(attrs.number("streams"));
@@ -85,16 +74,14 @@ inline PleGateArgs checkPleGate(const Inputs& in, const Attrs& attrs) {
 }
 
 struct PleGatedValueArgs {
-  const Tensor& gate;
-  const Tensor& value;
+  const Tensor &gate, &value;
   int64_t rows, hidden, streams;
 };
 
 inline PleGatedValueArgs checkPleGatedValue(const Inputs& in, const Attrs& attrs) {
   const std::string op = "pleGatedValue";
   const Tensor& value = input(in, 1, "value", op, DType::BF16);
-  int64_t rows, hidden;
-  pleDims2(value, "pleGatedValue value", rows, hidden);
+  const auto [rows, hidden] = dims2(value, "pleGatedValue value");
   const double streamsAttr = pleNumberOrNaN(attrs, "streams");
   const Tensor& gate = input(in, 0, "gate", op, DType::BF16);
   pleCheckLength("gate", gate.numel(), static_cast<double>(rows) * streamsAttr);
@@ -105,17 +92,14 @@ inline PleGatedValueArgs checkPleGatedValue(const Inputs& in, const Attrs& attrs
 }
 
 struct PleConvArgs {
-  const Tensor& gNormed;
-  const Tensor& g;
-  const Tensor& weight;
+  const Tensor &gNormed, &g, &weight;
   int64_t rows, channels, kernel, dilation;
 };
 
 inline PleConvArgs checkPleConvSilu(const Inputs& in, const Attrs& attrs) {
   const std::string op = "pleConvSilu";
   const Tensor& g = input(in, 1, "g", op, DType::BF16);
-  int64_t rows, channels;
-  pleDims2(g, "pleConvSilu g", rows, channels);
+  const auto [rows, channels] = dims2(g, "pleConvSilu g");
   const Tensor& weight = input(in, 2, "weight", op, DType::BF16);
   if (weight.rank() != 3 || weight.dim(0) != channels || weight.dim(1) != 1) {
     fail(ErrorKind::Shape, "pleConvSilu: weight " + shapeStr(weight.shape()) + " is not [" + std::to_string(channels) + ", 1, K]");
@@ -273,8 +257,7 @@ inline PleNgramIdsArgs checkPleNgramIds(const Inputs& in, const Attrs& attrs) {
 }
 
 struct PleShardArgs {
-  const Tensor& ids;
-  const Tensor& table;
+  const Tensor &ids, &table;
   int64_t T, heads, rows, headDim, rowStart;
   /** an id is in the table when in [0, tableBound) */
   int64_t tableBound;
@@ -286,10 +269,9 @@ struct PleShardArgs {
 inline PleShardArgs checkPleNgramEmbedShard(const Inputs& in, const Attrs& attrs) {
   const std::string op = "pleNgramEmbedShard";
   const Tensor& ids = input(in, 0, "ids", op, DType::I32);
-  int64_t T, heads, rows, headDim;
-  pleDims2(ids, "pleNgramEmbedShard ids", T, heads);
+  const auto [T, heads] = dims2(ids, "pleNgramEmbedShard ids");
   const Tensor& table = input(in, 1, "table", op, DType::BF16);
-  pleDims2(table, "pleNgramEmbedShard table", rows, headDim);
+  const auto [rows, headDim] = dims2(table, "pleNgramEmbedShard table");
   if (heads < 1) fail(ErrorKind::Shape, "ple: " + std::to_string(ids.numel()) + " n-gram ids do not fill rows of " + std::to_string(heads) + " heads");
   if (headDim < 1) fail(ErrorKind::Shape, "ple: table slice of " + std::to_string(table.numel()) + " values is not [rows, " + std::to_string(headDim) + "]");
   const js::AttrProbe start = js::probe(attrs, "rowStart");

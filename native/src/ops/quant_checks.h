@@ -63,8 +63,7 @@ inline QuantRowsArgs checkFp8QuantWeightPerChannel(const Inputs& in, const Attrs
 }
 
 struct GatedMeanQuantArgs {
-  const Tensor& up;
-  const Tensor& normed;
+  const Tensor &up, &normed;
   const Fp8Format& f;
   QuantStyle style;
   /** normed is [rows, width = n * h] */

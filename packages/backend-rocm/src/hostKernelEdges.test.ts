@@ -106,6 +106,33 @@ describe('host kernels on edge inputs', () => {
     await expectSame('embed', [tensor('i32', [2], Int32Array.of(0, 1)), tensor('bf16', [8], ramp(8))], {});
   });
 
+  it("each op's port table and length checks refuse a missing port, a wrong dtype or a wrong length naming it as the reference does", async () => {
+    const bf = (shape: number[]) => tensor('bf16', shape, ramp(shape.reduce((a, b) => a * b, 1)));
+    const f32 = (shape: number[]) => tensor('f32', shape, new Float32Array(shape.reduce((a, b) => a * b, 1)));
+    const i32 = (shape: number[]) => tensor('i32', shape, new Int32Array(shape.reduce((a, b) => a * b, 1)));
+    const cases: [string, (Tensor | null)[], Record<string, unknown>][] = [
+      ['gdnGates', [bf([2, 2]), null, bf([2]), bf([2])], {}],
+      ['gdnGates', [bf([2, 2]), bf([2, 2]), bf([2]), f32([2])], {}],
+      ['gdnGates', [bf([2, 2]), bf([2, 2]), bf([2]), bf([3])], {}],
+      ['gdnGatedNorm', [bf([2, 4]), bf([2, 4]), bf([3])], { heads: 1, headDim: 4, eps: 1e-6 }],
+      ['moeCombine', [f32([2, 4]), bf([2, 4]), bf([3])], {}],
+      ['moeExperts', [bf([2, 4]), i32([2, 1]), bf([2, 1]), bf([16]), bf([7])], { firstExpert: 0, numLocal: 1, intermediate: 2 }],
+      ['hcCombine', [bf([2, 4]), bf([2, 2]), bf([3])], { streams: 2, contract: 'atom' }],
+      ['attnOutputGate', [bf([2, 4]), null], { heads: 1, headDim: 4 }],
+      ['linear', [bf([2, 4]), bf([4])], {}],
+      ['mtpDraftIds', [i32([2]), bf([1])], {}],
+      ['pleGate', [bf([4]), bf([4])], { streams: 1 }],
+    ];
+    for (const [op, inputs, attrs] of cases) {
+      const r = await both(op, inputs, attrs);
+      expect(r.refError, op).not.toBeNull();
+      expect(r.hostError, op).toBe(r.refError);
+    }
+    // the reference trusts the declaration's dtypes here; the host kernel, which would read 2-byte ids as 4-byte ones, refuses them
+    const wrongIds = await both('moeExperts', [bf([2, 4]), bf([2, 1]), bf([2, 1]), bf([16]), bf([8])], { firstExpert: 0, numLocal: 1, intermediate: 2 });
+    expect(wrongIds.hostError).toBe("moeExperts: input 'ids' is bf16, expected i32");
+  });
+
   it('gdnGates: where A_log and a + dt_bias are both NaN, g is the NaN the reference writes', async () => {
     // a = NaN: softplus gives the default NaN; A_log = -NaN with a payload: -exp(A_log) is a NaN with that payload
     const b = tensor('bf16', [2, 2], bf16([1, 1, 1, 1]));
