@@ -48,6 +48,14 @@ function routerLogits(): Tensor {
 }
 
 describe('MoE float64 kernels', () => {
+  it('moeRoute ties=torch-cpu: exactly equal logits go where torch.topk on the CPU puts them, as in the reference', () => {
+    const logits: Tensor = { dtype: 'bf16', shape: [1, 6], data: Uint16Array.from([0, 1, 0, 1, 1, 0], (v) => f32ToBf16(v)) };
+    const { ref, ex } = run('moeRoute', [logits], { topK: 2, normTopkProb: true, ties: 'torch-cpu' });
+    expect(Array.from(ex[0]!.data)).toEqual([1, 4]);
+    expect(Array.from(ref[0].data)).toEqual([1, 4]);
+    expect(Array.from(run('moeRoute', [logits], { topK: 2, normTopkProb: true }).ex[0]!.data)).toEqual([1, 3]);
+  });
+
   for (const normTopkProb of [true, false]) {
     it(`moeRoute (normTopkProb ${normTopkProb}): ids equal wherever no near-tie decides, weights within one bf16 rounding`, () => {
       const logits = routerLogits();
