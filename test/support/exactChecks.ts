@@ -16,7 +16,7 @@ import {
   type ExactTensor,
   type Tensor,
 } from '@hcsp/core';
-import { expect } from 'vitest';
+import { expect, it } from 'vitest';
 
 /** fp32's unit roundoff: |fl(v) - v| <= U_F32 |v| for round to nearest (24-bit significand). */
 export const U_F32 = 2 ** -24;
@@ -157,4 +157,20 @@ export function runBothSides(c: OpOnInputs): { ref: (Tensor | null)[]; exact: (E
   const ref = cpuCollectiveKernel(c.op)(perRank(c.inputs) as Tensor[][], attrs).flat();
   const exact = exactCollectiveKernel(c.op)(perRank(inputs) as ExactTensor[][], attrs).flat();
   return { ref, exact, inputs };
+}
+
+/**
+ * The tests of one op family (inside its describe): that its cases cover exactly `ops`, then one
+ * test per case, named by the case, that checks the CPU reference's and the float64 kernel's
+ * outputs on the case's inputs (runBothSides).
+ */
+export function familyTests<C extends OpOnInputs & { name: string }>(
+  cases: C[],
+  ops: readonly string[],
+  check: (c: C, sides: ReturnType<typeof runBothSides>) => void,
+): void {
+  it('covers the family', () => {
+    expect(new Set(cases.map((c) => c.op))).toEqual(new Set(ops));
+  });
+  for (const c of cases) it(c.name, () => check(c, runBothSides(c)));
 }

@@ -14,6 +14,9 @@
 // column counts (the rows, in the row-major terms of blaslt.cc); FAKE_NO_USO makes hipBLASLt
 // refuse HIPBLASLT_MATMUL_DESC_UNIFORM_SUMMATION_ORDER_EXT (105), as releases before it do.
 
+import { beforeAll } from 'vitest';
+import { type FakeGpuFolder, useFakeGpuRuntimes } from './fakeGpuLibraries.ts';
+
 export const FAKE_BLASLT = String.raw`
 #ifdef FAKE_HIP
 #define P(name) hipblasLt##name
@@ -201,3 +204,16 @@ int P(Matmul)(void* h, Desc* d, const void* alpha, const void* A, Layout* la, co
   return 0;
 }
 `;
+
+/**
+ * useFakeGpuRuntimes (fakeGpuLibraries.ts) with the fake vendor GEMM libraries too:
+ * <folder>/fakehipblaslt.so and fakecublaslt.so, compiled after the runtimes.
+ */
+export function useFakeGpuWithBlasLt(prefix: string, env: readonly string[]): FakeGpuFolder {
+  const fake = useFakeGpuRuntimes(prefix, env);
+  beforeAll(() => {
+    fake.compile('fakehipblaslt', FAKE_BLASLT, ['-DFAKE_HIP']);
+    fake.compile('fakecublaslt', FAKE_BLASLT);
+  }, 60_000);
+  return fake;
+}

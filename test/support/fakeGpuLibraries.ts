@@ -16,7 +16,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 
 /** What every fake starts with: the includes, the log, the environment knobs, bf16, kernel lookup and the one kernel, error texts. */
 export const FAKE_COMMON = String.raw`
@@ -459,6 +459,12 @@ export function saveEnv(keys: readonly string[]): () => void {
   };
 }
 
+/** Puts these environment variables back as they were after each test of the calling block. */
+export function restoreEnvAfterEach(keys: readonly string[]): void {
+  const restore = saveEnv(keys);
+  afterEach(() => restore());
+}
+
 /**
  * The fake runtimes for one describe block: the folder made and its runtimes compiled before
  * the block's tests and removed after them; `env`'s variables put back and the launch log
@@ -477,4 +483,22 @@ export function useFakeGpuRuntimes(prefix: string, env: readonly string[]): Fake
     rmSync(fake.log(), { force: true });
   });
   return fake;
+}
+
+/**
+ * useFakeGpuRuntimes for tests that open backends: before each test every variable of `env` is
+ * unset and FAKE_GPU_LOG names the log; the backends pushed on `open` are disposed after each
+ * test, before the variables are put back (vitest runs after-hooks last registered first).
+ */
+export function useFakeGpuBackends<B extends { dispose(): Promise<void> }>(prefix: string, env: readonly string[]): { fake: FakeGpuFolder; open: B[] } {
+  const fake = useFakeGpuRuntimes(prefix, env);
+  const open: B[] = [];
+  beforeEach(() => {
+    for (const k of env) delete process.env[k];
+    process.env.FAKE_GPU_LOG = fake.log();
+  });
+  afterEach(async () => {
+    for (const b of open.splice(0)) await b.dispose();
+  });
+  return { fake, open };
 }

@@ -3,9 +3,9 @@
 // planted in a device buffer is found by a kernel, nothing is read back or waited for inside
 // the op, and the run's sync raises the first failure in queue order with the host device's
 // message, naming the node. The checks' slots are read once at that sync and start clear again.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { useEmulatedGpu } from '../../../test/support/emulatedGpu.ts';
 import { loadNativeAddon, type GpuDevice, type NativeTensor, type OutputDecl } from './nativeAddon.ts';
-import { createRocmBackend, type RocmBackend } from './rocmBackend.ts';
 
 const addon = loadNativeAddon();
 type Device = GpuDevice | null;
@@ -107,15 +107,7 @@ function causalInputs(corrupt: [row: number, entry: number, value: number][]) {
 }
 
 describe('device checks on the emulated GPU', () => {
-  let backend: RocmBackend;
-  let gpu: GpuDevice;
-  beforeAll(async () => {
-    backend = await createRocmBackend({ device: 'emulated' });
-    gpu = backend.gpu!;
-  });
-  afterAll(async () => {
-    await backend?.dispose();
-  });
+  const emulated = useEmulatedGpu();
 
   /** the same nodes on the host device and the emulated GPU */
   async function both(
@@ -123,7 +115,7 @@ describe('device checks on the emulated GPU', () => {
     build: (device: Device) => (ins: NativeTensor[]) => NativeTensor[],
     ranLast?: Parameters<typeof observe>[3],
   ) {
-    return { host: await observe(null, inputs, build(null)), gpu: await observe(gpu, inputs, build(gpu), ranLast) };
+    return { host: await observe(null, inputs, build(null)), gpu: await observe(emulated.gpu, inputs, build(emulated.gpu), ranLast) };
   }
 
   /** no wait and no read inside the ops; at the sync one wait and one read of the checks' slots */
@@ -133,7 +125,7 @@ describe('device checks on the emulated GPU', () => {
   }
 
   it('an embedding id outside the vocabulary, planted in a device buffer, is raised at the sync naming the node, with the host message, and leaves nothing allocated', async () => {
-    const live = gpu.stats().liveTensors;
+    const live = emulated.gpu.stats().liveTensors;
     const r = await both(
       [idsOf(0, 99, 1), TABLE],
       (d) =>
@@ -144,7 +136,7 @@ describe('device checks on the emulated GPU', () => {
     expect(r.gpu.error?.message).toBe(r.host.error?.message);
     expect(r.gpu.error?.code).toBe(r.host.error?.code);
     expectOneReadAtTheSync(r.gpu, 1);
-    expect(gpu.stats().liveTensors).toBe(live);
+    expect(emulated.gpu.stats().liveTensors).toBe(live);
   });
 
   it('the first failing node in queue order is reported, and its first failing position, before a later host-detected error', async () => {
@@ -166,17 +158,19 @@ describe('device checks on the emulated GPU', () => {
   });
 
   it('the slots start clear after a failed sync: the next run succeeds, with the right rows', async () => {
-    const failed = await observe(gpu, [idsOf(9), TABLE], ([ids, table]) => enqueue(gpu, 'bad (embed, rank 0)', 'embed', {}, [ids, table], [bf16([1, 8])]));
+    const failed = await observe(emulated.gpu, [idsOf(9), TABLE], ([ids, table]) =>
+      enqueue(emulated.gpu, 'bad (embed, rank 0)', 'embed', {}, [ids, table], [bf16([1, 8])]),
+    );
     expect(failed.error?.message).toMatch(/^bad \(embed, rank 0\): embed: token id 9 at position 0/);
     expectOneReadAtTheSync(failed, 1);
-    const ids = addon.upload('i32', [2], Int32Array.of(3, 0), gpu);
-    const table = addon.upload(TABLE.dtype, TABLE.shape, TABLE.data, gpu);
-    const [e] = enqueue(gpu, 'good (embed, rank 0)', 'embed', {}, [ids, table], [bf16([2, 8])]);
-    await addon.sync(gpu);
+    const ids = addon.upload('i32', [2], Int32Array.of(3, 0), emulated.gpu);
+    const table = addon.upload(TABLE.dtype, TABLE.shape, TABLE.data, emulated.gpu);
+    const [e] = enqueue(emulated.gpu, 'good (embed, rank 0)', 'embed', {}, [ids, table], [bf16([2, 8])]);
+    await addon.sync(emulated.gpu);
     expect([...new Uint16Array(addon.download(e))]).toEqual([...TABLE.data.slice(24, 32), ...TABLE.data.slice(0, 8)]);
     for (const t of [ids, table, e]) addon.free(t);
     // a run that checks nothing reads nothing back at its sync
-    const clean = await observe(gpu, [TABLE], ([table]) => enqueue(gpu, 'sum (add, rank 0)', 'add', {}, [table, table], [bf16([4, 8])]));
+    const clean = await observe(emulated.gpu, [TABLE], ([table]) => enqueue(emulated.gpu, 'sum (add, rank 0)', 'add', {}, [table, table], [bf16([4, 8])]));
     expect(clean.error).toBeNull();
     expect(clean.afterSync).toEqual({ hostSyncs: 1, copiesFromDevice: 0, bytesFromDevice: 0 });
   });
@@ -247,6 +241,6 @@ describe('device checks on the emulated GPU', () => {
     };
     const host = await run(null);
     expect(host).toBe('embed: token id -1 at position 1 is outside the vocabulary [0, 4)');
-    expect(await run(gpu)).toBe(host);
+    expect(await run(emulated.gpu)).toBe(host);
   });
 });

@@ -1,19 +1,7 @@
-import { rmSync } from 'node:fs';
-import {
-  FLASH_NEXT,
-  formatBytes,
-  MODEL_SUB_LAYERS,
-  planMemory,
-  preparePrefill,
-  rankGraph,
-  type Communicator,
-  type Graph,
-  type GraphNode,
-  type ValueDecl,
-  type WeightSource,
-} from '@hcsp/core';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { FakeGpuFolder, saveEnv } from '../../../test/support/fakeGpuLibraries.ts';
+import { FLASH_NEXT, formatBytes, MODEL_SUB_LAYERS, planMemory, preparePrefill, rankGraph, type Communicator, type Graph, type WeightSource } from '@hcsp/core';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { handGraph, value } from '../../../test/support/handGraph.ts';
+import { useFakeGpuBackends } from '../../../test/support/fakeGpuLibraries.ts';
 import { NO_WEIGHTS } from '../../../test/support/noWeights.ts';
 import { checkDeviceMemory, COMMUNICATOR_ALLOWANCE_BYTES, DeviceMemoryError, estimateDeviceMemory, VENDOR_BLAS_WORKSPACE_BYTES } from './deviceMemoryGuard.ts';
 import { loadNativeAddon } from './nativeAddon.ts';
@@ -32,53 +20,31 @@ const GiB = 2 ** 30;
 // tp 2: each rank multiplies x by its slice of W (w0, w1; w0 read twice), the partials meet
 // in a collective; rank 0 also looks up rows of a row-gathered table P (never uploaded).
 function smallGraph(): Graph {
-  const v = (
-    id: string,
-    shape: number[],
-    dtype: ValueDecl['dtype'],
-    rank: number | null,
-    kind: ValueDecl['kind'],
-    weight?: ValueDecl['weight'],
-  ): ValueDecl => ({ id, shape, dtype, rank, kind, weight });
-  const values: Record<string, ValueDecl> = Object.fromEntries(
+  return handGraph(
+    2,
     [
-      v('x', [4, 8], 'bf16', null, 'input'),
-      v('ids', [4], 'i32', null, 'input'),
-      v('w0', [8, 8], 'bf16', null, 'weight', { name: 'W', slice: { axis: 0, ranges: [[0, 8]] } }),
-      v('w1', [8, 8], 'bf16', null, 'weight', { name: 'W', slice: { axis: 0, ranges: [[8, 16]] } }),
-      v('p', [1000, 8], 'f32', null, 'weight', { name: 'P', gather: 'rows' }),
-      v('a0', [4, 8], 'bf16', 0, 'intermediate'),
-      v('b0', [4, 8], 'bf16', 0, 'intermediate'),
-      v('a1', [4, 8], 'bf16', 1, 'intermediate'),
-      v('s0', [4, 8], 'bf16', 0, 'intermediate'),
-      v('s1', [4, 8], 'bf16', 1, 'intermediate'),
-      v('e0', [4, 8], 'f32', 0, 'intermediate'),
-    ].map((d) => [d.id, d]),
-  );
-  const node = (id: number, rank: number | null, inputs: string[], outputs: string[]): GraphNode => ({
-    id,
-    op: 'add',
-    rank,
-    inputs,
-    outputs,
-    attrs: {},
-    scope: `n${id}`,
-    layer: 0,
-  });
-  return {
-    tp: 2,
-    values,
-    nodes: [
-      node(0, 0, ['x', 'w0'], ['a0']),
-      node(1, 0, ['a0', 'w0'], ['b0']),
-      node(2, 1, ['x', 'w1'], ['a1']),
-      node(3, null, ['b0', 'a1'], ['s0', 's1']),
-      node(4, 0, ['ids', 'p'], ['e0']),
+      value('x', [4, 8], 'bf16', null, 'input'),
+      value('ids', [4], 'i32', null, 'input'),
+      value('w0', [8, 8], 'bf16', null, 'weight', { name: 'W', slice: { axis: 0, ranges: [[0, 8]] } }),
+      value('w1', [8, 8], 'bf16', null, 'weight', { name: 'W', slice: { axis: 0, ranges: [[8, 16]] } }),
+      value('p', [1000, 8], 'f32', null, 'weight', { name: 'P', gather: 'rows' }),
+      value('a0', [4, 8], 'bf16', 0, 'intermediate'),
+      value('b0', [4, 8], 'bf16', 0, 'intermediate'),
+      value('a1', [4, 8], 'bf16', 1, 'intermediate'),
+      value('s0', [4, 8], 'bf16', 0, 'intermediate'),
+      value('s1', [4, 8], 'bf16', 1, 'intermediate'),
+      value('e0', [4, 8], 'f32', 0, 'intermediate'),
     ],
-    inputs: ['x', 'ids'],
-    outputs: ['s0', 's1', 'e0'],
-    meta: {},
-  };
+    [
+      [0, ['x', 'w0'], ['a0']],
+      [0, ['a0', 'w0'], ['b0']],
+      [1, ['x', 'w1'], ['a1']],
+      [null, ['b0', 'a1'], ['s0', 's1']],
+      [0, ['ids', 'p'], ['e0']],
+    ],
+    ['x', 'ids'],
+    ['s0', 's1', 'e0'],
+  );
 }
 
 describe('the device estimate (by hand)', () => {
@@ -127,8 +93,7 @@ describe('the device estimate (by hand)', () => {
 });
 
 const addon = loadNativeAddon();
-const fake = new FakeGpuFolder('hcsp-devmem-');
-const ENV = [
+const { fake, open } = useFakeGpuBackends<RocmBackend>('hcsp-devmem-', [
   'HCSP_HIP_LIB',
   'HCSP_CUDA_LIB',
   'FAKE_GPU_LOG',
@@ -141,24 +106,10 @@ const ENV = [
   'ROCR_VISIBLE_DEVICES',
   'HIP_VISIBLE_DEVICES',
   'CUDA_VISIBLE_DEVICES',
-];
-const restoreEnv = saveEnv(ENV);
-const open: RocmBackend[] = [];
-
-beforeAll(() => {
-  fake.create();
-  fake.compileRuntimes();
-  fake.basicCodeObjects('objects', ['hcsp_add_bf16']);
-}, 60_000);
-afterAll(() => fake.remove());
+]);
+beforeAll(() => fake.basicCodeObjects('objects', ['hcsp_add_bf16']));
 beforeEach(() => {
-  for (const k of ENV) delete process.env[k];
-  Object.assign(process.env, { HCSP_HIP_LIB: fake.lib('fakehip.so'), HCSP_CUDA_LIB: fake.lib('fakecuda.so'), FAKE_GPU_LOG: fake.log() });
-});
-afterEach(async () => {
-  for (const b of open.splice(0)) await b.dispose();
-  restoreEnv();
-  rmSync(fake.log(), { force: true });
+  Object.assign(process.env, { HCSP_HIP_LIB: fake.lib('fakehip.so'), HCSP_CUDA_LIB: fake.lib('fakecuda.so') });
 });
 
 async function backend(device: 'hip' | 'cuda', memoryLimitBytes?: number): Promise<RocmBackend> {

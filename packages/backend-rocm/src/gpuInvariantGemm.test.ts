@@ -1,7 +1,6 @@
-import { rmSync } from 'node:fs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { FAKE_BLASLT } from '../../../test/support/fakeBlasLt.ts';
-import { FakeGpuFolder, saveEnv } from '../../../test/support/fakeGpuLibraries.ts';
+import { describe, expect, it } from 'vitest';
+import { useFakeGpuWithBlasLt } from '../../../test/support/fakeBlasLt.ts';
+import { bf16Values, fp8Values } from '../../../test/support/seededValues.ts';
 import { type GpuDevice, loadNativeAddon, type NativeTensor } from './nativeAddon.ts';
 import { NativeUnsupportedError, native } from './nativeErrors.ts';
 import { createRocmBackend, DEVICE_GEMMS, VENDOR_GEMM_PRECISION } from './rocmBackend.ts';
@@ -14,8 +13,7 @@ import { createRocmBackend, DEVICE_GEMMS, VENDOR_GEMM_PRECISION } from './rocmBa
 // library's result came back; which algorithm ran each call is in its log.
 
 const addon = loadNativeAddon();
-const fake = new FakeGpuFolder('hcsp-invgemm-');
-const ENV = [
+const fake = useFakeGpuWithBlasLt('hcsp-invgemm-', [
   'HCSP_HIP_LIB',
   'HCSP_CUDA_LIB',
   'HCSP_HIPBLASLT_LIB',
@@ -24,43 +22,7 @@ const ENV = [
   'FAKE_CANDIDATES',
   'FAKE_UNSUPPORTED_ROWS',
   'FAKE_NO_USO',
-];
-const restoreEnv = saveEnv(ENV);
-
-beforeAll(() => {
-  fake.create();
-  fake.compileRuntimes();
-  fake.compile('fakehipblaslt', FAKE_BLASLT, ['-DFAKE_HIP']);
-  fake.compile('fakecublaslt', FAKE_BLASLT);
-}, 60_000);
-afterAll(() => fake.remove());
-afterEach(() => {
-  restoreEnv();
-  rmSync(fake.log(), { force: true });
-});
-
-/** seeded bf16 values in [-2, 2) */
-function bf16Values(n: number, seed: number): Uint16Array {
-  let s = seed >>> 0;
-  const out = new Uint16Array(n);
-  const f = new Float32Array(1);
-  const u = new Uint32Array(f.buffer);
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    f[0] = (s / 2 ** 32) * 4 - 2;
-    out[i] = u[0] >>> 16;
-  }
-  return out;
-}
-/** seeded fp8 bytes finite in both e4m3 encodings */
-function fp8Values(n: number, seed: number): Uint8Array {
-  let s = seed >>> 0;
-  return Uint8Array.from({ length: n }, () => {
-    s = (Math.imul(s, 22695477) + 1) >>> 0;
-    const v = (s >>> 16) & 0xff;
-    return v === 0x80 || (v & 0x7f) === 0x7f ? 0x38 : v;
-  });
-}
+]);
 
 const bytes = (t: NativeTensor) => Array.from(new Uint8Array(addon.download(t)));
 const count = (re: RegExp) => (fake.logText().match(re) ?? []).length;

@@ -1,9 +1,9 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { FakeGpuFolder, saveEnv } from '../../../test/support/fakeGpuLibraries.ts';
-import { FAKE_BLASLT } from '../../../test/support/fakeBlasLt.ts';
+import { describe, expect, it } from 'vitest';
+import { useFakeGpuWithBlasLt } from '../../../test/support/fakeBlasLt.ts';
+import { bf16Values, fp8Values } from '../../../test/support/seededValues.ts';
 import { addonPath, type GpuDevice, loadNativeAddon, type NativeTensor } from './nativeAddon.ts';
 import { GpuRuntimeUnavailableError, NativeError, NativeOutOfMemoryError, NativeUnsupportedError, native } from './nativeErrors.ts';
 import { createRocmBackend } from './rocmBackend.ts';
@@ -23,11 +23,7 @@ import { GraphBuilder, SyntheticWeightSource } from '@hcsp/core';
 
 const addon = loadNativeAddon();
 
-const fake = new FakeGpuFolder('hcsp-gpurt-');
-const { lib, log, logText } = fake;
-const codeObjects = (name: string, arch: string, files: Record<string, string[]>) => fake.codeObjects(name, arch, files);
-
-const FAKE_ENV = [
+const fake = useFakeGpuWithBlasLt('hcsp-gpurt-', [
   'HCSP_HIP_LIB',
   'HCSP_CUDA_LIB',
   'HCSP_HIPBLASLT_LIB',
@@ -43,22 +39,9 @@ const FAKE_ENV = [
   'FAKE_NO_SCALE_MODE',
   'FAKE_MEMSET_ERROR',
   'FAKE_NO_ALGO',
-];
-const restoreEnv = saveEnv(FAKE_ENV);
-
-beforeAll(() => {
-  fake.create();
-  fake.compileRuntimes();
-  fake.compile('fakehipblaslt', FAKE_BLASLT, ['-DFAKE_HIP']);
-  fake.compile('fakecublaslt', FAKE_BLASLT);
-}, 60_000);
-
-afterAll(() => fake.remove());
-
-afterEach(() => {
-  restoreEnv();
-  rmSync(log(), { force: true });
-});
+]);
+const { lib, log, logText } = fake;
+const codeObjects = (name: string, arch: string, files: Record<string, string[]>) => fake.codeObjects(name, arch, files);
 
 function useFakeHip() {
   process.env.HCSP_HIP_LIB = lib('fakehip.so');
@@ -67,29 +50,6 @@ function useFakeHip() {
 function useFakeCuda() {
   process.env.HCSP_CUDA_LIB = lib('fakecuda.so');
   process.env.FAKE_GPU_LOG = log();
-}
-
-/** seeded bf16 values in [-2, 2) */
-function bf16Values(n: number, seed: number): Uint16Array {
-  let s = seed >>> 0;
-  const out = new Uint16Array(n);
-  const f = new Float32Array(1);
-  const u = new Uint32Array(f.buffer);
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    f[0] = (s / 2 ** 32) * 4 - 2;
-    out[i] = u[0] >>> 16;
-  }
-  return out;
-}
-/** seeded fp8 bytes that are finite in both e4m3 encodings (no 0x80, no 0x7f/0xff) */
-function fp8Values(n: number, seed: number): Uint8Array {
-  let s = seed >>> 0;
-  return Uint8Array.from({ length: n }, () => {
-    s = (Math.imul(s, 22695477) + 1) >>> 0;
-    const v = (s >>> 16) & 0xff;
-    return v === 0x80 || (v & 0x7f) === 0x7f ? 0x38 : v;
-  });
 }
 
 const bytes = (t: NativeTensor) => Array.from(new Uint8Array(addon.download(t)));
@@ -104,6 +64,22 @@ async function withTensors<T>(fn: (keep: (t: NativeTensor) => NativeTensor) => P
   } finally {
     for (const t of live) if (!t.freed) addon.free(t);
   }
+}
+
+/** y = x w^T of seeded bf16 x [rows, inF] (seed) and w [outF, inF] (seed + 1) through the vendor GEMM on gpu: bit for bit the host's exact GEMM */
+async function expectVendorLinearExact(
+  gpu: GpuDevice,
+  keep: (t: NativeTensor) => NativeTensor,
+  rows: number,
+  inF: number,
+  outF: number,
+  seed: number,
+): Promise<void> {
+  const xv = bf16Values(rows * inF, seed),
+    wv = bf16Values(outF * inF, seed + 1);
+  const y = await addon.run('linear', [keep(addon.upload('bf16', [rows, inF], xv, gpu)), keep(addon.upload('bf16', [outF, inF], wv, gpu))], {}, 'vendor', gpu);
+  const ref = await addon.run('linear', [keep(addon.upload('bf16', [rows, inF], xv)), keep(addon.upload('bf16', [outF, inF], wv))], {}, 'exact');
+  expect(bytes(keep(y[0]!))).toEqual(bytes(keep(ref[0]!)));
 }
 
 describe('GPU runtime probes', () => {
@@ -368,19 +344,7 @@ for (const K of KINDS) {
       process.env[K.blasEnv] = lib(K.blasLib);
       const gpu = open(basic());
       const [rows, inF, outF] = [5, 24, 7];
-      await withTensors(async (keep) => {
-        const xv = bf16Values(rows * inF, 11),
-          wv = bf16Values(outF * inF, 12);
-        const y = await addon.run(
-          'linear',
-          [keep(addon.upload('bf16', [rows, inF], xv, gpu)), keep(addon.upload('bf16', [outF, inF], wv, gpu))],
-          {},
-          'vendor',
-          gpu,
-        );
-        const ref = await addon.run('linear', [keep(addon.upload('bf16', [rows, inF], xv)), keep(addon.upload('bf16', [outF, inF], wv))], {}, 'exact');
-        expect(bytes(keep(y[0]!))).toEqual(bytes(keep(ref[0]!)));
-      });
+      await withTensors((keep) => expectVendorLinearExact(gpu, keep, rows, inF, outF, 11));
       const [opN, opT, compute] = K.kind === 'hip' ? [111, 112, 2] : [0, 1, 68];
       const text = logText();
       expect(text).toContain(`desc compute=${compute} scale=0`);
@@ -440,19 +404,7 @@ for (const K of KINDS) {
       /** descriptors, layouts, preferences created; heuristic queries; matmuls */
       const calls = () => [count(/^desc compute=/gm), count(/^layout type=/gm), count(/^pref create$/gm), count(/^heuristic /gm), count(/^matmul /gm)];
       await withTensors(async (keep) => {
-        const linear = async (rows: number, inF: number, outF: number, seed: number) => {
-          const xv = bf16Values(rows * inF, seed),
-            wv = bf16Values(outF * inF, seed + 1);
-          const y = await addon.run(
-            'linear',
-            [keep(addon.upload('bf16', [rows, inF], xv, gpu)), keep(addon.upload('bf16', [outF, inF], wv, gpu))],
-            {},
-            'vendor',
-            gpu,
-          );
-          const ref = await addon.run('linear', [keep(addon.upload('bf16', [rows, inF], xv)), keep(addon.upload('bf16', [outF, inF], wv))], {}, 'exact');
-          expect(bytes(keep(y[0]!))).toEqual(bytes(keep(ref[0]!)));
-        };
+        const linear = (rows: number, inF: number, outF: number, seed: number) => expectVendorLinearExact(gpu, keep, rows, inF, outF, seed);
         await linear(5, 24, 7, 21);
         expect(calls()).toEqual([1, 3, 1, 1, 1]);
         // the same shape with other data at other addresses: the plan's descriptors, no query

@@ -1,6 +1,5 @@
-import { rmSync } from 'node:fs';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { FakeGpuFolder, saveEnv } from '../../../test/support/fakeGpuLibraries.ts';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { useFakeGpuBackends } from '../../../test/support/fakeGpuLibraries.ts';
 import { selectGpu } from './gpuSelection.ts';
 import { createRocmBackend, type RocmBackend } from './rocmBackend.ts';
 
@@ -68,8 +67,7 @@ describe('selectGpu: the rules', () => {
   });
 });
 
-const fake = new FakeGpuFolder('hcsp-gpusel-');
-const ENV = [
+const { fake, open } = useFakeGpuBackends<RocmBackend>('hcsp-gpusel-', [
   'HCSP_HIP_LIB',
   'HCSP_CUDA_LIB',
   'FAKE_GPU_LOG',
@@ -80,24 +78,7 @@ const ENV = [
   'ROCR_VISIBLE_DEVICES',
   'HIP_VISIBLE_DEVICES',
   'CUDA_VISIBLE_DEVICES',
-];
-const restoreEnv = saveEnv(ENV);
-const open: RocmBackend[] = [];
-
-beforeAll(() => {
-  fake.create();
-  fake.compileRuntimes();
-}, 60_000);
-afterAll(() => fake.remove());
-beforeEach(() => {
-  for (const k of ENV) delete process.env[k];
-  process.env.FAKE_GPU_LOG = fake.log();
-});
-afterEach(async () => {
-  for (const b of open.splice(0)) await b.dispose();
-  restoreEnv();
-  rmSync(fake.log(), { force: true });
-});
+]);
 
 async function backend(device: 'hip' | 'cuda' | 'auto'): Promise<RocmBackend> {
   const b = await createRocmBackend({ device, codeObjects: codeObjects() });

@@ -18,11 +18,12 @@ import {
   type ModelConfig,
   type Tensor,
 } from '@hcsp/core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { useEmulatedGpu } from '../../../test/support/emulatedGpu.ts';
 import { bytesOf, referenceOutputs, repeatedRuns } from '../../../test/support/engineRuns.ts';
 import { loadNativeAddon, type GpuDevice, type NativeTensor } from './nativeAddon.ts';
 import { nativeDeviceOps } from './nativeDevice.ts';
-import { createRocmBackend, type RocmBackend } from './rocmBackend.ts';
+import { createRocmBackend } from './rocmBackend.ts';
 
 const addon = loadNativeAddon();
 type Device = GpuDevice | null;
@@ -92,18 +93,10 @@ const bytes = (r: { shape: number[]; data: Uint8Array } | { error: string }): { 
   'error' in r ? r : { shape: r.shape, data: Array.from(r.data) };
 
 describe('the PLE lookup on the native devices', () => {
-  let backend: RocmBackend;
-  let gpu: GpuDevice;
-  beforeAll(async () => {
-    backend = await createRocmBackend({ device: 'emulated' });
-    gpu = backend.gpu!;
-  });
-  afterAll(async () => {
-    await backend?.dispose();
-  });
+  const emulated = useEmulatedGpu();
   const devices = (): [string, Device][] => [
     ['host', null],
-    ['emulated', gpu],
+    ['emulated', emulated.gpu],
   ];
 
   /** the op on both devices equals the reference: the same bytes, or the same error (the device's names the op first) */
@@ -351,7 +344,7 @@ describe('the PLE lookup on the native devices', () => {
     expect(ops.has('pleNgramIds') && ops.has('pleNgramEmbedShard') && !ops.has('pleNgramEmbed')).toBe(true);
     const reference = await referenceOutputs(p);
     for (const device of ['host', 'emulated'] as const) {
-      const b = device === 'emulated' ? backend : await createRocmBackend({ device });
+      const b = device === 'emulated' ? emulated.backend : await createRocmBackend({ device });
       try {
         const [, second] = await repeatedRuns(b as Backend, p, 2);
         for (const [id, t] of reference) expect(bytesOf(second.values.get(id)!).equals(bytesOf(t)), `${device}: ${id}`).toBe(true);
@@ -363,7 +356,7 @@ describe('the PLE lookup on the native devices', () => {
         });
         expect(e.device!.hostSyncs, device).toBe(1);
       } finally {
-        if (b !== backend) await b.dispose();
+        if (b !== emulated.backend) await b.dispose();
       }
     }
   }, 120_000);

@@ -54,14 +54,7 @@ export function opCaseGraph(c: OpCase): { graph: Graph; feeds: Map<string, Tenso
 }
 
 const rng = new Rng(2024);
-const bf = (shape: number[], std = 1): Tensor => ({
-  dtype: 'bf16',
-  shape,
-  data: rng.fillBf16Normal(
-    shape.reduce((a, d) => a * d, 1),
-    std,
-  ),
-});
+const bf = (shape: number[], std = 1): Tensor => rng.bf16Tensor(shape, std);
 
 const N = 4;
 const H = 24;

@@ -34,6 +34,9 @@ beforeAll(async () => {
   await writeModelFolder({ config: PRESETS.tiny, seed: SEED, out: ptpc, layout: 'ptpc-fp8', shards: 2, force: false });
 }, 120_000);
 
+/** `hcsp prefill` of the tiny model at tp 2, T 24, SP off, ring, the folder's seed, --json --quiet */
+const TINY_RUN = { config: 'tiny', tp: '2', tokens: '24', sp: 'off', reduce: 'ring', seed: String(SEED), stack: 'model', json: true, quiet: true };
+
 const released = (name: string) => (name.startsWith('model.') ? `model.language_model.${name.slice(6)}` : name);
 const PER_CHANNEL =
   /(\.mlp\.experts\.\d+\.(gate|up|down)_proj|\.mlp\.shared_expert\.(gate|up|down)_proj|\.self_attn\.[qkvo]_proj|\.linear_attn\.out_proj|\.ple\.(key|value)_proj)\.weight$/;
@@ -96,19 +99,12 @@ async function dequantizedHf(): Promise<string> {
   }
 }
 
+/** preparePrefill's options of TINY_RUN */
+const TINY_PREFILL = { config: PRESETS.tiny, tokens: 24, tp: 2, sp: 'off', reduce: 'ring', seed: SEED, subLayers: MODEL_SUB_LAYERS } as const;
+
 /** A tiny prefill (tp 2, cpu) on `weights` (default: the synthetic ones): its final streams h, graph and FP8 linears. */
 async function prefill(weights?: WeightSource, fp8Weights?: 'device' | 'dequantize') {
-  const p = preparePrefill({
-    config: PRESETS.tiny,
-    tokens: 24,
-    tp: 2,
-    sp: 'off',
-    reduce: 'ring',
-    seed: SEED,
-    subLayers: MODEL_SUB_LAYERS,
-    weights,
-    ...(fp8Weights ? { fp8Weights } : {}),
-  });
+  const p = preparePrefill({ ...TINY_PREFILL, weights, ...(fp8Weights ? { fp8Weights } : {}) });
   const r = await runOnce(new CpuBackend(), p.graph, p.feeds, p.weights, { keep: [p.outputs.h] });
   return { h: r.values.get(p.outputs.h)!.data, graph: p.graph, linears: p.fp8WeightLinears };
 }
@@ -255,18 +251,7 @@ describe('hcsp weights --layout ptpc-fp8', () => {
     } finally {
       c.source.close();
     }
-    const base = {
-      backend: 'cpu',
-      config: 'tiny',
-      tp: '2',
-      tokens: '24',
-      sp: 'off',
-      reduce: 'ring',
-      seed: String(SEED),
-      stack: 'model',
-      json: true,
-      quiet: true,
-    };
+    const base = { ...TINY_RUN, backend: 'cpu' };
     const cli = JSON.parse(await runPrefillCommand({ ...base, weights: ptpc } as never)) as { outputSha256: string; fp8WeightLinears: number };
     const hf = JSON.parse(await runPrefillCommand({ ...base, weights: await dequantizedHf() } as never)) as { outputSha256: string; fp8WeightLinears: number };
     expect(cli.outputSha256).not.toBe(hf.outputSha256);
@@ -281,17 +266,7 @@ describe('hcsp weights --layout ptpc-fp8', () => {
   it('tiny, --fp8 e4m3fnuz (gfx942): the checkpoint e4m3fn weights run as e4m3fnuz (same bits, -0 -> 0, scales x2), on cpu and the host device alike', async () => {
     const c = openCheckpoint(ptpc, PRESETS.tiny);
     try {
-      const p = preparePrefill({
-        config: PRESETS.tiny,
-        tokens: 24,
-        tp: 2,
-        sp: 'off',
-        reduce: 'ring',
-        seed: SEED,
-        subLayers: MODEL_SUB_LAYERS,
-        weights: c.source,
-        fp8: 'e4m3fnuz',
-      });
+      const p = preparePrefill({ ...TINY_PREFILL, weights: c.source, fp8: 'e4m3fnuz' });
       const gemms = p.graph.nodes.filter((n) => n.op === 'fp8LinearPtpc');
       expect(p.fp8WeightLinears).toBeGreaterThan(0);
       expect(new Set(gemms.map((n) => n.attrs.format))).toEqual(new Set(['e4m3fnuz']));
@@ -304,19 +279,7 @@ describe('hcsp weights --layout ptpc-fp8', () => {
     } finally {
       c.source.close();
     }
-    const base = {
-      config: 'tiny',
-      tp: '2',
-      tokens: '24',
-      sp: 'off',
-      reduce: 'ring',
-      seed: String(SEED),
-      stack: 'model',
-      json: true,
-      quiet: true,
-      weights: ptpc,
-      fp8: 'e4m3fnuz',
-    };
+    const base = { ...TINY_RUN, weights: ptpc, fp8: 'e4m3fnuz' };
     type Summary = { outputSha256: string; fp8WeightLinears: number };
     const cpu = JSON.parse(await runPrefillCommand({ ...base, backend: 'cpu' } as never)) as Summary;
     const host = JSON.parse(await runPrefillCommand({ ...base, backend: 'rocm', device: 'host' } as never)) as Summary;
@@ -327,9 +290,8 @@ describe('hcsp weights --layout ptpc-fp8', () => {
   }, 240_000);
 
   it('tiny: the host and emulated devices give the cpu reference bits from the FP8 folder, and load fewer bytes than from the dequantized hf folder', async () => {
-    const base = { config: 'tiny', tp: '2', tokens: '24', sp: 'off', reduce: 'ring', seed: String(SEED), stack: 'model', json: true, quiet: true };
     type Summary = { outputSha256: string; weightLoad: { bytes: number } };
-    const run = async (o: Record<string, string>) => JSON.parse(await runPrefillCommand({ ...base, ...o } as never)) as Summary;
+    const run = async (o: Record<string, string>) => JSON.parse(await runPrefillCommand({ ...TINY_RUN, ...o } as never)) as Summary;
     const cpu = await run({ backend: 'cpu', weights: ptpc });
     for (const device of ['host', 'emulated']) {
       const fp8 = await run({ backend: 'rocm', device, weights: ptpc });

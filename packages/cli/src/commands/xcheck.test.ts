@@ -31,6 +31,25 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const base = { config: 'tiny', tokens: '40', tp: '2', seed: '3', stack: 'model', sp: 'auto', reduce: 'ring', exact: true, quiet: true };
 
+/** `hcsp prefill` of the tiny model (T 40, tp 2, seed 3, SP off, ring) with --dump into dir/name: the golden the tests plant changes in */
+async function dumpTinyRun(name: string): Promise<string> {
+  const dump = join(dir, name);
+  await runPrefillCommand({
+    backend: 'cpu',
+    config: 'tiny',
+    tokens: '40',
+    tp: '2',
+    seed: '3',
+    sp: 'off',
+    reduce: 'ring',
+    stack: 'model',
+    quiet: true,
+    json: true,
+    dump,
+  });
+  return dump;
+}
+
 /** every tensor of a dump, as writeSafetensorsFile takes them back (int64 ids kept int64) */
 function readDump(path: string): Map<string, Tensor | RawFileTensor> {
   const f = openSafetensorsFile(path);
@@ -93,20 +112,7 @@ describe('hcsp xcheck', () => {
   });
 
   it('a one-ulp change planted in one element of a golden dump is found in that tensor and layer only, and attributed to the planted side', async () => {
-    const dump = join(dir, 'run.safetensors');
-    await runPrefillCommand({
-      backend: 'cpu',
-      config: 'tiny',
-      tokens: '40',
-      tp: '2',
-      seed: '3',
-      sp: 'off',
-      reduce: 'ring',
-      stack: 'model',
-      quiet: true,
-      json: true,
-      dump,
-    });
+    const dump = await dumpTinyRun('run.safetensors');
     // the element to plant: layers.2.attn.out[7, 11], moved one ulp away from its float64 value
     const name = 'layers.2.attn.out';
     const [row, col] = [7, 11];
@@ -140,20 +146,7 @@ describe('hcsp xcheck', () => {
   });
 
   it("a golden without some of the run's tensors (an HF dump has no mtp.logits) compares the rest and lists the others; a wrong shape or dtype is refused before anything runs", async () => {
-    const dump = join(dir, 'for-missing.safetensors');
-    await runPrefillCommand({
-      backend: 'cpu',
-      config: 'tiny',
-      tokens: '40',
-      tp: '2',
-      seed: '3',
-      sp: 'off',
-      reduce: 'ring',
-      stack: 'model',
-      quiet: true,
-      json: true,
-      dump,
-    });
+    const dump = await dumpTinyRun('for-missing.safetensors');
     const keep = (drop: string[], transpose?: string) => {
       const m = readDump(dump);
       for (const d of drop) m.delete(d);
@@ -191,20 +184,7 @@ describe('hcsp xcheck', () => {
   });
 
   it('the dump carries each MoE layer\'s routed expert ids (int32); a golden whose router chose another expert says "routing differs at rows ..." for that layer', async () => {
-    const dump = join(dir, 'for-routing.safetensors');
-    await runPrefillCommand({
-      backend: 'cpu',
-      config: 'tiny',
-      tokens: '40',
-      tp: '2',
-      seed: '3',
-      sp: 'off',
-      reduce: 'ring',
-      stack: 'model',
-      quiet: true,
-      json: true,
-      dump,
-    });
+    const dump = await dumpTinyRun('for-routing.safetensors');
     const f = openSafetensorsFile(dump);
     try {
       for (let l = 0; l < TINY.numLayers; l++) expect(f.entry(`layers.${l}.mlp.topk_ids`)).toMatchObject({ dtype: 'I32', shape: [40, TINY.moe.topK] });
@@ -229,20 +209,7 @@ describe('hcsp xcheck', () => {
   });
 
   it('NaN in a golden dump fails --max-ulp whatever its value (reported, exit 1); a golden of all-NaN tensors is not "ok"', async () => {
-    const dump = join(dir, 'for-nan.safetensors');
-    await runPrefillCommand({
-      backend: 'cpu',
-      config: 'tiny',
-      tokens: '40',
-      tp: '2',
-      seed: '3',
-      sp: 'off',
-      reduce: 'ring',
-      stack: 'model',
-      quiet: true,
-      json: true,
-      dump,
-    });
+    const dump = await dumpTinyRun('for-nan.safetensors');
     const nanBits = 0x7fc0;
     const finalNan = join(dir, 'final-nan.safetensors');
     const tensors = readDump(dump);

@@ -1,57 +1,36 @@
-import { FLASH_NEXT, getConfig, MODEL_SUB_LAYERS, modelWeightSpecs, type Graph, type GraphNode, type ValueDecl, type WeightSpec } from '@hcsp/core';
+import { FLASH_NEXT, getConfig, MODEL_SUB_LAYERS, modelWeightSpecs, type Graph, type WeightSpec } from '@hcsp/core';
 import { describe, expect, it } from 'vitest';
+import { handGraph, value } from '../../../../test/support/handGraph.ts';
 import { estimateGraphMemory, GARBAGE_FACTOR, RUNTIME_BYTES } from './memoryEstimate.ts';
 import { estimatePrefillMemory } from './prefillMemory.ts';
 
 // tp 2: each rank multiplies the input by its row slice of W, the two partials are reduced
 // (a collective), then each rank adds the shared bias B; rank 1's result is never read.
 function tinyGraph(): Graph {
-  const v = (
-    id: string,
-    shape: number[],
-    dtype: ValueDecl['dtype'],
-    rank: number | null,
-    kind: ValueDecl['kind'],
-    weight?: ValueDecl['weight'],
-  ): ValueDecl => ({ id, shape, dtype, rank, kind, weight });
-  const values: Record<string, ValueDecl> = Object.fromEntries(
+  return handGraph(
+    2,
     [
-      v('x', [4, 8], 'bf16', null, 'input'),
-      v('w0', [8, 8], 'bf16', null, 'weight', { name: 'W', slice: { axis: 0, ranges: [[0, 8]] } }),
-      v('w1', [8, 8], 'bf16', null, 'weight', { name: 'W', slice: { axis: 0, ranges: [[8, 16]] } }),
-      v('b', [8], 'f32', null, 'weight', { name: 'B' }),
-      v('a0', [4, 8], 'bf16', 0, 'intermediate'),
-      v('a1', [4, 8], 'bf16', 1, 'intermediate'),
-      v('s0', [4, 8], 'bf16', 0, 'intermediate'),
-      v('s1', [4, 8], 'bf16', 1, 'intermediate'),
-      v('y', [4, 8], 'f32', 0, 'intermediate'),
-      v('z', [4, 8], 'f32', 1, 'intermediate'),
-    ].map((d) => [d.id, d]),
-  );
-  const node = (id: number, rank: number | null, inputs: string[], outputs: string[]): GraphNode => ({
-    id,
-    op: 'add',
-    rank,
-    inputs,
-    outputs,
-    attrs: {},
-    scope: `n${id}`,
-    layer: 0,
-  });
-  return {
-    tp: 2,
-    values,
-    nodes: [
-      node(0, 0, ['x', 'w0'], ['a0']),
-      node(1, 1, ['x', 'w1'], ['a1']),
-      node(2, null, ['a0', 'a1'], ['s0', 's1']),
-      node(3, 0, ['s0', 'b'], ['y']),
-      node(4, 1, ['s1', 'b'], ['z']),
+      value('x', [4, 8], 'bf16', null, 'input'),
+      value('w0', [8, 8], 'bf16', null, 'weight', { name: 'W', slice: { axis: 0, ranges: [[0, 8]] } }),
+      value('w1', [8, 8], 'bf16', null, 'weight', { name: 'W', slice: { axis: 0, ranges: [[8, 16]] } }),
+      value('b', [8], 'f32', null, 'weight', { name: 'B' }),
+      value('a0', [4, 8], 'bf16', 0, 'intermediate'),
+      value('a1', [4, 8], 'bf16', 1, 'intermediate'),
+      value('s0', [4, 8], 'bf16', 0, 'intermediate'),
+      value('s1', [4, 8], 'bf16', 1, 'intermediate'),
+      value('y', [4, 8], 'f32', 0, 'intermediate'),
+      value('z', [4, 8], 'f32', 1, 'intermediate'),
     ],
-    inputs: ['x'],
-    outputs: ['y'],
-    meta: {},
-  };
+    [
+      [0, ['x', 'w0'], ['a0']],
+      [1, ['x', 'w1'], ['a1']],
+      [null, ['a0', 'a1'], ['s0', 's1']],
+      [0, ['s0', 'b'], ['y']],
+      [1, ['s1', 'b'], ['z']],
+    ],
+    ['x'],
+    ['y'],
+  );
 }
 
 const SPECS: WeightSpec[] = [

@@ -1,22 +1,14 @@
 // The prefill memory guard on a checkpoint whose linears and routed experts are per-channel FP8
 // (the PTPC-FP8 release): it counts them as the run holds them, FP8 bytes plus F32 scales, not as bf16.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { MODEL_SUB_LAYERS, modelWeightSpecs, numel, preparePrefill, PRESETS } from '@hcsp/core';
 import { openCheckpoint } from '@hcsp/core/node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeModelFolder } from '../commands/weights.ts';
+import { describe, expect, it } from 'vitest';
+import { useTinyPtpcFolder } from '../../../../test/support/tinyPtpcFolder.ts';
 import { estimateGraphMemory } from './memoryEstimate.ts';
 import { estimatePrefillMemory } from './prefillMemory.ts';
 
-const root = mkdtempSync(join(tmpdir(), 'hcsp-prefill-memory-'));
-const folder = join(root, 'tiny-ptpc');
+const folder = useTinyPtpcFolder('hcsp-prefill-memory-');
 const config = PRESETS.tiny;
-beforeAll(async () => {
-  await writeModelFolder({ config, seed: 3, out: folder, layout: 'ptpc-fp8', shards: 1, force: false });
-}, 120_000);
-afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe('estimatePrefillMemory on a PTPC-FP8 checkpoint', () => {
   it('counts the FP8 linears and experts as FP8 bytes + F32 scales: the estimate of the graph preparePrefill runs, N*K - 4N bytes less per FP8 weight than bf16', () => {

@@ -1,23 +1,15 @@
 // xcheck's memory estimate on a checkpoint whose linears are per-channel FP8 (the PTPC-FP8
 // release): each SPEC's run counts them as it holds them, FP8 bytes plus F32 scales.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { MODEL_SUB_LAYERS, modelWeightSpecs, preparePrefill, PRESETS } from '@hcsp/core';
 import { openCheckpoint } from '@hcsp/core/node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeModelFolder } from '../commands/weights.ts';
+import { describe, expect, it } from 'vitest';
+import { useTinyPtpcFolder } from '../../../../test/support/tinyPtpcFolder.ts';
 import { estimateGraphMemory } from '../guards/memoryEstimate.ts';
 import { estimateXcheckMemory } from './xcheckMemory.ts';
 import { parseXcheckSpecs } from './xcheckSpec.ts';
 
-const root = mkdtempSync(join(tmpdir(), 'hcsp-xcheck-memory-'));
-const folder = join(root, 'tiny-ptpc');
+const folder = useTinyPtpcFolder('hcsp-xcheck-memory-');
 const config = PRESETS.tiny;
-beforeAll(async () => {
-  await writeModelFolder({ config, seed: 3, out: folder, layout: 'ptpc-fp8', shards: 1, force: false });
-}, 120_000);
-afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe('estimateXcheckMemory on a PTPC-FP8 checkpoint', () => {
   it("each SPEC's weights are those of the graph its prefill runs (FP8 linears as FP8 + scales), less than the bf16 count", () => {

@@ -112,6 +112,14 @@ describe('Rng (xoshiro128**)', () => {
     ).toBe(true);
   });
 
+  it('bf16Tensor: a bf16 tensor of the shape holding the same values as fillBf16Normal of its element count (std 1 by default)', () => {
+    const t = new Rng(5).bf16Tensor([2, 3], 0.25);
+    expect(t.dtype).toBe('bf16');
+    expect(t.shape).toEqual([2, 3]);
+    expect(Array.from(t.data)).toEqual(Array.from(new Rng(5).fillBf16Normal(6, 0.25)));
+    expect(Array.from(new Rng(5).bf16Tensor([4]).data)).toEqual(Array.from(new Rng(5).fillBf16Normal(4, 1)));
+  });
+
   it('rejects bad seeds and arguments by value', () => {
     expect(() => new Rng(-1)).toThrow(/-1/);
     expect(() => new Rng(1.5)).toThrow(/1\.5/);

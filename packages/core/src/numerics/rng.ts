@@ -4,6 +4,7 @@
 // browsers give the same stream. For the same reason normal() does not call Math.log or
 // Math.cos (the spec does not require engines to round those identically): it uses the
 // log and cos below, built only from +, -, *, / and sqrt, which IEEE 754 rounds correctly.
+import type { Tensor } from '../tensor/tensor.ts';
 import { f32ToBf16 } from './bf16.ts';
 
 const TWO_PI = 6.283185307179586;
@@ -168,5 +169,17 @@ export class Rng {
     const out = new Uint16Array(n);
     for (let i = 0; i < n; i++) out[i] = f32ToBf16(this.normal() * std);
     return out;
+  }
+
+  /** A bf16 tensor of this shape holding fillBf16Normal(its element count, std). */
+  bf16Tensor(shape: number[], std = 1): Tensor {
+    return {
+      dtype: 'bf16',
+      shape: [...shape],
+      data: this.fillBf16Normal(
+        shape.reduce((a, d) => a * d, 1),
+        std,
+      ),
+    };
   }
 }

@@ -14,14 +14,7 @@ import { gdnExact } from './gdnExact.ts';
 
 const exact = gdnExact.perRank!;
 const rng = new Rng(77);
-const bf = (shape: number[], std = 1): Tensor => ({
-  dtype: 'bf16',
-  shape,
-  data: rng.fillBf16Normal(
-    shape.reduce((a, d) => a * d, 1),
-    std,
-  ),
-});
+const bf = (shape: number[], std = 1): Tensor => rng.bf16Tensor(shape, std);
 
 const T = 19;
 const KH = 2;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { OP_CASES } from '@hcsp/bench/cases';
-import { runBothSides, valuesOf } from '../../../../../test/support/exactChecks.ts';
+import { familyTests, valuesOf } from '../../../../../test/support/exactChecks.ts';
 
 // The LM/MTP head ops: copies, views and ids are exact on both sides; argmax decides on the
 // same values (the cases' logits are bf16 inputs, exact in double), so the tokens must match,
@@ -9,22 +9,15 @@ const OPS = ['sliceRows', 'reshape', 'rowBlocksToCols', 'argmax', 'mtpDraftIds']
 const cases = OP_CASES.filter((c) => OPS.includes(c.op));
 
 describe('head exact kernels against the CPU reference', () => {
-  it('covers the family', () => {
-    expect(new Set(cases.map((c) => c.op))).toEqual(new Set(OPS));
+  familyTests(cases, OPS, (_c, { ref, exact }) => {
+    expect(exact.length).toBe(ref.length);
+    const r = ref[0]!;
+    const e = exact[0]!;
+    expect(e.dtype).toBe(r.dtype);
+    expect(e.shape).toEqual(r.shape);
+    expect(e.data).toBeInstanceOf(r.dtype === 'i32' ? Int32Array : Float64Array);
+    expect(Array.from(e.data)).toEqual(Array.from(valuesOf(r)));
   });
-
-  for (const c of cases) {
-    it(c.name, () => {
-      const { ref, exact } = runBothSides(c);
-      expect(exact.length).toBe(ref.length);
-      const r = ref[0]!;
-      const e = exact[0]!;
-      expect(e.dtype).toBe(r.dtype);
-      expect(e.shape).toEqual(r.shape);
-      expect(e.data).toBeInstanceOf(r.dtype === 'i32' ? Int32Array : Float64Array);
-      expect(Array.from(e.data)).toEqual(Array.from(valuesOf(r)));
-    });
-  }
 
   it('argmax decides on the float64 logits: values the bf16 rounding ties are told apart', async () => {
     const { exactKernel } = await import('./index.ts');

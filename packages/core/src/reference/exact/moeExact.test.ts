@@ -14,14 +14,7 @@ import { moeExact } from './moeExact.ts';
 
 const exact = moeExact.perRank!;
 const rng = new Rng(303);
-const bf = (shape: number[], std = 1): Tensor => ({
-  dtype: 'bf16',
-  shape,
-  data: rng.fillBf16Normal(
-    shape.reduce((a, d) => a * d, 1),
-    std,
-  ),
-});
+const bf = (shape: number[], std = 1): Tensor => rng.bf16Tensor(shape, std);
 type MoeOp = 'moeRoute' | 'moeExperts' | 'moeSwiGlu' | 'moeCombine';
 
 function run(op: MoeOp, inputs: Tensor[], attrs: Record<string, unknown> = {}) {
