@@ -3,7 +3,7 @@
 // agreement, then rank 1 fails while rank 0 waits for it at a control-plane gather (an MPI
 // all-gather). runPrefillRanked must report rank 1's failure and end the whole job (MPI_Abort
 // under mpirun, the rendezvous store under launch) instead of leaving rank 0 waiting forever.
-import { runPrefillRanked } from '../../packages/cli/src/commands/prefillRanked.ts';
+import { runPrefillRanked } from '../../packages/ranks/src/prefillRank.ts';
 
 const out = await runPrefillRanked('mpi', async (rank) => {
   await rank.startTogether(null, 1);

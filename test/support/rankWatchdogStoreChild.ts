@@ -4,8 +4,8 @@
 // and this process at once (std::_Exit, as a rank with a communicator does), so the other rank
 // must have been told before the store went with this process.
 import { loadNativeAddon } from '../../packages/backend-rocm/src/nativeAddon.ts';
-import { RankWatchdog } from '../../packages/cli/src/launch/rankWatchdog.ts';
-import { RendezvousClient, RendezvousServer } from '../../packages/cli/src/launch/rendezvousStore.ts';
+import { RankWatchdog } from '../../packages/ranks/src/rankWatchdog.ts';
+import { RendezvousClient, RendezvousServer } from '../../packages/ranks/src/rendezvousStore.ts';
 
 const port = Number(process.argv[2]);
 const options = { host: '127.0.0.1', port, worldSize: 2, secret: 'a test job', timeoutMs: 30_000 };

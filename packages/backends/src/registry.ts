@@ -19,6 +19,12 @@ export interface BackendEntry {
   readonly options: Readonly<Record<string, readonly string[]>>;
   /** the configurations every cross-backend suite runs (one with the defaults when absent) */
   readonly testVariants?: readonly BackendOptions[];
+  /**
+   * The multi-process communicators (@hcsp/ranks' COMMUNICATORS: prefill --comm mpi|nccl)
+   * whose rank's part this backend runs (its prepare takes the communicator), each with the
+   * option values it needs ({} for none); absent: the backend runs no rank of its own.
+   */
+  readonly comm?: Readonly<Record<string, Readonly<Record<string, readonly string[]>>>>;
   create(options?: BackendOptions): Promise<Backend>;
 }
 
@@ -27,6 +33,7 @@ export const BACKENDS: readonly BackendEntry[] = [
     name: 'cpu',
     summary: 'the CPU reference (the oracle; all ranks in this process)',
     options: {},
+    comm: { mpi: {} },
     create: async () => new CpuBackend(),
   },
   {
@@ -46,6 +53,8 @@ export const BACKENDS: readonly BackendEntry[] = [
     // kernels: GPU devices only (fast by default); the host device takes 'exact' alone
     options: ROCM_OPTIONS,
     testVariants: [{ device: 'host' }, { device: 'host', gemm: 'blas' }, { device: 'emulated' }, { device: 'emulated', kernels: 'exact' }],
+    // RCCL/NCCL runs on a GPU (the emulated device has none)
+    comm: { mpi: {}, nccl: { device: ['hip', 'cuda'] } },
     create: async (options = {}) => {
       const { createRocmBackend } = await import('@hcsp/backend-rocm');
       return createRocmBackend(options as Parameters<typeof createRocmBackend>[0]);

@@ -5,87 +5,33 @@
 // have end every rank within a bounded time with a message naming the cause, leaving no
 // process behind.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-// @ts-expect-error: plain JavaScript, run by node at `npm ci` (no types)
-import { buildCli } from '../../scripts/build.mjs';
-import { runPrefillCommand } from './prefill.ts';
-import { newSecret } from '../launch/rendezvousSecret.ts';
+import { newSecret } from '@hcsp/ranks';
+import { describe, expect, it } from 'vitest';
 import { expectSameRankedRun } from '../../../../test/support/rankedRuns.ts';
-import { expectNothingLeft, freePort, hcspLines, isRank, JOB_TIMEOUT_MS, launch as launchJob, marked, waitFor } from '../../../../test/support/launchJobs.ts';
+import { expectNothingLeft, freePort, hcspLines, isRank, JOB_TIMEOUT_MS, marked, waitFor } from '../../../../test/support/launchJobs.ts';
+import { inProcessPrefill, launchBundle, rankPrefillArgs, ROOT } from '../../../../test/support/launchSetup.ts';
 
-const CLI = fileURLToPath(new URL('../..', import.meta.url));
-const ROOT = join(CLI, '..', '..');
-const outdir = join(CLI, 'dist', `test-launch-${process.pid}`);
-const bundle = join(outdir, 'hcsp.js');
 // the launchers of a job of several nodes, and ranks started by hand, share the job's secret:
 // every launcher and rank here inherits this one (a launcher alone makes its own: launchIsolation.test.ts)
 process.env.HCSP_RENDEZVOUS_SECRET = newSecret();
 
-beforeAll(async () => {
-  mkdirSync(outdir, { recursive: true });
-  await buildCli({ outdir });
-});
-afterAll(() => rmSync(outdir, { recursive: true, force: true }));
-
-/** one launcher (one "node") of this file's bundle; `env`: more of its environment */
-const launch = (launchArgs: string[], rankArgs: string[], env: Record<string, string> = {}) => launchJob(bundle, ROOT, launchArgs, rankArgs, env);
-
-const prefillArgs = (o: { tp: number; sp: string; seed?: number }) => [
-  'prefill',
-  '--backend',
-  'rocm',
-  '--device',
-  'host',
-  '--comm',
-  'mpi',
-  '--reduce',
-  'ordered',
-  '--config',
-  'tiny',
-  '--tokens',
-  '40',
-  '--seed',
-  String(o.seed ?? 3),
-  '--tp',
-  String(o.tp),
-  '--sp',
-  o.sp,
-  '--json',
-  '--quiet',
-];
-
-function inProcess(o: { tp: number; sp: string }) {
-  return runPrefillCommand({
-    backend: 'rocm',
-    device: 'host',
-    config: 'tiny',
-    tokens: '40',
-    seed: '3',
-    stack: 'model',
-    json: true,
-    quiet: true,
-    tp: String(o.tp),
-    sp: o.sp,
-    reduce: 'ordered',
-  }).then((s) => JSON.parse(s));
-}
+const { outdir, bundle, launch } = launchBundle('launch');
 
 describe("hcsp launch: one process per rank, met at rank 0's rendezvous, equals the in-process run", () => {
   for (const tp of [2, 4]) {
     for (const sp of ['on', 'off']) {
       it(`--nproc-per-node ${tp} -- prefill --comm mpi --reduce ordered --tp ${tp} --sp ${sp}: same outputSha256 and the accounted bytes per rank`, async () => {
-        const job = launch(['--nproc-per-node', String(tp), '--master-port', String(await freePort())], prefillArgs({ tp, sp }));
+        const job = launch(['--nproc-per-node', String(tp), '--master-port', String(await freePort())], rankPrefillArgs({ tp, sp }));
         const r = await job.done;
         expect(r.status, r.stderr).toBe(0);
         // only rank 0 prints: one JSON object
         const out = r.stdout.trim().split('\n');
         expect(out).toHaveLength(1);
-        expectSameRankedRun(JSON.parse(out[0]), await inProcess({ tp, sp }), tp, 'launch');
+        expectSameRankedRun(JSON.parse(out[0]), await inProcessPrefill({ tp, sp }), tp, 'launch');
         await expectNothingLeft(job.mark);
       });
     }
@@ -99,26 +45,11 @@ describe("hcsp launch: one process per rank, met at rank 0's rendezvous, equals 
       timeout: JOB_TIMEOUT_MS,
     });
     expect(w.status, w.stderr).toBe(0);
-    const args = [...prefillArgs({ tp: 2, sp: 'on' }), '--weights', dir];
+    const args = [...rankPrefillArgs({ tp: 2, sp: 'on' }), '--weights', dir];
     const r = await launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], args).done;
     expect(r.status, r.stderr).toBe(0);
     const launched = JSON.parse(r.stdout);
-    const sim = JSON.parse(
-      await runPrefillCommand({
-        backend: 'rocm',
-        device: 'host',
-        config: 'tiny',
-        tokens: '40',
-        seed: '3',
-        stack: 'model',
-        json: true,
-        quiet: true,
-        tp: '2',
-        sp: 'on',
-        reduce: 'ordered',
-        weights: dir,
-      }),
-    );
+    const sim = await inProcessPrefill({ tp: 2 }, { weights: dir });
     expect(launched.outputSha256).toBe(sim.outputSha256);
     const [r0, r1] = launched.world.weightBytesReadPerRank;
     // the in-process run reads every rank's slices; a rank reads the replicated weights and its own half of the sharded ones
@@ -134,14 +65,14 @@ describe("hcsp launch: one process per rank, met at rank 0's rendezvous, equals 
     const node = (k: number) =>
       launch(
         ['--nnodes', '2', '--node-rank', String(k), '--nproc-per-node', '2', '--master-addr', '127.0.0.1', '--master-port', port],
-        prefillArgs({ tp: 4, sp: 'on' }),
+        rankPrefillArgs({ tp: 4, sp: 'on' }),
       );
     const [n0, n1] = [node(0), node(1)];
     const [r0, r1] = await Promise.all([n0.done, n1.done]);
     expect(r0.status, r0.stderr).toBe(0);
     expect(r1.status, r1.stderr).toBe(0);
     expect(r1.stdout).toBe('');
-    expectSameRankedRun(JSON.parse(r0.stdout), await inProcess({ tp: 4, sp: 'on' }), 4, 'launch');
+    expectSameRankedRun(JSON.parse(r0.stdout), await inProcessPrefill({ tp: 4, sp: 'on' }), 4, 'launch');
   });
 });
 
@@ -227,12 +158,12 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
   it('a bad --collective-timeout is one usage error naming the value, from rank 0, before the ranks meet', async () => {
     const r = await launch(
       ['--nproc-per-node', '2', '--master-port', String(await freePort())],
-      [...prefillArgs({ tp: 2, sp: 'on' }), '--collective-timeout', '0'],
+      [...rankPrefillArgs({ tp: 2, sp: 'on' }), '--collective-timeout', '0'],
     ).done;
     expect(r.status).toBe(1);
     const lines = hcspLines(r.stderr).filter((l) => l.startsWith('hcsp:'));
     expect(lines).toEqual(['hcsp: --collective-timeout is too small: at least 0.001 s, got "0"']);
-    const env = await launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], prefillArgs({ tp: 2, sp: 'on' }), {
+    const env = await launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], rankPrefillArgs({ tp: 2, sp: 'on' }), {
       HCSP_COLLECTIVE_TIMEOUT: '1e3',
     }).done;
     expect(env.status).toBe(1);
@@ -264,7 +195,7 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
   it('a rendezvous that never completes (node-rank 1 never started) times out on node 0, naming the missing ranks and node', async () => {
     const job = launch(
       ['--nnodes', '2', '--nproc-per-node', '2', '--master-port', String(await freePort()), '--rendezvous-timeout', '2'],
-      prefillArgs({ tp: 4, sp: 'on' }),
+      rankPrefillArgs({ tp: 4, sp: 'on' }),
     );
     const r = await job.done;
     expect(r.status).toBe(1);
@@ -280,7 +211,7 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
     const port = await freePort();
     const job = launch(
       ['--nnodes', '2', '--node-rank', '1', '--nproc-per-node', '1', '--master-port', String(port), '--rendezvous-timeout', '2'],
-      prefillArgs({ tp: 2, sp: 'on' }),
+      rankPrefillArgs({ tp: 2, sp: 'on' }),
     );
     const r = await job.done;
     expect(r.status).toBe(1);
@@ -297,7 +228,7 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
     await new Promise<void>((resolve) => squatter.listen(0, '127.0.0.1', resolve));
     const { port } = squatter.address() as AddressInfo;
     try {
-      const job = launch(['--nproc-per-node', '2', '--master-port', String(port), '--rendezvous-timeout', '20'], prefillArgs({ tp: 2, sp: 'on' }));
+      const job = launch(['--nproc-per-node', '2', '--master-port', String(port), '--rendezvous-timeout', '20'], rankPrefillArgs({ tp: 2, sp: 'on' }));
       const r = await job.done;
       expect(r.status).toBe(1);
       const lines = hcspLines(r.stderr);
@@ -315,8 +246,8 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
 
   it('launchers that disagree on the world size: one clear error naming both sizes, every rank ends', async () => {
     const port = String(await freePort());
-    const n0 = launch(['--nnodes', '2', '--node-rank', '0', '--nproc-per-node', '2', '--master-port', port], prefillArgs({ tp: 4, sp: 'on' }));
-    const n1 = launch(['--nnodes', '2', '--node-rank', '1', '--nproc-per-node', '3', '--master-port', port], prefillArgs({ tp: 4, sp: 'on' }));
+    const n0 = launch(['--nnodes', '2', '--node-rank', '0', '--nproc-per-node', '2', '--master-port', port], rankPrefillArgs({ tp: 4, sp: 'on' }));
+    const n1 = launch(['--nnodes', '2', '--node-rank', '1', '--nproc-per-node', '3', '--master-port', port], rankPrefillArgs({ tp: 4, sp: 'on' }));
     const [r0, r1] = await Promise.all([n0.done, n1.done]);
     expect(r0.status).not.toBe(0);
     expect(r1.status).not.toBe(0);
@@ -337,7 +268,7 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
   it('ranks that plan different graphs (two nodes, different --seed) refuse together before any collective, naming each digest', async () => {
     const port = String(await freePort());
     const node = (k: number, seed: number) =>
-      launch(['--nnodes', '2', '--node-rank', String(k), '--nproc-per-node', '1', '--master-port', port], prefillArgs({ tp: 2, sp: 'on', seed }));
+      launch(['--nnodes', '2', '--node-rank', String(k), '--nproc-per-node', '1', '--master-port', port], rankPrefillArgs({ tp: 2, sp: 'on', seed }));
     const [r0, r1] = await Promise.all([node(0, 3).done, node(1, 4).done]);
     expect(r0.status).toBe(1);
     expect(r1.status).toBe(1);
@@ -348,7 +279,7 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
   });
 
   it('a world size that does not match --tp is one clear error', async () => {
-    const r = await launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], prefillArgs({ tp: 4, sp: 'on' })).done;
+    const r = await launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], rankPrefillArgs({ tp: 4, sp: 'on' })).done;
     expect(r.status).toBe(1);
     expect(hcspLines(r.stderr)).toContain(
       'hcsp: --comm mpi: --tp 4 does not match WORLD_SIZE 2: hcsp launch starts --nnodes x --nproc-per-node ranks, one per TP rank',
@@ -404,13 +335,13 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
         ['--nproc-per-node', '2', '--', 'prefill', '--tp', '2'],
         "hcsp: hcsp launch: the ranks' prefill needs --comm mpi (host ranks) or --comm nccl (GPU ranks), got no --comm (sim, every rank in one process)",
       ],
-      [['--nproc-per-node', '0', '--', ...prefillArgs({ tp: 2, sp: 'on' })], 'hcsp: --nproc-per-node is too small: at least 1, got "0"'],
+      [['--nproc-per-node', '0', '--', ...rankPrefillArgs({ tp: 2, sp: 'on' })], 'hcsp: --nproc-per-node is too small: at least 1, got "0"'],
       [
-        ['--nproc-per-node', '2', '--nnodes', '2', '--node-rank', '2', '--', ...prefillArgs({ tp: 4, sp: 'on' })],
+        ['--nproc-per-node', '2', '--nnodes', '2', '--node-rank', '2', '--', ...rankPrefillArgs({ tp: 4, sp: 'on' })],
         'hcsp: --node-rank is too large: at most 1, got "2"',
       ],
       [
-        ['--nproc-per-node', '2', '--master-port', '70000', '--', ...prefillArgs({ tp: 2, sp: 'on' })],
+        ['--nproc-per-node', '2', '--master-port', '70000', '--', ...rankPrefillArgs({ tp: 2, sp: 'on' })],
         'hcsp: --master-port is too large: at most 65535, got "70000"',
       ],
     ];

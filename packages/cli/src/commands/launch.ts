@@ -1,10 +1,17 @@
 // `hcsp launch`: one process per rank on this node, with torchrun's environment contract
-// (launch/launcher.ts); the ranks meet at rank 0's rendezvous store on MASTER_ADDR:MASTER_PORT.
+// (@hcsp/ranks' launcher.ts); the ranks meet at rank 0's rendezvous store on MASTER_ADDR:MASTER_PORT.
 import type { Command } from 'commander';
-import { DEFAULT_RENDEZVOUS_TIMEOUT_S } from '../launch/rankEnv.ts';
-import { launchRanks, type LaunchOptions } from '../launch/launcher.ts';
-import { jobSecret } from '../launch/rendezvousSecret.ts';
-import { parseIntStrict, parseSeconds } from '../parseArgs.ts';
+import {
+  COMMUNICATORS,
+  communicatorKind,
+  DEFAULT_RENDEZVOUS_TIMEOUT_S,
+  jobSecret,
+  launchRanks,
+  parseSeconds,
+  RANK_COMM_MODES,
+  type LaunchOptions,
+} from '@hcsp/ranks';
+import { parseIntStrict } from '../parseArgs.ts';
 
 interface LaunchCliOptions {
   nprocPerNode: string;
@@ -18,18 +25,22 @@ interface LaunchCliOptions {
 /** torchrun's default port */
 const DEFAULT_MASTER_PORT = '29500';
 
+/** "--comm mpi|nccl": the communicators a rank can use */
+const RANK_COMM = `--comm ${RANK_COMM_MODES.join('|')}`;
+
 /** What the ranks run: `prefill` with a multi-process communicator (the commands that are ranks). */
 function checkRankCommand(command: string[]): void {
   if (command[0] !== 'prefill') {
     throw new Error(
-      `hcsp launch runs \`prefill ... --comm mpi|nccl\` as ranks, got ${JSON.stringify(command.join(' '))}: write \`hcsp launch [options] -- prefill ...\``,
+      `hcsp launch runs \`prefill ... ${RANK_COMM}\` as ranks, got ${JSON.stringify(command.join(' '))}: write \`hcsp launch [options] -- prefill ...\``,
     );
   }
   const at = command.indexOf('--comm');
   const comm = at >= 0 ? command[at + 1] : command.find((a) => a.startsWith('--comm='))?.slice('--comm='.length);
-  if (comm !== 'mpi' && comm !== 'nccl') {
+  if (comm === undefined || communicatorKind(comm) === undefined) {
+    const each = COMMUNICATORS.map((c) => `--comm ${c.mode} (${c.ranks})`).join(' or ');
     throw new Error(
-      `hcsp launch: the ranks' prefill needs --comm mpi (host ranks) or --comm nccl (GPU ranks), got ${comm === undefined ? 'no --comm (sim, every rank in one process)' : `--comm ${comm}`}`,
+      `hcsp launch: the ranks' prefill needs ${each}, got ${comm === undefined ? 'no --comm (sim, every rank in one process)' : `--comm ${comm}`}`,
     );
   }
 }
@@ -52,7 +63,7 @@ export function registerLaunch(program: Command): void {
     .description(
       "start this node's ranks, one process each, with torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT): hcsp launch --nproc-per-node 4 -- prefill --comm mpi ...",
     )
-    .argument('<command...>', 'after --: the hcsp command each rank runs (prefill ... --comm mpi|nccl)')
+    .argument('<command...>', `after --: the hcsp command each rank runs (prefill ... ${RANK_COMM})`)
     .requiredOption('--nproc-per-node <n>', 'ranks on this node (one per GPU)')
     .option('--nnodes <m>', "nodes in the job (more than one: every node's launcher needs the same HCSP_RENDEZVOUS_SECRET in its environment)", '1')
     .option('--node-rank <k>', "this node's index (ranks k*n .. k*n+n-1); node 0 runs rank 0, which serves the rendezvous", '0')

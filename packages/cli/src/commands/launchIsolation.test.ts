@@ -6,73 +6,17 @@
 // secret is in no command line and no output. Every launch, ending well or not, leaves $TMPDIR
 // as it found it; --rendezvous-timeout is a number of seconds a timer can wait.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-// @ts-expect-error: plain JavaScript, run by node at `npm ci` (no types)
-import { buildCli } from '../../scripts/build.mjs';
-import { runPrefillCommand } from './prefill.ts';
-import { newSecret } from '../launch/rendezvousSecret.ts';
+import { newSecret } from '@hcsp/ranks';
+import { describe, expect, it } from 'vitest';
 import { expectSameRankedRun } from '../../../../test/support/rankedRuns.ts';
-import { expectNothingLeft, freePort, hcspLines, isRank, launch as launchJob, marked, waitFor, type JobResult } from '../../../../test/support/launchJobs.ts';
+import { expectNothingLeft, freePort, hcspLines, isRank, marked, waitFor, type JobResult } from '../../../../test/support/launchJobs.ts';
+import { inProcessPrefill, launchBundle, rankPrefillArgs, ROOT } from '../../../../test/support/launchSetup.ts';
 
-const CLI = fileURLToPath(new URL('../..', import.meta.url));
-const ROOT = join(CLI, '..', '..');
-const outdir = join(CLI, 'dist', `test-launch-isolation-${process.pid}`);
-const bundle = join(outdir, 'hcsp.js');
-
-beforeAll(async () => {
-  mkdirSync(outdir, { recursive: true });
-  await buildCli({ outdir });
-});
-afterAll(() => rmSync(outdir, { recursive: true, force: true }));
-
-const launch = (launchArgs: string[], rankArgs: string[], env: Record<string, string> = {}) => launchJob(bundle, ROOT, launchArgs, rankArgs, env);
-
-const prefillArgs = (tp: number) => [
-  'prefill',
-  '--backend',
-  'rocm',
-  '--device',
-  'host',
-  '--comm',
-  'mpi',
-  '--reduce',
-  'ordered',
-  '--config',
-  'tiny',
-  '--tokens',
-  '40',
-  '--seed',
-  '3',
-  '--tp',
-  String(tp),
-  '--sp',
-  'on',
-  '--json',
-  '--quiet',
-];
-
-async function inProcess(tp: number) {
-  return JSON.parse(
-    await runPrefillCommand({
-      backend: 'rocm',
-      device: 'host',
-      config: 'tiny',
-      tokens: '40',
-      seed: '3',
-      stack: 'model',
-      json: true,
-      quiet: true,
-      tp: String(tp),
-      sp: 'on',
-      reduce: 'ordered',
-    }),
-  );
-}
+const { bundle, launch } = launchBundle('launch-isolation');
 
 /** a process's environment, as a map */
 function environ(pid: number): Map<string, string> {
@@ -138,7 +82,7 @@ describe('hcsp launch: strangers at the rendezvous store leave a running job unt
     const port = await freePort();
     const env = { HCSP_RENDEZVOUS_SECRET: newSecret() };
     const node = (k: number) =>
-      launch(['--nnodes', '2', '--node-rank', String(k), '--nproc-per-node', '2', '--master-port', String(port)], prefillArgs(4), env);
+      launch(['--nnodes', '2', '--node-rank', String(k), '--nproc-per-node', '2', '--master-port', String(port)], rankPrefillArgs({ tp: 4 }), env);
     const n0 = node(0);
     // rank 0's store is up, node 0's ranks are in it
     await waitFor('rank 0 serving the store', () => marked(n0.mark).filter(isRank).length === 2);
@@ -155,14 +99,14 @@ describe('hcsp launch: strangers at the rendezvous store leave a running job unt
     expect(r0.status, r0.stderr).toBe(0);
     expect(r1.status, r1.stderr).toBe(0);
     expect(hcspLines(r0.stderr + r1.stderr)).toEqual([]);
-    expectSameRankedRun(JSON.parse(r0.stdout), await inProcess(4), 4, 'launch');
+    expectSameRankedRun(JSON.parse(r0.stdout), await inProcessPrefill({ tp: 4 }), 4, 'launch');
     await expectNothingLeft(n0.mark);
     await expectNothingLeft(n1.mark);
   });
 
   it("after the world is complete (rank 1 held by SIGSTOP): strangers' hellos and a second launch on the same port change nothing; the second launch fails naming the port in use", async () => {
     const port = await freePort();
-    const job = launch(['--nproc-per-node', '2', '--master-port', String(port)], prefillArgs(2));
+    const job = launch(['--nproc-per-node', '2', '--master-port', String(port)], rankPrefillArgs({ tp: 2 }));
     // rank 0 starts ompi-server once every rank is in the store
     await waitFor('the world complete (ompi-server started)', () => marked(job.mark).some((p) => p.cmd.startsWith('ompi-server')));
     const ranks = marked(job.mark).filter(isRank);
@@ -182,7 +126,7 @@ describe('hcsp launch: strangers at the rendezvous store leave a running job unt
       expect(envs[0].get('OMPI_MCA_oob_tcp_if_include')).toBeDefined();
       const heard = await strangers(port, attacks(2));
       for (const line of heard) expect(JSON.parse(line).t, line).toMatch(/^(challenge|refused)$/);
-      second = await launch(['--nproc-per-node', '2', '--master-port', String(port)], prefillArgs(2)).done;
+      second = await launch(['--nproc-per-node', '2', '--master-port', String(port)], rankPrefillArgs({ tp: 2 })).done;
     } finally {
       process.kill(rank1.pid, 'SIGCONT');
     }
@@ -198,7 +142,7 @@ describe('hcsp launch: strangers at the rendezvous store leave a running job unt
     expect(r.status, r.stderr).toBe(0);
     expect(hcspLines(r.stderr)).toEqual([]);
     expect(r.stdout + r.stderr + second!.stdout + second!.stderr).not.toContain(secret);
-    expectSameRankedRun(JSON.parse(r.stdout), await inProcess(2), 2, 'launch');
+    expectSameRankedRun(JSON.parse(r.stdout), await inProcessPrefill({ tp: 2 }), 2, 'launch');
     await expectNothingLeft(job.mark);
   });
 });
@@ -215,7 +159,7 @@ describe('hcsp launch: a launch leaves $TMPDIR as it found it', () => {
   it('after a run that succeeds, one whose rank is killed, and one whose launcher gets SIGTERM', async () => {
     const dir = privateTmp();
     try {
-      const ok = launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], prefillArgs(2), { TMPDIR: dir });
+      const ok = launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], rankPrefillArgs({ tp: 2 }), { TMPDIR: dir });
       expect((await ok.done).status).toBe(0);
       await expectNothingLeft(ok.mark);
       expect(readdirSync(dir)).toEqual(['users-file']);
@@ -259,20 +203,21 @@ describe('hcsp launch: its options', () => {
       ['', 'hcsp: --rendezvous-timeout must be a positive number of seconds, at most 2147483.647 (setTimeout\'s limit), got ""'],
     ];
     for (const [value, message] of cases) {
-      const r = run(['--nproc-per-node', '2', '--rendezvous-timeout', value, '--', ...prefillArgs(2)]);
+      const r = run(['--nproc-per-node', '2', '--rendezvous-timeout', value, '--', ...rankPrefillArgs({ tp: 2 })]);
       expect(r.status, value).toBe(1);
       expect(r.stderr).toBe(`${message}\n`);
     }
   });
 
   it('the largest --rendezvous-timeout works (no timer overflow: no false timeout, no hang)', async () => {
-    const r = await launch(['--nproc-per-node', '2', '--master-port', String(await freePort()), '--rendezvous-timeout', '2147483'], prefillArgs(2)).done;
+    const r = await launch(['--nproc-per-node', '2', '--master-port', String(await freePort()), '--rendezvous-timeout', '2147483'], rankPrefillArgs({ tp: 2 }))
+      .done;
     expect(r.status, r.stderr).toBe(0);
     expect(r.stderr).not.toContain('TimeoutOverflowWarning');
   });
 
   it('--nnodes 2 needs HCSP_RENDEZVOUS_SECRET, the same on every node; a short one is refused without being printed', () => {
-    const args = ['--nnodes', '2', '--nproc-per-node', '1', '--', ...prefillArgs(2)];
+    const args = ['--nnodes', '2', '--nproc-per-node', '1', '--', ...rankPrefillArgs({ tp: 2 })];
     const none = run(args);
     expect(none.status).toBe(1);
     expect(none.stderr).toBe(

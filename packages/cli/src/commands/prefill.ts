@@ -2,7 +2,7 @@
 // on tp ranks, on the chosen backend, with the SP plan applied (or forced on/off for
 // testing); optionally a golden dump of the named intermediate values. The ranks are
 // simulated in this process (--comm sim), or this process is one of them under hcsp launch
-// or mpirun (--comm mpi|nccl, prefillRanked.ts).
+// or mpirun (--comm mpi|nccl, @hcsp/ranks' prefillRank.ts).
 import { createHash } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { Option, type Command } from 'commander';
@@ -42,15 +42,18 @@ import { checkpointProblemsError } from '../checkpoint/weightProblems.ts';
 import { dumpTensors, qsaDropStats } from './prefillDump.ts';
 import {
   checkRankBackend,
+  COLLECTIVE_TIMEOUT_ENV,
   COMM_MODES,
+  collectiveTimeoutMs,
+  DEFAULT_COLLECTIVE_TIMEOUT_S,
   planDigest,
   QuietRankExit,
+  rankBackendFlags,
   runPrefillRanked,
   type CommMode,
   type PrefillRank,
   type RankRunExtras,
-} from './prefillRanked.ts';
-import { COLLECTIVE_TIMEOUT_ENV, collectiveTimeoutMs, DEFAULT_COLLECTIVE_TIMEOUT_S } from '../launch/rankWatchdog.ts';
+} from '@hcsp/ranks';
 import { resolveOutputTarget } from '../output/outputTarget.ts';
 import { writeOutput } from '../output/safeOutputFile.ts';
 import { layoutSafetensors } from '@hcsp/core';
@@ -485,7 +488,7 @@ export function registerPrefill(program: Command): void {
     .option('--reduce <alg>', `reduction order of the collectives: ${REDUCE_ALGORITHMS.join('|')}`, 'ring')
     .option(
       '--comm <mode>',
-      'sim (the tp ranks simulated in this process) | mpi (this process is one host rank: hcsp launch --nproc-per-node <tp> -- prefill ... --comm mpi, or under mpirun; --backend cpu or rocm) | nccl (one GPU rank on RCCL/NCCL: --backend rocm --device hip|cuda); rank 0 prints',
+      `sim (the tp ranks simulated in this process) | mpi (this process is one host rank: hcsp launch --nproc-per-node <tp> -- prefill ... --comm mpi, or under mpirun; ${rankBackendFlags('mpi')}) | nccl (one GPU rank on RCCL/NCCL: ${rankBackendFlags('nccl')}); rank 0 prints`,
       'sim',
     )
     .option(

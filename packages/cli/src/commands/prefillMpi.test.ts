@@ -192,6 +192,6 @@ describe('hcsp prefill --comm mpi: start-up failures end every rank, reported on
   it("a backend that cannot run a rank's part is refused on every rank, once", () => {
     const r = mpirun(2, [['prefill', '--backend', 'webgpu', '--config', 'tiny', '--tokens', '40', '--tp', '2', '--comm', 'mpi', '--quiet']]);
     expect(r.status).not.toBe(0);
-    expect(hcspLines(r.stderr)).toEqual(["hcsp: --comm mpi runs a rank's part on --backend cpu or rocm, not webgpu"]);
+    expect(hcspLines(r.stderr)).toEqual(["hcsp: --comm mpi runs a rank's part on --backend cpu or rocm, not --backend webgpu"]);
   });
 });

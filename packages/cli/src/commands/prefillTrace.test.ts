@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error: plain JavaScript, run by node at `npm ci` (no types)
 import { buildCli } from '../../scripts/build.mjs';
 import { runPrefillCommand } from './prefill.ts';
-import { newSecret } from '../launch/rendezvousSecret.ts';
+import { newSecret } from '@hcsp/ranks';
 import { expectNothingLeft, freePort, hcspLines, launch as launchJob } from '../../../../test/support/launchJobs.ts';
 import type { ChromeTrace, TraceEvent } from '../trace/chromeTrace.ts';
 

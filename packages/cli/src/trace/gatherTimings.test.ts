@@ -1,7 +1,7 @@
 // The ranks' timings to rank 0 over a control plane that takes equal lengths from every rank:
 // unequal parts (the ranks run different node counts) and more than one chunk arrive whole.
 import { describe, expect, it } from 'vitest';
-import type { RankControl } from '../launch/rankControl.ts';
+import type { RankControl } from '@hcsp/ranks';
 import { gatherTimings } from './gatherTimings.ts';
 import type { RunTiming } from './nodeTimer.ts';
 

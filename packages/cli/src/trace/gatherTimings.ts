@@ -1,8 +1,8 @@
 // `prefill --trace` under hcsp launch or mpirun: every rank's RunTiming to rank 0 over the
-// job's control plane (launch/rankControl.ts). A control gather takes equal lengths from every
+// job's control plane (@hcsp/ranks' rankControl.ts). A control gather takes equal lengths from every
 // rank and the store carries lines of at most 1 MiB, so the lengths go first, then the
 // timings padded to the longest, in chunks.
-import { gatherNumbers, type RankControl } from '../launch/rankControl.ts';
+import { gatherNumbers, type RankControl } from '@hcsp/ranks';
 import type { RunTiming } from './nodeTimer.ts';
 
 /** float64s per gather: 512 KiB, 683 KiB as the store's base64 */

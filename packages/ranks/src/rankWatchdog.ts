@@ -8,17 +8,12 @@
 // once (a worker blocked in MPI or NCCL would hold a normal exit forever). Under mpirun the
 // process ends, and mpirun ends the job.
 import { CollectiveWatchdog, type StuckCall, type WatchedState } from '@hcsp/backend-rocm';
-import { parseSeconds } from '../parseArgs.ts';
+import { COMMUNICATORS, type RankCommMode } from './communicators.ts';
+import { parseSeconds } from './seconds.ts';
 import type { RendezvousClient } from './rendezvousStore.ts';
 
-/**
- * PyTorch's defaults for the same kinds of ranks: 10 minutes for NCCL process groups (GPU
- * ranks), 30 minutes for Gloo's (CPU ranks, which "may need longer": PyTorch PR 110947). A
- * watched call's wait is the skew between the ranks reaching it (at the first collective, each
- * rank's weight reading too); host ranks compute on shared CPUs, where one rank can fall
- * minutes behind the others. A rank stopped or hung is reported within this bound, not never.
- */
-export const DEFAULT_COLLECTIVE_TIMEOUT_S = { mpi: 1800, nccl: 600 } as const;
+/** each communicator's default collective timeout in seconds (communicators.ts says why these) */
+export const DEFAULT_COLLECTIVE_TIMEOUT_S = Object.fromEntries(COMMUNICATORS.map((c) => [c.mode, c.defaultTimeoutS])) as Record<RankCommMode, number>;
 export const COLLECTIVE_TIMEOUT_ENV = 'HCSP_COLLECTIVE_TIMEOUT';
 /** how long a stuck rank waits for the others to say where they are */
 export const ASK_MS = 2000;
@@ -29,7 +24,7 @@ const ASK_KEY = 'watchdog/ask';
 const answerKey = (rank: number) => `watchdog/answer/${rank}`;
 
 /** The watchdog's limit in ms for --comm `mode`: --collective-timeout, else HCSP_COLLECTIVE_TIMEOUT, else the default; a bad value is an error naming it. */
-export function collectiveTimeoutMs(mode: 'mpi' | 'nccl', option: string | undefined, env: Record<string, string | undefined> = process.env): number {
+export function collectiveTimeoutMs(mode: RankCommMode, option: string | undefined, env: Record<string, string | undefined> = process.env): number {
   if (option !== undefined) return parseSeconds(option, '--collective-timeout');
   const v = env[COLLECTIVE_TIMEOUT_ENV];
   if (v !== undefined) return parseSeconds(v, COLLECTIVE_TIMEOUT_ENV);

@@ -26,7 +26,7 @@
 // lost rank 0.
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { hostname } from 'node:os';
-import { MAX_TIMER_MS } from '../parseArgs.ts';
+import { MAX_TIMER_MS } from './seconds.ts';
 import { readJsonLines, sendJsonLine as send, type Message } from './jsonLines.ts';
 import { SECRET_ENV, newNonce, proof, sameProof } from './rendezvousSecret.ts';
 

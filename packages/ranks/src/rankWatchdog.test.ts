@@ -155,7 +155,7 @@ describe('a stuck rank 0 serves the store in its own process', () => {
   it('the other ranks are told its verdict before the store ends with it', async () => {
     const port = await freePort();
     const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/rankWatchdogStoreChild.ts', String(port)], {
-      cwd: fileURLToPath(new URL('../../../../', import.meta.url)),
+      cwd: fileURLToPath(new URL('../../../', import.meta.url)),
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let stderr = '';

@@ -7,7 +7,7 @@
 // only a store that proves it knows it.
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MAX_TIMER_MS } from '../parseArgs.ts';
+import { MAX_TIMER_MS } from './seconds.ts';
 import { MAX_STRANGERS, RendezvousClient, RendezvousServer, type StoreServerOptions } from './rendezvousStore.ts';
 import { newSecret, proof } from './rendezvousSecret.ts';
 

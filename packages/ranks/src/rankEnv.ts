@@ -4,7 +4,7 @@
 // when mpirun started it (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE).
 // hcsp's own: HCSP_RENDEZVOUS_SECRET (what the ranks prove to the rendezvous store that they
 // know: rendezvousSecret.ts) and HCSP_RENDEZVOUS_TIMEOUT.
-import { parseSeconds } from '../parseArgs.ts';
+import { parseSeconds } from './seconds.ts';
 import { SECRET_ENV, checkSecret } from './rendezvousSecret.ts';
 
 export interface LaunchedRank {

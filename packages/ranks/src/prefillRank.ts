@@ -6,7 +6,7 @@
 // reference's sum orders), RCCL/NCCL for GPU ranks (comm/ncclCommunicator.ts, the library's
 // own order). It reads only the weights its part uses, and hands rank 0 what the summary
 // needs: every output of the graph is rank 0's, the other ranks send their run statistics
-// (HC rows, bytes really sent, seconds) over the control plane (launch/rankControl.ts).
+// (HC rows, bytes really sent, seconds) over the control plane (rankControl.ts).
 //
 // How a job fails: the ranks meet first (the store checks the world; MPI starts); every rank
 // then checks its options, plans, builds the graph and starts its backend, and all meet at a
@@ -16,20 +16,19 @@
 // rank. A failure after the agreement (a peer may wait at a collective forever) is reported
 // by its rank, then the whole job ends: through the store under hcsp launch, MPI_Abort under
 // mpirun. A peer that stops or hangs without failing (SIGSTOP keeps its sockets open) is found
-// by each rank's collective watchdog (launch/rankWatchdog.ts): a call that meets the peers and
+// by each rank's collective watchdog (rankWatchdog.ts): a call that meets the peers and
 // waits past --collective-timeout ends the job, naming the call and the ranks that did not come.
 import { createHash } from 'node:crypto';
 import type { Backend, CommBytes, EngineStats, Graph, PreparedGraph, RunOptions, RunResult, SessionOptions, Tensor, ValueId, WeightSource } from '@hcsp/core';
 import { ENGINE_STATS_NUMBERS, engineStatsFromNumbers, engineStatsToNumbers, rankGraph } from '@hcsp/core';
 import { mpirunRank, type MpiCommunicator, type NcclCommunicator, type RocmBackend } from '@hcsp/backend-rocm';
-import { aloneControl, gatherNumbers, mpiControl, storeControl, type RankControl } from '../launch/rankControl.ts';
-import { endWithLauncher } from '../launch/launcher.ts';
-import { launchedRank, type LaunchedRank } from '../launch/rankEnv.ts';
-import { collectiveTimeoutMs, RankWatchdog } from '../launch/rankWatchdog.ts';
-import { RendezvousClient, RendezvousError, RendezvousServer } from '../launch/rendezvousStore.ts';
-
-export const COMM_MODES = ['sim', 'mpi', 'nccl'] as const;
-export type CommMode = (typeof COMM_MODES)[number];
+import type { RankCommMode } from './communicators.ts';
+import { rankBackendFlags } from './rankBackends.ts';
+import { aloneControl, gatherNumbers, mpiControl, storeControl, type RankControl } from './rankControl.ts';
+import { endWithLauncher } from './launcher.ts';
+import { launchedRank, type LaunchedRank } from './rankEnv.ts';
+import { collectiveTimeoutMs, RankWatchdog } from './rankWatchdog.ts';
+import { RendezvousClient, RendezvousError, RendezvousServer } from './rendezvousStore.ts';
 
 /** This rank has nothing to add to a failure another rank reports: the command exits 1 without a message. */
 export class QuietRankExit extends Error {
@@ -63,19 +62,8 @@ export interface RankRunExtras {
   enginePerRank?: EngineStats[];
 }
 
-/** A backend whose prepare takes a rank's communicator (core's GraphSession options): cpu and rocm. */
+/** A backend whose prepare takes a rank's communicator (core's GraphSession options): those the backend list declares (rankBackends.ts). */
 type RankBackend = Backend & { prepare(graph: Graph, weights: WeightSource, session: Partial<SessionOptions>): Promise<PreparedGraph> };
-
-const RANK_BACKENDS = ['cpu', 'rocm'];
-
-/** A multi-process communicator: MPI (host ranks) or RCCL/NCCL (GPU ranks). */
-export type RankCommMode = Exclude<CommMode, 'sim'>;
-
-/** Checks that a backend can run a rank's part (its prepare takes the communicator). */
-export function checkRankBackend(name: string, mode: RankCommMode): void {
-  if (mode === 'nccl' && name !== 'rocm') throw new Error(`--comm nccl runs a rank's part on --backend rocm with --device hip or cuda, not --backend ${name}`);
-  if (!RANK_BACKENDS.includes(name)) throw new Error(`--comm ${mode} runs a rank's part on --backend ${RANK_BACKENDS.join(' or ')}, not ${name}`);
-}
 
 /**
  * What the ranks must agree on before they run: the graph (every node's op, attributes and
@@ -197,7 +185,7 @@ export class PrefillRank {
   checkBackend(backend: Backend): void {
     if (this.mode !== 'nccl') return;
     const gpu = (backend as RocmBackend).gpu;
-    if (!gpu || gpu.kind === 'emulated') throw new Error(`--comm nccl runs on a GPU (--backend rocm --device hip or cuda), not on ${backend.describe()}`);
+    if (!gpu || gpu.kind === 'emulated') throw new Error(`--comm nccl runs on a GPU (${rankBackendFlags('nccl')}), not on ${backend.describe()}`);
   }
 
   /**

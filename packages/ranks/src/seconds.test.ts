@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_TIMER_MS, parseSeconds } from './parseArgs.ts';
+import { MAX_TIMER_MS, parseSeconds } from './seconds.ts';
 
 describe('parseSeconds', () => {
   it('takes plain decimal seconds into whole milliseconds', () => {
