@@ -11,7 +11,7 @@
 import type { GraphNode } from '../../graph/graph.ts';
 import { qsaKept, qsaSums } from '../pricing/attentionCost.ts';
 import { inputPort } from '../../graph/ops/opDef.ts';
-import { getOpDef } from '../../graph/ops/registry.ts';
+import { getOpDef, type OpName } from '../../graph/ops/registry.ts';
 import { bytesOf, ioBytes, num, portBytes, type PricingContext, shapeOf } from '../pricing/types.ts';
 
 export type KernelsMode = 'exact' | 'fast';
@@ -44,7 +44,7 @@ export interface HcspKernel {
 export type HcspKernelFn = (node: GraphNode, ctx: PricingContext) => HcspKernel;
 
 /** Declared per op; absent modes run as the roofline engine prices the op. */
-export const HCSP_KERNELS: Record<string, Partial<Record<KernelsMode, HcspKernelFn>>> = {
+export const HCSP_KERNELS: { readonly [N in OpName]?: Partial<Record<KernelsMode, HcspKernelFn>> } = {
   gdnRecurrence: {
     /**
      * gdn.cu (hcsp_gdn_recurrence): one thread per (value head, state column), T dependent

@@ -1,3 +1,4 @@
+import type { FamilyTable } from '../../graph/ops/registry.ts';
 import type { GraphNode } from '../../graph/graph.ts';
 import type { PriceFn, PricingContext } from './types.ts';
 import { bytesOf, cost, ioBytes, num, portBytes, shapeOf } from './types.ts';
@@ -35,7 +36,7 @@ function rowShare(_node: GraphNode, ctx: PricingContext, rows: number): number {
   return rows / (ctx.requests * ctx.requestTokens);
 }
 
-export const ATTENTION_COSTS: Record<string, PriceFn> = {
+export const ATTENTION_COSTS: FamilyTable<'attentionOps', PriceFn> = {
   /** per head: the grouped RMS norm of headDim values (4 per element) and RoPE on ropeDims (3 per element); reads only the head's columns */
   attnHeadNormRopeBf16: (n, ctx) => {
     const [rows] = shapeOf(ctx, n.inputs[0]);

@@ -1,9 +1,10 @@
+import type { FamilyTable } from '../../graph/ops/registry.ts';
 import { gemmShape } from '../../graph/footprint.ts';
 import type { PriceFn } from './types.ts';
 import { bytesOf, cost, copyCost, ioBytes, outElems } from './types.ts';
 
 // graph/ops/basicOps.ts
-export const BASIC_COSTS: Record<string, PriceFn> = {
+export const BASIC_COSTS: FamilyTable<'basicOps', PriceFn> = {
   /** 2 M N K on the matrix units; x and y once, the weight once */
   linear: (n, ctx) => {
     const { T: m, K: k, O: o } = gemmShape(ctx.values, n);

@@ -1,8 +1,9 @@
+import type { FamilyTable } from '../../graph/ops/registry.ts';
 import type { PriceFn } from './types.ts';
 import { cost, ioBytes, num, shapeOf } from './types.ts';
 
 // graph/ops/gdnOps.ts
-export const GDN_COSTS: Record<string, PriceFn> = {
+export const GDN_COSTS: FamilyTable<'gdnOps', PriceFn> = {
   /** causal depthwise conv (2 per tap) + silu (4) per element */
   gdnConvSilu: (n, ctx) => {
     const [rows, c] = shapeOf(ctx, n.inputs[0]);

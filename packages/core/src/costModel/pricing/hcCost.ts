@@ -1,9 +1,10 @@
+import type { FamilyTable } from '../../graph/ops/registry.ts';
 import type { PriceFn } from './types.ts';
 import { bytesOf, cost, ioBytes, num, portBytes, shapeOf } from './types.ts';
 
 // graph/ops/hcOps.ts. Vector FLOPs count the arithmetic of the op's formula per element
 // (a sigmoid or rsqrt as 4); the bytes are the fewest a fused kernel moves.
-export const HC_COSTS: Record<string, PriceFn> = {
+export const HC_COSTS: FamilyTable<'hcOps', PriceFn> = {
   hcExpand: (n, ctx) => cost({ actBytes: bytesOf(ctx, n.inputs[0]) + bytesOf(ctx, n.outputs[0]) }),
   /**
    * combine (when pending: X + y * 2 sigmoid(raw / n), 2 per element + 6 per stream) and the

@@ -1,8 +1,9 @@
+import type { FamilyTable } from '../../graph/ops/registry.ts';
 import type { PriceFn } from './types.ts';
 import { ZERO, copyCost, cost, ioBytes, outElems, shapeOf } from './types.ts';
 
 // graph/ops/headOps.ts
-export const HEAD_COSTS: Record<string, PriceFn> = {
+export const HEAD_COSTS: FamilyTable<'headOps', PriceFn> = {
   /** contiguous rows of a row-major tensor: a view */
   sliceRows: () => ({ ...ZERO }),
   /** a view: moves nothing, launches nothing */

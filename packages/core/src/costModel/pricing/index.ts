@@ -1,5 +1,5 @@
 import type { GraphNode } from '../../graph/graph.ts';
-import { allOpDefs } from '../../graph/ops/registry.ts';
+import { allOpDefs, type FamilyTable, type OpFamily } from '../../graph/ops/registry.ts';
 import { ATTENTION_COSTS } from './attentionCost.ts';
 import { BASIC_COSTS } from './basicCost.ts';
 import { GDN_COSTS } from './gdnCost.ts';
@@ -14,9 +14,10 @@ import type { OpCost, PriceFn, PricingContext } from './types.ts';
 export * from './types.ts';
 export { qsaKept, qsaSums } from './attentionCost.ts';
 
-// One pricing table per op family, as graph/ops/registry.ts has one declaration file per
-// family: a declared op without a price is an error (the coverage test asks for all).
-export const PRICING_FAMILIES: Record<string, Record<string, PriceFn>> = {
+// One pricing table per op family, keyed by the family's declared ops (FamilyTable): a
+// declared op without a price, or a price for an op the family does not declare, is a type
+// error (and the coverage test asks for all).
+export const PRICING_FAMILIES: { readonly [F in OpFamily]: FamilyTable<F, PriceFn> } = {
   basicOps: BASIC_COSTS,
   hcOps: HC_COSTS,
   attentionOps: ATTENTION_COSTS,
@@ -29,7 +30,7 @@ export const PRICING_FAMILIES: Record<string, Record<string, PriceFn>> = {
 };
 
 const BY_OP = new Map<string, PriceFn>();
-for (const table of Object.values(PRICING_FAMILIES)) for (const [op, fn] of Object.entries(table)) BY_OP.set(op, fn);
+for (const table of Object.values(PRICING_FAMILIES)) for (const [op, fn] of Object.entries<PriceFn>(table)) BY_OP.set(op, fn);
 
 /** Declared ops the cost model cannot price (empty when complete). */
 export function unpricedOps(): string[] {

@@ -1,8 +1,9 @@
+import type { FamilyTable } from '../../graph/ops/registry.ts';
 import type { PriceFn } from './types.ts';
 import { bytesOf, cost, ioBytes, num, outElems, portBytes, shapeOf } from './types.ts';
 
 // graph/ops/moeOps.ts
-export const MOE_COSTS: Record<string, PriceFn> = {
+export const MOE_COSTS: FamilyTable<'moeOps', PriceFn> = {
   /** softmax over E (6 per logit) and top-k (about log2 k compares per logit) */
   moeRoute: (n, ctx) => {
     const [rows, e] = shapeOf(ctx, n.inputs[0]);

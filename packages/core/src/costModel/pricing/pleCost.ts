@@ -1,8 +1,9 @@
+import type { FamilyTable } from '../../graph/ops/registry.ts';
 import type { PriceFn } from './types.ts';
 import { bytesOf, cost, ioBytes, num, outElems, shapeOf } from './types.ts';
 
 // graph/ops/pleOps.ts
-export const PLE_COSTS: Record<string, PriceFn> = {
+export const PLE_COSTS: FamilyTable<'pleOps', PriceFn> = {
   /** 64-bit hashing: about 8 integer ops per (token, head), counted as vector ops */
   pleNgramIds: (n, ctx) => cost({ vectorFlops: outElems(n, ctx) * 8, ...ioBytes(n, ctx) }),
   /** a row gather: the ids, ONLY the gathered table rows (T * heads rows, not the 320M-row table), the output */

@@ -1,9 +1,10 @@
+import type { FamilyTable } from '../../graph/ops/registry.ts';
 import { gemmShape } from '../../graph/footprint.ts';
 import type { PriceFn } from './types.ts';
 import { cost, ioBytes, outElems, shapeOf } from './types.ts';
 
 // graph/ops/quantOps.ts
-export const QUANT_COSTS: Record<string, PriceFn> = {
+export const QUANT_COSTS: FamilyTable<'quantOps', PriceFn> = {
   /** amax, scale, convert: about 4 per element */
   quantFp8PerToken: (n, ctx) => cost({ vectorFlops: outElems(n, ctx) * 4, ...ioBytes(n, ctx) }),
   /** the gated mean (6 per element of the [rows, nH] inputs) and the quantization of x (4 per element) */

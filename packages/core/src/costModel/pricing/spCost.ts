@@ -1,3 +1,4 @@
+import type { FamilyTable } from '../../graph/ops/registry.ts';
 import { commBytesOf, type CollectiveOp } from '../../collectives/commBytes.ts';
 import type { ReduceAlgorithm } from '../../graph/ops/spOps.ts';
 import type { PriceFn } from './types.ts';
@@ -16,7 +17,7 @@ function collective(op: CollectiveOp): PriceFn {
   };
 }
 
-export const SP_COSTS: Record<string, PriceFn> = {
+export const SP_COSTS: FamilyTable<'spOps', PriceFn> = {
   /** the rank's C rows are contiguous in a row-major tensor: a view, unless its slice runs past T (then the C rows are copied into a zero-padded buffer) */
   shard: (n, ctx) => {
     const [rows] = shapeOf(ctx, n.inputs[0]);

@@ -21,6 +21,12 @@ type DeclsOf<M> = { [K in keyof M]: M[K] extends OpDef ? M[K] : never }[keyof M]
 export type DeclaredOp = Family extends infer M ? (M extends unknown ? DeclsOf<M> : never) : never;
 /** The name of a declared op: graph builders and kernel tables are typed by it. */
 export type OpName = DeclaredOp['name'];
+/** A family of ops: the declaration file they are declared in. */
+export type OpFamily = keyof typeof FAMILIES;
+/** The names of the ops family `F` declares. */
+export type FamilyOpName<F extends OpFamily> = DeclsOf<(typeof FAMILIES)[F]>['name'];
+/** A table with one entry per op of family `F`, no more, no less (the cost model's pricing). */
+export type FamilyTable<F extends OpFamily, V> = { readonly [N in FamilyOpName<F>]: V };
 /** The collectives: the ops whose declaration gives a `collective` layout. */
 export type CollectiveOpName = Extract<DeclaredOp, { collective: CollectiveLayout }>['name'];
 
