@@ -51,6 +51,34 @@ describe('routingDifferences', () => {
     expect(routingDifferences(a, a)).toEqual([]);
   });
 
+  it("lists the MTP head's router (mtp.mlp.topk_ids) at the layer given for it, after the layers; without one, skips it", () => {
+    const a = new Map([
+      [
+        'mtp.mlp.topk_ids',
+        ids([
+          [1, 2],
+          [3, 4],
+        ]),
+      ],
+      ['layers.0.mlp.topk_ids', ids([[1, 2]])],
+    ]);
+    const b = new Map([
+      [
+        'mtp.mlp.topk_ids',
+        ids([
+          [1, 2],
+          [3, 5],
+        ]),
+      ],
+      ['layers.0.mlp.topk_ids', ids([[1, 3]])],
+    ]);
+    expect(routingDifferences(a, b, 4)).toEqual([
+      { layer: 0, rows: [0], count: 1 },
+      { layer: 4, rows: [1], count: 2 },
+    ]);
+    expect(routingDifferences(a, b)).toEqual([{ layer: 0, rows: [0], count: 1 }]);
+  });
+
   it('skips a layer one side lacks or holds in another shape', () => {
     const a = new Map([['layers.0.mlp.topk_ids', ids([[1, 2]])]]);
     expect(routingDifferences(a, new Map())).toEqual([]);

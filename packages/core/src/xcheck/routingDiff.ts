@@ -1,5 +1,5 @@
 // Where two runs' MoE routers chose other experts: each layer's `layers.{i}.mlp.topk_ids`
-// [T, topK] compared row by row as sets, so that a difference in a layer's MoE output can be
+// (and the MTP head's `mtp.mlp.topk_ids`) [T, topK] compared row by row as sets, so that a difference in a layer's MoE output can be
 // told apart: from another expert choice (those rows) or from arithmetic (the others). Two
 // rows holding the same experts in another order (a tie ranked otherwise) route alike.
 import type { AlignedTensor } from './tensorDiff.ts';
@@ -13,9 +13,9 @@ export interface RoutingDifference {
   count: number;
 }
 
-/** Every layer both sides carry topk_ids for (same shape, all rows), where some row's experts differ; by layer. */
-export function routingDifferences(a: ReadonlyMap<string, AlignedTensor>, b: ReadonlyMap<string, AlignedTensor>): RoutingDifference[] {
-  return routingFlips(a, b);
+/** Every layer both sides carry topk_ids for (same shape, all rows), where some row's experts differ; by layer (the MTP head's at `mtpLayer`, when given). */
+export function routingDifferences(a: ReadonlyMap<string, AlignedTensor>, b: ReadonlyMap<string, AlignedTensor>, mtpLayer?: number): RoutingDifference[] {
+  return routingFlips(a, b, mtpLayer);
 }
 
 /** "routing differs at rows 3, 17 (2 of 40)", the rows listed up to `shown` */

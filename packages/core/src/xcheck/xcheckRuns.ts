@@ -137,7 +137,8 @@ export function xcheckPair(
     tensors,
     differing: tensors.reduce((acc, t) => acc + t.differing, 0),
     maxUlp: tensors.reduce((acc, t) => Math.max(acc, t.maxUlp ?? 0), 0),
-    routing: routingDifferences(na, nb),
+    // the MTP head's router at the layer the report places its values (the exit layer)
+    routing: routingDifferences(na, nb, tensors.find((t) => t.name === 'mtp.mlp.topk_ids')?.layer),
     selection: selectionFlips(na, nb),
   };
   pair.verdict = pairVerdict(pair);
