@@ -1,7 +1,8 @@
 // A GPU as the native backend sees it: its memory (allocations counted and limited, as the
 // host device's), kernel launches by name from the code objects built for it, and a stream
-// to synchronize. Implementations: hip_runtime.cc (ROCm, libamdhip64 loaded at run time),
-// cuda_runtime.cc (NVIDIA, libcuda loaded at run time) and emulated_runtime.cc (the kernel
+// to synchronize. Implementations: vendor_runtime.h (ROCm and NVIDIA: one runtime over the HIP
+// and CUDA ABI tables of hip_runtime.h and cuda_runtime.h, libraries loaded at run time) and
+// emulated_runtime.cc (the kernel
 // sources compiled for the host and run on its threads: the kernels' arithmetic checked on a
 // machine without a GPU, through the same launchers and memory accounting).
 #pragma once

@@ -1,9 +1,10 @@
-// What the two vendor GPU devices (hip_runtime.h, cuda_runtime.h) share: a library opened at run
-// time, the code objects of the device's architecture read from <codeObjects>/<arch>/*.<ext>,
-// kernels found by name in them and cached, grid-stride launches of 256-thread blocks with grids
-// capped per compute unit / multiprocessor (block launches take the kernel's grid), scratch memory counted by the Memory base, a release error kept
-// for the next synchronize, and one extension slot per device (blaslt.cc's state). The vendor
-// calls (and so every message naming one) stay in each runtime.
+// What a GPU device with code objects has (vendor_runtime.h's, for HIP and CUDA): a library
+// opened at run time, the code objects of the device's architecture read from
+// <codeObjects>/<arch>/*.<ext>, kernels found by name in them and cached, grid-stride launches of
+// 256-thread blocks with grids capped per compute unit / multiprocessor (block launches take the
+// kernel's grid), scratch memory counted by the Memory base, a release error kept for the next
+// synchronize, and one extension slot per device (blaslt.cc's state). The vendor calls are
+// vendor_runtime.h's, through each vendor's ABI table.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -42,6 +43,10 @@ class ModuleRuntime : public GpuRuntime {
   /** device memory outside tensors (workspaces), counted against the limit as `what` */
   void* allocateScratch(size_t bytes, const std::string& what);
   void releaseScratch(void* p, size_t bytes);
+  /** makes this device the calling thread's current one (once per thread) */
+  virtual void makeCurrent() = 0;
+  /** the device's stream, as the vendor's stream handle (hipStream_t, CUstream) */
+  virtual void* streamHandle() const = 0;
   /** the extension slot and the lock its user holds while using it */
   std::mutex& extensionMutex() { return extensionMutex_; }
   std::unique_ptr<Extension>& extension() { return extension_; }

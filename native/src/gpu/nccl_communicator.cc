@@ -2,8 +2,7 @@
 
 #include <cstring>
 
-#include "cuda_runtime.h"
-#include "hip_runtime.h"
+#include "module_runtime.h"
 
 namespace hcsp::gpu {
 
@@ -36,10 +35,7 @@ ModuleRuntime& moduleOf(GpuRuntime& rt) {
 }
 
 void makeCurrentOn(GpuRuntime& rt) {
-  if (auto* h = dynamic_cast<HipRuntime*>(&rt))
-    h->makeCurrent();
-  else if (auto* c = dynamic_cast<CudaRuntime*>(&rt))
-    c->makeCurrent();
+  if (auto* m = dynamic_cast<ModuleRuntime*>(&rt)) m->makeCurrent();
 }
 
 /** all-gather's NCCL datatype for elements of `elementBytes` (float: f32, else i32 for 4 bytes) */
@@ -115,9 +111,8 @@ NcclCommunicator::~NcclCommunicator() {
 std::string NcclCommunicator::where() const { return lib_.version() + ", " + rt_->name() + ", rank " + std::to_string(rank_) + " of " + std::to_string(size_); }
 
 void* NcclCommunicator::stream() const {
-  if (auto* h = dynamic_cast<HipRuntime*>(rt_.get())) return h->stream();
-  if (auto* c = dynamic_cast<CudaRuntime*>(rt_.get())) return c->stream();
-  return nullptr;
+  auto* m = dynamic_cast<ModuleRuntime*>(rt_.get());
+  return m ? m->streamHandle() : nullptr;
 }
 
 void NcclCommunicator::makeCurrent() const { makeCurrentOn(*rt_); }

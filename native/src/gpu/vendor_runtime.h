@@ -88,11 +88,11 @@ class VendorRuntime final : public ModuleRuntime {
   // for the vendor libraries (blaslt.cc, nccl_communicator.cc, loader/staging.cc) and identify()
   const Api& api() const { return api_; }
   Stream stream() const { return stream_; }
+  void* streamHandle() const override { return stream_; }
   int ordinal() const { return ordinal_; }
   typename Abi::Device device() const { return device_; }
   const std::string& libraryName() const { return libraryName_; }
-  /** makes this device the calling thread's current one (once per thread) */
-  void makeCurrent();
+  void makeCurrent() override;
   /** raises a failed vendor call as the module's errors do: "<call> failed: <text> (code N)" */
   [[noreturn]] void raise(const char* call, Error err, const std::string& context = "") const;
   std::string errorText(Error err) const;
