@@ -116,39 +116,47 @@ function hasTorchCpuTies(backend: Backend): boolean {
   return backend.name === 'cpu' || (backend.name === 'rocm' && (backend as { device?: string }).device === 'host');
 }
 
-describeWithBackends('top-k ties=torch-cpu', (backend, label) => {
-  const reference = new CpuBackend();
+/**
+ * Runs the cases on the backend: refused where it has no 'torch-cpu' rule (null), else each
+ * case's index lists checked by `check`; returns how many differ from the default rule's.
+ */
+async function runCases<C extends { graph: Graph; feeds: Map<string, Tensor> }>(
+  backend: Backend,
+  op: string,
+  cases: readonly C[],
+  check: (c: C, got: number[][]) => Promise<void>,
+): Promise<number | null> {
+  if (!hasTorchCpuTies(backend)) {
+    for (const c of cases) await expect(ids(backend, c.graph, c.feeds)).rejects.toThrow(`${op} ties=torch-cpu runs on cpu and the host device`);
+    return null;
+  }
+  let flipped = 0;
+  for (const c of cases) {
+    const got = await ids(backend, c.graph, c.feeds);
+    await check(c, got);
+    const plain = await ids(REFERENCE, lowerIndex(c.graph), c.feeds);
+    if (plain[0].some((v, i) => v !== got[0][i])) flipped++;
+  }
+  return flipped;
+}
 
+const REFERENCE = new CpuBackend();
+
+describeWithBackends('top-k ties=torch-cpu', (backend, label) => {
   it('moeRoute: the experts and order of torch.topk on the CPU, as the TypeScript port and libstdc++ agree; refused where there is no port', async () => {
-    let flipped = 0;
-    for (const c of ROUTES) {
-      if (!hasTorchCpuTies(backend())) {
-        await expect(ids(backend(), c.graph, c.feeds)).rejects.toThrow(/moeRoute ties=torch-cpu runs on cpu and the host device/);
-        return;
-      }
-      const got = await ids(backend(), c.graph, c.feeds);
+    const flipped = await runCases(backend(), 'moeRoute', ROUTES, async (c, got) => {
       const want = moeRoute(c.logits.data as Uint16Array, 24, c.E, c.k, true, 'torch-cpu');
       expect(got[0], `${label} k ${c.k} E ${c.E}`).toEqual(Array.from(want.ids));
       expect(got[1], `${label} k ${c.k} E ${c.E} weights`).toEqual(Array.from(want.weights));
-      const plain = await ids(reference, lowerIndex(c.graph), c.feeds);
-      if (plain[0].some((v, i) => v !== got[0][i])) flipped++;
-    }
-    // the rule is not the default one on these rows (a backend ignoring the attribute fails)
-    expect(flipped).toBeGreaterThan(ROUTES.length / 2);
+    });
+    // the rule is not the default one on most of these rows (a backend ignoring the attribute fails)
+    if (flipped !== null) expect(flipped).toBeGreaterThan(ROUTES.length / 2);
   });
 
   it('qsaSelect: the set of blocks torch.topk picks on the CPU, ascending; refused where there is no port', async () => {
-    let flipped = 0;
-    for (const c of SELECTS) {
-      if (!hasTorchCpuTies(backend())) {
-        await expect(ids(backend(), c.graph, c.feeds)).rejects.toThrow(/qsaSelect ties=torch-cpu runs on cpu and the host device/);
-        return;
-      }
-      const got = await ids(backend(), c.graph, c.feeds);
-      expect(got[0], `${label} width ${c.width} r0 ${c.r0}`).toEqual((await ids(reference, c.graph, c.feeds))[0]);
-      const plain = await ids(reference, lowerIndex(c.graph), c.feeds);
-      if (plain[0].some((v, i) => v !== got[0][i])) flipped++;
-    }
-    expect(flipped).toBe(SELECTS.length);
+    const flipped = await runCases(backend(), 'qsaSelect', SELECTS, async (c, got) => {
+      expect(got[0], `${label} width ${c.width} r0 ${c.r0}`).toEqual((await ids(REFERENCE, c.graph, c.feeds))[0]);
+    });
+    if (flipped !== null) expect(flipped).toBe(SELECTS.length);
   });
 });

@@ -26,6 +26,28 @@ export function topkTiesOf(attrs: Readonly<Record<string, unknown>>): TopkTies {
   return attrs.ties === 'torch-cpu' ? 'torch-cpu' : 'lower-index';
 }
 
+/**
+ * The k indices of the largest values, largest first, an exact tie to the lower index (strict
+ * >, a taken mask: a NaN is taken where it stands in index order, never over an earlier value).
+ */
+export function lowerIndexTopk(values: ArrayLike<number>, k: number): Int32Array {
+  const n = values.length;
+  const taken = new Uint8Array(n);
+  const out = new Int32Array(k);
+  for (let j = 0; j < k; j++) {
+    let best = -1;
+    for (let e = 0; e < n; e++) if (!taken[e] && (best < 0 || values[e]! > values[best]!)) best = e;
+    taken[best] = 1;
+    out[j] = best;
+  }
+  return out;
+}
+
+/** the top-k indices under `ties` (k in [1, n]) */
+export function topkIndices(values: ArrayLike<number>, k: number, ties: TopkTies): Int32Array {
+  return ties === 'torch-cpu' ? torchCpuTopk(values, k) : lowerIndexTopk(values, k);
+}
+
 /** the ops that take a `ties` attribute */
 const TIES_OPS: ReadonlySet<string> = new Set(['moeRoute', 'qsaSelect']);
 

@@ -52,29 +52,15 @@ describe('routingDifferences', () => {
   });
 
   it("lists the MTP head's router (mtp.mlp.topk_ids) at the layer given for it, after the layers; without one, skips it", () => {
-    const a = new Map([
-      [
-        'mtp.mlp.topk_ids',
-        ids([
-          [1, 2],
-          [3, 4],
-        ]),
-      ],
-      ['layers.0.mlp.topk_ids', ids([[1, 2]])],
-    ]);
-    const b = new Map([
-      [
-        'mtp.mlp.topk_ids',
-        ids([
-          [1, 2],
-          [3, 5],
-        ]),
-      ],
-      ['layers.0.mlp.topk_ids', ids([[1, 3]])],
-    ]);
+    const side = (mtp: number[], layer0: number[]) =>
+      new Map([
+        ['mtp.mlp.topk_ids', ids([mtp])],
+        ['layers.0.mlp.topk_ids', ids([layer0])],
+      ]);
+    const [a, b] = [side([1, 2], [1, 2]), side([1, 3], [2, 3])];
     expect(routingDifferences(a, b, 4)).toEqual([
       { layer: 0, rows: [0], count: 1 },
-      { layer: 4, rows: [1], count: 2 },
+      { layer: 4, rows: [0], count: 1 },
     ]);
     expect(routingDifferences(a, b)).toEqual([{ layer: 0, rows: [0], count: 1 }]);
   });

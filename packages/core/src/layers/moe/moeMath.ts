@@ -1,7 +1,7 @@
 import { bf16ArrayToF32, bf16ToF32, f32ToBf16, roundBf16 } from '../../numerics/bf16.ts';
 import { canonicalSumF32 } from '../../numerics/canonicalSum.ts';
 import { expF32, sigmoidF32, siluF32 } from '../../numerics/fp32Math.ts';
-import { torchCpuTopk, type TopkTies } from '../../numerics/topkTies.ts';
+import { topkIndices, type TopkTies } from '../../numerics/topkTies.ts';
 import { linearBf16 } from '../linearMath.ts';
 
 // MoE (model.md "MoE"), CPU reference on typed arrays. bf16 values travel as Uint16Array
@@ -43,7 +43,6 @@ export function moeRoute(
   const ids = new Int32Array(tokens * topK);
   const weights = new Uint16Array(tokens * topK);
   const p = new Float32Array(numExperts);
-  const taken = new Uint8Array(numExperts);
   const chosenP = new Float32Array(topK);
   for (let t = 0; t < tokens; t++) {
     const row = t * numExperts;
@@ -53,17 +52,7 @@ export function moeRoute(
     const sum = canonicalSumF32(numExperts, (e) => p[e]);
     for (let e = 0; e < numExperts; e++) p[e] = fr(p[e] / sum);
     const rowIds = ids.subarray(t * topK, (t + 1) * topK);
-    if (ties === 'torch-cpu') rowIds.set(torchCpuTopk(p, topK));
-    else {
-      taken.fill(0);
-      for (let k = 0; k < topK; k++) {
-        let best = -1;
-        // strict > keeps the lower index on ties; NaN probabilities are never chosen first
-        for (let e = 0; e < numExperts; e++) if (!taken[e] && (best < 0 || p[e] > p[best])) best = e;
-        taken[best] = 1;
-        rowIds[k] = best;
-      }
-    }
+    rowIds.set(topkIndices(p, topK, ties));
     for (let k = 0; k < topK; k++) chosenP[k] = p[rowIds[k]!]!;
     let norm = 0;
     for (let k = 0; k < topK; k++) norm = fr(norm + chosenP[k]);

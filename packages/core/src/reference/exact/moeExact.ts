@@ -1,4 +1,4 @@
-import { torchCpuTopk, topkTiesOf } from '../../numerics/topkTies.ts';
+import { topkIndices, topkTiesOf } from '../../numerics/topkTies.ts';
 import { dims2, floatInput } from './exactInputs.ts';
 import type { ExactKernelTable, ExactTensor } from './exactTensor.ts';
 
@@ -30,11 +30,10 @@ export const moeExact: ExactKernelTable = {
       if (topK < 1 || topK > E) throw new Error(`${op}: topK ${topK} must be in [1, ${E}]`);
       const norm = attrs.normTopkProb;
       if (typeof norm !== 'boolean') throw new Error(`${op}: attribute 'normTopkProb' must be true or false`);
-      const torchTies = topkTiesOf(attrs) === 'torch-cpu';
+      const ties = topkTiesOf(attrs);
       const ids = new Int32Array(T * topK);
       const weights = new Float64Array(T * topK);
       const p = new Float64Array(E);
-      const taken = new Uint8Array(E);
       for (let t = 0; t < T; t++) {
         const row = logits.data.subarray(t * E, (t + 1) * E);
         let max = -Infinity;
@@ -45,18 +44,9 @@ export const moeExact: ExactKernelTable = {
           sum += p[e];
         }
         for (let e = 0; e < E; e++) p[e] /= sum;
+        // the reference's rule on the float64 probabilities
         const rowIds = ids.subarray(t * topK, (t + 1) * topK);
-        if (torchTies) rowIds.set(torchCpuTopk(p, topK));
-        else {
-          taken.fill(0);
-          for (let k = 0; k < topK; k++) {
-            let best = -1;
-            // strict > keeps the lower index on ties, as the reference
-            for (let e = 0; e < E; e++) if (!taken[e] && (best < 0 || p[e] > p[best])) best = e;
-            taken[best] = 1;
-            rowIds[k] = best;
-          }
-        }
+        rowIds.set(topkIndices(p, topK, ties));
         let chosen = 0;
         for (let k = 0; k < topK; k++) {
           weights[t * topK + k] = p[rowIds[k]];
