@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createRocmBackend } from './rocmBackend.ts';
-import { DEVICE_GEMMS, GEMM_MODES, GPU_KINDS, gpuRuntimeKind, KERNEL_MODES, ROCM_DEVICE_KINDS, ROCM_DEVICES } from './rocmDevices.ts';
+import { DEVICE_GEMMS, deviceHelp, GEMM_MODES, GPU_KINDS, gpuRuntimeKind, KERNEL_MODES, ROCM_DEVICE_KINDS, ROCM_DEVICES } from './rocmDevices.ts';
 
 // The device table is the one list of the rocm backend's devices: the backend list's options
 // (packages/backends/src/registry.test.ts), the backend's checks and its GPU selection read it.
@@ -17,6 +17,12 @@ describe('rocm device table', () => {
       hip: ['vendor', 'vendor-invariant', 'exact'],
       cuda: ['vendor', 'vendor-invariant', 'exact'],
     });
+  });
+
+  it("words --device's help from the rows", () => {
+    expect(deviceHelp()).toBe(
+      'host (C++ on this CPU) | emulated (the GPU kernel sources run on this CPU) | hip | cuda | auto (the first of hip, cuda, host that starts; the report says which)',
+    );
   });
 
   it('gives every vendor runtime its library variable and device masks', () => {

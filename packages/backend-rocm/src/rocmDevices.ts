@@ -24,6 +24,8 @@ export interface GpuRuntimeKind {
 
 export interface RocmDeviceKind {
   readonly name: string;
+  /** what --help says of it, after its name ('' for nothing) */
+  readonly summary: string;
   /** the GEMM modes it has, its default first */
   readonly gemms: readonly GemmMode[];
   /** the kernels it has, its default first */
@@ -38,10 +40,11 @@ const GPU_GEMMS: readonly GemmMode[] = ['vendor', 'vendor-invariant', 'exact'];
 
 /** The device kinds, in the order --help lists them. */
 export const ROCM_DEVICE_KINDS = [
-  { name: 'host', gemms: ['exact', 'blas'], kernels: ['exact'], open: 'host' },
-  { name: 'emulated', gemms: ['exact'], kernels: ['fast', 'exact'], open: 'emulated' },
+  { name: 'host', summary: 'C++ on this CPU', gemms: ['exact', 'blas'], kernels: ['exact'], open: 'host' },
+  { name: 'emulated', summary: 'the GPU kernel sources run on this CPU', gemms: ['exact'], kernels: ['fast', 'exact'], open: 'emulated' },
   {
     name: 'hip',
+    summary: '',
     gemms: GPU_GEMMS,
     kernels: ['fast', 'exact'],
     open: 'runtime',
@@ -56,6 +59,7 @@ export const ROCM_DEVICE_KINDS = [
   },
   {
     name: 'cuda',
+    summary: '',
     gemms: GPU_GEMMS,
     kernels: ['fast', 'exact'],
     open: 'runtime',
@@ -106,3 +110,9 @@ export const ROCM_OPTIONS: Readonly<Record<'device' | 'gemm' | 'kernels', readon
   gemm: GEMM_MODES,
   kernels: KERNEL_MODES,
 };
+
+/** --device's help: each kind with its summary, then 'auto' */
+export function deviceHelp(): string {
+  const kinds = ROCM_DEVICE_KINDS.map((d) => (d.summary ? `${d.name} (${d.summary})` : d.name));
+  return `${kinds.join(' | ')} | auto (the first of ${[...GPU_KINDS, 'host'].join(', ')} that starts; the report says which)`;
+}

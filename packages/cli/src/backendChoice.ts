@@ -1,4 +1,5 @@
 import { Option } from 'commander';
+import { deviceHelp } from '@hcsp/backend-rocm/devices';
 import { checkBackendOptions, findBackend, type BackendOptions } from '@hcsp/backends';
 
 // The options that pick a backend's device, GEMM and kernels (--device, --gemm, --kernels): they belong to the
@@ -12,10 +13,7 @@ export interface BackendChoiceFlags {
 }
 
 export function deviceOption(): Option {
-  return new Option(
-    '--device <name>',
-    "rocm backend's device: host (C++ on this CPU) | hip | cuda | emulated (the GPU kernel sources run on this CPU) | auto (the first of hip, cuda, host that starts; the report says which)",
-  );
+  return new Option('--device <name>', `rocm backend's device: ${deviceHelp()}`);
 }
 
 export function gemmOption(): Option {
