@@ -1,6 +1,6 @@
-import { CpuBackend, FLASH_NEXT, runOnce, SMALL } from '@hcsp/core';
-import { afterAll, describe, expect, it } from 'vitest';
-import { createRocmBackend, type RocmBackend } from '@hcsp/backend-rocm';
+import { FLASH_NEXT, SMALL } from '@hcsp/core';
+import { describe, expect, it } from 'vitest';
+import { expectExactChainBits, expectStepJudged } from './stepChecks.ts';
 import { attentionChainGraph, attentionKeptFlops, attentionMinBytes, attentionStep, keptKeys } from './gpuCheckAttention.ts';
 
 describe('gpu-check tiled attention threshold', () => {
@@ -16,30 +16,20 @@ describe('gpu-check tiled attention threshold', () => {
 });
 
 describe('gpu-check tiled attention step on the emulated device', () => {
-  let backend: RocmBackend;
-  afterAll(async () => backend?.dispose());
-
   it("the chained graph gives the CPU reference's bits with the exact kernels", async () => {
-    backend = (await createRocmBackend({ device: 'emulated', gemm: 'exact', kernels: 'exact' })) as RocmBackend;
     // small at T 80: rows past 67 drop blocks
     const { graph, weights } = attentionChainGraph(SMALL, 80, 3);
-    const want = await runOnce(new CpuBackend(), graph, new Map(), weights, { keep: 'all' });
-    const got = await runOnce(backend, graph, new Map(), weights, { keep: 'all' });
     expect(graph.nodes.filter((n) => n.op === 'attnCausalQsa')).toHaveLength(3);
-    for (const [id, t] of want.values) expect(Buffer.from(got.values.get(id)!.data.buffer).equals(Buffer.from(t.data.buffer)), id).toBe(true);
-    await backend.dispose();
+    await expectExactChainBits(graph, weights);
   }, 60_000);
 
   it('the step times the fast kernel and judges it against the ceiling', async () => {
-    backend = (await createRocmBackend({ device: 'emulated', gemm: 'exact', kernels: 'fast' })) as RocmBackend;
-    const fast = await attentionStep(backend, 1e-12, { config: SMALL, T: 64, reps: 3, runs: 1 });
-    expect(fast[0]!.line).toMatch(
+    await expectStepJudged(
+      attentionStep,
+      SMALL,
+      64,
       /^tiled attention \(attnCausalQsa, kernels fast\) at T=64, small: 8 heads \/ 2 KV heads, hd 32, QSA 16 blocks of 4; 0\.0 GFLOP over the kept keys \(within 3x of its math at the matrix ceiling\):$/,
+      'attnCausalQsa',
     );
-    expect(fast[1]!.line).toMatch(/^ {2}attnCausalQsa +-?\d+\.\d+ s/);
-    // a ceiling no device reaches: the step cannot pass
-    const slow = await attentionStep(backend, 1e12, { config: SMALL, T: 64, reps: 2, runs: 1 });
-    expect(slow[1]!.pass).toBe(false);
-    expect(slow[1]!.line).toMatch(/FAIL \(over 3x\)$/);
   }, 120_000);
 });

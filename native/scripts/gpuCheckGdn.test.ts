@@ -1,6 +1,6 @@
-import { CpuBackend, FLASH_NEXT, runOnce, SMALL } from '@hcsp/core';
-import { afterAll, describe, expect, it } from 'vitest';
-import { createRocmBackend, type RocmBackend } from '@hcsp/backend-rocm';
+import { FLASH_NEXT, SMALL } from '@hcsp/core';
+import { describe, expect, it } from 'vitest';
+import { expectExactChainBits, expectStepJudged } from './stepChecks.ts';
 import { gdnChainGraph, gdnChunkedFlops, gdnMinBytes, gdnStep } from './gpuCheckGdn.ts';
 
 describe('gpu-check chunked GatedDeltaNet threshold', () => {
@@ -17,29 +17,19 @@ describe('gpu-check chunked GatedDeltaNet threshold', () => {
 });
 
 describe('gpu-check chunked GatedDeltaNet step on the emulated device', () => {
-  let backend: RocmBackend;
-  afterAll(async () => backend?.dispose());
-
   it("the chained graph gives the CPU reference's bits with the exact kernels", async () => {
-    backend = (await createRocmBackend({ device: 'emulated', gemm: 'exact', kernels: 'exact' })) as RocmBackend;
     const { graph, weights } = gdnChainGraph(SMALL, 70, 3);
-    const want = await runOnce(new CpuBackend(), graph, new Map(), weights, { keep: 'all' });
-    const got = await runOnce(backend, graph, new Map(), weights, { keep: 'all' });
     expect(graph.nodes.filter((n) => n.op === 'gdnRecurrence')).toHaveLength(3);
-    for (const [id, t] of want.values) expect(Buffer.from(got.values.get(id)!.data.buffer).equals(Buffer.from(t.data.buffer)), id).toBe(true);
-    await backend.dispose();
+    await expectExactChainBits(graph, weights);
   }, 60_000);
 
   it('the step times the fast kernel and judges it against the ceiling', async () => {
-    backend = (await createRocmBackend({ device: 'emulated', gemm: 'exact', kernels: 'fast' })) as RocmBackend;
-    const fast = await gdnStep(backend, 1e-12, { config: SMALL, T: 70, reps: 3, runs: 1 });
-    expect(fast[0]!.line).toMatch(
+    await expectStepJudged(
+      gdnStep,
+      SMALL,
+      70,
       /^chunked GatedDeltaNet \(gdnRecurrence, kernels fast\) at T=70, small: 4 key \/ 12 value heads, dk 16 dv 16, chunks of 64; 0\.0 GFLOP \(within 3x of its math at the matrix ceiling\):$/,
+      'gdnRecurrence',
     );
-    expect(fast[1]!.line).toMatch(/^ {2}gdnRecurrence +-?\d+\.\d+ s/);
-    // a ceiling no device reaches: the step cannot pass
-    const slow = await gdnStep(backend, 1e12, { config: SMALL, T: 70, reps: 2, runs: 1 });
-    expect(slow[1]!.pass).toBe(false);
-    expect(slow[1]!.line).toMatch(/FAIL \(over 3x\)$/);
   }, 120_000);
 });

@@ -8,8 +8,8 @@
 // bits), head dims of one partial step, past one step and not a multiple of 8, odd offsets,
 // RoPE on none, some and all dims, item counts no block size divides.
 import { cpuKernel, f32ToBf16, Rng, type Tensor } from '@hcsp/core';
-import { afterEach, describe, expect, it } from 'vitest';
-import { saveEnv } from '../../../test/support/fakeGpuLibraries.ts';
+import { describe, expect, it } from 'vitest';
+import { restoreEnvAfterEach } from '../../../test/support/fakeGpuLibraries.ts';
 import { loadNativeAddon, type GpuDevice } from './nativeAddon.ts';
 
 const addon = loadNativeAddon();
@@ -21,14 +21,7 @@ const bytes = (v: ArrayBufferView | ArrayBuffer): Uint8Array =>
 
 let seed = 7;
 /** seeded bf16 normal values */
-const bf = (shape: number[], std = 1): Tensor => ({
-  dtype: 'bf16',
-  shape,
-  data: new Rng(seed++).fillBf16Normal(
-    shape.reduce((a, d) => a * d, 1),
-    std,
-  ),
-});
+const bf = (shape: number[], std = 1): Tensor => new Rng(seed++).bf16Tensor(shape, std);
 const bits = (shape: number[], value: (j: number) => number): Tensor => ({
   dtype: 'bf16',
   shape,
@@ -67,8 +60,7 @@ async function expectReference(gpu: GpuDevice, op: string, inputs: Tensor[], att
 
 describe('attention head norm + RoPE block kernel on the emulated device, every block size', () => {
   const gpu = addon.openGpu('emulated');
-  const restore = saveEnv(['HCSP_GPU_BLOCK_ROWS']);
-  afterEach(() => restore());
+  restoreEnvAfterEach(['HCSP_GPU_BLOCK_ROWS']);
 
   it('the pinned heads: 4096 then ones over headDim 256 (v1 and sequential sums give other bits)', async () => {
     const hd = 256;

@@ -9,8 +9,9 @@
 // random rows of whole 512-term steps, of a partial step with a partial chunk, and row counts
 // that fill no block size evenly. Over the fake hip runtime: the launches' grid and block.
 import { cpuKernel, f32ToBf16, GDN_L2NORM_EPS, Rng, type Tensor } from '@hcsp/core';
-import { afterEach, describe, expect, it } from 'vitest';
-import { saveEnv, useFakeGpuRuntimes } from '../../../test/support/fakeGpuLibraries.ts';
+import { describe, expect, it } from 'vitest';
+import { restoreEnvAfterEach, useFakeGpuRuntimes } from '../../../test/support/fakeGpuLibraries.ts';
+import { openFakeHip, runOnZeros } from '../../../test/support/fakeHipLaunches.ts';
 import { loadNativeAddon, type GpuDevice } from './nativeAddon.ts';
 
 const addon = loadNativeAddon();
@@ -28,15 +29,7 @@ const bits = (shape: number[], values: number[]): Tensor =>
 
 let seed = 1;
 /** seeded bf16 normal values */
-const bf = (shape: number[], std = 1): Tensor =>
-  tensor(
-    'bf16',
-    shape,
-    new Rng(seed++).fillBf16Normal(
-      shape.reduce((a, d) => a * d, 1),
-      std,
-    ),
-  );
+const bf = (shape: number[], std = 1): Tensor => new Rng(seed++).bf16Tensor(shape, std);
 
 /** the op on `device` (null: the host) with HCSP_GPU_BLOCK_ROWS = blockRows: its outputs' bytes and its kernel launches */
 async function runOn(device: GpuDevice | null, op: string, inputs: Tensor[], attrs: Record<string, unknown>, blockRows: string | undefined) {
@@ -89,8 +82,7 @@ const f32Values = (t: Tensor): number[] => Array.from(t.data as Uint16Array, (b)
 
 describe('GDN and PLE reductions in canonical order v1 on the host and the emulated GPU, every block size', () => {
   const gpu = addon.openGpu('emulated');
-  const restore = saveEnv(['HCSP_GPU_BLOCK_ROWS']);
-  afterEach(() => restore());
+  restoreEnvAfterEach(['HCSP_GPU_BLOCK_ROWS']);
 
   it("pleRms1pNorm: core's hand-computed row (4096 then ones), then groups of whole steps, of a partial step and chunk, of odd width", async () => {
     const h = 1024;
@@ -202,18 +194,8 @@ describe('GDN and PLE block launches over the fake hip runtime', () => {
   const fake = useFakeGpuRuntimes('hcsp-gpugdnple-', ['HCSP_HIP_LIB', 'FAKE_GPU_LOG', 'HCSP_GPU_BLOCK_ROWS']);
 
   it('each norm and the gate is one block launch of 64-thread row groups, as many per block as the launcher (or HCSP_GPU_BLOCK_ROWS) says', async () => {
-    process.env.HCSP_HIP_LIB = fake.lib('fakehip.so');
-    process.env.FAKE_GPU_LOG = fake.log();
-    const kernels = { 'gdn.hsaco': ['hcsp_gdn_gated_norm'], 'ple.hsaco': ['hcsp_ple_rms1p_norm', 'hcsp_ple_gate'] };
-    const gpu = addon.openGpu('hip', { codeObjects: fake.codeObjects('hip-gdnple', 'gfx942', kernels) });
-    const run = async (op: string, shapes: number[][], attrs: Record<string, unknown>) => {
-      const inputs = shapes.map((s) => addon.upload('bf16', s, new Uint16Array(s.reduce((a, d) => a * d, 1)), gpu));
-      try {
-        for (const t of await addon.run(op, inputs, attrs, 'exact', gpu)) addon.free(t!);
-      } finally {
-        for (const t of inputs) addon.free(t);
-      }
-    };
+    const gpu = openFakeHip(fake, 'hip-gdnple', { 'gdn.hsaco': ['hcsp_gdn_gated_norm'], 'ple.hsaco': ['hcsp_ple_rms1p_norm', 'hcsp_ple_gate'] });
+    const run = (op: string, shapes: number[][], attrs: Record<string, unknown>) => runOnZeros(gpu, op, shapes, attrs);
     const all = async (rows: number) => {
       await run('gdnGatedNorm', [[rows, 2 * 8], [rows, 2 * 8], [8]], { heads: 2, headDim: 8, eps: 1e-6 });
       await run('pleRms1pNorm', [[rows, 2 * 8], [2 * 8]], { groups: 2, eps: 1e-6 });

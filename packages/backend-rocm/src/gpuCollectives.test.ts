@@ -4,10 +4,10 @@
 // device while it runs (no table uploaded per call). Values are m * 2^e over a wide range of
 // exponents, so a sum in another order shows in the bits.
 import { cpuCollectiveKernel, type DeviceCounters, type DType, type Tensor } from '@hcsp/core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { useEmulatedGpu } from '../../../test/support/emulatedGpu.ts';
 import { mulberry32 } from '../../../test/support/mulberry32.ts';
-import { loadNativeAddon, type GpuDevice, type NativeTensor } from './nativeAddon.ts';
-import { createRocmBackend, type RocmBackend } from './rocmBackend.ts';
+import { loadNativeAddon, type NativeTensor } from './nativeAddon.ts';
 
 const addon = loadNativeAddon();
 
@@ -50,37 +50,22 @@ for (const tp of [2, 4]) {
     CASES.push({ op: 'reduceScatter', tp, dtype: 'bf16', shape: [8, 27], attrs: { algorithm }, note: '' });
   }
   // loops of channels * tp * chunkElems with a last, partial loop: 999 is no multiple of the chunk or the loop
-  CASES.push({
+  const ring = (shape: number[], channels: number, chunkElems: number, note: string): Case => ({
     op: 'allReduce',
     tp,
     dtype: 'bf16',
-    shape: [37, 27],
-    attrs: { algorithm: 'ring', channels: 2, chunkElems: 48 },
-    note: 'several loops, the last partial',
+    shape,
+    attrs: { algorithm: 'ring', channels, chunkElems },
+    note,
   });
-  CASES.push({
-    op: 'allReduce',
-    tp,
-    dtype: 'bf16',
-    shape: [3, 333],
-    attrs: { algorithm: 'ring', channels: 3, chunkElems: 64 },
-    note: 'three channels, the last loop partial',
-  });
+  CASES.push(ring([37, 27], 2, 48, 'several loops, the last partial'), ring([3, 333], 3, 64, 'three channels, the last loop partial'));
   CASES.push({ op: 'allGather', tp, dtype: 'bf16', shape: [3, 5], attrs: {}, note: 'odd shard bytes: 2-byte units' });
   CASES.push({ op: 'allGather', tp, dtype: 'f32', shape: [4, 6], attrs: {}, note: '' });
   CASES.push({ op: 'allGather', tp, dtype: 'i32', shape: [2, 7], attrs: {}, note: '' });
 }
 
 describe('collectives of simulated ranks on the emulated GPU', () => {
-  let backend: RocmBackend;
-  let gpu: GpuDevice;
-  beforeAll(async () => {
-    backend = await createRocmBackend({ device: 'emulated' });
-    gpu = backend.gpu!;
-  });
-  afterAll(async () => {
-    await backend?.dispose();
-  });
+  const emulated = useEmulatedGpu();
 
   CASES.forEach((c, i) => {
     const name = `${c.op} tp ${c.tp} ${c.dtype} [${c.shape}] ${JSON.stringify(c.attrs)}${c.note ? ` (${c.note})` : ''}`;
@@ -91,17 +76,17 @@ describe('collectives of simulated ranks on the emulated GPU', () => {
         ranks.map((t) => [t]),
         { ...c.attrs, tp: c.tp },
       );
-      const live = gpu.stats().liveTensors;
-      const held = ranks.map((t) => addon.upload(t.dtype, t.shape, t.data, gpu));
+      const live = emulated.gpu.stats().liveTensors;
+      const held = ranks.map((t) => addon.upload(t.dtype, t.shape, t.data, emulated.gpu));
       try {
-        await addon.sync(gpu);
-        const c0 = addon.counters(gpu);
+        await addon.sync(emulated.gpu);
+        const c0 = addon.counters(emulated.gpu);
         const node = addon.prepareNode(
           `sp.${c.op} (${c.op})`,
           c.op,
           c.attrs,
           'exact',
-          gpu,
+          emulated.gpu,
           want.map(([y]) => [{ dtype: y!.dtype, shape: y!.shape }]),
           true,
         );
@@ -110,8 +95,8 @@ describe('collectives of simulated ranks on the emulated GPU', () => {
           held.map((t) => [t]),
         ) as NativeTensor[][];
         held.push(...outs.map(([y]) => y!));
-        await addon.sync(gpu);
-        expect(moved(addon.counters(gpu), c0)).toEqual({
+        await addon.sync(emulated.gpu);
+        expect(moved(addon.counters(emulated.gpu), c0)).toEqual({
           hostSyncs: 1,
           copiesToDevice: 0,
           bytesToDevice: 0,
@@ -125,17 +110,17 @@ describe('collectives of simulated ranks on the emulated GPU', () => {
         });
       } finally {
         for (const t of held) addon.free(t);
-        await addon.sync(gpu);
+        await addon.sync(emulated.gpu);
       }
-      expect(gpu.stats().liveTensors).toBe(live);
+      expect(emulated.gpu.stats().liveTensors).toBe(live);
     });
   });
 
   for (const op of ['allReduce', 'reduceScatter', 'allGather'] as const) {
     it(`${op} over more ranks than its kernel's table holds is one error naming tp and the limit, leaving nothing allocated`, async () => {
       const tp = MAX_RANKS + 1;
-      const live = gpu.stats().liveTensors;
-      const held = Array.from({ length: tp }, (_, r) => addon.upload('bf16', [tp, 2], valuesOf('bf16', 2 * tp, r), gpu));
+      const live = emulated.gpu.stats().liveTensors;
+      const held = Array.from({ length: tp }, (_, r) => addon.upload('bf16', [tp, 2], valuesOf('bf16', 2 * tp, r), emulated.gpu));
       try {
         const attrs = op === 'allGather' ? {} : { algorithm: 'ordered' };
         await expect(
@@ -144,14 +129,14 @@ describe('collectives of simulated ranks on the emulated GPU', () => {
             held.map((t) => [t]),
             attrs,
             'exact',
-            gpu,
+            emulated.gpu,
           ),
         ).rejects.toThrow(new RegExp(`^${op}: tp ${tp} is more ranks than the GPU collective kernels take \\(at most ${MAX_RANKS}\\)$`));
       } finally {
         for (const t of held) addon.free(t);
-        await addon.sync(gpu);
+        await addon.sync(emulated.gpu);
       }
-      expect(gpu.stats().liveTensors).toBe(live);
+      expect(emulated.gpu.stats().liveTensors).toBe(live);
     });
   }
 
@@ -163,14 +148,14 @@ describe('collectives of simulated ranks on the emulated GPU', () => {
       ranks.map((t) => [t]),
       { ...attrs, tp },
     );
-    const held = ranks.map((t) => addon.upload(t.dtype, t.shape, t.data, gpu));
+    const held = ranks.map((t) => addon.upload(t.dtype, t.shape, t.data, emulated.gpu));
     try {
       const outs = await addon.runCollective(
         'allReduce',
         held.map((t) => [t]),
         attrs,
         'exact',
-        gpu,
+        emulated.gpu,
       );
       held.push(...outs.map(([y]) => y!));
       outs.forEach(([y], r) => {
@@ -178,7 +163,7 @@ describe('collectives of simulated ranks on the emulated GPU', () => {
       });
     } finally {
       for (const t of held) addon.free(t);
-      await addon.sync(gpu);
+      await addon.sync(emulated.gpu);
     }
   });
 });

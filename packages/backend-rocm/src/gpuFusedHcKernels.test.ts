@@ -7,8 +7,9 @@
 // contracts, pending and not, rows not a multiple of 8 or 512 columns, (row, stream) pairs not a
 // multiple of the rows per block. Over the fake hip runtime: the launch's grid and block.
 import { cpuKernel, f32ToBf16, Rng, type Tensor } from '@hcsp/core';
-import { afterEach, describe, expect, it } from 'vitest';
-import { saveEnv, useFakeGpuRuntimes } from '../../../test/support/fakeGpuLibraries.ts';
+import { describe, expect, it } from 'vitest';
+import { restoreEnvAfterEach, useFakeGpuRuntimes } from '../../../test/support/fakeGpuLibraries.ts';
+import { openFakeHip, runOnZeros } from '../../../test/support/fakeHipLaunches.ts';
 import { loadNativeAddon, type GpuDevice } from './nativeAddon.ts';
 
 const addon = loadNativeAddon();
@@ -74,8 +75,7 @@ const bfBits = (values: number[]): Uint16Array => Uint16Array.from(values, (v) =
 
 describe('fused HC and quant block kernels on the emulated device, every block size', () => {
   const gpu = addon.openGpu('emulated');
-  const restore = saveEnv(['HCSP_GPU_BLOCK_ROWS']);
-  afterEach(() => restore());
+  restoreEnvAfterEach(['HCSP_GPU_BLOCK_ROWS']);
 
   // [rows, streams, H]: whole 512-column lane steps (H 2560), chunks of 8 short of a step (520),
   // H not a multiple of 8 (1030: the value-by-value path, a short last chunk), tiny (13, 3: lanes
@@ -168,18 +168,11 @@ describe('fused HC block launches over the fake hip runtime', () => {
   const fake = useFakeGpuRuntimes('hcsp-gpufused-', ['HCSP_HIP_LIB', 'FAKE_GPU_LOG', 'HCSP_GPU_BLOCK_ROWS']);
 
   it('the grid fills an 80-CU device at T/tp = 1024 (4096 HC pairs: 1024 blocks of 4), smaller launches take fewer rows per block', async () => {
-    process.env.HCSP_HIP_LIB = fake.lib('fakehip.so');
-    process.env.FAKE_GPU_LOG = fake.log();
-    const kernels = { 'hc.hsaco': ['hcsp_hc_combine_norm', 'hcsp_hc_gated_mean'], 'quant.hsaco': ['hcsp_quant_rows_fp8', 'hcsp_quant_gated_mean_fp8'] };
-    const gpu = addon.openGpu('hip', { codeObjects: fake.codeObjects('hip-fused', 'gfx942', kernels) });
-    const run = async (op: string, shapes: number[][], attrs: Record<string, unknown>) => {
-      const inputs = shapes.map((s) => addon.upload('bf16', s, new Uint16Array(s.reduce((a, d) => a * d, 1)), gpu));
-      try {
-        for (const t of await addon.run(op, inputs, attrs, 'exact', gpu)) addon.free(t!);
-      } finally {
-        for (const t of inputs) addon.free(t);
-      }
-    };
+    const gpu = openFakeHip(fake, 'hip-fused', {
+      'hc.hsaco': ['hcsp_hc_combine_norm', 'hcsp_hc_gated_mean'],
+      'quant.hsaco': ['hcsp_quant_rows_fp8', 'hcsp_quant_gated_mean_fp8'],
+    });
+    const run = (op: string, shapes: number[][], attrs: Record<string, unknown>) => runOnZeros(gpu, op, shapes, attrs);
     for (const rows of [1024, 100]) {
       await run('hcCombineNorm', [[rows, 32], [rows, 8], [rows, 4], [32]], { streams: 4, eps: 1e-6, contract: 'atom' });
       await run(

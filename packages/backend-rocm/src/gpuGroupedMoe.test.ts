@@ -10,8 +10,8 @@
 import { bf16ToF32, cpuKernel, diffTensors, exactKernel, f32ToBf16, roundBf16, siluF32, type Tensor } from '@hcsp/core';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { FakeGpuFolder, saveEnv } from '../../../test/support/fakeGpuLibraries.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useFakeGpuRuntimes } from '../../../test/support/fakeGpuLibraries.ts';
 import { mulberry32 } from '../../../test/support/mulberry32.ts';
 import { FAST_KERNEL_TOLERANCES } from './fastKernelsPrecision.ts';
 import { loadNativeAddon, type GpuDevice, type NativeTensor } from './nativeAddon.ts';
@@ -342,14 +342,7 @@ describe('moeExperts fast kernels under HCSP_POISON_UNINITIALIZED', () => {
 });
 
 describe('moeExperts fast kernels over the fake hip and cuda runtimes', () => {
-  const fake = new FakeGpuFolder('hcsp-gpugroupedmoe-');
-  const restoreEnv = saveEnv(['HCSP_HIP_LIB', 'HCSP_CUDA_LIB', 'FAKE_GPU_LOG']);
-  beforeAll(() => {
-    fake.create();
-    fake.compileRuntimes();
-  }, 60_000);
-  afterAll(() => fake.remove());
-  afterEach(() => restoreEnv());
+  const fake = useFakeGpuRuntimes('hcsp-gpugroupedmoe-', ['HCSP_HIP_LIB', 'HCSP_CUDA_LIB', 'FAKE_GPU_LOG']);
 
   const MOE_KERNELS = ['hcsp_moe_layout', 'hcsp_moe_token_rows', 'hcsp_moe_routed_sum'];
   const GROUPED_KERNELS = [

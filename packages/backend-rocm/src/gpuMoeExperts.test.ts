@@ -5,8 +5,8 @@
 // waited for or zeroed inside the node. Over the fake hip and cuda runtimes in vendor mode: the
 // grouped exact kernel runs (no BLASLt needed) and nothing is copied back.
 import { cpuKernel, type DeviceCounters, type Tensor } from '@hcsp/core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { FakeGpuFolder, saveEnv } from '../../../test/support/fakeGpuLibraries.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useFakeGpuRuntimes } from '../../../test/support/fakeGpuLibraries.ts';
 import { mulberry32 } from '../../../test/support/mulberry32.ts';
 import { loadNativeAddon, type GpuDevice, type NativeTensor } from './nativeAddon.ts';
 import { createRocmBackend, type RocmBackend } from './rocmBackend.ts';
@@ -159,14 +159,7 @@ describe('moeExperts on the emulated GPU', () => {
 });
 
 describe('moeExperts over the fake hip and cuda runtimes in vendor mode', () => {
-  const fake = new FakeGpuFolder('hcsp-gpumoe-');
-  const restoreEnv = saveEnv(['HCSP_HIP_LIB', 'HCSP_CUDA_LIB', 'HCSP_HIPBLASLT_LIB', 'HCSP_CUBLASLT_LIB', 'FAKE_GPU_LOG']);
-  beforeAll(() => {
-    fake.create();
-    fake.compileRuntimes();
-  }, 60_000);
-  afterAll(() => fake.remove());
-  afterEach(() => restoreEnv());
+  const fake = useFakeGpuRuntimes('hcsp-gpumoe-', ['HCSP_HIP_LIB', 'HCSP_CUDA_LIB', 'HCSP_HIPBLASLT_LIB', 'HCSP_CUBLASLT_LIB', 'FAKE_GPU_LOG']);
 
   const MOE_KERNELS = ['hcsp_moe_layout', 'hcsp_moe_token_rows', 'hcsp_moe_gather_rows', 'hcsp_moe_swiglu_rows', 'hcsp_moe_routed_sum'];
   const GEMM_KERNELS = ['hcsp_gemm_linear_bf16', 'hcsp_gemm_linear_bf16_v8', 'hcsp_gemm_grouped_bf16', 'hcsp_gemm_grouped_bf16_v8'];

@@ -1,7 +1,6 @@
-import { spawnSync } from 'node:child_process';
 import { cpuKernel, f32ArrayToBf16, GDN_L2NORM_EPS, Rng, type Tensor } from '@hcsp/core';
 import { describe, expect, it } from 'vitest';
-import { addonPath, loadNativeAddon } from './nativeAddon.ts';
+import { base64, hostIsas, type IsaRun, runOnHostIsa } from '../../../test/support/hostIsaRuns.ts';
 
 // The host device's GDN and PLE norms sum their squares in canonical order v1 on the process's
 // vector unit (native/src/host/kernels/canonical_sumsq.h: AVX-512, AVX2 or the portable scalar
@@ -11,48 +10,10 @@ import { addonPath, loadNativeAddon } from './nativeAddon.ts';
 // reference's bits: on core's hand-computed rows where the sequential order and v1 differ, on
 // lengths off the 512-term step and the 8-term chunk, and on specials.
 
-const ISAS = ['portable', 'avx2', 'avx512'] as const;
-
-// the ops in a child process on the given vector unit: each one's outputs' bytes, base64
-const CHILD = `
-const a = require(process.argv[1]);
-const req = JSON.parse(require('fs').readFileSync(0, 'utf8'));
-(async () => {
-  const typed = (t) => {
-    const b = Buffer.from(t.data, 'base64');
-    const u = t.dtype === 'f32' ? new Float32Array(b.length / 4) : new Uint16Array(b.length / 2);
-    new Uint8Array(u.buffer).set(b);
-    return u;
-  };
-  const results = [];
-  for (const c of req.cases) {
-    const handles = c.inputs.map((t) => a.upload(t.dtype, t.shape, typed(t)));
-    const out = await a.run(c.op, handles, c.attrs, 'exact');
-    results.push(out.map((t) => Buffer.from(a.download(t)).toString('base64')));
-  }
-  process.stdout.write(JSON.stringify({ isa: a.info().isa, results }));
-})().catch((e) => { process.stderr.write(String(e?.message ?? e)); process.exit(1); });
-`;
-
-interface OpRun {
+/** a named op run, its inputs all present */
+interface OpRun extends IsaRun {
   name: string;
-  op: string;
   inputs: Tensor[];
-  attrs: Record<string, unknown>;
-}
-
-const b64 = (t: Tensor['data']): string => Buffer.from(t.buffer, t.byteOffset, t.byteLength).toString('base64');
-
-function onHost(isa: string, cases: OpRun[]): { isa: string; results: string[][] } {
-  const wire = cases.map((c) => ({ op: c.op, attrs: c.attrs, inputs: c.inputs.map((t) => ({ dtype: t.dtype, shape: t.shape, data: b64(t.data) })) }));
-  const r = spawnSync(process.execPath, ['-e', CHILD, addonPath()], {
-    input: JSON.stringify({ cases: wire }),
-    encoding: 'utf8',
-    timeout: 120_000,
-    env: { ...process.env, HCSP_NATIVE_ISA: isa },
-  });
-  if (r.status !== 0) throw new Error(`HCSP_NATIVE_ISA=${isa}: ${r.error?.message ?? r.stderr}`);
-  return JSON.parse(r.stdout) as { isa: string; results: string[][] };
 }
 
 const bf16 = (shape: number[], values: number[]): Tensor => ({ dtype: 'bf16', shape, data: f32ArrayToBf16(values) });
@@ -149,13 +110,12 @@ function cases(): OpRun[] {
 
 describe('host GDN and PLE norms: every vector path gives the reference bits (canonical order v1)', () => {
   it('every op on every vector path this CPU has', () => {
-    const best = loadNativeAddon().info().isa;
-    const isas = ISAS.slice(0, ISAS.indexOf(best as (typeof ISAS)[number]) + 1);
+    const { best, isas } = hostIsas();
     expect(isas).toContain(best);
     const all = cases();
-    const want = all.map((c) => cpuKernel(c.op)(c.inputs, c.attrs).map((t) => b64(t!.data)));
+    const want = all.map((c) => cpuKernel(c.op)(c.inputs, c.attrs).map((t) => base64(t!)));
     for (const isa of isas) {
-      const got = onHost(isa, all);
+      const got = runOnHostIsa(isa, all, 120_000);
       expect(got.isa).toBe(isa);
       all.forEach((c, i) => {
         expect(got.results[i], `${c.name}, HCSP_NATIVE_ISA=${isa}`).toEqual(want[i]);

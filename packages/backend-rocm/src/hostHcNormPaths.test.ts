@@ -1,7 +1,6 @@
-import { spawnSync } from 'node:child_process';
 import { cpuKernel, f32ArrayToBf16, Rng, type Tensor } from '@hcsp/core';
 import { describe, expect, it } from 'vitest';
-import { addonPath, loadNativeAddon } from './nativeAddon.ts';
+import { base64, hostIsas, runOnHostIsa } from '../../../test/support/hostIsaRuns.ts';
 
 // The host device's HC norm sums its squares in canonical order v1 on the process's vector
 // unit (native/src/host/kernels/canonical_sumsq.h: AVX-512, AVX2 or the portable scalar
@@ -10,40 +9,6 @@ import { addonPath, loadNativeAddon } from './nativeAddon.ts';
 // the sequential order and v1 differ, on lengths off the 512-term step and the 8-term chunk,
 // and on specials. (The outputs show 8 bits of the sum: canonicalSumsq.test.ts compares the
 // paths' raw sums.)
-
-const ISAS = ['portable', 'avx2', 'avx512'] as const;
-
-// one hcCombineNorm in a child process on the given vector unit: the outputs' bytes, base64
-const CHILD = `
-const a = require(process.argv[1]);
-const req = JSON.parse(require('fs').readFileSync(0, 'utf8'));
-(async () => {
-  const bits = (b64) => {
-    const b = Buffer.from(b64, 'base64');
-    const u = new Uint16Array(b.length / 2);
-    new Uint8Array(u.buffer).set(b);
-    return u;
-  };
-  const handles = req.inputs.map((t) => (t ? a.upload(t.dtype, t.shape, bits(t.data)) : null));
-  const out = await a.run('hcCombineNorm', handles, req.attrs, 'exact');
-  const bytes = out.map((t) => Buffer.from(a.download(t)).toString('base64'));
-  process.stdout.write(JSON.stringify({ isa: a.info().isa, bytes }));
-})().catch((e) => { process.stderr.write(String(e?.message ?? e)); process.exit(1); });
-`;
-
-function onHost(isa: string, inputs: (Tensor | null)[], attrs: Record<string, unknown>): { isa: string; bytes: string[] } {
-  const wire = inputs.map((t) =>
-    t ? { dtype: t.dtype, shape: t.shape, data: Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength).toString('base64') } : null,
-  );
-  const r = spawnSync(process.execPath, ['-e', CHILD, addonPath()], {
-    input: JSON.stringify({ inputs: wire, attrs }),
-    encoding: 'utf8',
-    timeout: 60_000,
-    env: { ...process.env, HCSP_NATIVE_ISA: isa },
-  });
-  if (r.status !== 0) throw new Error(`HCSP_NATIVE_ISA=${isa}: ${r.error?.message ?? r.stderr}`);
-  return JSON.parse(r.stdout) as { isa: string; bytes: string[] };
-}
 
 const bf16 = (shape: number[], values: number[]): Tensor => ({ dtype: 'bf16', shape, data: f32ArrayToBf16(values) });
 
@@ -66,8 +31,7 @@ function cases(): { name: string; n: number; h: number; x: number[] }[] {
 }
 
 describe('host HC norm: every vector path gives the reference bits (canonical order v1)', () => {
-  const best = loadNativeAddon().info().isa;
-  const isas = ISAS.slice(0, ISAS.indexOf(best as (typeof ISAS)[number]) + 1);
+  const { best, isas } = hostIsas();
 
   for (const c of cases()) {
     it(c.name, () => {
@@ -79,13 +43,11 @@ describe('host HC norm: every vector path gives the reference bits (canonical or
         Array.from({ length: c.n * c.h }, (_, j) => ((j * 37) % 11) * 2 ** -8),
       );
       const attrs = { streams: c.n, eps: 1e-6, contract: 'atom' };
-      const want = cpuKernel('hcCombineNorm')([x, null, null, w], attrs).map((t) =>
-        Buffer.from(t!.data.buffer, t!.data.byteOffset, t!.data.byteLength).toString('base64'),
-      );
+      const want = cpuKernel('hcCombineNorm')([x, null, null, w], attrs).map((t) => base64(t!));
       for (const isa of isas) {
-        const got = onHost(isa, [x, null, null, w], attrs);
+        const got = runOnHostIsa(isa, [{ op: 'hcCombineNorm', inputs: [x, null, null, w], attrs }], 60_000);
         expect(got.isa).toBe(isa);
-        expect(got.bytes, `HCSP_NATIVE_ISA=${isa}`).toEqual(want);
+        expect(got.results[0], `HCSP_NATIVE_ISA=${isa}`).toEqual(want);
       }
     });
   }

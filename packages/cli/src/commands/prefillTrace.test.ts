@@ -30,6 +30,9 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** `hcsp prefill` of the tiny model on simulated ranks (cpu, T 40, seed 3, SP on, ring), --json --quiet */
+const SIM_RUN = { backend: 'cpu', config: 'tiny', tokens: '40', seed: '3', stack: 'model', json: true, quiet: true, sp: 'on', reduce: 'ring' };
+
 type CommBytes = { allReduce: number; allGather: number; reduceScatter: number };
 
 /** Checks the trace of a tp-rank run against its summary's bytes; returns the collective slices per rank. */
@@ -77,21 +80,7 @@ describe('prefill --trace: simulated ranks', () => {
   for (const tp of [2, 4]) {
     it(`tp ${tp}, SP on: a track per rank, each collective on every rank with the summary's bytes, flows linking them`, async () => {
       const path = join(dir, `sim-${tp}.json`);
-      const summary = JSON.parse(
-        await runPrefillCommand({
-          backend: 'cpu',
-          config: 'tiny',
-          tokens: '40',
-          seed: '3',
-          stack: 'model',
-          json: true,
-          quiet: true,
-          tp: String(tp),
-          sp: 'on',
-          reduce: 'ring',
-          trace: path,
-        }),
-      );
+      const summary = JSON.parse(await runPrefillCommand({ ...SIM_RUN, tp: String(tp), trace: path }));
       expect(summary.trace).toBe(path);
       checkTrace(path, tp, summary.commBytesPerRank);
     }, 120_000);
@@ -99,22 +88,7 @@ describe('prefill --trace: simulated ranks', () => {
 
   it('a recorded replay (rocm, host device): one replay slice per rank, the nodes untimed and said to be', async () => {
     const path = join(dir, 'sim-replay.json');
-    const summary = JSON.parse(
-      await runPrefillCommand({
-        backend: 'rocm',
-        device: 'host',
-        config: 'tiny',
-        tokens: '40',
-        seed: '3',
-        stack: 'model',
-        json: true,
-        quiet: true,
-        tp: '2',
-        sp: 'on',
-        reduce: 'ring',
-        trace: path,
-      }),
-    );
+    const summary = JSON.parse(await runPrefillCommand({ ...SIM_RUN, backend: 'rocm', device: 'host', tp: '2', trace: path }));
     expect(summary.engine[0].recorded).toBe(true);
     checkTrace(path, 2, summary.commBytesPerRank);
     const trace = JSON.parse(readFileSync(path, 'utf8')) as ChromeTrace;
@@ -131,18 +105,7 @@ describe('prefill --trace: simulated ranks', () => {
 
   it('the text summary names the trace and how to open it, and states bytes in readable units', async () => {
     const path = join(dir, 'sim-text.json');
-    const text = await runPrefillCommand({
-      backend: 'cpu',
-      config: 'tiny',
-      tokens: '40',
-      seed: '3',
-      stack: 'model',
-      quiet: true,
-      tp: '2',
-      sp: 'on',
-      reduce: 'ring',
-      trace: path,
-    });
+    const text = await runPrefillCommand({ ...SIM_RUN, json: false, tp: '2', trace: path });
     expect(text).toContain(`  trace: ${path} (a Chrome trace: open it in Perfetto's UI, ui.perfetto.dev, "Open trace file", or chrome://tracing)`);
     expect(text).toMatch(/^ {2}sent per rank: all-reduce 15\.0 KiB, all-gather 11\.0 KiB, reduce-scatter 5\.0 KiB \(--json: bytes\)$/m);
     expect(text).toMatch(/^ {2}HC rows per rank \(rows each rank ran through its HC combine-norms, summed over the forward; SP divides them\): 480, 480$/m);
@@ -150,53 +113,11 @@ describe('prefill --trace: simulated ranks', () => {
 
   it('a bad path: one error naming it, before the run, nothing written', async () => {
     const missing = join(dir, 'no-such-dir', 't.json');
-    await expect(
-      runPrefillCommand({
-        backend: 'cpu',
-        config: 'tiny',
-        tokens: '40',
-        seed: '0',
-        stack: 'model',
-        json: true,
-        quiet: true,
-        tp: '2',
-        sp: 'on',
-        reduce: 'ring',
-        trace: missing,
-      }),
-    ).rejects.toThrow(new RegExp(`^--trace ${missing}: `));
+    await expect(runPrefillCommand({ ...SIM_RUN, seed: '0', tp: '2', trace: missing })).rejects.toThrow(new RegExp(`^--trace ${missing}: `));
     expect(existsSync(join(dir, 'no-such-dir'))).toBe(false);
-    await expect(
-      runPrefillCommand({
-        backend: 'cpu',
-        config: 'tiny',
-        tokens: '40',
-        seed: '0',
-        stack: 'model',
-        json: true,
-        quiet: true,
-        tp: '2',
-        sp: 'on',
-        reduce: 'ring',
-        trace: dir,
-      }),
-    ).rejects.toThrow(/^--trace .*director/);
+    await expect(runPrefillCommand({ ...SIM_RUN, seed: '0', tp: '2', trace: dir })).rejects.toThrow(/^--trace .*director/);
     expect(readdirSync(dir).filter((f) => !f.startsWith('sim-'))).toEqual([]);
-    await expect(
-      runPrefillCommand({
-        backend: 'cpu',
-        config: 'tiny',
-        tokens: '40',
-        seed: '0',
-        stack: 'model',
-        json: true,
-        quiet: true,
-        tp: '2',
-        sp: 'on',
-        reduce: 'ring',
-        trace: '-',
-      }),
-    ).rejects.toThrow(/^--trace -: the trace is a file/);
+    await expect(runPrefillCommand({ ...SIM_RUN, seed: '0', tp: '2', trace: '-' })).rejects.toThrow(/^--trace -: the trace is a file/);
   });
 });
 
