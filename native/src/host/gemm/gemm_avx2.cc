@@ -112,20 +112,7 @@ void byWidth(const Tile& t) {
 
 template <bool F32>
 void byRows(const Tile& t) {
-  switch (t.mr) {
-    case 1:
-      return byWidth<1, F32>(t);
-    case 2:
-      return byWidth<2, F32>(t);
-    case 3:
-      return byWidth<3, F32>(t);
-    case 4:
-      return byWidth<4, F32>(t);
-    case 5:
-      return byWidth<5, F32>(t);
-    default:
-      return byWidth<6, F32>(t);
-  }
+  withRows(t.mr, [&](auto rows) { byWidth<decltype(rows)::value, F32>(t); });
 }
 
 }  // namespace

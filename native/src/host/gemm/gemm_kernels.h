@@ -10,6 +10,7 @@
 // float as the exact sum, which is what an FMA rounds once. So every ISA gives the same bits.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "../cpu_features.h"
 
@@ -48,6 +49,28 @@ struct Tile {
   const float* rowScale;
   bool colScaleFirst;
 };
+
+/**
+ * f(std::integral_constant<int, R>{}) for R = rows (1..MR, MR for more): a tile's row count as
+ * a template argument, so that each ISA's tile is compiled once per row count
+ */
+template <class F>
+void withRows(int rows, F f) {
+  switch (rows) {
+    case 1:
+      return f(std::integral_constant<int, 1>{});
+    case 2:
+      return f(std::integral_constant<int, 2>{});
+    case 3:
+      return f(std::integral_constant<int, 3>{});
+    case 4:
+      return f(std::integral_constant<int, 4>{});
+    case 5:
+      return f(std::integral_constant<int, 5>{});
+    default:
+      return f(std::integral_constant<int, MR>{});
+  }
+}
 
 using TileFn = void (*)(const Tile&);
 /** a panel's k block ([kc][width] bf16 bits, the ISA's layout) as fp32 [kc][width], outputs in order */

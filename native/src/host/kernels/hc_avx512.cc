@@ -1,8 +1,8 @@
 // AVX-512 forms of the HC kernels' loops (hc_kernels.cc), chosen at run time when gemmIsa() is
 // Avx512 (this file alone carries AVX-512 flags, native/CMakeLists.txt). Every lane is one
 // output element and runs exactly the scalar operation sequence: the 16-lane exp / sigmoid /
-// bf16 rounding below are vec_math.h's 4-lane forms at 16 lanes (the same constants and the
-// same correctly rounded fp32 steps; no FMA: this file is compiled without -mfma and with
+// bf16 rounding are vec_math.h's 4-lane forms at 16 lanes (vec_lanes.h, included in this
+// file's anonymous namespace; no FMA: this file is compiled without -mfma and with
 // -ffp-contract=off). The norm's sum of squares is canonical_sumsq.h's (canonical order v1,
 // its FMAs only on exact bf16 squares). Loop tails use the scalar originals.
 #include "hc_avx512.h"
@@ -28,70 +28,13 @@ typedef int32_t I __attribute__((vector_size(64)));
 typedef uint32_t U __attribute__((vector_size(64)));
 typedef uint16_t H __attribute__((vector_size(32)));
 
-inline F splat(float v) { return F{} + v; }
-inline U splatU(uint32_t v) { return U{} + v; }
-
-inline F loadBf16(const uint16_t* p) {
-  H h;
-  std::memcpy(&h, p, sizeof h);
-  return (F)(__builtin_convertvector(h, U) << 16);
-}
+#include "vec_lanes.h"
 
 inline F loadF(const float* p) {
   F f;
   std::memcpy(&f, p, sizeof f);
   return f;
 }
-
-/** vec::bf16High */
-inline U bf16High(F x) {
-  const U u = (U)x;
-  const I nan = ((u & 0x7f800000u) == 0x7f800000u) & ((u & 0x007fffffu) != 0u);
-  const U r = ((u + 0x7fffu + ((u >> 16) & 1u)) >> 16) << 16;
-  return nan ? splatU(0x7fc00000u) : r;
-}
-
-inline void storeBf16(uint16_t* p, F x) {
-  const H h = __builtin_convertvector(bf16High(x) >> 16, H);
-  std::memcpy(p, &h, sizeof h);
-}
-
-inline F roundBf16v(F x) { return (F)bf16High(x); }
-
-/** vec::ftz */
-inline F ftz(F x) {
-  const U u = (U)x;
-  return (F)(u & 0x7fffffffu) < splat(fp32::MIN_NORMAL) ? (F)(u & 0x80000000u) : x;
-}
-
-/** vec::expF32 (fp32::expF32) */
-inline F expF32(F x) {
-  const I inRange = (x >= splat(fp32::EXP_UNDERFLOW)) & (x <= splat(fp32::EXP_OVERFLOW));
-  const F xs = inRange ? x : splat(0.0f);
-  const F t = xs * fp32::LOG2E + 0.5f;
-  const I ti = __builtin_convertvector(t, I);
-  const I k = ti + (__builtin_convertvector(ti, F) > t);
-  const F kf = __builtin_convertvector(k, F);
-  const F r = (xs - kf * fp32::LN2_HI) - kf * fp32::LN2_LO;
-  F p = splat(fp32::E7);
-  p = p * r + fp32::E6;
-  p = p * r + fp32::E5;
-  p = p * r + fp32::E4;
-  p = p * r + fp32::E3;
-  p = p * r + fp32::E2;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const I big = k > 127;
-  const F scaled = p * (F)((U)(k + big + 127) << 23);
-  F y = scaled * (F)(0x3f800000u + ((U)big & 0x00800000u));
-  y = y < splat(fp32::MIN_NORMAL) ? splat(0.0f) : y;
-  y = x < splat(fp32::EXP_UNDERFLOW) ? splat(0.0f) : y;
-  y = x > splat(fp32::EXP_OVERFLOW) ? splat(__builtin_inff()) : y;
-  return x != x ? x : y;
-}
-
-/** vec::sigmoidF32 */
-inline F sigmoidF32(F x) { return ftz(1.0f / (1.0f + expF32(-x))); }
 
 /** hc_kernels.cc's injectScale */
 inline float injectScale(uint16_t rawBits, int64_t n, Contract contract) {

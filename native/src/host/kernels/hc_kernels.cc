@@ -121,7 +121,7 @@ Outputs hcScaledSilu(const Inputs& in, const KernelContext& ctx) {
       const uint16_t* dr = dd + t * width;
       uint16_t* gr = gd + t * lowRank;
       int64_t j = 0;
-      for (; j + vec::W <= lowRank; j += vec::W) vec::storeBf16(gr + j, vec::siluF32(vec::roundBf16(vec::loadBf16(dr + j) / nv)));
+      for (; j + vec::W <= lowRank; j += vec::W) vec::storeBf16(gr + j, vec::siluF32(vec::roundBf16v(vec::loadBf16(dr + j) / nv)));
       for (; j < lowRank; j++) {
         const float scaled = roundBf16(static_cast<float>(static_cast<double>(bf16ToF32(dr[j])) / nd));
         gr[j] = f32ToBf16(fp32::siluF32(scaled));
@@ -162,7 +162,7 @@ Outputs hcGatedMean(const Inputs& in, const KernelContext& ctx) {
         for (; j + vec::W <= h; j += vec::W) {
           vec::F acc = vec::splat(0.0f);
           for (int64_t s = 0; s < n; s++) {
-            acc = acc + vec::roundBf16(vec::roundBf16(vec::sigmoidF32(vec::loadBf16(ur + s * h + j))) * vec::loadBf16(nr + s * h + j));
+            acc = acc + vec::roundBf16v(vec::roundBf16v(vec::sigmoidF32(vec::loadBf16(ur + s * h + j))) * vec::loadBf16(nr + s * h + j));
           }
           vec::storeBf16(xr + j, acc / nv);
         }

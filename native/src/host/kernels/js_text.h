@@ -89,40 +89,34 @@ struct AttrProbe {
   std::vector<std::string> strings;
 };
 
+/** whether read() returns without an Error (Attrs throws one for an attribute of another kind) */
+template <class Read>
+bool reads(Read read) {
+  try {
+    read();
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 inline AttrProbe probe(const Attrs& attrs, const std::string& name) {
+  using Kind = AttrProbe::Kind;
   AttrProbe p;
   if (!attrs.has(name)) return p;
-  try {
-    p.number = attrs.number(name);
-    p.kind = AttrProbe::Kind::Number;
-    return p;
-  } catch (const Error&) {
+  if (reads([&] { p.number = attrs.number(name); })) {
+    p.kind = Kind::Number;
+  } else if (reads([&] { p.string = attrs.string(name); })) {
+    p.kind = Kind::String;
+  } else if (reads([&] { p.boolean = attrs.boolean(name, false); })) {
+    p.kind = Kind::Bool;
+  } else if (reads([&] { p.numbers = attrs.numbers(name); })) {
+    p.kind = Kind::Numbers;
+  } else if (reads([&] { p.strings = attrs.strings(name); })) {
+    p.kind = Kind::Strings;
+  } else {
+    p.kind = Kind::NonFinite;  // a number kind that number() refuses: NaN or +-Infinity
   }
-  try {
-    p.string = attrs.string(name);
-    p.kind = AttrProbe::Kind::String;
-    return p;
-  } catch (const Error&) {
-  }
-  try {
-    p.boolean = attrs.boolean(name, false);
-    p.kind = AttrProbe::Kind::Bool;
-    return p;
-  } catch (const Error&) {
-  }
-  try {
-    p.numbers = attrs.numbers(name);
-    p.kind = AttrProbe::Kind::Numbers;
-    return p;
-  } catch (const Error&) {
-  }
-  try {
-    p.strings = attrs.strings(name);
-    p.kind = AttrProbe::Kind::Strings;
-    return p;
-  } catch (const Error&) {
-  }
-  p.kind = AttrProbe::Kind::NonFinite;  // a number kind that number() refuses: NaN or +-Infinity
   return p;
 }
 
