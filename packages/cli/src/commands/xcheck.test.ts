@@ -281,7 +281,7 @@ describe('hcsp xcheck', () => {
   it('bad SPECs are refused, naming the SPEC and the key', async () => {
     await expect(xcheck({ compare: 'cpu:sp=off' })).rejects.toThrow('--compare needs at least two SPECs, comma-separated (got "cpu:sp=off")');
     await expect(xcheck({ compare: 'cpu,cpu:colour=red' })).rejects.toThrow(
-      '--compare: SPEC "cpu:colour=red": unknown key "colour" (keys: sp, reduce, contract, fp8, quant)',
+      '--compare: SPEC "cpu:colour=red": unknown key "colour" (keys: sp, reduce, contract, ties, fp8, quant)',
     );
     await expect(xcheck({ compare: 'cpu,cpu:sp=maybe' })).rejects.toThrow('--compare: SPEC "cpu:sp=maybe": sp must be one of auto|on|off, got "maybe"');
     await expect(xcheck({ compare: 'cpu,rocm:device=moon' })).rejects.toThrow(/--compare: SPEC "rocm:device=moon": .*device/);

@@ -253,7 +253,7 @@ export function registerXcheck(program: Command): void {
     )
     .requiredOption(
       '--compare <specs>',
-      "comma-separated SPECs backend[:key=value...]: keys sp=auto|on|off, reduce=ring|oneshot|ordered, contract=atom|hf|hf-eager, fp8=e4m3fnuz|e4m3fn, quant=fused|separate, and the backend's own (rocm: device=, gemm=, kernels=; gemm defaults to vendor-invariant on device=hip|cuda); e.g. cpu:sp=off,cpu:sp=on",
+      "comma-separated SPECs backend[:key=value...]: keys sp=auto|on|off, reduce=ring|oneshot|ordered, contract=atom|hf|hf-eager, ties=lower-index|torch-cpu (top-k ties; default torch-cpu under hf-eager), fp8=e4m3fnuz|e4m3fn, quant=fused|separate, and the backend's own (rocm: device=, gemm=, kernels=; gemm defaults to vendor-invariant on device=hip|cuda); e.g. cpu:sp=off,cpu:sp=on",
     )
     .option('--config <name>', CONFIG_HELP, DEFAULT_CONFIG)
     .option('--weights <path>', 'a Hugging Face model folder or .safetensors file (default: synthetic weights)')

@@ -18,6 +18,15 @@ describe('xcheck SPECs', () => {
     expect(parseXcheckSpec('cpu:sp=off', defaults).backendOptions).toEqual({});
   });
 
+  it("ties= picks the top-k tie rule (absent: the contract's); another value names the allowed ones", () => {
+    expect(parseXcheckSpec('cpu:contract=hf-eager:ties=lower-index', defaults).ties).toBe('lower-index');
+    expect(parseXcheckSpec('rocm:device=host:ties=torch-cpu', defaults).ties).toBe('torch-cpu');
+    expect(parseXcheckSpec('cpu:contract=hf-eager', defaults).ties).toBeNull();
+    expect(() => parseXcheckSpec('cpu:ties=stable', defaults)).toThrow(
+      '--compare: SPEC "cpu:ties=stable": ties must be one of lower-index|torch-cpu, got "stable"',
+    );
+  });
+
   it('an unknown gemm mode names the allowed ones', () => {
     expect(() => parseXcheckSpec('rocm:device=cuda:gemm=fastest', defaults)).toThrow(
       /gemm must be one of exact, blas, vendor, vendor-invariant, got 'fastest'/,

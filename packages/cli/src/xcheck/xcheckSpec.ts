@@ -2,8 +2,19 @@
 // from the others (the SP mode, the reduction order, the HC contract, the FP8 path), e.g.
 // `cpu:sp=off`, `cpu:sp=on:reduce=ring`, `webgpu:sp=on`, `rocm:device=host:gemm=blas`,
 // `cpu:contract=hf`, `cpu:contract=hf-eager` (to compare with an HF dump made by PyTorch's
-// eager paths), `cpu:fp8=e4m3fnuz:quant=separate`.
-import { FP8_FORMATS, REDUCE_ALGORITHMS, ROUNDING_CONTRACTS, type Fp8Format, type ReduceAlgorithm, type RoundingContract, type SpMode } from '@hcsp/core';
+// eager paths; its top-k ties follow torch's CPU rule, `ties=lower-index` keeps ATOM's),
+// `cpu:fp8=e4m3fnuz:quant=separate`.
+import {
+  FP8_FORMATS,
+  REDUCE_ALGORITHMS,
+  ROUNDING_CONTRACTS,
+  TOPK_TIES,
+  type Fp8Format,
+  type ReduceAlgorithm,
+  type RoundingContract,
+  type SpMode,
+  type TopkTies,
+} from '@hcsp/core';
 import { checkBackendOptions, findBackend, type BackendOptions } from '@hcsp/backends';
 
 export interface XcheckSpec {
@@ -14,6 +25,8 @@ export interface XcheckSpec {
   sp: SpMode;
   reduce: ReduceAlgorithm;
   contract: RoundingContract;
+  /** moeRoute's and qsaSelect's tie rule; null: the contract's (torch-cpu under hf-eager, else lower-index) */
+  ties: TopkTies | null;
   fp8: Fp8Format | null;
   quant: 'fused' | 'separate' | null;
 }
@@ -23,6 +36,7 @@ const RUN_KEYS: Record<string, readonly string[]> = {
   sp: ['auto', 'on', 'off'],
   reduce: REDUCE_ALGORITHMS,
   contract: ROUNDING_CONTRACTS,
+  ties: TOPK_TIES,
   fp8: Object.keys(FP8_FORMATS),
   quant: ['fused', 'separate'],
 };
@@ -70,6 +84,7 @@ export function parseXcheckSpec(text: string, defaults: { sp: SpMode; reduce: Re
     sp: (run.sp as SpMode | undefined) ?? defaults.sp,
     reduce: (run.reduce as ReduceAlgorithm | undefined) ?? defaults.reduce,
     contract: (run.contract as RoundingContract | undefined) ?? 'atom',
+    ties: (run.ties as TopkTies | undefined) ?? null,
     fp8: (run.fp8 as Fp8Format | undefined) ?? null,
     quant: (run.quant as 'fused' | 'separate' | undefined) ?? null,
   };
