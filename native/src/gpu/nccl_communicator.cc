@@ -27,7 +27,8 @@ struct Staging {
 
 ModuleRuntime& moduleOf(GpuRuntime& rt) {
   auto* m = dynamic_cast<ModuleRuntime*>(&rt);
-  if (!m || (rt.kind() != "hip" && rt.kind() != "cuda")) {
+  // the vendor runtimes (vendor_runtime.h) are the module runtimes
+  if (!m) {
     fail(ErrorKind::Unsupported, "the nccl communicator needs a hip or cuda GPU device, not '" + rt.kind() +
                                      "' (the emulated device has no RCCL/NCCL: use the sim or mpi communicator)");
   }

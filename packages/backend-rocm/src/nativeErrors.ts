@@ -1,4 +1,5 @@
 import { BackendUnavailableError } from '@hcsp/core';
+import type { GpuKind } from './rocmDevices.ts';
 
 // The addon's errors carry a code (native/src/host/errors.cc); each becomes its own class so
 // callers can tell a wrong shape from an exhausted device without parsing messages.
@@ -70,7 +71,7 @@ export async function native<T>(fn: () => T | Promise<T>): Promise<T> {
 /** A GPU device asked for where its runtime library is not found, or sees no device. */
 export class GpuRuntimeUnavailableError extends BackendUnavailableError {
   constructor(
-    readonly device: 'hip' | 'cuda',
+    readonly device: GpuKind,
     message: string,
   ) {
     super('rocm', message);

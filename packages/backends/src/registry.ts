@@ -1,7 +1,7 @@
 import { CpuBackend, type Backend } from '@hcsp/core';
 import { checkWasmMemory } from './wasmMemory.ts';
 // the device table alone: the backend itself (and its native addon) loads when created
-import { ROCM_OPTIONS } from '@hcsp/backend-rocm/devices';
+import { GPU_KINDS, ROCM_OPTIONS } from '@hcsp/backend-rocm/devices';
 
 // The one list of backends: the CLI, the cross-backend test suites and the benchmark all
 // take it from here. A backend that needs a device loads lazily (its module pulls in a
@@ -54,7 +54,7 @@ export const BACKENDS: readonly BackendEntry[] = [
     options: ROCM_OPTIONS,
     testVariants: [{ device: 'host' }, { device: 'host', gemm: 'blas' }, { device: 'emulated' }, { device: 'emulated', kernels: 'exact' }],
     // RCCL/NCCL runs on a GPU (the emulated device has none)
-    comm: { mpi: {}, nccl: { device: ['hip', 'cuda'] } },
+    comm: { mpi: {}, nccl: { device: GPU_KINDS } },
     create: async (options = {}) => {
       const { createRocmBackend } = await import('@hcsp/backend-rocm');
       return createRocmBackend(options as Parameters<typeof createRocmBackend>[0]);
