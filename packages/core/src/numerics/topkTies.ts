@@ -11,7 +11,8 @@
 // first + k, last) when k * 64 <= n, else std::nth_element(first, first + k - 1, last) and,
 // sorted, std::sort(first, first + k - 1); the k pairs' indices are the answer. Ties land
 // where libstdc++'s algorithms put them, so this is a port of those (GCC 12's
-// bits/stl_algo.h and bits/stl_heap.h, unchanged in their order of moves since GCC 4.9):
+// bits/stl_algo.h and bits/stl_heap.h as installed here; the GCC that built a given torch
+// wheel was not read, and the host device's test compares against this machine's):
 // heap select + sort_heap, introselect, introsort with its final insertion sort (threshold 16).
 // The host device calls libstdc++'s own std:: algorithms (native numerics/torch_cpu_topk.h),
 // the oracle this port is tested against.
