@@ -448,6 +448,16 @@ export class FakeGpuFolder {
   }
 }
 
+/** The variables that choose the GPU a process opens (gpuSelection.ts): the index, the local ranks, the vendors' device masks. */
+export const GPU_SELECTION_ENV = [
+  'HCSP_GPU_INDEX',
+  'LOCAL_RANK',
+  'OMPI_COMM_WORLD_LOCAL_RANK',
+  'ROCR_VISIBLE_DEVICES',
+  'HIP_VISIBLE_DEVICES',
+  'CUDA_VISIBLE_DEVICES',
+];
+
 /** Saves these environment variables now; the function returned puts them back as they were. */
 export function saveEnv(keys: readonly string[]): () => void {
   const saved = Object.fromEntries(keys.map((k) => [k, process.env[k]]));

@@ -1,7 +1,7 @@
 import { FLASH_NEXT, formatBytes, MODEL_SUB_LAYERS, planMemory, preparePrefill, rankGraph, type Communicator, type Graph, type WeightSource } from '@hcsp/core';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { handGraph, value } from '../../../test/support/handGraph.ts';
-import { useFakeGpuBackends } from '../../../test/support/fakeGpuLibraries.ts';
+import { GPU_SELECTION_ENV, useFakeGpuBackends } from '../../../test/support/fakeGpuLibraries.ts';
 import { NO_WEIGHTS } from '../../../test/support/noWeights.ts';
 import { checkDeviceMemory, COMMUNICATOR_ALLOWANCE_BYTES, DeviceMemoryError, estimateDeviceMemory, VENDOR_BLAS_WORKSPACE_BYTES } from './deviceMemoryGuard.ts';
 import { loadNativeAddon } from './nativeAddon.ts';
@@ -100,12 +100,7 @@ const { fake, open } = useFakeGpuBackends<RocmBackend>('hcsp-devmem-', [
   'FAKE_GPU_COUNT',
   'FAKE_GPU_FREE',
   'FAKE_GPU_TOTAL',
-  'HCSP_GPU_INDEX',
-  'LOCAL_RANK',
-  'OMPI_COMM_WORLD_LOCAL_RANK',
-  'ROCR_VISIBLE_DEVICES',
-  'HIP_VISIBLE_DEVICES',
-  'CUDA_VISIBLE_DEVICES',
+  ...GPU_SELECTION_ENV,
 ]);
 beforeAll(() => fake.basicCodeObjects('objects', ['hcsp_add_bf16']));
 beforeEach(() => {

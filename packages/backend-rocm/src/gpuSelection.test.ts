@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, it } from 'vitest';
-import { useFakeGpuBackends } from '../../../test/support/fakeGpuLibraries.ts';
+import { GPU_SELECTION_ENV, useFakeGpuBackends } from '../../../test/support/fakeGpuLibraries.ts';
 import { selectGpu } from './gpuSelection.ts';
 import { createRocmBackend, type RocmBackend } from './rocmBackend.ts';
 
@@ -72,12 +72,7 @@ const { fake, open } = useFakeGpuBackends<RocmBackend>('hcsp-gpusel-', [
   'HCSP_CUDA_LIB',
   'FAKE_GPU_LOG',
   'FAKE_GPU_COUNT',
-  'HCSP_GPU_INDEX',
-  'LOCAL_RANK',
-  'OMPI_COMM_WORLD_LOCAL_RANK',
-  'ROCR_VISIBLE_DEVICES',
-  'HIP_VISIBLE_DEVICES',
-  'CUDA_VISIBLE_DEVICES',
+  ...GPU_SELECTION_ENV,
 ]);
 
 async function backend(device: 'hip' | 'cuda' | 'auto'): Promise<RocmBackend> {

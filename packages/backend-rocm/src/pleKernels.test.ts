@@ -245,20 +245,23 @@ describe('the PLE lookup on the native devices', () => {
     tokens[0] = 700;
     tokens[4] = 600;
     const errors: Record<string, string | undefined> = {};
+    /** rank `rank`'s n-gram ids of the tokens t, queued on device */
+    const ngramIds = (device: Device, rank: number, t: NativeTensor) =>
+      addon.enqueueNode(
+        addon.prepareNode(
+          `L1.ple.ids (pleNgramIds, rank ${rank})`,
+          'pleNgramIds',
+          pleNgramIdsAttrs(ple),
+          'exact',
+          device,
+          [{ dtype: 'i32', shape: [12, heads] }],
+          false,
+        ),
+        [t],
+      ) as NativeTensor[];
     for (const [name, device] of devices()) {
       const r = await enqueued(device, [i32([12], tokens)], ([t]) => {
-        const [ids] = addon.enqueueNode(
-          addon.prepareNode(
-            'L1.ple.ids (pleNgramIds, rank 0)',
-            'pleNgramIds',
-            pleNgramIdsAttrs(ple),
-            'exact',
-            device,
-            [{ dtype: 'i32', shape: [12, heads] }],
-            false,
-          ),
-          [t],
-        ) as NativeTensor[];
+        const [ids] = ngramIds(device, 0, t);
         return [ids];
       });
       errors[name] = r.error?.message;
@@ -270,21 +273,9 @@ describe('the PLE lookup on the native devices', () => {
 
     // ids from the hash, one planted past the table, looked up in rank 1's half
     for (const [name, device] of devices()) {
-      const good = tokensOf(TINY, 12, 13);
-      const r = await enqueued(device, [i32([12], good), { dtype: 'bf16', shape: [1152, 2], data: sliceOf(1152, 2, 4) }], ([t, slice]) => {
-        const [ids] = addon.enqueueNode(
-          addon.prepareNode(
-            'L1.ple.ids (pleNgramIds, rank 1)',
-            'pleNgramIds',
-            pleNgramIdsAttrs(ple),
-            'exact',
-            device,
-            [{ dtype: 'i32', shape: [12, heads] }],
-            false,
-          ),
-          [t],
-        ) as NativeTensor[];
-        const [e] = addon.enqueueNode(
+      /** rank 1's lookup of n-gram ids in its half of the table */
+      const lookup = (ids: NativeTensor, slice: NativeTensor) =>
+        addon.enqueueNode(
           addon.prepareNode(
             'L1.ple.lookup (pleNgramEmbedShard, rank 1)',
             'pleNgramEmbedShard',
@@ -296,27 +287,17 @@ describe('the PLE lookup on the native devices', () => {
           ),
           [ids, slice],
         ) as NativeTensor[];
+      const good = tokensOf(TINY, 12, 13);
+      const r = await enqueued(device, [i32([12], good), { dtype: 'bf16', shape: [1152, 2], data: sliceOf(1152, 2, 4) }], ([t, slice]) => {
+        const [ids] = ngramIds(device, 1, t);
+        const [e] = lookup(ids, slice);
         return [ids, e];
       });
       expect(r.error, name).toBeNull();
       expect(r.live, name).toBe(0);
       const bad = Int32Array.from({ length: 12 * heads }, (_, i) => (i === 3 * heads + 9 ? 2304 + i : i));
-      const failed = await enqueued(
-        device,
-        [i32([12, heads], bad), { dtype: 'bf16', shape: [1152, 2], data: sliceOf(1152, 2, 4) }],
-        ([ids, slice]) =>
-          addon.enqueueNode(
-            addon.prepareNode(
-              'L1.ple.lookup (pleNgramEmbedShard, rank 1)',
-              'pleNgramEmbedShard',
-              { rowStart: 1152, tableRows: 2304 },
-              'exact',
-              device,
-              [{ dtype: 'bf16', shape: [12, heads * 2] }],
-              false,
-            ),
-            [ids, slice],
-          ) as NativeTensor[],
+      const failed = await enqueued(device, [i32([12, heads], bad), { dtype: 'bf16', shape: [1152, 2], data: sliceOf(1152, 2, 4) }], ([ids, slice]) =>
+        lookup(ids, slice),
       );
       errors[name] = failed.error?.message;
       expect(failed.live, name).toBe(0);
