@@ -7,56 +7,38 @@
 // bits: the reference's fround(acc + x*w), product and sum in double, equals the exact sum
 // rounded once, which is what a fused multiply-add computes (the host GEMM's argument,
 // host/gemm/gemm_kernels.h); a separate fp32 multiply would round a product below fp32's
-// normal range. So these kernels write an FMA on purpose (HCSP_GEMM_FMA); everything else
+// normal range. So these kernels write an FMA on purpose (HCSP_EXACT_PRODUCT_FMA); everything else
 // rounds as written (contraction is off on every target).
 #include "gemm.h"
 
 #include "../../numerics/bf16.h"
 #include "../../numerics/fp8.h"
+#include "bf16_run.h"
 
 using hcsp::bf16ToF32;
 using hcsp::f32ToBf16;
 
-#if defined(HCSP_GPU_CUDA)
-#define HCSP_GEMM_FMA(a, b, c) __fmaf_rn(a, b, c)
-#elif defined(HCSP_GPU_HIP)
-#define HCSP_GEMM_FMA(a, b, c) __builtin_fmaf(a, b, c)
-#else
-// the emulated device: the reference's own formula, product and sum in double rounded once to
-// float (the same bits, as above). The host build has no -mfma, so fmaf would be a library call
-// around which every accumulator of a register tile is spilled (the tiled kernels ran at half the
-// one-thread kernel's speed that way)
-#define HCSP_GEMM_FMA(a, b, c) static_cast<float>(static_cast<double>(c) + static_cast<double>(a) * static_cast<double>(b))
-#endif
-
 namespace {
-
-struct alignas(16) Bf16x8 {
-  uint32_t v[4];
-};
-
-HCSP_HD float lowBf16(uint32_t u) { return hcsp::bitsFloat(u << 16); }
-HCSP_HD float highBf16(uint32_t u) { return hcsp::bitsFloat(u & 0xffff0000u); }
 
 /** one output of `linear`: bf(sum_k xr[k] * wr[k]), k = 0..inF-1 in order (every bf16 GEMM kernel here computes its outputs with this) */
 HCSP_HD uint16_t linearDot(const uint16_t* xr, const uint16_t* wr, int64_t inF) {
   float acc = 0.0f;
-  for (int64_t k = 0; k < inF; k++) acc = HCSP_GEMM_FMA(bf16ToF32(xr[k]), bf16ToF32(wr[k]), acc);
+  for (int64_t k = 0; k < inF; k++) acc = HCSP_EXACT_PRODUCT_FMA(bf16ToF32(xr[k]), bf16ToF32(wr[k]), acc);
   return f32ToBf16(acc);
 }
 
 /** linearDot reading 8 bf16 at a time, the same adds in the same order: xr and wr 16-byte aligned, inF a multiple of 8 */
 HCSP_HD uint16_t linearDotV8(const uint16_t* xr, const uint16_t* wr, int64_t inF) {
-  const Bf16x8* xv8 = reinterpret_cast<const Bf16x8*>(xr);
-  const Bf16x8* wv8 = reinterpret_cast<const Bf16x8*>(wr);
+  const HcspBf16x8* xv8 = reinterpret_cast<const HcspBf16x8*>(xr);
+  const HcspBf16x8* wv8 = reinterpret_cast<const HcspBf16x8*>(wr);
   float acc = 0.0f;
   for (int64_t gk = 0; gk < inF / 8; gk++) {
-    const Bf16x8 xv = xv8[gk];
-    const Bf16x8 wv = wv8[gk];
+    const HcspBf16x8 xv = xv8[gk];
+    const HcspBf16x8 wv = wv8[gk];
     // little-endian words: element 2j is the low half of word j, 2j+1 the high half
     for (int j = 0; j < 4; j++) {
-      acc = HCSP_GEMM_FMA(lowBf16(xv.v[j]), lowBf16(wv.v[j]), acc);
-      acc = HCSP_GEMM_FMA(highBf16(xv.v[j]), highBf16(wv.v[j]), acc);
+      acc = HCSP_EXACT_PRODUCT_FMA(hcspLowBf16(xv.v[j]), hcspLowBf16(wv.v[j]), acc);
+      acc = HCSP_EXACT_PRODUCT_FMA(hcspHighBf16(xv.v[j]), hcspHighBf16(wv.v[j]), acc);
     }
   }
   return f32ToBf16(acc);
@@ -79,43 +61,13 @@ constexpr int GEMM_COL_THREADS = HCSP_GEMM_TILE_N / GEMM_THREAD_TILE;
 /** a staged slab's row of k: the tile's columns plus 4 floats, a 16-byte multiple (the [k][row] writes of 4 threads sharing a row then fall in other banks than
  * the next row's) */
 constexpr int GEMM_SLAB_STRIDE = HCSP_GEMM_TILE_N + 4;
-/** bf16 values per staging load: one 16-byte word */
-constexpr int GEMM_RUN = 8;
 /** the staging loads of one tile row's slab */
-constexpr int GEMM_RUNS_PER_ROW = HCSP_GEMM_TILE_K / GEMM_RUN;
+constexpr int GEMM_RUNS_PER_ROW = HCSP_GEMM_TILE_K / HCSP_BF16_RUN;
 /** the staging loads of w's slab (the tile's columns are w's rows) */
 constexpr int GEMM_W_WORDS = HCSP_GEMM_TILE_N * GEMM_RUNS_PER_ROW;
 /** a thread's share of them at most (a block of 64 threads) */
 constexpr int GEMM_W_SLOTS = GEMM_W_WORDS / 64;
 static_assert(HCSP_GEMM_TILE_M_MAX <= HCSP_GEMM_TILE_N, "a slab's stride is sized by the wider side");
-
-/**
- * 8 bf16 of row `row` (null: a row outside the tile's, all zeros) from k on, as one 16-byte word;
- * k at or past inF reads zeros. V8: row and k 16-byte aligned, inF a multiple of 8 (so the
- * word is wholly in or wholly out); else 8 bounded 2-byte loads.
- */
-template <bool V8>
-HCSP_HD Bf16x8 loadRun(const uint16_t* row, int64_t k, int64_t inF) {
-  Bf16x8 v = {{0u, 0u, 0u, 0u}};
-  if (row == nullptr) return v;
-  if (V8) {
-    if (k < inF) v = *reinterpret_cast<const Bf16x8*>(row + k);
-  } else {
-    for (int e = 0; e < GEMM_RUN; e++) {
-      const uint32_t b = k + e < inF ? row[k + e] : 0u;
-      v.v[e / 2] |= b << (16 * (e % 2));
-    }
-  }
-  return v;
-}
-
-/** a loaded word into slab column `col` at k offsets kc..kc+7, as fp32 (bf16 -> fp32 is exact) */
-HCSP_HD void stageRun(float* slab, int col, int kc, const Bf16x8& v) {
-  for (int j = 0; j < 4; j++) {
-    slab[(kc + 2 * j) * GEMM_SLAB_STRIDE + col] = lowBf16(v.v[j]);
-    slab[(kc + 2 * j + 1) * GEMM_SLAB_STRIDE + col] = highBf16(v.v[j]);
-  }
-}
 
 /**
  * One output tile of y = x w^T by the whole block (every thread must call it: it waits at
@@ -134,7 +86,7 @@ HCSP_DEVICE void gemmTile(const uint16_t* x, const uint16_t* w, uint16_t* y, int
   // the staging: x's TILE_M rows are `threads` words a slab (one each), w's HCSP_GEMM_TILE_N rows
   // 256 words (one to four each); consecutive threads read consecutive words of a row
   const int xRow = thread / GEMM_RUNS_PER_ROW;
-  const int xKc = (thread % GEMM_RUNS_PER_ROW) * GEMM_RUN;
+  const int xKc = (thread % GEMM_RUNS_PER_ROW) * HCSP_BF16_RUN;
   const int64_t xAt = tileRow + xRow;
   const uint16_t* xr = xAt >= rowBegin && xAt < rowEnd ? x + xAt * inF : nullptr;
   // (a block of 192 threads: 2 words each, the last 128 threads' second one past the slab).
@@ -147,7 +99,7 @@ HCSP_DEVICE void gemmTile(const uint16_t* x, const uint16_t* w, uint16_t* y, int
   for (int i = 0; i < GEMM_W_SLOTS; i++) {
     const int word = thread + i * threads;
     wCol[i] = i < wWords && word < GEMM_W_WORDS ? word / GEMM_RUNS_PER_ROW : -1;
-    wKc[i] = (word % GEMM_RUNS_PER_ROW) * GEMM_RUN;
+    wKc[i] = (word % GEMM_RUNS_PER_ROW) * HCSP_BF16_RUN;
     wr[i] = wCol[i] >= 0 && col + wCol[i] < outF ? w + (col + wCol[i]) * inF : nullptr;
   }
 
@@ -155,19 +107,19 @@ HCSP_DEVICE void gemmTile(const uint16_t* x, const uint16_t* w, uint16_t* y, int
   for (int i = 0; i < GEMM_THREAD_TILE; i++)
     for (int j = 0; j < GEMM_THREAD_TILE; j++) acc[i][j] = 0.0f;
   // the next slab's words are loaded before this slab's sums run (their latency hidden behind them)
-  Bf16x8 xNext = loadRun<V8>(xr, xKc, inF);
-  Bf16x8 wNext[GEMM_W_SLOTS];
-  for (int i = 0; i < GEMM_W_SLOTS; i++) wNext[i] = loadRun<V8>(wr[i], wKc[i], inF);
+  HcspBf16x8 xNext = hcspLoadRun<V8>(xr, xKc, inF);
+  HcspBf16x8 wNext[GEMM_W_SLOTS];
+  for (int i = 0; i < GEMM_W_SLOTS; i++) wNext[i] = hcspLoadRun<V8>(wr[i], wKc[i], inF);
   for (int64_t k0 = 0; k0 < inF; k0 += HCSP_GEMM_TILE_K) {
     HCSP_BARRIER();  // every thread is done reading the slabs it overwrites now
-    stageRun(xs, xRow, xKc, xNext);
+    hcspStageRun(xs, GEMM_SLAB_STRIDE, xRow, xKc, xNext);
     for (int i = 0; i < GEMM_W_SLOTS; i++)
-      if (wCol[i] >= 0) stageRun(ws, wCol[i], wKc[i], wNext[i]);
+      if (wCol[i] >= 0) hcspStageRun(ws, GEMM_SLAB_STRIDE, wCol[i], wKc[i], wNext[i]);
     HCSP_BARRIER();
     const int64_t kNext = k0 + HCSP_GEMM_TILE_K;
     if (kNext < inF) {
-      xNext = loadRun<V8>(xr, kNext + xKc, inF);
-      for (int i = 0; i < GEMM_W_SLOTS; i++) wNext[i] = loadRun<V8>(wr[i], kNext + wKc[i], inF);
+      xNext = hcspLoadRun<V8>(xr, kNext + xKc, inF);
+      for (int i = 0; i < GEMM_W_SLOTS; i++) wNext[i] = hcspLoadRun<V8>(wr[i], kNext + wKc[i], inF);
     }
     // only k < inF is added (a padded k would add +0: harmless, but not the reference's adds)
     const int kn = inF - k0 < HCSP_GEMM_TILE_K ? static_cast<int>(inF - k0) : HCSP_GEMM_TILE_K;
@@ -176,7 +128,7 @@ HCSP_DEVICE void gemmTile(const uint16_t* x, const uint16_t* w, uint16_t* y, int
       for (int i = 0; i < GEMM_THREAD_TILE; i++) a[i] = xs[kk * GEMM_SLAB_STRIDE + ty * GEMM_THREAD_TILE + i];
       for (int j = 0; j < GEMM_THREAD_TILE; j++) b[j] = ws[kk * GEMM_SLAB_STRIDE + tx * GEMM_THREAD_TILE + j];
       for (int i = 0; i < GEMM_THREAD_TILE; i++)
-        for (int j = 0; j < GEMM_THREAD_TILE; j++) acc[i][j] = HCSP_GEMM_FMA(a[i], b[j], acc[i][j]);
+        for (int j = 0; j < GEMM_THREAD_TILE; j++) acc[i][j] = HCSP_EXACT_PRODUCT_FMA(a[i], b[j], acc[i][j]);
     }
   }
   for (int i = 0; i < GEMM_THREAD_TILE; i++) {
@@ -268,7 +220,7 @@ HCSP_GLOBAL void hcsp_gemm_fp8_ptpc(const uint8_t* q, const float* sx, const uin
     const uint8_t* xr = q + t * inF;
     const uint8_t* wr = qW + o * inF;
     float acc = 0.0f;
-    for (int64_t k = 0; k < inF; k++) acc = HCSP_GEMM_FMA(hcsp::fp8ToF32(xr[k], f), hcsp::fp8ToF32(wr[k], f), acc);
+    for (int64_t k = 0; k < inF; k++) acc = HCSP_EXACT_PRODUCT_FMA(hcsp::fp8ToF32(xr[k], f), hcsp::fp8ToF32(wr[k], f), acc);
     const float scaled = weightFirst ? (acc * sw[o]) * sx[t] : (acc * sx[t]) * sw[o];
     y[i] = f32ToBf16(scaled);
   }

@@ -9,30 +9,13 @@
 
 #include "../../numerics/bf16.h"
 #include "../../numerics/fp32_math.h"
+#include "bf16_run.h"
 
 using hcsp::bf16ToF32;
 using hcsp::f32ToBf16;
 using hcsp::roundBf16;
 
-// The product of two bf16 is exact in fp32's 24 bits, so an FMA is the exact product and sum
-// rounded once; the emulated device computes the same in double (as gemm.cu does, for speed:
-// the host build has no -mfma).
-#if defined(HCSP_GPU_CUDA)
-#define HCSP_MOE_FMA(a, b, c) __fmaf_rn(a, b, c)
-#elif defined(HCSP_GPU_HIP)
-#define HCSP_MOE_FMA(a, b, c) __builtin_fmaf(a, b, c)
-#else
-#define HCSP_MOE_FMA(a, b, c) static_cast<float>(static_cast<double>(c) + static_cast<double>(a) * static_cast<double>(b))
-#endif
-
 namespace {
-
-struct alignas(16) Bf16x8 {
-  uint32_t v[4];
-};
-
-HCSP_HD float lowBf16(uint32_t u) { return hcsp::bitsFloat(u << 16); }
-HCSP_HD float highBf16(uint32_t u) { return hcsp::bitsFloat(u & 0xffff0000u); }
 
 /** a thread's rows of the tile */
 constexpr int ROWS = 4;
@@ -42,39 +25,13 @@ constexpr int HALF_N = HCSP_MOE_TILE_N / 2;
 /** threads along a half's columns; the 16 rows of threads run along the tile's rows */
 constexpr int COL_THREADS = HALF_N / COLS;
 static_assert(COL_THREADS * (HCSP_MOE_TILE_M / ROWS) == HCSP_MOE_BLOCK_THREADS, "one thread per 4 x (4 + 4) outputs");
-/** bf16 per staging load (one 16-byte word) */
-constexpr int RUN = 8;
-constexpr int RUNS_PER_ROW = HCSP_MOE_TILE_K / RUN;
+constexpr int RUNS_PER_ROW = HCSP_MOE_TILE_K / HCSP_BF16_RUN;
 static_assert(HCSP_MOE_TILE_M * RUNS_PER_ROW == HCSP_MOE_BLOCK_THREADS, "x's slab: one word per thread");
 /** w's slab: this many words per thread */
 constexpr int W_SLOTS = HCSP_MOE_TILE_N * RUNS_PER_ROW / HCSP_MOE_BLOCK_THREADS;
 /** slab strides ([k][row], fp32): a side plus 4 floats, a 16-byte multiple */
 constexpr int XS_STRIDE = HCSP_MOE_TILE_M + 4;
 constexpr int WS_STRIDE = HCSP_MOE_TILE_N + 4;
-
-/** 8 bf16 of `row` (null: zeros) from k on; k at or past inF reads zeros. V8: row + k 16-byte aligned and inF a multiple of 8 */
-template <bool V8>
-HCSP_HD Bf16x8 loadRun(const uint16_t* row, int64_t k, int64_t inF) {
-  Bf16x8 v = {{0u, 0u, 0u, 0u}};
-  if (row == nullptr) return v;
-  if (V8) {
-    if (k < inF) v = *reinterpret_cast<const Bf16x8*>(row + k);
-  } else {
-    for (int e = 0; e < RUN; e++) {
-      const uint32_t b = k + e < inF ? row[k + e] : 0u;
-      v.v[e / 2] |= b << (16 * (e % 2));
-    }
-  }
-  return v;
-}
-
-/** a loaded word into slab column `col` at k offsets kc..kc+7, as fp32 */
-HCSP_HD void stageRun(float* slab, int stride, int col, int kc, const Bf16x8& v) {
-  for (int j = 0; j < 4; j++) {
-    slab[(kc + 2 * j) * stride + col] = lowBf16(v.v[j]);
-    slab[(kc + 2 * j + 1) * stride + col] = highBf16(v.v[j]);
-  }
-}
 
 /** the fp32 sums of one thread: rows ROWS x (half A's COLS, half B's COLS) */
 struct Acc {
@@ -96,7 +53,7 @@ HCSP_DEVICE Acc tileSums(const RowAt& rowAt, int64_t rowBegin, int64_t rowEnd, c
   const int tx = thread % COL_THREADS;
   const int ty = thread / COL_THREADS;
   const int xRow = thread / RUNS_PER_ROW;
-  const int xKc = (thread % RUNS_PER_ROW) * RUN;
+  const int xKc = (thread % RUNS_PER_ROW) * HCSP_BF16_RUN;
   const uint16_t* xr = rowBegin + xRow < rowEnd ? rowAt(rowBegin + xRow) : nullptr;
   const uint16_t* wr[W_SLOTS];
   int wCol[W_SLOTS];
@@ -104,7 +61,7 @@ HCSP_DEVICE Acc tileSums(const RowAt& rowAt, int64_t rowBegin, int64_t rowEnd, c
   for (int i = 0; i < W_SLOTS; i++) {
     const int word = thread + i * HCSP_MOE_BLOCK_THREADS;
     wCol[i] = word / RUNS_PER_ROW;
-    wKc[i] = (word % RUNS_PER_ROW) * RUN;
+    wKc[i] = (word % RUNS_PER_ROW) * HCSP_BF16_RUN;
     const int j = wCol[i] % HALF_N;
     wr[i] = wCol[i] < HALF_N ? (j < aCols ? wA + j * inF : nullptr) : (j < bCols ? wB + j * inF : nullptr);
   }
@@ -112,18 +69,18 @@ HCSP_DEVICE Acc tileSums(const RowAt& rowAt, int64_t rowBegin, int64_t rowEnd, c
   for (int i = 0; i < ROWS; i++)
     for (int j = 0; j < COLS; j++) acc.a[i][j] = acc.b[i][j] = 0.0f;
   // the next slab's words are loaded before this slab's sums run (their latency behind them)
-  Bf16x8 xNext = loadRun<V8>(xr, xKc, inF);
-  Bf16x8 wNext[W_SLOTS];
-  for (int i = 0; i < W_SLOTS; i++) wNext[i] = loadRun<V8>(wr[i], wKc[i], inF);
+  HcspBf16x8 xNext = hcspLoadRun<V8>(xr, xKc, inF);
+  HcspBf16x8 wNext[W_SLOTS];
+  for (int i = 0; i < W_SLOTS; i++) wNext[i] = hcspLoadRun<V8>(wr[i], wKc[i], inF);
   for (int64_t k0 = 0; k0 < inF; k0 += HCSP_MOE_TILE_K) {
     HCSP_BARRIER();  // every thread is done reading the slabs it overwrites now
-    stageRun(xs, XS_STRIDE, xRow, xKc, xNext);
-    for (int i = 0; i < W_SLOTS; i++) stageRun(ws, WS_STRIDE, wCol[i], wKc[i], wNext[i]);
+    hcspStageRun(xs, XS_STRIDE, xRow, xKc, xNext);
+    for (int i = 0; i < W_SLOTS; i++) hcspStageRun(ws, WS_STRIDE, wCol[i], wKc[i], wNext[i]);
     HCSP_BARRIER();
     const int64_t kNext = k0 + HCSP_MOE_TILE_K;
     if (kNext < inF) {
-      xNext = loadRun<V8>(xr, kNext + xKc, inF);
-      for (int i = 0; i < W_SLOTS; i++) wNext[i] = loadRun<V8>(wr[i], kNext + wKc[i], inF);
+      xNext = hcspLoadRun<V8>(xr, kNext + xKc, inF);
+      for (int i = 0; i < W_SLOTS; i++) wNext[i] = hcspLoadRun<V8>(wr[i], kNext + wKc[i], inF);
     }
     // the tile's k past inF staged zeros: their products add nothing to a fresh chain's sum
     // but -0 + 0, so they are left out as the reference has no such adds
@@ -138,8 +95,8 @@ HCSP_DEVICE Acc tileSums(const RowAt& rowAt, int64_t rowBegin, int64_t rowEnd, c
       for (int j = 0; j < COLS; j++) bv[j] = ws[kk * WS_STRIDE + HALF_N + tx * COLS + j];
       for (int i = 0; i < ROWS; i++) {
         for (int j = 0; j < COLS; j++) {
-          part.a[i][j] = HCSP_MOE_FMA(xv[i], av[j], part.a[i][j]);
-          part.b[i][j] = HCSP_MOE_FMA(xv[i], bv[j], part.b[i][j]);
+          part.a[i][j] = HCSP_EXACT_PRODUCT_FMA(xv[i], av[j], part.a[i][j]);
+          part.b[i][j] = HCSP_EXACT_PRODUCT_FMA(xv[i], bv[j], part.b[i][j]);
         }
       }
     }
