@@ -36,17 +36,10 @@ inline F loadF(const float* p) {
   return f;
 }
 
-/** hc_kernels.cc's injectScale */
-inline float injectScale(uint16_t rawBits, int64_t n, Contract contract) {
-  const float logit = roundBf16(static_cast<float>(static_cast<double>(bf16ToF32(rawBits)) / static_cast<double>(n)));
-  const float sig = fp32::sigmoidF32(logit);
-  return 2.0f * (contract == Contract::Atom ? sig : roundBf16(sig));
-}
-
 /** hc_kernels.cc's combineRow */
 void combineRow(const uint16_t* xIn, uint16_t* xOut, const uint16_t* y, const uint16_t* raw, int64_t n, int64_t h, Contract contract) {
   for (int64_t s = 0; s < n; s++) {
-    const float inj = injectScale(raw[s], n, contract);
+    const float inj = hcInjectScale(raw[s], n, contract);
     const F injv = splat(inj);
     const uint16_t* xs = xIn + s * h;
     uint16_t* os = xOut + s * h;

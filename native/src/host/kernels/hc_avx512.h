@@ -6,6 +6,14 @@
 
 #include "../../ops/hc_checks.h"
 
+namespace hcsp {
+/**
+ * inj_s = fl(2 sigmoid(bf(raw_s / n))); 'hf' rounds the sigmoid to bf16 first (the doubling is
+ * exact). One scalar per stream, defined in hc_kernels.cc (the baseline ISA) for both paths.
+ */
+float hcInjectScale(uint16_t rawBits, int64_t n, ops::HcContract contract);
+}  // namespace hcsp
+
 namespace hcsp::hcavx512 {
 
 /** hcCombineNorm over rows [t0, t1): xo = combine (or copy) of xd, no = normed of xo */

@@ -18,6 +18,13 @@
 #include "../cpu_features.h"
 
 namespace hcsp {
+
+float hcInjectScale(uint16_t rawBits, int64_t n, ops::HcContract contract) {
+  const float logit = roundBf16(static_cast<float>(static_cast<double>(bf16ToF32(rawBits)) / static_cast<double>(n)));
+  const float sig = fp32::sigmoidF32(logit);
+  return 2.0f * (contract == ops::HcContract::Atom ? sig : roundBf16(sig));
+}
+
 namespace {
 
 // the checks and their messages are shared with the GPU launchers (ops/hc_checks.h)
@@ -26,17 +33,10 @@ using Contract = ops::HcContract;
 /** rows per parallel task: about 64k elements of work */
 int64_t rowGrain(int64_t width) { return width >= 65536 ? 1 : 65536 / (width < 1 ? 1 : width); }
 
-/** inj_s = fl(2 sigmoid(bf(raw_s / n))); 'hf' rounds the sigmoid to bf16 first (the doubling is exact) */
-inline float injectScale(uint16_t rawBits, int64_t n, Contract contract) {
-  const float logit = roundBf16(static_cast<float>(static_cast<double>(bf16ToF32(rawBits)) / static_cast<double>(n)));
-  const float sig = fp32::sigmoidF32(logit);
-  return 2.0f * (contract == Contract::Atom ? sig : roundBf16(sig));
-}
-
 /** X_s = bf(X_s + p), p = fl(y * inj_s) ('hf': bf of it), for one row; xOut may alias xIn */
 void combineRow(const uint16_t* xIn, uint16_t* xOut, const uint16_t* y, const uint16_t* raw, int64_t n, int64_t h, Contract contract) {
   for (int64_t s = 0; s < n; s++) {
-    const float inj = injectScale(raw[s], n, contract);
+    const float inj = hcInjectScale(raw[s], n, contract);
     const uint16_t* xs = xIn + s * h;
     uint16_t* os = xOut + s * h;
     if (contract == Contract::Atom) {

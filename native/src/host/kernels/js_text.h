@@ -120,61 +120,41 @@ inline AttrProbe probe(const Attrs& attrs, const std::string& name) {
   return p;
 }
 
-/** JSON.stringify(attrs[name]) ("undefined" when absent; NaN and Infinity are null) */
-inline std::string json(const Attrs& attrs, const std::string& name) {
+/** attrs[name] as JSON.stringify (asJson) or String() prints it ("undefined" when absent) */
+inline std::string render(const Attrs& attrs, const std::string& name, bool asJson) {
   const AttrProbe p = probe(attrs, name);
+  // JSON prints a non-finite number as null and quotes strings; String() joins an array's items without brackets
+  const auto item = [&](double v) { return !asJson || std::isfinite(v) ? number(v) : std::string("null"); };
+  const auto str = [&](const std::string& v) { return asJson ? jsonString(v) : v; };
+  const auto list = [&](const auto& items, const auto& each) {
+    std::string out;
+    for (size_t i = 0; i < items.size(); i++) out += (i ? "," : "") + each(items[i]);
+    return asJson ? "[" + out + "]" : out;
+  };
   switch (p.kind) {
     case AttrProbe::Kind::Missing:
       return "undefined";
     case AttrProbe::Kind::Number:
       return number(p.number);
     case AttrProbe::Kind::NonFinite:
-      return "null";
+      return asJson ? "null" : "NaN";
     case AttrProbe::Kind::String:
-      return jsonString(p.string);
+      return str(p.string);
     case AttrProbe::Kind::Bool:
       return p.boolean ? "true" : "false";
-    case AttrProbe::Kind::Numbers: {
-      std::string out = "[";
-      for (size_t i = 0; i < p.numbers.size(); i++) out += (i ? "," : "") + (std::isfinite(p.numbers[i]) ? number(p.numbers[i]) : std::string("null"));
-      return out + "]";
-    }
-    case AttrProbe::Kind::Strings: {
-      std::string out = "[";
-      for (size_t i = 0; i < p.strings.size(); i++) out += (i ? "," : "") + jsonString(p.strings[i]);
-      return out + "]";
-    }
+    case AttrProbe::Kind::Numbers:
+      return list(p.numbers, item);
+    case AttrProbe::Kind::Strings:
+      return list(p.strings, str);
   }
   return "undefined";
 }
 
+/** JSON.stringify(attrs[name]) ("undefined" when absent; NaN and Infinity are null) */
+inline std::string json(const Attrs& attrs, const std::string& name) { return render(attrs, name, true); }
+
 /** String(attrs[name]) ("undefined" when absent; a non-finite number prints as NaN) */
-inline std::string text(const Attrs& attrs, const std::string& name) {
-  const AttrProbe p = probe(attrs, name);
-  switch (p.kind) {
-    case AttrProbe::Kind::Missing:
-      return "undefined";
-    case AttrProbe::Kind::Number:
-      return number(p.number);
-    case AttrProbe::Kind::NonFinite:
-      return "NaN";
-    case AttrProbe::Kind::String:
-      return p.string;
-    case AttrProbe::Kind::Bool:
-      return p.boolean ? "true" : "false";
-    case AttrProbe::Kind::Numbers: {
-      std::string out;
-      for (size_t i = 0; i < p.numbers.size(); i++) out += (i ? "," : "") + number(p.numbers[i]);
-      return out;
-    }
-    case AttrProbe::Kind::Strings: {
-      std::string out;
-      for (size_t i = 0; i < p.strings.size(); i++) out += (i ? "," : "") + p.strings[i];
-      return out;
-    }
-  }
-  return "undefined";
-}
+inline std::string text(const Attrs& attrs, const std::string& name) { return render(attrs, name, false); }
 
 /** Number.isInteger(attrs[name]) */
 inline bool isInteger(const Attrs& attrs, const std::string& name) {
