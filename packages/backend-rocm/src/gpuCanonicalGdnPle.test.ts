@@ -10,6 +10,7 @@
 // that fill no block size evenly. Over the fake hip runtime: the launches' grid and block.
 import { cpuKernel, f32ToBf16, GDN_L2NORM_EPS, Rng, type Tensor } from '@hcsp/core';
 import { describe, expect, it } from 'vitest';
+import { pleGatePinned } from '@hcsp/bench/cases';
 import { restoreEnvAfterEach, useFakeGpuRuntimes } from '../../../test/support/fakeGpuLibraries.ts';
 import { openFakeHip, runOnZeros } from '../../../test/support/fakeHipLaunches.ts';
 import { loadNativeAddon, type GpuDevice } from './nativeAddon.ts';
@@ -110,18 +111,7 @@ describe('GDN and PLE reductions in canonical order v1 on the host and the emula
 
   it("pleGate: core's hand-computed dot (2^24, ones, -2^24), then H of whole steps and of a partial step", async () => {
     const h = 2560;
-    const k = new Array<number>(2 * h).fill(1);
-    const q = new Array<number>(2 * h).fill(1);
-    for (const [j, kj] of [
-      [0, 4096],
-      [h - 1, -4096],
-      [h, -4096],
-      [2 * h - 1, 4096],
-    ]) {
-      k[j] = kj;
-      q[j] = 4096;
-    }
-    for (let j = h + 1; j < 2 * h - 1; j++) k[j] = -1;
+    const { k, q } = pleGatePinned(h);
     const [gate] = await expectReference(gpu, 'pleGate', [bits([1, 2 * h], k), bits([1, 2 * h], q)], { streams: 2 }, 'pinned', 1);
     // in j order both sums are 0: gates 0.5
     expect(f32Values(gate!)).toEqual([1, 224 * 2 ** -18]);

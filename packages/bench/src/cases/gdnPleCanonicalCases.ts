@@ -7,6 +7,19 @@ import type { OpCase } from './opCases.ts';
  * pleMath.test.ts compute them), and random rows of whole 512-term steps and of a partial step
  * with a partial chunk. Their own seed, so the other cases keep their inputs.
  */
+/**
+ * pleGate's pinned dot over 2 streams of h (core's hand-computed case, pleMath.test.ts): keys and
+ * queries whose products are 2^24, ones, -2^24 on stream 0 and its negation on stream 1, so that
+ * the sequential order and canonical order v1 give other gates.
+ */
+export function pleGatePinned(h: number): { k: number[]; q: number[] } {
+  const ends = [0, h - 1, h, 2 * h - 1];
+  return {
+    k: Array.from({ length: 2 * h }, (_, j) => (j === 0 || j === 2 * h - 1 ? 4096 : j === h - 1 || j === h ? -4096 : j > h ? -1 : 1)),
+    q: Array.from({ length: 2 * h }, (_, j) => (ends.includes(j) ? 4096 : 1)),
+  };
+}
+
 export function gdnPleCanonicalCases(): OpCase[] {
   const own = new Rng(2206);
   const numel = (shape: number[]) => shape.reduce((a, d) => a * d, 1);
@@ -24,9 +37,7 @@ export function gdnPleCanonicalCases(): OpCase[] {
   const dk = 128;
   const h = 2560;
   const hd = 2 ** 18;
-  // the gate's pinned dot: products 2^24, ones, -2^24 (stream 0) and its negation (stream 1)
-  const gateK = (j: number) => (j === 0 || j === 2 * h - 1 ? 4096 : j === h - 1 || j === h ? -4096 : j > h ? -1 : 1);
-  const gateQ = (j: number) => (j === 0 || j === h - 1 || j === h || j === 2 * h - 1 ? 4096 : 1);
+  const gate = pleGatePinned(h);
   const gdn517 = { keyHeads: 2, valueHeads: 4, keyDim: 517, valueDim: 4 };
   return [
     {
@@ -88,7 +99,7 @@ export function gdnPleCanonicalCases(): OpCase[] {
       name: 'pleGate canonical order: 2^24, ones, -2^24',
       op: 'pleGate',
       tp: 1,
-      inputs: [bits([1, 2 * h], gateK), bits([1, 2 * h], gateQ)],
+      inputs: [bits([1, 2 * h], (j) => gate.k[j]), bits([1, 2 * h], (j) => gate.q[j])],
       attrs: { streams: 2 },
     },
     ...[

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { pleGatePinned } from '@hcsp/bench/cases';
 import { SMALL, f32ArrayToBf16, f32ToBf16, Rng, pleShape, type Tensor, type OpName } from '@hcsp/core';
 import { bf16Normal, expectOpMatchesCpu, useChromiumGpu } from '../../../../test/support/wgslKernelSuite.ts';
 import type { KernelPlan } from '../kernelProgram.ts';
@@ -186,18 +187,7 @@ describe('PLE WGSL kernels: the long sums in canonical reduction order v1 (64 la
 
   it("pleGate: a dot of 2^24, 2558 ones and -2^24 (H 2560) gives core's hand-computed gates, not the sequential ones", async () => {
     const h = 2560;
-    const k = new Array(2 * h).fill(1);
-    const q = new Array(2 * h).fill(1);
-    for (const [j, kj] of [
-      [0, 4096],
-      [h - 1, -4096],
-      [h, -4096],
-      [2 * h - 1, 4096],
-    ]) {
-      k[j] = kj;
-      q[j] = 4096;
-    }
-    for (let j = h + 1; j < 2 * h - 1; j++) k[j] = -1;
+    const { k, q } = pleGatePinned(h);
     const [gate] = await expectBitExact('pleGate', [bf([1, 2 * h], k), bf([1, 2 * h], q)], { streams: 2 });
     // in j order both sums are 0: gates 0.5
     expect(Array.from(gate!.data as Uint16Array)).toEqual(Array.from(f32ArrayToBf16([1, 224 * 2 ** -18])));

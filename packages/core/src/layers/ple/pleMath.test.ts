@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { pleGatePinned } from '@hcsp/bench/cases';
 import { getConfig } from '../../config/presets.ts';
 import { resolveWeight } from '../../model/resolveWeight.ts';
 import { SyntheticWeightSource } from '../../model/syntheticWeights.ts';
@@ -235,18 +236,7 @@ describe('PLE math: the long sums in canonical reduction order v1', () => {
     // gate bf(sigmoid(7.0625)) = 1. Stream 1 is stream 0 negated (key -1 and -4096 at j = 0):
     // 0.5 in order, bf(sigmoid(-7.0625)) = 224 * 2^-18 in v1.
     const H = 2560;
-    const k = new Array(2 * H).fill(1);
-    const q = new Array(2 * H).fill(1);
-    for (const [j, kj] of [
-      [0, 4096],
-      [H - 1, -4096],
-      [H, -4096],
-      [2 * H - 1, 4096],
-    ]) {
-      k[j] = kj;
-      q[j] = 4096;
-    }
-    for (let j = H + 1; j < 2 * H - 1; j++) k[j] = -1;
+    const { k, q } = pleGatePinned(H);
     expect(Array.from(pleGate(bf(k), bf(q), 1, 2, H), bf16ToF32)).toEqual([1, 224 * 2 ** -18]);
   });
 });
