@@ -12,11 +12,19 @@
 // (hcsp_gdn_chunk_state). Every sum runs in a fixed order (no atomics, no split reductions),
 // so the bits do not depend on the block size or the device, only on the algorithm.
 // W solves by forward substitution rather than through an explicit inverse (HF's loop forms
-// (I + A)^-1 then multiplies): the same math, one rounding chain fewer per element. The sums
-// use FMAs. G alone is double: in fp32 the difference of two late cumulative sums (|G| ~ 16 by
-// a chunk's end at mild decay) carries an error of ulp(|G|) ~ 2^-19, 30x the reference's
-// products of per-token decays, and it moved the output's rounding flips toward the fast
-// kernel's side (measured at T 1000, dk dv 128: 106 of 154 farther from float64 with G in fp32, 68 of 116 in double).
+// (I + A)^-1 then multiplies): the same math, one rounding chain fewer per element.
+// Precision: where this kernel and the reference round an output to different bf16 values, the
+// one nearer the float64 evaluation should be this one. In fp32 throughout it was not (56% of
+// 2166 such elements farther, dk dv 128, T 1000-4096, no, mild and strong decay); in order of
+// their weight the errors were: the key-dim dots of A and P (their cosines are small, so an fp32
+// chain's error is large against them), the forward substitution's 63-step chain, and (with
+// no decay) the state update adding each token's term onto S at S's scale. So the chunk's
+// prep runs in double (the products of fp32 values exact, results stored fp32: 24% of the
+// FLOPs, double is full rate on gfx94x, half on sm_90) and the update sums the chunk's
+// increment first, then one FMA into the decayed S: now farther on 431 of 1646 (26%). G alone
+// is double: in fp32 the difference of two late cumulative sums (|G| ~ 16 by a chunk's end at
+// mild decay) carries an error of ulp(|G|) ~ 2^-19, 30x the reference's products of per-token
+// decays. The state pass's sums (delta, o) stay fp32 FMAs.
 #include "gdn_chunked.h"
 
 #include "../../numerics/bf16.h"

@@ -12,9 +12,9 @@
 
 /**
  * Per (value head h, chunk c): one block of 64-256 threads, blocks ordered h * chunks + c.
- * With G the within-chunk cumulative sum of g (fp32, in token order) and A[r][s] =
+ * With G the within-chunk cumulative sum of g (double, in token order) and A[r][s] =
  * beta_r exp(G_r - G_s) (k_r . k_s) for s < r, it solves (I + A) [W | U] = [diag(beta exp(G)) K | diag(beta) V]
- * by forward substitution (one thread per column of [W | U]) and forms
+ * by forward substitution in double (one thread per column of [W | U]) and forms
  * P[r][s] = (q_r . k_s) exp(G_r - G_s) for s <= r. Writes G [vh, T], W [vh, T, dk],
  * U [vh, T, dv] and P [vh, chunks, CHUNK, CHUNK] (fp32; P's upper triangle unwritten).
  */

@@ -74,11 +74,12 @@ export const HCSP_KERNELS: { readonly [N in OpName]?: Partial<Record<KernelsMode
     },
     /**
      * gdn_chunked.cu: chunks of C = 64 (HCSP_GDN_CHUNK). hcsp_gdn_chunk_prep per (value head,
-     * chunk), all in parallel: A (C dk per token), P (C dk), the forward substitution for W
-     * and U (C (dk + dv) per token); writes G, W, U (fp32 [vh, T, dk|dv]) and P (fp32 [vh,
-     * chunks, C, C]). hcsp_gdn_chunk_state per (value head, 16 state columns), the state in
-     * shared memory, the chunks in order: delta = U - W S, o = Q S + P delta, the update: 6 dk
-     * dv + C dv per token. Chain: T / C steps of 3 dk dependent FMAs and one memory round trip.
+     * chunk), all in parallel, in double (the fp32 chains carried most of the kernel's error):
+     * A (C dk per token), P (C dk), the forward substitution for W and U (C (dk + dv) per
+     * token); writes G, W, U (fp32 [vh, T, dk|dv]) and P (fp32 [vh, chunks, C, C]).
+     * hcsp_gdn_chunk_state per (value head, 16 state columns), the state in shared memory, the
+     * chunks in order: delta = U - W S, o = Q S + P delta, the update: 6 dk dv + C dv fp32 per
+     * token. Chain: T / C steps of 3 dk dependent FMAs and one memory round trip.
      */
     fast: (n, ctx) => {
       const [rows] = shapeOf(ctx, n.inputs[0]);
@@ -93,8 +94,8 @@ export const HCSP_KERNELS: { readonly [N in OpName]?: Partial<Record<KernelsMode
         source: 'native/src/gpu/kernels/gdn_chunked.cu',
         launches: 2,
         threads: Math.max(vh * chunks * 64, (vh * dv * 256) / 16),
-        vectorFlops: rows * vh * (6 * dk * dv + 2 * C * dk + C * (dk + dv) + C * dv) + rows * num(n, 'keyHeads') * dk * 2 * 3,
-        fp64Flops: 0,
+        vectorFlops: rows * vh * (6 * dk * dv + C * dv) + rows * num(n, 'keyHeads') * dk * 2 * 3,
+        fp64Flops: rows * vh * (2 * C * dk + C * (dk + dv)),
         bytes: io.actBytes + io.weightBytes + 2 * scratch,
         chain: chunks,
         stepOps: 3 * dk,
