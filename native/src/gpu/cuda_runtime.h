@@ -21,15 +21,7 @@ void* openCudaLibrary(std::string* name, std::string* tried);
 std::shared_ptr<GpuRuntime> openCudaRuntime(const OpenOptions& options);
 
 /** The CUDA driver's entry points as VendorRuntime calls them (vendor_runtime.h lists the members). */
-struct CudaAbi {
-  using Api = cuda::CudaApi;
-  using Error = cuda::CUresult;
-  using Device = cuda::CUdevice;
-  using Context = cuda::CUcontext;
-  using Stream = cuda::CUstream;
-  using Module = cuda::CUmodule;
-  using Function = cuda::CUfunction;
-
+struct CudaAbi : AbiTypes<cuda::CudaApi, cuda::CUresult, cuda::CUdevice, cuda::CUcontext, cuda::CUstream, cuda::CUmodule, cuda::CUfunction> {
   static constexpr const char* kKind = "cuda";
   static constexpr const char* kLabel = "CUDA";
   static constexpr const char* kCodeExt = "cubin";
@@ -39,26 +31,12 @@ struct CudaAbi {
   static constexpr const char* kCopyInWhat = "";
   static constexpr const char* kCopyOutWhat = "";
 
-  struct Names {
-    static constexpr const char* init = "cuInit";
-    static constexpr const char* count = "cuDeviceGetCount";
-    static constexpr const char* device = "cuDeviceGet";
-    static constexpr const char* retain = "cuDevicePrimaryCtxRetain";
-    static constexpr const char* setCurrent = "cuCtxSetCurrent";
-    static constexpr const char* malloc = "cuMemAlloc_v2";
-    static constexpr const char* free = "cuMemFree_v2";
-    static constexpr const char* copyIn = "cuMemcpyHtoD_v2";
-    static constexpr const char* copyOut = "cuMemcpyDtoH_v2";
-    static constexpr const char* fill = "cuMemsetD8_v2";
-    static constexpr const char* memInfo = "cuMemGetInfo_v2";
-    static constexpr const char* streamCreate = "cuStreamCreate";
-    static constexpr const char* streamSync = "cuStreamSynchronize";
-    static constexpr const char* moduleLoad = "cuModuleLoadData";
-    static constexpr const char* getFunction = "cuModuleGetFunction";
-    static constexpr const char* launch = "cuLaunchKernel";
-    static constexpr const char* hostAlloc = "cuMemHostAlloc";
-    static constexpr const char* copyInAsync = "cuMemcpyHtoDAsync_v2";
-  };
+  // in CallNames' order: init, count, device, retain, setCurrent, malloc, free, copyIn, copyOut, fill, memInfo, streamCreate,
+  // streamSync, moduleLoad, getFunction, launch, hostAlloc, copyInAsync
+  static constexpr CallNames kNames{"cuInit",          "cuDeviceGetCount", "cuDeviceGet",         "cuDevicePrimaryCtxRetain", "cuCtxSetCurrent",
+                                    "cuMemAlloc_v2",   "cuMemFree_v2",     "cuMemcpyHtoD_v2",     "cuMemcpyDtoH_v2",          "cuMemsetD8_v2",
+                                    "cuMemGetInfo_v2", "cuStreamCreate",   "cuStreamSynchronize", "cuModuleLoadData",         "cuModuleGetFunction",
+                                    "cuLaunchKernel",  "cuMemHostAlloc",   "cuMemcpyHtoDAsync_v2"};
 
   /** a device pointer as the driver API types it */
   static cuda::CUdeviceptr dptr(const void* p) { return static_cast<cuda::CUdeviceptr>(reinterpret_cast<uintptr_t>(p)); }

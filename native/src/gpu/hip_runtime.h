@@ -19,15 +19,7 @@ void* openHipLibrary(std::string* name, std::string* tried);
 std::shared_ptr<GpuRuntime> openHipRuntime(const OpenOptions& options);
 
 /** The HIP runtime's entry points as VendorRuntime calls them (vendor_runtime.h lists the members). */
-struct HipAbi {
-  using Api = hip::HipApi;
-  using Error = hip::hipError_t;
-  using Device = int;
-  using Context = void*;  // none: HIP's current device is per thread
-  using Stream = hip::hipStream_t;
-  using Module = hip::hipModule_t;
-  using Function = hip::hipFunction_t;
-
+struct HipAbi : AbiTypes<hip::HipApi, hip::hipError_t, int, void*, hip::hipStream_t, hip::hipModule_t, hip::hipFunction_t> {
   static constexpr const char* kKind = "hip";
   static constexpr const char* kLabel = "HIP";
   static constexpr const char* kCodeExt = "hsaco";
@@ -37,26 +29,27 @@ struct HipAbi {
   static constexpr const char* kCopyInWhat = "host to device, ";
   static constexpr const char* kCopyOutWhat = "device to host, ";
 
-  struct Names {
-    static constexpr const char* init = "";
-    static constexpr const char* count = "hipGetDeviceCount";
-    static constexpr const char* device = "";
-    static constexpr const char* retain = "";
-    static constexpr const char* setCurrent = "hipSetDevice";
-    static constexpr const char* malloc = "hipMalloc";
-    static constexpr const char* free = "hipFree";
-    static constexpr const char* copyIn = "hipMemcpy";
-    static constexpr const char* copyOut = "hipMemcpy";
-    static constexpr const char* fill = "hipMemset";
-    static constexpr const char* memInfo = "hipMemGetInfo";
-    static constexpr const char* streamCreate = "hipStreamCreate";
-    static constexpr const char* streamSync = "hipStreamSynchronize";
-    static constexpr const char* moduleLoad = "hipModuleLoadData";
-    static constexpr const char* getFunction = "hipModuleGetFunction";
-    static constexpr const char* launch = "hipModuleLaunchKernel";
-    static constexpr const char* hostAlloc = "hipHostMalloc";
-    static constexpr const char* copyInAsync = "hipMemcpyAsync";
-  };
+  // no context (Context is void*, always null): HIP's current device is per thread
+  // in CallNames' order: init, count, device, retain, setCurrent, malloc, free, copyIn, copyOut, fill, memInfo, streamCreate,
+  // streamSync, moduleLoad, getFunction, launch, hostAlloc, copyInAsync
+  static constexpr CallNames kNames{"",
+                                    "hipGetDeviceCount",
+                                    "",
+                                    "",
+                                    "hipSetDevice",
+                                    "hipMalloc",
+                                    "hipFree",
+                                    "hipMemcpy",
+                                    "hipMemcpy",
+                                    "hipMemset",
+                                    "hipMemGetInfo",
+                                    "hipStreamCreate",
+                                    "hipStreamSynchronize",
+                                    "hipModuleLoadData",
+                                    "hipModuleGetFunction",
+                                    "hipModuleLaunchKernel",
+                                    "hipHostMalloc",
+                                    "hipMemcpyAsync"};
 
   static Error init(const Api&) { return kSuccess; }
   static Error count(const Api& a, int* n) { return a.hipGetDeviceCount(n); }

@@ -36,23 +36,23 @@ void VendorRuntime<Abi>::raise(const char* call, Error err, const std::string& c
 template <class Abi>
 VendorRuntime<Abi>::VendorRuntime(void* library, std::string libraryName, const Api& api, const OpenOptions& options)
     : library_(library), libraryName_(std::move(libraryName)), api_(api), ordinal_(options.device), id_(nextRuntimeId++) {
-  using N = typename Abi::Names;
-  if (Error e = Abi::init(api_)) raise(N::init, e);
+  constexpr const CallNames& N = Abi::kNames;
+  if (Error e = Abi::init(api_)) raise(N.init, e);
   int count = 0;
-  if (Error e = Abi::count(api_, &count)) raise(N::count, e);
+  if (Error e = Abi::count(api_, &count)) raise(N.count, e);
   if (options.device < 0 || options.device >= count) {
     fail(ErrorKind::Attr, std::string(Abi::kKind) + " device " + std::to_string(options.device) + " does not exist: " + libraryName_ + " sees " +
                               std::to_string(count) + " GPU" + (count == 1 ? "" : "s"));
   }
-  if (Error e = Abi::device(api_, options.device, &device_)) raise(N::device, e);
-  if (Error e = Abi::retain(api_, device_, &context_)) raise(N::retain, e);
+  if (Error e = Abi::device(api_, options.device, &device_)) raise(N.device, e);
+  if (Error e = Abi::retain(api_, device_, &context_)) raise(N.retain, e);
   try {
     makeCurrent();
     DeviceIdentity identity = Abi::identify(*this);
     arch_ = std::move(identity.arch);
     units_ = identity.units > 0 ? identity.units : 1;
     describe_ = std::move(identity.describe);
-    if (Error e = Abi::streamCreate(api_, &stream_)) raise(N::streamCreate, e);
+    if (Error e = Abi::streamCreate(api_, &stream_)) raise(N.streamCreate, e);
     loadCodeObjects(options.codeObjects);
   } catch (...) {
     releaseDevice();
@@ -91,7 +91,7 @@ void VendorRuntime<Abi>::loadCodeObjects(const std::string& root) {
     CodeObject o{std::move(image.file), std::move(image.image), nullptr};
     // the image stays alive with the module (the loader may keep referring to it)
     if (Error e = Abi::moduleLoad(api_, &o.module, o.image.data()))
-      raise(Abi::Names::moduleLoad, e, "for " + (std::filesystem::path(root) / arch_ / o.file).string());
+      raise(Abi::kNames.moduleLoad, e, "for " + (std::filesystem::path(root) / arch_ / o.file).string());
     objects_.push_back(std::move(o));
   }
 }
@@ -99,7 +99,7 @@ void VendorRuntime<Abi>::loadCodeObjects(const std::string& root) {
 template <class Abi>
 void VendorRuntime<Abi>::makeCurrent() {
   if (tlsCurrent == id_) return;
-  if (Error e = Abi::setCurrent(api_, device_, context_)) raise(Abi::Names::setCurrent, e, "(device " + std::to_string(ordinal_) + ")");
+  if (Error e = Abi::setCurrent(api_, device_, context_)) raise(Abi::kNames.setCurrent, e, "(device " + std::to_string(ordinal_) + ")");
   tlsCurrent = id_;
 }
 
@@ -110,7 +110,7 @@ typename Abi::Function VendorRuntime<Abi>::function(const char* name) {
       typename Abi::Function f = nullptr;
       Error e = Abi::getFunction(api_, &f, o.module, name);
       if (e == Abi::kSuccess && f) return f;
-      if (e != Abi::kSuccess && e != Abi::kNotFound) raise(Abi::Names::getFunction, e, std::string("for kernel ") + name + " in " + o.file);
+      if (e != Abi::kSuccess && e != Abi::kNotFound) raise(Abi::kNames.getFunction, e, std::string("for kernel ") + name + " in " + o.file);
     }
     return nullptr;
   }));
@@ -133,13 +133,13 @@ void VendorRuntime<Abi>::launchGrid(const char* name, int64_t blocks, unsigned b
   makeCurrent();
   typename Abi::Function f = function(name);
   if (Error e = Abi::launch(api_, f, static_cast<unsigned>(blocks), blockThreads, stream_, args))
-    raise(Abi::Names::launch, e, std::string("for kernel ") + name);
+    raise(Abi::kNames.launch, e, std::string("for kernel ") + name);
 }
 
 template <class Abi>
 void VendorRuntime<Abi>::rawSynchronize() {
   makeCurrent();
-  if (Error e = Abi::streamSync(api_, stream_)) raise(Abi::Names::streamSync, e);
+  if (Error e = Abi::streamSync(api_, stream_)) raise(Abi::kNames.streamSync, e);
   raiseReleaseError();
 }
 
@@ -147,7 +147,7 @@ template <class Abi>
 DeviceMemoryInfo VendorRuntime<Abi>::memoryInfo() {
   makeCurrent();
   size_t freeBytes = 0, totalBytes = 0;
-  if (Error e = Abi::memInfo(api_, &freeBytes, &totalBytes)) raise(Abi::Names::memInfo, e, "(device " + std::to_string(ordinal_) + ")");
+  if (Error e = Abi::memInfo(api_, &freeBytes, &totalBytes)) raise(Abi::kNames.memInfo, e, "(device " + std::to_string(ordinal_) + ")");
   return {freeBytes, totalBytes};
 }
 
@@ -156,7 +156,7 @@ void VendorRuntime<Abi>::rawCopyIn(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   makeCurrent();
   // the synchronous copy runs on the null stream, which waits for this (blocking) stream's work first
-  if (Error e = Abi::copyIn(api_, dst, src, bytes)) raise(Abi::Names::copyIn, e, "(" + std::string(Abi::kCopyInWhat) + std::to_string(bytes) + " bytes)");
+  if (Error e = Abi::copyIn(api_, dst, src, bytes)) raise(Abi::kNames.copyIn, e, "(" + std::string(Abi::kCopyInWhat) + std::to_string(bytes) + " bytes)");
 }
 
 template <class Abi>
@@ -164,28 +164,28 @@ void VendorRuntime<Abi>::rawCopyOut(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   makeCurrent();
   // the kernels' errors surface here, named as the stream's, before the copy reads their output
-  if (Error e = Abi::streamSync(api_, stream_)) raise(Abi::Names::streamSync, e);
-  if (Error e = Abi::copyOut(api_, dst, src, bytes)) raise(Abi::Names::copyOut, e, "(" + std::string(Abi::kCopyOutWhat) + std::to_string(bytes) + " bytes)");
+  if (Error e = Abi::streamSync(api_, stream_)) raise(Abi::kNames.streamSync, e);
+  if (Error e = Abi::copyOut(api_, dst, src, bytes)) raise(Abi::kNames.copyOut, e, "(" + std::string(Abi::kCopyOutWhat) + std::to_string(bytes) + " bytes)");
 }
 
 template <class Abi>
 void VendorRuntime<Abi>::rawFill(void* dst, uint8_t byte, size_t bytes) {
   if (bytes == 0) return;
   makeCurrent();
-  if (Error e = Abi::fill(api_, dst, byte, bytes)) raise(Abi::Names::fill, e, "(" + std::to_string(bytes) + " bytes)");
+  if (Error e = Abi::fill(api_, dst, byte, bytes)) raise(Abi::kNames.fill, e, "(" + std::to_string(bytes) + " bytes)");
 }
 
 template <class Abi>
 void* VendorRuntime<Abi>::rawAllocate(size_t bytes) {
-  using N = typename Abi::Names;
+  constexpr const CallNames& N = Abi::kNames;
   makeCurrent();
   void* p = nullptr;
   Error e = Abi::malloc(api_, &p, bytes);
   if (e == Abi::kOutOfMemory) {
-    fail(ErrorKind::OutOfMemory, name() + " device out of memory: " + N::malloc + " of " + std::to_string(bytes) + " bytes failed: " + errorText(e));
+    fail(ErrorKind::OutOfMemory, name() + " device out of memory: " + N.malloc + " of " + std::to_string(bytes) + " bytes failed: " + errorText(e));
   }
-  if (e != Abi::kSuccess) raise(N::malloc, e, "(" + std::to_string(bytes) + " bytes)");
-  if (!p) fail(ErrorKind::Runtime, std::string(N::malloc) + " of " + std::to_string(bytes) + " bytes returned no memory");
+  if (e != Abi::kSuccess) raise(N.malloc, e, "(" + std::to_string(bytes) + " bytes)");
+  if (!p) fail(ErrorKind::Runtime, std::string(N.malloc) + " of " + std::to_string(bytes) + " bytes returned no memory");
   return p;
 }
 
@@ -200,7 +200,7 @@ void VendorRuntime<Abi>::rawRelease(void* p) {
     return;
   }
   // a free's error (raised by release, which must not throw) is kept for the next synchronize
-  if (e != Abi::kSuccess) keepReleaseError(std::string(Abi::Names::free) + " failed: " + errorText(e));
+  if (e != Abi::kSuccess) keepReleaseError(std::string(Abi::kNames.free) + " failed: " + errorText(e));
 }
 
 template class VendorRuntime<HipAbi>;

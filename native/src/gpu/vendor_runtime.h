@@ -9,16 +9,15 @@
 // (code N)"), naming the kernel for launches; the allocator's out-of-memory is ErrorKind::OutOfMemory.
 //
 // An ABI table is a struct of static members:
-//   types   Api (the loaded entry points), Error, Device, Context, Stream, Module, Function
+//   types   AbiTypes: Api (the loaded entry points), Error, Device, Context, Stream, Module, Function
 //   values  kKind ("hip"), kLabel ("HIP"), kCodeExt ("hsaco"), kSuccess, kOutOfMemory, kNotFound,
 //           kCopyInWhat / kCopyOutWhat (how a copy's message names its direction)
-//   names   N::init, N::count, N::setCurrent, N::malloc, N::free, N::copyIn, N::copyOut, N::fill,
-//           N::memInfo, N::streamCreate, N::streamSync, N::moduleLoad, N::getFunction, N::launch
+//   names   kNames (CallNames): each call's name
 //   calls   each returns the vendor's Error: init, count, device, retain, release, setCurrent,
 //           malloc, free, copyIn, copyOut, fill, memInfo, streamCreate, streamDestroy,
 //           streamSync, moduleLoad, moduleUnload, getFunction, launch; errorString (null if none)
 //   identify(runtime): reads the current device's architecture, units and description
-//   pinned  hasPinned, hostAlloc, hostFree, copyInAsync (N::hostAlloc, N::copyInAsync): the weight
+//   pinned  hasPinned, hostAlloc, hostFree, copyInAsync : the weight
 //           loader's staging (loader/staging.cc), optional entry points
 #pragma once
 #include <atomic>
@@ -37,6 +36,24 @@ struct DeviceIdentity {
   std::string arch;
   int units = 1;
   std::string describe;
+};
+
+/** an ABI table's types (the table derives from this) */
+template <class ApiT, class ErrorT, class DeviceT, class ContextT, class StreamT, class ModuleT, class FunctionT>
+struct AbiTypes {
+  using Api = ApiT;
+  using Error = ErrorT;
+  using Device = DeviceT;
+  using Context = ContextT;
+  using Stream = StreamT;
+  using Module = ModuleT;
+  using Function = FunctionT;
+};
+
+/** the vendor calls as messages name them ("" for a step the vendor has no call for) */
+struct CallNames {
+  const char *init, *count, *device, *retain, *setCurrent, *malloc, *free, *copyIn, *copyOut, *fill, *memInfo, *streamCreate, *streamSync, *moduleLoad,
+      *getFunction, *launch, *hostAlloc, *copyInAsync;
 };
 
 /** A vendor library's entry points by name: a missing required one fails as Unsupported, naming it. */

@@ -44,11 +44,11 @@ class PinnedLane : public Lane {
       for (auto*& b : buffers_) {
         void* p = nullptr;
         if (auto e = Abi::hostAlloc(rt_.api(), &p, bytes)) {
-          rt_.raise(Abi::Names::hostAlloc, e, "(a weight loader staging buffer of " + std::to_string(bytes) + " bytes)");
+          rt_.raise(Abi::kNames.hostAlloc, e, "(a weight loader staging buffer of " + std::to_string(bytes) + " bytes)");
         }
         b = static_cast<uint8_t*>(p);
       }
-      if (auto e = Abi::streamCreate(rt_.api(), &stream_)) rt_.raise(Abi::Names::streamCreate, e, "(the weight loader's copy stream)");
+      if (auto e = Abi::streamCreate(rt_.api(), &stream_)) rt_.raise(Abi::kNames.streamCreate, e, "(the weight loader's copy stream)");
     } catch (...) {
       release();
       throw;
@@ -60,13 +60,13 @@ class PinnedLane : public Lane {
     rt_.makeCurrent();
     finish();
     if (auto e = Abi::copyInAsync(rt_.api(), dst, buffers_[i], bytes, stream_)) {
-      rt_.raise(Abi::Names::copyInAsync, e, "(" + std::string(Abi::kCopyInWhat) + std::to_string(bytes) + " bytes)");
+      rt_.raise(Abi::kNames.copyInAsync, e, "(" + std::string(Abi::kCopyInWhat) + std::to_string(bytes) + " bytes)");
     }
     rt_.countCopyIn(bytes);
   }
   void finish() override {
     rt_.makeCurrent();
-    if (auto e = Abi::streamSync(rt_.api(), stream_)) rt_.raise(Abi::Names::streamSync, e, "(the weight loader's copy stream)");
+    if (auto e = Abi::streamSync(rt_.api(), stream_)) rt_.raise(Abi::kNames.streamSync, e, "(the weight loader's copy stream)");
   }
 
  private:
