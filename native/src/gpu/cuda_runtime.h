@@ -21,7 +21,15 @@ void* openCudaLibrary(std::string* name, std::string* tried);
 std::shared_ptr<GpuRuntime> openCudaRuntime(const OpenOptions& options);
 
 /** The CUDA driver's entry points as VendorRuntime calls them (vendor_runtime.h lists the members). */
-struct CudaAbi : AbiTypes<cuda::CudaApi, cuda::CUresult, cuda::CUdevice, cuda::CUcontext, cuda::CUstream, cuda::CUmodule, cuda::CUfunction> {
+struct CudaAbi {
+  using Api = cuda::CudaApi;
+  using Error = cuda::CUresult;
+  using Device = cuda::CUdevice;
+  using Context = cuda::CUcontext;
+  using Stream = cuda::CUstream;
+  using Module = cuda::CUmodule;
+  using Function = cuda::CUfunction;
+
   static constexpr const char* kKind = "cuda";
   static constexpr const char* kLabel = "CUDA";
   static constexpr const char* kCodeExt = "cubin";

@@ -19,7 +19,15 @@ void* openHipLibrary(std::string* name, std::string* tried);
 std::shared_ptr<GpuRuntime> openHipRuntime(const OpenOptions& options);
 
 /** The HIP runtime's entry points as VendorRuntime calls them (vendor_runtime.h lists the members). */
-struct HipAbi : AbiTypes<hip::HipApi, hip::hipError_t, int, void*, hip::hipStream_t, hip::hipModule_t, hip::hipFunction_t> {
+struct HipAbi {
+  using Api = hip::HipApi;
+  using Error = hip::hipError_t;
+  using Device = int;
+  using Context = void*;  // none (always null): HIP's current device is per thread
+  using Stream = hip::hipStream_t;
+  using Module = hip::hipModule_t;
+  using Function = hip::hipFunction_t;
+
   static constexpr const char* kKind = "hip";
   static constexpr const char* kLabel = "HIP";
   static constexpr const char* kCodeExt = "hsaco";
@@ -29,7 +37,6 @@ struct HipAbi : AbiTypes<hip::HipApi, hip::hipError_t, int, void*, hip::hipStrea
   static constexpr const char* kCopyInWhat = "host to device, ";
   static constexpr const char* kCopyOutWhat = "device to host, ";
 
-  // no context (Context is void*, always null): HIP's current device is per thread
   // in CallNames' order: init, count, device, retain, setCurrent, malloc, free, copyIn, copyOut, fill, memInfo, streamCreate,
   // streamSync, moduleLoad, getFunction, launch, hostAlloc, copyInAsync
   static constexpr CallNames kNames{"",

@@ -9,7 +9,7 @@
 // (code N)"), naming the kernel for launches; the allocator's out-of-memory is ErrorKind::OutOfMemory.
 //
 // An ABI table is a struct of static members:
-//   types   AbiTypes: Api (the loaded entry points), Error, Device, Context, Stream, Module, Function
+//   types   Api (the loaded entry points), Error, Device, Context, Stream, Module, Function
 //   values  kKind ("hip"), kLabel ("HIP"), kCodeExt ("hsaco"), kSuccess, kOutOfMemory, kNotFound,
 //           kCopyInWhat / kCopyOutWhat (how a copy's message names its direction)
 //   names   kNames (CallNames): each call's name
@@ -36,18 +36,6 @@ struct DeviceIdentity {
   std::string arch;
   int units = 1;
   std::string describe;
-};
-
-/** an ABI table's types (the table derives from this) */
-template <class ApiT, class ErrorT, class DeviceT, class ContextT, class StreamT, class ModuleT, class FunctionT>
-struct AbiTypes {
-  using Api = ApiT;
-  using Error = ErrorT;
-  using Device = DeviceT;
-  using Context = ContextT;
-  using Stream = StreamT;
-  using Module = ModuleT;
-  using Function = FunctionT;
 };
 
 /** the vendor calls as messages name them ("" for a step the vendor has no call for) */
