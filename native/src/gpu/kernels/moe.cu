@@ -13,6 +13,7 @@
 #include "../../numerics/bf16.h"
 #include "../../numerics/canonical_sum.h"
 #include "../../numerics/fp32_math.h"
+#include "routed_rows.h"
 
 using hcsp::bf16ToF32;
 using hcsp::f32ToBf16;
@@ -136,19 +137,12 @@ HCSP_GLOBAL void hcsp_moe_swiglu_rows(const uint16_t* gateUp, uint16_t* h, const
 HCSP_GLOBAL void hcsp_moe_routed_sum(const uint16_t* o, const int32_t* tokenRows, const int32_t* rowPair, const uint16_t* weights, float* routed,
                                      int64_t tokens, int64_t hidden, int64_t topK, int32_t bf16Acc) {
   HCSP_GRID_STRIDE(i, tokens * hidden) {
-    const int64_t t = i / hidden;
-    const int64_t j = i - t * hidden;
-    const int32_t* mine = tokenRows + t * topK;
-    float acc = 0.0f;
-    for (int64_t s = 0; s < topK; s++) {
-      const int64_t r = mine[s];
-      if (r < 0) break;
+    routed[i] = hcspRoutedSum(tokenRows, i, hidden, topK, [&](float acc, int64_t r, int64_t j) {
       const float w = bf16ToF32(weights[rowPair[r]]);
       acc = acc + roundBf16(bf16ToF32(o[r * hidden + j]) * w);
       // hf-eager: HF's bf16 index_add_ accumulator rounds each add
-      if (bf16Acc) acc = roundBf16(acc);
-    }
-    routed[i] = acc;
+      return bf16Acc ? roundBf16(acc) : acc;
+    });
   }
 }
 

@@ -11,6 +11,7 @@
 #include "../../numerics/bf16.h"
 #include "../../numerics/fp32_math.h"
 #include "../../numerics/fp8.h"
+#include "routed_rows.h"
 
 using hcsp::bf16ToF32;
 using hcsp::f32ToBf16;
@@ -90,31 +91,12 @@ HCSP_GLOBAL void hcsp_moe_fp8_down(const uint8_t* hq, const float* sh, const int
 
 HCSP_GLOBAL void hcsp_moe_fp8_routed_sum(const uint16_t* contrib, const int32_t* tokenRows, float* routed, int64_t tokens, int64_t hidden, int64_t topK) {
   HCSP_GRID_STRIDE(i, tokens * hidden) {
-    const int64_t t = i / hidden;
-    const int64_t j = i - t * hidden;
-    const int32_t* mine = tokenRows + t * topK;
-    float acc = 0.0f;
-    for (int64_t s = 0; s < topK; s++) {
-      const int64_t r = mine[s];
-      if (r < 0) break;
-      acc = acc + bf16ToF32(contrib[r * hidden + j]);
-    }
-    routed[i] = acc;
+    routed[i] = hcspRoutedSum(tokenRows, i, hidden, topK, [&](float acc, int64_t r, int64_t j) { return acc + bf16ToF32(contrib[r * hidden + j]); });
   }
 }
 
 HCSP_GLOBAL void hcsp_moe_fp8_tiles(const int32_t* first, int32_t* tileExpert, int32_t* tileRow, int32_t* tileCount, int64_t numLocal) {
-  HCSP_GRID_STRIDE(once, 1) {
-    int32_t n = 0;
-    for (int64_t e = 0; e < numLocal; e++) {
-      for (int32_t r = first[e]; r < first[e + 1]; r += HCSP_MOE_FP8_TILE_M) {
-        tileExpert[n] = static_cast<int32_t>(e);
-        tileRow[n] = r;
-        n++;
-      }
-    }
-    *tileCount = n;
-  }
+  hcspExpertTiles(first, tileExpert, tileRow, tileCount, numLocal, HCSP_MOE_FP8_TILE_M);
 }
 
 namespace {

@@ -10,6 +10,7 @@
 #include "../../numerics/bf16.h"
 #include "../../numerics/fp32_math.h"
 #include "bf16_run.h"
+#include "routed_rows.h"
 
 using hcsp::bf16ToF32;
 using hcsp::f32ToBf16;
@@ -190,17 +191,7 @@ HCSP_DEVICE void downTiles(const uint16_t* h, const int32_t* first, const int32_
 }  // namespace
 
 HCSP_GLOBAL void hcsp_moe_grouped_tiles(const int32_t* first, int32_t* tileExpert, int32_t* tileRow, int32_t* tileCount, int64_t numLocal) {
-  HCSP_GRID_STRIDE(i, 1) {
-    int32_t n = 0;
-    for (int64_t e = 0; e < numLocal; e++) {
-      for (int32_t r = first[e]; r < first[e + 1]; r += HCSP_MOE_TILE_M) {
-        tileExpert[n] = static_cast<int32_t>(e);
-        tileRow[n] = r;
-        n++;
-      }
-    }
-    *tileCount = n;
-  }
+  hcspExpertTiles(first, tileExpert, tileRow, tileCount, numLocal, HCSP_MOE_TILE_M);
 }
 
 HCSP_GLOBAL void hcsp_moe_grouped_gate_up(const uint16_t* x, const int32_t* rowToken, const int32_t* first, const int32_t* tileExpert, const int32_t* tileRow,
