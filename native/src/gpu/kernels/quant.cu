@@ -98,14 +98,18 @@ HCSP_DEVICE void quantizeLane(const uint16_t* xr, uint8_t* qr, int lane, int64_t
   });
 }
 
-}  // namespace
-
-HCSP_GLOBAL void hcsp_quant_rows_fp8(const uint16_t* x, float* scale, uint8_t* q, int64_t rows, int64_t cols, int32_t fnuz, int32_t reciprocal) {
-  HCSP_SHARED(AmaxPart, exchange, HCSP_CANONICAL_MAX_ROWS * HCSP_CANONICAL_EXCHANGE);
+/**
+ * Rows [0, rows) of cols bf16 values quantized per row, one row per row group (every thread of
+ * the block calls it: the butterfly's barriers): chunkAt(t, base, count, whole) is row t's chunk
+ * of x (a kernel that computes x's values writes them there first), whose amax scales the row;
+ * then x's row t into q with that scale. vec: the chunks may be loaded and stored at once.
+ */
+template <class ChunkAt>
+HCSP_DEVICE void quantizeRows(const uint16_t* x, uint8_t* q, float* scale, int64_t rows, int64_t cols, int32_t fnuz, int32_t reciprocal, bool vec,
+                              AmaxPart* exchange, const ChunkAt& chunkAt) {
   const int lane = hcspCanonicalLane();
   const int group = hcspCanonicalRowGroup();
   const int64_t rowsPerBlock = HCSP_BLOCK_THREADS() / HCSP_CANONICAL_LANES;
-  const bool vec = cols % HCSP_CANONICAL_CHUNK == 0 && hcspAligned16(x) && hcspAligned16(q);
   // the loop's bounds are the block's, so every thread reaches every barrier
   for (int64_t first = HCSP_BLOCK_ID() * rowsPerBlock; first < rows; first += HCSP_BLOCK_COUNT() * rowsPerBlock) {
     const int64_t t = first + group;
@@ -113,7 +117,7 @@ HCSP_GLOBAL void hcsp_quant_rows_fp8(const uint16_t* x, float* scale, uint8_t* q
     AmaxPart part = {0.0f, NO_NAN};
     if (mine) {
       part = hcspCanonicalLaneChunks(lane, cols, part, [&](AmaxPart acc, int64_t base, int count) {
-        const HcspBf16Chunk c = hcspLoadChunk(x + t * cols + base, count, vec && count == HCSP_CANONICAL_CHUNK);
+        const HcspBf16Chunk c = chunkAt(t, base, count, vec && count == HCSP_CANONICAL_CHUNK);
         for (int k = 0; k < HCSP_CANONICAL_CHUNK; k++) {
           if (k < count) addMagnitude(acc, bf16ToF32(c.v[k]), base + k);
         }
@@ -129,38 +133,27 @@ HCSP_GLOBAL void hcsp_quant_rows_fp8(const uint16_t* x, float* scale, uint8_t* q
   }
 }
 
+}  // namespace
+
+HCSP_GLOBAL void hcsp_quant_rows_fp8(const uint16_t* x, float* scale, uint8_t* q, int64_t rows, int64_t cols, int32_t fnuz, int32_t reciprocal) {
+  HCSP_SHARED(AmaxPart, exchange, HCSP_CANONICAL_MAX_ROWS * HCSP_CANONICAL_EXCHANGE);
+  const bool vec = cols % HCSP_CANONICAL_CHUNK == 0 && hcspAligned16(x) && hcspAligned16(q);
+  quantizeRows(x, q, scale, rows, cols, fnuz, reciprocal, vec, exchange,
+               [&](int64_t t, int64_t base, int count, bool whole) { return hcspLoadChunk(x + t * cols + base, count, whole); });
+}
+
 HCSP_GLOBAL void hcsp_quant_gated_mean_fp8(const uint16_t* up, const uint16_t* normed, uint16_t* x, uint8_t* q, float* scale, int64_t rows, int64_t n,
                                            int64_t h, int32_t fnuz, int32_t reciprocal) {
   HCSP_SHARED(AmaxPart, exchange, HCSP_CANONICAL_MAX_ROWS * HCSP_CANONICAL_EXCHANGE);
-  const int lane = hcspCanonicalLane();
-  const int group = hcspCanonicalRowGroup();
-  const int64_t rowsPerBlock = HCSP_BLOCK_THREADS() / HCSP_CANONICAL_LANES;
   const bool vec = h % HCSP_CANONICAL_CHUNK == 0 && hcspAligned16(up) && hcspAligned16(normed) && hcspAligned16(x) && hcspAligned16(q);
-  for (int64_t first = HCSP_BLOCK_ID() * rowsPerBlock; first < rows; first += HCSP_BLOCK_COUNT() * rowsPerBlock) {
-    const int64_t t = first + group;
-    const bool mine = t < rows;
-    AmaxPart part = {0.0f, NO_NAN};
-    if (mine) {
-      // the gated means written as bf16, their amax taken in the same pass (over the bf16 values, as the reference)
-      part = hcspCanonicalLaneChunks(lane, h, part, [&](AmaxPart acc, int64_t base, int count) {
-        const bool whole = vec && count == HCSP_CANONICAL_CHUNK;
-        float mean[HCSP_CANONICAL_CHUNK];
-        hcspGatedMeanChunk(up, normed, t, n, h, base, count, whole, 0, mean);
-        HcspBf16Chunk c;
-        for (int k = 0; k < HCSP_CANONICAL_CHUNK; k++) c.v[k] = f32ToBf16(mean[k]);
-        hcspStoreChunk(x + t * h + base, c, count, whole);
-        for (int k = 0; k < HCSP_CANONICAL_CHUNK; k++) {
-          if (k < count) addMagnitude(acc, bf16ToF32(c.v[k]), base + k);
-        }
-        return acc;
-      });
-    }
-    const float amax = rowAmax(part, lane, exchange + group * HCSP_CANONICAL_EXCHANGE);
-    if (mine) {
-      const float s = fnuz ? scaleOf<true>(amax, reciprocal) : scaleOf<false>(amax, reciprocal);
-      if (lane == 0) scale[t] = s;
-      // the lane's own bf16 values, just written by this thread
-      quantizeLane(x + t * h, q + t * h, lane, h, s, fnuz, reciprocal, vec);
-    }
-  }
+  // the gated means written as bf16, their amax taken in the same pass (over the bf16 values, as
+  // the reference); the quantization then reads the lane's own values, just written by this thread
+  quantizeRows(x, q, scale, rows, h, fnuz, reciprocal, vec, exchange, [&](int64_t t, int64_t base, int count, bool whole) {
+    float mean[HCSP_CANONICAL_CHUNK];
+    hcspGatedMeanChunk(up, normed, t, n, h, base, count, whole, 0, mean);
+    HcspBf16Chunk c;
+    for (int k = 0; k < HCSP_CANONICAL_CHUNK; k++) c.v[k] = f32ToBf16(mean[k]);
+    hcspStoreChunk(x + t * h + base, c, count, whole);
+    return c;
+  });
 }
