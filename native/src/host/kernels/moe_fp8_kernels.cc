@@ -12,6 +12,7 @@
 #include "../../numerics/fp32_math.h"
 #include "../fp8_format.h"
 #include "kernel_args.h"
+#include "moe_pairs.h"
 #include "../../ops/moe_fp8_checks.h"
 
 namespace hcsp {
@@ -74,15 +75,9 @@ Outputs moeExpertsFp8Ptpc(const Inputs& in, const KernelContext& ctx) {
   float* acc = routed->data<float>();
   const int32_t* idd = a.ids.data<int32_t>();
   const uint16_t* wd = a.weights.bf16();
-  std::vector<std::vector<int64_t>> pairs(static_cast<size_t>(numLocal));
-  int64_t most = 0;
-  for (int64_t t = 0; t < T; t++) {
-    for (int64_t k = 0; k < topK; k++) {
-      const int64_t local = static_cast<int64_t>(idd[t * topK + k]) - firstExpert;
-      if (local >= 0 && local < numLocal) pairs[local].push_back(t * topK + k);
-    }
-  }
-  for (const auto& m : pairs) most = std::max<int64_t>(most, static_cast<int64_t>(m.size()));
+  const ExpertPairs work = expertPairs(idd, T, topK, firstExpert, numLocal);
+  const std::vector<std::vector<int64_t>>& pairs = work.pairs;
+  const int64_t most = work.most;
   if (most == 0) return {routed};
   const std::vector<float> lut = decodeTable(a.format);
   const float* L = lut.data();
