@@ -14,6 +14,7 @@
 #include "../gpu_op_registry.h"
 #include "../kernels/moe.h"
 #include "../kernels/moe_fp8.h"
+#include "moe_layout.h"
 
 namespace hcsp::gpu {
 namespace {
@@ -25,21 +26,9 @@ Outputs moeExpertsFp8Ptpc(const Inputs& in, const GpuContext& g) {
   const int32_t fnuz = a.format.fnuz ? 1 : 0;
   const int32_t wf = a.weightFirst ? 1 : 0;
   const int32_t divide = a.style == ops::QuantStyle::Divide ? 1 : 0;
-  const int64_t maxRows = T * topK;
-  if (maxRows > INT32_MAX)
-    fail(ErrorKind::Shape, "moeExpertsFp8Ptpc: " + std::to_string(maxRows) + " routing pairs (T x topK) exceed the GPU layout's int32 rows");
+  const MoeRowLayout l = moeRowLayout(g, "moeExpertsFp8Ptpc", a.ids.data<int32_t>(), T, topK, firstExpert, numLocal);
   TensorPtr routed = g.alloc(DType::F32, {T, H});
-  TensorPtr first = g.alloc(DType::I32, {numLocal + 1});
-  TensorPtr rowToken = g.alloc(DType::I32, {maxRows});
-  TensorPtr rowPair = g.alloc(DType::I32, {maxRows});
-  TensorPtr rowExpert = g.alloc(DType::I32, {maxRows});
-  TensorPtr pairRow = g.alloc(DType::I32, {maxRows});
-  TensorPtr tokenRows = g.alloc(DType::I32, {T, topK});
-  const int32_t* ids = a.ids.data<int32_t>();
-  const int32_t* rows = first->data<int32_t>() + numLocal;
-  HCSP_LAUNCH(g.rt, hcsp_moe_layout, numLocal + 1, ids, first->data<int32_t>(), rowToken->data<int32_t>(), rowPair->data<int32_t>(), rowExpert->data<int32_t>(),
-              pairRow->data<int32_t>(), T, topK, firstExpert, numLocal);
-  HCSP_LAUNCH(g.rt, hcsp_moe_token_rows, T, ids, pairRow->data<int32_t>(), tokenRows->data<int32_t>(), T, topK, firstExpert, numLocal);
+  const int64_t maxRows = l.maxRows;
   TensorPtr h = g.alloc(DType::BF16, {maxRows, inter});
   TensorPtr hq = g.alloc(fp8DType(a.format), {maxRows, inter});
   TensorPtr sh = g.alloc(DType::F32, {maxRows});
@@ -55,30 +44,30 @@ Outputs moeExpertsFp8Ptpc(const Inputs& in, const GpuContext& g) {
     TensorPtr tileExpert = g.alloc(DType::I32, {maxTiles});
     TensorPtr tileRow = g.alloc(DType::I32, {maxTiles});
     TensorPtr tileCount = g.alloc(DType::I32, {1});
-    HCSP_LAUNCH(g.rt, hcsp_moe_fp8_tiles, 1, first->data<int32_t>(), tileExpert->data<int32_t>(), tileRow->data<int32_t>(), tileCount->data<int32_t>(),
+    HCSP_LAUNCH(g.rt, hcsp_moe_fp8_tiles, 1, l.first->data<int32_t>(), tileExpert->data<int32_t>(), tileRow->data<int32_t>(), tileCount->data<int32_t>(),
                 numLocal);
     // sized for the most tiles; the blocks past the device's tile count find no work
     const int64_t guBlocks = std::min<int64_t>(maxTiles * ((inter + HCSP_MOE_FP8_TILE_N - 1) / HCSP_MOE_FP8_TILE_N), INT32_MAX);
     if (guBlocks > 0) {
-      HCSP_LAUNCH_BLOCKS(g.rt, hcsp_moe_fp8_gate_up_tiled, guBlocks, HCSP_MOE_FP8_BLOCK_THREADS, xq, sx, rowToken->data<int32_t>(), first->data<int32_t>(),
+      HCSP_LAUNCH_BLOCKS(g.rt, hcsp_moe_fp8_gate_up_tiled, guBlocks, HCSP_MOE_FP8_BLOCK_THREADS, xq, sx, l.rowToken->data<int32_t>(), l.first->data<int32_t>(),
                          tileExpert->data<int32_t>(), tileRow->data<int32_t>(), tileCount->data<int32_t>(), qGu, sGu, h->bf16(), H, inter, fnuz, wf);
     }
-    HCSP_LAUNCH(g.rt, hcsp_moe_fp8_quant_rows, maxRows, h->bf16(), rows, hq->data<uint8_t>(), sh->data<float>(), inter, fnuz, divide);
+    HCSP_LAUNCH(g.rt, hcsp_moe_fp8_quant_rows, maxRows, h->bf16(), l.rows, hq->data<uint8_t>(), sh->data<float>(), inter, fnuz, divide);
     const int64_t dBlocks = std::min<int64_t>(maxTiles * ((H + HCSP_MOE_FP8_TILE_N - 1) / HCSP_MOE_FP8_TILE_N), INT32_MAX);
     if (dBlocks > 0) {
-      HCSP_LAUNCH_BLOCKS(g.rt, hcsp_moe_fp8_down_tiled, dBlocks, HCSP_MOE_FP8_BLOCK_THREADS, hq->data<uint8_t>(), sh->data<float>(), rowPair->data<int32_t>(),
-                         first->data<int32_t>(), tileExpert->data<int32_t>(), tileRow->data<int32_t>(), tileCount->data<int32_t>(), qDown, sDown,
+      HCSP_LAUNCH_BLOCKS(g.rt, hcsp_moe_fp8_down_tiled, dBlocks, HCSP_MOE_FP8_BLOCK_THREADS, hq->data<uint8_t>(), sh->data<float>(), l.rowPair->data<int32_t>(),
+                         l.first->data<int32_t>(), tileExpert->data<int32_t>(), tileRow->data<int32_t>(), tileCount->data<int32_t>(), qDown, sDown,
                          a.weights.bf16(), contrib->bf16(), inter, H, fnuz, wf);
     }
   } else {
-    HCSP_LAUNCH(g.rt, hcsp_moe_fp8_gate_up, maxRows * inter, xq, sx, rowToken->data<int32_t>(), rowExpert->data<int32_t>(), rows, qGu, sGu, h->bf16(), H, inter,
-                fnuz, wf);
-    HCSP_LAUNCH(g.rt, hcsp_moe_fp8_quant_rows, maxRows, h->bf16(), rows, hq->data<uint8_t>(), sh->data<float>(), inter, fnuz, divide);
-    HCSP_LAUNCH(g.rt, hcsp_moe_fp8_down, maxRows * H, hq->data<uint8_t>(), sh->data<float>(), rowExpert->data<int32_t>(), rowPair->data<int32_t>(), rows, qDown,
-                sDown, a.weights.bf16(), contrib->bf16(), inter, H, fnuz, wf);
+    HCSP_LAUNCH(g.rt, hcsp_moe_fp8_gate_up, maxRows * inter, xq, sx, l.rowToken->data<int32_t>(), l.rowExpert->data<int32_t>(), l.rows, qGu, sGu, h->bf16(), H,
+                inter, fnuz, wf);
+    HCSP_LAUNCH(g.rt, hcsp_moe_fp8_quant_rows, maxRows, h->bf16(), l.rows, hq->data<uint8_t>(), sh->data<float>(), inter, fnuz, divide);
+    HCSP_LAUNCH(g.rt, hcsp_moe_fp8_down, maxRows * H, hq->data<uint8_t>(), sh->data<float>(), l.rowExpert->data<int32_t>(), l.rowPair->data<int32_t>(), l.rows,
+                qDown, sDown, a.weights.bf16(), contrib->bf16(), inter, H, fnuz, wf);
   }
   // every output written: a token no local expert serves sums nothing (0)
-  HCSP_LAUNCH(g.rt, hcsp_moe_fp8_routed_sum, T * H, contrib->bf16(), tokenRows->data<int32_t>(), routed->data<float>(), T, H, topK);
+  HCSP_LAUNCH(g.rt, hcsp_moe_fp8_routed_sum, T * H, contrib->bf16(), l.tokenRows->data<int32_t>(), routed->data<float>(), T, H, topK);
   return {routed};
 }
 

@@ -23,6 +23,7 @@
 #include "../kernels/gemm.h"
 #include "../kernels/moe.h"
 #include "../kernels/moe_grouped.h"
+#include "moe_layout.h"
 
 namespace hcsp::gpu {
 namespace {
@@ -50,26 +51,13 @@ Outputs moeExperts(const Inputs& in, const GpuContext& g) {
   const ops::MoeExpertsArgs a = ops::checkMoeExperts(in, g.attrs);
   const int64_t T = a.T, H = a.H, topK = a.topK, firstExpert = a.firstExpert, inter = a.inter;
   const int64_t numLocal = std::max<int64_t>(0, a.numLocal);
-  // the most routed rows a rank can own: every pair (t, k) (row numbers are int32 on the device)
-  const int64_t maxRows = T * topK;
-  if (maxRows > INT32_MAX) fail(ErrorKind::Shape, "moeExperts: " + std::to_string(maxRows) + " routing pairs (T x topK) exceed the GPU layout's int32 rows");
+  const MoeRowLayout l = moeRowLayout(g, "moeExperts", a.ids.data<int32_t>(), T, topK, firstExpert, numLocal);
   TensorPtr routed = g.alloc(DType::F32, {T, H});
-  // the layout on the device: first[numLocal] is the row count every kernel after it reads
-  TensorPtr first = g.alloc(DType::I32, {numLocal + 1});
-  TensorPtr rowToken = g.alloc(DType::I32, {maxRows});
-  TensorPtr rowPair = g.alloc(DType::I32, {maxRows});
-  TensorPtr rowExpert = g.alloc(DType::I32, {maxRows});
-  TensorPtr pairRow = g.alloc(DType::I32, {maxRows});
-  TensorPtr tokenRows = g.alloc(DType::I32, {T, topK});
-  const int32_t* ids = a.ids.data<int32_t>();
-  const int32_t* rows = first->data<int32_t>() + numLocal;
-  HCSP_LAUNCH(g.rt, hcsp_moe_layout, numLocal + 1, ids, first->data<int32_t>(), rowToken->data<int32_t>(), rowPair->data<int32_t>(), rowExpert->data<int32_t>(),
-              pairRow->data<int32_t>(), T, topK, firstExpert, numLocal);
-  HCSP_LAUNCH(g.rt, hcsp_moe_token_rows, T, ids, pairRow->data<int32_t>(), tokenRows->data<int32_t>(), T, topK, firstExpert, numLocal);
+  const int64_t maxRows = l.maxRows;
   // every output written: a token no local expert serves sums nothing (0)
   const auto routedSum = [&](const TensorPtr& o) {
-    HCSP_LAUNCH(g.rt, hcsp_moe_routed_sum, T * H, o->bf16(), tokenRows->data<int32_t>(), rowPair->data<int32_t>(), a.weights.bf16(), routed->data<float>(), T,
-                H, topK, a.bf16Accumulate ? 1 : 0);
+    HCSP_LAUNCH(g.rt, hcsp_moe_routed_sum, T * H, o->bf16(), l.tokenRows->data<int32_t>(), l.rowPair->data<int32_t>(), a.weights.bf16(), routed->data<float>(),
+                T, H, topK, a.bf16Accumulate ? 1 : 0);
   };
   if (g.fastKernels()) {
     // the fast grouped GEMMs (kernels/moe_grouped.h): expert-pure M-tiles, x gathered and the
@@ -80,7 +68,7 @@ Outputs moeExperts(const Inputs& in, const GpuContext& g) {
     TensorPtr tileCount = g.alloc(DType::I32, {1});
     TensorPtr h = g.alloc(DType::BF16, {maxRows, inter});
     TensorPtr o = g.alloc(DType::BF16, {maxRows, H});
-    moeGroupedExpertsBf16(g.rt, a.x.bf16(), rowToken->data<int32_t>(), first->data<int32_t>(), maxRows, numLocal, H, inter, a.gateUp.bf16(), a.down.bf16(),
+    moeGroupedExpertsBf16(g.rt, a.x.bf16(), l.rowToken->data<int32_t>(), l.first->data<int32_t>(), maxRows, numLocal, H, inter, a.gateUp.bf16(), a.down.bf16(),
                           tileExpert->data<int32_t>(), tileRow->data<int32_t>(), tileCount->data<int32_t>(), h->bf16(), o->bf16());
     routedSum(o);
     return {routed};
@@ -90,10 +78,10 @@ Outputs moeExperts(const Inputs& in, const GpuContext& g) {
   TensorPtr gu = g.alloc(DType::BF16, {maxRows, 2 * inter});
   TensorPtr h = g.alloc(DType::BF16, {maxRows, inter});
   TensorPtr o = g.alloc(DType::BF16, {maxRows, H});
-  HCSP_LAUNCH(g.rt, hcsp_moe_gather_rows, maxRows * H, a.x.bf16(), rowToken->data<int32_t>(), rows, xe->bf16(), H);
-  gemmGroupedLinearBf16(g, xe->bf16(), maxRows, H, a.gateUp.bf16(), 2 * inter, rowExpert->data<int32_t>(), rows, gu->bf16());
-  HCSP_LAUNCH(g.rt, hcsp_moe_swiglu_rows, maxRows * inter, gu->bf16(), h->bf16(), rows, inter);
-  gemmGroupedLinearBf16(g, h->bf16(), maxRows, inter, a.down.bf16(), H, rowExpert->data<int32_t>(), rows, o->bf16());
+  HCSP_LAUNCH(g.rt, hcsp_moe_gather_rows, maxRows * H, a.x.bf16(), l.rowToken->data<int32_t>(), l.rows, xe->bf16(), H);
+  gemmGroupedLinearBf16(g, xe->bf16(), maxRows, H, a.gateUp.bf16(), 2 * inter, l.rowExpert->data<int32_t>(), l.rows, gu->bf16());
+  HCSP_LAUNCH(g.rt, hcsp_moe_swiglu_rows, maxRows * inter, gu->bf16(), h->bf16(), l.rows, inter);
+  gemmGroupedLinearBf16(g, h->bf16(), maxRows, inter, a.down.bf16(), H, l.rowExpert->data<int32_t>(), l.rows, o->bf16());
   routedSum(o);
   return {routed};
 }
