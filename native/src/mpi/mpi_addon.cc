@@ -20,6 +20,7 @@
 #include <new>
 
 #include "mpi_collectives.h"
+#include "parent_watch.h"
 #include "stall_guard.h"
 
 namespace hcsp::mpi {
@@ -384,6 +385,22 @@ Napi::Value exitNow(const Napi::CallbackInfo& info) {
   std::_Exit(code);
 }
 
+/** endWithParent(parentPid, line): this process ends (status 1, `line` on stderr, its process group's other processes killed) once its parent is no longer
+ * parentPid (parent_watch.h) */
+Napi::Value endWithParentJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&]() -> Napi::Value {
+    if (!info[0].IsNumber() || !info[1].IsString()) failMpi(ErrorCode::Argument, "endWithParent: expects the parent's pid (a number) and the line to write");
+    const int64_t pid = info[0].As<Napi::Number>().Int64Value();
+    if (pid <= 0) failMpi(ErrorCode::Argument, "endWithParent: the parent's pid must be positive, got " + std::to_string(pid));
+    endWithParent(static_cast<long>(pid), info[1].As<Napi::String>().Utf8Value());
+    return env.Undefined();
+  });
+}
+
+/** parentEnded(): what endWithParent does when the parent ends, now (JavaScript saw it first) */
+Napi::Value parentEndedJs(const Napi::CallbackInfo&) { parentEnded(); }
+
 Napi::Object initModule(Napi::Env env, Napi::Object exports) {
   exports.Set("version", Napi::Function::New(env, version));
   exports.Set("init", Napi::Function::New(env, init));
@@ -402,6 +419,8 @@ Napi::Object initModule(Napi::Env env, Napi::Object exports) {
   exports.Set("abort", Napi::Function::New(env, abort));
   exports.Set("exitNow", Napi::Function::New(env, exitNow));
   exports.Set("setStallLimit", Napi::Function::New(env, setStallLimitJs));
+  exports.Set("endWithParent", Napi::Function::New(env, endWithParentJs));
+  exports.Set("parentEnded", Napi::Function::New(env, parentEndedJs));
   return exports;
 }
 

@@ -216,18 +216,29 @@ export async function launchRanks(o: LaunchOptions, report: (line: string) => vo
   });
 }
 
+/** A watcher of the launcher that runs off the JavaScript thread (the MPI addon's: MpiAddon.endWithParent). */
+export interface NativeParentWatch {
+  endWithParent(parentPid: number, line: string): void;
+  parentEnded(): never;
+}
+
 /**
  * In a rank process started by `hcsp launch`: end when the launcher does (its IPC channel
  * closes), so that a launcher killed outright leaves no rank behind. The channel does not
  * keep the process alive. `exit` ends the process (once a communicator runs, at once: a
  * worker blocked in a collective on a peer that is gone would hold a normal exit forever).
+ * With `native` (--comm mpi), the native watcher ends it instead, also while this thread is
+ * blocked in MPI (the join), and kills what the rank started (ompi-server) with it.
  */
-export function endWithLauncher(rank: number, exit: (code: number) => never): void {
+export function endWithLauncher(rank: number, exit: (code: number) => never, native?: NativeParentWatch): void {
   if (!process.send || !process.channel) return;
   const launcher = process.ppid;
+  const line = `hcsp: rank ${rank}: its launcher (hcsp launch, pid ${launcher}) ended; ending too`;
   process.channel.unref();
+  native?.endWithParent(launcher, line);
   process.once('disconnect', () => {
-    process.stderr.write(`hcsp: rank ${rank}: its launcher (hcsp launch, pid ${launcher}) ended; ending too\n`);
+    if (native) native.parentEnded();
+    process.stderr.write(`${line}\n`);
     exit(1);
   });
 }

@@ -25,7 +25,7 @@ import { mpirunRank, type MpiCommunicator, type NcclCommunicator, type RocmBacke
 import type { RankCommMode } from './communicators.ts';
 import { rankBackendFlags } from './rankBackends.ts';
 import { aloneControl, gatherNumbers, mpiControl, storeControl, type RankControl } from './rankControl.ts';
-import { endWithLauncher } from './launcher.ts';
+import { endWithLauncher, type NativeParentWatch } from './launcher.ts';
 import { launchedRank, type LaunchedRank } from './rankEnv.ts';
 import { collectiveTimeoutMs, RankWatchdog } from './rankWatchdog.ts';
 import { RendezvousClient, RendezvousError, RendezvousServer } from './rendezvousStore.ts';
@@ -147,7 +147,7 @@ export class PrefillRank {
     const dog = world && world.size > 1 ? new RankWatchdog(world.rank, world.size, collectiveTimeoutMs, exitAtOnce) : null;
     const watchdog = dog?.watchdog;
     if (launched !== null) {
-      const rendezvous = await meet(launched);
+      const rendezvous = await meet(launched, mode === 'mpi' ? parentWatch(loadMpiAddon) : undefined);
       dog?.useStore(rendezvous.client);
       if (mode === 'mpi') {
         const comm = await MpiCommunicator.join(launched.rank, launched.worldSize, rendezvous.client, { watchdog });
@@ -398,6 +398,15 @@ function launchedRankOrNull(): LaunchedRank | null {
   }
 }
 
+/** --comm mpi: the MPI addon watches the launcher (it can block this thread); one that does not load says why at the join */
+function parentWatch(load: () => NativeParentWatch): NativeParentWatch | undefined {
+  try {
+    return load();
+  } catch {
+    return undefined;
+  }
+}
+
 /** This rank's side of the rendezvous (hcsp launch). */
 interface Rendezvous {
   client: RendezvousClient;
@@ -412,10 +421,10 @@ interface Rendezvous {
  * as does its launcher ending. The handlers call `exit` when they fire: by then the
  * communicator may have replaced it.
  */
-async function meet(launched: LaunchedRank): Promise<Rendezvous> {
+async function meet(launched: LaunchedRank, native?: NativeParentWatch): Promise<Rendezvous> {
   const { rank, worldSize, masterAddr, masterPort, rendezvousTimeoutMs, localWorldSize, secret } = launched;
   const ends = { exit: (code: number): never => process.exit(code) };
-  endWithLauncher(rank, (code) => ends.exit(code));
+  endWithLauncher(rank, (code) => ends.exit(code), native);
   const server =
     rank === 0
       ? await RendezvousServer.listen({ host: masterAddr, port: masterPort, worldSize, secret, timeoutMs: rendezvousTimeoutMs, ranksPerNode: localWorldSize })

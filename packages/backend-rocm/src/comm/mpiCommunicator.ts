@@ -53,6 +53,10 @@ export interface MpiAddon {
   exitNow(code: number): never;
   /** bounds init, joinFinish and finalize, which wait for peers on this thread: past `ms` (0: none) the addon says so, naming `who`, and ends the process */
   setStallLimit(ms: number, who: string): void;
+  /** from now on, once this process's parent is no longer `parentPid` (a thread of the addon's own looks, whatever this thread does): `line` on stderr, the other processes of the group this process leads killed, exit status 1 */
+  endWithParent(parentPid: number, line: string): void;
+  /** what endWithParent does when the parent ends, now */
+  parentEnded(): never;
 }
 
 export const MPI_BUILD_COMMAND = 'npm run build:native';

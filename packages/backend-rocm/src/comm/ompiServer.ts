@@ -28,6 +28,9 @@ export class OmpiServer {
     const file = join(dir, 'uri');
     return new Promise((resolve, reject) => {
       const child = spawn('ompi-server', ['--no-daemonize', '--report-uri', file], { stdio: ['ignore', 'ignore', 'pipe'] });
+      // it must not outlive this process, however it ends, from its start on (this process may end before its URI comes)
+      const stop = (): void => void (child.exitCode === null && child.signalCode === null && child.kill('SIGKILL'));
+      process.once('exit', stop);
       let err = '';
       const done = (): void => {
         clearTimeout(timer);
@@ -36,6 +39,7 @@ export class OmpiServer {
       };
       const fail = (why: string): void => {
         done();
+        process.off('exit', stop);
         child.kill('SIGKILL');
         reject(new OmpiServerError(`rank 0 could not start Open MPI's ompi-server, which joining separately started MPI ranks needs: ${why}`));
       };
@@ -50,8 +54,6 @@ export class OmpiServer {
         done();
         child.removeAllListeners('exit');
         const server = new OmpiServer(child, line.trim());
-        // it must not outlive this process, however it ends
-        process.once('exit', () => server.stop());
         child.unref();
         (child.stderr as unknown as { unref?: () => void }).unref?.();
         resolve(server);

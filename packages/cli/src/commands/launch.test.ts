@@ -192,6 +192,51 @@ describe('hcsp launch: faults end every rank within a bounded time, naming the c
     }
   });
 
+  it('a launcher killed while its ranks join the MPI world: each rank ends within seconds, saying so; ompi-server and orted end too', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hcsp-launch-killed-join-test-'));
+    const job = launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], rankPrefillArgs({ tp: 2, sp: 'on' }), { TMPDIR: dir });
+    try {
+      // rank 0 starts ompi-server once every rank is in the store: from then on the ranks are in the MPI join
+      await waitFor('the MPI join (ompi-server started)', () => marked(job.mark).some((p) => p.cmd.startsWith('ompi-server')));
+      const ranks = marked(job.mark).filter(isRank);
+      const killedAt = performance.now();
+      job.child.kill('SIGKILL');
+      await job.exited;
+      await waitFor('no process of the job', () => marked(job.mark).length === 0, 15_000);
+      expect((performance.now() - killedAt) / 1000).toBeLessThan(15);
+      const lines = hcspLines((await job.done).stderr);
+      for (const p of ranks) expect(lines).toContain(`hcsp: rank ${p.rank}: its launcher (hcsp launch, pid ${job.child.pid}) ended; ending too`);
+    } finally {
+      for (const p of marked(job.mark)) process.kill(p.pid, 'SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a launcher killed while rank 0 waits in the MPI join for a stopped rank 1: rank 0 and its ompi-server end within seconds; rank 1 once continued', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hcsp-launch-killed-join-test-'));
+    const job = launch(['--nproc-per-node', '2', '--master-port', String(await freePort())], rankPrefillArgs({ tp: 2, sp: 'on' }), { TMPDIR: dir });
+    try {
+      await waitFor('the MPI join (ompi-server started)', () => marked(job.mark).some((p) => p.cmd.startsWith('ompi-server')));
+      const rank1 = marked(job.mark).find((p) => isRank(p) && p.rank === '1')!;
+      // rank 1 stopped wherever it is in the join: rank 0 waits for it there (MPI_Comm_accept, or MPI_Comm_dup on its thread)
+      process.kill(rank1.pid, 'SIGSTOP');
+      await new Promise((r) => setTimeout(r, 3000));
+      const killedAt = performance.now();
+      job.child.kill('SIGKILL');
+      await job.exited;
+      // what rank 0 started carries its RANK too (ompi-server, its orted)
+      await waitFor('rank 0 and what it started gone', () => marked(job.mark).every((p) => p.rank === '1'), 15_000);
+      expect((performance.now() - killedAt) / 1000).toBeLessThan(15);
+      process.kill(rank1.pid, 'SIGCONT');
+      await waitFor('no process of the job', () => marked(job.mark).length === 0, 15_000);
+      const lines = hcspLines((await job.done).stderr);
+      for (const rank of [0, 1]) expect(lines).toContain(`hcsp: rank ${rank}: its launcher (hcsp launch, pid ${job.child.pid}) ended; ending too`);
+    } finally {
+      for (const p of marked(job.mark)) process.kill(p.pid, 'SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('a rendezvous that never completes (node-rank 1 never started) times out on node 0, naming the missing ranks and node', async () => {
     const job = launch(
       ['--nnodes', '2', '--nproc-per-node', '2', '--master-port', String(await freePort()), '--rendezvous-timeout', '2'],
