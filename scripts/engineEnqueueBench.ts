@@ -10,8 +10,6 @@
 // the same prefill (hcsp model). Run: npx tsx scripts/engineEnqueueBench.ts [runs]
 import {
   FLASH_NEXT,
-  builtInDevice,
-  forecast,
   GraphSession,
   MODEL_SUB_LAYERS,
   preparePrefill,
@@ -23,6 +21,7 @@ import {
   type ValueDecl,
   type WeightSource,
 } from '@hcsp/core';
+import { builtInDevice, forecast } from '@hcsp/core/cost-model';
 import { loadNativeAddon, nativeDeviceOps, type NativeTensor } from '@hcsp/backend-rocm';
 
 const RUNS = Number(process.argv[2] ?? 5);

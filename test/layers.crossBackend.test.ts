@@ -1,4 +1,5 @@
-import { beyondTolerance, CpuBackend, describeDifferences, diffRuns, runOnce } from '@hcsp/core';
+import { CpuBackend, runOnce } from '@hcsp/core';
+import { beyondTolerance, describeDifferences, diffRuns } from '@hcsp/core/xcheck';
 import { expect, it } from 'vitest';
 import { describeWithBackends } from './backends.ts';
 import { layerCases } from '@hcsp/bench/cases';

@@ -1,5 +1,6 @@
 import { expect, it } from 'vitest';
-import { beyondTolerance, CpuBackend, describeDifferences, diffRuns, runOnce, SyntheticWeightSource } from '@hcsp/core';
+import { CpuBackend, runOnce, SyntheticWeightSource } from '@hcsp/core';
+import { beyondTolerance, describeDifferences, diffRuns } from '@hcsp/core/xcheck';
 import { describeWithBackends } from './backends.ts';
 import { OP_CASES, opCaseGraph } from '@hcsp/bench/cases';
 

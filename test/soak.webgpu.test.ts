@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { CpuBackend, describeDifferences, diffRuns, type RunResult, runOnce } from '@hcsp/core';
+import { CpuBackend, type RunResult, runOnce } from '@hcsp/core';
+import { describeDifferences, diffRuns } from '@hcsp/core/xcheck';
 import { createWebGpuBackend, type WebGpuBackend } from '@hcsp/backend-webgpu';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hcFullDimCase } from '@hcsp/bench/cases';

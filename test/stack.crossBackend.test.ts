@@ -1,15 +1,5 @@
-import {
-  beyondTolerance,
-  CpuBackend,
-  describeDifferences,
-  diffRuns,
-  MODEL_SUB_LAYERS,
-  preparePrefill,
-  TINY,
-  type ReduceAlgorithm,
-  type SpMode,
-  runOnce,
-} from '@hcsp/core';
+import { CpuBackend, MODEL_SUB_LAYERS, preparePrefill, TINY, type ReduceAlgorithm, type SpMode, runOnce } from '@hcsp/core';
+import { beyondTolerance, describeDifferences, diffRuns } from '@hcsp/core/xcheck';
 import { expect, it } from 'vitest';
 import { describeWithBackends } from './backends.ts';
 

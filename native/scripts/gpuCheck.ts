@@ -18,14 +18,9 @@
 // writes the measured device description), and SP on vs off at tp 2 bit for bit with the
 // row-count-invariant vendor GEMM.
 import {
-  beyondTolerance,
-  builtInDevice,
   CpuBackend,
-  describeDifferences,
-  diffRuns,
   FLASH_NEXT,
   MODEL_SUB_LAYERS,
-  parseDevice,
   preparePrefill,
   Rng,
   runOnce,
@@ -36,6 +31,8 @@ import {
   type RunResult,
   type Tensor,
 } from '@hcsp/core';
+import { beyondTolerance, describeDifferences, diffRuns } from '@hcsp/core/xcheck';
+import { builtInDevice, parseDevice } from '@hcsp/core/cost-model';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRocmBackend, NcclCommunicator, NcclUnavailableError, type RocmBackend } from '@hcsp/backend-rocm';

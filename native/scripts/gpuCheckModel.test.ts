@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { builtInDevice, libraryTileEfficiency, parseDevice } from '@hcsp/core';
+import { builtInDevice, libraryTileEfficiency, parseDevice } from '@hcsp/core/cost-model';
 import { formatModelRows, measuredDeviceJson, measuredVsPredicted, predictKernel, writeMeasuredDevice } from './gpuCheckModel.ts';
 
 const mi = builtInDevice('mi308x');

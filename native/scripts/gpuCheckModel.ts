@@ -8,18 +8,17 @@
 // the GPU check's Flash-Next shapes), a GEMM (m x k by k x n; the vendor library's, or the
 // exact kernel's fp32 FMAs), or a device copy (bytes read + written).
 import { renameSync, writeFileSync } from 'node:fs';
+import { FLASH_NEXT, type ModelConfig } from '@hcsp/core';
 import {
   buildCostGraph,
   type Device,
   type DeviceFigureName,
-  FLASH_NEXT,
   type KernelsMode,
-  type ModelConfig,
   nodeSeconds,
   type OpCost,
   priceGraph,
   type PricedGraph,
-} from '@hcsp/core';
+} from '@hcsp/core/cost-model';
 
 export type KernelShape =
   | { op: string; tokens: number; kernels: KernelsMode; layer?: number }

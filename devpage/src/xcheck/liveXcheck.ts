@@ -4,20 +4,8 @@
 // `hcsp xcheck` does): runNamed reads a side's named values back, xcheckPair compares, as an
 // XcheckReport the views draw like a loaded one. Pure compute, no DOM: the page runs a WebGPU
 // side in the page and a CPU side in the worker; the tests run both.
-import {
-  diffNamed,
-  getConfig,
-  MODEL_SUB_LAYERS,
-  preparePrefill,
-  REDUCE_ALGORITHMS,
-  runNamed,
-  xcheckPair,
-  xcheckRun,
-  type AlignedTensor,
-  type Backend,
-  type ReduceAlgorithm,
-  type XcheckReport,
-} from '@hcsp/core';
+import { getConfig, MODEL_SUB_LAYERS, preparePrefill, REDUCE_ALGORITHMS, type Backend, type ReduceAlgorithm } from '@hcsp/core';
+import { diffNamed, runNamed, xcheckPair, xcheckRun, type AlignedTensor, type XcheckReport } from '@hcsp/core/xcheck';
 
 export type LiveBackend = 'webgpu' | 'cpu';
 /** sp: the same backend, SP on (a) against SP off (b); backends: WebGPU (a) against the CPU reference (b), same SP */

@@ -1,4 +1,4 @@
-import type { XcheckTensor } from '@hcsp/core';
+import type { XcheckTensor } from '@hcsp/core/xcheck';
 import { describe, expect, it } from 'vitest';
 import { parseXcheckReport, ReportShapeError, validateXcheckReport } from './reportShape.ts';
 import {

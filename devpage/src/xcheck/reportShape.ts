@@ -4,7 +4,7 @@
 // fields the issue fixes (ok, pairs[{a, b, tensors[{name, layer, count, differing,
 // exactFraction, maxUlp, maxAbs}]}]) are required; the rest of XcheckReport is optional and
 // filled with neutral values when absent.
-import { pairVerdict, tensorPlace, type RoutingDifference, type XcheckPair, type XcheckReport, type XcheckRun, type XcheckTensor } from '@hcsp/core';
+import { pairVerdict, tensorPlace, type RoutingDifference, type XcheckPair, type XcheckReport, type XcheckRun, type XcheckTensor } from '@hcsp/core/xcheck';
 
 export class ReportShapeError extends Error {
   constructor(message: string) {

@@ -2,7 +2,7 @@
 // pair the layer x rank heatmap of each rank's own values, the layer x tensor-kind heatmap of
 // the values of all T rows, the attribution against float64 when the report has it, and a
 // table of the worst tensors.
-import { attributionText, pairVerdict, tensorGroup, type XcheckPair, type XcheckReport, type XcheckTensor } from '@hcsp/core';
+import { attributionText, pairVerdict, tensorGroup, type XcheckPair, type XcheckReport, type XcheckTensor } from '@hcsp/core/xcheck';
 import { h, s } from '../view/dom.ts';
 import { tensorDetail } from './tensorDetail.ts';
 import {

@@ -1,4 +1,4 @@
-import type { XcheckPair, XcheckTensor } from '@hcsp/core';
+import type { XcheckPair, XcheckTensor } from '@hcsp/core/xcheck';
 import { describe, expect, it } from 'vitest';
 import { tensorDetail } from './tensorDetail.ts';
 

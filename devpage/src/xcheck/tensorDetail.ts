@@ -1,7 +1,7 @@
 // What a clicked heatmap cell opens: one tensor's differences row by row (the report's row
 // buckets) and, when the report has the float64 evaluation, each side's own error against it
 // and which side the differing elements are attributed to. Pure: the view draws it.
-import type { XcheckPair, XcheckTensor } from '@hcsp/core';
+import type { XcheckPair, XcheckTensor } from '@hcsp/core/xcheck';
 
 export interface DetailRow {
   /** global rows [start, end) of the bucket */

@@ -2,7 +2,7 @@
 // grid of each rank's own values (`{step}.partial.r{k}` / `{step}.out.r{k}`), a layer x
 // tensor-kind grid of the values of all T rows, the worst tensors, and the attribution
 // against the float64 evaluation when the report has it.
-import { tensorGroup, type XcheckPair, type XcheckTensor } from '@hcsp/core';
+import { tensorGroup, type XcheckPair, type XcheckTensor } from '@hcsp/core/xcheck';
 
 /**
  * What a cell's colour shows: the fraction of elements whose bits differ, the largest bf16

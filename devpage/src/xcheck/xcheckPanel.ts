@@ -1,7 +1,8 @@
 // The dev page's xcheck section: loads a report file (input or drag and drop) and runs the
 // comparison live, a WebGPU side on the browser's own device in the page and a CPU side in a
 // worker, then draws either with reportView.ts and says which backend ran.
-import type { ReduceAlgorithm, XcheckReport } from '@hcsp/core';
+import type { ReduceAlgorithm } from '@hcsp/core';
+import type { XcheckReport } from '@hcsp/core/xcheck';
 import { h } from '../view/dom.ts';
 import { openBrowserWebGpu, webGpuMissing, type BrowserWebGpu } from './browserWebGpu.ts';
 import { checkLiveRequest, liveReport, liveSides, runLiveSide, sideSpec, type LiveRequest, type LiveSide, type LiveSideResult } from './liveXcheck.ts';

@@ -6,7 +6,8 @@
 // the reference's sums, so it is held to the float64 value: no farther from it than the
 // reference by more than a small factor, and that factor must not grow with T. The exact
 // mode's kernel keeps the reference's bits.
-import { cpuKernel, diffTensors, exactKernel, GDN_L2NORM_EPS, Rng, widenTensor, type Tensor } from '@hcsp/core';
+import { cpuKernel, exactKernel, GDN_L2NORM_EPS, Rng, widenTensor, type Tensor } from '@hcsp/core';
+import { diffTensors } from '@hcsp/core/xcheck';
 import { describe, expect, it } from 'vitest';
 import { FAST_KERNEL_TOLERANCES } from './fastKernelsPrecision.ts';
 import { loadNativeAddon, type GpuDevice } from './nativeAddon.ts';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { builtInDevice } from '@hcsp/core';
+import { builtInDevice } from '@hcsp/core/cost-model';
 import { formatModel, modelReport, type ModelOptions, resolveDevice } from './model.ts';
 
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));

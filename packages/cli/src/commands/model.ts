@@ -23,7 +23,7 @@ import {
   SWEEP_ISL,
   SWEEP_TP,
   type SweepRow,
-} from '@hcsp/core';
+} from '@hcsp/core/cost-model';
 import { JSON_LIMITS, JsonInputError, readJsonInput, resolveModelConfig } from '@hcsp/core/node';
 import { deviceFit, type DeviceFit } from '../costModel/deviceFit.ts';
 import { gainRange, type GainRange } from '../costModel/gainRange.ts';

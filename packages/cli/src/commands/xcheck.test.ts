@@ -8,19 +8,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import {
-  bf16ToF32,
-  evaluateExact,
-  int64FileTensor,
-  MODEL_SUB_LAYERS,
-  namedValueIds,
-  overGate,
-  preparePrefill,
-  TINY,
-  type RawFileTensor,
-  type Tensor,
-  type XcheckReport,
-} from '@hcsp/core';
+import { bf16ToF32, evaluateExact, int64FileTensor, MODEL_SUB_LAYERS, preparePrefill, TINY, type RawFileTensor, type Tensor } from '@hcsp/core';
+import { namedValueIds, overGate, type XcheckReport } from '@hcsp/core/xcheck';
 import { openSafetensorsFile, writeSafetensorsFile } from '@hcsp/core/node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runPrefillCommand } from './prefill.ts';

@@ -6,25 +6,20 @@
 // written. The runs compute on this thread and turn its event loop (runXcheck.ts): a
 // signal ends them within a second (exit 128 + its number, nothing written).
 import type { Command } from 'commander';
+import { MODEL_SUB_LAYERS, modelWeightSpecs, REDUCE_ALGORITHMS, STAND_IN_SUB_LAYERS, type ReduceAlgorithm, type SpMode } from '@hcsp/core';
 import {
   attributionText,
   maxRowUlp,
-  MODEL_SUB_LAYERS,
   pairVerdict,
   tensorGroup,
   ulpText,
-  modelWeightSpecs,
   nonFiniteCount,
   overGate,
-  REDUCE_ALGORITHMS,
   routingText,
-  STAND_IN_SUB_LAYERS,
-  type ReduceAlgorithm,
-  type SpMode,
   type XcheckPair,
   type XcheckReport,
   type XcheckTensor,
-} from '@hcsp/core';
+} from '@hcsp/core/xcheck';
 import { CheckpointProblemsError, openCheckpoint, resolveModelConfig, type CheckpointWeightSource } from '@hcsp/core/node';
 import { checkpointProblemsError } from '../checkpoint/weightProblems.ts';
 import { CONFIG_HELP, DEFAULT_CONFIG, DEFAULT_TP, TP_HELP } from '../defaults.ts';

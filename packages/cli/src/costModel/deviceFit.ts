@@ -3,17 +3,8 @@
 // peak (graph/memoryPlan.ts: the most bytes of values alive at once in the node loop) and the
 // weights it holds, against the device's memory. Rows of the PLE table read from the host as
 // the ids need them are not held.
-import {
-  buildCostGraph,
-  bytesPerElement,
-  hcspScratchPeak,
-  type KernelsMode,
-  numel,
-  planMemory,
-  rankGraph,
-  type GraphVariant,
-  type ModelConfig,
-} from '@hcsp/core';
+import { bytesPerElement, numel, planMemory, rankGraph, type ModelConfig } from '@hcsp/core';
+import { buildCostGraph, hcspScratchPeak, type KernelsMode, type GraphVariant } from '@hcsp/core/cost-model';
 
 export interface DeviceFit {
   /** the most activation bytes alive at once on rank 0 */

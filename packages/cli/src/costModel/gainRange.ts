@@ -5,7 +5,7 @@
 // every figure at its end of lower and of higher gain. The range spans all those prices
 // (the gain is taken as monotone in each figure within its range; the corners and the single
 // ends are all priced, so a figure whose direction flips still widens the range).
-import { buildCostGraph, engineOptions, priceGraph, type Device, type DeviceFigureName, type Efficiency, type ForecastInput } from '@hcsp/core';
+import { buildCostGraph, engineOptions, priceGraph, type Device, type DeviceFigureName, type Efficiency, type ForecastInput } from '@hcsp/core/cost-model';
 
 export interface GainRange {
   low: number;

@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { overGate, type XcheckReport, type XcheckTensor } from '@hcsp/core';
+import { overGate, type XcheckReport, type XcheckTensor } from '@hcsp/core/xcheck';
 import { HtmlValidate } from 'html-validate';
 import { afterAll, describe, expect, it } from 'vitest';
 import { checkXcheckReport, escapeHtml, renderXcheckHtml, writeXcheckReport } from './htmlReport.ts';

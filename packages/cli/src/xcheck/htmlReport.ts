@@ -17,7 +17,7 @@ import {
   type XcheckPair,
   type XcheckReport,
   type XcheckTensor,
-} from '@hcsp/core';
+} from '@hcsp/core/xcheck';
 import { checkOutputDir, writeOutputDir, type OutputDir } from '../output/outputDir.ts';
 import { heatmapSvg, linePlotSvg, logTicks } from '../output/svgPlot.ts';
 

@@ -5,17 +5,14 @@
 import {
   modelWeightSpecs,
   preparePrefill,
-  runXcheckPlan,
   shapeStr,
   SyntheticWeightSource,
-  type AlignedTensor,
   type ModelConfig,
   type PreparedPrefill,
   type SubLayerBuilders,
   type WeightSource,
-  type XcheckReport,
-  type XcheckSide,
 } from '@hcsp/core';
+import { runXcheckPlan, type AlignedTensor, type XcheckReport, type XcheckSide } from '@hcsp/core/xcheck';
 import { openSafetensorsFile } from '@hcsp/core/node';
 import { createBackend } from '@hcsp/backends';
 import { eventLoopTurn } from '../eventLoopTurn.ts';
