@@ -101,33 +101,24 @@ HcspRingLayout ringDescriptor(int64_t n, int tp, double channelsAttr, double chu
 
 std::vector<Outputs> allReduce(const std::vector<Inputs>& inputs, const GpuContext& g) {
   const ops::AllReduceArgs a = ops::checkAllReduce(inputs, g.attrs);
-  const std::vector<const Tensor*>& xs = a.xs;
-  const reduce::Algorithm algorithm = a.algorithm;
-  const int tp = a.tp;
-  const int64_t n = a.n;
   HcspRingLayout ring{1, 1, 0, 1};
-  if (algorithm == reduce::Algorithm::Ring) {
-    const reduce::RingLayout layout(n, tp, a.channels, a.chunkElems);
-    ring = ringDescriptor(n, tp, a.channels, a.chunkElems, layout);
+  if (a.algorithm == reduce::Algorithm::Ring) {
+    const reduce::RingLayout layout(a.n, a.tp, a.channels, a.chunkElems);
+    ring = ringDescriptor(a.n, a.tp, a.channels, a.chunkElems, layout);
   }
   std::vector<Outputs> outs;
-  const HcspRankTable ranks = rankTable("allReduce", xs, outs, [&] { return g.alloc(DType::BF16, xs[0]->shape()); });
-  if (n == 0) return outs;
-  HCSP_LAUNCH(g.rt, hcsp_collective_all_reduce_bf16, n, ranks, tp, n, algorithmCode(algorithm), ring);
+  const HcspRankTable ranks = rankTable("allReduce", a.xs, outs, [&] { return g.alloc(DType::BF16, a.xs[0]->shape()); });
+  if (a.n == 0) return outs;
+  HCSP_LAUNCH(g.rt, hcsp_collective_all_reduce_bf16, a.n, ranks, a.tp, a.n, algorithmCode(a.algorithm), ring);
   return outs;
 }
 
 std::vector<Outputs> reduceScatter(const std::vector<Inputs>& inputs, const GpuContext& g) {
   const ops::ReduceScatterArgs a = ops::checkReduceScatter(inputs, g.attrs);
-  const std::vector<const Tensor*>& xs = a.xs;
-  const reduce::Algorithm algorithm = a.algorithm;
-  const int tp = a.tp;
-  const Shape& outShape = a.outShape;
-  const int64_t shardElems = a.shardElems;
   std::vector<Outputs> outs;
-  const HcspRankTable ranks = rankTable("reduceScatter", xs, outs, [&] { return g.alloc(DType::BF16, outShape); });
-  if (shardElems == 0) return outs;
-  HCSP_LAUNCH(g.rt, hcsp_collective_reduce_scatter_bf16, tp * shardElems, ranks, tp, shardElems, algorithmCode(algorithm));
+  const HcspRankTable ranks = rankTable("reduceScatter", a.xs, outs, [&] { return g.alloc(DType::BF16, a.outShape); });
+  if (a.shardElems == 0) return outs;
+  HCSP_LAUNCH(g.rt, hcsp_collective_reduce_scatter_bf16, a.tp * a.shardElems, ranks, a.tp, a.shardElems, algorithmCode(a.algorithm));
   return outs;
 }
 
