@@ -1,7 +1,8 @@
 import type { ModelConfig } from '../../config/modelConfig.ts';
 import { qsaKeptPositions, qsaVisibleBlocks } from '../../layers/attention/qsaSelection.ts';
 import { torchCpuTopk, topkTiesOf } from '../../numerics/topkTies.ts';
-import { floatInput, intInput, numAttr, rows2d, type F64Input } from './exactInputs.ts';
+import type { HeadLayout } from '../../layers/attention/attentionMath.ts';
+import { checkRopeTables, floatInput, headLayoutAttrs, intInput, numAttr, rows2d } from './exactInputs.ts';
 import type { ExactKernelTable, ExactTensor } from './exactTensor.ts';
 
 // Float64 kernels of the full-attention and QSA ops (graph/ops/attentionOps.ts): the math
@@ -43,20 +44,7 @@ export function ropeTablesExact(config: ModelConfig, tokens: number): { cos: Exa
   return { cos: { dtype: 'bf16', shape: [tokens, half], data: cos }, sin: { dtype: 'bf16', shape: [tokens, half], data: sin } };
 }
 
-function checkTables(op: string, cos: F64Input, sin: F64Input, half: number, rows: number): void {
-  if (cos.shape.length !== 2 || sin.shape.length !== 2 || cos.shape[1] !== half || sin.shape[1] !== half || cos.shape[0] !== rows || sin.shape[0] !== rows) {
-    throw new Error(`${op}: RoPE tables are [${cos.shape.join(',')}]/[${sin.shape.join(',')}], expected [${rows},${half}]`);
-  }
-}
-
 const sigmoid = (x: number): number => 1 / (1 + Math.exp(-x));
-
-interface HeadLayout {
-  heads: number;
-  headDim: number;
-  stride: number;
-  offset: number;
-}
 
 /**
  * attnHeadNormRopeBf16's math without its roundings: per head n = x * rsqrt(mean(x^2) +
@@ -106,19 +94,14 @@ export const attentionExact: ExactKernelTable = {
   perRank: {
     attnHeadNormRopeBf16: (inputs, attrs) => {
       const op = 'attnHeadNormRopeBf16';
-      const layout = {
-        heads: numAttr(attrs, 'heads', op),
-        headDim: numAttr(attrs, 'headDim', op),
-        stride: numAttr(attrs, 'stride', op),
-        offset: numAttr(attrs, 'offset', op),
-      };
+      const layout = headLayoutAttrs(attrs, op);
       const ropeDims = numAttr(attrs, 'ropeDims', op);
       const x = floatInput(inputs, 0, 'x', op);
       const w = floatInput(inputs, 1, 'w', op);
       const cos = floatInput(inputs, 2, 'cos', op);
       const sin = floatInput(inputs, 3, 'sin', op);
       const rows = rows2d(x, 'x', op, layout.heads * layout.stride);
-      checkTables(op, cos, sin, ropeDims / 2, rows);
+      checkRopeTables(op, cos, sin, ropeDims / 2, rows);
       const y = headNormRope(x.data, w.data, cos.data, sin.data, rows, layout, ropeDims, numAttr(attrs, 'eps', op), 1);
       return [{ dtype: 'bf16', shape: [rows, layout.heads * layout.headDim], data: y }];
     },
@@ -133,7 +116,7 @@ export const attentionExact: ExactKernelTable = {
       const cos = floatInput(inputs, 2, 'cos', op);
       const sin = floatInput(inputs, 3, 'sin', op);
       const T = rows2d(kRaw, 'kRaw', op, hd);
-      checkTables(op, cos, sin, ropeDims / 2, T);
+      checkRopeTables(op, cos, sin, ropeDims / 2, T);
       const nb = Math.floor(T / ratio);
       const pooled = new Float64Array(nb * hd);
       for (let b = 0; b < nb; b++) {

@@ -1,8 +1,11 @@
 import type { ExactTensor } from './exactTensor.ts';
 
+export { attr as numAttr, checkRopeTables, dims2, headLayoutAttrs, rows2d } from '../kernels/kernelArgs.ts';
+
 // The input and attribute checks of the float64 kernels that take their ports by index
 // (attentionExact.ts, gdnExact.ts, moeExact.ts, pleExact.ts): each names the op and the port
-// or attribute it refuses.
+// or attribute it refuses. The ports' values are float64 here; the attribute and shape checks
+// are the CPU reference kernels' own (kernels/kernelArgs.ts).
 
 /** A floating input's shape and float64 values. */
 export interface F64Input {
@@ -24,23 +27,4 @@ export function intInput(inputs: (ExactTensor | null)[], i: number, name: string
   if (!t) throw new Error(`${op}: input '${name}' is missing`);
   if (!(t.data instanceof Int32Array)) throw new Error(`${op}: input '${name}' is ${t.dtype}, expected i32`);
   return { shape: t.shape, data: t.data };
-}
-
-/** A finite number attribute of `op`. */
-export function numAttr(attrs: Record<string, unknown>, name: string, op: string): number {
-  const v = attrs[name];
-  if (typeof v !== 'number' || !Number.isFinite(v)) throw new Error(`${op}: attribute '${name}' must be a finite number, got ${String(v)}`);
-  return v;
-}
-
-/** The rows T of a [T, cols] input (anything else is refused). */
-export function rows2d(t: { shape: readonly number[] }, name: string, op: string, cols: number): number {
-  if (t.shape.length !== 2 || t.shape[1] !== cols) throw new Error(`${op}: input '${name}' is [${t.shape.join(',')}], expected [T,${cols}]`);
-  return t.shape[0];
-}
-
-/** The two dimensions of a 2-D tensor. */
-export function dims2(t: { shape: readonly number[] }, what: string): [number, number] {
-  if (t.shape.length !== 2) throw new Error(`${what}: expected a 2-D tensor, got [${t.shape.join(',')}]`);
-  return [t.shape[0], t.shape[1]];
 }

@@ -1,6 +1,6 @@
 import type { CpuKernelTable } from '../cpuKernel.ts';
 import { tensor } from '../../tensor/tensor.ts';
-import { attr, input, rows2d } from './kernelArgs.ts';
+import { attr, checkRopeTables, headLayoutAttrs, input, rows2d } from './kernelArgs.ts';
 import { attnCausalQsa, attnHeadNormRopeBf16, attnOutputGate } from '../../layers/attention/attentionMath.ts';
 import { qsaBlockKeys, qsaBlockScores, qsaSelectBlocks, type QsaIndexerDims } from '../../layers/attention/qsaIndexer.ts';
 import { topkTiesOf } from '../../numerics/topkTies.ts';
@@ -8,29 +8,18 @@ import { topkTiesOf } from '../../numerics/topkTies.ts';
 // CPU reference kernels of the full-attention ops (graph/ops/attentionOps.ts): shape checks
 // and tensor plumbing around layers/attention/attentionMath.ts and qsaIndexer.ts.
 
-function checkTables(op: string, cos: { shape: readonly number[] }, sin: { shape: readonly number[] }, half: number, rows: number): void {
-  if (cos.shape.length !== 2 || sin.shape.length !== 2 || cos.shape[1] !== half || sin.shape[1] !== half || cos.shape[0] !== rows || sin.shape[0] !== rows) {
-    throw new Error(`${op}: RoPE tables are [${cos.shape.join(',')}]/[${sin.shape.join(',')}], expected [${rows},${half}]`);
-  }
-}
-
 export const attentionKernels: CpuKernelTable = {
   perRank: {
     attnHeadNormRopeBf16: (inputs, attrs) => {
       const op = 'attnHeadNormRopeBf16';
-      const layout = {
-        heads: attr(attrs, 'heads', op),
-        headDim: attr(attrs, 'headDim', op),
-        stride: attr(attrs, 'stride', op),
-        offset: attr(attrs, 'offset', op),
-      };
+      const layout = headLayoutAttrs(attrs, op);
       const ropeDims = attr(attrs, 'ropeDims', op);
       const x = input(inputs, 0, 'x', op, 'bf16');
       const w = input(inputs, 1, 'w', op, 'bf16');
       const cos = input(inputs, 2, 'cos', op, 'bf16');
       const sin = input(inputs, 3, 'sin', op, 'bf16');
       const rows = rows2d(x, 'x', op, layout.heads * layout.stride);
-      checkTables(op, cos, sin, ropeDims / 2, rows);
+      checkRopeTables(op, cos, sin, ropeDims / 2, rows);
       const y = attnHeadNormRopeBf16(
         x.data as Uint16Array,
         w.data as Uint16Array,
@@ -54,7 +43,7 @@ export const attentionKernels: CpuKernelTable = {
       const cos = input(inputs, 2, 'cos', op, 'bf16');
       const sin = input(inputs, 3, 'sin', op, 'bf16');
       const T = rows2d(kRaw, 'kRaw', op, headDim);
-      checkTables(op, cos, sin, ropeDims / 2, T);
+      checkRopeTables(op, cos, sin, ropeDims / 2, T);
       const d: QsaIndexerDims = { nHeads: 1, headDim, ropeDims, compressRatio, width: 1, eps: attr(attrs, 'eps', op) };
       const kb = qsaBlockKeys(
         kRaw.data as Uint16Array,

@@ -1,5 +1,6 @@
-// Argument unpacking shared by the CPU reference kernels: attributes, input ports and 2-D
-// shapes, each with an error naming the op and the bad value.
+// Argument unpacking shared by the CPU reference kernels and the float64 ones (exact/): attributes,
+// input ports and shapes, each with an error naming the op and the bad value.
+import type { HeadLayout } from '../../layers/attention/attentionMath.ts';
 import { shapeStr, type Tensor } from '../../tensor/tensor.ts';
 
 /** A finite numeric attribute of `op`. */
@@ -18,13 +19,25 @@ export function input(inputs: (Tensor | null)[], i: number, name: string, op: st
 }
 
 /** Rows T of an input that must be [T, cols]. */
-export function rows2d(t: Tensor, name: string, op: string, cols: number): number {
+export function rows2d(t: { shape: readonly number[] }, name: string, op: string, cols: number): number {
   if (t.shape.length !== 2 || t.shape[1] !== cols) throw new Error(`${op}: input '${name}' is [${t.shape.join(',')}], expected [T,${cols}]`);
   return t.shape[0];
 }
 
 /** [rows, cols] of a 2-D tensor; `what` names the op and the port. */
-export function dims2(t: Tensor, what: string): [number, number] {
+export function dims2(t: { shape: readonly number[] }, what: string): [number, number] {
   if (t.shape.length !== 2) throw new Error(`${what}: expected a 2-D tensor, got ${shapeStr(t.shape)}`);
   return [t.shape[0], t.shape[1]];
+}
+
+/** The head layout attributes of `op` (heads of headDim values at `offset` in each head's `stride`). */
+export function headLayoutAttrs(attrs: Record<string, unknown>, op: string): HeadLayout {
+  return { heads: attr(attrs, 'heads', op), headDim: attr(attrs, 'headDim', op), stride: attr(attrs, 'stride', op), offset: attr(attrs, 'offset', op) };
+}
+
+/** RoPE tables cos and sin of `op`, each [rows, half]. */
+export function checkRopeTables(op: string, cos: { shape: readonly number[] }, sin: { shape: readonly number[] }, half: number, rows: number): void {
+  if (cos.shape.length !== 2 || sin.shape.length !== 2 || cos.shape[1] !== half || sin.shape[1] !== half || cos.shape[0] !== rows || sin.shape[0] !== rows) {
+    throw new Error(`${op}: RoPE tables are [${cos.shape.join(',')}]/[${sin.shape.join(',')}], expected [${rows},${half}]`);
+  }
 }
