@@ -14,6 +14,7 @@ import type { KernelBinding, KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL, ROUND_BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { bf16Buf, buf, type BufferDecl, preamble } from '../wgsl/bindings.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
+import { eachLocalChoiceWgsl } from '../wgsl/moeChoices.wgsl.ts';
 import { dims2, flatDispatch, flatMain, readInput, readScratch, requireIntAttr, requireShape, requireTyped, writeOutput, writeScratch } from './planParts.ts';
 
 const WG = 64;
@@ -124,27 +125,13 @@ ${flatMain(
   `let t = inv / u.tiles;
   let j0 = (inv % u.tiles) * ${TILE}u;
   ${acc.join('\n  ')}
-  // the token's local (expert, k) in ascending key local*K + k
-  var last = -1;
-  for (var step = 0u; step < u.K; step = step + 1u) {
-    var next = -1;
-    for (var k = 0u; k < u.K; k = k + 1u) {
-      let rel = ids[t * u.K + k] - i32(u.first);
-      if (rel >= 0 && rel < i32(u.numLocal)) {
-        let key = rel * i32(u.K) + i32(k);
-        if (key > last && (next < 0 || key < next)) { next = key; }
-      }
-    }
-    if (next < 0) { break; }
-    last = next;
-    let pair = t * u.K + u32(next) % u.K;
+  ${eachLocalChoiceWgsl(`let pair = t * u.K + u32(next) % u.K;
     let local = u32(next) / u.K;
     let aOff = pair * 2u * u.hw;
     let wk = wts_f32(pair);
     ${perStep.join('\n    ')}
     ${loop.replace(/\n/g, '\n  ')}
-    ${add.join('\n    ')}
-  }
+    ${add.join('\n    ')}`)}
   ${store.join('\n  ')}`,
 )}`;
   return { wgsl, bindings: pre.bindings };

@@ -18,6 +18,7 @@ import { BF16_WGSL, ROUND_BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { bf16Buf, buf, preamble } from '../wgsl/bindings.wgsl.ts';
 import { fp8DecodeWgsl, type Fp8WgslFormat, fp8WgslFormat } from '../wgsl/fp8.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
+import { eachLocalChoiceWgsl } from '../wgsl/moeChoices.wgsl.ts';
 import {
   dims2,
   f32Bits,
@@ -178,22 +179,8 @@ ${flatMain(
   `let t = inv / u.H;
   let j = inv % u.H;
   var acc: f32 = 0.0;
-  // the token's local (expert, k) in ascending key local*K + k
-  var last = -1;
-  for (var step = 0u; step < u.K; step = step + 1u) {
-    var next = -1;
-    for (var k = 0u; k < u.K; k = k + 1u) {
-      let rel = ids[t * u.K + k] - i32(u.first);
-      if (rel >= 0 && rel < i32(u.numLocal)) {
-        let key = rel * i32(u.K) + i32(k);
-        if (key > last && (next < 0 || key < next)) { next = key; }
-      }
-    }
-    if (next < 0) { break; }
-    last = next;
-    let p = t * u.K + u32(next) % u.K;
-    acc = acc + bitcast<f32>(contrib[p * u.H + j]);
-  }
+  ${eachLocalChoiceWgsl(`let p = t * u.K + u32(next) % u.K;
+    acc = acc + bitcast<f32>(contrib[p * u.H + j]);`)}
   routed[inv] = bitcast<u32>(acc);`,
 )}`;
   return { wgsl, bindings: pre.bindings };
