@@ -10,8 +10,9 @@
 // keys, once per run; the attention is chained `reps` times (each output the next query), and
 // the per-launch time is the difference of a long and a one-launch chain over the extra
 // launches, so the selection, the run's sync and its read-back cancel out.
-import { FLASH_NEXT, GraphBuilder, qsaIndexerDims, SyntheticWeightSource, type Backend, type Graph, type ModelConfig, type WeightSpec } from '@hcsp/core';
-import { matrixCeilingVerdict, perLaunchSeconds } from './gpuCheckTiming.ts';
+import { qsaIndexerDims, type Backend, type Graph, type ModelConfig, type SyntheticWeightSource } from '@hcsp/core';
+import { chainBuilder } from './gpuCheckChain.ts';
+import { type CeilingKernel, matrixCeilingStep } from './gpuCheckTiming.ts';
 import type { Verdict } from './gpuCheckVerdict.ts';
 
 /** the kernel must run within this factor of its kept-key math at the matrix ceiling */
@@ -52,12 +53,7 @@ export function attentionMinBytes(config: ModelConfig, T: number): number {
 export function attentionChainGraph(config: ModelConfig, T: number, reps: number): { graph: Graph; weights: SyntheticWeightSource } {
   const a = attentionAttrs(config);
   const ix = config.attention.indexer;
-  const b = new GraphBuilder(1, { check: 'attnCausalQsa chain', tokens: T, reps });
-  const specs: WeightSpec[] = [];
-  const weight = (name: string, shape: number[], std: number) => {
-    specs.push({ name, shape, dtype: 'bf16', init: { kind: 'normal', std } });
-    return b.weight({ name }, shape);
-  };
+  const { b, weight, finish } = chainBuilder('attnCausalQsa chain', T, reps);
   const iq = weight('indexer.q', [T, ix.nHeads * ix.headDim], 1);
   const kb = weight('indexer.kb', [Math.floor(T / a.compressRatio), ix.headDim], 1);
   const blocks = b.value('blocks', [T, a.width], 'i32', 0);
@@ -78,30 +74,29 @@ export function attentionChainGraph(config: ModelConfig, T: number, reps: number
     b.node({ op: 'attnCausalQsa', rank: 0, layer: 0, scope: `attention.${r}`, inputs: [q, k, v, blocks], outputs: [o], attrs: a });
     q = o;
   }
-  const out = b.value('column', [T, 1], 'bf16', 0);
-  b.node({ op: 'sliceCols', rank: 0, layer: 0, scope: 'read back', inputs: [q], outputs: [out], attrs: { start: 0, end: 1 } });
-  b.markOutput(out);
-  return { graph: b.build(), weights: new SyntheticWeightSource(specs, 11) };
+  return finish(q, 11);
 }
 
-/** the step: one launch's seconds (a reps chain less a one-launch chain, over reps - 1) against the matrix ceiling; the header first */
-export async function attentionStep(
+/** the step: attnCausalQsa's launch against the matrix ceiling */
+export function attentionStep(
   backend: Backend,
   matrixTflops: number,
   options: { config?: ModelConfig; T?: number; reps?: number; runs?: number } = {},
 ): Promise<Verdict[]> {
-  const config = options.config ?? FLASH_NEXT;
-  const T = options.T ?? 4096;
-  const reps = Math.max(2, options.reps ?? 6);
-  const runs = options.runs ?? 5;
-  const a = attentionAttrs(config);
-  const seconds = await perLaunchSeconds(backend, (n) => attentionChainGraph(config, T, n), reps, runs);
-  const flops = attentionKeptFlops(config, T);
-  const header =
-    `tiled attention (attnCausalQsa, kernels fast) at T=${T}, ${config.name}: ${a.heads} heads / ${a.kvHeads} KV heads, hd ${a.headDim}, QSA ${a.width} blocks of ${a.compressRatio}; ` +
-    `${(flops / 1e9).toFixed(1)} GFLOP over the kept keys (within ${ATTN_MATH_FACTOR}x of its math at the matrix ceiling):`;
-  return [
-    { line: header, pass: true },
-    { ...matrixCeilingVerdict('attnCausalQsa', seconds, flops, attentionMinBytes(config, T), matrixTflops, ATTN_MATH_FACTOR), seconds },
-  ];
+  return matrixCeilingStep(backend, matrixTflops, ATTENTION_KERNEL, options);
 }
+
+const ATTENTION_KERNEL: CeilingKernel = {
+  op: 'attnCausalQsa',
+  factor: ATTN_MATH_FACTOR,
+  chain: attentionChainGraph,
+  flops: attentionKeptFlops,
+  minBytes: attentionMinBytes,
+  header: (config, T, flops) => {
+    const a = attentionAttrs(config);
+    return (
+      `tiled attention (attnCausalQsa, kernels fast) at T=${T}, ${config.name}: ${a.heads} heads / ${a.kvHeads} KV heads, hd ${a.headDim}, QSA ${a.width} blocks of ${a.compressRatio}; ` +
+      `${(flops / 1e9).toFixed(1)} GFLOP over the kept keys (within ${ATTN_MATH_FACTOR}x of its math at the matrix ceiling):`
+    );
+  },
+};

@@ -9,8 +9,9 @@
 // recurrence runs `reps` times on the same operands in one recorded run, and the per-launch
 // time is the difference of a reps run and a one-launch run over the extra launches, so the
 // gates, the run's sync and its read-back cancel out.
-import { FLASH_NEXT, GraphBuilder, SyntheticWeightSource, type Backend, type Graph, type ModelConfig, type WeightSpec } from '@hcsp/core';
-import { matrixCeilingVerdict, perLaunchSeconds } from './gpuCheckTiming.ts';
+import type { Backend, Graph, ModelConfig, SyntheticWeightSource } from '@hcsp/core';
+import { chainBuilder } from './gpuCheckChain.ts';
+import { type CeilingKernel, matrixCeilingStep } from './gpuCheckTiming.ts';
 import type { Verdict } from './gpuCheckVerdict.ts';
 
 /** the kernel must run within this factor of its chunk math at the matrix ceiling */
@@ -53,12 +54,7 @@ export function gdnMinBytes(config: ModelConfig, T: number): number {
 export function gdnChainGraph(config: ModelConfig, T: number, reps: number): { graph: Graph; weights: SyntheticWeightSource } {
   const a = gdnAttrs(config);
   const C = 2 * a.keyHeads * a.keyDim + a.valueHeads * a.valueDim;
-  const b = new GraphBuilder(1, { check: 'gdnRecurrence chain', tokens: T, reps });
-  const specs: WeightSpec[] = [];
-  const weight = (name: string, shape: number[], std: number) => {
-    specs.push({ name, shape, dtype: 'bf16', init: { kind: 'normal', std } });
-    return b.weight({ name }, shape);
-  };
+  const { b, weight, finish } = chainBuilder('gdnRecurrence chain', T, reps);
   const qkv = weight('qkv', [T, C], 1);
   const g = b.value('g', [T, a.valueHeads], 'f32', 0);
   const beta = b.value('beta', [T, a.valueHeads], 'bf16', 0);
@@ -74,30 +70,29 @@ export function gdnChainGraph(config: ModelConfig, T: number, reps: number): { g
     o = b.value(`o${r}`, [T, a.valueHeads * a.valueDim], 'bf16', 0);
     b.node({ op: 'gdnRecurrence', rank: 0, layer: 0, scope: `recurrence.${r}`, inputs: [qkv, g, beta], outputs: [o], attrs: a });
   }
-  const out = b.value('column', [T, 1], 'bf16', 0);
-  b.node({ op: 'sliceCols', rank: 0, layer: 0, scope: 'read back', inputs: [o], outputs: [out], attrs: { start: 0, end: 1 } });
-  b.markOutput(out);
-  return { graph: b.build(), weights: new SyntheticWeightSource(specs, 13) };
+  return finish(o, 13);
 }
 
-/** the step: one launch's seconds (a reps run less a one-launch run, over reps - 1) against the matrix ceiling; the header first */
-export async function gdnStep(
+/** the step: gdnRecurrence's launch against the matrix ceiling */
+export function gdnStep(
   backend: Backend,
   matrixTflops: number,
   options: { config?: ModelConfig; T?: number; reps?: number; runs?: number } = {},
 ): Promise<Verdict[]> {
-  const config = options.config ?? FLASH_NEXT;
-  const T = options.T ?? 4096;
-  const reps = Math.max(2, options.reps ?? 6);
-  const runs = options.runs ?? 5;
-  const a = gdnAttrs(config);
-  const seconds = await perLaunchSeconds(backend, (n) => gdnChainGraph(config, T, n), reps, runs);
-  const flops = gdnChunkedFlops(config, T);
-  const header =
-    `chunked GatedDeltaNet (gdnRecurrence, kernels fast) at T=${T}, ${config.name}: ${a.keyHeads} key / ${a.valueHeads} value heads, dk ${a.keyDim} dv ${a.valueDim}, chunks of ${GDN_CHUNK}; ` +
-    `${(flops / 1e9).toFixed(1)} GFLOP (within ${GDN_MATH_FACTOR}x of its math at the matrix ceiling):`;
-  return [
-    { line: header, pass: true },
-    { ...matrixCeilingVerdict('gdnRecurrence', seconds, flops, gdnMinBytes(config, T), matrixTflops, GDN_MATH_FACTOR), seconds },
-  ];
+  return matrixCeilingStep(backend, matrixTflops, GDN_KERNEL, options);
 }
+
+const GDN_KERNEL: CeilingKernel = {
+  op: 'gdnRecurrence',
+  factor: GDN_MATH_FACTOR,
+  chain: gdnChainGraph,
+  flops: gdnChunkedFlops,
+  minBytes: gdnMinBytes,
+  header: (config, T, flops) => {
+    const a = gdnAttrs(config);
+    return (
+      `chunked GatedDeltaNet (gdnRecurrence, kernels fast) at T=${T}, ${config.name}: ${a.keyHeads} key / ${a.valueHeads} value heads, dk ${a.keyDim} dv ${a.valueDim}, chunks of ${GDN_CHUNK}; ` +
+      `${(flops / 1e9).toFixed(1)} GFLOP (within ${GDN_MATH_FACTOR}x of its math at the matrix ceiling):`
+    );
+  },
+};

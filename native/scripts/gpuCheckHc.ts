@@ -9,17 +9,8 @@
 // operands (weights, so no feed crosses the bus), read back through a one-column slice: the
 // run's one sync and replay are spread over K launches, where a node-by-node profile would add
 // a host sync to every kernel of a few tens of microseconds.
-import {
-  FLASH_NEXT,
-  GraphBuilder,
-  preparePrefill,
-  STAND_IN_SUB_LAYERS,
-  SyntheticWeightSource,
-  type Backend,
-  type Graph,
-  type ModelConfig,
-  type WeightSpec,
-} from '@hcsp/core';
+import { FLASH_NEXT, preparePrefill, STAND_IN_SUB_LAYERS, type Backend, type Graph, type ModelConfig, type SyntheticWeightSource } from '@hcsp/core';
+import { chainBuilder } from './gpuCheckChain.ts';
 import { medianRunSeconds } from './gpuCheckTiming.ts';
 import type { Verdict } from './gpuCheckVerdict.ts';
 
@@ -73,12 +64,7 @@ export function hcChainGraph(
   const h = config.hiddenSize;
   const n = config.hc.count;
   const width = n * h;
-  const b = new GraphBuilder(1, { check: `${op} chain`, tokens: T, reps });
-  const specs: WeightSpec[] = [];
-  const weight = (name: string, shape: number[], std: number) => {
-    specs.push({ name, shape, dtype: 'bf16', init: { kind: 'normal', std } });
-    return b.weight({ name }, shape);
-  };
+  const { b, weight, finish } = chainBuilder(`${op} chain`, T, reps);
   const node = (k: number, inputs: string[], outputs: string[], attrs: Record<string, unknown>) =>
     b.node({ op, rank: 0, layer: 0, scope: `${op}.${k}`, inputs, outputs, attrs });
   let last: string;
@@ -101,10 +87,7 @@ export function hcChainGraph(
       node(k, pairs[k % 3], [last], { streams: n, contract: 'atom' });
     }
   }
-  const out = b.value('column', [T, 1], 'bf16', 0);
-  b.node({ op: 'sliceCols', rank: 0, layer: 0, scope: 'read back', inputs: [last], outputs: [out], attrs: { start: 0, end: 1 } });
-  b.markOutput(out);
-  return { graph: b.build(), weights: new SyntheticWeightSource(specs, 7) };
+  return finish(last, 7);
 }
 
 /** seconds per launch of the chained op: the median recorded run (after a warm-up) over reps */

@@ -1,7 +1,7 @@
 // How the GPU check's steps time a kernel and judge it: the median of several runs after one
 // warm-up run (which takes the first run's costs: the pool's first allocations, a vendor GEMM's
 // planning), one launch of a chained op, and a time against the matrix ceiling.
-import type { Backend, Graph, WeightSource } from '@hcsp/core';
+import { FLASH_NEXT, type Backend, type Graph, type ModelConfig, type WeightSource } from '@hcsp/core';
 import { median, timed } from '@hcsp/bench';
 import type { Verdict } from './gpuCheckVerdict.ts';
 
@@ -48,4 +48,36 @@ export function matrixCeilingVerdict(op: string, seconds: number, flops: number,
     `  ${op} ${seconds.toFixed(6).padStart(9)} s ${tflops.toFixed(2).padStart(8)} TFLOP/s ${(bytes / seconds / 1e9).toFixed(1).padStart(8)} GB/s  ` +
     `${times.toFixed(2)}x its math at ${matrixTflops.toFixed(1)} TFLOP/s  ${pass ? 'pass' : `FAIL (over ${factor}x)`}`;
   return { line, pass };
+}
+
+/** A kernel chained in one graph and judged against the matrix ceiling (the attention and GDN steps). */
+export interface CeilingKernel {
+  op: string;
+  /** the kernel passes within this factor of its math at the matrix ceiling */
+  factor: number;
+  /** the graph that chains the kernel `reps` times on T rows of config */
+  chain: (config: ModelConfig, T: number, reps: number) => { graph: Graph; weights: WeightSource };
+  flops: (config: ModelConfig, T: number) => number;
+  minBytes: (config: ModelConfig, T: number) => number;
+  /** the step's header line */
+  header: (config: ModelConfig, T: number, flops: number) => string;
+}
+
+/** The step: one launch's seconds (a reps chain less a one-launch chain, over reps - 1) against the matrix ceiling; the header first. */
+export async function matrixCeilingStep(
+  backend: Backend,
+  matrixTflops: number,
+  kernel: CeilingKernel,
+  options: { config?: ModelConfig; T?: number; reps?: number; runs?: number } = {},
+): Promise<Verdict[]> {
+  const config = options.config ?? FLASH_NEXT;
+  const T = options.T ?? 4096;
+  const reps = Math.max(2, options.reps ?? 6);
+  const runs = options.runs ?? 5;
+  const seconds = await perLaunchSeconds(backend, (n) => kernel.chain(config, T, n), reps, runs);
+  const flops = kernel.flops(config, T);
+  return [
+    { line: kernel.header(config, T, flops), pass: true },
+    { ...matrixCeilingVerdict(kernel.op, seconds, flops, kernel.minBytes(config, T), matrixTflops, kernel.factor), seconds },
+  ];
 }
