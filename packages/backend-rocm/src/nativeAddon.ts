@@ -1,9 +1,5 @@
-import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { BackendUnavailableError, type DeviceCounters } from '@hcsp/core';
+import { BUILD_COMMAND, builtAddonPath, loadProbedAddon } from './addonLoading.ts';
 import type { GemmMode, GpuDeviceKind, GpuKind, KernelMode } from './rocmDevices.ts';
 
 /** A tensor on the host device (native memory); `free` releases it. */
@@ -240,14 +236,9 @@ export interface NativeAddon {
   exitNow(code: number): never;
 }
 
-export const BUILD_COMMAND = 'npm run build:native';
-
 /** Where the addon is: HCSP_NATIVE_ADDON, else the cmake-js build folder of native/. */
 export function addonPath(): string {
-  const override = process.env.HCSP_NATIVE_ADDON;
-  if (override) return resolve(override);
-  const here = dirname(fileURLToPath(import.meta.url));
-  return resolve(here, '../../../native/build/Release/hcsp_native.node');
+  return builtAddonPath('HCSP_NATIVE_ADDON', 'hcsp_native.node');
 }
 
 /** The addon cannot be used here: missing, or it fails to load (its message names the path and the build command). */
@@ -261,30 +252,13 @@ export class NativeAddonUnavailableError extends BackendUnavailableError {
   }
 }
 
-let loaded: { path: string; addon: NativeAddon } | null = null;
-
 /**
- * The addon, probed first in a child process (node-llama-cpp's binary probing): a binary
- * built for another Node-API, CPU or libc crashes or throws there, not in this process.
+ * The addon, probed first in a child process (addonLoading.ts). The child prints only the
+ * error's message: node's own report of an uncaught error starts with the source line that
+ * threw, not with why (a bad ELF header, a missing symbol).
  */
 export function loadNativeAddon(): NativeAddon {
   const path = addonPath();
-  if (loaded?.path === path) return loaded.addon;
-  if (!existsSync(path)) throw new NativeAddonUnavailableError(path, 'no such file');
-  // the child prints only the error's message: node's own report of an uncaught error starts
-  // with the source line that threw, not with why (a bad ELF header, a missing symbol)
   const script = `try { const a = require(${JSON.stringify(path)}); process.stdout.write(JSON.stringify(a.info())); } catch (e) { process.stderr.write(String(e?.message ?? e)); process.exit(1); }`;
-  const probe = spawnSync(process.execPath, ['-e', script], {
-    encoding: 'utf8',
-    timeout: 30_000,
-  });
-  if (probe.error || probe.status !== 0) {
-    const why =
-      probe.error?.message ??
-      (probe.signal ? `the probe process died of ${probe.signal}` : probe.stderr.trim().split('\n').slice(0, 3).join(' ') || `exit ${probe.status}`);
-    throw new NativeAddonUnavailableError(path, `it does not load (${why})`);
-  }
-  const addon = createRequire(import.meta.url)(path) as NativeAddon;
-  loaded = { path, addon };
-  return addon;
+  return loadProbedAddon<NativeAddon>(path, script, (p, reason) => new NativeAddonUnavailableError(p, reason));
 }

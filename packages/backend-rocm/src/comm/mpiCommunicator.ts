@@ -1,9 +1,5 @@
-import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { RING_DEFAULT_CHANNELS, RING_DEFAULT_CHUNK_ELEMS, type CommBytes, type Communicator, type GraphNode, type Tensor } from '@hcsp/core';
+import { BUILD_COMMAND, builtAddonPath, loadProbedAddon } from '../addonLoading.ts';
 import { runCollective } from './collectiveCall.ts';
 import type { CollectiveWatchdog } from './collectiveWatchdog.ts';
 import { OmpiServer } from './ompiServer.ts';
@@ -59,14 +55,9 @@ export interface MpiAddon {
   parentEnded(): never;
 }
 
-export const MPI_BUILD_COMMAND = 'npm run build:native';
-
 /** Where the MPI addon is: HCSP_MPI_ADDON, else the cmake-js build folder of native/, beside hcsp_native.node. */
 export function mpiAddonPath(): string {
-  const override = process.env.HCSP_MPI_ADDON;
-  if (override) return resolve(override);
-  const here = dirname(fileURLToPath(import.meta.url));
-  return resolve(here, '../../../../native/build/Release/hcsp_mpi.node');
+  return builtAddonPath('HCSP_MPI_ADDON', 'hcsp_mpi.node');
 }
 
 /** The MPI addon cannot be used here: not built (no MPI found at build time), or it fails to load. */
@@ -76,7 +67,7 @@ export class MpiUnavailableError extends Error {
     readonly reason: string,
   ) {
     super(
-      `MPI addon unavailable at ${path}: ${reason}. Build it with \`${MPI_BUILD_COMMAND}\`, which builds it where CMake finds MPI ` +
+      `MPI addon unavailable at ${path}: ${reason}. Build it with \`${BUILD_COMMAND}\`, which builds it where CMake finds MPI ` +
         '(Debian: libopenmpi-dev and openmpi-bin, `npm run setup:system`), or set HCSP_MPI_ADDON to a built hcsp_mpi.node',
     );
     this.name = 'MpiUnavailableError';
@@ -124,31 +115,15 @@ export function typedMpiError(e: unknown): unknown {
 
 const mpi = typedCalls(typedMpiError);
 
-let loaded: { path: string; addon: MpiAddon } | null = null;
-
 /**
- * The MPI addon, probed first in a child process as nativeAddon.ts probes the main one (a
- * binary built against another Node-API, or an MPI library missing at run time, fails
- * there, not in this process). The probe only asks the library's version: MPI starts in
- * this process, at MpiCommunicator.open.
+ * The MPI addon, probed first in a child process as nativeAddon.ts probes the main one
+ * (addonLoading.ts). The probe only asks the library's version: MPI starts in this process,
+ * at MpiCommunicator.open.
  */
 export function loadMpiAddon(): MpiAddon {
   const path = mpiAddonPath();
-  if (loaded?.path === path) return loaded.addon;
-  if (!existsSync(path)) throw new MpiUnavailableError(path, 'no such file');
-  const probe = spawnSync(process.execPath, ['-e', `const a = require(${JSON.stringify(path)}); process.stdout.write(JSON.stringify(a.version()))`], {
-    encoding: 'utf8',
-    timeout: 30_000,
-  });
-  if (probe.error || probe.status !== 0) {
-    const why =
-      probe.error?.message ??
-      (probe.signal ? `the probe process died of ${probe.signal}` : probe.stderr.trim().split('\n').slice(0, 3).join(' ') || `exit ${probe.status}`);
-    throw new MpiUnavailableError(path, `it does not load (${why})`);
-  }
-  const addon = createRequire(import.meta.url)(path) as MpiAddon;
-  loaded = { path, addon };
-  return addon;
+  const script = `const a = require(${JSON.stringify(path)}); process.stdout.write(JSON.stringify(a.version()))`;
+  return loadProbedAddon<MpiAddon>(path, script, (p, reason) => new MpiUnavailableError(p, reason));
 }
 
 /** The rank this process was started as by mpirun (Open MPI's own variables), or null when it was not. */
