@@ -1,5 +1,6 @@
+import type { GraphNode } from '../../graph/graph.ts';
 import type { FamilyTable } from '../../graph/ops/registry.ts';
-import type { PriceFn } from './types.ts';
+import type { PriceFn, PricingContext } from './types.ts';
 import { bytesOf, cost, ioBytes, num, outElems, portBytes, shapeOf } from './types.ts';
 
 // graph/ops/moeOps.ts
@@ -18,27 +19,13 @@ export const MOE_COSTS: FamilyTable<'moeOps', PriceFn> = {
    * (all of them once each expert gets a token). x is read once, the f32 sum written once.
    */
   moeExperts: (n, ctx) => {
-    const [rows, h] = shapeOf(ctx, n.inputs[0]);
-    const k = shapeOf(ctx, n.inputs[1])[1];
-    const local = num(n, 'numLocal');
-    const i = num(n, 'intermediate');
-    const e = ctx.config.moe.numExperts;
-    const pairs = (rows * k * local) / e;
-    const touched = Math.min(local, pairs);
-    const perExpert = portBytes(n, ctx, 'weight') / local;
-    const act = portBytes(n, ctx, 'activation') + bytesOf(ctx, n.outputs[0]);
-    // production's fused MoE: one grouped launch per projection over the local experts, each expert pairs / local rows
-    const groups = pairs >= local ? new Array<number>(local).fill(pairs / local) : [pairs];
-    const gemms = [
-      { rows: groups, n: 2 * i, flops: pairs * 2 * h * 2 * i, fp8: false },
-      { rows: groups, n: h, flops: pairs * 2 * i * h, fp8: false },
-    ];
+    const x = routedExperts(n, ctx, 1, false);
     return cost({
-      matrixFlops: pairs * (2 * h * 2 * i + 2 * i * h),
-      vectorFlops: pairs * (5 * i + 3 * h),
-      actBytes: act,
-      weightBytes: touched * perExpert,
-      gemms,
+      matrixFlops: x.gemmFlops,
+      vectorFlops: x.pairs * (5 * x.i + 3 * x.h),
+      actBytes: x.actBytes,
+      weightBytes: x.weightBytes,
+      gemms: x.gemms,
     });
   },
   /**
@@ -48,28 +35,45 @@ export const MOE_COSTS: FamilyTable<'moeOps', PriceFn> = {
    * their FP8 bytes and per-row scales.
    */
   moeExpertsFp8Ptpc: (n, ctx) => {
-    const [rows, h] = shapeOf(ctx, n.inputs[0]);
-    const k = shapeOf(ctx, n.inputs[2])[1];
-    const local = num(n, 'numLocal');
-    const i = num(n, 'intermediate');
-    const e = ctx.config.moe.numExperts;
-    const pairs = (rows * k * local) / e;
-    const touched = Math.min(local, pairs);
-    const perExpert = portBytes(n, ctx, 'weight') / local;
-    const act = portBytes(n, ctx, 'activation') + bytesOf(ctx, n.outputs[0]);
-    const groups = pairs >= local ? new Array<number>(local).fill(pairs / local) : [pairs];
-    const gemms = [
-      { rows: groups, n: 2 * i, flops: pairs * 2 * h * 2 * i, fp8: true },
-      { rows: groups, n: h, flops: pairs * 2 * i * h, fp8: true },
-    ];
+    const x = routedExperts(n, ctx, 2, true);
     return cost({
-      fp8Flops: pairs * (2 * h * 2 * i + 2 * i * h),
-      vectorFlops: pairs * (5 * i + 3 * i + 4 * (2 * i + h) + 3 * h),
-      actBytes: act,
-      weightBytes: touched * perExpert,
-      gemms,
+      fp8Flops: x.gemmFlops,
+      vectorFlops: x.pairs * (5 * x.i + 3 * x.i + 4 * (2 * x.i + x.h) + 3 * x.h),
+      actBytes: x.actBytes,
+      weightBytes: x.weightBytes,
+      gemms: x.gemms,
     });
   },
   moeSwiGlu: (n, ctx) => cost({ vectorFlops: outElems(n, ctx) * 6, ...ioBytes(n, ctx) }),
   moeCombine: (n, ctx) => cost({ vectorFlops: outElems(n, ctx) * 3, ...ioBytes(n, ctx) }),
 };
+
+/**
+ * The terms moeExperts and moeExpertsFp8Ptpc share (moeExperts' assumption): the pairs of a
+ * balanced routing (the routing ids on input port idsPort), the weight bytes of the experts
+ * they touch, the activations read and written, and the two grouped GEMMs as production's fused
+ * MoE runs them (one launch per projection over the local experts, each expert pairs / local rows).
+ */
+function routedExperts(n: GraphNode, ctx: PricingContext, idsPort: number, fp8: boolean) {
+  const [rows, h] = shapeOf(ctx, n.inputs[0]);
+  const k = shapeOf(ctx, n.inputs[idsPort])[1];
+  const local = num(n, 'numLocal');
+  const i = num(n, 'intermediate');
+  const e = ctx.config.moe.numExperts;
+  const pairs = (rows * k * local) / e;
+  const touched = Math.min(local, pairs);
+  const perExpert = portBytes(n, ctx, 'weight') / local;
+  const groups = pairs >= local ? new Array<number>(local).fill(pairs / local) : [pairs];
+  return {
+    pairs,
+    h,
+    i,
+    gemmFlops: pairs * (2 * h * 2 * i + 2 * i * h),
+    actBytes: portBytes(n, ctx, 'activation') + bytesOf(ctx, n.outputs[0]),
+    weightBytes: touched * perExpert,
+    gemms: [
+      { rows: groups, n: 2 * i, flops: pairs * 2 * h * 2 * i, fp8 },
+      { rows: groups, n: h, flops: pairs * 2 * i * h, fp8 },
+    ],
+  };
+}
