@@ -12,7 +12,7 @@
 // random block: their values do not change the time, and a Flash-Next layer's 5 GB would take
 // minutes to draw.
 import { FLASH_NEXT, Rng, type ModelConfig } from '@hcsp/core';
-import type { NativeTensor, RocmBackend } from '@hcsp/backend-rocm';
+import type { GpuDevice, NativeTensor, RocmBackend } from '@hcsp/backend-rocm';
 import { warmMedianSeconds } from './gpuCheckTiming.ts';
 import type { Verdict } from './gpuCheckVerdict.ts';
 
@@ -39,31 +39,55 @@ export function moeVerdict(label: string, seconds: number, weightBytes: number, 
   return { line, pass };
 }
 
+/** `out` filled with `block` over and over (the last copy cut short) */
+export function repeatBlock<A extends Uint8Array | Uint16Array>(block: A, out: A): A {
+  for (let i = 0; i < out.length; i += block.length) out.set(block.subarray(0, Math.min(block.length, out.length - i)), i);
+  return out;
+}
+
 /** a bf16 array of n values repeating one seeded normal block */
 function repeatedBf16(n: number, std: number, seed: number): Uint16Array {
-  const block = new Rng(seed).fillBf16Normal(Math.min(n, 1 << 20), std);
-  const out = new Uint16Array(n);
-  for (let i = 0; i < n; i += block.length) out.set(block.subarray(0, Math.min(block.length, n - i)), i);
-  return out;
+  return repeatBlock(new Rng(seed).fillBf16Normal(Math.min(n, 1 << 20), std), new Uint16Array(n));
+}
+
+/** `use` with an uploader to `backend`'s GPU (and that GPU) whose tensors (and those it is handed to hold) are freed after it */
+export async function withUploads<R>(
+  backend: RocmBackend,
+  what: string,
+  use: (
+    up: (dtype: string, shape: number[], data: Uint8Array | Uint16Array | Float32Array) => NativeTensor,
+    held: NativeTensor[],
+    gpu: GpuDevice,
+  ) => Promise<R>,
+): Promise<R> {
+  const { addon, gpu } = backend;
+  if (!gpu) throw new Error(`gpu-check ${what}: the backend has no GPU device`);
+  const held: NativeTensor[] = [];
+  try {
+    return await use(
+      (dtype, shape, data) => {
+        const t = addon.upload(dtype as never, shape, data, gpu);
+        held.push(t);
+        return t;
+      },
+      held,
+      gpu,
+    );
+  } finally {
+    for (const t of held) addon.free(t);
+  }
 }
 
 /** median seconds of moeExperts on `backend`'s GPU at config's MoE shapes on T tokens, tp 1 (after a warm-up run) */
 export async function timeMoeExperts(backend: RocmBackend, config: ModelConfig, T: number, runs = 5): Promise<number> {
-  const { addon, gpu } = backend;
-  if (!gpu) throw new Error('gpu-check MoE: the backend has no GPU device');
+  const { addon } = backend;
   const H = config.hiddenSize;
   const { numExperts: E, topK, intermediate: I, normTopkProb } = config.moe;
-  const held: NativeTensor[] = [];
-  try {
-    const up = (shape: number[], data: Uint16Array): NativeTensor => {
-      const t = addon.upload('bf16', shape, data, gpu);
-      held.push(t);
-      return t;
-    };
-    const x = up([T, H], repeatedBf16(T * H, 1, 1));
-    const logits = up([T, E], new Rng(2).fillBf16Normal(T * E, 1));
-    const gateUp = up([E * 2 * I, H], repeatedBf16(E * 2 * I * H, 1 / Math.sqrt(H), 3));
-    const down = up([E * H, I], repeatedBf16(E * H * I, 1 / Math.sqrt(I), 4));
+  return withUploads(backend, 'MoE', async (up, held, gpu) => {
+    const x = up('bf16', [T, H], repeatedBf16(T * H, 1, 1));
+    const logits = up('bf16', [T, E], new Rng(2).fillBf16Normal(T * E, 1));
+    const gateUp = up('bf16', [E * 2 * I, H], repeatedBf16(E * 2 * I * H, 1 / Math.sqrt(H), 3));
+    const down = up('bf16', [E * H, I], repeatedBf16(E * H * I, 1 / Math.sqrt(I), 4));
     const route = (await addon.run('moeRoute', [logits], { topK, normTopkProb }, backend.gemm, gpu)) as NativeTensor[];
     held.push(...route);
     const attrs = { firstExpert: 0, numLocal: E, intermediate: I };
@@ -71,9 +95,7 @@ export async function timeMoeExperts(backend: RocmBackend, config: ModelConfig, 
       const [routed] = (await addon.run('moeExperts', [x, route[0]!, route[1]!, gateUp, down], attrs, backend.gemm, gpu)) as NativeTensor[];
       addon.free(routed!);
     });
-  } finally {
-    for (const t of held) addon.free(t);
-  }
+  });
 }
 
 /** the step: the header, then the experts' line against the copy bandwidth */

@@ -11,7 +11,7 @@
 // quantizer, e4m3fn), the op run through the addon with its one sync per run.
 import { FLASH_NEXT, quantizeBf16RowsFp8, Rng, type ModelConfig } from '@hcsp/core';
 import type { NativeTensor, RocmBackend } from '@hcsp/backend-rocm';
-import { moeFlops, moeVerdict, MOE_COPY_FACTOR } from './gpuCheckMoe.ts';
+import { moeFlops, moeVerdict, MOE_COPY_FACTOR, repeatBlock, withUploads } from './gpuCheckMoe.ts';
 import { warmMedianSeconds } from './gpuCheckTiming.ts';
 import type { Verdict } from './gpuCheckVerdict.ts';
 
@@ -26,24 +26,16 @@ export function moeFp8WeightBytes(config: ModelConfig, numLocal = config.moe.num
 function repeatedFp8(n: number, cols: number, std: number, seed: number): { q: Uint8Array; scale: (rows: number) => Float32Array } {
   const blockRows = Math.max(1, Math.min(Math.ceil(n / cols), Math.floor((1 << 20) / cols)));
   const block = quantizeBf16RowsFp8(new Rng(seed).fillBf16Normal(blockRows * cols, std), blockRows, cols, 'e4m3fn', 'reciprocal');
-  const q = new Uint8Array(n);
-  for (let i = 0; i < n; i += block.q.length) q.set(block.q.subarray(0, Math.min(block.q.length, n - i)), i);
+  const q = repeatBlock(block.q, new Uint8Array(n));
   return { q, scale: (rows) => Float32Array.from({ length: rows }, (_, r) => block.scale[r % blockRows]!) };
 }
 
 /** median seconds of moeExpertsFp8Ptpc on `backend`'s GPU at config's MoE shapes on T tokens, tp 1 (after a warm-up run) */
 export async function timeMoeExpertsFp8(backend: RocmBackend, config: ModelConfig, T: number, runs = 5): Promise<number> {
-  const { addon, gpu } = backend;
-  if (!gpu) throw new Error('gpu-check MoE FP8: the backend has no GPU device');
+  const { addon } = backend;
   const H = config.hiddenSize;
   const { numExperts: E, topK, intermediate: I, normTopkProb } = config.moe;
-  const held: NativeTensor[] = [];
-  try {
-    const up = (dtype: string, shape: number[], data: Uint8Array | Uint16Array | Float32Array): NativeTensor => {
-      const t = addon.upload(dtype as never, shape, data, gpu);
-      held.push(t);
-      return t;
-    };
+  return withUploads(backend, 'MoE FP8', async (up, held, gpu) => {
     const x = repeatedFp8(T * H, H, 1, 1);
     const gu = repeatedFp8(E * 2 * I * H, H, 1 / Math.sqrt(H), 3);
     const dn = repeatedFp8(E * H * I, I, 1 / Math.sqrt(I), 4);
@@ -63,9 +55,7 @@ export async function timeMoeExpertsFp8(backend: RocmBackend, config: ModelConfi
       const [routed] = (await addon.run('moeExpertsFp8Ptpc', inputs, attrs, backend.gemm, gpu)) as NativeTensor[];
       addon.free(routed!);
     });
-  } finally {
-    for (const t of held) addon.free(t);
-  }
+  });
 }
 
 /** the step: the header, then the FP8 experts' line against the copy bandwidth */
