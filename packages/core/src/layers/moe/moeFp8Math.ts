@@ -17,7 +17,7 @@ import { type Fp8Format, fp8ArrayToF32 } from '../../numerics/fp8.ts';
 import { siluF32 } from '../../numerics/fp32Math.ts';
 import { type QuantStyle, quantizeBf16RowsFp8 } from '../../numerics/quant.ts';
 import type { PtpcScaleOrder } from '../fp8Linear.ts';
-import type { MoeRouting } from './moeMath.ts';
+import { localExpertPairs, type MoeRouting } from './moeMath.ts';
 
 const fr = Math.fround;
 
@@ -87,13 +87,7 @@ export function moeRoutedSumFp8(
   checkLength('stacked down scales', experts.sDown, numLocal * hidden);
   const xv = fp8ArrayToF32(xq, format);
   const acc = new Float32Array(tokens * hidden);
-  const pairs: number[][] = Array.from({ length: numLocal }, () => []);
-  for (let t = 0; t < tokens; t++) {
-    for (let k = 0; k < topK; k++) {
-      const local = routing.ids[t * topK + k] - firstExpert;
-      if (local >= 0 && local < numLocal) pairs[local].push(t * topK + k);
-    }
-  }
+  const pairs = localExpertPairs(routing, tokens, topK, firstExpert, numLocal);
   const h = new Uint16Array(inter);
   for (let local = 0; local < numLocal; local++) {
     const mine = pairs[local];

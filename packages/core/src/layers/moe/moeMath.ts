@@ -87,6 +87,21 @@ export interface MoeLocalExperts {
 }
 
 /**
+ * The routing pairs t * topK + k that each of this rank's experts [firstExpert, +numLocal)
+ * serves, t ascending (a token chooses an expert at most once).
+ */
+export function localExpertPairs(routing: MoeRouting, tokens: number, topK: number, firstExpert: number, numLocal: number): number[][] {
+  const pairs: number[][] = Array.from({ length: numLocal }, () => []);
+  for (let t = 0; t < tokens; t++) {
+    for (let k = 0; k < topK; k++) {
+      const local = routing.ids[t * topK + k] - firstExpert;
+      if (local >= 0 && local < numLocal) pairs[local].push(t * topK + k);
+    }
+  }
+  return pairs;
+}
+
+/**
  * The routed sum of a rank's experts, in fp32 and not yet rounded: for every token,
  * sum over its chosen experts that this rank owns of bf(o_e * w_k), added in ascending
  * expert index (a rank's own subset of that order is again ascending, so every rank can
@@ -115,14 +130,7 @@ export function moeRoutedSum(
   checkLength('stacked gate_up', experts.gateUp, numLocal * 2 * inter * hidden);
   checkLength('stacked down', experts.down, numLocal * hidden * inter);
   const acc = new Float32Array(tokens * hidden);
-  // pairs (t, k) per local expert, t ascending (a token chooses an expert at most once)
-  const pairs: number[][] = Array.from({ length: numLocal }, () => []);
-  for (let t = 0; t < tokens; t++) {
-    for (let k = 0; k < topK; k++) {
-      const local = routing.ids[t * topK + k] - firstExpert;
-      if (local >= 0 && local < numLocal) pairs[local].push(t * topK + k);
-    }
-  }
+  const pairs = localExpertPairs(routing, tokens, topK, firstExpert, numLocal);
   for (let local = 0; local < numLocal; local++) {
     const mine = pairs[local];
     const n = mine.length;
