@@ -47,89 +47,26 @@ inline void widenPair(const uint16_t* p, __m256& lo, __m256& hi) {
   hi = _mm256_castsi256_ps(_mm256_and_si256(u, _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
 }
 
-template <int R, int V, bool F32>
-void tile(const Tile& t) {
-  __m256 c[R][V];
-  if (t.first) {
-    for (int r = 0; r < R; r++)
-      for (int v = 0; v < V; v++) c[r][v] = _mm256_setzero_ps();
-  } else {
-    for (int r = 0; r < R; r++)
-      for (int v = 0; v < V; v++) c[r][v] = _mm256_loadu_ps(t.acc + r * t.accStride + v * L);
-  }
-  const float* xr[R];
-  for (int r = 0; r < R; r++) xr[r] = t.xp + r * t.xStride;
-  const uint16_t* wp = t.wp;
-  const float* wf = t.wf;
-  const int64_t ws = t.width;
-  for (int64_t k = 0; k < t.kc; k++, wp += ws) {
-    __m256 b[V];
-    if (F32) {
-      for (int v = 0; v < V; v++) b[v] = _mm256_loadu_ps(wf + k * ws + v * L);
-    } else if (V == 2) {
-      widenPair(wp, b[0], b[V - 1]);  // b[1] (V - 1: also compiles for V = 1)
-    } else {
-      b[0] = widen(wp);
-    }
-    for (int r = 0; r < R; r++) {
-      const __m256 a = _mm256_broadcast_ss(xr[r] + k);
-      for (int v = 0; v < V; v++) c[r][v] = _mm256_fmadd_ps(a, b[v], c[r][v]);
-    }
-  }
-  if (!t.last) {
-    for (int r = 0; r < R; r++)
-      for (int v = 0; v < V; v++) _mm256_storeu_ps(t.acc + r * t.accStride + v * L, c[r][v]);
-    return;
-  }
-  for (int v = 0; v < V; v++) {
-    const int valid = t.n - v * L;
-    if (valid <= 0) break;
-    const __m256i m = laneMask(valid);
-    if (t.epilogue == Epilogue::F32) {
-      float* y = static_cast<float*>(t.y) + v * L;
-      for (int r = 0; r < R; r++) _mm256_maskstore_ps(y + r * t.yStride, m, c[r][v]);
-      continue;
-    }
-    uint16_t* y = static_cast<uint16_t*>(t.y) + v * L;
-    if (t.epilogue == Epilogue::Bf16) {
-      for (int r = 0; r < R; r++) storeBf16(y + r * t.yStride, toBf16(c[r][v]), valid);
-      continue;
-    }
-    const __m256 col = _mm256_maskload_ps(t.colScale + v * L, m);
-    for (int r = 0; r < R; r++) {
-      const __m256 row = _mm256_set1_ps(t.rowScale[r]);
-      const __m256 s = t.colScaleFirst ? _mm256_mul_ps(_mm256_mul_ps(c[r][v], col), row) : _mm256_mul_ps(_mm256_mul_ps(c[r][v], row), col);
-      storeBf16(y + r * t.yStride, toBf16(s), valid);
-    }
-  }
-}
+constexpr int MAX_V = 2;
+using Vf = __m256;
+using Mask = __m256i;
 
-template <int R, bool F32>
-void byWidth(const Tile& t) {
-  if (t.width / L == 1) return tile<R, 1, F32>(t);
-  return tile<R, 2, F32>(t);
-}
+inline Vf zero() { return _mm256_setzero_ps(); }
+inline Vf load(const float* p) { return _mm256_loadu_ps(p); }
+inline void store(float* p, Vf v) { _mm256_storeu_ps(p, v); }
+inline Vf fmadd(Vf a, Vf b, Vf c) { return _mm256_fmadd_ps(a, b, c); }
+inline Vf mul(Vf a, Vf b) { return _mm256_mul_ps(a, b); }
+inline Vf broadcast(const float* p) { return _mm256_broadcast_ss(p); }
+inline void maskStoreF32(float* y, Mask m, Vf v) { _mm256_maskstore_ps(y, m, v); }
+inline void maskStoreBf16(uint16_t* y, Mask, int valid, Vf v) { storeBf16(y, toBf16(v), valid); }
+inline Vf maskLoad(const float* p, Mask m) { return _mm256_maskload_ps(p, m); }
 
-template <bool F32>
-void byRows(const Tile& t) {
-  withRows(t.mr, [&](auto rows) { byWidth<decltype(rows)::value, F32>(t); });
-}
+#include "gemm_tile.h"
 
 }  // namespace
 
-void tileAvx2(const Tile& t) { return t.wf ? byRows<true>(t) : byRows<false>(t); }
+void tileAvx2(const Tile& t) { anyTile(t); }
 
-void widenAvx2(const uint16_t* wp, int64_t kc, int width, float* dst) {
-  for (int64_t k = 0; k < kc; k++, wp += width, dst += width) {
-    if (width == 2 * L) {
-      __m256 lo, hi;
-      widenPair(wp, lo, hi);
-      _mm256_storeu_ps(dst, lo);
-      _mm256_storeu_ps(dst + L, hi);
-    } else {
-      _mm256_storeu_ps(dst, widen(wp));
-    }
-  }
-}
+void widenAvx2(const uint16_t* wp, int64_t kc, int width, float* dst) { widenPanel(wp, kc, width, dst); }
 
 }  // namespace hcsp::gemm

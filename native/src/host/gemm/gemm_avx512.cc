@@ -44,96 +44,26 @@ inline void widenPair(const uint16_t* p, __m512& lo, __m512& hi) {
   hi = _mm512_castsi512_ps(_mm512_and_si512(u, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
 }
 
-template <int R, int V, bool F32>
-void tile(const Tile& t) {
-  __m512 c[R][V];
-  if (t.first) {
-    for (int r = 0; r < R; r++)
-      for (int v = 0; v < V; v++) c[r][v] = _mm512_setzero_ps();
-  } else {
-    for (int r = 0; r < R; r++)
-      for (int v = 0; v < V; v++) c[r][v] = _mm512_loadu_ps(t.acc + r * t.accStride + v * L);
-  }
-  const float* xr[R];
-  for (int r = 0; r < R; r++) xr[r] = t.xp + r * t.xStride;
-  const uint16_t* wp = t.wp;
-  const float* wf = t.wf;
-  const int64_t ws = t.width;
-  for (int64_t k = 0; k < t.kc; k++, wp += ws) {
-    __m512 b[V];
-    if (F32) {
-      for (int v = 0; v < V; v++) b[v] = _mm512_loadu_ps(wf + k * ws + v * L);
-    } else {
-      for (int v = 0; v + 1 < V; v += 2) widenPair(wp + v * L, b[v], b[v + 1]);
-      if (V % 2) b[V - 1] = widen(wp + (V - 1) * L);
-    }
-    for (int r = 0; r < R; r++) {
-      const __m512 a = _mm512_set1_ps(xr[r][k]);
-      for (int v = 0; v < V; v++) c[r][v] = _mm512_fmadd_ps(a, b[v], c[r][v]);
-    }
-  }
-  if (!t.last) {
-    for (int r = 0; r < R; r++)
-      for (int v = 0; v < V; v++) _mm512_storeu_ps(t.acc + r * t.accStride + v * L, c[r][v]);
-    return;
-  }
-  for (int v = 0; v < V; v++) {
-    const int valid = t.n - v * L;
-    if (valid <= 0) break;
-    const __mmask16 m = laneMask(valid);
-    if (t.epilogue == Epilogue::F32) {
-      float* y = static_cast<float*>(t.y) + v * L;
-      for (int r = 0; r < R; r++) _mm512_mask_storeu_ps(y + r * t.yStride, m, c[r][v]);
-      continue;
-    }
-    uint16_t* y = static_cast<uint16_t*>(t.y) + v * L;
-    if (t.epilogue == Epilogue::Bf16) {
-      for (int r = 0; r < R; r++) _mm256_mask_storeu_epi16(y + r * t.yStride, m, toBf16(c[r][v]));
-      continue;
-    }
-    const __m512 col = _mm512_maskz_loadu_ps(m, t.colScale + v * L);
-    for (int r = 0; r < R; r++) {
-      const __m512 row = _mm512_set1_ps(t.rowScale[r]);
-      const __m512 s = t.colScaleFirst ? _mm512_mul_ps(_mm512_mul_ps(c[r][v], col), row) : _mm512_mul_ps(_mm512_mul_ps(c[r][v], row), col);
-      _mm256_mask_storeu_epi16(y + r * t.yStride, m, toBf16(s));
-    }
-  }
-}
+constexpr int MAX_V = 4;
+using Vf = __m512;
+using Mask = __mmask16;
 
-template <int R, bool F32>
-void byWidth(const Tile& t) {
-  switch (t.width / L) {
-    case 1:
-      return tile<R, 1, F32>(t);
-    case 2:
-      return tile<R, 2, F32>(t);
-    case 3:
-      return tile<R, 3, F32>(t);
-    default:
-      return tile<R, 4, F32>(t);
-  }
-}
+inline Vf zero() { return _mm512_setzero_ps(); }
+inline Vf load(const float* p) { return _mm512_loadu_ps(p); }
+inline void store(float* p, Vf v) { _mm512_storeu_ps(p, v); }
+inline Vf fmadd(Vf a, Vf b, Vf c) { return _mm512_fmadd_ps(a, b, c); }
+inline Vf mul(Vf a, Vf b) { return _mm512_mul_ps(a, b); }
+inline Vf broadcast(const float* p) { return _mm512_set1_ps(*p); }
+inline void maskStoreF32(float* y, Mask m, Vf v) { _mm512_mask_storeu_ps(y, m, v); }
+inline void maskStoreBf16(uint16_t* y, Mask m, int, Vf v) { _mm256_mask_storeu_epi16(y, m, toBf16(v)); }
+inline Vf maskLoad(const float* p, Mask m) { return _mm512_maskz_loadu_ps(m, p); }
 
-template <bool F32>
-void byRows(const Tile& t) {
-  withRows(t.mr, [&](auto rows) { byWidth<decltype(rows)::value, F32>(t); });
-}
+#include "gemm_tile.h"
 
 }  // namespace
 
-void tileAvx512(const Tile& t) { return t.wf ? byRows<true>(t) : byRows<false>(t); }
+void tileAvx512(const Tile& t) { anyTile(t); }
 
-void widenAvx512(const uint16_t* wp, int64_t kc, int width, float* dst) {
-  for (int64_t k = 0; k < kc; k++, wp += width, dst += width) {
-    int v = 0;
-    for (; v + 2 * L <= width; v += 2 * L) {
-      __m512 lo, hi;
-      widenPair(wp + v, lo, hi);
-      _mm512_storeu_ps(dst + v, lo);
-      _mm512_storeu_ps(dst + v + L, hi);
-    }
-    if (v < width) _mm512_storeu_ps(dst + v, widen(wp + v));
-  }
-}
+void widenAvx512(const uint16_t* wp, int64_t kc, int width, float* dst) { widenPanel(wp, kc, width, dst); }
 
 }  // namespace hcsp::gemm
