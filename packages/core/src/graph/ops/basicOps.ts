@@ -1,14 +1,11 @@
-import { defineOp } from './opDef.ts';
+import { bf16, defineOp, i32, intMin, port, ROW_DTYPES, weight } from './opDef.ts';
 import { info, num, ShapeRule } from './shapeRules.ts';
 
 export const linear = defineOp({
   name: 'linear',
   doc: 'y[t,o] = bf(sum_k x[t,k] * w[o,k]), w in PyTorch layout [out,in]; fp32 accumulation in k order 0..K-1, one rounding. bf16 x bf16 products are exact in fp32, so fused and unfused multiply-add agree.',
-  inputs: [
-    { name: 'x', dtypes: ['bf16'] },
-    { name: 'w', dtypes: ['bf16'], role: 'weight' },
-  ],
-  outputs: [{ name: 'y', dtypes: ['bf16'] }],
+  inputs: [bf16('x'), weight('w')],
+  outputs: [bf16('y')],
   attrs: {},
   opClass: 'gemm',
   shape: (ins) => {
@@ -22,17 +19,14 @@ export const linear = defineOp({
 export const add = defineOp({
   name: 'add',
   doc: 'y = bf(a + b), elementwise, same shapes.',
-  inputs: [
-    { name: 'a', dtypes: ['bf16'] },
-    { name: 'b', dtypes: ['bf16'] },
-  ],
-  outputs: [{ name: 'y', dtypes: ['bf16'] }],
+  inputs: [bf16('a'), bf16('b')],
+  outputs: [bf16('y')],
   attrs: {},
   opClass: 'elementwise',
   shape: (ins) => {
     const r = new ShapeRule('add');
     const a = r.port(ins, 0, 'a');
-    r.same(r.port(ins, 1, 'b'), a, 'b');
+    r.sameAs(ins, 1, 'b', a);
     return [info(a.shape, 'bf16')];
   },
 });
@@ -40,14 +34,13 @@ export const add = defineOp({
 export const sliceCols = defineOp({
   name: 'sliceCols',
   doc: 'y = x[:, start:end]. Exact.',
-  inputs: [{ name: 'x', dtypes: ['bf16', 'f32'] }],
-  outputs: [{ name: 'y', dtypes: ['bf16', 'f32'] }],
-  attrs: { start: { kind: 'int', min: 0 }, end: { kind: 'int', min: 1 } },
+  inputs: [port('x', ROW_DTYPES)],
+  outputs: [port('y', ROW_DTYPES)],
+  attrs: { start: intMin(0), end: intMin(1) },
   opClass: 'data',
   shape: (ins, a) => {
     const r = new ShapeRule('sliceCols');
-    const x = r.port(ins, 0, 'x');
-    const [rows, cols] = r.matrix(x, 'x');
+    const [x, rows, cols] = r.matrixPort(ins, 0, 'x');
     const start = num(a, 'start');
     const end = num(a, 'end');
     if (!(start >= 0 && start < end && end <= cols)) r.fail(`columns [${start}, ${end}) are outside [0, ${cols})`);
@@ -58,11 +51,8 @@ export const sliceCols = defineOp({
 export const embed = defineOp({
   name: 'embed',
   doc: 'e[t] = table[ids[t]]. Exact; an id outside the table is an error.',
-  inputs: [
-    { name: 'ids', dtypes: ['i32'] },
-    { name: 'table', dtypes: ['bf16'], role: 'weight' },
-  ],
-  outputs: [{ name: 'e', dtypes: ['bf16'] }],
+  inputs: [i32('ids'), weight('table')],
+  outputs: [bf16('e')],
   attrs: {},
   opClass: 'data',
   shape: (ins) => {

@@ -1,4 +1,5 @@
-import { defineOp } from './opDef.ts';
+import { OPTIONAL_BOOL } from './attrSpecs.ts';
+import { bf16, defineOp, f32, weight } from './opDef.ts';
 import { info, num, ShapeRule } from './shapeRules.ts';
 
 // GatedDeltaNet ops (model.md "Linear attention (GatedDeltaNet)"); the math and the exact
@@ -7,17 +8,13 @@ import { info, num, ShapeRule } from './shapeRules.ts';
 export const gdnConvSilu = defineOp({
   name: 'gdnConvSilu',
   doc: "y[t,c] = bf(silu(sum_{j<K} w[c,j] * x[t-K+1+j, c])), causal depthwise conv (zeros before row 0), fp32 accumulation in j order, one rounding. w is [C,1,K]. roundConv (the 'hf-eager' contract; absent = false): the conv sum is rounded to bf16 before the SiLU, y = bf(silu(bf(sum))), as HF's torch fallback stores the bf16 conv1d output before ACT2FN.",
-  inputs: [
-    { name: 'x', dtypes: ['bf16'] },
-    { name: 'w', dtypes: ['bf16'], role: 'weight' },
-  ],
-  outputs: [{ name: 'y', dtypes: ['bf16'] }],
-  attrs: { kernel: 'int', roundConv: { kind: 'bool', optional: true } },
+  inputs: [bf16('x'), weight('w')],
+  outputs: [bf16('y')],
+  attrs: { kernel: 'int', roundConv: OPTIONAL_BOOL },
   opClass: 'reduction',
   shape: (ins, a) => {
     const r = new ShapeRule('gdnConvSilu');
-    const x = r.port(ins, 0, 'x');
-    const [, c] = r.matrix(x, 'x');
+    const [x, , c] = r.matrixPort(ins, 0, 'x');
     const w = r.port(ins, 1, 'w');
     if (w.shape.join(',') !== `${c},1,${num(a, 'kernel')}`) r.fail(`input 'w' is [${w.shape.join(',')}], expected [${c},1,${num(a, 'kernel')}]`);
     return [info(x.shape, 'bf16')];
@@ -27,30 +24,16 @@ export const gdnConvSilu = defineOp({
 export const gdnGates = defineOp({
   name: 'gdnGates',
   doc: 'g = (-exp(A_log)) * softplus(a + dt_bias) in fp32, kept f32; beta = bf(sigmoid(b)). b, a [T, heads]; A_log, dt_bias [heads].',
-  inputs: [
-    { name: 'b', dtypes: ['bf16'] },
-    { name: 'a', dtypes: ['bf16'] },
-    { name: 'aLog', dtypes: ['bf16'], role: 'weight' },
-    { name: 'dtBias', dtypes: ['bf16'], role: 'weight' },
-  ],
-  outputs: [
-    { name: 'g', dtypes: ['f32'] },
-    { name: 'beta', dtypes: ['bf16'] },
-  ],
+  inputs: [bf16('b'), bf16('a'), weight('aLog'), weight('dtBias')],
+  outputs: [f32('g'), bf16('beta')],
   attrs: {},
   opClass: 'elementwise',
   shape: (ins) => {
     const r = new ShapeRule('gdnGates');
-    const b = r.port(ins, 0, 'b');
-    const [, heads] = r.matrix(b, 'b');
-    r.same(r.port(ins, 1, 'a'), b, 'a');
-    for (const [i, name] of [
-      [2, 'aLog'],
-      [3, 'dtBias'],
-    ] as const) {
-      const v = r.port(ins, i, name);
-      if (v.shape.join(',') !== `${heads}`) r.fail(`input '${name}' is [${v.shape.join(',')}], expected [${heads}]`);
-    }
+    const [b, , heads] = r.matrixPort(ins, 0, 'b');
+    r.sameAs(ins, 1, 'a', b);
+    r.vec(ins, 2, 'aLog', heads);
+    r.vec(ins, 3, 'dtBias', heads);
     return [info(b.shape, 'f32'), info(b.shape, 'bf16')];
   },
 });
@@ -58,12 +41,8 @@ export const gdnGates = defineOp({
 export const gdnRecurrence = defineOp({
   name: 'gdnRecurrence',
   doc: "Gated delta rule from a zero fp32 state per value head (key head h / (valueHeads/keyHeads)): q,k = l2norm (fp32, l2Eps), q *= scale; S = exp(g) S; u = S^T k; S += k (x) (beta (v - u)); o = bf(S^T q). qkv is the conv output [T, q|k|v]; the l2 norms' sums of squares in fp32 in canonical reduction order v1 (numerics/canonicalSum.ts: 64 lanes of 8-term chunks 512 apart, then the xor butterfly), the state products (u, o) over the key dim in order; products rounded before adds.",
-  inputs: [
-    { name: 'qkv', dtypes: ['bf16'] },
-    { name: 'g', dtypes: ['f32'] },
-    { name: 'beta', dtypes: ['bf16'] },
-  ],
-  outputs: [{ name: 'o', dtypes: ['bf16'] }],
+  inputs: [bf16('qkv'), f32('g'), bf16('beta')],
+  outputs: [bf16('o')],
   attrs: { keyHeads: 'int', valueHeads: 'int', keyDim: 'int', valueDim: 'int', scale: 'float', l2Eps: 'float' },
   opClass: 'sequence',
   shape: (ins, a) => {
@@ -72,12 +51,8 @@ export const gdnRecurrence = defineOp({
     const vd = num(a, 'valueHeads') * num(a, 'valueDim');
     const [rows] = r.mat(ins, 0, 'qkv', 2 * kd + vd);
     r.split(num(a, 'valueHeads'), num(a, 'keyHeads'), 'value heads per key head');
-    for (const [i, name] of [
-      [1, 'g'],
-      [2, 'beta'],
-    ] as const) {
-      r.mat(ins, i, name, num(a, 'valueHeads'), rows);
-    }
+    r.mat(ins, 1, 'g', num(a, 'valueHeads'), rows);
+    r.mat(ins, 2, 'beta', num(a, 'valueHeads'), rows);
     return [info([rows, vd], 'bf16')];
   },
 });
@@ -85,19 +60,14 @@ export const gdnRecurrence = defineOp({
 export const gdnGatedNorm = defineOp({
   name: 'gdnGatedNorm',
   doc: 'Per value head: y = bf(bf(bf(o * rsqrt(mean(o^2) + eps)) * w) * sigmoid(z)), the sum of squares in fp32 in canonical reduction order v1 (numerics/canonicalSum.ts: 64 lanes of 8-term chunks 512 apart, then the xor butterfly); w [headDim] is a plain weight.',
-  inputs: [
-    { name: 'o', dtypes: ['bf16'] },
-    { name: 'z', dtypes: ['bf16'] },
-    { name: 'w', dtypes: ['bf16'], role: 'weight' },
-  ],
-  outputs: [{ name: 'y', dtypes: ['bf16'] }],
+  inputs: [bf16('o'), bf16('z'), weight('w')],
+  outputs: [bf16('y')],
   attrs: { heads: 'int', headDim: 'int', eps: 'float' },
   opClass: 'reduction',
   shape: (ins, a) => {
     const r = new ShapeRule('gdnGatedNorm');
-    const o = r.port(ins, 0, 'o');
-    r.matrix(o, 'o', num(a, 'heads') * num(a, 'headDim'));
-    r.same(r.port(ins, 1, 'z'), o, 'z');
+    const [o] = r.matrixPort(ins, 0, 'o', num(a, 'heads') * num(a, 'headDim'));
+    r.sameAs(ins, 1, 'z', o);
     r.vec(ins, 2, 'w', num(a, 'headDim'));
     return [info(o.shape, 'bf16')];
   },

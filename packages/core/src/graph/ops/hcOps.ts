@@ -1,4 +1,5 @@
-import { defineOp } from './opDef.ts';
+import { COUNT } from './attrSpecs.ts';
+import { bf16, defineOp, oneOf, optional, weight } from './opDef.ts';
 import { info, num, ShapeRule } from './shapeRules.ts';
 
 // Hyper-connection ops (model.md, "Hyper-connection (HC) module"). `contract` is 'atom'
@@ -6,12 +7,14 @@ import { info, num, ShapeRule } from './shapeRules.ts';
 // as bf16 torch ops: it rounds each sigmoid, each product, the inject scale and y * inj; its
 // grouped norm and its stream mean round once, as 'atom' does), so the two contracts can be
 // compared on the same graph.
+const CONTRACT = oneOf(['atom', 'hf']);
+
 export const hcExpand = defineOp({
   name: 'hcExpand',
   doc: 'X = [e, e, ..., e]: the embedding copied into each of n streams, stream-major. Exact.',
-  inputs: [{ name: 'e', dtypes: ['bf16'] }],
-  outputs: [{ name: 'x', dtypes: ['bf16'] }],
-  attrs: { streams: { kind: 'int', min: 1 } },
+  inputs: [bf16('e')],
+  outputs: [bf16('x')],
+  attrs: { streams: COUNT },
   opClass: 'data',
   shape: (ins, a) => {
     const r = new ShapeRule('hcExpand');
@@ -23,22 +26,13 @@ export const hcExpand = defineOp({
 export const hcCombineNorm = defineOp({
   name: 'hcCombineNorm',
   doc: 'Pending combine (when given) as hcCombine, then the grouped RMS norm per stream, the same under both contracts: rstd = rsqrt(fl(sumsq / H) + eps) with sumsq = sum_j X[j]^2 in fp32 in canonical reduction order v1 (numerics/canonicalSum.ts: 64 lanes of 8-term chunks 512 apart, then the xor butterfly), normed = bf(fl(fl(X * rstd) * fl(1 + w))), one rounding.',
-  inputs: [
-    { name: 'x', dtypes: ['bf16'] },
-    { name: 'blockOut', dtypes: ['bf16'], optional: true },
-    { name: 'raw', dtypes: ['bf16'], optional: true },
-    { name: 'normWeight', dtypes: ['bf16'], role: 'weight' },
-  ],
-  outputs: [
-    { name: 'x', dtypes: ['bf16'] },
-    { name: 'normed', dtypes: ['bf16'] },
-  ],
-  attrs: { streams: { kind: 'int', min: 1 }, eps: 'float', contract: { kind: 'string', oneOf: ['atom', 'hf'] } },
+  inputs: [bf16('x'), optional(bf16('blockOut')), optional(bf16('raw')), weight('normWeight')],
+  outputs: [bf16('x'), bf16('normed')],
+  attrs: { streams: COUNT, eps: 'float', contract: CONTRACT },
   opClass: 'reduction',
   shape: (ins, a) => {
     const r = new ShapeRule('hcCombineNorm');
-    const x = r.port(ins, 0, 'x');
-    const [rows, width] = r.matrix(x, 'x');
+    const [x, rows, width] = r.matrixPort(ins, 0, 'x');
     const h = r.split(width, num(a, 'streams'), "input 'x'");
     if ((ins[1] === null) !== (ins[2] === null)) r.fail("inputs 'blockOut' and 'raw' come together (the pending combine) or not at all");
     if (ins[1]) r.matrix(ins[1], 'blockOut', h);
@@ -53,12 +47,9 @@ export const hcCombineNorm = defineOp({
 export const hcScaledSilu = defineOp({
   name: 'hcScaledSilu',
   doc: 'gate = bf(silu(bf(d[:, :r] / n))); raw = d[:, r:r+n] (absent on the mixer). Rows of d are [r+n] or [r].',
-  inputs: [{ name: 'd', dtypes: ['bf16'] }],
-  outputs: [
-    { name: 'gate', dtypes: ['bf16'] },
-    { name: 'raw', dtypes: ['bf16'], optional: true },
-  ],
-  attrs: { streams: { kind: 'int', min: 1 }, lowRank: { kind: 'int', min: 1 }, contract: { kind: 'string', oneOf: ['atom', 'hf'] } },
+  inputs: [bf16('d')],
+  outputs: [bf16('gate'), optional(bf16('raw'))],
+  attrs: { streams: COUNT, lowRank: COUNT, contract: CONTRACT },
   opClass: 'elementwise',
   shape: (ins, a) => {
     const r = new ShapeRule('hcScaledSilu');
@@ -73,18 +64,14 @@ export const hcScaledSilu = defineOp({
 export const hcGatedMean = defineOp({
   name: 'hcGatedMean',
   doc: "x = bf(fl(acc / n)), acc = fl(acc + p_s) in fp32 over s = 0..n-1 in order; 'atom': p_s = fl(sigmoid(up_s) * normed_s); 'hf': p_s = bf(bf(sigmoid(up_s)) * normed_s) (torch's bf16 sigmoid and product; its .mean accumulates in fp32 and rounds once).",
-  inputs: [
-    { name: 'up', dtypes: ['bf16'] },
-    { name: 'normed', dtypes: ['bf16'] },
-  ],
-  outputs: [{ name: 'x', dtypes: ['bf16'] }],
-  attrs: { streams: { kind: 'int', min: 1 }, contract: { kind: 'string', oneOf: ['atom', 'hf'] } },
+  inputs: [bf16('up'), bf16('normed')],
+  outputs: [bf16('x')],
+  attrs: { streams: COUNT, contract: CONTRACT },
   opClass: 'reduction',
   shape: (ins, a) => {
     const r = new ShapeRule('hcGatedMean');
-    const normed = r.port(ins, 1, 'normed');
-    const [rows, width] = r.matrix(normed, 'normed');
-    r.same(r.port(ins, 0, 'up'), normed, 'up');
+    const [normed, rows, width] = r.matrixPort(ins, 1, 'normed');
+    r.sameAs(ins, 0, 'up', normed);
     return [info([rows, r.split(width, num(a, 'streams'), "input 'normed'")], 'bf16')];
   },
 });
@@ -92,18 +79,13 @@ export const hcGatedMean = defineOp({
 export const hcCombine = defineOp({
   name: 'hcCombine',
   doc: "Unfused combine X_s = bf(X_s + p), inj_s = 2 sig_s with sig_s = sigmoid(bf(raw_s / n)); 'atom': p = fl(y * fl(2 sig_s)); 'hf': p = bf(y * 2 bf(sig_s)) (the doubling of a bf16 is exact).",
-  inputs: [
-    { name: 'x', dtypes: ['bf16'] },
-    { name: 'blockOut', dtypes: ['bf16'] },
-    { name: 'raw', dtypes: ['bf16'] },
-  ],
-  outputs: [{ name: 'x', dtypes: ['bf16'] }],
-  attrs: { streams: { kind: 'int', min: 1 }, contract: { kind: 'string', oneOf: ['atom', 'hf'] } },
+  inputs: [bf16('x'), bf16('blockOut'), bf16('raw')],
+  outputs: [bf16('x')],
+  attrs: { streams: COUNT, contract: CONTRACT },
   opClass: 'elementwise',
   shape: (ins, a) => {
     const r = new ShapeRule('hcCombine');
-    const x = r.port(ins, 0, 'x');
-    const [rows, width] = r.matrix(x, 'x');
+    const [x, rows, width] = r.matrixPort(ins, 0, 'x');
     const n = num(a, 'streams');
     r.mat(ins, 1, 'blockOut', r.split(width, n, "input 'x'"), rows);
     r.mat(ins, 2, 'raw', n, rows);

@@ -1,5 +1,6 @@
-import { defineOp } from './opDef.ts';
-import { info, num, ShapeRule } from './shapeRules.ts';
+import { COUNT, INDEX } from './attrSpecs.ts';
+import { ANY_DTYPE, bf16, defineOp, i32, port } from './opDef.ts';
+import { info, num, ShapeRule, withRows } from './shapeRules.ts';
 
 // The LM head and MTP head ops (model.md "LM head and MTP"; layers/mtp). The head GEMMs are
 // `linear`, the norms `hcCombineNorm` with one group; these move rows, ids and views, and
@@ -8,9 +9,9 @@ import { info, num, ShapeRule } from './shapeRules.ts';
 export const sliceRows = defineOp({
   name: 'sliceRows',
   doc: 'y = x[start:end] along the first axis (e.g. the last position before the LM head). Exact.',
-  inputs: [{ name: 'x', dtypes: ['bf16', 'f32', 'i32'] }],
-  outputs: [{ name: 'y', dtypes: ['bf16', 'f32', 'i32'] }],
-  attrs: { start: { kind: 'int', min: 0 }, end: { kind: 'int', min: 1 } },
+  inputs: [port('x', ANY_DTYPE)],
+  outputs: [port('y', ANY_DTYPE)],
+  attrs: { start: INDEX, end: COUNT },
   opClass: 'data',
   shape: (ins, a) => {
     const r = new ShapeRule('sliceRows');
@@ -18,15 +19,15 @@ export const sliceRows = defineOp({
     if (x.shape.length < 1) r.fail("input 'x' must have at least one axis");
     const [start, end] = [num(a, 'start'), num(a, 'end')];
     if (!(start < end && end <= x.shape[0])) r.fail(`rows [${start}, ${end}) are outside [0, ${x.shape[0]})`);
-    return [info([end - start, ...x.shape.slice(1)], x.dtype)];
+    return [withRows(x, end - start)];
   },
 });
 
 export const reshape = defineOp({
   name: 'reshape',
   doc: 'y = x viewed with another row-major shape of the same element count (e.g. [T, n*H] as [T*n, H] for fc_hidden). Exact.',
-  inputs: [{ name: 'x', dtypes: ['bf16', 'f32', 'i32'] }],
-  outputs: [{ name: 'y', dtypes: ['bf16', 'f32', 'i32'] }],
+  inputs: [port('x', ANY_DTYPE)],
+  outputs: [port('y', ANY_DTYPE)],
   attrs: { shape: 'int[]' },
   opClass: 'data',
   shape: (ins, a) => {
@@ -43,9 +44,9 @@ export const reshape = defineOp({
 export const rowBlocksToCols = defineOp({
   name: 'rowBlocksToCols',
   doc: 'y[t, p*C + j] = x[p*R + t, j]: `parts` blocks of R rows (an all-gather of vocab-sharded logits, rank order) laid side by side as [R, parts*C]. Exact.',
-  inputs: [{ name: 'x', dtypes: ['bf16'] }],
-  outputs: [{ name: 'y', dtypes: ['bf16'] }],
-  attrs: { parts: { kind: 'int', min: 1 } },
+  inputs: [bf16('x')],
+  outputs: [bf16('y')],
+  attrs: { parts: COUNT },
   opClass: 'data',
   shape: (ins, a) => {
     const r = new ShapeRule('rowBlocksToCols');
@@ -59,8 +60,8 @@ export const rowBlocksToCols = defineOp({
 export const argmax = defineOp({
   name: 'argmax',
   doc: "ids[t] = the first index of the maximum of logits[t, :] (torch.argmax): +0 and -0 tie, a NaN counts as the maximum (the first NaN wins). Equals ATOM's vocab-sharded compute_argmax_token (per-shard argmax, lowest rank among equal maxima). Exact.",
-  inputs: [{ name: 'logits', dtypes: ['bf16'] }],
-  outputs: [{ name: 'ids', dtypes: ['i32'] }],
+  inputs: [bf16('logits')],
+  outputs: [i32('ids')],
   attrs: {},
   opClass: 'data',
   shape: (ins) => {
@@ -74,11 +75,8 @@ export const argmax = defineOp({
 export const mtpDraftIds = defineOp({
   name: 'mtpDraftIds',
   doc: "y = [ids[1], ..., ids[T-1], next[0]]: the drafter's token ids (ATOM eagle_proposer: the target ids shifted by one, the last row the token just sampled). Exact.",
-  inputs: [
-    { name: 'ids', dtypes: ['i32'] },
-    { name: 'next', dtypes: ['i32'] },
-  ],
-  outputs: [{ name: 'y', dtypes: ['i32'] }],
+  inputs: [i32('ids'), i32('next')],
+  outputs: [i32('y')],
   attrs: {},
   opClass: 'data',
   shape: (ins) => {

@@ -85,6 +85,38 @@ export interface OpDef {
   readonly gathersRows?: { table: number };
 }
 
+// The declarations' notation: port and attribute constructors, so each declaration writes
+// only what is particular to its op (the objects they build are the plain PortDef/AttrSpec).
+const BF16: readonly DType[] = ['bf16'];
+/** the two FP8 encodings a quantized port may carry (the op's `format` attribute picks one) */
+export const FP8: readonly DType[] = ['fp8e4m3fn', 'fp8e4m3fnuz'];
+/** the dtypes a row-moving op accepts */
+export const ROW_DTYPES: readonly DType[] = ['bf16', 'f32'];
+export const ANY_DTYPE: readonly DType[] = ['bf16', 'f32', 'i32'];
+
+/** An activation port of `dtypes`. */
+export function port(name: string, dtypes: readonly DType[]): PortDef {
+  return { name, dtypes };
+}
+export const bf16 = (name: string): PortDef => port(name, BF16);
+export const f32 = (name: string): PortDef => port(name, ['f32']);
+export const i32 = (name: string): PortDef => port(name, ['i32']);
+/** A weight port (bf16 unless `dtypes` says otherwise). */
+export function weight(name: string, dtypes: readonly DType[] = BF16): PortDef {
+  return { name, dtypes, role: 'weight' };
+}
+export function optional(p: PortDef): PortDef {
+  return { ...p, optional: true };
+}
+/** An int attribute of at least `min`. */
+export function intMin(min: number): AttrSpec {
+  return { kind: 'int', min };
+}
+/** A string attribute taking one of `values`. */
+export function oneOf(values: readonly string[]): AttrSpec {
+  return { kind: 'string', oneOf: values };
+}
+
 export function defineOp<const D extends OpDef>(def: D): D {
   return def;
 }

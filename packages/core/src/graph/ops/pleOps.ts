@@ -1,4 +1,5 @@
-import { defineOp } from './opDef.ts';
+import { COUNT, INDEX } from './attrSpecs.ts';
+import { bf16, defineOp, i32, intMin, weight } from './opDef.ts';
 import { info, num, ShapeRule } from './shapeRules.ts';
 
 // PLE ops (model.md "PLE"; layers/ple, as HF `Qwen4ExpTextPLELayer` and ATOM ple.py compute
@@ -13,16 +14,16 @@ const DECIMAL = /^(0|[1-9][0-9]*)$/;
 export const pleNgramIds = defineOp({
   name: 'pleNgramIds',
   doc: "Host integer op: token ids [T] -> rows [T, heads] of the padded n-gram table, offsets included (layers/ple/pleHash.ts pleNgramIds): history EOS before the start and before every EOS, key_s = key_{s-1} XOR prev_s*m[s] in plain int64 (no wrap), id = key mod size + offset per head. `multipliers` are decimal strings (they exceed 2^53; a graph's attrs stay plain JSON). Exact.",
-  inputs: [{ name: 'tokens', dtypes: ['i32'] }],
-  outputs: [{ name: 'ids', dtypes: ['i32'] }],
+  inputs: [i32('tokens')],
+  outputs: [i32('ids')],
   attrs: {
-    ngramSize: { kind: 'int', min: 2 },
-    headsPerNgram: { kind: 'int', min: 1 },
+    ngramSize: intMin(2),
+    headsPerNgram: COUNT,
     multipliers: 'json',
     vocabSizes: 'int[]',
     offsets: 'int[]',
-    vocabSize: { kind: 'int', min: 1 },
-    eosTokenId: { kind: 'int', min: 0 },
+    vocabSize: COUNT,
+    eosTokenId: INDEX,
   },
   opClass: 'data',
   shape: (ins, a) => {
@@ -47,11 +48,8 @@ export const pleNgramIds = defineOp({
 export const pleNgramEmbed = defineOp({
   name: 'pleNgramEmbed',
   doc: 'E[t] = concat over heads h of table[ids[t,h]]: ids [T,heads] i32 (offsets included), table the padded `ngram_embedding.weight` [rows, headDim] -> [T, heads*headDim]. Exact (a gather); an id outside the table is an error.',
-  inputs: [
-    { name: 'ids', dtypes: ['i32'] },
-    { name: 'table', dtypes: ['bf16'], role: 'weight' },
-  ],
-  outputs: [{ name: 'e', dtypes: ['bf16'] }],
+  inputs: [i32('ids'), weight('table')],
+  outputs: [bf16('e')],
   attrs: {},
   opClass: 'data',
   // the table is the size of the checkpoint's PLE (102 GB bf16 for Flash-Next): its rows are
@@ -69,12 +67,9 @@ export const pleNgramEmbed = defineOp({
 export const pleNgramEmbedShard = defineOp({
   name: 'pleNgramEmbedShard',
   doc: "pleNgramEmbed on one rank's vocab slice of the table (ATOM `VocabParallelEmbedding` / `_Qwen4ExpFP8Embedding`): ids [T,heads] i32 (offsets included), table the rows [rowStart, rowStart + rows) of the padded table (`tableRows` rows in all) -> [T, heads*headDim], a head's row copied when its id falls in the slice and -0.0 (bf16 0x8000) everywhere else, so that the ranks' all-reduce (one slice holds each id; -0.0 + x = x for every x, -0.0 included) gives the whole table's lookup bit for bit, in any order of adds. ATOM masks with +0.0, which turns a -0.0 table value into +0.0. Exact; an id outside [0, tableRows) is an error.",
-  inputs: [
-    { name: 'ids', dtypes: ['i32'] },
-    { name: 'table', dtypes: ['bf16'], role: 'weight' },
-  ],
-  outputs: [{ name: 'e', dtypes: ['bf16'] }],
-  attrs: { rowStart: { kind: 'int', min: 0 }, tableRows: { kind: 'int', min: 1 } },
+  inputs: [i32('ids'), weight('table')],
+  outputs: [bf16('e')],
+  attrs: { rowStart: INDEX, tableRows: COUNT },
   opClass: 'data',
   shape: (ins, a) => {
     const r = new ShapeRule('pleNgramEmbedShard');
@@ -89,17 +84,13 @@ export const pleNgramEmbedShard = defineOp({
 export const pleRms1pNorm = defineOp({
   name: 'pleRms1pNorm',
   doc: 'Grouped RMS1p norm (norm_key, norm_query, norm_conv): per row and group of width/groups columns, rstd = 1/sqrt(fp32(sum x^2 / groupSize) + eps) with the sum in fp32 in canonical reduction order v1 (numerics/canonicalSum.ts: 64 lanes of 8-term chunks 512 apart, then the xor butterfly) (two correctly rounded steps), y = bf((x * rstd) * fp32(1 + w)), one rounding; w [width] stored as an offset from 0.',
-  inputs: [
-    { name: 'x', dtypes: ['bf16'] },
-    { name: 'weight', dtypes: ['bf16'], role: 'weight' },
-  ],
-  outputs: [{ name: 'y', dtypes: ['bf16'] }],
-  attrs: { groups: { kind: 'int', min: 1 }, eps: 'float' },
+  inputs: [bf16('x'), weight('weight')],
+  outputs: [bf16('y')],
+  attrs: { groups: COUNT, eps: 'float' },
   opClass: 'reduction',
   shape: (ins, a) => {
     const r = new ShapeRule('pleRms1pNorm');
-    const x = r.port(ins, 0, 'x');
-    const [, width] = r.matrix(x, 'x');
+    const [x, , width] = r.matrixPort(ins, 0, 'x');
     r.split(width, num(a, 'groups'), "input 'x'");
     r.vec(ins, 1, 'weight', width);
     return [info(x.shape, 'bf16')];
@@ -109,19 +100,15 @@ export const pleRms1pNorm = defineOp({
 export const pleGate = defineOp({
   name: 'pleGate',
   doc: 'Per row t and stream s, from the normed key k and query q [T, n*H] (stream s = columns s*H..): p_j = bf(k_j q_j), sc = bf(bf(fp32 sum of p_j in canonical reduction order v1) / fp32(sqrt(H))), root = bf(sqrt(bf(max(|sc|, fp32(1e-6))))), gate = bf(sigmoid(sign(sc) * root)) with sign(0) = 0 -> gate [T, n] bf16.',
-  inputs: [
-    { name: 'k', dtypes: ['bf16'] },
-    { name: 'q', dtypes: ['bf16'] },
-  ],
-  outputs: [{ name: 'gate', dtypes: ['bf16'] }],
-  attrs: { streams: { kind: 'int', min: 1 } },
+  inputs: [bf16('k'), bf16('q')],
+  outputs: [bf16('gate')],
+  attrs: { streams: COUNT },
   opClass: 'reduction',
   shape: (ins, a) => {
     const r = new ShapeRule('pleGate');
-    const k = r.port(ins, 0, 'k');
-    const [rows, width] = r.matrix(k, 'k');
+    const [k, rows, width] = r.matrixPort(ins, 0, 'k');
     r.split(width, num(a, 'streams'), "input 'k'");
-    r.same(r.port(ins, 1, 'q'), k, 'q');
+    r.sameAs(ins, 1, 'q', k);
     return [info([rows, num(a, 'streams')], 'bf16')];
   },
 });
@@ -129,12 +116,9 @@ export const pleGate = defineOp({
 export const pleGatedValue = defineOp({
   name: 'pleGatedValue',
   doc: 'G[t, s*H+j] = bf(gate[t,s] * value[t,j]): gate [T,n] bf16, value [T,H] bf16 -> [T,n*H].',
-  inputs: [
-    { name: 'gate', dtypes: ['bf16'] },
-    { name: 'value', dtypes: ['bf16'] },
-  ],
-  outputs: [{ name: 'g', dtypes: ['bf16'] }],
-  attrs: { streams: { kind: 'int', min: 1 } },
+  inputs: [bf16('gate'), bf16('value')],
+  outputs: [bf16('g')],
+  attrs: { streams: COUNT },
   opClass: 'elementwise',
   shape: (ins, a) => {
     const r = new ShapeRule('pleGatedValue');
@@ -147,19 +131,14 @@ export const pleGatedValue = defineOp({
 export const pleConvSilu = defineOp({
   name: 'pleConvSilu',
   doc: 'out = bf(G + bf(silu(bf(conv)))), conv[t,c] = sum_{i=0..K-1} w[c,0,i] * Gn[t-(K-1-i)*dilation, c], fp32 from tap 0 (oldest), zeros before the start (causal depthwise conv1d, `conv1d.weight` [C,1,K]); silu(x) = x * sigmoid(x) in fp32; Gn the normed G.',
-  inputs: [
-    { name: 'gNormed', dtypes: ['bf16'] },
-    { name: 'g', dtypes: ['bf16'] },
-    { name: 'weight', dtypes: ['bf16'], role: 'weight' },
-  ],
-  outputs: [{ name: 'out', dtypes: ['bf16'] }],
-  attrs: { dilation: { kind: 'int', min: 1 } },
+  inputs: [bf16('gNormed'), bf16('g'), weight('weight')],
+  outputs: [bf16('out')],
+  attrs: { dilation: COUNT },
   opClass: 'reduction',
   shape: (ins) => {
     const r = new ShapeRule('pleConvSilu');
-    const g = r.port(ins, 1, 'g');
-    const [, c] = r.matrix(g, 'g');
-    r.same(r.port(ins, 0, 'gNormed'), g, 'gNormed');
+    const [g, , c] = r.matrixPort(ins, 1, 'g');
+    r.sameAs(ins, 0, 'gNormed', g);
     const w = r.port(ins, 2, 'weight');
     if (w.shape.length !== 3 || w.shape[0] !== c || w.shape[1] !== 1 || !(w.shape[2] >= 1))
       r.fail(`input 'weight' is [${w.shape.join(',')}], expected [${c},1,K]`);

@@ -1,7 +1,6 @@
-import { defineOp } from './opDef.ts';
-import { info, num, ShapeRule } from './shapeRules.ts';
-import { fp8Info, type Fp8Format } from '../../numerics/fp8.ts';
-import { QUANT_STYLES } from '../../numerics/quant.ts';
+import { COUNT, FP8_FORMAT, QUANT_STYLE, SCALE_ORDER } from './attrSpecs.ts';
+import { bf16, defineOp, f32, FP8, port, weight } from './opDef.ts';
+import { fp8Dtype, info, num, ShapeRule } from './shapeRules.ts';
 
 // FP8 PTPC (model.md "FP8", numerics.md "Per-token (row) quantization", sequence-parallel.md
 // "FP8 input quantization path"). `format` is 'e4m3fn' or 'e4m3fnuz' (it follows the target
@@ -12,95 +11,75 @@ import { QUANT_STYLES } from '../../numerics/quant.ts';
 // hc_gated_mean_quant). Production pairs quantFp8PerToken with 'reciprocal' and
 // hcGatedMeanQuant with 'divide' (PRODUCTION_QUANT_STYLE). Both take amax over the bf16
 // values they quantize; a zero row gets scale 1; cvt rounds to nearest even and saturates.
-const FORMAT = { kind: 'string', oneOf: ['e4m3fn', 'e4m3fnuz'] } as const;
-const STYLE = { kind: 'string', oneOf: QUANT_STYLES } as const;
+
+/** the quantized rows and their per-row scales */
+const QUANTIZED = [port('q', FP8), f32('scale')];
 
 export const quantFp8PerToken = defineOp({
   name: 'quantFp8PerToken',
   doc: "The separate per-token kernel over bf16 rows: amax = max |x| of the row; 'reciprocal': scale = fl(amax * fl(1/fp8_max)), q = cvt(fl(x * fl(1/scale))); 'divide': scale = fl(amax / fp8_max), q = cvt(fl(x / scale)); a zero row gets scale 1 and q = 0; cvt RNE, saturating.",
-  inputs: [{ name: 'x', dtypes: ['bf16'] }],
-  outputs: [
-    { name: 'q', dtypes: ['fp8e4m3fn', 'fp8e4m3fnuz'] },
-    { name: 'scale', dtypes: ['f32'] },
-  ],
-  attrs: { format: FORMAT, style: STYLE },
+  inputs: [bf16('x')],
+  outputs: QUANTIZED,
+  attrs: { format: FP8_FORMAT, style: QUANT_STYLE },
   opClass: 'quant',
   shape: (ins, a) => {
     const r = new ShapeRule('quantFp8PerToken');
     const [rows, cols] = r.mat(ins, 0, 'x');
-    return [info([rows, cols], fp8Info(a.format as Fp8Format).dtype), info([rows], 'f32')];
+    return [info([rows, cols], fp8Dtype(a)), info([rows], 'f32')];
   },
 });
 
 export const hcGatedMeanQuant = defineOp({
   name: 'hcGatedMeanQuant',
   doc: "Fused gated mean + per-token quant (hc_gated_mean_quant): x = hcGatedMean's 'atom' bits, bf(fl(acc / n)) with acc = fl(acc + fl(sigmoid(up_s) * normed_s)) over s = 0..n-1; then x's bf16 rows are quantized exactly as quantFp8PerToken with the same style does (amax over the bf16 x, not over the fp32 mean).",
-  inputs: [
-    { name: 'up', dtypes: ['bf16'] },
-    { name: 'normed', dtypes: ['bf16'] },
-  ],
-  outputs: [
-    { name: 'x', dtypes: ['bf16'] },
-    { name: 'q', dtypes: ['fp8e4m3fn', 'fp8e4m3fnuz'] },
-    { name: 'scale', dtypes: ['f32'] },
-  ],
-  attrs: { streams: { kind: 'int', min: 1 }, format: FORMAT, style: STYLE },
+  inputs: [bf16('up'), bf16('normed')],
+  outputs: [bf16('x'), ...QUANTIZED],
+  attrs: { streams: COUNT, format: FP8_FORMAT, style: QUANT_STYLE },
   opClass: 'quant',
   shape: (ins, a) => {
     const r = new ShapeRule('hcGatedMeanQuant');
-    const normed = r.port(ins, 1, 'normed');
-    const [rows, width] = r.matrix(normed, 'normed');
-    r.same(r.port(ins, 0, 'up'), normed, 'up');
+    const [normed, rows, width] = r.matrixPort(ins, 1, 'normed');
+    r.sameAs(ins, 0, 'up', normed);
     const h = r.split(width, num(a, 'streams'), "input 'normed'");
-    return [info([rows, h], 'bf16'), info([rows, h], fp8Info(a.format as Fp8Format).dtype), info([rows], 'f32')];
+    return [info([rows, h], 'bf16'), info([rows, h], fp8Dtype(a)), info([rows], 'f32')];
   },
 });
 
 export const fp8QuantWeightPerChannel = defineOp({
   name: 'fp8QuantWeightPerChannel',
   doc: "ATOM's online per-output-channel weight quantization (quant_weight_online -> aiter per_token_quant_hip over W's rows [out, in]): sw[o] = fl(amax(|W[o,:]|) * fl(1/fp8_max)) (1 for a zero row), qW = cvt(fl(W * fl(1/sw[o]))), i.e. quantFp8PerToken 'reciprocal' on the rows of W.",
-  inputs: [{ name: 'w', dtypes: ['bf16'], role: 'weight' }],
-  outputs: [
-    { name: 'q', dtypes: ['fp8e4m3fn', 'fp8e4m3fnuz'] },
-    { name: 'scale', dtypes: ['f32'] },
-  ],
-  attrs: { format: FORMAT },
+  inputs: [weight('w')],
+  outputs: QUANTIZED,
+  attrs: { format: FP8_FORMAT },
   opClass: 'quant',
   shape: (ins, a) => {
     const r = new ShapeRule('fp8QuantWeightPerChannel');
     const [out, inF] = r.mat(ins, 0, 'w');
-    return [info([out, inF], fp8Info(a.format as Fp8Format).dtype), info([out], 'f32')];
+    return [info([out, inF], fp8Dtype(a)), info([out], 'f32')];
   },
 });
 
 export const fp8LinearPtpc = defineOp({
   name: 'fp8LinearPtpc',
   doc: "FP8 PTPC GEMM (aiter gemm_a8w8_bpreshuffle): acc = sum_k dec(q[t,k]) * dec(qW[o,k]) in fp32, k = 0..K-1 in order (each fp8 product is exact); scaleOrder 'weightFirst' (CK MultiplyMultiply): y = bf(fl(fl(acc * sw[o]) * sx[t])), 'tokenFirst' (CK-tile MultiDMultiply): y = bf(fl(fl(acc * sx[t]) * sw[o])); one RNE rounding to bf16.",
-  inputs: [
-    { name: 'q', dtypes: ['fp8e4m3fn', 'fp8e4m3fnuz'] },
-    { name: 'sx', dtypes: ['f32'] },
-    { name: 'qW', dtypes: ['fp8e4m3fn', 'fp8e4m3fnuz'], role: 'weight' },
-    { name: 'sw', dtypes: ['f32'], role: 'weight' },
-  ],
-  outputs: [{ name: 'y', dtypes: ['bf16'] }],
-  attrs: { format: FORMAT, scaleOrder: { kind: 'string', oneOf: ['weightFirst', 'tokenFirst'] } },
+  inputs: [port('q', FP8), f32('sx'), weight('qW', FP8), weight('sw', ['f32'])],
+  outputs: [bf16('y')],
+  attrs: { format: FP8_FORMAT, scaleOrder: SCALE_ORDER },
   opClass: 'gemm',
   shape: (ins, a) => {
     const r = new ShapeRule('fp8LinearPtpc');
-    const dtype = fp8Info(a.format as Fp8Format).dtype;
+    const dtype = fp8Dtype(a);
     const q = r.port(ins, 0, 'q');
     const qW = r.port(ins, 2, 'qW');
     const [rows, k] = r.matrix(q, 'q');
     const [out] = r.matrix(qW, 'qW', k);
-    for (const [v, name] of [
-      [q, 'q'],
-      [qW, 'qW'],
-    ] as const)
-      if (v.dtype !== dtype) r.fail(`input '${name}' is ${v.dtype}, expected ${dtype} (format '${String(a.format)}')`);
-    const sx = r.port(ins, 1, 'sx');
-    const sw = r.port(ins, 3, 'sw');
-    if (sx.shape.length !== 1 || sx.shape[0] !== rows) r.fail(`input 'sx' is [${sx.shape.join(',')}], expected [${rows}]`);
-    if (sw.shape.length !== 1 || sw.shape[0] !== out) r.fail(`input 'sw' is [${sw.shape.join(',')}], expected [${out}]`);
+    r.fp8(q, 'q', dtype, a);
+    r.fp8(qW, 'qW', dtype, a);
+    // both scales present before either's length is checked
+    r.port(ins, 1, 'sx');
+    r.port(ins, 3, 'sw');
+    r.vec(ins, 1, 'sx', rows);
+    r.vec(ins, 3, 'sw', out);
     return [info([rows, out], 'bf16')];
   },
 });

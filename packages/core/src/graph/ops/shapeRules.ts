@@ -1,3 +1,4 @@
+import { type Fp8Format, fp8Info } from '../../numerics/fp8.ts';
 import type { DType } from '../../tensor/tensor.ts';
 import type { ValueInfo } from './opDef.ts';
 
@@ -32,6 +33,23 @@ export class ShapeRule {
     return dims;
   }
 
+  /** The present 2-D input port i and its [rows, cols], its columns checked when `cols` is given. */
+  matrixPort(inputs: readonly (ValueInfo | null)[], i: number, name: string, cols?: number): [ValueInfo, number, number] {
+    const v = this.port(inputs, i, name);
+    const [rows, c] = this.matrix(v, name, cols);
+    return [v, rows, c];
+  }
+
+  /** The present input port i must have the shape of `like`. */
+  sameAs(inputs: readonly (ValueInfo | null)[], i: number, name: string, like: ValueInfo): void {
+    this.same(this.port(inputs, i, name), like, name);
+  }
+
+  /** An FP8 input must carry `dtype`, the one the op's `format` attribute names (fp8Dtype). */
+  fp8(v: ValueInfo, name: string, dtype: DType, attrs: Readonly<Record<string, unknown>>): void {
+    if (v.dtype !== dtype) this.fail(`input '${name}' is ${v.dtype}, expected ${dtype} (format '${String(attrs.format)}')`);
+  }
+
   /** The present input port i must be a vector of `length` elements. */
   vec(inputs: readonly (ValueInfo | null)[], i: number, name: string, length: number): void {
     const v = this.port(inputs, i, name);
@@ -60,4 +78,14 @@ export function info(shape: readonly number[], dtype: DType): ValueInfo {
 
 export function num(attrs: Readonly<Record<string, unknown>>, name: string): number {
   return attrs[name] as number;
+}
+
+/** `x` with `rows` rows (its other axes kept), of `dtype` (default x's). */
+export function withRows(x: ValueInfo, rows: number, dtype: DType = x.dtype): ValueInfo {
+  return info([rows, ...x.shape.slice(1)], dtype);
+}
+
+/** The fp8 dtype named by an op's `format` attribute. */
+export function fp8Dtype(attrs: Readonly<Record<string, unknown>>): DType {
+  return fp8Info(attrs.format as Fp8Format).dtype;
 }

@@ -1,50 +1,51 @@
-import { defineOp } from './opDef.ts';
-import { info, num, ShapeRule } from './shapeRules.ts';
+import { COUNT, INDEX } from './attrSpecs.ts';
+import { ANY_DTYPE, bf16, defineOp, oneOf, port, ROW_DTYPES } from './opDef.ts';
+import { info, num, ShapeRule, withRows } from './shapeRules.ts';
 
 // Sequence-parallel data movement (sequence-parallel.md) and the collectives
 // (numerics.md). Collectives take one input per rank and give one output per rank.
 export const shard = defineOp({
   name: 'shard',
   doc: "Rank's C rows [rank*C, (rank+1)*C) of a replicated [T, ...] tensor; rows at or past T are zero padding. Only the slice is allocated. Exact.",
-  inputs: [{ name: 'x', dtypes: ['bf16', 'f32'] }],
-  outputs: [{ name: 'y', dtypes: ['bf16', 'f32'] }],
-  attrs: { rank: { kind: 'int', min: 0 }, tp: { kind: 'int', min: 1 }, chunk: { kind: 'int', min: 1 } },
+  inputs: [port('x', ROW_DTYPES)],
+  outputs: [port('y', ROW_DTYPES)],
+  attrs: { rank: INDEX, tp: COUNT, chunk: COUNT },
   opClass: 'data',
   shape: (ins, a) => {
     const r = new ShapeRule('shard');
     const x = r.port(ins, 0, 'x');
     if (num(a, 'rank') >= num(a, 'tp')) r.fail(`rank ${num(a, 'rank')} is not below tp ${num(a, 'tp')}`);
-    return [info([num(a, 'chunk'), ...x.shape.slice(1)], x.dtype)];
+    return [withRows(x, num(a, 'chunk'))];
   },
 });
 
 export const pad = defineOp({
   name: 'pad',
   doc: 'Append zero rows to reach `rows` rows. Exact.',
-  inputs: [{ name: 'x', dtypes: ['bf16', 'f32'] }],
-  outputs: [{ name: 'y', dtypes: ['bf16', 'f32'] }],
-  attrs: { rows: { kind: 'int', min: 0 } },
+  inputs: [port('x', ROW_DTYPES)],
+  outputs: [port('y', ROW_DTYPES)],
+  attrs: { rows: INDEX },
   opClass: 'data',
   shape: (ins, a) => {
     const r = new ShapeRule('pad');
     const x = r.port(ins, 0, 'x');
     if (num(a, 'rows') < x.shape[0]) r.fail(`cannot pad ${x.shape[0]} rows to ${num(a, 'rows')}`);
-    return [info([num(a, 'rows'), ...x.shape.slice(1)], x.dtype)];
+    return [withRows(x, num(a, 'rows'))];
   },
 });
 
 export const trim = defineOp({
   name: 'trim',
   doc: 'Keep the first `rows` rows (drop padding). Exact.',
-  inputs: [{ name: 'x', dtypes: ['bf16', 'f32', 'i32'] }],
-  outputs: [{ name: 'y', dtypes: ['bf16', 'f32', 'i32'] }],
-  attrs: { rows: { kind: 'int', min: 0 } },
+  inputs: [port('x', ANY_DTYPE)],
+  outputs: [port('y', ANY_DTYPE)],
+  attrs: { rows: INDEX },
   opClass: 'data',
   shape: (ins, a) => {
     const r = new ShapeRule('trim');
     const x = r.port(ins, 0, 'x');
     if (num(a, 'rows') > x.shape[0]) r.fail(`cannot trim ${x.shape[0]} rows to ${num(a, 'rows')}`);
-    return [info([num(a, 'rows'), ...x.shape.slice(1)], x.dtype)];
+    return [withRows(x, num(a, 'rows'))];
   },
 });
 
@@ -55,9 +56,9 @@ export const REDUCE_ALGORITHMS: readonly ReduceAlgorithm[] = ['ring', 'oneshot',
 export const allReduce = defineOp({
   name: 'allReduce',
   doc: "Every rank gets the bf16 sum of all ranks' tensors, added in the order of `algorithm` (ring: RCCL chunk ownership with `channels` and `chunkElems`; oneshot: fp32 in rank order, one rounding; ordered: bf16 in rank order).",
-  inputs: [{ name: 'x', dtypes: ['bf16'] }],
-  outputs: [{ name: 'y', dtypes: ['bf16'] }],
-  attrs: { algorithm: { kind: 'string', oneOf: REDUCE_ALGORITHMS }, channels: { kind: 'int', min: 1 }, chunkElems: { kind: 'int', min: 1 } },
+  inputs: [bf16('x')],
+  outputs: [bf16('y')],
+  attrs: { algorithm: oneOf(REDUCE_ALGORITHMS), channels: COUNT, chunkElems: COUNT },
   opClass: 'reduction',
   collective: 'replicate',
   shape: (ins) => [info(new ShapeRule('allReduce').port(ins, 0, 'x').shape, 'bf16')],
@@ -66,9 +67,9 @@ export const allReduce = defineOp({
 export const reduceScatter = defineOp({
   name: 'reduceScatter',
   doc: 'Rank r gets rows [r*C, (r+1)*C) of the sum over ranks of [C*tp, ...] tensors, added in the order of `algorithm`.',
-  inputs: [{ name: 'x', dtypes: ['bf16'] }],
-  outputs: [{ name: 'y', dtypes: ['bf16'] }],
-  attrs: { algorithm: { kind: 'string', oneOf: REDUCE_ALGORITHMS } },
+  inputs: [bf16('x')],
+  outputs: [bf16('y')],
+  attrs: { algorithm: oneOf(REDUCE_ALGORITHMS) },
   opClass: 'reduction',
   collective: 'scatterRows',
   shape: (ins, a) => {
@@ -76,20 +77,20 @@ export const reduceScatter = defineOp({
     const x = r.port(ins, 0, 'x');
     const tp = num(a, 'tp');
     if (x.shape[0] % tp !== 0) r.fail(`${x.shape[0]} rows do not split into tp ${tp} equal blocks (pad first)`);
-    return [info([x.shape[0] / tp, ...x.shape.slice(1)], 'bf16')];
+    return [withRows(x, x.shape[0] / tp, 'bf16')];
   },
 });
 
 export const allGather = defineOp({
   name: 'allGather',
   doc: "Every rank gets the concatenation, in rank order, of all ranks' [C, ...] shards. Exact.",
-  inputs: [{ name: 'x', dtypes: ['bf16', 'f32', 'i32'] }],
-  outputs: [{ name: 'y', dtypes: ['bf16', 'f32', 'i32'] }],
+  inputs: [port('x', ANY_DTYPE)],
+  outputs: [port('y', ANY_DTYPE)],
   attrs: {},
   opClass: 'data',
   collective: 'gatherRows',
   shape: (ins, a) => {
     const x = new ShapeRule('allGather').port(ins, 0, 'x');
-    return [info([x.shape[0] * num(a, 'tp'), ...x.shape.slice(1)], x.dtype)];
+    return [withRows(x, x.shape[0] * num(a, 'tp'))];
   },
 });
