@@ -497,11 +497,9 @@ Outputs attnCausalQsa(const Inputs& in, const KernelContext& ctx) {
 Outputs attnOutputGate(const Inputs& in, const KernelContext& ctx) {
   const ops::OutputGateArgs a = ops::checkOutputGate(in, ctx.attrs);
   const int64_t T = a.T, heads = a.heads, hd = a.hd;
-  const Tensor& o = a.o;
-  const Tensor& qg = a.qg;
   TensorPtr y = makeTensor(DType::BF16, {T, heads * hd});
-  const uint16_t* od = o.bf16();
-  const uint16_t* gd = qg.bf16();
+  const uint16_t* od = a.o.bf16();
+  const uint16_t* gd = a.qg.bf16();
   uint16_t* yd = y->bf16();
   // y = bf(o * bf(sigmoid(gate))), the gate at columns [hd, 2hd) of each head's [query | gate]
   ctx.pool.parallelFor(T * heads, grainFor(hd * 8), [&](int64_t a, int64_t b) {

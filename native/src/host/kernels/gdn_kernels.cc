@@ -70,19 +70,15 @@ Outputs gdnConvSilu(const Inputs& in, const KernelContext& ctx) {
 Outputs gdnGates(const Inputs& in, const KernelContext& ctx) {
   const ops::GdnGatesArgs args = ops::checkGdnGates(in, ctx.attrs);
   const int64_t T = args.T, heads = args.heads;
-  const Tensor& b = args.b;
-  const Tensor& a = args.a;
-  const Tensor& aLog = args.aLog;
-  const Tensor& dtBias = args.dtBias;
   std::vector<float> negA(heads), dt(heads);
   for (int64_t h = 0; h < heads; h++) {
-    negA[h] = -fp32::expF32(bf16ToF32(aLog.bf16()[h]));
-    dt[h] = bf16ToF32(dtBias.bf16()[h]);
+    negA[h] = -fp32::expF32(bf16ToF32(args.aLog.bf16()[h]));
+    dt[h] = bf16ToF32(args.dtBias.bf16()[h]);
   }
   TensorPtr g = makeTensor(DType::F32, {T, heads});
   TensorPtr beta = makeTensor(DType::BF16, {T, heads});
-  const uint16_t* bd = b.bf16();
-  const uint16_t* ad = a.bf16();
+  const uint16_t* bd = args.b.bf16();
+  const uint16_t* ad = args.a.bf16();
   float* gd = g->data<float>();
   uint16_t* betad = beta->bf16();
   ctx.pool.parallelFor(T * heads, 1 << 14, [&](int64_t i0, int64_t i1) {
@@ -188,15 +184,12 @@ Outputs gdnRecurrence(const Inputs& in, const KernelContext& ctx) {
 Outputs gdnGatedNorm(const Inputs& in, const KernelContext& ctx) {
   const ops::GdnGatedNormArgs args = ops::checkGdnGatedNorm(in, ctx.attrs);
   const int64_t T = args.T, heads = args.heads, headDim = args.headDim;
-  const Tensor& o = args.o;
-  const Tensor& z = args.z;
-  const Tensor& w = args.w;
   const float epsF = args.epsF;
   const float dim = static_cast<float>(headDim);
-  const uint16_t* od = o.bf16();
-  const uint16_t* zd = z.bf16();
+  const uint16_t* od = args.o.bf16();
+  const uint16_t* zd = args.z.bf16();
   std::vector<float> wf(headDim);
-  for (int64_t j = 0; j < headDim; j++) wf[j] = bf16ToF32(w.bf16()[j]);
+  for (int64_t j = 0; j < headDim; j++) wf[j] = bf16ToF32(args.w.bf16()[j]);
   TensorPtr y = makeTensor(DType::BF16, {T, heads * headDim});
   uint16_t* yd = y->bf16();
   if (headDim <= 0) return {y};

@@ -66,19 +66,14 @@ Outputs hcCombineNorm(const Inputs& in, const KernelContext& ctx) {
   const ops::HcCombineNormArgs a = ops::checkHcCombineNorm(in, ctx.attrs);
   const int64_t rows = a.rows, n = a.n, h = a.h, width = a.width;
   const Contract contract = a.contract;
-  const Tensor& xT = a.x;
-  const Tensor& w = a.w;
-  const Tensor* blockOut = a.blockOut;
-  const Tensor* raw = a.raw;
-
-  TensorPtr xOut = makeTensor(DType::BF16, xT.shape());
-  TensorPtr normed = makeTensor(DType::BF16, xT.shape());
+  TensorPtr xOut = makeTensor(DType::BF16, a.x.shape());
+  TensorPtr normed = makeTensor(DType::BF16, a.x.shape());
   const float epsF = a.epsF;
   std::vector<float> scale(width);
-  for (int64_t i = 0; i < width; i++) scale[i] = 1.0f + bf16ToF32(w.bf16()[i]);
-  const uint16_t* xd = xT.bf16();
-  const uint16_t* yd = blockOut ? blockOut->bf16() : nullptr;
-  const uint16_t* rd = raw ? raw->bf16() : nullptr;
+  for (int64_t i = 0; i < width; i++) scale[i] = 1.0f + bf16ToF32(a.w.bf16()[i]);
+  const uint16_t* xd = a.x.bf16();
+  const uint16_t* yd = a.blockOut ? a.blockOut->bf16() : nullptr;
+  const uint16_t* rd = a.raw ? a.raw->bf16() : nullptr;
   uint16_t* xo = xOut->bf16();
   uint16_t* no = normed->bf16();
   const float* sc = scale.data();
@@ -185,13 +180,10 @@ Outputs hcCombine(const Inputs& in, const KernelContext& ctx) {
   const ops::HcCombineArgs a = ops::checkHcCombine(in, ctx.attrs);
   const int64_t rows = a.rows, n = a.n, h = a.h, width = a.width;
   const Contract contract = a.contract;
-  const Tensor& xT = a.x;
-  const Tensor& blockOut = a.blockOut;
-  const Tensor& raw = a.raw;
-  TensorPtr y = makeTensor(DType::BF16, xT.shape());
-  const uint16_t* xd = xT.bf16();
-  const uint16_t* bd = blockOut.bf16();
-  const uint16_t* rd = raw.bf16();
+  TensorPtr y = makeTensor(DType::BF16, a.x.shape());
+  const uint16_t* xd = a.x.bf16();
+  const uint16_t* bd = a.blockOut.bf16();
+  const uint16_t* rd = a.raw.bf16();
   uint16_t* yd = y->bf16();
   const bool avx512 = gemmIsa() == Isa::Avx512;
   ctx.pool.parallelFor(rows, rowGrain(width), [&](int64_t t0, int64_t t1) {

@@ -164,13 +164,10 @@ Outputs moeExperts(const Inputs& in, const KernelContext& ctx) {
 Outputs moeCombine(const Inputs& in, const KernelContext& ctx) {
   const ops::MoeCombineArgs a = ops::checkMoeCombine(in, ctx.attrs);
   const int64_t T = a.T, H = a.H;
-  const Tensor& routed = a.routed;
-  const Tensor& shared = a.shared;
-  const Tensor& gateLogit = a.gateLogit;
   TensorPtr y = makeTensor(DType::BF16, {T, H});
-  const float* rd = routed.data<float>();
-  const uint16_t* sd = shared.bf16();
-  const uint16_t* gd = gateLogit.bf16();
+  const float* rd = a.routed.data<float>();
+  const uint16_t* sd = a.shared.bf16();
+  const uint16_t* gd = a.gateLogit.bf16();
   uint16_t* yd = y->bf16();
   ctx.pool.parallelFor(T, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, H)), [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; t++) {

@@ -39,12 +39,10 @@ Outputs pleRms1pNorm(const Inputs& in, const KernelContext& ctx) {
   const ops::PleNormArgs a = ops::checkPleRms1pNorm(in, ctx.attrs);
   const int64_t rows = a.rows, width = a.width, groupSize = a.groupSize, groups = a.groups;
   const float epsF = a.epsF;
-  const Tensor& x = a.x;
-  const Tensor& weight = a.weight;
   std::vector<float> scale(width);
-  for (int64_t j = 0; j < width; j++) scale[j] = 1.0f + bf16ToF32(weight.bf16()[j]);
-  TensorPtr y = makeTensor(DType::BF16, x.shape());
-  const uint16_t* xd = x.bf16();
+  for (int64_t j = 0; j < width; j++) scale[j] = 1.0f + bf16ToF32(a.weight.bf16()[j]);
+  TensorPtr y = makeTensor(DType::BF16, a.x.shape());
+  const uint16_t* xd = a.x.bf16();
   uint16_t* yd = y->bf16();
   const Isa isa = gemmIsa();
   ctx.pool.parallelFor(rows, rowGrain(width), [&](int64_t t0, int64_t t1) {
@@ -98,11 +96,9 @@ Outputs pleGate(const Inputs& in, const KernelContext& ctx) {
 Outputs pleGatedValue(const Inputs& in, const KernelContext& ctx) {
   const ops::PleGatedValueArgs a = ops::checkPleGatedValue(in, ctx.attrs);
   const int64_t rows = a.rows, hidden = a.hidden, streams = a.streams;
-  const Tensor& gate = a.gate;
-  const Tensor& value = a.value;
   TensorPtr y = makeTensor(DType::BF16, {rows, streams * hidden});
-  const uint16_t* gt = gate.bf16();
-  const uint16_t* vd = value.bf16();
+  const uint16_t* gt = a.gate.bf16();
+  const uint16_t* vd = a.value.bf16();
   uint16_t* yd = y->bf16();
   ctx.pool.parallelFor(rows, rowGrain(streams * hidden), [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; t++) {
