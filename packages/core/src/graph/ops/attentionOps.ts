@@ -1,6 +1,6 @@
 import { COUNT, INDEX, OPTIONAL_BOOL, TOPK_TIES_ATTR } from './attrSpecs.ts';
 import { bf16, defineOp, i32, type ValueInfo, weight } from './opDef.ts';
-import { info, num, ShapeRule } from './shapeRules.ts';
+import { info, num, type ShapeRule } from './shapeRules.ts';
 
 // Gated full-attention ops with the QSA indexer (model.md "Full attention"); the math and
 // the exact operation order are in layers/attention/{attentionMath,qsaIndexer}.ts. The
@@ -27,8 +27,7 @@ export const attnHeadNormRopeBf16 = defineOp({
   outputs: [bf16('y')],
   attrs: { heads: COUNT, headDim: COUNT, stride: COUNT, offset: INDEX, ropeDims: INDEX, eps: 'float' },
   opClass: 'reduction',
-  shape: (ins, a) => {
-    const r = new ShapeRule('attnHeadNormRopeBf16');
+  shape: (ins, a, r) => {
     const [rows] = r.mat(ins, 0, 'x', num(a, 'heads') * num(a, 'stride'));
     if (num(a, 'offset') + num(a, 'headDim') > num(a, 'stride')) r.fail('offset + headDim exceeds the head stride');
     checkRopeDims(r, num(a, 'ropeDims'), num(a, 'headDim'));
@@ -45,8 +44,7 @@ export const qsaBlockKeys = defineOp({
   outputs: [bf16('kb')],
   attrs: { headDim: COUNT, compressRatio: COUNT, ropeDims: INDEX, eps: 'float' },
   opClass: 'reduction',
-  shape: (ins, a) => {
-    const r = new ShapeRule('qsaBlockKeys');
+  shape: (ins, a, r) => {
     const [T] = r.mat(ins, 0, 'kRaw', num(a, 'headDim'));
     checkRopeDims(r, num(a, 'ropeDims'), num(a, 'headDim'));
     r.vec(ins, 1, 'w', num(a, 'headDim'));
@@ -62,8 +60,7 @@ export const qsaSelect = defineOp({
   outputs: [i32('blocks')],
   attrs: { r0: INDEX, tokens: COUNT, nHeads: COUNT, headDim: COUNT, compressRatio: COUNT, width: COUNT, ties: TOPK_TIES_ATTR },
   opClass: 'reduction',
-  shape: (ins, a) => {
-    const r = new ShapeRule('qsaSelect');
+  shape: (ins, a, r) => {
     const [rows] = r.mat(ins, 0, 'q', num(a, 'nHeads') * num(a, 'headDim'));
     r.mat(ins, 1, 'kb', num(a, 'headDim'), Math.floor(num(a, 'tokens') / num(a, 'compressRatio')));
     return [info([rows, num(a, 'width')], 'i32')];
@@ -77,8 +74,7 @@ export const qsaKeptCount = defineOp({
   outputs: [i32('kept')],
   attrs: { compressRatio: COUNT },
   opClass: 'data',
-  shape: (ins) => {
-    const r = new ShapeRule('qsaKeptCount');
+  shape: (ins, _, r) => {
     const [rows] = r.mat(ins, 0, 'blocks');
     return [info([rows], 'i32')];
   },
@@ -91,8 +87,7 @@ export const attnCausalQsa = defineOp({
   outputs: [bf16('o')],
   attrs: { heads: COUNT, kvHeads: COUNT, headDim: COUNT, scale: 'float', compressRatio: COUNT, width: COUNT, eagerSoftmax: OPTIONAL_BOOL },
   opClass: 'sequence',
-  shape: (ins, a) => {
-    const r = new ShapeRule('attnCausalQsa');
+  shape: (ins, a, r) => {
     const kv = num(a, 'kvHeads') * num(a, 'headDim');
     const [rows] = r.mat(ins, 0, 'q', num(a, 'heads') * num(a, 'headDim'));
     r.split(num(a, 'heads'), num(a, 'kvHeads'), 'GQA heads');
@@ -110,8 +105,7 @@ export const attnOutputGate = defineOp({
   outputs: [bf16('y')],
   attrs: { heads: 'int', headDim: 'int' },
   opClass: 'elementwise',
-  shape: (ins, a) => {
-    const r = new ShapeRule('attnOutputGate');
+  shape: (ins, a, r) => {
     const [rows] = r.mat(ins, 0, 'o', num(a, 'heads') * num(a, 'headDim'));
     r.mat(ins, 1, 'qg', num(a, 'heads') * 2 * num(a, 'headDim'), rows);
     return [info([rows, num(a, 'heads') * num(a, 'headDim')], 'bf16')];

@@ -1,5 +1,5 @@
 import { bf16, defineOp, i32, intMin, port, ROW_DTYPES, weight } from './opDef.ts';
-import { info, num, ShapeRule } from './shapeRules.ts';
+import { info, num } from './shapeRules.ts';
 
 export const linear = defineOp({
   name: 'linear',
@@ -8,8 +8,7 @@ export const linear = defineOp({
   outputs: [bf16('y')],
   attrs: {},
   opClass: 'gemm',
-  shape: (ins) => {
-    const r = new ShapeRule('linear');
+  shape: (ins, _, r) => {
     const [rows, k] = r.mat(ins, 0, 'x');
     const [out] = r.mat(ins, 1, 'w', k);
     return [info([rows, out], 'bf16')];
@@ -23,8 +22,7 @@ export const add = defineOp({
   outputs: [bf16('y')],
   attrs: {},
   opClass: 'elementwise',
-  shape: (ins) => {
-    const r = new ShapeRule('add');
+  shape: (ins, _, r) => {
     const a = r.port(ins, 0, 'a');
     r.sameAs(ins, 1, 'b', a);
     return [info(a.shape, 'bf16')];
@@ -38,8 +36,7 @@ export const sliceCols = defineOp({
   outputs: [port('y', ROW_DTYPES)],
   attrs: { start: intMin(0), end: intMin(1) },
   opClass: 'data',
-  shape: (ins, a) => {
-    const r = new ShapeRule('sliceCols');
+  shape: (ins, a, r) => {
     const [x, rows, cols] = r.matrixPort(ins, 0, 'x');
     const start = num(a, 'start');
     const end = num(a, 'end');
@@ -55,8 +52,7 @@ export const embed = defineOp({
   outputs: [bf16('e')],
   attrs: {},
   opClass: 'data',
-  shape: (ins) => {
-    const r = new ShapeRule('embed');
+  shape: (ins, _, r) => {
     const ids = r.port(ins, 0, 'ids');
     if (ids.shape.length !== 1) r.fail(`input 'ids' must be 1-D, got [${ids.shape.join(',')}]`);
     const [, h] = r.mat(ins, 1, 'table');

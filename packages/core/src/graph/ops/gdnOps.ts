@@ -1,6 +1,6 @@
 import { OPTIONAL_BOOL } from './attrSpecs.ts';
 import { bf16, defineOp, f32, weight } from './opDef.ts';
-import { info, num, ShapeRule } from './shapeRules.ts';
+import { info, num } from './shapeRules.ts';
 
 // GatedDeltaNet ops (model.md "Linear attention (GatedDeltaNet)"); the math and the exact
 // operation order are in layers/gdn/gdnMath.ts. The projections (qkv, z, b, a, out_proj)
@@ -12,8 +12,7 @@ export const gdnConvSilu = defineOp({
   outputs: [bf16('y')],
   attrs: { kernel: 'int', roundConv: OPTIONAL_BOOL },
   opClass: 'reduction',
-  shape: (ins, a) => {
-    const r = new ShapeRule('gdnConvSilu');
+  shape: (ins, a, r) => {
     const [x, , c] = r.matrixPort(ins, 0, 'x');
     const w = r.port(ins, 1, 'w');
     if (w.shape.join(',') !== `${c},1,${num(a, 'kernel')}`) r.fail(`input 'w' is [${w.shape.join(',')}], expected [${c},1,${num(a, 'kernel')}]`);
@@ -28,8 +27,7 @@ export const gdnGates = defineOp({
   outputs: [f32('g'), bf16('beta')],
   attrs: {},
   opClass: 'elementwise',
-  shape: (ins) => {
-    const r = new ShapeRule('gdnGates');
+  shape: (ins, _, r) => {
     const [b, , heads] = r.matrixPort(ins, 0, 'b');
     r.sameAs(ins, 1, 'a', b);
     r.vec(ins, 2, 'aLog', heads);
@@ -45,8 +43,7 @@ export const gdnRecurrence = defineOp({
   outputs: [bf16('o')],
   attrs: { keyHeads: 'int', valueHeads: 'int', keyDim: 'int', valueDim: 'int', scale: 'float', l2Eps: 'float' },
   opClass: 'sequence',
-  shape: (ins, a) => {
-    const r = new ShapeRule('gdnRecurrence');
+  shape: (ins, a, r) => {
     const kd = num(a, 'keyHeads') * num(a, 'keyDim');
     const vd = num(a, 'valueHeads') * num(a, 'valueDim');
     const [rows] = r.mat(ins, 0, 'qkv', 2 * kd + vd);
@@ -64,8 +61,7 @@ export const gdnGatedNorm = defineOp({
   outputs: [bf16('y')],
   attrs: { heads: 'int', headDim: 'int', eps: 'float' },
   opClass: 'reduction',
-  shape: (ins, a) => {
-    const r = new ShapeRule('gdnGatedNorm');
+  shape: (ins, a, r) => {
     const [o] = r.matrixPort(ins, 0, 'o', num(a, 'heads') * num(a, 'headDim'));
     r.sameAs(ins, 1, 'z', o);
     r.vec(ins, 2, 'w', num(a, 'headDim'));

@@ -1,6 +1,6 @@
 import { COUNT } from './attrSpecs.ts';
 import { bf16, defineOp, oneOf, optional, weight } from './opDef.ts';
-import { info, num, ShapeRule } from './shapeRules.ts';
+import { info, num } from './shapeRules.ts';
 
 // Hyper-connection ops (model.md, "Hyper-connection (HC) module"). `contract` is 'atom'
 // (fp32 inside, one bf16 rounding per stored value) or 'hf' (HF's Qwen4ExpTextGatedResidual
@@ -16,8 +16,7 @@ export const hcExpand = defineOp({
   outputs: [bf16('x')],
   attrs: { streams: COUNT },
   opClass: 'data',
-  shape: (ins, a) => {
-    const r = new ShapeRule('hcExpand');
+  shape: (ins, a, r) => {
     const [rows, h] = r.mat(ins, 0, 'e');
     return [info([rows, num(a, 'streams') * h], 'bf16')];
   },
@@ -30,8 +29,7 @@ export const hcCombineNorm = defineOp({
   outputs: [bf16('x'), bf16('normed')],
   attrs: { streams: COUNT, eps: 'float', contract: CONTRACT },
   opClass: 'reduction',
-  shape: (ins, a) => {
-    const r = new ShapeRule('hcCombineNorm');
+  shape: (ins, a, r) => {
     const [x, rows, width] = r.matrixPort(ins, 0, 'x');
     const h = r.split(width, num(a, 'streams'), "input 'x'");
     if ((ins[1] === null) !== (ins[2] === null)) r.fail("inputs 'blockOut' and 'raw' come together (the pending combine) or not at all");
@@ -51,8 +49,7 @@ export const hcScaledSilu = defineOp({
   outputs: [bf16('gate'), optional(bf16('raw'))],
   attrs: { streams: COUNT, lowRank: COUNT, contract: CONTRACT },
   opClass: 'elementwise',
-  shape: (ins, a) => {
-    const r = new ShapeRule('hcScaledSilu');
+  shape: (ins, a, r) => {
     const [rows, cols] = r.mat(ins, 0, 'd');
     const lowRank = num(a, 'lowRank');
     const n = num(a, 'streams');
@@ -68,8 +65,7 @@ export const hcGatedMean = defineOp({
   outputs: [bf16('x')],
   attrs: { streams: COUNT, contract: CONTRACT },
   opClass: 'reduction',
-  shape: (ins, a) => {
-    const r = new ShapeRule('hcGatedMean');
+  shape: (ins, a, r) => {
     const [normed, rows, width] = r.matrixPort(ins, 1, 'normed');
     r.sameAs(ins, 0, 'up', normed);
     return [info([rows, r.split(width, num(a, 'streams'), "input 'normed'")], 'bf16')];
@@ -83,8 +79,7 @@ export const hcCombine = defineOp({
   outputs: [bf16('x')],
   attrs: { streams: COUNT, contract: CONTRACT },
   opClass: 'elementwise',
-  shape: (ins, a) => {
-    const r = new ShapeRule('hcCombine');
+  shape: (ins, a, r) => {
     const [x, rows, width] = r.matrixPort(ins, 0, 'x');
     const n = num(a, 'streams');
     r.mat(ins, 1, 'blockOut', r.split(width, n, "input 'x'"), rows);

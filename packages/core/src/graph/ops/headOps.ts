@@ -1,6 +1,6 @@
 import { COUNT, INDEX } from './attrSpecs.ts';
 import { ANY_DTYPE, bf16, defineOp, i32, port } from './opDef.ts';
-import { info, num, ShapeRule, withRows } from './shapeRules.ts';
+import { info, num, withRows } from './shapeRules.ts';
 
 // The LM head and MTP head ops (model.md "LM head and MTP"; layers/mtp). The head GEMMs are
 // `linear`, the norms `hcCombineNorm` with one group; these move rows, ids and views, and
@@ -13,8 +13,7 @@ export const sliceRows = defineOp({
   outputs: [port('y', ANY_DTYPE)],
   attrs: { start: INDEX, end: COUNT },
   opClass: 'data',
-  shape: (ins, a) => {
-    const r = new ShapeRule('sliceRows');
+  shape: (ins, a, r) => {
     const x = r.port(ins, 0, 'x');
     if (x.shape.length < 1) r.fail("input 'x' must have at least one axis");
     const [start, end] = [num(a, 'start'), num(a, 'end')];
@@ -30,8 +29,7 @@ export const reshape = defineOp({
   outputs: [port('y', ANY_DTYPE)],
   attrs: { shape: 'int[]' },
   opClass: 'data',
-  shape: (ins, a) => {
-    const r = new ShapeRule('reshape');
+  shape: (ins, a, r) => {
     const x = r.port(ins, 0, 'x');
     const shape = a.shape as number[];
     const count = (s: readonly number[]) => s.reduce((p, d) => p * d, 1);
@@ -48,8 +46,7 @@ export const rowBlocksToCols = defineOp({
   outputs: [bf16('y')],
   attrs: { parts: COUNT },
   opClass: 'data',
-  shape: (ins, a) => {
-    const r = new ShapeRule('rowBlocksToCols');
+  shape: (ins, a, r) => {
     const [rows, cols] = r.mat(ins, 0, 'x');
     const parts = num(a, 'parts');
     if (rows % parts !== 0) r.fail(`${rows} rows do not split into ${parts} equal blocks`);
@@ -64,8 +61,7 @@ export const argmax = defineOp({
   outputs: [i32('ids')],
   attrs: {},
   opClass: 'data',
-  shape: (ins) => {
-    const r = new ShapeRule('argmax');
+  shape: (ins, _, r) => {
     const [rows, vocab] = r.mat(ins, 0, 'logits');
     if (vocab < 1) r.fail("input 'logits' has no columns");
     return [info([rows], 'i32')];
@@ -79,8 +75,7 @@ export const mtpDraftIds = defineOp({
   outputs: [i32('y')],
   attrs: {},
   opClass: 'data',
-  shape: (ins) => {
-    const r = new ShapeRule('mtpDraftIds');
+  shape: (ins, _, r) => {
     const ids = r.port(ins, 0, 'ids');
     const next = r.port(ins, 1, 'next');
     if (ids.shape.length !== 1 || ids.shape[0] < 1) r.fail(`input 'ids' must be [T] with T >= 1, got [${ids.shape.join(',')}]`);

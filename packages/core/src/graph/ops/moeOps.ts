@@ -1,6 +1,6 @@
 import { FP8_FORMAT, OPTIONAL_BOOL, QUANT_STYLE, SCALE_ORDER, TOPK_TIES_ATTR } from './attrSpecs.ts';
 import { bf16, defineOp, f32, FP8, i32, port, type ValueInfo, weight } from './opDef.ts';
-import { fp8Dtype, info, num, ShapeRule } from './shapeRules.ts';
+import { fp8Dtype, info, num, type ShapeRule } from './shapeRules.ts';
 
 // MoE ops (model.md "MoE"). The router logits, the shared expert's projections and its
 // gate logit use the `linear` op; these are the rest. Under TP/EP every rank runs them on
@@ -35,8 +35,7 @@ export const moeRoute = defineOp({
   outputs: [i32('ids'), bf16('weights')],
   attrs: { topK: 'int', normTopkProb: 'bool', ties: TOPK_TIES_ATTR },
   opClass: 'reduction',
-  shape: (ins, a) => {
-    const r = new ShapeRule('moeRoute');
+  shape: (ins, a, r) => {
     const [rows, experts] = r.mat(ins, 0, 'logits');
     if (num(a, 'topK') > experts) r.fail(`topK ${num(a, 'topK')} exceeds the ${experts} experts`);
     return [info([rows, num(a, 'topK')], 'i32'), info([rows, num(a, 'topK')], 'bf16')];
@@ -50,8 +49,7 @@ export const moeExperts = defineOp({
   outputs: [f32('routed')],
   attrs: { firstExpert: 'int', numLocal: 'int', intermediate: 'int', bf16Accumulate: OPTIONAL_BOOL },
   opClass: 'gemm',
-  shape: (ins, a) => {
-    const r = new ShapeRule('moeExperts');
+  shape: (ins, a, r) => {
     const [rows, h] = r.mat(ins, 0, 'x');
     expertPorts(r, ins, [1, 2, 3, 4], ['gateUp', 'down'], rows, h, a);
     return [info([rows, h], 'f32')];
@@ -74,8 +72,7 @@ export const moeExpertsFp8Ptpc = defineOp({
   outputs: [f32('routed')],
   attrs: { firstExpert: 'int', numLocal: 'int', intermediate: 'int', format: FP8_FORMAT, style: QUANT_STYLE, scaleOrder: SCALE_ORDER },
   opClass: 'gemm',
-  shape: (ins, a) => {
-    const r = new ShapeRule('moeExpertsFp8Ptpc');
+  shape: (ins, a, r) => {
     const dtype = fp8Dtype(a);
     const [rows, h] = r.mat(ins, 0, 'xq');
     expertPorts(r, ins, [2, 3, 4, 6], ['qGateUp', 'qDown'], rows, h, a);
@@ -100,8 +97,7 @@ export const moeSwiGlu = defineOp({
   outputs: [bf16('h')],
   attrs: {},
   opClass: 'elementwise',
-  shape: (ins) => {
-    const r = new ShapeRule('moeSwiGlu');
+  shape: (ins, _, r) => {
     const [rows, cols] = r.mat(ins, 0, 'gateUp');
     return [info([rows, r.split(cols, 2, "input 'gateUp'")], 'bf16')];
   },
@@ -114,8 +110,7 @@ export const moeCombine = defineOp({
   outputs: [bf16('y')],
   attrs: {},
   opClass: 'elementwise',
-  shape: (ins) => {
-    const r = new ShapeRule('moeCombine');
+  shape: (ins, _, r) => {
     const [shared, rows] = r.matrixPort(ins, 1, 'shared');
     r.sameAs(ins, 0, 'routed', shared);
     r.mat(ins, 2, 'gateLogit', 1, rows);

@@ -1,4 +1,5 @@
 import type { DType } from '../../tensor/tensor.ts';
+import { ShapeRule } from './shapeRules.ts';
 
 // An op is declared once here, in core, with its typed inputs, outputs and attributes
 // (as TensorFlow.js declares kernel names in core), its output rule and its precision
@@ -117,8 +118,14 @@ export function oneOf(values: readonly string[]): AttrSpec {
   return { kind: 'string', oneOf: values };
 }
 
-export function defineOp<const D extends OpDef>(def: D): D {
-  return def;
+type OutputRule = OpDef['shape'];
+/** A declaration as written: its output rule also gets a ShapeRule named after the op. */
+export type OpDecl = Omit<OpDef, 'shape'> & {
+  readonly shape: (inputs: Parameters<OutputRule>[0], attrs: Parameters<OutputRule>[1], r: ShapeRule) => ReturnType<OutputRule>;
+};
+
+export function defineOp<const D extends OpDecl>(def: D): Omit<D, 'shape'> & { readonly shape: OutputRule } {
+  return { ...def, shape: (inputs, attrs) => def.shape(inputs, attrs, new ShapeRule(def.name)) };
 }
 
 /** The input ports of `def` with role `role`, by index, in port order. */

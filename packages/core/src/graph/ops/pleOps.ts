@@ -1,6 +1,6 @@
 import { COUNT, INDEX } from './attrSpecs.ts';
 import { bf16, defineOp, i32, intMin, weight } from './opDef.ts';
-import { info, num, ShapeRule } from './shapeRules.ts';
+import { info, num } from './shapeRules.ts';
 
 // PLE ops (model.md "PLE"; layers/ple, as HF `Qwen4ExpTextPLELayer` and ATOM ple.py compute
 // it). key_proj and value_proj use the `linear` op. The PLE is replicated: every rank runs
@@ -26,8 +26,7 @@ export const pleNgramIds = defineOp({
     eosTokenId: INDEX,
   },
   opClass: 'data',
-  shape: (ins, a) => {
-    const r = new ShapeRule('pleNgramIds');
+  shape: (ins, a, r) => {
     const t = r.port(ins, 0, 'tokens');
     if (t.shape.length !== 1) r.fail(`input 'tokens' must be 1-D, got [${t.shape.join(',')}]`);
     const heads = (num(a, 'ngramSize') - 1) * num(a, 'headsPerNgram');
@@ -56,8 +55,7 @@ export const pleNgramEmbed = defineOp({
   // read from the checkpoint as the ids need them, on the host, on every backend
   host: true,
   gathersRows: { table: 1 },
-  shape: (ins) => {
-    const r = new ShapeRule('pleNgramEmbed');
+  shape: (ins, _, r) => {
     const [rows, heads] = r.mat(ins, 0, 'ids');
     const [, d] = r.mat(ins, 1, 'table');
     return [info([rows, heads * d], 'bf16')];
@@ -71,8 +69,7 @@ export const pleNgramEmbedShard = defineOp({
   outputs: [bf16('e')],
   attrs: { rowStart: INDEX, tableRows: COUNT },
   opClass: 'data',
-  shape: (ins, a) => {
-    const r = new ShapeRule('pleNgramEmbedShard');
+  shape: (ins, a, r) => {
     const [rows, heads] = r.mat(ins, 0, 'ids');
     const [slice, d] = r.mat(ins, 1, 'table');
     if (num(a, 'rowStart') + slice > num(a, 'tableRows'))
@@ -88,8 +85,7 @@ export const pleRms1pNorm = defineOp({
   outputs: [bf16('y')],
   attrs: { groups: COUNT, eps: 'float' },
   opClass: 'reduction',
-  shape: (ins, a) => {
-    const r = new ShapeRule('pleRms1pNorm');
+  shape: (ins, a, r) => {
     const [x, , width] = r.matrixPort(ins, 0, 'x');
     r.split(width, num(a, 'groups'), "input 'x'");
     r.vec(ins, 1, 'weight', width);
@@ -104,8 +100,7 @@ export const pleGate = defineOp({
   outputs: [bf16('gate')],
   attrs: { streams: COUNT },
   opClass: 'reduction',
-  shape: (ins, a) => {
-    const r = new ShapeRule('pleGate');
+  shape: (ins, a, r) => {
     const [k, rows, width] = r.matrixPort(ins, 0, 'k');
     r.split(width, num(a, 'streams'), "input 'k'");
     r.sameAs(ins, 1, 'q', k);
@@ -120,8 +115,7 @@ export const pleGatedValue = defineOp({
   outputs: [bf16('g')],
   attrs: { streams: COUNT },
   opClass: 'elementwise',
-  shape: (ins, a) => {
-    const r = new ShapeRule('pleGatedValue');
+  shape: (ins, a, r) => {
     const [rows, h] = r.mat(ins, 1, 'value');
     r.mat(ins, 0, 'gate', num(a, 'streams'), rows);
     return [info([rows, num(a, 'streams') * h], 'bf16')];
@@ -135,8 +129,7 @@ export const pleConvSilu = defineOp({
   outputs: [bf16('out')],
   attrs: { dilation: COUNT },
   opClass: 'reduction',
-  shape: (ins) => {
-    const r = new ShapeRule('pleConvSilu');
+  shape: (ins, _, r) => {
     const [g, , c] = r.matrixPort(ins, 1, 'g');
     r.sameAs(ins, 0, 'gNormed', g);
     const w = r.port(ins, 2, 'weight');

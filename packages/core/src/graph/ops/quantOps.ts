@@ -1,6 +1,6 @@
 import { COUNT, FP8_FORMAT, QUANT_STYLE, SCALE_ORDER } from './attrSpecs.ts';
-import { bf16, defineOp, f32, FP8, port, weight } from './opDef.ts';
-import { fp8Dtype, info, num, ShapeRule } from './shapeRules.ts';
+import { bf16, defineOp, f32, FP8, port, type ValueInfo, weight } from './opDef.ts';
+import { fp8Dtype, info, num } from './shapeRules.ts';
 
 // FP8 PTPC (model.md "FP8", numerics.md "Per-token (row) quantization", sequence-parallel.md
 // "FP8 input quantization path"). `format` is 'e4m3fn' or 'e4m3fnuz' (it follows the target
@@ -14,6 +14,8 @@ import { fp8Dtype, info, num, ShapeRule } from './shapeRules.ts';
 
 /** the quantized rows and their per-row scales */
 const QUANTIZED = [port('q', FP8), f32('scale')];
+/** QUANTIZED's shapes for [rows, cols] quantized to the op's `format` */
+const quantized = ([rows, cols]: [number, number], a: Readonly<Record<string, unknown>>): ValueInfo[] => [info([rows, cols], fp8Dtype(a)), info([rows], 'f32')];
 
 export const quantFp8PerToken = defineOp({
   name: 'quantFp8PerToken',
@@ -22,11 +24,7 @@ export const quantFp8PerToken = defineOp({
   outputs: QUANTIZED,
   attrs: { format: FP8_FORMAT, style: QUANT_STYLE },
   opClass: 'quant',
-  shape: (ins, a) => {
-    const r = new ShapeRule('quantFp8PerToken');
-    const [rows, cols] = r.mat(ins, 0, 'x');
-    return [info([rows, cols], fp8Dtype(a)), info([rows], 'f32')];
-  },
+  shape: (ins, a, r) => quantized(r.mat(ins, 0, 'x'), a),
 });
 
 export const hcGatedMeanQuant = defineOp({
@@ -36,12 +34,11 @@ export const hcGatedMeanQuant = defineOp({
   outputs: [bf16('x'), ...QUANTIZED],
   attrs: { streams: COUNT, format: FP8_FORMAT, style: QUANT_STYLE },
   opClass: 'quant',
-  shape: (ins, a) => {
-    const r = new ShapeRule('hcGatedMeanQuant');
+  shape: (ins, a, r) => {
     const [normed, rows, width] = r.matrixPort(ins, 1, 'normed');
     r.sameAs(ins, 0, 'up', normed);
     const h = r.split(width, num(a, 'streams'), "input 'normed'");
-    return [info([rows, h], 'bf16'), info([rows, h], fp8Dtype(a)), info([rows], 'f32')];
+    return [info([rows, h], 'bf16'), ...quantized([rows, h], a)];
   },
 });
 
@@ -52,11 +49,7 @@ export const fp8QuantWeightPerChannel = defineOp({
   outputs: QUANTIZED,
   attrs: { format: FP8_FORMAT },
   opClass: 'quant',
-  shape: (ins, a) => {
-    const r = new ShapeRule('fp8QuantWeightPerChannel');
-    const [out, inF] = r.mat(ins, 0, 'w');
-    return [info([out, inF], fp8Dtype(a)), info([out], 'f32')];
-  },
+  shape: (ins, a, r) => quantized(r.mat(ins, 0, 'w'), a),
 });
 
 export const fp8LinearPtpc = defineOp({
@@ -66,8 +59,7 @@ export const fp8LinearPtpc = defineOp({
   outputs: [bf16('y')],
   attrs: { format: FP8_FORMAT, scaleOrder: SCALE_ORDER },
   opClass: 'gemm',
-  shape: (ins, a) => {
-    const r = new ShapeRule('fp8LinearPtpc');
+  shape: (ins, a, r) => {
     const dtype = fp8Dtype(a);
     const q = r.port(ins, 0, 'q');
     const qW = r.port(ins, 2, 'qW');

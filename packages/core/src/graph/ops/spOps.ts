@@ -1,6 +1,6 @@
 import { COUNT, INDEX } from './attrSpecs.ts';
 import { ANY_DTYPE, bf16, defineOp, oneOf, port, ROW_DTYPES } from './opDef.ts';
-import { info, num, ShapeRule, withRows } from './shapeRules.ts';
+import { info, num, withRows } from './shapeRules.ts';
 
 // Sequence-parallel data movement (sequence-parallel.md) and the collectives
 // (numerics.md). Collectives take one input per rank and give one output per rank.
@@ -11,8 +11,7 @@ export const shard = defineOp({
   outputs: [port('y', ROW_DTYPES)],
   attrs: { rank: INDEX, tp: COUNT, chunk: COUNT },
   opClass: 'data',
-  shape: (ins, a) => {
-    const r = new ShapeRule('shard');
+  shape: (ins, a, r) => {
     const x = r.port(ins, 0, 'x');
     if (num(a, 'rank') >= num(a, 'tp')) r.fail(`rank ${num(a, 'rank')} is not below tp ${num(a, 'tp')}`);
     return [withRows(x, num(a, 'chunk'))];
@@ -26,8 +25,7 @@ export const pad = defineOp({
   outputs: [port('y', ROW_DTYPES)],
   attrs: { rows: INDEX },
   opClass: 'data',
-  shape: (ins, a) => {
-    const r = new ShapeRule('pad');
+  shape: (ins, a, r) => {
     const x = r.port(ins, 0, 'x');
     if (num(a, 'rows') < x.shape[0]) r.fail(`cannot pad ${x.shape[0]} rows to ${num(a, 'rows')}`);
     return [withRows(x, num(a, 'rows'))];
@@ -41,8 +39,7 @@ export const trim = defineOp({
   outputs: [port('y', ANY_DTYPE)],
   attrs: { rows: INDEX },
   opClass: 'data',
-  shape: (ins, a) => {
-    const r = new ShapeRule('trim');
+  shape: (ins, a, r) => {
     const x = r.port(ins, 0, 'x');
     if (num(a, 'rows') > x.shape[0]) r.fail(`cannot trim ${x.shape[0]} rows to ${num(a, 'rows')}`);
     return [withRows(x, num(a, 'rows'))];
@@ -61,7 +58,7 @@ export const allReduce = defineOp({
   attrs: { algorithm: oneOf(REDUCE_ALGORITHMS), channels: COUNT, chunkElems: COUNT },
   opClass: 'reduction',
   collective: 'replicate',
-  shape: (ins) => [info(new ShapeRule('allReduce').port(ins, 0, 'x').shape, 'bf16')],
+  shape: (ins, _, r) => [info(r.port(ins, 0, 'x').shape, 'bf16')],
 });
 
 export const reduceScatter = defineOp({
@@ -72,8 +69,7 @@ export const reduceScatter = defineOp({
   attrs: { algorithm: oneOf(REDUCE_ALGORITHMS) },
   opClass: 'reduction',
   collective: 'scatterRows',
-  shape: (ins, a) => {
-    const r = new ShapeRule('reduceScatter');
+  shape: (ins, a, r) => {
     const x = r.port(ins, 0, 'x');
     const tp = num(a, 'tp');
     if (x.shape[0] % tp !== 0) r.fail(`${x.shape[0]} rows do not split into tp ${tp} equal blocks (pad first)`);
@@ -89,8 +85,8 @@ export const allGather = defineOp({
   attrs: {},
   opClass: 'data',
   collective: 'gatherRows',
-  shape: (ins, a) => {
-    const x = new ShapeRule('allGather').port(ins, 0, 'x');
+  shape: (ins, a, r) => {
+    const x = r.port(ins, 0, 'x');
     return [withRows(x, x.shape[0] * num(a, 'tp'))];
   },
 });
