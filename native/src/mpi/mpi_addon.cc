@@ -231,35 +231,26 @@ Napi::Value joinOpenPort(const Napi::CallbackInfo& info) {
   return guarded(env, [&]() -> Napi::Value { return Napi::String::New(env, World::instance().joinOpenPort()); });
 }
 
-/** joinAccept(port) -> Promise<void>: the ranks already joined take in the next one */
-Napi::Value joinAccept(const Napi::CallbackInfo& info) {
+/** a join step over the port argument, as a Promise<void> on the MPI thread */
+Napi::Value joinStep(const Napi::CallbackInfo& info, const char* what, void (World::*step)(const std::string&)) {
   Napi::Env env = info.Env();
   return guarded(env, [&]() -> Napi::Value {
-    std::string port = stringArg(info, "joinAccept");
+    std::string port = stringArg(info, what);
     return start(
-        env, "joinAccept",
-        [port] {
-          World::instance().joinAccept(port);
+        env, what,
+        [port, step] {
+          (World::instance().*step)(port);
           return std::vector<uint8_t>();
         },
         false, false);
   });
 }
 
+/** joinAccept(port) -> Promise<void>: the ranks already joined take in the next one */
+Napi::Value joinAccept(const Napi::CallbackInfo& info) { return joinStep(info, "joinAccept", &World::joinAccept); }
+
 /** joinConnect(port) -> Promise<void>: this process joins as the next rank */
-Napi::Value joinConnect(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  return guarded(env, [&]() -> Napi::Value {
-    std::string port = stringArg(info, "joinConnect");
-    return start(
-        env, "joinConnect",
-        [port] {
-          World::instance().joinConnect(port);
-          return std::vector<uint8_t>();
-        },
-        false, false);
-  });
-}
+Napi::Value joinConnect(const Napi::CallbackInfo& info) { return joinStep(info, "joinConnect", &World::joinConnect); }
 
 /** joinFinish() -> { rank, size, threadLevel }: the joined ranks are the world */
 Napi::Value joinFinish(const Napi::CallbackInfo& info) {
