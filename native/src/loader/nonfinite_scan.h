@@ -16,29 +16,35 @@ struct NonFinite {
   int64_t inf = 0;
 };
 
+/**
+ * An IEEE-style format of word T whose exponent bits are `exp` (the sign the top bit): adds the
+ * words with an exponent of all ones to `special`, those of them with a zero mantissa to `inf`
+ */
+template <class T>
+inline void countIeee(const uint8_t* p, size_t bytes, T exp, int64_t& special, int64_t& inf) {
+  const auto* x = reinterpret_cast<const T*>(p);
+  const size_t n = bytes / sizeof(T);
+  const T abs = static_cast<T>(static_cast<T>(~T{0}) >> 1);  // all but the sign
+  int64_t s = 0, f = 0;
+  for (size_t i = 0; i < n; i++) {
+    s += (x[i] & exp) == exp;
+    f += (x[i] & abs) == exp;
+  }
+  special += s;
+  inf += f;
+}
+
 /** NaN and Inf among the `bytes / dtypeBytes(dtype)` elements at `p` (whole, aligned elements) */
 inline NonFinite countNonFinite(DType dtype, const uint8_t* p, size_t bytes) {
   NonFinite c;
   int64_t special = 0, inf = 0;
   switch (dtype) {
-    case DType::BF16: {
-      const auto* x = reinterpret_cast<const uint16_t*>(p);
-      const size_t n = bytes / 2;
-      for (size_t i = 0; i < n; i++) {
-        special += (x[i] & 0x7f80u) == 0x7f80u;
-        inf += (x[i] & 0x7fffu) == 0x7f80u;
-      }
+    case DType::BF16:
+      countIeee<uint16_t>(p, bytes, 0x7f80u, special, inf);
       break;
-    }
-    case DType::F32: {
-      const auto* x = reinterpret_cast<const uint32_t*>(p);
-      const size_t n = bytes / 4;
-      for (size_t i = 0; i < n; i++) {
-        special += (x[i] & 0x7f800000u) == 0x7f800000u;
-        inf += (x[i] & 0x7fffffffu) == 0x7f800000u;
-      }
+    case DType::F32:
+      countIeee<uint32_t>(p, bytes, 0x7f800000u, special, inf);
       break;
-    }
     case DType::FP8E4M3FN:
       for (size_t i = 0; i < bytes; i++) special += (p[i] & 0x7fu) == 0x7fu;
       break;
