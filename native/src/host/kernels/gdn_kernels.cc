@@ -104,17 +104,14 @@ inline void l2NormScaled(Isa isa, const uint16_t* src, int64_t n, float eps, flo
 Outputs gdnRecurrence(const Inputs& in, const KernelContext& ctx) {
   const ops::GdnRecurrenceArgs args = ops::checkGdnRecurrence(in, ctx.attrs);
   const int64_t T = args.T, keyHeads = args.keyHeads, valueHeads = args.valueHeads, dk = args.dk, dv = args.dv, channels = args.channels;
-  const Tensor& qkv = args.qkv;
-  const Tensor& g = args.g;
-  const Tensor& beta = args.beta;
   const int64_t group = valueHeads / keyHeads;
   const float epsF = args.epsF;
   const float scaleF = args.scaleF;
   const int64_t kOff = keyHeads * dk;
   const int64_t vOff = 2 * keyHeads * dk;
-  const uint16_t* x = qkv.bf16();
-  const float* gd = g.data<float>();
-  const uint16_t* betad = beta.bf16();
+  const uint16_t* x = args.qkv.bf16();
+  const float* gd = args.g.data<float>();
+  const uint16_t* betad = args.beta.bf16();
 
   // the l2-normalized q (scaled) and k of every token and key head, as the reference
   // computes them at the start of each token's step

@@ -110,17 +110,12 @@ Outputs moeSwiGlu(const Inputs& in, const KernelContext& ctx) {
 Outputs moeExperts(const Inputs& in, const KernelContext& ctx) {
   const ops::MoeExpertsArgs a = ops::checkMoeExperts(in, ctx.attrs);
   const int64_t T = a.T, H = a.H, topK = a.topK, firstExpert = a.firstExpert, numLocal = a.numLocal, inter = a.inter;
-  const Tensor& x = a.x;
-  const Tensor& ids = a.ids;
-  const Tensor& weights = a.weights;
-  const Tensor& gateUp = a.gateUp;
-  const Tensor& down = a.down;
 
   // zeros: a token none of this rank's experts serve adds nothing, and the others accumulate into it
   TensorPtr routed = makeZeroTensor(DType::F32, {T, H});
   float* acc = routed->data<float>();
-  const int32_t* idd = ids.data<int32_t>();
-  const uint16_t* wd = weights.bf16();
+  const int32_t* idd = a.ids.data<int32_t>();
+  const uint16_t* wd = a.weights.bf16();
   const ExpertPairs work = expertPairs(idd, T, topK, firstExpert, numLocal);
   const std::vector<std::vector<int64_t>>& pairs = work.pairs;
   const int64_t most = work.most;
@@ -130,17 +125,17 @@ Outputs moeExperts(const Inputs& in, const KernelContext& ctx) {
   const int64_t scratchElems = most * (H + 2 * inter + inter + H);
   ScratchGuard guard(scratchElems * 2);
   std::vector<uint16_t> xe(most * H), gu(most * 2 * inter), h(most * inter), o(most * H);
-  const uint16_t* xd = x.bf16();
+  const uint16_t* xd = a.x.bf16();
   for (int64_t local = 0; local < numLocal; local++) {
     const std::vector<int64_t>& mine = pairs[local];
     const int64_t n = static_cast<int64_t>(mine.size());
     if (n == 0) continue;
     for (int64_t i = 0; i < n; i++) std::memcpy(xe.data() + i * H, xd + (mine[i] / topK) * H, H * 2);
-    const uint16_t* wGu = gateUp.bf16() + local * 2 * inter * H;
-    const uint16_t* wDown = down.bf16() + local * H * inter;
-    gemm::linearBf16(xe.data(), n, H, wGu, 2 * inter, gu.data(), ctx, &gateUp);
+    const uint16_t* wGu = a.gateUp.bf16() + local * 2 * inter * H;
+    const uint16_t* wDown = a.down.bf16() + local * H * inter;
+    gemm::linearBf16(xe.data(), n, H, wGu, 2 * inter, gu.data(), ctx, &a.gateUp);
     swiGlu(gu.data(), n, inter, h.data(), ctx);
-    gemm::linearBf16(h.data(), n, inter, wDown, H, o.data(), ctx, &down);
+    gemm::linearBf16(h.data(), n, inter, wDown, H, o.data(), ctx, &a.down);
     // acc_t += bf(o * w) in pair order; split by columns, so a token listed twice stays in order
     ctx.pool.parallelFor(H, 256, [&](int64_t j0, int64_t j1) {
       for (int64_t i = 0; i < n; i++) {
