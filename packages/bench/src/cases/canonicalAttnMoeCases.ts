@@ -1,5 +1,5 @@
 import { f32ToBf16, Rng, type Tensor } from '@hcsp/core';
-import type { OpCase } from './opCases.ts';
+import type { OpCase } from './opCase.ts';
 
 /**
  * Attention's and MoE routing's reductions in canonical reduction order v1 (core

@@ -1,5 +1,5 @@
 import { f32ToBf16, GDN_L2NORM_EPS, Rng, type Tensor } from '@hcsp/core';
-import type { OpCase } from './opCases.ts';
+import type { OpCase } from './opCase.ts';
 
 /**
  * The GDN and PLE long sums in canonical reduction order v1 (core numerics/canonicalSum.ts):

@@ -1,5 +1,5 @@
 import { f32ToBf16, type Tensor } from '@hcsp/core';
-import type { OpCase } from './opCases.ts';
+import type { OpCase } from './opCase.ts';
 
 // The 'hf-eager' contract's rounding points and the top-k tie rule, on inputs whose expected
 // bits are worked out by hand in the comments (not by the code under test): each case's

@@ -1,5 +1,5 @@
 import { fp8Info, quantizeBf16RowsFp8, Rng, type Tensor } from '@hcsp/core';
-import type { OpCase } from './opCases.ts';
+import type { OpCase } from './opCase.ts';
 
 /**
  * moeExpertsFp8Ptpc over 4 experts (H 24, I 12, top-2, T 7): uneven expert loads (expert 1

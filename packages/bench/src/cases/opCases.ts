@@ -14,19 +14,12 @@ import {
   type Tensor,
 } from '@hcsp/core';
 import { gdnPleCanonicalCases } from './gdnPleCanonicalCases.ts';
+import type { OpCase } from './opCase.ts';
 import { canonicalAttnMoeCases } from './canonicalAttnMoeCases.ts';
 import { moeFp8OpCases } from './moeFp8Cases.ts';
 
 // Single-op graphs over seeded random inputs: the per-op half of the cross-backend suite.
-export interface OpCase {
-  name: string;
-  op: OpName;
-  /** simulated ranks; a collective takes one input list per rank */
-  tp: number;
-  /** per-rank op: its ports; collective: rank-major (rank 0's ports, then rank 1's, ...) */
-  inputs: (Tensor | null)[];
-  attrs: Record<string, unknown>;
-}
+export type { OpCase };
 
 /** The case as a graph with its feeds; output shapes come from the op's own rule. */
 export function opCaseGraph(c: OpCase): { graph: Graph; feeds: Map<string, Tensor> } {

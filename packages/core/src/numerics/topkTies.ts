@@ -17,8 +17,6 @@
 // The host device calls libstdc++'s own std:: algorithms (native numerics/torch_cpu_topk.h),
 // the oracle this port is tested against.
 
-import type { Graph } from '../graph/graph.ts';
-
 export const TOPK_TIES = ['lower-index', 'torch-cpu'] as const;
 export type TopkTies = (typeof TOPK_TIES)[number];
 
@@ -62,7 +60,10 @@ export function torchCpuTiesRefusal(op: string, backend: string): string {
  * on a device whose kernels have only the 'lower-index' rule (WGSL, the GPU kernels): one
  * error naming the op, the attribute and the backend, never a silent fallback.
  */
-export function refuseTorchCpuTies(graph: Graph, backend: string): void {
+export function refuseTorchCpuTies(
+  graph: { readonly nodes: readonly { op: string; id: number | string; scope: string; attrs: Readonly<Record<string, unknown>> }[] },
+  backend: string,
+): void {
   const node = graph.nodes.find((n) => TIES_OPS.has(n.op) && n.attrs.ties === 'torch-cpu');
   if (node) throw new Error(`${torchCpuTiesRefusal(node.op, backend)} (node ${node.id} at ${node.scope})`);
 }

@@ -4,7 +4,15 @@
 // A row whose choice flipped follows another computation from that sub-layer on, so its
 // difference there is not arithmetic.
 import type { AlignedTensor } from './tensorDiff.ts';
-import type { RoutingDifference } from './routingDiff.ts';
+
+/** one layer's flips: the rows whose choice differs */
+export interface RoutingDifference {
+  layer: number;
+  /** the rows (0-based token positions) whose chosen experts differ, ascending */
+  rows: number[];
+  /** rows compared */
+  count: number;
+}
 
 /** `pattern`'s group 1 is the layer; a match without it is the MTP head's, at `mtpLayer` (skipped when absent) */
 function flips(

@@ -3,15 +3,9 @@
 // told apart: from another expert choice (those rows) or from arithmetic (the others). Two
 // rows holding the same experts in another order (a tie ranked otherwise) route alike.
 import type { AlignedTensor } from './tensorDiff.ts';
-import { routingFlips } from './flipDiff.ts';
+import { type RoutingDifference, routingFlips } from './flipDiff.ts';
 
-export interface RoutingDifference {
-  layer: number;
-  /** the rows (0-based token positions) whose chosen experts differ, ascending */
-  rows: number[];
-  /** rows compared */
-  count: number;
-}
+export type { RoutingDifference } from './flipDiff.ts';
 
 /** Every layer both sides carry topk_ids for (same shape, all rows), where some row's experts differ; by layer (the MTP head's at `mtpLayer`, when given). */
 export function routingDifferences(a: ReadonlyMap<string, AlignedTensor>, b: ReadonlyMap<string, AlignedTensor>, mtpLayer?: number): RoutingDifference[] {

@@ -2,7 +2,7 @@
 // reads): the runs compared, and per pair of runs every named tensor's differences.
 import type { RoutingDifference } from './routingDiff.ts';
 import type { TensorDiff } from './tensorDiff.ts';
-import type { PairVerdict } from './verdict.ts';
+import type { PairVerdict } from './verdictTypes.ts';
 
 /** One run of the comparison: a SPEC as the user wrote it and what it resolved to. */
 export interface XcheckRun {

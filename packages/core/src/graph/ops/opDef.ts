@@ -1,5 +1,5 @@
 import type { DType } from '../../tensor/tensor.ts';
-import { ShapeRule } from './shapeRules.ts';
+import { ShapeRule, type ValueInfo } from './shapeRules.ts';
 
 // An op is declared once here, in core, with its typed inputs, outputs and attributes
 // (as TensorFlow.js declares kernel names in core), its output rule and its precision
@@ -32,10 +32,7 @@ export interface PortDef {
 }
 
 /** Shape and dtype of a value, as declarations and shape rules see it. */
-export interface ValueInfo {
-  shape: readonly number[];
-  dtype: DType;
-}
+export type { ValueInfo };
 
 /**
  * Which tolerance applies where a backend's accumulation order departs from the

@@ -1,6 +1,11 @@
 import { type Fp8Format, fp8Info } from '../../numerics/fp8.ts';
 import type { DType } from '../../tensor/tensor.ts';
-import type { ValueInfo } from './opDef.ts';
+
+/** a value's shape and dtype, as the rules see an input or give an output */
+export interface ValueInfo {
+  shape: readonly number[];
+  dtype: DType;
+}
 
 // Building blocks of the ops' output rules (OpDef.shape). Each failure names the op, the
 // port and what was expected, so a bad graph is refused where it is built.

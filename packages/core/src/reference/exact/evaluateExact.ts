@@ -18,7 +18,7 @@ import { bf16ToF32 } from '../../numerics/bf16.ts';
 import { fp8FormatOfDtype, fp8ToF32 } from '../../numerics/fp8.ts';
 import { shapeStr, type Tensor } from '../../tensor/tensor.ts';
 import type { ExactTensor } from './exactTensor.ts';
-import { EXACT_COLLECTIVE_KERNELS, EXACT_KERNELS, exactCollectiveKernel, exactKernel } from './index.ts';
+import { EXACT_COLLECTIVE_KERNELS, EXACT_KERNELS, exactCollectiveKernel, exactKernel } from './exactKernels.ts';
 
 export interface EvaluateExactOptions {
   /** the values to return (and never free); default: every input and computed value (weights only when named) */
