@@ -71,23 +71,19 @@ Outputs moeExpertsFp8Ptpc(const Inputs& in, const KernelContext& ctx) {
   const ops::MoeExpertsFp8Args a = ops::checkMoeExpertsFp8(in, ctx.attrs);
   const int64_t T = a.T, H = a.H, topK = a.topK, firstExpert = a.firstExpert, numLocal = std::max<int64_t>(0, a.numLocal), inter = a.inter;
   const bool wf = a.weightFirst;
-  TensorPtr routed = makeZeroTensor(DType::F32, {T, H});
-  float* acc = routed->data<float>();
-  const int32_t* idd = a.ids.data<int32_t>();
+  const RoutedWork r = routedWork(a.ids, T, H, topK, firstExpert, numLocal);
+  if (r.work.most == 0) return {r.routed};
+  float* acc = r.routed->data<float>();
   const uint16_t* wd = a.weights.bf16();
-  const ExpertPairs work = expertPairs(idd, T, topK, firstExpert, numLocal);
-  const std::vector<std::vector<int64_t>>& pairs = work.pairs;
-  const int64_t most = work.most;
-  if (most == 0) return {routed};
   const std::vector<float> lut = decodeTable(a.format);
   const float* L = lut.data();
   const uint8_t* xq = a.xq.data<uint8_t>();
   const float* sx = a.sx.data<float>();
   // one expert's pairs at a time: their bf(o * w) contributions [n, H]
-  ScratchGuard guard(most * H * 4);
-  std::vector<float> contrib(most * H);
+  ScratchGuard guard(r.work.most * H * 4);
+  std::vector<float> contrib(r.work.most * H);
   for (int64_t local = 0; local < numLocal; local++) {
-    const std::vector<int64_t>& mine = pairs[local];
+    const std::vector<int64_t>& mine = r.work.pairs[local];
     const int64_t n = static_cast<int64_t>(mine.size());
     if (n == 0) continue;
     const uint8_t* wGu = a.qGateUp.data<uint8_t>() + local * 2 * inter * H;
@@ -122,7 +118,7 @@ Outputs moeExpertsFp8Ptpc(const Inputs& in, const KernelContext& ctx) {
       }
     });
   }
-  return {routed};
+  return {r.routed};
 }
 
 }  // namespace

@@ -110,24 +110,18 @@ Outputs moeSwiGlu(const Inputs& in, const KernelContext& ctx) {
 Outputs moeExperts(const Inputs& in, const KernelContext& ctx) {
   const ops::MoeExpertsArgs a = ops::checkMoeExperts(in, ctx.attrs);
   const int64_t T = a.T, H = a.H, topK = a.topK, firstExpert = a.firstExpert, numLocal = a.numLocal, inter = a.inter;
-
-  // zeros: a token none of this rank's experts serve adds nothing, and the others accumulate into it
-  TensorPtr routed = makeZeroTensor(DType::F32, {T, H});
-  float* acc = routed->data<float>();
-  const int32_t* idd = a.ids.data<int32_t>();
+  const RoutedWork r = routedWork(a.ids, T, H, topK, firstExpert, numLocal);
+  if (r.work.most == 0) return {r.routed};
+  float* acc = r.routed->data<float>();
   const uint16_t* wd = a.weights.bf16();
-  const ExpertPairs work = expertPairs(idd, T, topK, firstExpert, numLocal);
-  const std::vector<std::vector<int64_t>>& pairs = work.pairs;
-  const int64_t most = work.most;
-  if (most == 0) return {routed};
 
   // one expert's rows at a time: gathered x, gate_up, h, o (bf16 bits)
-  const int64_t scratchElems = most * (H + 2 * inter + inter + H);
+  const int64_t scratchElems = r.work.most * (H + 2 * inter + inter + H);
   ScratchGuard guard(scratchElems * 2);
-  std::vector<uint16_t> xe(most * H), gu(most * 2 * inter), h(most * inter), o(most * H);
+  std::vector<uint16_t> xe(r.work.most * H), gu(r.work.most * 2 * inter), h(r.work.most * inter), o(r.work.most * H);
   const uint16_t* xd = a.x.bf16();
   for (int64_t local = 0; local < numLocal; local++) {
-    const std::vector<int64_t>& mine = pairs[local];
+    const std::vector<int64_t>& mine = r.work.pairs[local];
     const int64_t n = static_cast<int64_t>(mine.size());
     if (n == 0) continue;
     for (int64_t i = 0; i < n; i++) std::memcpy(xe.data() + i * H, xd + (mine[i] / topK) * H, H * 2);
@@ -153,7 +147,7 @@ Outputs moeExperts(const Inputs& in, const KernelContext& ctx) {
       }
     });
   }
-  return {routed};
+  return {r.routed};
 }
 
 Outputs moeCombine(const Inputs& in, const KernelContext& ctx) {

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "../tensor.h"
+
 namespace hcsp {
 
 struct ExpertPairs {
@@ -25,6 +27,20 @@ inline ExpertPairs expertPairs(const int32_t* ids, int64_t T, int64_t topK, int6
   }
   for (const auto& m : p.pairs) p.most = std::max<int64_t>(p.most, static_cast<int64_t>(m.size()));
   return p;
+}
+
+/**
+ * The experts' sums, zeros [T, H] f32 (a token none of this rank's experts serve adds nothing,
+ * and the others accumulate into it), and their work list from the routed ids
+ */
+struct RoutedWork {
+  TensorPtr routed;
+  ExpertPairs work;
+};
+
+inline RoutedWork routedWork(const Tensor& ids, int64_t T, int64_t H, int64_t topK, int64_t firstExpert, int64_t numLocal) {
+  TensorPtr routed = makeZeroTensor(DType::F32, {T, H});
+  return {routed, expertPairs(ids.data<int32_t>(), T, topK, firstExpert, numLocal)};
 }
 
 }  // namespace hcsp
