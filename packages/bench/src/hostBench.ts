@@ -84,7 +84,7 @@ export interface GemmRow {
   load: number;
 }
 
-export interface MixRow {
+export interface MixRow extends GraphRunMeasures {
   tokens: number;
   gflop: number;
   cost: GraphCost;
@@ -94,6 +94,11 @@ export interface MixRow {
    * includes uploading the streams), then 'read back' (outputs downloaded)
    */
   ops: { op: string; seconds: number }[];
+  load: number;
+}
+
+/** what a timed graph run reports beside its timing: its roofline bound, memory and first run */
+export interface GraphRunMeasures {
   bound: { gemmSeconds: number; memorySeconds: number; seconds: number } | null;
   /** (b): time over the roofline bound */
   overBound: number | null;
@@ -104,7 +109,6 @@ export interface MixRow {
   gemmPanelExtraBytes: number;
   /** the first run after prepare (untimed in `exact`: it touches fresh memory, and packs the panels of GEMM weights other ops read too) */
   firstRunSeconds: number;
-  load: number;
 }
 
 export interface LinearityRow {
@@ -114,7 +118,7 @@ export interface LinearityRow {
   ratio: number;
 }
 
-export interface PrefillRow {
+export interface PrefillRow extends GraphRunMeasures {
   config: string;
   stack: 'hc-only';
   tp: number;
@@ -128,12 +132,6 @@ export interface PrefillRow {
   prepareSeconds: number;
   exact: Timing;
   cost: GraphCost;
-  bound: { gemmSeconds: number; memorySeconds: number; seconds: number } | null;
-  overBound: number | null;
-  met: boolean | null;
-  memory: MemoryMeasure;
-  gemmPanelExtraBytes: number;
-  firstRunSeconds: number;
   outputSha256: string;
   nextToken: number;
   load: number;

@@ -82,14 +82,7 @@ export function parseHostBenchOptions(raw: HostBenchCliOptions): HostBenchOption
   };
 }
 
-export interface SuiteCliOptions {
-  tokens: string;
-  reps: string;
-  cpuReps: string;
-  seed: string;
-  json?: boolean;
-  quiet?: boolean;
-  maxMemory?: string;
+export interface SuiteCliOptions extends BenchCliOptions {
   quick?: boolean;
   budget?: string;
   backends?: string;
