@@ -5,9 +5,8 @@
 // and the drafter's shifted ids. Exact copies and compares.
 #include "head.h"
 
+#include "../../numerics/argmax_first.h"
 #include "../../numerics/bf16.h"
-
-using hcsp::bf16ToF32;
 
 HCSP_GLOBAL void hcsp_head_copy_bytes(const uint8_t* x, uint8_t* y, int64_t count) {
   HCSP_GRID_STRIDE(i, count) { y[i] = x[i]; }
@@ -29,19 +28,7 @@ HCSP_GLOBAL void hcsp_head_row_blocks_to_cols(const uint8_t* x, uint8_t* y, int6
 }
 
 HCSP_GLOBAL void hcsp_head_argmax(const uint16_t* logits, int32_t* ids, int64_t rows, int64_t vocab) {
-  HCSP_GRID_STRIDE(t, rows) {
-    const uint16_t* row = logits + t * vocab;
-    int64_t best = 0;
-    float bestValue = bf16ToF32(row[0]);
-    for (int64_t v = 1; v < vocab && bestValue == bestValue; v++) {
-      const float x = bf16ToF32(row[v]);
-      if (x > bestValue || x != x) {
-        best = v;
-        bestValue = x;
-      }
-    }
-    ids[t] = static_cast<int32_t>(best);
-  }
+  HCSP_GRID_STRIDE(t, rows) { ids[t] = hcsp::argmaxFirstBf16(logits + t * vocab, vocab); }
 }
 
 HCSP_GLOBAL void hcsp_head_mtp_draft_ids(const int32_t* ids, const int32_t* next, int32_t* y, int64_t t) {

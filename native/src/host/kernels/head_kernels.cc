@@ -4,6 +4,7 @@
 // -0 tie, the first NaN wins) and the drafter's shifted ids. All exact copies or compares.
 #include <cstring>
 
+#include "../../numerics/argmax_first.h"
 #include "../../numerics/bf16.h"
 #include "kernel_args.h"
 #include "../../ops/head_checks.h"
@@ -49,20 +50,6 @@ Outputs rowBlocksToCols(const Inputs& in, const KernelContext& ctx) {
   return {y};
 }
 
-/** argmaxFirst of one row: the first maximum; a NaN is the maximum (the first NaN wins) */
-int32_t argmaxRow(const uint16_t* row, int64_t vocab) {
-  int64_t best = 0;
-  float bestValue = bf16ToF32(row[0]);
-  for (int64_t v = 1; v < vocab && bestValue == bestValue; v++) {
-    const float x = bf16ToF32(row[v]);
-    if (x > bestValue || x != x) {
-      best = v;
-      bestValue = x;
-    }
-  }
-  return static_cast<int32_t>(best);
-}
-
 Outputs argmax(const Inputs& in, const KernelContext& ctx) {
   const ops::ArgmaxArgs a = ops::checkArgmax(in, ctx.attrs);
   const int64_t rows = a.rows, vocab = a.vocab;
@@ -71,7 +58,7 @@ Outputs argmax(const Inputs& in, const KernelContext& ctx) {
   const uint16_t* ld = logits.bf16();
   int32_t* id = ids->data<int32_t>();
   ctx.pool.parallelFor(rows, vocab >= 65536 ? 1 : 65536 / vocab, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; t++) id[t] = argmaxRow(ld + t * vocab, vocab);
+    for (int64_t t = t0; t < t1; t++) id[t] = argmaxFirstBf16(ld + t * vocab, vocab);
   });
   return {ids};
 }
