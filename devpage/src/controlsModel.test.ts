@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG, DEFAULT_TP } from '../../packages/cli/src/defaults.ts';
+import { spOnVsOff } from '../../test/support/spOnVsOff.ts';
 import { DEFAULT_CONTROLS, readControls, type RawControls } from './controlsModel.ts';
 import { planView } from './plan/planView.ts';
 
@@ -22,15 +23,7 @@ describe('readControls', () => {
     const c = readControls(raw({ sp: 'on' }));
     expect(c.plan).toMatchObject({ tokens: 37, tp: 4, sp: 'on', reduce: 'ring', minTokensEnv: undefined });
     expect(c.plan.config.name).toBe('small');
-    expect(c.run).toEqual({
-      config: 'small',
-      tokens: 37,
-      tp: 4,
-      seed: 5,
-      subLayers: 'stand-in',
-      a: { sp: 'on', reduce: 'ring' },
-      b: { sp: 'off', reduce: 'ring' },
-    });
+    expect(c.run).toEqual(spOnVsOff({ config: 'small', tokens: 37, tp: 4, seed: 5, subLayers: 'stand-in' }));
     expect(readControls(raw({ bSp: 'on', bReduce: 'oneshot', minTokens: '0' }))).toMatchObject({
       plan: { minTokensEnv: '0' },
       run: { b: { sp: 'on', reduce: 'oneshot' } },

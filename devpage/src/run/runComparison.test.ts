@@ -1,19 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { TINY } from '@hcsp/core';
+import { spOnVsOff } from '../../../test/support/spOnVsOff.ts';
 import { runComparison } from './runComparison.ts';
 import { stepTable } from './stepTable.ts';
 
 // The full model's sub-layers (attention / GDN, MoE, PLE) on tiny: T 37 at tp 4 is C 10,
 // so rank 3 holds 3 padding rows.
-const req = (tp: number, reduce: 'ring' | 'oneshot') => ({
-  config: 'tiny',
-  tokens: 37,
-  tp,
-  seed: 7,
-  subLayers: 'model' as const,
-  a: { sp: 'on' as const, reduce },
-  b: { sp: 'off' as const, reduce },
-});
+const req = (tp: number, reduce: 'ring' | 'oneshot') => spOnVsOff({ config: 'tiny', tokens: 37, tp, seed: 7, subLayers: 'model' }, reduce);
 
 describe('runComparison (tiny, full model)', () => {
   it('compares every step, the PLE layer included, with padding zero and replicas agreeing', async () => {

@@ -1,19 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { TINY } from '@hcsp/core';
+import { spOnVsOff } from '../../../test/support/spOnVsOff.ts';
 import { runComparison } from './runComparison.ts';
 import { stepTable } from './stepTable.ts';
 
 describe('stepTable', () => {
   it("joins both runs' traffic and the diff per step, the exit row holding both exit diffs, the MTP head last", async () => {
-    const report = await runComparison({
-      config: 'tiny',
-      tokens: 20,
-      tp: 2,
-      seed: 1,
-      subLayers: 'stand-in',
-      a: { sp: 'on', reduce: 'ring' },
-      b: { sp: 'off', reduce: 'ring' },
-    });
+    const report = await runComparison(spOnVsOff({ config: 'tiny', tokens: 20, tp: 2, seed: 1, subLayers: 'stand-in' }));
     const rows = stepTable(report);
     expect(rows).toHaveLength(TINY.numLayers * 2 + 2);
     expect(rows.slice(0, 3).map((r) => r.step)).toEqual(['L0.attn', 'L0.mlp', 'L1.attn']);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { f32ToBf16, planForward, TINY, type Graph, type Tensor } from '@hcsp/core';
 import { globalRows, streamDiff, type RunCapture } from './streamDiff.ts';
+import { spOnVsOff } from '../../../test/support/spOnVsOff.ts';
 import { runComparison } from './runComparison.ts';
 
 // A hand-made two-rank capture: T = 5 rows of 2 columns, C = 3, so rank 1 owns rows 3, 4
@@ -103,15 +104,7 @@ describe('streamDiff', () => {
 });
 
 describe('runComparison (tiny, stand-in sub-layers)', () => {
-  const req = (tp: number, reduce: 'ring' | 'oneshot' | 'ordered') => ({
-    config: 'tiny',
-    tokens: 37,
-    tp,
-    seed: 7,
-    subLayers: 'stand-in' as const,
-    a: { sp: 'on' as const, reduce },
-    b: { sp: 'off' as const, reduce },
-  });
+  const req = (tp: number, reduce: 'ring' | 'oneshot' | 'ordered') => spOnVsOff({ config: 'tiny', tokens: 37, tp, seed: 7, subLayers: 'stand-in' }, reduce);
 
   it('at tp 2 the diff table is all zeros: every algorithm rounds a + b once', async () => {
     for (const reduce of ['ring', 'oneshot', 'ordered'] as const) {
