@@ -3,8 +3,9 @@
 // differences, the float64 attribution's verdicts, the report's records and the orchestration
 // of a pair of sides.
 export { beyondTolerance, describeDifferences, diffRuns } from './compareRuns.ts';
+export type { RoutingDifference } from './flipDiff.ts';
 export { diffNamed, namedValueIds } from './namedValues.ts';
-export { type RoutingDifference, routingText } from './routingDiff.ts';
+export { routingText } from './routingDiff.ts';
 export { type AlignedTensor, diffTensors } from './tensorDiff.ts';
 export { attributionText, pairVerdict, tensorGroup, ulpText } from './verdict.ts';
 export { maxRowUlp, nonFiniteCount, overGate, tensorPlace, type XcheckPair, type XcheckReport, type XcheckRun, type XcheckTensor } from './xcheckReport.ts';
