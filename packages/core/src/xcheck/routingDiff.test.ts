@@ -1,31 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import type { AlignedTensor } from './tensorDiff.ts';
 import { routingDifferences, routingText } from './routingDiff.ts';
+import { THREE_ROWS, topkIds } from '../../../../test/support/routedIds.ts';
 
-const ids = (rows: number[][]): AlignedTensor => ({
-  tensor: { dtype: 'i32', shape: [rows.length, rows[0].length], data: Int32Array.from(rows.flat()) },
-  rowStart: 0,
-});
+const ids = topkIds;
 
 describe('routingDifferences', () => {
   it('lists per MoE layer the rows whose expert sets differ; the same experts in another order route alike', () => {
     const a = new Map([
-      [
-        'layers.0.mlp.topk_ids',
-        ids([
-          [1, 2],
-          [3, 4],
-          [5, 6],
-        ]),
-      ],
-      [
-        'layers.1.mlp.topk_ids',
-        ids([
-          [1, 2],
-          [3, 4],
-          [5, 6],
-        ]),
-      ],
+      ['layers.0.mlp.topk_ids', ids(THREE_ROWS)],
+      ['layers.1.mlp.topk_ids', ids(THREE_ROWS)],
       ['layers.1.mlp.out', ids([[0, 0]])],
     ]);
     const b = new Map([

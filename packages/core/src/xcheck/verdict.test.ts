@@ -6,6 +6,7 @@ import type { ExactTensor } from '../reference/exact/exactTensor.ts';
 import { diffNamed } from './namedValues.ts';
 import { routingFlips, selectionFlips } from './flipDiff.ts';
 import type { AlignedTensor } from './tensorDiff.ts';
+import { THREE_ROWS, topkLayers } from '../../../../test/support/routedIds.ts';
 import { attributionText, pairVerdict, tensorGroup, type PairVerdict } from './verdict.ts';
 import type { XcheckPair } from './xcheckReport.ts';
 
@@ -91,46 +92,19 @@ describe('pairVerdict on planted cases', () => {
   });
 
   it('a planted routing flip is counted per layer, and a large difference after it is put down to the flip, not to arithmetic', () => {
-    const ids = (rows: number[][]): AlignedTensor => ({
-      tensor: { dtype: 'i32', shape: [rows.length, rows[0].length], data: Int32Array.from(rows.flat()) },
-      rowStart: 0,
-    });
-    const a = new Map([
+    const a = topkLayers(THREE_ROWS, THREE_ROWS);
+    const b = topkLayers(
       [
-        'layers.0.mlp.topk_ids',
-        ids([
-          [1, 2],
-          [3, 4],
-          [5, 6],
-        ]),
+        [2, 1],
+        [3, 4],
+        [5, 6],
       ],
       [
-        'layers.1.mlp.topk_ids',
-        ids([
-          [1, 2],
-          [3, 4],
-          [5, 6],
-        ]),
+        [1, 2],
+        [3, 7],
+        [5, 6],
       ],
-    ]);
-    const b = new Map([
-      [
-        'layers.0.mlp.topk_ids',
-        ids([
-          [2, 1],
-          [3, 4],
-          [5, 6],
-        ]),
-      ],
-      [
-        'layers.1.mlp.topk_ids',
-        ids([
-          [1, 2],
-          [3, 7],
-          [5, 6],
-        ]),
-      ],
-    ]);
+    );
     const routing = routingFlips(a, b);
     expect(routing).toEqual([{ layer: 1, rows: [1], count: 3 }]);
     const kept = (v: number[]): AlignedTensor => ({ tensor: { dtype: 'i32', shape: [v.length], data: Int32Array.from(v) }, rowStart: 0 });
