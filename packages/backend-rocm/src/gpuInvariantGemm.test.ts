@@ -3,7 +3,8 @@ import { useFakeGpuWithBlasLt } from '../../../test/support/fakeBlasLt.ts';
 import { bf16Values, fp8Values } from '../../../test/support/seededValues.ts';
 import { type GpuDevice, loadNativeAddon, type NativeTensor } from './nativeAddon.ts';
 import { NativeUnsupportedError, native } from './nativeErrors.ts';
-import { createRocmBackend, DEVICE_GEMMS, VENDOR_GEMM_PRECISION } from './rocmBackend.ts';
+import { createRocmBackend, VENDOR_GEMM_PRECISION } from './rocmBackend.ts';
+import { DEVICE_GEMMS } from './rocmDevices.ts';
 
 // gemm 'vendor-invariant' (native/src/gpu/blaslt.h) over the fake hipBLASLt / cuBLASLt
 // (test/support/fakeBlasLt.ts): one algorithm per (op, N, K, dtype), chosen once from the

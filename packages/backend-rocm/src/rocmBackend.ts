@@ -38,8 +38,6 @@ import {
   type RocmDeviceChoice,
 } from './rocmDevices.ts';
 
-export { DEVICE_GEMMS } from './rocmDevices.ts';
-
 export interface RocmBackendOptions {
   /**
    * default 'host'. 'emulated' runs the GPU kernel sources on the host (a check of their

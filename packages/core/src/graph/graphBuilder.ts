@@ -1,6 +1,7 @@
 import type { DType } from '../tensor/tensor.ts';
 import type { Graph, GraphNode, ValueDecl, ValueId, WeightRef } from './graph.ts';
-import { validateAttrs, type ValueInfo } from './ops/opDef.ts';
+import { validateAttrs } from './ops/opDef.ts';
+import type { ValueInfo } from './ops/shapeRules.ts';
 import { getOpDef, type OpName } from './ops/registry.ts';
 
 /** A node as a builder adds it: the op is one core declares. */

@@ -5,8 +5,6 @@
 import type { AlignedTensor } from './tensorDiff.ts';
 import { type RoutingDifference, routingFlips } from './flipDiff.ts';
 
-export type { RoutingDifference } from './flipDiff.ts';
-
 /** Every layer both sides carry topk_ids for (same shape, all rows), where some row's experts differ; by layer (the MTP head's at `mtpLayer`, when given). */
 export function routingDifferences(a: ReadonlyMap<string, AlignedTensor>, b: ReadonlyMap<string, AlignedTensor>, mtpLayer?: number): RoutingDifference[] {
   return routingFlips(a, b, mtpLayer);

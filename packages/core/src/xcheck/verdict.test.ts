@@ -7,7 +7,8 @@ import { diffNamed } from './namedValues.ts';
 import { routingFlips, selectionFlips } from './flipDiff.ts';
 import type { AlignedTensor } from './tensorDiff.ts';
 import { THREE_ROWS, topkLayers } from '../../../../test/support/routedIds.ts';
-import { attributionText, pairVerdict, tensorGroup, type PairVerdict } from './verdict.ts';
+import { attributionText, pairVerdict, tensorGroup } from './verdict.ts';
+import type { PairVerdict } from './verdictTypes.ts';
 import type { XcheckPair } from './xcheckReport.ts';
 
 const ROWS = 6;

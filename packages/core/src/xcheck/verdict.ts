@@ -13,11 +13,9 @@
 // (E = 0) and differs is always beyond. Rows whose MoE
 // experts or QSA blocks flipped follow another computation from that sub-layer on, so the
 // tensors from there are explained by the flip, not judged by the rule.
-import type { RoutingDifference } from './routingDiff.ts';
+import type { RoutingDifference } from './flipDiff.ts';
 import type { PairVerdict, VerdictTensor } from './verdictTypes.ts';
 import type { XcheckPair, XcheckTensor } from './xcheckReport.ts';
-
-export type { PairVerdict, VerdictTensor };
 
 /** A difference over this many times the closer side's float64 error is more than rounding explains (see above). */
 export const BEYOND_FACTOR = 8;

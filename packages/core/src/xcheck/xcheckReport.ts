@@ -1,6 +1,6 @@
 // What `hcsp xcheck` reports (its --json object, the HTML report's data, what the dev page
 // reads): the runs compared, and per pair of runs every named tensor's differences.
-import type { RoutingDifference } from './routingDiff.ts';
+import type { RoutingDifference } from './flipDiff.ts';
 import type { TensorDiff } from './tensorDiff.ts';
 import type { PairVerdict } from './verdictTypes.ts';
 

@@ -1,5 +1,6 @@
 import { COUNT, INDEX, OPTIONAL_BOOL, TOPK_TIES_ATTR } from './attrSpecs.ts';
-import { bf16, defineOp, i32, type ValueInfo, weight } from './opDef.ts';
+import { bf16, defineOp, i32, weight } from './opDef.ts';
+import type { ValueInfo } from './shapeRules.ts';
 import { info, num, type ShapeRule } from './shapeRules.ts';
 
 // Gated full-attention ops with the QSA indexer (model.md "Full attention"); the math and

@@ -1,5 +1,6 @@
 import { FP8_FORMAT, OPTIONAL_BOOL, QUANT_STYLE, SCALE_ORDER, TOPK_TIES_ATTR } from './attrSpecs.ts';
-import { bf16, defineOp, f32, FP8, i32, port, type ValueInfo, weight } from './opDef.ts';
+import { bf16, defineOp, f32, FP8, i32, port, weight } from './opDef.ts';
+import type { ValueInfo } from './shapeRules.ts';
 import { fp8Dtype, info, num, type ShapeRule } from './shapeRules.ts';
 
 // MoE ops (model.md "MoE"). The router logits, the shared expert's projections and its

@@ -32,7 +32,6 @@ export interface PortDef {
 }
 
 /** Shape and dtype of a value, as declarations and shape rules see it. */
-export type { ValueInfo };
 
 /**
  * Which tolerance applies where a backend's accumulation order departs from the

@@ -1,5 +1,6 @@
 import { COUNT, FP8_FORMAT, QUANT_STYLE, SCALE_ORDER } from './attrSpecs.ts';
-import { bf16, defineOp, f32, FP8, port, type ValueInfo, weight } from './opDef.ts';
+import { bf16, defineOp, f32, FP8, port, weight } from './opDef.ts';
+import type { ValueInfo } from './shapeRules.ts';
 import { fp8Dtype, info, num } from './shapeRules.ts';
 
 // FP8 PTPC (model.md "FP8", numerics.md "Per-token (row) quantization", sequence-parallel.md
