@@ -1,6 +1,6 @@
 import type { DType } from '../tensor/tensor.ts';
 import type { Graph, GraphNode, ValueDecl, ValueId, WeightRef } from './graph.ts';
-import { validateAttrs } from './ops/opDef.ts';
+import { checkOpInputs } from './ops/checkOpInputs.ts';
 import type { ValueInfo } from './ops/shapeRules.ts';
 import { getOpDef, type OpName } from './ops/registry.ts';
 
@@ -74,30 +74,19 @@ export class GraphBuilder {
         `graph: op ${n.op} at ${n.scope} has ${n.inputs.length} inputs / ${n.outputs.length} outputs, expected ${def.inputs.length * perRank} / ${def.outputs.length * perRank}`,
       );
     }
-    n.inputs.forEach((id, i) => {
-      const port = def.inputs[i % def.inputs.length];
-      if (id === null) {
-        if (!port.optional) throw new Error(`graph: op ${n.op} at ${n.scope}: input '${port.name}' is required`);
-        return;
-      }
-      const v = this.values[id];
-      if (!v) throw new Error(`graph: op ${n.op} at ${n.scope}: unknown input value '${id}'`);
-      if (!port.dtypes.includes(v.dtype)) {
-        throw new Error(`graph: op ${n.op} at ${n.scope}: input '${port.name}' is ${v.dtype}, expected ${port.dtypes.join('|')}`);
-      }
-    });
+    for (const id of n.inputs) {
+      if (id !== null && !this.values[id]) throw new Error(`graph: op ${n.op} at ${n.scope}: unknown input value '${id}'`);
+    }
     n.outputs.forEach((id, i) => {
       if (id !== null && !this.values[id]) throw new Error(`graph: op ${n.op} at ${n.scope}: output '${id}' not declared`);
       if (id === null && !def.outputs[i % def.outputs.length].optional) {
         throw new Error(`graph: op ${n.op} at ${n.scope}: output '${def.outputs[i % def.outputs.length].name}' is required`);
       }
     });
-    const where = `graph: ${n.scope}`;
     try {
-      validateAttrs(def, n.attrs);
-      this.checkOutputRule(n, perRank);
+      this.checkAgainstDeclaration(n, perRank);
     } catch (e) {
-      throw new Error(`${where}: ${(e as Error).message}`);
+      throw new Error(`graph: ${n.scope}: ${(e as Error).message}`);
     }
     const node: GraphNode = { id: this.nodes.length, ...n };
     this.nodes.push(node);
@@ -120,15 +109,14 @@ export class GraphBuilder {
     };
   }
 
-  /** Each rank's declared outputs must be what the op's rule gives for its inputs. */
-  private checkOutputRule(n: NodeSpec, perRank: number): void {
+  /** Each rank's inputs must pass the declaration's check, and its declared outputs be what the op's rule gives. */
+  private checkAgainstDeclaration(n: NodeSpec, perRank: number): void {
     const def = getOpDef(n.op);
-    const attrs = def.collective ? { ...n.attrs, tp: this.tp } : n.attrs;
     const infoOf = (id: ValueId | null): ValueInfo | null => (id === null ? null : this.values[id]);
     for (let r = 0; r < perRank; r++) {
       const ins = n.inputs.slice(r * def.inputs.length, (r + 1) * def.inputs.length).map(infoOf);
       const outs = n.outputs.slice(r * def.outputs.length, (r + 1) * def.outputs.length);
-      const rule = def.shape(ins, attrs);
+      const rule = checkOpInputs(def, ins, n.attrs, this.tp);
       outs.forEach((id, p) => {
         const want = rule[p] ?? null;
         if (id === null) return;
