@@ -16,8 +16,8 @@ import {
 
 export type { GemmShape };
 
-/** The GEMM ops whose weight the host's exact GEMM reads as packed panels. */
-const PANEL_GEMMS: ReadonlySet<string> = new Set(['linear', 'fp8LinearPtpc']);
+/** A plain GEMM against a weight matrix (its declared cost family): the host's exact GEMM reads its weight as packed panels. */
+const isGemm = (op: string): boolean => getOpDef(op).costFamily === 'gemm';
 
 export const shapeKey = (s: GemmShape): string => `${s.T}x${s.K}x${s.O}`;
 export const bytesOf = valueBytes;
@@ -79,7 +79,7 @@ export function liveBytes(graph: Graph, keep: readonly ValueId[] = graph.outputs
  * first GEMM makes.
  */
 export function gemmPanelExtraBytes(graph: Graph, panelOnly: ReadonlySet<ValueId>): number {
-  const ids = new Set(graph.nodes.filter((n) => PANEL_GEMMS.has(n.op)).map((n) => n.inputs[matrixWeightPort(getOpDef(n.op))]!));
+  const ids = new Set(graph.nodes.filter((n) => isGemm(n.op)).map((n) => n.inputs[matrixWeightPort(getOpDef(n.op))]!));
   let extra = 0;
   let packing = 0;
   for (const id of ids) {
@@ -104,7 +104,7 @@ export function gemmPanelExtraBytes(graph: Graph, panelOnly: ReadonlySet<ValueId
 export function matrixFlops(graph: Graph, config: ModelConfig): number {
   let flops = 0;
   for (const node of graph.nodes) {
-    if (PANEL_GEMMS.has(node.op)) {
+    if (isGemm(node.op)) {
       const { T, K, O } = gemmShape(graph.values, node);
       flops += 2 * T * K * O;
     } else if (node.op === 'moeExperts') {

@@ -14,7 +14,7 @@ import {
   forecast,
   type Forecast,
   OP_CLASS_TITLES,
-  OP_CLASSES,
+  COST_FAMILIES,
   parseDevice,
   PHYSICS_TERMS,
   type PhysicsTerm,
@@ -214,7 +214,7 @@ export function formatModel(r: ModelReport): string {
     );
     out.push('');
     const rows = [['per rank, one forward', 'SP off ms', 'SP on ms', 'on/off']];
-    for (const c of OP_CLASSES)
+    for (const c of COST_FAMILIES)
       rows.push([
         OP_CLASS_TITLES[c],
         ms(f.off.byClass[c].seconds),

@@ -3,15 +3,15 @@
 // plus a latency floor) and groups the times by op class and by layer.
 import { layerKind, type ModelConfig } from '../config/modelConfig.ts';
 import type { Graph, GraphNode } from '../graph/graph.ts';
+import { COST_FAMILIES, type CostFamily } from '../graph/ops/opDef.ts';
+import { getOpDef } from '../graph/ops/registry.ts';
 import { rankGraph } from '../graph/rankGraph.ts';
 import { type Device, type DeviceFigureName, type Efficiency, linkBytesPerSecond } from './device.ts';
 import { HCSP_COLLECTIVE_HOST_SYNCS, HCSP_KERNELS, type HcspKernel, type KernelsMode } from './engines/hcspKernels.ts';
 import { ALL_PHYSICS_TERMS, collectiveSeconds, libraryTileEfficiency, type PhysicsTerm, rampedMemorySeconds } from './physics.ts';
 import { type OpCost, priceNode } from './pricing/index.ts';
 
-export const OP_CLASSES = ['hc', 'gemm', 'attention', 'moe', 'collective', 'other'] as const;
-export type OpClassName = (typeof OP_CLASSES)[number];
-export const OP_CLASS_TITLES: Record<OpClassName, string> = {
+export const OP_CLASS_TITLES: Record<CostFamily, string> = {
   hc: 'HC (combine-norm, mix GEMMs, gated mean, combine)',
   gemm: 'GEMMs (projections, router, shared expert, LM head)',
   attention: 'attention (QSA indexer, causal attention, GatedDeltaNet core)',
@@ -21,35 +21,15 @@ export const OP_CLASS_TITLES: Record<OpClassName, string> = {
 };
 
 const HC_SCOPE = /(?:^|\.)(?:attn_hc|mlp_hc|mixer)\.[a-z_]+$/;
-const ATTENTION_OPS = new Set([
-  'attnHeadNormRopeBf16',
-  'qsaBlockKeys',
-  'qsaSelect',
-  'qsaKeptCount',
-  'attnCausalQsa',
-  'attnOutputGate',
-  'gdnConvSilu',
-  'gdnGates',
-  'gdnRecurrence',
-  'gdnGatedNorm',
-]);
-const MOE_OPS = new Set(['moeRoute', 'moeExperts', 'moeExpertsFp8Ptpc', 'moeSwiGlu', 'moeCombine']);
-const COLLECTIVES = new Set(['allReduce', 'reduceScatter', 'allGather']);
 
 /**
- * The class of a node. HC: every node of an HC mix (scopes `*_hc.*`, `mixer.*`: combine-norm,
- * the two low-rank GEMMs, scaled silu, gated mean (+ fused quant)), every unfused combine, and
- * the embedding's stream expansion. GEMMs: every other linear. Attention includes the
- * GatedDeltaNet core (linear attention). MoE: the MoE ops (the router and shared-expert GEMMs
- * are GEMMs).
+ * The class of a node: every node of an HC mix (scopes `*_hc.*`, `mixer.*`: combine-norm, the
+ * two low-rank GEMMs, scaled silu, gated mean (+ fused quant)) is HC; every other node is its
+ * op's declared cost family (OpDef.costFamily).
  */
-export function opClassOf(node: GraphNode): OpClassName {
-  if (COLLECTIVES.has(node.op)) return 'collective';
-  if (HC_SCOPE.test(node.scope) || node.op === 'hcCombine' || (node.op === 'hcExpand' && node.scope === 'embed.expand')) return 'hc';
-  if (node.op === 'linear' || node.op === 'fp8LinearPtpc') return 'gemm';
-  if (ATTENTION_OPS.has(node.op)) return 'attention';
-  if (MOE_OPS.has(node.op)) return 'moe';
-  return 'other';
+export function opClassOf(node: GraphNode): CostFamily {
+  if (HC_SCOPE.test(node.scope)) return 'hc';
+  return getOpDef(node.op).costFamily;
 }
 
 export interface NodeCost extends OpCost {
@@ -57,7 +37,7 @@ export interface NodeCost extends OpCost {
   op: string;
   scope: string;
   layer: number;
-  cls: OpClassName;
+  cls: CostFamily;
   seconds: number;
   /** what bounds it: the matrix or vector units, HBM, the links */
   bound: 'compute' | 'memory' | 'link';
@@ -77,14 +57,14 @@ export interface LayerCost {
   layer: number;
   kind: 'attention' | 'linear_attention' | null;
   seconds: number;
-  byClass: Record<OpClassName, number>;
+  byClass: Record<CostFamily, number>;
 }
 
 export interface PricedGraph {
   rank: number;
   seconds: number;
   nodes: NodeCost[];
-  byClass: Record<OpClassName, ClassTotals>;
+  byClass: Record<CostFamily, ClassTotals>;
   layers: LayerCost[];
 }
 
@@ -103,8 +83,8 @@ function zeroTotals(): ClassTotals {
   return { seconds: 0, flops: 0, bytes: 0, busBytes: 0, kernels: 0 };
 }
 
-export function byClassZero<T>(make: () => T): Record<OpClassName, T> {
-  return Object.fromEntries(OP_CLASSES.map((c) => [c, make()])) as Record<OpClassName, T>;
+export function byClassZero<T>(make: () => T): Record<CostFamily, T> {
+  return Object.fromEntries(COST_FAMILIES.map((c) => [c, make()])) as Record<CostFamily, T>;
 }
 
 /** How the graph is priced: the engine, its kernels mode (hcsp) and the physics terms applied. */
@@ -145,7 +125,7 @@ function matrixSeconds(c: OpCost, device: Device, terms: ReadonlySet<PhysicsTerm
 /** Seconds of one node: max(compute, memory) / efficiency + launches, or latency + bus bytes / link (the roofline engine). */
 export function nodeSeconds(
   c: OpCost,
-  cls: OpClassName,
+  cls: CostFamily,
   device: Device,
   eff: Efficiency,
   tp: number,

@@ -19,7 +19,8 @@ import { MODEL_SUB_LAYERS } from '../layers/modelSubLayers.ts';
 import { buildDecoderGraph } from '../model/decoderGraph.ts';
 import { planForMode, type SpMode } from '../model/prefill.ts';
 import type { SpPlan } from '../sp/plan.ts';
-import { type ClassTotals, type EngineOptions, type OpClassName, type PricedGraph, priceGraph } from './costModel.ts';
+import type { CostFamily } from '../graph/ops/opDef.ts';
+import { type ClassTotals, type EngineOptions, type PricedGraph, priceGraph } from './costModel.ts';
 import { builtInDevice, type Device, type Efficiency } from './device.ts';
 import type { PhysicsTerm } from './physics.ts';
 
@@ -58,7 +59,7 @@ export interface SideCost {
   tokensPerSecond: number;
   /** HC seconds / all seconds */
   hcShare: number;
-  byClass: Record<OpClassName, ClassTotals>;
+  byClass: Record<CostFamily, ClassTotals>;
   priced: PricedGraph;
 }
 

@@ -28,6 +28,7 @@ export const attnHeadNormRopeBf16 = defineOp({
   outputs: [bf16('y')],
   attrs: { heads: COUNT, headDim: COUNT, stride: COUNT, offset: INDEX, ropeDims: INDEX, eps: 'float' },
   opClass: 'reduction',
+  costFamily: 'attention',
   shape: (ins, a, r) => {
     const [rows] = r.mat(ins, 0, 'x', num(a, 'heads') * num(a, 'stride'));
     if (num(a, 'offset') + num(a, 'headDim') > num(a, 'stride')) r.fail('offset + headDim exceeds the head stride');
@@ -45,6 +46,7 @@ export const qsaBlockKeys = defineOp({
   outputs: [bf16('kb')],
   attrs: { headDim: COUNT, compressRatio: COUNT, ropeDims: INDEX, eps: 'float' },
   opClass: 'reduction',
+  costFamily: 'attention',
   shape: (ins, a, r) => {
     const [T] = r.mat(ins, 0, 'kRaw', num(a, 'headDim'));
     checkRopeDims(r, num(a, 'ropeDims'), num(a, 'headDim'));
@@ -61,6 +63,7 @@ export const qsaSelect = defineOp({
   outputs: [i32('blocks')],
   attrs: { r0: INDEX, tokens: COUNT, nHeads: COUNT, headDim: COUNT, compressRatio: COUNT, width: COUNT, ties: TOPK_TIES_ATTR },
   opClass: 'reduction',
+  costFamily: 'attention',
   shape: (ins, a, r) => {
     const [rows] = r.mat(ins, 0, 'q', num(a, 'nHeads') * num(a, 'headDim'));
     r.mat(ins, 1, 'kb', num(a, 'headDim'), Math.floor(num(a, 'tokens') / num(a, 'compressRatio')));
@@ -75,6 +78,7 @@ export const qsaKeptCount = defineOp({
   outputs: [i32('kept')],
   attrs: { compressRatio: COUNT },
   opClass: 'data',
+  costFamily: 'attention',
   shape: (ins, _, r) => {
     const [rows] = r.mat(ins, 0, 'blocks');
     return [info([rows], 'i32')];
@@ -88,6 +92,7 @@ export const attnCausalQsa = defineOp({
   outputs: [bf16('o')],
   attrs: { heads: COUNT, kvHeads: COUNT, headDim: COUNT, scale: 'float', compressRatio: COUNT, width: COUNT, eagerSoftmax: OPTIONAL_BOOL },
   opClass: 'sequence',
+  costFamily: 'attention',
   shape: (ins, a, r) => {
     const kv = num(a, 'kvHeads') * num(a, 'headDim');
     const [rows] = r.mat(ins, 0, 'q', num(a, 'heads') * num(a, 'headDim'));
@@ -106,6 +111,7 @@ export const attnOutputGate = defineOp({
   outputs: [bf16('y')],
   attrs: { heads: 'int', headDim: 'int' },
   opClass: 'elementwise',
+  costFamily: 'attention',
   shape: (ins, a, r) => {
     const [rows] = r.mat(ins, 0, 'o', num(a, 'heads') * num(a, 'headDim'));
     r.mat(ins, 1, 'qg', num(a, 'heads') * 2 * num(a, 'headDim'), rows);

@@ -8,6 +8,7 @@ export const linear = defineOp({
   outputs: [bf16('y')],
   attrs: {},
   opClass: 'gemm',
+  costFamily: 'gemm',
   shape: (ins, _, r) => {
     const [rows, k] = r.mat(ins, 0, 'x');
     const [out] = r.mat(ins, 1, 'w', k);
@@ -22,6 +23,7 @@ export const add = defineOp({
   outputs: [bf16('y')],
   attrs: {},
   opClass: 'elementwise',
+  costFamily: 'other',
   shape: (ins, _, r) => {
     const a = r.port(ins, 0, 'a');
     r.sameAs(ins, 1, 'b', a);
@@ -36,6 +38,7 @@ export const sliceCols = defineOp({
   outputs: [port('y', ROW_DTYPES)],
   attrs: { start: intMin(0), end: intMin(1) },
   opClass: 'data',
+  costFamily: 'other',
   shape: (ins, a, r) => {
     const [x, rows, cols] = r.matrixPort(ins, 0, 'x');
     const start = num(a, 'start');
@@ -52,6 +55,7 @@ export const embed = defineOp({
   outputs: [bf16('e')],
   attrs: {},
   opClass: 'data',
+  costFamily: 'other',
   shape: (ins, _, r) => {
     const ids = r.port(ins, 0, 'ids');
     if (ids.shape.length !== 1) r.fail(`input 'ids' must be 1-D, got [${ids.shape.join(',')}]`);

@@ -12,6 +12,7 @@ export const gdnConvSilu = defineOp({
   outputs: [bf16('y')],
   attrs: { kernel: 'int', roundConv: OPTIONAL_BOOL },
   opClass: 'reduction',
+  costFamily: 'attention',
   shape: (ins, a, r) => {
     const [x, , c] = r.matrixPort(ins, 0, 'x');
     const w = r.port(ins, 1, 'w');
@@ -27,6 +28,7 @@ export const gdnGates = defineOp({
   outputs: [f32('g'), bf16('beta')],
   attrs: {},
   opClass: 'elementwise',
+  costFamily: 'attention',
   shape: (ins, _, r) => {
     const [b, , heads] = r.matrixPort(ins, 0, 'b');
     r.sameAs(ins, 1, 'a', b);
@@ -43,6 +45,7 @@ export const gdnRecurrence = defineOp({
   outputs: [bf16('o')],
   attrs: { keyHeads: 'int', valueHeads: 'int', keyDim: 'int', valueDim: 'int', scale: 'float', l2Eps: 'float' },
   opClass: 'sequence',
+  costFamily: 'attention',
   shape: (ins, a, r) => {
     const kd = num(a, 'keyHeads') * num(a, 'keyDim');
     const vd = num(a, 'valueHeads') * num(a, 'valueDim');
@@ -61,6 +64,7 @@ export const gdnGatedNorm = defineOp({
   outputs: [bf16('y')],
   attrs: { heads: 'int', headDim: 'int', eps: 'float' },
   opClass: 'reduction',
+  costFamily: 'attention',
   shape: (ins, a, r) => {
     const [o] = r.matrixPort(ins, 0, 'o', num(a, 'heads') * num(a, 'headDim'));
     r.sameAs(ins, 1, 'z', o);

@@ -16,6 +16,7 @@ export const hcExpand = defineOp({
   outputs: [bf16('x')],
   attrs: { streams: COUNT },
   opClass: 'data',
+  costFamily: 'hc',
   shape: (ins, a, r) => {
     const [rows, h] = r.mat(ins, 0, 'e');
     return [info([rows, num(a, 'streams') * h], 'bf16')];
@@ -29,6 +30,7 @@ export const hcCombineNorm = defineOp({
   outputs: [bf16('x'), bf16('normed')],
   attrs: { streams: COUNT, eps: 'float', contract: CONTRACT },
   opClass: 'reduction',
+  costFamily: 'hc',
   shape: (ins, a, r) => {
     const [x, rows, width] = r.matrixPort(ins, 0, 'x');
     const h = r.split(width, num(a, 'streams'), "input 'x'");
@@ -49,6 +51,7 @@ export const hcScaledSilu = defineOp({
   outputs: [bf16('gate'), optional(bf16('raw'))],
   attrs: { streams: COUNT, lowRank: COUNT, contract: CONTRACT },
   opClass: 'elementwise',
+  costFamily: 'hc',
   shape: (ins, a, r) => {
     const [rows, cols] = r.mat(ins, 0, 'd');
     const lowRank = num(a, 'lowRank');
@@ -65,6 +68,7 @@ export const hcGatedMean = defineOp({
   outputs: [bf16('x')],
   attrs: { streams: COUNT, contract: CONTRACT },
   opClass: 'reduction',
+  costFamily: 'hc',
   shape: (ins, a, r) => {
     const [normed, rows, width] = r.matrixPort(ins, 1, 'normed');
     r.sameAs(ins, 0, 'up', normed);
@@ -79,6 +83,7 @@ export const hcCombine = defineOp({
   outputs: [bf16('x')],
   attrs: { streams: COUNT, contract: CONTRACT },
   opClass: 'elementwise',
+  costFamily: 'hc',
   shape: (ins, a, r) => {
     const [x, rows, width] = r.matrixPort(ins, 0, 'x');
     const n = num(a, 'streams');

@@ -13,6 +13,7 @@ export const sliceRows = defineOp({
   outputs: [port('y', ANY_DTYPE)],
   attrs: { start: INDEX, end: COUNT },
   opClass: 'data',
+  costFamily: 'other',
   shape: (ins, a, r) => {
     const x = r.port(ins, 0, 'x');
     if (x.shape.length < 1) r.fail("input 'x' must have at least one axis");
@@ -29,6 +30,7 @@ export const reshape = defineOp({
   outputs: [port('y', ANY_DTYPE)],
   attrs: { shape: 'int[]' },
   opClass: 'data',
+  costFamily: 'other',
   shape: (ins, a, r) => {
     const x = r.port(ins, 0, 'x');
     const shape = a.shape as number[];
@@ -46,6 +48,7 @@ export const rowBlocksToCols = defineOp({
   outputs: [bf16('y')],
   attrs: { parts: COUNT },
   opClass: 'data',
+  costFamily: 'other',
   shape: (ins, a, r) => {
     const [rows, cols] = r.mat(ins, 0, 'x');
     const parts = num(a, 'parts');
@@ -61,6 +64,7 @@ export const argmax = defineOp({
   outputs: [i32('ids')],
   attrs: {},
   opClass: 'data',
+  costFamily: 'other',
   shape: (ins, _, r) => {
     const [rows, vocab] = r.mat(ins, 0, 'logits');
     if (vocab < 1) r.fail("input 'logits' has no columns");
@@ -75,6 +79,7 @@ export const mtpDraftIds = defineOp({
   outputs: [i32('y')],
   attrs: {},
   opClass: 'data',
+  costFamily: 'other',
   shape: (ins, _, r) => {
     const ids = r.port(ins, 0, 'ids');
     const next = r.port(ins, 1, 'next');

@@ -36,6 +36,7 @@ export const moeRoute = defineOp({
   outputs: [i32('ids'), bf16('weights')],
   attrs: { topK: 'int', normTopkProb: 'bool', ties: TOPK_TIES_ATTR },
   opClass: 'reduction',
+  costFamily: 'moe',
   shape: (ins, a, r) => {
     const [rows, experts] = r.mat(ins, 0, 'logits');
     if (num(a, 'topK') > experts) r.fail(`topK ${num(a, 'topK')} exceeds the ${experts} experts`);
@@ -50,6 +51,7 @@ export const moeExperts = defineOp({
   outputs: [f32('routed')],
   attrs: { firstExpert: 'int', numLocal: 'int', intermediate: 'int', bf16Accumulate: OPTIONAL_BOOL },
   opClass: 'gemm',
+  costFamily: 'moe',
   shape: (ins, a, r) => {
     const [rows, h] = r.mat(ins, 0, 'x');
     expertPorts(r, ins, [1, 2, 3, 4], ['gateUp', 'down'], rows, h, a);
@@ -73,6 +75,7 @@ export const moeExpertsFp8Ptpc = defineOp({
   outputs: [f32('routed')],
   attrs: { firstExpert: 'int', numLocal: 'int', intermediate: 'int', format: FP8_FORMAT, style: QUANT_STYLE, scaleOrder: SCALE_ORDER },
   opClass: 'gemm',
+  costFamily: 'moe',
   shape: (ins, a, r) => {
     const dtype = fp8Dtype(a);
     const [rows, h] = r.mat(ins, 0, 'xq');
@@ -98,6 +101,7 @@ export const moeSwiGlu = defineOp({
   outputs: [bf16('h')],
   attrs: {},
   opClass: 'elementwise',
+  costFamily: 'moe',
   shape: (ins, _, r) => {
     const [rows, cols] = r.mat(ins, 0, 'gateUp');
     return [info([rows, r.split(cols, 2, "input 'gateUp'")], 'bf16')];
@@ -111,6 +115,7 @@ export const moeCombine = defineOp({
   outputs: [bf16('y')],
   attrs: {},
   opClass: 'elementwise',
+  costFamily: 'moe',
   shape: (ins, _, r) => {
     const [shared, rows] = r.matrixPort(ins, 1, 'shared');
     r.sameAs(ins, 0, 'routed', shared);

@@ -45,6 +45,17 @@ export const TOLERANCE_CLASSES = ['gemm', 'reduction', 'sequence', 'elementwise'
 export type ToleranceClass = (typeof TOLERANCE_CLASSES)[number];
 
 /**
+ * Where an op's time is counted in the cost model's breakdown (`hcsp model`): 'gemm' (a
+ * plain GEMM against a weight matrix: the projections, router, LM head; the bench's and the
+ * host device's GEMM accounting also key on it), 'attention' (softmax and linear attention:
+ * QSA, GatedDeltaNet), 'moe' (routing, the routed experts, their combine), 'hc' (the HC
+ * streams' kernels), 'collective', 'other' (embedding, PLE, quant, row moves, heads). A GEMM
+ * inside an HC mix is counted as HC by its scope (costModel.ts opClassOf).
+ */
+export const COST_FAMILIES = ['hc', 'gemm', 'attention', 'moe', 'collective', 'other'] as const;
+export type CostFamily = (typeof COST_FAMILIES)[number];
+
+/**
  * How a collective's per-rank output relates to its per-rank input: 'replicate' (same
  * shape: all-reduce), 'scatterRows' (rows / tp: reduce-scatter), 'gatherRows' (rows * tp:
  * all-gather). A backend's communicator maps these onto its engine's calls.
@@ -59,6 +70,7 @@ export interface OpDef {
   readonly outputs: readonly PortDef[];
   readonly attrs: Readonly<Record<string, AttrSpec | AttrKind>>;
   readonly opClass: OpClass;
+  readonly costFamily: CostFamily;
   /**
    * The output rule: each output's shape and dtype (null for an output the op does not
    * produce with these inputs) from the inputs' (null = absent optional port) and the

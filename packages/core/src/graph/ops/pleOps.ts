@@ -26,6 +26,7 @@ export const pleNgramIds = defineOp({
     eosTokenId: INDEX,
   },
   opClass: 'data',
+  costFamily: 'other',
   shape: (ins, a, r) => {
     const t = r.port(ins, 0, 'tokens');
     if (t.shape.length !== 1) r.fail(`input 'tokens' must be 1-D, got [${t.shape.join(',')}]`);
@@ -51,6 +52,7 @@ export const pleNgramEmbed = defineOp({
   outputs: [bf16('e')],
   attrs: {},
   opClass: 'data',
+  costFamily: 'other',
   // the table is the size of the checkpoint's PLE (102 GB bf16 for Flash-Next): its rows are
   // read from the checkpoint as the ids need them, on the host, on every backend
   host: true,
@@ -69,6 +71,7 @@ export const pleNgramEmbedShard = defineOp({
   outputs: [bf16('e')],
   attrs: { rowStart: INDEX, tableRows: COUNT },
   opClass: 'data',
+  costFamily: 'other',
   shape: (ins, a, r) => {
     const [rows, heads] = r.mat(ins, 0, 'ids');
     const [slice, d] = r.mat(ins, 1, 'table');
@@ -85,6 +88,7 @@ export const pleRms1pNorm = defineOp({
   outputs: [bf16('y')],
   attrs: { groups: COUNT, eps: 'float' },
   opClass: 'reduction',
+  costFamily: 'other',
   shape: (ins, a, r) => {
     const [x, , width] = r.matrixPort(ins, 0, 'x');
     r.split(width, num(a, 'groups'), "input 'x'");
@@ -100,6 +104,7 @@ export const pleGate = defineOp({
   outputs: [bf16('gate')],
   attrs: { streams: COUNT },
   opClass: 'reduction',
+  costFamily: 'other',
   shape: (ins, a, r) => {
     const [k, rows, width] = r.matrixPort(ins, 0, 'k');
     r.split(width, num(a, 'streams'), "input 'k'");
@@ -115,6 +120,7 @@ export const pleGatedValue = defineOp({
   outputs: [bf16('g')],
   attrs: { streams: COUNT },
   opClass: 'elementwise',
+  costFamily: 'other',
   shape: (ins, a, r) => {
     const [rows, h] = r.mat(ins, 1, 'value');
     r.mat(ins, 0, 'gate', num(a, 'streams'), rows);
@@ -129,6 +135,7 @@ export const pleConvSilu = defineOp({
   outputs: [bf16('out')],
   attrs: { dilation: COUNT },
   opClass: 'reduction',
+  costFamily: 'other',
   shape: (ins, _, r) => {
     const [g, , c] = r.matrixPort(ins, 1, 'g');
     r.sameAs(ins, 0, 'gNormed', g);

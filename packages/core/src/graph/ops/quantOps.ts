@@ -25,6 +25,7 @@ export const quantFp8PerToken = defineOp({
   outputs: QUANTIZED,
   attrs: { format: FP8_FORMAT, style: QUANT_STYLE },
   opClass: 'quant',
+  costFamily: 'other',
   shape: (ins, a, r) => quantized(r.mat(ins, 0, 'x'), a),
 });
 
@@ -35,6 +36,7 @@ export const hcGatedMeanQuant = defineOp({
   outputs: [bf16('x'), ...QUANTIZED],
   attrs: { streams: COUNT, format: FP8_FORMAT, style: QUANT_STYLE },
   opClass: 'quant',
+  costFamily: 'hc',
   shape: (ins, a, r) => {
     const [normed, rows, width] = r.matrixPort(ins, 1, 'normed');
     r.sameAs(ins, 0, 'up', normed);
@@ -50,6 +52,7 @@ export const fp8QuantWeightPerChannel = defineOp({
   outputs: QUANTIZED,
   attrs: { format: FP8_FORMAT },
   opClass: 'quant',
+  costFamily: 'other',
   shape: (ins, a, r) => quantized(r.mat(ins, 0, 'w'), a),
 });
 
@@ -60,6 +63,7 @@ export const fp8LinearPtpc = defineOp({
   outputs: [bf16('y')],
   attrs: { format: FP8_FORMAT, scaleOrder: SCALE_ORDER },
   opClass: 'gemm',
+  costFamily: 'gemm',
   shape: (ins, a, r) => {
     const dtype = fp8Dtype(a);
     const q = r.port(ins, 0, 'q');

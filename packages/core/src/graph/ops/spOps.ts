@@ -11,6 +11,7 @@ export const shard = defineOp({
   outputs: [port('y', ROW_DTYPES)],
   attrs: { rank: INDEX, tp: COUNT, chunk: COUNT },
   opClass: 'data',
+  costFamily: 'other',
   shape: (ins, a, r) => {
     const x = r.port(ins, 0, 'x');
     if (num(a, 'rank') >= num(a, 'tp')) r.fail(`rank ${num(a, 'rank')} is not below tp ${num(a, 'tp')}`);
@@ -25,6 +26,7 @@ export const pad = defineOp({
   outputs: [port('y', ROW_DTYPES)],
   attrs: { rows: INDEX },
   opClass: 'data',
+  costFamily: 'other',
   shape: (ins, a, r) => {
     const x = r.port(ins, 0, 'x');
     if (num(a, 'rows') < x.shape[0]) r.fail(`cannot pad ${x.shape[0]} rows to ${num(a, 'rows')}`);
@@ -39,6 +41,7 @@ export const trim = defineOp({
   outputs: [port('y', ANY_DTYPE)],
   attrs: { rows: INDEX },
   opClass: 'data',
+  costFamily: 'other',
   shape: (ins, a, r) => {
     const x = r.port(ins, 0, 'x');
     if (num(a, 'rows') > x.shape[0]) r.fail(`cannot trim ${x.shape[0]} rows to ${num(a, 'rows')}`);
@@ -57,6 +60,7 @@ export const allReduce = defineOp({
   outputs: [bf16('y')],
   attrs: { algorithm: oneOf(REDUCE_ALGORITHMS), channels: COUNT, chunkElems: COUNT },
   opClass: 'reduction',
+  costFamily: 'collective',
   collective: 'replicate',
   shape: (ins, _, r) => [info(r.port(ins, 0, 'x').shape, 'bf16')],
 });
@@ -68,6 +72,7 @@ export const reduceScatter = defineOp({
   outputs: [bf16('y')],
   attrs: { algorithm: oneOf(REDUCE_ALGORITHMS) },
   opClass: 'reduction',
+  costFamily: 'collective',
   collective: 'scatterRows',
   shape: (ins, a, r) => {
     const x = r.port(ins, 0, 'x');
@@ -84,6 +89,7 @@ export const allGather = defineOp({
   outputs: [port('y', ANY_DTYPE)],
   attrs: {},
   opClass: 'data',
+  costFamily: 'collective',
   collective: 'gatherRows',
   shape: (ins, a, r) => {
     const x = r.port(ins, 0, 'x');
