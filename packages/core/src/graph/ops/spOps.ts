@@ -15,6 +15,7 @@ export const shard = defineOp({
   shape: (ins, a, r) => {
     const x = r.port(ins, 0, 'x');
     if (num(a, 'rank') >= num(a, 'tp')) r.fail(`rank ${num(a, 'rank')} is not below tp ${num(a, 'tp')}`);
+    if (num(a, 'chunk') * num(a, 'tp') < x.shape[0]) r.fail(`input 'x' has ${x.shape[0]} rows, more than chunk ${num(a, 'chunk')} * tp ${num(a, 'tp')}`);
     return [withRows(x, num(a, 'chunk'))];
   },
 });
