@@ -36,7 +36,7 @@ Napi::Value upload(const Napi::CallbackInfo& info) {
   return guarded(env, [&]() -> Napi::Value {
     const UploadArgs a = readUpload(info, "upload");
     // every byte is copied in below
-    TensorPtr t = std::make_shared<Tensor>(a.dtype, a.shape, a.gpu ? std::shared_ptr<Memory>(a.gpu) : hostMemory(), Init::Uninitialized);
+    TensorPtr t = std::make_shared<Tensor>(a.dtype, a.shape, a.device, Init::Uninitialized);
     if (a.size) t->memory().copyIn(t->raw(), a.bytes, a.size);
     return JsTensor::wrap(env, t);
   });

@@ -5,19 +5,9 @@
 
 namespace hcsp::addon {
 
-namespace {
-
-Memory& deviceMemory(const Napi::Value& gpu, std::shared_ptr<gpu::GpuRuntime>& hold) {
-  hold = JsGpu::unwrapOptional(gpu);
-  return hold ? static_cast<Memory&>(*hold) : *hostMemory();
-}
-
-}  // namespace
-
 Napi::Value counters(const Napi::CallbackInfo& info) {
   return guarded(info.Env(), [&]() -> Napi::Value {
-    std::shared_ptr<gpu::GpuRuntime> hold;
-    const DeviceCounters c = deviceMemory(info[0], hold).counters();
+    const DeviceCounters c = JsGpu::unwrapDevice(info[0])->counters();
     auto o = Napi::Object::New(info.Env());
     o.Set("kernelLaunches", static_cast<double>(c.kernelLaunches));
     o.Set("hostSyncs", static_cast<double>(c.hostSyncs));
@@ -43,16 +33,14 @@ Napi::Value reservePool(const Napi::CallbackInfo& info) {
         fail(ErrorKind::Size, "reservePool: block " + std::to_string(i) + " is not a byte count");
       blocks.push_back(static_cast<size_t>(b));
     }
-    std::shared_ptr<gpu::GpuRuntime> hold;
-    deviceMemory(info[1], hold).reservePool(blocks);
+    JsGpu::unwrapDevice(info[1])->reservePool(blocks);
     return info.Env().Undefined();
   });
 }
 
 Napi::Value trimPool(const Napi::CallbackInfo& info) {
   return guarded(info.Env(), [&]() -> Napi::Value {
-    std::shared_ptr<gpu::GpuRuntime> hold;
-    deviceMemory(info[0], hold).trimPool();
+    JsGpu::unwrapDevice(info[0])->trimPool();
     return info.Env().Undefined();
   });
 }

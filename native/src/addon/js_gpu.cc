@@ -2,6 +2,7 @@
 
 #include "../gpu/blaslt.h"
 #include "../gpu/open_runtime.h"
+#include "../host/host_device.h"
 #include "instance_data.h"
 #include "js_errors.h"
 
@@ -40,6 +41,11 @@ std::shared_ptr<gpu::GpuRuntime> JsGpu::unwrapOptional(const Napi::Value& value)
     throw jsError(value.Env(), Error(ErrorKind::DType, "the device argument is not a GPU device from openGpu()"));
   }
   return Unwrap(value.As<Napi::Object>())->runtime_;
+}
+
+std::shared_ptr<Device> JsGpu::unwrapDevice(const Napi::Value& value) {
+  std::shared_ptr<gpu::GpuRuntime> runtime = unwrapOptional(value);
+  return runtime ? std::shared_ptr<Device>(std::move(runtime)) : hostDevice();
 }
 
 // Every method runs guarded: a C++ exception (the emulated device's describe() reads the pool,

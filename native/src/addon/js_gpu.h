@@ -1,5 +1,5 @@
 // An open GPU device (HIP, CUDA or the emulated one) as a JavaScript object: the handle
-// upload() and run() take to place tensors and kernels there.
+// upload() and run() take to place tensors and kernels there (none: the host device).
 #pragma once
 #include <napi.h>
 
@@ -10,8 +10,10 @@ namespace hcsp::addon {
 class JsGpu : public Napi::ObjectWrap<JsGpu> {
  public:
   static Napi::Function define(Napi::Env env);
-  /** the runtime behind a JS value; null/undefined -> nullptr (the host device) */
+  /** the runtime behind a JS value; null/undefined -> nullptr (where only a GPU will do: NCCL, testKernel) */
   static std::shared_ptr<gpu::GpuRuntime> unwrapOptional(const Napi::Value& value);
+  /** the device a JS value names: its GPU's runtime, or the host device for null/undefined */
+  static std::shared_ptr<Device> unwrapDevice(const Napi::Value& value);
 
   explicit JsGpu(const Napi::CallbackInfo& info);
 

@@ -105,8 +105,7 @@ Napi::Value loadWeights(const Napi::CallbackInfo& info) {
       }
       requests.push_back(std::move(r));
     }
-    auto gpu = JsGpu::unwrapOptional(info[2]);
-    std::shared_ptr<Memory> memory = gpu ? std::shared_ptr<Memory>(gpu) : hostMemory();
+    std::shared_ptr<Memory> memory = JsGpu::unwrapDevice(info[2]);
     loader::LoadOptions options;
     if (info[3].IsObject()) {
       Napi::Object o = info[3].As<Napi::Object>();

@@ -102,13 +102,9 @@ Napi::Value replay(const Napi::CallbackInfo& info) {
     // so each goes back to the pool after its last reader, as on the node-by-node path
     for (uint32_t i = 0; i < jsIn.Length(); i++) JsTensor::takeSlot(jsIn.Get(i), "replay: input " + std::to_string(i));
     // replay(program, inputs, dryRunOn): a dry run on that device (a GPU, or null for the host device)
-    std::shared_ptr<gpu::GpuRuntime> dryGpu;
-    Memory* dry = nullptr;
-    if (info.Length() > 2 && !info[2].IsUndefined()) {
-      dryGpu = JsGpu::unwrapOptional(info[2]);
-      dry = dryGpu ? static_cast<Memory*>(dryGpu.get()) : hostMemory().get();
-    }
-    std::vector<engine::SlotPtr> outs = program->replay(std::move(inputs), dry);
+    std::shared_ptr<Device> dry;
+    if (info.Length() > 2 && !info[2].IsUndefined()) dry = JsGpu::unwrapDevice(info[2]);
+    std::vector<engine::SlotPtr> outs = program->replay(std::move(inputs), dry.get());
     Napi::Array result = Napi::Array::New(info.Env(), outs.size());
     for (uint32_t i = 0; i < outs.size(); i++) result.Set(i, JsTensor::wrapSlot(info.Env(), outs[i]));
     return result;

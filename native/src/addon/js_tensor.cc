@@ -106,7 +106,7 @@ UploadArgs readUpload(const Napi::CallbackInfo& info, const std::string& what) {
                               " tensor, which needs " + std::to_string(want));
   }
   const auto* bytes = static_cast<const uint8_t*>(data.ArrayBuffer().Data()) + data.ByteOffset();
-  return UploadArgs{dtype, std::move(shape), bytes, want, JsGpu::unwrapOptional(info[3])};
+  return UploadArgs{dtype, std::move(shape), bytes, want, JsGpu::unwrapDevice(info[3])};
 }
 
 }  // namespace hcsp::addon

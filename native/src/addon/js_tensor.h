@@ -6,7 +6,7 @@
 #include <napi.h>
 
 #include "../engine/tensor_slot.h"
-#include "../gpu/gpu_runtime.h"
+#include "../device/device.h"
 #include "../host/tensor.h"
 
 namespace hcsp::addon {
@@ -41,13 +41,13 @@ void freeTensor(const Napi::CallbackInfo& info);
 /** a shape from JavaScript: an array of non-negative integers; errors start with `what` */
 Shape readShape(const Napi::Value& v, const std::string& what);
 
-/** upload's arguments (dtype, shape, data: TypedArray, gpu?), checked: the bytes where JavaScript holds them */
+/** upload's arguments (dtype, shape, data: TypedArray, gpu?), checked: the bytes where JavaScript holds them, and the device they go to */
 struct UploadArgs {
   DType dtype;
   Shape shape;
   const uint8_t* bytes;
   size_t size;
-  std::shared_ptr<gpu::GpuRuntime> gpu;
+  std::shared_ptr<Device> device;
 };
 UploadArgs readUpload(const Napi::CallbackInfo& info, const std::string& what);
 

@@ -1,9 +1,8 @@
 #include "run_worker.h"
 
+#include "../device/device.h"
 #include "../engine/exec_queue.h"
 #include "../engine/program.h"
-#include "../gpu/gpu_op_registry.h"
-#include "../host/thread_pool.h"
 #include "js_attrs.h"
 #include "js_errors.h"
 #include "js_gpu.h"
@@ -29,7 +28,7 @@ struct OpCall {
   Attrs attrs;
   GemmMode gemm;
   bool collective;
-  std::shared_ptr<gpu::GpuRuntime> gpu;
+  std::shared_ptr<Device> device;
 
   /** the op's name in front, once (most kernels' messages already start with it) */
   std::string named(const std::string& message) const {
@@ -40,14 +39,7 @@ struct OpCall {
   std::vector<Outputs> execute(const std::vector<Inputs>& inputs) const {
     try {
       checkPlacement(inputs);
-      if (gpu) {
-        gpu::GpuContext g{*gpu, gpu, attrs, gemm};
-        return collective ? gpu::findGpuCollectiveOp(op)(inputs, g) : std::vector<Outputs>{gpu::findGpuOp(op)(inputs[0], g)};
-      }
-      // the host device runs an op as one task on its threads: one launch
-      hostMemory()->countLaunch();
-      KernelContext ctx{attrs, gemm, defaultPool()};
-      return collective ? findCollectiveKernel(op)(inputs, ctx) : std::vector<Outputs>{findKernel(op)(inputs[0], ctx)};
+      return collective ? device->runCollective(op, inputs, attrs, gemm) : std::vector<Outputs>{device->runOp(op, inputs[0], attrs, gemm)};
     } catch (const Error& e) {
       throw Error(e.kind(), named(e.what()));
     } catch (const std::bad_alloc&) {
@@ -59,11 +51,11 @@ struct OpCall {
 
   /**
    * every input lives on the device the op runs on; a weight released after packing
-   * (gemm::packForGemm) is read only where its panel serves: linear's w and fp8LinearPtpc's
-   * qW, in the host device's exact GEMM
+   * (gemm::packForGemm) is read only where the device reads its panel instead
+   * (Device::readsPackedPanel: linear's w and fp8LinearPtpc's qW, in the host device's exact GEMM)
    */
   void checkPlacement(const std::vector<Inputs>& inputs) const {
-    const Memory* want = gpu ? static_cast<const Memory*>(gpu.get()) : hostMemory().get();
+    const Memory* want = device.get();
     for (size_t r = 0; r < inputs.size(); r++) {
       for (size_t p = 0; p < inputs[r].size(); p++) {
         const TensorPtr& t = inputs[r][p];
@@ -71,8 +63,7 @@ struct OpCall {
           fail(ErrorKind::Runtime, "input port " + std::to_string(p) + " is in " + t->memory().name() + " memory, the op runs on " + want->name());
         }
         if (t && t->released()) {
-          const bool panelPort = !collective && ((op == "linear" && p == 1) || (op == "fp8LinearPtpc" && p == 2));
-          if (!panelPort || gpu || gemm != GemmMode::Exact) {
+          if (collective || !device->readsPackedPanel(op, p, gemm)) {
             fail(ErrorKind::Runtime,
                  "input port " + std::to_string(p) + " (" + dtypeName(t->dtype()) + shapeStr(t->shape()) +
                      ") is a weight released after packing for the exact GEMM; only linear's w and fp8LinearPtpc's qW read it, with gemm 'exact'" +
@@ -109,7 +100,7 @@ class RunWorker : public PromiseWorker {
         outputs_ = call_.execute(inputs_);
         // kernel errors and the device checks' surface at the stream's sync: before the outputs are handed out
         try {
-          if (call_.gpu) call_.gpu->synchronizeChecked();
+          call_.device->completeRun();
         } catch (const Error& e) {
           throw Error(e.kind(), call_.named(e.what()));
         }
@@ -156,14 +147,11 @@ std::vector<std::vector<T>> readInputs(const Napi::Value& v, const std::string& 
 OpCall readCall(Napi::Env env, const Napi::Value& opName, const Napi::Value& jsAttrs, const Napi::Value& gemm, const Napi::Value& device, bool collective,
                 size_t ranks) {
   const std::string op = opName.As<Napi::String>().Utf8Value();
-  auto gpu = JsGpu::unwrapOptional(device);
+  std::shared_ptr<Device> on = JsGpu::unwrapDevice(device);
   // an unknown op fails before any work
-  if (gpu)
-    collective ? (void)gpu::findGpuCollectiveOp(op) : (void)gpu::findGpuOp(op);
-  else
-    collective ? (void)findCollectiveKernel(op) : (void)findKernel(op);
+  on->checkOp(op, collective);
   Attrs attrs = readAttrs(op, jsAttrs);
-  return OpCall{op, collective ? attrs.with("tp", static_cast<double>(ranks)) : attrs, parseGemmMode(env, gemm), collective, std::move(gpu)};
+  return OpCall{op, collective ? attrs.with("tp", static_cast<double>(ranks)) : attrs, parseGemmMode(env, gemm), collective, std::move(on)};
 }
 
 Napi::Value runCall(const Napi::CallbackInfo& info, bool collective) {
@@ -290,10 +278,9 @@ Napi::Value enqueueUpload(const Napi::CallbackInfo& info) {
   auto slot = std::make_shared<engine::TensorSlot>(a.dtype, std::move(a.shape));
   // the bytes are copied now: the job runs later, and the JavaScript buffer may change or go
   auto bytes = std::make_shared<std::vector<uint8_t>>(a.bytes, a.bytes + a.size);
-  engine::ExecQueue::instance().enqueue("upload", [slot, bytes, gpu = std::move(a.gpu)] {
-    std::shared_ptr<Memory> memory = gpu ? std::shared_ptr<Memory>(gpu) : hostMemory();
-    TensorPtr t = std::make_shared<Tensor>(slot->dtype(), slot->shape(), memory, Init::Uninitialized);
-    if (!bytes->empty()) memory->copyIn(t->raw(), bytes->data(), bytes->size());
+  engine::ExecQueue::instance().enqueue("upload", [slot, bytes, device = std::move(a.device)] {
+    TensorPtr t = std::make_shared<Tensor>(slot->dtype(), slot->shape(), device, Init::Uninitialized);
+    if (!bytes->empty()) device->copyIn(t->raw(), bytes->data(), bytes->size());
     slot->fill(std::move(t));
   });
   return JsTensor::wrapSlot(info.Env(), slot);
@@ -301,32 +288,29 @@ Napi::Value enqueueUpload(const Napi::CallbackInfo& info) {
 
 namespace {
 
-/** sync(): waits off the JavaScript thread for the queue (and the GPU's stream) and raises the first error */
+/** sync(): waits off the JavaScript thread for the queue and the device (a GPU's stream) and raises the first error */
 class SyncWorker : public Napi::AsyncWorker {
  public:
-  SyncWorker(Napi::Env env, std::shared_ptr<gpu::GpuRuntime> gpu)
-      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), gpu_(std::move(gpu)) {}
+  SyncWorker(Napi::Env env, std::shared_ptr<Device> device)
+      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), device_(std::move(device)) {}
   Napi::Promise promise() { return deferred_.Promise(); }
 
   void Execute() override {
     engine::JobError err;
-    if (!gpu_) hostMemory()->countSync();
     engine::ExecQueue& queue = engine::ExecQueue::instance();
     const bool ran = queue.drain(&err);
-    if (gpu_) {
-      try {
-        // on the queue's worker, so that no node is launching a check while they are read; a
-        // failed check comes first: the nodes after a latched error were skipped, so every
-        // check that ran belongs to a node at or before it
-        queue.runAndWait([&] { gpu_->synchronizeChecked(); });
-      } catch (const Error& e) {
-        code_ = errorCode(e.kind());
-        SetError(e.what());
-        return;
-      } catch (const std::exception& e) {
-        SetError(e.what());
-        return;
-      }
+    try {
+      // on the queue's worker, so that no node is launching a check while they are read; a
+      // failed check comes first: the nodes after a latched error were skipped, so every
+      // check that ran belongs to a node at or before it
+      queue.runAndWait([&] { device_->synchronizeChecked(); });
+    } catch (const Error& e) {
+      code_ = errorCode(e.kind());
+      SetError(e.what());
+      return;
+    } catch (const std::exception& e) {
+      SetError(e.what());
+      return;
     }
     if (!ran) {
       code_ = err.code;
@@ -341,14 +325,14 @@ class SyncWorker : public Napi::AsyncWorker {
 
  private:
   Napi::Promise::Deferred deferred_;
-  std::shared_ptr<gpu::GpuRuntime> gpu_;
+  std::shared_ptr<Device> device_;
   std::string code_ = "HCSP_RUNTIME";
 };
 
 }  // namespace
 
 Napi::Value sync(const Napi::CallbackInfo& info) {
-  auto* w = new SyncWorker(info.Env(), JsGpu::unwrapOptional(info[0]));
+  auto* w = new SyncWorker(info.Env(), JsGpu::unwrapDevice(info[0]));
   auto p = w->promise();
   w->Queue();
   return p;

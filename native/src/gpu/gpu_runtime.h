@@ -1,10 +1,11 @@
-// A GPU as the native backend sees it: its memory (allocations counted and limited, as the
-// host device's), kernel launches by name from the code objects built for it, and a stream
-// to synchronize. Implementations: vendor_runtime.h (ROCm and NVIDIA: one runtime over the HIP
-// and CUDA ABI tables of hip_runtime.h and cuda_runtime.h, libraries loaded at run time) and
-// emulated_runtime.cc (the kernel
-// sources compiled for the host and run on its threads: the kernels' arithmetic checked on a
-// machine without a GPU, through the same launchers and memory accounting).
+// A GPU as the native backend sees it: a Device (device/device.h: its memory, allocations
+// counted and limited as the host device's; its ops, the launchers of gpu_op_registry.h; a
+// stream to synchronize) that launches kernels by name from the code objects built for it.
+// Implementations: vendor_runtime.h (ROCm and NVIDIA: one runtime over the HIP and CUDA ABI
+// tables of hip_runtime.h and cuda_runtime.h, libraries loaded at run time) and
+// emulated_runtime.cc (the kernel sources compiled for the host and run on its threads: the
+// kernels' arithmetic checked on a machine without a GPU, through the same launchers and
+// memory accounting).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -14,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "../device/device.h"
 #include "../host/errors.h"
 #include "../host/memory.h"
 #include "device_checks.h"
@@ -35,12 +37,8 @@ struct DeviceMemoryInfo {
   uint64_t totalBytes;
 };
 
-class GpuRuntime : public Memory {
+class GpuRuntime : public Device, public std::enable_shared_from_this<GpuRuntime> {
  public:
-  /** "hip", "cuda" or "emulated" */
-  virtual std::string kind() const = 0;
-  /** e.g. "AMD Instinct MI308X (gfx942, 80 CUs)" */
-  virtual std::string describe() const = 0;
   /** the code-object target: gfx942, sm_90, host */
   virtual std::string arch() const = 0;
   bool emulated() const { return kind() == "emulated"; }
@@ -62,16 +60,19 @@ class GpuRuntime : public Memory {
   virtual void runEmulated(const std::function<void()>& body) = 0;
   /** runs an emulated block kernel: every thread of every block runs body (emulated runtime only; emulated_blocks.h) */
   virtual void runEmulatedBlocks(const char* name, int64_t blocks, int blockThreads, const std::function<void()>& body) = 0;
-  /** waits for queued work; raises its errors (counted: a host sync) */
-  void synchronize() {
+  /** the op's launcher from gpu_op_registry.h, or an Unsupported error naming the op (gpu_runtime.cc) */
+  void checkOp(const std::string& op, bool collective) const override;
+  /** the op's launcher: its kernels launched onto this GPU's stream (gpu_runtime.cc) */
+  Outputs runOp(const std::string& op, const Inputs& inputs, const Attrs& attrs, GemmMode gemm) override;
+  /** the collective's launcher, every rank simulated on this one GPU (gpu_runtime.cc) */
+  std::vector<Outputs> runCollective(const std::string& op, const std::vector<Inputs>& inputs, const Attrs& attrs, GemmMode gemm) override;
+  /** waits for the stream; raises its errors (counted: a host sync) */
+  void synchronize() final {
     countSync();
     rawSynchronize();
   }
-  /**
-   * synchronize(), then the device checks' verdict (device_checks.h): the first failed check's
-   * error, naming its node. Called where the queue's worker runs nothing else (a run's sync).
-   */
-  void synchronizeChecked() {
+  /** synchronize(), then the device checks' verdict (device_checks.h): the first failed check's error, naming its node */
+  void synchronizeChecked() final {
     try {
       synchronize();
     } catch (...) {
@@ -80,6 +81,8 @@ class GpuRuntime : public Memory {
     }
     checks_.raiseFirst(*this);
   }
+  /** the op's kernels were only queued: the run waits for them, and their checks, before handing out its outputs */
+  void completeRun() final { synchronizeChecked(); }
   /** which kernels this device's ops launch (chosen when it is opened: OpenOptions::kernels) */
   KernelMode kernels() const { return kernels_; }
   void setKernels(KernelMode mode) { kernels_ = mode; }

@@ -1,6 +1,7 @@
 // The host device's kernels, one per declared op (core's graph/ops), registered by their
-// family files (kernels/<family>_kernels.cc) at load time. The addon lists them so the
-// TypeScript side can check coverage against core's op registry.
+// family files (kernels/<family>_kernels.cc) at load time and run by the host device
+// (host_device.h). The addon lists them so the TypeScript side can check coverage against
+// core's op registry.
 #pragma once
 #include <functional>
 #include <string>

@@ -1,7 +1,6 @@
 #include "memory.h"
 
 #include <cstdlib>
-#include <cstring>
 
 #include "errors.h"
 
@@ -200,34 +199,6 @@ AllocatorStats Memory::stats() const {
 void Memory::setLimit(int64_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.limitBytes = bytes > 0 ? bytes : 0;
-}
-
-namespace {
-
-class HostMemory : public Memory {
- public:
-  std::string name() const override { return "host"; }
-  bool hostVisible() const override { return true; }
-
- protected:
-  void rawCopyIn(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void rawCopyOut(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void rawFill(void* dst, uint8_t byte, size_t bytes) override { std::memset(dst, byte, bytes); }
-  void* rawAllocate(size_t bytes) override {
-    // whole cache lines: aligned AVX-512 loads, no false sharing between tensors
-    const size_t rounded = (bytes + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, rounded);
-    if (!p) fail(ErrorKind::OutOfMemory, "host device out of memory: the system refused " + std::to_string(bytes) + " bytes");
-    return p;
-  }
-  void rawRelease(void* p) override { std::free(p); }
-};
-
-}  // namespace
-
-const std::shared_ptr<Memory>& hostMemory() {
-  static const std::shared_ptr<Memory> memory = std::make_shared<HostMemory>();
-  return memory;
 }
 
 }  // namespace hcsp

@@ -1,5 +1,5 @@
-// Where a tensor's bytes live: the host device's memory, or a GPU's (gpu/gpu_runtime.h)
-// behind the same interface; it stands for the device in the engine's counters too. Each
+// Where a tensor's bytes live: a device's memory (device/device.h: a Device is its memory,
+// the host device or a GPU); it stands for the device in the engine's counters too. Each
 // memory counts its live allocations (leak tests read the counts) and enforces its own limit:
 // an out-of-memory error names the request and the limit.
 //
@@ -128,7 +128,7 @@ class Memory {
  */
 bool poisonUninitialized();
 
-/** the host device's memory (64-byte aligned) */
+/** the host device (host/host_device.h) as its memory */
 const std::shared_ptr<Memory>& hostMemory();
 
 }  // namespace hcsp
