@@ -31,7 +31,8 @@ export const attnHeadNormRopeBf16 = defineOp({
   costFamily: 'attention',
   shape: (ins, a, r) => {
     const [rows] = r.mat(ins, 0, 'x', num(a, 'heads') * num(a, 'stride'));
-    if (num(a, 'offset') + num(a, 'headDim') > num(a, 'stride')) r.fail('offset + headDim exceeds the head stride');
+    if (num(a, 'offset') + num(a, 'headDim') > num(a, 'stride'))
+      r.fail(`offset ${num(a, 'offset')} + headDim ${num(a, 'headDim')} exceeds the head stride ${num(a, 'stride')}`);
     checkRopeDims(r, num(a, 'ropeDims'), num(a, 'headDim'));
     r.vec(ins, 1, 'w', num(a, 'headDim'));
     ropeTablePorts(r, ins, 2, num(a, 'ropeDims'), rows);
@@ -96,7 +97,7 @@ export const attnCausalQsa = defineOp({
   shape: (ins, a, r) => {
     const kv = num(a, 'kvHeads') * num(a, 'headDim');
     const [rows] = r.mat(ins, 0, 'q', num(a, 'heads') * num(a, 'headDim'));
-    r.split(num(a, 'heads'), num(a, 'kvHeads'), 'GQA heads');
+    if (num(a, 'heads') % num(a, 'kvHeads') !== 0) r.fail(`heads ${num(a, 'heads')} is not a multiple of kvHeads ${num(a, 'kvHeads')} (GQA)`);
     r.mat(ins, 1, 'k', kv, rows);
     r.mat(ins, 2, 'v', kv, rows);
     r.mat(ins, 3, 'blocks', num(a, 'width'), rows);
@@ -109,7 +110,7 @@ export const attnOutputGate = defineOp({
   doc: 'y = bf(o * bf(sigmoid(gate))), gate = columns [headDim, 2 headDim) of each head block of the q_proj output qg [T, heads*2*headDim].',
   inputs: [bf16('o'), bf16('qg')],
   outputs: [bf16('y')],
-  attrs: { heads: 'int', headDim: 'int' },
+  attrs: { heads: COUNT, headDim: COUNT },
   opClass: 'elementwise',
   costFamily: 'attention',
   shape: (ins, a, r) => {

@@ -1,4 +1,4 @@
-import { OPTIONAL_BOOL } from './attrSpecs.ts';
+import { COUNT, OPTIONAL_BOOL } from './attrSpecs.ts';
 import { bf16, defineOp, f32, weight } from './opDef.ts';
 import { info, num } from './shapeRules.ts';
 
@@ -10,7 +10,7 @@ export const gdnConvSilu = defineOp({
   doc: "y[t,c] = bf(silu(sum_{j<K} w[c,j] * x[t-K+1+j, c])), causal depthwise conv (zeros before row 0), fp32 accumulation in j order, one rounding. w is [C,1,K]. roundConv (the 'hf-eager' contract; absent = false): the conv sum is rounded to bf16 before the SiLU, y = bf(silu(bf(sum))), as HF's torch fallback stores the bf16 conv1d output before ACT2FN.",
   inputs: [bf16('x'), weight('w')],
   outputs: [bf16('y')],
-  attrs: { kernel: 'int', roundConv: OPTIONAL_BOOL },
+  attrs: { kernel: COUNT, roundConv: OPTIONAL_BOOL },
   opClass: 'reduction',
   costFamily: 'attention',
   shape: (ins, a, r) => {
@@ -43,14 +43,14 @@ export const gdnRecurrence = defineOp({
   doc: "Gated delta rule from a zero fp32 state per value head (key head h / (valueHeads/keyHeads)): q,k = l2norm (fp32, l2Eps), q *= scale; S = exp(g) S; u = S^T k; S += k (x) (beta (v - u)); o = bf(S^T q). qkv is the conv output [T, q|k|v]; the l2 norms' sums of squares in fp32 in canonical reduction order v1 (numerics/canonicalSum.ts: 64 lanes of 8-term chunks 512 apart, then the xor butterfly), the state products (u, o) over the key dim in order; products rounded before adds.",
   inputs: [bf16('qkv'), f32('g'), bf16('beta')],
   outputs: [bf16('o')],
-  attrs: { keyHeads: 'int', valueHeads: 'int', keyDim: 'int', valueDim: 'int', scale: 'float', l2Eps: 'float' },
+  attrs: { keyHeads: COUNT, valueHeads: COUNT, keyDim: COUNT, valueDim: COUNT, scale: 'float', l2Eps: 'float' },
   opClass: 'sequence',
   costFamily: 'attention',
   shape: (ins, a, r) => {
     const kd = num(a, 'keyHeads') * num(a, 'keyDim');
     const vd = num(a, 'valueHeads') * num(a, 'valueDim');
+    if (num(a, 'valueHeads') % num(a, 'keyHeads') !== 0) r.fail(`valueHeads ${num(a, 'valueHeads')} is not a multiple of keyHeads ${num(a, 'keyHeads')}`);
     const [rows] = r.mat(ins, 0, 'qkv', 2 * kd + vd);
-    r.split(num(a, 'valueHeads'), num(a, 'keyHeads'), 'value heads per key head');
     r.mat(ins, 1, 'g', num(a, 'valueHeads'), rows);
     r.mat(ins, 2, 'beta', num(a, 'valueHeads'), rows);
     return [info([rows, vd], 'bf16')];
@@ -62,7 +62,7 @@ export const gdnGatedNorm = defineOp({
   doc: 'Per value head: y = bf(bf(bf(o * rsqrt(mean(o^2) + eps)) * w) * sigmoid(z)), the sum of squares in fp32 in canonical reduction order v1 (numerics/canonicalSum.ts: 64 lanes of 8-term chunks 512 apart, then the xor butterfly); w [headDim] is a plain weight.',
   inputs: [bf16('o'), bf16('z'), weight('w')],
   outputs: [bf16('y')],
-  attrs: { heads: 'int', headDim: 'int', eps: 'float' },
+  attrs: { heads: COUNT, headDim: COUNT, eps: 'float' },
   opClass: 'reduction',
   costFamily: 'attention',
   shape: (ins, a, r) => {

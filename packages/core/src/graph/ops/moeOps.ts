@@ -1,4 +1,4 @@
-import { FP8_FORMAT, OPTIONAL_BOOL, QUANT_STYLE, SCALE_ORDER, TOPK_TIES_ATTR } from './attrSpecs.ts';
+import { COUNT, FP8_FORMAT, INDEX, OPTIONAL_BOOL, QUANT_STYLE, SCALE_ORDER, TOPK_TIES_ATTR } from './attrSpecs.ts';
 import { bf16, defineOp, f32, FP8, i32, port, weight } from './opDef.ts';
 import type { ValueInfo } from './shapeRules.ts';
 import { fp8Dtype, info, num, type ShapeRule } from './shapeRules.ts';
@@ -34,7 +34,7 @@ export const moeRoute = defineOp({
   doc: "Softmax of bf16 logits [T,E] in fp32 (max-subtracted, exp, the sum over experts 0..E-1 in canonical reduction order v1, numerics/canonicalSum.ts), top-k largest first with ties to the lower expert index (ties=lower-index, absent: the rule of ATOM's kernels) or where torch.topk on the CPU puts them (ties=torch-cpu, numerics/topkTies.ts: the HF module in PyTorch), renormalized over the k (summed sequentially in top-k order) when normTopkProb, w = bf(.). ids [T,K] i32, weights [T,K] bf16.",
   inputs: [bf16('logits')],
   outputs: [i32('ids'), bf16('weights')],
-  attrs: { topK: 'int', normTopkProb: 'bool', ties: TOPK_TIES_ATTR },
+  attrs: { topK: COUNT, normTopkProb: 'bool', ties: TOPK_TIES_ATTR },
   opClass: 'reduction',
   costFamily: 'moe',
   shape: (ins, a, r) => {
@@ -49,7 +49,7 @@ export const moeExperts = defineOp({
   doc: "Routed sum over experts [firstExpert, firstExpert+numLocal) (gateUp [numLocal*2I,H], down [numLocal*H,I] stacked): per routed (t,e), h = bf(bf(silu(g)) * u) of Linear(x_t, gate_up_e), o = Linear(h, down_e), acc_t += bf(o * w) in fp32, experts in ascending index. Output routed [T,H] f32, unrounded. bf16Accumulate (the 'hf-eager' contract; absent = false): acc_t = bf(acc_t + bf(o * w)), each add rounded to bf16 as HF's experts loop adds into its bf16 accumulator with index_add_ (experts in ascending index, the fp32 add then one rounding).",
   inputs: [bf16('x'), i32('ids'), bf16('weights'), weight('gateUp'), weight('down')],
   outputs: [f32('routed')],
-  attrs: { firstExpert: 'int', numLocal: 'int', intermediate: 'int', bf16Accumulate: OPTIONAL_BOOL },
+  attrs: { firstExpert: INDEX, numLocal: INDEX, intermediate: COUNT, bf16Accumulate: OPTIONAL_BOOL },
   opClass: 'gemm',
   costFamily: 'moe',
   shape: (ins, a, r) => {
@@ -73,7 +73,7 @@ export const moeExpertsFp8Ptpc = defineOp({
     weight('sDown', ['f32']),
   ],
   outputs: [f32('routed')],
-  attrs: { firstExpert: 'int', numLocal: 'int', intermediate: 'int', format: FP8_FORMAT, style: QUANT_STYLE, scaleOrder: SCALE_ORDER },
+  attrs: { firstExpert: INDEX, numLocal: INDEX, intermediate: COUNT, format: FP8_FORMAT, style: QUANT_STYLE, scaleOrder: SCALE_ORDER },
   opClass: 'gemm',
   costFamily: 'moe',
   shape: (ins, a, r) => {
