@@ -1,9 +1,17 @@
 import { COUNT, INDEX } from './attrSpecs.ts';
 import { ANY_DTYPE, bf16, defineOp, oneOf, port, ROW_DTYPES } from './opDef.ts';
-import { info, num, withRows } from './shapeRules.ts';
+import { info, num, type ShapeRule, type ValueInfo, withRows } from './shapeRules.ts';
 
 // Sequence-parallel data movement (sequence-parallel.md) and the collectives
 // (numerics.md). Collectives take one input per rank and give one output per rank.
+
+/** Input 'x' of a row-moving op: present, with a leading (row) axis. */
+function rowsInput(r: ShapeRule, ins: readonly (ValueInfo | null)[]): ValueInfo {
+  const x = r.port(ins, 0, 'x');
+  if (x.shape.length === 0) r.fail("input 'x' needs a leading (row) axis, got []");
+  return x;
+}
+
 export const shard = defineOp({
   name: 'shard',
   doc: "Rank's C rows [rank*C, (rank+1)*C) of a replicated [T, ...] tensor; rows at or past T are zero padding. Only the slice is allocated. Exact.",
@@ -13,7 +21,7 @@ export const shard = defineOp({
   opClass: 'data',
   costFamily: 'other',
   shape: (ins, a, r) => {
-    const x = r.port(ins, 0, 'x');
+    const x = rowsInput(r, ins);
     if (num(a, 'rank') >= num(a, 'tp')) r.fail(`rank ${num(a, 'rank')} is not below tp ${num(a, 'tp')}`);
     if (num(a, 'chunk') * num(a, 'tp') < x.shape[0]) r.fail(`input 'x' has ${x.shape[0]} rows, more than chunk ${num(a, 'chunk')} * tp ${num(a, 'tp')}`);
     return [withRows(x, num(a, 'chunk'))];
@@ -29,7 +37,7 @@ export const pad = defineOp({
   opClass: 'data',
   costFamily: 'other',
   shape: (ins, a, r) => {
-    const x = r.port(ins, 0, 'x');
+    const x = rowsInput(r, ins);
     if (num(a, 'rows') < x.shape[0]) r.fail(`cannot pad ${x.shape[0]} rows to ${num(a, 'rows')}`);
     return [withRows(x, num(a, 'rows'))];
   },
@@ -44,7 +52,7 @@ export const trim = defineOp({
   opClass: 'data',
   costFamily: 'other',
   shape: (ins, a, r) => {
-    const x = r.port(ins, 0, 'x');
+    const x = rowsInput(r, ins);
     if (num(a, 'rows') > x.shape[0]) r.fail(`cannot trim ${x.shape[0]} rows to ${num(a, 'rows')}`);
     return [withRows(x, num(a, 'rows'))];
   },
