@@ -114,6 +114,6 @@ describe('moeExpertsFp8Ptpc (CPU reference)', () => {
         ],
         { firstExpert: 0, numLocal: 1, intermediate: 1, format: f, style: 'divide', scaleOrder: 'weightFirst' },
       );
-    expect(run).toThrow(/moeExpertsFp8Ptpc: xq is fp8e4m3fnuz, expected fp8e4m3fn/);
+    expect(run).toThrow(/op moeExpertsFp8Ptpc: input 'xq' is fp8e4m3fnuz, expected fp8e4m3fn/);
   });
 });

@@ -2,7 +2,7 @@ import type { ModelConfig } from '../../config/modelConfig.ts';
 import { qsaKeptPositions, qsaVisibleBlocks } from '../../layers/attention/qsaSelection.ts';
 import { torchCpuTopk, topkTiesOf } from '../../numerics/topkTies.ts';
 import type { HeadLayout } from '../../layers/attention/attentionMath.ts';
-import { checkRopeTables, floatInput, headLayoutAttrs, intInput, numAttr, rows2d } from './exactInputs.ts';
+import { type F64Tensor, headLayoutAttrs, type I32Tensor, numAttrs } from './exactInputs.ts';
 import type { ExactKernelTable, ExactTensor } from './exactTensor.ts';
 
 // Float64 kernels of the full-attention and QSA ops (graph/ops/attentionOps.ts): the math
@@ -63,9 +63,6 @@ function headNormRope(
   step: number,
 ): Float64Array {
   const { heads, headDim: hd, stride, offset } = layout;
-  if (offset + hd > stride) throw new Error(`attention: head at offset ${offset} with dim ${hd} overruns stride ${stride}`);
-  if (ropeDims % 2 !== 0 || ropeDims > hd) throw new Error(`attention: ropeDims ${ropeDims} must be even and at most headDim ${hd}`);
-  if (w.length !== hd) throw new Error(`attention: norm weight has ${w.length} values, expected ${hd}`);
   const half = ropeDims / 2;
   const n = new Float64Array(hd);
   const y = new Float64Array(rows * heads * hd);
@@ -93,30 +90,18 @@ function headNormRope(
 export const attentionExact: ExactKernelTable = {
   perRank: {
     attnHeadNormRopeBf16: (inputs, attrs) => {
-      const op = 'attnHeadNormRopeBf16';
-      const layout = headLayoutAttrs(attrs, op);
-      const ropeDims = numAttr(attrs, 'ropeDims', op);
-      const x = floatInput(inputs, 0, 'x', op);
-      const w = floatInput(inputs, 1, 'w', op);
-      const cos = floatInput(inputs, 2, 'cos', op);
-      const sin = floatInput(inputs, 3, 'sin', op);
-      const rows = rows2d(x, 'x', op, layout.heads * layout.stride);
-      checkRopeTables(op, cos, sin, ropeDims / 2, rows);
-      const y = headNormRope(x.data, w.data, cos.data, sin.data, rows, layout, ropeDims, numAttr(attrs, 'eps', op), 1);
+      const layout = headLayoutAttrs(attrs);
+      const { ropeDims, eps } = numAttrs(attrs);
+      const [x, w, cos, sin] = inputs as F64Tensor[];
+      const rows = x.shape[0];
+      const y = headNormRope(x.data, w.data, cos.data, sin.data, rows, layout, ropeDims, eps, 1);
       return [{ dtype: 'bf16', shape: [rows, layout.heads * layout.headDim], data: y }];
     },
     // pooled_b = (sum of rows b*ratio .. b*ratio+ratio-1) / ratio, then RMS1p and RoPE at position b*ratio
     qsaBlockKeys: (inputs, attrs) => {
-      const op = 'qsaBlockKeys';
-      const hd = numAttr(attrs, 'headDim', op);
-      const ratio = numAttr(attrs, 'compressRatio', op);
-      const ropeDims = numAttr(attrs, 'ropeDims', op);
-      const kRaw = floatInput(inputs, 0, 'kRaw', op);
-      const w = floatInput(inputs, 1, 'w', op);
-      const cos = floatInput(inputs, 2, 'cos', op);
-      const sin = floatInput(inputs, 3, 'sin', op);
-      const T = rows2d(kRaw, 'kRaw', op, hd);
-      checkRopeTables(op, cos, sin, ropeDims / 2, T);
+      const { headDim: hd, compressRatio: ratio, ropeDims, eps } = numAttrs(attrs);
+      const [kRaw, w, cos, sin] = inputs as F64Tensor[];
+      const T = kRaw.shape[0];
       const nb = Math.floor(T / ratio);
       const pooled = new Float64Array(nb * hd);
       for (let b = 0; b < nb; b++) {
@@ -126,24 +111,12 @@ export const attentionExact: ExactKernelTable = {
           pooled[b * hd + c] = sum / ratio;
         }
       }
-      const kb = headNormRope(
-        pooled,
-        w.data,
-        cos.data,
-        sin.data,
-        nb,
-        { heads: 1, headDim: hd, stride: hd, offset: 0 },
-        ropeDims,
-        numAttr(attrs, 'eps', op),
-        ratio,
-      );
+      const kb = headNormRope(pooled, w.data, cos.data, sin.data, nb, { heads: 1, headDim: hd, stride: hd, offset: 0 }, ropeDims, eps, ratio);
       return [{ dtype: 'bf16', shape: [nb, hd], data: kb }];
     },
     qsaKeptCount: (inputs, attrs) => {
-      const op = 'qsaKeptCount';
-      const ratio = numAttr(attrs, 'compressRatio', op);
-      const blocks = intInput(inputs, 0, 'blocks', op);
-      if (blocks.shape.length !== 2) throw new Error(`${op}: blocks must be [T, width], got [${blocks.shape.join(',')}]`);
+      const ratio = numAttrs(attrs).compressRatio;
+      const blocks = inputs[0] as I32Tensor;
       const [rows, width] = blocks.shape;
       const kept = new Int32Array(rows);
       for (let t = 0; t < rows; t++) {
@@ -158,20 +131,18 @@ export const attentionExact: ExactKernelTable = {
     // the last token (sequence-parallel padding) select nothing
     qsaSelect: (inputs, attrs) => {
       const op = 'qsaSelect';
-      const [r0, tokens, nh, hd, ratio, width] = ['r0', 'tokens', 'nHeads', 'headDim', 'compressRatio', 'width'].map((n) => numAttr(attrs, n, op));
-      const q = floatInput(inputs, 0, 'q', op);
-      const kb = floatInput(inputs, 1, 'kb', op);
-      const rows = rows2d(q, 'q', op, nh * hd);
-      const nb = rows2d(kb, 'kb', op, hd);
-      if (nb !== Math.floor(tokens / ratio)) throw new Error(`${op}: kb has ${nb} blocks, ${tokens} tokens make ${Math.floor(tokens / ratio)}`);
+      const { r0, tokens, nHeads: nh, headDim: hd, compressRatio: ratio, width } = numAttrs(attrs);
+      const [q, kb] = inputs as F64Tensor[];
+      const rows = q.shape[0];
+      const nb = kb.shape[0];
       const real = Math.max(0, Math.min(rows, tokens - r0));
       const divisor = Math.sqrt(hd);
       const torchTies = topkTiesOf(attrs) === 'torch-cpu';
       const blocks = new Int32Array(rows * width).fill(-1);
       const scores = new Float64Array(nb);
       for (let r = 0; r < real; r++) {
+        // at most nb: row r0 + r is before the last token and kb holds floor(tokens / ratio) blocks
         const visible = qsaVisibleBlocks(r0 + r, ratio);
-        if (visible > nb) throw new Error(`${op}: row ${r0 + r} sees ${visible} blocks, only ${nb} exist`);
         const out = blocks.subarray(r * width, (r + 1) * width);
         if (visible <= width) {
           for (let b = 0; b < visible; b++) out[b] = b;
@@ -207,23 +178,12 @@ export const attentionExact: ExactKernelTable = {
     // o = softmax(q k^T * scale) v per query head over row t's kept keys (ascending), GQA
     // h -> h / (heads / kvHeads); two-pass: m = max s_j, p_j = exp(s_j - m), o = sum p_j v_j / sum p_j
     attnCausalQsa: (inputs, attrs) => {
-      const op = 'attnCausalQsa';
-      const heads = numAttr(attrs, 'heads', op);
-      const kvHeads = numAttr(attrs, 'kvHeads', op);
-      const hd = numAttr(attrs, 'headDim', op);
-      const width = numAttr(attrs, 'width', op);
-      const scale = numAttr(attrs, 'scale', op);
-      const q = floatInput(inputs, 0, 'q', op);
-      const k = floatInput(inputs, 1, 'k', op);
-      const v = floatInput(inputs, 2, 'v', op);
-      const blocks = intInput(inputs, 3, 'blocks', op);
-      const T = rows2d(q, 'q', op, heads * hd);
-      if (rows2d(k, 'k', op, kvHeads * hd) !== T || rows2d(v, 'v', op, kvHeads * hd) !== T || rows2d(blocks, 'blocks', op, width) !== T) {
-        throw new Error(`${op}: k/v/blocks have ${k.shape[0]}/${v.shape[0]}/${blocks.shape[0]} rows, q has ${T}`);
-      }
-      if (heads % kvHeads !== 0) throw new Error(`${op}: heads ${heads} are not a multiple of KV heads ${kvHeads}`);
+      const { heads, kvHeads, headDim: hd, width, scale, compressRatio } = numAttrs(attrs);
+      const [q, k, v] = inputs as F64Tensor[];
+      const blocks = inputs[3] as I32Tensor;
+      const T = q.shape[0];
       const group = heads / kvHeads;
-      const selection = { r0: 0, rows: T, width, compressRatio: numAttr(attrs, 'compressRatio', op), blocks: blocks.data };
+      const selection = { r0: 0, rows: T, width, compressRatio, blocks: blocks.data };
       const keys = new Int32Array(T);
       const p = new Float64Array(T);
       const acc = new Float64Array(hd);
@@ -258,13 +218,9 @@ export const attentionExact: ExactKernelTable = {
     },
     // y = o * sigmoid(gate), gate = columns [headDim, 2 headDim) of each head block of qg
     attnOutputGate: (inputs, attrs) => {
-      const op = 'attnOutputGate';
-      const heads = numAttr(attrs, 'heads', op);
-      const hd = numAttr(attrs, 'headDim', op);
-      const o = floatInput(inputs, 0, 'o', op);
-      const qg = floatInput(inputs, 1, 'qg', op);
-      const T = rows2d(o, 'o', op, heads * hd);
-      if (rows2d(qg, 'qg', op, heads * 2 * hd) !== T) throw new Error(`${op}: qg has ${qg.shape[0]} rows, o has ${T}`);
+      const { heads, headDim: hd } = numAttrs(attrs);
+      const [o, qg] = inputs as F64Tensor[];
+      const T = o.shape[0];
       const y = new Float64Array(T * heads * hd);
       for (let th = 0; th < T * heads; th++) {
         for (let d = 0; d < hd; d++) y[th * hd + d] = o.data[th * hd + d] * sigmoid(qg.data[th * 2 * hd + hd + d]);

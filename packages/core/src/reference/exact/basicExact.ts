@@ -1,30 +1,11 @@
 // Float64 kernels of the basic ops (graph/ops/basicOps.ts), after reference/kernels/basicKernels.ts
 // with every rounding dropped: linear is the k-ordered sum of the products in double (no fp32
 // accumulator, no bf16 output rounding), add is a + b in double, the copies copy.
-// Also the argument helpers the other family files of this folder share.
+// Also the value helpers the other family files of this folder share.
 import type { DType } from '../../tensor/tensor.ts';
 import { numel, shapeStr } from '../../tensor/tensor.ts';
+import type { F64Tensor, I32Tensor } from './exactInputs.ts';
 import type { ExactKernelTable, ExactTensor } from './exactTensor.ts';
-
-/** A present input of `what` (op and port), with float64 data (any floating dtype). */
-export function floats(t: ExactTensor | null, what: string): ExactTensor & { data: Float64Array } {
-  if (!t) throw new Error(`${what} is missing`);
-  if (!(t.data instanceof Float64Array)) throw new Error(`${what} must hold floating values, got ${t.dtype}`);
-  return t as ExactTensor & { data: Float64Array };
-}
-
-/** A present i32 input of `what`. */
-export function ints(t: ExactTensor | null, what: string): ExactTensor & { data: Int32Array } {
-  if (!t) throw new Error(`${what} is missing`);
-  if (!(t.data instanceof Int32Array)) throw new Error(`${what} must be i32, got ${t.dtype}`);
-  return t as ExactTensor & { data: Int32Array };
-}
-
-/** [rows, cols] of a 2-D input. */
-export function dims2of(t: ExactTensor, what: string): [number, number] {
-  if (t.shape.length !== 2) throw new Error(`${what}: expected a 2-D tensor, got ${shapeStr(t.shape)}`);
-  return [t.shape[0], t.shape[1]];
-}
 
 /** A float64 value of the declared dtype. */
 export function f64(dtype: DType, shape: readonly number[], data: Float64Array): ExactTensor {
@@ -57,37 +38,32 @@ export function linearF64(x: Float64Array, w: Float64Array, rows: number, inF: n
 
 export const basicExact: ExactKernelTable = {
   perRank: {
-    linear: ([xT, wT]) => {
-      const x = floats(xT, 'linear x');
-      const w = floats(wT, 'linear w');
-      const [rows, inF] = dims2of(x, 'linear x');
-      const [outF, wIn] = dims2of(w, 'linear w');
-      if (wIn !== inF) throw new Error(`linear: x is ${shapeStr(x.shape)} but w is ${shapeStr(w.shape)} (in features differ)`);
+    linear: (inputs) => {
+      const [x, w] = inputs as F64Tensor[];
+      const [rows, inF] = x.shape;
+      const outF = w.shape[0];
       return [f64('bf16', [rows, outF], linearF64(x.data, w.data, rows, inF, outF))];
     },
-    add: ([aT, bT]) => {
-      const a = floats(aT, 'add a');
-      const b = floats(bT, 'add b');
-      if (a.data.length !== b.data.length) throw new Error(`add: shapes ${shapeStr(a.shape)} and ${shapeStr(b.shape)} differ`);
+    add: (inputs) => {
+      const [a, b] = inputs as F64Tensor[];
       const y = new Float64Array(a.data.length);
       for (let i = 0; i < y.length; i++) y[i] = a.data[i] + b.data[i];
       return [f64('bf16', a.shape, y)];
     },
-    sliceCols: ([xT], attrs) => {
-      const x = floats(xT, 'sliceCols x');
-      const [rows, cols] = dims2of(x, 'sliceCols x');
+    sliceCols: (inputs, attrs) => {
+      const [x] = inputs as F64Tensor[];
+      const [rows, cols] = x.shape;
       const start = attrs.start as number;
       const end = attrs.end as number;
-      if (!(start >= 0 && start < end && end <= cols)) throw new Error(`sliceCols: [${start}, ${end}) is outside [0, ${cols})`);
       const width = end - start;
       const y = new Float64Array(rows * width);
       for (let t = 0; t < rows; t++) y.set(x.data.subarray(t * cols + start, t * cols + end), t * width);
       return [f64(x.dtype, [rows, width], y)];
     },
-    embed: ([idsT, tableT]) => {
-      const ids = ints(idsT, 'embed ids');
-      const table = floats(tableT, 'embed table');
-      const [vocab, h] = dims2of(table, 'embed table');
+    embed: (inputs) => {
+      const ids = inputs[0] as I32Tensor;
+      const table = inputs[1] as F64Tensor;
+      const [vocab, h] = table.shape;
       const e = new Float64Array(ids.data.length * h);
       ids.data.forEach((id, t) => {
         if (!(id >= 0 && id < vocab)) throw new Error(`embed: token id ${id} at position ${t} is outside the vocabulary [0, ${vocab})`);

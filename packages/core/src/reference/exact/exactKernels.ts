@@ -1,4 +1,5 @@
 import { KernelTable } from '../../graph/kernelTable.ts';
+import { checkedCollectiveKernel, checkedKernel } from '../checkedKernel.ts';
 import { attentionExact } from './attentionExact.ts';
 import { basicExact } from './basicExact.ts';
 import { collectiveExact } from './collectiveExact.ts';
@@ -11,7 +12,9 @@ import { pleExact } from './pleExact.ts';
 import { quantExact } from './quantExact.ts';
 
 // Every float64 ("exact") kernel, one family file each, keyed like the CPU reference's
-// (reference/kernels/index.ts): a new op's exact kernel goes into its family's file.
+// (reference/kernels/index.ts): a new op's exact kernel goes into its family's file. Kernels are
+// called through exactKernel and exactCollectiveKernel, which check the inputs against the op's
+// declaration; the tables themselves are read only for their coverage.
 const FAMILIES: ExactKernelTable[] = [basicExact, hcExact, collectiveExact, quantExact, headExact, gdnExact, attentionExact, moeExact, pleExact];
 
 export const EXACT_KERNELS = new KernelTable<ExactKernel>(
@@ -23,10 +26,12 @@ export const EXACT_COLLECTIVE_KERNELS = new KernelTable<ExactCollectiveKernel>(
   FAMILIES.map((f) => f.collective ?? {}),
 );
 
+/** The float64 kernel of `op`, which checks its inputs against the op's declaration first (checkedKernel). */
 export function exactKernel(op: string): ExactKernel {
-  return EXACT_KERNELS.get(op);
+  return checkedKernel(op, EXACT_KERNELS.get(op));
 }
 
+/** The float64 kernel of collective `op`, which checks each rank's inputs against the op's declaration first. */
 export function exactCollectiveKernel(op: string): ExactCollectiveKernel {
-  return EXACT_COLLECTIVE_KERNELS.get(op);
+  return checkedCollectiveKernel(op, EXACT_COLLECTIVE_KERNELS.get(op));
 }

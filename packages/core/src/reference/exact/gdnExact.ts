@@ -1,4 +1,4 @@
-import { floatInput, numAttr, rows2d } from './exactInputs.ts';
+import { type F64Tensor, numAttrs } from './exactInputs.ts';
 import type { ExactKernelTable } from './exactTensor.ts';
 
 // Float64 kernels of the GatedDeltaNet ops (graph/ops/gdnOps.ts): the math of
@@ -18,13 +18,9 @@ export const gdnExact: ExactKernelTable = {
   perRank: {
     // y[t,c] = silu(sum_j w[c,j] x[t-K+1+j, c]), zeros before row 0
     gdnConvSilu: (inputs, attrs) => {
-      const op = 'gdnConvSilu';
-      const x = floatInput(inputs, 0, 'x', op);
-      const w = floatInput(inputs, 1, 'w', op);
-      const K = numAttr(attrs, 'kernel', op);
-      const C = w.shape[0];
-      if (w.shape.length !== 3 || w.shape[1] !== 1 || w.shape[2] !== K) throw new Error(`${op}: weight is [${w.shape.join(',')}], expected [C,1,${K}]`);
-      const T = rows2d(x, 'x', op, C);
+      const [x, w] = inputs as F64Tensor[];
+      const K = numAttrs(attrs).kernel;
+      const [T, C] = x.shape;
       const y = new Float64Array(T * C);
       for (let t = 0; t < T; t++) {
         for (let c = 0; c < C; c++) {
@@ -40,15 +36,8 @@ export const gdnExact: ExactKernelTable = {
     },
     // g = -exp(A_log) * softplus(a + dt_bias), beta = sigmoid(b)
     gdnGates: (inputs) => {
-      const op = 'gdnGates';
-      const b = floatInput(inputs, 0, 'b', op);
-      const a = floatInput(inputs, 1, 'a', op);
-      const aLog = floatInput(inputs, 2, 'aLog', op);
-      const dt = floatInput(inputs, 3, 'dtBias', op);
-      const heads = aLog.data.length;
-      const T = rows2d(b, 'b', op, heads);
-      rows2d(a, 'a', op, heads);
-      if (dt.data.length !== heads) throw new Error(`${op}: dtBias has ${dt.data.length} values, expected ${heads}`);
+      const [b, a, aLog, dt] = inputs as F64Tensor[];
+      const [T, heads] = b.shape;
       const g = new Float64Array(T * heads);
       const beta = new Float64Array(T * heads);
       for (let i = 0; i < T * heads; i++) {
@@ -64,21 +53,9 @@ export const gdnExact: ExactKernelTable = {
     // the gated delta rule from a zero state, per value head (key head h / group):
     // q, k = l2norm (eps), q *= scale; S = exp(g) S; u = S^T k; S += k (x) beta (v - u); o = S^T q
     gdnRecurrence: (inputs, attrs) => {
-      const op = 'gdnRecurrence';
-      const kh = numAttr(attrs, 'keyHeads', op);
-      const vh = numAttr(attrs, 'valueHeads', op);
-      const dk = numAttr(attrs, 'keyDim', op);
-      const dv = numAttr(attrs, 'valueDim', op);
-      const scale = numAttr(attrs, 'scale', op);
-      const eps = numAttr(attrs, 'l2Eps', op);
-      if (vh % kh !== 0) throw new Error(`${op}: value heads ${vh} are not a multiple of key heads ${kh}`);
-      const qkv = floatInput(inputs, 0, 'qkv', op);
-      const g = floatInput(inputs, 1, 'g', op);
-      const beta = floatInput(inputs, 2, 'beta', op);
-      const C = 2 * kh * dk + vh * dv;
-      const T = rows2d(qkv, 'qkv', op, C);
-      if (rows2d(g, 'g', op, vh) !== T || rows2d(beta, 'beta', op, vh) !== T)
-        throw new Error(`${op}: g/beta have ${g.shape[0]}/${beta.shape[0]} rows, qkv has ${T}`);
+      const { keyHeads: kh, valueHeads: vh, keyDim: dk, valueDim: dv, scale, l2Eps: eps } = numAttrs(attrs);
+      const [qkv, g, beta] = inputs as F64Tensor[];
+      const [T, C] = qkv.shape;
       const group = vh / kh;
       const S = new Float64Array(vh * dk * dv);
       const qn = new Float64Array(kh * dk);
@@ -125,16 +102,9 @@ export const gdnExact: ExactKernelTable = {
     },
     // y = o * rsqrt(mean(o^2) + eps) * w * sigmoid(z), per value head
     gdnGatedNorm: (inputs, attrs) => {
-      const op = 'gdnGatedNorm';
-      const heads = numAttr(attrs, 'heads', op);
-      const hd = numAttr(attrs, 'headDim', op);
-      const eps = numAttr(attrs, 'eps', op);
-      const o = floatInput(inputs, 0, 'o', op);
-      const z = floatInput(inputs, 1, 'z', op);
-      const w = floatInput(inputs, 2, 'w', op);
-      const T = rows2d(o, 'o', op, heads * hd);
-      rows2d(z, 'z', op, heads * hd);
-      if (w.data.length !== hd) throw new Error(`${op}: norm weight has ${w.data.length} values, expected ${hd}`);
+      const { heads, headDim: hd, eps } = numAttrs(attrs);
+      const [o, z, w] = inputs as F64Tensor[];
+      const T = o.shape[0];
       const n = T * heads * hd;
       const y = new Float64Array(n);
       for (let base = 0; base < n; base += hd) {

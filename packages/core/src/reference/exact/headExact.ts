@@ -3,14 +3,10 @@
 // copies; argmax is decided on the float64 logits with torch.argmax's rule (the first index of
 // the maximum, +0 and -0 tie, the first NaN wins), so it may pick another token than the
 // reference where the bf16-rounded logits tie or nearly tie; mtpDraftIds moves ids.
-import { numel, shapeStr } from '../../tensor/tensor.ts';
-import { allocExact, dims2of, floats, ints } from './basicExact.ts';
-import type { ExactKernelTable, ExactTensor } from './exactTensor.ts';
-
-function present(t: ExactTensor | null, what: string): ExactTensor {
-  if (!t) throw new Error(`${what} is missing`);
-  return t;
-}
+import { numel } from '../../tensor/tensor.ts';
+import { allocExact } from './basicExact.ts';
+import type { F64Tensor, I32Tensor } from './exactInputs.ts';
+import type { ExactKernelTable } from './exactTensor.ts';
 
 /** Per row of logits [rows, vocab], the torch.argmax index (layers/mtp/lmHead.ts argmaxFirst on doubles). */
 export function argmaxFirstF64(logits: Float64Array, rows: number, vocab: number): Int32Array {
@@ -34,24 +30,21 @@ export function argmaxFirstF64(logits: Float64Array, rows: number, vocab: number
 export const headExact: ExactKernelTable = {
   perRank: {
     sliceRows: ([xT], attrs) => {
-      const x = present(xT, 'sliceRows x');
+      const x = xT!;
       const start = attrs.start as number;
       const end = attrs.end as number;
-      if (!(start >= 0 && start < end && end <= x.shape[0])) throw new Error(`sliceRows: rows [${start}, ${end}) are outside [0, ${x.shape[0]})`);
       const row = numel(x.shape.slice(1));
       return [{ dtype: x.dtype, shape: [end - start, ...x.shape.slice(1)], data: x.data.slice(start * row, end * row) }];
     },
     reshape: ([xT], attrs) => {
-      const x = present(xT, 'reshape x');
+      const x = xT!;
       const shape = attrs.shape as number[];
-      if (numel(shape) !== x.data.length) throw new Error(`reshape: ${shapeStr(x.shape)} cannot be viewed as ${shapeStr(shape)}`);
       return [{ dtype: x.dtype, shape: [...shape], data: x.data.slice() }];
     },
     rowBlocksToCols: ([xT], attrs) => {
-      const x = present(xT, 'rowBlocksToCols x');
-      const [rows, cols] = dims2of(x, 'rowBlocksToCols x');
+      const x = xT!;
+      const [rows, cols] = x.shape;
       const parts = attrs.parts as number;
-      if (!(Number.isInteger(parts) && parts >= 1 && rows % parts === 0)) throw new Error(`rowBlocksToCols: ${rows} rows do not split into ${parts} blocks`);
       const r = rows / parts;
       const y = allocExact(x.dtype, rows * cols);
       for (let p = 0; p < parts; p++) {
@@ -60,15 +53,13 @@ export const headExact: ExactKernelTable = {
       return [{ dtype: x.dtype, shape: [r, parts * cols], data: y }];
     },
     argmax: ([logitsT]) => {
-      const logits = floats(logitsT, 'argmax logits');
-      const [rows, vocab] = dims2of(logits, 'argmax logits');
-      if (vocab < 1) throw new Error('argmax: logits have no columns');
+      const logits = logitsT as F64Tensor;
+      const [rows, vocab] = logits.shape;
       return [{ dtype: 'i32', shape: [rows], data: argmaxFirstF64(logits.data, rows, vocab) }];
     },
     mtpDraftIds: ([idsT, nextT]) => {
-      const ids = ints(idsT, 'mtpDraftIds ids').data;
-      const next = ints(nextT, 'mtpDraftIds next').data;
-      if (ids.length < 1 || next.length !== 1) throw new Error(`mtpDraftIds: ids [${ids.length}] and next [${next.length}] must be [T >= 1] and [1]`);
+      const ids = (idsT as I32Tensor).data;
+      const next = (nextT as I32Tensor).data;
       const y = new Int32Array(ids.length);
       y.set(ids.subarray(1));
       y[ids.length - 1] = next[0];

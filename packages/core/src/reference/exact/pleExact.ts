@@ -1,5 +1,5 @@
 import { pleKernels } from '../kernels/pleKernels.ts';
-import { dims2, floatInput, intInput } from './exactInputs.ts';
+import { type F64Tensor, type I32Tensor, numAttrs } from './exactInputs.ts';
 import type { ExactKernelTable } from './exactTensor.ts';
 
 // Float64 kernels of the PLE ops (graph/ops/pleOps.ts): the math of layers/ple/pleMath.ts in
@@ -11,12 +11,6 @@ import type { ExactKernelTable } from './exactTensor.ts';
 // zeros before the start. The n-gram ids are integer hashing and the embedding a gather: both
 // are the reference's own (pleNgramIds runs the CPU kernel itself; pleNgramEmbed copies rows).
 
-function divide(width: number, parts: unknown, what: string): number {
-  if (typeof parts !== 'number' || !Number.isInteger(parts) || parts < 1 || width % parts !== 0)
-    throw new Error(`${what}: width ${width} is not divisible into ${String(parts)} groups`);
-  return width / parts;
-}
-
 const sigmoid = (x: number): number => 1 / (1 + Math.exp(-x));
 const silu = (x: number): number => x * sigmoid(x);
 
@@ -27,7 +21,7 @@ export const pleExact: ExactKernelTable = {
   perRank: {
     // integer hashing: exactly the reference's kernel (int64 arithmetic on BigInt)
     pleNgramIds: (inputs, attrs) => {
-      const tokens = intInput(inputs, 0, 'tokens', 'pleNgramIds');
+      const tokens = inputs[0] as I32Tensor;
       const [ids] = pleKernels.perRank!.pleNgramIds!([{ dtype: 'i32', shape: tokens.shape, data: tokens.data }], attrs);
       return [{ dtype: 'i32', shape: [...ids!.shape], data: Int32Array.from(ids!.data as Int32Array) }];
     },
@@ -35,10 +29,10 @@ export const pleExact: ExactKernelTable = {
     // the ids name with the ids renumbered into them (GraphSession.hostInputs), as on the CPU
     pleNgramEmbed: (inputs) => {
       const op = 'pleNgramEmbed';
-      const ids = intInput(inputs, 0, 'ids', op);
-      const table = floatInput(inputs, 1, 'table', op);
-      const [T, heads] = dims2(ids, 'pleNgramEmbed ids');
-      const [rows, hd] = dims2(table, 'pleNgramEmbed table');
+      const ids = inputs[0] as I32Tensor;
+      const table = inputs[1] as F64Tensor;
+      const [T, heads] = ids.shape;
+      const [rows, hd] = table.shape;
       const e = new Float64Array(T * heads * hd);
       ids.data.forEach((id, i) => {
         if (!(id >= 0 && id < rows))
@@ -50,12 +44,11 @@ export const pleExact: ExactKernelTable = {
     // a rank's vocab slice: its rows, -0.0 for the ids other slices hold
     pleNgramEmbedShard: (inputs, attrs) => {
       const op = 'pleNgramEmbedShard';
-      const ids = intInput(inputs, 0, 'ids', op);
-      const table = floatInput(inputs, 1, 'table', op);
-      const [T, heads] = dims2(ids, 'pleNgramEmbedShard ids');
-      const [rows, hd] = dims2(table, 'pleNgramEmbedShard table');
-      const rowStart = attrs.rowStart as number;
-      const tableRows = attrs.tableRows as number;
+      const ids = inputs[0] as I32Tensor;
+      const table = inputs[1] as F64Tensor;
+      const [T, heads] = ids.shape;
+      const [rows, hd] = table.shape;
+      const { rowStart, tableRows } = numAttrs(attrs);
       const e = new Float64Array(T * heads * hd).fill(-0);
       ids.data.forEach((id, i) => {
         if (!(id >= 0 && id < tableRows))
@@ -67,14 +60,10 @@ export const pleExact: ExactKernelTable = {
     },
     // per row and group: y = x / sqrt(sum x^2 / groupSize + eps) * (1 + w)
     pleRms1pNorm: (inputs, attrs) => {
-      const op = 'pleRms1pNorm';
-      const x = floatInput(inputs, 0, 'x', op);
-      const w = floatInput(inputs, 1, 'weight', op);
-      const [T, width] = dims2(x, 'pleRms1pNorm x');
-      const gs = divide(width, attrs.groups, op);
-      const eps = attrs.eps;
-      if (typeof eps !== 'number' || !Number.isFinite(eps)) throw new Error(`${op}: attribute 'eps' must be a finite number`);
-      if (w.data.length !== width) throw new Error(`${op}: weight has ${w.data.length} values, expected ${width}`);
+      const [x, w] = inputs as F64Tensor[];
+      const [T, width] = x.shape;
+      const { groups, eps } = numAttrs(attrs);
+      const gs = width / groups;
       const y = new Float64Array(T * width);
       for (let base = 0; base < T * width; base += gs) {
         let ss = 0;
@@ -86,13 +75,10 @@ export const pleExact: ExactKernelTable = {
     },
     // per row and stream: s = sum k q / sqrt(H), gate = sigmoid(sign(s) sqrt(max(|s|, 1e-6))), sign(0) = 0
     pleGate: (inputs, attrs) => {
-      const op = 'pleGate';
-      const k = floatInput(inputs, 0, 'k', op);
-      const q = floatInput(inputs, 1, 'q', op);
-      const [T, width] = dims2(k, 'pleGate k');
-      if (q.data.length !== T * width) throw new Error(`${op}: q [${q.shape.join(',')}] does not match k [${T},${width}]`);
+      const [k, q] = inputs as F64Tensor[];
+      const [T, width] = k.shape;
       const streams = attrs.streams as number;
-      const H = divide(width, streams, op);
+      const H = width / streams;
       const sqrtH = Math.sqrt(H);
       const gate = new Float64Array(T * streams);
       for (let r = 0; r < T * streams; r++) {
@@ -106,29 +92,19 @@ export const pleExact: ExactKernelTable = {
     },
     // G[t, s*H + j] = gate[t, s] * value[t, j]
     pleGatedValue: (inputs, attrs) => {
-      const op = 'pleGatedValue';
-      const gate = floatInput(inputs, 0, 'gate', op);
-      const value = floatInput(inputs, 1, 'value', op);
-      const [T, H] = dims2(value, 'pleGatedValue value');
+      const [gate, value] = inputs as F64Tensor[];
+      const [T, H] = value.shape;
       const n = attrs.streams as number;
-      if (gate.data.length !== T * n) throw new Error(`${op}: gate [${gate.shape.join(',')}] is not [${T},${n}]`);
       const g = new Float64Array(T * n * H);
       for (let t = 0; t < T; t++) for (let s = 0; s < n; s++) for (let j = 0; j < H; j++) g[(t * n + s) * H + j] = gate.data[t * n + s] * value.data[t * H + j];
       return [{ dtype: 'bf16', shape: [T, n * H], data: g }];
     },
     // out = G + silu(conv), conv[t,c] = sum_i w[c,0,i] Gn[t - (K-1-i) dilation, c], zeros before the start
     pleConvSilu: (inputs, attrs) => {
-      const op = 'pleConvSilu';
-      const gn = floatInput(inputs, 0, 'gNormed', op);
-      const g = floatInput(inputs, 1, 'g', op);
-      const w = floatInput(inputs, 2, 'weight', op);
-      const [T, C] = dims2(g, 'pleConvSilu g');
-      if (w.shape.length !== 3 || w.shape[0] !== C || w.shape[1] !== 1) throw new Error(`${op}: weight [${w.shape.join(',')}] is not [${C}, 1, K]`);
-      if (gn.data.length !== T * C) throw new Error(`${op}: gNormed [${gn.shape.join(',')}] does not match g [${T},${C}]`);
+      const [gn, g, w] = inputs as F64Tensor[];
+      const [T, C] = g.shape;
       const K = w.shape[2];
-      const dilation = attrs.dilation;
-      if (typeof dilation !== 'number' || !Number.isInteger(dilation) || dilation < 1)
-        throw new Error(`${op}: dilation ${String(dilation)} must be a positive integer`);
+      const dilation = numAttrs(attrs).dilation;
       const out = new Float64Array(T * C);
       for (let t = 0; t < T; t++) {
         for (let c = 0; c < C; c++) {

@@ -1,6 +1,7 @@
 import { describe, it, expect } from 'vitest';
 import { bf16ToF32, f32ToBf16 } from '../../numerics/bf16.ts';
 import { tensor, type Tensor } from '../../tensor/tensor.ts';
+import { allReduce as allReduceRanks } from '../../collectives/allReduce.ts';
 import { cpuCollectiveKernel, cpuKernel } from './index.ts';
 
 const [allReduce, reduceScatter, allGather] = (['allReduce', 'reduceScatter', 'allGather'] as const).map(cpuCollectiveKernel);
@@ -30,9 +31,18 @@ describe('collectiveKernels', () => {
     }
   });
 
-  it('allReduce defaults channels and chunkElems when absent', () => {
+  it('the kernel needs channels and chunkElems (its declaration requires them); the collective itself defaults them', () => {
     const inputs = [[bf16(2, 2, (i) => i)], [bf16(2, 2, (i) => 2 * i)]];
-    expect(values(allReduce(inputs, { algorithm: 'ring' })[1][0])).toEqual([0, 3, 6, 9]);
+    expect(() => allReduce(inputs, { algorithm: 'ring' })).toThrow(/rank 0: op allReduce: attribute 'channels' is required/);
+    expect(() => allReduce(inputs, { algorithm: 'ring', channels: 1 })).toThrow(/rank 0: op allReduce: attribute 'chunkElems' is required/);
+    expect(
+      values(
+        allReduceRanks(
+          inputs.map(([x]) => x),
+          { algorithm: 'ring' },
+        )[1],
+      ),
+    ).toEqual([0, 3, 6, 9]);
   });
 
   it('shard, pad and trim read their attrs', () => {
@@ -45,15 +55,22 @@ describe('collectiveKernels', () => {
     expect(values(trim([p], { rows: 5 })[0])).toEqual(values(x));
   });
 
-  it('bad input is named: unknown or missing algorithm, bad attrs, mismatched ranks, rows not divisible', () => {
+  it('bad input is named (by the declaration, for each rank): unknown or missing algorithm, bad attrs, mismatched ranks, rows not divisible', () => {
     const a = [bf16(6, 2, () => 1)];
-    expect(() => allReduce([a, a], { algorithm: 'tree' })).toThrow(/allReduce: unknown reduction algorithm "tree"/);
-    expect(() => reduceScatter([a, a], {})).toThrow(/reduceScatter: unknown reduction algorithm undefined/);
-    expect(() => allReduce([a, a], { algorithm: 'ring', channels: 'two' })).toThrow(/attr channels must be an integer, got "two"/);
-    expect(() => reduceScatter([a, a, a, a], { algorithm: 'ring' })).toThrow(/6 rows .* not divisible by tp 4/);
+    const ring = { algorithm: 'ring', channels: 1, chunkElems: 16 };
+    expect(() => allReduce([a, a], { ...ring, algorithm: 'tree' })).toThrow(
+      /op allReduce: attribute 'algorithm' must be one of ring, oneshot, ordered, got "tree"/,
+    );
+    expect(() => reduceScatter([a, a], {})).toThrow(/op reduceScatter: attribute 'algorithm' is required/);
+    expect(() => allReduce([a, a], { ...ring, channels: 'two' })).toThrow(/op allReduce: attribute 'channels' must be an integer, got "two"/);
+    expect(() => reduceScatter([a, a, a, a], { algorithm: 'ring' })).toThrow(/op reduceScatter: 6 rows do not split into tp 4/);
     expect(() => allGather([a, [bf16(3, 2, () => 1)]], {})).toThrow(/rank 1 has shape \[3,2\], rank 0 has \[6,2\]/);
-    expect(() => allGather([a, []], {})).toThrow(/rank 1 has no input x/);
-    expect(() => shard(a, { rank: 0, tp: 2 })).toThrow(/shard: attr chunk must be an integer, got undefined/);
-    expect(() => pad([null], { rows: 3 })).toThrow(/pad: input x is missing/);
+    expect(() => allGather([a, []], {})).toThrow(/rank 1: op allGather: 0 inputs, expected 1 \(x\)/);
+    expect(() => allGather([a, a], { tp: 3 })).toThrow(/op allGather: 2 ranks given, tp 3/);
+    expect(() => shard(a, { rank: 0, tp: 2 })).toThrow(/op shard: attribute 'chunk' is required/);
+    expect(() => shard([tensor('bf16', [], new Uint16Array(1))], { rank: 0, tp: 2, chunk: 1 })).toThrow(
+      /op shard: input 'x' needs a leading \(row\) axis, got \[\]/,
+    );
+    expect(() => pad([null], { rows: 3 })).toThrow(/op pad: input 'x' is required/);
   });
 });

@@ -1,39 +1,25 @@
 import { bf16ToF32 } from '../../numerics/bf16.ts';
 import { sigmoidF32 } from '../../numerics/fp32Math.ts';
-import { type Fp8Format, fp8FormatOfDtype, fp8Info } from '../../numerics/fp8.ts';
+import { type Fp8Format, fp8Info } from '../../numerics/fp8.ts';
 import { type QuantStyle, quantizeBf16RowsFp8, quantizeFusedRowsFp8 } from '../../numerics/quant.ts';
 import { fp8LinearPtpc, type PtpcScaleOrder, quantizeWeightPerChannel } from '../../layers/fp8Linear.ts';
-import { shapeStr, type Tensor } from '../../tensor/tensor.ts';
+import type { Tensor } from '../../tensor/tensor.ts';
 import type { CpuKernelTable } from '../cpuKernel.ts';
 
 const fr = Math.fround;
 
-function bf16Matrix(t: Tensor | null, what: string): { data: Uint16Array; rows: number; cols: number } {
-  if (!t) throw new Error(`${what} is missing`);
-  if (t.dtype !== 'bf16' || t.shape.length !== 2) throw new Error(`${what} must be a 2-D bf16 tensor, got ${t.dtype} ${shapeStr(t.shape)}`);
-  return { data: t.data as Uint16Array, rows: t.shape[0], cols: t.shape[1] };
+/** A bf16 matrix's bits and [rows, cols]. */
+function bf16Matrix(t: Tensor | null): { data: Uint16Array; rows: number; cols: number } {
+  return { data: t!.data as Uint16Array, rows: t!.shape[0], cols: t!.shape[1] };
 }
 
-/** format and style attrs, checked by value (fp8Info names an unknown format). */
-function quantAttrs(op: string, attrs: Record<string, unknown>): { format: Fp8Format; style: QuantStyle } {
-  const format = attrs.format as Fp8Format;
-  fp8Info(format);
-  const style = attrs.style;
-  if (style !== 'divide' && style !== 'reciprocal') throw new Error(`${op}: style must be 'divide' or 'reciprocal', got '${String(style)}'`);
-  return { format, style };
+/** An fp8 matrix and its f32 scale per row. */
+function fp8Rows(qT: Tensor | null, sT: Tensor | null): { q: Uint8Array; scale: Float32Array; rows: number; cols: number } {
+  return { q: qT!.data as Uint8Array, scale: sT!.data as Float32Array, rows: qT!.shape[0], cols: qT!.shape[1] };
 }
 
-/** An fp8 matrix in `format` and its f32 scale per row. */
-function fp8Rows(qT: Tensor | null, sT: Tensor | null, what: string, format: Fp8Format): { q: Uint8Array; scale: Float32Array; rows: number; cols: number } {
-  if (!qT || !sT) throw new Error(`${what} and its scales are required`);
-  if (qT.shape.length !== 2 || fp8FormatOfDtype(qT.dtype) !== format) {
-    throw new Error(`${what} must be a 2-D ${fp8Info(format).dtype} tensor, got ${qT.dtype} ${shapeStr(qT.shape)}`);
-  }
-  const [rows, cols] = qT.shape;
-  if (sT.dtype !== 'f32' || sT.shape.length !== 1 || sT.shape[0] !== rows)
-    throw new Error(`${what} scales must be f32 [${rows}], got ${sT.dtype} ${shapeStr(sT.shape)}`);
-  return { q: qT.data as Uint8Array, scale: sT.data as Float32Array, rows, cols };
-}
+const formatOf = (attrs: Record<string, unknown>): Fp8Format => attrs.format as Fp8Format;
+const styleOf = (attrs: Record<string, unknown>): QuantStyle => attrs.style as QuantStyle;
 
 /**
  * The gated mean before its bf16 rounding, v[t, j] (fp32), with hcGatedMean's 'atom' order
@@ -60,28 +46,22 @@ function gatedMeanF32(up: Uint16Array, normed: Uint16Array, rows: number, h: num
 export const quantKernels: CpuKernelTable = {
   perRank: {
     quantFp8PerToken: ([xT], attrs) => {
-      const { format, style } = quantAttrs('quantFp8PerToken', attrs);
-      const x = bf16Matrix(xT, 'quantFp8PerToken x');
-      const { q, scale } = quantizeBf16RowsFp8(x.data, x.rows, x.cols, format, style);
+      const format = formatOf(attrs);
+      const x = bf16Matrix(xT);
+      const { q, scale } = quantizeBf16RowsFp8(x.data, x.rows, x.cols, format, styleOf(attrs));
       return [
         { dtype: fp8Info(format).dtype, shape: [x.rows, x.cols], data: q },
         { dtype: 'f32', shape: [x.rows], data: scale },
       ];
     },
     hcGatedMeanQuant: ([upT, normedT], attrs) => {
-      const { format, style } = quantAttrs('hcGatedMeanQuant', attrs);
-      const up = bf16Matrix(upT, 'hcGatedMeanQuant up');
-      const normed = bf16Matrix(normedT, 'hcGatedMeanQuant normed');
+      const format = formatOf(attrs);
+      const up = bf16Matrix(upT);
+      const normed = bf16Matrix(normedT);
       const n = attrs.streams as number;
-      if (!Number.isInteger(n) || n < 1 || normed.cols % n !== 0) {
-        throw new Error(`hcGatedMeanQuant: streams ${String(n)} must be an integer >= 1 dividing normed's ${normed.cols} columns`);
-      }
-      if (up.rows !== normed.rows || up.cols !== normed.cols) {
-        throw new Error(`hcGatedMeanQuant: up ${shapeStr(upT!.shape)} and normed ${shapeStr(normedT!.shape)} differ`);
-      }
       const h = normed.cols / n;
       const v = gatedMeanF32(up.data, normed.data, normed.rows, h, n);
-      const { x, q, scale } = quantizeFusedRowsFp8(v, normed.rows, h, format, style);
+      const { x, q, scale } = quantizeFusedRowsFp8(v, normed.rows, h, format, styleOf(attrs));
       return [
         { dtype: 'bf16', shape: [normed.rows, h], data: x },
         { dtype: fp8Info(format).dtype, shape: [normed.rows, h], data: q },
@@ -89,9 +69,8 @@ export const quantKernels: CpuKernelTable = {
       ];
     },
     fp8QuantWeightPerChannel: ([wT], attrs) => {
-      const format = attrs.format as Fp8Format;
-      fp8Info(format);
-      const w = bf16Matrix(wT, 'fp8QuantWeightPerChannel w');
+      const format = formatOf(attrs);
+      const w = bf16Matrix(wT);
       const { q, scale } = quantizeWeightPerChannel(w.data, w.rows, w.cols, format);
       return [
         { dtype: fp8Info(format).dtype, shape: [w.rows, w.cols], data: q },
@@ -99,11 +78,9 @@ export const quantKernels: CpuKernelTable = {
       ];
     },
     fp8LinearPtpc: ([qT, sxT, qwT, swT], attrs) => {
-      const format = attrs.format as Fp8Format;
-      fp8Info(format);
-      const x = fp8Rows(qT, sxT, 'fp8LinearPtpc q', format);
-      const w = fp8Rows(qwT, swT, 'fp8LinearPtpc qW', format);
-      if (w.cols !== x.cols) throw new Error(`fp8LinearPtpc: q has ${x.cols} columns, qW ${w.cols}`);
+      const format = formatOf(attrs);
+      const x = fp8Rows(qT, sxT);
+      const w = fp8Rows(qwT, swT);
       const y = fp8LinearPtpc(x, w, x.rows, x.cols, w.rows, format, attrs.scaleOrder as PtpcScaleOrder);
       return [{ dtype: 'bf16', shape: [x.rows, w.rows], data: y }];
     },
