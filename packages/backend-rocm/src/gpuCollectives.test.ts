@@ -3,7 +3,7 @@
 // GPU each one gives core's CPU reference's bits and moves nothing between the host and the
 // device while it runs (no table uploaded per call). Values are m * 2^e over a wide range of
 // exponents, so a sum in another order shows in the bits.
-import { cpuCollectiveKernel, type DeviceCounters, type DType, type Tensor } from '@hcsp/core';
+import { cpuCollectiveKernel, type DeviceCounters, type DType, RING_DEFAULT_CHANNELS, RING_DEFAULT_CHUNK_ELEMS, type Tensor } from '@hcsp/core';
 import { describe, expect, it } from 'vitest';
 import { useEmulatedGpu } from '../../../test/support/emulatedGpu.ts';
 import { mulberry32 } from '../../../test/support/mulberry32.ts';
@@ -72,9 +72,11 @@ describe('collectives of simulated ranks on the emulated GPU', () => {
     it(`${name}: the reference's bits; nothing copied to or from the device until the run's sync`, async () => {
       const n = c.shape.reduce((a, b) => a * b, 1);
       const ranks: Tensor[] = Array.from({ length: c.tp }, (_, r) => ({ dtype: c.dtype, shape: c.shape, data: valuesOf(c.dtype, n, 100 * i + r) }));
+      // the reference's kernel takes the ring chunking the declaration requires: the defaults the native node uses when absent
+      const ringDefaults = c.op === 'allReduce' ? { channels: RING_DEFAULT_CHANNELS, chunkElems: RING_DEFAULT_CHUNK_ELEMS } : {};
       const want = cpuCollectiveKernel(c.op)(
         ranks.map((t) => [t]),
-        { ...c.attrs, tp: c.tp },
+        { ...ringDefaults, ...c.attrs, tp: c.tp },
       );
       const live = emulated.gpu.stats().liveTensors;
       const held = ranks.map((t) => addon.upload(t.dtype, t.shape, t.data, emulated.gpu));
