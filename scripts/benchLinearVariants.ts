@@ -81,7 +81,6 @@ try {
           { shape: [T, K], dtype: 'bf16' },
           { shape: [O, K], dtype: 'bf16' },
         ],
-        [{ shape: [T, O], dtype: 'bf16' }],
         tl,
       ),
     );

@@ -13,6 +13,7 @@ import { QUANT_WGSL_KERNELS } from './kernels/quantKernels.ts';
 import { GDN_ATTENTION_WGSL_KERNELS } from './kernels/subLayerKernels.ts';
 
 export * from './kernelProgram.ts';
+export { checkedPlanner } from './checkedPlanner.ts';
 export { planLinear, tilingName, DEFAULT_LINEAR_TILING, DEFAULT_WORKGROUP_TILING, type LinearTiling, type WorkgroupTiling } from './kernels/linear.ts';
 
 /** Every WGSL planner, keyed by core's declared ops (duplicates and undeclared names are refused). */

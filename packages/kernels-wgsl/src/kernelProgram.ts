@@ -42,7 +42,13 @@ export interface TensorInfo {
   dtype: string;
 }
 
-/** Builds the plan for an op from its tensors' shapes and its attributes. */
+/**
+ * Builds the plan for an op from its tensors' shapes and its attributes, which have passed the
+ * op's declaration (core's checkOpInputs): the WebGPU device plans graph nodes only, which the
+ * graph builder checked; a call outside a graph goes through checkedPlanner. A planner refuses
+ * only what the declaration allows and its WGSL cannot do (WebGPU limits, odd dims a packed
+ * kernel cannot write, attribute values not implemented here).
+ */
 export type KernelPlanner = (inputs: (TensorInfo | null)[], outputs: (TensorInfo | null)[], attrs: Record<string, unknown>) => KernelPlan;
 
 /** Words needed to store n elements of a dtype in the packed layout above. */

@@ -25,7 +25,7 @@ import { BF16_WGSL, ROUND_BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { buf, preamble } from '../wgsl/bindings.wgsl.ts';
 import { canonicalSerialAddWgsl, canonicalSerialButterflyWgsl } from '../wgsl/canonicalSum.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
-import { f32Bits, flatDispatch, flatMain, readInput, requireFloatAttr, requireIntAttr, requirePort, requireRows, writeOutput } from './planParts.ts';
+import { f32Bits, flatDispatch, flatMain, readInput, writeOutput } from './planParts.ts';
 
 const WG = 32;
 
@@ -117,21 +117,11 @@ ${flatMain(
 )}`;
 }
 
-export const attnCausalQsaPlanner: KernelPlanner = (inputs, outputs, attrs) => {
-  const op = 'attnCausalQsa';
-  const heads = requireIntAttr(attrs, 'heads', op, 1);
-  const kvHeads = requireIntAttr(attrs, 'kvHeads', op, 1);
-  const hd = requireIntAttr(attrs, 'headDim', op, 2);
-  const scale = requireFloatAttr(attrs, 'scale', op);
-  const ratio = requireIntAttr(attrs, 'compressRatio', op, 1);
-  const width = requireIntAttr(attrs, 'width', op, 1);
-  if (heads % kvHeads !== 0) throw new Error(`${op}: heads ${heads} is not a multiple of kvHeads ${kvHeads}`);
-  if (hd % 2 !== 0) throw new Error(`${op}: headDim ${hd} must be even (rows are read and written as whole packed words)`);
-  const T = requireRows(inputs[0], `${op}: input q`, 'bf16', heads * hd);
-  requirePort(inputs[1], `${op}: input k`, 'bf16', [T, kvHeads * hd]);
-  requirePort(inputs[2], `${op}: input v`, 'bf16', [T, kvHeads * hd]);
-  requirePort(inputs[3], `${op}: input blocks`, 'i32', [T, width]);
-  requirePort(outputs[0], `${op}: output o`, 'bf16', [T, heads * hd]);
+export const attnCausalQsaPlanner: KernelPlanner = (inputs, _outputs, attrs) => {
+  const [heads, kvHeads, hd, ratio, width] = ['heads', 'kvHeads', 'headDim', 'compressRatio', 'width'].map((name) => attrs[name] as number);
+  const scale = attrs.scale as number;
+  if (hd % 2 !== 0) throw new Error(`attnCausalQsa: headDim ${hd} must be even (rows are read and written as whole packed words)`);
+  const [T] = inputs[0]!.shape;
   const rows = T * heads;
   if (rows === 0) return { scratch: [], dispatches: [] };
   const uniforms = [heads, kvHeads, heads / kvHeads, rows, f32Bits(scale), ratio, width];

@@ -17,7 +17,7 @@ import { BF16_WGSL, ROUND_BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { bf16Buf, buf, type BufferDecl, preamble } from '../wgsl/bindings.wgsl.ts';
 import { canonicalSerialAddWgsl, canonicalSerialButterflyWgsl } from '../wgsl/canonicalSum.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
-import { f32Bits, flatDispatch, flatMain, readInput, requireFloatAttr, requireIntAttr, requirePort, requireRows, writeOutput } from './planParts.ts';
+import { f32Bits, flatDispatch, flatMain, readInput, writeOutput } from './planParts.ts';
 
 const WG = 64;
 
@@ -77,28 +77,15 @@ ${flatMain(
 )}`;
 }
 
-/** Shared checks of the norm+RoPE ops: headDim even, ropeDims even and at most headDim. */
-export function checkNormRopeDims(op: string, hd: number, ropeDims: number): void {
+/** The norm+RoPE kernels write each row as whole packed words: headDim must be even (the declaration allows odd). */
+export function requireEvenHeadDim(op: string, hd: number): void {
   if (hd % 2 !== 0) throw new Error(`${op}: headDim ${hd} must be even (each row is written as whole packed words)`);
-  if (ropeDims % 2 !== 0 || ropeDims > hd) throw new Error(`${op}: ropeDims ${ropeDims} must be even and at most headDim ${hd}`);
 }
 
-export const attnHeadNormRopeBf16Planner: KernelPlanner = (inputs, outputs, attrs) => {
-  const op = 'attnHeadNormRopeBf16';
-  const heads = requireIntAttr(attrs, 'heads', op, 1);
-  const hd = requireIntAttr(attrs, 'headDim', op, 2);
-  const stride = requireIntAttr(attrs, 'stride', op, 1);
-  const offset = requireIntAttr(attrs, 'offset', op, 0);
-  const ropeDims = requireIntAttr(attrs, 'ropeDims', op, 0);
-  const eps = requireFloatAttr(attrs, 'eps', op);
-  checkNormRopeDims(op, hd, ropeDims);
-  if (offset + hd > stride) throw new Error(`${op}: head at offset ${offset} with headDim ${hd} overruns stride ${stride}`);
-  const half = ropeDims / 2;
-  const T = requireRows(inputs[0], `${op}: input x`, 'bf16', heads * stride);
-  requirePort(inputs[1], `${op}: input w`, 'bf16', [hd]);
-  requirePort(inputs[2], `${op}: input cos`, 'bf16', [T, half]);
-  requirePort(inputs[3], `${op}: input sin`, 'bf16', [T, half]);
-  requirePort(outputs[0], `${op}: output y`, 'bf16', [T, heads * hd]);
+export const attnHeadNormRopeBf16Planner: KernelPlanner = (inputs, _outputs, attrs) => {
+  const [heads, hd, stride, offset, ropeDims, eps] = ['heads', 'headDim', 'stride', 'offset', 'ropeDims', 'eps'].map((name) => attrs[name] as number);
+  requireEvenHeadDim('attnHeadNormRopeBf16', hd);
+  const [T] = inputs[0]!.shape;
   const rows = T * heads;
   if (rows === 0) return { scratch: [], dispatches: [] };
   const uniforms = [heads, stride, offset, ropeDims, rows, f32Bits(eps)];

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { attnCausal, FLASH_NEXT, qsaIndexerDims, Rng, ropeTablesBf16, SMALL, TINY, tensor, type ModelConfig, type OpName, type Tensor } from '@hcsp/core';
 import { bf16Normal, expectOpMatchesCpu, useChromiumGpu } from '../../../../test/support/wgslKernelSuite.ts';
 import { canonicalAttnMoeCases } from '@hcsp/bench/cases';
+import { checkedPlanner } from '../checkedPlanner.ts';
 import type { TensorInfo } from '../kernelProgram.ts';
 import { GDN_ATTENTION_WGSL_KERNELS } from './subLayerKernels.ts';
 
@@ -234,28 +235,29 @@ describe('WGSL fp32 primitives the kernels rely on (SwiftShader)', () => {
   }
 });
 
-describe('attention planners reject bad input with a message naming it', () => {
+describe('attention planners reject bad input with a message naming it (the declaration, or what the WGSL cannot do)', () => {
   const info = (shape: number[], dtype = 'bf16'): TensorInfo => ({ shape, dtype });
+  const plan = (op: OpName) => checkedPlanner(op, planners[op]!);
   it('attnCausalQsa: heads not a multiple of kvHeads, k of the wrong width, blocks not i32', () => {
     const io = (blocks = 'i32') => [[info([5, 24]), info([5, 8]), info([5, 8]), info([5, 2], blocks)], [info([5, 24])]] as [TensorInfo[], TensorInfo[]];
     const attrs = { heads: 3, kvHeads: 1, headDim: 8, scale: 0.3, compressRatio: 4, width: 2 };
-    expect(() => planners.attnCausalQsa!(...io(), { ...attrs, kvHeads: 2 })).toThrow(/heads 3 .* kvHeads 2/);
-    expect(() => planners.attnCausalQsa!(...io(), { ...attrs, kvHeads: 3 })).toThrow(/k is \[5,8\], expected \[5,24\]/);
-    expect(() => planners.attnCausalQsa!(...io('f32'), attrs)).toThrow(/blocks has dtype 'f32'/);
+    expect(() => plan('attnCausalQsa')(...io(), { ...attrs, kvHeads: 2 })).toThrow(/heads 3 .* kvHeads 2/);
+    expect(() => plan('attnCausalQsa')(...io(), { ...attrs, kvHeads: 3 })).toThrow(/attnCausalQsa: input 'k' is \[5,8\], expected \[rows,24\]/);
+    expect(() => plan('attnCausalQsa')(...io('f32'), attrs)).toThrow(/attnCausalQsa: input 'blocks' is f32, expected i32/);
   });
   it('attnHeadNormRopeBf16: odd ropeDims, head overrunning the stride, cos not bf16', () => {
     const io = (cosType = 'bf16') => [[info([5, 16]), info([8]), info([5, 2], cosType), info([5, 2])], [info([5, 16])]] as [TensorInfo[], TensorInfo[]];
     const attrs = { heads: 2, headDim: 8, stride: 8, offset: 0, ropeDims: 4, eps: 1e-6 };
-    expect(() => planners.attnHeadNormRopeBf16!(...io(), { ...attrs, ropeDims: 3 })).toThrow(/ropeDims 3/);
-    expect(() => planners.attnHeadNormRopeBf16!(...io(), { ...attrs, offset: 2 })).toThrow(/offset 2 .* stride 8/);
-    expect(() => planners.attnHeadNormRopeBf16!(...io('f32'), attrs)).toThrow(/cos has dtype 'f32'/);
+    expect(() => plan('attnHeadNormRopeBf16')(...io(), { ...attrs, ropeDims: 3 })).toThrow(/ropeDims 3/);
+    expect(() => plan('attnHeadNormRopeBf16')(...io(), { ...attrs, offset: 2 })).toThrow(/offset 2 .* stride 8/);
+    expect(() => plan('attnHeadNormRopeBf16')(...io('f32'), attrs)).toThrow(/attnHeadNormRopeBf16: input 'cos' is f32, expected bf16/);
   });
   it('qsaSelect and qsaBlockKeys: block keys that do not match the tokens', () => {
     const attrs = { r0: 0, tokens: 20, nHeads: 2, headDim: 8, compressRatio: 4, width: 2 };
-    expect(() => planners.qsaSelect!([info([20, 16]), info([4, 8])], [info([20, 2], 'i32')], attrs)).toThrow(/kb is \[4,8\], expected \[5,8\]/);
+    expect(() => plan('qsaSelect')([info([20, 16]), info([4, 8])], [info([20, 2], 'i32')], attrs)).toThrow(/qsaSelect: input 'kb' has 4 rows, expected 5/);
     const bk = { headDim: 8, compressRatio: 4, ropeDims: 4, eps: 1e-6 };
-    expect(() => planners.qsaBlockKeys!([info([20, 8]), info([8]), info([20, 2]), info([20, 2])], [info([4, 8])], bk)).toThrow(
-      /kb is \[4,8\], expected \[5,8\]/,
+    expect(() => plan('qsaBlockKeys')([info([20, 8]), info([8]), info([20, 2]), info([20, 2])], [info([4, 8])], bk)).toThrow(
+      /qsaBlockKeys: output 'kb' is bf16\[4,8\], the op gives bf16\[5,8\]/,
     );
   });
 });

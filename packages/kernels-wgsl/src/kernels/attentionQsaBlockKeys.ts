@@ -6,8 +6,8 @@ import type { KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL, ROUND_BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { bf16Buf, preamble } from '../wgsl/bindings.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
-import { checkNormRopeDims, normRopeBuffers, normRopeWgsl } from './attentionHeadNormRope.ts';
-import { f32Bits, flatDispatch, flatMain, readInput, requireFloatAttr, requireIntAttr, requirePort, requireRows } from './planParts.ts';
+import { normRopeBuffers, normRopeWgsl, requireEvenHeadDim } from './attentionHeadNormRope.ts';
+import { f32Bits, flatDispatch, flatMain, readInput } from './planParts.ts';
 
 const WG = 64;
 
@@ -32,19 +32,10 @@ ${flatMain(
 )}`;
 }
 
-export const qsaBlockKeysPlanner: KernelPlanner = (inputs, outputs, attrs) => {
-  const op = 'qsaBlockKeys';
-  const hd = requireIntAttr(attrs, 'headDim', op, 2);
-  const ratio = requireIntAttr(attrs, 'compressRatio', op, 1);
-  const ropeDims = requireIntAttr(attrs, 'ropeDims', op, 0);
-  const eps = requireFloatAttr(attrs, 'eps', op);
-  checkNormRopeDims(op, hd, ropeDims);
-  const T = requireRows(inputs[0], `${op}: input kRaw`, 'bf16', hd);
-  requirePort(inputs[1], `${op}: input w`, 'bf16', [hd]);
-  requirePort(inputs[2], `${op}: input cos`, 'bf16', [T, ropeDims / 2]);
-  requirePort(inputs[3], `${op}: input sin`, 'bf16', [T, ropeDims / 2]);
-  const nb = Math.floor(T / ratio);
-  requirePort(outputs[0], `${op}: output kb`, 'bf16', [nb, hd]);
+export const qsaBlockKeysPlanner: KernelPlanner = (inputs, _outputs, attrs) => {
+  const [hd, ratio, ropeDims, eps] = ['headDim', 'compressRatio', 'ropeDims', 'eps'].map((name) => attrs[name] as number);
+  requireEvenHeadDim('qsaBlockKeys', hd);
+  const nb = Math.floor(inputs[0]!.shape[0] / ratio);
   if (nb === 0) return { scratch: [], dispatches: [] };
   return {
     scratch: [],

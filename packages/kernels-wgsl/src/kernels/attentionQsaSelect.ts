@@ -24,7 +24,7 @@ import { torchCpuTiesRefusal } from '@hcsp/core';
 import type { KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { buf, preamble } from '../wgsl/bindings.wgsl.ts';
-import { f32Bits, flatDispatch, flatMain, readInput, readScratch, requireIntAttr, requirePort, requireRows, writeOutput, writeScratch } from './planParts.ts';
+import { f32Bits, flatDispatch, flatMain, readInput, readScratch, writeOutput, writeScratch } from './planParts.ts';
 
 const SCORE_WG = 64;
 const WG = 64;
@@ -141,20 +141,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   }
 }`;
 
-export const qsaSelectPlanner: KernelPlanner = (inputs, outputs, attrs) => {
+export const qsaSelectPlanner: KernelPlanner = (inputs, _outputs, attrs) => {
   const op = 'qsaSelect';
-  const r0 = requireIntAttr(attrs, 'r0', op, 0);
-  const tokens = requireIntAttr(attrs, 'tokens', op, 1);
-  const nh = requireIntAttr(attrs, 'nHeads', op, 1);
-  const dh = requireIntAttr(attrs, 'headDim', op, 2);
-  const ratio = requireIntAttr(attrs, 'compressRatio', op, 1);
-  const width = requireIntAttr(attrs, 'width', op, 1);
+  const [r0, tokens, nh, dh, ratio, width] = ['r0', 'tokens', 'nHeads', 'headDim', 'compressRatio', 'width'].map((name) => attrs[name] as number);
   if (attrs.ties === 'torch-cpu') throw new Error(torchCpuTiesRefusal(op, 'webgpu'));
   if (dh % 2 !== 0) throw new Error(`${op}: headDim ${dh} must be even (rows are read as whole packed words)`);
-  const rows = requireRows(inputs[0], `${op}: input q`, 'bf16', nh * dh);
+  const [rows] = inputs[0]!.shape;
   const nb = Math.floor(tokens / ratio);
-  requirePort(inputs[1], `${op}: input kb`, 'bf16', [nb, dh]);
-  requirePort(outputs[0], `${op}: output blocks`, 'i32', [rows, width]);
   if (rows === 0) return { scratch: [], dispatches: [] };
   // one workgroup per row
   const selectDispatch = flatDispatch('qsa-select', SELECT_WGSL, SELECT.bindings, rows * WG, WG, [rows, nb, r0, tokens, ratio, width]);
@@ -178,13 +171,9 @@ ${flatMain(
   kept[inv] = i32(listed * u.ratio + p - (p / u.ratio) * u.ratio);`,
 )}`;
 
-export const qsaKeptCountPlanner: KernelPlanner = (inputs, outputs, attrs) => {
-  const op = 'qsaKeptCount';
-  const ratio = requireIntAttr(attrs, 'compressRatio', op, 1);
-  const blocks = inputs[0];
-  if (!blocks || blocks.dtype !== 'i32' || blocks.shape.length !== 2) throw new Error(`${op}: input blocks must be i32 [T, width]`);
-  const [rows, width] = blocks.shape;
-  requirePort(outputs[0], `${op}: output kept`, 'i32', [rows]);
+export const qsaKeptCountPlanner: KernelPlanner = (inputs, _outputs, attrs) => {
+  const ratio = attrs.compressRatio as number;
+  const [rows, width] = inputs[0]!.shape;
   if (rows === 0) return { scratch: [], dispatches: [] };
   return { scratch: [], dispatches: [flatDispatch('qsa-kept-count', KEPT_WGSL, KEPT.bindings, rows, WG, [rows, width, ratio])] };
 };

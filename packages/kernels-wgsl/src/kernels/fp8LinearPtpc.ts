@@ -8,8 +8,8 @@
 import type { KernelPlan, KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { buf, preamble } from '../wgsl/bindings.wgsl.ts';
-import { fp8DecodeWgsl, fp8WgslFormat } from '../wgsl/fp8.wgsl.ts';
-import { flatDispatch, packedWordsMain, readInput, requirePort, requireTensor, writeOutput } from './planParts.ts';
+import { FP8_WGSL_FORMATS, type Fp8Format, fp8DecodeWgsl } from '../wgsl/fp8.wgsl.ts';
+import { flatDispatch, packedWordsMain, readInput, writeOutput } from './planParts.ts';
 
 const WG = 64;
 
@@ -45,22 +45,11 @@ fn value_bits(i: u32) -> u32 {
 ${packedWordsMain(WG, 'value_bits', 'u.n', 'y')}`;
 }
 
-export const fp8LinearPtpcPlanner: KernelPlanner = (inputs, outputs, attrs): KernelPlan => {
-  const op = 'fp8LinearPtpc';
-  const f = fp8WgslFormat(attrs.format, op);
-  const order = attrs.scaleOrder;
-  if (order !== 'weightFirst' && order !== 'tokenFirst') throw new Error(`${op}: scaleOrder must be 'weightFirst' or 'tokenFirst', got '${String(order)}'`);
-  const q = requireTensor(inputs[0], `${op}: input q`);
-  if (q.shape.length !== 2) throw new Error(`${op}: q must be [T, K], got [${q.shape.join(',')}]`);
-  const [rows, k] = q.shape;
-  requirePort(q, `${op}: q`, f.dtype, [rows, k]);
-  const qw = requireTensor(inputs[2], `${op}: input qW`);
-  if (qw.shape.length !== 2) throw new Error(`${op}: qW must be [N, ${k}], got [${qw.shape.join(',')}]`);
-  const outF = qw.shape[0];
-  requirePort(qw, `${op}: qW`, f.dtype, [outF, k]);
-  requirePort(inputs[1], `${op}: sx`, 'f32', [rows]);
-  requirePort(inputs[3], `${op}: sw`, 'f32', [outF]);
-  requirePort(outputs[0], `${op}: y`, 'bf16', [rows, outF]);
+export const fp8LinearPtpcPlanner: KernelPlanner = (inputs, _outputs, attrs): KernelPlan => {
+  const f = FP8_WGSL_FORMATS[attrs.format as Fp8Format];
+  const order = attrs.scaleOrder as 'weightFirst' | 'tokenFirst';
+  const [rows, k] = inputs[0]!.shape;
+  const [outF] = inputs[2]!.shape;
   const n = rows * outF;
   if (n === 0) return { scratch: [], dispatches: [] };
   const words = Math.ceil(n / 2);

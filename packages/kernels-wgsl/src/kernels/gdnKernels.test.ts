@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SMALL, f32ArrayToBf16, Rng, GDN_L2NORM_EPS, tensor, type Tensor, cpuKernel, type OpName } from '@hcsp/core';
 import { bf16Normal, expectOpMatchesCpu, useChromiumGpu } from '../../../../test/support/wgslKernelSuite.ts';
+import { checkedPlanner } from '../checkedPlanner.ts';
 import type { TensorInfo } from '../kernelProgram.ts';
 import { GDN_ATTENTION_WGSL_KERNELS } from './subLayerKernels.ts';
 
@@ -83,21 +84,28 @@ describe('GDN WGSL kernels are bit-identical to the CPU reference', () => {
   });
 });
 
-describe('GDN planners reject bad input with a message naming it', () => {
+describe('GDN planners reject bad input with a message naming it (the declaration, or what the WGSL cannot do)', () => {
   const info = (shape: number[], dtype = 'bf16'): TensorInfo => ({ shape, dtype });
+  const plan = (op: OpName) => checkedPlanner(op, planners[op]!);
   it('gdnRecurrence: odd valueDim, value heads not a multiple of key heads, wrong qkv width', () => {
     const attrs = { keyHeads: 2, valueHeads: 6, keyDim: 4, valueDim: 3, scale: 0.5, l2Eps: 1e-6 };
     const io = () => [[info([5, 34]), info([5, 6], 'f32'), info([5, 6])], [info([5, 18])]] as [TensorInfo[], TensorInfo[]];
-    expect(() => planners.gdnRecurrence!(...io(), attrs)).toThrow(/valueDim 3/);
-    expect(() => planners.gdnRecurrence!(...io(), { ...attrs, valueDim: 4, valueHeads: 5 })).toThrow(/valueHeads 5/);
-    expect(() => planners.gdnRecurrence!(...io(), { ...attrs, valueDim: 4 })).toThrow(/qkv is \[5,34\], expected \[T,40\]/);
+    expect(() => plan('gdnRecurrence')(...io(), attrs)).toThrow(/valueDim 3/);
+    expect(() => plan('gdnRecurrence')(...io(), { ...attrs, valueDim: 4, valueHeads: 5 })).toThrow(/valueHeads 5/);
+    expect(() => plan('gdnRecurrence')(...io(), { ...attrs, valueDim: 4 })).toThrow(/gdnRecurrence: input 'qkv' is \[5,34\], expected \[rows,40\]/);
   });
   it('gdnConvSilu: weight not [C,1,K]; gdnGates: g not f32', () => {
-    expect(() => planners.gdnConvSilu!([info([5, 8]), info([8, 4])], [info([5, 8])], { kernel: 4 })).toThrow(/w is \[8,4\]/);
-    expect(() => planners.gdnGates!([info([5, 3]), info([5, 3]), info([3]), info([3])], [info([5, 3]), info([5, 3])], {})).toThrow(/output g has dtype 'bf16'/);
+    expect(() => plan('gdnConvSilu')([info([5, 8]), info([8, 4])], [info([5, 8])], { kernel: 4 })).toThrow(
+      /gdnConvSilu: input 'w' is \[8,4\], expected \[8,1,4\]/,
+    );
+    expect(() => plan('gdnGates')([info([5, 3]), info([5, 3]), info([3]), info([3])], [info([5, 3]), info([5, 3])], {})).toThrow(
+      /gdnGates: output 'g' is bf16\[5,3\], the op gives f32\[5,3\]/,
+    );
   });
   it('gdnGatedNorm: missing eps', () => {
-    expect(() => planners.gdnGatedNorm!([info([5, 8]), info([5, 8]), info([4])], [info([5, 8])], { heads: 2, headDim: 4 })).toThrow(/eps = undefined/);
+    expect(() => plan('gdnGatedNorm')([info([5, 8]), info([5, 8]), info([4])], [info([5, 8])], { heads: 2, headDim: 4 })).toThrow(
+      /gdnGatedNorm: attribute 'eps' is required/,
+    );
   });
 });
 

@@ -22,20 +22,7 @@ import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { bf16Buf, buf, preamble } from '../wgsl/bindings.wgsl.ts';
 import { CANONICAL_WORKGROUP, canonicalButterflyWgsl, canonicalLaneLoopWgsl } from '../wgsl/canonicalSum.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
-import {
-  f32Bits,
-  flatDispatch,
-  flatInvocation,
-  flatMain,
-  readInput,
-  readScratch,
-  requireFloatAttr,
-  requireIntAttr,
-  requirePort,
-  requireRows,
-  writeOutput,
-  writeScratch,
-} from './planParts.ts';
+import { f32Bits, flatDispatch, flatInvocation, flatMain, readInput, readScratch, writeOutput, writeScratch } from './planParts.ts';
 
 const NORM_WG = CANONICAL_WORKGROUP;
 const QK = 'qkNorm';
@@ -126,21 +113,10 @@ ${flatMain(
 )}`;
 }
 
-export const gdnRecurrencePlanner: KernelPlanner = (inputs, outputs, attrs) => {
-  const op = 'gdnRecurrence';
-  const KH = requireIntAttr(attrs, 'keyHeads', op, 1);
-  const VH = requireIntAttr(attrs, 'valueHeads', op, 1);
-  const DK = requireIntAttr(attrs, 'keyDim', op, 1);
-  const DV = requireIntAttr(attrs, 'valueDim', op, 2);
-  const scale = requireFloatAttr(attrs, 'scale', op);
-  const eps = requireFloatAttr(attrs, 'l2Eps', op);
-  if (VH % KH !== 0) throw new Error(`${op}: valueHeads ${VH} is not a multiple of keyHeads ${KH}`);
-  if (DV % 2 !== 0) throw new Error(`${op}: valueDim ${DV} must be even (each invocation writes whole packed words)`);
-  const C = 2 * KH * DK + VH * DV;
-  const T = requireRows(inputs[0], `${op}: input qkv`, 'bf16', C);
-  requirePort(inputs[1], `${op}: input g`, 'f32', [T, VH]);
-  requirePort(inputs[2], `${op}: input beta`, 'bf16', [T, VH]);
-  requirePort(outputs[0], `${op}: output o`, 'bf16', [T, VH * DV]);
+export const gdnRecurrencePlanner: KernelPlanner = (inputs, _outputs, attrs) => {
+  const [KH, VH, DK, DV, scale, eps] = ['keyHeads', 'valueHeads', 'keyDim', 'valueDim', 'scale', 'l2Eps'].map((name) => attrs[name] as number);
+  if (DV % 2 !== 0) throw new Error(`gdnRecurrence: valueDim ${DV} must be even (each invocation writes whole packed words)`);
+  const [T, C] = inputs[0]!.shape;
   if (T === 0) return { scratch: [], dispatches: [] };
   const vectors = T * 2 * KH;
   const pairs = DV / 2;

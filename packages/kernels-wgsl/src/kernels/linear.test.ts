@@ -29,7 +29,7 @@ async function expectLinearExact(tiling: LinearTiling | WorkgroupTiling, x: Tens
   const [T, K] = x.shape;
   const O = w.shape[0];
   const out = { shape: [T, O], dtype: 'bf16' };
-  const plan = planLinear([x, w], [out], tiling);
+  const plan = planLinear([x, w], tiling);
   const run = await runPlanOnGpu(gpu(), plan, [x, w], [out]);
   const want = linearBf16(decoded(x), decoded(w), T, K, O);
   const got = run.bits[0]!;
@@ -104,27 +104,21 @@ describe('linear: the workgroup-tiled kernel keeps the reference k order on ever
 describe('linear planner', () => {
   it('takes the register tiling where K and O fit it, the workgroup kernel elsewhere', () => {
     const keys = (T: number, K: number, O: number) =>
-      planLinear(
-        [
-          { shape: [T, K], dtype: 'bf16' },
-          { shape: [O, K], dtype: 'bf16' },
-        ],
-        [{ shape: [T, O], dtype: 'bf16' }],
-      ).dispatches.map((d) => d.key);
+      planLinear([
+        { shape: [T, K], dtype: 'bf16' },
+        { shape: [O, K], dtype: 'bf16' },
+      ]).dispatches.map((d) => d.key);
     expect(keys(5, 24, 6)).toEqual([`linear-tiled-${tilingName(DEFAULT_LINEAR_TILING)}`]);
     expect(keys(3, 7, 5)).toEqual([`linear-${tilingName(DEFAULT_WORKGROUP_TILING)}-elem-atomic`]);
     expect(keys(3, 8, 5)).toEqual([`linear-${tilingName(DEFAULT_WORKGROUP_TILING)}-word-atomic`]);
   });
 
   it('refuses a workgroup tiling that does not fit, naming the value', () => {
-    const io = [
-      [
-        { shape: [2, 4], dtype: 'bf16' },
-        { shape: [2, 4], dtype: 'bf16' },
-      ],
-      [{ shape: [2, 2], dtype: 'bf16' }],
-    ] as const;
-    const plan = (tl: WorkgroupTiling) => planLinear([...io[0]], [...io[1]], tl);
+    const xw = [
+      { shape: [2, 4], dtype: 'bf16' },
+      { shape: [2, 4], dtype: 'bf16' },
+    ];
+    const plan = (tl: WorkgroupTiling) => planLinear(xw, tl);
     expect(() => plan({ ...DEFAULT_WORKGROUP_TILING, kTile: 6 })).toThrow('gemm tiling: kTile = 6 is not a multiple of 4 in [4, 256]');
     expect(() => plan({ ...DEFAULT_WORKGROUP_TILING, wgRows: 16, wgCols: 32 })).toThrow('wgRows x wgCols = 16 x 32 is not a workgroup of 1 to 256 invocations');
     expect(() => plan({ ...DEFAULT_WORKGROUP_TILING, kTile: 256 })).toThrow(/the tiles need 73728 bytes of workgroup memory, more than 16384/);

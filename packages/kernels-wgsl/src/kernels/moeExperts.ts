@@ -15,7 +15,7 @@ import { BF16_WGSL, ROUND_BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { bf16Buf, buf, type BufferDecl, preamble } from '../wgsl/bindings.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
 import { eachLocalChoiceWgsl } from '../wgsl/moeChoices.wgsl.ts';
-import { dims2, flatDispatch, flatMain, readInput, readScratch, requireIntAttr, requireShape, requireTyped, writeOutput, writeScratch } from './planParts.ts';
+import { flatDispatch, flatMain, readInput, readScratch, writeOutput, writeScratch } from './planParts.ts';
 
 const WG = 64;
 const H_SCRATCH = 'h';
@@ -137,23 +137,10 @@ ${flatMain(
   return { wgsl, bindings: pre.bindings };
 }
 
-export const moeExpertsPlanner: KernelPlanner = (inputs, outputs, attrs) => {
-  const x = requireTyped(inputs[0], 'moeExperts: input x', 'bf16');
-  const ids = requireTyped(inputs[1], 'moeExperts: input ids', 'i32');
-  const weights = requireTyped(inputs[2], 'moeExperts: input weights', 'bf16');
-  const gateUp = requireTyped(inputs[3], 'moeExperts: input gateUp', 'bf16');
-  const down = requireTyped(inputs[4], 'moeExperts: input down', 'bf16');
-  const routed = requireTyped(outputs[0], 'moeExperts: output routed', 'f32');
-  const first = requireIntAttr(attrs, 'firstExpert', 'moeExperts', 0);
-  const numLocal = requireIntAttr(attrs, 'numLocal', 'moeExperts', 0);
-  const I = requireIntAttr(attrs, 'intermediate', 'moeExperts', 1);
-  const [T, H] = dims2(x, 'moeExperts: x');
-  const [idRows, K] = dims2(ids, 'moeExperts: ids');
-  if (idRows !== T) throw new Error(`moeExperts: ids [${ids.shape.join(',')}] do not have the ${T} rows of x`);
-  requireShape(weights, [T, K], 'moeExperts: weights');
-  requireShape(gateUp, [numLocal * 2 * I, H], 'moeExperts: gateUp');
-  requireShape(down, [numLocal * H, I], 'moeExperts: down');
-  requireShape(routed, [T, H], 'moeExperts: routed');
+export const moeExpertsPlanner: KernelPlanner = (inputs, _outputs, attrs) => {
+  const [first, numLocal, I] = ['firstExpert', 'numLocal', 'intermediate'].map((name) => attrs[name] as number);
+  const [T, H] = inputs[0]!.shape;
+  const [, K] = inputs[1]!.shape;
   if (T * H === 0) return { scratch: [], dispatches: [] };
   // h rows padded to a whole number of words, so pairs never share one
   const hw = Math.ceil(I / 2);

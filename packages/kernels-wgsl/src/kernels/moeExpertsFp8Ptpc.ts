@@ -16,23 +16,10 @@
 import type { KernelBinding, KernelPlanner } from '../kernelProgram.ts';
 import { BF16_WGSL, ROUND_BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { bf16Buf, buf, preamble } from '../wgsl/bindings.wgsl.ts';
-import { fp8DecodeWgsl, type Fp8WgslFormat, fp8WgslFormat } from '../wgsl/fp8.wgsl.ts';
+import { FP8_WGSL_FORMATS, type Fp8Format, fp8DecodeWgsl, type Fp8WgslFormat } from '../wgsl/fp8.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
 import { eachLocalChoiceWgsl } from '../wgsl/moeChoices.wgsl.ts';
-import {
-  dims2,
-  f32Bits,
-  flatDispatch,
-  flatMain,
-  readInput,
-  readScratch,
-  requireIntAttr,
-  requirePort,
-  requireShape,
-  requireTyped,
-  writeOutput,
-  writeScratch,
-} from './planParts.ts';
+import { f32Bits, flatDispatch, flatMain, readInput, readScratch, writeOutput, writeScratch } from './planParts.ts';
 import { type QuantStyle, quantScaleFactor, rowQuantWgsl } from './quantFp8.ts';
 
 const WG = 64;
@@ -186,27 +173,13 @@ ${flatMain(
   return { wgsl, bindings: pre.bindings };
 }
 
-export const moeExpertsFp8PtpcPlanner: KernelPlanner = (inputs, outputs, attrs) => {
-  const f = fp8WgslFormat(attrs.format, OP);
-  const style = attrs.style;
-  if (style !== 'divide' && style !== 'reciprocal') throw new Error(`${OP}: style must be 'divide' or 'reciprocal', got '${String(style)}'`);
-  const order = attrs.scaleOrder;
-  if (order !== 'weightFirst' && order !== 'tokenFirst') throw new Error(`${OP}: scaleOrder must be 'weightFirst' or 'tokenFirst', got '${String(order)}'`);
-  const xq = requireTyped(inputs[0], `${OP}: input xq`, f.dtype);
-  const ids = requireTyped(inputs[2], `${OP}: input ids`, 'i32');
-  const first = requireIntAttr(attrs, 'firstExpert', OP, 0);
-  const numLocal = requireIntAttr(attrs, 'numLocal', OP, 0);
-  const I = requireIntAttr(attrs, 'intermediate', OP, 1);
-  const [T, H] = dims2(xq, `${OP}: xq`);
-  const [idRows, K] = dims2(ids, `${OP}: ids`);
-  if (idRows !== T) throw new Error(`${OP}: ids [${ids.shape.join(',')}] do not have the ${T} rows of xq`);
-  requirePort(inputs[1], `${OP}: sx`, 'f32', [T]);
-  requirePort(inputs[3], `${OP}: weights`, 'bf16', [T, K]);
-  requirePort(inputs[4], `${OP}: qGateUp`, f.dtype, [numLocal * 2 * I, H]);
-  requirePort(inputs[5], `${OP}: sGateUp`, 'f32', [numLocal * 2 * I]);
-  requirePort(inputs[6], `${OP}: qDown`, f.dtype, [numLocal * H, I]);
-  requirePort(inputs[7], `${OP}: sDown`, 'f32', [numLocal * H]);
-  requireShape(requireTyped(outputs[0], `${OP}: output routed`, 'f32'), [T, H], `${OP}: routed`);
+export const moeExpertsFp8PtpcPlanner: KernelPlanner = (inputs, _outputs, attrs) => {
+  const f = FP8_WGSL_FORMATS[attrs.format as Fp8Format];
+  const style = attrs.style as QuantStyle;
+  const order = attrs.scaleOrder as 'weightFirst' | 'tokenFirst';
+  const [first, numLocal, I] = ['firstExpert', 'numLocal', 'intermediate'].map((name) => attrs[name] as number);
+  const [T, H] = inputs[0]!.shape;
+  const [, K] = inputs[2]!.shape;
   if (T * H === 0) return { scratch: [], dispatches: [] };
   const weightFirst = order === 'weightFirst';
   const pairs = T * K;

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { SMALL, f32ToBf16, Rng, type Tensor, cpuKernel, type OpName } from '@hcsp/core';
 import { bf16Normal, expectOpMatchesCpu, useChromiumGpu } from '../../../../test/support/wgslKernelSuite.ts';
 import { canonicalAttnMoeCases } from '@hcsp/bench/cases';
+import { checkedPlanner } from '../checkedPlanner.ts';
 import { moeExpertsPlanner } from './moeExperts.ts';
 import { moeRoutePlanner } from './moeRoute.ts';
 import { moeSwiGluPlanner } from './moeSwiGlu.ts';
@@ -83,20 +84,22 @@ describe.each([48, 37])('MoE kernels, T = %i', (T) => {
   });
 });
 
-describe('MoE planners reject bad shapes', () => {
+describe('MoE planners reject bad shapes (their declarations do)', () => {
   it('names the bad value', () => {
     const info = (shape: number[], dtype: string) => ({ shape, dtype });
-    expect(() => moeRoutePlanner([info([4, E], 'bf16')], [info([4, K], 'i32'), info([4, K], 'bf16')], { topK: E + 1, normTopkProb: true })).toThrow(
-      `topK ${E + 1}`,
-    );
-    expect(() => moeSwiGluPlanner([info([4, 9], 'bf16')], [info([4, 4], 'bf16')], {})).toThrow('width 9');
     expect(() =>
-      moeExpertsPlanner(
+      checkedPlanner('moeRoute', moeRoutePlanner)([info([4, E], 'bf16')], [info([4, K], 'i32'), info([4, K], 'bf16')], { topK: E + 1, normTopkProb: true }),
+    ).toThrow(`topK ${E + 1}`);
+    expect(() => checkedPlanner('moeSwiGlu', moeSwiGluPlanner)([info([4, 9], 'bf16')], [info([4, 4], 'bf16')], {})).toThrow(
+      "moeSwiGlu: input 'gateUp': 9 columns do not split into 2",
+    );
+    expect(() =>
+      checkedPlanner('moeExperts', moeExpertsPlanner)(
         [info([4, H], 'bf16'), info([4, K], 'i32'), info([4, K], 'bf16'), info([E * 2 * I, H + 1], 'bf16'), info([E * H, I], 'bf16')],
         [info([4, H], 'f32')],
         { firstExpert: 0, numLocal: E, intermediate: I },
       ),
-    ).toThrow(`gateUp is [${E * 2 * I},${H + 1}]`);
+    ).toThrow(`moeExperts: input 'gateUp' is [${E * 2 * I},${H + 1}]`);
   });
 });
 

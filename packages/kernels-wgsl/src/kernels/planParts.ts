@@ -1,8 +1,9 @@
 // Small pieces every planner uses: port bindings, the uniform block (f32 values as bits), a
-// 2-D dispatch grid for invocation counts past the 65535-workgroups-per-dimension limit, the
-// flat and packed-word WGSL mains, and the port/attribute checks, each throwing an error that
-// names the bad value. The WGSL binding declarations come from wgsl/bindings.wgsl.ts.
-import type { KernelBinding, KernelDispatch, TensorInfo } from '../kernelProgram.ts';
+// 2-D dispatch grid for invocation counts past the 65535-workgroups-per-dimension limit, and
+// the flat and packed-word WGSL mains. The ports' dtypes, shapes and the attributes are the
+// op declaration's to check (checkedPlanner.ts). The WGSL binding declarations come from
+// wgsl/bindings.wgsl.ts.
+import type { KernelBinding, KernelDispatch } from '../kernelProgram.ts';
 
 export const MAX_GROUPS_PER_DIM = 65535;
 
@@ -96,64 +97,6 @@ export function packedWordsMain(wgSize: number, bits: string, n: string, out: st
 export function flatDispatch(key: string, wgsl: string, bindings: KernelBinding[], invocations: number, wgSize: number, uniforms: number[]): KernelDispatch {
   const grid = gridFor(invocations, wgSize);
   return { key, wgsl, bindings, uniforms: uniformWords([...uniforms, grid.groupsX]), workgroups: grid.workgroups };
-}
-
-export function requireTensor(t: TensorInfo | null | undefined, what: string): TensorInfo {
-  if (!t) throw new Error(`${what} is missing`);
-  return t;
-}
-
-export function requireDtype(t: TensorInfo, dtypes: readonly string[], what: string): void {
-  if (!dtypes.includes(t.dtype)) throw new Error(`${what} has dtype '${t.dtype}', expected ${dtypes.join(' or ')}`);
-}
-
-/** Throws naming `what` unless `t` has exactly the shape `want`. */
-export function requireShape(t: TensorInfo, want: readonly number[], what: string): void {
-  if (t.shape.length !== want.length || t.shape.some((d, i) => d !== want[i])) {
-    throw new Error(`${what} is [${t.shape.join(',')}], expected [${want.join(',')}]`);
-  }
-}
-
-/** [rows, cols] of a 2-D tensor, or an error naming `what` and its shape. */
-export function dims2(t: TensorInfo, what: string): [number, number] {
-  if (t.shape.length !== 2) throw new Error(`${what} must be 2-D, got [${t.shape.join(',')}]`);
-  return [t.shape[0], t.shape[1]];
-}
-
-/** A port tensor of the given dtype (any shape), or a clear error naming `what`. */
-export function requireTyped(t: TensorInfo | null | undefined, what: string, dtype: string): TensorInfo {
-  const info = requireTensor(t, what);
-  requireDtype(info, [dtype], what);
-  return info;
-}
-
-/** A port tensor of the given dtype and exact shape, or a clear error naming what differs. */
-export function requirePort(t: TensorInfo | null | undefined, what: string, dtype: string, shape: readonly number[]): TensorInfo {
-  const info = requireTyped(t, what, dtype);
-  requireShape(info, shape, what);
-  return info;
-}
-
-/** Rows T of a 2-D tensor [T, cols] of the given dtype, or a clear error. */
-export function requireRows(t: TensorInfo | null | undefined, what: string, dtype: string, cols: number): number {
-  const info = requireTyped(t, what, dtype);
-  if (info.shape.length !== 2 || info.shape[1] !== cols) throw new Error(`${what} is [${info.shape.join(',')}], expected [T,${cols}]`);
-  return info.shape[0];
-}
-
-export function requireIntAttr(attrs: Record<string, unknown>, name: string, op: string, min = 0): number {
-  const v = attrs[name];
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < min) {
-    throw new Error(`${op}: attribute ${name} = ${String(v)} is not an integer >= ${min}`);
-  }
-  return v;
-}
-
-/** A finite numeric attribute, or a clear error naming it. */
-export function requireFloatAttr(attrs: Record<string, unknown>, name: string, op: string): number {
-  const v = attrs[name];
-  if (typeof v !== 'number' || !Number.isFinite(v)) throw new Error(`${op}: attribute ${name} = ${String(v)} is not a finite number`);
-  return v;
 }
 
 export function numelOf(shape: readonly number[]): number {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { pleGatePinned } from '@hcsp/bench/cases';
 import { SMALL, f32ArrayToBf16, f32ToBf16, Rng, pleShape, type Tensor, type OpName } from '@hcsp/core';
 import { bf16Normal, expectOpMatchesCpu, useChromiumGpu } from '../../../../test/support/wgslKernelSuite.ts';
+import { checkedPlanner } from '../checkedPlanner.ts';
 import type { KernelPlan } from '../kernelProgram.ts';
 import { pleConvSiluPlanner } from './pleConvSilu.ts';
 import { pleGatePlanner } from './pleGate.ts';
@@ -153,15 +154,25 @@ describe('WGSL division and sqrt on this device', () => {
   });
 });
 
-describe('PLE planners reject bad input', () => {
+describe('PLE planners reject bad input (their declarations do)', () => {
   it('names the bad value', () => {
     const info = (shape: number[], dtype: string) => ({ shape, dtype });
-    expect(() => pleRms1pNormPlanner([info([4, 10], 'bf16'), info([10], 'bf16')], [info([4, 10], 'bf16')], { groups: 3, eps })).toThrow('width 10');
-    expect(() => pleGatePlanner([info([4, n * H], 'bf16'), info([4, H], 'bf16')], [info([4, n], 'bf16')], { streams: n })).toThrow(`q is [4,${H}]`);
-    expect(() => pleGatePlanner([info([4, n * H], 'bf16'), info([4, n * H], 'bf16')], [info([4, n], 'f32')], { streams: n })).toThrow('gate');
-    expect(() => pleGatedValuePlanner([info([4, n], 'f32'), info([4, H], 'bf16')], [info([4, n * H], 'bf16')], { streams: n })).toThrow('gate');
-    expect(() => pleConvSiluPlanner([info([4, 6], 'bf16'), info([4, 6], 'bf16'), info([6, 1, 4], 'bf16')], [info([4, 6], 'bf16')], { dilation: 0 })).toThrow(
-      'dilation = 0',
+    const rms1p = checkedPlanner('pleRms1pNorm', pleRms1pNormPlanner);
+    const gate = checkedPlanner('pleGate', pleGatePlanner);
+    const gatedValue = checkedPlanner('pleGatedValue', pleGatedValuePlanner);
+    const convSilu = checkedPlanner('pleConvSilu', pleConvSiluPlanner);
+    expect(() => rms1p([info([4, 10], 'bf16'), info([10], 'bf16')], [info([4, 10], 'bf16')], { groups: 3, eps })).toThrow(
+      "pleRms1pNorm: input 'x': 10 columns do not split into 3",
+    );
+    expect(() => gate([info([4, n * H], 'bf16'), info([4, H], 'bf16')], [info([4, n], 'bf16')], { streams: n })).toThrow(`pleGate: input 'q' is [4,${H}]`);
+    expect(() => gate([info([4, n * H], 'bf16'), info([4, n * H], 'bf16')], [info([4, n], 'f32')], { streams: n })).toThrow(
+      `pleGate: output 'gate' is f32[4,${n}]`,
+    );
+    expect(() => gatedValue([info([4, n], 'f32'), info([4, H], 'bf16')], [info([4, n * H], 'bf16')], { streams: n })).toThrow(
+      "pleGatedValue: input 'gate' is f32, expected bf16",
+    );
+    expect(() => convSilu([info([4, 6], 'bf16'), info([4, 6], 'bf16'), info([6, 1, 4], 'bf16')], [info([4, 6], 'bf16')], { dilation: 0 })).toThrow(
+      "pleConvSilu: attribute 'dilation' must be an integer >= 1, got 0",
     );
   });
 });

@@ -22,34 +22,15 @@
 import type { KernelBinding, KernelDispatch, KernelPlan, KernelPlanner, TensorInfo } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { bf16Buf, buf, preamble } from '../wgsl/bindings.wgsl.ts';
-import { type Fp8WgslFormat, fp8EncodeWgsl, fp8WgslFormat } from '../wgsl/fp8.wgsl.ts';
+import { FP8_WGSL_FORMATS, type Fp8Format, type Fp8WgslFormat, fp8EncodeWgsl } from '../wgsl/fp8.wgsl.ts';
 import { FP32_MATH_WGSL } from '../wgsl/fp32Math.wgsl.ts';
-import {
-  f32Bits,
-  flatDispatch,
-  flatMain,
-  gridFor,
-  readInput,
-  readScratch,
-  requireIntAttr,
-  requireShape,
-  requireTyped,
-  uniformWords,
-  writeOutput,
-  writeScratch,
-} from './planParts.ts';
+import { f32Bits, flatDispatch, flatMain, gridFor, readInput, readScratch, uniformWords, writeOutput, writeScratch } from './planParts.ts';
 
 export type QuantStyle = 'divide' | 'reciprocal';
 
 /** u32 words of per-row quantization state in the row-state scratch: kind, k, s', inv'. */
 const ROW_STATE_WORDS = 4;
 const WG = 64;
-
-function styleOf(attrs: Record<string, unknown>, op: string): QuantStyle {
-  const s = attrs.style;
-  if (s !== 'divide' && s !== 'reciprocal') throw new Error(`${op}: style must be 'divide' or 'reciprocal', got '${String(s)}'`);
-  return s;
-}
 
 /** The run-time factor of the scale: fp8_max ('divide': amax / max) or fl(1 / fp8_max) ('reciprocal': amax * it). */
 export function quantScaleFactor(f: Fp8WgslFormat, style: QuantStyle): number {
@@ -340,16 +321,10 @@ function elementDispatch(key: string, kernel: { wgsl: string; bindings: KernelBi
 }
 
 /** Per-row quantization of a bf16 [rows, cols] input (port 0) into q (port 0) and scale (port 1). */
-function bf16RowsPlan(op: string, inputs: (TensorInfo | null)[], outputs: (TensorInfo | null)[], f: Fp8WgslFormat, style: QuantStyle): KernelPlan {
-  const name = op === 'quantFp8PerToken' ? 'x' : 'w';
-  const x = requireTyped(inputs[0], `${op}: input ${name}`, 'bf16');
-  const q = requireTyped(outputs[0], `${op}: output q (format '${f.format}')`, f.dtype);
-  const scale = requireTyped(outputs[1], `${op}: output scale`, 'f32');
-  if (x.shape.length !== 2) throw new Error(`${op}: ${name} must be [rows, cols], got [${x.shape.join(',')}]`);
-  const [rows, cols] = x.shape;
-  if (cols < 1) throw new Error(`${op}: ${name} has ${cols} columns, expected at least 1`);
-  requireShape(q, [rows, cols], `${op}: q`);
-  requireShape(scale, [rows], `${op}: scale`);
+function bf16RowsPlan(op: string, inputs: (TensorInfo | null)[], attrs: Record<string, unknown>, style: QuantStyle): KernelPlan {
+  const f = FP8_WGSL_FORMATS[attrs.format as Fp8Format];
+  const [rows, cols] = inputs[0]!.shape;
+  if (cols < 1) throw new Error(`${op}: ${op === 'quantFp8PerToken' ? 'x' : 'w'} has ${cols} columns, expected at least 1`);
   if (rows === 0) return { scratch: [], dispatches: [] };
   const tag = `${f.format}-${style}`;
   return {
@@ -361,36 +336,20 @@ function bf16RowsPlan(op: string, inputs: (TensorInfo | null)[], outputs: (Tenso
   };
 }
 
-export const quantFp8PerTokenPlanner: KernelPlanner = (inputs, outputs, attrs): KernelPlan => {
-  const op = 'quantFp8PerToken';
-  return bf16RowsPlan(op, inputs, outputs, fp8WgslFormat(attrs.format, op), styleOf(attrs, op));
-};
+export const quantFp8PerTokenPlanner: KernelPlanner = (inputs, _outputs, attrs): KernelPlan =>
+  bf16RowsPlan('quantFp8PerToken', inputs, attrs, attrs.style as QuantStyle);
 
 /** ATOM's online weight quantization is the separate kernel over the weight's rows. */
-export const fp8QuantWeightPerChannelPlanner: KernelPlanner = (inputs, outputs, attrs): KernelPlan => {
-  const op = 'fp8QuantWeightPerChannel';
-  return bf16RowsPlan(op, inputs, outputs, fp8WgslFormat(attrs.format, op), 'reciprocal');
-};
+export const fp8QuantWeightPerChannelPlanner: KernelPlanner = (inputs, _outputs, attrs): KernelPlan =>
+  bf16RowsPlan('fp8QuantWeightPerChannel', inputs, attrs, 'reciprocal');
 
-export const hcGatedMeanQuantPlanner: KernelPlanner = (inputs, outputs, attrs): KernelPlan => {
-  const op = 'hcGatedMeanQuant';
-  const f = fp8WgslFormat(attrs.format, op);
-  const style = styleOf(attrs, op);
-  const n = requireIntAttr(attrs, 'streams', op, 1);
-  const up = requireTyped(inputs[0], `${op}: input up`, 'bf16');
-  const normed = requireTyped(inputs[1], `${op}: input normed`, 'bf16');
-  const x = requireTyped(outputs[0], `${op}: output x`, 'bf16');
-  const q = requireTyped(outputs[1], `${op}: output q (format '${f.format}')`, f.dtype);
-  const scale = requireTyped(outputs[2], `${op}: output scale`, 'f32');
-  if (normed.shape.length !== 2 || normed.shape[1] % n !== 0 || normed.shape[1] === 0) {
-    throw new Error(`${op}: normed must be [rows, ${n}*H] with H >= 1, got [${normed.shape.join(',')}]`);
-  }
-  requireShape(up, normed.shape, `${op}: up`);
-  const [rows, width] = normed.shape;
+export const hcGatedMeanQuantPlanner: KernelPlanner = (inputs, _outputs, attrs): KernelPlan => {
+  const f = FP8_WGSL_FORMATS[attrs.format as Fp8Format];
+  const style = attrs.style as QuantStyle;
+  const n = attrs.streams as number;
+  const [rows, width] = inputs[1]!.shape;
   const h = width / n;
-  requireShape(x, [rows, h], `${op}: x`);
-  requireShape(q, [rows, h], `${op}: q`);
-  requireShape(scale, [rows], `${op}: scale`);
+  if (h < 1) throw new Error(`hcGatedMeanQuant: normed must be [rows, ${n}*H] with H >= 1, got [${rows},${width}]`);
   if (rows === 0) return { scratch: [], dispatches: [] };
   const count = rows * h;
   const tag = `${f.format}-${style}`;

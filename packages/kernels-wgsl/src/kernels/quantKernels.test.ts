@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { f32ToBf16, FP8_FORMATS, f32ToFp8, perTokenScale, Rng, type Tensor, cpuKernel, type OpName } from '@hcsp/core';
 import { runPlannerOnGpu, tensorInfo, tensorWords, useChromiumGpu } from '../../../../test/support/wgslKernelSuite.ts';
+import { checkedPlanner } from '../checkedPlanner.ts';
 import type { KernelPlan, TensorInfo } from '../kernelProgram.ts';
 import { FP8_WGSL_FORMATS, type Fp8Format, fp8EncodeWgsl } from '../wgsl/fp8.wgsl.ts';
 import { f32Bits } from './planParts.ts';
@@ -447,18 +448,22 @@ describe('fp8LinearPtpc plan vs CPU kernel', () => {
   });
 });
 
-describe('planner errors name the bad value', () => {
+describe('planner errors name the bad value (the declarations check)', () => {
   const x: TensorInfo = { shape: [2, 8], dtype: 'bf16' };
   const q: TensorInfo = { shape: [2, 8], dtype: 'fp8e4m3fn' };
   const s: TensorInfo = { shape: [2], dtype: 'f32' };
-  const plan = QUANT_WGSL_KERNELS.quantFp8PerToken!;
+  const plan = checkedPlanner('quantFp8PerToken', QUANT_WGSL_KERNELS.quantFp8PerToken!);
   it('rejects a bad format, style, q dtype and shapes', () => {
     expect(() => plan([x], [q, s], { format: 'e5m2', style: 'divide' })).toThrow(/e5m2/);
     expect(() => plan([x], [q, s], { format: 'e4m3fn', style: 'multiply' })).toThrow(/multiply/);
-    expect(() => plan([x], [q, s], { format: 'e4m3fnuz', style: 'divide' })).toThrow(/fp8e4m3fn/);
-    expect(() => plan([x], [q, { shape: [3], dtype: 'f32' }], { format: 'e4m3fn', style: 'divide' })).toThrow(/\[3\]/);
+    expect(() => plan([x], [q, s], { format: 'e4m3fnuz', style: 'divide' })).toThrow(/output 'q' is fp8e4m3fn\[2,8\], the op gives fp8e4m3fnuz/);
+    expect(() => plan([x], [q, { shape: [3], dtype: 'f32' }], { format: 'e4m3fn', style: 'divide' })).toThrow(/output 'scale' is f32\[3\]/);
     expect(() =>
-      QUANT_WGSL_KERNELS.hcGatedMeanQuant!([x, x], [{ shape: [2, 8], dtype: 'bf16' }, q, s], { format: 'e4m3fn', style: 'divide', streams: 3 }),
-    ).toThrow(/\[2,8\]/);
+      checkedPlanner('hcGatedMeanQuant', QUANT_WGSL_KERNELS.hcGatedMeanQuant!)([x, x], [{ shape: [2, 8], dtype: 'bf16' }, q, s], {
+        format: 'e4m3fn',
+        style: 'divide',
+        streams: 3,
+      }),
+    ).toThrow(/input 'normed': 8 columns do not split into 3/);
   });
 });

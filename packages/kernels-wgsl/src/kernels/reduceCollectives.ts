@@ -9,25 +9,15 @@
 import type { KernelPlanner, TensorInfo } from '../kernelProgram.ts';
 import { BF16_WGSL } from '../wgsl/bf16.wgsl.ts';
 import { buf, preamble } from '../wgsl/bindings.wgsl.ts';
-import { gridFor, numelOf, packedWordsMain, readInput, requireIntAttr, requireTyped, uniformWords, writeOutput } from './planParts.ts';
+import { gridFor, numelOf, packedWordsMain, readInput, uniformWords, writeOutput } from './planParts.ts';
 
 type Algorithm = 'ring' | 'oneshot' | 'ordered';
 type Ownership = 'ringChunks' | 'rowBlocks';
 
-/** NCCL defaults, as core's ringAllReduce.ts (RING_DEFAULT_CHANNELS, RING_DEFAULT_CHUNK_ELEMS, RING_ALIGN_ELEMS). */
-const DEFAULT_CHANNELS = 2;
-const DEFAULT_CHUNK_ELEMS = 1_048_576;
+/** NCCL's alignment of a ring loop's last blocks, as core's ringAllReduce.ts (RING_ALIGN_ELEMS). */
 const ALIGN_ELEMS = 16;
 
 const REDUCE = preamble(['n', 'tp', 'words', 'groupsX', 'a', 'b', 'c', 'd'], [buf('x', readInput(0)), buf('y', writeOutput(0))]);
-
-function algorithmOf(attrs: Record<string, unknown>, op: string): Algorithm {
-  const a = attrs.algorithm;
-  if (a !== 'ring' && a !== 'oneshot' && a !== 'ordered') {
-    throw new Error(`${op}: unknown reduction algorithm ${JSON.stringify(a)}; expected one of ring, oneshot, ordered`);
-  }
-  return a;
-}
 
 function reduceWgsl(algorithm: Algorithm, ownership: Ownership): string {
   const owner =
@@ -69,14 +59,15 @@ fn reduced(i: u32) -> u32 {
 ${packedWordsMain(64, 'reduced', 'u.n', 'y')}`;
 }
 
+/** tp and one rank's element count, checking the device's stacking (which no declaration describes). */
 function stacked(inputs: (TensorInfo | null)[], outputs: (TensorInfo | null)[], attrs: Record<string, unknown>, op: string) {
-  const x = requireTyped(inputs[0], `${op}: stacked input x`, 'bf16');
-  const y = requireTyped(outputs[0], `${op}: output y`, 'bf16');
-  const tp = requireIntAttr(attrs, 'tp', op, 1);
+  const x = inputs[0]!;
+  const y = outputs[0]!;
+  const tp = attrs.tp as number;
   if (x.shape[0] !== tp) throw new Error(`${op}: stacked input [${x.shape.join(',')}] does not lead with tp = ${tp}`);
   const n = numelOf(x.shape.slice(1));
   if (numelOf(y.shape) !== n) throw new Error(`${op}: output [${y.shape.join(',')}] does not hold the ${n} elements of one rank`);
-  return { tp, n, perRank: x.shape.slice(1) };
+  return { tp, n };
 }
 
 function plan(algorithm: Algorithm, ownership: Ownership, n: number, tp: number, ownerParams: number[]) {
@@ -101,9 +92,9 @@ function plan(algorithm: Algorithm, ownership: Ownership, n: number, tp: number,
 
 export const allReducePlanner: KernelPlanner = (inputs, outputs, attrs) => {
   const { tp, n } = stacked(inputs, outputs, attrs, 'allReduce');
-  const algorithm = algorithmOf(attrs, 'allReduce');
-  const channels = attrs.channels === undefined ? DEFAULT_CHANNELS : requireIntAttr(attrs, 'channels', 'allReduce', 1);
-  const chunkElems = attrs.chunkElems === undefined ? DEFAULT_CHUNK_ELEMS : requireIntAttr(attrs, 'chunkElems', 'allReduce', 1);
+  const algorithm = attrs.algorithm as Algorithm;
+  const channels = attrs.channels as number;
+  const chunkElems = attrs.chunkElems as number;
   const blocksPerLoop = channels * tp;
   const loopSize = blocksPerLoop * chunkElems;
   if (loopSize > 0xffffffff) throw new Error(`allReduce: channels ${channels} * tp ${tp} * chunkElems ${chunkElems} exceeds u32`);
@@ -115,8 +106,6 @@ export const allReducePlanner: KernelPlanner = (inputs, outputs, attrs) => {
 };
 
 export const reduceScatterPlanner: KernelPlanner = (inputs, outputs, attrs) => {
-  const { tp, n, perRank } = stacked(inputs, outputs, attrs, 'reduceScatter');
-  const algorithm = algorithmOf(attrs, 'reduceScatter');
-  if (perRank[0] % tp !== 0) throw new Error(`reduceScatter: ${perRank[0]} rows per rank are not divisible by tp ${tp}`);
-  return plan(algorithm, 'rowBlocks', n, tp, [Math.max(1, n / tp), 0, 0, 0]);
+  const { tp, n } = stacked(inputs, outputs, attrs, 'reduceScatter');
+  return plan(attrs.algorithm as Algorithm, 'rowBlocks', n, tp, [Math.max(1, n / tp), 0, 0, 0]);
 };

@@ -27,13 +27,6 @@ export const FP8_WGSL_FORMATS: Readonly<Record<Fp8Format, Fp8WgslFormat>> = {
   e4m3fnuz: { format: 'e4m3fnuz', dtype: 'fp8e4m3fnuz', bias: 8, max: 240, maxOdd: 15, maxPow2: 4, nanBits: 0x80, hasNegativeZero: false },
 };
 
-/** The format named by an op's `format` attribute; throws naming a bad value. */
-export function fp8WgslFormat(format: unknown, op: string): Fp8WgslFormat {
-  const info = typeof format === 'string' ? (FP8_WGSL_FORMATS as Record<string, Fp8WgslFormat | undefined>)[format] : undefined;
-  if (!info) throw new Error(`${op}: format must be 'e4m3fn' or 'e4m3fnuz', got '${String(format)}'`);
-  return info;
-}
-
 /**
  * WGSL constants FP8_MAX_BITS, FP8_MAX_ODD, FP8_MAX_POW2, FP8_NAN and
  * `fn f32_bits_to_fp8(u: u32) -> u32` (fp8 bits in the low byte) for one format.
