@@ -2,7 +2,7 @@
 // check, the engine bench): device descriptions, the priced decoder graph, SP off vs on, the
 // calibration and the sweep. Its own subpath: no backend needs it.
 export { nodeSeconds, OP_CLASS_TITLES, type PricedGraph, priceGraph } from './costModel.ts';
-export { COST_FAMILIES, type CostFamily } from '../graph/ops/opDef.ts';
+export { COST_FAMILIES } from '../graph/ops/opDef.ts';
 export { BUILT_IN_DEVICES, builtInDevice, type Device, type DeviceFigureName, type Efficiency, parseDevice } from './device.ts';
 export { hcspScratchPeak, type KernelsMode } from './engines/hcspKernels.ts';
 export {
