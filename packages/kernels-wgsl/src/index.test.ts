@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { f32ToBf16, type Tensor, type OpName } from '@hcsp/core';
 import { expectOpMatchesCpu, useChromiumGpu } from '../../../test/support/wgslKernelSuite.ts';
-import { WGSL_KERNELS } from './index.ts';
+import { checkedPlanner, WGSL_KERNELS } from './index.ts';
 
 // Every WGSL planner against core's CPU reference kernels, bit for bit, on random bf16
 // inputs, through Chromium's WebGPU (SwiftShader). Shapes are small but cover the edges:
@@ -50,7 +50,7 @@ describe('WGSL kernel table', () => {
   });
 
   it("every planner's WGSL compiles (one representative shape per op)", async () => {
-    const plan = WGSL_KERNELS.get('linear')(
+    const plan = checkedPlanner('linear', WGSL_KERNELS.get('linear'))(
       [
         { shape: [5, 24], dtype: 'bf16' },
         { shape: [6, 24], dtype: 'bf16' },

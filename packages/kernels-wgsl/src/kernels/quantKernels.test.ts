@@ -256,7 +256,7 @@ function quantRows(rows: number, cols: number, format: Fp8Format, seed: number):
 
 /** Runs an op's WGSL plan and returns its outputs' storage words. */
 async function runOp(op: OpName, inputs: Tensor[], cpuOut: Tensor[], attrs: Record<string, unknown>): Promise<Uint32Array[]> {
-  return (await runPlannerOnGpu(gpu(), QUANT_WGSL_KERNELS[op]!, inputs, cpuOut.map(tensorInfo), attrs)).words;
+  return (await runPlannerOnGpu(gpu(), checkedPlanner(op, QUANT_WGSL_KERNELS[op]!), inputs, cpuOut.map(tensorInfo), attrs)).words;
 }
 
 function expectSameBits(op: string, what: string, got: Uint32Array, want: Tensor): void {
