@@ -188,19 +188,26 @@ describe('rocm backend on the host device', () => {
 
 describe('typed errors through the graph loop', () => {
   it("a queued kernel's typed error keeps its class and names the node it came from, raised at the run's sync", async () => {
-    // a graph whose declarations the kernel rejects (the builder's shape rules would refuse it:
-    // it stands for an error only the kernel can see)
-    const g = addGraph(2, 3);
-    const bad = { ...g, values: { ...g.values, b: { ...g.values.b, shape: [3, 3] } } };
+    // an error only the kernel can see (GraphSession checks every node's declarations at open):
+    // a QSA selection whose row 0 lists a block past its one visible block
+    const b = new GraphBuilder(1);
+    const [q, k, v] = ['q', 'k', 'v'].map((id) => b.input(id, [2, 2], 'bf16'));
+    const blocks = b.input('blocks', [2, 2], 'i32');
+    const o = b.value('o', [2, 2], 'bf16', 0);
+    const attrs = { heads: 1, kvHeads: 1, headDim: 2, scale: 1, compressRatio: 1, width: 2 };
+    b.node({ op: 'attnCausalQsa', rank: 0, layer: 0, scope: 'attn', inputs: [q, k, v, blocks], outputs: [o], attrs });
+    b.markOutput(o);
     const backend = await createRocmBackend({ device: 'host' });
-    const feeds = new Map([
-      ['a', bf16([2, 3])],
-      ['b', bf16([3, 3], 2)],
+    const feeds = new Map<string, Tensor>([
+      ['q', bf16([2, 2])],
+      ['k', bf16([2, 2], 2)],
+      ['v', bf16([2, 2], 3)],
+      ['blocks', { dtype: 'i32', shape: [2, 2], data: Int32Array.from([0, 5, 0, 1]) }],
     ]);
     const before = addon.stats().liveTensors;
-    const err = await runOnce(backend, bad, feeds, noWeights).catch((x: unknown) => x);
+    const err = await runOnce(backend, b.build(), feeds, noWeights).catch((x: unknown) => x);
     expect(err).toBeInstanceOf(NativeShapeError);
-    expect((err as Error).message).toBe('add (add, rank 0): add: shapes [2,3] and [3,3] differ');
+    expect((err as Error).message).toBe('attn (attnCausalQsa, rank 0): attnCausalQsa: QSA selection: row 0 entry 1 is 5, expected -1 past its 1 blocks');
     expect(addon.stats().liveTensors).toBe(before);
   });
 });

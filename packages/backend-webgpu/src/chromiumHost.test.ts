@@ -10,11 +10,12 @@ import { NO_WEIGHTS } from '../../../test/support/noWeights.ts';
 // Chromium, real SwiftShader WebGPU. Kernel numerics are tested in kernels-wgsl and test/.
 const TEST_KERNELS = { path: fileURLToPath(new URL('../../../test/support/webgpuTestKernels.ts', import.meta.url)), exportName: 'TEST_KERNELS' };
 
-function graphOf(tp: number, values: ValueDecl[], nodes: Omit<GraphNode, 'id' | 'scope' | 'layer' | 'attrs'>[], outputs: ValueId[]): Graph {
+/** A graph of test nodes; each node's attributes are its op's declared ones, as GraphSession checks every node against its declaration. */
+function graphOf(tp: number, values: ValueDecl[], nodes: Omit<GraphNode, 'id' | 'scope' | 'layer'>[], outputs: ValueId[]): Graph {
   return {
     tp,
     values: Object.fromEntries(values.map((v) => [v.id, v])),
-    nodes: nodes.map((n, id) => ({ ...n, id, scope: `test.n${id}`, layer: -1, attrs: {} })),
+    nodes: nodes.map((n, id) => ({ ...n, id, scope: `test.n${id}`, layer: -1 })),
     inputs: values.filter((v) => v.kind === 'input').map((v) => v.id),
     outputs,
     meta: {},
@@ -42,7 +43,7 @@ describe('ChromiumHost (headless Chromium WebGPU)', () => {
     const n = 4 << 20;
     const x = new Float32Array(n);
     for (let i = 0; i < n; i++) x[i] = Math.fround(Math.sin(i) * 1e3);
-    const graph = graphOf(1, [input('x', [n]), inter('y', [n], 0)], [{ op: 'pad', rank: 0, inputs: ['x'], outputs: ['y'] }], ['y']);
+    const graph = graphOf(1, [input('x', [n]), inter('y', [n], 0)], [{ op: 'pad', rank: 0, inputs: ['x'], outputs: ['y'], attrs: { rows: n } }], ['y']);
     const t0 = performance.now();
     const { values, stats } = await runOn(host, graph, new Map([['x', { dtype: 'f32', shape: [n], data: x }]]));
     console.log(`4M-element copy round trip: ${((performance.now() - t0) / 1000).toFixed(2)} s (executor ${stats.seconds.toFixed(2)} s)`);
@@ -69,14 +70,13 @@ describe('ChromiumHost (headless Chromium WebGPU)', () => {
         inter('s1', [4, 6], 1, 'bf16'),
       ],
       [
-        { op: 'pad', rank: 0, inputs: ['x0'], outputs: ['a0'] },
-        { op: 'pad', rank: 1, inputs: ['x1'], outputs: ['a1'] },
-        { op: 'allGather', rank: null, inputs: ['a0', 'a1'], outputs: ['g0', 'g1'] },
-        { op: 'reduceScatter', rank: null, inputs: ['g0', 'g1'], outputs: ['s0', 's1'] },
+        { op: 'pad', rank: 0, inputs: ['x0'], outputs: ['a0'], attrs: { rows: 4 } },
+        { op: 'pad', rank: 1, inputs: ['x1'], outputs: ['a1'], attrs: { rows: 4 } },
+        { op: 'allGather', rank: null, inputs: ['a0', 'a1'], outputs: ['g0', 'g1'], attrs: {} },
+        { op: 'reduceScatter', rank: null, inputs: ['g0', 'g1'], outputs: ['s0', 's1'], attrs: { algorithm: 'ordered' } },
       ],
       ['g1', 's0', 's1'],
     );
-    graph.nodes[3].attrs = { algorithm: 'ordered' };
     const { values, stats } = await runOn(
       host,
       graph,
@@ -100,26 +100,36 @@ describe('ChromiumHost (headless Chromium WebGPU)', () => {
   });
 
   it('a WGSL syntax error rejects with the kernel key and the compiler message', async () => {
-    const graph = graphOf(1, [input('x', [4]), inter('y', [4], 0)], [{ op: 'add', rank: 0, inputs: ['x'], outputs: ['y'] }], ['y']);
-    const run = runOn(host, graph, new Map([['x', { dtype: 'f32', shape: [4], data: new Float32Array(4) }]]));
+    const graph = graphOf(
+      1,
+      [input('x', [4], 'bf16'), inter('y', [4], 0, 'bf16')],
+      [{ op: 'add', rank: 0, inputs: ['x', 'x'], outputs: ['y'], attrs: {} }],
+      ['y'],
+    );
+    const run = runOn(host, graph, new Map([['x', { dtype: 'bf16', shape: [4], data: new Uint16Array(4) }]]));
     await expect(run).rejects.toThrow(/kernel 'test\.brokenWgsl' failed to compile:\n1:\d+: missing initializer/);
   });
 
   it('an op without a kernel rejects naming the op and the backend', async () => {
-    const graph = graphOf(1, [input('x', [4]), inter('y', [4], 0)], [{ op: 'trim', rank: 0, inputs: ['x'], outputs: ['y'] }], ['y']);
+    const graph = graphOf(1, [input('x', [4]), inter('y', [4], 0)], [{ op: 'trim', rank: 0, inputs: ['x'], outputs: ['y'], attrs: { rows: 4 } }], ['y']);
     const run = runOn(host, graph, new Map([['x', { dtype: 'f32', shape: [4], data: new Float32Array(4) }]]));
     await expect(run).rejects.toThrow(/webgpu \(test kernels\): no kernel for op 'trim'/);
   });
 
   it('an absurd allocation rejects naming the buffer and its size, without hanging', async () => {
-    const huge = [1 << 20, 1 << 20]; // 4 TiB of f32
-    const graph = graphOf(1, [input('x', [4]), inter('huge', huge, 0)], [{ op: 'pad', rank: 0, inputs: ['x'], outputs: ['huge'] }], ['huge']);
-    const run = runOn(host, graph, new Map([['x', { dtype: 'f32', shape: [4], data: new Float32Array(4) }]]));
+    const huge = [1 << 20, 1 << 20]; // 4 TiB of f32: one row padded to 2^20
+    const graph = graphOf(
+      1,
+      [input('x', [1, 1 << 20]), inter('huge', huge, 0)],
+      [{ op: 'pad', rank: 0, inputs: ['x'], outputs: ['huge'], attrs: { rows: 1 << 20 } }],
+      ['huge'],
+    );
+    const run = runOn(host, graph, new Map([['x', { dtype: 'f32', shape: [1, 1 << 20], data: new Float32Array(1 << 20) }]]));
     await expect(run).rejects.toThrow(/buffer 'huge' of 4398046511104 bytes (exceeds|.*out of memory)/);
   });
 
   it('a missing feed rejects naming the input, and the host still runs afterwards', async () => {
-    const graph = graphOf(1, [input('x', [4]), inter('y', [4], 0)], [{ op: 'pad', rank: 0, inputs: ['x'], outputs: ['y'] }], ['y']);
+    const graph = graphOf(1, [input('x', [4]), inter('y', [4], 0)], [{ op: 'pad', rank: 0, inputs: ['x'], outputs: ['y'], attrs: { rows: 4 } }], ['y']);
     await expect(runOn(host, graph, new Map())).rejects.toThrow(/graph input 'x' was not fed/);
     const x = Float32Array.from([1, -2, 3.5, Number.NaN]);
     const { values } = await runOn(host, graph, new Map([['x', { dtype: 'f32', shape: [4], data: x }]]));
@@ -127,7 +137,7 @@ describe('ChromiumHost (headless Chromium WebGPU)', () => {
   });
 
   it('dispose() waits for a run already asked for, which still fetches its inputs', async () => {
-    const graph = graphOf(1, [input('x', [4]), inter('y', [4], 0)], [{ op: 'pad', rank: 0, inputs: ['x'], outputs: ['y'] }], ['y']);
+    const graph = graphOf(1, [input('x', [4]), inter('y', [4], 0)], [{ op: 'pad', rank: 0, inputs: ['x'], outputs: ['y'], attrs: { rows: 4 } }], ['y']);
     const x = Float32Array.from([1, 2, 3, 4]);
     const prepared = await host.prepare(graph, NO_WEIGHTS);
     const run = prepared.run(new Map([['x', { dtype: 'f32', shape: [4], data: x }]]));

@@ -28,7 +28,16 @@ function copyChain(nodes: number, n = 1 << 20): { graph: Graph; feeds: Map<Value
   const graphNodes: GraphNode[] = [];
   for (let i = 0; i < nodes; i++) {
     values.push(decl(`y${i}`, 'intermediate'));
-    graphNodes.push({ id: i, op: 'pad', rank: 0, inputs: [i === 0 ? 'x' : `y${i - 1}`], outputs: [`y${i}`], scope: `test.n${i}`, layer: -1, attrs: {} });
+    graphNodes.push({
+      id: i,
+      op: 'pad',
+      rank: 0,
+      inputs: [i === 0 ? 'x' : `y${i - 1}`],
+      outputs: [`y${i}`],
+      scope: `test.n${i}`,
+      layer: -1,
+      attrs: { rows: n },
+    });
   }
   const graph: Graph = {
     tp: 1,

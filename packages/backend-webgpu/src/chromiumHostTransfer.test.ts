@@ -28,7 +28,7 @@ function copyGraph(): { graph: Graph; feeds: Map<ValueId, Tensor>; words: Uint32
   const graph: Graph = {
     tp: 1,
     values: { x: { id: 'x', shape: [N], dtype: 'f32', rank: null, kind: 'input' }, y: { id: 'y', shape: [N], dtype: 'f32', rank: 0, kind: 'intermediate' } },
-    nodes: [{ id: 0, op: 'pad', rank: 0, inputs: ['x'], outputs: ['y'], scope: 'test.n0', layer: -1, attrs: {} }],
+    nodes: [{ id: 0, op: 'pad', rank: 0, inputs: ['x'], outputs: ['y'], scope: 'test.n0', layer: -1, attrs: { rows: N } }],
     inputs: ['x'],
     outputs: ['y'],
     meta: {},

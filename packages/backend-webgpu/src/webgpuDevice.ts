@@ -58,7 +58,7 @@ export class WebGpuDevice implements DeviceOps<GPUBuffer> {
     return this.awaitChecks();
   }
 
-  /** The node's planner, called as is: the graph builder checked every node against its op's declaration. */
+  /** The node's planner, called as is: GraphSession checked every node against its op's declaration (checkNode). */
   private planner(node: GraphNode): (inputs: (TensorInfo | null)[], outputs: (TensorInfo | null)[], attrs: Record<string, unknown>) => KernelPlan {
     const planner = this.kernels.get(node.op);
     return (inputs, outputs, attrs) => {

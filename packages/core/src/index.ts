@@ -25,7 +25,7 @@ export { gemmShape, type GemmShape, heldWeightBytes, heldWeights, valueBytes } f
 export type { Graph, GraphNode, ValueDecl, ValueId, WeightRef, WeightSlice } from './graph/graph.ts';
 export { GraphBuilder } from './graph/graphBuilder.ts';
 export { planMemory } from './graph/memoryPlan.ts';
-export { checkOpInputs } from './graph/ops/checkOpInputs.ts';
+export { checkOpInputs, checkOpOutputs } from './graph/ops/checkOpInputs.ts';
 export { matrixWeightPort, type ToleranceClass } from './graph/ops/opDef.ts';
 export { allOpDefs, getOpDef, isCollectiveOp, type OpName } from './graph/ops/registry.ts';
 export { REDUCE_ALGORITHMS, type ReduceAlgorithm } from './graph/ops/spOps.ts';

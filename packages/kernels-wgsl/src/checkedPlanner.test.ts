@@ -22,7 +22,7 @@ describe('checkedPlanner', () => {
   it("compares the outputs with the rule's", () => {
     const attrs = { streams: 4, lowRank: 10, contract: 'atom' };
     expect(() => planner('hcScaledSilu')([info([3, 10])], [info([3, 10]), info([3, 4])], attrs)).toThrow(
-      "op hcScaledSilu: output 'raw' is not produced for these inputs, but bf16[3,4] is given",
+      "op hcScaledSilu: output 'raw' is bf16[3,4], but the op does not produce it for these inputs",
     );
     expect(() => planner('hcScaledSilu')([info([3, 14])], [null, info([3, 4])], attrs)).toThrow("op hcScaledSilu: output 'gate' is required");
     expect(planner('hcScaledSilu')([info([3, 14])], [info([3, 10]), null], attrs).dispatches).toHaveLength(1);

@@ -44,8 +44,8 @@ export interface TensorInfo {
 
 /**
  * Builds the plan for an op from its tensors' shapes and its attributes, which have passed the
- * op's declaration (core's checkOpInputs): the WebGPU device plans graph nodes only, which the
- * graph builder checked; a call outside a graph goes through checkedPlanner. A planner refuses
+ * op's declaration (core's checkOpInputs): the WebGPU device plans graph nodes only, which
+ * GraphSession checked (checkNode); a call outside a graph goes through checkedPlanner. A planner refuses
  * only what the declaration allows and its WGSL cannot do (WebGPU limits, odd dims a packed
  * kernel cannot write, attribute values not implemented here).
  */

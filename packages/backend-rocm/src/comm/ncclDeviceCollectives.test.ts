@@ -7,6 +7,8 @@ import {
   type GraphNode,
   type OpName,
   type PreparedGraph,
+  RING_DEFAULT_CHANNELS,
+  RING_DEFAULT_CHUNK_ELEMS,
   type RunResult,
   type Tensor,
   type ValueDecl,
@@ -103,9 +105,9 @@ function rankPart(tp: number, rank: number, rows: number, cols: number): Graph {
     rank,
     values,
     nodes: [
-      node(1, 'allReduce', ['x'], ['b'], { tp, algorithm: 'ring' }, null, 'test.ar'),
-      node(2, 'reduceScatter', ['b'], ['c'], { tp, algorithm: 'ordered' }, null, 'test.rs'),
-      node(3, 'allGather', ['c'], ['d'], { tp }, null, 'test.ag'),
+      node(1, 'allReduce', ['x'], ['b'], { algorithm: 'ring', channels: RING_DEFAULT_CHANNELS, chunkElems: RING_DEFAULT_CHUNK_ELEMS }, null, 'test.ar'),
+      node(2, 'reduceScatter', ['b'], ['c'], { algorithm: 'ordered' }, null, 'test.rs'),
+      node(3, 'allGather', ['c'], ['d'], {}, null, 'test.ag'),
       node(4, 'add', ['d', 'd'], ['e'], {}, rank, 'test.add'),
     ],
     inputs: ['x'],
@@ -226,12 +228,12 @@ for (const K of KINDS) {
       uneven.values.x.shape = [6, 12];
       uneven.values.b.shape = [6, 12];
       const a = await open(uneven, comm).catch((x: unknown) => x);
-      expect((a as Error).message).toBe('test.rs (reduceScatter): reduceScatter: 6 rows of shape [6,12] are not divisible by tp 4');
+      expect((a as Error).message).toBe('rocm: node 2 (reduceScatter at test.rs): op reduceScatter: 6 rows do not split into tp 4 equal blocks (pad first)');
       const misdeclared = rankPart(tp, 1, 8, 12);
       misdeclared.values.d.shape = [4, 12];
       misdeclared.values.e.shape = [4, 12];
       const b = await open(misdeclared, comm).catch((x: unknown) => x);
-      expect((b as Error).message).toBe("test.ag (allGather): allGather: the graph declares bf16[4,12] for 'd', the collective gives bf16[8,12]");
+      expect((b as Error).message).toBe("rocm: node 3 (allGather at test.ag): op allGather: output 'y' ('d') is declared bf16[4,12], the op gives bf16[8,12]");
       expect(fake.logText()).not.toMatch(/^ncclReduceScatter .*send=72/m);
       expect(fake.logText()).not.toMatch(/^ncclAllGather /m);
     });

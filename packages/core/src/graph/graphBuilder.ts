@@ -1,14 +1,13 @@
 import type { DType } from '../tensor/tensor.ts';
 import type { Graph, GraphNode, ValueDecl, ValueId, WeightRef } from './graph.ts';
-import { checkOpInputs } from './ops/checkOpInputs.ts';
-import type { ValueInfo } from './ops/shapeRules.ts';
-import { getOpDef, type OpName } from './ops/registry.ts';
+import { checkNode } from './checkNode.ts';
+import type { OpName } from './ops/registry.ts';
 
 /** A node as a builder adds it: the op is one core declares. */
 export type NodeSpec = Omit<GraphNode, 'id' | 'op'> & { op: OpName };
 
 /**
- * Builds a Graph node by node, checking each node against its op declaration: ports and
+ * Builds a Graph node by node, checking each node against its op declaration (checkNode): ports and
  * dtypes, attributes, and the declared outputs against the op's output rule.
  */
 export class GraphBuilder {
@@ -64,27 +63,8 @@ export class GraphBuilder {
   }
 
   node(n: NodeSpec): GraphNode {
-    const def = getOpDef(n.op);
-    const perRank = def.collective ? this.tp : 1;
-    if (Boolean(def.collective) !== (n.rank === null)) {
-      throw new Error(`graph: op ${n.op} ${def.collective ? 'is a collective (rank must be null)' : 'needs a rank'}`);
-    }
-    if (n.inputs.length !== def.inputs.length * perRank || n.outputs.length !== def.outputs.length * perRank) {
-      throw new Error(
-        `graph: op ${n.op} at ${n.scope} has ${n.inputs.length} inputs / ${n.outputs.length} outputs, expected ${def.inputs.length * perRank} / ${def.outputs.length * perRank}`,
-      );
-    }
-    for (const id of n.inputs) {
-      if (id !== null && !this.values[id]) throw new Error(`graph: op ${n.op} at ${n.scope}: unknown input value '${id}'`);
-    }
-    n.outputs.forEach((id, i) => {
-      if (id !== null && !this.values[id]) throw new Error(`graph: op ${n.op} at ${n.scope}: output '${id}' not declared`);
-      if (id === null && !def.outputs[i % def.outputs.length].optional) {
-        throw new Error(`graph: op ${n.op} at ${n.scope}: output '${def.outputs[i % def.outputs.length].name}' is required`);
-      }
-    });
     try {
-      this.checkAgainstDeclaration(n, perRank);
+      checkNode(this.values, n, this.tp);
     } catch (e) {
       throw new Error(`graph: ${n.scope}: ${(e as Error).message}`);
     }
@@ -107,28 +87,6 @@ export class GraphBuilder {
       outputs: this.outputs,
       meta: this.meta,
     };
-  }
-
-  /** Each rank's inputs must pass the declaration's check, and its declared outputs be what the op's rule gives. */
-  private checkAgainstDeclaration(n: NodeSpec, perRank: number): void {
-    const def = getOpDef(n.op);
-    const infoOf = (id: ValueId | null): ValueInfo | null => (id === null ? null : this.values[id]);
-    for (let r = 0; r < perRank; r++) {
-      const ins = n.inputs.slice(r * def.inputs.length, (r + 1) * def.inputs.length).map(infoOf);
-      const outs = n.outputs.slice(r * def.outputs.length, (r + 1) * def.outputs.length);
-      const rule = checkOpInputs(def, ins, n.attrs, this.tp);
-      outs.forEach((id, p) => {
-        const want = rule[p] ?? null;
-        if (id === null) return;
-        const got = this.values[id];
-        if (!want) throw new Error(`op ${n.op}: output '${def.outputs[p].name}' is not produced for these inputs, but '${id}' is declared`);
-        if (got.dtype !== want.dtype || got.shape.join(',') !== want.shape.join(',')) {
-          throw new Error(
-            `op ${n.op}: output '${def.outputs[p].name}' ('${id}') is declared ${got.dtype}[${got.shape.join(',')}], the op gives ${want.dtype}[${want.shape.join(',')}]`,
-          );
-        }
-      });
-    }
   }
 
   private declare(v: ValueDecl): void {

@@ -4,6 +4,7 @@ import { cpuKernel } from '../reference/kernels/index.ts';
 import { bytesPerElement, numel, shapeStr, zeros, type Tensor } from '../tensor/tensor.ts';
 import type { DeviceOps, RecordedRun } from './deviceOps.ts';
 import type { Graph, GraphNode, ValueDecl, ValueId } from './graph.ts';
+import { checkNode } from './checkNode.ts';
 import { getOpDef } from './ops/registry.ts';
 import { rowRanges } from './rowRanges.ts';
 import { RunStatsCounter } from './runStatsCounter.ts';
@@ -244,10 +245,13 @@ export class GraphSession<H> implements PreparedGraph {
     if (graph.rank !== undefined && !this.options.communicator) {
       throw new Error(`${this.options.backend}: the graph is rank ${graph.rank}'s part; running it needs that rank's communicator`);
     }
+    // every node against its declaration, however the graph was made (built, read from JSON,
+    // rewritten): kernels then assert only what a declaration cannot say
     for (const node of graph.nodes) {
-      for (const id of [...node.inputs, ...node.outputs]) {
-        if (id !== null && !graph.values[id])
-          throw new Error(`${this.options.backend}: node ${node.id} (${node.op} at ${node.scope}) uses undeclared value '${id}'`);
+      try {
+        checkNode(graph.values, node, graph.tp, graph.rank === undefined ? graph.tp : 1);
+      } catch (e) {
+        throw new Error(`${this.options.backend}: node ${node.id} (${node.op} at ${node.scope}): ${(e as Error).message}`);
       }
     }
   }

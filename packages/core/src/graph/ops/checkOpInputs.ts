@@ -27,3 +27,30 @@ export function checkOpInputs(def: OpDef, inputs: readonly (ValueInfo | null)[],
   if (tp === undefined) throw new Error(`op ${def.name}: a collective's check needs tp`);
   return def.shape(inputs, { ...attrs, tp });
 }
+
+/** a given output: its value's id where it has one (a graph's), for the message */
+type GivenOutput = (ValueInfo & { readonly id?: string }) | null;
+
+const text = (v: ValueInfo): string => `${v.dtype}[${v.shape.join(',')}]`;
+
+/**
+ * Outputs given for an op (a graph's declared values, a planner's buffers) against what its
+ * output rule gave (`rule`, from checkOpInputs): every required port given, none the rule does
+ * not produce, each of the rule's dtype and, with `shapes`, its shape (a stacked collective's
+ * buffers are checked for dtype only).
+ */
+export function checkOpOutputs(def: OpDef, rule: readonly (ValueInfo | null)[], outputs: readonly GivenOutput[], shapes = true): void {
+  def.outputs.forEach((port, p) => {
+    const got = outputs[p] ?? null;
+    const want = rule[p] ?? null;
+    const named = got?.id === undefined ? `output '${port.name}' is` : `output '${port.name}' ('${got.id}') is declared`;
+    if (!got) {
+      if (!port.optional) throw new Error(`op ${def.name}: output '${port.name}' is required`);
+      return;
+    }
+    if (!want) throw new Error(`op ${def.name}: ${named} ${text(got)}, but the op does not produce it for these inputs`);
+    if (got.dtype !== want.dtype || (shapes && got.shape.join(',') !== want.shape.join(','))) {
+      throw new Error(`op ${def.name}: ${named} ${text(got)}, the op gives ${text(want)}`);
+    }
+  });
+}
