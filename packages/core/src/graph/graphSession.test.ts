@@ -109,11 +109,15 @@ describe('GraphSession', () => {
     widened.shape[1] += 1;
     graph.values[node.outputs[0]!] = widened;
     await expect(GraphSession.open(graph, CPU_DEVICE, loadWeight(p.weights), { backend: 'cpu' })).rejects.toThrow(
-      new RegExp(`^cpu: node ${node.id} \\(hcGatedMean at L0\\.attn_hc\\.gated_mean\\): op hcGatedMean: output '\\w+' \\('${node.outputs[0]}'\\) is declared bf16\\[\\d+,\\d+\\], the op gives bf16`),
+      new RegExp(
+        `^cpu: node ${node.id} \\(hcGatedMean at L0\\.attn_hc\\.gated_mean\\): op hcGatedMean: output '\\w+' \\('${node.outputs[0]}'\\) is declared bf16\\[\\d+,\\d+\\], the op gives bf16`,
+      ),
     );
     const unknownAttr = JSON.parse(JSON.stringify(p.graph)) as typeof p.graph;
     unknownAttr.nodes[node.id].attrs = { ...unknownAttr.nodes[node.id].attrs, bogus: 1 };
-    await expect(GraphSession.open(unknownAttr, CPU_DEVICE, loadWeight(p.weights), { backend: 'cpu' })).rejects.toThrow("op hcGatedMean: unknown attribute 'bogus'");
+    await expect(GraphSession.open(unknownAttr, CPU_DEVICE, loadWeight(p.weights), { backend: 'cpu' })).rejects.toThrow(
+      "op hcGatedMean: unknown attribute 'bogus'",
+    );
   });
 
   it('refuses a weight whose checkpoint tensor does not match the declaration', async () => {
