@@ -2,7 +2,7 @@
 // shapes, bytes each rank sends, rows' worth of data each rank sends) and the rows each
 // rank runs through combine-norm. Counted exactly as graph/runStatsCounter.ts counts the
 // run's totals, so the steps add up to the backend's stats.
-import { bytesPerElement, commBytesOf, numel, type CollectiveOp, type Graph, type GraphNode, type ReduceAlgorithm } from '@hcsp/core';
+import { bytesPerElement, commBytesOf, isCollectiveOp, numel, type CollectiveOp, type Graph, type GraphNode, type ReduceAlgorithm } from '@hcsp/core';
 import { stepKeyOf } from './stepKey.ts';
 
 export interface StepCollective {
@@ -24,8 +24,6 @@ export interface StepTraffic {
   /** rows entering combine-norm on each rank in this step */
   hcRowsPerRank: number[];
 }
-
-const COLLECTIVES: ReadonlySet<string> = new Set<CollectiveOp>(['allReduce', 'reduceScatter', 'allGather']);
 
 function collectiveOf(graph: Graph, node: GraphNode): StepCollective {
   const kind = node.op as CollectiveOp;
@@ -61,7 +59,7 @@ export function stepTraffic(graph: Graph): StepTraffic[] {
     return s;
   };
   for (const node of graph.nodes) {
-    if (node.rank === null && COLLECTIVES.has(node.op)) stepOf(node).collectives.push(collectiveOf(graph, node));
+    if (isCollectiveOp(node.op)) stepOf(node).collectives.push(collectiveOf(graph, node));
     if (node.op === 'hcCombineNorm' && node.rank !== null) stepOf(node).hcRowsPerRank[node.rank] += graph.values[node.inputs[0]!].shape[0];
   }
   return [...steps.values()];
