@@ -1,5 +1,5 @@
 import type { GraphNode } from '../graph/graph.ts';
-import { cpuCollectiveKernel } from '../reference/kernels/index.ts';
+import { CPU_COLLECTIVE_KERNELS } from '../reference/kernels/index.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import type { Communicator } from './communicator.ts';
 
@@ -45,7 +45,7 @@ export function processLocalGroup(tp: number): LocalCommunicator[] {
     }
     const node = arrivals[0].node;
     try {
-      const outs = cpuCollectiveKernel(node.op)(
+      const outs = CPU_COLLECTIVE_KERNELS.get(node.op)(
         arrivals.map((a) => a.inputs),
         { ...node.attrs, tp },
       );

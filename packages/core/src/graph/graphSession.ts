@@ -1,6 +1,6 @@
 import type { DeviceCounters, EngineStats, PreparedGraph, RunOptions, RunResult, RunStats, WeightLoadStats } from '../backend/backend.ts';
 import type { Communicator } from '../collectives/communicator.ts';
-import { cpuKernel } from '../reference/kernels/index.ts';
+import { CPU_KERNELS } from '../reference/kernels/index.ts';
 import { bytesPerElement, numel, shapeStr, zeros, type Tensor } from '../tensor/tensor.ts';
 import type { DeviceOps, RecordedRun } from './deviceOps.ts';
 import type { Graph, GraphNode, ValueDecl, ValueId } from './graph.ts';
@@ -431,7 +431,7 @@ export class GraphSession<H> implements PreparedGraph {
       // else a rank's side of a collective (through its communicator), or a host op: on host tensors
       const ins = await this.hostInputs(node, handle);
       const t = performance.now();
-      const outs = node.rank === null ? await this.options.communicator!.collective(node, ins as Tensor[]) : cpuKernel(node.op)(ins, node.attrs);
+      const outs = node.rank === null ? await this.options.communicator!.collective(node, ins as Tensor[]) : CPU_KERNELS.get(node.op)(ins, node.attrs);
       this.hostOpSeconds += (performance.now() - t) / 1000;
       for (const [p, id] of node.outputs.entries()) {
         if (id === null) continue;

@@ -2,10 +2,11 @@ import { checkOpInputs } from '../graph/ops/checkOpInputs.ts';
 import { getOpDef } from '../graph/ops/registry.ts';
 import type { ValueInfo } from '../graph/ops/shapeRules.ts';
 
-// The one input check of the reference kernels (CPU and float64): their tables' lookups wrap
-// each kernel so that a call runs the op's declaration first (checkOpInputs: ports present,
-// declared dtypes, attributes, the output rule). Kernel bodies then assert only what a
-// declaration cannot say (data-dependent facts: an id inside its table, ranks alike).
+// The reference kernels (CPU and float64) called outside a graph: their lookups (cpuKernel,
+// exactKernel, ...) wrap each kernel so that a call runs the op's declaration first
+// (checkOpInputs: ports present, declared dtypes, attributes, the output rule). In a graph
+// the devices read the tables directly: GraphSession checked every node at open (checkNode).
+// Kernel bodies assert only what a declaration cannot say (an id inside its table, ranks alike).
 
 type PerRankKernel<T> = (inputs: (T | null)[], attrs: Record<string, unknown>) => (T | null)[];
 type CollectiveKernel<T> = (inputs: T[][], attrs: Record<string, unknown>) => T[][];

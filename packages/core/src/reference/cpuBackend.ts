@@ -5,7 +5,7 @@ import { GraphSession, type SessionOptions } from '../graph/graphSession.ts';
 import { resolveWeightRows } from '../model/resolveWeight.ts';
 import type { WeightSource } from '../model/weightSource.ts';
 import { shapeStr, type Tensor } from '../tensor/tensor.ts';
-import { cpuCollectiveKernel, cpuKernel } from './kernels/index.ts';
+import { CPU_COLLECTIVE_KERNELS, CPU_KERNELS } from './kernels/index.ts';
 
 function checkOut(t: Tensor | null, d: ValueDecl | null, op: string): Tensor | null {
   if (d === null) return null;
@@ -16,15 +16,19 @@ function checkOut(t: Tensor | null, d: ValueDecl | null, op: string): Tensor | n
   return t;
 }
 
-/** The reference kernels as a device: handles are host tensors; collectives take every rank's buffer in lockstep. */
+/**
+ * The reference kernels as a device: handles are host tensors; collectives take every rank's
+ * buffer in lockstep. It runs a graph's nodes, which GraphSession checked against their
+ * declarations at open, so it reads the kernel tables directly.
+ */
 export const CPU_DEVICE: DeviceOps<Tensor> = {
   upload: async (_decl, t) => t,
   runNode: async (node: GraphNode, inputs, _inputDecls, outputs) => {
-    const out = cpuKernel(node.op)(inputs, node.attrs);
+    const out = CPU_KERNELS.get(node.op)(inputs, node.attrs);
     return outputs.map((d, p) => checkOut(out[p] ?? null, d, node.op));
   },
   runCollective: async (node, inputs, _inputDecls, outputs) => {
-    const out = cpuCollectiveKernel(node.op)(inputs, { ...node.attrs, tp: inputs.length });
+    const out = CPU_COLLECTIVE_KERNELS.get(node.op)(inputs, { ...node.attrs, tp: inputs.length });
     return outputs.map((ds, r) => ds.map((d, p) => checkOut(out[r][p], d, node.op)!));
   },
   download: async (_decl, t) => t,

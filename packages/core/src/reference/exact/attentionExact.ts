@@ -2,7 +2,8 @@ import type { ModelConfig } from '../../config/modelConfig.ts';
 import { qsaKeptPositions, qsaVisibleBlocks } from '../../layers/attention/qsaSelection.ts';
 import { torchCpuTopk, topkTiesOf } from '../../numerics/topkTies.ts';
 import type { HeadLayout } from '../../layers/attention/attentionMath.ts';
-import { type F64Tensor, headLayoutAttrs, type I32Tensor, numAttrs } from './exactInputs.ts';
+import type { F64Tensor, I32Tensor } from './exactInputs.ts';
+import { headLayoutAttrs, numAttrs } from '../kernels/kernelArgs.ts';
 import type { ExactKernelTable, ExactTensor } from './exactTensor.ts';
 
 // Float64 kernels of the full-attention and QSA ops (graph/ops/attentionOps.ts): the math

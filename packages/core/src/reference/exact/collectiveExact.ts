@@ -8,7 +8,8 @@
 // shards in rank order (all-gather). shard, pad and trim are exact copies (zero rows for padding).
 import { numel, shapeStr } from '../../tensor/tensor.ts';
 import { allocExact } from './basicExact.ts';
-import { type F64Tensor, numAttrs } from './exactInputs.ts';
+import type { F64Tensor } from './exactInputs.ts';
+import { numAttrs } from '../kernels/kernelArgs.ts';
 import type { ExactCollectiveKernel, ExactKernel, ExactKernelTable, ExactTensor } from './exactTensor.ts';
 
 /** Port 0 of every rank, all of one shape and dtype (each rank's declaration check sees only its own). */

@@ -18,7 +18,7 @@ import { bf16ToF32 } from '../../numerics/bf16.ts';
 import { fp8FormatOfDtype, fp8ToF32 } from '../../numerics/fp8.ts';
 import { shapeStr, type Tensor } from '../../tensor/tensor.ts';
 import type { ExactTensor } from './exactTensor.ts';
-import { EXACT_COLLECTIVE_KERNELS, EXACT_KERNELS, exactCollectiveKernel, exactKernel } from './exactKernels.ts';
+import { EXACT_COLLECTIVE_KERNELS, EXACT_KERNELS } from './exactKernels.ts';
 
 export interface EvaluateExactOptions {
   /** the values to return (and never free); default: every input and computed value (weights only when named) */
@@ -90,12 +90,12 @@ function checked(t: ExactTensor | null | undefined, d: ValueDecl | null): ExactT
 export const EXACT_DEVICE: DeviceOps<ExactTensor> = {
   upload: async (_decl, t) => widenTensor(t),
   runNode: async (node, inputs, _inputDecls, outputs) => {
-    const out = exactKernel(node.op)(inputs, node.attrs);
+    const out = EXACT_KERNELS.get(node.op)(inputs, node.attrs);
     return outputs.map((d, p) => checked(out[p], d));
   },
   runsHostOp: () => true,
   runCollective: async (node, inputs, _inputDecls, outputs) => {
-    const out = exactCollectiveKernel(node.op)(inputs, { ...node.attrs, tp: inputs.length });
+    const out = EXACT_COLLECTIVE_KERNELS.get(node.op)(inputs, { ...node.attrs, tp: inputs.length });
     return outputs.map((ds, r) => ds.map((d, p) => checked(out[r]?.[p], d)!));
   },
   download: async (decl, h) => {

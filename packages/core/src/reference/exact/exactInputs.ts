@@ -1,7 +1,5 @@
 import type { ExactTensor } from './exactTensor.ts';
 
-export { headLayoutAttrs, numAttrs } from '../kernels/kernelArgs.ts';
-
 // The inputs of the float64 kernels as their kernels read them. Nothing here checks: a kernel is
 // called through exactKernel / exactCollectiveKernel, which have checked the inputs against the
 // op's declaration; an exact value of a floating dtype holds float64 data, an i32 one int32

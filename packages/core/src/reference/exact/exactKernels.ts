@@ -12,9 +12,9 @@ import { pleExact } from './pleExact.ts';
 import { quantExact } from './quantExact.ts';
 
 // Every float64 ("exact") kernel, one family file each, keyed like the CPU reference's
-// (reference/kernels/index.ts): a new op's exact kernel goes into its family's file. Kernels are
-// called through exactKernel and exactCollectiveKernel, which check the inputs against the op's
-// declaration; the tables themselves are read only for their coverage.
+// (reference/kernels/index.ts): a new op's exact kernel goes into its family's file. The float64
+// device reads the tables (its graph's nodes were checked at open); a call outside a graph goes
+// through exactKernel and exactCollectiveKernel, which check the inputs against the declaration.
 const FAMILIES: ExactKernelTable[] = [basicExact, hcExact, collectiveExact, quantExact, headExact, gdnExact, attentionExact, moeExact, pleExact];
 
 export const EXACT_KERNELS = new KernelTable<ExactKernel>(

@@ -1,4 +1,5 @@
-import { type F64Tensor, numAttrs } from './exactInputs.ts';
+import type { F64Tensor } from './exactInputs.ts';
+import { numAttrs } from '../kernels/kernelArgs.ts';
 import type { ExactKernelTable } from './exactTensor.ts';
 
 // Float64 kernels of the GatedDeltaNet ops (graph/ops/gdnOps.ts): the math of

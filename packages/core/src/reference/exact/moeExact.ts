@@ -1,5 +1,6 @@
 import { topkIndices, topkTiesOf } from '../../numerics/topkTies.ts';
-import { type F64Tensor, type I32Tensor, numAttrs } from './exactInputs.ts';
+import type { F64Tensor, I32Tensor } from './exactInputs.ts';
+import { numAttrs } from '../kernels/kernelArgs.ts';
 import type { ExactKernelTable, ExactTensor } from './exactTensor.ts';
 
 // Float64 kernels of the MoE ops (graph/ops/moeOps.ts): the math of layers/moe/moeMath.ts

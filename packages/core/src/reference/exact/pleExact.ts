@@ -1,5 +1,6 @@
 import { pleKernels } from '../kernels/pleKernels.ts';
-import { type F64Tensor, type I32Tensor, numAttrs } from './exactInputs.ts';
+import type { F64Tensor, I32Tensor } from './exactInputs.ts';
+import { numAttrs } from '../kernels/kernelArgs.ts';
 import type { ExactKernelTable } from './exactTensor.ts';
 
 // Float64 kernels of the PLE ops (graph/ops/pleOps.ts): the math of layers/ple/pleMath.ts in

@@ -1,14 +1,12 @@
 import type { CpuKernelTable } from '../cpuKernel.ts';
-import { tensor, type Tensor } from '../../tensor/tensor.ts';
-import { headLayoutAttrs, numAttrs } from './kernelArgs.ts';
+import { tensor } from '../../tensor/tensor.ts';
+import { bits, headLayoutAttrs, numAttrs } from './kernelArgs.ts';
 import { attnCausalQsa, attnHeadNormRopeBf16, attnOutputGate } from '../../layers/attention/attentionMath.ts';
 import { qsaBlockKeys, qsaBlockScores, qsaSelectBlocks, type QsaIndexerDims } from '../../layers/attention/qsaIndexer.ts';
 import { topkTiesOf } from '../../numerics/topkTies.ts';
 
 // CPU reference kernels of the full-attention ops (graph/ops/attentionOps.ts): tensor plumbing
 // around layers/attention/attentionMath.ts and qsaIndexer.ts (the declaration checks the shapes).
-
-const bits = (t: Tensor | null): Uint16Array => t!.data as Uint16Array;
 
 export const attentionKernels: CpuKernelTable = {
   perRank: {

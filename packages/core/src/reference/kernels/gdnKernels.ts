@@ -1,12 +1,10 @@
 import type { CpuKernelTable } from '../cpuKernel.ts';
-import { tensor, type Tensor } from '../../tensor/tensor.ts';
-import { numAttrs } from './kernelArgs.ts';
+import { tensor } from '../../tensor/tensor.ts';
+import { bits, numAttrs } from './kernelArgs.ts';
 import { gdnConvSilu, gdnGatedNorm, gdnGates, gdnRecurrence } from '../../layers/gdn/gdnMath.ts';
 
 // CPU reference kernels of the GatedDeltaNet ops (graph/ops/gdnOps.ts): tensor plumbing
 // around layers/gdn/gdnMath.ts (the declaration checks the shapes).
-
-const bits = (t: Tensor | null): Uint16Array => t!.data as Uint16Array;
 
 export const gdnKernels: CpuKernelTable = {
   perRank: {

@@ -2,9 +2,8 @@ import { combine, combineNorm } from '../../hc/combineNorm.ts';
 import { parseHcContract } from '../../hc/hcContract.ts';
 import { gatedMean, scaledSilu } from '../../hc/mix.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
+import { bits } from './kernelArgs.ts';
 import type { CpuKernelTable } from '../cpuKernel.ts';
-
-const bits = (t: Tensor | null): Uint16Array => t!.data as Uint16Array;
 
 /** Rows, streams n and stream width H of x [rows, n*H] (the declaration checks that n divides it). */
 function streamGeometry(x: Tensor, attrs: Record<string, unknown>): { rows: number; n: number; h: number } {

@@ -2,6 +2,7 @@
 // here checks: a kernel is called through its table's lookup (cpuKernel, exactKernel), which
 // has checked the inputs and attributes against the op's declaration (reference/checkedKernel.ts).
 import type { HeadLayout } from '../../layers/attention/attentionMath.ts';
+import type { Tensor } from '../../tensor/tensor.ts';
 
 /** An op's attributes read as numbers (the declaration has checked their kinds). */
 export function numAttrs(attrs: Record<string, unknown>): Readonly<Record<string, number>> {
@@ -12,4 +13,9 @@ export function numAttrs(attrs: Record<string, unknown>): Readonly<Record<string
 export function headLayoutAttrs(attrs: Record<string, unknown>): HeadLayout {
   const { heads, headDim, stride, offset } = numAttrs(attrs);
   return { heads, headDim, stride, offset };
+}
+
+/** A present bf16 input's bits (the declaration has checked its presence and dtype). */
+export function bits(t: Tensor | null): Uint16Array {
+  return t!.data as Uint16Array;
 }
