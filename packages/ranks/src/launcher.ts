@@ -229,16 +229,30 @@ export interface NativeParentWatch {
  * worker blocked in a collective on a peer that is gone would hold a normal exit forever).
  * With `native` (--comm mpi), the native watcher ends it instead, also while this thread is
  * blocked in MPI (the join), and kills what the rank started (ompi-server) with it.
+ *
+ * Returns how the rank's other causes of ending are reported (`report`): after a grace in
+ * which the launcher's end, if it is the cause, is seen first. A launcher killed outright closes
+ * its end of every rank's channel before the kernel reparents its ranks, and a peer that saw
+ * that first can make the store abort the job before this process reads its own channel's
+ * close (which is already pending then): without the grace the rank would blame the peer.
  */
-export function endWithLauncher(rank: number, exit: (code: number) => never, native?: NativeParentWatch): void {
-  if (!process.send || !process.channel) return;
+export function endWithLauncher(rank: number, exit: (code: number) => never, native?: NativeParentWatch): (report: () => void) => void {
+  if (!process.send || !process.channel) return (report) => report();
   const launcher = process.ppid;
   const line = `hcsp: rank ${rank}: its launcher (hcsp launch, pid ${launcher}) ended; ending too`;
   process.channel.unref();
   native?.endWithParent(launcher, line);
-  process.once('disconnect', () => {
+  const end = (): never => {
     if (native) native.parentEnded();
     process.stderr.write(`${line}\n`);
-    exit(1);
-  });
+    return exit(1);
+  };
+  process.once('disconnect', end);
+  return (report) => {
+    if (!process.connected || process.ppid !== launcher) end();
+    setTimeout(report, LAUNCHER_END_GRACE_MS);
+  };
 }
+
+/** how long a rank's other cause of ending waits for the launcher's end to be seen (its channel's close is already pending then) */
+const LAUNCHER_END_GRACE_MS = 250;

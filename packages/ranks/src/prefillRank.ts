@@ -424,15 +424,17 @@ interface Rendezvous {
 async function meet(launched: LaunchedRank, native?: NativeParentWatch): Promise<Rendezvous> {
   const { rank, worldSize, masterAddr, masterPort, rendezvousTimeoutMs, localWorldSize, secret } = launched;
   const ends = { exit: (code: number): never => process.exit(code) };
-  endWithLauncher(rank, (code) => ends.exit(code), native);
+  const reportUnlessLauncherEnded = endWithLauncher(rank, (code) => ends.exit(code), native);
   const server =
     rank === 0
       ? await RendezvousServer.listen({ host: masterAddr, port: masterPort, worldSize, secret, timeoutMs: rendezvousTimeoutMs, ranksPerNode: localWorldSize })
       : null;
   try {
     const client = await RendezvousClient.join({ host: masterAddr, port: masterPort, rank, worldSize, secret, timeoutMs: rendezvousTimeoutMs }, (message) => {
-      process.stderr.write(`hcsp: rank ${rank} of ${worldSize}: the job ended: ${message}\n`);
-      ends.exit(1);
+      reportUnlessLauncherEnded(() => {
+        process.stderr.write(`hcsp: rank ${rank} of ${worldSize}: the job ended: ${message}\n`);
+        ends.exit(1);
+      });
     });
     return Object.assign(ends, { client, server });
   } catch (e) {
