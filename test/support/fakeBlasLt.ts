@@ -82,10 +82,10 @@ int P(MatmulDescCreate)(Desc** d, int compute, int scale) {
   (*d)->compute = compute;
   (*d)->scaleType = scale;
   (*d)->transA = (*d)->transB = OP_N;
-  note("desc compute=%d scale=%d", compute, scale);
+  note("desc compute=%d scale=%d at %p", compute, scale, (void*)*d);
   return 0;
 }
-int P(MatmulDescDestroy)(Desc* d) { free(d); note("desc destroy"); return 0; }
+int P(MatmulDescDestroy)(Desc* d) { note("desc destroy %p", (void*)d); free(d); return 0; }
 int P(MatmulDescSetAttribute)(Desc* d, int attr, const void* buf, size_t n) {
   if (attr == A_USO && n == 4 && !envInt("FAKE_NO_USO", 0)) {
     note("attr %d = %d", attr, *(const int*)buf);
@@ -113,12 +113,12 @@ int P(MatmulDescSetAttribute)(Desc* d, int attr, const void* buf, size_t n) {
 int P(MatrixLayoutCreate)(Layout** l, int type, uint64_t rows, uint64_t cols, int64_t ld) {
   *l = (Layout*)calloc(1, sizeof(Layout));
   (*l)->type = type; (*l)->rows = rows; (*l)->cols = cols; (*l)->ld = ld;
-  note("layout type=%d rows=%llu cols=%llu ld=%lld", type, (unsigned long long)rows, (unsigned long long)cols, (long long)ld);
+  note("layout type=%d rows=%llu cols=%llu ld=%lld at %p", type, (unsigned long long)rows, (unsigned long long)cols, (long long)ld, (void*)*l);
   return 0;
 }
-int P(MatrixLayoutDestroy)(Layout* l) { free(l); note("layout destroy"); return 0; }
-int P(MatmulPreferenceCreate)(void** p) { *p = calloc(1, 8); note("pref create"); return 0; }
-int P(MatmulPreferenceDestroy)(void* p) { free(p); note("pref destroy"); return 0; }
+int P(MatrixLayoutDestroy)(Layout* l) { note("layout destroy %p", (void*)l); free(l); return 0; }
+int P(MatmulPreferenceCreate)(void** p) { *p = calloc(1, 8); note("pref create at %p", *p); return 0; }
+int P(MatmulPreferenceDestroy)(void* p) { note("pref destroy %p", p); free(p); return 0; }
 int P(MatmulPreferenceSetAttribute)(void* p, int attr, const void* buf, size_t n) {
   if (attr != 1 || n != 8) return INVALID;
   note("workspace %llu", (unsigned long long)*(const uint64_t*)buf);
