@@ -70,8 +70,11 @@ describe('ChromiumHost result transfer (headless Chromium WebGPU)', () => {
       const { page } = host.debugHandles()!;
       const cdp = await page.context().newCDPSession(page);
       let crashed = false;
-      page.on('request', (r) => {
-        if (crashed || r.method() !== 'POST' || !/\/result\//.test(r.url())) return;
+      // the first result POST is held (never continued) and the renderer crashed under it, so the
+      // crash lands while the POST is in flight on any machine (crashing on the request event
+      // raced the POST, which could complete first)
+      await page.route(/\/result\//, (route) => {
+        if (crashed || route.request().method() !== 'POST') return route.continue();
         crashed = true;
         // Page.crash never answers: the renderer it would answer from is gone.
         void cdp.send('Page.crash').catch(() => {});
